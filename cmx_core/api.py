@@ -1,0 +1,54 @@
+"""cmx-core's public API for plugins and scripts. Plugins import only from here.
+
+Providers and values: :class:`StepType`, :class:`Detector`, :class:`Executor`,
+:class:`Command`, :class:`Capabilities`, :class:`StepContext`, :class:`StepOutput`,
+:class:`ResultPart`, :class:`Metric`, :class:`Artifact`. Errors: :class:`CmxError` and its
+subclasses. Markers: :data:`hookimpl`. Engine entry points (imported lazily):
+``run``, ``plan``, ``explain``, ``list_recipes``, ``detect_facts``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cmx_core.errors import (
+    CacheError,
+    CmxError,
+    PluginError,
+    RecipeError,
+    ResolveError,
+    ResultsError,
+    StepFailed,
+    UsageError,
+)
+from cmx_core.hookspecs import hookimpl
+from cmx_core.providers import (
+    Artifact,
+    Capabilities,
+    Command,
+    Detector,
+    ExecutionRequest,
+    Executor,
+    Metric,
+    ResultPart,
+    StepContext,
+    StepOutput,
+    StepType,
+)
+
+__all__ = [
+    "Artifact", "CacheError", "Capabilities", "CmxError", "Command", "Detector",
+    "ExecutionRequest", "Executor", "Metric", "PluginError", "RecipeError", "ResolveError",
+    "ResultPart", "ResultsError", "StepContext", "StepFailed", "StepOutput", "StepType",
+    "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",
+]
+
+_ENGINE = {"run", "plan", "explain", "list_recipes", "detect_facts"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ENGINE:
+        from cmx_core import engine
+
+        return getattr(engine, name)
+    raise AttributeError(name)

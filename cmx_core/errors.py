@@ -1,0 +1,74 @@
+"""The exception hierarchy of cmx.
+
+Every error a user can cause is a :class:`CmxError`. The CLI maps it to one line on
+stderr and its ``exit_code`` (2 for bad usage or bad input, 1 for a run that failed);
+nothing else is caught there, so a programming error still shows its traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class CmxError(Exception):
+    """Base of every user-facing error; ``str(err)`` is the one line that is printed."""
+
+    exit_code: int = 2
+
+
+class UsageError(CmxError):
+    """Bad command-line arguments or API arguments."""
+
+
+@dataclass
+class Location:
+    """Where in a file something went wrong (1-based line; 0 when unknown)."""
+
+    path: str
+    line: int = 0
+    key: str = ""
+
+    def __str__(self) -> str:
+        text = self.path
+        if self.line:
+            text += f":{self.line}"
+        if self.key:
+            text += f": {self.key}"
+        return text
+
+
+class RecipeError(CmxError):
+    """A recipe file that cannot be loaded or validated."""
+
+    def __init__(self, location: Location, message: str) -> None:
+        self.location = location
+        self.message = message
+        super().__init__(f"{location}: {message}")
+
+
+class ResolveError(CmxError):
+    """Tags, variations, deps or conditions that cannot be resolved into a plan."""
+
+
+class PluginError(CmxError):
+    """A plugin that cannot be loaded, conflicts with another, or is missing."""
+
+
+class CacheError(CmxError):
+    """A cache operation that cannot be carried out."""
+
+
+class ResultsError(CmxError):
+    """A results store or result document that cannot be read or written."""
+
+
+class StepFailed(CmxError):
+    """A step that ran and failed (non-zero exit, timeout, exception)."""
+
+    exit_code = 1
+
+
+class Interrupted(CmxError):
+    """The run was interrupted (Ctrl-C); nothing half-written was kept."""
+
+    exit_code = 130

@@ -1,0 +1,136 @@
+"""The hooks a cmx plugin can implement (pluggy, project name ``cmx``).
+
+Registration hooks receive a ``register`` callback and call it once per provider; event
+hooks are called while a run goes on. Every hook is optional. A plugin module exposes its
+implementations with :data:`hookimpl` and is found through the ``cmx`` entry-point group::
+
+    [project.entry-points.cmx]
+    myplugin = "cmx_myplugin.plugin"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pluggy
+
+from cmx_core.providers import Command, Detector, Executor, StepType
+
+PROJECT = "cmx"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def cmx_register_steps(register: Callable[[StepType], None]) -> None:
+    """Register step types that recipes can ``use:``.
+
+    Called once when the plugin manager is first used. Two plugins registering the same
+    step name is a load error naming both.
+
+    Example::
+
+        @hookimpl
+        def cmx_register_steps(register):
+            register(StepType(name="demo.hello", summary="Say hello", run=_hello))
+    """
+
+
+@hookspec
+def cmx_register_detectors(register: Callable[[Detector], None]) -> None:
+    """Register detectors, each producing one top-level fact (``facts.<name>``).
+
+    A plugin detector replaces cmx-core's built-in one of the same name (core ships minimal
+    ``os``, ``cpu``, ``memory`` and ``python`` detectors); two plugins registering the same
+    name is a load error.
+
+    Example::
+
+        @hookimpl
+        def cmx_register_detectors(register):
+            register(Detector(name="gpus", summary="NVIDIA GPUs via NVML", detect=_gpus))
+    """
+
+
+@hookspec
+def cmx_register_executors(register: Callable[[Executor], None]) -> None:
+    """Register executors that run a whole plan elsewhere (a container, Slurm, Ray...).
+
+    ``cmx run --executor NAME`` picks one; the built-in ``local`` executor is the default.
+
+    Example::
+
+        @hookimpl
+        def cmx_register_executors(register):
+            register(Executor(name="docker", summary="Run inside a container", run=_run))
+    """
+
+
+@hookspec
+def cmx_register_commands(register: Callable[[Command], None]) -> None:
+    """Register extra ``cmx`` subcommands.
+
+    Called only when the CLI parses arguments, never from the Python API.
+
+    Example::
+
+        @hookimpl
+        def cmx_register_commands(register):
+            register(Command(name="detect", summary="Print facts", configure=_cfg, run=_run))
+    """
+
+
+@hookspec
+def cmx_recipe_paths() -> list[Path]:
+    """Return directories holding this plugin's recipes (``*.yaml``, searched recursively).
+
+    Plugin recipes shadow cmx-core's recipes of the same name and are shadowed by
+    ``--recipes`` and ``CMX_RECIPES_PATH``.
+
+    Example::
+
+        @hookimpl
+        def cmx_recipe_paths():
+            return [Path(__file__).parent / "recipes"]
+    """
+    return []
+
+
+@hookspec
+def cmx_node_started(node_id: str, recipe: str, cached: bool) -> None:
+    """Called just before a plan node runs (or is taken from the cache when ``cached``).
+
+    Example::
+
+        @hookimpl
+        def cmx_node_started(node_id, recipe, cached):
+            print(f"-> {node_id}", file=sys.stderr)
+    """
+
+
+@hookspec
+def cmx_node_finished(
+    node_id: str, recipe: str, outputs: Mapping[str, Any], wall_s: float, cached: bool
+) -> None:
+    """Called after a plan node finished successfully, with its declared outputs.
+
+    Example::
+
+        @hookimpl
+        def cmx_node_finished(node_id, recipe, outputs, wall_s, cached):
+            metrics.observe(node_id, wall_s)
+    """
+
+
+@hookspec
+def cmx_result_written(path: Path, document: Mapping[str, Any]) -> None:
+    """Called after a validated ``result.json`` was written and indexed.
+
+    Example::
+
+        @hookimpl
+        def cmx_result_written(path, document):
+            upload(path)
+    """
