@@ -29,6 +29,7 @@ from cmx_core.providers import (
     Detector,
     ExecutionRequest,
     Executor,
+    Exporter,
     Metric,
     ResultPart,
     StepContext,
@@ -38,7 +39,7 @@ from cmx_core.providers import (
 
 __all__ = [
     "Artifact", "CacheError", "Capabilities", "CmxError", "Command", "Detector",
-    "ExecutionRequest", "Executor", "Metric", "PluginError", "RecipeError", "ResolveError",
+    "ExecutionRequest", "Executor", "Exporter", "Metric", "PluginError", "RecipeError", "ResolveError",
     "ResultPart", "ResultsError", "StepContext", "StepFailed", "StepOutput", "StepType",
     "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",
 ]

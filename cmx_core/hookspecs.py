@@ -16,7 +16,7 @@ from typing import Any
 
 import pluggy
 
-from cmx_core.providers import Command, Detector, Executor, StepType
+from cmx_core.providers import Command, Detector, Executor, Exporter, StepType
 
 PROJECT = "cmx"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -79,6 +79,18 @@ def cmx_register_commands(register: Callable[[Command], None]) -> None:
         @hookimpl
         def cmx_register_commands(register):
             register(Command(name="detect", summary="Print facts", configure=_cfg, run=_run))
+    """
+
+
+@hookspec
+def cmx_register_exporters(register: Callable[[Exporter], None]) -> None:
+    """Register formats for ``cmx results export --format NAME``.
+
+    Example::
+
+        @hookimpl
+        def cmx_register_exporters(register):
+            register(Exporter(name="mlperf-submission", summary="MLPerf tree", export=_export))
     """
 
 

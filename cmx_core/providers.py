@@ -202,3 +202,19 @@ class Command:
     run: Callable[[argparse.Namespace], int]
     version: str = ""
     plugin: str = ""
+
+
+@dataclass(frozen=True)
+class Exporter:
+    """A ``cmx results export --format NAME`` format.
+
+    ``export`` gets the selected result documents (each with its run directory under the
+    key ``"_run_dir"`` removed before validation: pass ``run_dirs`` instead) and writes into
+    ``dest``. It raises a :class:`cmx_core.errors.CmxError` for bad input.
+    """
+
+    name: str
+    summary: str
+    export: Callable[[list[Mapping[str, Any]], list[Path], Path], None]
+    version: str = ""
+    plugin: str = ""
