@@ -1,0 +1,85 @@
+"""cmx hook implementations of cmx-mlperf: the ``mlperf.loadgen`` step, the
+``mlperf-submission`` and ``summary-csv`` exporters and the plugin's recipes.
+
+Importing this module costs next to nothing: the harness and exporters are imported only
+when a step runs or an export is requested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from cmx_core.api import Exporter, StepContext, StepOutput, StepType, hookimpl
+
+STEP_PARAMS: dict[str, str] = {
+    "sut": "SUT kind: noop, classifier, hf-llm, openai-http",
+    "sut_params": "mapping passed to the SUT factory (model_path, dataset_dir, ...)",
+    "scenario": "Offline, Server, SingleStream or MultiStream",
+    "mode": "PerformanceOnly, AccuracyOnly or FindPeakPerformance",
+    "model_name": "MLPerf model key for the embedded mlperf.conf (e.g. resnet50, llama3.1-8b)",
+    "target_qps": "Server target QPS (and Offline expected QPS when expected_qps is unset)",
+    "target_latency_ms": "Server target latency in ms",
+    "duration_s": "LoadGen min_duration in seconds",
+    "min_query_count": "LoadGen min_query_count",
+    "max_query_count": "LoadGen max_query_count (0: no limit)",
+    "expected_qps": "Offline expected QPS (LoadGen issues expected_qps x duration x 1.1 samples)",
+    "expected_latency_ms": "SingleStream/MultiStream expected latency in ms",
+    "ttft_ms": "token runs: TTFT latency limit in ms",
+    "tpot_ms": "token runs: TPOT latency limit in ms",
+    "accuracy": "compute accuracy from mlperf_log_accuracy.json (AccuracyOnly mode)",
+    "performance_sample_count": "override of the performance sample count",
+    "samples_per_query": "MultiStream samples per query",
+    "timeout_s": "wall-clock limit of the LoadGen child process in seconds",
+}
+
+
+def _run_loadgen(ctx: StepContext) -> StepOutput:
+    from cmx_mlperf.harness.step import run_step
+
+    return run_step(ctx)
+
+
+def _lazy_export(module: str) -> Callable[[list[Mapping[str, Any]], list[Path], Path], None]:
+    def export(docs: list[Mapping[str, Any]], run_dirs: list[Path], dest: Path) -> None:
+        import importlib
+
+        importlib.import_module(module).export(docs, run_dirs, dest)
+
+    return export
+
+
+@hookimpl
+def cmx_register_steps(register: Callable[[StepType], None]) -> None:
+    register(
+        StepType(
+            name="mlperf.loadgen",
+            summary="Run one MLPerf LoadGen test in a fresh subprocess and parse its logs",
+            run=_run_loadgen,
+            params=STEP_PARAMS,
+        )
+    )
+
+
+@hookimpl
+def cmx_register_exporters(register: Callable[[Exporter], None]) -> None:
+    register(
+        Exporter(
+            name="mlperf-submission",
+            summary="MLPerf Inference submission tree (systems/, results/, measurements.json)",
+            export=_lazy_export("cmx_mlperf.export.submission"),
+        )
+    )
+    register(
+        Exporter(
+            name="summary-csv",
+            summary="MLPerf submission checker summary.csv rows",
+            export=_lazy_export("cmx_mlperf.export.summary_csv"),
+        )
+    )
+
+
+@hookimpl
+def cmx_recipe_paths() -> list[Path]:
+    return [Path(__file__).parent / "recipes"]
