@@ -1,0 +1,43 @@
+"""Results: the normalized result document of a run, its schema, validation and the store.
+
+Importing this package costs nothing: the names below load their module on first use.
+
+* :class:`RunRecord`, :func:`build_document` (``document``): what the engine knows -> document
+* :func:`validate_document` (``validate``): schema check with JSON-path errors
+* :func:`write_result` (``writer``): validate, then write ``result.json`` atomically
+* :class:`ResultStore` (``store``): the SQLite index behind ``cmx results``
+* :func:`compare_documents` (``compare``), :func:`flatten` / :func:`export_results` (``export``)
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = "1.0"
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "result.schema.json"
+
+_LAZY = {
+    "RunRecord": "document",
+    "build_document": "document",
+    "validate_document": "validate",
+    "write_result": "writer",
+    "RESULT_FILE": "writer",
+    "ResultStore": "store",
+    "StoredResult": "store",
+    "RunSummary": "store",
+    "compare_documents": "compare",
+    "Comparison": "compare",
+    "flatten": "export",
+    "export_results": "export",
+}
+
+__all__ = ["SCHEMA_PATH", "SCHEMA_VERSION", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{module}"), name)

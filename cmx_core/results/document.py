@@ -1,0 +1,273 @@
+"""Build the normalized result document of one run from what the engine knows about it."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass
+from datetime import date, datetime, timezone
+from enum import Enum
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any
+
+from cmx_core.errors import ResultsError
+from cmx_core.results import facts_map
+from cmx_core.results.validate import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from cmx_core.providers import ResultPart
+
+_BENCHMARK_KEYS = (
+    "suite", "suite_version", "task", "scenario", "mode", "division", "variant",
+    "mlperf_name", "availability", "primary_metric",
+)
+_SOFTWARE_OVERRIDES = ("framework", "framework_version")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """Everything the engine knows about a finished (or failed) run.
+
+    ``recipes`` are ``(name, version, digest, source)``; ``plugins`` are
+    ``(name, distribution, version)``; ``artifacts`` are ``(path, kind)`` with paths inside
+    ``run_dir`` (absolute or relative to it); ``error`` is ``(message, node, step)``.
+    """
+
+    run_id: str
+    tags: Sequence[str]
+    inputs: Mapping[str, Any]
+    variations: Mapping[str, Any]
+    recipe_name: str
+    recipe_tags: Sequence[str]
+    recipe_version: str | None
+    recipes: Sequence[tuple[str, str | None, str, str | None]]
+    plugins: Sequence[tuple[str, str | None, str | None]]
+    facts: Mapping[str, Any]
+    outputs: Mapping[str, Any]
+    part: ResultPart | None
+    artifacts: Sequence[tuple[Path, str]]
+    run_dir: Path
+    started_at: datetime
+    finished_at: datetime
+    lock_digest: str | None
+    error: tuple[str, str | None, str | None] | None = None
+
+
+def build_document(record: RunRecord) -> dict[str, Any]:
+    """Return the result document (a plain JSON-safe dict; not yet validated)."""
+    part = record.part
+    document: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": record.run_id,
+        "created_at": utc_timestamp(datetime.now(timezone.utc)),
+        "status": _status(record),
+        "invalid_reasons": [str(r) for r in part.invalid_reasons] if part else [],
+        "benchmark": _benchmark(record),
+        "metrics": _metrics(part.metrics) if part else {},
+    }
+    if part:
+        for name, section in part.sections.items():
+            if name != "software":
+                document[str(name)] = json_safe(section)
+    document.update(
+        system=facts_map.system_section(record.facts),
+        software=_software(record),
+        timing=_timing(record.started_at, record.finished_at),
+        artifacts=[_artifact(record.run_dir, path, kind) for path, kind in record.artifacts],
+        outputs=json_safe(dict(record.outputs)),
+        error=_error(record.error),
+        provenance=_provenance(record),
+    )
+    if part and part.notes:
+        document["notes"] = part.notes
+    return document
+
+
+def _status(record: RunRecord) -> str:
+    if record.error is not None:
+        return "error"
+    return record.part.status if record.part else "completed"
+
+
+def _benchmark(record: RunRecord) -> dict[str, Any]:
+    benchmark: dict[str, Any] = dict.fromkeys(_BENCHMARK_KEYS)
+    benchmark.update(suite="custom", suite_version=record.recipe_version, task=record.recipe_name)
+    part = record.part
+    if part is None:
+        return benchmark
+    benchmark.update(json_safe(dict(part.benchmark)))
+    if benchmark["primary_metric"] is None and len(part.metrics) == 1:
+        benchmark["primary_metric"] = next(iter(part.metrics))
+    return benchmark
+
+
+def _metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """``Metric`` dataclasses (or mappings with the same keys) -> JSON objects."""
+    out: dict[str, Any] = {}
+    for name, metric in metrics.items():
+        if is_dataclass(metric) and not isinstance(metric, type):
+            metric = {f.name: getattr(metric, f.name) for f in fields(metric)}
+        out[str(name)] = json_safe(metric)
+    return out
+
+
+def _software(record: RunRecord) -> dict[str, Any]:
+    from cmx_core import __version__
+
+    software: dict[str, Any] = {
+        "python": facts_map.python_version(record.facts),
+        "packages": facts_map.packages(record.facts),
+        "engine": {"name": "cmx", "version": __version__, "git_commit": engine_git_commit()},
+        "recipe": {
+            "name": record.recipe_name,
+            "tags": [str(t) for t in record.recipe_tags],
+            "version": record.recipe_version,
+        },
+        "framework": None,
+        "framework_version": None,
+    }
+    extra = record.part.sections.get("software") if record.part else None
+    if isinstance(extra, Mapping):
+        for key in _SOFTWARE_OVERRIDES:
+            if key in extra:
+                software[key] = json_safe(extra[key])
+        if isinstance(extra.get("packages"), Mapping):
+            software["packages"].update(json_safe(dict(extra["packages"])))
+    return software
+
+
+def _timing(started: datetime, finished: datetime) -> dict[str, Any]:
+    wall = (finished - started).total_seconds()
+    return {
+        "started_at": utc_timestamp(started),
+        "finished_at": utc_timestamp(finished),
+        "wall_s": max(0.0, round(wall, 6)),
+    }
+
+
+def _artifact(run_dir: Path, path: Path, kind: str) -> dict[str, Any]:
+    full = path if path.is_absolute() else run_dir / path
+    try:
+        digest, size = file_sha256(full)
+    except OSError as exc:
+        raise ResultsError(
+            f"{full}: artifact of kind {kind!r} cannot be read ({exc.strerror}); "
+            "a step declared an artifact it did not write"
+        ) from None
+    try:
+        shown = full.relative_to(run_dir).as_posix()
+    except ValueError:
+        shown = full.as_posix()
+    return {"path": shown, "sha256": digest, "size_bytes": size, "kind": kind}
+
+
+def file_sha256(path: Path) -> tuple[str, int]:
+    """Return ``(hex sha256, size in bytes)`` of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def _error(error: tuple[str, str | None, str | None] | None) -> dict[str, Any] | None:
+    if error is None:
+        return None
+    message, node, step = error
+    return {
+        "message": str(message) or "unknown error",
+        "node": None if node is None else str(node),
+        "step": None if step is None else str(step),
+    }
+
+
+def _provenance(record: RunRecord) -> dict[str, Any]:
+    from cmx_core import __version__
+
+    return {
+        "query": {
+            "tags": [str(t) for t in record.tags],
+            "inputs": json_safe(dict(record.inputs)),
+            "variations": json_safe(dict(record.variations)),
+        },
+        "recipes": [
+            {"name": n, "version": v, "digest": d, "source": None if s is None else str(s)}
+            for n, v, d, s in record.recipes
+        ],
+        "plugins": [{"name": n, "distribution": d, "version": v} for n, d, v in record.plugins],
+        "lock_digest": record.lock_digest,
+        "cmx_version": __version__,
+    }
+
+
+def utc_timestamp(moment: datetime) -> str:
+    """ISO-8601 in UTC with millisecond precision and a ``Z`` suffix (naive = local time)."""
+    text = moment.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+    return text.replace("+00:00", "Z")
+
+
+def json_safe(value: Any) -> Any:
+    """Convert to JSON data: paths -> str, tuples/sets -> lists, NaN/inf -> null, dataclasses,
+    enums and datetimes to their plain forms; anything else unknown -> ``str(value)``."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((json_safe(v) for v in value), key=repr)
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, Enum):
+        return json_safe(value.value)
+    if isinstance(value, datetime):
+        return utc_timestamp(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: json_safe(getattr(value, f.name)) for f in fields(value)}
+    return str(value)
+
+
+_GIT_COMMIT: list[str | None] = []
+
+
+def engine_git_commit() -> str | None:
+    """The commit of a cmx-core source checkout (editable install), read from ``.git``
+    without running git; None for an installed wheel. Computed once per process."""
+    if not _GIT_COMMIT:
+        _GIT_COMMIT.append(_read_git_commit(Path(__file__).resolve().parents[2] / ".git"))
+    return _GIT_COMMIT[0]
+
+
+def _read_git_commit(git_dir: Path) -> str | None:
+    try:
+        if git_dir.is_file():  # a worktree: ".git" holds "gitdir: PATH"
+            git_dir = Path(git_dir.read_text(encoding="utf-8").split(":", 1)[1].strip())
+        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        if not head.startswith("ref: "):
+            return head if _is_sha(head) else None
+        ref = head[len("ref: "):]
+        ref_file = git_dir / ref
+        if ref_file.is_file():
+            sha = ref_file.read_text(encoding="utf-8").strip()
+            return sha if _is_sha(sha) else None
+        for line in (git_dir / "packed-refs").read_text(encoding="utf-8").splitlines():
+            if line.endswith(" " + ref):
+                sha = line.split(" ", 1)[0]
+                return sha if _is_sha(sha) else None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _is_sha(text: str) -> bool:
+    return 7 <= len(text) <= 64 and all(c in "0123456789abcdef" for c in text)
+
+

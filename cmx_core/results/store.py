@@ -1,0 +1,355 @@
+"""The SQLite index of runs behind ``cmx results``.
+
+The run directories (their ``result.json``) are the source of truth; the database is an
+index that ``reindex`` can always rebuild. It is never deleted or rewritten behind the
+user's back: a file that is not a readable cmx results database is reported with the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmx_core.errors import ResultsError
+from cmx_core.results.validate import validate_document
+from cmx_core.results.writer import RESULT_FILE
+
+DB_VERSION = 1
+"""``PRAGMA user_version`` of the database layout below; bump it with a migration."""
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    recipe TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    task TEXT NOT NULL,
+    scenario TEXT,
+    primary_metric TEXT,
+    result REAL,
+    units TEXT,
+    wall_s REAL,
+    result_path TEXT NOT NULL,
+    schema_version TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at);
+CREATE INDEX IF NOT EXISTS runs_recipe ON runs (recipe, created_at);
+CREATE TABLE IF NOT EXISTS metrics (
+    run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    value REAL,
+    unit TEXT NOT NULL,
+    higher_is_better INTEGER NOT NULL,
+    PRIMARY KEY (run_id, name)
+);
+"""
+_TABLES = {"runs", "metrics"}
+_COLUMNS = (
+    "run_id, created_at, status, recipe, suite, task, scenario, primary_metric, result, units, "
+    "wall_s, result_path"
+)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One row of ``cmx results list``."""
+
+    run_id: str
+    created_at: str
+    status: str
+    recipe: str
+    suite: str
+    task: str
+    scenario: str | None
+    primary_metric: str | None
+    result: float | None
+    units: str | None
+    wall_s: float | None
+    result_path: Path
+
+    def to_json(self) -> dict[str, Any]:
+        data = dict(self.__dict__)
+        data["result_path"] = str(self.result_path)
+        return data
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """A run read back from its ``result.json`` (validated)."""
+
+    run_id: str
+    path: Path
+    document: dict[str, Any]
+
+    @property
+    def run_dir(self) -> Path:
+        return self.path.parent
+
+
+@dataclass
+class ReindexReport:
+    """What ``reindex`` did: runs indexed, rows dropped (file gone), files skipped (why)."""
+
+    indexed: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "indexed": self.indexed,
+            "dropped": self.dropped,
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+        }
+
+
+class ResultStore:
+    """Index of result documents in one SQLite file (WAL mode, safe across processes)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    # -- connection -----------------------------------------------------------------------
+
+    def _corrupt(self, detail: str) -> ResultsError:
+        return ResultsError(
+            f"{self.path}: not a readable cmx results database ({detail}); move it away "
+            f"(mv '{self.path}' '{self.path}.bad') and run `cmx results reindex` to rebuild "
+            "the index from the run directories"
+        )
+
+    @contextmanager
+    def _connect(self, *, write: bool) -> Iterator[sqlite3.Connection]:
+        """Open (creating for writes), check the layout, and map every sqlite error."""
+        if not write and not self.path.exists():
+            empty = sqlite3.connect(":memory:")  # an empty store: nothing indexed yet
+            try:
+                yield empty
+            finally:
+                empty.close()
+            return
+        try:
+            if write:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise ResultsError(f"{self.path}: cannot open the results database ({exc})") from None
+        try:
+            self._prepare(conn, write=write)
+            yield conn
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise ResultsError(f"{self.path}: database is locked by another cmx; retry") from None
+            raise self._corrupt(str(exc)) from None
+        finally:
+            conn.close()
+
+    def _prepare(self, conn: sqlite3.Connection, *, write: bool) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == DB_VERSION:
+            return
+        if version > DB_VERSION:
+            raise ResultsError(
+                f"{self.path}: results database version {version} was written by a newer cmx "
+                f"(this one reads {DB_VERSION}); upgrade cmx"
+            )
+        tables = {
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            if not r[0].startswith("sqlite_")
+        }
+        if tables - _TABLES:
+            raise self._corrupt(f"unexpected tables {sorted(tables - _TABLES)}")
+        if not write:
+            return
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            _create(conn)  # not executescript: it would COMMIT the open transaction
+            conn.execute(f"PRAGMA user_version = {DB_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def index(self, document: Mapping[str, Any], result_path: Path) -> None:
+        """Add (or replace: re-indexing a run is idempotent) one run, in one transaction."""
+        validate_document(document, source=str(result_path))
+        row = _row(document, Path(result_path))
+        metrics = _metric_rows(document)
+        with self._connect(write=True) as conn:
+            _in_transaction(conn, lambda: _insert(conn, row, metrics))
+
+    def reindex(self, dirs: Iterable[Path]) -> ReindexReport:
+        """Rebuild the index from run directories: every ``result.json`` up to two levels
+        below each of ``dirs`` is validated and indexed; rows whose file is gone are dropped."""
+        report = ReindexReport()
+        found: list[tuple[dict[str, Any], Path]] = []
+        for path in _result_files(dirs):
+            try:
+                found.append((_read_document(path), path))
+            except ResultsError as exc:
+                report.skipped.append((str(path), str(exc)))
+        with self._connect(write=True) as conn:
+            def work() -> None:
+                for (run_id, path) in conn.execute("SELECT run_id, result_path FROM runs").fetchall():
+                    if not Path(path).is_file():
+                        conn.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
+                        conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+                        report.dropped.append(run_id)
+                for document, path in found:
+                    _insert(conn, _row(document, path), _metric_rows(document))
+                    report.indexed.append(document["run_id"])
+            _in_transaction(conn, work)
+        return report
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def resolve(self, run: str) -> tuple[str, Path]:
+        """A run id or a unique prefix of one -> ``(run_id, result_path)``."""
+        if not run:
+            raise ResultsError("empty run id; `cmx results list` shows the runs")
+        pattern = run.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self._connect(write=False) as conn:
+            exact = self._query(conn, "SELECT run_id, result_path FROM runs WHERE run_id = ?", (run,))
+            rows = exact or self._query(
+                conn,
+                "SELECT run_id, result_path FROM runs WHERE run_id LIKE ? ESCAPE '\\' "
+                "ORDER BY run_id LIMIT 6",
+                (pattern,),
+            )
+        if not rows:
+            raise ResultsError(f"no run matches {run!r}; `cmx results list` shows the runs")
+        if len(rows) > 1:
+            shown = ", ".join(r[0] for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
+            raise ResultsError(f"run prefix {run!r} is ambiguous: it matches {shown}; give more characters")
+        return rows[0][0], Path(rows[0][1])
+
+    def get(self, run: str) -> StoredResult:
+        """Read back and validate the ``result.json`` of a run id or unique prefix."""
+        run_id, path = self.resolve(run)
+        document = _read_document(path)
+        if document["run_id"] != run_id:
+            raise ResultsError(
+                f"{path}: holds run {document['run_id']!r}, not {run_id!r}; "
+                "run `cmx results reindex` to refresh the index"
+            )
+        return StoredResult(run_id, path, document)
+
+    def compare(self, runs: Sequence[str]) -> Any:
+        """Compare the metrics of several runs (the first is the baseline): a
+        :class:`cmx_core.results.compare.Comparison`."""
+        from cmx_core.results.compare import compare_documents
+
+        return compare_documents([self.get(run).document for run in runs])
+
+    @staticmethod
+    def _query(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        try:
+            return conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # an empty in-memory store, nothing indexed
+                return []
+            raise
+
+    def list(self, limit: int = 20, recipe: str | None = None, status: str | None = None) -> list[RunSummary]:  # noqa: A003
+        """The newest ``limit`` runs, optionally only one recipe's or one status'."""
+        where, params = [], []
+        if recipe:
+            where.append("recipe = ?")
+            params.append(recipe)
+        if status:
+            where.append("status = ?")
+            params.append(status)
+        sql = f"SELECT {_COLUMNS} FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at DESC, run_id LIMIT ?"
+        with self._connect(write=False) as conn:
+            rows = self._query(conn, sql, (*params, max(0, int(limit))))
+        return [RunSummary(*r[:-1], Path(r[-1])) for r in rows]
+
+
+def _create(conn: sqlite3.Connection) -> None:
+    for statement in _DDL.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _in_transaction(conn: sqlite3.Connection, work: Any) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        work()
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _insert(conn: sqlite3.Connection, row: tuple[Any, ...], metrics: list[tuple[Any, ...]]) -> None:
+    conn.execute("DELETE FROM metrics WHERE run_id = ?", (row[0],))
+    conn.execute(f"INSERT OR REPLACE INTO runs ({_COLUMNS}, schema_version) VALUES ({', '.join('?' * 13)})", row)
+    conn.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?)", metrics)
+
+
+def _row(document: Mapping[str, Any], result_path: Path) -> tuple[Any, ...]:
+    benchmark = document["benchmark"]
+    primary = benchmark.get("primary_metric")
+    metric = document["metrics"].get(primary) if primary else None
+    return (
+        document["run_id"],
+        document["created_at"],
+        document["status"],
+        document["software"]["recipe"]["name"],
+        benchmark["suite"],
+        benchmark["task"],
+        benchmark.get("scenario"),
+        primary,
+        metric["value"] if metric else None,
+        metric["unit"] if metric else None,
+        document["timing"]["wall_s"],
+        str(result_path.resolve()),
+        document["schema_version"],
+    )
+
+
+def _metric_rows(document: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    run_id = document["run_id"]
+    return [
+        (run_id, name, m["value"], m["unit"], int(m["higher_is_better"]))
+        for name, m in document["metrics"].items()
+    ]
+
+
+def _read_document(path: Path) -> dict[str, Any]:
+    """Read and validate one ``result.json``; every problem is a one-line ResultsError."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ResultsError(
+            f"{path}: result file is missing (the run directory was moved or deleted); "
+            "`cmx results reindex` drops it from the index"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path}: cannot read result file ({exc})") from None
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise ResultsError(f"{path}: not valid JSON ({exc})") from None
+    validate_document(document, source=str(path))
+    return document
+
+
+def _result_files(dirs: Iterable[Path]) -> list[Path]:
+    found: list[Path] = []
+    for base in dirs:
+        base = Path(base)
+        for pattern in (RESULT_FILE, f"*/{RESULT_FILE}", f"*/*/{RESULT_FILE}"):
+            found.extend(p for p in sorted(base.glob(pattern)) if p.is_file())
+    return found

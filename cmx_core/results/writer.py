@@ -1,0 +1,56 @@
+"""Write ``result.json`` atomically: validate, write a temp file beside it, then rename."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cmx_core.errors import ResultsError
+from cmx_core.results.validate import validate_document
+
+RESULT_FILE = "result.json"
+
+
+def write_result(run_dir: Path, document: Mapping[str, Any]) -> Path:
+    """Validate ``document`` and write it to ``run_dir/result.json``; return that path.
+
+    Readers see either the previous file or the complete new one, never a partial write;
+    on any failure nothing is left behind (the temp file is removed).
+    """
+    run_dir = Path(run_dir)
+    target = run_dir / RESULT_FILE
+    validate_document(document, source=str(target))
+    text = dumps(document, source=str(target))
+    atomic_write_text(target, text)
+    return target
+
+
+def dumps(document: Mapping[str, Any], source: str) -> str:
+    """Serialise as strict JSON (no NaN) or raise :class:`ResultsError`."""
+    try:
+        return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    except (TypeError, ValueError) as exc:
+        raise ResultsError(f"{source}: result document is not JSON data: {exc}") from None
+
+
+def atomic_write_text(target: Path, text: str) -> None:
+    """Write ``text`` to ``target`` through ``target.<pid>.<n>.tmp`` + ``os.replace``."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ResultsError(f"{target.parent}: cannot create directory ({exc.strerror})") from None
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{id(text):x}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ResultsError(f"{target}: cannot write ({exc.strerror or exc})") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
