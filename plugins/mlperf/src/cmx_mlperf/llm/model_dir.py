@@ -1,0 +1,82 @@
+"""Checking and loading a Llama-architecture causal LM from a local directory."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cmx_mlperf.llm.errors import ModelDirError
+
+LLAMA_ARCHITECTURES = frozenset({"LlamaForCausalLM"})
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What ``config.json`` says about a model directory."""
+
+    path: Path
+    architecture: str
+    model_type: str
+    config: dict[str, Any]
+
+
+def check_llama_dir(path: str | Path) -> ModelInfo:
+    """Return the model's info, or raise :class:`ModelDirError` with a one-line reason.
+
+    Only ``config.json`` is read, so this is cheap enough to run before LoadGen starts.
+    """
+    if not str(path).strip():
+        raise ModelDirError("model directory not set: pass the path of a Llama model directory")
+    root = Path(path).expanduser()
+    if not root.is_dir():
+        raise ModelDirError(f"model directory {root} does not exist: build or download the model first")
+    config_file = root / "config.json"
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelDirError(f"model directory {root} has no config.json: not a transformers model") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelDirError(f"model directory {root}: config.json unreadable ({_short(exc)})") from None
+    if not isinstance(config, dict):
+        raise ModelDirError(f"model directory {root}: config.json is not a JSON object")
+    archs = config.get("architectures") or []
+    model_type = str(config.get("model_type", ""))
+    archs = archs if isinstance(archs, list) else [archs]
+    found = str(archs[0]) if archs else model_type or "unknown"
+    is_llama = found in LLAMA_ARCHITECTURES if archs else model_type == "llama"
+    if not is_llama:
+        raise ModelDirError(
+            f"model directory {root} holds architecture {found}; only LlamaForCausalLM is supported"
+        )
+    return ModelInfo(path=root, architecture=str(found), model_type=model_type, config=config)
+
+
+def load_llama(path: str | Path, device: str = "cpu", dtype: str = "float32") -> tuple[Any, Any]:
+    """Load (model, tokenizer) from a checked Llama directory, offline, in eval mode."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    info = check_llama_dir(path)
+    import torch
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    torch_dtype = getattr(torch, dtype, None)
+    if not isinstance(torch_dtype, torch.dtype):
+        raise ModelDirError(f"dtype {dtype!r} is not a torch dtype: use float32, float16 or bfloat16")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(info.path), local_files_only=True)
+        model = LlamaForCausalLM.from_pretrained(str(info.path), dtype=torch_dtype, local_files_only=True)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise ModelDirError(f"model directory {info.path} cannot be loaded: {_short(exc)}") from None
+    model.to(device)
+    model.eval()
+    return model, tokenizer
+
+
+def _short(exc: BaseException) -> str:
+    """The first line of an exception's message, bounded, for one-line errors."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:200]
