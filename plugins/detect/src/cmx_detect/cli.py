@@ -1,0 +1,96 @@
+"""``cmx detect [--json] [--replay FIXTURE] [--only NAME,...] [--refresh]``.
+
+``--json`` prints exactly one document, ``{"facts": {...}, "errors": {...}, "source": ...}``,
+which ``cmx plan/run --facts FILE`` reads back. ``--replay`` runs the same detectors on a
+recorded fixture (a directory with ``fixture.json``, that file, or a bundled fixture name such
+as ``h100-sxm-8x``) instead of this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--replay", metavar="FIXTURE",
+                        help="detect from a recorded fixture (directory, its fixture.json, or a bundled name)")
+    parser.add_argument("--only", metavar="NAME,...", default="",
+                        help="only these detectors (os,cpu,memory,python,cuda,gpus,accelerator,torch,container_engines)")
+    parser.add_argument("--refresh", action="store_true", help="ignore cached facts and probe again")
+    if not any("--json" in a.option_strings for a in parser._actions):
+        parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def collect(replay: str | None, only: list[str], refresh: bool = False) -> tuple[dict[str, Any], dict[str, str], str]:
+    """Facts, errors and the source name, from a fixture or from this machine."""
+    from cmx_detect.detectors import run_all, select
+
+    select(only)  # validates --only names early
+    if replay:
+        from cmx_detect.replay import FixtureSource, resolve_fixture
+
+        src = FixtureSource(resolve_fixture(replay))
+        facts, errors = run_all(src, only)
+        return facts, errors, src.name
+    facts, errors = _live(only, refresh)
+    return facts, errors, "live"
+
+
+def _live(only: list[str], refresh: bool) -> tuple[dict[str, Any], dict[str, str]]:
+    """This machine through cmx-core's fact store (cached, fingerprinted), so ``cmx detect``
+    sees every plugin's detectors; falls back to this plugin's own table."""
+    try:
+        from cmx_core.facts import FactStore
+        from cmx_core.plugins import get_registry
+    except ImportError:  # a cmx-core without the fact store
+        from cmx_detect.detectors import run_all
+        from cmx_detect.source import LiveSource
+
+        return run_all(LiveSource(), only)
+    from cmx_detect.detectors import NAMES
+
+    detectors = dict(get_registry().detectors)
+    _check_overrides()
+    store = FactStore(detectors, use_cache=not refresh)
+    names = only or [*NAMES, *sorted(set(detectors) - set(NAMES))]
+    facts = {name: store.try_get(name) for name in names}
+    return facts, dict(store.errors)
+
+
+def _check_overrides() -> None:
+    """Bad ``CMX_OVERRIDE_*`` values are usage errors (exit 2), not detector failures."""
+    import os
+
+    from cmx_detect.cuda import check_override
+    from cmx_detect.tags import parse_override
+
+    if os.environ.get("CMX_OVERRIDE_ACCELERATOR") is not None:
+        parse_override(os.environ["CMX_OVERRIDE_ACCELERATOR"])
+    if os.environ.get("CMX_OVERRIDE_CUDA") is not None:
+        check_override(os.environ["CMX_OVERRIDE_CUDA"])
+
+
+def run(ns: argparse.Namespace) -> int:
+    only = [n.strip() for n in (ns.only or "").split(",") if n.strip()]
+    facts, errors, source = collect(ns.replay, only, getattr(ns, "refresh", False))
+    if getattr(ns, "json", False):
+        json.dump({"facts": facts, "errors": errors, "source": source}, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        print(render(facts, source))
+    for name, message in errors.items():
+        print(f"cmx detect: warning: detector '{name}' failed: {message}", file=sys.stderr)
+    return 0
+
+
+def render(facts: dict[str, Any], source: str) -> str:
+    """A short human summary, one line per fact."""
+    from cmx_detect.summary import summarise
+
+    lines = [f"facts from: {source}"]
+    for name, value in facts.items():
+        lines.append(f"{name:<18} {summarise(name, value)}")
+    return "\n".join(lines)

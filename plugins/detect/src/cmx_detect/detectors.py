@@ -1,0 +1,216 @@
+"""The detector table: name -> detect function, cheap fingerprint and cache lifetime.
+
+Each ``detect`` takes a :class:`~cmx_detect.source.Source`; registration binds it to the live
+machine, ``cmx detect --replay`` binds it to a fixture. A fingerprint is a short hash of what
+would change the answer (binary path/size/mtime, driver version, relevant environment) and
+costs only ``stat`` calls and small ``/proc`` reads, so cmx-core's fact cache can check it on
+every command.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cmx_core.errors import CmxError
+
+from cmx_detect.convert import to_data
+from cmx_detect.source import Source
+
+DAY_S = 86400.0
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    summary: str
+    detect: Callable[[Source], Any]
+    fingerprint: Callable[[Source], str]
+    ttl_s: float | None
+
+
+def _digest(parts: Iterable[object]) -> str:
+    return hashlib.sha256("\n".join(map(str, parts)).encode()).hexdigest()[:16]
+
+
+def stat_token(src: Source, paths: Iterable[str]) -> list[str]:
+    """``path:size:mtime_ns`` of each path (``path:-`` when absent)."""
+    out = []
+    for path in paths:
+        st = src.stat(path)
+        out.append(f"{path}:{st.size}:{st.mtime_ns}" if st else f"{path}:-")
+    return out
+
+
+def _env(src: Source, *names: str) -> list[str]:
+    return [f"{n}={src.env(n)}" for n in names] + [f"{n}={os.environ.get(n)}" for n in _OVERRIDES]
+
+
+_OVERRIDES = ("CMX_OVERRIDE_ACCELERATOR", "CMX_OVERRIDE_CUDA")
+
+
+# -- fingerprints ---------------------------------------------------------------------------
+
+def fp_os(src: Source) -> str:
+    return _digest([*stat_token(src, ["/etc/os-release"]), src.read_text("/proc/sys/kernel/osrelease")])
+
+
+def fp_cpu(src: Source) -> str:
+    return _digest([src.read_text("/proc/sys/kernel/osrelease"), os.cpu_count(),
+                    *stat_token(src, ["/sys/devices/system/cpu/online"]), src.read_text("/sys/devices/system/cpu/online")])
+
+
+def fp_memory(src: Source) -> str:
+    text = src.read_text("/proc/meminfo") or ""
+    return _digest([line for line in text.splitlines() if line.startswith(("MemTotal", "SwapTotal"))])
+
+
+def fp_python(src: Source) -> str:
+    return _digest([sys.executable, sys.version, *stat_token(src, [sys.executable])])
+
+
+def fp_cuda(src: Source) -> str:
+    from cmx_detect.cuda import ENV_HOMES, fingerprint_paths
+
+    return _digest([*_env(src, "PATH", *ENV_HOMES), *stat_token(src, fingerprint_paths(src))])
+
+
+_GPU_TOOLS = ("nvidia-smi", "rocm-smi", "amd-smi")
+
+
+def fp_gpus(src: Source) -> str:
+    """Driver version (``/proc/driver/nvidia/version``), device nodes, tools, libraries."""
+    import importlib.util
+
+    tools = [p for t in _GPU_TOOLS for p in src.which_all(t)]
+    nodes = [n for n in src.listdir("/dev") if n.startswith(("nvidia", "kfd"))]
+    try:
+        spec = importlib.util.find_spec("pynvml")
+    except (ImportError, ValueError):
+        spec = None
+    libs = ["/etc/ld.so.cache", "/opt/rocm/.info/version", *([spec.origin] if spec and spec.origin else [])]
+    return _digest([src.read_text("/proc/driver/nvidia/version"), *nodes, *_env(src, "PATH"),
+                    *stat_token(src, tools + libs)])
+
+
+def fp_torch(src: Source) -> str:
+    from cmx_detect.torchinfo import fingerprint_paths
+
+    return _digest([sys.executable, *stat_token(src, fingerprint_paths())])
+
+
+def fp_containers(src: Source) -> str:
+    clis = [p for t in ("docker", "podman", "nvidia-ctk") for p in src.which_all(t)]
+    sockets = ["/var/run/docker.sock", "/run/podman/podman.sock", "/etc/cdi/nvidia.yaml"]
+    return _digest([*_env(src, "PATH", "DOCKER_HOST"), *stat_token(src, clis + sockets)])
+
+
+# -- detect functions (imported lazily: importing the plugin must stay cheap) ----------------
+
+def _os(src: Source) -> Any:
+    from cmx_detect.system import detect_os
+    return detect_os(src)
+
+
+def _cpu(src: Source) -> Any:
+    from cmx_detect.system import detect_cpu
+    return detect_cpu(src)
+
+
+def _memory(src: Source) -> Any:
+    from cmx_detect.system import detect_memory
+    return detect_memory(src)
+
+
+def _python(src: Source) -> Any:
+    from cmx_detect.system import detect_python
+    return detect_python(src)
+
+
+def _cuda(src: Source) -> Any:
+    from cmx_detect.cuda import detect_cuda
+    return detect_cuda(src)
+
+
+def _gpus(src: Source) -> Any:
+    return gpus_for(src)
+
+
+def _accelerator(src: Source) -> Any:
+    from cmx_detect.gpus import detect_accelerator
+    return detect_accelerator(src, gpus_for(src))
+
+
+def _torch(src: Source) -> Any:
+    from cmx_detect.torchinfo import detect_torch
+    return detect_torch(src)
+
+
+def _containers(src: Source) -> Any:
+    from cmx_detect.containers import detect_container_engines
+    return detect_container_engines(src)
+
+
+_GPU_MEMO: dict[int, tuple[Source, float, Any]] = {}
+GPU_MEMO_S = 10.0
+
+
+def gpus_for(src: Source) -> Any:
+    """GPU facts of ``src``; ``gpus`` and ``accelerator`` detected back to back share one
+    probe (reused for :data:`GPU_MEMO_S` seconds, so a later re-detection probes again)."""
+    import time
+
+    from cmx_detect.gpus import detect_gpus
+
+    now = time.monotonic()
+    hit = _GPU_MEMO.get(id(src))
+    if hit is None or hit[0] is not src or now - hit[1] > GPU_MEMO_S:
+        hit = (src, now, detect_gpus(src))
+        _GPU_MEMO[id(src)] = hit
+    return hit[2]
+
+
+SPECS: tuple[Spec, ...] = (
+    Spec("os", "OS name, distro, version, kernel, arch, libc", _os, fp_os, DAY_S),
+    Spec("cpu", "CPU vendor, model, sockets/cores/threads, frequency, caches, ISA flags", _cpu, fp_cpu, DAY_S),
+    Spec("memory", "Total and available memory (bytes)", _memory, fp_memory, 300.0),
+    Spec("python", "The running Python interpreter", _python, fp_python, DAY_S),
+    Spec("cuda", "CUDA toolkits (nvcc through wrappers, cuda.h checked) and the selected one", _cuda, fp_cuda, DAY_S),
+    Spec("gpus", "NVIDIA (NVML, nvidia-smi) and AMD (amd-smi, rocm-smi) GPUs", _gpus, fp_gpus, DAY_S),
+    Spec("accelerator", "Canonical accelerator tags present (h100, a100-80gb, 8xh100...)", _accelerator,
+         fp_gpus, DAY_S),
+    Spec("torch", "torch version, CUDA/ROCm build, visible devices", _torch, fp_torch, DAY_S),
+    Spec("container_engines", "Docker/Podman: sockets, versions, GPU runtimes", _containers, fp_containers, 300.0),
+)
+NAMES: tuple[str, ...] = tuple(s.name for s in SPECS)
+
+
+def select(only: Sequence[str] | None) -> list[Spec]:
+    """The specs named in ``only`` (all when empty); an unknown name is a usage error."""
+    if not only:
+        return list(SPECS)
+    unknown = [n for n in only if n not in NAMES]
+    if unknown:
+        from cmx_core.errors import UsageError
+
+        raise UsageError(f"--only {','.join(only)}: unknown detector '{unknown[0]}'; known: {', '.join(NAMES)}")
+    return [s for s in SPECS if s.name in only]
+
+
+def run_all(src: Source, only: Sequence[str] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+    """Facts and per-detector errors. Bad user input (a malformed override or fixture) is a
+    :class:`CmxError` and propagates; anything else a detector raises is reported, not fatal."""
+    facts: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for spec in select(only):
+        try:
+            facts[spec.name] = to_data(spec.detect(src))
+        except CmxError:
+            raise
+        except Exception as err:  # noqa: BLE001 - one broken detector must not hide the others
+            errors[spec.name] = f"{type(err).__name__}: {err}"
+    return facts, errors

@@ -1,0 +1,51 @@
+"""cmx-detect's hook implementations. Importing this module must stay cheap (~1 ms): the
+detectors, parsers and the CLI are imported only when used."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from cmx_core.api import Command, Detector, hookimpl
+
+PLUGIN = "cmx-detect"
+
+
+def _live():  # type: ignore[no-untyped-def]
+    from cmx_detect.source import LiveSource
+
+    return LiveSource()
+
+
+_SOURCE = None
+
+
+def _bound(fn: Callable, *_: object):  # type: ignore[no-untyped-def]
+    """``fn(LIVE_SOURCE)``, creating the live source on first use."""
+    global _SOURCE
+    if _SOURCE is None:
+        _SOURCE = _live()
+    return fn(_SOURCE)
+
+
+@hookimpl
+def cmx_register_detectors(register: Callable[[Detector], None]) -> None:
+    from cmx_detect.detectors import SPECS
+
+    for spec in SPECS:
+        register(Detector(name=spec.name, summary=spec.summary, detect=partial(_bound, spec.detect),
+                          fingerprint=partial(_bound, spec.fingerprint), ttl_s=spec.ttl_s, plugin=PLUGIN))
+
+
+@hookimpl
+def cmx_register_commands(register: Callable[[Command], None]) -> None:
+    from cmx_detect.cli import configure, run
+
+    register(Command(name="detect", summary="Detect the machine's facts (OS, CPU, CUDA, GPUs, torch...)",
+                     configure=configure, run=run, plugin=PLUGIN))
+
+
+@hookimpl
+def cmx_recipe_paths() -> list[Path]:
+    return [Path(__file__).parent / "recipes"]

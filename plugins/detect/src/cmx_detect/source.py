@@ -1,0 +1,213 @@
+"""Where detectors get their raw answers: the live machine, or a recorded fixture.
+
+Detectors never call ``subprocess``, ``open`` or ``pynvml`` directly; they ask a
+:class:`Source`. :class:`LiveSource` runs every external program in a subprocess with a
+timeout (its own session, killed as a group on timeout) and reads the real file system;
+:class:`cmx_detect.replay.FixtureSource` answers the same questions from recorded files. The
+parsing code after the source is the same for both.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cmx_detect.nvml import NvmlSession
+
+DEFAULT_TIMEOUT_S = 10.0
+MAX_READ_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What one external program said. ``error`` is set when it could not run or timed out."""
+
+    argv: tuple[str, ...]
+    returncode: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.returncode == 0
+
+    def why(self) -> str:
+        """One line saying why the probe did not succeed."""
+        if self.error:
+            return self.error
+        tail = (self.stderr.strip().splitlines() or [""])[-1][:200]
+        return f"{self.argv[0]} exited with {self.returncode}" + (f": {tail}" if tail else "")
+
+
+@dataclass(frozen=True)
+class FileStat:
+    size: int
+    mtime_ns: int
+
+
+class Source(ABC):
+    """The raw answers a detector may ask for."""
+
+    name: str = "source"
+
+    @abstractmethod
+    def run(self, probe_id: str, argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> ProbeResult:
+        """Run ``argv``; ``probe_id`` names the probe in a recording (``nvidia-smi-query-gpu``)."""
+
+    @abstractmethod
+    def read_text(self, path: str) -> str | None:
+        """A file's text, or None when it does not exist or cannot be read."""
+
+    @abstractmethod
+    def env(self, name: str) -> str | None: ...
+
+    @abstractmethod
+    def which_all(self, name: str) -> list[str]:
+        """Every executable ``name`` on PATH, in PATH order (absolute paths, not resolved)."""
+
+    @abstractmethod
+    def realpath(self, path: str) -> str: ...
+
+    @abstractmethod
+    def is_file(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def is_dir(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def listdir(self, path: str) -> list[str]: ...
+
+    @abstractmethod
+    def stat(self, path: str) -> FileStat | None: ...
+
+    @abstractmethod
+    def value(self, key: str, compute: Callable[[], Any]) -> Any:
+        """An in-process value such as ``uname`` or ``python``: computed live, recorded in a fixture."""
+
+    @abstractmethod
+    def nvml(self) -> NvmlSession:
+        """An initialised NVML session; raises :class:`cmx_detect.nvml.NvmlCallError`."""
+
+    def which(self, name: str) -> str | None:
+        found = self.which_all(name)
+        return found[0] if found else None
+
+
+class LiveSource(Source):
+    """The machine cmx runs on."""
+
+    name = "live"
+
+    def run(self, probe_id: str, argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> ProbeResult:
+        return run_command(argv, timeout_s)
+
+    def read_text(self, path: str) -> str | None:
+        try:
+            with open(path, "rb") as fh:
+                return fh.read(MAX_READ_BYTES).decode("utf-8", "replace")
+        except OSError:
+            return None
+
+    def env(self, name: str) -> str | None:
+        return os.environ.get(name)
+
+    def which_all(self, name: str) -> list[str]:
+        found: list[str] = []
+        for directory in (self.env("PATH") or "").split(os.pathsep):
+            if not directory:
+                continue
+            hit = shutil.which(name, path=directory)
+            if hit and os.path.abspath(hit) not in found:
+                found.append(os.path.abspath(hit))
+        return found
+
+    def realpath(self, path: str) -> str:
+        return os.path.realpath(path)
+
+    def is_file(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def listdir(self, path: str) -> list[str]:
+        try:
+            return sorted(os.listdir(path))
+        except OSError:
+            return []
+
+    def stat(self, path: str) -> FileStat | None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return FileStat(st.st_size, st.st_mtime_ns)
+
+    def value(self, key: str, compute: Callable[[], Any]) -> Any:
+        return compute()
+
+    def nvml(self) -> NvmlSession:
+        from cmx_detect.nvml import LiveNvml
+
+        return LiveNvml()
+
+
+def run_command(argv: Sequence[str], timeout_s: float) -> ProbeResult:
+    """Run ``argv`` with a timeout; never raises. The child gets its own session so that a
+    timeout kills it and everything it started; output is decoded leniently."""
+    args = tuple(str(a) for a in argv)
+    env = dict(os.environ, LC_ALL="C", LANG="C")
+    try:
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True, env=env)
+    except OSError as err:
+        return ProbeResult(args, None, "", "", error=f"cannot run {args[0]}: {err.strerror or err}")
+    try:
+        out, err_out = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err_out = _drain(proc)
+        return ProbeResult(args, None, _text(out), _text(err_out), timed_out=True,
+                           error=f"{os.path.basename(args[0])} timed out after {timeout_s:g} s")
+    return ProbeResult(args, proc.returncode, _text(out), _text(err_out))
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def _drain(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    try:
+        return proc.communicate(timeout=2)
+    except subprocess.TimeoutExpired:  # a grandchild in another group holds the pipe
+        proc.kill()
+        return b"", b""
+
+
+def _text(data: bytes | None) -> str:
+    return (data or b"")[:MAX_READ_BYTES].decode("utf-8", "replace")
+
+
+def python_value() -> dict[str, Any]:
+    """The running interpreter, as recorded under ``values.python`` in fixtures."""
+    import platform
+
+    return {
+        "version": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "executable": sys.executable,
+        "prefix": sys.prefix,
+        "is_virtualenv": sys.prefix != getattr(sys, "base_prefix", sys.prefix),
+    }

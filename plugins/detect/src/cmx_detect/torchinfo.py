@@ -1,0 +1,70 @@
+"""The ``torch`` fact, probed in a subprocess of the same interpreter (cmx never imports torch:
+it is slow to import and may initialise CUDA)."""
+
+from __future__ import annotations
+
+import json
+
+from cmx_detect.facts import TorchFacts
+from cmx_detect.source import Source, python_value
+
+TORCH_TIMEOUT_S = 90.0
+
+PROBE_SCRIPT = r"""
+import importlib.util, json
+out = {"installed": importlib.util.find_spec("torch") is not None}
+if out["installed"]:
+    import torch
+    out.update(version=torch.__version__, cuda_build=torch.version.cuda,
+               hip_build=getattr(torch.version, "hip", None))
+    try:
+        out["cudnn_version"] = torch.backends.cudnn.version()
+    except Exception:
+        out["cudnn_version"] = None
+    out["cuda_available"] = bool(torch.cuda.is_available())
+    n = torch.cuda.device_count() if out["cuda_available"] else 0
+    out["device_count"] = n
+    out["devices"] = [torch.cuda.get_device_name(i) for i in range(n)]
+print("CMX-TORCH " + json.dumps(out))
+"""
+
+
+def parse_probe(stdout: str) -> TorchFacts:
+    """The ``CMX-TORCH {json}`` line of the probe (torch may print warnings around it)."""
+    for line in stdout.splitlines():
+        if line.startswith("CMX-TORCH "):
+            data = json.loads(line[len("CMX-TORCH "):])
+            if not isinstance(data, dict):
+                break
+            return TorchFacts(
+                installed=bool(data.get("installed")), version=data.get("version"),
+                cuda_build=data.get("cuda_build"), hip_build=data.get("hip_build"),
+                cudnn_version=data.get("cudnn_version"), cuda_available=data.get("cuda_available"),
+                device_count=int(data.get("device_count") or 0), devices=list(data.get("devices") or []),
+                reason=None if data.get("installed") else "torch is not installed in this interpreter",
+            )
+    raise ValueError("no CMX-TORCH line in the probe output")
+
+
+def detect_torch(src: Source) -> TorchFacts:
+    python = src.value("python", python_value)["executable"]
+    result = src.run("torch", [python, "-c", PROBE_SCRIPT], timeout_s=TORCH_TIMEOUT_S)
+    if not result.ok:
+        return TorchFacts(installed=False, reason=f"torch probe failed: {result.why()}")
+    try:
+        return parse_probe(result.stdout)
+    except (ValueError, TypeError) as err:
+        return TorchFacts(installed=False, reason=f"cannot parse torch probe output: {err}")
+
+
+def fingerprint_paths() -> list[str]:
+    """torch's ``version.py`` (changes with every install), found without importing torch."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [f"{list(spec.submodule_search_locations)[0]}/version.py"]
