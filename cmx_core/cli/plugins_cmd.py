@@ -1,0 +1,337 @@
+"""``cmx plugins list|search|info|install|uninstall|new``.
+
+``install``/``uninstall`` run pip in the current interpreter's environment
+(``sys.executable -m pip``); an in-tree registry entry installs from the checkout. ``new``
+renders the Jinja2 templates in ``cmx_core/templates/plugin``. Every function the handlers
+call is typed and usable from Python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cmx_core.errors import CmxError, StepFailed, UsageError
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "plugin"
+_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``cmx plugins`` and its subcommands (``cmx plugins`` alone lists)."""
+    parser = subparsers.add_parser(
+        "plugins", help="list, find, install and scaffold plugins",
+        description="Installed plugins, the plugin registry, and a plugin scaffold.")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.set_defaults(handler=cmd_list)
+    sub = parser.add_subparsers(dest="plugins_command", metavar="COMMAND")
+
+    def command(name: str, help_text: str, handler: Any) -> argparse.ArgumentParser:
+        child = sub.add_parser(name, help=help_text, description=help_text)
+        child.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                           help="print one JSON document")
+        child.set_defaults(handler=handler)
+        return child
+
+    command("list", "installed plugins: version, hooks, what they provide, load errors",
+            cmd_list)
+    command("search", "search the registry (installed or not)", cmd_search).add_argument(
+        "text", help="text to look for in names, summaries, keywords and provided names")
+    command("info", "one registry entry and whether it is installed", cmd_info).add_argument(
+        "name", help="registry name or distribution")
+    install = command("install", "pip-install plugins from the registry", cmd_install)
+    install.add_argument("names", nargs="+", metavar="NAME")
+    install.add_argument("--editable", action="store_true",
+                         help="editable install of in-tree plugins (development)")
+    install.add_argument("--upgrade", action="store_true", help="pass --upgrade to pip")
+    install.add_argument("--dry-run", action="store_true",
+                         help="print the pip command instead of running it")
+    uninstall = command("uninstall", "pip-uninstall plugins", cmd_uninstall)
+    uninstall.add_argument("names", nargs="+", metavar="NAME")
+    uninstall.add_argument("--dry-run", action="store_true",
+                           help="print the pip command instead of running it")
+    new = command("new", "scaffold a new plugin package from the template", cmd_new)
+    new.add_argument("name", help="plugin name, e.g. 'acme-gpu' (distribution cmx-acme-gpu)")
+    new.add_argument("--dir", type=Path, default=None,
+                     help="parent directory of the new package (default: the current one)")
+    new.add_argument("--summary", default=None, help="one-line description")
+
+
+def _emit(args: argparse.Namespace, document: Any, text: str) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(document, indent=2, sort_keys=True, default=str))
+    else:
+        print(text)
+
+
+# --------------------------------------------------------------------------- list
+
+
+def installed_summary() -> dict[str, Any]:
+    """What ``cmx plugins list --json`` prints: every loaded plugin and the conflicts."""
+    from cmx_core.plugins import get_registry
+
+    loaded = get_registry()
+    plugins = []
+    for name, info in sorted(loaded.plugins.items()):
+        module = loaded.manager.get_plugin(name)
+        hooks = sorted(c.name for c in loaded.manager.get_hookcallers(module) or []) \
+            if module is not None else []
+        plugins.append({
+            "name": name, "distribution": info.distribution, "version": info.version,
+            "module": info.module, "hooks": hooks,
+            "provides": {k: sorted(v) for k, v in info.provides.items()},
+            "recipe_paths": [str(p) for owner, p in loaded.recipe_paths if owner == name],
+            "error": info.error,
+        })
+    conflicts = {k: list(v) for k, v in loaded.conflicts.items()}
+    return {"plugins": plugins, "conflicts": conflicts}
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    summary = installed_summary()
+    _emit(args, summary, _list_text(summary))
+    return 0
+
+
+def _list_text(summary: dict[str, Any]) -> str:
+    lines = []
+    for p in summary["plugins"]:
+        provided = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(p["provides"].items()))
+        lines.append(f"{p['name']:<12} {p['distribution']} {p['version']}")
+        if provided:
+            lines.append(f"    provides  {provided}")
+        if p["hooks"]:
+            lines.append(f"    hooks     {', '.join(p['hooks'])}")
+        if p["error"]:
+            lines.append(f"    ERROR     {p['error']}")
+    for name, owners in summary["conflicts"].items():
+        lines.append(f"conflict: '{name}' is registered by {' and '.join(owners)}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- search / info
+
+
+def entry_document(entry: Any, installed: dict[str, str]) -> dict[str, Any]:
+    from cmx_core.registry import normalize
+
+    return {
+        "name": entry.name, "distribution": entry.distribution, "summary": entry.summary,
+        "state": entry.state, "source": {k: v for k, v in vars(entry.source).items() if v},
+        "provides": entry.provides.as_dict(), "cmx_core": entry.cmx_core,
+        "license": entry.license, "homepage": entry.homepage,
+        "maintainers": [{k: v for k, v in vars(m).items() if v} for m in entry.maintainers],
+        "requires_plugins": list(entry.requires_plugins), "deprecated_by": entry.deprecated_by,
+        "installed": installed.get(normalize(entry.distribution)),
+        "install": f"cmx plugins install {entry.name}",
+    }
+
+
+def _installed_versions() -> dict[str, str]:
+    """Normalised distribution -> version of everything that declares a ``cmx`` entry point."""
+    from importlib import metadata
+
+    from cmx_core.registry import normalize
+
+    found: dict[str, str] = {}
+    for entry in metadata.entry_points(group="cmx"):
+        if entry.dist is not None:
+            found[normalize(entry.dist.metadata["Name"])] = entry.dist.version
+    return found
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from cmx_core.registry import read_registry
+
+    registry = read_registry()
+    installed = _installed_versions()
+    results = [entry_document(e, installed) for e in registry.search(args.text)]
+    lines = [f"{r['name']:<16} {r['state']:<11} {'installed ' + r['installed'] if r['installed'] else 'not installed':<18} {r['summary']}" for r in results]
+    _emit(args, {"query": args.text, "results": results},
+          "\n".join(lines) or f"no plugin in the registry matches '{args.text}'")
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from cmx_core.registry import read_registry
+
+    entry = read_registry().require(args.name)
+    doc = entry_document(entry, _installed_versions())
+    text = [f"{doc['name']} ({doc['distribution']}) - {doc['summary']}",
+            f"  state       {doc['state']}",
+            f"  source      {entry.source.describe()}",
+            f"  cmx-core    {doc['cmx_core']}",
+            f"  license     {doc['license']}",
+            f"  installed   {doc['installed'] or 'no'}"]
+    text += [f"  {kind:<11} {', '.join(names)}" for kind, names in doc["provides"].items()]
+    if entry.deprecated_by:
+        text.append(f"  deprecated: use {entry.deprecated_by}")
+    text.append(f"  install     {doc['install']}")
+    _emit(args, doc, "\n".join(text))
+    return 0
+
+
+# --------------------------------------------------------------------------- install
+
+
+def install_command(names: list[str], *, editable: bool = False, upgrade: bool = False) -> list[str]:
+    """The pip command installing registry entries ``names`` (and the plugins they need)."""
+    from cmx_core.registry import pip_requirement, read_registry
+
+    registry = read_registry()
+    entries = []
+    pending = list(names)
+    while pending:
+        entry = registry.require(pending.pop(0))
+        if entry not in entries:
+            entries.append(entry)
+            pending.extend(entry.requires_plugins)
+    command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check"]
+    if upgrade:
+        command.append("--upgrade")
+    for entry in entries:
+        requirement = pip_requirement(registry, entry)
+        if editable and entry.source.path:
+            command.append("--editable")
+        command.append(requirement)
+    return command
+
+
+def uninstall_command(names: list[str]) -> list[str]:
+    """The pip command removing plugins by registry name or installed distribution."""
+    from cmx_core.registry import normalize, read_registry
+
+    registry = read_registry()
+    installed = _installed_versions()
+    dists = []
+    for name in names:
+        entry = registry.get(name)
+        if entry is not None:
+            dists.append(entry.distribution)
+        elif normalize(name) in installed:
+            dists.append(normalize(name))
+        else:
+            raise UsageError(f"'{name}' is neither a registry plugin nor an installed cmx plugin")
+    return [sys.executable, "-m", "pip", "uninstall", "--disable-pip-version-check", "-y", *dists]
+
+
+def run_pip(command: list[str]) -> None:
+    """Run pip, streaming its output to stderr (stdout stays for ``--json``)."""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            sys.stderr.write(line)
+        code = process.wait()
+    if code != 0:
+        raise StepFailed(f"pip exited {code}: {' '.join(command[1:])}")
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    command = install_command(args.names, editable=args.editable, upgrade=args.upgrade)
+    if not args.dry_run:
+        run_pip(command)
+    return _after_pip(args, command, args.names)
+
+
+def cmd_uninstall(args: argparse.Namespace) -> int:
+    command = uninstall_command(args.names)
+    if not args.dry_run:
+        run_pip(command)
+    return _after_pip(args, command, args.names)
+
+
+def _after_pip(args: argparse.Namespace, command: list[str], names: list[str]) -> int:
+    import importlib
+
+    from cmx_core.plugins import reset_registry
+
+    importlib.invalidate_caches()
+    reset_registry()
+    doc: dict[str, Any] = {"command": command, "dry_run": args.dry_run, "names": names}
+    if not args.dry_run:
+        doc["plugins"] = installed_summary()["plugins"]
+        broken = [p for p in doc["plugins"] if p["error"]]
+        for plugin in broken:
+            print(f"cmx: warning: plugin {plugin['name']}: {plugin['error']}", file=sys.stderr)
+    verb = "installed" if command[3] == "install" else "uninstalled"
+    _emit(args, doc, " ".join(command) if args.dry_run else f"{verb}: {' '.join(names)}")
+    return 0
+
+
+# --------------------------------------------------------------------------- new
+
+
+@dataclass(frozen=True)
+class Scaffold:
+    """The names a new plugin package gets from ``cmx plugins new NAME``."""
+
+    short: str
+    distribution: str
+    package: str
+    summary: str
+    core_spec: str
+
+    @classmethod
+    def from_name(cls, name: str, summary: str | None = None) -> Scaffold:
+        short = name.lower().removeprefix("cmx-")
+        if not _NAME.match(short):
+            raise UsageError(f"plugin name '{name}': use lower-case words joined by '-', "
+                             "e.g. 'acme-gpu'")
+        return cls(short, f"cmx-{short}", "cmx_" + short.replace("-", "_"),
+                   summary or f"cmx plugin {short}", core_requirement())
+
+
+def core_requirement() -> str:
+    """The cmx-core range a new plugin should declare: this minor series (0.x) or major."""
+    from packaging.version import Version
+
+    from cmx_core import __version__
+
+    v = Version(__version__)
+    upper = f"{v.major}.{v.minor + 1}" if v.major == 0 else f"{v.major + 1}"
+    return f">={v.major}.{v.minor},<{upper}"
+
+
+def scaffold_plugin(name: str, parent: Path, summary: str | None = None) -> Path:
+    """Render the plugin template into ``parent/cmx-NAME``; refuses a non-empty target."""
+    import jinja2
+
+    names = Scaffold.from_name(name, summary)
+    target = parent / names.distribution
+    if target.exists() and any(target.iterdir()):
+        raise UsageError(f"{target} exists and is not empty; choose another --dir or name")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined, autoescape=False)
+    context = {**vars(names), "step": f"{names.short}.hello",
+               "module": names.package, "test_prefix": names.short.replace("-", "_")}
+    for template in sorted(TEMPLATES.rglob("*.j2")):
+        relative = template.relative_to(TEMPLATES).as_posix()[: -len(".j2")]
+        relative = relative.replace("PKG", names.package).replace(
+            "NAME", context["test_prefix"]).replace("SHORT", names.short)
+        out = target / relative
+        out.parent.mkdir(parents=True, exist_ok=True)
+        rendered = env.get_template(template.relative_to(TEMPLATES).as_posix()).render(context)
+        out.write_text(rendered, encoding="utf-8")
+    return target
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    parent = (args.dir or Path.cwd()).expanduser()
+    try:
+        target = scaffold_plugin(args.name, parent, args.summary)
+    except OSError as exc:
+        raise CmxError(f"cannot write the plugin into {parent}: {exc.strerror}") from None
+    files = sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
+    _emit(args, {"path": str(target), "files": files},
+          f"created {target}\n  next: pip install -e '{target}[test]' && "
+          f"python -m pytest {target / 'tests'}")
+    return 0
