@@ -1,0 +1,246 @@
+"""The content-addressed cache.
+
+An entry lives at ``<cache>/entries/<key[:2]>/<key>/`` with ``meta.json`` (key parts,
+outputs, recorded paths) and ``files/`` (what the node's steps wrote). Entries are staged in
+``<cache>/staging/`` and renamed into place only after every step succeeded, under a file
+lock per key, so concurrent processes and interrupted or failed runs never leave a half
+entry. A hit is validated: the meta parses, the entry has not expired, every recorded path
+still exists with the same size and mtime, and the step's own validator (if any) agrees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cmx_core import paths
+from cmx_core.errors import CacheError
+
+META = "meta.json"
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """A committed entry as read from disk."""
+
+    key: str
+    path: Path
+    meta: Mapping[str, Any]
+
+    @property
+    def outputs(self) -> Mapping[str, Any]:
+        return self.meta.get("outputs", {})
+
+    @property
+    def recipe(self) -> str:
+        return str(self.meta.get("recipe", "?"))
+
+    @property
+    def created(self) -> float:
+        return float(self.meta.get("created", 0))
+
+    def size_bytes(self) -> int:
+        return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
+
+
+@dataclass(frozen=True)
+class Staging:
+    """A node's entry being written; ``files`` is the node's work directory."""
+
+    key: str
+    path: Path
+
+    @property
+    def files(self) -> Path:
+        return self.path / "files"
+
+
+class Cache:
+    """Lookup, staging and housekeeping of cache entries."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or paths.cache_dir()
+
+    def entry_dir(self, key: str) -> Path:
+        return self.root / "entries" / key[:2] / key
+
+    # -- lookup ---------------------------------------------------------------------------
+
+    def lookup(self, key: str, expires_s: float | None = None) -> tuple[CacheEntry | None, str]:
+        """The valid entry for ``key`` (or None) and why it is not usable."""
+        path = self.entry_dir(key)
+        meta_file = path / META
+        if not meta_file.exists():
+            return None, "no entry"
+        try:
+            meta = json.loads(meta_file.read_text())
+            if not isinstance(meta, dict) or meta.get("key") != key:
+                raise ValueError("wrong key")
+        except (OSError, ValueError):
+            print(f"cmx: warning: cache entry {path} is corrupt; it will be recomputed", file=sys.stderr)
+            return None, "corrupt entry"
+        if expires_s is not None and time.time() - float(meta.get("created", 0)) > expires_s:
+            return None, f"expired (older than {expires_s:g} s)"
+        changed = _changed_path(meta.get("paths", {}))
+        if changed:
+            return None, f"recorded path changed: {changed}"
+        return CacheEntry(key, path, meta), "hit"
+
+    # -- writing --------------------------------------------------------------------------
+
+    @contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        """Hold the per-key lock (other processes computing the same key wait)."""
+        from filelock import FileLock
+
+        lock_dir = self.root / "locks"
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(lock_dir / f"{key}.lock")):
+            yield
+
+    @contextmanager
+    def stage(self, key: str) -> Iterator[Staging]:
+        """A fresh staging directory; removed on any failure or interruption."""
+        staging_root = self.root / "staging"
+        staging_root.mkdir(parents=True, exist_ok=True)
+        staging = Staging(key, staging_root / f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+        staging.files.mkdir(parents=True)
+        try:
+            yield staging
+        except BaseException:
+            shutil.rmtree(staging.path, ignore_errors=True)
+            raise
+
+    def commit(self, staging: Staging, meta: dict[str, Any]) -> CacheEntry:
+        """Write meta, rename the staged entry into place; returns the committed entry."""
+        final = self.entry_dir(staging.key)
+        outputs = rebase(meta.get("outputs", {}), str(staging.path), str(final))
+        meta = {**meta, "key": staging.key, "created": time.time(), "outputs": outputs,
+                "paths": _record_paths(meta.get("outputs", {}))}
+        meta["paths"] = {p.replace(str(staging.path), str(final), 1): v for p, v in meta["paths"].items()}
+        (staging.path / META).write_text(json.dumps(meta, indent=1, sort_keys=True, default=str))
+        final.parent.mkdir(parents=True, exist_ok=True)
+        if final.exists():
+            trash = final.with_name(f"{final.name}.old.{uuid.uuid4().hex[:8]}")
+            os.rename(final, trash)
+            shutil.rmtree(trash, ignore_errors=True)
+        os.rename(staging.path, final)
+        return CacheEntry(staging.key, final, meta)
+
+    # -- housekeeping ---------------------------------------------------------------------
+
+    def entries(self) -> list[CacheEntry]:
+        """Every committed entry (corrupt ones are listed with an empty meta)."""
+        found = []
+        for meta_file in sorted((self.root / "entries").glob(f"*/*/{META}")):
+            try:
+                meta = json.loads(meta_file.read_text())
+            except (OSError, ValueError):
+                meta = {"recipe": "<corrupt>"}
+            found.append(CacheEntry(meta_file.parent.name, meta_file.parent, meta))
+        return found
+
+    def find(self, prefix: str) -> CacheEntry:
+        """The entry whose key starts with ``prefix`` (unique)."""
+        matches = [e for e in self.entries() if e.key.startswith(prefix)]
+        if not matches:
+            raise CacheError(f"no cache entry matches '{prefix}' (see 'cmx cache list')")
+        if len(matches) > 1:
+            raise CacheError(f"'{prefix}' matches {len(matches)} cache entries; give more of the key")
+        return matches[0]
+
+    def remove(self, entry: CacheEntry) -> None:
+        trash = entry.path.with_name(f"{entry.path.name}.rm.{uuid.uuid4().hex[:8]}")
+        os.rename(entry.path, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+
+    def prune(self, older_than_s: float | None = None) -> list[CacheEntry]:
+        """Remove corrupt, invalid (changed paths) and, optionally, old entries; and leftovers
+        of killed processes in staging."""
+        removed = []
+        now = time.time()
+        for entry in self.entries():
+            bad = entry.recipe == "<corrupt>" or _changed_path(entry.meta.get("paths", {}))
+            old = older_than_s is not None and now - entry.created > older_than_s
+            if bad or old:
+                self.remove(entry)
+                removed.append(entry)
+        for leftover in (self.root / "staging").glob("*"):
+            if not _pid_alive(leftover.name):
+                shutil.rmtree(leftover, ignore_errors=True)
+        return removed
+
+    def previous_for(self, recipe: str) -> CacheEntry | None:
+        """The newest entry of ``recipe`` (for explaining a miss)."""
+        same = [e for e in self.entries() if e.recipe == recipe]
+        return max(same, key=lambda e: e.created) if same else None
+
+
+def rebase(value: Any, old: str, new: str) -> Any:
+    """Replace the ``old`` directory prefix by ``new`` in every string of ``value``."""
+    if isinstance(value, str):
+        return new + value[len(old):] if value.startswith(old) else value
+    if isinstance(value, Mapping):
+        return {k: rebase(v, old, new) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rebase(v, old, new) for v in value]
+    return value
+
+
+def _record_paths(outputs: Any) -> dict[str, list[int]]:
+    """(size, mtime_ns) of every existing absolute path among the outputs."""
+    found: dict[str, list[int]] = {}
+    for text in _strings(outputs):
+        if text.startswith("/") and len(text) < 4096:
+            try:
+                st = os.stat(text)
+            except OSError:
+                continue
+            found[text] = [0 if os.path.isdir(text) else st.st_size, st.st_mtime_ns]
+    return found
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def _changed_path(recorded: Mapping[str, Any]) -> str | None:
+    for path, (size, mtime_ns) in recorded.items():
+        try:
+            st = os.stat(path)
+        except OSError:
+            return path
+        if st.st_mtime_ns != mtime_ns or (size and st.st_size != size):
+            return path
+    return None
+
+
+def _pid_alive(staging_name: str) -> bool:
+    parts = staging_name.split(".")
+    try:
+        pid = int(parts[1])
+    except (IndexError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,224 @@
+"""The recipe catalog: where recipes are, and a persistent index that never re-parses an
+unchanged file.
+
+Sources, highest precedence first: ``--recipes`` directories, ``CMX_RECIPES_PATH``
+(os.pathsep-separated), plugins' recipe paths, cmx-core's own collection. A recipe of the
+same name in a higher source shadows the lower one (``cmx explain`` shows what was
+shadowed). The index (``<cache>/index/recipes.v1``, stdlib ``marshal``: plain data only,
+no code is ever loaded from it) maps each file to its (mtime_ns, size) and validated data;
+a check walks the directories with ``os.scandir`` and re-parses only files whose stat
+changed. A corrupt index is reported on stderr and rebuilt.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmx_core import paths
+from cmx_core.errors import CmxError
+from cmx_core.recipe import Recipe, digest_of, parse_yaml, recipe_from_data, validate_recipe_data
+
+INDEX_FORMAT = 1
+SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A directory of recipes and its label (``--recipes``, ``env``, ``plugin:NAME``, ``core``)."""
+
+    label: str
+    directory: Path
+
+
+@dataclass
+class Entry:
+    """One indexed file: its stat, digest and either validated data or the load error."""
+
+    mtime_ns: int
+    size: int
+    digest: str
+    data: dict[str, Any] | None
+    error: str | None
+
+    def pack(self) -> list[Any]:
+        return [self.mtime_ns, self.size, self.digest, self.data, self.error]
+
+
+@dataclass
+class Catalog:
+    """The effective recipes after shadowing, with lookup by name and by tag."""
+
+    recipes: dict[str, Recipe]
+    shadowed: dict[str, list[Recipe]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    stats: dict[str, int] = field(default_factory=dict)
+    _by_tag: dict[str, list[str]] | None = None
+
+    def get(self, name: str) -> Recipe | None:
+        return self.recipes.get(name)
+
+    def with_tag(self, tag: str) -> list[Recipe]:
+        if self._by_tag is None:
+            index: dict[str, list[str]] = {}
+            for recipe in self.recipes.values():
+                for t in recipe.tags:
+                    index.setdefault(t, []).append(recipe.name)
+            self._by_tag = index
+        return [self.recipes[n] for n in self._by_tag.get(tag, [])]
+
+    def raise_errors(self) -> None:
+        """A broken recipe file anywhere in the sources is an error (first one shown)."""
+        if self.errors:
+            first = next(iter(self.errors.values()))
+            more = len(self.errors) - 1
+            raise CmxError(first + (f" (and {more} more broken recipe file(s))" if more else ""))
+
+
+def core_recipes_dir() -> Path:
+    """The collection shipped in the wheel (``cmx_core/recipes``) or, in a checkout, ``recipes/``."""
+    here = Path(__file__).resolve().parent
+    shipped = here / "recipes"
+    return shipped if shipped.is_dir() else here.parent / "recipes"
+
+
+def default_sources(extra_dirs: Iterable[Path] = ()) -> list[Source]:
+    """All sources in precedence order (plugins are asked through the registry)."""
+    sources = [Source("--recipes", Path(d)) for d in extra_dirs]
+    env = os.environ.get("CMX_RECIPES_PATH", "")
+    sources += [Source("CMX_RECIPES_PATH", Path(p)) for p in env.split(os.pathsep) if p]
+    from cmx_core.plugins import get_registry
+
+    sources += [Source(f"plugin:{name}", p) for name, p in get_registry().recipe_paths]
+    sources.append(Source("core", core_recipes_dir()))
+    return sources
+
+
+def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None = None) -> Catalog:
+    """Check the index against the sources, re-parse what changed, apply shadowing."""
+    for directory in extra_dirs:
+        if not Path(directory).is_dir():
+            raise CmxError(f"--recipes {directory}: not a directory")
+    sources = default_sources(extra_dirs) if sources is None else sources
+    index = Index(paths.cache_dir() / "index" / f"recipes.v{INDEX_FORMAT}")
+    catalog = Catalog(recipes={})
+    for source in sources:
+        for path, entry in index.scan(source.directory):
+            _add_entry(catalog, source, path, entry)
+    index.save()
+    catalog.stats = {"parsed": index.parsed, "files": index.files_seen}
+    return catalog
+
+
+def _add_entry(catalog: Catalog, source: Source, path: str, entry: Entry) -> None:
+    if entry.error is not None:
+        catalog.errors[path] = entry.error
+        return
+    assert entry.data is not None
+    recipe = recipe_from_data(entry.data, Path(path), entry.digest, source.label)
+    if recipe.name in catalog.recipes:
+        catalog.shadowed.setdefault(recipe.name, []).append(recipe)
+    else:
+        catalog.recipes[recipe.name] = recipe
+
+
+class Index:
+    """The persistent stat-validated index of parsed recipe files."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.entries: dict[str, list[Any]] = self._read()
+        self.seen: set[str] = set()
+        self.parsed = 0
+        self.files_seen = 0
+        self.dirty = False
+
+    def _read(self) -> dict[str, list[Any]]:
+        try:
+            with open(self.path, "rb") as fh:
+                blob = marshal.load(fh)
+        except FileNotFoundError:
+            return {}
+        except (EOFError, ValueError, TypeError, OSError):
+            self._warn_corrupt()
+            return {}
+        if not isinstance(blob, dict) or blob.get("format") != INDEX_FORMAT or not isinstance(blob.get("files"), dict):
+            self._warn_corrupt()
+            return {}
+        return blob["files"]
+
+    def _warn_corrupt(self) -> None:
+        print(f"cmx: warning: recipe index {self.path} is corrupt; rebuilding it", file=sys.stderr)
+        self.dirty = True
+
+    def scan(self, directory: Path) -> Iterator[tuple[str, Entry]]:
+        """Yield (path, entry) for every recipe file under ``directory``, in sorted order."""
+        for path, stat in _walk(directory):
+            self.files_seen += 1
+            self.seen.add(path)
+            packed = self.entries.get(path)
+            if packed is not None and packed[0] == stat.st_mtime_ns and packed[1] == stat.st_size:
+                yield path, Entry(*packed)
+                continue
+            entry = _parse(Path(path), stat)
+            self.parsed += 1
+            self.entries[path] = entry.pack()
+            self.dirty = True
+            yield path, entry
+
+    def save(self) -> None:
+        """Write the index atomically when anything changed (stale files are dropped)."""
+        stale = [p for p in self.entries if p not in self.seen]
+        for p in stale:
+            del self.entries[p]
+        if not (self.dirty or stale):
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            marshal.dump({"format": INDEX_FORMAT, "files": self.entries}, fh)
+        os.replace(tmp, self.path)
+
+
+def _walk(directory: Path) -> Iterator[tuple[str, os.stat_result]]:
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir(follow_symlinks=True):
+            yield from _walk(Path(entry.path))
+        elif entry.name.endswith(SUFFIXES):
+            yield entry.path, entry.stat()
+
+
+def _parse(path: Path, stat: os.stat_result) -> Entry:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return Entry(stat.st_mtime_ns, stat.st_size, "", None, f"{path}: cannot read: {exc.strerror}")
+    digest = digest_of(raw)
+    try:
+        data = parse_yaml(raw, path)
+        validate_recipe_data(data, path)
+    except CmxError as exc:
+        return Entry(stat.st_mtime_ns, stat.st_size, digest, None, str(exc))
+    return Entry(stat.st_mtime_ns, stat.st_size, digest, _plain(data), None)
+
+
+def _plain(value: Any) -> Any:
+    """YAML timestamps and binary become strings so the index holds plain data only."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)

@@ -1,0 +1,296 @@
+"""The typed Python API: everything the CLI does is a function here.
+
+>>> import cmx_core
+>>> result = cmx_core.run(tags=["detect", "os"])          # doctest: +SKIP
+>>> result.document["status"]                              # doctest: +SKIP
+'completed'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from cmx_core import __version__, paths
+from cmx_core.cache import Cache
+from cmx_core.catalog import Catalog, load_catalog
+from cmx_core.errors import CmxError, UsageError
+from cmx_core.facts import SYSTEM_FACTS, FactStore
+from cmx_core.plan import Plan, PlanQuery, build_plan, digest
+from cmx_core.plugins import Registry, call_event, get_registry
+from cmx_core.providers import ExecutionRequest
+from cmx_core.recipe import Recipe, split_tags
+from cmx_core.resolve import Decision, Resolver
+
+
+@dataclass
+class Session:
+    """What one command needs: plugins, the catalog, facts and the cache."""
+
+    registry: Registry
+    catalog: Catalog
+    facts: FactStore
+    cache: Cache
+    recipes_dirs: tuple[Path, ...]
+    facts_file: Path | None
+
+
+def open_session(recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None) -> Session:
+    registry = get_registry()
+    dirs = tuple(Path(d).expanduser().resolve() for d in recipes_dirs)
+    catalog = load_catalog(dirs)
+    catalog.raise_errors()
+    facts = FactStore.from_file(Path(facts_file)) if facts_file else FactStore(registry.detectors)
+    return Session(registry, catalog, facts, Cache(), dirs, Path(facts_file) if facts_file else None)
+
+
+def _tags(tags: str | Sequence[str]) -> tuple[str, ...]:
+    return tuple(split_tags(tags) if isinstance(tags, str) else [t.strip() for t in tags if t.strip()])
+
+
+def plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
+         recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None,
+         session: Session | None = None) -> Plan:
+    """Resolve ``tags`` into a plan without running anything."""
+    session = session or open_session(recipes_dirs, facts_file)
+    query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
+    resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step)
+    resolution = resolver.resolve(query.tags, query.inputs)
+    versions = {name: step.version for name, step in session.registry.steps.items()}
+    shadowed = {name: [str(r.path) for r in lst] for name, lst in session.catalog.shadowed.items()}
+    return build_plan(resolution, query, versions, session.facts.source, session.facts_file,
+                      session.cache, shadowed)
+
+
+# -- explain ------------------------------------------------------------------------------
+
+
+@dataclass
+class Explanation:
+    """Why each candidate and variation was taken or rejected; why a node misses the cache."""
+
+    decisions: list[Decision]
+    plan: Plan | None
+    error: str | None
+    misses: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "error": self.error,
+            "decisions": [
+                {"query": list(d.query), "chain": list(d.chain), "node": d.node_id,
+                 "candidates": [c.__dict__ for c in d.candidates],
+                 "variations": [{"name": n, "why": w} for n, w in d.variations],
+                 "skipped": [{"what": n, "why": w} for n, w in d.skipped]}
+                for d in self.decisions
+            ],
+            "cache": {n.id: {"status": n.cache_status, "reason": n.cache_reason,
+                             "changed": self.misses.get(n.id, [])}
+                      for n in (self.plan.nodes if self.plan else ())},
+        }
+
+
+def explain(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
+            recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None) -> Explanation:
+    """Resolve like :func:`plan`, but keep the reasoning, also when resolution fails."""
+    session = open_session(recipes_dirs, facts_file)
+    query_tags = _tags(tags)
+    resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step)
+    try:
+        resolver.resolve(query_tags, dict(inputs or {}))
+        result = plan(query_tags, inputs, session=session)
+    except CmxError as exc:
+        return Explanation(resolver.decisions, None, str(exc))
+    misses = {n.id: cache_miss_reasons(session.cache, n) for n in result.nodes if n.cache_status == "miss"}
+    return Explanation(resolver.decisions, result, None, misses)
+
+
+def cache_miss_reasons(cache: Cache, node: Any) -> list[str]:
+    """Which parts of the key differ from the newest entry of the same recipe."""
+    previous = cache.previous_for(node.recipe.name)
+    if previous is None:
+        return ["no earlier cache entry of this recipe"]
+    old_parts = previous.meta.get("key_parts", {})
+    old_values = previous.meta.get("key_values", {})
+    reasons = []
+    for part, new in node.key_parts.items():
+        if old_parts.get(part) == new:
+            continue
+        detail = _value_diff(old_values.get(part), node.key_values.get(part))
+        reasons.append(f"{part} changed" + (f": {detail}" if detail else ""))
+    return reasons or [f"entry {previous.key[:12]} is no longer valid"]
+
+
+def _value_diff(old: Any, new: Any) -> str:
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(set(old) | set(new))
+        changed = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in keys
+                   if json.dumps(old.get(k), sort_keys=True, default=str) != json.dumps(new.get(k), sort_keys=True, default=str)]
+        return "; ".join(changed[:5])
+    return "" if old is None else f"{str(old)[:40]!r} -> {str(new)[:40]!r}"
+
+
+# -- run ----------------------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_dir: Path
+    result_path: Path
+    document: dict[str, Any]
+    plan: Plan
+
+    @property
+    def status(self) -> str:
+        return str(self.document.get("status"))
+
+
+def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
+        recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None,
+        jobs: int = 1, use_cache: bool = True, refresh: bool = False,
+        output: str | Path | None = None, executor: str = "local",
+        options: Mapping[str, Any] | None = None) -> RunResult:
+    """Resolve, run and record. Raises StepFailed (after writing the error result) when a
+    step fails, CmxError for bad input; returns the written, indexed result otherwise."""
+    if jobs < 1:
+        raise UsageError(f"-j must be at least 1, got {jobs}")
+    session = open_session(recipes_dirs, facts_file)
+    the_plan = plan(tags, inputs, session=session)
+    chosen = session.registry.executors.get(executor)
+    if chosen is None:
+        from cmx_core.plugins import missing_provider_message
+
+        raise UsageError(missing_provider_message("executor", executor))
+    run_id = str(uuid.uuid4())
+    run_dir = _make_run_dir(run_id, the_plan.root.recipe.name, output)
+    _write_json(run_dir / "plan.json", the_plan.to_json())
+    lock_digest = write_lock(run_dir, the_plan, session)
+    request = ExecutionRequest(
+        plan=the_plan, run_dir=run_dir, jobs=jobs, use_cache=use_cache, refresh=refresh,
+        options={**(options or {}), "facts": session.facts, "run_id": run_id, "session": session,
+                 "lock_digest": lock_digest},
+    )
+    result_path = chosen.run(request)
+    document = json.loads(result_path.read_text())
+    _index(document, result_path)
+    if document.get("status") == "error":
+        from cmx_core.execute import NodeFailed
+
+        error = document.get("error") or {}
+        failed = NodeFailed(error.get("node", "?"), error.get("step", "?"), error.get("message", "failed"))
+        failed.result_path = result_path  # type: ignore[attr-defined]
+        raise failed
+    return RunResult(run_id, run_dir, result_path, document, the_plan)
+
+
+def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:
+    if output is not None:
+        run_dir = Path(output).expanduser().resolve()
+        if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+            raise UsageError(f"--output {run_dir}: exists and is not an empty directory; choose a new one")
+    else:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        run_dir = paths.runs_dir() / f"{stamp}-{recipe}-{run_id[:8]}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def write_lock(run_dir: Path, the_plan: Plan, session: Session) -> str:
+    """The lockfile of the resolved run; returns its digest."""
+    lock = {
+        "cmx_version": __version__,
+        "query": {"tags": list(the_plan.query.tags), "inputs": dict(the_plan.query.inputs)},
+        "facts_source": the_plan.facts_source,
+        "nodes": [{"id": n.id, "recipe": n.recipe.name, "version": n.recipe.version,
+                   "digest": n.recipe.digest, "source": str(n.recipe.path), "variations": dict(n.variations),
+                   "inputs": dict(n.inputs), "cache_key": n.cache_key, "steps": dict(n.step_versions),
+                   "facts_used": dict(n.facts_used)} for n in the_plan.nodes],
+        "plugins": _plugins(session.registry),
+    }
+    _write_json(run_dir / "lock.json", lock)
+    return digest(lock)
+
+
+def _plugins(registry: Registry) -> list[dict[str, str]]:
+    return [{"name": p.name, "distribution": p.distribution, "version": p.version}
+            for p in registry.plugins.values() if not p.error]
+
+
+def write_run_result(outcome: Any, options: Mapping[str, Any]) -> Path:
+    """Build, validate and write ``result.json`` for a finished (or failed) local run."""
+    from cmx_core.results.document import RunRecord, build_document
+    from cmx_core.results.writer import write_result
+
+    session: Session = options["session"]
+    the_plan: Plan = outcome.plan
+    root = the_plan.root
+    error = outcome.error
+    record = RunRecord(
+        run_id=options["run_id"], tags=list(the_plan.query.tags), inputs=dict(root.inputs),
+        variations=dict(root.variations), recipe_name=root.recipe.name, recipe_tags=list(root.recipe.tags),
+        recipe_version=root.recipe.version,
+        recipes=[(n.recipe.name, n.recipe.version, n.recipe.digest, n.recipe.source) for n in the_plan.nodes],
+        plugins=[(p["name"], p["distribution"], p["version"]) for p in _plugins(session.registry)],
+        facts=session.facts.snapshot(SYSTEM_FACTS), outputs=_thaw(outcome.root_outputs),
+        part=outcome.result_part(), artifacts=[(a.path, a.kind) for a in outcome.artifacts()],
+        run_dir=outcome.run_dir,
+        started_at=datetime.fromtimestamp(outcome.started, timezone.utc),
+        finished_at=datetime.fromtimestamp(outcome.finished or time.time(), timezone.utc),
+        lock_digest=options.get("lock_digest", ""),
+        error=(error.reason, error.node_id, error.step_id) if error else None,
+    )
+    return write_result(outcome.run_dir, build_document(record))
+
+
+def _thaw(value: Any) -> Any:
+    from cmx_core.execute import thaw
+
+    return thaw(value)
+
+
+def _index(document: dict[str, Any], result_path: Path) -> None:
+    from cmx_core.results.store import ResultStore
+
+    ResultStore(paths.results_db()).index(document, result_path)
+    call_event("cmx_result_written", path=result_path, document=document)
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(value, indent=2, sort_keys=True, default=str))
+    os.replace(tmp, path)
+
+
+# -- catalog and facts --------------------------------------------------------------------
+
+
+def list_recipes(tags: str | Sequence[str] = (), *, recipes_dirs: Sequence[str | Path] = ()) -> list[Recipe]:
+    """Effective recipes having every given tag, sorted by name."""
+    catalog = load_catalog(tuple(Path(d) for d in recipes_dirs))
+    wanted = set(_tags(tags))
+    return sorted((r for r in catalog.recipes.values() if wanted <= set(r.tags)), key=lambda r: r.name)
+
+
+def show_recipe(name: str, *, recipes_dirs: Sequence[str | Path] = ()) -> Recipe:
+    catalog = load_catalog(tuple(Path(d) for d in recipes_dirs))
+    recipe = catalog.get(name)
+    if recipe is None:
+        if name in catalog.errors or any(name in p for p in catalog.errors):
+            catalog.raise_errors()
+        raise UsageError(f"no recipe named '{name}' (see 'cmx list recipes')")
+    return recipe
+
+
+def detect_facts(names: Sequence[str] | None = None, *, facts_file: str | Path | None = None) -> dict[str, Any]:
+    """Run detectors (or read a facts file) and return ``{name: value}``."""
+    registry = get_registry()
+    store = FactStore.from_file(Path(facts_file)) if facts_file else FactStore(registry.detectors)
+    return {name: store.try_get(name) for name in (names or store.available())}

@@ -1,0 +1,165 @@
+"""Facts: what detectors report about the machine, read lazily and cached on disk.
+
+A fact is computed only when something reads it (a ``when`` condition, a ``requires``
+check, a template, the result's ``system`` section). Detector results are cached in
+``<cache>/facts/<name>.json`` for the detector's ``ttl_s`` and invalidated when its
+``fingerprint()`` or version changes. With a facts file (``--facts FILE``, the JSON that
+``cmx detect --json`` prints) the local machine is not probed at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cmx_core import paths
+from cmx_core.errors import CmxError, ResolveError
+from cmx_core.providers import Detector
+
+SYSTEM_FACTS = ("os", "cpu", "memory", "python", "gpus", "accelerator", "cuda", "torch")
+"""Facts that feed every result's ``system`` and ``software`` sections, when detectable."""
+
+
+class FactStore:
+    """Lazy, caching access to facts; records which paths were read (for cache keys)."""
+
+    def __init__(self, detectors: Mapping[str, Detector], file_facts: Mapping[str, Any] | None = None,
+                 source: str = "local", use_cache: bool = True) -> None:
+        self.detectors = detectors
+        self.file_facts = file_facts
+        self.source = source
+        self.use_cache = use_cache
+        self._values: dict[str, Any] = {}
+        self.errors: dict[str, str] = {}
+
+    @classmethod
+    def from_file(cls, path: Path) -> FactStore:
+        """Facts from a saved file; the local machine is not probed."""
+        return cls({}, load_facts_file(path), source=str(path))
+
+    def available(self) -> list[str]:
+        names = set(self.file_facts) if self.file_facts is not None else set(self.detectors)
+        return sorted(names)
+
+    def get(self, name: str) -> Any:
+        """The value of fact ``name``; a ResolveError if nothing provides it."""
+        if name not in self._values:
+            self._values[name] = self._compute(name)
+        return self._values[name]
+
+    def get_path(self, name: str) -> Any:
+        """Hook for the expression evaluator: ``facts.<name>``."""
+        return self.get(name)
+
+    def try_get(self, name: str) -> Any:
+        """Like :meth:`get` but None when no detector provides the fact."""
+        try:
+            return self.get(name)
+        except ResolveError:
+            return None
+
+    def _compute(self, name: str) -> Any:
+        if self.file_facts is not None:
+            if name not in self.file_facts:
+                raise ResolveError(f"fact '{name}' is not in the facts file {self.source}")
+            return self.file_facts[name]
+        detector = self.detectors.get(name)
+        if detector is None:
+            from cmx_core.plugins import missing_provider_message
+
+            raise ResolveError(missing_provider_message("fact", name))
+        return self._detect(detector)
+
+    def _detect(self, detector: Detector) -> Any:
+        cache_file = paths.cache_dir() / "facts" / f"{detector.name}.json"
+        fingerprint = _fingerprint(detector)
+        if self.use_cache and detector.ttl_s:
+            cached = _read_cached(cache_file, detector, fingerprint)
+            if cached is not None:
+                return cached["value"]
+        try:
+            value = to_plain(detector.detect())
+        except Exception as exc:  # noqa: BLE001 - a buggy detector must not stop the run
+            self.errors[detector.name] = f"{type(exc).__name__}: {exc}"
+            print(f"cmx: warning: detector '{detector.name}' ({detector.plugin}) failed: {exc}", file=sys.stderr)
+            return None
+        if detector.ttl_s:
+            _write_cached(cache_file, detector, fingerprint, value)
+        return value
+
+    def snapshot(self, names: tuple[str, ...] = SYSTEM_FACTS) -> dict[str, Any]:
+        """The named facts that can be had (missing ones are left out)."""
+        result = {}
+        for name in names:
+            if name in self.available():
+                result[name] = self.try_get(name)
+        return result
+
+
+def _fingerprint(detector: Detector) -> str:
+    if detector.fingerprint is None:
+        return ""
+    try:
+        return str(detector.fingerprint())
+    except Exception:  # noqa: BLE001 - an unreadable fingerprint just means "recompute"
+        return f"error:{time.time()}"
+
+
+def _read_cached(path: Path, detector: Detector, fingerprint: str) -> dict[str, Any] | None:
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    fresh = time.time() - float(record.get("created", 0)) < float(detector.ttl_s or 0)
+    same = record.get("fingerprint") == fingerprint and record.get("version") == detector.version \
+        and record.get("plugin") == detector.plugin
+    return record if fresh and same and "value" in record else None
+
+
+def _write_cached(path: Path, detector: Detector, fingerprint: str, value: Any) -> None:
+    record = {"plugin": detector.plugin, "version": detector.version, "fingerprint": fingerprint,
+              "created": time.time(), "value": value}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record))
+        os.replace(tmp, path)
+    except OSError as exc:
+        print(f"cmx: warning: cannot cache fact '{detector.name}': {exc.strerror}", file=sys.stderr)
+
+
+def to_plain(value: Any) -> Any:
+    """Dataclasses, paths and tuples to JSON-ready data."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_plain(dataclasses.asdict(value))
+    if isinstance(value, Mapping):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def load_facts_file(path: Path) -> dict[str, Any]:
+    """Read a facts file (``{"facts": {...}}``); one-line errors for anything malformed."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise CmxError(f"--facts {path}: cannot read: {exc.strerror}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CmxError(f"--facts {path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    facts = doc.get("facts") if isinstance(doc, dict) else None
+    if not isinstance(facts, dict):
+        raise CmxError(f"--facts {path}: expected a JSON object with a 'facts' object (the output of 'cmx detect --json')")
+    return facts

@@ -1,0 +1,202 @@
+"""The plan: the resolved DAG in topological order, each node with its cache key.
+
+The key hashes everything that can change a node's outputs: the recipe's content digest,
+its typed inputs, its variations, the keys of its deps, the facts it read and the versions
+of the step types it uses. ``key_parts`` keeps each part's digest so ``cmx explain`` can say
+which part changed on a miss. A node whose deps include an uncached node gets that dep's
+actual outputs folded into its key at run time (``volatile``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmx_core import __version__
+from cmx_core.cache import Cache
+from cmx_core.recipe import Recipe, StepSpec
+from cmx_core.resolve import Decision, Resolution
+
+KEY_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class PlanQuery:
+    tags: tuple[str, ...]
+    inputs: Mapping[str, str]
+    recipes_dirs: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanNode:
+    """One node as it will run."""
+
+    id: str
+    recipe: Recipe
+    variations: Mapping[str, Any]
+    inputs: Mapping[str, Any]
+    deps: Mapping[str, str]
+    steps: tuple[StepSpec, ...]
+    cache_key: str
+    key_parts: Mapping[str, str]
+    key_values: Mapping[str, Any]
+    requires: Mapping[str, Any]
+    facts_used: Mapping[str, Any]
+    step_versions: Mapping[str, str]
+    container: str | None
+    volatile: tuple[str, ...] = ()
+    cache_status: str = "disabled"
+    cache_reason: str = ""
+
+    @property
+    def recipe_name(self) -> str:
+        return self.recipe.name
+
+    @property
+    def cacheable(self) -> bool:
+        return self.recipe.cache.enabled
+
+
+@dataclass(frozen=True)
+class Plan:
+    query: PlanQuery
+    nodes: tuple[PlanNode, ...]
+    facts_source: str
+    facts_file: Path | None
+    decisions: tuple[Decision, ...] = ()
+    shadowed: Mapping[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def root(self) -> PlanNode:
+        return self.nodes[-1]
+
+    @property
+    def container(self) -> str | None:
+        return self.root.container
+
+    def node(self, node_id: str) -> PlanNode:
+        return next(n for n in self.nodes if n.id == node_id)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "query": {"tags": list(self.query.tags), "inputs": dict(self.query.inputs)},
+            "root": self.root.id,
+            "facts_source": self.facts_source,
+            "nodes": [_node_json(n) for n in self.nodes],
+        }
+
+    def render_tree(self) -> str:
+        """The DAG as an indented tree from the root (shared nodes shown once, then by id)."""
+        lines: list[str] = []
+        shown: set[str] = set()
+        self._tree(self.root, "", "", lines, shown)
+        return "\n".join(lines)
+
+    def _tree(self, node: PlanNode, alias: str, indent: str, lines: list[str], shown: set[str]) -> None:
+        label = f"{alias}: " if alias else ""
+        if node.id in shown:
+            lines.append(f"{indent}{label}{node.id} (see above)")
+            return
+        shown.add(node.id)
+        variations = ",".join(f"{k}.{v}" if v is not True else k for k, v in node.variations.items())
+        status = node.cache_status + (f" ({node.cache_reason})" if node.cache_reason and node.cache_status != "hit" else "")
+        lines.append(f"{indent}{label}{node.id} [{node.recipe.source}] key={node.cache_key[:12]} cache={status}")
+        detail = indent + "    "
+        if variations:
+            lines.append(f"{detail}variations: {variations}")
+        if node.inputs:
+            lines.append(f"{detail}inputs: " + ", ".join(f"{k}={v!r}" for k, v in node.inputs.items()))
+        for step in node.steps:
+            lines.append(f"{detail}step {step.id}: {step.uses}")
+        for dep_alias, dep_id in node.deps.items():
+            self._tree(self.node(dep_id), dep_alias, detail, lines, shown)
+
+
+def _node_json(node: PlanNode) -> dict[str, Any]:
+    return {
+        "id": node.id,
+        "recipe": node.recipe.name,
+        "recipe_version": node.recipe.version,
+        "source": node.recipe.source,
+        "path": str(node.recipe.path),
+        "digest": node.recipe.digest,
+        "variations": dict(node.variations),
+        "inputs": dict(node.inputs),
+        "deps": dict(node.deps),
+        "steps": [{"id": s.id, "uses": s.uses, "with": dict(s.with_)} for s in node.steps],
+        "requires": dict(node.requires),
+        "container": node.container,
+        "cache": {"enabled": node.cacheable, "key": node.cache_key, "status": node.cache_status,
+                  "reason": node.cache_reason, "parts": dict(node.key_parts)},
+    }
+
+
+def build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping[str, str],
+               facts_source: str, facts_file: Path | None, cache: Cache | None,
+               shadowed: Mapping[str, list[str]] | None = None) -> Plan:
+    """Compute keys in topological order and, with a cache, each node's would-hit status."""
+    built: dict[str, PlanNode] = {}
+    for node_id in _topological(resolution):
+        rnode = resolution.nodes[node_id]
+        versions = {s.uses: step_versions.get(s.uses, "?") for s in rnode.steps}
+        volatile = tuple(a for a, d in rnode.deps.items() if not built[d].cacheable or built[d].volatile)
+        values = {
+            "format": KEY_FORMAT,
+            "recipe": rnode.recipe.digest,
+            "inputs": rnode.inputs,
+            "variations": rnode.variations,
+            "deps": {alias: built[dep].cache_key for alias, dep in rnode.deps.items()},
+            "facts": rnode.facts_used,
+            "steps": versions,
+        }
+        parts = {k: digest(v) for k, v in values.items()}
+        node = PlanNode(rnode.id, rnode.recipe, rnode.variations, rnode.inputs, rnode.deps,
+                        rnode.steps, digest(parts)[:32], parts, values, rnode.requires,
+                        rnode.facts_used, versions, rnode.container, volatile)
+        built[node_id] = _with_status(node, cache)
+    return Plan(query, tuple(built.values()), facts_source, facts_file,
+                tuple(resolution.decisions), dict(shadowed or {}))
+
+
+def _with_status(node: PlanNode, cache: Cache | None) -> PlanNode:
+    from dataclasses import replace
+
+    if not node.cacheable:
+        return replace(node, cache_status="disabled", cache_reason="cache: false")
+    if node.volatile:
+        return replace(node, cache_status="deferred", cache_reason=f"depends on uncached {', '.join(node.volatile)}")
+    if cache is None:
+        return replace(node, cache_status="unknown")
+    entry, reason = cache.lookup(node.cache_key, node.recipe.cache.expires_s)
+    return replace(node, cache_status="hit" if entry else "miss", cache_reason=reason)
+
+
+def _topological(resolution: Resolution) -> list[str]:
+    """Deps before dependents, in the deterministic order deps were declared."""
+    order: list[str] = []
+    seen: set[str] = set()
+
+    def visit(node_id: str) -> None:
+        if node_id in seen:
+            return
+        seen.add(node_id)
+        for dep in resolution.nodes[node_id].deps.values():
+            visit(dep)
+        order.append(node_id)
+
+    visit(resolution.root)
+    return order
+
+
+def digest(value: Any) -> str:
+    """sha256 of the canonical JSON form of ``value``."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def core_version() -> str:
+    return __version__

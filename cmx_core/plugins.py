@@ -1,0 +1,257 @@
+"""Plugin loading: entry points of group ``cmx``, each loaded on its own.
+
+A plugin that fails to import, declares hooks that do not match the hookspecs, needs
+another cmx-core version or raises while registering is recorded with its error and
+skipped; the rest keep working. ``strict`` (``--strict-plugins`` or
+``CMX_STRICT_PLUGINS=1``) turns any such error into a :class:`PluginError`.
+``CMX_LOAD_PLUGINS`` (comma list of entry-point names; empty means none) limits loading.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pluggy
+
+from cmx_core import __version__, hookspecs
+from cmx_core.errors import PluginError
+from cmx_core.providers import Command, Detector, Executor, Exporter, StepType
+
+GROUP = "cmx"
+CORE = "cmx-core"
+P = TypeVar("P", StepType, Detector, Executor, Command, Exporter)
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """One plugin as ``cmx plugins list`` shows it."""
+
+    name: str
+    distribution: str
+    version: str
+    module: str
+    error: str | None = None
+    provides: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Registry:
+    """Everything the loaded plugins provide, by kind and name."""
+
+    manager: pluggy.PluginManager
+    plugins: dict[str, PluginInfo] = field(default_factory=dict)
+    steps: dict[str, StepType] = field(default_factory=dict)
+    detectors: dict[str, Detector] = field(default_factory=dict)
+    executors: dict[str, Executor] = field(default_factory=dict)
+    commands: dict[str, Command] = field(default_factory=dict)
+    exporters: dict[str, Exporter] = field(default_factory=dict)
+    recipe_paths: list[tuple[str, Path]] = field(default_factory=list)
+    conflicts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def hook(self) -> Any:
+        return self.manager.hook
+
+    def errors(self) -> dict[str, str]:
+        return {name: info.error for name, info in self.plugins.items() if info.error}
+
+    def step(self, name: str) -> StepType:
+        """The step type ``name``, or a PluginError naming the conflict or the gap."""
+        if name in self.conflicts:
+            owners = " and ".join(self.conflicts[name])
+            raise PluginError(
+                f"step type '{name}' is registered by both {owners}; uninstall one of them "
+                "or limit loading with CMX_LOAD_PLUGINS"
+            )
+        try:
+            return self.steps[name]
+        except KeyError:
+            raise PluginError(missing_provider_message("step type", name)) from None
+
+
+def missing_provider_message(kind: str, name: str) -> str:
+    """One line saying nothing provides ``name`` and, via registry.yaml, who would."""
+    hint = ""
+    try:
+        from cmx_core.registry import install_hint
+
+        hint = install_hint(kind, name)
+    except ImportError:
+        pass
+    return f"no loaded plugin provides {kind} '{name}'" + (f"; {hint}" if hint else "")
+
+
+_REGISTRY: Registry | None = None
+
+
+def get_registry(*, strict: bool | None = None, reload: bool = False) -> Registry:
+    """The process-wide registry, loaded on first use."""
+    global _REGISTRY
+    if _REGISTRY is None or reload:
+        if strict is None:
+            strict = os.environ.get("CMX_STRICT_PLUGINS", "") not in ("", "0")
+        _REGISTRY = load_registry(strict=strict)
+    return _REGISTRY
+
+
+def reset_registry() -> None:
+    """Forget the loaded registry (tests; after installing a plugin)."""
+    global _REGISTRY
+    _REGISTRY = None
+
+
+def load_registry(*, strict: bool = False, extra: Iterable[tuple[str, object]] = ()) -> Registry:
+    """Load cmx-core's built-ins, the entry-point plugins and ``extra`` (name, module)."""
+    manager = pluggy.PluginManager(hookspecs.PROJECT)
+    manager.add_hookspecs(hookspecs)
+    registry = Registry(manager=manager)
+    from cmx_core import builtin
+
+    _add(registry, CORE, CORE, __version__, builtin)
+    for entry in _selected_entry_points():
+        _load_entry_point(registry, entry)
+    for name, module in extra:
+        _add(registry, name, name, "0", module)
+    _collect(registry)
+    if strict and registry.errors():
+        name, error = next(iter(registry.errors().items()))
+        raise PluginError(f"plugin '{name}' failed to load: {error} (strict plugin mode)")
+    return registry
+
+
+def _selected_entry_points() -> list[metadata.EntryPoint]:
+    entries = sorted(metadata.entry_points(group=GROUP), key=lambda e: e.name)
+    wanted = os.environ.get("CMX_LOAD_PLUGINS")
+    if wanted is None:
+        return entries
+    names = {n.strip() for n in wanted.split(",") if n.strip()}
+    return [e for e in entries if e.name in names]
+
+
+def _load_entry_point(registry: Registry, entry: metadata.EntryPoint) -> None:
+    dist = entry.dist
+    dist_name = dist.metadata["Name"] if dist else "?"
+    version = dist.version if dist else "0"
+    try:
+        _check_core_requirement(dist)
+        module = entry.load()
+    except Exception as exc:  # noqa: BLE001 - any import failure must not stop the CLI
+        registry.plugins[entry.name] = PluginInfo(
+            entry.name, dist_name, version, entry.value, error=_one_line(exc)
+        )
+        return
+    _add(registry, entry.name, dist_name, version, module)
+
+
+def _check_core_requirement(dist: metadata.Distribution | None) -> None:
+    """Refuse a plugin whose ``cmx-core`` requirement excludes this cmx-core."""
+    if dist is None:
+        return
+    from packaging.requirements import Requirement
+
+    for text in dist.requires or []:
+        req = Requirement(text)
+        if req.name.replace("_", "-").lower() != CORE or req.marker is not None:
+            continue
+        if req.specifier and not req.specifier.contains(__version__, prereleases=True):
+            raise PluginError(
+                f"needs cmx-core{req.specifier}, but cmx-core {__version__} is installed"
+            )
+
+
+def _add(registry: Registry, name: str, dist: str, version: str, module: object) -> None:
+    try:
+        registry.manager.register(module, name=name)
+        registry.manager.check_pending()
+    except Exception as exc:  # noqa: BLE001 - pluggy validation errors name the hook
+        if registry.manager.is_registered(module):
+            registry.manager.unregister(module)
+        registry.plugins[name] = PluginInfo(
+            name, dist, version, getattr(module, "__name__", str(module)), error=_one_line(exc)
+        )
+        return
+    registry.plugins[name] = PluginInfo(name, dist, version, getattr(module, "__name__", "?"))
+
+
+def _collect(registry: Registry) -> None:
+    """Call each plugin's registration hooks, attributing every provider to its plugin."""
+    kinds: list[tuple[str, str, dict[str, Any]]] = [
+        ("cmx_register_steps", "steps", registry.steps),
+        ("cmx_register_detectors", "detectors", registry.detectors),
+        ("cmx_register_executors", "executors", registry.executors),
+        ("cmx_register_commands", "commands", registry.commands),
+        ("cmx_register_exporters", "exporters", registry.exporters),
+    ]
+    for hook_name, kind, target in kinds:
+        for impl in getattr(registry.hook, hook_name).get_hookimpls():
+            _call_register(registry, impl, kind, target)
+    for impl in registry.hook.cmx_recipe_paths.get_hookimpls():
+        try:
+            paths = impl.function() or []
+        except Exception as exc:  # noqa: BLE001
+            _fail(registry, impl.plugin_name, exc)
+            continue
+        registry.recipe_paths.extend((impl.plugin_name, Path(p)) for p in paths)
+
+
+def _call_register(registry: Registry, impl: Any, kind: str, target: dict[str, Any]) -> None:
+    plugin = impl.plugin_name
+    info = registry.plugins[plugin]
+    added: list[str] = []
+
+    def register(provider: P) -> None:
+        stamped = dataclasses.replace(provider, plugin=plugin, version=info.version)
+        _put(registry, kind, target, stamped)
+        added.append(provider.name)
+
+    try:
+        impl.function(register=register)
+    except Exception as exc:  # noqa: BLE001
+        _fail(registry, plugin, exc)
+        return
+    if added:
+        registry.plugins[plugin].provides.setdefault(kind, []).extend(added)
+
+
+def _put(registry: Registry, kind: str, target: dict[str, Any], provider: Any) -> None:
+    """Add a provider; a plugin may replace a core built-in, two plugins conflict."""
+    existing = target.get(provider.name)
+    if existing is None or existing.plugin == CORE:
+        target[provider.name] = provider
+        return
+    owners = (existing.plugin, provider.plugin)
+    registry.conflicts[provider.name] = owners
+    for owner in owners:
+        info = registry.plugins[owner]
+        registry.plugins[owner] = dataclasses.replace(
+            info, error=f"{kind[:-1]} '{provider.name}' is also registered by "
+            f"{owners[1] if owner == owners[0] else owners[0]}"
+        )
+    target.pop(provider.name, None)
+
+
+def _fail(registry: Registry, plugin: str, exc: BaseException) -> None:
+    info = registry.plugins[plugin]
+    registry.plugins[plugin] = dataclasses.replace(info, error=_one_line(exc))
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def call_event(name: str, **kwargs: Any) -> None:
+    """Fire an event hook; a failing observer is reported on stderr, never fatal."""
+    hook: Callable[..., Any] = getattr(get_registry().hook, name)
+    try:
+        hook(**kwargs)
+    except Exception as exc:  # noqa: BLE001
+        import sys
+
+        print(f"cmx: warning: a plugin's {name} hook failed: {_one_line(exc)}", file=sys.stderr)

@@ -1,0 +1,404 @@
+"""The resolver: tags → recipes, variations, typed inputs and a DAG of nodes. Pure.
+
+Given a catalog, the query and a fact store, it touches nothing else: no process runs, no
+file is written. Every choice is recorded as a :class:`Decision` so ``cmx explain`` can
+show why each candidate and variation was taken or rejected. The result is deterministic:
+deps resolve in file order and identical deps (same recipe, variations and inputs) share one
+node.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cmx_core.catalog import Catalog
+from cmx_core.errors import CmxError, ResolveError, UsageError
+from cmx_core.expr import MISSING, ExpressionError, compile_expression
+from cmx_core.facts import FactStore
+from cmx_core.providers import StepType
+from cmx_core.recipe import DepSpec, Recipe, StepSpec, VariationSpec, line_of
+from cmx_core.template import fact_names, render_value
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A recipe considered for a query, and why it was taken or rejected."""
+
+    name: str
+    source: str
+    accepted: bool
+    reason: str
+
+
+@dataclass
+class Decision:
+    """The reasoning for one node: candidates, variations, skipped deps and steps."""
+
+    query: tuple[str, ...]
+    chain: tuple[str, ...]
+    node_id: str = ""
+    candidates: list[Candidate] = field(default_factory=list)
+    variations: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ResolvedNode:
+    """One node of the resolved graph."""
+
+    id: str
+    recipe: Recipe
+    variations: Mapping[str, Any]
+    groups: Mapping[str, str | None]
+    inputs: Mapping[str, Any]
+    deps: Mapping[str, str]
+    steps: tuple[StepSpec, ...]
+    facts_used: Mapping[str, Any]
+    requires: Mapping[str, Any]
+    container: str | None
+
+
+@dataclass
+class Resolution:
+    root: str
+    nodes: dict[str, ResolvedNode]
+    decisions: list[Decision]
+
+
+class Resolver:
+    """Resolves queries against a catalog; ``step_types`` (when given) are checked."""
+
+    def __init__(self, catalog: Catalog, facts: FactStore,
+                 step_types: Mapping[str, StepType] | None = None,
+                 step_lookup: Any = None) -> None:
+        self.catalog = catalog
+        self.facts = facts
+        self.step_types = step_types
+        self.step_lookup = step_lookup
+        self.nodes: dict[str, ResolvedNode] = {}
+        self.memo: dict[str, str] = {}
+        self.decisions: list[Decision] = []
+
+    def resolve(self, tags: tuple[str, ...], inputs: Mapping[str, Any]) -> Resolution:
+        if not [t for t in tags if not t.startswith("-")]:
+            raise UsageError("--tags needs at least one tag, e.g. --tags=detect,os")
+        root = self._node(tags, inputs, "--input", ())
+        return Resolution(root, self.nodes, self.decisions)
+
+    # -- one node -------------------------------------------------------------------------
+
+    def _node(self, tags: tuple[str, ...], raw_inputs: Mapping[str, Any], origin: str,
+              chain: tuple[str, ...]) -> str:
+        decision = Decision(tags, chain)
+        self.decisions.append(decision)
+        recipe, chosen = self._select(tags, decision)
+        if recipe.name in chain:
+            cycle = " -> ".join((*chain[chain.index(recipe.name):], recipe.name))
+            raise ResolveError(f"dependency cycle: {cycle} (in {recipe.path})")
+        variations, groups = self._variations(recipe, chosen, decision)
+        inputs = self._inputs(recipe, variations, raw_inputs, origin)
+        memo_key = json.dumps([recipe.name, variations, inputs], sort_keys=True, default=str)
+        if memo_key in self.memo:
+            decision.node_id = self.memo[memo_key]
+            return self.memo[memo_key]
+        used: dict[str, Any] = {}
+        context = self._context(inputs, groups, variations, used)
+        requires = self._check_requires(recipe, variations, used)
+        deps = self._deps(recipe, variations, context, (*chain, recipe.name), decision, used)
+        steps = self._steps(recipe, context, decision, used)
+        node_id = self._node_id(recipe, variations)
+        container = recipe.container
+        for name in variations:
+            container = recipe.variations[_var_key(recipe, name)].container or container
+        self.nodes[node_id] = ResolvedNode(node_id, recipe, variations, groups, inputs, deps,
+                                           steps, dict(sorted(used.items())), requires, container)
+        self.memo[memo_key] = node_id
+        decision.node_id = node_id
+        return node_id
+
+    def _node_id(self, recipe: Recipe, variations: Mapping[str, Any]) -> str:
+        base = recipe.name
+        if base in self.nodes:
+            chosen = [f"{n}.{v}" if v is not True else n for n, v in variations.items()]
+            base = f"{recipe.name}[{','.join(chosen)}]"
+        node_id, n = base, 2
+        while node_id in self.nodes:
+            node_id, n = f"{base}#{n}", n + 1
+        return node_id
+
+    # -- selection ------------------------------------------------------------------------
+
+    def _select(self, tags: tuple[str, ...], decision: Decision) -> tuple[Recipe, dict[str, Any]]:
+        positive = [t.lstrip("_") for t in tags if not t.startswith("-")]
+        negative = {t[1:] for t in tags if t.startswith("-")}
+        seen: dict[str, Recipe] = {}
+        for tag in positive:
+            for recipe in self.catalog.with_tag(tag):
+                seen.setdefault(recipe.name, recipe)
+        accepted: list[tuple[Recipe, dict[str, Any]]] = []
+        for recipe in sorted(seen.values(), key=lambda r: r.name):
+            reason, chosen = _match(recipe, positive, negative)
+            decision.candidates.append(Candidate(recipe.name, recipe.source, reason is None, reason or "all tags match"))
+            if reason is None:
+                accepted.append((recipe, chosen))
+        for name in seen:
+            for shadow in self.catalog.shadowed.get(name, []):
+                decision.candidates.append(Candidate(shadow.name, shadow.source, False,
+                                                     f"shadowed by {seen[name].source} ({seen[name].path})"))
+        if len(accepted) > 1:
+            exact = [a for a in accepted if set(a[0].tags) == set(positive)]
+            accepted = exact if len(exact) == 1 else accepted
+        if len(accepted) == 1:
+            return accepted[0]
+        raise ResolveError(_selection_error(tags, accepted, decision.candidates))
+
+    # -- variations -----------------------------------------------------------------------
+
+    def _variations(self, recipe: Recipe, chosen: dict[str, Any], decision: Decision
+                    ) -> tuple[dict[str, Any], dict[str, str | None]]:
+        groups: dict[str, str | None] = {g: None for g in recipe.groups()}
+        for name in chosen:
+            var = recipe.variations[_var_key(recipe, name)]
+            decision.variations.append((name, "selected by a query tag"))
+            if var.group:
+                if groups[var.group] is not None:
+                    raise ResolveError(
+                        f"conflicting variations '{groups[var.group]}' and '{name}' of group "
+                        f"'{var.group}' in recipe {recipe.name}: choose one"
+                    )
+                groups[var.group] = name
+        selected = dict(chosen)
+        for var in recipe.variations.values():
+            if not var.default or var.parametric:
+                continue
+            if var.group and groups[var.group] is None:
+                groups[var.group] = var.name
+                selected[var.name] = True
+                decision.variations.append((var.name, f"default of group '{var.group}'"))
+            elif not var.group and var.name not in selected:
+                selected[var.name] = True
+                decision.variations.append((var.name, "default (ungrouped)"))
+        order = list(recipe.variations)
+        ordered = sorted(selected.items(), key=lambda kv: order.index(_var_key(recipe, kv[0])))
+        return dict(ordered), groups
+
+    # -- inputs ---------------------------------------------------------------------------
+
+    def _inputs(self, recipe: Recipe, variations: Mapping[str, Any], raw: Mapping[str, Any],
+                origin: str) -> dict[str, Any]:
+        values = {n: s.coerce(s.default, f"{recipe.path}: inputs.{n}.default")
+                  for n, s in recipe.inputs.items() if s.default is not None}
+        forced: dict[str, tuple[Any, str]] = {}
+        for name, value in variations.items():
+            var = recipe.variations[_var_key(recipe, name)]
+            for key, forced_value in var.inputs.items():
+                if forced_value == "#":
+                    forced_value = value
+                spec = recipe.inputs[key]
+                forced[key] = (spec.coerce(forced_value, f"variation '{name}' of {recipe.name}"), name)
+        values.update({k: v for k, (v, _) in forced.items()})
+        for key, value in raw.items():
+            spec = recipe.inputs.get(key)
+            if spec is None:
+                known = ", ".join(sorted(recipe.inputs)) or "none"
+                raise UsageError(f"{origin}: unknown input '{key}' for recipe {recipe.name} (its inputs: {known})")
+            typed = spec.coerce(value, origin)
+            if key in forced and forced[key][0] != typed:
+                raise ResolveError(
+                    f"{origin}: input '{key}' = {typed!r} conflicts with variation "
+                    f"'{forced[key][1]}' of {recipe.name}, which sets {forced[key][0]!r}"
+                )
+            values[key] = typed
+        for name, spec in recipe.inputs.items():
+            if spec.required and values.get(name) is None:
+                raise UsageError(f"recipe {recipe.name} needs input '{name}' ({spec.type}): pass --{name}=VALUE")
+        return dict(sorted(values.items()))
+
+    # -- conditions, requires, deps, steps ------------------------------------------------
+
+    def _context(self, inputs: Mapping[str, Any], groups: Mapping[str, str | None],
+                 variations: Mapping[str, Any], used: dict[str, Any]) -> dict[str, Any]:
+        return {"inputs": inputs, "variation": groups, "variations": list(variations),
+                "facts": _RecordingFacts(self.facts, used)}
+
+    def _check_requires(self, recipe: Recipe, variations: Mapping[str, Any], used: dict[str, Any]) -> dict[str, Any]:
+        combined: dict[str, Any] = dict(recipe.requires)
+        for name in variations:
+            combined.update(recipe.variations[_var_key(recipe, name)].requires)
+        for key, expected in combined.items():
+            have = _fact_path(self.facts, key)
+            used[key] = have
+            if not _satisfies(have, expected):
+                where = f" (facts from {self.facts.source})" if self.facts.source != "local" else ""
+                raise ResolveError(
+                    f"recipe {recipe.name} requires {key} {_show(expected)}; this machine has: {_show(have)}{where}"
+                )
+        return combined
+
+    def _deps(self, recipe: Recipe, variations: Mapping[str, Any], context: dict[str, Any],
+              chain: tuple[str, ...], decision: Decision, used: dict[str, Any]) -> dict[str, str]:
+        specs: list[DepSpec] = list(recipe.deps)
+        for name in variations:
+            specs.extend(recipe.variations[_var_key(recipe, name)].deps)
+        deps: dict[str, str] = {}
+        for dep in specs:
+            where = f"{dep.origin}.{dep.index}"
+            if dep.when and not self._condition(recipe, dep.when, context, (*where.split("."), "when")):
+                decision.skipped.append((dep.alias, f"when: {dep.when} is false"))
+                continue
+            if dep.alias in deps:
+                raise ResolveError(f"{recipe.path}: {where}: alias '{dep.alias}' is used by two deps; set 'as:'")
+            raw = render_value(dep.with_, context, f"{recipe.path}: {where}.with")
+            node_id = self._node(dep.tags, raw, f"{recipe.path}: {where}.with", chain)
+            self._check_version(recipe, dep, where, self.nodes[node_id].recipe)
+            deps[dep.alias] = node_id
+        return deps
+
+    def _check_version(self, recipe: Recipe, dep: DepSpec, where: str, target: Recipe) -> None:
+        if not dep.version:
+            return
+        from packaging.specifiers import SpecifierSet
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            ok = Version(target.version) in SpecifierSet(dep.version)
+        except InvalidVersion:
+            ok = False
+        if not ok:
+            raise ResolveError(
+                f"{recipe.path}: {where}.version: {target.name} {target.version} does not satisfy "
+                f"'{dep.version}' ({target.path})"
+            )
+
+    def _steps(self, recipe: Recipe, context: dict[str, Any], decision: Decision,
+               used: dict[str, Any]) -> tuple[StepSpec, ...]:
+        kept = []
+        for step in recipe.steps:
+            if step.when and not self._condition(recipe, step.when, context, ("steps", step.index, "when")):
+                decision.skipped.append((f"step {step.id}", f"when: {step.when} is false"))
+                continue
+            self._check_step_type(recipe, step)
+            for name in sorted(fact_names(step.with_)):
+                used[name] = self.facts.get(name)
+            kept.append(step)
+        return tuple(kept)
+
+    def _check_step_type(self, recipe: Recipe, step: StepSpec) -> None:
+        if self.step_lookup is None:
+            return
+        try:
+            step_type: StepType = self.step_lookup(step.uses)
+        except CmxError as exc:
+            line = line_of(recipe.path, ("steps", step.index, "uses"))
+            raise type(exc)(f"{recipe.path}:{line}: steps.{step.index}.uses: {exc}") from None
+        if step_type.params:
+            for key in step.with_:
+                if key not in step_type.params:
+                    known = ", ".join(sorted(step_type.params))
+                    line = line_of(recipe.path, ("steps", step.index, "with", key))
+                    raise ResolveError(
+                        f"{recipe.path}:{line}: steps.{step.index}.with.{key}: unknown parameter of "
+                        f"step type '{step.uses}' (expected one of: {known})"
+                    )
+
+    def _condition(self, recipe: Recipe, text: str, context: dict[str, Any], keypath: tuple[Any, ...]) -> bool:
+        try:
+            return bool(compile_expression(text).evaluate(context))
+        except ExpressionError as exc:
+            path_key = tuple(int(k) if isinstance(k, str) and k.isdigit() else k for k in keypath)
+            line = line_of(recipe.path, path_key)
+            raise ResolveError(f"{recipe.path}:{line}: {'.'.join(map(str, keypath))}: {exc}") from None
+
+
+class _RecordingFacts:
+    """The ``facts`` name in conditions: reads through the store and records what it read."""
+
+    def __init__(self, store: FactStore, used: dict[str, Any]) -> None:
+        self.store = store
+        self.used = used
+
+    def get_path(self, name: str) -> Any:
+        try:
+            value = self.store.get(name)
+        except ResolveError as exc:
+            raise ExpressionError(str(exc)) from None
+        self.used[name] = value
+        return value
+
+    def __getitem__(self, name: str) -> Any:
+        """Jinja2 reads ``facts.os`` through item access."""
+        try:
+            return self.get_path(name)
+        except ExpressionError as exc:
+            raise KeyError(str(exc)) from None
+
+
+def _var_key(recipe: Recipe, selected: str) -> str:
+    """The variation spec name for a selected name (``batch_size.#`` for ``batch_size``)."""
+    return selected if selected in recipe.variations else f"{selected}.#"
+
+
+def _match(recipe: Recipe, positive: list[str], negative: set[str]) -> tuple[str | None, dict[str, Any]]:
+    """Why ``recipe`` does not match the tags (None if it does) and the variations chosen."""
+    excluded = negative & set(recipe.tags)
+    if excluded:
+        return f"has excluded tag '{sorted(excluded)[0]}'", {}
+    chosen: dict[str, Any] = {}
+    for tag in positive:
+        if tag in recipe.tags:
+            continue
+        var = _variation_for(recipe, tag)
+        if var is None:
+            return f"lacks tag '{tag}' (neither a tag nor a variation of it)", {}
+        name, value = var
+        chosen[name] = value
+    return None, chosen
+
+
+def _variation_for(recipe: Recipe, tag: str) -> tuple[str, Any] | None:
+    spec: VariationSpec | None = recipe.variations.get(tag)
+    if spec is not None and not spec.parametric:
+        return tag, True
+    stem, _, value = tag.rpartition(".")
+    if stem and value and f"{stem}.#" in recipe.variations:
+        return stem, value
+    return None
+
+
+def _selection_error(tags: tuple[str, ...], accepted: list[tuple[Recipe, dict[str, Any]]],
+                     candidates: list[Candidate]) -> str:
+    query = ",".join(tags)
+    if accepted:
+        names = "; ".join(f"{r.name} ({r.path})" for r, _ in accepted)
+        return f"tags '{query}' match {len(accepted)} recipes: {names}; add a tag that tells them apart"
+    rejected = [c for c in candidates if not c.accepted]
+    if not rejected:
+        return f"no recipe has any of the tags '{query}' (see 'cmx list recipes')"
+    shown = "; ".join(f"{c.name}: {c.reason}" for c in rejected[:6])
+    more = f"; and {len(rejected) - 6} more" if len(rejected) > 6 else ""
+    return f"no recipe matches tags '{query}'; candidates: {shown}{more} (run 'cmx explain --tags={query}')"
+
+
+def _fact_path(store: FactStore, dotted: str) -> Any:
+    name, *rest = dotted.split(".")
+    value = store.get(name)
+    for part in rest:
+        value = value.get(part, MISSING) if isinstance(value, Mapping) else MISSING
+    return None if value is MISSING else value
+
+
+def _satisfies(have: Any, expected: Any) -> bool:
+    wanted = expected if isinstance(expected, list) else [expected]
+    have_list = have if isinstance(have, list) else [have]
+    return any(str(h).lower() == str(w).lower() for h in have_list for w in wanted if h is not None)
+
+
+def _show(value: Any) -> str:
+    if value in (None, [], "", MISSING):
+        return "none"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)

@@ -1,0 +1,81 @@
+"""Rendering ``with:`` values in a sandboxed Jinja2 environment with strict undefined.
+
+Jinja2 is imported only when a value actually contains a template, so recipes without
+templates never pay for it. A string that is exactly one ``{{ expression }}`` keeps its
+native type (a number stays a number, a list stays a list).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from functools import lru_cache
+from typing import Any
+
+from cmx_core.errors import CmxError
+
+_SINGLE = re.compile(r"^\{\{(.*)\}\}$", re.DOTALL)
+_FACT_REF = re.compile(r"\bfacts\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+class TemplateError(CmxError):
+    """A template that cannot be rendered (unknown name, syntax error, sandbox refusal)."""
+
+
+def is_template(value: Any) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
+def render_value(value: Any, context: Mapping[str, Any], where: str) -> Any:
+    """Render every template string inside ``value`` (recursively through lists/maps)."""
+    if isinstance(value, Mapping):
+        return {k: render_value(v, context, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [render_value(v, context, f"{where}[{i}]") for i, v in enumerate(value)]
+    if not is_template(value):
+        return value
+    return _render_string(value, context, where)
+
+
+def fact_names(value: Any) -> set[str]:
+    """Top-level fact names a (possibly nested) template value refers to."""
+    return {m.group(1) for text in _strings(value) for m in _FACT_REF.finditer(text)}
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def _render_string(text: str, context: Mapping[str, Any], where: str) -> Any:
+    import jinja2
+
+    env = _environment()
+    match = _SINGLE.match(text.strip())
+    try:
+        if match and "{{" not in match.group(1) and "{%" not in text:
+            result = env.compile_expression(match.group(1).strip(), undefined_to_none=False)(**context)
+            if isinstance(result, jinja2.Undefined):
+                str(result)  # raises UndefinedError with the name
+            return result
+        return env.from_string(text).render(**context)
+    except jinja2.TemplateError as exc:
+        raise TemplateError(f"{where}: cannot render {text!r}: {exc.message or exc}") from None
+    except CmxError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise TemplateError(f"{where}: cannot render {text!r}: {exc}") from None
+
+
+@lru_cache(maxsize=1)
+def _environment() -> Any:
+    import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    return ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
