@@ -254,22 +254,7 @@ def validate_urn_cmx_schema_result_1_0(data, custom_formats={}, name_prefix=None
         if 'error' in data_keys:
             data_keys.remove('error')
             data__error = data['error']
-            data__error_any_of_count1 = 0
-            if not data__error_any_of_count1:
-                try:
-                    if not isinstance(data__error, NoneType):
-                        raise JsonSchemaValueException('' + (name_prefix or 'data') + '.error must be null', value=data__error, name='' + (name_prefix or 'data') + '.error', rule='type')
-                    data__error_any_of_count1 += 1
-                except (JsonSchemaValueException, JsonSchemaValuesException):
-                    pass
-            if not data__error_any_of_count1:
-                try:
-                    validate____defs_error(data__error, custom_formats, (name_prefix or 'data') + '.error')
-                    data__error_any_of_count1 += 1
-                except (JsonSchemaValueException, JsonSchemaValuesException):
-                    pass
-            if not data__error_any_of_count1:
-                raise JsonSchemaValueException('' + (name_prefix or 'data') + '.error cannot be validated by any definition', value=data__error, name='' + (name_prefix or 'data') + '.error', rule='anyOf')
+            validate____defs_error(data__error, custom_formats, (name_prefix or 'data') + '.error')
         if 'provenance' in data_keys:
             data_keys.remove('provenance')
             data__provenance = data['provenance']
@@ -430,8 +415,8 @@ def validate____defs_str_or_null(data, custom_formats={}, name_prefix=None):
     return data
 
 def validate____defs_error(data, custom_formats={}, name_prefix=None):
-    if not isinstance(data, dict):
-        raise JsonSchemaValueException('' + (name_prefix or 'data') + ' must be object', value=data, name='' + (name_prefix or 'data') + '', rule='type')
+    if not isinstance(data, (dict, NoneType)):
+        raise JsonSchemaValueException('' + (name_prefix or 'data') + ' must be object or null', value=data, name='' + (name_prefix or 'data') + '', rule='type')
     data_is_dict = isinstance(data, dict)
     if data_is_dict:
         data__missing_keys = set(['message', 'node', 'step']) - data.keys()
@@ -724,22 +709,7 @@ def validate____defs_system(data, custom_formats={}, name_prefix=None):
         if 'accelerator' in data_keys:
             data_keys.remove('accelerator')
             data__accelerator = data['accelerator']
-            data__accelerator_any_of_count2 = 0
-            if not data__accelerator_any_of_count2:
-                try:
-                    if not isinstance(data__accelerator, NoneType):
-                        raise JsonSchemaValueException('' + (name_prefix or 'data') + '.accelerator must be null', value=data__accelerator, name='' + (name_prefix or 'data') + '.accelerator', rule='type')
-                    data__accelerator_any_of_count2 += 1
-                except (JsonSchemaValueException, JsonSchemaValuesException):
-                    pass
-            if not data__accelerator_any_of_count2:
-                try:
-                    validate____defs_accelerator(data__accelerator, custom_formats, (name_prefix or 'data') + '.accelerator')
-                    data__accelerator_any_of_count2 += 1
-                except (JsonSchemaValueException, JsonSchemaValuesException):
-                    pass
-            if not data__accelerator_any_of_count2:
-                raise JsonSchemaValueException('' + (name_prefix or 'data') + '.accelerator cannot be validated by any definition', value=data__accelerator, name='' + (name_prefix or 'data') + '.accelerator', rule='anyOf')
+            validate____defs_accelerator(data__accelerator, custom_formats, (name_prefix or 'data') + '.accelerator')
         if 'os' in data_keys:
             data_keys.remove('os')
             data__os = data['os']
@@ -776,29 +746,14 @@ def validate____defs_system(data, custom_formats={}, name_prefix=None):
         if 'container' in data_keys:
             data_keys.remove('container')
             data__container = data['container']
-            data__container_any_of_count3 = 0
-            if not data__container_any_of_count3:
-                try:
-                    if not isinstance(data__container, NoneType):
-                        raise JsonSchemaValueException('' + (name_prefix or 'data') + '.container must be null', value=data__container, name='' + (name_prefix or 'data') + '.container', rule='type')
-                    data__container_any_of_count3 += 1
-                except (JsonSchemaValueException, JsonSchemaValuesException):
-                    pass
-            if not data__container_any_of_count3:
-                try:
-                    validate____defs_container(data__container, custom_formats, (name_prefix or 'data') + '.container')
-                    data__container_any_of_count3 += 1
-                except (JsonSchemaValueException, JsonSchemaValuesException):
-                    pass
-            if not data__container_any_of_count3:
-                raise JsonSchemaValueException('' + (name_prefix or 'data') + '.container cannot be validated by any definition', value=data__container, name='' + (name_prefix or 'data') + '.container', rule='anyOf')
+            validate____defs_container(data__container, custom_formats, (name_prefix or 'data') + '.container')
         if data_keys:
             raise JsonSchemaValueException('' + (name_prefix or 'data') + ' must not contain ' + str(data_keys) + ' properties', value=data, name='' + (name_prefix or 'data') + '', rule='additionalProperties')
     return data
 
 def validate____defs_container(data, custom_formats={}, name_prefix=None):
-    if not isinstance(data, dict):
-        raise JsonSchemaValueException('' + (name_prefix or 'data') + ' must be object', value=data, name='' + (name_prefix or 'data') + '', rule='type')
+    if not isinstance(data, (dict, NoneType)):
+        raise JsonSchemaValueException('' + (name_prefix or 'data') + ' must be object or null', value=data, name='' + (name_prefix or 'data') + '', rule='type')
     data_is_dict = isinstance(data, dict)
     if data_is_dict:
         data__missing_keys = set(['image', 'digest', 'runtime']) - data.keys()
@@ -827,8 +782,8 @@ def validate____defs_container(data, custom_formats={}, name_prefix=None):
     return data
 
 def validate____defs_accelerator(data, custom_formats={}, name_prefix=None):
-    if not isinstance(data, dict):
-        raise JsonSchemaValueException('' + (name_prefix or 'data') + ' must be object', value=data, name='' + (name_prefix or 'data') + '', rule='type')
+    if not isinstance(data, (dict, NoneType)):
+        raise JsonSchemaValueException('' + (name_prefix or 'data') + ' must be object or null', value=data, name='' + (name_prefix or 'data') + '', rule='type')
     data_is_dict = isinstance(data, dict)
     if data_is_dict:
         data__missing_keys = set(['vendor', 'name', 'tag', 'count_per_node', 'total_count', 'memory_capacity_bytes', 'driver_version', 'cuda_version', 'compute_capability', 'mig_profile']) - data.keys()

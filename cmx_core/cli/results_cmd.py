@@ -1,0 +1,243 @@
+"""``cmx results list|show|compare|export|reindex``: a thin layer over :mod:`cmx_core.results`.
+
+With ``--json`` every subcommand prints exactly one JSON document on stdout; otherwise a
+human table (rich, imported only then). Messages go to stderr. Errors are
+:class:`cmx_core.errors.CmxError` subclasses, raised for ``cmx``'s main to print as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cmx_core.results.compare import Cell, Comparison
+    from cmx_core.results.store import ResultStore, RunSummary
+
+STATUSES = ("valid", "invalid", "error", "partial", "completed")
+_STATUS_STYLE = {"valid": "green", "invalid": "red", "error": "bold red", "partial": "yellow"}
+_VERDICT_STYLE = {
+    "better": "green", "worse": "red", "same": "dim", "missing": "dim",
+    "units differ": "yellow", "direction differs": "yellow", "baseline": "bold",
+}
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``results`` and its subcommands to ``cmx``'s subparsers; each sets ``handler``."""
+    parser = subparsers.add_parser(
+        "results", help="list, show, compare and export run results",
+        description="Runs indexed in the results database (run ids may be unique prefixes).",
+    )
+    sub = parser.add_subparsers(dest="results_command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("list", help="the newest runs")
+    p.add_argument("--limit", type=int, default=20, help="how many runs (default 20)")
+    p.add_argument("--recipe", help="only runs of this recipe")
+    p.add_argument("--status", choices=STATUSES, help="only runs with this status")
+    _finish(p, cmd_list)
+
+    p = sub.add_parser("show", help="one run's result document")
+    p.add_argument("run", metavar="RUN", help="run id or unique prefix")
+    _finish(p, cmd_show)
+
+    p = sub.add_parser("compare", help="metrics of runs side by side (the first is the baseline)")
+    p.add_argument("runs", metavar="RUN", nargs="+", help="two or more run ids or prefixes")
+    _finish(p, cmd_compare)
+
+    p = sub.add_parser("export", help="write runs in an export format (json, csv, plugins')")
+    p.add_argument("--format", dest="format", required=True, metavar="FORMAT",
+                   help="json, csv or a format registered by a plugin")
+    p.add_argument("dest", metavar="DEST", help="file (or directory) to write")
+    p.add_argument("runs", metavar="RUN", nargs="+", help="run ids or prefixes")
+    _finish(p, cmd_export)
+
+    p = sub.add_parser("reindex", help="rebuild the index from run directories")
+    p.add_argument("dirs", metavar="DIR", nargs="*",
+                   help="directories holding run directories (default: cmx's runs directory)")
+    _finish(p, cmd_reindex)
+
+
+def _finish(parser: argparse.ArgumentParser, handler: Any) -> None:
+    if "--json" not in parser._option_string_actions:  # main.py may add it for us
+        parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.set_defaults(handler=handler)
+
+
+def _store() -> ResultStore:
+    from cmx_core import paths
+    from cmx_core.results.store import ResultStore
+
+    return ResultStore(paths.results_db())
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+# -- handlers ---------------------------------------------------------------------------
+
+def cmd_list(args: argparse.Namespace) -> int:
+    runs = _store().list(limit=args.limit, recipe=args.recipe, status=args.status)
+    if args.json:
+        _print_json({"runs": [r.to_json() for r in runs]})
+    else:
+        _console().print(_list_table(runs) if runs else "no runs indexed yet")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    stored = _store().get(args.run)
+    if args.json:
+        _print_json(stored.document)
+    else:
+        _show(stored.document, stored.path)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    comparison = _store().compare(args.runs)
+    if args.json:
+        _print_json(comparison.to_json())
+    else:
+        _console().print(_compare_table(comparison))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from cmx_core.results.export import export_results
+
+    store = _store()
+    results = [store.get(run) for run in args.runs]
+    written = export_results(args.format, Path(args.dest), results)
+    if args.json:
+        _print_json({"format": args.format, "dest": str(written), "runs": [r.run_id for r in results]})
+    else:
+        print(f"exported {len(results)} run(s) as {args.format} to {written}")
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    from cmx_core import paths
+
+    store = _store()
+    dirs = [Path(d) for d in args.dirs] or [paths.runs_dir()]
+    report = store.reindex(dirs)
+    for path, reason in report.skipped:
+        print(f"skipped {path}: {reason}", file=sys.stderr)
+    if args.json:
+        _print_json({"database": str(store.path), "dirs": [str(d) for d in dirs], **report.to_json()})
+    else:
+        print(f"{store.path}: indexed {len(report.indexed)} run(s), dropped {len(report.dropped)} "
+              f"missing, skipped {len(report.skipped)} invalid file(s)")
+    return 0
+
+
+# -- human output -----------------------------------------------------------------------
+
+def fmt_number(value: float | int | None) -> str:
+    """Short human form of a metric value."""
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return f"{value:,}"
+    magnitude = abs(value)
+    if magnitude >= 1000:
+        return f"{value:,.1f}"
+    if magnitude >= 1 or magnitude == 0:
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+    return f"{value:.4g}"
+
+
+def _styled(text: str, style: str | None) -> str:
+    from rich.markup import escape
+
+    return f"[{style}]{escape(text)}[/]" if style else escape(text)
+
+
+def _list_table(runs: list[RunSummary]) -> Any:
+    from rich.table import Table
+
+    table = Table(title="runs (newest first)")
+    for column in ("run", "created", "status", "recipe", "task", "result", "wall s"):
+        table.add_column(column, justify="right" if column in ("result", "wall s") else "left")
+    for r in runs:
+        result = f"{fmt_number(r.result)} {r.units}" if r.units else "-"
+        table.add_row(
+            _styled(r.run_id, None), r.created_at, _styled(r.status, _STATUS_STYLE.get(r.status)),
+            _styled(r.recipe, None), _styled(r.task, None), _styled(result, None), fmt_number(r.wall_s),
+        )
+    return table
+
+
+def _show(document: dict[str, Any], path: Path) -> None:
+    from rich.table import Table
+
+    console = _console()
+    bench, system, timing = document["benchmark"], document["system"], document["timing"]
+    status = document["status"]
+    console.print(f"[bold]run {_styled(document['run_id'], None)}[/]  "
+                  f"{_styled(status, _STATUS_STYLE.get(status))}  {_styled(str(path), 'dim')}")
+    for reason in document["invalid_reasons"]:
+        console.print(f"  invalid: {_styled(reason, 'red')}")
+    if document["error"]:
+        error = document["error"]
+        console.print(f"  error: {_styled(error['message'], 'red')} "
+                      f"(node {error['node'] or '-'}, step {error['step'] or '-'})")
+    shown = {k: v for k, v in bench.items() if v is not None}
+    console.print("  benchmark: " + _styled(", ".join(f"{k}={v}" for k, v in shown.items()), None))
+    accel = system["accelerator"]
+    console.print("  system: " + _styled(
+        f"{system['cpu']['model'] or 'cpu ?'}; "
+        + (f"{accel['total_count']} x {accel['name']}" if accel else "no accelerator")
+        + f"; {system['os']['distro'] or system['os']['name'] or 'os ?'}", None))
+    console.print(f"  timing: {timing['started_at']} -> {timing['finished_at']} ({fmt_number(timing['wall_s'])} s)")
+    if document["metrics"]:
+        table = Table(title="metrics")
+        for column in ("metric", "value", "unit", "direction"):
+            table.add_column(column, justify="right" if column == "value" else "left")
+        for name, metric in document["metrics"].items():
+            mark = " *" if name == bench.get("primary_metric") else ""
+            table.add_row(_styled(name + mark, None), fmt_number(metric["value"]), _styled(metric["unit"], None),
+                          "higher is better" if metric["higher_is_better"] else "lower is better")
+        console.print(table)
+    for artifact in document["artifacts"]:
+        console.print(f"  artifact {_styled(artifact['kind'], None)}: {_styled(artifact['path'], None)} "
+                      f"({artifact['size_bytes']:,} bytes, sha256 {artifact['sha256'][:12]})")
+
+
+def _cell_text(cell: Cell) -> str:
+    text = fmt_number(cell.value)
+    if cell.delta is not None:
+        sign = "+" if cell.delta >= 0 else ""
+        text += f" ({sign}{fmt_number(cell.delta)}"
+        if cell.delta_pct is not None:
+            text += f", {sign}{cell.delta_pct:.1f}%"
+        text += ")"
+    if cell.verdict not in ("baseline",):
+        text += f" {cell.verdict}"
+    return _styled(text, _VERDICT_STYLE.get(cell.verdict))
+
+
+def _compare_table(comparison: Comparison) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"compare (baseline {comparison.runs[0].run_id})")
+    table.add_column("metric")
+    table.add_column("unit")
+    for run in comparison.runs:
+        table.add_column(_styled(f"{run.run_id}\n{run.recipe} [{run.status}]", None), justify="right")
+    for row in comparison.metrics:
+        units = sorted({c.unit for c in row.cells if c.unit})
+        arrow = "" if row.higher_is_better is None else (" (higher better)" if row.higher_is_better else " (lower better)")
+        table.add_row(_styled(row.name + arrow, None), _styled(" / ".join(units), "yellow" if len(units) > 1 else None),
+                      *(_cell_text(c) for c in row.cells))
+    return table
