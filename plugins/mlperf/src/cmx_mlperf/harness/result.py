@@ -1,0 +1,239 @@
+"""Map a parsed detail log onto cmx's normalized result (:class:`ResultPart`).
+
+* ``status``: LoadGen's own verdict (``VALID`` -> ``valid``, else ``invalid``), with
+  ``invalid_reasons`` in LoadGen's words.
+* ``mlperf.submission_blockers``: what keeps the run from being a closed-division result
+  under the official rules (workloads.md §1.7), even when LoadGen says VALID; the division is
+  always ``unofficial`` (nobody reviewed the run).
+* Metrics keep LoadGen's native units (``ns``, ``samples/s``, ``queries/s``, ``tokens/s``)
+  with the unit in latency key names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cmx_core.api import Metric, ResultPart
+
+from cmx_mlperf.harness import config as cfg
+from cmx_mlperf.harness.mllog import DetailLog
+from cmx_mlperf.harness.spec import LoadgenSpec
+
+#: The summary.csv ``Units`` of each scenario (tokens/s replaces samples for LLMs).
+UNITS = {"Offline": "Samples/s", "Server": "Queries/s", "SingleStream": "Latency (ms)",
+         "MultiStream": "Latency (ms)"}
+_FLAGS = (  # detail key, LoadGen's own summary wording when the check failed
+    ("result_min_duration_met", "Min duration satisfied : NO"),
+    ("result_min_queries_met", "Min queries satisfied : NO"),
+    ("early_stopping_met", "Early stopping satisfied: NO"),
+    ("result_perf_constraints_met", "Performance constraints satisfied : NO"),
+)
+_EFFECTIVE = ("target_qps", "target_latency_ns", "min_duration_ms", "max_duration_ms",
+              "min_query_count", "max_query_count", "performance_sample_count",
+              "samples_per_query", "qsl_rng_seed", "sample_index_rng_seed", "schedule_rng_seed",
+              "sample_concatenate_permutation", "target_latency_percentile")
+
+
+def _metric(value: Any, unit: str, higher: bool) -> Metric:
+    return Metric(value if isinstance(value, (int, float)) and not isinstance(value, bool) else None,
+                  unit, higher)
+
+
+def uses_tokens(log: DetailLog) -> bool:
+    return bool(log.get("requested_use_token_latencies")) or "result_first_token_mean_latency_ns" in log.values
+
+
+def performance_metrics(log: DetailLog, scenario: str) -> tuple[dict[str, Metric], str]:
+    """Throughput / latency metrics and the name of the primary one."""
+    metrics: dict[str, Metric] = {}
+    if scenario == "Offline":
+        metrics["samples_per_second"] = _metric(log.get("result_samples_per_second"), "samples/s", True)
+        primary = "samples_per_second"
+    elif scenario == "Server":
+        metrics["completed_samples_per_second"] = _metric(log.get("result_completed_samples_per_sec"), "queries/s", True)
+        metrics["scheduled_samples_per_second"] = _metric(log.get("result_scheduled_samples_per_sec"), "queries/s", True)
+        primary = "completed_samples_per_second"
+    else:
+        key = "early_stopping_latency_ss" if scenario == "SingleStream" else "early_stopping_latency_ms"
+        metrics["early_stopping_latency_ns"] = _metric(log.get(key), "ns", False)
+        metrics["queries_per_second"] = _metric(log.get("result_qps_with_loadgen_overhead"), "queries/s", True)
+        primary = "early_stopping_latency_ns"
+        if scenario == "SingleStream":
+            metrics["queries_per_second_without_loadgen_overhead"] = _metric(
+                log.get("result_qps_without_loadgen_overhead"), "queries/s", True)
+    for name, value in log.latency_ns().items():
+        metrics[f"latency_{name}_ns"] = _metric(value, "ns", False)
+    if uses_tokens(log):
+        tokens = log.get("result_tokens_per_second", log.get("result_completed_tokens_per_second"))
+        metrics["tokens_per_second"] = _metric(tokens, "tokens/s", True)
+        primary = "tokens_per_second" if scenario in ("Offline", "Server") else primary
+        for prefix, summary in (("ttft", log.ttft_ns()), ("tpot", log.tpot_ns())):
+            for name, value in summary.items():
+                metrics[f"{prefix}_{name}_ns"] = _metric(value, "ns", False)
+    return metrics, primary
+
+
+def accuracy_metrics(accuracy: dict[str, float]) -> dict[str, Metric]:
+    out: dict[str, Metric] = {}
+    for name, value in accuracy.items():
+        unit = "tokens" if name in ("gen_len", "tokens_per_sample") else "ratio"
+        if name == "samples":
+            unit = "samples"
+        out[f"accuracy_{name}"] = Metric(value, unit, True)
+    return out
+
+
+def invalid_reasons(log: DetailLog) -> list[str]:
+    """LoadGen's reasons, verbatim: failed checks, recommendations, early-stopping text, errors."""
+    if log.get("result_validity") == "VALID":
+        return []
+    reasons = [text for key, text in _FLAGS if log.get(key) is False]
+    for key in ("result_invalid_reason", "early_stopping_result", "early_stopping_ttft_result",
+                "early_stopping_tpot_result"):
+        text = " ".join(str(log.get(key) or "").split())
+        if text and (key == "result_invalid_reason" or "unsuccessful" in text.lower()):
+            reasons.append(text)
+    reasons.extend(log.errors)
+    return reasons or [f"LoadGen result_validity: {log.get('result_validity')}"]
+
+
+def submission_blockers(log: DetailLog, spec: LoadgenSpec, accuracy: dict[str, float] | None) -> list[str]:
+    """The official rules (workloads.md §1.7) this run does not meet."""
+    model = cfg.conf_model_key(spec.model_name)
+    scenario = spec.scenario
+    out: list[str] = []
+    if model not in cfg.KNOWN_MODELS:
+        out.append(f"model {spec.model_name!r} is not an MLPerf Inference benchmark")
+    if log.get("result_validity") != "VALID":
+        out.append(f"LoadGen verdict is {log.get('result_validity')}, not VALID")
+    if spec.mode == "FindPeakPerformance":
+        out.append("FindPeakPerformance is an exploration mode, not a submission run")
+    duration = log.get("effective_min_duration_ms")
+    if isinstance(duration, (int, float)) and duration < cfg.OFFICIAL_MIN_DURATION_MS:
+        out.append(f"min_duration {duration} ms is below the {cfg.OFFICIAL_MIN_DURATION_MS} ms the rules require")
+    out.extend(_count_blockers(log, model, scenario))
+    for name, official in cfg.OFFICIAL_SEEDS.items():
+        if log.get(f"effective_{name}") != official:
+            out.append(f"{name} {log.get(f'effective_{name}')} is not the official seed {official}")
+    out.extend(_latency_blockers(log, model, scenario))
+    if accuracy and model in cfg.ACCURACY_TARGETS:
+        metric, minimum = cfg.ACCURACY_TARGETS[model]
+        if metric in accuracy and accuracy[metric] < minimum:
+            out.append(f"accuracy {metric} {accuracy[metric]:.4f} is below the target {minimum:.4f}")
+    return out
+
+
+def _count_blockers(log: DetailLog, model: str, scenario: str) -> list[str]:
+    out: list[str] = []
+    if scenario == "Offline":
+        needed = cfg.OFFLINE_MIN_SAMPLES.get(model)
+        issued = log.get("effective_samples_per_query")
+        if needed and isinstance(issued, int) and issued < needed:
+            out.append(f"Offline issued {issued} samples; the rules require at least {needed}")
+    elif log.get("early_stopping_met") is False:
+        out.append(f"early stopping not met ({cfg.CHECKER_MIN_QUERIES[scenario]} queries is the checker's floor)")
+    official = cfg.PERFORMANCE_SAMPLE_COUNT.get(model)
+    used = log.get("effective_performance_sample_count")
+    if official and isinstance(used, int) and used != official:
+        out.append(f"performance_sample_count {used} differs from the official {official}")
+    return out
+
+
+def _latency_blockers(log: DetailLog, model: str, scenario: str) -> list[str]:
+    if scenario != "Server":
+        return []
+    out: list[str] = []
+    official_ms = cfg.SERVER_TARGET_LATENCY_MS.get(model)
+    used = log.get("effective_target_latency_ns")
+    if official_ms is not None and isinstance(used, int) and used != official_ms * 1_000_000:
+        out.append(f"Server target latency {used} ns differs from the official {official_ms} ms")
+    limits = cfg.SERVER_TOKEN_LIMITS_MS.get(model)
+    if limits:
+        for key, official in zip(("requested_server_ttft_latency", "requested_server_tpot_latency"), limits):
+            value = log.get(key)
+            if isinstance(value, int) and value != official * 1_000_000:
+                out.append(f"{key.split('_')[2].upper()} limit {value} ns differs from the official {official} ms")
+    return out
+
+
+def summary_result(metrics: dict[str, Metric], scenario: str, tokens: bool) -> dict[str, Any]:
+    """What the checker's summary.csv would show: ``Result`` and ``Units``."""
+    if tokens and scenario in ("Offline", "Server"):
+        return {"result": metrics["tokens_per_second"].value, "units": "Tokens/s"}
+    if scenario in ("SingleStream", "MultiStream"):
+        value = metrics["early_stopping_latency_ns"].value
+        return {"result": None if value is None else value / 1e6, "units": UNITS[scenario]}
+    primary = "samples_per_second" if scenario == "Offline" else "completed_samples_per_second"
+    return {"result": metrics[primary].value, "units": UNITS[scenario]}
+
+
+def effective(log: DetailLog) -> dict[str, Any]:
+    out = {key: log.get(f"effective_{key}") for key in _EFFECTIVE}
+    out["ttft_latency_ns"] = log.get("requested_server_ttft_latency")
+    out["tpot_latency_ns"] = log.get("requested_server_tpot_latency")
+    out["use_token_latencies"] = uses_tokens(log)
+    return out
+
+
+def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_dir: str) -> ResultPart:
+    """The step's :class:`ResultPart` from the parsed log and the child's report."""
+    accuracy = report.get("accuracy")
+    metrics, primary = performance_metrics(log, spec.scenario)
+    if accuracy is not None:
+        acc_metrics = accuracy_metrics(accuracy)
+        metrics.update(acc_metrics)
+        if spec.mode == "AccuracyOnly" and acc_metrics:
+            primary = next(iter(acc_metrics))
+    tokens = uses_tokens(log)
+    validity = log.get("result_validity")
+    mlperf = {
+        "result_validity": validity,
+        "min_duration_met": log.get("result_min_duration_met"),
+        "min_queries_met": log.get("result_min_queries_met"),
+        "early_stopping_met": log.get("early_stopping_met"),
+        "perf_constraints_met": log.get("result_perf_constraints_met"),
+        "effective": effective(log),
+        "latency_ns": log.latency_ns(),
+        "query_count": log.get("result_query_count"),
+        "loadgen_version": log.get("loadgen_version"),
+        "log_dir": log_dir,
+        "model_name": cfg.conf_model_key(spec.model_name),
+        "sut": spec.sut,
+        "sut_name": report.get("sut_name"),
+        "submission_blockers": submission_blockers(log, spec, accuracy),
+        "summary": summary_result(metrics, spec.scenario, tokens),
+        "calibration": report.get("calibration"),
+        "derived_settings": report.get("derived"),
+        "accuracy": accuracy,
+        "warnings": list(log.warnings),
+        "errors": list(log.errors),
+    }
+    if tokens:
+        mlperf["ttft_ns"] = log.ttft_ns()
+        mlperf["tpot_ns"] = log.tpot_ns()
+    benchmark = {
+        "suite": "mlperf-inference",
+        "suite_version": "v6.1",
+        "task": report.get("model", spec.model_name),
+        "mlperf_name": cfg.conf_model_key(spec.model_name),
+        "scenario": spec.scenario,
+        "mode": spec.mode,
+        "division": "unofficial",
+        "primary_metric": primary,
+    }
+    return ResultPart(
+        status="valid" if validity == "VALID" else "invalid",
+        benchmark=benchmark,
+        metrics=metrics,
+        invalid_reasons=tuple(invalid_reasons(log)),
+        sections={"mlperf": mlperf, **_extra_sections(report)},
+    )
+
+
+def _extra_sections(report: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(report.get("model_info"), dict):
+        out["model"] = report["model_info"]
+    if isinstance(report.get("software"), dict):
+        out["software"] = report["software"]
+    return out

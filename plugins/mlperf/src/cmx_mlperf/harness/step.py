@@ -1,0 +1,46 @@
+"""The ``mlperf.loadgen`` step: validate, run the child, parse, return the result part."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cmx_core.api import Artifact, StepContext, StepOutput
+
+from cmx_mlperf.harness import accuracy as acc
+from cmx_mlperf.harness.mllog import parse_detail
+from cmx_mlperf.harness.result import build_part
+from cmx_mlperf.harness.runner import fresh_log_dir, run_child
+from cmx_mlperf.harness.spec import spec_from_params
+
+DETAIL = "mlperf_log_detail.txt"
+SUMMARY = "mlperf_log_summary.txt"
+_ARTIFACTS = ((DETAIL, "mlperf_log_detail"), (SUMMARY, "mlperf_log_summary"),
+              (acc.ACCURACY_LOG, "mlperf_log_accuracy"), (acc.ACCURACY_TXT, "accuracy"),
+              ("user.conf", "user_conf"))
+
+
+def run_step(ctx: StepContext) -> StepOutput:
+    spec = spec_from_params(ctx.params)
+    timeout = spec.timeout_s or ctx.timeout_s
+    child = run_child(spec, fresh_log_dir(ctx.work_dir), timeout)
+    log = parse_detail(child.log_dir / DETAIL)
+    part = build_part(log, spec, child.report, _shown(child.log_dir, ctx.run_dir))
+    artifacts = tuple(Artifact(child.log_dir / name, kind) for name, kind in _ARTIFACTS
+                      if (child.log_dir / name).is_file())
+    outputs = {
+        "status": part.status,
+        "log_dir": str(child.log_dir),
+        "result": part.sections["mlperf"]["summary"]["result"],
+        "units": part.sections["mlperf"]["summary"]["units"],
+        "primary_metric": part.benchmark["primary_metric"],
+        **{name: metric.value for name, metric in part.metrics.items()},
+    }
+    return StepOutput(outputs=outputs, result=part, artifacts=artifacts)
+
+
+def _shown(path: Path, run_dir: Path) -> str:
+    """``path`` relative to the run directory when inside it (result documents move)."""
+    try:
+        return path.resolve().relative_to(run_dir.resolve()).as_posix()
+    except ValueError:
+        return str(path)
