@@ -1,0 +1,187 @@
+"""Build an image from a template only when its content digest has no image yet.
+
+:func:`ensure_image` computes the :class:`~cmx_docker.context.ImageSpec` (render + digest),
+looks its tag up (one HTTP call, no SDK import) and returns at once on a hit. On a miss it
+assembles the context (Dockerfile, lock file, CA bundle, wheels built from the checkout and
+the pinned wheelhouse), builds through the ``docker`` SDK with progress on stderr, and
+records the image id and digest under ``<cmx cache>/docker/images/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from cmx_docker.context import REQUIREMENTS, WHEELS_DIR, ImageSpec, image_spec
+from cmx_docker.digests import DigestMemo
+from cmx_docker.engine import Endpoint, find_endpoint, inspect_image, sdk_client
+from cmx_docker.errors import BuildFailed, ImageUnavailable
+from cmx_docker.sources import build_wheel, wheelhouse
+
+_LOG_TAIL = 8
+
+
+@dataclass(frozen=True)
+class ImageRecord:
+    """An image that exists in the engine, and what it was built from."""
+
+    tag: str
+    image_id: str
+    digest: str
+    template: str
+    accelerator: str | None
+    base: str
+    base_id: str | None
+    runtime: str
+    content_digest: str
+    built: bool
+    build_s: float
+
+    def container_fact(self) -> dict[str, str]:
+        """The result schema's ``system.container`` object."""
+        return {"image": self.tag, "digest": self.digest, "runtime": self.runtime}
+
+
+def docker_cache() -> Path:
+    from cmx_core.paths import cache_dir
+
+    return cache_dir() / "docker"
+
+
+def ensure_image(template: str, accelerator: str | None = None,
+                 params: Mapping[str, Any] | None = None, endpoint: Endpoint | None = None,
+                 rebuild: bool = False) -> ImageRecord:
+    """The image for ``template`` (built unless an identical one exists)."""
+    endpoint = endpoint or find_endpoint()
+    cache = docker_cache()
+    memo = DigestMemo(cache / "digests.json")
+    spec = image_spec(template, endpoint, memo, accelerator, params)
+    memo.save()
+    doc = None if rebuild else inspect_image(endpoint, spec.tag)
+    if doc is not None:
+        return _record(spec, endpoint, doc, built=False, build_s=0.0)
+    if spec.base_id is None:
+        _pull_base(spec, endpoint)
+        spec = image_spec(template, endpoint, memo, accelerator, params)
+    started = time.perf_counter()
+    _build(spec, endpoint, cache)
+    doc = inspect_image(endpoint, spec.tag)
+    if doc is None:
+        raise BuildFailed(f"{endpoint.runtime}: build of {spec.tag} reported success but the "
+                          "image is missing")
+    record = _record(spec, endpoint, doc, built=True, build_s=time.perf_counter() - started)
+    _save_record(cache, record)
+    return record
+
+
+def _record(spec: ImageSpec, endpoint: Endpoint, doc: Mapping[str, Any], built: bool,
+            build_s: float) -> ImageRecord:
+    repo_digests = doc.get("RepoDigests") or []
+    image_id = str(doc["Id"])
+    return ImageRecord(tag=spec.tag, image_id=image_id,
+                       digest=str(repo_digests[0]).split("@")[-1] if repo_digests else image_id,
+                       template=spec.template.name, accelerator=spec.accelerator,
+                       base=spec.base_ref, base_id=spec.base_id, runtime=endpoint.runtime,
+                       content_digest=spec.digest, built=built, build_s=round(build_s, 3))
+
+
+def _save_record(cache: Path, record: ImageRecord) -> None:
+    folder = cache / "images"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{record.tag.replace(':', '-')}.json"
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({**asdict(record), "recorded_at": time.time()}, indent=2))
+    os.replace(tmp, target)
+
+
+def _pull_base(spec: ImageSpec, endpoint: Endpoint) -> None:
+    """Pull the registry base; fail with a hint at the registry-free base when offline."""
+    ref = spec.template.base.registry
+    hint = ("build the registry-free base with `cmx run recipe --tags=debootstrap,base-image` "
+            "(root and debootstrap needed)")
+    if not ref:
+        raise ImageUnavailable(f"base image {spec.template.base.local} is not in "
+                               f"{endpoint.runtime}; {hint}")
+    if spec.template.base.digest:
+        ref = f"{ref.split(':')[0]}@{spec.template.base.digest}"
+    print(f"cmx-docker: pulling {ref}", file=sys.stderr)
+    client = sdk_client(endpoint)
+    try:
+        client.images.pull(ref)
+    except Exception as exc:  # docker.errors.APIError and connection errors alike
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ImageUnavailable(f"cannot pull base image {ref} (offline or no registry: "
+                               f"{first[:200]}); {hint}") from None
+    finally:
+        client.close()
+
+
+def _build(spec: ImageSpec, endpoint: Endpoint, cache: Path) -> None:
+    (cache / "contexts").mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache / "contexts", prefix="ctx-") as tmp:
+        ctx = Path(tmp)
+        _assemble(spec, ctx, cache)
+        _stream_build(spec, endpoint, ctx)
+
+
+def _assemble(spec: ImageSpec, ctx: Path, cache: Path) -> None:
+    (ctx / "Dockerfile").write_text(spec.dockerfile)
+    (ctx / REQUIREMENTS).write_text(spec.requirements)
+    for dest, path in spec.files:
+        (ctx / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, ctx / dest)
+    wheels = ctx / WHEELS_DIR
+    wheels.mkdir()
+    for pkg in spec.packages:
+        _link(build_wheel(pkg, cache), wheels)
+    house = wheelhouse(list(spec.pinned), list(spec.template.packages), spec.template.python, cache)
+    for wheel in sorted(house.glob("*.whl")):
+        _link(wheel, wheels)
+
+
+def _link(path: Path, folder: Path) -> None:
+    try:
+        os.link(path, folder / path.name)
+    except OSError:
+        shutil.copy2(path, folder / path.name)
+
+
+def _stream_build(spec: ImageSpec, endpoint: Endpoint, ctx: Path) -> None:
+    client = sdk_client(endpoint)
+    lines: list[str] = []
+    print(f"cmx-docker: building {spec.tag} from template {spec.template.name}", file=sys.stderr)
+    try:
+        stream = client.api.build(
+            path=str(ctx), tag=spec.tag, rm=True, forcerm=True, decode=True, pull=False,
+            network_mode="host" if spec.template.build_network else "none",
+            labels={"org.cmx.content-digest": spec.digest})
+        for chunk in stream:
+            if "error" in chunk:
+                _fail(spec, lines, str(chunk["error"]))
+            text = str(chunk.get("stream") or chunk.get("status") or "").rstrip()
+            if text:
+                lines.extend(text.splitlines())
+                print(f"  {text}", file=sys.stderr)
+    except BuildFailed:
+        raise
+    except Exception as exc:  # docker.errors.APIError / BuildError
+        _fail(spec, lines, str(exc))
+    finally:
+        client.close()
+
+
+def _fail(spec: ImageSpec, lines: list[str], error: str) -> None:
+    steps = [line for line in lines if line.startswith("Step ")]
+    at = f" at {steps[-1]}" if steps else ""
+    tail = " | ".join(line.strip() for line in lines[-_LOG_TAIL:] if line.strip())
+    raise BuildFailed(f"build of {spec.tag} (template {spec.template.name}) failed{at}: "
+                      f"{error.strip().splitlines()[-1] if error.strip() else 'error'}; "
+                      f"last build log lines: {tail or '(none)'}")

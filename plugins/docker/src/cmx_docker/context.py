@@ -1,0 +1,148 @@
+"""The content-addressed description of an image: rendered Dockerfile + every context file.
+
+:func:`image_spec` renders a template and digests everything that will be in its build
+context, without building anything: the image tag is ``cmx-<template>:<digest[:24]>``, so
+"is a rebuild needed?" is one image look-up. The wheels built from the checkout are
+represented by the digest of their sources (hatchling builds them reproducibly) and the
+wheelhouse by its pinned requirement lines, so neither has to exist to compute the tag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmx_docker import templates
+from cmx_docker.digests import DigestMemo
+from cmx_docker.engine import Endpoint, inspect_image
+from cmx_docker.errors import ContextError, TemplateError
+from cmx_docker.sources import LocalPackage, local_packages, pinned_closure
+
+SPEC_VERSION = "cmx-docker-image-v1"
+REQUIREMENTS = "requirements.lock"
+WHEELS_DIR = "wheels"
+CA_DEST = "certs/ca-bundle.crt"
+IMAGE_USER = {"name": "cmx", "uid": 1000}
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """Everything that decides an image's content, and the tag derived from it."""
+
+    template: templates.Template
+    accelerator: str | None
+    dockerfile: str
+    requirements: str
+    base_ref: str
+    base_id: str | None
+    files: tuple[tuple[str, Path], ...]
+    packages: tuple[LocalPackage, ...]
+    pinned: tuple[str, ...]
+    digest: str
+    variables: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def tag(self) -> str:
+        return f"cmx-{self.template.name}:{self.digest[:24]}"
+
+
+def ca_bundle() -> Path | None:
+    """The host's CA bundle (pip inside builds needs it behind TLS-intercepting proxies)."""
+    for candidate in (os.environ.get("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt"):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+def resolve_base(template: templates.Template, endpoint: Endpoint) -> tuple[str, str | None]:
+    """(reference, image id or None): the local registry-free base when the engine has it,
+    else the registry reference (its id is None until it has been pulled)."""
+    for ref in (template.base.local, template.base.registry):
+        if ref:
+            doc = inspect_image(endpoint, ref)
+            if doc is not None:
+                return ref, str(doc["Id"])
+    return template.base.registry or template.base.local or "", None
+
+
+def image_spec(name: str, endpoint: Endpoint, memo: DigestMemo, accelerator: str | None = None,
+               params: Mapping[str, Any] | None = None) -> ImageSpec:
+    """Render template ``name`` for ``accelerator`` and digest its whole build context."""
+    template = templates.load(name)
+    base_ref, base_id = resolve_base(template, endpoint)
+    files = _context_files(template)
+    packages = tuple(local_packages(template.plugins, memo))
+    pinned = tuple(pinned_closure([p.dist for p in packages]))
+    requirements = "".join(f"{line}\n" for line in (
+        [f"{p.dist}=={p.version}" for p in packages] + list(pinned) + list(template.packages)))
+    variables = _variables(template, base_ref, base_id, accelerator, params or {},
+                           ca=any(dest == CA_DEST for dest, _ in files))
+    dockerfile = templates.render(template, variables)
+    _check_copies(template, dockerfile, {dest for dest, _ in files})
+    h = hashlib.sha256(f"{SPEC_VERSION}\n".encode())
+    h.update(b"Dockerfile\0" + dockerfile.encode() + b"\0")
+    h.update(f"{REQUIREMENTS}\0".encode() + requirements.encode() + b"\0")
+    for dest, path in files:
+        h.update(f"{dest}\0{memo.file(path)}\0".encode())
+    for pkg in packages:
+        h.update(f"wheel:{pkg.dist}=={pkg.version}\0{pkg.digest}\0".encode())
+    return ImageSpec(template=template, accelerator=accelerator, dockerfile=dockerfile,
+                     requirements=requirements, base_ref=base_ref, base_id=base_id,
+                     files=files, packages=packages, pinned=pinned, digest=h.hexdigest(),
+                     variables=variables)
+
+
+def _variables(template: templates.Template, base_ref: str, base_id: str | None,
+               accelerator: str | None, params: Mapping[str, Any], ca: bool) -> dict[str, Any]:
+    unknown = set(params) - set(template.params)
+    if unknown:
+        raise TemplateError(f"{template.directory / templates.TEMPLATE_FILE}: unknown template "
+                            f"param(s) {sorted(unknown)}; declared: {sorted(template.params)}")
+    return {
+        "template": template.name, "base": base_ref, "base_id": base_id or "unresolved",
+        "python": template.python, "ca_bundle": CA_DEST if ca else "",
+        "requirements": REQUIREMENTS, "wheels": WHEELS_DIR, "user": dict(IMAGE_USER),
+        "accelerator": accelerator or "",
+        "cuda_arch": templates.CUDA_ARCH.get(accelerator or "", ""),
+        "gpu": bool(accelerator) or template.run.gpus,
+        "params": {**template.params, **params},
+    }
+
+
+def _context_files(template: templates.Template) -> tuple[tuple[str, Path], ...]:
+    files: list[tuple[str, Path]] = []
+    bundle = ca_bundle()
+    if bundle is not None:
+        files.append((CA_DEST, bundle))
+    for rel in template.context:
+        path = template.directory / rel
+        if not path.is_file():
+            raise ContextError(f"{template.directory / templates.TEMPLATE_FILE}: context file "
+                               f"{rel!r} not found at {path}; create it or remove it from 'context'")
+        files.append((rel, path))
+    return tuple(files)
+
+
+_COPY = re.compile(r"^\s*(COPY|ADD)\s+(.*)$", re.I)
+
+
+def _check_copies(template: templates.Template, dockerfile: str, present: set[str]) -> None:
+    """Every COPY/ADD source of the rendered Dockerfile must be in the build context."""
+    generated = {REQUIREMENTS, WHEELS_DIR}
+    for lineno, line in enumerate(dockerfile.splitlines(), 1):
+        match = _COPY.match(line)
+        if not match or "--from" in match.group(2):
+            continue
+        args = [a for a in match.group(2).split() if not a.startswith("--")]
+        for src in args[:-1]:
+            name = src.rstrip("/")
+            if name in generated or name in present or any(p.startswith(name + "/") for p in present):
+                continue
+            raise ContextError(f"{template.dockerfile} (rendered line {lineno}): {match.group(1)} "
+                               f"source {src!r} is not in the build context; add it to "
+                               f"'context' in {templates.TEMPLATE_FILE}")

@@ -1,0 +1,255 @@
+"""The ``docker`` executor: build the plan's image if needed, run the plan inside it.
+
+Inside, the same query runs with the local executor (``cmx run recipe --tags=…
+--executor local --output <run dir>/container --json``) as a non-root user, with the run
+directory and a cmx cache bind-mounted at their host paths, no network unless needed, GPU
+device requests when the plan needs an accelerator, and the template's resource limits.
+The result written inside is copied to ``<run dir>/result.json`` with the image facts in
+``system.container`` (and a ``container.json`` artifact with the whole image record); the
+engine indexes that file in the host's store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from cmx_core.api import ExecutionRequest
+
+from cmx_docker import runopts, templates
+from cmx_docker.build import ImageRecord, docker_cache, ensure_image
+from cmx_docker.engine import Endpoint, find_endpoint, sdk_client
+from cmx_docker.errors import ContainerFailed
+
+DEFAULT_TEMPLATE = "python"
+INNER_DIR = "container"
+_LOG_TAIL = 10
+_ACCELERATOR_TAGS = set(templates.CUDA_ARCH)
+
+
+@dataclass(frozen=True)
+class ContainerPlan:
+    """Everything decided before the container starts (rendered, never run, in GPU tests)."""
+
+    template: str
+    accelerator: str | None
+    options: runopts.RunOptions
+
+
+def run(request: ExecutionRequest) -> Path:
+    """Executor entry point (see :class:`cmx_core.api.Executor`)."""
+    endpoint = find_endpoint()
+    template, accelerator = choose_template(request)
+    options = dict(request.options)
+    image = ensure_image(template, accelerator, endpoint=endpoint,
+                         rebuild=runopts._bool(options.get("rebuild", False), "rebuild"))
+    planned = container_plan(request, image, _user_options(options))
+    inner = _run_container(planned.options, endpoint)
+    return _host_result(request.run_dir, image, planned, inner)
+
+
+def _user_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The executor options a user may pass (the engine adds its own internal keys)."""
+    return {k: v for k, v in options.items() if k in runopts.OPTION_KEYS}
+
+
+def choose_template(request: ExecutionRequest) -> tuple[str, str | None]:
+    """(template name, accelerator tag or None) for the plan."""
+    plan = request.plan
+    name = request.options.get("container") or request.options.get("template")
+    name = str(name or getattr(plan, "container", None) or DEFAULT_TEMPLATE)
+    return name, plan_accelerator(plan)
+
+
+def plan_accelerator(plan: Any) -> str | None:
+    """The accelerator the plan requires (``requires: {accelerator: h100}`` on any node, or
+    a selected variation named like an accelerator tag)."""
+    for node in plan.nodes:
+        wanted = (node.requires or {}).get("accelerator")
+        if isinstance(wanted, (list, tuple)) and wanted:
+            wanted = wanted[0]
+        if wanted:
+            return str(wanted)
+    for value in _variation_names(plan.root.variations):
+        if value in _ACCELERATOR_TAGS:
+            return value
+    return None
+
+
+def _variation_names(variations: Mapping[str, Any]) -> list[str]:
+    names = []
+    for key, value in variations.items():
+        names.append(str(value) if isinstance(value, str) else str(key))
+    return names
+
+
+def plan_needs_network(plan: Any, registry: Any = None) -> bool:
+    """True when any step type the plan uses declares ``needs_network``."""
+    steps = getattr(registry, "steps", None) or {}
+    for node in plan.nodes:
+        for step in getattr(node, "steps", ()):
+            provider = steps.get(getattr(step, "uses", ""))
+            if provider is not None and provider.capabilities.needs_network:
+                return True
+    return False
+
+
+def container_plan(request: ExecutionRequest, image: ImageRecord,
+                   options: Mapping[str, Any]) -> ContainerPlan:
+    """The container's command, user, mounts, environment and limits."""
+    template = templates.load(image.template)
+    session = request.options.get("session")
+    values = runopts.merge(template.run, options, needs_gpu=image.accelerator is not None,
+                           needs_network=plan_needs_network(request.plan, getattr(session, "registry", None)))
+    run_dir = Path(request.run_dir).resolve()
+    user = runopts.container_user(options.get("user"))
+    cache = _container_cache(user)
+    mounts = [runopts.Mount(str(run_dir), str(run_dir)), runopts.Mount(str(cache), str(cache))]
+    for directory in getattr(request.plan.query, "recipes_dirs", ()):
+        mounts.append(runopts.Mount(str(Path(directory).resolve()), str(Path(directory).resolve()), True))
+    env = {"CMX_CACHE_DIR": str(cache), "CMX_DATA_DIR": "/tmp/cmx-data", "HOME": "/tmp",
+           "PYTHONUNBUFFERED": "1"}
+    opts = runopts.RunOptions(
+        image=image.image_id, command=tuple(inner_command(request, run_dir / INNER_DIR)),
+        user=user, mounts=tuple(mounts), environment=env,
+        labels={"org.cmx.run-dir": str(run_dir), "org.cmx.image": image.tag}, **values)
+    _prepare_dirs(run_dir, cache, user)
+    return ContainerPlan(template=image.template, accelerator=image.accelerator, options=opts)
+
+
+def inner_command(request: ExecutionRequest, output: Path) -> list[str]:
+    """The ``cmx run`` command line the container runs (argument list, never a shell)."""
+    query = request.plan.query
+    cmd = ["cmx", "run", "recipe", f"--tags={','.join(query.tags)}", "--executor", "local",
+           "--output", str(output), "--json"]
+    for directory in getattr(query, "recipes_dirs", ()):
+        cmd += ["--recipes", str(Path(directory).resolve())]
+    for key, value in dict(query.inputs).items():
+        cmd.append(f"--input.{key}={value}")
+    if request.jobs > 1:
+        cmd += ["-j", str(request.jobs)]
+    if not request.use_cache:
+        cmd.append("--no-cache")
+    if request.refresh:
+        cmd.append("--refresh")
+    return cmd
+
+
+def _container_cache(user: str) -> Path:
+    """The cmx cache the container uses: the host's own cache when the container runs as the
+    host user; a dedicated persistent cache owned by the container user when the host user
+    is root (the container never runs as root, and root's cache is not writable to it)."""
+    from cmx_core.paths import cache_dir
+
+    if os.getuid() != 0:
+        return cache_dir()
+    return docker_cache() / f"container-cache-{user.replace(':', '-')}"
+
+
+def _prepare_dirs(run_dir: Path, cache: Path, user: str) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    if os.getuid() == 0:
+        uid, gid = (int(x) for x in user.split(":"))
+        for path in (run_dir, cache):
+            os.chown(path, uid, gid)
+
+
+@dataclass(frozen=True)
+class InnerRun:
+    exit_code: int
+    logs: str
+    oom_killed: bool
+    timed_out: bool
+
+
+def _run_container(options: runopts.RunOptions, endpoint: Endpoint) -> InnerRun:
+    client = sdk_client(endpoint)
+    container = None
+    try:
+        container = client.containers.run(**options.sdk_kwargs())
+        timed_out = False
+        try:
+            status = container.wait(timeout=options.timeout_s)
+        except Exception as exc:  # requests ReadTimeout / ConnectionError on timeout
+            if options.timeout_s is None or "timed out" not in str(exc).lower():
+                raise
+            container.kill()
+            status = container.wait(timeout=30)
+            timed_out = True
+        container.reload()
+        logs = container.logs(stdout=True, stderr=True).decode(errors="replace")
+        oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
+        return InnerRun(int(status.get("StatusCode", -1)), logs, oom, timed_out)
+    finally:
+        if container is not None:
+            try:
+                container.remove(force=True)
+            except Exception:  # noqa: BLE001 - already gone is fine
+                pass
+        client.close()
+
+
+def _host_result(run_dir: Path, image: ImageRecord, planned: ContainerPlan,
+                 inner: InnerRun) -> Path:
+    opts = planned.options
+    tail = " | ".join(line.strip() for line in inner.logs.strip().splitlines()[-_LOG_TAIL:])
+    if inner.timed_out:
+        raise ContainerFailed(f"container of {image.tag} exceeded its time limit of "
+                              f"{opts.timeout_s:g} s and was killed; raise timeout_s. Last lines: {tail}")
+    if inner.oom_killed:
+        raise ContainerFailed(f"container of {image.tag} was OOM-killed (memory limit "
+                              f"{opts.memory or 'none'}); raise the memory option. Last lines: {tail}")
+    inner_result = run_dir / INNER_DIR / "result.json"
+    (run_dir / "container.log").write_text(inner.logs)
+    if not inner_result.is_file():
+        raise ContainerFailed(f"container of {image.tag} exited with code {inner.exit_code} "
+                              f"without writing {inner_result}. Last lines: {tail}")
+    print(f"cmx-docker: container finished (exit {inner.exit_code}); image {image.tag} "
+          f"{image.image_id[:19]}", file=sys.stderr)
+    return write_host_result(run_dir, inner_result, image, planned)
+
+
+def write_host_result(run_dir: Path, inner_result: Path, image: ImageRecord,
+                      planned: ContainerPlan) -> Path:
+    """``<run dir>/result.json``: the inner document, its artifacts rebased onto the run
+    directory, ``system.container`` filled and the image record attached as an artifact."""
+    document = json.loads(inner_result.read_text())
+    record = run_dir / "container.json"
+    record.write_text(json.dumps({"image": asdict(image), "template": planned.template,
+                                  "accelerator": planned.accelerator,
+                                  "run": _run_summary(planned.options)}, indent=2, default=str))
+    artifacts = []
+    for artifact in document.get("artifacts") or []:
+        path = str(artifact.get("path", ""))
+        if path and not path.startswith("/"):
+            artifact = {**artifact, "path": f"{INNER_DIR}/{path}"}
+        artifacts.append(artifact)
+    data = record.read_bytes()
+    artifacts.append({"path": "container.json", "sha256": hashlib.sha256(data).hexdigest(),
+                      "size_bytes": len(data), "kind": "container"})
+    document["artifacts"] = artifacts
+    system = document.get("system")
+    if isinstance(system, dict):
+        system["container"] = image.container_fact()
+    else:
+        document["system"] = {"container": image.container_fact()}
+    target = run_dir / "result.json"
+    tmp = target.with_name(f".result.json.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(document, indent=2, sort_keys=True))
+    os.replace(tmp, target)
+    return target
+
+
+def _run_summary(options: runopts.RunOptions) -> dict[str, Any]:
+    return {"user": options.user, "network": options.network, "gpus": options.gpus,
+            "memory": options.memory, "cpus": options.cpus, "shm_size": options.shm_size,
+            "timeout_s": options.timeout_s, "command": list(options.command),
+            "device_requests": options.device_requests(),
+            "mounts": [asdict(m) for m in options.mounts]}

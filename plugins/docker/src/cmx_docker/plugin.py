@@ -1,0 +1,51 @@
+"""cmx-docker's hook implementations (imported on every ``cmx`` command: keep it light)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cmx_core.api import Capabilities, ExecutionRequest, Executor, StepContext, StepType, hookimpl
+
+_DOCKER = Capabilities(needs_docker=True)
+
+
+def _build(ctx: StepContext) -> Any:
+    from cmx_docker.steps import build_step
+
+    return build_step(ctx)
+
+
+def _base(ctx: StepContext) -> Any:
+    from cmx_docker.steps import base_step
+
+    return base_step(ctx)
+
+
+def _execute(request: ExecutionRequest) -> Path:
+    from cmx_docker.executor import run
+
+    return run(request)
+
+
+@hookimpl
+def cmx_register_steps(register: Callable[[StepType], None]) -> None:
+    from cmx_docker.steps import BASE_PARAMS, BUILD_PARAMS
+
+    register(StepType(name="docker.build", summary="Build (or reuse) an image from a container template",
+                      run=_build, params=BUILD_PARAMS, capabilities=_DOCKER))
+    register(StepType(name="docker.base", summary="Import a registry-free Debian base image (debootstrap)",
+                      run=_base, params=BASE_PARAMS,
+                      capabilities=Capabilities(needs_docker=True, needs_root=True, needs_network=True)))
+
+
+@hookimpl
+def cmx_register_executors(register: Callable[[Executor], None]) -> None:
+    register(Executor(name="docker", summary="Build the recipe's image if needed and run the plan inside it",
+                      run=_execute, capabilities=_DOCKER))
+
+
+@hookimpl
+def cmx_recipe_paths() -> list[Path]:
+    return [Path(__file__).parent / "recipes"]

@@ -1,0 +1,195 @@
+"""What goes into an image's Python environment, all pinned and all from local files.
+
+* cmx-core and the needed plugins: wheels built from the current checkout (never a branch
+  tip), cached per source digest — the same sources always give the same image tag.
+* their dependencies: pinned to the versions installed on this host (``name==version``), so
+  the image runs exactly the stack the host resolved.
+* a template's own ``packages`` (already ``==``-pinned in ``template.yaml``).
+
+Wheels are fetched on the host with its own pip configuration into a wheelhouse keyed by the
+requirement lines; the image installs them with ``pip --no-index``, so builds need no index,
+no credentials and no network for Python packages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from cmx_docker.digests import DigestMemo, tree_digest
+from cmx_docker.errors import ContextError
+
+_CORE_INCLUDE = ("pyproject.toml", "README.md", "LICENSE", "cmx_core", "recipes")
+_PLUGIN_INCLUDE = ("pyproject.toml", "README.md", "LICENSE", "src")
+_NAME_LINE = re.compile(r'^name\s*=\s*"([^"]+)"', re.M)
+
+
+@dataclass(frozen=True)
+class LocalPackage:
+    """A distribution built from the checkout: name, version, source dir, source digest."""
+
+    dist: str
+    version: str
+    source: Path
+    include: tuple[str, ...]
+    digest: str
+
+
+def checkout_root() -> Path:
+    """The cmx source checkout: ``CMX_SOURCE_DIR``, else where ``cmx_core`` is imported from."""
+    explicit = os.environ.get("CMX_SOURCE_DIR")
+    if explicit:
+        root = Path(explicit)
+    else:
+        import cmx_core
+
+        root = Path(cmx_core.__file__).resolve().parent.parent
+    if _project_name(root) != "cmx-core":
+        raise ContextError(
+            f"{root} is not a cmx source checkout (no pyproject.toml naming cmx-core); "
+            "images install cmx from wheels built from a checkout: set CMX_SOURCE_DIR to one")
+    return root
+
+
+def _project_name(root: Path) -> str | None:
+    pyproject = root / "pyproject.toml"
+    if not pyproject.is_file():
+        return None
+    match = _NAME_LINE.search(pyproject.read_text())
+    return match.group(1) if match else None
+
+
+def local_packages(plugins: tuple[str, ...], memo: DigestMemo) -> list[LocalPackage]:
+    """cmx-core plus ``plugins/<name>`` for each plugin name, with their source digests."""
+    root = checkout_root()
+    found = [_package(root, _CORE_INCLUDE, memo)]
+    for name in plugins:
+        source = root / "plugins" / name
+        if _project_name(source) is None:
+            raise ContextError(f"plugin {name!r}: {source}/pyproject.toml not found; "
+                               "remove it from the template's plugins or add the plugin")
+        found.append(_package(source, _PLUGIN_INCLUDE, memo))
+    return found
+
+
+def _package(source: Path, include: tuple[str, ...], memo: DigestMemo) -> LocalPackage:
+    dist = _project_name(source) or source.name
+    text = (source / "pyproject.toml").read_text()
+    match = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
+    present = tuple(i for i in include if (source / i).exists())
+    return LocalPackage(dist=dist, version=match.group(1) if match else "0", source=source,
+                        include=present, digest=tree_digest(source, present, memo))
+
+
+def pinned_closure(dists: list[str]) -> list[str]:
+    """``name==version`` for every run-time dependency (transitively) of ``dists``, pinned to
+    this host's installed versions; the ``dists`` themselves are left out."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    own = {canonicalize_name(d) for d in dists}
+    pins: dict[str, str] = {}
+    todo = list(dists)
+    while todo:
+        dist = todo.pop()
+        for line in metadata.requires(dist) or []:
+            req = Requirement(line)
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue
+            key = canonicalize_name(req.name)
+            if key in own or key in pins:
+                continue
+            try:
+                pins[key] = f"{req.name}=={metadata.version(req.name)}"
+            except metadata.PackageNotFoundError:
+                raise ContextError(f"{dist} requires {req.name}, which is not installed on this "
+                                   f"host; install it (pip install '{req}') so its version "
+                                   "can be pinned in the image") from None
+            todo.append(req.name)
+    return [pins[k] for k in sorted(pins)]
+
+
+def requirements_key(lines: list[str], python: str) -> str:
+    """The wheelhouse key of a set of pinned requirement lines for a Python version."""
+    return hashlib.sha256(("\n".join(sorted(lines)) + f"\npython={python}").encode()).hexdigest()
+
+
+def build_wheel(pkg: LocalPackage, cache: Path) -> Path:
+    """A wheel of ``pkg`` built from its source (cached per source digest)."""
+    out = cache / "wheels" / f"{pkg.dist}-{pkg.digest[:16]}"
+    done = sorted(out.glob("*.whl")) if out.is_dir() else []
+    if done:
+        return done[0]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        src = _isolated_copy(pkg, Path(tmp) / "tree")
+        cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(Path(tmp) / "w"), str(src)]
+        if _has_hatchling():
+            cmd.insert(5, "--no-build-isolation")
+        _pip(cmd, f"building the {pkg.dist} wheel from {pkg.source}")
+        os.replace(Path(tmp) / "w", out)
+    return sorted(out.glob("*.whl"))[0]
+
+
+def _isolated_copy(pkg: LocalPackage, tree: Path) -> Path:
+    """Copy the package's sources into ``tree`` at the same place relative to the checkout,
+    with the paths its pyproject force-includes from outside its directory (the docker
+    plugin ships ``../../containers``): the build never writes into the checkout."""
+    root = checkout_root()
+    src = tree / pkg.source.resolve().relative_to(root.resolve())
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    src.mkdir(parents=True, exist_ok=True)
+    for name in pkg.include:
+        entry = pkg.source / name
+        if entry.is_dir():
+            shutil.copytree(entry, src / name, ignore=ignore)
+        else:
+            shutil.copy2(entry, src / name)
+    for rel in re.findall(r'^"(\.\./[^"]+)"\s*=', (src / "pyproject.toml").read_text(), re.M):
+        origin = (pkg.source / rel).resolve()
+        target = (src / rel).resolve()
+        if origin.is_dir() and target.is_relative_to(tree.resolve()) and not target.exists():
+            shutil.copytree(origin, target, ignore=ignore)
+    return src
+
+
+def _has_hatchling() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("hatchling") is not None
+
+
+def wheelhouse(pinned: list[str], packages: list[str], python: str, cache: Path) -> Path:
+    """A directory holding wheels for ``pinned`` (no deps) and ``packages`` (with deps),
+    fetched once with this host's pip configuration and reused."""
+    key = requirements_key(pinned + packages, python)
+    out = cache / "wheelhouse" / key[:24]
+    if (out / ".complete").is_file():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    base = [sys.executable, "-m", "pip", "download", "-q", "-d", str(out), "--only-binary=:all:"]
+    if python != f"{sys.version_info.major}.{sys.version_info.minor}":
+        base += ["--python-version", python, "--platform", "manylinux2014_x86_64",
+                 "--platform", "manylinux_2_28_x86_64"]
+    if pinned:
+        _pip(base + ["--no-deps", *pinned], "downloading the pinned cmx dependencies")
+    if packages:
+        _pip(base + list(packages), f"downloading {', '.join(packages)}")
+    (out / ".complete").write_text("\n".join(pinned + packages) + "\n")
+    return out
+
+
+def _pip(cmd: list[str], what: str) -> None:
+    print(f"cmx-docker: {what}", file=sys.stderr)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-4:])
+        raise ContextError(f"{what} failed (exit {proc.returncode}): {tail}")
