@@ -167,12 +167,14 @@ def _list_table(runs: list[RunSummary]) -> Any:
     from rich.table import Table
 
     table = Table(title="runs (newest first)")
-    for column in ("run", "created", "status", "recipe", "task", "result", "wall s"):
+    table.add_column("run", no_wrap=True)  # ids are what users copy: never cut them
+    for column in ("created (UTC)", "status", "recipe", "task", "result", "wall s"):
         table.add_column(column, justify="right" if column in ("result", "wall s") else "left")
     for r in runs:
         result = f"{fmt_number(r.result)} {r.units}" if r.units else "-"
         table.add_row(
-            _styled(r.run_id, None), r.created_at, _styled(r.status, _STATUS_STYLE.get(r.status)),
+            _styled(r.run_id, None), r.created_at[:19].replace("T", " "),
+            _styled(r.status, _STATUS_STYLE.get(r.status)),
             _styled(r.recipe, None), _styled(r.task, None), _styled(result, None), fmt_number(r.wall_s),
         )
     return table
@@ -216,7 +218,7 @@ def _show(document: dict[str, Any], path: Path) -> None:
 
 def _cell_text(cell: Cell) -> str:
     text = fmt_number(cell.value)
-    if cell.delta is not None:
+    if cell.delta is not None and cell.verdict != "same":
         sign = "+" if cell.delta >= 0 else ""
         text += f" ({sign}{fmt_number(cell.delta)}"
         if cell.delta_pct is not None:

@@ -85,8 +85,17 @@ def compare_documents(documents: Sequence[Mapping[str, Any]]) -> Comparison:
         )
         for d in documents
     )
-    rows = tuple(_row(name, [d["metrics"].get(name) for d in documents]) for name in _names(documents))
-    return Comparison(runs, rows)
+    rows = [_row(name, [d["metrics"].get(name) for d in documents]) for name in _names(documents)]
+    rows.append(_row(WALL_TIME, [_wall_metric(d) for d in documents]))
+    return Comparison(runs, tuple(rows))
+
+
+WALL_TIME = "timing.wall_s"
+"""The last row of every comparison: the runs' wall time (measured by cmx, lower is better)."""
+
+
+def _wall_metric(document: Mapping[str, Any]) -> dict[str, Any]:
+    return {"value": document["timing"]["wall_s"], "unit": "s", "higher_is_better": False}
 
 
 def _names(documents: Sequence[Mapping[str, Any]]) -> list[str]:
