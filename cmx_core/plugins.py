@@ -13,7 +13,6 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -125,8 +124,26 @@ def load_registry(*, strict: bool = False, extra: Iterable[tuple[str, object]] =
     return registry
 
 
-def _selected_entry_points() -> list[metadata.EntryPoint]:
-    entries = sorted(metadata.entry_points(group=GROUP), key=lambda e: e.name)
+@dataclass(frozen=True)
+class EntrySpec:
+    """An entry point of group ``cmx`` as recorded in the discovery cache."""
+
+    name: str
+    value: str
+    distribution: str
+    version: str
+    refusal: str | None = None  # why this cmx-core cannot load it (version range)
+
+    def load(self) -> object:
+        import importlib
+
+        module_name, _, attr = self.value.partition(":")
+        module = importlib.import_module(module_name.strip())
+        return getattr(module, attr.strip()) if attr else module
+
+
+def _selected_entry_points() -> list[EntrySpec]:
+    entries = _discover()
     wanted = os.environ.get("CMX_LOAD_PLUGINS")
     if wanted is None:
         return entries
@@ -134,22 +151,74 @@ def _selected_entry_points() -> list[metadata.EntryPoint]:
     return [e for e in entries if e.name in names]
 
 
-def _load_entry_point(registry: Registry, entry: metadata.EntryPoint) -> None:
-    dist = entry.dist
-    dist_name = dist.metadata["Name"] if dist else "?"
-    version = dist.version if dist else "0"
+def _discover() -> list[EntrySpec]:
+    """Entry points of group ``cmx``, cached against the mtimes of ``sys.path`` directories.
+
+    Scanning every installed distribution's metadata costs tens of milliseconds; installing
+    or removing a distribution changes its site directory's mtime, which invalidates the
+    cache.
+    """
+    import json
+    import sys
+
+    from cmx_core import paths
+
+    fingerprint = [__version__] + [f"{p}:{_mtime(p)}" for p in sys.path if p]
+    cache_file = paths.cache_dir() / "plugins.v1.json"
     try:
-        _check_core_requirement(dist)
+        record = json.loads(cache_file.read_text())
+        if record.get("fingerprint") == fingerprint:
+            return [EntrySpec(**e) for e in record["entries"]]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        pass
+    entries = _scan_entry_points()
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"fingerprint": fingerprint, "entries": [e.__dict__ for e in entries]}))
+        os.replace(tmp, cache_file)
+    except OSError:
+        pass
+    return entries
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _scan_entry_points() -> list[EntrySpec]:
+    from importlib import metadata
+
+    found = []
+    for entry in sorted(metadata.entry_points(group=GROUP), key=lambda e: e.name):
+        dist = entry.dist
+        refusal = None
+        try:
+            _check_core_requirement(dist)
+        except PluginError as exc:
+            refusal = str(exc)
+        found.append(EntrySpec(entry.name, entry.value, dist.metadata["Name"] if dist else "?",
+                               dist.version if dist else "0", refusal))
+    return found
+
+
+def _load_entry_point(registry: Registry, entry: EntrySpec) -> None:
+    try:
+        if entry.refusal:
+            raise PluginError(entry.refusal)
         module = entry.load()
     except Exception as exc:  # noqa: BLE001 - any import failure must not stop the CLI
         registry.plugins[entry.name] = PluginInfo(
-            entry.name, dist_name, version, entry.value, error=_one_line(exc)
+            entry.name, entry.distribution, entry.version, entry.value, error=_one_line(exc)
         )
         return
-    _add(registry, entry.name, dist_name, version, module)
+    _add(registry, entry.name, entry.distribution, entry.version, module)
 
 
-def _check_core_requirement(dist: metadata.Distribution | None) -> None:
+def _check_core_requirement(dist: Any) -> None:
     """Refuse a plugin whose ``cmx-core`` requirement excludes this cmx-core."""
     if dist is None:
         return

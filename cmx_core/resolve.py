@@ -162,7 +162,8 @@ class Resolver:
         groups: dict[str, str | None] = {g: None for g in recipe.groups()}
         for name in chosen:
             var = recipe.variations[_var_key(recipe, name)]
-            decision.variations.append((name, "selected by a query tag"))
+            shown = name if chosen[name] is True else f"{name}.{chosen[name]}"
+            decision.variations.append((shown, "selected by a query tag"))
             if var.group:
                 if groups[var.group] is not None:
                     raise ResolveError(

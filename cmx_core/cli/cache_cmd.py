@@ -1,0 +1,98 @@
+"""``cmx cache list|show|rm|prune``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from cmx_core.errors import UsageError
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    cache = sub.add_parser("cache", parents=[common], help="inspect and clean the cache")
+    actions = cache.add_subparsers(dest="action", metavar="ACTION", parser_class=type(cache))
+    listing = actions.add_parser("list", parents=[common], help="list entries")
+    listing.add_argument("--recipe", help="only entries of this recipe")
+    listing.set_defaults(handler=cmd_list)
+    show = actions.add_parser("show", parents=[common], help="show one entry")
+    show.add_argument("key", help="the key or a unique prefix")
+    show.set_defaults(handler=cmd_show)
+    rm = actions.add_parser("rm", parents=[common], help="remove entries")
+    rm.add_argument("keys", nargs="*", help="keys or unique prefixes")
+    rm.add_argument("--recipe", help="remove every entry of this recipe")
+    rm.add_argument("--all", action="store_true", help="remove every entry")
+    rm.set_defaults(handler=cmd_rm)
+    prune = actions.add_parser("prune", parents=[common], help="remove invalid, corrupt and old entries")
+    prune.add_argument("--older-than", metavar="AGE", help="also entries older than AGE (e.g. 7d, 12h)")
+    prune.set_defaults(handler=cmd_prune)
+
+
+def _row(entry: Any) -> dict[str, Any]:
+    return {"key": entry.key, "recipe": entry.recipe, "node": entry.meta.get("node"),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(entry.created)),
+            "path": str(entry.path)}
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from cmx_core.cache import Cache
+
+    entries = [e for e in Cache().entries() if not args.recipe or e.recipe == args.recipe]
+    rows = [_row(e) for e in entries]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for row in rows:
+            print(f"{row['key'][:16]}  {row['created']}  {row['recipe']}")
+        print(f"{len(rows)} entr{'y' if len(rows) == 1 else 'ies'}", file=sys.stderr)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from cmx_core.cache import Cache
+
+    entry = Cache().find(args.key)
+    doc = {**_row(entry), "meta": entry.meta, "size_bytes": entry.size_bytes()}
+    print(json.dumps(doc, indent=2, default=str))
+    return 0
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    from cmx_core.cache import Cache
+
+    cache = Cache()
+    if args.all:
+        targets = cache.entries()
+    elif args.recipe:
+        targets = [e for e in cache.entries() if e.recipe == args.recipe]
+    elif args.keys:
+        targets = [cache.find(k) for k in args.keys]
+    else:
+        raise UsageError("cmx cache rm: give keys, --recipe NAME or --all")
+    for entry in targets:
+        cache.remove(entry)
+    _report(args, "removed", targets)
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    from cmx_core.cache import Cache
+    from cmx_core.recipe import parse_duration
+
+    age = None
+    if args.older_than is not None:
+        age = parse_duration(args.older_than)
+        if age is None:
+            raise UsageError(f"--older-than {args.older_than!r}: expected a duration like 7d or 12h")
+    removed = Cache().prune(older_than_s=age)
+    _report(args, "pruned", removed)
+    return 0
+
+
+def _report(args: argparse.Namespace, verb: str, entries: list[Any]) -> None:
+    if args.json:
+        print(json.dumps({verb: [e.key for e in entries]}))
+    else:
+        print(f"{verb} {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}")

@@ -1,0 +1,173 @@
+"""``cmx run``, ``plan``, ``explain``, ``list`` and ``show``: parse, call the API, print."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from cmx_core.errors import UsageError
+
+
+def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
+    run = sub.add_parser("run", parents=[common], help="resolve and run a recipe",
+                         description="Resolve the recipe selected by --tags and run it. Inputs: "
+                         "--KEY=VALUE for the recipe's declared inputs (or --input.KEY=VALUE).")
+    run.add_argument("noun", nargs="?", choices=["recipe"], help="what to run (recipe)")
+    _query_options(run)
+    run.add_argument("-j", "--jobs", type=int, default=1, help="independent nodes to run in parallel")
+    run.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    run.add_argument("--refresh", action="store_true", help="recompute cached nodes and replace their entries")
+    run.add_argument("--output", metavar="DIR", help="run directory (default: in the cmx data dir)")
+    run.add_argument("--executor", default="local", help="where to run: local (default) or a plugin's")
+    run.add_argument("--container", action="store_true", help="run inside the recipe's container (executor docker)")
+    run.set_defaults(handler=cmd_run, accepts_inputs=True)
+
+    plan = sub.add_parser("plan", parents=[common], help="print the resolved plan without running it")
+    plan.add_argument("noun", nargs="?", choices=["recipe"], help=argparse.SUPPRESS)
+    _query_options(plan)
+    plan.set_defaults(handler=cmd_plan, accepts_inputs=True)
+
+    explain = sub.add_parser("explain", parents=[common], help="why each recipe, variation and cache decision")
+    explain.add_argument("noun", nargs="?", choices=["recipe"], help=argparse.SUPPRESS)
+    _query_options(explain)
+    explain.set_defaults(handler=cmd_explain, accepts_inputs=True)
+
+    listing = sub.add_parser("list", parents=[common], help="list recipes")
+    listing.add_argument("noun", choices=["recipes"], help="what to list")
+    listing.add_argument("--tags", default="", help="only recipes having all these tags")
+    listing.set_defaults(handler=cmd_list)
+
+    show = sub.add_parser("show", parents=[common], help="show a recipe's documentation")
+    show.add_argument("noun", choices=["recipe"])
+    show.add_argument("name")
+    show.set_defaults(handler=cmd_show)
+
+
+def _query_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tags", required=True, help="comma-separated tags; variation names select variations")
+    parser.add_argument("--facts", metavar="FILE", help="use a saved facts file instead of probing this machine")
+
+
+def parse_inputs(extra: list[str]) -> dict[str, str]:
+    """``--input.KEY=VALUE`` and ``--KEY=VALUE`` arguments as a dict."""
+    inputs: dict[str, str] = {}
+    for arg in extra:
+        if not arg.startswith("--") or "=" not in arg:
+            raise UsageError(f"unrecognized argument {arg!r}: recipe inputs are given as --KEY=VALUE")
+        key, value = arg[2:].split("=", 1)
+        key = key[len("input."):] if key.startswith("input.") else key
+        if not key:
+            raise UsageError(f"empty input name in {arg!r}")
+        inputs[key.replace("-", "_")] = value
+    return inputs
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from cmx_core.engine import plan
+
+    result = plan(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts)
+    if args.json:
+        _print_json(result.to_json())
+    else:
+        print(result.render_tree())
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from cmx_core.engine import explain
+
+    result = explain(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts)
+    if args.json:
+        _print_json(result.to_json())
+    else:
+        print(_explain_text(result))
+    return 2 if result.error else 0
+
+
+def _explain_text(result: Any) -> str:
+    lines: list[str] = []
+    for decision in result.decisions:
+        chain = " > ".join(decision.chain) or "query"
+        lines.append(f"{chain}: tags {','.join(decision.query)} -> {decision.node_id or 'unresolved'}")
+        for c in decision.candidates:
+            mark = "taken   " if c.accepted else "rejected"
+            lines.append(f"  {mark} {c.name} [{c.source}]: {c.reason}")
+        for name, why in decision.variations:
+            lines.append(f"  variation {name}: {why}")
+        for what, why in decision.skipped:
+            lines.append(f"  skipped {what}: {why}")
+    if result.plan is not None:
+        lines.append("cache:")
+        for node in result.plan.nodes:
+            lines.append(f"  {node.id}: {node.cache_status}" + (f" ({node.cache_reason})" if node.cache_reason else ""))
+            for reason in result.misses.get(node.id, []):
+                lines.append(f"    {reason}")
+    if result.error:
+        lines.append(f"error: {result.error}")
+    return "\n".join(lines)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from cmx_core.cli.progress import Progress
+    from cmx_core.engine import run
+
+    executor = "docker" if args.container else args.executor
+    with Progress(enabled=not args.json, verbose=args.verbose):
+        result = run(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
+                     jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
+                     output=args.output, executor=executor)
+    if args.json:
+        _print_json(result.document)
+    else:
+        print(_run_summary(result.document, result.result_path))
+    return 0
+
+
+def _run_summary(doc: dict[str, Any], path: Any) -> str:
+    bench = doc.get("benchmark", {})
+    lines = [f"{doc['status'].upper()}  {bench.get('task') or doc['software']['recipe']['name']}"
+             f"  ({doc['timing']['wall_s']:.3f} s)  run {doc['run_id'][:8]}"]
+    for name, metric in (doc.get("metrics") or {}).items():
+        value = metric.get("value")
+        shown = f"{value:.4g}" if isinstance(value, (int, float)) else "null"
+        lines.append(f"  {name:<28} {shown:>12} {metric.get('unit', '')}")
+    for reason in doc.get("invalid_reasons") or []:
+        lines.append(f"  invalid: {reason}")
+    if not doc.get("metrics"):
+        for key, value in (doc.get("outputs") or {}).items():
+            text = json.dumps(value, default=str)
+            lines.append(f"  {key}: {text if len(text) < 100 else text[:97] + '...'}")
+    lines.append(f"result: {path}")
+    return "\n".join(lines)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from cmx_core.engine import list_recipes
+
+    recipes = list_recipes(args.tags, recipes_dirs=args.recipes)
+    if args.json:
+        _print_json([{"name": r.name, "version": r.version, "tags": list(r.tags), "summary": r.summary,
+                      "source": r.source, "path": str(r.path)} for r in recipes])
+        return 0
+    width = max((len(r.name) for r in recipes), default=4)
+    for r in recipes:
+        print(f"{r.name:<{width}}  {','.join(r.tags):<32}  {r.summary}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from cmx_core.cli.recipe_doc import recipe_json, recipe_markdown
+    from cmx_core.engine import show_recipe
+
+    recipe = show_recipe(args.name, recipes_dirs=args.recipes)
+    if args.json:
+        _print_json(recipe_json(recipe))
+    else:
+        print(recipe_markdown(recipe))
+    return 0
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, default=str) + "\n")

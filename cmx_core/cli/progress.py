@@ -1,0 +1,63 @@
+"""Progress on stderr while a run goes on: a rich spinner on a terminal, plain lines
+otherwise. Cached nodes are silent unless ``-v``. rich is imported only once a node
+actually runs, so a fully cached run never pays for it."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from cmx_core.hookspecs import hookimpl
+
+
+class Progress:
+    """A pluggy plugin registered for the duration of a ``with`` block."""
+
+    def __init__(self, enabled: bool = True, verbose: bool = False) -> None:
+        self.enabled = enabled
+        self.verbose = verbose
+        self._status: Any = None
+        self._started: dict[str, float] = {}
+
+    def __enter__(self) -> Progress:
+        if self.enabled:
+            from cmx_core.plugins import get_registry
+
+            get_registry().manager.register(self, name="cmx-progress")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._status is not None:
+            self._status.stop()
+        if self.enabled:
+            from cmx_core.plugins import get_registry
+
+            manager = get_registry().manager
+            if manager.is_registered(self):
+                manager.unregister(self)
+
+    @hookimpl
+    def cmx_node_started(self, node_id: str, recipe: str, cached: bool) -> None:
+        if cached:
+            return
+        self._started[node_id] = time.perf_counter()
+        if sys.stderr.isatty():
+            if self._status is None:
+                from rich.console import Console
+
+                self._status = Console(stderr=True).status(f"running {node_id}")
+                self._status.start()
+            else:
+                self._status.update(f"running {node_id}")
+        elif self.verbose:
+            print(f"cmx: running {node_id} ({recipe})", file=sys.stderr)
+
+    @hookimpl
+    def cmx_node_finished(self, node_id: str, recipe: str, outputs: Mapping[str, Any],
+                          wall_s: float, cached: bool) -> None:
+        if cached and not self.verbose:
+            return
+        how = "cached" if cached else f"{wall_s:.2f} s"
+        print(f"cmx: done {node_id} ({how})", file=sys.stderr)

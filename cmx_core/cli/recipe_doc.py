@@ -1,0 +1,63 @@
+"""Documentation of a recipe generated from its metadata (``cmx show recipe NAME``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cmx_core.recipe import Recipe
+
+
+def recipe_json(recipe: Recipe) -> dict[str, Any]:
+    return {
+        "name": recipe.name, "version": recipe.version, "tags": list(recipe.tags),
+        "summary": recipe.summary, "description": recipe.description,
+        "source": recipe.source, "path": str(recipe.path), "digest": recipe.digest,
+        "inputs": {n: {"type": s.type, "default": s.default, "min": s.min, "max": s.max,
+                       "choices": list(s.choices), "required": s.required, "description": s.description}
+                   for n, s in recipe.inputs.items()},
+        "variations": {n: {"group": v.group, "default": v.default, "description": v.description,
+                           "requires": dict(v.requires), "inputs": dict(v.inputs),
+                           "container": v.container} for n, v in recipe.variations.items()},
+        "deps": [{"tags": list(d.tags), "as": d.alias, "when": d.when, "version": d.version,
+                  "with": dict(d.with_)} for d in recipe.deps],
+        "steps": [{"id": s.id, "uses": s.uses} for s in recipe.steps],
+        "outputs": {n: o.description for n, o in recipe.outputs.items()},
+        "requires": dict(recipe.requires),
+        "cache": {"enabled": recipe.cache.enabled, "expires_s": recipe.cache.expires_s},
+    }
+
+
+def recipe_markdown(recipe: Recipe) -> str:
+    lines = [f"# {recipe.name} {recipe.version}", "", recipe.summary, ""]
+    if recipe.description:
+        lines += [recipe.description.strip(), ""]
+    lines += [f"Tags: {', '.join(recipe.tags)}", f"Source: {recipe.source} ({recipe.path})", ""]
+    if recipe.inputs:
+        lines += ["## Inputs", "", "| input | type | default | description |", "|---|---|---|---|"]
+        for spec in recipe.inputs.values():
+            kind = spec.type + (f" ({', '.join(map(str, spec.choices))})" if spec.choices else "")
+            bounds = "".join([f" min {spec.min}" if spec.min is not None else "",
+                              f" max {spec.max}" if spec.max is not None else ""])
+            default = "required" if spec.required else repr(spec.default)
+            lines.append(f"| --{spec.name} | {kind}{bounds} | {default} | {spec.description} |")
+        lines.append("")
+    if recipe.variations:
+        lines += ["## Variations", ""]
+        for var in recipe.variations.values():
+            extra = [f"group {var.group}" if var.group else "ungrouped"]
+            if var.default:
+                extra.append("default")
+            if var.requires:
+                extra.append("requires " + ", ".join(f"{k}={v}" for k, v in var.requires.items()))
+            lines.append(f"- `{var.name}` ({'; '.join(extra)}) {var.description}".rstrip())
+        lines.append("")
+    if recipe.deps:
+        lines += ["## Dependencies", ""]
+        for dep in recipe.deps:
+            cond = f" when `{dep.when}`" if dep.when else ""
+            ver = f" version {dep.version}" if dep.version else ""
+            lines.append(f"- {dep.alias}: tags {','.join(dep.tags)}{ver}{cond}")
+        lines.append("")
+    if recipe.outputs:
+        lines += ["## Outputs", ""] + [f"- {n}: {o.description}".rstrip(": ") for n, o in recipe.outputs.items()]
+    return "\n".join(lines).rstrip()
