@@ -303,12 +303,15 @@ def _schema_problem(path: Path, data: Any, err: Any, lines: _LineFinder) -> Prob
         entry = name if isinstance(name, str) else f"#{where[1] + 1}"
         where = where[2:]
     message = err.message
-    if err.validator == "additionalProperties":
-        message = f"unknown key(s): {message.split('(')[-1].rstrip(')')}"
+    full = list(err.absolute_path)
+    if err.validator == "additionalProperties" and isinstance(err.instance, Mapping):
+        unknown = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        allowed = ", ".join(sorted(err.schema.get("properties", {})))
+        message = f"unknown key '{unknown[0]}' (allowed: {allowed})"
+        where, full = [*where, unknown[0]], [*full, unknown[0]]
     elif err.validator == "oneOf" and where[-1:] == ["source"]:
         message = "needs exactly one of 'path' or 'index'"
-    return Problem(message, entry, ".".join(map(str, where)), str(path),
-                   lines.line(list(err.absolute_path)))
+    return Problem(message, entry, ".".join(map(str, where)), str(path), lines.line(full))
 
 
 class _LineFinder:

@@ -164,7 +164,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     entry = read_registry().require(args.name)
     doc = entry_document(entry, _installed_versions())
-    text = [f"{doc['name']} ({doc['distribution']}) - {doc['summary']}",
+    dist = "" if entry.distribution == entry.name else f" (distribution {entry.distribution})"
+    text = [f"{doc['name']}{dist} - {doc['summary']}",
             f"  state       {doc['state']}",
             f"  source      {entry.source.describe()}",
             f"  cmx-core    {doc['cmx_core']}",
@@ -197,6 +198,9 @@ def install_command(names: list[str], *, editable: bool = False, upgrade: bool =
     if upgrade:
         command.append("--upgrade")
     for entry in entries:
+        if entry.state == "deprecated":
+            print(f"cmx: warning: {entry.name} is deprecated; use {entry.deprecated_by}",
+                  file=sys.stderr)
         requirement = pip_requirement(registry, entry)
         if editable and entry.source.path:
             command.append("--editable")

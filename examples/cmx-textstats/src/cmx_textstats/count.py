@@ -32,7 +32,7 @@ def run(ctx: StepContext) -> StepOutput:
     metrics = {name: Metric(value, name, higher_is_better=True) for name, value in counts.items()}
     part = ResultPart(
         status="completed",
-        benchmark={"suite": "textstats", "task": "count", "primary_metric": "words"},
+        benchmark={"suite": "custom", "task": "textstats.count", "primary_metric": "words"},
         metrics=metrics,
     )
     return StepOutput(outputs={**counts, "path": str(path)}, result=part)

@@ -1,0 +1,184 @@
+"""Every hook exercised through the real engine and CLI, by an in-process plugin.
+
+The plugin below implements all cmx hooks and records what cmx did with them; it is
+registered with ``load_registry(extra=...)`` next to cmx-core's built-ins only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cmx_core.api as api
+from cmx_core import plugins
+from cmx_core.api import (
+    Command,
+    Detector,
+    ExecutionRequest,
+    Executor,
+    Exporter,
+    StepContext,
+    StepOutput,
+    StepType,
+    hookimpl,
+)
+from cmx_core.cli.main import main
+
+RECIPE = """\
+name: hooktest-echo
+tags: [hooktest, echo]
+summary: echo a text through the hooktest.echo step
+inputs:
+  text: {type: string, default: hi}
+steps:
+  - uses: hooktest.echo
+    with: {text: "{{ inputs.text }}"}
+outputs:
+  echoed: {}
+"""
+
+
+class Recorder:
+    """A plugin implementing every hook, recording each call."""
+
+    def __init__(self, recipes: Path) -> None:
+        self.recipes = recipes
+        self.events: list[tuple[Any, ...]] = []
+
+    def _echo(self, ctx: StepContext) -> StepOutput:
+        self.events.append(("step", ctx.params["text"]))
+        return StepOutput(outputs={"echoed": ctx.params["text"]})
+
+    def _execute(self, request: ExecutionRequest) -> Path:
+        self.events.append(("executor", request.plan.root.recipe_name))
+        local = plugins.get_registry().executors["local"]
+        return local.run(request)
+
+    def _export(self, documents: list[Mapping[str, Any]], run_dirs: list[Path], dest: Path) -> None:
+        dest.write_text(json.dumps([d["run_id"] for d in documents]), encoding="utf-8")
+
+    def _command(self, args: Any) -> int:
+        print(json.dumps({"times": args.times}) if args.json else "x" * args.times)
+        return 0
+
+    @hookimpl
+    def cmx_register_steps(self, register: Callable[[StepType], None]) -> None:
+        register(StepType(name="hooktest.echo", summary="echo", run=self._echo,
+                          params={"text": "what to echo"}))
+
+    @hookimpl
+    def cmx_register_detectors(self, register: Callable[[Detector], None]) -> None:
+        register(Detector(name="hooktest_fact", summary="a constant fact",
+                          detect=lambda: {"answer": 42}))
+
+    @hookimpl
+    def cmx_register_executors(self, register: Callable[[Executor], None]) -> None:
+        register(Executor(name="hooktest-exec", summary="local, recorded", run=self._execute))
+
+    @hookimpl
+    def cmx_register_commands(self, register: Callable[[Command], None]) -> None:
+        register(Command(name="hooktest-cmd", summary="print x times",
+                         configure=lambda p: p.add_argument("--times", type=int, default=1),
+                         run=self._command))
+
+    @hookimpl
+    def cmx_register_exporters(self, register: Callable[[Exporter], None]) -> None:
+        register(Exporter(name="hooktest-ids", summary="run ids as JSON", export=self._export))
+
+    @hookimpl
+    def cmx_recipe_paths(self) -> list[Path]:
+        return [self.recipes]
+
+    @hookimpl
+    def cmx_node_started(self, node_id: str, recipe: str, cached: bool) -> None:
+        self.events.append(("started", recipe, cached))
+
+    @hookimpl
+    def cmx_node_finished(self, node_id: str, recipe: str, outputs: Mapping[str, Any],
+                          wall_s: float, cached: bool) -> None:
+        self.events.append(("finished", recipe, dict(outputs), cached, wall_s >= 0))
+
+    @hookimpl
+    def cmx_result_written(self, path: Path, document: Mapping[str, Any]) -> None:
+        self.events.append(("result", Path(path), document["run_id"]))
+
+
+@pytest.fixture
+def recorder(tmp_path: Path, cmx_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "hooktest-echo.yaml").write_text(RECIPE, encoding="utf-8")
+    plugin = Recorder(recipes)
+    monkeypatch.setenv("CMX_LOAD_PLUGINS", "")
+    registry = plugins.load_registry(extra=[("hooktest", plugin)])
+    assert registry.plugins["hooktest"].error is None, registry.plugins["hooktest"].error
+    monkeypatch.setattr(plugins, "_REGISTRY", registry)
+    yield plugin
+
+
+def test_cmx_register_steps_and_cmx_recipe_paths_run_a_recipe(recorder: Recorder) -> None:
+    result = api.run(tags="hooktest,echo", inputs={"text": "bonjour"})
+    assert result.status == "completed"
+    assert ("step", "bonjour") in recorder.events
+    assert result.document["outputs"]["echoed"] == "bonjour"
+
+
+def test_cmx_node_started_and_cmx_node_finished_see_cache_hits(recorder: Recorder) -> None:
+    api.run(tags="hooktest,echo", inputs={"text": "a"})
+    api.run(tags="hooktest,echo", inputs={"text": "a"})
+    nodes = [e for e in recorder.events if e[0] in ("started", "finished")]
+    assert nodes == [
+        ("started", "hooktest-echo", False),
+        ("finished", "hooktest-echo", {"echoed": "a"}, False, True),
+        ("started", "hooktest-echo", True),
+        ("finished", "hooktest-echo", {"echoed": "a"}, True, True),
+    ]
+    assert [e for e in recorder.events if e[0] == "step"] == [("step", "a")]
+
+
+def test_cmx_result_written_gets_the_indexed_document(recorder: Recorder) -> None:
+    result = api.run(tags="hooktest,echo")
+    assert ("result", result.result_path, result.run_id) in recorder.events
+
+
+def test_cmx_register_detectors_adds_a_fact(recorder: Recorder) -> None:
+    assert api.detect_facts(["hooktest_fact"])["hooktest_fact"] == {"answer": 42}
+
+
+def test_cmx_register_executors_is_selectable(recorder: Recorder) -> None:
+    result = api.run(tags="hooktest,echo", executor="hooktest-exec")
+    assert ("executor", "hooktest-echo") in recorder.events
+    assert result.status == "completed"
+
+
+def test_cmx_register_commands_adds_a_cli_command(
+    recorder: Recorder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["hooktest-cmd", "--times", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"times": 3}
+
+
+def test_cmx_register_exporters_adds_an_export_format(
+    recorder: Recorder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = api.run(tags="hooktest,echo")
+    dest = tmp_path / "ids.json"
+    assert main(["results", "export", "--format", "hooktest-ids", str(dest), result.run_id]) == 0
+    assert json.loads(dest.read_text()) == [result.run_id]
+
+
+def test_plugins_list_shows_the_hooks(recorder: Recorder, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plugins", "list", "--json"]) == 0
+    listed = {p["name"]: p for p in json.loads(capsys.readouterr().out)["plugins"]}
+    assert set(listed["hooktest"]["hooks"]) == set(_hook_names())
+    assert listed["hooktest"]["provides"]["steps"] == ["hooktest.echo"]
+
+
+def _hook_names() -> list[str]:
+    from cmx_core import hookspecs
+
+    return [n for n in vars(hookspecs) if n.startswith("cmx_")]
