@@ -148,7 +148,7 @@ def main(argv: list[str]) -> int:
         (out_dir / ERROR).write_text(f"{type(exc).__name__}\t{message}\n")
         print(message, file=sys.stderr)
         return EXIT_USER_ERROR
-    (out_dir / REPORT).write_text(json.dumps(report, indent=1, sort_keys=True))
+    (out_dir / REPORT).write_text(json.dumps(report, indent=1))
     return 0
 
 

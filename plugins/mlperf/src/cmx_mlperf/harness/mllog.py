@@ -61,13 +61,17 @@ class DetailLog:
 
 
 def parse_detail(path: Path) -> DetailLog:
-    """Read a detail log; a missing file or one without ``result_validity`` is a failed run."""
+    """Read a detail log; a missing file or one that did not reach the end of the test
+    (``result_validity`` in performance modes; ``power_end`` in AccuracyOnly, which has no
+    verdict) is a failed run."""
     try:
         text = path.read_text(errors="replace")
     except OSError as exc:
         raise StepFailed(f"{path}: LoadGen wrote no detail log ({exc.strerror}); see child.log next to it") from None
     log = parse_lines(text.splitlines())
-    if "result_validity" not in log.values:
+    finished = "result_validity" in log.values or (
+        log.get("effective_test_mode") == "AccuracyOnly" and "power_end" in log.values)
+    if not finished:
         raise StepFailed(f"{path}: LoadGen did not finish the test (no result_validity); see child.log next to it")
     return log
 

@@ -83,6 +83,22 @@ def accuracy_metrics(accuracy: dict[str, float]) -> dict[str, Metric]:
     return out
 
 
+def accuracy_reasons(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any]) -> list[str]:
+    """AccuracyOnly runs have no LoadGen verdict: they are valid when every QSL sample was
+    logged and answered, and the accuracy meets the target where the harness knows one."""
+    accuracy = report.get("accuracy")
+    if accuracy is None:
+        return ["accuracy was not computed (accuracy: false)"] if spec.mode == "AccuracyOnly" else []
+    reasons = list(log.errors)
+    total = report.get("total_sample_count")
+    if "samples" in accuracy and total is not None and int(accuracy["samples"]) < int(total):
+        reasons.append(f"accuracy log holds {int(accuracy['samples'])} of {total} samples")
+    target = cfg.ACCURACY_TARGETS.get(cfg.conf_model_key(spec.model_name))
+    if target and target[0] in accuracy and accuracy[target[0]] < target[1]:
+        reasons.append(f"accuracy {target[0]} {accuracy[target[0]]:.4f} is below the target {target[1]:.4f}")
+    return reasons
+
+
 def invalid_reasons(log: DetailLog) -> list[str]:
     """LoadGen's reasons, verbatim: failed checks, recommendations, early-stopping text, errors."""
     if log.get("result_validity") == "VALID":
@@ -104,14 +120,17 @@ def submission_blockers(log: DetailLog, spec: LoadgenSpec, accuracy: dict[str, f
     out: list[str] = []
     if model not in cfg.KNOWN_MODELS:
         out.append(f"model {spec.model_name!r} is not an MLPerf Inference benchmark")
-    if log.get("result_validity") != "VALID":
+    if spec.mode != "AccuracyOnly" and log.get("result_validity") != "VALID":
         out.append(f"LoadGen verdict is {log.get('result_validity')}, not VALID")
     if spec.mode == "FindPeakPerformance":
         out.append("FindPeakPerformance is an exploration mode, not a submission run")
     duration = log.get("effective_min_duration_ms")
+    if spec.mode == "AccuracyOnly":
+        duration = None  # an accuracy run covers the whole dataset; duration does not apply
     if isinstance(duration, (int, float)) and duration < cfg.OFFICIAL_MIN_DURATION_MS:
         out.append(f"min_duration {duration} ms is below the {cfg.OFFICIAL_MIN_DURATION_MS} ms the rules require")
-    out.extend(_count_blockers(log, model, scenario))
+    if spec.mode != "AccuracyOnly":
+        out.extend(_count_blockers(log, model, scenario))
     for name, official in cfg.OFFICIAL_SEEDS.items():
         if log.get(f"effective_{name}") != official:
             out.append(f"{name} {log.get(f'effective_{name}')} is not the official seed {official}")
@@ -158,6 +177,8 @@ def _latency_blockers(log: DetailLog, model: str, scenario: str) -> list[str]:
 
 def summary_result(metrics: dict[str, Metric], scenario: str, tokens: bool) -> dict[str, Any]:
     """What the checker's summary.csv would show: ``Result`` and ``Units``."""
+    if "latency_p50_ns" not in metrics:  # an accuracy run
+        return {"result": None, "units": "Tokens/s" if tokens else UNITS[scenario]}
     if tokens and scenario in ("Offline", "Server"):
         return {"result": metrics["tokens_per_second"].value, "units": "Tokens/s"}
     if scenario in ("SingleStream", "MultiStream"):
@@ -179,13 +200,22 @@ def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_di
     """The step's :class:`ResultPart` from the parsed log and the child's report."""
     accuracy = report.get("accuracy")
     metrics, primary = performance_metrics(log, spec.scenario)
+    if spec.mode == "AccuracyOnly":  # no timing: LoadGen logs no performance results
+        metrics, primary = {}, None
     if accuracy is not None:
         acc_metrics = accuracy_metrics(accuracy)
         metrics.update(acc_metrics)
-        if spec.mode == "AccuracyOnly" and acc_metrics:
-            primary = next(iter(acc_metrics))
+        if primary is None and acc_metrics:
+            named = [k for k in acc_metrics if k != "accuracy_samples"] or list(acc_metrics)
+            primary = named[0]
     tokens = uses_tokens(log)
     validity = log.get("result_validity")
+    if spec.mode == "AccuracyOnly":
+        reasons = accuracy_reasons(log, spec, report)
+        status = "invalid" if reasons else "valid"
+    else:
+        reasons = invalid_reasons(log)
+        status = "valid" if validity == "VALID" else "invalid"
     mlperf = {
         "result_validity": validity,
         "min_duration_met": log.get("result_min_duration_met"),
@@ -222,10 +252,10 @@ def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_di
         "primary_metric": primary,
     }
     return ResultPart(
-        status="valid" if validity == "VALID" else "invalid",
+        status=status,
         benchmark=benchmark,
         metrics=metrics,
-        invalid_reasons=tuple(invalid_reasons(log)),
+        invalid_reasons=tuple(reasons),
         sections={"mlperf": mlperf, **_extra_sections(report)},
     )
 
