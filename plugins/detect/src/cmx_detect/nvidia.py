@@ -22,6 +22,9 @@ NVML_CLOCK_SM = 1
 NVML_CLOCK_MEM = 2
 NVLINK_MAX_LINKS = 36
 MIB = 1 << 20
+# nvmlDeviceGetArchitecture values (NVML_DEVICE_ARCH_*)
+ARCHITECTURES = {2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
+                 8: "Ada Lovelace", 9: "Hopper", 10: "Blackwell"}
 
 QUERY_FIELDS = (
     "index", "name", "uuid", "memory.total", "compute_cap", "mig.mode.current", "power.limit",
@@ -106,6 +109,7 @@ def _nvml_device(nvml: NvmlSession, index: int) -> GpuDevice:
         pcie_generation_max=_opt(nvml, "nvmlDeviceGetMaxPcieLinkGeneration", dev),
         pcie_link_width_max=_opt(nvml, "nvmlDeviceGetMaxPcieLinkWidth", dev),
         nvlink_active_links=_nvlinks(nvml, dev),
+        architecture=ARCHITECTURES.get(_opt(nvml, "nvmlDeviceGetArchitecture", dev)),
     )
 
 
@@ -180,11 +184,13 @@ def parse_smi_xml(text: str) -> dict[str, Any]:
     if root.tag != "nvidia_smi_log":
         raise ParseError(f"unexpected root element <{root.tag}>")
     migs: dict[str, list[MigDevice]] = {}
+    archs: dict[str, str | None] = {}
     for gpu in root.findall("gpu"):
         uuid = (gpu.findtext("uuid") or "").strip()
         migs[uuid] = [_xml_mig(i, m) for i, m in enumerate(gpu.findall("mig_devices/mig_device"))]
+        archs[uuid] = _na(gpu.findtext("product_architecture") or "")
     return {"driver_version": _na(root.findtext("driver_version") or ""),
-            "cuda_version": _na(root.findtext("cuda_version") or ""), "mig": migs}
+            "cuda_version": _na(root.findtext("cuda_version") or ""), "mig": migs, "arch": archs}
 
 
 def _xml_mig(i: int, node: ET.Element) -> MigDevice:
@@ -211,7 +217,8 @@ def from_nvidia_smi(src: Source, smi: str, timeout_s: float) -> GpuFacts:
         try:
             info = parse_smi_xml(xml.stdout)
             cuda, driver = info["cuda_version"], info["driver_version"] or driver
-            devices = [replace(d, mig_devices=info["mig"].get(d.uuid or "", [])) for d in devices]
+            devices = [replace(d, mig_devices=info["mig"].get(d.uuid or "", []),
+                               architecture=info["arch"].get(d.uuid or "")) for d in devices]
         except ParseError as err:
             notes.append(f"nvidia-smi -q -x ignored: {err}")
     else:

@@ -85,6 +85,12 @@ def parse_cache_size(text: str) -> int | None:
     return int(float(match.group(1)) * _UNITS.get(unit, 1))
 
 
+def _cache(fields: dict[str, str], level: str) -> int | None:
+    """``L2 cache`` (flat lscpu) or ``L2`` under ``Caches (sum of all)`` (nested lscpu)."""
+    text = fields.get(f"{level} cache") or fields.get(level)
+    return parse_cache_size(text) if text else None
+
+
 def _int(text: str | None) -> int | None:
     try:
         return int(str(text).strip())
@@ -136,8 +142,7 @@ def _cpu_from_lscpu(fields: dict[str, str], cpuinfo: CpuFacts | None, arch: str)
     sockets = _int(fields.get("Socket(s)"))
     per_socket = _int(fields.get("Core(s) per socket"))
     flags = fields.get("Flags", "").split()
-    caches = CpuCaches(*(parse_cache_size(fields[k]) if k in fields else None
-                         for k in ("L1d cache", "L1i cache", "L2 cache", "L3 cache")))
+    caches = CpuCaches(*(_cache(fields, level) for level in ("L1d", "L1i", "L2", "L3")))
     current = cpuinfo.frequency_mhz if cpuinfo else None
     return CpuFacts(
         vendor=fields.get("Vendor ID"),
