@@ -16,7 +16,7 @@ from cmx_core.providers import Exporter
 from cmx_core.results import ResultStore, flatten, write_result
 from cmx_core.results.examples import H100_FACTS, MINIMAL_FACTS, example_document, mlperf_part
 from cmx_core.results.export import export_results, formats
-from cmx_core.results.store import StoredResult
+from cmx_core.results.records import StoredResult
 
 OPEN_MLPERF_NAMES = [
     "metrics.result", "metrics.result_per_accelerator", "metrics.accuracy", "metrics.units",

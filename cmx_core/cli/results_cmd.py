@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cmx_core.results.compare import Cell, Comparison
-    from cmx_core.results.store import ResultStore, RunSummary
+    from cmx_core.results.records import RunSummary
+    from cmx_core.results.store import ResultStore
 
 STATUSES = ("valid", "invalid", "error", "partial", "completed")
 _STATUS_STYLE = {"valid": "green", "invalid": "red", "error": "bold red", "partial": "yellow"}
