@@ -14,7 +14,14 @@ from cmx_core.errors import ResultsError
 from cmx_core.providers import Metric, ResultPart
 from cmx_core.results import validate_document
 from cmx_core.results.document import json_safe, utc_timestamp
-from cmx_core.results.examples import H100_FACTS, MINIMAL_FACTS, example_document, mlperf_part
+from cmx_core.results.examples import (
+    A100_MIG_FACTS,
+    H100_FACTS,
+    MI300X_FACTS,
+    MINIMAL_FACTS,
+    example_document,
+    mlperf_part,
+)
 
 
 def test_plain_run_is_completed_custom_benchmark(tmp_path: Path) -> None:
@@ -49,13 +56,25 @@ def test_h100_facts_fill_accelerator_and_software(tmp_path: Path) -> None:
     assert doc["system"]["accelerator"] == {
         "vendor": "NVIDIA", "name": "NVIDIA H100 80GB HBM3", "tag": "h100", "count_per_node": 8,
         "total_count": 8, "memory_capacity_bytes": 85_520_809_984, "driver_version": "550.54.15",
-        "cuda_version": "12.4.1", "compute_capability": "9.0", "mig_profile": None,
+        "cuda_version": "12.4.1", "compute_capability": "9.0", "mig_profile": None, "interconnect": "nvlink",
     }
-    assert doc["software"]["packages"] == {"torch": "2.5.1+cu124"}
+    assert doc["system"]["os"]["pretty_name"] == "Ubuntu 22.04.4 LTS"
+    assert doc["software"]["packages"] == {"torch": "2.3.1+cu121"}
     assert doc["software"]["framework"] == "pytorch"
     assert doc["software"]["framework_version"] == "2.5.1"
     assert doc["mlperf"]["result_validity"] == "VALID"
     assert doc["model"]["number_of_parameters"] == 25_600_000
+
+
+def test_mig_profiles_and_amd_gpus(tmp_path: Path) -> None:
+    a100 = example_document(tmp_path, facts=A100_MIG_FACTS)["system"]["accelerator"]
+    assert (a100["tag"], a100["mig_profile"], a100["cuda_version"]) == ("a100", "3g.40gb,2g.20gb,1g.10gb", "12.4.1")
+    mi300x = example_document(tmp_path, facts=MI300X_FACTS)
+    validate_document(mi300x)
+    accel = mi300x["system"]["accelerator"]
+    assert (accel["vendor"], accel["name"], accel["total_count"]) == ("AMD", "AMD Instinct MI300X", 8)
+    assert (accel["cuda_version"], accel["mig_profile"], accel["compute_capability"]) == (None, None, "gfx942")
+    assert mi300x["software"]["packages"] == {}
 
 
 @pytest.mark.parametrize("facts", [

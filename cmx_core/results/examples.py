@@ -1,7 +1,8 @@
 """Realistic example runs, for the docs, cmx's tests and plugin authors' tests.
 
-``H100_FACTS`` is shaped like ``cmx detect --json`` on a DGX-class node with the cmx-detect
-plugin; ``MINIMAL_FACTS`` like cmx-core's built-in detectors alone on a small VM.
+``H100_FACTS``, ``A100_MIG_FACTS`` and ``MI300X_FACTS`` are shaped like ``cmx detect --json``
+with the cmx-detect plugin on its recorded machines; ``MINIMAL_FACTS`` like cmx-core's
+built-in detectors alone on a small VM.
 """
 
 from __future__ import annotations
@@ -23,23 +24,64 @@ MINIMAL_FACTS: dict[str, Any] = {
     "python": {"version": "3.11.2", "implementation": "CPython", "executable": "/usr/bin/python3"},
 }
 
+
+def _gpu(index: int, name: str, tag: str, memory: int, cc: str, vendor: str = "nvidia",
+         mig: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "index": index, "vendor": vendor, "name": name, "uuid": f"GPU-{index:08d}-0000-0000-0000-000000000000",
+        "memory_total_bytes": memory, "compute_capability": cc, "accelerator_tag": tag,
+        "accelerator_tags": [tag], "mig_mode": "enabled" if mig else ("disabled" if vendor == "nvidia" else None),
+        "mig_devices": [{"index": i, "name": f"{name} MIG {p}", "uuid": None, "memory_total_bytes": None}
+                        for i, p in enumerate(mig or [])],
+    }
+
+
+_UBUNTU = {"name": "linux", "distro": "Ubuntu", "distro_id": "ubuntu", "version": "22.04",
+           "pretty_name": "Ubuntu 22.04.4 LTS", "kernel": "5.15.0", "arch": "x86_64", "libc": "glibc 2.35"}
+
 H100_FACTS: dict[str, Any] = {
     **MINIMAL_FACTS,
-    "cpu": {"vendor": "AuthenticAMD", "model": "AMD EPYC 9454 48-Core Processor", "sockets": 2, "cores": 96,
-            "threads": 192, "frequency_mhz": 2750.0, "flags": ["avx512f"]},
-    "memory": {"total_bytes": 2_164_173_045_760, "available_bytes": 2_000_000_000_000},
+    "os": _UBUNTU,
+    "cpu": {"vendor": "GenuineIntel", "model": "Intel(R) Xeon(R) Platinum 8480C", "sockets": 2, "cores": 112,
+            "threads": 224, "frequency_mhz": 2000.0, "flags": ["avx512f", "amx_tile"], "arch": "x86_64",
+            "caches": {"l2_bytes": 234_881_024, "l3_bytes": 220_200_960}},
+    "memory": {"total_bytes": 2_164_110_848_000, "available_bytes": 2_121_369_989_120, "swap_total_bytes": 0},
     "gpus": {
-        "devices": [
-            {"index": i, "name": "NVIDIA H100 80GB HBM3", "uuid": f"GPU-00000000-0000-0000-0000-00000000000{i}",
-             "memory_total_bytes": 85_520_809_984, "compute_capability": "9.0", "accelerator_tag": "h100"}
-            for i in range(8)
-        ],
+        "devices": [_gpu(i, "NVIDIA H100 80GB HBM3", "h100", 85_520_809_984, "9.0") for i in range(8)],
         "driver_version": "550.54.15", "cuda_driver_version": "12.4", "source": "nvml", "reason": None,
+        "interconnect": "nvlink", "rocm_version": None, "notes": [],
     },
-    "cuda": {"toolkits": [{"version": "12.4.1", "home": "/usr/local/cuda-12.4"}],
-             "selected": {"version": "12.4.1", "home": "/usr/local/cuda-12.4"}, "reason": None},
-    "accelerator": ["h100"],
-    "torch": {"version": "2.5.1+cu124", "cuda": "12.4"},
+    "cuda": {"toolkits": [{"home": "/usr/local/cuda-12.4", "version": "12.4.1"}], "rejected": [],
+             "selected": {"version": "12.4.1", "home": "/usr/local/cuda-12.4", "nvcc": None, "source": "PATH"},
+             "reason": "selected /usr/local/cuda-12.4"},
+    "accelerator": ["h100", "h100-sxm", "8xh100"],
+    "torch": {"installed": True, "version": "2.3.1+cu121", "cuda_build": "12.1", "cuda_available": True,
+              "device_count": 8},
+}
+"""Shaped like ``cmx detect --replay h100-sxm-8x --json`` (cmx-detect's recorded DGX H100)."""
+
+A100_MIG_FACTS: dict[str, Any] = {
+    **H100_FACTS,
+    "gpus": {
+        "devices": [_gpu(0, "NVIDIA A100-SXM4-80GB", "a100", 85_899_345_920, "8.0",
+                         mig=["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"])],
+        "driver_version": "535.183.01", "cuda_driver_version": "12.2", "source": "nvml", "reason": None,
+        "interconnect": "nvlink",
+    },
+    "accelerator": ["a100"],
+}
+
+MI300X_FACTS: dict[str, Any] = {
+    **H100_FACTS,
+    "gpus": {
+        "devices": [_gpu(i, "AMD Instinct MI300X", "mi300x", 206_141_652_992, "gfx942", vendor="amd")
+                    for i in range(8)],
+        "driver_version": "6.7.0", "cuda_driver_version": None, "source": "amd-smi", "reason": None,
+        "interconnect": None, "rocm_version": "6.2.0",
+    },
+    "cuda": {"toolkits": [], "selected": None, "reason": "no CUDA toolkit found"},
+    "accelerator": ["mi300x", "8xmi300x"],
+    "torch": {"installed": False, "reason": "No module named 'torch'"},
 }
 
 _T0 = datetime(2026, 11, 30, 7, 0, 0, tzinfo=timezone.utc)

@@ -70,6 +70,7 @@ def _open_mlperf(doc: Mapping[str, Any]) -> dict[str, Any]:
     per_accel = value / total if value is not None and total and primary.get("higher_is_better") else None
     os_facts = system["os"]
     os_name = " ".join(p for p in (os_facts.get("distro"), os_facts.get("version")) if p) or os_facts.get("name")
+    os_name = os_facts.get("pretty_name") or os_name
     tokens = (metrics.get("tokens_per_second") or {}).get("value")
     freq = cpu.get("frequency_mhz")
     return {
@@ -88,7 +89,7 @@ def _open_mlperf(doc: Mapping[str, Any]) -> dict[str, Any]:
         "system.accelerator.total_count": accel.get("total_count"),
         "system.accelerator.memory_capacity": _gib(accel.get("memory_capacity_bytes")),
         "system.accelerator.memory_config": None,
-        "system.interconnect.accelerator": None,
+        "system.interconnect.accelerator": accel.get("interconnect"),
         "system.cpu.vendor": cpu.get("vendor"),
         "system.cpu.model": cpu.get("model"),
         "system.cpu.core_count": cpu.get("core_count"),

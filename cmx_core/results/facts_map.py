@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 _GPU_VENDOR_BY_SOURCE = {"nvml": "NVIDIA", "nvidia-smi": "NVIDIA", "rocm-smi": "AMD", "amd-smi": "AMD"}
+_VENDOR_NAMES = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel"}
 _SYSTEM_TYPES = {"datacenter", "edge", "workstation", "ci"}
 
 
@@ -79,7 +80,7 @@ def _cpu(cpu: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _os(os_facts: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: _str(os_facts.get(key)) for key in ("name", "distro", "version", "kernel", "arch")}
+    return {key: _str(os_facts.get(key)) for key in ("name", "distro", "version", "pretty_name", "kernel", "arch")}
 
 
 def _container(value: Any) -> dict[str, Any] | None:
@@ -97,7 +98,9 @@ def _accelerator(gpus: Mapping[str, Any], cuda: Mapping[str, Any]) -> dict[str, 
         return None
     first = devices[0]
     same = [d for d in devices if d.get("name") == first.get("name")]
-    vendor = _str(first.get("vendor")) or _GPU_VENDOR_BY_SOURCE.get(str(gpus.get("source")))
+    vendor = _str(first.get("vendor"))
+    vendor = _VENDOR_NAMES.get(vendor.lower(), vendor) if vendor else _GPU_VENDOR_BY_SOURCE.get(
+        str(gpus.get("source")))
     selected = _map(cuda.get("selected"))
     return {
         "vendor": vendor,
@@ -109,8 +112,20 @@ def _accelerator(gpus: Mapping[str, Any], cuda: Mapping[str, Any]) -> dict[str, 
         "driver_version": _str(gpus.get("driver_version")),
         "cuda_version": _str(selected.get("version")) or _str(gpus.get("cuda_driver_version")),
         "compute_capability": _str(first.get("compute_capability")),
-        "mig_profile": _str(first.get("mig_profile")),
+        "mig_profile": _str(first.get("mig_profile")) or _mig_profiles(first),
+        "interconnect": _str(gpus.get("interconnect")),
     }
+
+
+def _mig_profiles(device: Mapping[str, Any]) -> str | None:
+    """``3g.40gb,1g.10gb`` from MIG instance names like ``NVIDIA A100-SXM4-80GB MIG 3g.40gb``."""
+    if str(device.get("mig_mode") or "").lower() != "enabled":
+        return None
+    instances = device.get("mig_devices")
+    names = [str(m.get("name") or "") for m in instances if isinstance(m, Mapping)] if isinstance(
+        instances, Sequence) else []
+    profiles = dict.fromkeys(n.rsplit(" MIG ", 1)[-1].strip() for n in names if " MIG " in n)
+    return ",".join(profiles) or None
 
 
 def python_version(facts: Mapping[str, Any]) -> str | None:
