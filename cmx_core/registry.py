@@ -236,7 +236,7 @@ def install_hint(kind: str, name: str) -> str:
 def read_registry(path: Path | None = None) -> RegistryFile:
     """Parse and validate a registry file; the first problem is raised as RegistryError."""
     path = path or registry_path()
-    problems, entries = validate_file(path)
+    problems, entries = validate_file(path, check_sources=False)
     if problems:
         raise RegistryError(str(problems[0]) + (
             f" (and {len(problems) - 1} more; run `cmx registry check`)"
@@ -244,10 +244,13 @@ def read_registry(path: Path | None = None) -> RegistryFile:
     return RegistryFile(path, tuple(entries))
 
 
-def validate_file(path: Path) -> tuple[list[Problem], list[Entry]]:
+def validate_file(path: Path, *, check_sources: bool = True) -> tuple[list[Problem], list[Entry]]:
     """Schema and consistency problems of a registry file, and its entries when it parses.
 
     Unparseable YAML raises RegistryError; schema problems come back with no entries.
+    ``check_sources`` also compares in-tree entries with their ``pyproject.toml`` (``cmx
+    registry check``); reading the registry for search/info/install skips that, so a copy
+    of the file without a checkout still works.
     """
     try:
         text = path.read_text(encoding="utf-8")
@@ -268,7 +271,7 @@ def validate_file(path: Path) -> tuple[list[Problem], list[Entry]]:
     if problems:
         return problems, []
     entries = _entries_from(data, path)
-    problems = list(_consistency_problems(path, entries, lines))
+    problems = list(_consistency_problems(path, entries, lines, check_sources))
     return problems, entries
 
 
@@ -374,7 +377,7 @@ def _entry(item: Mapping[str, Any]) -> Entry:
 
 
 def _consistency_problems(
-    path: Path, entries: list[Entry], lines: _LineFinder
+    path: Path, entries: list[Entry], lines: _LineFinder, check_sources: bool
 ) -> Iterator[Problem]:
     names = {e.name for e in entries}
     seen: dict[str, str] = {}
@@ -398,7 +401,7 @@ def _consistency_problems(
             yield problem("deprecated_by", f"'{entry.deprecated_by}' is not an entry")
         if entry.state == "deprecated" and not entry.deprecated_by:
             yield problem("deprecated_by", "a deprecated entry names its replacement")
-        if entry.source.path:
+        if entry.source.path and check_sources:
             yield from (problem(k, m) for k, m in _in_tree_problems(path.parent, entry, names))
 
 

@@ -26,16 +26,14 @@ _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 def add_parser(subparsers: Any) -> None:
     """Add ``cmx plugins`` and its subcommands (``cmx plugins`` alone lists)."""
     parser = subparsers.add_parser(
-        "plugins", help="list, find, install and scaffold plugins",
+        "plugins", help="list, find, install and scaffold plugins", parents=common_parents(),
         description="Installed plugins, the plugin registry, and a plugin scaffold.")
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.set_defaults(handler=cmd_list)
     sub = parser.add_subparsers(dest="plugins_command", metavar="COMMAND")
 
     def command(name: str, help_text: str, handler: Any) -> argparse.ArgumentParser:
-        child = sub.add_parser(name, help=help_text, description=help_text)
-        child.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                           help="print one JSON document")
+        child = sub.add_parser(name, help=help_text, description=help_text,
+                               parents=common_parents())
         child.set_defaults(handler=handler)
         return child
 
@@ -61,6 +59,17 @@ def add_parser(subparsers: Any) -> None:
     new.add_argument("--dir", type=Path, default=None,
                      help="parent directory of the new package (default: the current one)")
     new.add_argument("--summary", default=None, help="one-line description")
+
+
+def common_parents() -> list[argparse.ArgumentParser]:
+    """The options every cmx command takes (``--json``, ``--strict-plugins``...)."""
+    try:
+        from cmx_core.cli.main import common_options
+    except ImportError:  # pragma: no cover - the CLI module is part of cmx-core
+        fallback = argparse.ArgumentParser(add_help=False)
+        fallback.add_argument("--json", action="store_true", help="print one JSON document")
+        return [fallback]
+    return [common_options()]
 
 
 def _emit(args: argparse.Namespace, document: Any, text: str) -> None:

@@ -15,15 +15,17 @@ def add_parser(subparsers: Any) -> None:
         "registry", help="check the plugin registry (registry.yaml)",
         description="The plugin registry: what every known plugin provides.")
     sub = parser.add_subparsers(dest="registry_command", metavar="COMMAND", required=True)
+    from cmx_core.cli.plugins_cmd import common_parents
+
     check = sub.add_parser(
         "check", help="validate registry.yaml and what installed plugins really register",
+        parents=common_parents(),
         description="Validate registry.yaml against its JSON Schema and its in-tree "
         "packages, then compare each installed plugin's entry with what it registers.")
     check.add_argument("--file", type=Path, default=None,
                        help="registry file (default: CMX_REGISTRY, the checkout's, the package's)")
     check.add_argument("--no-installed", action="store_true",
                        help="skip the comparison with installed plugins")
-    check.add_argument("--json", action="store_true", help="print one JSON document")
     check.set_defaults(handler=cmd_check)
 
 
