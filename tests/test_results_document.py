@@ -178,7 +178,7 @@ def test_artifacts_get_sha256_size_and_relative_path(tmp_path: Path) -> None:
 
 
 def test_missing_artifact_is_a_one_line_error(tmp_path: Path) -> None:
-    with pytest.raises(ResultsError, match=r"mlperf_log_detail.txt: artifact of kind 'mlperf_log_detail' cannot be read"):
+    with pytest.raises(ResultsError, match=r"log_detail.txt: artifact of kind 'mlperf_log_detail' cannot be read"):
         example_document(tmp_path, artifacts=((Path("mlperf_log_detail.txt"), "mlperf_log_detail"),))
 
 

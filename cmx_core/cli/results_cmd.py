@@ -240,7 +240,8 @@ def _compare_table(comparison: Comparison) -> Any:
         table.add_column(_styled(f"{run.run_id}\n{run.recipe} [{run.status}]", None), justify="right")
     for row in comparison.metrics:
         units = sorted({c.unit for c in row.cells if c.unit})
-        arrow = "" if row.higher_is_better is None else (" (higher better)" if row.higher_is_better else " (lower better)")
-        table.add_row(_styled(row.name + arrow, None), _styled(" / ".join(units), "yellow" if len(units) > 1 else None),
+        arrow = {None: "", True: " (higher better)", False: " (lower better)"}[row.higher_is_better]
+        unit_style = "yellow" if len(units) > 1 else None
+        table.add_row(_styled(row.name + arrow, None), _styled(" / ".join(units), unit_style),
                       *(_cell_text(c) for c in row.cells))
     return table

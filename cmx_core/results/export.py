@@ -19,7 +19,7 @@ from cmx_core.results.writer import atomic_write_text
 
 if TYPE_CHECKING:
     from cmx_core.providers import Exporter
-    from cmx_core.results.store import StoredResult
+    from cmx_core.results.records import StoredResult
 
 _GIB = float(1 << 30)
 _SKIP = {"artifacts", "metrics"}

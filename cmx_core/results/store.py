@@ -233,7 +233,12 @@ class ResultStore:
         sql += " ORDER BY created_at DESC, run_id LIMIT ?"
         with self._connect(write=False) as conn:
             rows = self._query(conn, sql, (*params, max(0, int(limit))))
-        return [RunSummary(*r[:-1], Path(r[-1])) for r in rows]
+        return [
+            RunSummary(run_id=r[0], created_at=r[1], status=r[2], recipe=r[3], suite=r[4], task=r[5],
+                       scenario=r[6], primary_metric=r[7], result=r[8], units=r[9], wall_s=r[10],
+                       result_path=Path(r[11]))
+            for r in rows
+        ]
 
 
 def _create(conn: sqlite3.Connection) -> None:
@@ -299,7 +304,7 @@ def _read_document(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsError(f"{path}: cannot read result file ({exc})") from None
     try:
-        document = json.loads(text)
+        document: dict[str, Any] = json.loads(text)
     except ValueError as exc:
         raise ResultsError(f"{path}: not valid JSON ({exc})") from None
     validate_document(document, source=str(path))

@@ -24,7 +24,7 @@ def validate_document(document: Any, source: str = "result document") -> None:
     from cmx_core.results import _validator
 
     try:
-        _validator.validate_urn_cmx_schema_result_1_0(document)
+        _validator.validate_urn_cmx_schema_result_1_0(document)  # type: ignore[no-untyped-call]
     except _validator.JsonSchemaValueException as exc:
         raise ResultsError(f"{source}: invalid result document: {_json_path(exc)}") from None
     _check_rules(document, source)
