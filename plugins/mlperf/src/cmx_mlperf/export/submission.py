@@ -1,0 +1,135 @@
+"""``cmx results export --format mlperf-submission DIR RUN...``: the MLPerf Inference
+submission tree (workloads.md §1.9)::
+
+    DIR/<division>/<submitter>/
+      systems/<system_id>.json
+      src/README.md
+      results/<system_id>/<benchmark>/<scenario>/
+        performance/run_1/{mlperf_log_summary.txt, mlperf_log_detail.txt}
+        accuracy/{accuracy.txt, mlperf_log_accuracy.json, mlperf_log_detail.txt, mlperf_log_summary.txt}
+        measurements.json  user.conf  README.md
+
+Per system x benchmark x scenario the latest PerformanceOnly run and the latest AccuracyOnly
+run are used. The accuracy log is truncated to at most 10 KB (first and last 4000 bytes,
+like MLPerf's ``truncate_accuracy_log.py``) and ``hash=<sha256 of the full log>`` is written
+into ``accuracy.txt``. ``CMX_MLPERF_SUBMITTER`` (default ``cmx``) and
+``CMX_MLPERF_DIVISION`` (default ``closed``) name the tree's top directories.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cmx_core.errors import ResultsError
+
+from cmx_mlperf.export import common
+from cmx_mlperf.export.systems import system_json
+from cmx_mlperf.harness.accuracy import file_sha256
+
+MAX_ACCURACY_LOG_BYTES = 10 * 1024
+KEEP_BYTES = 4000
+LOGS = ("mlperf_log_summary.txt", "mlperf_log_detail.txt")
+
+
+def export(docs: list[Mapping[str, Any]], run_dirs: list[Path], dest: Path) -> None:
+    groups = common.group_documents(docs, run_dirs)
+    root = Path(dest) / common.division() / common.submitter()
+    if root.exists() and any(root.iterdir()):
+        raise ResultsError(f"{root}: already holds a submission; export into an empty directory")
+    root.mkdir(parents=True, exist_ok=True)
+    systems: dict[str, Mapping[str, Any]] = {}
+    for group in groups:
+        doc, _ = group.primary()
+        systems.setdefault(group.system, doc)
+        write_group(root, group)
+    for name, doc in systems.items():
+        path = root / "systems" / f"{name}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = system_json(doc, common.division(), common.submitter(), name)
+        path.write_text(json.dumps(record, indent=2) + "\n")
+    _write(root / "src" / "README.md", _src_readme(groups))
+
+
+def write_group(root: Path, group: common.Group) -> None:
+    base = root / group.location
+    if group.performance:
+        doc, run_dir = group.performance
+        for name in LOGS:
+            _copy(common.log_file(doc, run_dir, name), base / "performance" / "run_1" / name)
+        conf = common.log_file(doc, run_dir, "user.conf", required=False)
+        if conf:
+            _copy(conf, base / "user.conf")
+    if group.accuracy:
+        doc, run_dir = group.accuracy
+        for name in LOGS:
+            _copy(common.log_file(doc, run_dir, name), base / "accuracy" / name)
+        full_log = common.log_file(doc, run_dir, "mlperf_log_accuracy.json")
+        truncate_accuracy_log(full_log, base / "accuracy" / "mlperf_log_accuracy.json")
+        _write(base / "accuracy" / "accuracy.txt",
+               f"{common.accuracy_text(doc)}\nhash={file_sha256(full_log)}\n")
+    doc, _ = group.primary()
+    _write(base / "measurements.json", json.dumps(measurements(doc), indent=2) + "\n")
+    _write(base / "README.md", _group_readme(group))
+
+
+def truncate_accuracy_log(source: Path, target: Path) -> None:
+    """Copy ``source``; above 10 KB keep only its first and last 4000 bytes."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    size = source.stat().st_size
+    if size <= MAX_ACCURACY_LOG_BYTES:
+        shutil.copyfile(source, target)
+        return
+    with open(source, "rb") as handle:
+        head = handle.read(KEEP_BYTES)
+        handle.seek(size - KEEP_BYTES)
+        tail = handle.read(KEEP_BYTES)
+    target.write_bytes(head + b"\n...\n" + tail)
+
+
+def measurements(doc: Mapping[str, Any]) -> dict[str, Any]:
+    model = doc.get("model") or {}
+    weights = model.get("weight_data_types") or "fp32"
+    return {
+        "input_data_types": weights,
+        "retraining": "No",
+        "starting_weights_filename": model.get("source") or model.get("name") or doc["benchmark"]["task"],
+        "weight_data_types": weights,
+        "weight_transformations": "none",
+        "starting_weights_sha256": model.get("sha256"),
+        "cmx_run_id": doc.get("run_id"),
+    }
+
+
+def _copy(source: Path | None, target: Path) -> None:
+    assert source is not None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _group_readme(group: common.Group) -> str:
+    lines = [f"# {group.benchmark} {group.scenario} on {group.system}", "",
+             "Exported by cmx-mlperf. These runs are division 'unofficial'.", ""]
+    for kind, found in (("performance", group.performance), ("accuracy", group.accuracy)):
+        if not found:
+            lines.append(f"- {kind}: missing (run the recipe with mode {'AccuracyOnly' if kind == 'accuracy' else 'PerformanceOnly'})")
+            continue
+        doc = found[0]
+        blockers = (doc.get("mlperf") or {}).get("submission_blockers") or []
+        lines.append(f"- {kind}: run {doc.get('run_id')}, status {doc.get('status')}")
+        lines.extend(f"  - not submittable: {b}" for b in blockers)
+    return "\n".join(lines) + "\n"
+
+
+def _src_readme(groups: Sequence[common.Group]) -> str:
+    names = sorted({g.benchmark for g in groups})
+    return ("# Source\n\nThe harness is cmx-mlperf (LoadGen in a fresh process per test); "
+            f"benchmarks: {', '.join(names)}.\n")
