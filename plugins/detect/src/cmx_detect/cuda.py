@@ -15,11 +15,12 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
+from cmx_detect.fingerprints import CUDA_ENV_HOMES, CUDA_STANDARD_ROOTS
 from cmx_detect.facts import CudaFacts, CudaSelection, CudaToolkit, RejectedCandidate
 from cmx_detect.source import Source
 
-ENV_HOMES = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")
-STANDARD_ROOTS = ("/usr/local", "/opt")
+ENV_HOMES = CUDA_ENV_HOMES
+STANDARD_ROOTS = CUDA_STANDARD_ROOTS
 MAX_WRAPPER_BYTES = 16 * 1024
 MAX_WRAPPER_DEPTH = 5
 _EXEC_TARGET = re.compile(r"""(?:^|[\s"'=])(/[^\s"'$;|&]*?/nvcc)(?=$|[\s"';|&])""", re.MULTILINE)
@@ -198,17 +199,3 @@ def _override(value: str, search: _Search) -> tuple[CudaSelection | None, str]:
     return (CudaSelection(version=value, home=home, nvcc=match.nvcc if match else None,
                           source="CMX_OVERRIDE_CUDA"),
             f"CMX_OVERRIDE_CUDA={value}" + (f" (matches {home})" if home else " (no such toolkit here)"))
-
-
-def fingerprint_paths(src: Source) -> list[str]:
-    """Paths whose path/size/mtime identify the CUDA setup (for the fact cache)."""
-    paths = list(src.which_all("nvcc"))
-    for var in ENV_HOMES:
-        if src.env(var):
-            paths.append(posixpath.join(src.env(var) or "", "bin", "nvcc"))
-    for root in STANDARD_ROOTS:
-        for name in src.listdir(root):
-            if name == "cuda" or name.startswith("cuda-"):
-                base = posixpath.join(root, name)
-                paths += [base, posixpath.join(base, "version.json"), posixpath.join(base, "bin", "nvcc")]
-    return paths

@@ -1,24 +1,30 @@
 """The detector table: name -> detect function, cheap fingerprint and cache lifetime.
 
 Each ``detect`` takes a :class:`~cmx_detect.source.Source`; registration binds it to the live
-machine, ``cmx detect --replay`` binds it to a fixture. A fingerprint is a short hash of what
-would change the answer (binary path/size/mtime, driver version, relevant environment) and
-costs only ``stat`` calls and small ``/proc`` reads, so cmx-core's fact cache can check it on
-every command.
+machine, ``cmx detect --replay`` binds it to a fixture. Fingerprints live in
+:mod:`cmx_detect.fingerprints`; detect functions import their modules lazily, so a warm run
+that only checks fingerprints imports none of the parsers.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cmx_core.errors import CmxError
 
 from cmx_detect.convert import to_data
+from cmx_detect.fingerprints import (
+    fp_containers,
+    fp_cpu,
+    fp_cuda,
+    fp_gpus,
+    fp_memory,
+    fp_os,
+    fp_python,
+    fp_torch,
+)
 from cmx_detect.source import Source
 
 DAY_S = 86400.0
@@ -31,82 +37,6 @@ class Spec:
     detect: Callable[[Source], Any]
     fingerprint: Callable[[Source], str]
     ttl_s: float | None
-
-
-def _digest(parts: Iterable[object]) -> str:
-    return hashlib.sha256("\n".join(map(str, parts)).encode()).hexdigest()[:16]
-
-
-def stat_token(src: Source, paths: Iterable[str]) -> list[str]:
-    """``path:size:mtime_ns`` of each path (``path:-`` when absent)."""
-    out = []
-    for path in paths:
-        st = src.stat(path)
-        out.append(f"{path}:{st.size}:{st.mtime_ns}" if st else f"{path}:-")
-    return out
-
-
-def _env(src: Source, *names: str) -> list[str]:
-    return [f"{n}={src.env(n)}" for n in names] + [f"{n}={os.environ.get(n)}" for n in _OVERRIDES]
-
-
-_OVERRIDES = ("CMX_OVERRIDE_ACCELERATOR", "CMX_OVERRIDE_CUDA")
-
-
-# -- fingerprints ---------------------------------------------------------------------------
-
-def fp_os(src: Source) -> str:
-    return _digest([*stat_token(src, ["/etc/os-release"]), src.read_text("/proc/sys/kernel/osrelease")])
-
-
-def fp_cpu(src: Source) -> str:
-    return _digest([src.read_text("/proc/sys/kernel/osrelease"), os.cpu_count(),
-                    *stat_token(src, ["/sys/devices/system/cpu/online"]), src.read_text("/sys/devices/system/cpu/online")])
-
-
-def fp_memory(src: Source) -> str:
-    text = src.read_text("/proc/meminfo") or ""
-    return _digest([line for line in text.splitlines() if line.startswith(("MemTotal", "SwapTotal"))])
-
-
-def fp_python(src: Source) -> str:
-    return _digest([sys.executable, sys.version, *stat_token(src, [sys.executable])])
-
-
-def fp_cuda(src: Source) -> str:
-    from cmx_detect.cuda import ENV_HOMES, fingerprint_paths
-
-    return _digest([*_env(src, "PATH", *ENV_HOMES), *stat_token(src, fingerprint_paths(src))])
-
-
-_GPU_TOOLS = ("nvidia-smi", "rocm-smi", "amd-smi")
-
-
-def fp_gpus(src: Source) -> str:
-    """Driver version (``/proc/driver/nvidia/version``), device nodes, tools, libraries."""
-    import importlib.util
-
-    tools = [p for t in _GPU_TOOLS for p in src.which_all(t)]
-    nodes = [n for n in src.listdir("/dev") if n.startswith(("nvidia", "kfd"))]
-    try:
-        spec = importlib.util.find_spec("pynvml")
-    except (ImportError, ValueError):
-        spec = None
-    libs = ["/etc/ld.so.cache", "/opt/rocm/.info/version", *([spec.origin] if spec and spec.origin else [])]
-    return _digest([src.read_text("/proc/driver/nvidia/version"), *nodes, *_env(src, "PATH"),
-                    *stat_token(src, tools + libs)])
-
-
-def fp_torch(src: Source) -> str:
-    from cmx_detect.torchinfo import fingerprint_paths
-
-    return _digest([sys.executable, *stat_token(src, fingerprint_paths())])
-
-
-def fp_containers(src: Source) -> str:
-    clis = [p for t in ("docker", "podman", "nvidia-ctk") for p in src.which_all(t)]
-    sockets = ["/var/run/docker.sock", "/run/podman/podman.sock", "/etc/cdi/nvidia.yaml"]
-    return _digest([*_env(src, "PATH", "DOCKER_HOST"), *stat_token(src, clis + sockets)])
 
 
 # -- detect functions (imported lazily: importing the plugin must stay cheap) ----------------

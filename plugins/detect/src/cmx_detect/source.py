@@ -17,9 +17,10 @@ import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cmx_detect.nvml import NvmlSession
+if TYPE_CHECKING:
+    from cmx_detect.nvml import NvmlSession
 
 DEFAULT_TIMEOUT_S = 10.0
 MAX_READ_BYTES = 1 << 20

@@ -55,16 +55,3 @@ def detect_torch(src: Source) -> TorchFacts:
         return parse_probe(result.stdout)
     except (ValueError, TypeError) as err:
         return TorchFacts(installed=False, reason=f"cannot parse torch probe output: {err}")
-
-
-def fingerprint_paths() -> list[str]:
-    """torch's ``version.py`` (changes with every install), found without importing torch."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("torch")
-    except (ImportError, ValueError):
-        return []
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    return [f"{list(spec.submodule_search_locations)[0]}/version.py"]
