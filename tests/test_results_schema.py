@@ -144,3 +144,13 @@ def test_error_requires_error_status(tmp_path: Path) -> None:
 def test_not_an_object_is_rejected() -> None:
     with pytest.raises(ResultsError, match=r"invalid result document: \$ must be object"):
         validate_document([1, 2])
+
+
+def test_keys_added_within_1_0_are_optional(tmp_path: Path) -> None:
+    """Documents written before ``os.pretty_name`` and ``accelerator.interconnect`` existed
+    stay valid: additions within a schema version are never required."""
+    document = example_document(tmp_path, facts=H100_FACTS)
+    del document["system"]["os"]["pretty_name"]
+    del document["system"]["accelerator"]["interconnect"]
+    validate_document(document)
+    REFERENCE.validate(document)

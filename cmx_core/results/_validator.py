@@ -717,7 +717,7 @@ def validate____defs_system(data, custom_formats={}, name_prefix=None):
                 raise JsonSchemaValueException('' + (name_prefix or 'data') + '.os must be object', value=data__os, name='' + (name_prefix or 'data') + '.os', rule='type')
             data__os_is_dict = isinstance(data__os, dict)
             if data__os_is_dict:
-                data__os__missing_keys = set(['name', 'distro', 'version', 'pretty_name', 'kernel', 'arch']) - data__os.keys()
+                data__os__missing_keys = set(['name', 'distro', 'version', 'kernel', 'arch']) - data__os.keys()
                 if data__os__missing_keys:
                     raise JsonSchemaValueException('' + (name_prefix or 'data') + '.os must contain ' + (str(sorted(data__os__missing_keys)) + ' properties'), value=data__os, name='' + (name_prefix or 'data') + '.os', rule='required')
                 data__os_keys = set(data__os.keys())
@@ -790,7 +790,7 @@ def validate____defs_accelerator(data, custom_formats={}, name_prefix=None):
         raise JsonSchemaValueException('' + (name_prefix or 'data') + ' must be object or null', value=data, name='' + (name_prefix or 'data') + '', rule='type')
     data_is_dict = isinstance(data, dict)
     if data_is_dict:
-        data__missing_keys = set(['vendor', 'name', 'tag', 'count_per_node', 'total_count', 'memory_capacity_bytes', 'driver_version', 'cuda_version', 'compute_capability', 'mig_profile', 'interconnect']) - data.keys()
+        data__missing_keys = set(['vendor', 'name', 'tag', 'count_per_node', 'total_count', 'memory_capacity_bytes', 'driver_version', 'cuda_version', 'compute_capability', 'mig_profile']) - data.keys()
         if data__missing_keys:
             raise JsonSchemaValueException('' + (name_prefix or 'data') + ' must contain ' + (str(sorted(data__missing_keys)) + ' properties'), value=data, name='' + (name_prefix or 'data') + '', rule='required')
         data_keys = set(data.keys())
