@@ -33,6 +33,9 @@ def shell_step(ctx: StepContext) -> StepOutput:
     cmd = ctx.params.get("cmd")
     if isinstance(cmd, str) or not isinstance(cmd, (list, tuple)) or not cmd:
         raise UsageError(f"{ctx.recipe}: shell step needs 'cmd' as a list of arguments, not a string (got {cmd!r})")
+    for i, arg in enumerate(cmd):
+        if isinstance(arg, bool) or not isinstance(arg, (str, int, float)):
+            raise UsageError(f"{ctx.recipe}: shell step cmd[{i}] is {type(arg).__name__} {arg!r}; quote it as a string")
     argv = [str(a) for a in cmd]
     env = _step_env(ctx.params.get("env") or {}, ctx.params.get("env_allow") or ())
     timeout = ctx.params.get("timeout_s") or ctx.timeout_s

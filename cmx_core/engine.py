@@ -23,7 +23,7 @@ from cmx_core.cache import Cache
 from cmx_core.catalog import Catalog, load_catalog
 from cmx_core.errors import CmxError, UsageError
 from cmx_core.facts import SYSTEM_FACTS, FactStore
-from cmx_core.plan import Plan, PlanQuery, build_plan, digest
+from cmx_core.planner import Plan, PlanQuery, build_plan, digest
 from cmx_core.plugins import Registry, call_event, get_registry
 from cmx_core.providers import ExecutionRequest
 from cmx_core.recipe import Recipe, split_tags

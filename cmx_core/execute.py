@@ -23,7 +23,7 @@ from cmx_core import __version__
 from cmx_core.cache import Cache
 from cmx_core.errors import CmxError, Interrupted, StepFailed
 from cmx_core.facts import FactStore
-from cmx_core.plan import Plan, PlanNode, digest
+from cmx_core.planner import Plan, PlanNode, digest
 from cmx_core.plugins import Registry, call_event, get_registry
 from cmx_core.providers import Artifact, ExecutionRequest, ResultPart, StepContext, StepOutput
 from cmx_core.recipe import StepSpec
@@ -149,16 +149,29 @@ class NodeRunner:
         start = time.perf_counter()
         deps = {alias: done[dep].outputs for alias, dep in node.deps.items()}
         key = self._effective_key(node, deps)
-        if node.cacheable and self.use_cache and not self.refresh:
-            entry, _ = self.cache.lookup(key, node.recipe.cache.expires_s)
-            if entry is not None:
-                call_event("cmx_node_started", node_id=node.id, recipe=node.recipe.name, cached=True)
-                outputs = freeze(entry.outputs)
-                call_event("cmx_node_finished", node_id=node.id, recipe=node.recipe.name,
-                           outputs=outputs, wall_s=time.perf_counter() - start, cached=True)
-                return NodeOutcome(node.id, outputs, True, time.perf_counter() - start, key)
+        if not (node.cacheable and self.use_cache):
+            return self._execute(node, deps, key, start, use_entry=False)
+        hit = None if self.refresh else self._hit(node, key, start)
+        if hit is not None:
+            return hit
+        with self.cache.lock(key):  # another process may have computed it meanwhile
+            hit = None if self.refresh else self._hit(node, key, start)
+            return hit or self._execute(node, deps, key, start, use_entry=True)
+
+    def _hit(self, node: PlanNode, key: str, start: float) -> NodeOutcome | None:
+        entry, _ = self.cache.lookup(key, node.recipe.cache.expires_s)
+        if entry is None:
+            return None
+        call_event("cmx_node_started", node_id=node.id, recipe=node.recipe.name, cached=True)
+        outputs = freeze(entry.outputs)
+        call_event("cmx_node_finished", node_id=node.id, recipe=node.recipe.name,
+                   outputs=outputs, wall_s=time.perf_counter() - start, cached=True)
+        return NodeOutcome(node.id, outputs, True, time.perf_counter() - start, key)
+
+    def _execute(self, node: PlanNode, deps: Mapping[str, Any], key: str, start: float,
+                 use_entry: bool) -> NodeOutcome:
         call_event("cmx_node_started", node_id=node.id, recipe=node.recipe.name, cached=False)
-        outcome = self._run_steps(node, deps, key, start)
+        outcome = self._run_steps(node, deps, key, start, use_entry)
         call_event("cmx_node_finished", node_id=node.id, recipe=node.recipe.name,
                    outputs=outcome.outputs, wall_s=outcome.wall_s, cached=False)
         return outcome
@@ -168,8 +181,8 @@ class NodeRunner:
             return node.cache_key
         return digest([node.cache_key, {a: thaw(deps[a]) for a in node.volatile}])[:32]
 
-    def _run_steps(self, node: PlanNode, deps: Mapping[str, Any], key: str, start: float) -> NodeOutcome:
-        use_entry = node.cacheable and self.use_cache
+    def _run_steps(self, node: PlanNode, deps: Mapping[str, Any], key: str, start: float,
+                   use_entry: bool) -> NodeOutcome:
         with self._workspace(node, key, use_entry) as (work_dir, staging):
             frozen_deps = freeze(deps)
             step_outputs: dict[str, Mapping[str, Any]] = {}
@@ -193,7 +206,7 @@ class NodeRunner:
             work_dir.mkdir(parents=True, exist_ok=True)
             yield work_dir, None
             return
-        with self.cache.lock(key), self.cache.stage(key) as staging:
+        with self.cache.stage(key) as staging:
             yield staging.files, staging
 
     def _run_step(self, node: PlanNode, step: StepSpec, work_dir: Path, deps: Mapping[str, Any],

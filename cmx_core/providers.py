@@ -164,7 +164,7 @@ class Detector:
 class ExecutionRequest:
     """What an executor is asked to run: a resolved plan and how to run it."""
 
-    plan: Any  # cmx_core.plan.Plan; typed loosely to keep this module import-light
+    plan: Any  # cmx_core.planner.Plan; typed loosely to keep this module import-light
     run_dir: Path
     jobs: int = 1
     use_cache: bool = True

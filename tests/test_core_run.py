@@ -1,0 +1,245 @@
+"""Execution and cache: snapshots, declared outputs, -j, cache hits and invalidation,
+Ctrl-C, JSON output, and that nothing is written outside the cache and data dirs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import cmx_core
+from cmx_core.cache import Cache
+from cmx_core.providers import StepContext
+
+COUNTER = """
+name: counter
+tags: [counter]
+summary: appends a line each time it really runs
+inputs:
+  log: {type: path, required: true}
+  label: {type: string, default: x}
+steps:
+  - uses: shell
+    with: {cmd: [sh, -c, 'echo run >> "$1"; echo "$2" > out.txt; echo value=$2', sh, "{{ inputs.log }}", "{{ inputs.label }}"], parse: kv}
+outputs:
+  value: {}
+  file: {value: "{{ node.dir }}/out.txt"}
+"""
+
+
+def _runs(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_cache_hit_no_cache_refresh(recipes, tmp_path) -> None:
+    recipes("counter", COUNTER)
+    log = tmp_path / "log.txt"
+    kwargs = {"recipes_dirs": [recipes.dir]}
+    first = cmx_core.run("counter", {"log": str(log)}, **kwargs)
+    assert first.document["outputs"]["value"] == "x" and _runs(log) == 1
+    out_file = Path(first.document["outputs"]["file"])
+    assert out_file.read_text() == "x\n" and "/cache/entries/" in str(out_file)
+    cmx_core.run("counter", {"log": str(log)}, **kwargs)
+    assert _runs(log) == 1  # hit
+    assert cmx_core.plan("counter", {"log": str(log)}, **kwargs).root.cache_status == "hit"
+    cmx_core.run("counter", {"log": str(log)}, use_cache=False, **kwargs)
+    assert _runs(log) == 2
+    cmx_core.run("counter", {"log": str(log)}, refresh=True, **kwargs)
+    assert _runs(log) == 3
+    cmx_core.run("counter", {"log": str(log), "label": "y"}, **kwargs)
+    assert _runs(log) == 4  # another key
+    assert len(Cache().entries()) == 2
+
+
+def test_hit_is_invalidated_when_a_recorded_path_changes(recipes, tmp_path) -> None:
+    recipes("counter", COUNTER)
+    log = tmp_path / "log.txt"
+    first = cmx_core.run("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
+    Path(first.document["outputs"]["file"]).write_text("tampered, longer\n")
+    plan = cmx_core.plan("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
+    assert plan.root.cache_status == "miss" and "recorded path changed" in plan.root.cache_reason
+    cmx_core.run("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
+    assert _runs(log) == 2
+
+
+def test_corrupt_cache_entry_is_recomputed(recipes, tmp_path, capsys) -> None:
+    recipes("counter", COUNTER)
+    log = tmp_path / "log.txt"
+    cmx_core.run("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
+    [entry] = Cache().entries()
+    (entry.path / "meta.json").write_text("{ not json")
+    capsys.readouterr()
+    cmx_core.run("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
+    assert f"cache entry {entry.path} is corrupt" in capsys.readouterr().err
+    assert _runs(log) == 2
+    [fresh] = Cache().entries()
+    assert json.loads((fresh.path / "meta.json").read_text())["key"] == entry.key
+
+
+def test_cache_cli_list_show_rm_prune(recipes, tmp_path, cli) -> None:
+    recipes("counter", COUNTER)
+    cmx_core.run("counter", {"log": str(tmp_path / "l")}, recipes_dirs=[recipes.dir])
+    listing = json.loads(cli("cache", "list", "--json").out)
+    assert [row["recipe"] for row in listing] == ["counter"]
+    key = listing[0]["key"]
+    shown = json.loads(cli("cache", "show", key[:10]).out)
+    assert shown["meta"]["outputs"]["value"] == "x"
+    assert cli("cache", "show", "zzzz").code == 2
+    stale = Cache().root / "staging" / "deadbeef.999999999.abcd"
+    stale.mkdir(parents=True)
+    assert json.loads(cli("cache", "prune", "--json").out) == {"pruned": []}
+    assert not stale.exists()
+    assert json.loads(cli("cache", "rm", "--all", "--json").out) == {"removed": [key]}
+    assert Cache().entries() == []
+
+
+def _mutate_inputs(ctx: StepContext) -> dict:
+    ctx.inputs["n"] = 2  # type: ignore[index]
+    return {}
+
+
+def _leaky(ctx: StepContext) -> dict:
+    return {"declared": ctx.params["value"], "secret": "must not leak"}
+
+
+def _read_dep(ctx: StepContext) -> dict:
+    return {"seen": sorted(ctx.deps["producer"])}
+
+
+def test_steps_get_read_only_snapshots_and_only_declared_outputs_leave(recipes) -> None:
+    recipes("mut", f"""
+        name: mut
+        tags: [mut]
+        summary: tries to change its inputs
+        inputs: {{n: {{type: integer, default: 1}}}}
+        steps: [{{uses: python, with: {{function: "{__name__}:_mutate_inputs"}}}}]
+    """)
+    recipes("producer", f"""
+        name: producer
+        tags: [producer]
+        summary: returns one declared and one undeclared output
+        steps: [{{uses: python, with: {{function: "{__name__}:_leaky", value: 7}}}}]
+        outputs: [declared]
+        cache: false
+    """)
+    recipes("consumer", f"""
+        name: consumer
+        tags: [consumer]
+        summary: reads its dep
+        deps: [{{tags: [producer]}}]
+        steps: [{{uses: python, with: {{function: "{__name__}:_read_dep"}}}}]
+        outputs: [seen]
+        cache: false
+    """)
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        with pytest.raises(cmx_core.api.StepFailed, match="TypeError"):
+            cmx_core.run("mut", recipes_dirs=[recipes.dir])
+        result = cmx_core.run("consumer", recipes_dirs=[recipes.dir])
+    finally:
+        sys.path.remove(str(Path(__file__).parent))
+    assert result.document["outputs"] == {"seen": ["declared"]}
+
+
+def test_parallel_jobs_overlap_independent_nodes(recipes, tmp_path) -> None:
+    stamp = 'date +%s.%N > "$1.start"; sleep 1; date +%s.%N > "$1.end"'
+    for name in ("a", "b"):
+        recipes(name, f"""
+            name: {name}
+            tags: [{name}]
+            summary: sleeps
+            steps: [{{uses: shell, with: {{cmd: [sh, -c, '{stamp}', sh, "{tmp_path}/{name}"]}}}}]
+            cache: false
+        """)
+    recipes("both", "name: both\ntags: [both]\nsummary: both\ndeps: [{tags: [a]}, {tags: [b]}]\ncache: false\n")
+    cmx_core.run("both", recipes_dirs=[recipes.dir], jobs=2)
+    span = lambda n: (float((tmp_path / f"{n}.start").read_text()), float((tmp_path / f"{n}.end").read_text()))  # noqa: E731
+    (a0, a1), (b0, b1) = span("a"), span("b")
+    assert a0 < b1 and b0 < a1  # the two sleeps overlapped
+
+
+def test_two_processes_share_one_cache_entry(recipes, tmp_path, cmx_home) -> None:
+    recipes("slow", f"""
+        name: slow
+        tags: [slow]
+        summary: slow and cached
+        steps: [{{uses: shell, with: {{cmd: [sh, -c, 'echo run >> "$1"; sleep 1', sh, "{tmp_path}/log"]}}}}]
+    """)
+    cmd = [sys.executable, "-m", "cmx_core.cli.main", "run", "recipe", "--tags=slow", "--recipes", str(recipes.dir)]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(2)]
+    codes = [p.wait(timeout=60) for p in procs]
+    assert codes == [0, 0]
+    assert _runs(tmp_path / "log") == 1
+    assert len(Cache().entries()) == 1
+
+
+def test_ctrl_c_stops_cleanly(recipes, tmp_path, cmx_home) -> None:
+    marker = tmp_path / "child.pid"
+    recipes("hang", f"""
+        name: hang
+        tags: [hang]
+        summary: runs for a long time
+        steps: [{{uses: shell, with: {{cmd: [sh, -c, 'echo $$ > "$1"; exec sleep 60', sh, "{marker}"]}}}}]
+    """)
+    cmd = [sys.executable, "-m", "cmx_core.cli.main", "run", "recipe", "--tags=hang", "--recipes", str(recipes.dir)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while not marker.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    child = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+    assert list((cmx_home / "cache" / "staging").glob("*")) == []
+    assert list((cmx_home / "cache" / "entries").glob("*/*")) == []
+    assert not list((cmx_home / "data" / "runs").glob("*/result.json"))
+
+
+def test_json_flag_prints_exactly_one_document(cli, tmp_path) -> None:
+    for args in (["run", "recipe", "--tags=detect,os"], ["plan", "--tags=demo,sort"],
+                 ["explain", "--tags=demo,sort"], ["list", "recipes"], ["show", "recipe", "demo-sort"],
+                 ["cache", "list"], ["results", "list"], ["plugins", "list"]):
+        result = cli(*args, "--json")
+        assert result.code == 0, (args, result.err)
+        json.loads(result.out)  # exactly one document, nothing else on stdout
+
+
+def test_run_writes_nothing_in_the_current_directory(tmp_path, cmx_home) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    env = {**os.environ, "CMX_HOME": str(cmx_home)}
+    subprocess.run([sys.executable, "-m", "cmx_core.cli.main", "run", "recipe", "--tags=demo,sort,size.2000"],
+                   cwd=cwd, env=env, check=True, capture_output=True, timeout=120)
+    assert list(cwd.iterdir()) == []
+
+
+def test_demo_chain_result_validates_and_compares(cli, cmx_home) -> None:
+    import jsonschema
+
+    first = cmx_core.run("demo,sort,size.5000")
+    second = cmx_core.run("demo,sort,heap,with-system,size.5000")
+    schema = json.loads((Path(cmx_core.__file__).parent / "schemas" / "result.schema.json").read_text())
+    for result in (first, second):
+        jsonschema.validate(result.document, schema)
+        assert result.document["status"] == "valid"
+        assert result.document["metrics"]["items_per_second"]["unit"] == "items/s"
+    assert "system" in second.plan.root.deps
+    compared = cli("results", "compare", first.run_id[:8], second.run_id[:8], "--json")
+    assert compared.code == 0, compared.err
+    assert "items_per_second" in compared.out
+
+
+def test_show_recipe_documents_inputs_and_variations(cli) -> None:
+    text = cli("show", "recipe", "demo-sort").out
+    assert "| --size | integer min 1 max 50000000 | 200000 |" in text
+    assert "`heap` (group algo)" in text and "`size.#`" in text
