@@ -143,3 +143,18 @@ def test_replay_accepts_a_directory_or_its_manifest(tmp_path: Path) -> None:
     fixture = resolve_fixture("l4-1x")
     assert resolve_fixture(str(fixture)) == fixture
     assert resolve_fixture(str(fixture / "fixture.json")) == fixture
+
+
+def test_record_then_replay_gives_the_same_facts(tmp_path: Path) -> None:
+    """`cmx detect --record` on this machine, replayed: every fact identical."""
+    from cmx_detect.detectors import run_all
+    from cmx_detect.record import RecordingSource
+
+    src = RecordingSource()
+    live, live_errors = run_all(src)
+    fixture = src.save(tmp_path / "this-machine")
+    replayed, errors = run_all(FixtureSource(fixture))
+    assert errors == live_errors == {}
+    assert replayed == live
+    manifest = json.loads((fixture / "fixture.json").read_text())
+    assert "lscpu-json" in manifest["commands"] and "python" in manifest["values"]

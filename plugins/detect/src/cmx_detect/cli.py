@@ -1,4 +1,4 @@
-"""``cmx detect [--json] [--replay FIXTURE] [--only NAME,...] [--refresh]``.
+"""``cmx detect [--json] [--replay FIXTURE | --record DIR] [--only NAME,...] [--refresh]``.
 
 ``--json`` prints exactly one document, ``{"facts": {...}, "errors": {...}, "source": ...}``,
 which ``cmx plan/run --facts FILE`` reads back. ``--replay`` runs the same detectors on a
@@ -20,15 +20,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="NAME,...", default="",
                         help="only these detectors (os,cpu,memory,python,cuda,gpus,accelerator,torch,container_engines)")
     parser.add_argument("--refresh", action="store_true", help="ignore cached facts and probe again")
+    parser.add_argument("--record", metavar="DIR",
+                        help="probe this machine and save every raw answer as a fixture in DIR (for --replay)")
     if not any("--json" in a.option_strings for a in parser._actions):
         parser.add_argument("--json", action="store_true", help="print one JSON document")
 
 
-def collect(replay: str | None, only: list[str], refresh: bool = False) -> tuple[dict[str, Any], dict[str, str], str]:
+def collect(replay: str | None, only: list[str], refresh: bool = False,
+            record: str | None = None) -> tuple[dict[str, Any], dict[str, str], str]:
     """Facts, errors and the source name, from a fixture or from this machine."""
     from cmx_detect.detectors import run_all, select
 
     select(only)  # validates --only names early
+    if record:
+        return _record(record, replay, only)
     if replay:
         from cmx_detect.replay import FixtureSource, resolve_fixture
 
@@ -37,6 +42,26 @@ def collect(replay: str | None, only: list[str], refresh: bool = False) -> tuple
         return facts, errors, src.name
     facts, errors = _live(only, refresh)
     return facts, errors, "live"
+
+
+def _record(directory: str, replay: str | None, only: list[str]) -> tuple[dict[str, Any], dict[str, str], str]:
+    from pathlib import Path
+
+    from cmx_core.errors import UsageError
+
+    from cmx_detect.detectors import run_all
+    from cmx_detect.record import RecordingSource
+
+    if replay:
+        raise UsageError("--record and --replay exclude each other: record this machine, or replay a fixture")
+    target = Path(directory)
+    if target.exists() and any(target.iterdir()):
+        raise UsageError(f"--record {directory}: directory is not empty; give a new or empty directory")
+    _check_overrides()
+    src = RecordingSource()
+    facts, errors = run_all(src, only)
+    src.save(target)
+    return facts, errors, f"live (recorded to {target})"
 
 
 def _live(only: list[str], refresh: bool) -> tuple[dict[str, Any], dict[str, str]]:
@@ -75,7 +100,7 @@ def _check_overrides() -> None:
 
 def run(ns: argparse.Namespace) -> int:
     only = [n.strip() for n in (ns.only or "").split(",") if n.strip()]
-    facts, errors, source = collect(ns.replay, only, getattr(ns, "refresh", False))
+    facts, errors, source = collect(ns.replay, only, getattr(ns, "refresh", False), getattr(ns, "record", None))
     if getattr(ns, "json", False):
         json.dump({"facts": facts, "errors": errors, "source": source}, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")

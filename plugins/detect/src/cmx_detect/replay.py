@@ -134,7 +134,7 @@ class FixtureSource(Source):
 
     def is_file(self, path: str) -> bool:
         entry = self._entry(self.realpath(path))
-        return entry is not None and not (isinstance(entry, dict) and "symlink" in entry)
+        return entry is not None and not (isinstance(entry, dict) and ("symlink" in entry or entry.get("dir")))
 
     def is_dir(self, path: str) -> bool:
         return self.realpath(path) in self._dirs
