@@ -37,7 +37,7 @@ MAX_BATCH = 1 << 16
 #: Largest Offline query the derived expected QPS may ask for (LoadGen holds the whole
 #: query in memory: about 0.4 KB per sample). Only no-op-fast SUTs reach it.
 MAX_OFFLINE_SAMPLES = 4_000_000
-MAX_SERVER_QPS = 100_000.0
+MAX_SERVER_QPS = 20_000.0
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from cmx_mlperf.harness.spec import LoadgenSpec
 SPEC = "spec.json"
 CHILD_LOG = "child.log"
 KILL_GRACE_S = 5.0
+POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ def run_child(spec: LoadgenSpec, log_dir: Path, timeout_s: float | None = None) 
             env=_env(), start_new_session=True,
         )
         try:
-            code = proc.wait(timeout=timeout_s)
+            code = _wait(proc, timeout_s)
         except subprocess.TimeoutExpired:
             _kill(proc)
             raise StepFailed(
@@ -76,6 +78,17 @@ def run_child(spec: LoadgenSpec, log_dir: Path, timeout_s: float | None = None) 
             (log_dir / "INTERRUPTED").write_text("the LoadGen child was killed; this run is incomplete\n")
             raise Interrupted("mlperf.loadgen: interrupted; the LoadGen child was stopped and no result was kept") from None
     return ChildRun(log_dir, _outcome(code, log_dir))
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float | None) -> int:
+    """Wait in short slices so that an interrupt is handled within ~0.1 s."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        try:
+            return proc.wait(timeout=POLL_S)
+        except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

@@ -2,7 +2,8 @@
 harness's own overhead (``benchmarks/bench_mlperf_overhead.py``).
 
 ``sut_params``: ``total_sample_count`` (default 1024), ``performance_sample_count``
-(default: the total).
+(default: the total), ``tokens_per_sample`` (default 0; above 0 the SUT reports a first
+token and then ``n_tokens`` per sample, exercising LoadGen's TTFT/TPOT path).
 """
 
 from __future__ import annotations
@@ -15,13 +16,18 @@ from cmx_core.errors import UsageError
 from cmx_mlperf.sut import AccuracyEntry, Completer
 
 
+_TOKEN = (1).to_bytes(4, "little")
+
+
 class NoopSUT:
     name = "noop"
-    uses_tokens = False
 
-    def __init__(self, total_sample_count: int, performance_sample_count: int) -> None:
+    def __init__(self, total_sample_count: int, performance_sample_count: int,
+                 tokens_per_sample: int = 0) -> None:
         self.total_sample_count = total_sample_count
         self.performance_sample_count = performance_sample_count
+        self.tokens_per_sample = tokens_per_sample
+        self.uses_tokens = tokens_per_sample > 0
         self._complete_many: Any = None
 
     def start(self, completer: Completer) -> None:
@@ -37,6 +43,12 @@ class NoopSUT:
         return None
 
     def issue(self, response_ids: list[int], sample_indices: list[int]) -> None:
+        if self.uses_tokens:
+            data = _TOKEN * self.tokens_per_sample
+            for response_id in response_ids:
+                self._completer.first_token(response_id, _TOKEN)
+                self._completer.complete(response_id, data, self.tokens_per_sample)
+            return
         if self._complete_many is not None:
             self._completer.complete_many(response_ids)
             return
@@ -57,8 +69,9 @@ def make(params: Mapping[str, Any]) -> NoopSUT:
     try:
         total = int(params.get("total_sample_count", 1024))
         perf = int(params.get("performance_sample_count", total))
+        tokens = int(params.get("tokens_per_sample", 0))
     except (TypeError, ValueError):
-        raise UsageError("noop SUT: total_sample_count and performance_sample_count must be integers") from None
-    if total < 1 or not 1 <= perf <= total:
-        raise UsageError("noop SUT: need 1 <= performance_sample_count <= total_sample_count")
-    return NoopSUT(total, perf)
+        raise UsageError("noop SUT: total_sample_count, performance_sample_count and tokens_per_sample must be integers") from None
+    if total < 1 or not 1 <= perf <= total or tokens < 0:
+        raise UsageError("noop SUT: need 1 <= performance_sample_count <= total_sample_count and tokens_per_sample >= 0")
+    return NoopSUT(total, perf, tokens)
