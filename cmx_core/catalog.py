@@ -4,7 +4,7 @@ unchanged file.
 Sources, highest precedence first: ``--recipes`` directories, ``CMX_RECIPES_PATH``
 (os.pathsep-separated), plugins' recipe paths, cmx-core's own collection. A recipe of the
 same name in a higher source shadows the lower one (``cmx explain`` shows what was
-shadowed). The index (``<cache>/index/recipes.v1``, stdlib ``marshal``: plain data only,
+shadowed). The index (``<cache>/index/recipes.v2``, stdlib ``marshal``: plain data only,
 no code is ever loaded from it) maps each file to its (mtime_ns, size) and validated data;
 a check walks the directories with ``os.scandir`` and re-parses only files whose stat
 changed. A corrupt index is reported on stderr and rebuilt.
@@ -16,15 +16,15 @@ import marshal
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cmx_core import paths
 from cmx_core.errors import CmxError
-from cmx_core.recipe import Recipe, digest_of, parse_yaml, recipe_from_data, validate_recipe_data
+from cmx_core.recipe import Recipe, digest_of, parse_yaml, recipe_from_data, split_tags, validate_recipe_data
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 SUFFIXES = (".yaml", ".yml")
 
 
@@ -38,39 +38,79 @@ class Source:
 
 @dataclass
 class Entry:
-    """One indexed file: its stat, digest and either validated data or the load error."""
+    """One indexed file: stat, digest, name and tags, and the validated data as a marshal
+    blob (decoded only when the recipe is needed) or the load error."""
 
     mtime_ns: int
     size: int
     digest: str
-    data: dict[str, Any] | None
+    name: str
+    tags: list[str]
+    blob: bytes | None
     error: str | None
 
     def pack(self) -> list[Any]:
-        return [self.mtime_ns, self.size, self.digest, self.data, self.error]
+        return [self.mtime_ns, self.size, self.digest, self.name, self.tags, self.blob, self.error]
 
 
-@dataclass
+@dataclass(frozen=True)
+class Listed:
+    """A recipe known to the catalog but not built yet."""
+
+    name: str
+    tags: tuple[str, ...]
+    source: str
+    path: str
+    digest: str
+    blob: bytes
+
+
 class Catalog:
-    """The effective recipes after shadowing, with lookup by name and by tag."""
+    """The effective recipes after shadowing, with lookup by name and by tag. Recipes are
+    built from the index only when asked for."""
 
-    recipes: dict[str, Recipe]
-    shadowed: dict[str, list[Recipe]] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)
-    stats: dict[str, int] = field(default_factory=dict)
-    _by_tag: dict[str, list[str]] | None = None
+    def __init__(self) -> None:
+        self.listed: dict[str, Listed] = {}
+        self.shadowed_listed: dict[str, list[Listed]] = {}
+        self.errors: dict[str, str] = {}
+        self.stats: dict[str, int] = {}
+        self._built: dict[tuple[str, str], Recipe] = {}
+        self._by_tag: dict[str, list[str]] | None = None
+
+    def add(self, item: Listed) -> None:
+        if item.name in self.listed:
+            self.shadowed_listed.setdefault(item.name, []).append(item)
+        else:
+            self.listed[item.name] = item
+
+    def build(self, item: Listed) -> Recipe:
+        key = (item.path, item.digest)
+        if key not in self._built:
+            data = marshal.loads(item.blob)
+            self._built[key] = recipe_from_data(data, Path(item.path), item.digest, item.source)
+        return self._built[key]
+
+    @property
+    def recipes(self) -> dict[str, Recipe]:
+        """Every effective recipe, built (for listings)."""
+        return {name: self.build(item) for name, item in self.listed.items()}
+
+    @property
+    def shadowed(self) -> dict[str, list[Recipe]]:
+        return {name: [self.build(i) for i in items] for name, items in self.shadowed_listed.items()}
 
     def get(self, name: str) -> Recipe | None:
-        return self.recipes.get(name)
+        item = self.listed.get(name)
+        return self.build(item) if item else None
 
     def with_tag(self, tag: str) -> list[Recipe]:
         if self._by_tag is None:
             index: dict[str, list[str]] = {}
-            for recipe in self.recipes.values():
-                for t in recipe.tags:
-                    index.setdefault(t, []).append(recipe.name)
+            for item in self.listed.values():
+                for t in item.tags:
+                    index.setdefault(t, []).append(item.name)
             self._by_tag = index
-        return [self.recipes[n] for n in self._by_tag.get(tag, [])]
+        return [self.build(self.listed[n]) for n in self._by_tag.get(tag, [])]
 
     def raise_errors(self) -> None:
         """A broken recipe file anywhere in the sources is an error (first one shown)."""
@@ -106,7 +146,7 @@ def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None =
             raise CmxError(f"--recipes {directory}: not a directory")
     sources = default_sources(extra_dirs) if sources is None else sources
     index = Index(paths.cache_dir() / "index" / f"recipes.v{INDEX_FORMAT}")
-    catalog = Catalog(recipes={})
+    catalog = Catalog()
     for source in sources:
         for path, entry in index.scan(source.directory):
             _add_entry(catalog, source, path, entry)
@@ -116,15 +156,10 @@ def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None =
 
 
 def _add_entry(catalog: Catalog, source: Source, path: str, entry: Entry) -> None:
-    if entry.error is not None:
-        catalog.errors[path] = entry.error
+    if entry.error is not None or entry.blob is None:
+        catalog.errors[path] = entry.error or f"{path}: unreadable index entry"
         return
-    assert entry.data is not None
-    recipe = recipe_from_data(entry.data, Path(path), entry.digest, source.label)
-    if recipe.name in catalog.recipes:
-        catalog.shadowed.setdefault(recipe.name, []).append(recipe)
-    else:
-        catalog.recipes[recipe.name] = recipe
+    catalog.add(Listed(entry.name, tuple(entry.tags), source.label, path, entry.digest, entry.blob))
 
 
 class Index:
@@ -141,7 +176,7 @@ class Index:
     def _read(self) -> dict[str, list[Any]]:
         try:
             with open(self.path, "rb") as fh:
-                blob = marshal.load(fh)
+                blob = marshal.loads(fh.read())  # marshal.load(fh) reads in tiny pieces
         except FileNotFoundError:
             return {}
         except (EOFError, ValueError, TypeError, OSError):
@@ -181,11 +216,11 @@ class Index:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:
-            marshal.dump({"format": INDEX_FORMAT, "files": self.entries}, fh)
+            fh.write(marshal.dumps({"format": INDEX_FORMAT, "files": self.entries}))
         os.replace(tmp, self.path)
 
 
-def _walk(directory: Path) -> Iterator[tuple[str, os.stat_result]]:
+def _walk(directory: Path | str) -> Iterator[tuple[str, os.stat_result]]:
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except (FileNotFoundError, NotADirectoryError):
@@ -194,7 +229,7 @@ def _walk(directory: Path) -> Iterator[tuple[str, os.stat_result]]:
         if entry.name.startswith("."):
             continue
         if entry.is_dir(follow_symlinks=True):
-            yield from _walk(Path(entry.path))
+            yield from _walk(entry.path)
         elif entry.name.endswith(SUFFIXES):
             yield entry.path, entry.stat()
 
@@ -203,14 +238,17 @@ def _parse(path: Path, stat: os.stat_result) -> Entry:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        return Entry(stat.st_mtime_ns, stat.st_size, "", None, f"{path}: cannot read: {exc.strerror}")
+        return Entry(stat.st_mtime_ns, stat.st_size, "", "", [], None, f"{path}: cannot read: {exc.strerror}")
     digest = digest_of(raw)
     try:
         data = parse_yaml(raw, path)
         validate_recipe_data(data, path)
     except CmxError as exc:
-        return Entry(stat.st_mtime_ns, stat.st_size, digest, None, str(exc))
-    return Entry(stat.st_mtime_ns, stat.st_size, digest, _plain(data), None)
+        return Entry(stat.st_mtime_ns, stat.st_size, digest, "", [], None, str(exc))
+    data = _plain(data)
+    tags = data["tags"]
+    tags = split_tags(tags) if isinstance(tags, str) else [str(t) for t in tags]
+    return Entry(stat.st_mtime_ns, stat.st_size, digest, data["name"], tags, marshal.dumps(data), None)
 
 
 def _plain(value: Any) -> Any:

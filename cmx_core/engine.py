@@ -64,7 +64,7 @@ def plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step)
     resolution = resolver.resolve(query.tags, query.inputs)
     versions = {name: step.version for name, step in session.registry.steps.items()}
-    shadowed = {name: [str(r.path) for r in lst] for name, lst in session.catalog.shadowed.items()}
+    shadowed = {name: [i.path for i in lst] for name, lst in session.catalog.shadowed_listed.items()}
     return build_plan(resolution, query, versions, session.facts.source, session.facts_file,
                       session.cache, shadowed)
 
@@ -283,7 +283,7 @@ def show_recipe(name: str, *, recipes_dirs: Sequence[str | Path] = ()) -> Recipe
     catalog = load_catalog(tuple(Path(d) for d in recipes_dirs))
     recipe = catalog.get(name)
     if recipe is None:
-        if name in catalog.errors or any(name in p for p in catalog.errors):
+        if any(name in p for p in catalog.errors):
             catalog.raise_errors()
         raise UsageError(f"no recipe named '{name}' (see 'cmx list recipes')")
     return recipe

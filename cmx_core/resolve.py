@@ -145,7 +145,7 @@ class Resolver:
             if reason is None:
                 accepted.append((recipe, chosen))
         for name in seen:
-            for shadow in self.catalog.shadowed.get(name, []):
+            for shadow in self.catalog.shadowed_listed.get(name, []):
                 decision.candidates.append(Candidate(shadow.name, shadow.source, False,
                                                      f"shadowed by {seen[name].source} ({seen[name].path})"))
         if len(accepted) > 1:

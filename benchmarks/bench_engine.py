@@ -1,0 +1,117 @@
+"""Engine overhead, measured (issue 2's targets). Prints a table; ``--check`` exits 1 when a
+target is missed.
+
+    .venv/bin/python benchmarks/bench_engine.py [--repeat 15] [--check]
+
+* warm cached ``cmx run recipe --tags=detect,os`` (whole process, wall)   target <= 60 ms
+* ``cmx --help`` (whole process, wall)                                    target <= 40 ms
+* index check of 10,000 generated recipes, nothing changed (in-process)   target <= 50 ms
+  and the cold parse of the same files (reported)
+* resolve + plan of a generated 500-node graph (in-process)               target <= 100 ms
+
+Medians of repeated runs; everything happens in a private CMX_HOME.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+CMX = [sys.executable, "-m", "cmx_core.cli.main"]
+
+
+def median_ms(fn: Callable[[], object], repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def process(args: list[str], env: dict[str, str]) -> Callable[[], object]:
+    exe = Path(sys.executable).with_name("cmx")
+    cmd = [str(exe), *args] if exe.exists() else [*CMX, *args]
+    return lambda: subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def generate_flat(directory: Path, count: int) -> None:
+    for i in range(count):
+        sub = directory / f"group{i // 500:03d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        (sub / f"r{i:05d}.yaml").write_text(
+            f"name: gen-{i:05d}\nversion: '1.0'\ntags: [gen, g{i % 97}, n{i}]\nsummary: generated recipe {i}\n"
+            "inputs:\n  size: {type: integer, default: 10, min: 1}\n"
+            "steps:\n  - {uses: shell, with: {cmd: [echo, '{{ inputs.size }}']}}\n"
+        )
+
+
+def generate_graph(directory: Path, count: int) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        deps = [j for j in (2 * i + 1, 2 * i + 2) if j < count]
+        dep_text = "".join(f"  - {{tags: [node{j}], as: d{j}}}\n" for j in deps)
+        (directory / f"n{i:04d}.yaml").write_text(
+            f"name: node-{i:04d}\ntags: [graph, node{i}]\nsummary: graph node {i}\n"
+            "variations:\n  small: {group: size, default: true}\n  big: {group: size}\n"
+            + (f"deps:\n{dep_text}" if deps else "")
+            + "steps:\n  - {uses: shell, with: {cmd: [echo, node]}}\n"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
+    args = parser.parse_args()
+    rows: list[tuple[str, float, float | None]] = []
+    with tempfile.TemporaryDirectory(prefix="cmx-bench-") as tmp:
+        root = Path(tmp)
+        os.environ["CMX_HOME"] = str(root / "home")
+        env = dict(os.environ)
+        warm = process(["run", "recipe", "--tags=detect,os"], env)
+        warm()  # fill the cache, the index and the fact cache
+        warm()
+        rows.append(("warm cached run detect,os (process)", median_ms(warm, args.repeat), 60.0))
+        rows.append(("cmx --help (process)", median_ms(process(["--help"], env), args.repeat), 40.0))
+        rows.append(("python -c pass (baseline)", median_ms(
+            lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), args.repeat), None))
+
+        from cmx_core.catalog import Source, load_catalog
+
+        flat = root / "flat"
+        generate_flat(flat, 10_000)
+        sources = [Source("bench", flat)]
+        start = time.perf_counter()
+        cold = load_catalog(sources=sources)
+        rows.append(("cold parse of 10,000 recipes (in-process)", (time.perf_counter() - start) * 1000, None))
+        assert cold.stats["parsed"] == 10_000, cold.stats
+        rows.append(("index check of 10,000 unchanged recipes", median_ms(lambda: load_catalog(sources=sources), args.repeat), 50.0))
+
+        graph = root / "graph"
+        generate_graph(graph, 500)
+        from cmx_core import engine
+
+        session = engine.open_session([graph])
+        plan = engine.plan("graph,node0", session=session)
+        assert len(plan.nodes) == 500, len(plan.nodes)
+        rows.append(("resolve + plan of a 500-node graph", median_ms(lambda: engine.plan("graph,node0", session=session), args.repeat), 100.0))
+
+    missed = 0
+    print(f"{'measurement':<46} {'median ms':>10} {'target':>8}")
+    for name, value, target in rows:
+        verdict = "" if target is None else ("ok" if value <= target else "MISSED")
+        missed += verdict == "MISSED"
+        print(f"{name:<46} {value:>10.1f} {'' if target is None else f'<= {target:g}':>8} {verdict}")
+    return 1 if (args.check and missed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

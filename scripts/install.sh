@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs cmx-core and the in-tree plugins into .venv (created if missing).
+#   bash scripts/install.sh          # what the quick start's benchmark needs
+#   bash scripts/install.sh --test   # plus the test tools
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+[ -x .venv/bin/python ] || python3 -m venv .venv
+pip=(.venv/bin/python -m pip install -q)
+# torch first and pinned: this machine class carries a CPU build of exactly this version
+"${pip[@]}" torch==2.13.0
+extras=""
+[ "${1:-}" = "--test" ] && extras="[test]"
+"${pip[@]}" -e ".${extras}" -e "plugins/detect${extras}" -e "plugins/docker${extras}" -e "plugins/mlperf[llm${extras:+,test}]"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: installs what it needs into .venv, starts the
+# services the tests need (a private Docker engine; it needs root for apt-get and dockerd),
+# runs pytest over cmx-core and every plugin, and stops what it started by PID.
+#
+#   bash scripts/test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/cmx-test.XXXXXX")
+# shellcheck source=scripts/services/docker.sh
+source scripts/services/docker.sh
+cleanup() {
+  cmx_docker_stop || true
+  rm -rf "$W"
+}
+trap cleanup EXIT
+
+bash scripts/install.sh --test
+
+if [ "$(id -u)" = "0" ]; then
+  cmx_docker_start "$W" || echo "scripts/test.sh: no Docker engine; container tests will say why" >&2
+else
+  echo "scripts/test.sh: not root, so no private Docker engine is started" >&2
+fi
+
+# a shared place for slow fixtures (e.g. the debootstrap root filesystem) within this run
+export CMX_TEST_CACHE="${CMX_TEST_CACHE:-$W/test-cache}"
+mkdir -p "$CMX_TEST_CACHE"
+
+set +e
+.venv/bin/python -m pytest --import-mode=importlib -p no:cacheprovider \
+  tests plugins/detect/tests plugins/docker/tests plugins/mlperf/tests "$@"
+status=$?
+set -e
+exit "$status"
