@@ -142,9 +142,10 @@ def _assemble(spec: ImageSpec, ctx: Path, cache: Path) -> None:
     wheels.mkdir()
     for pkg in spec.packages:
         _link(build_wheel(pkg, cache), wheels)
-    house = wheelhouse(list(spec.pinned), list(spec.template.packages), spec.template.python, cache)
-    for wheel in sorted(house.glob("*.whl")):
-        _link(wheel, wheels)
+    if spec.pinned or spec.template.packages:
+        house = wheelhouse(list(spec.pinned), list(spec.template.packages), spec.template.python, cache)
+        for wheel in sorted(house.glob("*.whl")):
+            _link(wheel, wheels)
 
 
 def _link(path: Path, folder: Path) -> None:

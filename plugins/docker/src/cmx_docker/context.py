@@ -59,9 +59,12 @@ def ca_bundle() -> Path | None:
     return None
 
 
-def resolve_base(template: templates.Template, endpoint: Endpoint) -> tuple[str, str | None]:
+def resolve_base(template: templates.Template, endpoint: Endpoint | None) -> tuple[str, str | None]:
     """(reference, image id or None): the local registry-free base when the engine has it,
-    else the registry reference (its id is None until it has been pulled)."""
+    else the registry reference (its id is None until it has been pulled). Without an
+    endpoint (rendering only) the local base is named, unresolved."""
+    if endpoint is None:
+        return template.base.local or template.base.registry or "", None
     for ref in (template.base.local, template.base.registry):
         if ref:
             doc = inspect_image(endpoint, ref)
@@ -70,14 +73,14 @@ def resolve_base(template: templates.Template, endpoint: Endpoint) -> tuple[str,
     return template.base.registry or template.base.local or "", None
 
 
-def image_spec(name: str, endpoint: Endpoint, memo: DigestMemo, accelerator: str | None = None,
+def image_spec(name: str, endpoint: Endpoint | None, memo: DigestMemo, accelerator: str | None = None,
                params: Mapping[str, Any] | None = None) -> ImageSpec:
     """Render template ``name`` for ``accelerator`` and digest its whole build context."""
     template = templates.load(name)
     base_ref, base_id = resolve_base(template, endpoint)
     files = _context_files(template)
-    packages = tuple(local_packages(template.plugins, memo))
-    pinned = tuple(pinned_closure([p.dist for p in packages]))
+    packages = tuple(local_packages(template.plugins, memo)) if template.install_cmx else ()
+    pinned = tuple(pinned_closure([p.dist for p in packages])) if packages else ()
     requirements = "".join(f"{line}\n" for line in (
         [f"{p.dist}=={p.version}" for p in packages] + list(pinned) + list(template.packages)))
     variables = _variables(template, base_ref, base_id, accelerator, params or {},

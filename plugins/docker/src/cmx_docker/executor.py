@@ -29,6 +29,7 @@ from cmx_docker.errors import ContainerFailed
 
 DEFAULT_TEMPLATE = "python"
 INNER_DIR = "container"
+ENGINE_KEYS = frozenset({"facts", "run_id", "session", "lock_digest"})
 _LOG_TAIL = 10
 _ACCELERATOR_TAGS = set(templates.CUDA_ARCH)
 
@@ -51,12 +52,12 @@ def run(request: ExecutionRequest) -> Path:
                          rebuild=runopts._bool(options.get("rebuild", False), "rebuild"))
     planned = container_plan(request, image, _user_options(options))
     inner = _run_container(planned.options, endpoint)
-    return _host_result(request.run_dir, image, planned, inner)
+    return _host_result(request, image, planned, inner)
 
 
 def _user_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The executor options a user may pass (the engine adds its own internal keys)."""
-    return {k: v for k, v in options.items() if k in runopts.OPTION_KEYS}
+    """The executor options a user passed (without the keys the engine adds itself)."""
+    return {k: v for k, v in options.items() if k not in ENGINE_KEYS}
 
 
 def choose_template(request: ExecutionRequest) -> tuple[str, str | None]:
@@ -196,9 +197,10 @@ def _run_container(options: runopts.RunOptions, endpoint: Endpoint) -> InnerRun:
         client.close()
 
 
-def _host_result(run_dir: Path, image: ImageRecord, planned: ContainerPlan,
+def _host_result(request: ExecutionRequest, image: ImageRecord, planned: ContainerPlan,
                  inner: InnerRun) -> Path:
     opts = planned.options
+    run_dir = Path(request.run_dir)
     tail = " | ".join(line.strip() for line in inner.logs.strip().splitlines()[-_LOG_TAIL:])
     if inner.timed_out:
         raise ContainerFailed(f"container of {image.tag} exceeded its time limit of "
@@ -213,14 +215,20 @@ def _host_result(run_dir: Path, image: ImageRecord, planned: ContainerPlan,
                               f"without writing {inner_result}. Last lines: {tail}")
     print(f"cmx-docker: container finished (exit {inner.exit_code}); image {image.tag} "
           f"{image.image_id[:19]}", file=sys.stderr)
-    return write_host_result(run_dir, inner_result, image, planned)
+    return write_host_result(run_dir, inner_result, image, planned, request.options)
 
 
 def write_host_result(run_dir: Path, inner_result: Path, image: ImageRecord,
-                      planned: ContainerPlan) -> Path:
-    """``<run dir>/result.json``: the inner document, its artifacts rebased onto the run
-    directory, ``system.container`` filled and the image record attached as an artifact."""
+                      planned: ContainerPlan, engine_options: Mapping[str, Any]) -> Path:
+    """``<run dir>/result.json``: the inner document under the host run's id and lock,
+    its artifacts rebased onto the run directory, ``system.container`` filled and the image
+    record attached as an artifact."""
     document = json.loads(inner_result.read_text())
+    if engine_options.get("run_id"):
+        document["run_id"] = str(engine_options["run_id"])
+    provenance = document.get("provenance")
+    if isinstance(provenance, dict) and engine_options.get("lock_digest"):
+        provenance["lock_digest"] = str(engine_options["lock_digest"])
     record = run_dir / "container.json"
     record.write_text(json.dumps({"image": asdict(image), "template": planned.template,
                                   "accelerator": planned.accelerator,

@@ -23,7 +23,7 @@ SHARED = "_shared"  # snippets templates {% include %}
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[A-Za-z0-9.+!_-]+$")
 _KEYS = {"summary", "base", "python", "packages", "plugins", "context", "build_network",
-         "run", "params"}
+         "run", "params", "install_cmx"}
 _RUN_KEYS = {"gpus", "network", "memory", "cpus", "shm_size", "timeout_s"}
 
 # Canonical accelerator tag -> CUDA compute capability the image's kernels target.
@@ -67,6 +67,7 @@ class Template:
     context: tuple[str, ...]
     build_network: bool
     run: RunDefaults
+    install_cmx: bool = True
     params: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -130,7 +131,8 @@ def _parse(name: str, meta: Path) -> Template:
         packages=packages, plugins=tuple(str(p) for p in data.get("plugins") or ()),
         context=tuple(str(p) for p in data.get("context") or ()),
         build_network=bool(data.get("build_network", True)),
-        run=_run_defaults(meta, data.get("run") or {}), params=dict(data.get("params") or {}))
+        run=_run_defaults(meta, data.get("run") or {}), params=dict(data.get("params") or {}),
+        install_cmx=bool(data.get("install_cmx", True)))
 
 
 def _base(meta: Path, data: Mapping[str, Any]) -> BaseRef:
