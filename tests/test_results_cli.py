@@ -168,3 +168,15 @@ def test_unknown_format_is_exit_2(home: Path, tmp_path: Path, capsys: pytest.Cap
     _index("r1")
     code, out, err = _cmx(["results", "export", "--format", "xlsx", str(tmp_path / "x"), "r1"], capsys)
     assert code == 2 and "unknown export format 'xlsx'" in err and "csv, json" in err
+
+
+def test_common_parent_options(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cmx_core.cli.main import common_options
+
+    _index("r1")
+    parser = argparse.ArgumentParser(prog="cmx")
+    results_cmd.add_parser(parser.add_subparsers(dest="command"), common_options())
+    args = parser.parse_args(["results", "list", "-v", "--json"])
+    assert args.verbose and args.json
+    assert args.handler(args) == 0
+    assert [r["run_id"] for r in _one_json(capsys.readouterr().out)["runs"]] == ["r1"]

@@ -26,36 +26,42 @@ _VERDICT_STYLE = {
 }
 
 
-def add_parser(subparsers: Any) -> None:
-    """Add ``results`` and its subcommands to ``cmx``'s subparsers; each sets ``handler``."""
+def add_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -> None:
+    """Add ``results`` and its subcommands to ``cmx``'s subparsers; each sets ``handler``.
+
+    ``common`` (optional) is a parent parser of options every command takes (``--json``,
+    ``-v``...); without it each subcommand gets its own ``--json``.
+    """
+    parents = [common] if common is not None else []
     parser = subparsers.add_parser(
         "results", help="list, show, compare and export run results",
         description="Runs indexed in the results database (run ids may be unique prefixes).",
     )
     sub = parser.add_subparsers(dest="results_command", metavar="COMMAND", required=True)
+    leaf = {"parents": parents}
 
-    p = sub.add_parser("list", help="the newest runs")
+    p = sub.add_parser("list", help="the newest runs", **leaf)
     p.add_argument("--limit", type=int, default=20, help="how many runs (default 20)")
     p.add_argument("--recipe", help="only runs of this recipe")
     p.add_argument("--status", choices=STATUSES, help="only runs with this status")
     _finish(p, cmd_list)
 
-    p = sub.add_parser("show", help="one run's result document")
+    p = sub.add_parser("show", help="one run's result document", **leaf)
     p.add_argument("run", metavar="RUN", help="run id or unique prefix")
     _finish(p, cmd_show)
 
-    p = sub.add_parser("compare", help="metrics of runs side by side (the first is the baseline)")
+    p = sub.add_parser("compare", help="metrics of runs side by side (the first is the baseline)", **leaf)
     p.add_argument("runs", metavar="RUN", nargs="+", help="two or more run ids or prefixes")
     _finish(p, cmd_compare)
 
-    p = sub.add_parser("export", help="write runs in an export format (json, csv, plugins')")
+    p = sub.add_parser("export", help="write runs in an export format (json, csv, plugins')", **leaf)
     p.add_argument("--format", dest="format", required=True, metavar="FORMAT",
                    help="json, csv or a format registered by a plugin")
     p.add_argument("dest", metavar="DEST", help="file (or directory) to write")
     p.add_argument("runs", metavar="RUN", nargs="+", help="run ids or prefixes")
     _finish(p, cmd_export)
 
-    p = sub.add_parser("reindex", help="rebuild the index from run directories")
+    p = sub.add_parser("reindex", help="rebuild the index from run directories", **leaf)
     p.add_argument("dirs", metavar="DIR", nargs="*",
                    help="directories holding run directories (default: cmx's runs directory)")
     _finish(p, cmd_reindex)
