@@ -429,3 +429,28 @@ class IsolatedEnv:
     def pip(self, *args: str, timeout_s: float = 900) -> subprocess.CompletedProcess[str]:
         return self.run_python(["-m", "pip", "--disable-pip-version-check", *args],
                                timeout_s=timeout_s)
+
+
+def write_plugin_package(root: Path, name: str, *, module: str, core: str = ">=0.1,<0.2") -> Path:
+    """Write a minimal plugin package ``root/cmx-<name>`` (version 0.3.0) whose entry-point
+    module ``cmx_<name>.plugin`` holds ``module`` (dedented) and which requires
+    ``cmx-core<core>``; for tests of installing, loading and refusing plugins."""
+    package = f"cmx_{name.replace('-', '_')}"
+    src = root / f"cmx-{name}"
+    (src / "src" / package / "recipes").mkdir(parents=True)
+    (src / "pyproject.toml").write_text(textwrap.dedent(f"""\
+        [build-system]
+        requires = ["hatchling>=1.20"]
+        build-backend = "hatchling.build"
+        [project]
+        name = "cmx-{name}"
+        version = "0.3.0"
+        dependencies = ["cmx-core{core}"]
+        [project.entry-points.cmx]
+        {name} = "{package}.plugin"
+        [tool.hatch.build.targets.wheel]
+        packages = ["src/{package}"]
+        """), encoding="utf-8")
+    (src / "src" / package / "__init__.py").write_text("", encoding="utf-8")
+    (src / "src" / package / "plugin.py").write_text(textwrap.dedent(module), encoding="utf-8")
+    return src

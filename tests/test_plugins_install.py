@@ -11,34 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core.testing import IsolatedEnv
+from cmx_core.testing import IsolatedEnv, write_plugin_package as write_plugin
 
 pytestmark = pytest.mark.slow
 
 CLI = "import sys; from cmx_core.cli.main import main; sys.exit(main())"
-
-
-def write_plugin(root: Path, name: str, *, module: str, core: str = ">=0.1,<0.2") -> Path:
-    """A minimal plugin package ``cmx-<name>`` whose plugin module is ``module``."""
-    package = f"cmx_{name.replace('-', '_')}"
-    src = root / f"cmx-{name}"
-    (src / "src" / package / "recipes").mkdir(parents=True)
-    (src / "pyproject.toml").write_text(textwrap.dedent(f"""\
-        [build-system]
-        requires = ["hatchling>=1.20"]
-        build-backend = "hatchling.build"
-        [project]
-        name = "cmx-{name}"
-        version = "0.3.0"
-        dependencies = ["cmx-core{core}"]
-        [project.entry-points.cmx]
-        {name} = "{package}.plugin"
-        [tool.hatch.build.targets.wheel]
-        packages = ["src/{package}"]
-        """), encoding="utf-8")
-    (src / "src" / package / "__init__.py").write_text("", encoding="utf-8")
-    (src / "src" / package / "plugin.py").write_text(textwrap.dedent(module), encoding="utf-8")
-    return src
 
 
 GOOD = """\
