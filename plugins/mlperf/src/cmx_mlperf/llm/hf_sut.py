@@ -16,11 +16,12 @@ import queue
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cmx_mlperf.llm.dataset import SAMPLES
 from cmx_mlperf.llm.generate import GenerationSettings, LlamaGenerator
-from cmx_mlperf.llm.model_dir import check_llama_dir
+from cmx_mlperf.llm.model_dir import NAME_KEY, check_llama_dir
 from cmx_mlperf.llm.params import parse_params
 from cmx_mlperf.llm.tokens import ids_from_bytes, ids_to_bytes
 
@@ -56,7 +57,7 @@ class HfLlmSUT:
     name = "hf-llm"
     uses_tokens = True
 
-    def __init__(self, config: HfLlmConfig) -> None:
+    def __init__(self, config: HfLlmConfig, model_name: str = "") -> None:
         self.config = config
         self.total_sample_count = config.total_sample_count
         self.performance_sample_count = config.performance_sample_count or config.total_sample_count
@@ -66,6 +67,8 @@ class HfLlmSUT:
         self._worker: threading.Thread | None = None
         self._completer: Any = None
         self._errors: list[str] = []
+        self.model_name = model_name or Path(config.model_dir).name or str(config.model_dir)
+        self.model_info: dict[str, Any] | None = None
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self, completer: Any) -> None:
@@ -73,9 +76,29 @@ class HfLlmSUT:
         settings = GenerationSettings(cfg.max_new_tokens, cfg.min_new_tokens, cfg.device, cfg.dtype, cfg.threads)
         self._generator = LlamaGenerator(cfg.model_dir, settings)
         self._prompts = [self._generator.encode(s.prompt) for s in SAMPLES]
+        self._warm_up()
+        self.model_info = self._model_info()
         self._completer = completer
         self._worker = threading.Thread(target=self._run, name="hf-llm-worker", daemon=True)
         self._worker.start()
+
+    def _warm_up(self) -> None:
+        """One single and one full batch before timing starts (first calls allocate)."""
+        assert self._generator is not None
+        for rows in sorted({1, self.config.batch_size}):
+            self._generator.generate([self._prompts[i % len(self._prompts)] for i in range(rows)], _ignore, 4)
+
+    def _model_info(self) -> dict[str, Any]:
+        """The result's ``model`` section (the harness reads ``model_info``)."""
+        assert self._generator is not None
+        model = self._generator.model
+        return {
+            "name": self.model_name,
+            "architecture": type(model).__name__,
+            "number_of_parameters": int(sum(p.numel() for p in model.parameters())),
+            "weight_data_types": str(next(model.parameters()).dtype).replace("torch.", ""),
+            "source": str(self.config.model_dir),
+        }
 
     def load_samples(self, indices: list[int]) -> None:
         return None  # prompts are tokenized once in start(); the set is tiny
@@ -162,12 +185,16 @@ class HfLlmSUT:
             completer.complete(pending.response_id, ids_to_bytes(outputs[row]), len(outputs[row]))
 
 
+def _ignore(row: int, token: int) -> None:
+    return None
+
+
 def make(params: Mapping[str, Any]) -> HfLlmSUT:
     """Factory named in ``SUT_FACTORIES['hf-llm']``; checks the model dir before loading."""
     config = parse_params(HfLlmConfig, params, "hf-llm")
-    check_llama_dir(config.model_dir)
+    info = check_llama_dir(config.model_dir)
     if config.batch_size < 1 or config.max_new_tokens < 1:
         from cmx_mlperf.llm.errors import UsageError
 
         raise UsageError("sut hf-llm: batch_size and max_new_tokens must be at least 1")
-    return HfLlmSUT(config)
+    return HfLlmSUT(config, str(info.config.get(NAME_KEY) or ""))

@@ -10,6 +10,8 @@ from typing import Any
 from cmx_mlperf.llm.errors import ModelDirError
 
 LLAMA_ARCHITECTURES = frozenset({"LlamaForCausalLM"})
+NAME_KEY = "cmx_model_name"
+"""A ``config.json`` key naming a model cmx built (e.g. ``cmx-tiny-llama-h64-l2-s0``)."""
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,10 @@ class TinyLlamaSpec:
     num_key_value_heads: int = 2
     max_position_embeddings: int = 512
 
+    @property
+    def name(self) -> str:
+        return f"cmx-tiny-llama-h{self.hidden_size}-l{self.num_hidden_layers}-v{self.vocab_size}-s{self.seed}"
+
     @classmethod
     def from_params(cls, params: Mapping[str, Any], where: str = "get-tiny-llama") -> TinyLlamaSpec:
         """Build a spec from step params (unknown keys and non-integers are refused)."""
@@ -96,6 +100,8 @@ def build_model(spec: TinyLlamaSpec, tokenizer: Any) -> Any:
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
+    from cmx_mlperf.llm.model_dir import NAME_KEY
+
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=spec.hidden_size,
@@ -109,6 +115,7 @@ def build_model(spec: TinyLlamaSpec, tokenizer: Any) -> Any:
         pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=False,
     )
+    setattr(config, NAME_KEY, spec.name)
     torch.manual_seed(spec.seed)
     model = LlamaForCausalLM(config)
     model.generation_config = GenerationConfig(
@@ -125,6 +132,9 @@ def build(dest: Path, spec: TinyLlamaSpec | None = None) -> Path:
     from cmx_mlperf.llm.dataset import corpus_lines
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
     spec = spec or TinyLlamaSpec()
     dest.mkdir(parents=True, exist_ok=True)
     tokenizer = train_tokenizer(spec.vocab_size, corpus_lines())
