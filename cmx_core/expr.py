@@ -12,30 +12,35 @@ True
 
 from __future__ import annotations
 
-import ast
+import ast  # noqa: F401 - imported lazily below; this line documents the dependency
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-    ast.Is: lambda a, b: a is b,
-    ast.IsNot: lambda a, b: a is not b,
-}
-_ALLOWED = (
-    ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.Compare,
-    ast.Name, ast.Load, ast.Attribute, ast.Subscript, ast.Constant, ast.List, ast.Tuple,
-    *_COMPARE,
-)
+
+@lru_cache(maxsize=1)
+def _tables() -> tuple[dict[type, Callable[[Any, Any], bool]], tuple[type, ...]]:
+    """Comparison operators and the node types allowed in a condition."""
+    compare: dict[type, Callable[[Any, Any], bool]] = {
+        ast.Eq: operator.eq,
+        ast.NotEq: operator.ne,
+        ast.Lt: operator.lt,
+        ast.LtE: operator.le,
+        ast.Gt: operator.gt,
+        ast.GtE: operator.ge,
+        ast.In: lambda a, b: a in b,
+        ast.NotIn: lambda a, b: a not in b,
+        ast.Is: lambda a, b: a is b,
+        ast.IsNot: lambda a, b: a is not b,
+    }
+    allowed = (
+        ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.Compare,
+        ast.Name, ast.Load, ast.Attribute, ast.Subscript, ast.Constant, ast.List, ast.Tuple,
+        *compare,
+    )
+    return compare, allowed
 
 
 class ExpressionError(ValueError):
@@ -79,7 +84,7 @@ def compile_expression(text: str) -> Expression:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             raise ExpressionError("function calls are not allowed")
-        if not isinstance(node, _ALLOWED):
+        if not isinstance(node, _tables()[1]):
             raise ExpressionError(f"'{type(node).__name__}' is not allowed in a condition")
         if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             raise ExpressionError(f"attribute '{node.attr}' is not allowed")
@@ -130,7 +135,7 @@ class _Evaluator:
         for op, comparator in zip(node.ops, node.comparators):
             right = self.eval(comparator)
             try:
-                ok = _COMPARE[type(op)](left, right)
+                ok = _tables()[0][type(op)](left, right)
             except TypeError:
                 ok = False  # e.g. comparing a missing value with a number
             if not ok:

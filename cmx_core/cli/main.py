@@ -51,7 +51,7 @@ def build_parser(with_plugins: bool = True) -> Parser:
     core_cmds.add_parsers(sub, common)
     cache_cmd.add_parser(sub, common)
     for module in _optional_modules():
-        module.add_parser(sub)
+        _add_module_parser(module, sub, common)
     if with_plugins:
         _add_plugin_commands(sub, common)
     return parser
@@ -68,6 +68,16 @@ def _optional_modules() -> list[Any]:
         except ImportError:
             continue
     return modules
+
+
+def _add_module_parser(module: Any, sub: Any, common: argparse.ArgumentParser) -> None:
+    """Call ``module.add_parser(sub[, common])`` (the common options when it accepts them)."""
+    import inspect
+
+    if len(inspect.signature(module.add_parser).parameters) > 1:
+        module.add_parser(sub, common)
+    else:
+        module.add_parser(sub)
 
 
 def _add_plugin_commands(sub: Any, common: argparse.ArgumentParser) -> None:
