@@ -208,6 +208,30 @@ def detect_python() -> dict[str, Any]:
     }
 
 
+def detect_host() -> dict[str, Any]:
+    """Host name and system kind; ``CMX_SYSTEM_TYPE`` (datacenter, edge, workstation, ci)
+    and ``CMX_NUMBER_OF_NODES`` say what cannot be probed."""
+    import socket
+
+    nodes = os.environ.get("CMX_NUMBER_OF_NODES", "1")
+    return {
+        "name": socket.gethostname(),
+        "type": os.environ.get("CMX_SYSTEM_TYPE") or None,
+        "number_of_nodes": int(nodes) if nodes.isdigit() else 1,
+    }
+
+
+def detect_container() -> dict[str, Any] | None:
+    """The container this process runs in, as a container executor declared it through
+    ``CMX_CONTAINER_IMAGE``, ``CMX_CONTAINER_DIGEST`` and ``CMX_CONTAINER_RUNTIME``; None
+    when not in a cmx-started container."""
+    image = os.environ.get("CMX_CONTAINER_IMAGE")
+    if not image:
+        return None
+    return {"image": image, "digest": os.environ.get("CMX_CONTAINER_DIGEST") or None,
+            "runtime": os.environ.get("CMX_CONTAINER_RUNTIME") or None}
+
+
 # -- hooks --------------------------------------------------------------------------------
 
 
@@ -230,6 +254,8 @@ def cmx_register_detectors(register: Callable[[Detector], None]) -> None:
     register(Detector(name="cpu", summary="CPU model and thread count (/proc/cpuinfo)", detect=detect_cpu))
     register(Detector(name="memory", summary="Memory size (/proc/meminfo)", detect=detect_memory))
     register(Detector(name="python", summary="The running Python interpreter", detect=detect_python))
+    register(Detector(name="host", summary="Host name and system type", detect=detect_host))
+    register(Detector(name="container", summary="The cmx-started container this runs in", detect=detect_container))
 
 
 @hookimpl

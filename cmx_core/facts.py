@@ -22,7 +22,7 @@ from cmx_core import paths
 from cmx_core.errors import CmxError, ResolveError
 from cmx_core.providers import Detector
 
-SYSTEM_FACTS = ("os", "cpu", "memory", "python", "gpus", "accelerator", "cuda", "torch")
+SYSTEM_FACTS = ("host", "os", "cpu", "memory", "python", "gpus", "accelerator", "cuda", "torch", "container")
 """Facts that feed every result's ``system`` and ``software`` sections, when detectable."""
 
 
