@@ -9,8 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-from cmx_core.errors import CmxError
-
 from cmx_detect.convert import FactsError, from_data
 from cmx_detect.facts import GpuFacts
 from cmx_detect.factsfile import load_facts_file
@@ -19,6 +17,8 @@ from cmx_detect.replay import FixtureSource, resolve_fixture
 from cmx_detect.source import LiveSource, run_command
 from cmx_detect.system import detect_cpu
 from cmx_detect.torchinfo import detect_torch
+
+from cmx_core.errors import CmxError
 
 
 def test_malformed_facts_file_json(tmp_path: Path) -> None:

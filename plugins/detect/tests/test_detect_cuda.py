@@ -8,11 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
-from cmx_core.errors import CmxError
-
 from cmx_detect.cuda import detect_cuda, resolve_nvcc
 from cmx_detect.detectors import fp_cuda
 from cmx_detect.source import LiveSource
+
+from cmx_core.errors import CmxError
 
 FAKE_NVCC = '#!/bin/sh\necho "nvcc: NVIDIA (R) Cuda compiler driver"\necho "Cuda compilation tools, release {mm}, V{v}"\n'
 
@@ -80,7 +80,7 @@ def test_cuda_home_wins_over_path(tmp_path: Path, exe, only_path, monkeypatch) -
 
 
 def test_no_toolkit_anywhere_is_not_an_error(tmp_path: Path, only_path, monkeypatch) -> None:
-    import cmx_detect.cuda as cuda
+    from cmx_detect import cuda
 
     only_path(tmp_path)
     monkeypatch.setattr(cuda, "STANDARD_ROOTS", (str(tmp_path / "none"),))

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from cmx_detect.cli import collect
 from cmx_detect.convert import from_data
 from cmx_detect.facts import CpuFacts, CudaFacts, GpuFacts, TorchFacts

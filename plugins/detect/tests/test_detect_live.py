@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from cmx_detect.cuda import detect_cuda, resolve_nvcc
 from cmx_detect.gpus import detect_accelerator, detect_gpus
 from cmx_detect.source import LiveSource

@@ -6,8 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cmx_core.errors import CmxError
-
 from cmx_detect.tags import (
     RULES,
     accelerator_list,
@@ -17,6 +15,8 @@ from cmx_detect.tags import (
     override_accelerators,
     parse_override,
 )
+
+from cmx_core.errors import CmxError
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 GIB = 1 << 30

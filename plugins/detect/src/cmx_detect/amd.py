@@ -33,7 +33,8 @@ def parse_amd_smi(text: str) -> tuple[list[GpuDevice], str | None]:
         data = data.get("gpu_data", [])
     if not isinstance(data, list):
         raise ParseError("expected a list of GPUs")
-    devices, driver = [], None
+    devices: list[GpuDevice] = []
+    driver: str | None = None
     for entry in data:
         asic, bus = entry.get("asic", {}), entry.get("bus", {})
         drv = entry.get("driver", {})

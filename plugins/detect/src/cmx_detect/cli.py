@@ -48,7 +48,6 @@ def _record(directory: str, replay: str | None, only: list[str]) -> tuple[dict[s
     from pathlib import Path
 
     from cmx_core.errors import UsageError
-
     from cmx_detect.detectors import run_all
     from cmx_detect.record import RecordingSource
 

@@ -27,7 +27,8 @@ def from_data(cls: type[T], data: Any, where: str) -> T:
     """Build ``cls`` (a fact dataclass) from JSON ``data``; ``where`` names the source
     (e.g. ``facts.json: facts.gpus``) for the error message. Unknown keys are ignored
     (a newer cmx-detect may add keys); missing required keys and wrong types are errors."""
-    return _convert(cls, data, where)
+    result: T = _convert(cls, data, where)
+    return result
 
 
 def _convert(tp: Any, data: Any, where: str) -> Any:

@@ -15,8 +15,8 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
-from cmx_detect.fingerprints import CUDA_ENV_HOMES, CUDA_STANDARD_ROOTS
 from cmx_detect.facts import CudaFacts, CudaSelection, CudaToolkit, RejectedCandidate
+from cmx_detect.fingerprints import CUDA_ENV_HOMES, CUDA_STANDARD_ROOTS
 from cmx_detect.source import Source
 
 ENV_HOMES = CUDA_ENV_HOMES

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from cmx_core.errors import CmxError
-
 from cmx_detect.convert import to_data
 from cmx_detect.fingerprints import (
     fp_containers,

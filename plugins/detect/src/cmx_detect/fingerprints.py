@@ -106,7 +106,7 @@ def torch_paths() -> list[str]:
         return []
     if spec is None or not spec.submodule_search_locations:
         return []
-    return [f"{list(spec.submodule_search_locations)[0]}/version.py"]
+    return [f"{next(iter(spec.submodule_search_locations))}/version.py"]
 
 
 def fp_torch(src: Source) -> str:

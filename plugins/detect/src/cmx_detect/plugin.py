@@ -6,26 +6,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from cmx_core.api import Command, Detector, hookimpl
 
+if TYPE_CHECKING:
+    from cmx_detect.source import Source
+
 PLUGIN = "cmx-detect"
+_SOURCE: Source | None = None
 
 
-def _live():  # type: ignore[no-untyped-def]
-    from cmx_detect.source import LiveSource
-
-    return LiveSource()
-
-
-_SOURCE = None
-
-
-def _bound(fn: Callable, *_: object):  # type: ignore[no-untyped-def]
-    """``fn(LIVE_SOURCE)``, creating the live source on first use."""
+def _bound(fn: Callable[[Source], Any]) -> Any:
+    """``fn(live source)``; the live source is created on first use."""
     global _SOURCE
     if _SOURCE is None:
-        _SOURCE = _live()
+        from cmx_detect.source import LiveSource
+
+        _SOURCE = LiveSource()
     return fn(_SOURCE)
 
 

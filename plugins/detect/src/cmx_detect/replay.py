@@ -105,10 +105,12 @@ class FixtureSource(Source):
             return None
         if isinstance(entry, str):
             return self._read_fixture_file(entry, f"files.{path}")
-        return entry.get("text") if isinstance(entry, dict) else None
+        text = entry.get("text") if isinstance(entry, dict) else None
+        return text if isinstance(text, str) else None
 
     def env(self, name: str) -> str | None:
-        return self._m.get("env", {}).get(name)
+        value = self._m.get("env", {}).get(name)
+        return str(value) if value is not None else None
 
     def which_all(self, name: str) -> list[str]:
         if name in self._hide:
