@@ -142,14 +142,3 @@ def test_the_kit_fails_a_shoddy_plugin_test_by_test(tmp_path: Path) -> None:
     assert "no loaded plugin provides step type 'nobody.has'" in done.stdout
     assert "did not return output 'missing'" in done.stdout
     assert "imports ['jsonschema']" in done.stdout
-
-
-def test_the_worked_example_passes_the_kit_in_this_environment(tmp_path: Path) -> None:
-    """cmx-textstats is installed (editable) in the development environment."""
-    env = IsolatedEnv(Path(__import__("sys").prefix))
-    done = env.run_python(["-m", "pytest", "-p", "no:cacheprovider", "-q",
-                           "--import-mode=importlib",
-                           str(ROOT / "examples/cmx-textstats/tests")],
-                          env={"CMX_HOME": str(tmp_path)}, check=False)
-    assert done.returncode == 0, done.stdout[-3000:]
-    assert re.search(r"\b1[0-9] passed", done.stdout), done.stdout[-500:]

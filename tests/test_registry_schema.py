@@ -180,3 +180,24 @@ def test_the_schema_documents_every_key_the_loader_reads() -> None:
     data = yaml.safe_load((ROOT / "registry.yaml").read_text())
     used = {k for item in data["plugins"] for k in item}
     assert used <= entry_keys
+
+
+@pytest.mark.parametrize("project", sorted(ROOT.glob("plugins/*/pyproject.toml")) + sorted(
+    ROOT.glob("examples/*/pyproject.toml")), ids=lambda p: p.parent.name)
+def test_every_in_tree_plugin_is_a_separate_package(project: Path) -> None:
+    """Own pyproject (version, cmx entry point, cmx-core through a range), README and tests."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    meta = tomllib.loads(project.read_text(encoding="utf-8"))["project"]
+    directory = project.parent
+    assert meta.get("version"), f"{project}: no version"
+    assert meta.get("entry-points", {}).get("cmx"), f"{project}: no [project.entry-points.cmx]"
+    core = [Requirement(d) for d in meta.get("dependencies", [])
+            if Requirement(d).name == "cmx-core"]
+    assert core and core[0].specifier, f"{project}: depend on cmx-core through a version range"
+    assert "0.1.0" in core[0].specifier
+    assert any(s.operator == "<" for s in core[0].specifier), f"{project}: no upper bound"
+    assert (directory / "README.md").is_file(), f"{directory}: no README.md"
+    assert list((directory / "tests").glob("test_*.py")), f"{directory}: no tests"
