@@ -260,7 +260,7 @@ def validate_file(path: Path, *, check_sources: bool = True) -> tuple[list[Probl
         import yaml
 
         node = yaml.compose(text, Loader=_loader())
-        data = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_loader())
     except Exception as exc:  # noqa: BLE001 - yaml errors carry their own position
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -284,7 +284,7 @@ def _loader() -> Any:
 def _load_yaml(path: Path) -> Any:
     import yaml
 
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=_loader())  # noqa: S506
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_loader())
 
 
 def _schema_errors(data: Any) -> list[Any]:
@@ -499,9 +499,9 @@ def installed_plugins(loaded: Registry) -> dict[str, Installed]:
         for kind, provided in info.provides.items():
             item.provides.setdefault(kind, set()).update(provided)
     for plugin_name, directory in loaded.recipe_paths:
-        info = loaded.plugins.get(plugin_name)
-        if info is not None and plugin_name != CORE:
-            item = result[normalize(info.distribution)]
+        owner = loaded.plugins.get(plugin_name)
+        if owner is not None and plugin_name != CORE:
+            item = result[normalize(owner.distribution)]
             item.recipe_tags.extend(_recipe_tags(directory, item.errors))
     return result
 

@@ -369,7 +369,7 @@ def output_problems(step: str, output: Any, sample: StepSample) -> list[str]:
 
 def _path_to_str(value: Any) -> str:
     if isinstance(value, os.PathLike):
-        return os.fspath(value)  # type: ignore[return-value]
+        return str(os.fspath(value))
     raise TypeError(f"{type(value).__name__} is not JSON data")
 
 

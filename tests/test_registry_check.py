@@ -83,7 +83,7 @@ def test_an_entry_claiming_a_step_the_plugin_lacks(setup) -> None:
     problems = setup(ENTRY.replace("steps: [fake.one]", "steps: [fake.one, fake.two]"))
     assert problems == [
         f"{Path(problems[0].split(':')[0])}: entry 'cmx-fake' key 'provides.steps': "
-        "claims 'fake.two' but cmx-fake 0 does not register it"]
+        + "claims 'fake.two' but cmx-fake 0 does not register it"]
 
 
 def test_a_registered_step_the_entry_omits(setup) -> None:

@@ -187,7 +187,6 @@ def test_the_schema_documents_every_key_the_loader_reads() -> None:
 def test_every_in_tree_plugin_is_a_separate_package(project: Path) -> None:
     """Own pyproject (version, cmx entry point, cmx-core through a range), README and tests."""
     import tomllib
-
     from packaging.requirements import Requirement
 
     meta = tomllib.loads(project.read_text(encoding="utf-8"))["project"]

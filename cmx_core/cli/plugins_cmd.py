@@ -32,8 +32,8 @@ def add_parser(subparsers: Any) -> None:
     sub = parser.add_subparsers(dest="plugins_command", metavar="COMMAND")
 
     def command(name: str, help_text: str, handler: Any) -> argparse.ArgumentParser:
-        child = sub.add_parser(name, help=help_text, description=help_text,
-                               parents=common_parents())
+        child: argparse.ArgumentParser = sub.add_parser(
+            name, help=help_text, description=help_text, parents=common_parents())
         child.set_defaults(handler=handler)
         return child
 
