@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 
-
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "registry", help="check the plugin registry (registry.yaml)",
