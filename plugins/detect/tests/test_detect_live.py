@@ -102,6 +102,27 @@ def test_torch_cpu_build() -> None:
     assert facts.installed and facts.version == version
     if "+cpu" in version:
         assert facts.cuda_build is None and facts.device_count == 0 and facts.cuda_available is False
+    if not HAS_NVIDIA and not Path("/dev/kfd").exists():
+        assert facts.probe == "version.py"  # no GPU device nodes: torch is not imported
+
+
+def test_torch_probe_by_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cmx_detect.torchinfo import detect_torch
+
+    pytest.importorskip("torch")
+    monkeypatch.setenv("CMX_TORCH_PROBE", "import")
+    facts = detect_torch(LiveSource())
+    light = detect_torch_light(monkeypatch)
+    assert facts.probe == "import" and facts.installed
+    assert (facts.version, facts.cuda_build, facts.hip_build) == (light.version, light.cuda_build, light.hip_build)
+    assert facts.cuda_available is (facts.device_count > 0)
+
+
+def detect_torch_light(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    from cmx_detect.torchinfo import detect_torch
+
+    monkeypatch.delenv("CMX_TORCH_PROBE")
+    return detect_torch(LiveSource())
 
 
 @pytest.mark.skipif(shutil.which("docker") is None, reason="needs the docker CLI")

@@ -183,7 +183,9 @@ class GpuFacts:
 @dataclass(frozen=True)
 class TorchFacts:
     """``facts.torch``: the torch importable by the running interpreter (probed in a
-    subprocess, so cmx never imports torch itself)."""
+    subprocess, so cmx never imports torch itself). ``probe`` is ``import`` (torch was imported
+    and asked) or ``version.py`` (no GPU device nodes: versions read without importing;
+    ``cudnn_version`` is then unknown)."""
 
     installed: bool
     version: str | None = None
@@ -194,6 +196,7 @@ class TorchFacts:
     device_count: int = 0
     devices: list[str] = field(default_factory=list)
     reason: str | None = None
+    probe: str | None = None
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,9 @@ def torch_paths() -> list[str]:
 
 
 def fp_torch(src: Source) -> str:
-    return _digest([sys.executable, *stat_token(src, torch_paths())])
+    """The interpreter, torch's version.py, GPU device nodes (they decide how torch is probed)."""
+    nodes = [n for n in src.listdir("/dev") if n.startswith(("nvidia", "kfd", "dxg"))]
+    return _digest([sys.executable, os.environ.get("CMX_TORCH_PROBE"), *nodes, *stat_token(src, torch_paths())])
 
 
 def fp_containers(src: Source) -> str:
