@@ -21,7 +21,13 @@ TINY_META = "base: {local: cmx-base:bookworm-minbase}\ninstall_cmx: false\n"
 
 
 def spec(name: str, accelerator: str | None = None) -> context.ImageSpec:
-    return context.image_spec(name, None, DigestMemo(None), accelerator)
+    """Render through the persistent memo, as the executor does."""
+    from cmx_core.paths import cache_dir
+
+    memo = DigestMemo(cache_dir() / "docker" / "digests.json")
+    rendered = context.image_spec(name, None, memo, accelerator)
+    memo.save()
+    return rendered
 
 
 @pytest.mark.parametrize("name", ["python", "cpu-torch", "cuda-torch", "vllm"])
@@ -60,6 +66,15 @@ def test_changing_a_context_file_changes_the_tag(make_template, home: Path) -> N
     assert spec("ctx").tag == first
     (folder / "data.txt").write_text("two\n")
     assert spec("ctx").tag != first
+
+
+def test_editing_the_dockerfile_template_changes_the_tag(make_template, home: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = make_template("edit", "FROM {{ base }}\nRUN true\n", TINY_META)
+    first = spec("edit")
+    assert spec("edit").tag == first.tag  # second time from the remembered rendering
+    (folder / "Dockerfile.j2").write_text("FROM {{ base }}\nRUN true && true\n")
+    second = spec("edit")
+    assert second.tag != first.tag and "RUN true && true" in second.dockerfile
 
 
 def test_undefined_variable_names_file_and_line(make_template, home: Path) -> None:  # type: ignore[no-untyped-def]

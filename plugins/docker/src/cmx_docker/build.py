@@ -59,7 +59,8 @@ def docker_cache() -> Path:
 def ensure_image(template: str, accelerator: str | None = None,
                  params: Mapping[str, Any] | None = None, endpoint: Endpoint | None = None,
                  rebuild: bool = False) -> ImageRecord:
-    """The image for ``template`` (built unless an identical one exists)."""
+    """The image for ``template`` (built unless an identical one exists; ``rebuild`` builds
+    again without the engine's layer cache)."""
     endpoint = endpoint or find_endpoint()
     cache = docker_cache()
     memo = DigestMemo(cache / "digests.json")
@@ -72,7 +73,7 @@ def ensure_image(template: str, accelerator: str | None = None,
         _pull_base(spec, endpoint)
         spec = image_spec(template, endpoint, memo, accelerator, params)
     started = time.perf_counter()
-    _build(spec, endpoint, cache)
+    _build(spec, endpoint, cache, nocache=rebuild)
     doc = inspect_image(endpoint, spec.tag)
     if doc is None:
         raise BuildFailed(f"{endpoint.runtime}: build of {spec.tag} reported success but the "
@@ -124,12 +125,12 @@ def _pull_base(spec: ImageSpec, endpoint: Endpoint) -> None:
         client.close()
 
 
-def _build(spec: ImageSpec, endpoint: Endpoint, cache: Path) -> None:
+def _build(spec: ImageSpec, endpoint: Endpoint, cache: Path, nocache: bool = False) -> None:
     (cache / "contexts").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache / "contexts", prefix="ctx-") as tmp:
         ctx = Path(tmp)
         _assemble(spec, ctx, cache)
-        _stream_build(spec, endpoint, ctx)
+        _stream_build(spec, endpoint, ctx, nocache)
 
 
 def _assemble(spec: ImageSpec, ctx: Path, cache: Path) -> None:
@@ -155,13 +156,14 @@ def _link(path: Path, folder: Path) -> None:
         shutil.copy2(path, folder / path.name)
 
 
-def _stream_build(spec: ImageSpec, endpoint: Endpoint, ctx: Path) -> None:
+def _stream_build(spec: ImageSpec, endpoint: Endpoint, ctx: Path, nocache: bool) -> None:
     client = sdk_client(endpoint)
     lines: list[str] = []
     print(f"cmx-docker: building {spec.tag} from template {spec.template.name}", file=sys.stderr)
     try:
         stream = client.api.build(
             path=str(ctx), tag=spec.tag, rm=True, forcerm=True, decode=True, pull=False,
+            nocache=nocache,
             network_mode="host" if spec.template.build_network else "none",
             labels={"org.cmx.content-digest": spec.digest})
         for chunk in stream:

@@ -10,15 +10,17 @@ wheelhouse by its pinned requirement lines, so neither has to exist to compute t
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cmx_docker import templates
-from cmx_docker.digests import DigestMemo
+from cmx_docker.digests import DigestMemo, stat_fingerprint
 from cmx_docker.engine import Endpoint, inspect_image
 from cmx_docker.errors import ContextError, TemplateError
 from cmx_docker.sources import LocalPackage, local_packages, pinned_closure
@@ -80,13 +82,19 @@ def image_spec(name: str, endpoint: Endpoint | None, memo: DigestMemo, accelerat
     base_ref, base_id = resolve_base(template, endpoint)
     files = _context_files(template)
     packages = tuple(local_packages(template.plugins, memo)) if template.install_cmx else ()
-    pinned = tuple(pinned_closure([p.dist for p in packages])) if packages else ()
-    requirements = "".join(f"{line}\n" for line in (
-        [f"{p.dist}=={p.version}" for p in packages] + list(pinned) + list(template.packages)))
     variables = _variables(template, base_ref, base_id, accelerator, params or {},
                            ca=any(dest == CA_DEST for dest, _ in files))
-    dockerfile = templates.render(template, variables)
-    _check_copies(template, dockerfile, {dest for dest, _ in files})
+    key = _render_key(template, packages, variables)
+    rendered = memo.recall(key)
+    if rendered is None:
+        pinned = list(pinned_closure([p.dist for p in packages])) if packages else []
+        dockerfile = templates.render(template, variables)
+        _check_copies(template, dockerfile, {dest for dest, _ in files})
+        rendered = {"dockerfile": dockerfile, "pinned": pinned}
+        memo.remember(key, rendered)
+    dockerfile, pinned = str(rendered["dockerfile"]), tuple(rendered["pinned"])
+    requirements = "".join(f"{line}\n" for line in (
+        [f"{p.dist}=={p.version}" for p in packages] + list(pinned) + list(template.packages)))
     h = hashlib.sha256(f"{SPEC_VERSION}\n".encode())
     h.update(b"Dockerfile\0" + dockerfile.encode() + b"\0")
     h.update(f"{REQUIREMENTS}\0".encode() + requirements.encode() + b"\0")
@@ -98,6 +106,20 @@ def image_spec(name: str, endpoint: Endpoint | None, memo: DigestMemo, accelerat
                      requirements=requirements, base_ref=base_ref, base_id=base_id,
                      files=files, packages=packages, pinned=pinned, digest=h.hexdigest(),
                      variables=variables)
+
+
+def _render_key(template: templates.Template, packages: tuple[LocalPackage, ...],
+                variables: Mapping[str, Any]) -> str:
+    """Key of a remembered rendering: the variables plus stat evidence that neither the
+    template files nor the installed distributions (site-packages entries) changed."""
+    watched = sorted(template.directory.iterdir()) + sorted(
+        (template.directory.parent / templates.SHARED).glob("*"))
+    watched += [Path(p) for p in sys.path if p.endswith("site-packages")]
+    watched += [pkg.source / "pyproject.toml" for pkg in packages]
+    material = json.dumps({"v": SPEC_VERSION, "vars": variables,
+                           "packages": [(p.dist, p.version) for p in packages],
+                           "stat": stat_fingerprint(watched)}, sort_keys=True, default=str)
+    return hashlib.sha256(material.encode()).hexdigest()
 
 
 def _variables(template: templates.Template, base_ref: str, base_id: str | None,

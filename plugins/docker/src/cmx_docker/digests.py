@@ -12,6 +12,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 _SKIP_DIRS = {"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache", "build",
               "dist", ".venv"}
@@ -20,17 +21,33 @@ _BIG = 1 << 20
 
 
 class DigestMemo:
-    """File digests remembered by (path, size, mtime_ns); saved with :meth:`save`."""
+    """File digests remembered by (path, size, mtime_ns), plus rendered values remembered
+    by a caller's key (:meth:`recall`/:meth:`remember`); saved with :meth:`save`."""
+
+    _MAX_RENDERS = 256
 
     def __init__(self, path: Path | None) -> None:
         self._path = path
         self._data: dict[str, list] = {}
+        self._renders: dict[str, Any] = {}
         self._dirty = False
         if path is not None and path.is_file():
             try:
-                self._data = json.loads(path.read_text())
-            except ValueError:
-                self._data = {}
+                stored = json.loads(path.read_text())
+                self._data = dict(stored.get("files", {}))
+                self._renders = dict(stored.get("renders", {}))
+            except (ValueError, AttributeError):
+                self._data, self._renders = {}, {}
+
+    def recall(self, key: str) -> Any:
+        """The value remembered under ``key``, or None."""
+        return self._renders.get(key)
+
+    def remember(self, key: str, value: Any) -> None:
+        if len(self._renders) >= self._MAX_RENDERS:
+            self._renders.pop(next(iter(self._renders)))
+        self._renders[key] = value
+        self._dirty = True
 
     def file(self, path: Path) -> str:
         """sha256 hex of ``path``'s content."""
@@ -50,7 +67,7 @@ class DigestMemo:
             return
         self._path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self._data))
+        tmp.write_text(json.dumps({"files": self._data, "renders": self._renders}))
         os.replace(tmp, self._path)
         self._dirty = False
 
@@ -60,6 +77,19 @@ def _sha256_file(path: Path) -> str:
     with path.open("rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
+    return h.hexdigest()
+
+
+def stat_fingerprint(paths: Iterable[Path]) -> str:
+    """A digest of (path, size, mtime_ns) of ``paths`` (missing ones count too): cheap
+    evidence that none of them changed."""
+    h = hashlib.sha256()
+    for path in paths:
+        try:
+            st = path.stat()
+            h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        except OSError:
+            h.update(f"{path}\0missing\n".encode())
     return h.hexdigest()
 
 
