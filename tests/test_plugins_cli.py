@@ -45,6 +45,29 @@ def test_list_json_has_versions_hooks_and_provides(capsys: pytest.CaptureFixture
     assert doc["conflicts"] == {}
 
 
+def test_list_shows_capabilities(
+    cmx_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from types import SimpleNamespace
+
+    from cmx_core.api import Capabilities, StepType, hookimpl
+
+    @hookimpl
+    def cmx_register_steps(register):
+        register(StepType(name="gpu.burn", summary="s", run=lambda ctx: {},
+                          capabilities=Capabilities(needs_gpu=True, needs_root=True)))
+
+    monkeypatch.setenv("CMX_LOAD_PLUGINS", "")
+    monkeypatch.setattr(plugins, "_REGISTRY", plugins.load_registry(
+        extra=[("burner", SimpleNamespace(cmx_register_steps=cmx_register_steps))]))
+    code, doc = _json(capsys, "plugins", "list")
+    assert code == 0
+    burner = next(p for p in doc["plugins"] if p["name"] == "burner")
+    assert burner["capabilities"] == {"gpu.burn": ["needs_gpu", "needs_root"]}
+    assert main(["plugins"]) == 0
+    assert "needs     gpu.burn: needs_gpu, needs_root" in capsys.readouterr().out
+
+
 def test_search_finds_by_summary_and_provided_name(capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _json(capsys, "plugins", "search", "loadgen")
     assert code == 0

@@ -97,10 +97,21 @@ def installed_summary() -> dict[str, Any]:
             "module": info.module, "hooks": hooks,
             "provides": {k: sorted(v) for k, v in info.provides.items()},
             "recipe_paths": [str(p) for owner, p in loaded.recipe_paths if owner == name],
+            "capabilities": _capabilities(loaded, name),
             "error": info.error,
         })
     conflicts = {k: list(v) for k, v in loaded.conflicts.items()}
     return {"plugins": plugins, "conflicts": conflicts}
+
+
+def _capabilities(loaded: Any, plugin: str) -> dict[str, list[str]]:
+    """Provider name -> the capabilities it needs (docker, gpu, network...), when any."""
+    found: dict[str, list[str]] = {}
+    for kind in ("steps", "executors"):
+        for name, provider in getattr(loaded, kind).items():
+            if provider.plugin == plugin and provider.capabilities.names():
+                found[name] = provider.capabilities.names()
+    return found
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -116,6 +127,8 @@ def _list_text(summary: dict[str, Any]) -> str:
         lines.append(f"{p['name']:<12} {p['distribution']} {p['version']}")
         if provided:
             lines.append(f"    provides  {provided}")
+        for provider, needs in sorted(p["capabilities"].items()):
+            lines.append(f"    needs     {provider}: {', '.join(needs)}")
         if p["hooks"]:
             lines.append(f"    hooks     {', '.join(p['hooks'])}")
         if p["error"]:
