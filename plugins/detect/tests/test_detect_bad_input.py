@@ -142,3 +142,21 @@ def test_bad_accelerator_override(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CMX_OVERRIDE_ACCELERATOR", "8xh1000")
     with pytest.raises(CmxError, match=r"CMX_OVERRIDE_ACCELERATOR=8xh1000: unknown accelerator tag '8xh1000'"):
         detect_accelerator(FixtureSource(resolve_fixture("l4-1x")))
+
+
+def test_nvml_probe_that_does_not_answer_in_time(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, only_path) -> None:
+    from cmx_detect import source
+
+    monkeypatch.setattr(source, "NVML_TIMEOUT_S", 0.001)
+    only_path(tmp_path)  # no nvidia-smi either
+    facts = detect_nvidia(LiveSource())
+    assert facts.devices == [] and "NVML probe failed" in (facts.reason or "") and "timed out" in (facts.reason or "")
+
+
+def test_nvml_probe_printing_garbage(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, only_path) -> None:
+    from cmx_detect import source
+
+    monkeypatch.setattr(source, "NVML_CHILD", "print('CMX-NVML {not json')")
+    only_path(tmp_path)
+    facts = detect_nvidia(LiveSource())
+    assert facts.devices == [] and "NVML probe output unreadable" in (facts.reason or "")

@@ -23,6 +23,31 @@ if TYPE_CHECKING:
     from cmx_detect.nvml import NvmlSession
 
 DEFAULT_TIMEOUT_S = 10.0
+NVML_TIMEOUT_S = 30.0
+
+# Runs in a child interpreter: every NVML query cmx-detect makes, recorded as JSON. The parent
+# replays the recording through the same parsing code, so a wedged driver costs a timeout,
+# never a hung cmx, and cmx itself never loads libnvidia-ml.
+NVML_CHILD = r"""
+import json
+from cmx_detect.nvidia import from_nvml
+from cmx_detect.nvml import LiveNvml, NvmlCallError, RecordingNvml
+calls = {}
+try:
+    live = LiveNvml()
+except NvmlCallError as err:
+    calls["nvmlInit()"] = {"error": err.name, "message": str(err), "value": err.value}
+else:
+    calls["nvmlInit()"] = None
+    session = RecordingNvml(live, calls)
+    try:
+        from_nvml(session)
+    except NvmlCallError:
+        pass
+    finally:
+        session.close()
+print("CMX-NVML " + json.dumps({"calls": calls}))
+"""
 MAX_READ_BYTES = 1 << 20
 
 
@@ -157,9 +182,8 @@ class LiveSource(Source):
         return compute()
 
     def nvml(self) -> NvmlSession:
-        from cmx_detect.nvml import LiveNvml
-
-        return LiveNvml()
+        """NVML queried in a child interpreter with a timeout (see :data:`NVML_CHILD`)."""
+        return nvml_in_subprocess(NVML_TIMEOUT_S)
 
 
 def run_command(argv: Sequence[str], timeout_s: float) -> ProbeResult:
@@ -199,6 +223,23 @@ def _drain(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
 
 def _text(data: bytes | None) -> str:
     return (data or b"")[:MAX_READ_BYTES].decode("utf-8", "replace")
+
+
+def nvml_in_subprocess(timeout_s: float) -> NvmlSession:
+    import json
+
+    from cmx_detect.nvml import NvmlCallError, RecordedNvml
+
+    result = run_command([sys.executable, "-c", NVML_CHILD], timeout_s)
+    line = next((x for x in result.stdout.splitlines() if x.startswith("CMX-NVML ")), None)
+    if line is None:
+        why = result.why() if not result.ok else "no CMX-NVML line in its output"
+        raise NvmlCallError("ProbeFailed", f"NVML probe failed: {why}")
+    try:
+        calls = json.loads(line[len("CMX-NVML "):])["calls"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise NvmlCallError("ProbeFailed", f"NVML probe output unreadable: {err}") from None
+    return RecordedNvml(calls)
 
 
 def python_value() -> dict[str, Any]:
