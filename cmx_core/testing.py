@@ -37,7 +37,7 @@ import pytest
 
 HEAVY_MODULES = (
     "torch", "numpy", "pandas", "scipy", "sklearn", "transformers", "jsonschema", "rich",
-    "jinja2", "docker", "requests", "httpx", "yaml_include", "pynvml",
+    "jinja2", "docker", "requests", "httpx", "pynvml",
 )
 """Modules a plugin must not import when its entry-point module is imported."""
 
@@ -364,7 +364,34 @@ def output_problems(step: str, output: Any, sample: StepSample) -> list[str]:
             for mname, metric in part.metrics.items():
                 if not getattr(metric, "unit", ""):
                     problems.append(f"step '{step}': metric '{mname}' has no unit")
+            problems.extend(result_part_problems(step, output))
     return problems
+
+
+def result_part_problems(step: str, output: Any) -> list[str]:
+    """Whether the step's result part makes a schema-valid result document, as cmx would
+    write it after a run of a recipe with this one step."""
+    import tempfile
+    from datetime import datetime, timezone
+
+    from cmx_core.errors import CmxError
+    from cmx_core.results.document import RunRecord, build_document
+    from cmx_core.results.validate import validate_document
+
+    now = datetime.now(timezone.utc)
+    with tempfile.TemporaryDirectory() as run_dir:
+        record = RunRecord(
+            run_id="00000000-0000-4000-8000-000000000000", tags=("conformance",), inputs={},
+            variations={}, recipe_name="conformance", recipe_tags=("conformance",),
+            recipe_version="0", recipes=(("conformance", "0", "0" * 64, "plugin"),),
+            plugins=(), facts={}, outputs=dict(output.outputs), part=output.result,
+            artifacts=(), run_dir=Path(run_dir), started_at=now, finished_at=now,
+            lock_digest=None)
+        try:
+            validate_document(build_document(record), source=f"step '{step}' result")
+        except CmxError as exc:
+            return [str(exc).splitlines()[0]]
+    return []
 
 
 def _path_to_str(value: Any) -> str:

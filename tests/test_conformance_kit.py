@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,8 +17,8 @@ from cmx_core.testing import (
     make_step_context,
     output_problems,
     provider_problems,
-    write_plugin_package,
     recipe_problems,
+    write_plugin_package,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,9 +75,23 @@ def test_output_problems() -> None:
         "step 's' did not return output 'b' (got ['a'])",
         "step 's': outputs must be JSON data (or paths): object is not JSON data",
         "step 's': metric 'm' has no unit",
+        ("step 's' result: invalid result document: $.metrics.m.unit must be longer than or "
+         "equal to 1 characters"),
     ]
     good = StepOutput(outputs={"a": Path("/x"), "b": [1, {"c": None}]})
     assert output_problems("s", good, sample) == []
+
+
+def test_output_problems_validate_the_result_document() -> None:
+    sample = StepSample()
+    part = ResultPart(status="completed", benchmark={"suite": "wordcount", "task": "t"},
+                      metrics={"w": Metric(3, "words", True)})
+    problems = output_problems("s", StepOutput(result=part), sample)
+    assert len(problems) == 1
+    assert problems[0].startswith("step 's' result: invalid result document: $.benchmark.suite")
+    fixed = ResultPart(status="completed", benchmark={"suite": "custom", "task": "t"},
+                       metrics={"w": Metric(3, "words", True)})
+    assert output_problems("s", StepOutput(result=fixed), sample) == []
 
 
 def test_make_step_context_is_frozen(tmp_path: Path) -> None:
