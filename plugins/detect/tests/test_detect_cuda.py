@@ -112,3 +112,19 @@ def test_fingerprint_changes_with_the_probed_binary(tmp_path: Path, exe, only_pa
     st = nvcc.stat()
     os.utime(nvcc, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     assert fp_cuda(src) != before
+
+
+def test_without_nvcc_on_path_the_cuda_link_wins_over_newer(tmp_path: Path, exe, only_path, monkeypatch) -> None:
+    from cmx_detect import cuda
+
+    root = tmp_path / "usrlocal"
+    old = toolkit(root, "cuda-11.8", "11.8.89", exe, version_json=True)
+    toolkit(root, "cuda-12.6", "12.6.2", exe, version_json=True)
+    (root / "cuda").symlink_to(old)
+    only_path(tmp_path / "empty")
+    monkeypatch.setattr(cuda, "STANDARD_ROOTS", (str(root),))
+    facts = detect_cuda(LiveSource())
+    assert facts.selected and facts.selected.home == str(old) and "the cuda link" in facts.reason
+    (root / "cuda").unlink()
+    newest = detect_cuda(LiveSource())
+    assert newest.selected and newest.selected.version == "12.6.2" and "newest" in newest.reason

@@ -154,10 +154,10 @@ def _select(search: _Search) -> tuple[CudaSelection | None, str]:
         if not via.startswith("standard location"):
             tk = search.toolkits[home]
             return _selection(tk, via), f"selected {home}: first found via {via}"
-    preferred = [h for h, via in search.order if via.endswith("/cuda")]
+    preferred = [(h, via) for h, via in search.order if via.endswith("/cuda")]
     if preferred:
-        tk = search.toolkits[preferred[0]]
-        return _selection(tk, "/usr/local/cuda"), f"selected {tk.home}: the /cuda link of a standard location"
+        tk = search.toolkits[preferred[0][0]]
+        return _selection(tk, preferred[0][1]), f"selected {tk.home}: {preferred[0][1]} (the cuda link)"
     newest = max(search.toolkits.values(), key=lambda t: _version_key(t.version))
     return _selection(newest, "newest"), f"selected {newest.home}: newest toolkit in the standard locations"
 
