@@ -28,13 +28,20 @@ class NoopSUT:
         self.performance_sample_count = performance_sample_count
         self.tokens_per_sample = tokens_per_sample
         self.uses_tokens = tokens_per_sample > 0
-        self._complete_many: Any = None
 
     def start(self, completer: Completer) -> None:
-        many = getattr(completer, "complete_many", None)
-        # Without the harness's batch extension, fall back to one call per id.
+        """Bind ``issue`` to the cheapest path the completer offers (the harness's
+        ``complete_many`` batch extension, else one ``complete`` per id)."""
         self._completer = completer
-        self._complete_many = many
+        many = getattr(completer, "complete_many", None)
+        if self.uses_tokens:
+            self.issue = self._issue_tokens  # type: ignore[method-assign]
+        elif many is not None:
+
+            def issue(response_ids: list[int], sample_indices: list[int], _many: Any = many) -> None:
+                _many(response_ids)
+
+            self.issue = issue  # type: ignore[method-assign]
 
     def load_samples(self, indices: list[int]) -> None:
         return None
@@ -43,17 +50,14 @@ class NoopSUT:
         return None
 
     def issue(self, response_ids: list[int], sample_indices: list[int]) -> None:
-        if self.uses_tokens:
-            data = _TOKEN * self.tokens_per_sample
-            for response_id in response_ids:
-                self._completer.first_token(response_id, _TOKEN)
-                self._completer.complete(response_id, data, self.tokens_per_sample)
-            return
-        if self._complete_many is not None:
-            self._completer.complete_many(response_ids)
-            return
         for response_id in response_ids:
             self._completer.complete(response_id, b"")
+
+    def _issue_tokens(self, response_ids: list[int], sample_indices: list[int]) -> None:
+        data = _TOKEN * self.tokens_per_sample
+        for response_id in response_ids:
+            self._completer.first_token(response_id, _TOKEN)
+            self._completer.complete(response_id, data, self.tokens_per_sample)
 
     def flush(self) -> None:
         return None
