@@ -35,6 +35,16 @@ steps:
 cache: false
 """
 
+FAILING = """
+name: container-failing
+tags: [container, failing]
+summary: a step that fails inside the container
+steps:
+  - uses: shell
+    with: {cmd: [python3, -c, "import sys; print('failing-on-purpose-51c'); sys.exit(3)"]}
+cache: false
+"""
+
 SLEEPER = """
 name: container-sleeper
 tags: [container, sleeper]
@@ -50,7 +60,7 @@ cache: false
 def recipes(tmp_path: Path) -> Path:
     folder = tmp_path / "recipes"
     folder.mkdir()
-    for name, text in (("probe", PROBE), ("hog", HOG), ("sleeper", SLEEPER)):
+    for name, text in (("probe", PROBE), ("hog", HOG), ("sleeper", SLEEPER), ("failing", FAILING)):
         (folder / f"{name}.yaml").write_text(text)
     return folder
 
@@ -120,3 +130,23 @@ def test_unknown_executor_option_is_refused(engine, base_image, recipes: Path) -
 
     with pytest.raises(UsageError, match=r"unknown option\(s\) \['memroy'\]"):
         run("container,probe", recipes_dirs=[recipes], executor="docker", options={"memroy": "1g"})
+
+
+def test_cpu_benchmark_recipe_runs_in_a_container(engine, base_image) -> None:  # type: ignore[no-untyped-def]
+    proc = _cmx("run", "recipe", "--tags=demo,sort,benchmark", "--container", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    assert doc["status"] == "valid" and doc["metrics"]
+    assert doc["system"]["container"]["image"].startswith("cmx-python:")
+    assert doc["system"]["container"]["digest"].startswith("sha256:")
+
+
+def test_failing_step_inside_is_recorded_and_fails_the_run(engine, base_image, recipes: Path) -> None:  # type: ignore[no-untyped-def]
+    from cmx_core.api import StepFailed, run
+
+    with pytest.raises(StepFailed) as err:
+        run("container,failing", recipes_dirs=[recipes], executor="docker")
+    result_path = Path(err.value.result_path)  # type: ignore[attr-defined]
+    doc = json.loads(result_path.read_text())
+    assert doc["status"] == "error" and doc["system"]["container"]["image"].startswith("cmx-python:")
+    assert result_path.parent.joinpath("container.log").is_file()

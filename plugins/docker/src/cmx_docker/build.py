@@ -58,20 +58,20 @@ def docker_cache() -> Path:
 
 def ensure_image(template: str, accelerator: str | None = None,
                  params: Mapping[str, Any] | None = None, endpoint: Endpoint | None = None,
-                 rebuild: bool = False) -> ImageRecord:
+                 rebuild: bool = False, plugins: tuple[str, ...] = ()) -> ImageRecord:
     """The image for ``template`` (built unless an identical one exists; ``rebuild`` builds
     again without the engine's layer cache)."""
     endpoint = endpoint or find_endpoint()
     cache = docker_cache()
     memo = DigestMemo(cache / "digests.json")
-    spec = image_spec(template, endpoint, memo, accelerator, params)
+    spec = image_spec(template, endpoint, memo, accelerator, params, plugins)
     memo.save()
     doc = None if rebuild else inspect_image(endpoint, spec.tag)
     if doc is not None:
         return _record(spec, endpoint, doc, built=False, build_s=0.0)
     if spec.base_id is None:
         _pull_base(spec, endpoint)
-        spec = image_spec(template, endpoint, memo, accelerator, params)
+        spec = image_spec(template, endpoint, memo, accelerator, params, plugins)
     started = time.perf_counter()
     _build(spec, endpoint, cache, nocache=rebuild)
     doc = inspect_image(endpoint, spec.tag)

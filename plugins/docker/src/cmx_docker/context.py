@@ -76,18 +76,20 @@ def resolve_base(template: templates.Template, endpoint: Endpoint | None) -> tup
 
 
 def image_spec(name: str, endpoint: Endpoint | None, memo: DigestMemo, accelerator: str | None = None,
-               params: Mapping[str, Any] | None = None) -> ImageSpec:
-    """Render template ``name`` for ``accelerator`` and digest its whole build context."""
+               params: Mapping[str, Any] | None = None, plugins: tuple[str, ...] = ()) -> ImageSpec:
+    """Render template ``name`` for ``accelerator`` and digest its whole build context;
+    ``plugins`` are installed besides the template's own (e.g. the ones a plan uses)."""
     template = templates.load(name)
     base_ref, base_id = resolve_base(template, endpoint)
     files = _context_files(template)
-    packages = tuple(local_packages(template.plugins, memo)) if template.install_cmx else ()
+    wanted = tuple(sorted(set(template.plugins) | set(plugins)))
+    packages = tuple(local_packages(wanted, memo)) if template.install_cmx else ()
     variables = _variables(template, base_ref, base_id, accelerator, params or {},
                            ca=any(dest == CA_DEST for dest, _ in files))
     key = _render_key(template, packages, variables)
     rendered = memo.recall(key)
     if rendered is None:
-        pinned = list(pinned_closure([p.dist for p in packages])) if packages else []
+        pinned = _without(pinned_closure(list(packages)), template.packages) if packages else []
         dockerfile = templates.render(template, variables)
         _check_copies(template, dockerfile, {dest for dest, _ in files})
         rendered = {"dockerfile": dockerfile, "pinned": pinned}
@@ -108,6 +110,14 @@ def image_spec(name: str, endpoint: Endpoint | None, memo: DigestMemo, accelerat
                      variables=variables)
 
 
+def _without(pins: list[str], overrides: tuple[str, ...]) -> list[str]:
+    """Host pins minus the distributions a template pins itself (the template wins)."""
+    from packaging.utils import canonicalize_name
+
+    own = {canonicalize_name(o.split("==")[0].split("[")[0]) for o in overrides}
+    return [p for p in pins if canonicalize_name(p.split("==")[0]) not in own]
+
+
 def _render_key(template: templates.Template, packages: tuple[LocalPackage, ...],
                 variables: Mapping[str, Any]) -> str:
     """Key of a remembered rendering: the variables plus stat evidence that neither the
@@ -117,7 +127,7 @@ def _render_key(template: templates.Template, packages: tuple[LocalPackage, ...]
     watched += [Path(p) for p in sys.path if p.endswith("site-packages")]
     watched += [pkg.source / "pyproject.toml" for pkg in packages]
     material = json.dumps({"v": SPEC_VERSION, "vars": variables,
-                           "packages": [(p.dist, p.version) for p in packages],
+                           "packages": [(p.dist, p.version, p.extras) for p in packages],
                            "stat": stat_fingerprint(watched)}, sort_keys=True, default=str)
     return hashlib.sha256(material.encode()).hexdigest()
 

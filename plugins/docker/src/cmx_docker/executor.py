@@ -48,7 +48,8 @@ def run(request: ExecutionRequest) -> Path:
     endpoint = find_endpoint()
     template, accelerator = choose_template(request)
     options = dict(request.options)
-    image = ensure_image(template, accelerator, endpoint=endpoint,
+    registry = getattr(options.get("session"), "registry", None)
+    image = ensure_image(template, accelerator, endpoint=endpoint, plugins=plan_plugins(request.plan, registry),
                          rebuild=runopts._bool(options.get("rebuild", False), "rebuild"))
     planned = container_plan(request, image, _user_options(options))
     inner = _run_container(planned.options, endpoint)
@@ -90,6 +91,29 @@ def _variation_names(variations: Mapping[str, Any]) -> list[str]:
     return names
 
 
+def plan_plugins(plan: Any, registry: Any = None) -> tuple[str, ...]:
+    """The plugins the image needs: those providing the plan's recipes and step types, and
+    the host's detector plugins that the checkout holds (so facts inside match the host's)."""
+    from cmx_docker.sources import checkout_root, plugin_sources
+
+    needed: set[str] = set()
+    steps = getattr(registry, "steps", None) or {}
+    for node in plan.nodes:
+        source = str(getattr(node.recipe, "source", ""))
+        if source.startswith("plugin:"):
+            needed.add(source.split(":", 1)[1])
+        for step in getattr(node, "steps", ()):
+            provider = steps.get(getattr(step, "uses", ""))
+            if provider is not None and provider.plugin:
+                needed.add(provider.plugin)
+    available = plugin_sources(checkout_root())
+    for detector in (getattr(registry, "detectors", None) or {}).values():
+        if detector.plugin in available:
+            needed.add(detector.plugin)
+    needed -= {"cmx-core", "docker"}
+    return tuple(sorted(needed))
+
+
 def plan_needs_network(plan: Any, registry: Any = None) -> bool:
     """True when any step type the plan uses declares ``needs_network``."""
     steps = getattr(registry, "steps", None) or {}
@@ -115,7 +139,10 @@ def container_plan(request: ExecutionRequest, image: ImageRecord,
     for directory in getattr(request.plan.query, "recipes_dirs", ()):
         mounts.append(runopts.Mount(str(Path(directory).resolve()), str(Path(directory).resolve()), True))
     env = {"CMX_CACHE_DIR": str(cache), "CMX_DATA_DIR": "/tmp/cmx-data", "HOME": "/tmp",
-           "PYTHONUNBUFFERED": "1"}
+           "PYTHONUNBUFFERED": "1",
+           # cmx-core's `container` detector reads these into the result's system.container
+           "CMX_CONTAINER_IMAGE": image.tag, "CMX_CONTAINER_DIGEST": image.digest,
+           "CMX_CONTAINER_RUNTIME": image.runtime}
     opts = runopts.RunOptions(
         image=image.image_id, command=tuple(inner_command(request, run_dir / INNER_DIR)),
         user=user, mounts=tuple(mounts), environment=env,

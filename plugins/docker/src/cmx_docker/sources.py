@@ -34,13 +34,15 @@ _NAME_LINE = re.compile(r'^name\s*=\s*"([^"]+)"', re.M)
 
 @dataclass(frozen=True)
 class LocalPackage:
-    """A distribution built from the checkout: name, version, source dir, source digest."""
+    """A distribution built from the checkout: name, version, source dir, source digest,
+    and the extras whose requirements the image also needs."""
 
     dist: str
     version: str
     source: Path
     include: tuple[str, ...]
     digest: str
+    extras: tuple[str, ...] = ()
 
 
 def checkout_root() -> Path:
@@ -68,15 +70,35 @@ def _project_name(root: Path) -> str | None:
 
 
 def local_packages(plugins: tuple[str, ...], memo: DigestMemo) -> list[LocalPackage]:
-    """cmx-core plus ``plugins/<name>`` for each plugin name, with their source digests."""
+    """cmx-core plus each plugin (``name`` or ``name[extra,...]``, found by its ``cmx``
+    entry-point name in the checkout), with their source digests."""
     root = checkout_root()
     found = [_package(root, _CORE_INCLUDE, memo)]
-    for name in plugins:
-        source = root / "plugins" / name
-        if _project_name(source) is None:
-            raise ContextError(f"plugin {name!r}: {source}/pyproject.toml not found; "
-                               "remove it from the template's plugins or add the plugin")
-        found.append(_package(source, _PLUGIN_INCLUDE, memo))
+    sources = plugin_sources(root)
+    for entry in dict.fromkeys(plugins):
+        name, _, rest = entry.partition("[")
+        extras = tuple(e.strip() for e in rest.rstrip("]").split(",") if e.strip())
+        if name not in sources:
+            raise ContextError(f"plugin {name!r} is not in the checkout {root} (plugins/*/pyproject.toml "
+                               f"entry points: {', '.join(sorted(sources)) or 'none'}); images install "
+                               "plugins from the checkout only")
+        pkg = _package(sources[name], _PLUGIN_INCLUDE, memo)
+        found.append(LocalPackage(pkg.dist, pkg.version, pkg.source, pkg.include, pkg.digest, extras))
+    return found
+
+
+_ENTRY_SECTION = re.compile(r"^\[project\.entry-points\.cmx\]\s*$(.*?)(?=^\[|\Z)", re.M | re.S)
+_ENTRY = re.compile(r'^\s*([A-Za-z0-9_.-]+)\s*=\s*"', re.M)
+
+
+def plugin_sources(root: Path) -> dict[str, Path]:
+    """``cmx`` entry-point name -> package directory, for plugins/* and examples/* of the
+    checkout (a plugin's name need not match its directory)."""
+    found: dict[str, Path] = {}
+    for pyproject in sorted([*root.glob("plugins/*/pyproject.toml"), *root.glob("examples/*/pyproject.toml")]):
+        section = _ENTRY_SECTION.search(pyproject.read_text())
+        for name in _ENTRY.findall(section.group(1)) if section else ():
+            found.setdefault(name, pyproject.parent)
     return found
 
 
@@ -89,20 +111,21 @@ def _package(source: Path, include: tuple[str, ...], memo: DigestMemo) -> LocalP
                         include=present, digest=tree_digest(source, present, memo))
 
 
-def pinned_closure(dists: list[str]) -> list[str]:
-    """``name==version`` for every run-time dependency (transitively) of ``dists``, pinned to
-    this host's installed versions; the ``dists`` themselves are left out."""
+def pinned_closure(packages: list[LocalPackage]) -> list[str]:
+    """``name==version`` for every run-time dependency (transitively, with the requested
+    extras) of ``packages``, pinned to this host's installed versions; the packages
+    themselves are left out."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
-    own = {canonicalize_name(d) for d in dists}
+    own = {canonicalize_name(p.dist) for p in packages}
     pins: dict[str, str] = {}
-    todo = list(dists)
+    todo: list[tuple[str, tuple[str, ...]]] = [(p.dist, ("",) + p.extras) for p in packages]
     while todo:
-        dist = todo.pop()
+        dist, extras = todo.pop()
         for line in metadata.requires(dist) or []:
             req = Requirement(line)
-            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in extras):
                 continue
             key = canonicalize_name(req.name)
             if key in own or key in pins:
@@ -113,7 +136,7 @@ def pinned_closure(dists: list[str]) -> list[str]:
                 raise ContextError(f"{dist} requires {req.name}, which is not installed on this "
                                    f"host; install it (pip install '{req}') so its version "
                                    "can be pinned in the image") from None
-            todo.append(req.name)
+            todo.append((req.name, ("",) + tuple(req.extras)))
     return [pins[k] for k in sorted(pins)]
 
 
