@@ -8,8 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import cmx_core.api as api
-from cmx_core import plugins
+from cmx_core import api, plugins
 from cmx_core.api import Detector, StepType, hookimpl
 from cmx_core.cli.main import main
 from cmx_core.errors import PluginError

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-import cmx_core.api as api
-from cmx_core import plugins
+from cmx_core import api, plugins
 from cmx_core.api import (
     Command,
     Detector,

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core.testing import IsolatedEnv, write_plugin_package as write_plugin
+from cmx_core.testing import IsolatedEnv
+from cmx_core.testing import write_plugin_package as write_plugin
 
 pytestmark = pytest.mark.slow
 

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import cmx_core.api as api
-from cmx_core import plugins
+from cmx_core import api, plugins
 from cmx_core.cli.main import main
 from cmx_core.errors import PluginError
 from cmx_core.registry import install_hint
