@@ -2,8 +2,7 @@
 
 It forwards completions to LoadGen (``QuerySamplesComplete`` / ``FirstTokenComplete``), or,
 while :mod:`cmx_mlperf.harness.calibrate` measures the SUT before the test, only counts
-them. The active path is swapped by rebinding the instance's ``complete`` / ``first_token``
-/ ``complete_many`` attributes, so the hot path has no mode check.
+them. The methods never change identity (SUTs may cache them); a flag picks the mode.
 
 Buffer lifetime (workloads.md §1.3 item 2): LoadGen reads the response bytes inside
 ``QuerySamplesComplete``; the ``data`` argument stays referenced by this frame until the call
@@ -19,7 +18,6 @@ import ctypes
 import sys
 import threading
 from typing import Any
-
 
 
 def _payload_offset() -> int | None:
@@ -46,24 +44,12 @@ def _as_bytes(data: Any) -> bytes:
     return data if type(data) is bytes else bytes(data)
 
 
-def _loadgen_complete_many(lg: Any) -> Any:
-    """``complete_many`` as a closure over LoadGen's functions: the no-op SUT's whole
-    per-query cost, so it avoids attribute lookups and, for empty data, any conversion."""
-    response, complete = lg.QuerySampleResponse, lg.QuerySamplesComplete
-
-    def complete_many(response_ids: list[int], data: bytes = b"") -> None:
-        if not data:
-            complete([response(i, 0, 0) for i in response_ids])
-            return
-        data = _as_bytes(data)
-        address, size = _address(data), len(data)
-        complete([response(i, address, size) for i in response_ids])
-
-    return complete_many
-
-
 class LoadgenCompleter:
-    """Thread-safe completer; starts in LoadGen mode (see :meth:`count_only`)."""
+    """Thread-safe completer; forwards to LoadGen unless :meth:`count_only` is active.
+
+    Its methods stay the same objects in both modes, so a SUT may cache them (the no-op SUT
+    binds ``complete_many`` once); the mode is a flag checked on each call.
+    """
 
     def __init__(self) -> None:
         import mlperf_loadgen as lg
@@ -73,38 +59,56 @@ class LoadgenCompleter:
         self._count = 0
         self._target = 0
         self._reached = threading.Event()
-        self.to_loadgen()
+        self._counting = [False]  # a cell the complete_many closure reads
+        self.complete_many = self._make_complete_many()
 
-    # -- LoadGen mode -------------------------------------------------------------------
     def to_loadgen(self) -> None:
-        self.complete = self._lg_complete
-        self.first_token = self._lg_first_token
-        self.complete_many = self._lg_complete_many
+        self._counting[0] = False
 
-    def _lg_complete(self, response_id: int, data: bytes, n_tokens: int | None = None) -> None:
+    def count_only(self) -> None:
+        """Count completions instead of reporting them (LoadGen is not running). The
+        counting path builds the same response objects as the LoadGen path, so that a
+        calibration of a very fast SUT includes the per-sample cost of reporting."""
+        self._counting[0] = True
+
+    def complete(self, response_id: int, data: bytes, n_tokens: int | None = None) -> None:
         data = _as_bytes(data)
         lg = self._lg
         if n_tokens is None:
             response = lg.QuerySampleResponse(response_id, _address(data), len(data))
         else:
             response = lg.QuerySampleResponse(response_id, _address(data), len(data), n_tokens)
-        lg.QuerySamplesComplete([response])
+        if self._counting[0]:
+            self._add(1)
+        else:
+            lg.QuerySamplesComplete([response])
 
-    def _lg_first_token(self, response_id: int, data: bytes) -> None:
+    def first_token(self, response_id: int, data: bytes) -> None:
+        if self._counting[0]:
+            return
         data = _as_bytes(data)
         lg = self._lg
         lg.FirstTokenComplete([lg.QuerySampleResponse(response_id, _address(data), len(data))])
 
-    @property
-    def _lg_complete_many(self) -> Any:
-        return _loadgen_complete_many(self._lg)
+    def _make_complete_many(self) -> Any:
+        """``complete_many(response_ids, data=b"")`` as a closure over LoadGen's functions:
+        the no-op SUT's whole per-query cost, so no attribute lookups on its path."""
+        response, complete, counting, add = (
+            self._lg.QuerySampleResponse, self._lg.QuerySamplesComplete, self._counting, self._add)
 
-    # -- counting mode (calibration) ---------------------------------------------------
-    def count_only(self) -> None:
-        """Count completions instead of reporting them (LoadGen is not running)."""
-        self.complete = self._count_complete
-        self.first_token = self._count_first_token
-        self.complete_many = self._count_many
+        def complete_many(response_ids: list[int], data: bytes = b"") -> None:
+            if data:
+                data = _as_bytes(data)
+                address, size = _address(data), len(data)
+            else:
+                address = size = 0
+            responses = [response(i, address, size) for i in response_ids]
+            if counting[0]:
+                add(len(responses))
+            else:
+                complete(responses)
+
+        return complete_many
 
     def expect(self, total: int) -> threading.Event:
         """Arm the event that is set once ``total`` completions have been counted."""
@@ -124,18 +128,3 @@ class LoadgenCompleter:
             self._count += n
             if self._count >= self._target:
                 self._reached.set()
-
-    # The counting path builds the same response objects as the LoadGen path, so that a
-    # calibration of a very fast SUT includes the per-sample cost of reporting completions.
-    def _count_complete(self, response_id: int, data: bytes, n_tokens: int | None = None) -> None:
-        data = _as_bytes(data)
-        self._lg.QuerySampleResponse(response_id, _address(data), len(data))
-        self._add(1)
-
-    def _count_first_token(self, response_id: int, data: bytes) -> None:
-        return None
-
-    def _count_many(self, response_ids: list[int], data: bytes = b"") -> None:
-        data = _as_bytes(data)
-        address, size, response = _address(data), len(data), self._lg.QuerySampleResponse
-        self._add(len([response(i, address, size) for i in response_ids]))
