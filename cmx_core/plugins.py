@@ -311,8 +311,9 @@ def _fail(registry: Registry, plugin: str, exc: BaseException) -> None:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+    """The whole message on one line (pluggy puts the mismatched arguments on later lines)."""
+    text = "; ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())
+    return f"{type(exc).__name__}: {text}".rstrip(": ")
 
 
 def call_event(name: str, **kwargs: Any) -> None:
