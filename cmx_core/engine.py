@@ -47,7 +47,7 @@ def open_session(recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path
     dirs = tuple(Path(d).expanduser().resolve() for d in recipes_dirs)
     catalog = load_catalog(dirs)
     catalog.raise_errors()
-    facts = FactStore.from_file(Path(facts_file)) if facts_file else FactStore(registry.detectors)
+    facts = FactStore.from_file(Path(facts_file), registry.detectors) if facts_file else FactStore(registry.detectors)
     return Session(registry, catalog, facts, Cache(), dirs, Path(facts_file) if facts_file else None)
 
 

@@ -39,9 +39,17 @@ class FactStore:
         self.errors: dict[str, str] = {}
 
     @classmethod
-    def from_file(cls, path: Path) -> FactStore:
-        """Facts from a saved file; the local machine is not probed."""
-        return cls({}, load_facts_file(path), source=str(path))
+    def from_file(cls, path: Path, detectors: Mapping[str, Detector] | None = None) -> FactStore:
+        """Facts from a saved file; the local machine is not probed (detectors are kept only
+        to validate ``requires`` values). ``CMX_OVERRIDE_*`` variables do not apply."""
+        return cls(detectors or {}, load_facts_file(path), source=str(path))
+
+    def check_requirement(self, name: str, value: Any, where: str) -> None:
+        """Let the fact's detector validate a ``requires`` value (e.g. an accelerator tag)."""
+        detector = self.detectors.get(name)
+        if detector is not None and detector.check is not None:
+            for item in value if isinstance(value, list) else [value]:
+                detector.check(item, where)
 
     def available(self) -> list[str]:
         names = set(self.file_facts) if self.file_facts is not None else set(self.detectors)
@@ -85,6 +93,8 @@ class FactStore:
                 return cached["value"]
         try:
             value = to_plain(detector.detect())
+        except CmxError:
+            raise  # bad input the detector reports (e.g. a malformed override variable)
         except Exception as exc:  # noqa: BLE001 - a buggy detector must not stop the run
             self.errors[detector.name] = f"{type(exc).__name__}: {exc}"
             print(f"cmx: warning: detector '{detector.name}' ({detector.plugin}) failed: {exc}", file=sys.stderr)

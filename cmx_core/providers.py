@@ -149,6 +149,8 @@ class Detector:
     must never raise for missing hardware: no GPU is an empty list with a reason. Results are
     cached for ``ttl_s`` seconds (None: for the process only) and invalidated when
     ``fingerprint()`` (e.g. a driver version or a binary's path/size/mtime) changes.
+    ``check(value, where)`` (optional) validates a value a recipe's ``requires`` compares
+    with this fact (e.g. a known accelerator tag) and raises a CmxError naming ``where``.
     """
 
     name: str
@@ -156,6 +158,7 @@ class Detector:
     detect: Callable[[], Any]
     fingerprint: Callable[[], str] | None = None
     ttl_s: float | None = None
+    check: Callable[[Any, str], Any] | None = None
     version: str = ""
     plugin: str = ""
 

@@ -230,6 +230,7 @@ class Resolver:
         for name in variations:
             combined.update(recipe.variations[_var_key(recipe, name)].requires)
         for key, expected in combined.items():
+            self.facts.check_requirement(key.split(".")[0], expected, f"{recipe.path}: requires.{key}")
             have = _fact_path(self.facts, key)
             used[key] = have
             if not _satisfies(have, expected):

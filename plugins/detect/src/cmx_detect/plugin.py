@@ -33,7 +33,15 @@ def cmx_register_detectors(register: Callable[[Detector], None]) -> None:
 
     for spec in SPECS:
         register(Detector(name=spec.name, summary=spec.summary, detect=partial(_bound, spec.detect),
-                          fingerprint=partial(_bound, spec.fingerprint), ttl_s=spec.ttl_s, plugin=PLUGIN))
+                          fingerprint=partial(_bound, spec.fingerprint), ttl_s=spec.ttl_s, plugin=PLUGIN,
+                          check=_check_accelerator if spec.name == "accelerator" else None))
+
+
+def _check_accelerator(value: Any, where: str) -> None:
+    """``requires: {accelerator: TAG}`` must name a known tag (see the README's table)."""
+    from cmx_detect.tags import check_tag
+
+    check_tag(str(value), where)
 
 
 @hookimpl
