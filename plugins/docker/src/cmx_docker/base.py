@@ -10,6 +10,7 @@ import skips the ≈30 s debootstrap.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -95,7 +96,10 @@ def ensure_base(endpoint: Endpoint, cache: Path, suite: str = "bookworm",
     repository, tag = ref.rsplit(":", 1)
     client = sdk_client(endpoint)
     try:
-        client.api.import_image_from_file(str(tarball), repository=repository, tag=tag)
+        output = str(client.api.import_image_from_file(str(tarball), repository=repository, tag=tag))
+        ids = re.findall(r"sha256:[0-9a-f]{64}", output)
+        if ids and inspect_image(endpoint, ref) is None:
+            client.api.tag(ids[-1], repository, tag)  # Podman's compat import drops the tag
     finally:
         client.close()
     doc = inspect_image(endpoint, ref)

@@ -50,7 +50,7 @@ def run(request: ExecutionRequest) -> Path:
     options = dict(request.options)
     registry = getattr(options.get("session"), "registry", None)
     image = ensure_image(template, accelerator, endpoint=endpoint, plugins=plan_plugins(request.plan, registry),
-                         rebuild=runopts._bool(options.get("rebuild", False), "rebuild"))
+                         rebuild=runopts.as_bool(options.get("rebuild", False), "rebuild"))
     planned = container_plan(request, image, _user_options(options))
     inner = _run_container(planned.options, endpoint)
     return _host_result(request, image, planned, inner)
@@ -146,7 +146,9 @@ def container_plan(request: ExecutionRequest, image: ImageRecord,
     opts = runopts.RunOptions(
         image=image.image_id, command=tuple(inner_command(request, run_dir / INNER_DIR)),
         user=user, mounts=tuple(mounts), environment=env,
-        labels={"org.cmx.run-dir": str(run_dir), "org.cmx.image": image.tag}, **values)
+        labels={"org.cmx.run-dir": str(run_dir), "org.cmx.image": image.tag},
+        # Podman's --init needs catatonit, which Debian's podman package lacks
+        init=not image.runtime.startswith("podman"), **values)
     _prepare_dirs(run_dir, cache, user)
     return ContainerPlan(template=image.template, accelerator=image.accelerator, options=opts)
 
@@ -197,19 +199,32 @@ class InnerRun:
     timed_out: bool
 
 
+_NO_LIMIT_S = 30 * 24 * 3600  # the SDK needs some read timeout; a month is "none"
+
+
 def _run_container(options: runopts.RunOptions, endpoint: Endpoint) -> InnerRun:
-    client = sdk_client(endpoint)
+    """Start the container, wait (killing it at its time limit), collect logs, remove it."""
+    import requests
+
+    import docker.errors
+
+    client = sdk_client(endpoint, timeout=int(options.timeout_s or _NO_LIMIT_S) + 5)
     container = None
     try:
-        container = client.containers.run(**options.sdk_kwargs())
+        try:
+            container = client.containers.run(**options.sdk_kwargs())
+        except docker.errors.APIError as exc:
+            reason = " ".join(str(exc.explanation or exc).split())
+            raise ContainerFailed(f"{endpoint.runtime} at {endpoint.url} cannot start a container of "
+                                  f"{options.labels.get('org.cmx.image', options.image)}: {reason}") from None
         timed_out = False
         try:
-            status = container.wait(timeout=options.timeout_s)
-        except Exception as exc:  # requests ReadTimeout / ConnectionError on timeout
-            if options.timeout_s is None or "timed out" not in str(exc).lower():
+            status = container.wait(timeout=options.timeout_s or _NO_LIMIT_S)
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            if options.timeout_s is None:
                 raise
             container.kill()
-            status = container.wait(timeout=30)
+            status = container.wait(timeout=60)
             timed_out = True
         container.reload()
         logs = container.logs(stdout=True, stderr=True).decode(errors="replace")

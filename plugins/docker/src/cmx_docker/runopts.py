@@ -45,6 +45,7 @@ class RunOptions:
     shm_size: str | None = None
     timeout_s: float | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    init: bool = True               # an init as PID 1 reaps the benchmark's children
 
     def device_requests(self) -> list[dict[str, Any]]:
         """The Engine API's ``DeviceRequests`` for :attr:`gpus` (what ``--gpus`` sends)."""
@@ -69,7 +70,7 @@ class RunOptions:
             "volumes": {m.source: {"bind": m.target, "mode": "ro" if m.read_only else "rw"}
                         for m in self.mounts},
             "network_mode": "host" if self.network else "none",
-            "working_dir": "/tmp", "detach": True, "init": True,
+            "working_dir": "/tmp", "detach": True, "init": self.init,
         }
         if self.memory:
             kwargs["mem_limit"] = self.memory
@@ -98,7 +99,7 @@ def merge(defaults: RunDefaults, options: Mapping[str, Any], needs_gpu: bool,
     if gpus is None:
         gpus = "all" if (needs_gpu or defaults.gpus) else None
     values = {
-        "network": _bool(options.get("network", defaults.network or needs_network), "network"),
+        "network": as_bool(options.get("network", defaults.network or needs_network), "network"),
         "gpus": None if gpus in (None, "", "none", "0", 0, False) else str(gpus),
         "memory": _size(options.get("memory", defaults.memory), "memory"),
         "shm_size": _size(options.get("shm_size", defaults.shm_size), "shm_size"),
@@ -116,7 +117,7 @@ def container_user(option: Any) -> str:
     return f"{uid}:{gid}" if uid != 0 else "1000:1000"
 
 
-def _bool(value: Any, key: str) -> bool:
+def as_bool(value: Any, key: str) -> bool:
     if isinstance(value, bool):
         return value
     text = str(value).lower()
