@@ -157,13 +157,14 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None,
         jobs: int = 1, use_cache: bool = True, refresh: bool = False,
         output: str | Path | None = None, executor: str = "local",
-        options: Mapping[str, Any] | None = None) -> RunResult:
+        options: Mapping[str, Any] | None = None, lock: str | Path | None = None) -> RunResult:
     """Resolve, run and record. Raises StepFailed (after writing the error result) when a
-    step fails, CmxError for bad input; returns the written, indexed result otherwise."""
+    step fails, CmxError for bad input; returns the written, indexed result otherwise.
+    With ``lock``, the lockfile's query is replayed and any drift is refused."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
     session = open_session(recipes_dirs, facts_file)
-    the_plan = plan(tags, inputs, session=session)
+    the_plan = replay(lock, session) if lock else plan(tags, inputs, session=session)
     chosen = session.registry.executors.get(executor)
     if chosen is None:
         from cmx_core.plugins import missing_provider_message
@@ -191,6 +192,17 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     return RunResult(run_id, run_dir, result_path, document, the_plan)
 
 
+def replay(lock: str | Path, session: Session) -> Plan:
+    """Resolve a lockfile's query; a ResolveError if anything differs from the lock."""
+    from cmx_core.lock import check_drift, lock_document, read_lock
+
+    locked = read_lock(Path(lock))
+    query = locked["query"]
+    the_plan = plan(query.get("tags", []), query.get("inputs", {}), session=session)
+    check_drift(locked, lock_document(the_plan, _plugins(session.registry)), Path(lock))
+    return the_plan
+
+
 def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:
     if output is not None:
         run_dir = Path(output).expanduser().resolve()
@@ -205,16 +217,9 @@ def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:
 
 def write_lock(run_dir: Path, the_plan: Plan, session: Session) -> str:
     """The lockfile of the resolved run; returns its digest."""
-    lock = {
-        "cmx_version": __version__,
-        "query": {"tags": list(the_plan.query.tags), "inputs": dict(the_plan.query.inputs)},
-        "facts_source": the_plan.facts_source,
-        "nodes": [{"id": n.id, "recipe": n.recipe.name, "version": n.recipe.version,
-                   "digest": n.recipe.digest, "source": str(n.recipe.path), "variations": dict(n.variations),
-                   "inputs": dict(n.inputs), "cache_key": n.cache_key, "steps": dict(n.step_versions),
-                   "facts_used": dict(n.facts_used)} for n in the_plan.nodes],
-        "plugins": _plugins(session.registry),
-    }
+    from cmx_core.lock import lock_document
+
+    lock = lock_document(the_plan, _plugins(session.registry))
     _write_json(run_dir / "lock.json", lock)
     return digest(lock)
 

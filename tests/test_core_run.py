@@ -243,3 +243,23 @@ def test_show_recipe_documents_inputs_and_variations(cli) -> None:
     text = cli("show", "recipe", "demo-sort").out
     assert "| --size | integer min 1 max 50000000 | 200000 |" in text
     assert "`heap` (group algo)" in text and "`size.#`" in text
+
+
+def test_lock_replay_and_drift_refusal(cli, recipes, tmp_path) -> None:
+    recipes("leaf", "name: leaf\ntags: [leaf]\nsummary: leaf\nsteps: [{uses: shell, with: {cmd: [\"true\"]}}]\n")
+    recipes("top", "name: top\ntags: [top]\nsummary: top\ninputs: {n: {type: integer, default: 1}}\n"
+                   "deps: [{tags: [leaf]}]\ncache: false\n")
+    first = cmx_core.run("top", {"n": "7"}, recipes_dirs=[recipes.dir])
+    lock = first.run_dir / "lock.json"
+    replayed = cli("run", "--lock", lock, "--recipes", recipes.dir, "--json")
+    assert replayed.code == 0, replayed.err
+    assert json.loads(replayed.out)["status"] == "completed"
+    (recipes.dir / "leaf.yaml").write_text("name: leaf\ntags: [leaf]\nsummary: changed leaf\n")
+    drift = cli("run", "--lock", lock, "--recipes", recipes.dir)
+    assert drift.code == 2
+    assert "the run would differ from the lock: node leaf: digest" in drift.err
+    assert cli("run", "--lock", lock, "--tags=top", "--recipes", recipes.dir).code == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    result = cli("run", "--lock", bad)
+    assert result.code == 2 and "not a cmx lockfile" in result.err

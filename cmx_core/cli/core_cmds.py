@@ -15,13 +15,14 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                          description="Resolve the recipe selected by --tags and run it. Inputs: "
                          "--KEY=VALUE for the recipe's declared inputs (or --input.KEY=VALUE).")
     run.add_argument("noun", nargs="?", choices=["recipe"], help="what to run (recipe)")
-    _query_options(run)
+    _query_options(run, required=False)
     run.add_argument("-j", "--jobs", type=int, default=1, help="independent nodes to run in parallel")
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     run.add_argument("--refresh", action="store_true", help="recompute cached nodes and replace their entries")
     run.add_argument("--output", metavar="DIR", help="run directory (default: in the cmx data dir)")
     run.add_argument("--executor", default="local", help="where to run: local (default) or a plugin's")
     run.add_argument("--container", action="store_true", help="run inside the recipe's container (executor docker)")
+    run.add_argument("--lock", metavar="FILE", help="replay a run's lock.json; refuse if anything resolves differently")
     run.set_defaults(handler=cmd_run, accepts_inputs=True)
 
     plan = sub.add_parser("plan", parents=[common], help="print the resolved plan without running it")
@@ -45,8 +46,8 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     show.set_defaults(handler=cmd_show)
 
 
-def _query_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tags", required=True, help="comma-separated tags; variation names select variations")
+def _query_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    parser.add_argument("--tags", required=required, help="comma-separated tags; variation names select variations")
     parser.add_argument("--facts", metavar="FILE", help="use a saved facts file instead of probing this machine")
 
 
@@ -114,10 +115,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from cmx_core.engine import run
 
     executor = "docker" if args.container else args.executor
+    if not args.tags and not args.lock:
+        raise UsageError("cmx run: give --tags=... (or --lock FILE to replay a run)")
+    if args.lock and (args.tags or args.extra):
+        raise UsageError("cmx run: --lock replays the lockfile's own tags and inputs; drop --tags and inputs")
     with Progress(enabled=not args.json, verbose=args.verbose):
         result = run(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
                      jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
-                     output=args.output, executor=executor)
+                     output=args.output, executor=executor, lock=args.lock)
     if args.json:
         _print_json(result.document)
     else:

@@ -1,0 +1,72 @@
+"""Lockfiles: every run writes ``lock.json`` (the query, each node's recipe digest, version,
+variations, inputs, cache key and step versions, the plugins and the facts the resolution
+used). ``cmx run --lock FILE`` replays the query and refuses to run when anything resolves
+differently."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cmx_core import __version__
+from cmx_core.errors import CmxError, ResolveError
+
+NODE_FIELDS = ("recipe", "version", "digest", "variations", "inputs", "cache_key", "steps")
+
+
+def lock_document(plan: Any, plugins: list[dict[str, str]]) -> dict[str, Any]:
+    return {
+        "cmx_version": __version__,
+        "query": {"tags": list(plan.query.tags), "inputs": dict(plan.query.inputs)},
+        "facts_source": plan.facts_source,
+        "nodes": [{"id": n.id, "recipe": n.recipe.name, "version": n.recipe.version,
+                   "digest": n.recipe.digest, "source": str(n.recipe.path), "variations": dict(n.variations),
+                   "inputs": dict(n.inputs), "cache_key": n.cache_key, "steps": dict(n.step_versions),
+                   "facts_used": dict(n.facts_used)} for n in plan.nodes],
+        "plugins": plugins,
+    }
+
+
+def read_lock(path: Path) -> dict[str, Any]:
+    """A lockfile's content; one-line errors for anything that is not one."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise CmxError(f"--lock {path}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise CmxError(f"--lock {path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("query"), dict) or not isinstance(doc.get("nodes"), list):
+        raise CmxError(f"--lock {path}: not a cmx lockfile (expected 'query' and 'nodes'; see a run's lock.json)")
+    return doc
+
+
+def check_drift(locked: Mapping[str, Any], current: Mapping[str, Any], path: Path) -> None:
+    """Raise a ResolveError listing what resolves differently from the lock."""
+    diffs = _node_diffs(locked["nodes"], current["nodes"]) + _plugin_diffs(locked.get("plugins", []), current["plugins"])
+    if diffs:
+        shown = "; ".join(diffs[:4]) + (f"; and {len(diffs) - 4} more" if len(diffs) > 4 else "")
+        raise ResolveError(f"--lock {path}: the run would differ from the lock: {shown}")
+
+
+def _node_diffs(old_nodes: list[Mapping[str, Any]], new_nodes: list[Mapping[str, Any]]) -> list[str]:
+    old = {n["id"]: n for n in old_nodes}
+    new = {n["id"]: n for n in new_nodes}
+    diffs = [f"node {i} is gone" for i in old if i not in new] + [f"node {i} is new" for i in new if i not in old]
+    for node_id in [i for i in old if i in new]:
+        for field in NODE_FIELDS:
+            if old[node_id].get(field) != new[node_id].get(field):
+                diffs.append(f"node {node_id}: {field} {_short(old[node_id].get(field))} -> {_short(new[node_id].get(field))}")
+    return diffs
+
+
+def _plugin_diffs(old: list[Mapping[str, str]], new: list[Mapping[str, str]]) -> list[str]:
+    before = {p["distribution"]: p["version"] for p in old}
+    after = {p["distribution"]: p["version"] for p in new}
+    return [f"plugin {d} {v} -> {after.get(d, 'not installed')}" for d, v in before.items() if after.get(d) != v]
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 40 else text[:16] + "..."
