@@ -11,7 +11,7 @@ import pytest
 from cmx_core.errors import UsageError
 from cmx_mlperf.harness.step import run_step
 from cmx_mlperf.llm.dataset import SAMPLES
-from cmx_mlperf.llm.errors import ModelDirError
+from cmx_mlperf.llm.errors import ModelDirError, SampleErrors
 from cmx_mlperf.llm.hf_sut import make
 from cmx_mlperf.llm.testing import RecordingCompleter, shared_tiny_llama
 from cmx_mlperf.llm.tokens import ids_from_bytes
@@ -68,6 +68,22 @@ def test_accuracy_decodes_token_ids_against_references(tiny_llama: Path) -> None
     perfect = sut.accuracy([AccuracyEntry(5, ids_to_bytes(good))])  # the reference itself
     assert perfect["rouge1"] == perfect["rougeL"] == 100.0
     assert perfect["tokens_per_sample"] == len(good)
+
+
+def test_generation_failure_still_completes_and_fails_the_run(tiny_llama: Path, monkeypatch: Any) -> None:
+    sut = make({"model_dir": str(tiny_llama), "max_new_tokens": 4, "batch_size": 2})
+    rec = RecordingCompleter(expected=3)
+    sut.start(rec)
+
+    def out_of_memory(*args: Any, **kwargs: Any) -> Any:  # what a GPU OOM looks like
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(sut._generator, "generate", out_of_memory)
+    sut.issue([1, 2, 3], [0, 1, 2])
+    assert rec.wait(60) and rec.order_problems() == []
+    assert all(c.data == b"" and c.n_tokens == 0 for c in rec.completions().values())
+    with pytest.raises(SampleErrors, match="3 of 3 samples: generation failed: RuntimeError: CUDA out of memory"):
+        sut.stop()
 
 
 def test_bad_params_and_model_dirs(tiny_llama: Path, tmp_path: Path) -> None:

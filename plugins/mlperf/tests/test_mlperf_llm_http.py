@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from cmx_core.errors import UsageError
+from cmx_core.errors import StepFailed, UsageError
 from cmx_mlperf.harness.step import run_step
 from cmx_mlperf.llm.dataset import SAMPLES
-from cmx_mlperf.llm.errors import ServerUnreachable
+from cmx_mlperf.llm.errors import SampleErrors, ServerUnreachable
 from cmx_mlperf.llm.http_sut import OpenAIHttpSUT, make
 from cmx_mlperf.llm.openai_client import Endpoint
 from cmx_mlperf.llm.test_server import Fault, LoopbackServer
@@ -113,7 +113,8 @@ def test_sut_streams_and_counts_tokens(server: LoopbackServer) -> None:
 def test_faults_complete_every_sample_with_an_error_mark(
     faulty: LoopbackServer, mode: str, every: int, failed: int, reason: str
 ) -> None:
-    sut = make({"base_url": faulty.url, "max_tokens": 6, "concurrency": 1})  # serial: fault order is fixed
+    sut = make({"base_url": faulty.url, "max_tokens": 6, "concurrency": 1,  # serial: fault order is fixed
+                "fail_on_errors": False})
     sut.start(RecordingCompleter())  # the model-list check happens before faults are armed
     sut.stop()
     faulty.set_fault(Fault(mode, every))
@@ -126,6 +127,19 @@ def test_faults_complete_every_sample_with_an_error_mark(
     assert metrics["errors"] == failed and metrics["gen_num"] == 12 - failed
 
 
+def test_failures_fail_the_run_by_default(faulty: LoopbackServer) -> None:
+    sut = make({"base_url": faulty.url, "max_tokens": 4, "concurrency": 1})
+    rec = RecordingCompleter(expected=4)
+    sut.start(rec)
+    faulty.set_fault(Fault("drop", 2))
+    sut.issue([0, 1, 2, 3], [0, 1, 2, 3])
+    assert rec.wait(60) and rec.order_problems() == []
+    with pytest.raises(SampleErrors) as exc:
+        sut.stop()
+    assert str(exc.value) == "sut openai-http: samples failed: 2 of 4 samples: stream dropped before [DONE]"
+    assert isinstance(exc.value, StepFailed)
+
+
 def test_unreachable_server_is_a_one_line_error_at_start() -> None:
     sut = make({"base_url": f"http://127.0.0.1:{_free_port()}"})
     with pytest.raises(ServerUnreachable) as exc:
@@ -135,7 +149,7 @@ def test_unreachable_server_is_a_one_line_error_at_start() -> None:
 
 def test_server_gone_mid_run_counts_refused_connections(tiny_llama: Path) -> None:
     with LoopbackServer(tiny_llama) as srv:
-        sut = make({"base_url": srv.url, "max_tokens": 4})
+        sut = make({"base_url": srv.url, "max_tokens": 4, "fail_on_errors": False})
         rec = RecordingCompleter(expected=3)
         sut.start(rec)
     try:
@@ -153,7 +167,7 @@ def test_silent_server_times_out() -> None:
         listener.listen(8)
         port = listener.getsockname()[1]
         sut = make({"base_url": f"http://127.0.0.1:{port}", "model": "m", "check_server": False,
-                    "timeout_s": 0.5, "concurrency": 2})
+                    "timeout_s": 0.5, "concurrency": 2, "fail_on_errors": False})
         _run(sut, 2, timeout_s=30)
     assert sut.errors() == ["2 of 2 samples: timeout after 0.5 s"]
 
@@ -211,10 +225,13 @@ def test_failing_server_does_not_crash_loadgen(
     faulty: LoopbackServer, cmx_home: Path, cmx_step_context: Any
 ) -> None:
     faulty.set_fault(Fault("http500", 2))
-    params = {"sut": "openai-http", "sut_params": {"base_url": faulty.url, "max_tokens": 4, "concurrency": 1,
-                                                   "total_sample_count": 10},
-              "scenario": "Offline", "mode": "AccuracyOnly", "model_name": "llama3.1-8b", "duration_s": 1,
-              "expected_qps": 10, "min_query_count": 1, "timeout_s": 300}
+    sut_params = {"base_url": faulty.url, "max_tokens": 4, "concurrency": 1, "total_sample_count": 10}
+    params = {"sut": "openai-http", "sut_params": sut_params, "scenario": "Offline", "mode": "AccuracyOnly",
+              "model_name": "llama3.1-8b", "duration_s": 1, "expected_qps": 10, "min_query_count": 1,
+              "timeout_s": 300}
+    with pytest.raises(StepFailed, match="5 of 10 samples: HTTP 500"):  # the run fails with the reason
+        run_step(cmx_step_context(params=params))
+    params["sut_params"] = {**sut_params, "fail_on_errors": False}  # or keeps going and counts them
     part = run_step(cmx_step_context(params=params)).result
     accuracy = part.sections["mlperf"]["accuracy"]
     assert accuracy["errors"] == 5 and accuracy["gen_num"] == 5  # every other request failed

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cmx_core.errors import CmxError, UsageError
+from cmx_core.errors import CmxError, StepFailed, UsageError
 
 
 class ModelDirError(CmxError):
@@ -13,4 +13,18 @@ class ServerUnreachable(CmxError):
     """An OpenAI-compatible server that cannot be reached or does not answer as expected."""
 
 
-__all__ = ["ModelDirError", "ServerUnreachable", "UsageError"]
+class SampleErrors(StepFailed):
+    """Samples that were completed with an error mark during a LoadGen test.
+
+    Raised from a SUT's ``stop()`` (``fail_on_errors``, the default) so that the run ends as
+    an error whose one-line message carries the counted reasons, instead of a result whose
+    numbers silently include failed requests.
+    """
+
+
+def raise_if_errors(sut: str, reasons: list[str]) -> None:
+    if reasons:
+        raise SampleErrors(f"sut {sut}: samples failed: {'; '.join(reasons)}")
+
+
+__all__ = ["ModelDirError", "SampleErrors", "ServerUnreachable", "UsageError", "raise_if_errors"]

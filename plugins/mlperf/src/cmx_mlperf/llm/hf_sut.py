@@ -14,12 +14,14 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cmx_mlperf.llm.dataset import SAMPLES
+from cmx_mlperf.llm.errors import raise_if_errors
 from cmx_mlperf.llm.generate import GenerationSettings, LlamaGenerator
 from cmx_mlperf.llm.model_dir import NAME_KEY, check_llama_dir
 from cmx_mlperf.llm.params import parse_params
@@ -43,6 +45,7 @@ class HfLlmConfig:
     threads: int | None = 1  # a tiny model is fastest single-threaded; 0 keeps torch's default
     device: str = "cpu"
     dtype: str = "float32"
+    fail_on_errors: bool = True  # stop() raises SampleErrors listing the failures
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,8 @@ class HfLlmSUT:
         self._queue: queue.Queue[Any] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._completer: Any = None
-        self._errors: list[str] = []
+        self._failures: Counter[str] = Counter()
+        self._completed = 0
         self.model_name = model_name or Path(config.model_dir).name or str(config.model_dir)
         self.model_info: dict[str, Any] | None = None
 
@@ -118,10 +122,13 @@ class HfLlmSUT:
             self._queue.put(_STOP)
             self._worker.join()
             self._worker = None
+        if self.config.fail_on_errors:
+            raise_if_errors(self.name, self.errors())
 
     def errors(self) -> list[str]:
-        """Reasons of samples completed with an error mark (empty when all went well)."""
-        return list(self._errors)
+        """One line per failure reason with its count (empty when all went well)."""
+        total = self._completed
+        return [f"{n} of {total} samples: {reason}" for reason, n in sorted(self._failures.items())]
 
     # -- accuracy --------------------------------------------------------------------
     def accuracy(self, entries: list[Any]) -> dict[str, float]:
@@ -175,10 +182,11 @@ class HfLlmSUT:
         try:
             outputs = self._generator.generate(prompts, on_token)
         except Exception as exc:  # never leave a LoadGen sample uncompleted
-            reason = f"generation failed: {type(exc).__name__}: {str(exc)[:200]}"
+            reason = f"generation failed: {type(exc).__name__}: {str(exc)[:160]}"
             log.error(reason)
-            self._errors.append(reason)
+            self._failures[reason] += len(batch)
             outputs = [[] for _ in batch]
+        self._completed += len(batch)
         for row, pending in enumerate(batch):
             if not first_sent[row]:
                 completer.first_token(pending.response_id, b"")

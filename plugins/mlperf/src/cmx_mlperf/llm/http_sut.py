@@ -8,8 +8,10 @@ with the server's ``usage.completion_tokens`` (or the number of chunks).
 
 A failing request (connection refused, HTTP error, malformed JSON, a stream dropped before
 ``[DONE]``, a timeout) still completes its sample, with an error mark in the response bytes;
-failures are counted and :meth:`OpenAIHttpSUT.errors` lists their reasons so the run's result
-can say why it is not trustworthy. LoadGen is never left waiting for a sample.
+failures are counted and :meth:`OpenAIHttpSUT.errors` lists their reasons. LoadGen is never
+left waiting for a sample. With ``fail_on_errors`` (the default) :meth:`OpenAIHttpSUT.stop`
+then raises :class:`~cmx_mlperf.llm.errors.SampleErrors`, so the run ends as an error whose
+message lists the counted reasons (e.g. ``6 of 12 samples: HTTP 500``).
 
 Optionally the SUT starts the server itself (``launch``: an argument list such as
 ``[vllm, serve, /models/llama, --port, 8000]``), waits until ``/v1/models`` answers and stops
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cmx_mlperf.llm.dataset import SAMPLES
-from cmx_mlperf.llm.errors import ServerUnreachable, UsageError
+from cmx_mlperf.llm.errors import ServerUnreachable, UsageError, raise_if_errors
 from cmx_mlperf.llm.openai_client import Endpoint, RequestFailed, StreamResult, get_json, stream_completion
 from cmx_mlperf.llm.params import parse_params
 
@@ -54,6 +56,7 @@ class OpenAIHttpConfig:
     launch: tuple[str, ...] = ()
     ready_timeout_s: float = 900.0
     check_server: bool = True
+    fail_on_errors: bool = True  # stop() raises SampleErrors listing the failures
 
 
 class OpenAIHttpSUT:
@@ -105,6 +108,8 @@ class OpenAIHttpSUT:
         if self._process is not None:
             _terminate(self._process)
             self._process = None
+        if self.config.fail_on_errors:
+            raise_if_errors(self.name, self.errors())
 
     def errors(self) -> list[str]:
         """One line per failure reason with its count, e.g. ``"3 of 40 samples: HTTP 500"``."""
