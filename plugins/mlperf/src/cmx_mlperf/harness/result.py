@@ -73,14 +73,16 @@ def performance_metrics(log: DetailLog, scenario: str) -> tuple[dict[str, Metric
     return metrics, primary
 
 
+#: Units of the accuracy values SUTs report (reference scripts: ROUGE in percent,
+#: gen_len in characters); anything else is a plain score.
+ACCURACY_UNITS = {"top1": "ratio", "top5": "ratio", "rouge1": "%", "rouge2": "%", "rougeL": "%",
+                  "rougeLsum": "%", "gen_len": "characters", "gen_num": "samples",
+                  "samples": "samples", "tokens_per_sample": "tokens", "exact_match": "%"}
+
+
 def accuracy_metrics(accuracy: dict[str, float]) -> dict[str, Metric]:
-    out: dict[str, Metric] = {}
-    for name, value in accuracy.items():
-        unit = "tokens" if name in ("gen_len", "tokens_per_sample") else "ratio"
-        if name == "samples":
-            unit = "samples"
-        out[f"accuracy_{name}"] = Metric(value, unit, True)
-    return out
+    return {f"accuracy_{name}": Metric(value, ACCURACY_UNITS.get(name, "score"), True)
+            for name, value in accuracy.items()}
 
 
 def accuracy_reasons(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any]) -> list[str]:
@@ -91,8 +93,9 @@ def accuracy_reasons(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any]) 
         return ["accuracy was not computed (accuracy: false)"] if spec.mode == "AccuracyOnly" else []
     reasons = list(log.errors)
     total = report.get("total_sample_count")
-    if "samples" in accuracy and total is not None and int(accuracy["samples"]) < int(total):
-        reasons.append(f"accuracy log holds {int(accuracy['samples'])} of {total} samples")
+    answered = accuracy.get("samples", accuracy.get("gen_num"))
+    if answered is not None and total is not None and int(answered) < int(total):
+        reasons.append(f"accuracy log holds {int(answered)} of {total} samples")
     target = cfg.ACCURACY_TARGETS.get(cfg.conf_model_key(spec.model_name))
     if target and target[0] in accuracy and accuracy[target[0]] < target[1]:
         reasons.append(f"accuracy {target[0]} {accuracy[target[0]]:.4f} is below the target {target[1]:.4f}")
@@ -206,7 +209,7 @@ def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_di
         acc_metrics = accuracy_metrics(accuracy)
         metrics.update(acc_metrics)
         if primary is None and acc_metrics:
-            named = [k for k in acc_metrics if k != "accuracy_samples"] or list(acc_metrics)
+            named = [k for k in acc_metrics if k not in ("accuracy_samples", "accuracy_gen_num")] or list(acc_metrics)
             primary = named[0]
     tokens = uses_tokens(log)
     validity = log.get("result_validity")
