@@ -82,6 +82,7 @@ def test_generation_failure_still_completes_and_fails_the_run(tiny_llama: Path, 
     sut.issue([1, 2, 3], [0, 1, 2])
     assert rec.wait(60) and rec.order_problems() == []
     assert all(c.data == b"" and c.n_tokens == 0 for c in rec.completions().values())
+    assert sut.accuracy([AccuracyEntry(i, c.data) for i, c in rec.completions().items()])["errors"] == 3
     with pytest.raises(SampleErrors, match="3 of 3 samples: generation failed: RuntimeError: CUDA out of memory"):
         sut.stop()
 

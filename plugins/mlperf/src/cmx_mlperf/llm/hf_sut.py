@@ -136,12 +136,18 @@ class HfLlmSUT:
 
         tokenizer = self._tokenizer()
         preds, refs, counts = [], [], []
+        errors = 0
         for entry in entries:
-            ids = ids_from_bytes(entry.data)
+            ids = ids_from_bytes(entry.data) if len(entry.data) % 4 == 0 else []
+            if not ids:  # a real output has at least one token; empty marks a failed sample
+                errors += 1
+                continue
             preds.append(str(tokenizer.decode(ids, skip_special_tokens=True)))
             refs.append(SAMPLES[entry.qsl_idx % len(SAMPLES)].reference)
             counts.append(len(ids))
-        return rouge_metrics(preds, refs, counts)
+        metrics = rouge_metrics(preds, refs, counts)
+        metrics["errors"] = float(errors)
+        return metrics
 
     def _tokenizer(self) -> Any:
         if self._generator is not None:
