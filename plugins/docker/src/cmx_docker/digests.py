@@ -112,6 +112,6 @@ def tree_digest(root: Path, include: Iterable[str], memo: DigestMemo) -> str:
     """One sha256 over the relative paths and contents of :func:`tree_files`."""
     h = hashlib.sha256()
     for path in tree_files(root, include):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(os.path.relpath(path, root).encode() + b"\0")
         h.update(memo.file(path).encode() + b"\n")
     return h.hexdigest()

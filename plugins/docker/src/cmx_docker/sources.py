@@ -102,11 +102,22 @@ def plugin_sources(root: Path) -> dict[str, Path]:
     return found
 
 
+_FORCE_SECTION = re.compile(r"^\[tool\.hatch\.build(?:\.targets\.wheel)?\.force-include\]\s*$(.*?)(?=^\[|\Z)",
+                            re.M | re.S)
+_FORCE_KEY = re.compile(r'^\s*"([^"]+)"\s*=', re.M)
+
+
+def _force_included(text: str) -> list[str]:
+    """Paths (relative to the package, maybe ``../``) its pyproject force-includes."""
+    return [key for section in _FORCE_SECTION.findall(text) for key in _FORCE_KEY.findall(section)]
+
+
 def _package(source: Path, include: tuple[str, ...], memo: DigestMemo) -> LocalPackage:
     dist = _project_name(source) or source.name
     text = (source / "pyproject.toml").read_text()
     match = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
-    present = tuple(i for i in include if (source / i).exists())
+    wanted = dict.fromkeys([*include, *_force_included(text)])
+    present = tuple(i for i in wanted if (source / i).exists())
     return LocalPackage(dist=dist, version=match.group(1) if match else "0", source=source,
                         include=present, digest=tree_digest(source, present, memo))
 
@@ -164,23 +175,22 @@ def build_wheel(pkg: LocalPackage, cache: Path) -> Path:
 
 def _isolated_copy(pkg: LocalPackage, tree: Path) -> Path:
     """Copy the package's sources into ``tree`` at the same place relative to the checkout,
-    with the paths its pyproject force-includes from outside its directory (the docker
+    including what its pyproject force-includes, also from outside its directory (the docker
     plugin ships ``../../containers``): the build never writes into the checkout."""
     root = checkout_root()
     src = tree / pkg.source.resolve().relative_to(root.resolve())
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     src.mkdir(parents=True, exist_ok=True)
     for name in pkg.include:
-        entry = pkg.source / name
+        entry = (pkg.source / name).resolve()
+        target = (src / name).resolve()
+        if not target.is_relative_to(tree.resolve()) or target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
         if entry.is_dir():
-            shutil.copytree(entry, src / name, ignore=ignore)
+            shutil.copytree(entry, target, ignore=ignore)
         else:
-            shutil.copy2(entry, src / name)
-    for rel in re.findall(r'^"(\.\./[^"]+)"\s*=', (src / "pyproject.toml").read_text(), re.M):
-        origin = (pkg.source / rel).resolve()
-        target = (src / rel).resolve()
-        if origin.is_dir() and target.is_relative_to(tree.resolve()) and not target.exists():
-            shutil.copytree(origin, target, ignore=ignore)
+            shutil.copy2(entry, target)
     return src
 
 
@@ -214,5 +224,7 @@ def _pip(cmd: list[str], what: str) -> None:
     print(f"cmx-docker: {what}", file=sys.stderr)
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-4:])
+        lines = [line.strip() for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+        errors = [line for line in lines if re.search(r"Error|ERROR|error:", line)]
+        tail = " | ".join((errors[:2] + lines[-2:]) if errors else lines[-4:])
         raise ContextError(f"{what} failed (exit {proc.returncode}): {tail}")
