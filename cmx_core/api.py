@@ -14,6 +14,7 @@ from typing import Any
 from cmx_core.errors import (
     CacheError,
     CmxError,
+    Interrupted,
     PluginError,
     RecipeError,
     ResolveError,
@@ -39,7 +40,7 @@ from cmx_core.providers import (
 
 __all__ = [
     "Artifact", "CacheError", "Capabilities", "CmxError", "Command", "Detector",
-    "ExecutionRequest", "Executor", "Exporter", "Metric", "PluginError", "RecipeError", "ResolveError",
+    "ExecutionRequest", "Executor", "Exporter", "Interrupted", "Metric", "PluginError", "RecipeError", "ResolveError",
     "ResultPart", "ResultsError", "StepContext", "StepFailed", "StepOutput", "StepType",
     "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",
 ]

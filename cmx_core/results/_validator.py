@@ -1201,6 +1201,45 @@ def validate____defs_mlperf(data, custom_formats={}, name_prefix=None):
             data_keys.remove('log_dir')
             data__logdir = data['log_dir']
             validate____defs_str_or_null(data__logdir, custom_formats, (name_prefix or 'data') + '.log_dir')
+        if 'submission_blockers' in data_keys:
+            data_keys.remove('submission_blockers')
+            data__submissionblockers = data['submission_blockers']
+            if not isinstance(data__submissionblockers, (list, tuple)):
+                raise JsonSchemaValueException('' + (name_prefix or 'data') + '.submission_blockers must be array', value=data__submissionblockers, name='' + (name_prefix or 'data') + '.submission_blockers', rule='type')
+            data__submissionblockers_is_list = isinstance(data__submissionblockers, (list, tuple))
+            if data__submissionblockers_is_list:
+                data__submissionblockers_len = len(data__submissionblockers)
+                for data__submissionblockers_x, data__submissionblockers_item in enumerate(data__submissionblockers):
+                    if not isinstance(data__submissionblockers_item, str):
+                        raise JsonSchemaValueException('' + (name_prefix or 'data') + '.submission_blockers[{data__submissionblockers_x}]'.format(**locals()) + ' must be string', value=data__submissionblockers_item, name='' + (name_prefix or 'data') + '.submission_blockers[{data__submissionblockers_x}]'.format(**locals()) + '', rule='type')
+        if 'summary' in data_keys:
+            data_keys.remove('summary')
+            data__summary = data['summary']
+            if not isinstance(data__summary, (dict, NoneType)):
+                raise JsonSchemaValueException('' + (name_prefix or 'data') + '.summary must be object or null', value=data__summary, name='' + (name_prefix or 'data') + '.summary', rule='type')
+        if 'calibration' in data_keys:
+            data_keys.remove('calibration')
+            data__calibration = data['calibration']
+            if not isinstance(data__calibration, (dict, NoneType)):
+                raise JsonSchemaValueException('' + (name_prefix or 'data') + '.calibration must be object or null', value=data__calibration, name='' + (name_prefix or 'data') + '.calibration', rule='type')
+        if 'derived_settings' in data_keys:
+            data_keys.remove('derived_settings')
+            data__derivedsettings = data['derived_settings']
+            if not isinstance(data__derivedsettings, (dict, NoneType)):
+                raise JsonSchemaValueException('' + (name_prefix or 'data') + '.derived_settings must be object or null', value=data__derivedsettings, name='' + (name_prefix or 'data') + '.derived_settings', rule='type')
+        if 'accuracy' in data_keys:
+            data_keys.remove('accuracy')
+            data__accuracy = data['accuracy']
+            if not isinstance(data__accuracy, (dict, NoneType)):
+                raise JsonSchemaValueException('' + (name_prefix or 'data') + '.accuracy must be object or null', value=data__accuracy, name='' + (name_prefix or 'data') + '.accuracy', rule='type')
+            data__accuracy_is_dict = isinstance(data__accuracy, dict)
+            if data__accuracy_is_dict:
+                data__accuracy_keys = set(data__accuracy.keys())
+                for data__accuracy_key in data__accuracy_keys:
+                    if data__accuracy_key not in []:
+                        data__accuracy_value = data__accuracy.get(data__accuracy_key)
+                        if not isinstance(data__accuracy_value, (int, float, Decimal, NoneType)) or isinstance(data__accuracy_value, bool):
+                            raise JsonSchemaValueException('' + (name_prefix or 'data') + '.accuracy.{data__accuracy_key}'.format(**locals()) + ' must be number or null', value=data__accuracy_value, name='' + (name_prefix or 'data') + '.accuracy.{data__accuracy_key}'.format(**locals()) + '', rule='type')
     return data
 
 def validate____defs_latency_summary(data, custom_formats={}, name_prefix=None):
