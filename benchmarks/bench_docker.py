@@ -72,17 +72,18 @@ def overhead(runs: int) -> None:
     from cmx_core.api import run
 
     run("detect,os", executor="docker")  # image built, caches warm
-    host, inside = [], []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        run("detect,os")
-        host.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        run("detect,os", executor="docker")
-        inside.append(time.perf_counter() - t0)
-    h, c = statistics.median(host), statistics.median(inside)
-    print(f"detect,os: host median {h * 1e3:.0f} ms, container median {c * 1e3:.0f} ms, "
-          f"overhead {(c - h) * 1e3:.0f} ms ({runs} runs each)")
+    for use_cache in (True, False):
+        host, inside = [], []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            run("detect,os", use_cache=use_cache)
+            host.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            run("detect,os", executor="docker", use_cache=use_cache)
+            inside.append(time.perf_counter() - t0)
+        h, c = statistics.median(host), statistics.median(inside)
+        print(f"detect,os ({'cache' if use_cache else 'no cache'}): host median {h * 1e3:.0f} ms, "
+              f"container median {c * 1e3:.0f} ms, overhead {(c - h) * 1e3:.0f} ms ({runs} runs each)")
 
 
 def main() -> int:

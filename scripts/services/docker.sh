@@ -10,6 +10,7 @@
 # (--iptables=false --bridge=none), and listens only on its private unix socket.
 
 CMX_DOCKERD_PID=""
+CMX_DOCKER_WORK=""
 
 _cmx_docker_install() {
   if command -v dockerd >/dev/null 2>&1 && command -v debootstrap >/dev/null 2>&1; then
@@ -27,6 +28,7 @@ cmx_docker_start() {
   local work="${1:?usage: cmx_docker_start WORKDIR}"
   _cmx_docker_install || return 1
   mkdir -p "$work/docker" || return 1
+  CMX_DOCKER_WORK=$(cd "$work" && pwd)
   local sock="$work/docker.sock"
   dockerd --data-root "$work/docker" --exec-root "$work/docker-exec" \
     --pidfile "$work/dockerd.pid" --iptables=false --bridge=none \
@@ -57,6 +59,14 @@ cmx_docker_stop() {
     kill "$CMX_DOCKERD_PID" 2>/dev/null || true
     wait "$CMX_DOCKERD_PID" 2>/dev/null || true
     CMX_DOCKERD_PID=""
+  fi
+  # dockerd leaves its network namespace mounted under the exec root; unmount it so the
+  # caller can remove WORKDIR.
+  if [ -n "${CMX_DOCKER_WORK:-}" ] && [ -d "$CMX_DOCKER_WORK/docker-exec/netns" ]; then
+    local m
+    for m in "$CMX_DOCKER_WORK"/docker-exec/netns/*; do
+      [ -e "$m" ] && umount "$m" 2>/dev/null || true
+    done
   fi
   unset DOCKER_HOST
 }

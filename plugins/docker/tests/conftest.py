@@ -100,7 +100,18 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        unmount_below(work)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def unmount_below(work: Path) -> None:
+    """Unmount what a stopped daemon left mounted under ``work`` (dockerd keeps its
+    ``exec/netns/default`` namespace mount), deepest first."""
+    prefix = str(work.resolve()) + "/"
+    with open("/proc/self/mounts") as mounts:
+        points = [line.split()[1] for line in mounts if line.split()[1].startswith(prefix)]
+    for point in sorted(points, key=len, reverse=True):
+        subprocess.run(["umount", point], capture_output=True, timeout=30, check=False)
 
 
 @pytest.fixture(scope="session")

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 
 import pytest
-
 from cmx_docker.build import docker_cache, ensure_image
 from cmx_docker.engine import inspect_image, sdk_client
 from cmx_docker.errors import BuildFailed, ImageUnavailable

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from cmx_docker.errors import ContainerFailed
 
 PROBE = """

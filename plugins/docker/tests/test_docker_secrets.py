@@ -56,9 +56,9 @@ def _scan_saved_image(image: Any) -> list[str]:
 
 
 def test_executor_container_config_holds_no_secret(engine, base_image, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from cmx_core.api import ExecutionRequest, plan
-
     from cmx_docker.executor import container_plan
+
+    from cmx_core.api import ExecutionRequest, plan
 
     record = ensure_image("python", endpoint=engine)
     request = ExecutionRequest(plan=plan("detect,os"), run_dir=tmp_path / "run")

@@ -30,6 +30,7 @@ cmx_docker_stop
 if kill -0 "$PID" 2>/dev/null; then echo "still running"; exit 4; fi
 echo "STOPPED HOST=${DOCKER_HOST:-unset}"
 rm -rf "$W"
+[ ! -e "$W" ] && echo "REMOVED"
 """
 
 
@@ -46,3 +47,4 @@ def test_service_script_starts_and_stops_a_private_dockerd() -> None:
     assert lines[0].startswith("HOST=unix:///tmp/cmxsvc-") and lines[0].endswith("/docker.sock")
     assert lines[1].startswith("PID=") and int(lines[1][4:]) > 0
     assert "PING=OK" in lines and "STOPPED HOST=unset" in lines
+    assert "REMOVED" in lines  # nothing left mounted under the work directory

@@ -6,16 +6,21 @@ import json
 from pathlib import Path
 
 import pytest
-
-from cmx_core.api import ExecutionRequest
-from cmx_core.errors import CmxError, UsageError
 from cmx_docker import context, runopts, templates
 from cmx_docker.base import apt_mirror
 from cmx_docker.build import ImageRecord
 from cmx_docker.digests import DigestMemo
 from cmx_docker.engine import find_endpoint
-from cmx_docker.errors import ContextError, EngineUnavailable, TemplateError, ImageUnavailable
+from cmx_docker.errors import (
+    ContextError,
+    EngineUnavailable,
+    ImageUnavailable,
+    TemplateError,
+)
 from cmx_docker.executor import container_plan, inner_command, plan_accelerator
+
+from cmx_core.api import ExecutionRequest
+from cmx_core.errors import CmxError, UsageError
 
 TINY_META = "base: {local: cmx-base:bookworm-minbase}\ninstall_cmx: false\n"
 
@@ -161,7 +166,7 @@ def test_bad_run_options(options: dict[str, str], message: str) -> None:
 
 
 def test_device_requests_for_gpus() -> None:
-    base = dict(image="x", command=("true",), user="1000:1000", mounts=(), environment={})
+    base = {"image": "x", "command": ("true",), "user": "1000:1000", "mounts": (), "environment": {}}
     assert runopts.RunOptions(**base).device_requests() == []
     assert "device_requests" not in runopts.RunOptions(**base).sdk_kwargs()
     every = runopts.RunOptions(**base, gpus="all").device_requests()[0]
@@ -246,3 +251,16 @@ def test_cpu_variation_gets_no_gpus_and_inputs_pass_through(tmp_path: Path, home
 def test_errors_are_cmx_errors_with_one_line() -> None:
     for cls in (TemplateError, ContextError, EngineUnavailable, ImageUnavailable):
         assert issubclass(cls, CmxError)
+
+
+def test_cli_without_an_engine_prints_one_line_and_exits_2(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CMX_HOME": str(tmp_path / "home"), "DOCKER_HOST": f"unix://{tmp_path}/none.sock"}
+    proc = subprocess.run([sys.executable, "-m", "cmx_core.cli.main", "run", "recipe", "--tags=detect,os",
+                           "--container"], capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("cmx: error: no container engine reachable") and "dockerd" in line

@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -64,14 +64,30 @@ def ensure_image(template: str, accelerator: str | None = None,
     endpoint = endpoint or find_endpoint()
     cache = docker_cache()
     memo = DigestMemo(cache / "digests.json")
-    spec = image_spec(template, endpoint, memo, accelerator, params, plugins)
+
+    def respec() -> ImageSpec:
+        return image_spec(template, endpoint, memo, accelerator, params, plugins)
+
+    spec = respec()
     memo.save()
     doc = None if rebuild else inspect_image(endpoint, spec.tag)
     if doc is not None:
         return _record(spec, endpoint, doc, built=False, build_s=0.0)
+    from filelock import FileLock
+
+    (cache / "locks").mkdir(parents=True, exist_ok=True)
+    with FileLock(str(cache / "locks" / f"{spec.tag.replace(':', '-')}.lock")):
+        doc = None if rebuild else inspect_image(endpoint, spec.tag)  # built meanwhile?
+        if doc is not None:
+            return _record(spec, endpoint, doc, built=False, build_s=0.0)
+        return _build_and_record(spec, endpoint, cache, respec, rebuild)
+
+
+def _build_and_record(spec: ImageSpec, endpoint: Endpoint, cache: Path,
+                      respec: Callable[[], ImageSpec], rebuild: bool) -> ImageRecord:
     if spec.base_id is None:
         _pull_base(spec, endpoint)
-        spec = image_spec(template, endpoint, memo, accelerator, params, plugins)
+        spec = respec()  # the base now has an id, which the Dockerfile labels
     started = time.perf_counter()
     _build(spec, endpoint, cache, nocache=rebuild)
     doc = inspect_image(endpoint, spec.tag)
@@ -114,10 +130,13 @@ def _pull_base(spec: ImageSpec, endpoint: Endpoint) -> None:
     if spec.template.base.digest:
         ref = f"{ref.split(':')[0]}@{spec.template.base.digest}"
     print(f"cmx-docker: pulling {ref}", file=sys.stderr)
+    import docker.errors
+    import requests
+
     client = sdk_client(endpoint)
     try:
         client.images.pull(ref)
-    except Exception as exc:  # docker.errors.APIError and connection errors alike
+    except (docker.errors.DockerException, requests.RequestException) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ImageUnavailable(f"cannot pull base image {ref} (offline or no registry: "
                                f"{first[:200]}); {hint}") from None
@@ -157,6 +176,9 @@ def _link(path: Path, folder: Path) -> None:
 
 
 def _stream_build(spec: ImageSpec, endpoint: Endpoint, ctx: Path, nocache: bool) -> None:
+    import docker.errors
+    import requests
+
     client = sdk_client(endpoint)
     lines: list[str] = []
     print(f"cmx-docker: building {spec.tag} from template {spec.template.name}", file=sys.stderr)
@@ -173,9 +195,7 @@ def _stream_build(spec: ImageSpec, endpoint: Endpoint, ctx: Path, nocache: bool)
             if text:
                 lines.extend(text.splitlines())
                 print(f"  {text}", file=sys.stderr)
-    except BuildFailed:
-        raise
-    except Exception as exc:  # docker.errors.APIError / BuildError
+    except (docker.errors.DockerException, requests.RequestException) as exc:
         _fail(spec, lines, str(exc))
     finally:
         client.close()

@@ -163,7 +163,7 @@ def _context_files(template: templates.Template) -> tuple[tuple[str, Path], ...]
     return tuple(files)
 
 
-_COPY = re.compile(r"^\s*(COPY|ADD)\s+(.*)$", re.I)
+_COPY = re.compile(r"^\s*(COPY|ADD)\s+(.*)$", re.IGNORECASE)
 
 
 def _check_copies(template: templates.Template, dockerfile: str, present: set[str]) -> None:

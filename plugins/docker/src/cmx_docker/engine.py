@@ -55,7 +55,7 @@ def candidate_urls() -> list[str]:
 def _connection(url: str, timeout: float) -> http.client.HTTPConnection:
     if url.startswith("unix://"):
         return _UnixConnection(url[len("unix://"):], timeout)
-    if url.startswith("tcp://") or url.startswith("http://"):
+    if url.startswith(("tcp://", "http://")):
         host = url.split("://", 1)[1].rstrip("/")
         return http.client.HTTPConnection(host, timeout=timeout)
     raise EngineUnavailable(f"DOCKER_HOST={url}: only unix:// and tcp:// engines are supported")

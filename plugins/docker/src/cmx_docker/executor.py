@@ -11,6 +11,7 @@ engine indexes that file in the host's store.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -21,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.api import ExecutionRequest
-
 from cmx_docker import runopts, templates
 from cmx_docker.build import ImageRecord, docker_cache, ensure_image
 from cmx_docker.engine import Endpoint, find_endpoint, sdk_client
@@ -204,9 +204,8 @@ _NO_LIMIT_S = 30 * 24 * 3600  # the SDK needs some read timeout; a month is "non
 
 def _run_container(options: runopts.RunOptions, endpoint: Endpoint) -> InnerRun:
     """Start the container, wait (killing it at its time limit), collect logs, remove it."""
-    import requests
-
     import docker.errors
+    import requests
 
     client = sdk_client(endpoint, timeout=int(options.timeout_s or _NO_LIMIT_S) + 5)
     container = None
@@ -232,10 +231,8 @@ def _run_container(options: runopts.RunOptions, endpoint: Endpoint) -> InnerRun:
         return InnerRun(int(status.get("StatusCode", -1)), logs, oom, timed_out)
     finally:
         if container is not None:
-            try:
+            with contextlib.suppress(docker.errors.NotFound):  # already gone is fine
                 container.remove(force=True)
-            except Exception:  # noqa: BLE001 - already gone is fine
-                pass
         client.close()
 
 

@@ -6,7 +6,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import Capabilities, ExecutionRequest, Executor, StepContext, StepType, hookimpl
+from cmx_core.api import (
+    Capabilities,
+    ExecutionRequest,
+    Executor,
+    StepContext,
+    StepType,
+    hookimpl,
+)
 
 _DOCKER = Capabilities(needs_docker=True)
 

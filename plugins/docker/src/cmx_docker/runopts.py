@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cmx_core.errors import UsageError
-
 from cmx_docker.templates import RunDefaults
 
-_SIZE = re.compile(r"^\d+(\.\d+)?[bkmg]?$", re.I)
+_SIZE = re.compile(r"^\d+(\.\d+)?[bkmg]?$", re.IGNORECASE)
 OPTION_KEYS = ("memory", "cpus", "shm_size", "network", "gpus", "timeout_s", "user")
 
 

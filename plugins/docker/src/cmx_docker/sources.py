@@ -29,7 +29,7 @@ from cmx_docker.errors import ContextError
 
 _CORE_INCLUDE = ("pyproject.toml", "README.md", "LICENSE", "cmx_core", "recipes")
 _PLUGIN_INCLUDE = ("pyproject.toml", "README.md", "LICENSE", "src")
-_NAME_LINE = re.compile(r'^name\s*=\s*"([^"]+)"', re.M)
+_NAME_LINE = re.compile(r'^name\s*=\s*"([^"]+)"', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -87,8 +87,8 @@ def local_packages(plugins: tuple[str, ...], memo: DigestMemo) -> list[LocalPack
     return found
 
 
-_ENTRY_SECTION = re.compile(r"^\[project\.entry-points\.cmx\]\s*$(.*?)(?=^\[|\Z)", re.M | re.S)
-_ENTRY = re.compile(r'^\s*([A-Za-z0-9_.-]+)\s*=\s*"', re.M)
+_ENTRY_SECTION = re.compile(r"^\[project\.entry-points\.cmx\]\s*$(.*?)(?=^\[|\Z)", re.MULTILINE | re.DOTALL)
+_ENTRY = re.compile(r'^\s*([A-Za-z0-9_.-]+)\s*=\s*"', re.MULTILINE)
 
 
 def plugin_sources(root: Path) -> dict[str, Path]:
@@ -103,8 +103,8 @@ def plugin_sources(root: Path) -> dict[str, Path]:
 
 
 _FORCE_SECTION = re.compile(r"^\[tool\.hatch\.build(?:\.targets\.wheel)?\.force-include\]\s*$(.*?)(?=^\[|\Z)",
-                            re.M | re.S)
-_FORCE_KEY = re.compile(r'^\s*"([^"]+)"\s*=', re.M)
+                            re.MULTILINE | re.DOTALL)
+_FORCE_KEY = re.compile(r'^\s*"([^"]+)"\s*=', re.MULTILINE)
 
 
 def _force_included(text: str) -> list[str]:
@@ -115,7 +115,7 @@ def _force_included(text: str) -> list[str]:
 def _package(source: Path, include: tuple[str, ...], memo: DigestMemo) -> LocalPackage:
     dist = _project_name(source) or source.name
     text = (source / "pyproject.toml").read_text()
-    match = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
+    match = re.search(r'^version\s*=\s*"([^"]+)"', text, re.MULTILINE)
     wanted = dict.fromkeys([*include, *_force_included(text)])
     present = tuple(i for i in wanted if (source / i).exists())
     return LocalPackage(dist=dist, version=match.group(1) if match else "0", source=source,
@@ -170,7 +170,7 @@ def build_wheel(pkg: LocalPackage, cache: Path) -> Path:
             cmd.insert(5, "--no-build-isolation")
         _pip(cmd, f"building the {pkg.dist} wheel from {pkg.source}")
         os.replace(Path(tmp) / "w", out)
-    return sorted(out.glob("*.whl"))[0]
+    return min(out.glob("*.whl"))
 
 
 def _isolated_copy(pkg: LocalPackage, tree: Path) -> Path:
