@@ -106,7 +106,8 @@ def main() -> None:
         spec = TinyLlamaSpec(hidden_size=args.hidden_size, intermediate_size=args.intermediate_size,
                              num_hidden_layers=args.layers)
         model_dir = Path(args.model_dir) if args.model_dir else build(base / "model", spec)
-        print(f"model {model_dir.name} ready in {time.perf_counter() - began:.1f} s "
+        name = args.model_dir or spec.name
+        print(f"model {name} ready in {time.perf_counter() - began:.1f} s "
               f"({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, device {args.device})")
         for bs in (1, args.batch_size):
             tps, ms = _direct(model_dir, args, bs)
