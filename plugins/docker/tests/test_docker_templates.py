@@ -217,7 +217,7 @@ def test_gpu_variation_plans_render_image_and_run_options(tmp_path: Path, home: 
     run_dir = tmp_path / "run"
     request = ExecutionRequest(plan=the_plan, run_dir=run_dir)
     image = ImageRecord(tag=rendered.tag, image_id="sha256:" + "0" * 64, digest="sha256:" + "0" * 64,
-                        template=template, accelerator=accelerator, base=rendered.base_ref, base_id=None,
+                        template=template, accelerator=accelerator, base=rendered.base_ref, base_id=None, base_digest=None,
                         runtime="docker 20.10", content_digest=rendered.digest, built=False, build_s=0.0)
     planned = container_plan(request, image, {})
     kwargs = planned.options.sdk_kwargs()

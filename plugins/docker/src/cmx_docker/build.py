@@ -40,6 +40,7 @@ class ImageRecord:
     accelerator: str | None
     base: str
     base_id: str | None
+    base_digest: str | None
     runtime: str
     content_digest: str
     built: bool
@@ -106,7 +107,8 @@ def _record(spec: ImageSpec, endpoint: Endpoint, doc: Mapping[str, Any], built: 
     return ImageRecord(tag=spec.tag, image_id=image_id,
                        digest=str(repo_digests[0]).split("@")[-1] if repo_digests else image_id,
                        template=spec.template.name, accelerator=spec.accelerator,
-                       base=spec.base_ref, base_id=spec.base_id, runtime=endpoint.runtime,
+                       base=spec.base_ref, base_id=spec.base_id, base_digest=spec.base_digest,
+                       runtime=endpoint.runtime,
                        content_digest=spec.digest, built=built, build_s=round(build_s, 3))
 
 

@@ -42,6 +42,7 @@ class ImageSpec:
     requirements: str
     base_ref: str
     base_id: str | None
+    base_digest: str | None
     files: tuple[tuple[str, Path], ...]
     packages: tuple[LocalPackage, ...]
     pinned: tuple[str, ...]
@@ -61,18 +62,26 @@ def ca_bundle() -> Path | None:
     return None
 
 
-def resolve_base(template: templates.Template, endpoint: Endpoint | None) -> tuple[str, str | None]:
-    """(reference, image id or None): the local registry-free base when the engine has it,
-    else the registry reference (its id is None until it has been pulled). Without an
-    endpoint (rendering only) the local base is named, unresolved."""
-    if endpoint is None:
-        return template.base.local or template.base.registry or "", None
-    for ref in (template.base.local, template.base.registry):
-        if ref:
-            doc = inspect_image(endpoint, ref)
+@dataclass(frozen=True)
+class ResolvedBase:
+    """The ``FROM`` image: its reference, image id and registry digest (when pulled)."""
+
+    ref: str
+    image_id: str | None
+    repo_digest: str | None = None
+
+
+def resolve_base(template: templates.Template, endpoint: Endpoint | None) -> ResolvedBase:
+    """The local registry-free base when the engine has it, else the registry reference
+    (its id is None until it has been pulled). Without an endpoint (rendering only) the
+    local base is named, unresolved."""
+    if endpoint is not None:
+        for ref in (template.base.local, template.base.registry):
+            doc = inspect_image(endpoint, ref) if ref else None
             if doc is not None:
-                return ref, str(doc["Id"])
-    return template.base.registry or template.base.local or "", None
+                digests = doc.get("RepoDigests") or []
+                return ResolvedBase(ref, str(doc["Id"]), str(digests[0]) if digests else None)
+    return ResolvedBase(template.base.local or template.base.registry or "", None)
 
 
 def image_spec(name: str, endpoint: Endpoint | None, memo: DigestMemo, accelerator: str | None = None,
@@ -80,7 +89,8 @@ def image_spec(name: str, endpoint: Endpoint | None, memo: DigestMemo, accelerat
     """Render template ``name`` for ``accelerator`` and digest its whole build context;
     ``plugins`` are installed besides the template's own (e.g. the ones a plan uses)."""
     template = templates.load(name)
-    base_ref, base_id = resolve_base(template, endpoint)
+    base = resolve_base(template, endpoint)
+    base_ref, base_id = base.ref, base.image_id
     files = _context_files(template)
     wanted = tuple(sorted(set(template.plugins) | set(plugins)))
     packages = tuple(local_packages(wanted, memo)) if template.install_cmx else ()
@@ -106,6 +116,7 @@ def image_spec(name: str, endpoint: Endpoint | None, memo: DigestMemo, accelerat
         h.update(f"wheel:{pkg.dist}=={pkg.version}\0{pkg.digest}\0".encode())
     return ImageSpec(template=template, accelerator=accelerator, dockerfile=dockerfile,
                      requirements=requirements, base_ref=base_ref, base_id=base_id,
+                     base_digest=base.repo_digest,
                      files=files, packages=packages, pinned=pinned, digest=h.hexdigest(),
                      variables=variables)
 
