@@ -7,20 +7,18 @@ Plugin detectors of the same names (cmx-detect) replace these.
 
 from __future__ import annotations
 
-import importlib
-import json
 import os
-import platform
-import signal
-import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import StepFailed, UsageError
 from cmx_core.hookspecs import hookimpl
 from cmx_core.providers import Detector, Executor, StepContext, StepOutput, StepType
+
+if TYPE_CHECKING:
+    import subprocess
 
 BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")
 
@@ -58,6 +56,8 @@ def _step_env(extra: Mapping[str, Any], allow: Any) -> dict[str, str]:
 
 def _run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
                  stdout_path: Path, stderr_path: Path) -> int:
+    import subprocess
+
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:
@@ -78,7 +78,7 @@ def _run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float
             RUNNING.discard(proc)
 
 
-RUNNING: set[subprocess.Popen[bytes]] = set()
+RUNNING: set[subprocess.Popen[bytes]] = set()  # noqa: F821 - annotation only
 """Processes started by shell steps; killed when a run is interrupted."""
 
 
@@ -89,6 +89,8 @@ def kill_running() -> None:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    import signal
+
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -107,6 +109,8 @@ def _tail(path: Path, limit: int = 200) -> str:
 def _parse_stdout(path: Path, mode: str) -> dict[str, Any]:
     if mode == "none":
         return {}
+    import json
+
     text = path.read_text(errors="replace")
     if mode == "json":
         try:
@@ -127,6 +131,8 @@ def python_step(ctx: StepContext) -> StepOutput | Mapping[str, Any]:
     target = ctx.params.get("function")
     if not isinstance(target, str) or ":" not in target:
         raise UsageError(f"{ctx.recipe}: python step needs 'function: package.module:function' (got {target!r})")
+    import importlib
+
     module_name, _, attr = target.partition(":")
     try:
         function: Callable[[StepContext], Any] = getattr(importlib.import_module(module_name), attr)
@@ -148,6 +154,8 @@ def facts_step(ctx: StepContext) -> StepOutput:
 
 
 def detect_os() -> dict[str, Any]:
+    import platform
+
     info = _os_release()
     libc_name, libc_version = platform.libc_ver()
     return {
@@ -179,7 +187,7 @@ def detect_cpu() -> dict[str, Any]:
         pass
     return {
         "vendor": fields.get("vendor_id", ""),
-        "model": fields.get("model name", platform.processor()),
+        "model": fields.get("model name", os.uname().machine),
         "sockets": None,
         "cores": None,
         "threads": os.cpu_count(),
@@ -201,6 +209,8 @@ def detect_memory() -> dict[str, Any]:
 
 
 def detect_python() -> dict[str, Any]:
+    import platform
+
     return {
         "version": platform.python_version(),
         "implementation": platform.python_implementation(),
@@ -211,11 +221,9 @@ def detect_python() -> dict[str, Any]:
 def detect_host() -> dict[str, Any]:
     """Host name and system kind; ``CMX_SYSTEM_TYPE`` (datacenter, edge, workstation, ci)
     and ``CMX_NUMBER_OF_NODES`` say what cannot be probed."""
-    import socket
-
     nodes = os.environ.get("CMX_NUMBER_OF_NODES", "1")
     return {
-        "name": socket.gethostname(),
+        "name": os.uname().nodename,
         "type": os.environ.get("CMX_SYSTEM_TYPE") or None,
         "number_of_nodes": int(nodes) if nodes.isdigit() else 1,
     }

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -112,12 +110,12 @@ class Cache:
         """A fresh staging directory; removed on any failure or interruption."""
         staging_root = self.root / "staging"
         staging_root.mkdir(parents=True, exist_ok=True)
-        staging = Staging(key, staging_root / f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+        staging = Staging(key, staging_root / f"{key}.{os.getpid()}.{os.urandom(4).hex()}")
         staging.files.mkdir(parents=True)
         try:
             yield staging
         except BaseException:
-            shutil.rmtree(staging.path, ignore_errors=True)
+            _rmtree(staging.path, ignore_errors=True)
             raise
 
     def commit(self, staging: Staging, meta: dict[str, Any]) -> CacheEntry:
@@ -130,9 +128,9 @@ class Cache:
         (staging.path / META).write_text(json.dumps(meta, indent=1, sort_keys=True, default=str))
         final.parent.mkdir(parents=True, exist_ok=True)
         if final.exists():
-            trash = final.with_name(f"{final.name}.old.{uuid.uuid4().hex[:8]}")
+            trash = final.with_name(f"{final.name}.old.{os.urandom(4).hex()}")
             os.rename(final, trash)
-            shutil.rmtree(trash, ignore_errors=True)
+            _rmtree(trash, ignore_errors=True)
         os.rename(staging.path, final)
         return CacheEntry(staging.key, final, meta)
 
@@ -159,9 +157,9 @@ class Cache:
         return matches[0]
 
     def remove(self, entry: CacheEntry) -> None:
-        trash = entry.path.with_name(f"{entry.path.name}.rm.{uuid.uuid4().hex[:8]}")
+        trash = entry.path.with_name(f"{entry.path.name}.rm.{os.urandom(4).hex()}")
         os.rename(entry.path, trash)
-        shutil.rmtree(trash, ignore_errors=True)
+        _rmtree(trash, ignore_errors=True)
 
     def prune(self, older_than_s: float | None = None) -> list[CacheEntry]:
         """Remove corrupt, invalid (changed paths) and, optionally, old entries; and leftovers
@@ -176,13 +174,19 @@ class Cache:
                 removed.append(entry)
         for leftover in (self.root / "staging").glob("*"):
             if not _pid_alive(leftover.name):
-                shutil.rmtree(leftover, ignore_errors=True)
+                _rmtree(leftover, ignore_errors=True)
         return removed
 
     def previous_for(self, recipe: str) -> CacheEntry | None:
         """The newest entry of ``recipe`` (for explaining a miss)."""
         same = [e for e in self.entries() if e.recipe == recipe]
         return max(same, key=lambda e: e.created) if same else None
+
+
+def _rmtree(path: Path, ignore_errors: bool = True) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=ignore_errors)
 
 
 def rebase(value: Any, old: str, new: str) -> Any:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -170,7 +169,7 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         from cmx_core.plugins import missing_provider_message
 
         raise UsageError(missing_provider_message("executor", executor))
-    run_id = str(uuid.uuid4())
+    run_id = new_run_id()
     run_dir = _make_run_dir(run_id, the_plan.root.recipe.name, output)
     _write_json(run_dir / "plan.json", the_plan.to_json())
     lock_digest = write_lock(run_dir, the_plan, session)
@@ -201,6 +200,15 @@ def replay(lock: str | Path, session: Session) -> Plan:
     the_plan = plan(query.get("tags", []), query.get("inputs", {}), session=session)
     check_drift(locked, lock_document(the_plan, _plugins(session.registry)), Path(lock))
     return the_plan
+
+
+def new_run_id() -> str:
+    """A random (version 4) UUID string, without importing :mod:`uuid` (and platform)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:

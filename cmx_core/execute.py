@@ -10,14 +10,12 @@ step succeeded.
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx_core import __version__
 from cmx_core.cache import Cache
@@ -28,6 +26,9 @@ from cmx_core.plugins import Registry, call_event, get_registry
 from cmx_core.providers import Artifact, ExecutionRequest, ResultPart, StepContext, StepOutput
 from cmx_core.recipe import StepSpec
 from cmx_core.template import render_value
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 
 class NodeFailed(StepFailed):
@@ -111,6 +112,8 @@ def execute_plan(plan: Plan, run_dir: Path, facts: FactStore, *, jobs: int = 1,
 
 
 def _run_parallel(plan: Plan, runner: NodeRunner, done: dict[str, NodeOutcome], jobs: int) -> None:
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
     pending = {n.id: n for n in plan.nodes}
     running: dict[Future[NodeOutcome], str] = {}
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="cmx-node") as pool:
@@ -230,6 +233,8 @@ class NodeRunner:
         except CmxError:
             raise
         except Exception as exc:  # noqa: BLE001 - a plugin bug becomes one line + a saved traceback
+            import traceback
+
             trace = log_dir / "traceback.txt"
             trace.write_text(traceback.format_exc())
             raise NodeFailed(node.id, step.id, f"{step.uses} raised {type(exc).__name__}: {exc} (traceback: {trace})") from None

@@ -39,37 +39,95 @@ class PluginInfo:
     provides: dict[str, list[str]] = field(default_factory=dict)
 
 
-@dataclass
-class Registry:
-    """Everything the loaded plugins provide, by kind and name."""
+KINDS = {
+    "steps": "cmx_register_steps",
+    "detectors": "cmx_register_detectors",
+    "executors": "cmx_register_executors",
+    "commands": "cmx_register_commands",
+    "exporters": "cmx_register_exporters",
+}
+"""Provider kinds and their registration hooks."""
 
-    manager: pluggy.PluginManager
-    plugins: dict[str, PluginInfo] = field(default_factory=dict)
-    steps: dict[str, StepType] = field(default_factory=dict)
-    detectors: dict[str, Detector] = field(default_factory=dict)
-    executors: dict[str, Executor] = field(default_factory=dict)
-    commands: dict[str, Command] = field(default_factory=dict)
-    exporters: dict[str, Exporter] = field(default_factory=dict)
-    recipe_paths: list[tuple[str, Path]] = field(default_factory=list)
-    conflicts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+class Registry:
+    """Everything the loaded plugins provide, by kind and name.
+
+    Each kind's registration hooks are called the first time that kind is asked for, so a
+    run never pays for building, say, every plugin's CLI commands.
+    """
+
+    def __init__(self, manager: pluggy.PluginManager) -> None:
+        self.manager = manager
+        self.plugins: dict[str, PluginInfo] = {}
+        self._conflicts: dict[str, tuple[str, ...]] = {}
+        self._providers: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
+        self._collected: set[str] = set()
+        self._recipe_paths: list[tuple[str, Path]] | None = None
+
+    def _kind(self, kind: str) -> dict[str, Any]:
+        if kind not in self._collected:
+            self._collected.add(kind)
+            for impl in getattr(self.hook, KINDS[kind]).get_hookimpls():
+                _call_register(self, impl, kind, self._providers[kind])
+        return self._providers[kind]
+
+    @property
+    def steps(self) -> dict[str, StepType]:
+        return self._kind("steps")
+
+    @property
+    def detectors(self) -> dict[str, Detector]:
+        return self._kind("detectors")
+
+    @property
+    def executors(self) -> dict[str, Executor]:
+        return self._kind("executors")
+
+    @property
+    def commands(self) -> dict[str, Command]:
+        return self._kind("commands")
+
+    @property
+    def exporters(self) -> dict[str, Exporter]:
+        return self._kind("exporters")
+
+    @property
+    def recipe_paths(self) -> list[tuple[str, Path]]:
+        if self._recipe_paths is None:
+            self._recipe_paths = _collect_recipe_paths(self)
+        return self._recipe_paths
+
+    @property
+    def conflicts(self) -> dict[str, tuple[str, ...]]:
+        """Provider names registered by two plugins (after collecting every kind)."""
+        self.collect_all()
+        return self._conflicts
+
+    def collect_all(self) -> None:
+        """Call every registration hook (for listings, checks and strict mode)."""
+        for kind in KINDS:
+            self._kind(kind)
+        _ = self.recipe_paths
 
     @property
     def hook(self) -> Any:
         return self.manager.hook
 
     def errors(self) -> dict[str, str]:
+        self.collect_all()
         return {name: info.error for name, info in self.plugins.items() if info.error}
 
     def step(self, name: str) -> StepType:
         """The step type ``name``, or a PluginError naming the conflict or the gap."""
-        if name in self.conflicts:
-            owners = " and ".join(self.conflicts[name])
+        steps = self.steps
+        if name in self._conflicts:
+            owners = " and ".join(self._conflicts[name])
             raise PluginError(
                 f"step type '{name}' is registered by both {owners}; uninstall one of them "
                 "or limit loading with CMX_LOAD_PLUGINS"
             )
         try:
-            return self.steps[name]
+            return steps[name]
         except KeyError:
             raise PluginError(missing_provider_message("step type", name)) from None
 
@@ -117,7 +175,6 @@ def load_registry(*, strict: bool = False, extra: Iterable[tuple[str, object]] =
         _load_entry_point(registry, entry)
     for name, module in extra:
         _add(registry, name, name, "0", module)
-    _collect(registry)
     if strict and registry.errors():
         name, error = next(iter(registry.errors().items()))
         raise PluginError(f"plugin '{name}' failed to load: {error} (strict plugin mode)")
@@ -163,7 +220,9 @@ def _discover() -> list[EntrySpec]:
 
     from cmx_core import paths
 
-    fingerprint = [__version__] + [f"{p}:{_mtime(p)}" for p in sys.path if p]
+    # sys.path[0] is the script's directory or the working directory: not where
+    # distributions are installed, and it differs between `cmx` and `python -m`
+    fingerprint = [__version__] + [f"{p}:{_mtime(p)}" for p in sys.path[1:] if p]
     cache_file = paths.cache_dir() / "plugins.v1.json"
     try:
         record = json.loads(cache_file.read_text())
@@ -248,25 +307,16 @@ def _add(registry: Registry, name: str, dist: str, version: str, module: object)
     registry.plugins[name] = PluginInfo(name, dist, version, getattr(module, "__name__", "?"))
 
 
-def _collect(registry: Registry) -> None:
-    """Call each plugin's registration hooks, attributing every provider to its plugin."""
-    kinds: list[tuple[str, str, dict[str, Any]]] = [
-        ("cmx_register_steps", "steps", registry.steps),
-        ("cmx_register_detectors", "detectors", registry.detectors),
-        ("cmx_register_executors", "executors", registry.executors),
-        ("cmx_register_commands", "commands", registry.commands),
-        ("cmx_register_exporters", "exporters", registry.exporters),
-    ]
-    for hook_name, kind, target in kinds:
-        for impl in getattr(registry.hook, hook_name).get_hookimpls():
-            _call_register(registry, impl, kind, target)
+def _collect_recipe_paths(registry: Registry) -> list[tuple[str, Path]]:
+    found: list[tuple[str, Path]] = []
     for impl in registry.hook.cmx_recipe_paths.get_hookimpls():
         try:
             paths = impl.function() or []
         except Exception as exc:  # noqa: BLE001
             _fail(registry, impl.plugin_name, exc)
             continue
-        registry.recipe_paths.extend((impl.plugin_name, Path(p)) for p in paths)
+        found.extend((impl.plugin_name, Path(p)) for p in paths)
+    return found
 
 
 def _call_register(registry: Registry, impl: Any, kind: str, target: dict[str, Any]) -> None:
@@ -295,7 +345,7 @@ def _put(registry: Registry, kind: str, target: dict[str, Any], provider: Any) -
         target[provider.name] = provider
         return
     owners = (existing.plugin, provider.plugin)
-    registry.conflicts[provider.name] = owners
+    registry._conflicts[provider.name] = owners
     for owner in owners:
         info = registry.plugins[owner]
         registry.plugins[owner] = dataclasses.replace(

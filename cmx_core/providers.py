@@ -18,7 +18,6 @@ Example, a step type in a plugin::
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import argparse
+    import logging
 
 Status = Literal["valid", "invalid", "error", "partial", "completed"]
 """Result status. ``valid``/``invalid`` are the suite's own verdict; ``completed`` means
@@ -116,7 +116,19 @@ class StepContext:
     run_dir: Path
     cache_dir: Path
     timeout_s: float | None = None
-    log: logging.Logger = field(default_factory=lambda: logging.getLogger("cmx.step"))
+    log: logging.Logger = field(default_factory=lambda: _step_logger())
+
+
+def _step_logger() -> logging.Logger:
+    """A logger that imports :mod:`logging` only when a step actually logs."""
+    return _LazyLogger()  # type: ignore[return-value]
+
+
+class _LazyLogger:
+    def __getattr__(self, name: str) -> Any:
+        import logging
+
+        return getattr(logging.getLogger("cmx.step"), name)
 
 
 @dataclass(frozen=True)

@@ -488,6 +488,7 @@ def installed_plugins(loaded: Registry) -> dict[str, Installed]:
     from cmx_core.plugins import CORE
 
     result: dict[str, Installed] = {}
+    loaded.collect_all()
     for name, info in loaded.plugins.items():
         if name == CORE:
             continue

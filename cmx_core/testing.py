@@ -155,7 +155,9 @@ class PluginConformance:
 
         assert self.plugin, f"{type(self).__name__}.plugin must name the cmx entry point"
         monkeypatch.setenv("CMX_LOAD_PLUGINS", ",".join((self.plugin, *self.requires_plugins)))
-        return load_registry()
+        registry = load_registry()
+        registry.collect_all()
+        return registry
 
     # ----------------------------------------------------------- tests
 

@@ -11,6 +11,12 @@ from cmx_core.errors import UsageError
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
+    """All of this module's commands."""
+    for add in (add_run, add_plan, add_explain, add_list, add_show):
+        add(sub, common)
+
+
+def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
     run = sub.add_parser("run", parents=[common], help="resolve and run a recipe",
                          description="Resolve the recipe selected by --tags and run it. Inputs: "
                          "--KEY=VALUE for the recipe's declared inputs (or --input.KEY=VALUE).")
@@ -25,21 +31,29 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     run.add_argument("--lock", metavar="FILE", help="replay a run's lock.json; refuse if anything resolves differently")
     run.set_defaults(handler=cmd_run, accepts_inputs=True)
 
+
+def add_plan(sub: Any, common: argparse.ArgumentParser) -> None:
     plan = sub.add_parser("plan", parents=[common], help="print the resolved plan without running it")
     plan.add_argument("noun", nargs="?", choices=["recipe"], help=argparse.SUPPRESS)
     _query_options(plan)
     plan.set_defaults(handler=cmd_plan, accepts_inputs=True)
 
+
+def add_explain(sub: Any, common: argparse.ArgumentParser) -> None:
     explain = sub.add_parser("explain", parents=[common], help="why each recipe, variation and cache decision")
     explain.add_argument("noun", nargs="?", choices=["recipe"], help=argparse.SUPPRESS)
     _query_options(explain)
     explain.set_defaults(handler=cmd_explain, accepts_inputs=True)
 
+
+def add_list(sub: Any, common: argparse.ArgumentParser) -> None:
     listing = sub.add_parser("list", parents=[common], help="list recipes")
     listing.add_argument("noun", choices=["recipes"], help="what to list")
     listing.add_argument("--tags", default="", help="only recipes having all these tags")
     listing.set_defaults(handler=cmd_list)
 
+
+def add_show(sub: Any, common: argparse.ArgumentParser) -> None:
     show = sub.add_parser("show", parents=[common], help="show a recipe's documentation")
     show.add_argument("noun", choices=["recipe"])
     show.add_argument("name")

@@ -15,10 +15,6 @@ from cmx_core import __version__
 from cmx_core.errors import CmxError, UsageError
 
 
-CORE_COMMANDS = {"run", "plan", "explain", "list", "show", "cache", "results", "plugins", "registry"}
-"""Commands that need no plugin command parsers (plugins still load when a command runs)."""
-
-
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one-line UsageErrors (exit 2, no usage dump)."""
 
@@ -41,43 +37,46 @@ def common_options() -> argparse.ArgumentParser:
     return common
 
 
-def build_parser(with_plugins: bool = True) -> Parser:
+COMMAND_MODULES: dict[str, tuple[str, str]] = {
+    "run": ("core_cmds", "add_run"),
+    "plan": ("core_cmds", "add_plan"),
+    "explain": ("core_cmds", "add_explain"),
+    "list": ("core_cmds", "add_list"),
+    "show": ("core_cmds", "add_show"),
+    "cache": ("cache_cmd", "add_parser"),
+    "results": ("results_cmd", "add_parser"),
+    "plugins": ("plugins_cmd", "add_parser"),
+    "registry": ("registry_cmd", "add_parser"),
+}
+"""Core commands and the function adding each one's parser (imported only when needed)."""
+
+
+def build_parser(command: str | None = None) -> Parser:
+    """The parser; for a known core ``command`` only that command's subparser is built
+    (building every parser costs more than the rest of a warm run), otherwise all of them,
+    plugin commands included."""
     parser = Parser(prog="cmx", description="cmx: a recipe engine for reproducible ML benchmarking")
     parser.add_argument("--version", action="version", version=f"cmx {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     common = common_options()
-    from cmx_core.cli import cache_cmd, core_cmds
-
-    core_cmds.add_parsers(sub, common)
-    cache_cmd.add_parser(sub, common)
-    for module in _optional_modules():
-        _add_module_parser(module, sub, common)
-    if with_plugins:
+    names = [command] if command in COMMAND_MODULES else list(COMMAND_MODULES)
+    for name in names:
+        _add_command(name, sub, common)
+    if command not in COMMAND_MODULES:
         _add_plugin_commands(sub, common)
     return parser
 
 
-def _optional_modules() -> list[Any]:
-    """CLI modules of other layers (results, plugins, registry), each ``add_parser(sub)``."""
+def _add_command(name: str, sub: Any, common: argparse.ArgumentParser) -> None:
     import importlib
-
-    modules = []
-    for name in ("results_cmd", "plugins_cmd", "registry_cmd"):
-        try:
-            modules.append(importlib.import_module(f"cmx_core.cli.{name}"))
-        except ImportError:
-            continue
-    return modules
-
-
-def _add_module_parser(module: Any, sub: Any, common: argparse.ArgumentParser) -> None:
-    """Call ``module.add_parser(sub[, common])`` (the common options when it accepts them)."""
     import inspect
 
-    if len(inspect.signature(module.add_parser).parameters) > 1:
-        module.add_parser(sub, common)
+    module_name, function_name = COMMAND_MODULES[name]
+    add = getattr(importlib.import_module(f"cmx_core.cli.{module_name}"), function_name)
+    if len(inspect.signature(add).parameters) > 1:
+        add(sub, common)
     else:
-        module.add_parser(sub)
+        add(sub)
 
 
 def _add_plugin_commands(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -113,7 +112,7 @@ def _dispatch(args_list: list[str]) -> int:
 
         os.environ["CMX_STRICT_PLUGINS"] = "1"
     command = next((a for a in args_list if not a.startswith("-")), None)
-    parser = build_parser(with_plugins=command not in CORE_COMMANDS)
+    parser = build_parser(command)
     args, extra = parser.parse_known_args(args_list)
     if args.command is None:
         parser.print_help(sys.stderr)

@@ -87,6 +87,7 @@ def installed_summary() -> dict[str, Any]:
     from cmx_core.plugins import get_registry
 
     loaded = get_registry()
+    loaded.collect_all()
     plugins = []
     for name, info in sorted(loaded.plugins.items()):
         module = loaded.manager.get_plugin(name)
