@@ -13,6 +13,13 @@ Rules a SUT must follow:
   the harness then enables LoadGen's token latencies (TTFT/TPOT).
 * ``accuracy`` turns the entries of ``mlperf_log_accuracy.json`` (the bytes the SUT passed to
   ``complete``) into metrics, e.g. ``{"top1": 0.93}``.
+* Optional (:class:`ReportsErrors`): a SUT whose samples can fail (a server answering HTTP 500,
+  a generation that raised) still completes every failed sample, with an error mark, and
+  lists the reasons in ``errors()``; ``error_count`` is the number of failed samples. The
+  harness calls them after the test (after ``stop``); when ``errors()`` is not empty the
+  step's status becomes ``error`` (``invalid`` when LoadGen said INVALID), the reasons go
+  to ``invalid_reasons`` and TTFT/TPOT become null, since LoadGen divides by
+  ``n_tokens - 1`` and failed samples with 0-1 tokens corrupt them.
 
 The harness keeps the bytes given to the completer referenced until LoadGen's
 ``QuerySamplesComplete`` returns, so a SUT may pass a temporary ``bytes`` object.
@@ -22,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 class Completer(Protocol):
@@ -69,6 +76,19 @@ class SUT(Protocol):
         """Metrics from the accuracy log entries, e.g. ``{"top1": 0.93}`` or
         ``{"rouge1": .., "rouge2": .., "rougeL": .., "gen_len": .., "tokens_per_sample": ..}``."""
         ...
+
+
+@runtime_checkable
+class ReportsErrors(Protocol):
+    """Optional part of the SUT contract: failed samples, reported after the test.
+
+    ``errors()`` returns one line per failure reason, empty when every sample succeeded,
+    e.g. ``["6 of 12 samples: HTTP 500"]``. ``error_count`` (optional attribute or
+    property) is the number of failed samples; without it the result's
+    ``mlperf.failed_samples`` is null.
+    """
+
+    def errors(self) -> list[str]: ...
 
 
 SUT_FACTORIES: dict[str, str] = {

@@ -113,8 +113,29 @@ def run_test(spec: LoadgenSpec, out_dir: Path) -> dict[str, Any]:
             report["accuracy"] = metrics
     finally:
         sut.stop()
+    report.update(sut_errors(sut))
     report.update(_describe(sut))
     return report
+
+
+def sut_errors(sut: Any) -> dict[str, Any]:
+    """The SUT's failed samples (the optional ``errors()`` / ``error_count`` of the
+    contract), as report keys ``sut_errors`` (one-line reasons) and ``failed_samples``;
+    nothing for a SUT that does not report errors."""
+    errors = getattr(sut, "errors", None)
+    if not callable(errors):
+        return {}
+    reasons = errors()
+    if not isinstance(reasons, (list, tuple)):
+        raise StepFailed(f"sut {_sut_name(sut)}: errors() returned {type(reasons).__name__}, not a list of str")
+    lines = [" ".join(str(r).split()) for r in reasons]
+    count = getattr(sut, "error_count", None)
+    failed = int(count) if isinstance(count, int) and not isinstance(count, bool) else None
+    return {"sut_errors": [line for line in lines if line], "failed_samples": failed}
+
+
+def _sut_name(sut: Any) -> str:
+    return str(getattr(sut, "name", type(sut).__name__))
 
 
 def _describe(sut: Any) -> dict[str, Any]:

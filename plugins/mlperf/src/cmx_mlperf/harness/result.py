@@ -2,6 +2,10 @@
 
 * ``status``: LoadGen's own verdict (``VALID`` -> ``valid``, else ``invalid``), with
   ``invalid_reasons`` in LoadGen's words.
+* SUT errors (the optional ``errors()`` of the SUT contract): status ``error`` (``invalid``
+  when LoadGen said INVALID), the SUT's reasons appended to ``invalid_reasons``, the count in
+  ``mlperf.failed_samples``, and TTFT/TPOT null (failed samples with 0-1 tokens corrupt
+  LoadGen's ``(latency - TTFT) / (n_tokens - 1)``); throughput keeps LoadGen's numbers.
 * ``mlperf.submission_blockers``: what keeps the run from being a closed-division result
   under the official rules (workloads.md §1.7), even when LoadGen says VALID; the division is
   always ``unofficial`` (nobody reviewed the run).
@@ -219,6 +223,12 @@ def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_di
     else:
         reasons = invalid_reasons(log)
         status = "valid" if validity == "VALID" else "invalid"
+    errors = [f"sut {spec.sut}: {line}" for line in report.get("sut_errors") or ()]
+    if errors:
+        loadgen_invalid = spec.mode != "AccuracyOnly" and validity == "INVALID"
+        status = "invalid" if loadgen_invalid else "error"
+        reasons = [*reasons, *errors]
+        _null_token_latencies(metrics)
     mlperf = {
         "result_validity": validity,
         "min_duration_met": log.get("result_min_duration_met"),
@@ -241,9 +251,13 @@ def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_di
         "warnings": list(log.warnings),
         "errors": list(log.errors),
     }
+    mlperf["sut_errors"] = list(report.get("sut_errors") or ())
+    mlperf["failed_samples"] = report.get("failed_samples")
+    if errors:
+        mlperf["submission_blockers"].append("the SUT reported failed samples")
     if tokens:
-        mlperf["ttft_ns"] = log.ttft_ns()
-        mlperf["tpot_ns"] = log.tpot_ns()
+        mlperf["ttft_ns"] = _nulled(log.ttft_ns()) if errors else log.ttft_ns()
+        mlperf["tpot_ns"] = _nulled(log.tpot_ns()) if errors else log.tpot_ns()
     benchmark = {
         "suite": "mlperf-inference",
         "suite_version": "v6.1",
@@ -261,6 +275,17 @@ def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_di
         invalid_reasons=tuple(reasons),
         sections={"mlperf": mlperf, **_extra_sections(report)},
     )
+
+
+def _null_token_latencies(metrics: dict[str, Metric]) -> None:
+    """TTFT/TPOT metrics keep their keys with value null (measured but not trustworthy)."""
+    for name, metric in metrics.items():
+        if name.startswith(("ttft_", "tpot_")):
+            metrics[name] = Metric(None, metric.unit, metric.higher_is_better)
+
+
+def _nulled(summary: dict[str, Any]) -> dict[str, Any]:
+    return dict.fromkeys(summary)
 
 
 def _extra_sections(report: dict[str, Any]) -> dict[str, Any]:

@@ -16,9 +16,9 @@ class ServerUnreachable(CmxError):
 class SampleErrors(StepFailed):
     """Samples that were completed with an error mark during a LoadGen test.
 
-    Raised from a SUT's ``stop()`` (``fail_on_errors``, the default) so that the run ends as
-    an error whose one-line message carries the counted reasons, instead of a result whose
-    numbers silently include failed requests.
+    Raised from a SUT's ``stop()`` when ``fail_on_errors`` is set, so that the step fails
+    with a one-line message carrying the counted reasons and returns no result. By default
+    the harness reads the SUT's ``errors()`` instead and keeps a result with status ``error``.
     """
 
 
