@@ -159,3 +159,12 @@ def test_rouge_aggregates_gen_len_and_tokens_per_sample() -> None:
     assert rouge_metrics([], [], [])["gen_num"] == 0.0
     with pytest.raises(ValueError):
         rouge_metrics(["a"], [], [1])
+
+
+def test_dtype_reaches_the_loaded_weights(tiny_llama: Path) -> None:
+    import torch
+
+    model, _ = load_llama(tiny_llama, dtype="bfloat16")
+    assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
+    with pytest.raises(ModelDirError, match="dtype 'half_float' is not a torch dtype"):
+        load_llama(tiny_llama, dtype="half_float")

@@ -56,7 +56,10 @@ def check_llama_dir(path: str | Path) -> ModelInfo:
 
 
 def load_llama(path: str | Path, device: str = "cpu", dtype: str = "float32") -> tuple[Any, Any]:
-    """Load (model, tokenizer) from a checked Llama directory, offline, in eval mode."""
+    """Load (model, tokenizer) from a checked Llama directory, offline, in eval mode.
+
+    ``dtype=`` is the keyword of transformers >= 4.56 (the ``llm`` extra's floor).
+    """
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -70,20 +73,12 @@ def load_llama(path: str | Path, device: str = "cpu", dtype: str = "float32") ->
         raise ModelDirError(f"dtype {dtype!r} is not a torch dtype: use float32, float16 or bfloat16")
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(info.path), local_files_only=True)
-        model = LlamaForCausalLM.from_pretrained(str(info.path), local_files_only=True, **_dtype_kwarg(torch_dtype))
+        model = LlamaForCausalLM.from_pretrained(str(info.path), dtype=torch_dtype, local_files_only=True)
     except Exception as exc:  # transformers/safetensors/tokenizers raise many types for bad files
         raise ModelDirError(f"model directory {info.path} cannot be loaded: {_short(exc)}") from None
     model.to(device)
     model.eval()
     return model, tokenizer
-
-
-def _dtype_kwarg(dtype: Any) -> dict[str, Any]:
-    """transformers >= 4.56 takes ``dtype=``; older releases ``torch_dtype=``."""
-    import transformers
-
-    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
-    return {"dtype": dtype} if (major, minor) >= (4, 56) else {"torch_dtype": dtype}
 
 
 def _short(exc: BaseException) -> str:
