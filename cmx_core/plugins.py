@@ -216,13 +216,11 @@ def _discover() -> list[EntrySpec]:
     cache.
     """
     import json
-    import sys
 
     from cmx_core import paths
+    from cmx_core.command_index import discovery_fingerprint
 
-    # sys.path[0] is the script's directory or the working directory: not where
-    # distributions are installed, and it differs between `cmx` and `python -m`
-    fingerprint = [__version__] + [f"{p}:{_mtime(p)}" for p in sys.path[1:] if p]
+    fingerprint = discovery_fingerprint()
     cache_file = paths.cache_dir() / "plugins.v1.json"
     try:
         record = json.loads(cache_file.read_text())
@@ -241,13 +239,6 @@ def _discover() -> list[EntrySpec]:
     return entries
 
 
-def _mtime(path: str) -> int:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return 0
-
-
 def _scan_entry_points() -> list[EntrySpec]:
     from importlib import metadata
 
@@ -262,6 +253,20 @@ def _scan_entry_points() -> list[EntrySpec]:
         found.append(EntrySpec(entry.name, entry.value, dist.metadata["Name"] if dist else "?",
                                dist.version if dist else "0", refusal))
     return found
+
+
+def remember_commands(registry: Registry) -> None:
+    """Record plugin command names and summaries for ``cmx --help`` (see command_index)."""
+    from cmx_core.command_index import write_summaries
+
+    commands = [(c.name, c.summary) for c in registry.commands.values()]
+    files = []
+    for name in {c.plugin for c in registry.commands.values()}:
+        module = registry.manager.get_plugin(name)
+        path = getattr(module, "__file__", None)
+        if path:
+            files.append(path)
+    write_summaries(commands, files)
 
 
 def _load_entry_point(registry: Registry, entry: EntrySpec) -> None:

@@ -42,7 +42,10 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
 
     def run(*args: str) -> CliResult:
         capsys.readouterr()
-        code = main([str(a) for a in args])
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exit_:  # argparse's --help and --version
+            code = int(exit_.code or 0)
         captured = capsys.readouterr()
         return CliResult(code, captured.out, captured.err)
 

@@ -37,18 +37,19 @@ def common_options() -> argparse.ArgumentParser:
     return common
 
 
-COMMAND_MODULES: dict[str, tuple[str, str]] = {
-    "run": ("core_cmds", "add_run"),
-    "plan": ("core_cmds", "add_plan"),
-    "explain": ("core_cmds", "add_explain"),
-    "list": ("core_cmds", "add_list"),
-    "show": ("core_cmds", "add_show"),
-    "cache": ("cache_cmd", "add_parser"),
-    "results": ("results_cmd", "add_parser"),
-    "plugins": ("plugins_cmd", "add_parser"),
-    "registry": ("registry_cmd", "add_parser"),
+COMMAND_MODULES: dict[str, tuple[str, str, str]] = {
+    "run": ("core_cmds", "add_run", "resolve and run a recipe"),
+    "plan": ("core_cmds", "add_plan", "print the resolved plan without running it"),
+    "explain": ("core_cmds", "add_explain", "why each recipe, variation and cache decision"),
+    "list": ("core_cmds", "add_list", "list recipes"),
+    "show": ("core_cmds", "add_show", "show a recipe's documentation"),
+    "cache": ("cache_cmd", "add_parser", "inspect and clean the cache"),
+    "results": ("results_cmd", "add_parser", "list, show, compare and export run results"),
+    "plugins": ("plugins_cmd", "add_parser", "list, find, install and scaffold plugins"),
+    "registry": ("registry_cmd", "add_parser", "check the plugin registry (registry.yaml)"),
 }
-"""Core commands and the function adding each one's parser (imported only when needed)."""
+"""Core commands: the module and function adding each one's parser (imported only for the
+command being run) and the one-line summary shown by ``cmx --help``."""
 
 
 def build_parser(command: str | None = None) -> Parser:
@@ -59,11 +60,20 @@ def build_parser(command: str | None = None) -> Parser:
     parser.add_argument("--version", action="version", version=f"cmx {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     common = common_options()
-    names = [command] if command in COMMAND_MODULES else list(COMMAND_MODULES)
-    for name in names:
-        _add_command(name, sub, common)
-    if command not in COMMAND_MODULES:
-        _add_plugin_commands(sub, common)
+    if command in COMMAND_MODULES:
+        _add_command(command, sub, common)
+        return parser
+    for name, (_, _, summary) in COMMAND_MODULES.items():
+        sub.add_parser(name, help=summary)  # names and summaries are all top-level help needs
+    from cmx_core.command_index import read_summaries
+
+    cached = read_summaries()
+    if cached is not None and command not in {name for name, _ in cached}:
+        for name, summary in cached:  # top-level help or an unknown command: no plugin import
+            if name not in sub.choices:
+                sub.add_parser(name, help=summary, description=summary)
+        return parser
+    _add_plugin_commands(sub, common, command)
     return parser
 
 
@@ -71,7 +81,7 @@ def _add_command(name: str, sub: Any, common: argparse.ArgumentParser) -> None:
     import importlib
     import inspect
 
-    module_name, function_name = COMMAND_MODULES[name]
+    module_name, function_name, _ = COMMAND_MODULES[name]
     add = getattr(importlib.import_module(f"cmx_core.cli.{module_name}"), function_name)
     if len(inspect.signature(add).parameters) > 1:
         add(sub, common)
@@ -79,13 +89,18 @@ def _add_command(name: str, sub: Any, common: argparse.ArgumentParser) -> None:
         add(sub)
 
 
-def _add_plugin_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    from cmx_core.plugins import get_registry
+def _add_plugin_commands(sub: Any, common: argparse.ArgumentParser, selected: str | None) -> None:
+    """Plugin commands: the ``selected`` one fully configured, the others by name only."""
+    from cmx_core.plugins import get_registry, remember_commands
 
-    for command in get_registry().commands.values():
+    registry = get_registry()
+    remember_commands(registry)
+    for command in registry.commands.values():
         if command.name in sub.choices:
             continue
         parser = sub.add_parser(command.name, help=command.summary, description=command.summary)
+        if command.name != selected:
+            continue
         command.configure(parser)
         if not any("--json" in a.option_strings for a in parser._actions):
             parser.add_argument("--json", action="store_true", help="print exactly one JSON document")

@@ -46,10 +46,20 @@ def _check_accelerator(value: Any, where: str) -> None:
 
 @hookimpl
 def cmx_register_commands(register: Callable[[Command], None]) -> None:
-    from cmx_detect.cli import configure, run
-
     register(Command(name="detect", summary="Detect the machine's facts (OS, CPU, CUDA, GPUs, torch...)",
-                     configure=configure, run=run, plugin=PLUGIN))
+                     configure=_configure, run=_run, plugin=PLUGIN))
+
+
+def _configure(parser: Any) -> None:
+    from cmx_detect.cli import configure
+
+    configure(parser)
+
+
+def _run(args: Any) -> int:
+    from cmx_detect.cli import run
+
+    return run(args)
 
 
 @hookimpl

@@ -1,0 +1,68 @@
+"""Names and summaries of plugin commands, cached so that ``cmx --help`` needs no plugin
+import. Import-light on purpose: stdlib only.
+
+The record is valid while the plugin discovery fingerprint (``sys.path`` directories' mtimes,
+cmx-core's version) and the mtimes of the plugin modules that registered the commands are
+unchanged; otherwise the caller loads the plugins and writes a new record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from cmx_core import __version__
+
+FILE = "plugin-commands.v1.json"
+
+
+def discovery_fingerprint() -> list[str]:
+    """What plugin discovery depends on. sys.path[0] (the script's or working directory)
+    is left out: it differs between ``cmx`` and ``python -m`` and holds no distributions."""
+    return [__version__, os.environ.get("CMX_LOAD_PLUGINS", "<all>")] + [
+        f"{p}:{_mtime(p)}" for p in sys.path[1:] if p]
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _cache_file() -> Path:
+    from cmx_core import paths
+
+    return paths.cache_dir() / FILE
+
+
+def read_summaries() -> list[tuple[str, str]] | None:
+    """The cached ``(name, summary)`` of every plugin command, or None when stale."""
+    try:
+        record = json.loads(_cache_file().read_text())
+        if record["fingerprint"] != discovery_fingerprint():
+            return None
+        if any(_mtime(path) != mtime for path, mtime in record["files"].items()):
+            return None
+        return [(str(name), str(summary)) for name, summary in record["commands"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_summaries(commands: list[tuple[str, str]], module_files: list[str]) -> None:
+    record: dict[str, Any] = {
+        "fingerprint": discovery_fingerprint(),
+        "files": {path: _mtime(path) for path in module_files},
+        "commands": commands,
+    }
+    path = _cache_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record))
+        os.replace(tmp, path)
+    except OSError:
+        pass
