@@ -70,6 +70,7 @@ def test_fault_modes_end_as_error_results_with_reasons(
     mlperf = part.sections["mlperf"]
     assert part.status == ("invalid" if mlperf["result_validity"] == "INVALID" else "error")
     assert out.outputs["status"] == part.status
+    assert len(set(part.invalid_reasons)) == len(part.invalid_reasons)  # repeated lines counted
     lines = [r for r in part.invalid_reasons if r.startswith("sut openai-http: ")]
     assert len(lines) == 1 and lines[0].endswith(f"samples: {reason}"), part.invalid_reasons
     failed, total = map(int, re.search(r"(\d+) of (\d+) samples", lines[0]).groups())  # type: ignore[union-attr]
@@ -147,6 +148,18 @@ def test_sut_errors_set_the_status_and_null_token_latencies(
     assert set(_token_metrics(part)) == set(_token_metrics(clean))
     assert set(_token_metrics(part).values()) == {None}
     assert part.metrics["tokens_per_second"].value == clean.metrics["tokens_per_second"].value
+
+
+def test_repeated_loadgen_errors_are_counted_once(token_log: tuple[DetailLog, dict[str, Any]]) -> None:
+    log, report = token_log
+    zero = "error_runtime: n_tokens argument missing or attempted to record 0 as number of tokens"
+    failing = replace(log, values={**log.values, "result_validity": "INVALID"},
+                      errors=(zero, zero, "error_runtime: other", zero))
+    spec = spec_from_params({"sut": "noop", "scenario": "Server", "model_name": "llama3.1-8b"})
+    part = build_part(failing, spec, report, "loadgen")
+    assert [r for r in part.invalid_reasons if r.startswith("error_runtime")] == [
+        f"{zero} (logged 3 times)", "error_runtime: other"]
+    assert part.sections["mlperf"]["errors"] == list(failing.errors)  # the section keeps every line
 
 
 def test_accuracy_runs_with_sut_errors_are_errors(token_log: tuple[DetailLog, dict[str, Any]]) -> None:

@@ -95,7 +95,7 @@ def accuracy_reasons(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any]) 
     accuracy = report.get("accuracy")
     if accuracy is None:
         return ["accuracy was not computed (accuracy: false)"] if spec.mode == "AccuracyOnly" else []
-    reasons = list(log.errors)
+    reasons = counted(log.errors)
     total = report.get("total_sample_count")
     answered = accuracy.get("samples", accuracy.get("gen_num"))
     if answered is not None and total is not None and int(answered) < int(total):
@@ -116,8 +116,17 @@ def invalid_reasons(log: DetailLog) -> list[str]:
         text = " ".join(str(log.get(key) or "").split())
         if text and (key == "result_invalid_reason" or "unsuccessful" in text.lower()):
             reasons.append(text)
-    reasons.extend(log.errors)
+    reasons.extend(counted(log.errors))
     return reasons or [f"LoadGen result_validity: {log.get('result_validity')}"]
+
+
+def counted(lines: tuple[str, ...] | list[str]) -> list[str]:
+    """Each distinct line once, in order of first appearance, with its count when repeated
+    (LoadGen logs one ``error_runtime`` per failed sample)."""
+    counts: dict[str, int] = {}
+    for line in lines:
+        counts[line] = counts.get(line, 0) + 1
+    return [line if n == 1 else f"{line} (logged {n} times)" for line, n in counts.items()]
 
 
 def submission_blockers(log: DetailLog, spec: LoadgenSpec, accuracy: dict[str, float] | None) -> list[str]:
