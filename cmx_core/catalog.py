@@ -15,10 +15,10 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmx_core import paths
 from cmx_core.errors import CmxError
@@ -53,9 +53,8 @@ class Entry:
         return [self.mtime_ns, self.size, self.digest, self.name, self.tags, self.blob, self.error]
 
 
-@dataclass(frozen=True)
-class Listed:
-    """A recipe known to the catalog but not built yet."""
+class Listed(NamedTuple):
+    """A recipe known to the catalog but not built yet (a tuple: 10,000 are made per check)."""
 
     name: str
     tags: tuple[str, ...]
@@ -148,18 +147,15 @@ def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None =
     index = Index(paths.cache_dir() / "index" / f"recipes.v{INDEX_FORMAT}")
     catalog = Catalog()
     for source in sources:
-        for path, entry in index.scan(source.directory):
-            _add_entry(catalog, source, path, entry)
+        label = source.label
+        for path, packed in index.scan(source.directory):
+            if packed[6] is not None or packed[5] is None:
+                catalog.errors[path] = packed[6] or f"{path}: unreadable index entry"
+            else:
+                catalog.add(Listed(packed[3], tuple(packed[4]), label, path, packed[2], packed[5]))
     index.save()
     catalog.stats = {"parsed": index.parsed, "files": index.files_seen}
     return catalog
-
-
-def _add_entry(catalog: Catalog, source: Source, path: str, entry: Entry) -> None:
-    if entry.error is not None or entry.blob is None:
-        catalog.errors[path] = entry.error or f"{path}: unreadable index entry"
-        return
-    catalog.add(Listed(entry.name, tuple(entry.tags), source.label, path, entry.digest, entry.blob))
 
 
 class Index:
@@ -191,20 +187,23 @@ class Index:
         print(f"cmx: warning: recipe index {self.path} is corrupt; rebuilding it", file=sys.stderr)
         self.dirty = True
 
-    def scan(self, directory: Path) -> Iterator[tuple[str, Entry]]:
-        """Yield (path, entry) for every recipe file under ``directory``, in sorted order."""
-        for path, stat in _walk(directory):
-            self.files_seen += 1
-            self.seen.add(path)
-            packed = self.entries.get(path)
-            if packed is not None and packed[0] == stat.st_mtime_ns and packed[1] == stat.st_size:
-                yield path, Entry(*packed)
-                continue
-            entry = _parse(Path(path), stat)
-            self.parsed += 1
-            self.entries[path] = entry.pack()
-            self.dirty = True
-            yield path, entry
+    def scan(self, directory: Path) -> list[tuple[str, list[Any]]]:
+        """(path, packed entry) for every recipe file under ``directory``: each directory's
+        files in name order, then its subdirectories in name order. Unchanged files (same
+        mtime and size) are taken from the index; the others are parsed."""
+        found: list[tuple[str, list[Any]]] = []
+        entries = self.entries
+        for path, stat in _walk(str(directory)):
+            packed = entries.get(path)
+            if packed is None or packed[0] != stat.st_mtime_ns or packed[1] != stat.st_size:
+                packed = _parse(Path(path), stat).pack()
+                entries[path] = packed
+                self.parsed += 1
+                self.dirty = True
+            found.append((path, packed))
+        self.files_seen += len(found)
+        self.seen.update(path for path, _ in found)
+        return found
 
     def save(self) -> None:
         """Write the index atomically when anything changed (stale files are dropped)."""
@@ -220,18 +219,30 @@ class Index:
         os.replace(tmp, self.path)
 
 
-def _walk(directory: Path | str) -> Iterator[tuple[str, os.stat_result]]:
-    try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    for entry in entries:
-        if entry.name.startswith("."):
+def _walk(top: str) -> list[tuple[str, os.stat_result]]:
+    """Recipe files below ``top`` with their stat, depth first, names sorted."""
+    found: list[tuple[str, os.stat_result]] = []
+    stack = [top]
+    while stack:
+        try:
+            entries = sorted(os.scandir(stack.pop()), key=_name)
+        except (FileNotFoundError, NotADirectoryError):
             continue
-        if entry.is_dir(follow_symlinks=True):
-            yield from _walk(entry.path)
-        elif entry.name.endswith(SUFFIXES):
-            yield entry.path, entry.stat()
+        subdirs = []
+        for entry in entries:
+            name = entry.name
+            if name[0] == ".":
+                continue
+            if entry.is_dir():
+                subdirs.append(entry.path)
+            elif name.endswith(SUFFIXES):
+                found.append((entry.path, entry.stat()))
+        stack.extend(reversed(subdirs))
+    return found
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 def _parse(path: Path, stat: os.stat_result) -> Entry:
