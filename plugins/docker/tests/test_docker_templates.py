@@ -264,3 +264,18 @@ def test_cli_without_an_engine_prints_one_line_and_exits_2(tmp_path: Path) -> No
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("cmx: error: no container engine reachable") and "dockerd" in line
+
+
+def test_a_plugin_named_twice_is_one_package_with_the_union_of_extras(home: Path) -> None:
+    from cmx_docker.sources import local_packages
+
+    packages = local_packages(("mlperf", "detect", "mlperf[llm]"), DigestMemo(None))
+    assert [p.dist for p in packages] == ["cmx-core", "cmx-detect", "cmx-mlperf"]
+    assert packages[2].extras == ("llm",)
+
+
+def test_plugin_missing_from_the_checkout(home: Path) -> None:
+    from cmx_docker.sources import local_packages
+
+    with pytest.raises(ContextError, match=r"plugin 'nosuch' is not in the checkout .*entry points: .*detect"):
+        local_packages(("nosuch",), DigestMemo(None))

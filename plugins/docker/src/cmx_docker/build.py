@@ -171,6 +171,8 @@ def _assemble(spec: ImageSpec, ctx: Path, cache: Path) -> None:
 
 
 def _link(path: Path, folder: Path) -> None:
+    if (folder / path.name).exists():  # the same wheel from two sources
+        return
     try:
         os.link(path, folder / path.name)
     except OSError:

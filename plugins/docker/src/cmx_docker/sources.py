@@ -75,9 +75,12 @@ def local_packages(plugins: tuple[str, ...], memo: DigestMemo) -> list[LocalPack
     root = checkout_root()
     found = [_package(root, _CORE_INCLUDE, memo)]
     sources = plugin_sources(root)
-    for entry in dict.fromkeys(plugins):
+    wanted: dict[str, set[str]] = {}
+    for entry in plugins:  # "mlperf" and "mlperf[llm]" are one package with the llm extra
         name, _, rest = entry.partition("[")
-        extras = tuple(e.strip() for e in rest.rstrip("]").split(",") if e.strip())
+        wanted.setdefault(name.strip(), set()).update(e.strip() for e in rest.rstrip("]").split(",") if e.strip())
+    for name, extra_set in sorted(wanted.items()):
+        extras = tuple(sorted(extra_set))
         if name not in sources:
             raise ContextError(f"plugin {name!r} is not in the checkout {root} (plugins/*/pyproject.toml "
                                f"entry points: {', '.join(sorted(sources)) or 'none'}); images install "
@@ -208,10 +211,14 @@ def wheelhouse(pinned: list[str], packages: list[str], python: str, cache: Path)
     if (out / ".complete").is_file():
         return out
     out.mkdir(parents=True, exist_ok=True)
-    base = [sys.executable, "-m", "pip", "download", "-q", "-d", str(out), "--only-binary=:all:"]
-    if python != f"{sys.version_info.major}.{sys.version_info.minor}":
-        base += ["--python-version", python, "--platform", "manylinux2014_x86_64",
-                 "--platform", "manylinux_2_28_x86_64"]
+    if python == f"{sys.version_info.major}.{sys.version_info.minor}":
+        # Same interpreter version as the image: `pip wheel` also builds the few packages
+        # published only as sdists (the image installs with --no-index, so no sdist there).
+        base = [sys.executable, "-m", "pip", "wheel", "-q", "-w", str(out)]
+    else:
+        base = [sys.executable, "-m", "pip", "download", "-q", "-d", str(out), "--only-binary=:all:",
+                "--python-version", python, "--platform", "manylinux2014_x86_64",
+                "--platform", "manylinux_2_28_x86_64"]
     if pinned:
         _pip(base + ["--no-deps", *pinned], "downloading the pinned cmx dependencies")
     if packages:
