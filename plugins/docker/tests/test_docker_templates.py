@@ -279,3 +279,34 @@ def test_plugin_missing_from_the_checkout(home: Path) -> None:
 
     with pytest.raises(ContextError, match=r"plugin 'nosuch' is not in the checkout .*entry points: .*detect"):
         local_packages(("nosuch",), DigestMemo(None))
+
+
+@pytest.mark.parametrize(("accelerator", "arch"), [("h100", "9.0"), ("h200", "9.0"), ("a100", "8.0")])
+def test_mlperf_llama_gpu_variations_plan_their_vllm_image(tmp_path: Path, home: Path, accelerator: str,
+                                                           arch: str) -> None:
+    pytest.importorskip("cmx_mlperf", reason="cmx-mlperf (plugins/mlperf) provides mlperf,inference,llama")
+    from cmx_docker.executor import plan_plugins
+
+    from cmx_core.api import plan
+    from cmx_core.plugins import get_registry
+
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"facts": {"accelerator": [accelerator]}}))
+    the_plan = plan(f"mlperf,inference,llama,{accelerator}", facts_file=facts)
+    assert the_plan.container == "vllm" and plan_accelerator(the_plan) == accelerator
+    plugins = plan_plugins(the_plan, get_registry())
+    assert "mlperf" in plugins and "detect" in plugins
+    memo = DigestMemo(None)
+    rendered = context.image_spec("vllm", None, memo, accelerator, plugins=plugins)
+    assert "cmx-mlperf==0.1.0" in rendered.requirements.splitlines()
+    assert "vllm==0.10.1.1" in rendered.requirements.splitlines()
+    assert f'ENV TORCH_CUDA_ARCH_LIST="{arch}"' in rendered.dockerfile and "EXPOSE 8000" in rendered.dockerfile
+    image = ImageRecord(tag=rendered.tag, image_id="sha256:" + "1" * 64, digest="sha256:" + "1" * 64,
+                        template="vllm", accelerator=accelerator, base=rendered.base_ref, base_id=None,
+                        base_digest=None, runtime="docker 20.10", content_digest=rendered.digest,
+                        built=False, build_s=0.0)
+    kwargs = container_plan(ExecutionRequest(plan=the_plan, run_dir=tmp_path / "run"), image, {}).options.sdk_kwargs()
+    (device,) = kwargs["device_requests"]
+    assert device.count == -1 and device.capabilities == [["gpu"]]
+    assert kwargs["network_mode"] == "none" and kwargs["shm_size"] == "16g"
+    assert kwargs["environment"]["CMX_CONTAINER_IMAGE"] == rendered.tag
