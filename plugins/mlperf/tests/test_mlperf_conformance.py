@@ -5,14 +5,15 @@ known step types, light import, and the ``mlperf.loadgen`` step on a sample inpu
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from cmx_core.testing import PluginConformance, StepSample
 
 
 class TestMlperfConformance(PluginConformance):
     plugin = "mlperf"
-    step_samples = {
+    step_samples: ClassVar[Mapping[str, StepSample]] = {
         "mlperf.loadgen": StepSample(
             params={"sut": "noop", "scenario": "Offline", "duration_s": 1, "min_query_count": 10},
             expect_outputs=("status", "result", "units", "log_dir", "primary_metric",

@@ -6,10 +6,10 @@ that ``llm/model_dir.py`` uses); cmx-core is pinned to the 0.1 series.
 
 from __future__ import annotations
 
-import tomllib
 from importlib import metadata
 from pathlib import Path
 
+import tomllib
 from packaging.requirements import Requirement
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
