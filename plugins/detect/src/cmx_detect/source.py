@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -20,6 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import subprocess
+
     from cmx_detect.nvml import NvmlSession
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -189,6 +189,8 @@ class LiveSource(Source):
 def run_command(argv: Sequence[str], timeout_s: float) -> ProbeResult:
     """Run ``argv`` with a timeout; never raises. The child gets its own session so that a
     timeout kills it and everything it started; output is decoded leniently."""
+    import subprocess  # here, not at import: fingerprints import this module on every command
+
     args = tuple(str(a) for a in argv)
     env = dict(os.environ, LC_ALL="C", LANG="C")
     try:
@@ -207,6 +209,8 @@ def run_command(argv: Sequence[str], timeout_s: float) -> ProbeResult:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    import signal
+
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -214,6 +218,8 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _drain(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    import subprocess
+
     try:
         return proc.communicate(timeout=2)
     except subprocess.TimeoutExpired:  # a grandchild in another group holds the pipe
