@@ -42,7 +42,7 @@ __all__ = [
     "Artifact", "CacheError", "Capabilities", "CmxError", "Command", "Detector",
     "ExecutionRequest", "Executor", "Exporter", "Interrupted", "Metric", "PluginError", "RecipeError", "ResolveError",
     "ResultPart", "ResultsError", "StepContext", "StepFailed", "StepOutput", "StepType",
-    "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",
+    "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
 ]
 
 _ENGINE = {"run", "plan", "explain", "list_recipes", "detect_facts"}

@@ -16,9 +16,8 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmx_core import paths
 from cmx_core.errors import CacheError
@@ -26,8 +25,7 @@ from cmx_core.errors import CacheError
 META = "meta.json"
 
 
-@dataclass(frozen=True)
-class CacheEntry:
+class CacheEntry(NamedTuple):
     """A committed entry as read from disk."""
 
     key: str
@@ -50,8 +48,7 @@ class CacheEntry:
         return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
 
 
-@dataclass(frozen=True)
-class Staging:
+class Staging(NamedTuple):
     """A node's entry being written; ``files`` is the node's work directory."""
 
     key: str

@@ -28,8 +28,7 @@ INDEX_FORMAT = 2
 SUFFIXES = (".yaml", ".yml")
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     """A directory of recipes and its label (``--recipes``, ``env``, ``plugin:NAME``, ``core``)."""
 
     label: str

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from cmx_core import __version__, paths
+from cmx_core import paths
 from cmx_core.cache import Cache
 from cmx_core.catalog import Catalog, load_catalog
 from cmx_core.errors import CmxError, UsageError
@@ -29,8 +29,7 @@ from cmx_core.recipe import Recipe, split_tags
 from cmx_core.resolve import Decision, Resolver
 
 
-@dataclass
-class Session:
+class Session(NamedTuple):
     """What one command needs: plugins, the catalog, facts and the cache."""
 
     registry: Registry
@@ -85,7 +84,7 @@ class Explanation:
             "error": self.error,
             "decisions": [
                 {"query": list(d.query), "chain": list(d.chain), "node": d.node_id,
-                 "candidates": [c.__dict__ for c in d.candidates],
+                 "candidates": [c._asdict() for c in d.candidates],
                  "variations": [{"name": n, "why": w} for n, w in d.variations],
                  "skipped": [{"what": n, "why": w} for n, w in d.skipped]}
                 for d in self.decisions
@@ -139,8 +138,7 @@ def _value_diff(old: Any, new: Any) -> str:
 # -- run ----------------------------------------------------------------------------------
 
 
-@dataclass
-class RunResult:
+class RunResult(NamedTuple):
     run_id: str
     run_dir: Path
     result_path: Path

@@ -10,12 +10,12 @@ step succeeded.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmx_core import __version__
 from cmx_core.cache import Cache
@@ -41,15 +41,14 @@ class NodeFailed(StepFailed):
         super().__init__(f"{node_id} / step {step_id}: {message}")
 
 
-@dataclass
-class NodeOutcome:
+class NodeOutcome(NamedTuple):
     node_id: str
     outputs: Mapping[str, Any]
     cached: bool
     wall_s: float
     cache_key: str
-    parts: list[ResultPart] = field(default_factory=list)
-    artifacts: list[Artifact] = field(default_factory=list)
+    parts: Sequence[ResultPart] = ()
+    artifacts: Sequence[Artifact] = ()
 
 
 @dataclass

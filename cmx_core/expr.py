@@ -15,9 +15,8 @@ from __future__ import annotations
 import ast  # noqa: F401 - imported lazily below; this line documents the dependency
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 
 @lru_cache(maxsize=1)
@@ -60,13 +59,12 @@ class _Missing:
 MISSING = _Missing()
 
 
-@dataclass(frozen=True)
-class Expression:
+class Expression(NamedTuple):
     """A parsed, checked expression; ``names`` are the root names it reads."""
 
     text: str
     tree: ast.Expression
-    names: frozenset[str] = field(default_factory=frozenset)
+    names: frozenset[str] = frozenset()
 
     def evaluate(self, context: Mapping[str, Any], on_path: Callable[[tuple[str, ...], Any], None] | None = None) -> Any:
         """Evaluate over ``context``; ``on_path`` is told every dotted path read."""

@@ -12,9 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmx_core import __version__
 from cmx_core.cache import Cache
@@ -24,15 +23,13 @@ from cmx_core.resolve import Decision, Resolution
 KEY_FORMAT = 1
 
 
-@dataclass(frozen=True)
-class PlanQuery:
+class PlanQuery(NamedTuple):
     tags: tuple[str, ...]
     inputs: Mapping[str, str]
     recipes_dirs: tuple[Path, ...] = ()
 
 
-@dataclass(frozen=True)
-class PlanNode:
+class PlanNode(NamedTuple):
     """One node as it will run."""
 
     id: str
@@ -61,14 +58,13 @@ class PlanNode:
         return self.recipe.cache.enabled
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     query: PlanQuery
     nodes: tuple[PlanNode, ...]
     facts_source: str
     facts_file: Path | None
     decisions: tuple[Decision, ...] = ()
-    shadowed: Mapping[str, list[str]] = field(default_factory=dict)
+    shadowed: Mapping[str, list[str]] = {}  # noqa: RUF012 - never mutated
 
     @property
     def root(self) -> PlanNode:
@@ -163,16 +159,14 @@ def build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping[
 
 
 def _with_status(node: PlanNode, cache: Cache | None) -> PlanNode:
-    from dataclasses import replace
-
     if not node.cacheable:
-        return replace(node, cache_status="disabled", cache_reason="cache: false")
+        return node._replace(cache_status="disabled", cache_reason="cache: false")
     if node.volatile:
-        return replace(node, cache_status="deferred", cache_reason=f"depends on uncached {', '.join(node.volatile)}")
+        return node._replace(cache_status="deferred", cache_reason=f"depends on uncached {', '.join(node.volatile)}")
     if cache is None:
-        return replace(node, cache_status="unknown")
+        return node._replace(cache_status="unknown")
     entry, reason = cache.lookup(node.cache_key, node.recipe.cache.expires_s)
-    return replace(node, cache_status="hit" if entry else "miss", cache_reason=reason)
+    return node._replace(cache_status="hit" if entry else "miss", cache_reason=reason)
 
 
 def _topological(resolution: Resolution) -> list[str]:

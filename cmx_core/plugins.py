@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import pluggy
 
@@ -181,8 +181,7 @@ def load_registry(*, strict: bool = False, extra: Iterable[tuple[str, object]] =
     return registry
 
 
-@dataclass(frozen=True)
-class EntrySpec:
+class EntrySpec(NamedTuple):
     """An entry point of group ``cmx`` as recorded in the discovery cache."""
 
     name: str
@@ -232,7 +231,7 @@ def _discover() -> list[EntrySpec]:
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"fingerprint": fingerprint, "entries": [e.__dict__ for e in entries]}))
+        tmp.write_text(json.dumps({"fingerprint": fingerprint, "entries": [e._asdict() for e in entries]}))
         os.replace(tmp, cache_file)
     except OSError:
         pass

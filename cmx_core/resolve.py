@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmx_core.catalog import Catalog
 from cmx_core.errors import CmxError, ResolveError, UsageError
@@ -23,8 +23,7 @@ from cmx_core.recipe import DepSpec, Recipe, StepSpec, VariationSpec, line_of
 from cmx_core.template import fact_names, render_value
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     """A recipe considered for a query, and why it was taken or rejected."""
 
     name: str
@@ -45,8 +44,7 @@ class Decision:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class ResolvedNode:
+class ResolvedNode(NamedTuple):
     """One node of the resolved graph."""
 
     id: str
@@ -61,8 +59,7 @@ class ResolvedNode:
     container: str | None
 
 
-@dataclass
-class Resolution:
+class Resolution(NamedTuple):
     root: str
     nodes: dict[str, ResolvedNode]
     decisions: list[Decision]
