@@ -180,13 +180,26 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     document = json.loads(result_path.read_text())
     _index(document, result_path)
     if document.get("status") == "error":
-        from cmx_core.execute import NodeFailed
-
-        error = document.get("error") or {}
-        failed = NodeFailed(error.get("node", "?"), error.get("step", "?"), error.get("message", "failed"))
-        failed.result_path = result_path  # type: ignore[attr-defined]
-        raise failed
+        raise _run_failure(document, result_path)
     return RunResult(run_id, run_dir, result_path, document, the_plan)
+
+
+def _run_failure(document: Mapping[str, Any], result_path: Path) -> CmxError:
+    """The exit-1 error for a recorded run whose status is ``error``: a failed step, or a
+    suite that reported errors (e.g. a SUT whose requests failed) while still measuring."""
+    from cmx_core.errors import StepFailed
+    from cmx_core.execute import NodeFailed
+
+    error = document.get("error")
+    if error:
+        failed: CmxError = NodeFailed(error.get("node", "?"), error.get("step", "?"), error.get("message", "failed"))
+    else:
+        reasons = document.get("invalid_reasons") or ["no reason given"]
+        more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+        task = document.get("benchmark", {}).get("task", "the run")
+        failed = StepFailed(f"{task} reported errors: {reasons[0]}{more}")
+    failed.result_path = result_path  # type: ignore[attr-defined]
+    return failed
 
 
 def replay(lock: str | Path, session: Session) -> Plan:

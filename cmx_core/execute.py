@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmx_core import __version__
-from cmx_core.cache import Cache
+from cmx_core.cache import Cache, rebase
 from cmx_core.errors import CmxError, Interrupted, StepFailed
 from cmx_core.facts import FactStore
 from cmx_core.planner import Plan, PlanNode, digest
@@ -199,6 +199,8 @@ class NodeRunner:
             if staging is not None:
                 entry = self.cache.commit(staging, self._meta(node, outputs))
                 outputs = entry.outputs
+                artifacts = [Artifact(Path(rebase(str(a.path), str(staging.path), str(entry.path))), a.kind)
+                             for a in artifacts]
         return NodeOutcome(node.id, freeze(outputs), False, time.perf_counter() - start, key, parts, artifacts)
 
     @contextmanager

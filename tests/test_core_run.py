@@ -263,3 +263,37 @@ def test_lock_replay_and_drift_refusal(cli, recipes, tmp_path) -> None:
     bad.write_text("{}")
     result = cli("run", "--lock", bad)
     assert result.code == 2 and "not a cmx lockfile" in result.err
+
+
+def _suite_error(ctx: StepContext):
+    from cmx_core.api import Metric, ResultPart, StepOutput
+
+    report = ctx.work_dir / "report.txt"
+    report.write_text("measured\n")
+    part = ResultPart(status="error", benchmark={"suite": "custom", "task": "flaky", "primary_metric": "rate"},
+                      metrics={"rate": Metric(5.0, "items/s", True)},
+                      invalid_reasons=("3 of 10 requests failed: HTTP 500", "1 of 10 dropped"))
+    return StepOutput(outputs={"n": 1}, result=part, artifacts=(cmx_core.api.Artifact(report, "report"),))
+
+
+def test_suite_reported_errors_exit_1_with_the_reason_and_keep_metrics(cli, recipes) -> None:
+    recipes("flaky", f"""
+        name: flaky
+        tags: [flaky]
+        summary: measures but reports failed requests
+        steps: [{{uses: python, with: {{function: "{__name__}:_suite_error"}}}}]
+        outputs: [n]
+    """)
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        result = cli("run", "recipe", "--tags=flaky", "--recipes", recipes.dir, "--json")
+    finally:
+        sys.path.remove(str(Path(__file__).parent))
+    assert result.code == 1, result.err
+    doc = json.loads(result.out)
+    assert doc["error"] == "flaky reported errors: 3 of 10 requests failed: HTTP 500 (and 1 more)"
+    written = json.loads(Path(doc["result_path"]).read_text())
+    assert written["metrics"]["rate"]["value"] == 5.0 and written["status"] == "error"
+    # the node was cached: its artifact was moved with the entry and still hashes
+    [artifact] = written["artifacts"]
+    assert artifact["kind"] == "report" and len(artifact["sha256"]) == 64

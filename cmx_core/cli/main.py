@@ -143,12 +143,15 @@ def _dispatch(args_list: list[str]) -> int:
 
 def _print_error(exc: CmxError, args_list: list[str]) -> None:
     message = " ".join(str(exc).split("\n")[0].split())
+    result_path = getattr(exc, "result_path", None)
     if "--json" in args_list:
         import json
 
-        print(json.dumps({"error": message, "exit_code": exc.exit_code}))
+        doc = {"error": message, "exit_code": exc.exit_code}
+        if result_path is not None:
+            doc["result_path"] = str(result_path)
+        print(json.dumps(doc))
     print(f"cmx: error: {message}", file=sys.stderr)
-    result_path = getattr(exc, "result_path", None)
     if result_path is not None:
         print(f"cmx: the failed run was recorded in {result_path}", file=sys.stderr)
 
