@@ -130,7 +130,8 @@ def _pull_base(spec: ImageSpec, endpoint: Endpoint) -> None:
         raise ImageUnavailable(f"base image {spec.template.base.local} is not in "
                                f"{endpoint.runtime}; {hint}")
     if spec.template.base.digest:
-        ref = f"{ref.split(':')[0]}@{spec.template.base.digest}"
+        name, _, tag = ref.rpartition(":")
+        ref = f"{name if name and '/' not in tag else ref}@{spec.template.base.digest}"
     print(f"cmx-docker: pulling {ref}", file=sys.stderr)
     import docker.errors
     import requests

@@ -45,13 +45,16 @@ class ContainerPlan:
 
 def run(request: ExecutionRequest) -> Path:
     """Executor entry point (see :class:`cmx_core.api.Executor`)."""
-    endpoint = find_endpoint()
     template, accelerator = choose_template(request)
     options = dict(request.options)
+    user_options = _user_options(options)
+    # Bad options fail before anything is built.
+    runopts.merge(templates.load(template).run, user_options, needs_gpu=False, needs_network=False)
+    endpoint = find_endpoint()
     registry = getattr(options.get("session"), "registry", None)
     image = ensure_image(template, accelerator, endpoint=endpoint, plugins=plan_plugins(request.plan, registry),
                          rebuild=runopts.as_bool(options.get("rebuild", False), "rebuild"))
-    planned = container_plan(request, image, _user_options(options))
+    planned = container_plan(request, image, user_options)
     inner = _run_container(planned.options, endpoint)
     return _host_result(request, image, planned, inner)
 
