@@ -1,4 +1,5 @@
-"""The recipe model: typed, immutable, validated with file:line:key errors.
+"""The recipe model: typed, immutable (NamedTuples: cheap to define and to build by the
+thousand), validated with file:line:key errors.
 
 Loading is two-phase for speed: :func:`validate_recipe_data` checks plain YAML data once
 (when the catalog indexes a changed file) and :func:`recipe_from_data` builds the frozen
@@ -11,9 +12,8 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmx_core.errors import Location, RecipeError, UsageError
 
@@ -35,8 +35,7 @@ STEP_KEYS = {"uses", "id", "with", "when", "timeout_s"}
 OUTPUT_KEYS = {"description", "value", "type"}
 
 
-@dataclass(frozen=True)
-class InputSpec:
+class InputSpec(NamedTuple):
     """A typed recipe input."""
 
     name: str
@@ -105,29 +104,27 @@ def _to_bool(value: Any) -> bool:
     raise ValueError(value)
 
 
-@dataclass(frozen=True)
-class DepSpec:
+class DepSpec(NamedTuple):
     """A dependency on another recipe, selected by tags."""
 
     index: int
     tags: tuple[str, ...]
     alias: str
-    with_: Mapping[str, Any] = field(default_factory=dict)
+    with_: Mapping[str, Any] = {}  # noqa: RUF012 - read-only by convention
     when: str | None = None
     version: str | None = None
     origin: str = "deps"  # the key path, e.g. "deps" or "variations.cuda.deps"
 
 
-@dataclass(frozen=True)
-class VariationSpec:
+class VariationSpec(NamedTuple):
     """A variation: grouped members are exclusive; ``parametric`` ones carry a value."""
 
     name: str
     group: str | None = None
     default: bool = False
     description: str = ""
-    requires: Mapping[str, Any] = field(default_factory=dict)
-    inputs: Mapping[str, Any] = field(default_factory=dict)
+    requires: Mapping[str, Any] = {}  # noqa: RUF012
+    inputs: Mapping[str, Any] = {}  # noqa: RUF012
     deps: tuple[DepSpec, ...] = ()
     container: str | None = None
 
@@ -141,34 +138,30 @@ class VariationSpec:
         return self.name[:-2] if self.parametric else self.name
 
 
-@dataclass(frozen=True)
-class StepSpec:
+class StepSpec(NamedTuple):
     """One step: a step type and its (template) parameters."""
 
     index: int
     uses: str
     id: str
-    with_: Mapping[str, Any] = field(default_factory=dict)
+    with_: Mapping[str, Any] = {}  # noqa: RUF012 - read-only by convention
     when: str | None = None
     timeout_s: float | None = None
 
 
-@dataclass(frozen=True)
-class OutputSpec:
+class OutputSpec(NamedTuple):
     name: str
     description: str = ""
     value: str | None = None
     type: str | None = None
 
 
-@dataclass(frozen=True)
-class CachePolicy:
+class CachePolicy(NamedTuple):
     enabled: bool = True
     expires_s: float | None = None
 
 
-@dataclass(frozen=True)
-class Recipe:
+class Recipe(NamedTuple):
     """A validated recipe. ``digest`` is the sha256 of the file's bytes."""
 
     name: str
@@ -178,14 +171,14 @@ class Recipe:
     digest: str
     version: str = "0"
     description: str = ""
-    inputs: Mapping[str, InputSpec] = field(default_factory=dict)
-    variations: Mapping[str, VariationSpec] = field(default_factory=dict)
+    inputs: Mapping[str, InputSpec] = {}  # noqa: RUF012
+    variations: Mapping[str, VariationSpec] = {}  # noqa: RUF012
     deps: tuple[DepSpec, ...] = ()
     steps: tuple[StepSpec, ...] = ()
-    outputs: Mapping[str, OutputSpec] = field(default_factory=dict)
-    requires: Mapping[str, Any] = field(default_factory=dict)
+    outputs: Mapping[str, OutputSpec] = {}  # noqa: RUF012
+    requires: Mapping[str, Any] = {}  # noqa: RUF012
     container: str | None = None
-    cache: CachePolicy = field(default_factory=CachePolicy)
+    cache: CachePolicy = CachePolicy()
     source: str = "core"
 
     def groups(self) -> dict[str, list[VariationSpec]]:
