@@ -11,7 +11,6 @@ engine indexes that file in the host's store.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -24,7 +23,8 @@ from typing import Any
 from cmx_core.api import ExecutionRequest
 from cmx_docker import runopts, templates
 from cmx_docker.build import ImageRecord, docker_cache, ensure_image
-from cmx_docker.engine import Endpoint, find_endpoint, sdk_client
+from cmx_docker.container import InnerRun, run_container
+from cmx_docker.engine import find_endpoint
 from cmx_docker.errors import ContainerFailed
 
 DEFAULT_TEMPLATE = "python"
@@ -55,7 +55,7 @@ def run(request: ExecutionRequest) -> Path:
     image = ensure_image(template, accelerator, endpoint=endpoint, plugins=plan_plugins(request.plan, registry),
                          rebuild=runopts.as_bool(options.get("rebuild", False), "rebuild"))
     planned = container_plan(request, image, user_options)
-    inner = _run_container(planned.options, endpoint)
+    inner = run_container(planned.options, endpoint)
     return _host_result(request, image, planned, inner)
 
 
@@ -192,51 +192,6 @@ def _prepare_dirs(run_dir: Path, cache: Path, user: str) -> None:
         uid, gid = (int(x) for x in user.split(":"))
         for path in (run_dir, cache):
             os.chown(path, uid, gid)
-
-
-@dataclass(frozen=True)
-class InnerRun:
-    exit_code: int
-    logs: str
-    oom_killed: bool
-    timed_out: bool
-
-
-_NO_LIMIT_S = 30 * 24 * 3600  # the SDK needs some read timeout; a month is "none"
-
-
-def _run_container(options: runopts.RunOptions, endpoint: Endpoint) -> InnerRun:
-    """Start the container, wait (killing it at its time limit), collect logs, remove it."""
-    import docker.errors
-    import requests
-
-    client = sdk_client(endpoint, timeout=int(options.timeout_s or _NO_LIMIT_S) + 5)
-    container = None
-    try:
-        try:
-            container = client.containers.run(**options.sdk_kwargs())
-        except docker.errors.APIError as exc:
-            reason = " ".join(str(exc.explanation or exc).split())
-            raise ContainerFailed(f"{endpoint.runtime} at {endpoint.url} cannot start a container of "
-                                  f"{options.labels.get('org.cmx.image', options.image)}: {reason}") from None
-        timed_out = False
-        try:
-            status = container.wait(timeout=options.timeout_s or _NO_LIMIT_S)
-        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-            if options.timeout_s is None:
-                raise
-            container.kill()
-            status = container.wait(timeout=60)
-            timed_out = True
-        container.reload()
-        logs = container.logs(stdout=True, stderr=True).decode(errors="replace")
-        oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
-        return InnerRun(int(status.get("StatusCode", -1)), logs, oom, timed_out)
-    finally:
-        if container is not None:
-            with contextlib.suppress(docker.errors.NotFound):  # already gone is fine
-                container.remove(force=True)
-        client.close()
 
 
 def _host_result(request: ExecutionRequest, image: ImageRecord, planned: ContainerPlan,
