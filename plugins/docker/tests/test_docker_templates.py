@@ -310,3 +310,21 @@ def test_mlperf_llama_gpu_variations_plan_their_vllm_image(tmp_path: Path, home:
     assert device.count == -1 and device.capabilities == [["gpu"]]
     assert kwargs["network_mode"] == "none" and kwargs["shm_size"] == "16g"
     assert kwargs["environment"]["CMX_CONTAINER_IMAGE"] == rendered.tag
+
+
+def test_network_only_when_a_step_type_declares_it(tmp_path: Path, home: Path) -> None:
+    from cmx_docker.executor import plan_needs_network
+
+    from cmx_core.api import plan
+    from cmx_core.plugins import get_registry
+
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "net.yaml").write_text(
+        "name: needs-net\ntags: [needs, net]\nsummary: uses a step type that needs the network\n"
+        "steps:\n  - uses: docker.base\n    with: {suite: bookworm}\ncache: false\n")
+    registry = get_registry()
+    assert plan_needs_network(plan("needs,net", recipes_dirs=[recipes]), registry) is True
+    assert plan_needs_network(plan("detect,os"), registry) is False
+    merged = runopts.merge(templates.load("python").run, {}, needs_gpu=False, needs_network=True)
+    assert merged["network"] is True
