@@ -4,7 +4,8 @@ Providers and values: :class:`StepType`, :class:`Detector`, :class:`Executor`,
 :class:`Command`, :class:`Capabilities`, :class:`StepContext`, :class:`StepOutput`,
 :class:`ResultPart`, :class:`Metric`, :class:`Artifact`. Errors: :class:`CmxError` and its
 subclasses. Markers: :data:`hookimpl`. Engine entry points (imported lazily):
-``run``, ``plan``, ``explain``, ``list_recipes``, ``detect_facts``.
+``run``, ``plan``, ``explain``, ``list_recipes``, ``detect_facts``; the result validator
+``validate_document(document, source)`` for executors that write results themselves.
 """
 
 from __future__ import annotations
@@ -43,14 +44,20 @@ __all__ = [
     "ExecutionRequest", "Executor", "Exporter", "Interrupted", "Metric", "PluginError", "RecipeError", "ResolveError",
     "ResultPart", "ResultsError", "StepContext", "StepFailed", "StepOutput", "StepType",
     "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
+    "validate_document",  # noqa: F822 - lazy
 ]
 
-_ENGINE = {"run", "plan", "explain", "list_recipes", "detect_facts"}
+_LAZY = {
+    "run": "cmx_core.engine", "plan": "cmx_core.engine", "explain": "cmx_core.engine",
+    "list_recipes": "cmx_core.engine", "detect_facts": "cmx_core.engine",
+    "validate_document": "cmx_core.results.validate",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _ENGINE:
-        from cmx_core import engine
+    """Engine functions and the result validator, imported on first use."""
+    if name in _LAZY:
+        import importlib
 
-        return getattr(engine, name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(name)

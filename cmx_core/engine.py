@@ -153,20 +153,21 @@ class RunResult(NamedTuple):
 def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None,
         jobs: int = 1, use_cache: bool = True, refresh: bool = False,
-        output: str | Path | None = None, executor: str = "local",
+        output: str | Path | None = None, executor: str | None = None,
         options: Mapping[str, Any] | None = None, lock: str | Path | None = None) -> RunResult:
     """Resolve, run and record. Raises StepFailed (after writing the error result) when a
     step fails, CmxError for bad input; returns the written, indexed result otherwise.
-    With ``lock``, the lockfile's query is replayed and any drift is refused."""
+    With ``lock``, the lockfile's query is replayed and any drift is refused. ``executor``
+    None means ``docker`` when the recipe (or a selected variation) declares a container,
+    else ``local``; ``options`` are the executor's own (see its documentation)."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
     session = open_session(recipes_dirs, facts_file)
     the_plan = replay(lock, session) if lock else plan(tags, inputs, session=session)
-    chosen = session.registry.executors.get(executor)
-    if chosen is None:
-        from cmx_core.plugins import missing_provider_message
-
-        raise UsageError(missing_provider_message("executor", executor))
+    chosen = _executor(session, the_plan, executor)
+    reserved = sorted(RESERVED_OPTIONS & set(options or {}))
+    if reserved:
+        raise UsageError(f"executor option '{reserved[0]}' is reserved for cmx itself")
     run_id = new_run_id()
     run_dir = _make_run_dir(run_id, the_plan.root.recipe.name, output)
     _write_json(run_dir / "plan.json", the_plan.to_json())
@@ -200,6 +201,26 @@ def _run_failure(document: Mapping[str, Any], result_path: Path) -> CmxError:
         failed = StepFailed(f"{task} reported errors: {reasons[0]}{more}")
     failed.result_path = result_path  # type: ignore[attr-defined]
     return failed
+
+
+RESERVED_OPTIONS = frozenset({"facts", "session", "run_id", "lock_digest"})
+"""Keys of ExecutionRequest.options that the engine fills for executors."""
+
+
+def _executor(session: Session, the_plan: Plan, name: str | None) -> Any:
+    """The executor to use; a recipe declaring a container defaults to ``docker``."""
+    from cmx_core.plugins import missing_provider_message
+
+    if name is None:
+        name = "docker" if the_plan.container else "local"
+        if name == "docker" and name not in session.registry.executors:
+            raise UsageError(
+                f"recipe {the_plan.root.recipe.name} runs in container '{the_plan.container}': "
+                f"{missing_provider_message('executor', 'docker')} (or pass --executor local)")
+    chosen = session.registry.executors.get(name)
+    if chosen is None:
+        raise UsageError(missing_provider_message("executor", name))
+    return chosen
 
 
 def replay(lock: str | Path, session: Session) -> Plan:

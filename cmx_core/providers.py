@@ -177,7 +177,11 @@ class Detector:
 
 @dataclass(frozen=True)
 class ExecutionRequest:
-    """What an executor is asked to run: a resolved plan and how to run it."""
+    """What an executor is asked to run: a resolved plan and how to run it.
+
+    ``options`` holds the user's executor options (``--executor-opt KEY=VALUE``) plus these
+    keys the engine fills, which users cannot set: ``facts`` (the FactStore), ``session``,
+    ``run_id`` and ``lock_digest``."""
 
     plan: Any  # cmx_core.planner.Plan; typed loosely to keep this module import-light
     run_dir: Path

@@ -11,4 +11,4 @@ pip=(.venv/bin/python -m pip install -q)
 "${pip[@]}" torch==2.13.0
 extras=""
 [ "${1:-}" = "--test" ] && extras="[test]"
-"${pip[@]}" -e ".${extras}" -e "plugins/detect${extras}" -e "plugins/docker${extras}" -e "plugins/mlperf[llm${extras:+,test}]"
+"${pip[@]}" -e ".${extras}" -e "plugins/detect${extras}" -e "plugins/docker${extras}" -e "plugins/mlperf[llm,vision${extras:+,test}]"

@@ -297,3 +297,19 @@ def test_suite_reported_errors_exit_1_with_the_reason_and_keep_metrics(cli, reci
     # the node was cached: its artifact was moved with the entry and still hashes
     [artifact] = written["artifacts"]
     assert artifact["kind"] == "report" and len(artifact["sha256"]) == 64
+
+
+def test_executor_options_and_container_routing(cli, recipes, monkeypatch) -> None:
+    recipes("boxed", "name: boxed\ntags: [boxed]\nsummary: wants a container\ncontainer: python\n"
+                     "steps: [{uses: shell, with: {cmd: [\"true\"]}}]\n")
+    monkeypatch.setenv("CMX_LOAD_PLUGINS", "")  # no cmx-docker loaded
+    result = cli("run", "recipe", "--tags=boxed", "--recipes", recipes.dir)
+    assert result.code == 2
+    assert "recipe boxed runs in container 'python': no loaded plugin provides executor 'docker'" in result.err
+    assert "--executor local" in result.err
+    assert cli("run", "recipe", "--tags=boxed", "--recipes", recipes.dir, "--executor", "local").code == 0
+    bad = cli("run", "recipe", "--tags=boxed", "--recipes", recipes.dir, "--executor", "local", "--executor-opt", "nokey")
+    assert bad.code == 2 and "expected KEY=VALUE" in bad.err
+    reserved = cli("run", "recipe", "--tags=boxed", "--recipes", recipes.dir, "--executor", "local",
+                   "--executor-opt", "session=x")
+    assert reserved.code == 2 and "reserved" in reserved.err

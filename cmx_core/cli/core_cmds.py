@@ -26,8 +26,12 @@ def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     run.add_argument("--refresh", action="store_true", help="recompute cached nodes and replace their entries")
     run.add_argument("--output", metavar="DIR", help="run directory (default: in the cmx data dir)")
-    run.add_argument("--executor", default="local", help="where to run: local (default) or a plugin's")
+    run.add_argument("--executor", default=None,
+                     help="where to run: local, or a plugin's (default: docker when the recipe "
+                          "declares a container, else local)")
     run.add_argument("--container", action="store_true", help="run inside the recipe's container (executor docker)")
+    run.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE",
+                     help="an option for the executor, e.g. memory=8g, cpus=2, gpus=all (repeatable)")
     run.add_argument("--lock", metavar="FILE", help="replay a run's lock.json; refuse if anything resolves differently")
     run.set_defaults(handler=cmd_run, accepts_inputs=True)
 
@@ -77,6 +81,17 @@ def parse_inputs(extra: list[str]) -> dict[str, str]:
             raise UsageError(f"empty input name in {arg!r}")
         inputs[key.replace("-", "_")] = value
     return inputs
+
+
+def parse_executor_options(pairs: list[str]) -> dict[str, str]:
+    """``--executor-opt KEY=VALUE`` arguments as a dict."""
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--executor-opt {pair!r}: expected KEY=VALUE, e.g. memory=8g")
+        options[key.strip()] = value
+    return options
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -136,7 +151,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     with Progress(enabled=not args.json, verbose=args.verbose):
         result = run(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
                      jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
-                     output=args.output, executor=executor, lock=args.lock)
+                     output=args.output, executor=executor, lock=args.lock,
+                     options=parse_executor_options(args.executor_opt))
     if args.json:
         _print_json(result.document)
     else:
