@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmx_core import paths
+from cmx_core.datautil import iter_strings
 from cmx_core.errors import CacheError
 
 META = "meta.json"
@@ -200,7 +201,7 @@ def rebase(value: Any, old: str, new: str) -> Any:
 def _record_paths(outputs: Any) -> dict[str, list[int]]:
     """(size, mtime_ns) of every existing absolute path among the outputs."""
     found: dict[str, list[int]] = {}
-    for text in _strings(outputs):
+    for text in iter_strings(outputs):
         if text.startswith("/") and len(text) < 4096:
             try:
                 st = os.stat(text)
@@ -208,17 +209,6 @@ def _record_paths(outputs: Any) -> dict[str, list[int]]:
                 continue
             found[text] = [0 if os.path.isdir(text) else st.st_size, st.st_mtime_ns]
     return found
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _strings(v)
 
 
 def _changed_path(recorded: Mapping[str, Any]) -> str | None:

@@ -296,7 +296,7 @@ def write_run_result(outcome: Any, options: Mapping[str, Any]) -> Path:
 
 
 def _thaw(value: Any) -> Any:
-    from cmx_core.execute import thaw
+    from cmx_core.datautil import thaw
 
     return thaw(value)
 

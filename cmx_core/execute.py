@@ -14,16 +14,22 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmx_core import __version__
 from cmx_core.cache import Cache, rebase
+from cmx_core.datautil import freeze, thaw
 from cmx_core.errors import CmxError, Interrupted, StepFailed
 from cmx_core.facts import FactStore
 from cmx_core.planner import Plan, PlanNode, digest
 from cmx_core.plugins import Registry, call_event, get_registry
-from cmx_core.providers import Artifact, ExecutionRequest, ResultPart, StepContext, StepOutput
+from cmx_core.providers import (
+    Artifact,
+    ExecutionRequest,
+    ResultPart,
+    StepContext,
+    StepOutput,
+)
 from cmx_core.recipe import StepSpec
 from cmx_core.template import render_value
 
@@ -294,26 +300,6 @@ def groups_of(node: PlanNode) -> dict[str, str | None]:
         if spec is not None and spec.group:
             groups[spec.group] = name
     return groups
-
-
-def freeze(value: Any) -> Any:
-    """A deep read-only copy: mappings become MappingProxyType, lists become tuples."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({k: freeze(v) for k, v in value.items()})
-    if isinstance(value, (list, tuple)):
-        return tuple(freeze(v) for v in value)
-    return value
-
-
-def thaw(value: Any) -> Any:
-    """Plain JSON-ready data from a frozen value."""
-    if isinstance(value, Mapping):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [thaw(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 def _safe(node_id: str) -> str:

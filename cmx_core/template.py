@@ -8,10 +8,11 @@ native type (a number stays a number, a list stays a list).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from cmx_core.datautil import iter_strings
 from cmx_core.errors import CmxError
 
 _SINGLE = re.compile(r"^\{\{(.*)\}\}$", re.DOTALL)
@@ -39,18 +40,7 @@ def render_value(value: Any, context: Mapping[str, Any], where: str) -> Any:
 
 def fact_names(value: Any) -> set[str]:
     """Top-level fact names a (possibly nested) template value refers to."""
-    return {m.group(1) for text in _strings(value) for m in _FACT_REF.finditer(text)}
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _strings(v)
+    return {m.group(1) for text in iter_strings(value) for m in _FACT_REF.finditer(text)}
 
 
 def _render_string(text: str, context: Mapping[str, Any], where: str) -> Any:

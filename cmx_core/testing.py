@@ -30,10 +30,11 @@ import textwrap
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, ClassVar
 
 import pytest
+
+from cmx_core.datautil import freeze
 
 HEAVY_MODULES = (
     "torch", "numpy", "pandas", "scipy", "sklearn", "transformers", "jsonschema", "rich",
@@ -70,15 +71,6 @@ def cmx_step_context(tmp_path: Path) -> Callable[..., Any]:
         return make_step_context(tmp_path / f"step{len(list(tmp_path.iterdir()))}", **kwargs)
 
     return make
-
-
-def freeze(value: Any) -> Any:
-    """A read-only deep copy: mappings become mappingproxies, lists tuples."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({k: freeze(v) for k, v in value.items()})
-    if isinstance(value, (list, tuple)):
-        return tuple(freeze(v) for v in value)
-    return value
 
 
 def make_step_context(
