@@ -81,7 +81,10 @@ class TestRegistryCIConformance(PluginConformance):
 
 def _run(env: IsolatedEnv, args: list[str], home: Path, cwd: Path | None = None,
          timeout_s: float = 900) -> subprocess.CompletedProcess[str]:
-    return env.run_python(args, env={"CMX_HOME": str(home), "CMX_REGISTRY": str(REGISTRY)},
+    # CMX_SOURCE_DIR: cmx-docker builds images from wheels of a checkout, and a wheel-installed
+    # cmx-core is no checkout; this one is.
+    return env.run_python(args, env={"CMX_HOME": str(home), "CMX_REGISTRY": str(REGISTRY),
+                                     "CMX_SOURCE_DIR": str(ROOT)},
                           cwd=cwd, check=False, timeout_s=timeout_s)
 
 
