@@ -77,11 +77,8 @@ class Cache:
         meta_file = path / META
         if not meta_file.exists():
             return None, "no entry"
-        try:
-            meta = json.loads(meta_file.read_text())
-            if not isinstance(meta, dict) or meta.get("key") != key:
-                raise ValueError("wrong key")
-        except (OSError, ValueError):
+        meta = _read_meta(meta_file)
+        if meta is None or meta.get("key") != key:
             print(f"cmx: warning: cache entry {path} is corrupt; it will be recomputed", file=sys.stderr)
             return None, "corrupt entry"
         if expires_s is not None and time.time() - float(meta.get("created", 0)) > expires_s:
@@ -138,10 +135,7 @@ class Cache:
         """Every committed entry (corrupt ones are listed with an empty meta)."""
         found = []
         for meta_file in sorted((self.root / "entries").glob(f"*/*/{META}")):
-            try:
-                meta = json.loads(meta_file.read_text())
-            except (OSError, ValueError):
-                meta = {"recipe": "<corrupt>"}
+            meta = _read_meta(meta_file) or {"recipe": "<corrupt>"}
             found.append(CacheEntry(meta_file.parent.name, meta_file.parent, meta))
         return found
 
@@ -160,13 +154,15 @@ class Cache:
         _rmtree(trash, ignore_errors=True)
 
     def prune(self, older_than_s: float | None = None) -> list[CacheEntry]:
-        """Remove corrupt, invalid (changed paths) and, optionally, old entries; and leftovers
-        of killed processes in staging."""
+        """Remove corrupt, invalid (changed paths), expired (the recipe's ``cache.expires``)
+        and, optionally, old entries; and leftovers of killed processes in staging."""
         removed = []
         now = time.time()
         for entry in self.entries():
             bad = entry.recipe == "<corrupt>" or _changed_path(entry.meta.get("paths", {}))
-            old = older_than_s is not None and now - entry.created > older_than_s
+            expires = entry.meta.get("expires_s")
+            old = (older_than_s is not None and now - entry.created > older_than_s) or (
+                expires is not None and now - entry.created > expires)
             if bad or old:
                 self.remove(entry)
                 removed.append(entry)
@@ -209,6 +205,26 @@ def _record_paths(outputs: Any) -> dict[str, list[int]]:
                 continue
             found[text] = [0 if os.path.isdir(text) else st.st_size, st.st_mtime_ns]
     return found
+
+
+def _read_meta(meta_file: Path) -> dict[str, Any] | None:
+    """An entry's metadata if it has the expected shape, else None (corrupt)."""
+    try:
+        meta = json.loads(meta_file.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict):
+        return None
+    paths = meta.get("paths", {})
+    shapes_ok = (
+        isinstance(meta.get("created", 0), (int, float))
+        and isinstance(meta.get("outputs", {}), dict)
+        and isinstance(paths, dict)
+        and all(isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) for x in v) for v in paths.values())
+        and isinstance(meta.get("expires_s"), (int, float, type(None)))
+        and isinstance(meta.get("facts_read", {}), dict)
+    )
+    return meta if shapes_ok else None
 
 
 def _changed_path(recorded: Mapping[str, Any]) -> str | None:

@@ -147,10 +147,17 @@ def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None =
     catalog = Catalog()
     for source in sources:
         label = source.label
+        defined: dict[str, str] = {}  # name -> path within this source directory
         for path, packed in index.scan(source.directory):
             if packed[6] is not None or packed[5] is None:
                 catalog.errors[path] = packed[6] or f"{path}: unreadable index entry"
+            elif packed[3] in defined:
+                catalog.errors[path] = (
+                    f"{path}: recipe name '{packed[3]}' is also defined in {defined[packed[3]]}; "
+                    "names must be unique within a recipe directory"
+                )
             else:
+                defined[packed[3]] = path
                 catalog.add(Listed(packed[3], tuple(packed[4]), label, path, packed[2], packed[5]))
     index.save()
     catalog.stats = {"parsed": index.parsed, "files": index.files_seen}
@@ -193,6 +200,9 @@ class Index:
         found: list[tuple[str, list[Any]]] = []
         entries = self.entries
         for path, stat in _walk(str(directory)):
+            if isinstance(stat, OSError):  # e.g. a dangling symlink: reported, never indexed
+                found.append((path, Entry(0, 0, "", "", [], None, _unreadable(path, stat)).pack()))
+                continue
             packed = entries.get(path)
             if packed is None or packed[0] != stat.st_mtime_ns or packed[1] != stat.st_size:
                 packed = _parse(Path(path), stat).pack()
@@ -218,26 +228,49 @@ class Index:
         os.replace(tmp, self.path)
 
 
-def _walk(top: str) -> list[tuple[str, os.stat_result]]:
-    """Recipe files below ``top`` with their stat, depth first, names sorted."""
-    found: list[tuple[str, os.stat_result]] = []
+def _walk(top: str) -> list[tuple[str, os.stat_result | OSError]]:
+    """Recipe files below ``top`` with their stat (or the OSError that stat raised, e.g. for
+    a dangling symlink), depth first, names sorted. Symlinked directories are followed, but
+    each directory (by device and inode) is entered once, so a link loop ends the walk."""
+    found: list[tuple[str, os.stat_result | OSError]] = []
+    try:
+        top_stat = os.stat(top)
+    except OSError:
+        return found
+    visited = {(top_stat.st_dev, top_stat.st_ino)}
     stack = [top]
     while stack:
         try:
             entries = sorted(os.scandir(stack.pop()), key=_name)
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError:  # vanished, not a directory, or not readable
             continue
         subdirs = []
         for entry in entries:
             name = entry.name
             if name[0] == ".":
                 continue
-            if entry.is_dir():
-                subdirs.append(entry.path)
-            elif name.endswith(SUFFIXES):
-                found.append((entry.path, entry.stat()))
+            try:
+                if entry.is_dir():
+                    stat = entry.stat()
+                    if (stat.st_dev, stat.st_ino) not in visited:
+                        visited.add((stat.st_dev, stat.st_ino))
+                        subdirs.append(entry.path)
+                elif name.endswith(SUFFIXES):
+                    found.append((entry.path, entry.stat()))
+            except OSError as exc:
+                if name.endswith(SUFFIXES):
+                    found.append((entry.path, exc))
         stack.extend(reversed(subdirs))
     return found
+
+
+def _unreadable(path: str, exc: OSError) -> str:
+    if os.path.islink(path):
+        try:
+            return f"{path}: cannot read: {exc.strerror} (a symlink to {os.readlink(path)}); fix or remove the link"
+        except OSError:
+            pass
+    return f"{path}: cannot read: {exc.strerror}"
 
 
 def _name(entry: os.DirEntry[str]) -> str:

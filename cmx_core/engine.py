@@ -162,6 +162,12 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     else ``local``; ``options`` are the executor's own (see its documentation)."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
+    if lock:
+        from cmx_core.lock import read_lock
+
+        locked_query = read_lock(Path(lock))["query"]
+        recipes_dirs = recipes_dirs or locked_query.get("recipes_dirs") or ()
+        facts_file = facts_file or locked_query.get("facts_file")
     session = open_session(recipes_dirs, facts_file)
     the_plan = replay(lock, session) if lock else plan(tags, inputs, session=session)
     chosen = _executor(session, the_plan, executor)
@@ -317,9 +323,15 @@ def _write_json(path: Path, value: Any) -> None:
 # -- catalog and facts --------------------------------------------------------------------
 
 
-def list_recipes(tags: str | Sequence[str] = (), *, recipes_dirs: Sequence[str | Path] = ()) -> list[Recipe]:
-    """Effective recipes having every given tag, sorted by name."""
+def list_recipes(tags: str | Sequence[str] = (), *, recipes_dirs: Sequence[str | Path] = (),
+                 errors: list[str] | None = None) -> list[Recipe]:
+    """Effective recipes having every given tag, sorted by name; the load errors of broken
+    recipe files are appended to ``errors`` when given, else raised."""
     catalog = load_catalog(tuple(Path(d) for d in recipes_dirs))
+    if errors is None:
+        catalog.raise_errors()
+    else:
+        errors.extend(catalog.errors.values())
     wanted = set(_tags(tags))
     return sorted((r for r in catalog.recipes.values() if wanted <= set(r.tags)), key=lambda r: r.name)
 
@@ -328,9 +340,9 @@ def show_recipe(name: str, *, recipes_dirs: Sequence[str | Path] = ()) -> Recipe
     catalog = load_catalog(tuple(Path(d) for d in recipes_dirs))
     recipe = catalog.get(name)
     if recipe is None:
-        if any(name in p for p in catalog.errors):
-            catalog.raise_errors()
-        raise UsageError(f"no recipe named '{name}' (see 'cmx list recipes')")
+        broken = f"; {len(catalog.errors)} recipe file(s) failed to load, first: {next(iter(catalog.errors.values()))}" \
+            if catalog.errors else ""
+        raise UsageError(f"no recipe named '{name}' (see 'cmx list recipes'){broken}")
     return recipe
 
 

@@ -168,7 +168,7 @@ class NodeRunner:
 
     def _hit(self, node: PlanNode, key: str, start: float) -> NodeOutcome | None:
         entry, _ = self.cache.lookup(key, node.recipe.cache.expires_s)
-        if entry is None:
+        if entry is None or entry_invalid(entry, node, self.facts, self.registry) is not None:
             return None
         call_event("cmx_node_started", node_id=node.id, recipe=node.recipe.name, cached=True)
         outputs = freeze(entry.outputs)
@@ -185,25 +185,29 @@ class NodeRunner:
         return outcome
 
     def _effective_key(self, node: PlanNode, deps: Mapping[str, Any]) -> str:
+        """The plan's key, or for a node over uncached deps, that key plus those deps'
+        actual outputs (with this run's directory taken out: it differs every run)."""
         if not node.volatile:
             return node.cache_key
-        return digest([node.cache_key, {a: thaw(deps[a]) for a in node.volatile}])[:32]
+        outputs = rebase(thaw({a: deps[a] for a in node.volatile}), str(self.run_dir), "<run>")
+        return digest([node.cache_key, outputs])[:32]
 
     def _run_steps(self, node: PlanNode, deps: Mapping[str, Any], key: str, start: float,
                    use_entry: bool) -> NodeOutcome:
+        facts = FactsView(self.facts)
         with self._workspace(node, key, use_entry) as (work_dir, staging):
             frozen_deps = freeze(deps)
             step_outputs: dict[str, Mapping[str, Any]] = {}
             parts: list[ResultPart] = []
             artifacts: list[Artifact] = []
             for step in node.steps:
-                result = self._run_step(node, step, work_dir, frozen_deps, step_outputs)
+                result = self._run_step(node, step, work_dir, frozen_deps, step_outputs, facts)
                 step_outputs[step.id] = freeze(dict(result.outputs))
                 parts.extend([result.result] if result.result else [])
                 artifacts.extend(result.artifacts)
-            outputs = self._declared_outputs(node, work_dir, frozen_deps, step_outputs)
+            outputs = self._declared_outputs(node, work_dir, frozen_deps, step_outputs, facts)
             if staging is not None:
-                entry = self.cache.commit(staging, self._meta(node, outputs))
+                entry = self.cache.commit(staging, self._meta(node, outputs, facts.read))
                 outputs = entry.outputs
                 artifacts = [Artifact(Path(rebase(str(a.path), str(staging.path), str(entry.path))), a.kind)
                              for a in artifacts]
@@ -220,21 +224,22 @@ class NodeRunner:
             yield staging.files, staging
 
     def _run_step(self, node: PlanNode, step: StepSpec, work_dir: Path, deps: Mapping[str, Any],
-                  step_outputs: Mapping[str, Mapping[str, Any]]) -> StepOutput:
+                  step_outputs: Mapping[str, Mapping[str, Any]], facts: FactsView) -> StepOutput:
         step_type = self.registry.step(step.uses)
-        context = self._template_context(node, work_dir, deps, step_outputs)
+        context = self._template_context(node, work_dir, deps, step_outputs, facts)
         where = f"{node.recipe.path}: steps.{step.index}.with"
         params = render_value(dict(step.with_), context, where)
         log_dir = self.run_dir / "logs" / _safe(node.id) / step.id
         log_dir.mkdir(parents=True, exist_ok=True)
         ctx = StepContext(
             node_id=node.id, recipe=node.recipe.name, params=freeze(params), inputs=freeze(node.inputs),
-            deps=deps, facts=FactsView(self.facts), variations=freeze(node.variations),
+            deps=deps, facts=facts, variations=freeze(node.variations),
             work_dir=work_dir, log_dir=log_dir, run_dir=self.run_dir, cache_dir=self.cache.root,
             timeout_s=step.timeout_s,
         )
         try:
-            returned = step_type.run(ctx)
+            with _stdout_to_stderr():  # a step's prints must not corrupt --json on stdout
+                returned = step_type.run(ctx)
         except StepFailed as exc:
             raise NodeFailed(node.id, step.id, str(exc)) from None
         except CmxError:
@@ -248,16 +253,16 @@ class NodeRunner:
         return returned if isinstance(returned, StepOutput) else StepOutput(outputs=dict(returned))
 
     def _template_context(self, node: PlanNode, work_dir: Path, deps: Mapping[str, Any],
-                          step_outputs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+                          step_outputs: Mapping[str, Mapping[str, Any]], facts: FactsView) -> dict[str, Any]:
         return {
             "inputs": node.inputs, "variation": groups_of(node), "variations": list(node.variations),
-            "facts": FactsView(self.facts), "deps": deps, "steps": step_outputs,
+            "facts": facts, "deps": deps, "steps": step_outputs,
             "node": {"dir": str(work_dir), "id": node.id}, "run": {"dir": str(self.run_dir)},
         }
 
     def _declared_outputs(self, node: PlanNode, work_dir: Path, deps: Mapping[str, Any],
-                          step_outputs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-        context = self._template_context(node, work_dir, deps, step_outputs)
+                          step_outputs: Mapping[str, Mapping[str, Any]], facts: FactsView) -> dict[str, Any]:
+        context = self._template_context(node, work_dir, deps, step_outputs, facts)
         outputs: dict[str, Any] = {}
         for name, spec in node.recipe.outputs.items():
             if spec.value is not None:
@@ -269,28 +274,60 @@ class NodeRunner:
                     outputs[name] = produced[name]
         return thaw(outputs)
 
-    def _meta(self, node: PlanNode, outputs: Mapping[str, Any]) -> dict[str, Any]:
+    def _meta(self, node: PlanNode, outputs: Mapping[str, Any], facts_read: set[str]) -> dict[str, Any]:
         return {
             "recipe": node.recipe.name, "recipe_version": node.recipe.version, "node": node.id,
             "source": str(node.recipe.path), "key_parts": dict(node.key_parts),
             "key_values": node.key_values, "outputs": outputs, "cmx_version": __version__,
+            "expires_s": node.recipe.cache.expires_s,
+            "facts_read": {name: digest(self.facts.try_get(name)) for name in sorted(facts_read)},
         }
 
 
+def entry_invalid(entry: Any, node: PlanNode, facts: FactStore, registry: Registry) -> str | None:
+    """Why a cache entry that exists cannot be used for ``node`` (None if it can): a fact a
+    step read while running has changed, or a step type's own validator refuses it."""
+    for name, recorded in (entry.meta.get("facts_read") or {}).items():
+        if digest(facts.try_get(name)) != recorded:
+            return f"fact '{name}' changed"
+    for step in node.steps:
+        step_type = registry.steps.get(step.uses)
+        if step_type is not None and step_type.validate is not None:
+            try:
+                ok = step_type.validate(freeze(entry.outputs))
+            except Exception as exc:  # noqa: BLE001 - a failing validator means "recompute"
+                return f"{step.uses} validator failed: {exc}"
+            if not ok:
+                return f"{step.uses} validator refused the entry"
+    return None
+
+
 class FactsView(Mapping[str, Any]):
-    """Read-only, lazy access to facts for steps and templates."""
+    """Read-only, lazy access to facts for steps and templates; remembers what was read."""
 
     def __init__(self, store: FactStore) -> None:
         self._store = store
+        self.read: set[str] = set()
 
     def __getitem__(self, name: str) -> Any:
-        return freeze(self._store.get(name))
+        value = freeze(self._store.get(name))
+        self.read.add(name)
+        return value
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._store.available())
 
     def __len__(self) -> int:
         return len(self._store.available())
+
+
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    import contextlib
+    import sys
+
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
 
 
 def groups_of(node: PlanNode) -> dict[str, str | None]:

@@ -1,9 +1,9 @@
 """A small, safe expression language for ``when:`` conditions — never Python ``eval``.
 
 The text is parsed with :mod:`ast` and only a whitelist of node types is accepted:
-literals, names, attribute and constant-subscript access, comparisons (including ``in``),
-``and``/``or``/``not`` and lists/tuples. Calls, lambdas, comprehensions, arithmetic and
-dunder attributes are refused at load time. Evaluation walks the tree over plain data.
+literals (and negative numbers), names, attribute and constant-subscript access,
+comparisons (including ``in``), ``and``/``or``/``not`` and lists/tuples. Calls, lambdas,
+comprehensions, arithmetic and dunder attributes are refused at load time. Evaluation walks the tree over plain data.
 
 >>> compile_expression("variation.device != 'cpu' and inputs.n > 2").evaluate(
 ...     {"variation": {"device": "h100"}, "inputs": {"n": 4}})
@@ -35,7 +35,7 @@ def _tables() -> tuple[dict[type, Callable[[Any, Any], bool]], tuple[type, ...]]
         ast.IsNot: lambda a, b: a is not b,
     }
     allowed = (
-        ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.Compare,
+        ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.Compare,
         ast.Name, ast.Load, ast.Attribute, ast.Subscript, ast.Constant, ast.List, ast.Tuple,
         *compare,
     )
@@ -70,6 +70,16 @@ class Expression(NamedTuple):
         """Evaluate over ``context``; ``on_path`` is told every dotted path read."""
         return _Evaluator(context, on_path).eval(self.tree.body)
 
+    def references(self) -> list[tuple[str, str]]:
+        """``(root, key)`` for every ``root.key`` / ``root['key']`` read, e.g.
+        ``("inputs", "size")``, so a recipe can check them against what it declares."""
+        found = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.value, ast.Name):
+                key = node.attr if isinstance(node, ast.Attribute) else node.slice.value  # type: ignore[attr-defined]
+                found.append((node.value.id, str(key)))
+        return found
+
 
 @lru_cache(maxsize=4096)
 def compile_expression(text: str) -> Expression:
@@ -88,9 +98,15 @@ def compile_expression(text: str) -> Expression:
             raise ExpressionError(f"attribute '{node.attr}' is not allowed")
         if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Constant):
             raise ExpressionError("only constant subscripts like x['key'] are allowed")
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and not _is_number(node.operand):
+            raise ExpressionError("unary minus is only allowed on a number, as in -1")
         if isinstance(node, ast.Name):
             names.add(node.id)
     return Expression(text, tree, frozenset(names))
+
+
+def _is_number(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
 
 
 class _Evaluator:
@@ -106,6 +122,8 @@ class _Evaluator:
         if isinstance(node, (ast.List, ast.Tuple)):
             return [self.eval(e) for e in node.elts]
         if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.USub):
+                return -self.eval(node.operand)  # a numeric constant (checked at compile time)
             return not self.eval(node.operand)
         if isinstance(node, ast.BoolOp):
             return self._boolop(node)

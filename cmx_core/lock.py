@@ -19,7 +19,9 @@ NODE_FIELDS = ("recipe", "version", "digest", "variations", "inputs", "cache_key
 def lock_document(plan: Any, plugins: list[dict[str, str]]) -> dict[str, Any]:
     return {
         "cmx_version": __version__,
-        "query": {"tags": list(plan.query.tags), "inputs": dict(plan.query.inputs)},
+        "query": {"tags": list(plan.query.tags), "inputs": dict(plan.query.inputs),
+                  "recipes_dirs": [str(d) for d in plan.query.recipes_dirs],
+                  "facts_file": str(plan.facts_file) if plan.facts_file else None},
         "facts_source": plan.facts_source,
         "nodes": [{"id": n.id, "recipe": n.recipe.name, "version": n.recipe.version,
                    "digest": n.recipe.digest, "source": str(n.recipe.path), "variations": dict(n.variations),

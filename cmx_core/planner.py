@@ -148,6 +148,8 @@ def build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping[
             "deps": {alias: built[dep].cache_key for alias, dep in rnode.deps.items()},
             "facts": rnode.facts_used,
             "steps": versions,
+            "paths": _path_stats(rnode),
+            "env": _allowed_env(rnode),
         }
         parts = {k: digest(v) for k, v in values.items()}
         node = PlanNode(rnode.id, rnode.recipe, rnode.variations, rnode.inputs, rnode.deps,
@@ -156,6 +158,33 @@ def build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping[
         built[node_id] = _with_status(node, cache)
     return Plan(query, tuple(built.values()), facts_source, facts_file,
                 tuple(resolution.decisions), dict(shadowed or {}))
+
+
+def _path_stats(rnode: Any) -> dict[str, Any]:
+    """[size, mtime_ns] of each ``path`` input that exists: a changed file is a new key."""
+    import os
+
+    stats: dict[str, Any] = {}
+    for name, spec in rnode.recipe.inputs.items():
+        value = rnode.inputs.get(name)
+        if spec.type == "path" and isinstance(value, str):
+            try:
+                st = os.stat(value)
+            except OSError:
+                continue
+            stats[name] = [st.st_size, st.st_mtime_ns]
+    return stats
+
+
+def _allowed_env(rnode: Any) -> dict[str, str | None]:
+    """Values of the host variables steps let through (``env_allow``): they change outputs."""
+    import os
+
+    names: set[str] = set()
+    for step in rnode.steps:
+        allow = step.with_.get("env_allow") or ()
+        names.update(str(n) for n in ([allow] if isinstance(allow, str) else allow))
+    return {name: os.environ.get(name) for name in sorted(names)}
 
 
 def _with_status(node: PlanNode, cache: Cache | None) -> PlanNode:

@@ -171,7 +171,7 @@ def load_registry(*, strict: bool = False, extra: Iterable[tuple[str, object]] =
     from cmx_core import builtin
 
     _add(registry, CORE, CORE, __version__, builtin)
-    for entry in _selected_entry_points():
+    for entry in _selected_entry_points(strict):
         _load_entry_point(registry, entry)
     for name, module in extra:
         _add(registry, name, name, "0", module)
@@ -198,12 +198,16 @@ class EntrySpec(NamedTuple):
         return getattr(module, attr.strip()) if attr else module
 
 
-def _selected_entry_points() -> list[EntrySpec]:
+def _selected_entry_points(strict: bool = False) -> list[EntrySpec]:
     entries = _discover()
     wanted = os.environ.get("CMX_LOAD_PLUGINS")
     if wanted is None:
         return entries
     names = {n.strip() for n in wanted.split(",") if n.strip()}
+    unknown = sorted(names - {e.name for e in entries})
+    if strict and unknown:
+        known = ", ".join(e.name for e in entries) or "none"
+        raise PluginError(f"CMX_LOAD_PLUGINS names '{unknown[0]}', which is not installed (installed: {known})")
     return [e for e in entries if e.name in names]
 
 

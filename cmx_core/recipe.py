@@ -10,8 +10,10 @@ an error is reported (:func:`line_of`), so the happy path never composes YAML no
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -20,6 +22,7 @@ from cmx_core.errors import Location, RecipeError, UsageError
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 VARIATION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*(\.#)?$")
+INPUT_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")  # --foo-bar reaches foo_bar, never foo-bar
 INPUT_TYPES = ("string", "number", "integer", "boolean", "choice", "path")
 DURATION_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd]?)$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -33,6 +36,13 @@ VARIATION_KEYS = {"group", "default", "description", "requires", "inputs", "deps
 DEP_KEYS = {"tags", "as", "with", "when", "version"}
 STEP_KEYS = {"uses", "id", "with", "when", "timeout_s"}
 OUTPUT_KEYS = {"description", "value", "type"}
+
+#: Input names that ``cmx run``/``cmx plan`` take as cmx's own options (``--output`` is the
+#: run directory): such an input is legal but must be given as ``--input.NAME=VALUE``.
+CLI_RESERVED_INPUTS = frozenset({
+    "output", "facts", "tags", "lock", "jobs", "executor", "container", "recipes", "json",
+    "refresh", "no_cache", "strict_plugins", "verbose", "executor_opt", "input",
+})
 
 
 class InputSpec(NamedTuple):
@@ -78,6 +88,8 @@ def _convert(spec: InputSpec, value: Any, origin: str) -> Any:
             if isinstance(value, bool):
                 raise ValueError
             number = float(value)
+            if not math.isfinite(number):  # NaN passes every min/max check and is not JSON
+                raise ValueError(value)
             return int(number) if isinstance(value, int) else number
         if kind == "boolean":
             return _to_bool(value)
@@ -214,10 +226,18 @@ def digest_of(raw: bytes) -> str:
 
 
 def parse_yaml(raw: bytes, path: Path) -> Any:
+    """Parse one YAML document, refusing duplicate mapping keys (YAML would silently keep
+    the last one). This is ``yaml.load`` split in two: the (C) composer builds the node
+    tree once, the keys are checked on it, then the same tree is constructed."""
     import yaml
 
+    loader = yaml_loader()(raw)
     try:
-        return yaml.load(raw, Loader=yaml_loader())  # noqa: S506 - a safe loader
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_duplicate_keys(node, path)
+        return loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 0
@@ -225,6 +245,54 @@ def parse_yaml(raw: bytes, path: Path) -> Any:
         raise RecipeError(Location(str(path), line), f"malformed YAML: {problem}") from None
     except yaml.YAMLError as exc:
         raise RecipeError(Location(str(path)), f"malformed YAML: {exc}") from None
+    finally:
+        loader.dispose()
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _check_duplicate_keys(root: Any, path: Path) -> None:
+    """Raise a RecipeError for the first mapping that has the same scalar key twice."""
+    import yaml
+
+    mapping_node, sequence_node = yaml.MappingNode, yaml.SequenceNode
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(root, ())]
+    visited: set[int] = set()  # aliases share nodes; visit each once
+    while stack:
+        node, keypath = stack.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        if isinstance(node, mapping_node):
+            pairs = node.value
+            try:
+                distinct = len({(k.tag, k.value) for k, _ in pairs})
+            except TypeError:  # a non-scalar key (unhashable value): check one by one
+                distinct = -1
+            if distinct != len(pairs):
+                _raise_duplicate(pairs, keypath, path)
+            stack.extend((v, (*keypath, str(k.value))) for k, v in pairs if not isinstance(v, yaml.ScalarNode))
+        elif isinstance(node, sequence_node):
+            stack.extend((v, (*keypath, i)) for i, v in enumerate(node.value) if not isinstance(v, yaml.ScalarNode))
+
+
+def _raise_duplicate(pairs: list[tuple[Any, Any]], keypath: tuple[str | int, ...], path: Path) -> None:
+    import yaml
+
+    first: dict[tuple[str, str], int] = {}
+    for knode, _ in pairs:
+        if not isinstance(knode, yaml.ScalarNode) or knode.tag == _MERGE_TAG:
+            continue
+        line = knode.start_mark.line + 1
+        key = (knode.tag, knode.value)
+        if key in first:
+            dotted = ".".join(str(k) for k in (*keypath, knode.value))
+            raise RecipeError(
+                Location(str(path), line, dotted),
+                f"duplicate key '{knode.value}' (first defined on line {first[key]}); remove one of them",
+            )
+        first[key] = line
 
 
 def line_of(path: Path, keypath: tuple[str | int, ...]) -> int:
@@ -271,6 +339,7 @@ class _Checker:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.scope: _Scope | None = None  # what `when:` may name; set once inputs are checked
 
     def fail(self, keypath: tuple[str | int, ...], message: str) -> RecipeError:
         return _fail(self.path, keypath, message)
@@ -311,6 +380,16 @@ class _Checker:
         return value
 
 
+class _Scope(NamedTuple):
+    """The names a recipe's ``when:`` conditions may read under ``inputs`` and ``variation``."""
+
+    inputs: Mapping[str, Any]
+    variations: Mapping[str, Any]
+
+    def groups(self) -> set[str]:
+        return {spec["group"] for spec in self.variations.values() if isinstance(spec, dict) and spec.get("group")}
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "nothing"
@@ -337,9 +416,14 @@ def validate_recipe_data(data: Any, path: Path) -> None:
     for key in ("version", "description", "container"):
         if key in data:
             c.string(str(data[key]) if key == "version" and isinstance(data[key], (int, float)) else data[key], (key,))
+    if "version" in data:
+        _check_version(c, data["version"])
     _check_inputs(c, data.get("inputs", {}))
     _check_variations(c, data.get("variations", {}), data.get("inputs") or {})
+    c.scope = _Scope(data.get("inputs") or {}, data.get("variations") or {})
     _check_deps(c, data.get("deps", []), ("deps",))
+    for name, spec in (data.get("variations") or {}).items():
+        _check_deps(c, (spec or {}).get("deps", []), ("variations", name, "deps"))
     _check_steps(c, data.get("steps", []))
     _check_outputs(c, data.get("outputs", {}))
     c.mapping(data.get("requires", {}), ("requires",))
@@ -350,7 +434,11 @@ def _check_inputs(c: _Checker, inputs: Any) -> None:
     c.mapping(inputs, ("inputs",))
     for name, spec in inputs.items():
         kp = ("inputs", name)
-        c.string(name, kp, NAME_RE if "-" not in str(name) else None)
+        c.string(name, kp)
+        if not INPUT_NAME_RE.match(name):
+            raise c.fail(kp, f"input name '{name}' must match {INPUT_NAME_RE.pattern} "
+                             f"(lowercase, digits and '_'; the CLI option --{name.replace('_', '-')} "
+                             f"is given to the input {name.replace('-', '_')!r})")
         c.mapping(spec, kp, INPUT_KEYS)
         kind = spec.get("type", "string")
         if kind not in INPUT_TYPES:
@@ -394,7 +482,6 @@ def _check_variations(c: _Checker, variations: Any, inputs: Mapping[str, Any]) -
         for key in spec.get("inputs", {}):
             if key not in inputs:
                 raise c.fail((*kp, "inputs", key), f"variation sets input '{key}', which the recipe does not declare")
-        _check_deps(c, spec.get("deps", []), (*kp, "deps"))
         if "container" in spec:
             c.string(spec["container"], (*kp, "container"))
 
@@ -411,6 +498,7 @@ def _check_deps(c: _Checker, deps: Any, kp: tuple[str | int, ...]) -> None:
         if "as" in dep:
             c.string(dep["as"], (*dkp, "as"), re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$"))
         c.mapping(dep.get("with", {}), (*dkp, "with"))
+        _check_templates(c, dep.get("with", {}), (*dkp, "with"))
         if "when" in dep:
             _check_expr(c, dep["when"], (*dkp, "when"))
         if "version" in dep:
@@ -433,6 +521,7 @@ def _check_steps(c: _Checker, steps: Any) -> None:
             raise c.fail((*kp, "id"), f"duplicate step id '{step_id}'")
         ids.add(step_id)
         c.mapping(step.get("with", {}), (*kp, "with"))
+        _check_templates(c, step.get("with", {}), (*kp, "with"))
         if "when" in step:
             _check_expr(c, step["when"], (*kp, "when"))
         if "timeout_s" in step:
@@ -447,12 +536,16 @@ def _check_outputs(c: _Checker, outputs: Any) -> None:
     c.mapping(outputs, ("outputs",))
     for name, spec in outputs.items():
         c.mapping({} if spec is None else spec, ("outputs", name), OUTPUT_KEYS)
+        if spec and "value" in spec:
+            _check_templates(c, spec["value"], ("outputs", name, "value"))
 
 
 def _check_cache(c: _Checker, cache: Any) -> None:
     if isinstance(cache, bool):
         return
     c.mapping(cache, ("cache",), {"expires", "enabled"})
+    if "enabled" in cache:
+        c.boolean(cache["enabled"], ("cache", "enabled"))
     if "expires" in cache and parse_duration(cache["expires"]) is None:
         raise c.fail(("cache", "expires"), f"expected a duration like 30s, 10m, 12h or 1d, got {cache['expires']!r}")
 
@@ -462,9 +555,67 @@ def _check_expr(c: _Checker, text: Any, kp: tuple[str | int, ...]) -> None:
 
     c.string(text, kp)
     try:
-        compile_expression(text)
+        expression = compile_expression(text)
     except ExpressionError as exc:
         raise c.fail(kp, f"invalid condition {text!r}: {exc}") from None
+    if c.scope is not None:
+        _check_expr_names(c, expression, kp)
+
+
+def _check_expr_names(c: _Checker, expression: Any, kp: tuple[str | int, ...]) -> None:
+    """``inputs.X`` must be a declared input and ``variation.G`` a declared group: a typo
+    would otherwise read a missing value and silently make the condition false."""
+    assert c.scope is not None
+    for root, name in expression.references():
+        if root == "inputs" and name not in c.scope.inputs:
+            known = ", ".join(sorted(c.scope.inputs)) or "none"
+            raise c.fail(kp, f"condition reads inputs.{name}, which the recipe does not declare (inputs: {known})")
+        if root == "variation" and name not in c.scope.groups():
+            known = ", ".join(sorted(c.scope.groups())) or "none"
+            raise c.fail(kp, f"condition reads variation.{name}, which is not a variation group of the recipe "
+                             f"(groups: {known}; an ungrouped variation is tested with 'NAME' in variations)")
+
+
+def _check_templates(c: _Checker, value: Any, kp: tuple[str | int, ...]) -> None:
+    """Report Jinja2 syntax errors at load time rather than when the step runs."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_templates(c, item, (*kp, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_templates(c, item, (*kp, i))
+    elif isinstance(value, str) and ("{{" in value or "{%" in value):
+        problem = _template_syntax_error(value)
+        if problem:
+            raise c.fail(kp, f"invalid template {value!r}: {problem}")
+
+
+@lru_cache(maxsize=4096)
+def _template_syntax_error(text: str) -> str | None:
+    """The Jinja2 syntax error of ``text``, or None (cached: recipes share many templates)."""
+    import jinja2
+
+    try:
+        _jinja_parser().parse(text)
+    except jinja2.TemplateSyntaxError as exc:
+        return exc.message or str(exc)
+    return None
+
+
+@lru_cache(maxsize=1)
+def _jinja_parser() -> Any:
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    return ImmutableSandboxedEnvironment()
+
+
+def _check_version(c: _Checker, value: Any) -> None:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(str(value))
+    except InvalidVersion:
+        raise c.fail(("version",), f"invalid version {str(value)!r} (expected a PEP 440 version such as 1.2.0)") from None
 
 
 def _check_specifier(c: _Checker, text: Any, kp: tuple[str | int, ...]) -> None:

@@ -10,6 +10,7 @@ node.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -212,7 +213,9 @@ class Resolver:
             values[key] = typed
         for name, spec in recipe.inputs.items():
             if spec.required and values.get(name) is None:
-                raise UsageError(f"recipe {recipe.name} needs input '{name}' ({spec.type}): pass --{name}=VALUE")
+                raise UsageError(_missing_input(recipe, name, spec.type, origin))
+            if spec.type == "path" and values.get(name) is not None:
+                values[name] = os.path.abspath(values[name])  # steps run in their own directory
         return dict(sorted(values.items()))
 
     # -- conditions, requires, deps, steps ------------------------------------------------
@@ -280,9 +283,12 @@ class Resolver:
                 decision.skipped.append((f"step {step.id}", f"when: {step.when} is false"))
                 continue
             self._check_step_type(recipe, step)
-            for name in sorted(fact_names(step.with_)):
+            for name in sorted(fact_names(step.with_) | _facts_step_names(step)):
                 used[name] = self.facts.get(name)
             kept.append(step)
+        for spec in recipe.outputs.values():
+            for name in sorted(fact_names(spec.value or "")):
+                used[name] = self.facts.get(name)
         return tuple(kept)
 
     def _check_step_type(self, recipe: Recipe, step: StepSpec) -> None:
@@ -304,8 +310,14 @@ class Resolver:
                     )
 
     def _condition(self, recipe: Recipe, text: str, context: dict[str, Any], keypath: tuple[Any, ...]) -> bool:
+        used = context["facts"].used
+
+        def record(path: tuple[str, ...], value: Any) -> None:
+            if path[0] == "facts" and len(path) > 1:  # only the part read goes into the key
+                used[".".join(path[1:])] = None if value is MISSING else value
+
         try:
-            return bool(compile_expression(text).evaluate(context))
+            return bool(compile_expression(text).evaluate(context, on_path=record))
         except ExpressionError as exc:
             path_key = tuple(int(k) if isinstance(k, str) and k.isdigit() else k for k in keypath)
             line = line_of(recipe.path, path_key)
@@ -313,26 +325,47 @@ class Resolver:
 
 
 class _RecordingFacts:
-    """The ``facts`` name in conditions: reads through the store and records what it read."""
+    """The ``facts`` name in conditions and templates. Conditions record the dotted paths
+    they read (see ``_condition``); a template reading ``facts.X`` records all of fact X."""
+
+    __slots__ = ("_store", "used")
 
     def __init__(self, store: FactStore, used: dict[str, Any]) -> None:
-        self.store = store
+        self._store = store
         self.used = used
 
     def get_path(self, name: str) -> Any:
         try:
-            value = self.store.get(name)
+            return self._store.get(name)
         except ResolveError as exc:
             raise ExpressionError(str(exc)) from None
-        self.used[name] = value
-        return value
 
     def __getitem__(self, name: str) -> Any:
         """Jinja2 reads ``facts.os`` through item access."""
         try:
-            return self.get_path(name)
+            value = self.get_path(name)
         except ExpressionError as exc:
             raise KeyError(str(exc)) from None
+        self.used[name] = value
+        return value
+
+
+def _missing_input(recipe: Recipe, name: str, kind: str, origin: str) -> str:
+    if origin == "--input":
+        from cmx_core import recipe as recipe_module
+
+        reserved = getattr(recipe_module, "CLI_RESERVED_INPUTS", frozenset())
+        flag = f"--input.{name}" if name in reserved else f"--{name}"
+        return f"recipe {recipe.name} needs input '{name}' ({kind}): pass {flag}=VALUE"
+    return f"{origin}: the dep's recipe {recipe.name} needs input '{name}' ({kind}); pass it in the dep's with:"
+
+
+def _facts_step_names(step: StepSpec) -> set[str]:
+    """The facts a built-in ``cmx.facts`` step returns: they belong in the node's key."""
+    if step.uses != "cmx.facts":
+        return set()
+    names = step.with_.get("names") or []
+    return {names} if isinstance(names, str) else {str(n) for n in names if isinstance(n, str)}
 
 
 def _var_key(recipe: Recipe, selected: str) -> str:
@@ -353,6 +386,8 @@ def _match(recipe: Recipe, positive: list[str], negative: set[str]) -> tuple[str
         if var is None:
             return f"lacks tag '{tag}' (neither a tag nor a variation of it)", {}
         name, value = var
+        if name in chosen and chosen[name] != value:
+            raise ResolveError(f"tags give variation '{name}' of {recipe.name} two values: {chosen[name]} and {value}")
         chosen[name] = value
     return None, chosen
 
@@ -361,7 +396,7 @@ def _variation_for(recipe: Recipe, tag: str) -> tuple[str, Any] | None:
     spec: VariationSpec | None = recipe.variations.get(tag)
     if spec is not None and not spec.parametric:
         return tag, True
-    stem, _, value = tag.rpartition(".")
+    stem, _, value = tag.partition(".")  # stems have no dots; values may (lr.0.01, v.1.2.3)
     if stem and value and f"{stem}.#" in recipe.variations:
         return stem, value
     return None

@@ -16,7 +16,7 @@ from cmx_core.datautil import iter_strings
 from cmx_core.errors import CmxError
 
 _SINGLE = re.compile(r"^\{\{(.*)\}\}$", re.DOTALL)
-_FACT_REF = re.compile(r"\bfacts\.([A-Za-z_][A-Za-z0-9_]*)")
+_FACT_REF = re.compile(r"\bfacts(?:\.|\[\s*['\"])([A-Za-z_][A-Za-z0-9_]*)")
 
 
 class TemplateError(CmxError):

@@ -22,7 +22,7 @@ name: counter
 tags: [counter]
 summary: appends a line each time it really runs
 inputs:
-  log: {type: path, required: true}
+  log: {type: string, required: true, description: "a side channel counting real runs (not an input file)"}
   label: {type: string, default: x}
 steps:
   - uses: shell
@@ -313,3 +313,96 @@ def test_executor_options_and_container_routing(cli, recipes, monkeypatch) -> No
     reserved = cli("run", "recipe", "--tags=boxed", "--recipes", recipes.dir, "--executor", "local",
                    "--executor-opt", "session=x")
     assert reserved.code == 2 and "reserved" in reserved.err
+
+
+READER = """
+name: reader
+tags: [reader]
+summary: reads a file and a host variable
+inputs:
+  src: {type: path, required: true}
+steps:
+  - uses: shell
+    with: {cmd: [sh, -c, 'echo v=$(cat "$1")-$FOO', sh, "{{ inputs.src }}"], parse: kv, env_allow: [FOO]}
+outputs: [v]
+"""
+
+
+def test_key_covers_path_input_content_and_allowed_env(recipes, tmp_path, monkeypatch) -> None:
+    recipes("reader", READER)
+    src = tmp_path / "in.txt"
+    src.write_text("one")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FOO", "a")
+    run = lambda: cmx_core.run("reader", {"src": "in.txt"}, recipes_dirs=[recipes.dir]).document["outputs"]["v"]  # noqa: E731
+    assert run() == "one-a"  # a relative path is resolved against the working directory
+    src.write_text("two, longer")
+    assert run() == "two, longer-a"
+    monkeypatch.setenv("FOO", "b")
+    assert run() == "two, longer-b"
+    assert run() == "two, longer-b"
+    assert len(Cache().entries()) == 3
+
+
+def _fact_reader(ctx: StepContext) -> dict:
+    return {"kernel": ctx.facts["os"]["kernel"]}
+
+
+def test_facts_a_step_reads_are_checked_on_a_hit(recipes, tmp_path) -> None:
+    recipes("kern", f"""
+        name: kern
+        tags: [kern]
+        summary: reads a fact at run time
+        steps: [{{uses: python, with: {{function: "{__name__}:_fact_reader"}}}}]
+        outputs: [kernel]
+    """)
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"facts": {"os": {"name": "linux", "kernel": "1.0"}}}))
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        first = cmx_core.run("kern", recipes_dirs=[recipes.dir], facts_file=facts)
+        facts.write_text(json.dumps({"facts": {"os": {"name": "linux", "kernel": "2.0"}}}))
+        second = cmx_core.run("kern", recipes_dirs=[recipes.dir], facts_file=facts)
+    finally:
+        sys.path.remove(str(Path(__file__).parent))
+    assert first.document["outputs"]["kernel"] == "1.0"
+    assert second.document["outputs"]["kernel"] == "2.0"
+
+
+def test_cmx_facts_step_is_keyed_by_the_facts_it_returns(recipes, tmp_path) -> None:
+    recipes("osf", "name: osf\ntags: [osf]\nsummary: os facts\nsteps: [{uses: cmx.facts, with: {names: [os]}}]\noutputs: [os]\n")
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"facts": {"os": {"name": "linux", "kernel": "9.9"}}}))
+    here = cmx_core.run("osf", recipes_dirs=[recipes.dir])
+    there = cmx_core.run("osf", recipes_dirs=[recipes.dir], facts_file=facts)
+    assert there.document["outputs"]["os"]["kernel"] == "9.9"
+    assert here.plan.root.cache_key != there.plan.root.cache_key
+
+
+def _loud(ctx: StepContext) -> dict:
+    print("chatty step output")
+    return {}
+
+
+def test_a_step_printing_does_not_break_json(cli, recipes) -> None:
+    recipes("loud", f"name: loud\ntags: [loud]\nsummary: prints\nsteps: [{{uses: python, with: {{function: '{__name__}:_loud'}}}}]\n")
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        result = cli("run", "recipe", "--tags=loud", "--recipes", recipes.dir, "--json")
+    finally:
+        sys.path.remove(str(Path(__file__).parent))
+    assert result.code == 0
+    assert json.loads(result.out)["status"] == "completed"
+    assert "chatty step output" in result.err
+
+
+def test_cached_node_over_an_uncached_dep_hits_on_the_next_run(recipes, tmp_path) -> None:
+    recipes("fresh", "name: fresh\ntags: [fresh]\nsummary: uncached\n"
+                     "steps: [{uses: shell, with: {cmd: [sh, -c, 'echo x > out; echo path=$PWD/out'], parse: kv}}]\n"
+                     "outputs: [path]\ncache: false\n")
+    recipes("over", f"name: over\ntags: [over]\nsummary: cached over uncached\ndeps: [{{tags: [fresh]}}]\n"
+                    f"steps: [{{uses: shell, with: {{cmd: [sh, -c, 'echo run >> \"$1\"', sh, '{tmp_path}/log']}}}}]\n")
+    for _ in range(3):
+        cmx_core.run("over", recipes_dirs=[recipes.dir])
+    assert _runs(tmp_path / "log") == 1
+    assert len(Cache().entries()) == 1

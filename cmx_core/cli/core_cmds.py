@@ -203,15 +203,18 @@ def _format_metric(metric: dict[str, Any]) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     from cmx_core.engine import list_recipes
 
-    recipes = list_recipes(args.tags, recipes_dirs=args.recipes)
+    errors: list[str] = []
+    recipes = list_recipes(args.tags, recipes_dirs=args.recipes, errors=errors)
+    for error in errors:  # the good recipes are still listed; broken files make it exit 2
+        print(f"cmx: error: {error}", file=sys.stderr)
     if args.json:
         _print_json([{"name": r.name, "version": r.version, "tags": list(r.tags), "summary": r.summary,
                       "source": r.source, "path": str(r.path)} for r in recipes])
-        return 0
+        return 2 if errors else 0
     width = max((len(r.name) for r in recipes), default=4)
     for r in recipes:
         print(f"{r.name:<{width}}  {','.join(r.tags):<32}  {r.summary}")
-    return 0
+    return 2 if errors else 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -109,6 +109,14 @@ def _add_plugin_commands(sub: Any, common: argparse.ArgumentParser, selected: st
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if "--version" in args_list and "--json" in args_list:
+        import json
+
+        print(json.dumps({"name": "cmx", "version": __version__}))
+        return 0
+    import signal
+
+    previous = signal.signal(signal.SIGTERM, _terminate)  # a CI cancel cleans up like Ctrl-C
     try:
         return _dispatch(args_list)
     except CmxError as exc:
@@ -119,6 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _dispatch(args_list: list[str]) -> int:

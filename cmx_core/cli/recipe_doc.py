@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from cmx_core.recipe import Recipe
+from cmx_core.recipe import CLI_RESERVED_INPUTS, Recipe
+
+
+def input_option(name: str) -> str:
+    """How to give input ``name`` on the command line: ``--input.NAME`` when ``--NAME``
+    (with ``_`` spelled ``-``) is one of cmx's own options, such as ``--output``."""
+    return f"--input.{name}" if name in CLI_RESERVED_INPUTS else f"--{name}"
 
 
 def recipe_json(recipe: Recipe) -> dict[str, Any]:
@@ -12,7 +18,7 @@ def recipe_json(recipe: Recipe) -> dict[str, Any]:
         "name": recipe.name, "version": recipe.version, "tags": list(recipe.tags),
         "summary": recipe.summary, "description": recipe.description,
         "source": recipe.source, "path": str(recipe.path), "digest": recipe.digest,
-        "inputs": {n: {"type": s.type, "default": s.default, "min": s.min, "max": s.max,
+        "inputs": {n: {"option": input_option(n), "type": s.type, "default": s.default, "min": s.min, "max": s.max,
                        "choices": list(s.choices), "required": s.required, "description": s.description}
                    for n, s in recipe.inputs.items()},
         "variations": {n: {"group": v.group, "default": v.default, "description": v.description,
@@ -39,8 +45,11 @@ def recipe_markdown(recipe: Recipe) -> str:
             bounds = "".join([f" min {spec.min}" if spec.min is not None else "",
                               f" max {spec.max}" if spec.max is not None else ""])
             default = "required" if spec.required else repr(spec.default)
-            lines.append(f"| --{spec.name} | {kind}{bounds} | {default} | {spec.description} |")
+            lines.append(f"| {input_option(spec.name)} | {kind}{bounds} | {default} | {spec.description} |")
         lines.append("")
+        if any(name in CLI_RESERVED_INPUTS for name in recipe.inputs):
+            lines += ["Inputs shown as `--input.NAME` share their name with a cmx option and must be given "
+                      "in that form.", ""]
     if recipe.variations:
         lines += ["## Variations", ""]
         for var in recipe.variations.values():
