@@ -175,7 +175,8 @@ def _run_summary(doc: dict[str, Any], path: Any) -> str:
     shown += [name for name in KEY_METRICS if name in metrics and name not in shown]
     shown += [name for name in metrics if name not in shown][: max(0, 6 - len(shown))]
     for name in shown:
-        lines.append(f"  {name:<28} {_format_metric(metrics[name])}")
+        label = name[:-3] if name.endswith("_ns") and metrics[name].get("unit") == "ns" else name
+        lines.append(f"  {label:<28} {_format_metric(metrics[name])}")
     if len(metrics) > len(shown):
         lines.append(f"  ({len(metrics) - len(shown)} more metrics: cmx results show {doc['run_id'][:8]})")
     for reason in doc.get("invalid_reasons") or []:
