@@ -41,7 +41,7 @@ OUTPUT_KEYS = {"description", "value", "type"}
 #: run directory): such an input is legal but must be given as ``--input.NAME=VALUE``.
 CLI_RESERVED_INPUTS = frozenset({
     "output", "facts", "tags", "lock", "jobs", "executor", "container", "recipes", "json",
-    "refresh", "no_cache", "strict_plugins", "verbose", "executor_opt", "input",
+    "refresh", "no_cache", "strict_plugins", "verbose", "executor_opt", "input", "help",
 })
 
 
@@ -253,28 +253,89 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 def _check_duplicate_keys(root: Any, path: Path) -> None:
-    """Raise a RecipeError for the first mapping that has the same scalar key twice."""
+    """Raise a RecipeError for the first mapping that has the same scalar key twice. The
+    common case (no duplicates) is one cheap pass; key paths are worked out only on error."""
     import yaml
 
-    mapping_node, sequence_node = yaml.MappingNode, yaml.SequenceNode
+    mapping_node, scalar_node = yaml.MappingNode, yaml.ScalarNode
+    stack = [root]
+    visited: set[int] = set()  # aliases share nodes: visit each once (no alias blow-up)
+    shared = False
+    while stack:
+        node = stack.pop()
+        if node.__class__ is scalar_node:
+            continue
+        if id(node) in visited:
+            shared = True
+            continue
+        visited.add(id(node))
+        value = node.value
+        if node.__class__ is mapping_node:
+            try:
+                distinct = len({(k.tag, k.value) for k, _ in value})
+            except TypeError:  # a non-scalar key (unhashable value): check one by one
+                distinct = -1
+            if distinct != len(value):
+                _raise_duplicate(value, _keypath_to(root, node), path)
+            stack.extend([v for _, v in value])
+        else:
+            stack.extend(value)
+    if shared:
+        _check_not_recursive(root, path)
+
+
+def _check_not_recursive(root: Any, path: Path) -> None:
+    """Refuse an alias inside the node it refers to (``a: &x {b: *x}``): the data would be
+    infinitely deep. Only run when some node is shared, i.e. when the file uses aliases."""
+    import yaml
+
+    collections = (yaml.MappingNode, yaml.SequenceNode)
+    done: set[int] = set()
+    on_path: set[int] = {id(root)}
+    stack = [(root, iter(_children(root)))]
+    while stack:
+        node, children = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            on_path.discard(id(node))
+            done.add(id(node))
+        elif isinstance(child, collections) and id(child) not in done:
+            if id(child) in on_path:
+                raise RecipeError(
+                    Location(str(path), child.start_mark.line + 1, ".".join(map(str, _keypath_to(root, child)))),
+                    "a YAML alias refers to a node that contains it (recursive data); recipes must be plain trees",
+                )
+            on_path.add(id(child))
+            stack.append((child, iter(_children(child))))
+
+
+def _children(node: Any) -> list[Any]:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        return [v for _, v in node.value]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _keypath_to(root: Any, target: Any) -> tuple[str | int, ...]:
+    """The key path from ``root`` to the node ``target`` (for an error message)."""
+    import yaml
+
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(root, ())]
-    visited: set[int] = set()  # aliases share nodes; visit each once
+    visited: set[int] = set()
     while stack:
         node, keypath = stack.pop()
+        if node is target:
+            return keypath
         if id(node) in visited:
             continue
         visited.add(id(node))
-        if isinstance(node, mapping_node):
-            pairs = node.value
-            try:
-                distinct = len({(k.tag, k.value) for k, _ in pairs})
-            except TypeError:  # a non-scalar key (unhashable value): check one by one
-                distinct = -1
-            if distinct != len(pairs):
-                _raise_duplicate(pairs, keypath, path)
-            stack.extend((v, (*keypath, str(k.value))) for k, v in pairs if not isinstance(v, yaml.ScalarNode))
-        elif isinstance(node, sequence_node):
-            stack.extend((v, (*keypath, i)) for i, v in enumerate(node.value) if not isinstance(v, yaml.ScalarNode))
+        if isinstance(node, yaml.MappingNode):  # reversed: the first path in file order wins
+            stack.extend(reversed([(v, (*keypath, str(k.value))) for k, v in node.value]))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed([(v, (*keypath, i)) for i, v in enumerate(node.value)]))
+    return ()
 
 
 def _raise_duplicate(pairs: list[tuple[Any, Any]], keypath: tuple[str | int, ...], path: Path) -> None:
@@ -584,10 +645,24 @@ def _check_templates(c: _Checker, value: Any, kp: tuple[str | int, ...]) -> None
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _check_templates(c, item, (*kp, i))
-    elif isinstance(value, str) and ("{{" in value or "{%" in value):
+    elif isinstance(value, str) and ("{{" in value or "{%" in value) and _needs_parse(value):
         problem = _template_syntax_error(value)
         if problem:
             raise c.fail(kp, f"invalid template {value!r}: {problem}")
+
+
+# ``{{ name.attr.attr }}``, the common shape, is valid Jinja2 by construction; only other
+# templates pay for a parse (about 35 us each).
+_SIMPLE_TEMPLATE = re.compile(r"(?<!\{)\{\{ *([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*) *\}\}")
+_JINJA_OPERATORS = frozenset({"and", "or", "not", "in", "is", "if", "else"})
+
+
+def _needs_parse(text: str) -> bool:
+    for match in _SIMPLE_TEMPLATE.finditer(text):
+        if not _JINJA_OPERATORS.isdisjoint(match.group(1).split(".")):
+            return True
+    rest = _SIMPLE_TEMPLATE.sub("\x00", text)
+    return "{{" in rest or "{%" in rest or "{#" in rest
 
 
 @lru_cache(maxsize=4096)
