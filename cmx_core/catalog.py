@@ -4,7 +4,7 @@ unchanged file.
 Sources, highest precedence first: ``--recipes`` directories, ``CMX_RECIPES_PATH``
 (os.pathsep-separated), plugins' recipe paths, cmx-core's own collection. A recipe of the
 same name in a higher source shadows the lower one (``cmx explain`` shows what was
-shadowed). The index (``<cache>/index/recipes.v2``, stdlib ``marshal``: plain data only,
+shadowed). The index (``<cache>/index/recipes.v4``, stdlib ``marshal``: plain data only,
 no code is ever loaded from it) maps each file to its (mtime_ns, size) and validated data;
 a check walks the directories with ``os.scandir`` and re-parses only files whose stat
 changed. A corrupt index is reported on stderr and rebuilt.
@@ -13,6 +13,7 @@ changed. A corrupt index is reported on stderr and rebuilt.
 from __future__ import annotations
 
 import marshal
+import operator
 import os
 import sys
 from collections.abc import Iterable
@@ -24,7 +25,7 @@ from cmx_core import paths
 from cmx_core.errors import CmxError
 from cmx_core.recipe import Recipe, digest_of, parse_yaml, recipe_from_data, split_tags, validate_recipe_data
 
-INDEX_FORMAT = 2
+INDEX_FORMAT = 4
 SUFFIXES = (".yaml", ".yml")
 
 
@@ -44,7 +45,7 @@ class Entry:
     size: int
     digest: str
     name: str
-    tags: list[str]
+    tags: tuple[str, ...]
     blob: bytes | None
     error: str | None
 
@@ -60,7 +61,7 @@ class Listed(NamedTuple):
     source: str
     path: str
     digest: str
-    blob: bytes
+    blob: bytes | tuple[int, int]  # the marshalled data, or (offset, length) in the index file
 
 
 class Catalog:
@@ -74,6 +75,7 @@ class Catalog:
         self.stats: dict[str, int] = {}
         self._built: dict[tuple[str, str], Recipe] = {}
         self._by_tag: dict[str, list[str]] | None = None
+        self.blobs: bytes = b""  # the index file's data region (see Index)
 
     def add(self, item: Listed) -> None:
         if item.name in self.listed:
@@ -84,7 +86,11 @@ class Catalog:
     def build(self, item: Listed) -> Recipe:
         key = (item.path, item.digest)
         if key not in self._built:
-            data = marshal.loads(item.blob)
+            blob = item.blob
+            if isinstance(blob, tuple):
+                offset, length = blob
+                blob = self.blobs[offset:offset + length]
+            data = marshal.loads(blob)
             self._built[key] = recipe_from_data(data, Path(item.path), item.digest, item.source)
         return self._built[key]
 
@@ -145,23 +151,24 @@ def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None =
     sources = default_sources(extra_dirs) if sources is None else sources
     index = Index(paths.cache_dir() / "index" / f"recipes.v{INDEX_FORMAT}")
     catalog = Catalog()
-    for source in sources:
-        label = source.label
-        defined: dict[str, str] = {}  # name -> path within this source directory
-        for path, packed in index.scan(source.directory):
-            if packed[6] is not None or packed[5] is None:
-                catalog.errors[path] = packed[6] or f"{path}: unreadable index entry"
-            elif packed[3] in defined:
-                catalog.errors[path] = (
-                    f"{path}: recipe name '{packed[3]}' is also defined in {defined[packed[3]]}; "
-                    "names must be unique within a recipe directory"
-                )
-            else:
-                defined[packed[3]] = path
-                catalog.add(Listed(packed[3], tuple(packed[4]), label, path, packed[2], packed[5]))
+    catalog.blobs = index.blobs
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()  # the scan allocates ~10 objects per file and creates no cycles
+    try:
+        for source in sources:
+            index.scan_into(catalog, source)
+    finally:
+        if enabled:
+            gc.enable()
     index.save()
-    catalog.stats = {"parsed": index.parsed, "files": index.files_seen}
+    catalog.stats = {"parsed": index.parsed, "files": len(index.fresh)}
     return catalog
+
+
+_MAGIC = b"CMXI"
+_new_listed = tuple.__new__  # builds a Listed without its Python-level __new__ (10,000 per check)
 
 
 class Index:
@@ -169,62 +176,96 @@ class Index:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.blobs = b""
         self.entries: dict[str, list[Any]] = self._read()
-        self.seen: set[str] = set()
+        self.fresh: dict[str, list[Any]] = {}  # what this check saw; becomes the index
         self.parsed = 0
-        self.files_seen = 0
         self.dirty = False
 
     def _read(self) -> dict[str, list[Any]]:
+        """The table of entries; each entry's data stays in ``self.blobs`` as (offset, length).
+
+        File layout: ``CMXI`` + 8-byte table length + marshal(table) + the data region, so a
+        check unmarshals only the small table, not 10,000 recipes' data."""
+        self.blobs = b""
         try:
             with open(self.path, "rb") as fh:
-                blob = marshal.loads(fh.read())  # marshal.load(fh) reads in tiny pieces
+                raw = fh.read()  # one read: marshal.load(fh) would read in tiny pieces
         except FileNotFoundError:
             return {}
-        except (EOFError, ValueError, TypeError, OSError):
+        except OSError:
             self._warn_corrupt()
             return {}
-        if not isinstance(blob, dict) or blob.get("format") != INDEX_FORMAT or not isinstance(blob.get("files"), dict):
+        try:
+            if raw[:4] != _MAGIC:
+                raise ValueError("not an index")
+            size = int.from_bytes(raw[4:12], "little")
+            table = marshal.loads(raw[12:12 + size])
+            if not isinstance(table, dict) or table.get("format") != INDEX_FORMAT or not isinstance(table.get("files"), dict):
+                raise ValueError("wrong format")
+        except (EOFError, ValueError, TypeError):
             self._warn_corrupt()
             return {}
-        return blob["files"]
+        self.blobs = raw[12 + size:]
+        return table["files"]
 
     def _warn_corrupt(self) -> None:
         print(f"cmx: warning: recipe index {self.path} is corrupt; rebuilding it", file=sys.stderr)
         self.dirty = True
 
-    def scan(self, directory: Path) -> list[tuple[str, list[Any]]]:
-        """(path, packed entry) for every recipe file under ``directory``: each directory's
-        files in name order, then its subdirectories in name order. Unchanged files (same
-        mtime and size) are taken from the index; the others are parsed."""
-        found: list[tuple[str, list[Any]]] = []
-        entries = self.entries
-        for path, stat in _walk(str(directory)):
-            if isinstance(stat, OSError):  # e.g. a dangling symlink: reported, never indexed
-                found.append((path, Entry(0, 0, "", "", [], None, _unreadable(path, stat)).pack()))
+    def scan_into(self, catalog: Catalog, source: Source) -> None:
+        """Add every recipe file under ``source`` to ``catalog``: unchanged files (same mtime
+        and size) straight from the index, the others parsed. One loop on purpose: this is the
+        warm path of every command."""
+        label = source.label
+        defined: dict[str, str] = {}  # name -> path within this source directory
+        entries, fresh, listed, errors = self.entries, self.fresh, catalog.listed, catalog.errors
+        for path, stat in _walk(str(source.directory)):
+            if stat.__class__ is not os.stat_result:  # e.g. a dangling symlink: reported, never indexed
+                errors[path] = _unreadable(path, stat)  # type: ignore[arg-type]
                 continue
             packed = entries.get(path)
             if packed is None or packed[0] != stat.st_mtime_ns or packed[1] != stat.st_size:
                 packed = _parse(Path(path), stat).pack()
-                entries[path] = packed
                 self.parsed += 1
                 self.dirty = True
-            found.append((path, packed))
-        self.files_seen += len(found)
-        self.seen.update(path for path, _ in found)
-        return found
+            fresh[path] = packed
+            name = packed[3]
+            if packed[6] is not None or packed[5] is None:
+                errors[path] = packed[6] or f"{path}: unreadable index entry"
+            elif name in defined:
+                errors[path] = (f"{path}: recipe name '{name}' is also defined in {defined[name]}; "
+                                "names must be unique within a recipe directory")
+            else:
+                defined[name] = path
+                item = _new_listed(Listed, (name, packed[4], label, path, packed[2], packed[5]))
+                if name in listed:
+                    catalog.shadowed_listed.setdefault(name, []).append(item)
+                else:
+                    listed[name] = item
 
     def save(self) -> None:
-        """Write the index atomically when anything changed (stale files are dropped)."""
-        stale = [p for p in self.entries if p not in self.seen]
-        for p in stale:
-            del self.entries[p]
-        if not (self.dirty or stale):
-            return
+        """Write the index atomically when anything changed (files no longer found are
+        dropped: the index becomes exactly what this check saw)."""
+        if not self.dirty and len(self.fresh) == len(self.entries):
+            return  # nothing parsed and nothing gone (every fresh path was an old entry)
+        region: list[bytes] = []
+        offset = 0
+        table: dict[str, list[Any]] = {}
+        for path, packed in self.fresh.items():
+            blob = packed[5]
+            if isinstance(blob, tuple):
+                blob = self.blobs[blob[0]:blob[0] + blob[1]]
+            if blob is not None:
+                region.append(blob)
+                packed = [*packed[:5], (offset, len(blob)), packed[6]]
+                offset += len(blob)
+            table[path] = packed
+        head = marshal.dumps({"format": INDEX_FORMAT, "files": table})
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:
-            fh.write(marshal.dumps({"format": INDEX_FORMAT, "files": self.entries}))
+            fh.write(_MAGIC + len(head).to_bytes(8, "little") + head + b"".join(region))
         os.replace(tmp, self.path)
 
 
@@ -241,7 +282,7 @@ def _walk(top: str) -> list[tuple[str, os.stat_result | OSError]]:
     stack = [top]
     while stack:
         try:
-            entries = sorted(os.scandir(stack.pop()), key=_name)
+            entries = sorted(os.scandir(stack.pop()), key=_NAME)
         except OSError:  # vanished, not a directory, or not readable
             continue
         subdirs = []
@@ -273,8 +314,7 @@ def _unreadable(path: str, exc: OSError) -> str:
     return f"{path}: cannot read: {exc.strerror}"
 
 
-def _name(entry: os.DirEntry[str]) -> str:
-    return entry.name
+_NAME = operator.attrgetter("name")
 
 
 def _parse(path: Path, stat: os.stat_result) -> Entry:
@@ -290,7 +330,7 @@ def _parse(path: Path, stat: os.stat_result) -> Entry:
         return Entry(stat.st_mtime_ns, stat.st_size, digest, "", [], None, str(exc))
     data = _plain(data)
     tags = data["tags"]
-    tags = split_tags(tags) if isinstance(tags, str) else [str(t) for t in tags]
+    tags = tuple(split_tags(tags) if isinstance(tags, str) else [str(t) for t in tags])
     return Entry(stat.st_mtime_ns, stat.st_size, digest, data["name"], tags, marshal.dumps(data), None)
 
 
