@@ -172,9 +172,9 @@ def test_two_processes_share_one_cache_entry(recipes, tmp_path, cmx_home) -> Non
         steps: [{{uses: shell, with: {{cmd: [sh, -c, 'echo run >> "$1"; sleep 1', sh, "{tmp_path}/log"]}}}}]
     """)
     cmd = [sys.executable, "-m", "cmx_core.cli.main", "run", "recipe", "--tags=slow", "--recipes", str(recipes.dir)]
-    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(2)]
-    codes = [p.wait(timeout=60) for p in procs]
-    assert codes == [0, 0]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in results]
     assert _runs(tmp_path / "log") == 1
     assert len(Cache().entries()) == 1
 

@@ -120,15 +120,22 @@ class ResultStore:
             raise self._corrupt(f"unexpected tables {sorted(tables - _TABLES)}")
         if not write:
             return
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            _create(conn)  # not executescript: it would COMMIT the open transaction
-            conn.execute(f"PRAGMA user_version = {DB_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        from filelock import FileLock
+
+        # Two cmx processes creating the store at once: switching to WAL cannot wait on a
+        # busy database, so creation is serialised (only ever on the very first writes).
+        with FileLock(str(self.path) + ".init.lock"):
+            if conn.execute("PRAGMA user_version").fetchone()[0] == DB_VERSION:
+                return  # the other process created it meanwhile
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                _create(conn)  # not executescript: it would COMMIT the open transaction
+                conn.execute(f"PRAGMA user_version = {DB_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
     # -- writes ---------------------------------------------------------------------------
 
