@@ -5,7 +5,7 @@ through cmx's harness (``mlperf.loadgen`` step, hf-llm SUT, one child process pe
 and prints LoadGen's numbers; for reference it also times the SUT's generation loop
 directly (no LoadGen). Numbers are printed, never asserted.
 
-    python plugins/mlperf/benchmarks/bench_mlperf_llm.py [--duration 10] [--max-new-tokens 32]
+    python benchmarks/bench_mlperf_llm.py [--duration 10] [--max-new-tokens 32]
 
 GPU check (a device machine): ``--device cuda --dtype bfloat16 --duration 60`` with a larger
 built model (``--hidden-size 1024 --layers 8``) or ``--model-dir DIR``; ``--vllm`` also runs

@@ -3,7 +3,7 @@ process, FastSUT, completer) against the same no-op SUT driven by raw LoadGen, w
 settings, each test in its own process. Target: cmx reaches >= 90 % of raw LoadGen's
 samples/s (Offline) and queries/s (SingleStream).
 
-    .venv/bin/python plugins/mlperf/benchmarks/bench_mlperf_overhead.py [--repeat 3]
+    .venv/bin/python benchmarks/bench_mlperf_overhead.py [--repeat 3]
 """
 
 from __future__ import annotations
