@@ -133,11 +133,16 @@ def pinned_closure(packages: list[LocalPackage]) -> list[str]:
     from packaging.utils import canonicalize_name
 
     own = {canonicalize_name(p.dist) for p in packages}
+    sources = {canonicalize_name(p.dist): p.source for p in packages}
     pins: dict[str, str] = {}
     todo: list[tuple[str, tuple[str, ...]]] = [(p.dist, ("",) + p.extras) for p in packages]
     while todo:
         dist, extras = todo.pop()
-        for line in metadata.requires(dist) or []:
+        source = sources.get(canonicalize_name(dist))
+        # a checkout package's requirements come from its pyproject: it need not be
+        # installed on this host (e.g. cmx-detect in an image built next to cmx-core only)
+        requires = _pyproject_requires(source) if source is not None else metadata.requires(dist)
+        for line in requires or []:
             req = Requirement(line)
             if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in extras):
                 continue
@@ -152,6 +157,21 @@ def pinned_closure(packages: list[LocalPackage]) -> list[str]:
                                    "can be pinned in the image") from None
             todo.append((req.name, ("",) + tuple(req.extras)))
     return [pins[k] for k in sorted(pins)]
+
+
+def _pyproject_requires(source: Path) -> list[str]:
+    """``Requires-Dist``-style lines from a package's pyproject: its dependencies, and each
+    optional dependency with an ``extra == "NAME"`` marker."""
+    import tomllib
+
+    project = tomllib.loads((source / "pyproject.toml").read_text()).get("project", {})
+    lines = list(project.get("dependencies", []))
+    for extra, deps in (project.get("optional-dependencies") or {}).items():
+        for dep in deps:
+            requirement, _, marker = dep.partition(";")
+            condition = f'({marker.strip()}) and extra == "{extra}"' if marker.strip() else f'extra == "{extra}"'
+            lines.append(f"{requirement.strip()}; {condition}")
+    return lines
 
 
 def requirements_key(lines: list[str], python: str) -> str:
