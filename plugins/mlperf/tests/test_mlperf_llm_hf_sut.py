@@ -13,14 +13,9 @@ from cmx_mlperf.harness.step import run_step
 from cmx_mlperf.llm.dataset import SAMPLES
 from cmx_mlperf.llm.errors import ModelDirError, SampleErrors
 from cmx_mlperf.llm.hf_sut import make
-from cmx_mlperf.llm.testing import RecordingCompleter, shared_tiny_llama
+from cmx_mlperf.llm.testing import RecordingCompleter
 from cmx_mlperf.llm.tokens import ids_from_bytes
 from cmx_mlperf.sut import AccuracyEntry, make_sut
-
-
-@pytest.fixture(scope="session")
-def tiny_llama(tmp_path_factory: Any) -> Path:
-    return shared_tiny_llama(tmp_path_factory)
 
 
 @pytest.mark.parametrize("batch_size", [1, 4])

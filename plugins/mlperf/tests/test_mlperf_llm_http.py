@@ -8,7 +8,6 @@ import http.client
 import json
 import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,25 +20,8 @@ from cmx_mlperf.llm.errors import SampleErrors, ServerUnreachable
 from cmx_mlperf.llm.http_sut import OpenAIHttpSUT, make
 from cmx_mlperf.llm.openai_client import Endpoint
 from cmx_mlperf.llm.test_server import Fault, LoopbackServer
-from cmx_mlperf.llm.testing import RecordingCompleter, shared_tiny_llama
+from cmx_mlperf.llm.testing import RecordingCompleter
 from cmx_mlperf.sut import AccuracyEntry
-
-
-@pytest.fixture(scope="session")
-def tiny_llama(tmp_path_factory: Any) -> Path:
-    return shared_tiny_llama(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def server(tiny_llama: Path) -> Iterator[LoopbackServer]:
-    with LoopbackServer(tiny_llama) as srv:
-        yield srv
-
-
-@pytest.fixture
-def faulty(server: LoopbackServer) -> Iterator[LoopbackServer]:
-    yield server
-    server.set_fault(Fault())
 
 
 def _run(sut: OpenAIHttpSUT, n: int, timeout_s: float = 120) -> RecordingCompleter:

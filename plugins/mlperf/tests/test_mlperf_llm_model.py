@@ -15,13 +15,7 @@ from cmx_mlperf.llm.dataset import SAMPLES
 from cmx_mlperf.llm.errors import ModelDirError
 from cmx_mlperf.llm.model_dir import check_llama_dir, load_llama
 from cmx_mlperf.llm.rouge import rouge_metrics
-from cmx_mlperf.llm.testing import shared_tiny_llama
 from cmx_mlperf.llm.tiny_llama import TinyLlamaSpec, build, build_step
-
-
-@pytest.fixture(scope="session")
-def tiny_llama(tmp_path_factory: Any) -> Path:
-    return shared_tiny_llama(tmp_path_factory)
 
 
 def _digests(root: Path) -> dict[str, str]:

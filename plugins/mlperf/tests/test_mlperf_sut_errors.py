@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,28 +21,10 @@ from cmx_mlperf.harness.result import build_part
 from cmx_mlperf.harness.spec import spec_from_params
 from cmx_mlperf.harness.step import run_step
 from cmx_mlperf.llm.test_server import Fault, LoopbackServer
-from cmx_mlperf.llm.testing import shared_tiny_llama
 from cmx_mlperf.sut import ReportsErrors
 
 from cmx_core.errors import StepFailed
 from cmx_core.testing import result_part_problems
-
-
-@pytest.fixture(scope="session")
-def tiny_llama(tmp_path_factory: Any) -> Path:
-    return shared_tiny_llama(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def server(tiny_llama: Path) -> Iterator[LoopbackServer]:
-    with LoopbackServer(tiny_llama) as srv:
-        yield srv
-
-
-@pytest.fixture
-def faulty(server: LoopbackServer) -> Iterator[LoopbackServer]:
-    yield server
-    server.set_fault(Fault())
 
 
 def _token_metrics(part: Any) -> dict[str, Any]:
