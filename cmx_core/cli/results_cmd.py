@@ -26,6 +26,9 @@ _VERDICT_STYLE = {
 }
 
 
+SHORT_ID = 12
+"""Characters of a run id shown in tables (prefixes are accepted everywhere; --json has it all)."""
+
 def add_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -> None:
     """Add ``results`` and its subcommands to ``cmx``'s subparsers; each sets ``handler``.
 
@@ -174,13 +177,13 @@ def _list_table(runs: list[RunSummary]) -> Any:
     from rich.table import Table
 
     table = Table(title="runs (newest first)")
-    table.add_column("run", no_wrap=True)  # ids are what users copy: never cut them
+    table.add_column("run", no_wrap=True)  # a unique prefix: every results command accepts one
     for column in ("created (UTC)", "status", "recipe", "task", "result", "wall s"):
         table.add_column(column, justify="right" if column in ("result", "wall s") else "left")
     for r in runs:
         result = f"{fmt_number(r.result)} {r.units}" if r.units else "-"
         table.add_row(
-            _styled(r.run_id, None), r.created_at[:19].replace("T", " "),
+            _styled(r.run_id[:SHORT_ID], None), r.created_at[:19].replace("T", " "),
             _styled(r.status, _STATUS_STYLE.get(r.status)),
             _styled(r.recipe, None), _styled(r.task, None), _styled(result, None), fmt_number(r.wall_s),
         )
@@ -239,11 +242,11 @@ def _cell_text(cell: Cell) -> str:
 def _compare_table(comparison: Comparison) -> Any:
     from rich.table import Table
 
-    table = Table(title=f"compare (baseline {comparison.runs[0].run_id})")
+    table = Table(title=f"compare (baseline {comparison.runs[0].run_id[:SHORT_ID]})")
     table.add_column("metric")
     table.add_column("unit")
     for run in comparison.runs:
-        table.add_column(_styled(f"{run.run_id}\n{run.recipe} [{run.status}]", None), justify="right")
+        table.add_column(_styled(f"{run.run_id[:SHORT_ID]}\n{run.recipe} [{run.status}]", None), justify="right")
     for row in comparison.metrics:
         units = sorted({c.unit for c in row.cells if c.unit})
         arrow = {None: "", True: " (higher better)", False: " (lower better)"}[row.higher_is_better]
