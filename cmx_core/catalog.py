@@ -22,8 +22,16 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmx_core import paths
+from cmx_core.datautil import atomic_write
 from cmx_core.errors import CmxError
-from cmx_core.recipe import Recipe, digest_of, parse_yaml, recipe_from_data, split_tags, validate_recipe_data
+from cmx_core.recipe import (
+    Recipe,
+    digest_of,
+    parse_yaml,
+    recipe_from_data,
+    split_tags,
+    validate_recipe_data,
+)
 
 INDEX_FORMAT = 4
 SUFFIXES = (".yaml", ".yml")
@@ -262,11 +270,7 @@ class Index:
                 offset += len(blob)
             table[path] = packed
         head = marshal.dumps({"format": INDEX_FORMAT, "files": table})
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(_MAGIC + len(head).to_bytes(8, "little") + head + b"".join(region))
-        os.replace(tmp, self.path)
+        atomic_write(self.path, _MAGIC + len(head).to_bytes(8, "little") + head + b"".join(region))
 
 
 def _walk(top: str) -> list[tuple[str, os.stat_result | OSError]]:

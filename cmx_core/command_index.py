@@ -58,11 +58,9 @@ def write_summaries(commands: list[tuple[str, str]], module_files: list[str]) ->
         "files": {path: _mtime(path) for path in module_files},
         "commands": commands,
     }
-    path = _cache_file()
+    from cmx_core.datautil import atomic_write
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record))
-        os.replace(tmp, path)
+        atomic_write(_cache_file(), json.dumps(record))
     except OSError:
         pass

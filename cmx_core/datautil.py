@@ -38,3 +38,22 @@ def iter_strings(value: Any) -> Iterator[str]:
     elif isinstance(value, (list, tuple)):
         for v in value:
             yield from iter_strings(v)
+
+
+def atomic_write(target: Path, data: bytes | str) -> None:
+    """Write ``data`` to ``target`` through a unique temporary file in the same directory
+    and ``os.replace``: readers see the old file or the new one, never half of it. The
+    directory is created if needed; an OSError leaves no temporary file behind."""
+    import os
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

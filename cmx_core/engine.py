@@ -60,7 +60,11 @@ def plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     session = session or open_session(recipes_dirs, facts_file)
     query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
     resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step)
-    resolution = resolver.resolve(query.tags, query.inputs)
+    return _build(resolver.resolve(query.tags, query.inputs), query, session)
+
+
+def _build(resolution: Any, query: PlanQuery, session: Session) -> Plan:
+    """The plan of a resolution: cache keys and would-hit status per node."""
     versions = {name: step.version for name, step in session.registry.steps.items()}
     shadowed = {name: [i.path for i in lst] for name, lst in session.catalog.shadowed_listed.items()}
     return build_plan(resolution, query, versions, session.facts.source, session.facts_file,
@@ -99,11 +103,10 @@ def explain(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, 
             recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None) -> Explanation:
     """Resolve like :func:`plan`, but keep the reasoning, also when resolution fails."""
     session = open_session(recipes_dirs, facts_file)
-    query_tags = _tags(tags)
+    query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
     resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step)
     try:
-        resolver.resolve(query_tags, dict(inputs or {}))
-        result = plan(query_tags, inputs, session=session)
+        result = _build(resolver.resolve(query.tags, query.inputs), query, session)
     except CmxError as exc:
         return Explanation(resolver.decisions, None, str(exc))
     misses = {n.id: cache_miss_reasons(session.cache, n) for n in result.nodes if n.cache_status == "miss"}
@@ -162,14 +165,15 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     else ``local``; ``options`` are the executor's own (see its documentation)."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
+    locked = None
     if lock:
         from cmx_core.lock import read_lock
 
-        locked_query = read_lock(Path(lock))["query"]
-        recipes_dirs = recipes_dirs or locked_query.get("recipes_dirs") or ()
-        facts_file = facts_file or locked_query.get("facts_file")
+        locked = read_lock(Path(lock))
+        recipes_dirs = recipes_dirs or locked["query"].get("recipes_dirs") or ()
+        facts_file = facts_file or locked["query"].get("facts_file")
     session = open_session(recipes_dirs, facts_file)
-    the_plan = replay(lock, session) if lock else plan(tags, inputs, session=session)
+    the_plan = replay(locked, Path(lock), session) if locked else plan(tags, inputs, session=session)
     chosen = _executor(session, the_plan, executor)
     reserved = sorted(RESERVED_OPTIONS & set(options or {}))
     if reserved:
@@ -229,14 +233,13 @@ def _executor(session: Session, the_plan: Plan, name: str | None) -> Any:
     return chosen
 
 
-def replay(lock: str | Path, session: Session) -> Plan:
-    """Resolve a lockfile's query; a ResolveError if anything differs from the lock."""
-    from cmx_core.lock import check_drift, lock_document, read_lock
+def replay(locked: Mapping[str, Any], lock_path: Path, session: Session) -> Plan:
+    """Resolve a lockfile's (already read) query; a ResolveError if anything differs."""
+    from cmx_core.lock import check_drift, lock_document
 
-    locked = read_lock(Path(lock))
     query = locked["query"]
     the_plan = plan(query.get("tags", []), query.get("inputs", {}), session=session)
-    check_drift(locked, lock_document(the_plan, _plugins(session.registry)), Path(lock))
+    check_drift(locked, lock_document(the_plan, _plugins(session.registry)), lock_path)
     return the_plan
 
 
@@ -315,9 +318,9 @@ def _index(document: dict[str, Any], result_path: Path) -> None:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(value, indent=2, sort_keys=True, default=str))
-    os.replace(tmp, path)
+    from cmx_core.datautil import atomic_write
+
+    atomic_write(path, json.dumps(value, indent=2, sort_keys=True, default=str))
 
 
 # -- catalog and facts --------------------------------------------------------------------

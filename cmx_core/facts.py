@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 import time
 from collections.abc import Mapping
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core import paths
+from cmx_core.datautil import atomic_write
 from cmx_core.errors import CmxError, ResolveError
 from cmx_core.providers import Detector
 
@@ -138,10 +138,7 @@ def _write_cached(path: Path, detector: Detector, fingerprint: str, value: Any) 
     record = {"plugin": detector.plugin, "version": detector.version, "fingerprint": fingerprint,
               "created": time.time(), "value": value}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record))
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(record))
     except OSError as exc:
         print(f"cmx: warning: cannot cache fact '{detector.name}': {exc.strerror}", file=sys.stderr)
 

@@ -232,11 +232,10 @@ def _discover() -> list[EntrySpec]:
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         pass
     entries = _scan_entry_points()
+    from cmx_core.datautil import atomic_write
+
     try:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"fingerprint": fingerprint, "entries": [e._asdict() for e in entries]}))
-        os.replace(tmp, cache_file)
+        atomic_write(cache_file, json.dumps({"fingerprint": fingerprint, "entries": [e._asdict() for e in entries]}))
     except OSError:
         pass
     return entries

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cmx_core.datautil import atomic_write
 from cmx_core.errors import ResultsError
 from cmx_core.results.validate import validate_document
 
@@ -37,20 +37,12 @@ def dumps(document: Mapping[str, Any], source: str) -> str:
 
 
 def atomic_write_text(target: Path, text: str) -> None:
-    """Write ``text`` to ``target`` through ``target.<pid>.<n>.tmp`` + ``os.replace``."""
+    """Write ``text`` to ``target`` atomically (see :func:`cmx_core.datautil.atomic_write`)."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ResultsError(f"{target.parent}: cannot create directory ({exc.strerror})") from None
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{id(text):x}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
+        atomic_write(target, text)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise ResultsError(f"{target}: cannot write ({exc.strerror or exc})") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
