@@ -163,7 +163,7 @@ def test_corrupt_index_is_rebuilt_with_a_warning(recipes, cmx_home, capsys) -> N
     assert catalog.get("a") is not None
     err = capsys.readouterr().err
     assert f"recipe index {index_file} is corrupt; rebuilding it" in err
-    assert Index(index_file).entries  # rebuilt on disk
+    assert Index(index_file).dirs  # rebuilt on disk
 
 
 def test_requires_against_a_facts_file(recipes, tmp_path) -> None:
