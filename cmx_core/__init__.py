@@ -6,7 +6,9 @@ are re-exported lazily so that ``import cmx_core`` stays cheap).
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

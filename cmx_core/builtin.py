@@ -8,7 +8,6 @@ Plugin detectors of the same names (cmx-detect) replace these.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +15,14 @@ from typing import TYPE_CHECKING, Any
 from cmx_core.errors import StepFailed, UsageError
 from cmx_core.hookspecs import hookimpl
 from cmx_core.providers import Detector, Executor, StepContext, StepOutput, StepType
+from cmx_core.sysfacts import (
+    detect_container,
+    detect_cpu,
+    detect_host,
+    detect_memory,
+    detect_os,
+    detect_python,
+)
 
 if TYPE_CHECKING:
     import subprocess
@@ -78,7 +85,7 @@ def _run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float
             RUNNING.discard(proc)
 
 
-RUNNING: set[subprocess.Popen[bytes]] = set()  # noqa: F821 - annotation only
+RUNNING: set[subprocess.Popen[bytes]] = set()
 """Processes started by shell steps; killed when a run is interrupted."""
 
 
@@ -148,96 +155,6 @@ def facts_step(ctx: StepContext) -> StepOutput:
     if isinstance(names, str):
         names = [names]
     return StepOutput(outputs={str(name): ctx.facts[str(name)] for name in names})
-
-
-# -- detectors ----------------------------------------------------------------------------
-
-
-def detect_os() -> dict[str, Any]:
-    import platform
-
-    info = _os_release()
-    libc_name, libc_version = platform.libc_ver()
-    return {
-        "name": platform.system().lower(),
-        "distro": info.get("NAME", ""),
-        "version": info.get("VERSION_ID", ""),
-        "kernel": platform.release(),
-        "arch": platform.machine(),
-        "libc": f"{libc_name} {libc_version}".strip(),
-    }
-
-
-def _os_release() -> dict[str, str]:
-    try:
-        text = Path("/etc/os-release").read_text()
-    except OSError:
-        return {}
-    pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
-    return {k: v.strip().strip('"') for k, v in pairs}
-
-
-def detect_cpu() -> dict[str, Any]:
-    fields: dict[str, str] = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
-    return {
-        "vendor": fields.get("vendor_id", ""),
-        "model": fields.get("model name", os.uname().machine),
-        "sockets": None,
-        "cores": None,
-        "threads": os.cpu_count(),
-        "frequency_mhz": float(fields["cpu MHz"]) if "cpu MHz" in fields else None,
-        "flags": sorted(set(fields.get("flags", "").split())),
-    }
-
-
-def detect_memory() -> dict[str, Any]:
-    values: dict[str, int] = {}
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            key, _, rest = line.partition(":")
-            if key in ("MemTotal", "MemAvailable"):
-                values[key] = int(rest.split()[0]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return {"total_bytes": values.get("MemTotal"), "available_bytes": values.get("MemAvailable")}
-
-
-def detect_python() -> dict[str, Any]:
-    import platform
-
-    return {
-        "version": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "executable": sys.executable,
-    }
-
-
-def detect_host() -> dict[str, Any]:
-    """Host name and system kind; ``CMX_SYSTEM_TYPE`` (datacenter, edge, workstation, ci)
-    and ``CMX_NUMBER_OF_NODES`` say what cannot be probed."""
-    nodes = os.environ.get("CMX_NUMBER_OF_NODES", "1")
-    return {
-        "name": os.uname().nodename,
-        "type": os.environ.get("CMX_SYSTEM_TYPE") or None,
-        "number_of_nodes": int(nodes) if nodes.isdigit() else 1,
-    }
-
-
-def detect_container() -> dict[str, Any] | None:
-    """The container this process runs in, as a container executor declared it through
-    ``CMX_CONTAINER_IMAGE``, ``CMX_CONTAINER_DIGEST`` and ``CMX_CONTAINER_RUNTIME``; None
-    when not in a cmx-started container."""
-    image = os.environ.get("CMX_CONTAINER_IMAGE")
-    if not image:
-        return None
-    return {"image": image, "digest": os.environ.get("CMX_CONTAINER_DIGEST") or None,
-            "runtime": os.environ.get("CMX_CONTAINER_RUNTIME") or None}
 
 
 # -- hooks --------------------------------------------------------------------------------

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 from cmx_core import __version__
 
@@ -33,16 +35,17 @@ def _mtime(path: str) -> int:
         return 0
 
 
-def _cache_file() -> Path:
+def _cache_file() -> str:
     from cmx_core import paths
 
-    return paths.cache_dir() / FILE
+    return os.path.join(paths.cache_root(), FILE)
 
 
 def read_summaries() -> list[tuple[str, str]] | None:
     """The cached ``(name, summary)`` of every plugin command, or None when stale."""
     try:
-        record = json.loads(_cache_file().read_text())
+        with open(_cache_file(), encoding="utf-8") as handle:
+            record = json.load(handle)
         if record["fingerprint"] != discovery_fingerprint():
             return None
         if any(_mtime(path) != mtime for path, mtime in record["files"].items()):

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+import os
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # import-light: the warm-run replay uses these helpers
+    from collections.abc import Iterator
+    from pathlib import Path
+    from typing import Any
 
 
 def freeze(value: Any) -> Any:
@@ -23,8 +28,24 @@ def thaw(value: Any) -> Any:
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [thaw(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value
+
+
+def to_plain(value: Any) -> Any:
+    """Dataclasses, paths, tuples and sets to JSON-ready data (what a detector returns
+    becomes what the fact cache stores)."""
+    if hasattr(type(value), "__dataclass_fields__") and not isinstance(value, type):
+        import dataclasses
+
+        return to_plain(dataclasses.asdict(value))
+    if isinstance(value, Mapping):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_plain(v) for v in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
     return value
 
 
@@ -40,20 +61,23 @@ def iter_strings(value: Any) -> Iterator[str]:
             yield from iter_strings(v)
 
 
-def atomic_write(target: Path, data: bytes | str) -> None:
+def atomic_write(target: str | Path, data: bytes | str) -> None:
     """Write ``data`` to ``target`` through a unique temporary file in the same directory
     and ``os.replace``: readers see the old file or the new one, never half of it. The
     directory is created if needed; an OSError leaves no temporary file behind."""
-    import os
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    path = os.fspath(target)
+    directory, name = os.path.split(path)
+    os.makedirs(directory or ".", exist_ok=True)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     raw = data.encode("utf-8") if isinstance(data, str) else data
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         with os.fdopen(fd, "wb") as handle:
             handle.write(raw)
-        os.replace(tmp, target)
+        os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
         raise

@@ -3,48 +3,67 @@ it installs into — never to the current directory or to package directories.
 
 ``CMX_HOME`` puts everything under one directory (tests use it); otherwise
 ``CMX_CACHE_DIR`` / ``CMX_DATA_DIR`` or the platform's user cache and data directories.
+The ``*_root`` functions return strings and import nothing (the warm-run replay uses them);
+the others return :class:`pathlib.Path`.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
-def _home() -> Path | None:
-    home = os.environ.get("CMX_HOME")
-    return Path(home).expanduser().resolve() if home else None
+def _resolved(path: str) -> str:
+    return os.path.realpath(os.path.expanduser(path))
 
 
-def cache_dir() -> Path:
+def cache_root() -> str:
     """The cache root: content-addressed entries, the recipe index, detected facts."""
     explicit = os.environ.get("CMX_CACHE_DIR")
     if explicit:
-        return Path(explicit).expanduser().resolve()
-    home = _home()
+        return _resolved(explicit)
+    home = os.environ.get("CMX_HOME")
     if home:
-        return home / "cache"
+        return os.path.join(_resolved(home), "cache")
     import platformdirs
 
-    return Path(platformdirs.user_cache_dir("cmx", appauthor=False))
+    return str(platformdirs.user_cache_dir("cmx", appauthor=False))
 
 
-def data_dir() -> Path:
+def data_root() -> str:
     """The data root: run directories and the results database."""
     explicit = os.environ.get("CMX_DATA_DIR")
     if explicit:
-        return Path(explicit).expanduser().resolve()
-    home = _home()
+        return _resolved(explicit)
+    home = os.environ.get("CMX_HOME")
     if home:
-        return home / "data"
+        return os.path.join(_resolved(home), "data")
     import platformdirs
 
-    return Path(platformdirs.user_data_dir("cmx", appauthor=False))
+    return str(platformdirs.user_data_dir("cmx", appauthor=False))
+
+
+def cache_dir() -> Path:
+    from pathlib import Path
+
+    return Path(cache_root())
+
+
+def data_dir() -> Path:
+    from pathlib import Path
+
+    return Path(data_root())
 
 
 def runs_dir() -> Path:
     return data_dir() / "runs"
 
 
+RESULTS_DB = "results.sqlite"
+
+
 def results_db() -> Path:
-    return data_dir() / "results.sqlite"
+    return data_dir() / RESULTS_DB

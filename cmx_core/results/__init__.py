@@ -11,19 +11,18 @@ Importing this package costs nothing: the names below load their module on first
 
 from __future__ import annotations
 
-from importlib import import_module
-from pathlib import Path
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = "1.0"
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "result.schema.json"
+RESULT_FILE = "result.json"
 
 _LAZY = {
     "RunRecord": "document",
     "build_document": "document",
     "validate_document": "validate",
     "write_result": "writer",
-    "RESULT_FILE": "writer",
     "ResultStore": "store",
     "StoredResult": "records",
     "RunSummary": "records",
@@ -33,11 +32,17 @@ _LAZY = {
     "export_results": "export",
 }
 
-__all__ = ["SCHEMA_PATH", "SCHEMA_VERSION", *_LAZY]
+__all__ = ["RESULT_FILE", "SCHEMA_PATH", "SCHEMA_VERSION", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "SCHEMA_PATH":  # the published schema file (a Path: imports pathlib)
+        from pathlib import Path
+
+        return Path(__file__).resolve().parent.parent / "schemas" / "result.schema.json"
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
     return getattr(import_module(f"{__name__}.{module}"), name)

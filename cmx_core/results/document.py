@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import ResultsError
 from cmx_core.results import facts_map
+from cmx_core.results.gitinfo import engine_git_commit
 from cmx_core.results.validate import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -233,41 +234,5 @@ def json_safe(value: Any) -> Any:
     if is_dataclass(value) and not isinstance(value, type):
         return {f.name: json_safe(getattr(value, f.name)) for f in fields(value)}
     return str(value)
-
-
-_GIT_COMMIT: list[str | None] = []
-
-
-def engine_git_commit() -> str | None:
-    """The commit of a cmx-core source checkout (editable install), read from ``.git``
-    without running git; None for an installed wheel. Computed once per process."""
-    if not _GIT_COMMIT:
-        _GIT_COMMIT.append(_read_git_commit(Path(__file__).resolve().parents[2] / ".git"))
-    return _GIT_COMMIT[0]
-
-
-def _read_git_commit(git_dir: Path) -> str | None:
-    try:
-        if git_dir.is_file():  # a worktree: ".git" holds "gitdir: PATH"
-            git_dir = Path(git_dir.read_text(encoding="utf-8").split(":", 1)[1].strip())
-        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
-        if not head.startswith("ref: "):
-            return head if _is_sha(head) else None
-        ref = head[len("ref: "):]
-        ref_file = git_dir / ref
-        if ref_file.is_file():
-            sha = ref_file.read_text(encoding="utf-8").strip()
-            return sha if _is_sha(sha) else None
-        for line in (git_dir / "packed-refs").read_text(encoding="utf-8").splitlines():
-            if line.endswith(" " + ref):
-                sha = line.split(" ", 1)[0]
-                return sha if _is_sha(sha) else None
-    except (OSError, UnicodeDecodeError):
-        return None
-    return None
-
-
-def _is_sha(text: str) -> bool:
-    return 7 <= len(text) <= 64 and all(c in "0123456789abcdef" for c in text)
 
 

@@ -8,17 +8,20 @@ user's back: a file that is not a readable cmx results database is reported with
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import ResultsError
+from cmx_core.results import RESULT_FILE
 from cmx_core.results.validate import validate_document
-from cmx_core.results.writer import RESULT_FILE
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # import-light: every run (the warm-run replay included) indexes its result
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
+    from pathlib import Path
+    from typing import Any
+
     from cmx_core.results.records import ReindexReport, RunSummary, StoredResult
 
 DB_VERSION = 1
@@ -61,8 +64,14 @@ _COLUMNS = (
 class ResultStore:
     """Index of result documents in one SQLite file (WAL mode, safe across processes)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._file = os.fspath(path)
+
+    @property
+    def path(self) -> Path:
+        from pathlib import Path
+
+        return Path(self._file)
 
     # -- connection -----------------------------------------------------------------------
 
@@ -76,7 +85,7 @@ class ResultStore:
     @contextmanager
     def _connect(self, *, write: bool) -> Iterator[sqlite3.Connection]:
         """Open (creating for writes), check the layout, and map every sqlite error."""
-        if not write and not self.path.exists():
+        if not write and not os.path.exists(self._file):
             empty = sqlite3.connect(":memory:")  # an empty store: nothing indexed yet
             try:
                 yield empty
@@ -85,8 +94,8 @@ class ResultStore:
             return
         try:
             if write:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+                os.makedirs(os.path.dirname(self._file), exist_ok=True)
+            conn = sqlite3.connect(self._file, timeout=30, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise ResultsError(f"{self.path}: cannot open the results database ({exc})") from None
         try:
@@ -124,7 +133,7 @@ class ResultStore:
 
         # Two cmx processes creating the store at once: switching to WAL cannot wait on a
         # busy database, so creation is serialised (only ever on the very first writes).
-        with FileLock(str(self.path) + ".init.lock"):
+        with FileLock(self._file + ".init.lock"):
             if conn.execute("PRAGMA user_version").fetchone()[0] == DB_VERSION:
                 return  # the other process created it meanwhile
             conn.execute("PRAGMA journal_mode=WAL")
@@ -142,7 +151,7 @@ class ResultStore:
     def index(self, document: Mapping[str, Any], result_path: Path) -> None:
         """Add (or replace: re-indexing a run is idempotent) one run, in one transaction."""
         validate_document(document, source=str(result_path))
-        row = _row(document, Path(result_path))
+        row = _row(document, result_path)
         metrics = _metric_rows(document)
         with self._connect(write=True) as conn:
             _in_transaction(conn, lambda: _insert(conn, row, metrics))
@@ -162,7 +171,7 @@ class ResultStore:
         with self._connect(write=True) as conn:
             def work() -> None:
                 for (run_id, path) in conn.execute("SELECT run_id, result_path FROM runs").fetchall():
-                    if not Path(path).is_file():
+                    if not os.path.isfile(path):
                         conn.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
                         conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
                         report.dropped.append(run_id)
@@ -192,6 +201,8 @@ class ResultStore:
         if len(rows) > 1:
             shown = ", ".join(r[0] for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
             raise ResultsError(f"run prefix {run!r} is ambiguous: it matches {shown}; give more characters")
+        from pathlib import Path
+
         return rows[0][0], Path(rows[0][1])
 
     def get(self, run: str) -> StoredResult:
@@ -225,6 +236,8 @@ class ResultStore:
 
     def list(self, limit: int = 20, recipe: str | None = None, status: str | None = None) -> list[RunSummary]:  # noqa: A003
         """The newest ``limit`` runs, optionally only one recipe's or one status'."""
+        from pathlib import Path
+
         from cmx_core.results.records import RunSummary
 
         where, params = [], []
@@ -270,7 +283,7 @@ def _insert(conn: sqlite3.Connection, row: tuple[Any, ...], metrics: list[tuple[
     conn.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?)", metrics)
 
 
-def _row(document: Mapping[str, Any], result_path: Path) -> tuple[Any, ...]:
+def _row(document: Mapping[str, Any], result_path: str | os.PathLike[str]) -> tuple[Any, ...]:
     benchmark = document["benchmark"]
     primary = benchmark.get("primary_metric")
     metric = document["metrics"].get(primary) if primary else None
@@ -286,7 +299,7 @@ def _row(document: Mapping[str, Any], result_path: Path) -> tuple[Any, ...]:
         metric["value"] if metric else None,
         metric["unit"] if metric else None,
         document["timing"]["wall_s"],
-        str(result_path.resolve()),
+        os.path.realpath(result_path),
         document["schema_version"],
     )
 
@@ -319,6 +332,8 @@ def _read_document(path: Path) -> dict[str, Any]:
 
 
 def _result_files(dirs: Iterable[Path]) -> list[Path]:
+    from pathlib import Path
+
     found: list[Path] = []
     for base in dirs:
         base = Path(base)

@@ -7,8 +7,10 @@ The schema check runs the validator generated ahead of time (``_validator.py``, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 from cmx_core.errors import ResultsError
 from cmx_core.results import SCHEMA_VERSION  # re-exported

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+import os
 
 from cmx_core.datautil import atomic_write
 from cmx_core.errors import ResultsError
+from cmx_core.results import RESULT_FILE
 from cmx_core.results.validate import validate_document
 
-RESULT_FILE = "result.json"
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
+
+__all__ = ["RESULT_FILE", "atomic_write_text", "dumps", "write_result"]
 
 
 def write_result(run_dir: Path, document: Mapping[str, Any]) -> Path:
@@ -20,8 +25,9 @@ def write_result(run_dir: Path, document: Mapping[str, Any]) -> Path:
     Readers see either the previous file or the complete new one, never a partial write;
     on any failure nothing is left behind (the temp file is removed).
     """
-    run_dir = Path(run_dir)
-    target = run_dir / RESULT_FILE
+    from pathlib import Path
+
+    target = Path(run_dir) / RESULT_FILE
     validate_document(document, source=str(target))
     text = dumps(document, source=str(target))
     atomic_write_text(target, text)
@@ -36,12 +42,13 @@ def dumps(document: Mapping[str, Any], source: str) -> str:
         raise ResultsError(f"{source}: result document is not JSON data: {exc}") from None
 
 
-def atomic_write_text(target: Path, text: str) -> None:
+def atomic_write_text(target: str | Path, text: str) -> None:
     """Write ``text`` to ``target`` atomically (see :func:`cmx_core.datautil.atomic_write`)."""
+    parent = os.path.dirname(os.fspath(target))
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(parent, exist_ok=True)
     except OSError as exc:
-        raise ResultsError(f"{target.parent}: cannot create directory ({exc.strerror})") from None
+        raise ResultsError(f"{parent}: cannot create directory ({exc.strerror})") from None
     try:
         atomic_write(target, text)
     except OSError as exc:

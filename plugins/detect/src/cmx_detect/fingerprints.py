@@ -11,9 +11,12 @@ import hashlib
 import os
 import posixpath
 import sys
-from collections.abc import Iterable
 
-from cmx_detect.source import Source
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # import-light: cmx-core's warm-run replay calls these by reference
+    from collections.abc import Iterable
+
+    from cmx_detect.source import Source
 
 
 def _digest(parts: Iterable[object]) -> str:

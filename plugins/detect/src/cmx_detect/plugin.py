@@ -6,25 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cmx_core.api import Command, Detector, hookimpl
-
-if TYPE_CHECKING:
-    from cmx_detect.source import Source
+from cmx_detect.live import bound
 
 PLUGIN = "cmx-detect"
-_SOURCE: Source | None = None
-
-
-def _bound(fn: Callable[[Source], Any]) -> Any:
-    """``fn(live source)``; the live source is created on first use."""
-    global _SOURCE
-    if _SOURCE is None:
-        from cmx_detect.source import LiveSource
-
-        _SOURCE = LiveSource()
-    return fn(_SOURCE)
 
 
 @hookimpl
@@ -32,8 +19,8 @@ def cmx_register_detectors(register: Callable[[Detector], None]) -> None:
     from cmx_detect.detectors import SPECS
 
     for spec in SPECS:
-        register(Detector(name=spec.name, summary=spec.summary, detect=partial(_bound, spec.detect),
-                          fingerprint=partial(_bound, spec.fingerprint), ttl_s=spec.ttl_s, plugin=PLUGIN,
+        register(Detector(name=spec.name, summary=spec.summary, detect=partial(bound, spec.detect),
+                          fingerprint=partial(bound, spec.fingerprint), ttl_s=spec.ttl_s, plugin=PLUGIN,
                           check=_check_accelerator if spec.name == "accelerator" else None))
 
 

@@ -10,15 +10,15 @@ parsing code after the source is the same for both.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections import namedtuple
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # import-light: cmx-core's warm-run replay checks fingerprints through this
     import subprocess
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
     from cmx_detect.nvml import NvmlSession
 
@@ -51,16 +51,12 @@ print("CMX-NVML " + json.dumps({"calls": calls}))
 MAX_READ_BYTES = 1 << 20
 
 
-@dataclass(frozen=True)
-class ProbeResult:
-    """What one external program said. ``error`` is set when it could not run or timed out."""
+class ProbeResult(namedtuple("ProbeResult", "argv returncode stdout stderr timed_out error",
+                             defaults=(False, None))):
+    """What one external program said (``argv``, ``returncode``, ``stdout``, ``stderr``,
+    ``timed_out``, ``error``). ``error`` is set when it could not run or timed out."""
 
-    argv: tuple[str, ...]
-    returncode: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    error: str | None = None
+    __slots__ = ()
 
     @property
     def ok(self) -> bool:
@@ -74,10 +70,10 @@ class ProbeResult:
         return f"{self.argv[0]} exited with {self.returncode}" + (f": {tail}" if tail else "")
 
 
-@dataclass(frozen=True)
-class FileStat:
-    size: int
-    mtime_ns: int
+class FileStat(namedtuple("FileStat", "size mtime_ns")):
+    """A file's size and modification time."""
+
+    __slots__ = ()
 
 
 class Source(ABC):
@@ -151,7 +147,7 @@ class LiveSource(Source):
         for directory in (self.env("PATH") or "").split(os.pathsep):
             if not directory:
                 continue
-            hit = shutil.which(name, path=directory)
+            hit = _executable_in(directory, name)
             if hit and os.path.abspath(hit) not in found:
                 found.append(os.path.abspath(hit))
         return found
@@ -184,6 +180,13 @@ class LiveSource(Source):
     def nvml(self) -> NvmlSession:
         """NVML queried in a child interpreter with a timeout (see :data:`NVML_CHILD`)."""
         return nvml_in_subprocess(NVML_TIMEOUT_S)
+
+
+def _executable_in(directory: str, name: str) -> str | None:
+    """``directory/name`` if it is an executable file (what :func:`shutil.which` checks on
+    POSIX for one directory, without importing shutil)."""
+    path = os.path.join(directory, name)
+    return path if os.access(path, os.F_OK | os.X_OK) and not os.path.isdir(path) else None
 
 
 def run_command(argv: Sequence[str], timeout_s: float) -> ProbeResult:

@@ -1,0 +1,49 @@
+"""The git commit of a cmx-core source checkout, read from ``.git`` without running git.
+
+Import-light (``os`` only): every run's result records it, the warm-run replay included.
+"""
+
+from __future__ import annotations
+
+import os
+
+_GIT_COMMIT: list[str | None] = []
+
+
+def engine_git_commit() -> str | None:
+    """The commit of a cmx-core source checkout (editable install), read from ``.git``
+    without running git; None for an installed wheel. Computed once per process."""
+    if not _GIT_COMMIT:
+        package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+        _GIT_COMMIT.append(_read_git_commit(os.path.join(os.path.dirname(package), ".git")))
+    return _GIT_COMMIT[0]
+
+
+def _text(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _read_git_commit(git_dir: str) -> str | None:
+    try:
+        if os.path.isfile(git_dir):  # a worktree: ".git" holds "gitdir: PATH"
+            git_dir = _text(git_dir).split(":", 1)[1].strip()
+        head = _text(os.path.join(git_dir, "HEAD")).strip()
+        if not head.startswith("ref: "):
+            return head if _is_sha(head) else None
+        ref = head[len("ref: "):]
+        ref_file = os.path.join(git_dir, ref)
+        if os.path.isfile(ref_file):
+            sha = _text(ref_file).strip()
+            return sha if _is_sha(sha) else None
+        for line in _text(os.path.join(git_dir, "packed-refs")).splitlines():
+            if line.endswith(" " + ref):
+                sha = line.split(" ", 1)[0]
+                return sha if _is_sha(sha) else None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _is_sha(text: str) -> bool:
+    return 7 <= len(text) <= 64 and all(c in "0123456789abcdef" for c in text)
