@@ -27,6 +27,7 @@ from cmx_core.plugins import Registry, call_event, get_registry
 from cmx_core.providers import ExecutionRequest
 from cmx_core.recipe import Recipe, split_tags
 from cmx_core.resolve import Decision, Resolver
+from cmx_core.runids import new_run_id, run_dir_name
 
 
 class Session(NamedTuple):
@@ -147,6 +148,8 @@ class RunResult(NamedTuple):
     result_path: Path
     document: dict[str, Any]
     plan: Plan
+    session: Session | None = None
+    """What the run used (plugins, catalog, facts), for callers that inspect it further."""
 
     @property
     def status(self) -> str:
@@ -192,7 +195,7 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     _index(document, result_path)
     if document.get("status") == "error":
         raise _run_failure(document, result_path)
-    return RunResult(run_id, run_dir, result_path, document, the_plan)
+    return RunResult(run_id, run_dir, result_path, document, the_plan, session)
 
 
 def _run_failure(document: Mapping[str, Any], result_path: Path) -> CmxError:
@@ -243,23 +246,13 @@ def replay(locked: Mapping[str, Any], lock_path: Path, session: Session) -> Plan
     return the_plan
 
 
-def new_run_id() -> str:
-    """A random (version 4) UUID string, without importing :mod:`uuid` (and platform)."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
 def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:
     if output is not None:
         run_dir = Path(output).expanduser().resolve()
         if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
             raise UsageError(f"--output {run_dir}: exists and is not an empty directory; choose a new one")
     else:
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        run_dir = paths.runs_dir() / f"{stamp}-{recipe}-{run_id[:8]}"
+        run_dir = paths.runs_dir() / run_dir_name(recipe, run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     return run_dir
 

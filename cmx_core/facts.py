@@ -9,7 +9,6 @@ check, a template, the result's ``system`` section). Detector results are cached
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core import paths
-from cmx_core.datautil import atomic_write
+from cmx_core.datautil import atomic_write, to_plain
 from cmx_core.errors import CmxError, ResolveError
 from cmx_core.providers import Detector
 
@@ -37,6 +36,9 @@ class FactStore:
         self.use_cache = use_cache
         self._values: dict[str, Any] = {}
         self.errors: dict[str, str] = {}
+        self.used: dict[str, tuple[Detector, str]] = {}
+        """Each detector this store consulted, with the fingerprint its value was valid for
+        (what the warm-run replay must check again; see :mod:`cmx_core.replay_record`)."""
 
     @classmethod
     def from_file(cls, path: Path, detectors: Mapping[str, Detector] | None = None) -> FactStore:
@@ -85,11 +87,12 @@ class FactStore:
         return self._detect(detector)
 
     def _detect(self, detector: Detector) -> Any:
-        cache_file = paths.cache_dir() / "facts" / f"{detector.name}.json"
+        cache_file = fact_cache_file(detector.name)
         fingerprint = _fingerprint(detector)
         if self.use_cache and detector.ttl_s:
             cached = _read_cached(cache_file, detector, fingerprint)
             if cached is not None:
+                self.used[detector.name] = (detector, fingerprint)
                 return cached["value"]
         try:
             value = to_plain(detector.detect())
@@ -101,6 +104,7 @@ class FactStore:
             return None
         if detector.ttl_s:
             _write_cached(cache_file, detector, fingerprint, value)
+        self.used[detector.name] = (detector, fingerprint)
         return value
 
     def snapshot(self, names: tuple[str, ...] = SYSTEM_FACTS) -> dict[str, Any]:
@@ -110,6 +114,10 @@ class FactStore:
             if name in self.available():
                 result[name] = self.try_get(name)
         return result
+
+
+def fact_cache_file(name: str) -> Path:
+    return paths.cache_dir() / "facts" / f"{name}.json"
 
 
 def _fingerprint(detector: Detector) -> str:
@@ -141,19 +149,6 @@ def _write_cached(path: Path, detector: Detector, fingerprint: str, value: Any) 
         atomic_write(path, json.dumps(record))
     except OSError as exc:
         print(f"cmx: warning: cannot cache fact '{detector.name}': {exc.strerror}", file=sys.stderr)
-
-
-def to_plain(value: Any) -> Any:
-    """Dataclasses, paths and tuples to JSON-ready data."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_plain(dataclasses.asdict(value))
-    if isinstance(value, Mapping):
-        return {str(k): to_plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_plain(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 def load_facts_file(path: Path) -> dict[str, Any]:

@@ -63,6 +63,8 @@ class Registry:
         self._providers: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
         self._collected: set[str] = set()
         self._recipe_paths: list[tuple[str, Path]] | None = None
+        self.from_entry_points = False
+        """True when exactly the built-ins and the selected entry points were loaded."""
 
     def _kind(self, kind: str) -> dict[str, Any]:
         if kind not in self._collected:
@@ -175,6 +177,7 @@ def load_registry(*, strict: bool = False, extra: Iterable[tuple[str, object]] =
         _load_entry_point(registry, entry)
     for name, module in extra:
         _add(registry, name, name, "0", module)
+    registry.from_entry_points = not extra
     if strict and registry.errors():
         name, error = next(iter(registry.errors().items()))
         raise PluginError(f"plugin '{name}' failed to load: {error} (strict plugin mode)")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import nullcontext
 from typing import Any
 
+from cmx_core.cli.summary import run_summary
 from cmx_core.errors import UsageError
 
 
@@ -148,57 +150,33 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("cmx run: give --tags=... (or --lock FILE to replay a run)")
     if args.lock and (args.tags or args.extra):
         raise UsageError("cmx run: --lock replays the lockfile's own tags and inputs; drop --tags and inputs")
-    with Progress(enabled=not args.json, verbose=args.verbose):
+    observer = _replay_observer(args)
+    with Progress(enabled=not args.json, verbose=args.verbose), observer or nullcontext():
         result = run(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
                      jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
                      output=args.output, executor=executor, lock=args.lock,
                      options=parse_executor_options(args.executor_opt))
+    if observer is not None:
+        observer.remember(result)
     if args.json:
         _print_json(result.document)
     else:
-        print(_run_summary(result.document, result.result_path))
+        print(run_summary(result.document, result.result_path))
     return 0
 
 
-KEY_METRICS = ("tokens_per_second", "samples_per_second", "queries_per_second", "completed_samples_per_second",
-               "ttft_p99_ns", "tpot_p99_ns", "latency_p99_ns", "latency_p90_ns", "top1", "rouge1", "rougeL")
-"""Metrics shown after the primary one in the run summary (the rest are in result.json)."""
+def _replay_observer(args: argparse.Namespace) -> Any:
+    """A recorder for the warm-run memo (see cmx_core.replay) when this invocation is one the
+    replay can reproduce: the default cache, executor and run directory, no facts file."""
+    import os
 
+    if os.environ.get("CMX_NO_REPLAY", "") not in ("", "0") or args.no_cache or args.refresh or args.lock \
+            or args.facts or args.output or args.executor not in (None, "local") or args.container \
+            or args.executor_opt:
+        return None
+    from cmx_core.replay_record import Recorder
 
-def _run_summary(doc: dict[str, Any], path: Any) -> str:
-    bench = doc.get("benchmark", {})
-    lines = [f"{doc['status'].upper()}  {bench.get('task') or doc['software']['recipe']['name']}"
-             f"  ({doc['timing']['wall_s']:.3f} s)  run {doc['run_id'][:8]}"]
-    metrics = doc.get("metrics") or {}
-    primary = bench.get("primary_metric")
-    shown = [primary] if primary in metrics else []
-    shown += [name for name in KEY_METRICS if name in metrics and name not in shown]
-    shown += [name for name in metrics if name not in shown][: max(0, 6 - len(shown))]
-    for name in shown:
-        label = name[:-3] if name.endswith("_ns") and metrics[name].get("unit") == "ns" else name
-        lines.append(f"  {label:<28} {_format_metric(metrics[name])}")
-    if len(metrics) > len(shown):
-        lines.append(f"  ({len(metrics) - len(shown)} more metrics: cmx results show {doc['run_id'][:8]})")
-    for reason in doc.get("invalid_reasons") or []:
-        lines.append(f"  invalid: {reason}")
-    blockers = (doc.get("mlperf") or {}).get("submission_blockers") or []
-    if blockers:
-        lines.append(f"  not submittable ({len(blockers)}): {blockers[0]}" + (" ..." if len(blockers) > 1 else ""))
-    if not metrics:
-        for key, value in (doc.get("outputs") or {}).items():
-            text = json.dumps(value, default=str)
-            lines.append(f"  {key}: {text if len(text) < 100 else text[:97] + '...'}")
-    lines.append(f"result: {path}")
-    return "\n".join(lines)
-
-
-def _format_metric(metric: dict[str, Any]) -> str:
-    value, unit = metric.get("value"), metric.get("unit", "")
-    if not isinstance(value, (int, float)):
-        return f"{'null':>12} {unit}"
-    if unit == "ns":
-        return f"{value / 1e6:>12.3f} ms"
-    return f"{value:>12.4g} {unit}"
+    return Recorder(args.argv, json_output=args.json, verbose=args.verbose)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

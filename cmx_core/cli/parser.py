@@ -1,0 +1,104 @@
+"""The ``cmx`` argument parser: core commands built lazily, plugin commands from the cache."""
+
+from __future__ import annotations
+
+import argparse
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+from cmx_core import __version__
+from cmx_core.errors import UsageError
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one-line UsageErrors (exit 2, no usage dump)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+
+
+def common_options() -> argparse.ArgumentParser:
+    """Options every subcommand accepts."""
+    common = Parser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    common.add_argument("--recipes", action="append", default=[], metavar="DIR",
+                        help="an extra recipe directory (highest precedence; repeatable)")
+    common.add_argument("--strict-plugins", action="store_true", help="fail if any plugin fails to load")
+    common.add_argument("-v", "--verbose", action="store_true", help="more progress detail on stderr")
+    return common
+
+
+COMMAND_MODULES: dict[str, tuple[str, str, str]] = {
+    "run": ("core_cmds", "add_run", "resolve and run a recipe"),
+    "plan": ("core_cmds", "add_plan", "print the resolved plan without running it"),
+    "explain": ("core_cmds", "add_explain", "why each recipe, variation and cache decision"),
+    "list": ("core_cmds", "add_list", "list recipes"),
+    "show": ("core_cmds", "add_show", "show a recipe's documentation"),
+    "cache": ("cache_cmd", "add_parser", "inspect and clean the cache"),
+    "results": ("results_cmd", "add_parser", "list, show, compare and export run results"),
+    "plugins": ("plugins_cmd", "add_parser", "list, find, install and scaffold plugins"),
+    "registry": ("registry_cmd", "add_parser", "check the plugin registry (registry.yaml)"),
+}
+"""Core commands: the module and function adding each one's parser (imported only for the
+command being run) and the one-line summary shown by ``cmx --help``."""
+
+
+def build_parser(command: str | None = None) -> Parser:
+    """The parser; for a known core ``command`` only that command's subparser is built
+    (building every parser costs more than the rest of a warm run), otherwise all of them,
+    plugin commands included."""
+    parser = Parser(prog="cmx", description="cmx: a recipe engine for reproducible ML benchmarking")
+    parser.add_argument("--version", action="version", version=f"cmx {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    common = common_options()
+    if command in COMMAND_MODULES:
+        _add_command(command, sub, common)
+        return parser
+    for name, (_, _, summary) in COMMAND_MODULES.items():
+        sub.add_parser(name, help=summary)  # names and summaries are all top-level help needs
+    from cmx_core.command_index import read_summaries
+
+    cached = read_summaries()
+    if cached is not None and command not in {name for name, _ in cached}:
+        for name, summary in cached:  # top-level help or an unknown command: no plugin import
+            if name not in sub.choices:
+                sub.add_parser(name, help=summary, description=summary)
+        return parser
+    _add_plugin_commands(sub, common, command)
+    return parser
+
+
+def _add_command(name: str, sub: Any, common: argparse.ArgumentParser) -> None:
+    import importlib
+    import inspect
+
+    module_name, function_name, _ = COMMAND_MODULES[name]
+    add = getattr(importlib.import_module(f"cmx_core.cli.{module_name}"), function_name)
+    if len(inspect.signature(add).parameters) > 1:
+        add(sub, common)
+    else:
+        add(sub)
+
+
+def _add_plugin_commands(sub: Any, common: argparse.ArgumentParser, selected: str | None) -> None:
+    """Plugin commands: the ``selected`` one fully configured, the others by name only."""
+    from cmx_core.plugins import get_registry, remember_commands
+
+    registry = get_registry()
+    remember_commands(registry)
+    for command in registry.commands.values():
+        if command.name in sub.choices:
+            continue
+        parser = sub.add_parser(command.name, help=command.summary, description=command.summary)
+        if command.name != selected:
+            continue
+        command.configure(parser)
+        if not any("--json" in a.option_strings for a in parser._actions):
+            parser.add_argument("--json", action="store_true", help="print exactly one JSON document")
+        parser.set_defaults(handler=command.run)

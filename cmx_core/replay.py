@@ -1,0 +1,200 @@
+"""The warm-run replay: ``cmx run`` again with nothing changed, without loading plugins.
+
+A ``cmx run`` whose every node was a valid cache hit leaves a memo (written by
+:mod:`cmx_core.replay_record`) keyed by the exact invocation: argv, working directory,
+interpreter, cmx version and the ``CMX_*``/``XDG_*`` environment. The next identical
+invocation checks, in this order and with nothing but the standard library and the fact
+fingerprint functions:
+
+* the memo's deadline (the earliest cache-entry expiry or fact lifetime) has not passed;
+* the installed plugins are the same (the plugin-discovery fingerprint);
+* every recipe source's directories and files, every cache entry's metadata and recorded
+  paths, every ``path`` input and every fact's cache file have the same size and mtime;
+* the variables steps let through (``env_allow``) have the same values;
+* every fact's fingerprint function (found by name, see :mod:`cmx_core.refs`) returns the
+  fingerprint its cached value was recorded under, and uncached facts return the same value;
+* every step type's cache validator still accepts its entry.
+
+Then the resolution, the cache keys and every cache decision are necessarily what the full
+path would compute, so the replay writes the same plan, lock and result (a new run id and
+new times), indexes it, and prints what ``cmx run`` prints. If any check fails, or the
+memo is missing or unreadable, it returns None and the full path runs (and writes a new
+memo). ``CMX_NO_REPLAY=1`` turns it off; ``-v`` says when it was used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from cmx_core import __version__, paths
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+MEMO_FORMAT = 1
+KEY_ENV_PREFIXES = ("CMX_", "XDG_")
+KEY_ENV_NAMES = ("HOME", "PYTHONPATH", "VIRTUAL_ENV")
+
+
+def invocation_key(argv: list[str]) -> str:
+    """What must be identical for a memo to apply: the arguments, where and with what
+    interpreter and cmx they run, and the environment cmx itself reads."""
+    import hashlib
+
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(KEY_ENV_PREFIXES) or k in KEY_ENV_NAMES)
+    text = json.dumps([MEMO_FORMAT, __version__, sys.executable, os.getcwd(), list(argv), env])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def memo_path(key: str) -> str:
+    return os.path.join(paths.cache_root(), "replay", f"{key}.json")
+
+
+def file_state(path: str) -> list[Any]:
+    """``[path, size, mtime_ns]``, or ``[path, None, None]`` when it does not exist."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [path, None, None]
+    return [path, st.st_size, st.st_mtime_ns]
+
+
+def value_digest(value: Any) -> str:
+    import hashlib
+
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def try_replay(argv: list[str]) -> int | None:
+    """Replay ``cmx <argv>`` from its memo and return the exit code, or None when the full
+    path must run (no memo, or something it depends on changed)."""
+    if os.environ.get("CMX_NO_REPLAY", "") not in ("", "0"):
+        return None
+    memo = _read_memo(argv)
+    if memo is None or _changed(memo) is not None:
+        return None
+    if not _entries_accepted(memo):
+        return None
+    return _write_run(memo, time.time())
+
+
+def explain_stale(argv: list[str]) -> str | None:
+    """Why the memo of ``argv`` does not apply (None when it does): for tests and ``-v``."""
+    memo = _read_memo(argv)
+    if memo is None:
+        return "no memo"
+    return _changed(memo) or (None if _entries_accepted(memo) else "a step validator refused its entry")
+
+
+def _read_memo(argv: list[str]) -> dict[str, Any] | None:
+    key = invocation_key(argv)
+    try:
+        with open(memo_path(key), encoding="utf-8") as handle:
+            memo = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(memo, dict) or memo.get("format") != MEMO_FORMAT or memo.get("key") != key \
+            or memo.get("argv") != argv:
+        return None
+    return memo
+
+
+def _changed(memo: dict[str, Any]) -> str | None:
+    """The first thing that differs from when the memo was written, or None."""
+    deadline = memo.get("deadline")
+    if deadline is not None and time.time() >= deadline:
+        return "a cache entry or a fact expired"
+    from cmx_core.command_index import discovery_fingerprint
+
+    if memo["discovery"] != discovery_fingerprint():
+        return "the installed plugins changed"
+    for path, size, mtime in memo["files"]:
+        if file_state(path) != [path, size, mtime]:
+            return f"{path} changed"
+    for name, value in memo["env"].items():
+        if os.environ.get(name) != value:
+            return f"${name} changed"
+    return _facts_changed(memo["facts"])
+
+
+def _facts_changed(facts: list[dict[str, Any]]) -> str | None:
+    from cmx_core.refs import resolve
+
+    for fact in facts:
+        try:
+            if "fingerprint" in fact:
+                ref = fact["fingerprint_ref"]
+                current = "" if ref is None else str(resolve(ref)())
+                if current != fact["fingerprint"]:
+                    return f"fact {fact['name']} changed"
+            else:
+                from cmx_core.datautil import to_plain
+
+                if value_digest(to_plain(resolve(fact["detect_ref"])())) != fact["digest"]:
+                    return f"fact {fact['name']} changed"
+        except Exception:  # noqa: BLE001 - whatever went wrong, the full path will say it
+            return f"fact {fact['name']} could not be checked"
+    return None
+
+
+def _entries_accepted(memo: dict[str, Any]) -> bool:
+    """Step validators (e.g. "the image still exists") accept their cache entries."""
+    if not memo["validators"]:
+        return True
+    from cmx_core.datautil import freeze
+    from cmx_core.refs import resolve
+
+    for check in memo["validators"]:
+        try:
+            with open(check["meta"], encoding="utf-8") as handle:
+                outputs = json.load(handle)["outputs"]
+            if not resolve(check["ref"])(freeze(outputs)):
+                return False
+        except Exception:  # noqa: BLE001 - a failing validator means "recompute"
+            return False
+    return True
+
+
+def _write_run(memo: dict[str, Any], started: float) -> int:
+    """Write the run directory, index the result and print what ``cmx run`` prints."""
+    from cmx_core.datautil import atomic_write
+    from cmx_core.results.gitinfo import engine_git_commit
+    from cmx_core.results.store import ResultStore
+    from cmx_core.results.writer import dumps
+    from cmx_core.runids import new_run_id, run_dir_name, utc_timestamp
+
+    run_id = new_run_id()
+    run_dir = os.path.join(paths.data_root(), "runs", run_dir_name(memo["recipe"], run_id))
+    os.makedirs(run_dir)
+    atomic_write(os.path.join(run_dir, "plan.json"), memo["plan_json"])
+    atomic_write(os.path.join(run_dir, "lock.json"), memo["lock_json"])
+    finished = time.time()
+    document = memo["document"]
+    document["run_id"] = run_id
+    document["software"]["engine"]["git_commit"] = engine_git_commit()
+    document["timing"] = {"started_at": utc_timestamp(started), "finished_at": utc_timestamp(finished),
+                          "wall_s": max(0.0, round(finished - started, 6))}
+    document["created_at"] = utc_timestamp(time.time())
+    result_path = os.path.join(run_dir, "result.json")
+    from cmx_core.results.validate import validate_document
+
+    validate_document(document, source=result_path)
+    atomic_write(result_path, dumps(document, source=result_path))
+    ResultStore(os.path.join(paths.data_root(), paths.RESULTS_DB)).index(document, result_path)
+    if memo["verbose"] and not memo["json"]:
+        for node_id in memo["nodes"]:
+            print(f"cmx: done {node_id} (cached)", file=sys.stderr)
+        print(f"cmx: nothing changed since memo {memo['key'][:12]}; replayed without loading plugins "
+              "(CMX_NO_REPLAY=1 runs the full path)", file=sys.stderr)
+    if memo["json"]:
+        sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+    else:
+        from cmx_core.cli.summary import run_summary
+
+        print(run_summary(document, result_path))
+    return 0

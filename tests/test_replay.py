@@ -1,0 +1,267 @@
+"""The warm-run replay (cmx_core.replay): an identical ``cmx run`` whose nodes are all cache
+hits is written again from its memo without loading plugins — and anything the outcome
+depends on that changed sends it back to the full path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from cmx_core import replay
+from cmx_core.refs import reference, resolve
+
+REPLAYED = "replayed without loading plugins"
+WRITTEN = "warm-run memo"
+
+ECHO = """
+name: echo
+tags: [echo]
+summary: writes its label (cached)
+inputs:
+  label: {type: string, default: x}
+  data: {type: path, description: "a file whose stat is part of the key"}
+steps:
+  - uses: shell
+    with: {cmd: [sh, -c, 'echo value=$1', sh, "{{ inputs.label }}"], parse: kv, env_allow: [CMX_TEST_ALLOWED]}
+outputs:
+  value: {}
+"""
+
+
+def _run(cli, *args: str):
+    return cli("run", "recipe", *args, "-v")
+
+
+def _volatile(document: dict) -> dict:
+    """A result without what differs between any two runs."""
+    return {k: v for k, v in document.items() if k not in ("run_id", "created_at", "timing")}
+
+
+def _warm(cli, *args: str) -> None:
+    """Run until a memo exists: the first run fills the cache, the second writes the memo."""
+    first = _run(cli, *args)
+    assert first.code == 0, first.err
+    second = _run(cli, *args)
+    assert second.code == 0 and f"{WRITTEN} " in second.err and "written" in second.err, second.err
+
+
+def _run_dir(home: Path, run_id: str) -> Path:
+    (found,) = (home / "data" / "runs").glob(f"*-{run_id[:8]}")
+    return found
+
+
+def test_identical_run_is_replayed_and_writes_what_the_full_path_writes(cli, monkeypatch, cmx_home) -> None:
+    _warm(cli, "--tags=detect,os")
+    replayed = _run(cli, "--tags=detect,os", "--json")  # another argv: its own memo
+    assert REPLAYED not in replayed.err
+    replayed = _run(cli, "--tags=detect,os", "--json")
+    assert replayed.code == 0 and REPLAYED not in replayed.err  # --json: nothing on stderr but errors
+    doc = json.loads(replayed.out)
+    text = _run(cli, "--tags=detect,os")
+    assert REPLAYED in text.err and "COMPLETED  detect-os" in text.out
+    monkeypatch.setenv("CMX_NO_REPLAY", "1")
+    full = _run(cli, "--tags=detect,os", "--json")
+    assert REPLAYED not in full.err
+    full_doc = json.loads(full.out)
+    assert _volatile(doc) == _volatile(full_doc)
+    assert doc["run_id"] != full_doc["run_id"]
+    run_dir, full_dir = _run_dir(cmx_home, doc["run_id"]), _run_dir(cmx_home, full_doc["run_id"])
+    for name in ("plan.json", "lock.json"):
+        assert (run_dir / name).read_text() == (full_dir / name).read_text()
+    assert json.loads((run_dir / "result.json").read_text()) == doc
+
+
+def test_replayed_runs_are_indexed(cli) -> None:
+    _warm(cli, "--tags=detect,os")
+    assert REPLAYED in _run(cli, "--tags=detect,os").err
+    listed = json.loads(cli("results", "list", "--json").out)["runs"]
+    assert len(listed) == 3 and len({r["run_id"] for r in listed}) == 3
+
+
+def _echo_home(cli, recipes, tmp_path: Path, *extra: str) -> tuple[list[str], Path]:
+    path = recipes("echo", ECHO)
+    data = tmp_path / "data.txt"
+    data.write_text("one")
+    args = [f"--recipes={recipes.dir}", "--tags=echo", f"--data={data}", *extra]
+    _warm(cli, *args)
+    assert REPLAYED in _run(cli, *args).err
+    return args, path
+
+
+def _touch_later(path: Path) -> None:
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+
+
+CHANGES = {
+    "a recipe file changed": lambda ctx: ctx["recipe"].write_text(ctx["recipe"].read_text().replace("x}", "y}")),
+    "a recipe file was added": lambda ctx: (ctx["recipe"].parent / "other.yaml").write_text(
+        "name: other\ntags: [other]\nsummary: another recipe\nsteps: []\n"),
+    "a path input changed": lambda ctx: ctx["data"].write_text("two!"),
+    "a let-through variable changed": lambda ctx: ctx["monkeypatch"].setenv("CMX_TEST_ALLOWED", "now set"),
+    "a fact's cache file was rewritten": lambda ctx: _touch_later(ctx["home"] / "cache" / "facts" / "memory.json"),
+    "the cache entry was removed": lambda ctx: [
+        __import__("shutil").rmtree(p) for p in (ctx["home"] / "cache" / "entries").glob("*/*")],
+    "the memo is corrupt": lambda ctx: [p.write_text("{not json") for p in (ctx["home"] / "cache" / "replay").iterdir()],
+    "the memo's deadline passed": lambda ctx: [_expire(p) for p in (ctx["home"] / "cache" / "replay").iterdir()],
+}
+
+
+def _expire(memo: Path) -> None:
+    data = json.loads(memo.read_text())
+    data["deadline"] = time.time() - 1
+    memo.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_any_change_sends_the_run_down_the_full_path(change, cli, recipes, tmp_path, monkeypatch, cmx_home) -> None:
+    args, recipe = _echo_home(cli, recipes, tmp_path)
+    CHANGES[change]({"recipe": recipe, "data": tmp_path / "data.txt", "monkeypatch": monkeypatch, "home": cmx_home})
+    after = _run(cli, *args)
+    assert after.code == 0, after.err
+    assert REPLAYED not in after.err
+    if change == "a recipe file changed":
+        assert json.loads(_run(cli, *args, "--json").out)["outputs"]["value"] == "y"
+
+
+def test_memory_fact_rewrite_defeats_a_detect_replay(cli, cmx_home) -> None:
+    _warm(cli, "--tags=detect,os")
+    assert REPLAYED in _run(cli, "--tags=detect,os").err
+    _touch_later(cmx_home / "cache" / "facts" / "memory.json")
+    assert REPLAYED not in _run(cli, "--tags=detect,os").err
+
+
+def test_a_changed_fingerprint_is_noticed(cli, cmx_home) -> None:
+    _warm(cli, "--tags=detect,os")
+    memo_file = next((cmx_home / "cache" / "replay").iterdir())
+    memo = json.loads(memo_file.read_text())
+    fact = next(f for f in memo["facts"] if f["name"] == "os")
+    fact["fingerprint"] = "0" * 16  # what a kernel upgrade would do to the fingerprint
+    memo_file.write_text(json.dumps(memo))
+    assert replay.explain_stale(memo["argv"]) == "fact os changed"
+    assert REPLAYED not in _run(cli, "--tags=detect,os").err
+
+
+def test_an_uncached_fact_is_detected_again(cli, cmx_home, monkeypatch) -> None:
+    _warm(cli, "--tags=detect,os")
+    memo_file = next((cmx_home / "cache" / "replay").iterdir())
+    memo = json.loads(memo_file.read_text())
+    assert any(f["name"] == "host" and "detect_ref" in f for f in memo["facts"])
+    monkeypatch.setattr(os, "uname", lambda: os.uname_result(("Linux", "another-host", "6", "#1", "x86_64")))
+    assert replay.explain_stale(memo["argv"]) == "fact host changed"
+
+
+def test_other_arguments_have_their_own_memo(cli, recipes, tmp_path) -> None:
+    args, _ = _echo_home(cli, recipes, tmp_path)
+    assert REPLAYED not in _run(cli, *args, "--label=z").err
+
+
+@pytest.mark.parametrize("extra", [["--no-cache"], ["--refresh"]])
+def test_runs_that_bypass_the_cache_leave_no_memo(cli, recipes, tmp_path, extra, cmx_home) -> None:
+    recipes("echo", ECHO)
+    args = [f"--recipes={recipes.dir}", "--tags=echo", *extra]
+    for _ in range(3):
+        result = _run(cli, *args)
+        assert result.code == 0 and REPLAYED not in result.err
+    assert not (cmx_home / "cache" / "replay").exists()
+
+
+def test_a_run_that_computed_something_leaves_no_memo(cli, recipes) -> None:
+    recipes("echo", ECHO)
+    first = _run(cli, f"--recipes={recipes.dir}", "--tags=echo")
+    assert "no warm-run memo: not every node was a cache hit" in first.err
+
+
+def test_a_facts_file_leaves_no_memo(cli, tmp_path) -> None:
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"facts": {"os": {"name": "linux"}, "cpu": {}, "memory": {}, "python": {}}}))
+    for _ in range(3):
+        result = _run(cli, "--tags=detect,os", f"--facts={facts}")
+        assert result.code == 0 and REPLAYED not in result.err, result.err
+
+
+def test_a_third_party_event_observer_prevents_the_memo() -> None:
+    from cmx_core.hookspecs import hookimpl
+    from cmx_core.plugins import load_registry
+    from cmx_core.replay_record import NotReplayable, _check_events
+
+    class Observer:
+        @hookimpl
+        def cmx_result_written(self, path, document) -> None:  # noqa: ANN001
+            pass
+
+    registry = load_registry(extra=[("observer", Observer())])
+    assert not registry.from_entry_points
+    session = type("S", (), {"registry": registry})()
+    with pytest.raises(NotReplayable, match="observer observes cmx_result_written"):
+        _check_events(session)
+
+
+def test_cache_prune_drops_expired_and_unreadable_memos(cli, recipes, tmp_path, cmx_home) -> None:
+    _echo_home(cli, recipes, tmp_path)
+    _echo_home(cli, recipes, tmp_path, "--label=other")
+    memos = sorted((cmx_home / "cache" / "replay").iterdir())
+    assert len(memos) == 2
+    _expire(memos[0])
+    (memos[0].parent / "junk.json").write_text("{")
+    assert cli("cache", "prune").code == 0
+    assert sorted((cmx_home / "cache" / "replay").iterdir()) == memos[1:]
+
+
+def test_cmx_no_replay_turns_it_off(cli, monkeypatch) -> None:
+    _warm(cli, "--tags=detect,os")
+    monkeypatch.setenv("CMX_NO_REPLAY", "1")
+    assert REPLAYED not in _run(cli, "--tags=detect,os").err
+
+
+def test_the_replay_loads_neither_plugins_nor_pluggy(cmx_home) -> None:
+    """A real process: the replay's import set stays small (this is what makes it fast)."""
+    code = (
+        "import sys; from cmx_core.cli.main import main; rc = main(['run', 'recipe', '--tags=detect,os', '-v']);"
+        "heavy = sorted(m for m in ('pluggy', 'cmx_core.engine', 'cmx_core.providers', 'cmx_detect.plugin',"
+        " 'argparse', 'pathlib', 'typing', 'inspect', 'dataclasses') if m in sys.modules);"
+        "print(rc, heavy, file=sys.stderr)"
+    )
+    env = {**os.environ, "CMX_HOME": str(cmx_home)}
+    results = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+               for _ in range(3)]
+    assert all(r.returncode == 0 for r in results), results[-1].stderr
+    assert REPLAYED not in results[0].stderr and REPLAYED in results[2].stderr
+    assert results[0].stderr.strip().splitlines()[-1].startswith("0 ['argparse'")  # the full path
+    assert results[2].stderr.strip().splitlines()[-1] == "0 []", results[2].stderr
+
+
+# -- references -----------------------------------------------------------------------------
+
+
+def _module_level(x: int) -> int:
+    return x + 1
+
+
+def test_references_round_trip_functions_and_partials() -> None:
+    ref = reference(_module_level)
+    assert ref == ["fn", __name__, "_module_level"]
+    assert resolve(ref) is _module_level
+    bound = reference(partial(_module_level, _module_level))
+    assert bound is not None and bound[0] == "partial"
+    assert resolve(bound).func is _module_level
+
+
+@pytest.mark.parametrize("fn", [lambda: 1, partial(_module_level, x=1), partial(_module_level, object()),
+                                 str.upper, object()])
+def test_callables_that_cannot_be_found_by_name_have_no_reference(fn) -> None:
+    assert reference(fn) is None
+
+
+@pytest.mark.parametrize("ref", [[], ["fn", "no_such_module_here", "x"], ["fn", "os", "no_such_name"],
+                                 ["partial", ["fn", "os", "getcwd"], "not-a-list"], ["other"]])
+def test_bad_references_raise(ref) -> None:
+    with pytest.raises((ImportError, AttributeError, ValueError)):
+        resolve(ref)
