@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 from cmx_core import __version__
 
 FILE = "plugin-commands.v1.json"
+DISCOVERY_FILE = "plugins.v1.json"
+"""The plugin-discovery cache (written by :mod:`cmx_core.plugins`, read by the replay)."""
 
 
 def discovery_fingerprint() -> list[str]:

@@ -224,10 +224,10 @@ def _discover() -> list[EntrySpec]:
     import json
 
     from cmx_core import paths
-    from cmx_core.command_index import discovery_fingerprint
+    from cmx_core.command_index import DISCOVERY_FILE, discovery_fingerprint
 
     fingerprint = discovery_fingerprint()
-    cache_file = paths.cache_dir() / "plugins.v1.json"
+    cache_file = paths.cache_dir() / DISCOVERY_FILE
     try:
         record = json.loads(cache_file.read_text())
         if record.get("fingerprint") == fingerprint:

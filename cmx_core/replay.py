@@ -111,15 +111,41 @@ def _changed(memo: dict[str, Any]) -> str | None:
         return "a cache entry or a fact expired"
     from cmx_core.command_index import discovery_fingerprint
 
-    if memo["discovery"] != discovery_fingerprint():
+    discovery = discovery_fingerprint()
+    if memo["discovery"] != discovery:
         return "the installed plugins changed"
+    packages = _plugin_packages(discovery)
+    if packages is None:
+        return "the plugin discovery cache is stale"
     for path, size, mtime in memo["files"]:
         if file_state(path) != [path, size, mtime]:
             return f"{path} changed"
     for name, value in memo["env"].items():
         if os.environ.get(name) != value:
             return f"${name} changed"
+    from cmx_core.refs import modules
+
+    for ref in [f.get("fingerprint_ref") or f.get("detect_ref") for f in memo["facts"]] + \
+            [v["ref"] for v in memo["validators"]]:
+        if any(name.partition(".")[0] not in packages for name in modules(ref)):
+            return f"{ref} is outside cmx-core and the installed plugins"
     return _facts_changed(memo["facts"])
+
+
+def _plugin_packages(discovery: list[str]) -> set[str] | None:
+    """Top-level packages of cmx-core and the discovered plugins: the only code a memo may
+    name (a memo is data in the cache directory; it must not be able to import anything
+    else). None when the discovery cache does not match ``discovery``."""
+    try:
+        from cmx_core.command_index import DISCOVERY_FILE
+
+        with open(os.path.join(paths.cache_root(), DISCOVERY_FILE), encoding="utf-8") as handle:
+            record = json.load(handle)
+        if record["fingerprint"] != discovery:
+            return None
+        return {"cmx_core", *(str(e["value"]).partition(":")[0].strip().partition(".")[0] for e in record["entries"])}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def _facts_changed(facts: list[dict[str, Any]]) -> str | None:

@@ -149,6 +149,18 @@ def test_a_changed_fingerprint_is_noticed(cli, cmx_home) -> None:
     assert REPLAYED not in _run(cli, "--tags=detect,os").err
 
 
+def test_a_memo_cannot_name_code_outside_cmx_and_its_plugins(cli, cmx_home) -> None:
+    _warm(cli, "--tags=detect,os")
+    memo_file = next((cmx_home / "cache" / "replay").iterdir())
+    memo = json.loads(memo_file.read_text())
+    fact = next(f for f in memo["facts"] if f["name"] == "host")
+    fact["detect_ref"] = ["fn", "this_test_would_import_me", "f"]
+    memo_file.write_text(json.dumps(memo))
+    assert replay.explain_stale(memo["argv"]).endswith("is outside cmx-core and the installed plugins")
+    assert "this_test_would_import_me" not in sys.modules
+    assert REPLAYED not in _run(cli, "--tags=detect,os").err
+
+
 def test_an_uncached_fact_is_detected_again(cli, cmx_home, monkeypatch) -> None:
     _warm(cli, "--tags=detect,os")
     memo_file = next((cmx_home / "cache" / "replay").iterdir())
