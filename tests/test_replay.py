@@ -138,25 +138,26 @@ def test_memory_fact_rewrite_defeats_a_detect_replay(cli, cmx_home) -> None:
     assert REPLAYED not in _run(cli, "--tags=detect,os").err
 
 
-def test_a_changed_fingerprint_is_noticed(cli, cmx_home) -> None:
+def _edit_detect_memo(cli, home: Path, fact_name: str, key: str, value: object) -> list[str]:
+    """Warm ``detect,os``, set ``key`` of one fact in its memo; returns the memo's argv."""
     _warm(cli, "--tags=detect,os")
-    memo_file = next((cmx_home / "cache" / "replay").iterdir())
+    memo_file = next((home / "cache" / "replay").iterdir())
     memo = json.loads(memo_file.read_text())
-    fact = next(f for f in memo["facts"] if f["name"] == "os")
-    fact["fingerprint"] = "0" * 16  # what a kernel upgrade would do to the fingerprint
+    next(f for f in memo["facts"] if f["name"] == fact_name)[key] = value
     memo_file.write_text(json.dumps(memo))
-    assert replay.explain_stale(memo["argv"]) == "fact os changed"
+    return memo["argv"]
+
+
+def test_a_changed_fingerprint_is_noticed(cli, cmx_home) -> None:
+    # what a kernel upgrade would do to the os fingerprint
+    argv = _edit_detect_memo(cli, cmx_home, "os", "fingerprint", "0" * 16)
+    assert replay.explain_stale(argv) == "fact os changed"
     assert REPLAYED not in _run(cli, "--tags=detect,os").err
 
 
 def test_a_memo_cannot_name_code_outside_cmx_and_its_plugins(cli, cmx_home) -> None:
-    _warm(cli, "--tags=detect,os")
-    memo_file = next((cmx_home / "cache" / "replay").iterdir())
-    memo = json.loads(memo_file.read_text())
-    fact = next(f for f in memo["facts"] if f["name"] == "host")
-    fact["detect_ref"] = ["fn", "this_test_would_import_me", "f"]
-    memo_file.write_text(json.dumps(memo))
-    assert replay.explain_stale(memo["argv"]).endswith("is outside cmx-core and the installed plugins")
+    argv = _edit_detect_memo(cli, cmx_home, "host", "detect_ref", ["fn", "this_test_would_import_me", "f"])
+    assert replay.explain_stale(argv).endswith("is outside cmx-core and the installed plugins")
     assert "this_test_would_import_me" not in sys.modules
     assert REPLAYED not in _run(cli, "--tags=detect,os").err
 
