@@ -37,10 +37,10 @@ def _mtime(path: str) -> int:
         return 0
 
 
-def _cache_file() -> str:
+def _cache_file(name: str = FILE) -> str:
     from cmx_core import paths
 
-    return os.path.join(paths.cache_root(), FILE)
+    return os.path.join(paths.cache_root(), name)
 
 
 def read_summaries() -> list[tuple[str, str]] | None:
@@ -63,9 +63,59 @@ def write_summaries(commands: list[tuple[str, str]], module_files: list[str]) ->
         "files": {path: _mtime(path) for path in module_files},
         "commands": commands,
     }
+    _write(FILE, record)
+
+
+def _write(name: str, record: dict[str, Any]) -> None:
     from cmx_core.datautil import atomic_write
 
     try:
-        atomic_write(_cache_file(), json.dumps(record))
+        atomic_write(_cache_file(name), json.dumps(record))
     except OSError:
-        pass
+        pass  # a cache: the next command computes it again
+
+
+# -- the rendered top-level help ------------------------------------------------------------
+
+HELP_FILE = "help.v1.json"
+
+
+def terminal_width() -> int:
+    """The columns :func:`shutil.get_terminal_size` reports (what argparse wraps help to),
+    computed the same way without importing shutil."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns
+
+
+def _parser_file() -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "cli", "parser.py")
+
+
+def read_help(width: int) -> str | None:
+    """``cmx --help`` as last rendered, if the commands, the parser and the width are the same."""
+    summaries = read_summaries()
+    if summaries is None:
+        return None
+    try:
+        with open(_cache_file(HELP_FILE), encoding="utf-8") as handle:
+            record = json.load(handle)
+        if record["width"] != width or record["parser"] != _mtime(_parser_file()) \
+                or [tuple(c) for c in record["commands"]] != summaries:
+            return None
+        return str(record["text"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_help(width: int, text: str) -> None:
+    summaries = read_summaries()
+    if summaries is not None:
+        _write(HELP_FILE, {"width": width, "parser": _mtime(_parser_file()), "commands": summaries, "text": text})

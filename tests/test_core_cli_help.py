@@ -44,3 +44,42 @@ def test_unknown_command_lists_the_choices(cli) -> None:
     cli("--help")
     result = cli("frobnicate")
     assert result.code == 2 and "invalid choice: 'frobnicate'" in result.err and "'run'" in result.err
+
+
+def _argparse_help() -> str:
+    from cmx_core.cli.parser import build_parser
+
+    return build_parser(None).format_help()
+
+
+def test_rendered_help_is_reused_only_for_the_same_width(cli, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    first = cli("--help")
+    assert command_index.read_help(60) == first.out == _argparse_help()
+    assert cli("-h").out == first.out
+    assert command_index.read_help(100) is None
+    monkeypatch.setenv("COLUMNS", "100")
+    wide = cli("--help")
+    assert wide.out == _argparse_help() != first.out
+    assert command_index.read_help(100) == wide.out
+
+
+def test_rendered_help_is_stale_when_the_commands_or_the_parser_change(cli, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    cli("--help")
+    assert command_index.read_help(80) is not None
+    command_index.write_summaries([("hello", "say hello")], [])
+    assert command_index.read_help(80) is None
+    cli("--help")
+    assert command_index.read_help(80) is not None
+    parser_file = command_index._parser_file()
+    monkeypatch.setattr(command_index, "_parser_file", lambda: parser_file + ".moved")
+    assert command_index.read_help(80) is None
+
+
+def test_terminal_width_matches_shutil(monkeypatch) -> None:
+    import shutil
+
+    for columns in ("", "0", "37", "x"):
+        monkeypatch.setenv("COLUMNS", columns)
+        assert command_index.terminal_width() == shutil.get_terminal_size().columns

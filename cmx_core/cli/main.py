@@ -37,6 +37,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(json.dumps({"name": "cmx", "version": __version__}))
         return 0
+    if args_list in (["--help"], ["-h"]):
+        from cmx_core.command_index import read_help, terminal_width
+
+        text = read_help(terminal_width())
+        if text is not None:  # argparse, the plugins and their summaries are not needed
+            sys.stdout.write(text)
+            return 0
     import signal
 
     previous = signal.signal(signal.SIGTERM, _terminate)  # a CI cancel cleans up like Ctrl-C
@@ -73,6 +80,13 @@ def _dispatch(args_list: list[str]) -> int:
 
     command = next((a for a in args_list if not a.startswith("-")), None)
     parser = build_parser(command)
+    if args_list in (["--help"], ["-h"]):
+        from cmx_core.command_index import terminal_width, write_help
+
+        text = parser.format_help()
+        write_help(terminal_width(), text)
+        sys.stdout.write(text)
+        return 0
     args, extra = parser.parse_known_args(args_list)
     if args.command is None:
         parser.print_help(sys.stderr)
