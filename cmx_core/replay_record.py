@@ -97,7 +97,7 @@ def remember(argv: list[str], result: RunResult, session: Session, finished: dic
         "discovery": _discovery(),
         "nodes": [n.id for n in nodes],
         "recipe": result.plan.root.recipe.name,
-        "files": _recipe_files(session) + _entry_files(result) + _fact_files(session),
+        "files": _recipe_files(session) + _entry_files(result) + _fact_files(session) + _code_files(session),
         "env": _env(result),
         "deadline": min(_entry_deadlines(result) + _fact_deadlines(session), default=None),
         "facts": _facts(session),
@@ -145,6 +145,17 @@ def _recipe_files(session: Session) -> list[list[Any]]:
             states.extend(file_state(os.path.join(root, f)) for f in sorted(files)
                           if f.endswith(SUFFIXES) and not f.startswith("."))
     return states
+
+
+def _code_files(session: Session) -> list[list[Any]]:
+    """The source of every module of cmx-core and of the plugins that this run loaded: an
+    edited checkout (an editable install keeps its version) must not replay old code."""
+    import sys
+
+    packages = {"cmx_core"} | {info.module.partition(".")[0] for info in session.registry.plugins.values()}
+    files = {getattr(module, "__file__", None) for name, module in list(sys.modules.items())
+             if name.partition(".")[0] in packages}
+    return [file_state(path) for path in sorted(f for f in files if isinstance(f, str))]
 
 
 def _entry_files(result: RunResult) -> list[list[Any]]:

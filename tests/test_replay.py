@@ -131,6 +131,22 @@ def test_any_change_sends_the_run_down_the_full_path(change, cli, recipes, tmp_p
         assert json.loads(_run(cli, *args, "--json").out)["outputs"]["value"] == "y"
 
 
+def test_an_edited_cmx_module_defeats_the_replay(cli, tmp_path, monkeypatch) -> None:
+    """An editable checkout keeps its version when its code changes: the memo records the
+    source files of the cmx modules the run loaded."""
+    import types
+
+    source = tmp_path / "probe.py"
+    source.write_text("# loaded by the run\n")
+    probe = types.ModuleType("cmx_core._replay_probe")
+    probe.__file__ = str(source)
+    monkeypatch.setitem(sys.modules, probe.__name__, probe)
+    _warm(cli, "--tags=detect,os")
+    assert REPLAYED in _run(cli, "--tags=detect,os").err
+    source.write_text("# edited\n")
+    assert REPLAYED not in _run(cli, "--tags=detect,os").err
+
+
 def test_memory_fact_rewrite_defeats_a_detect_replay(cli, cmx_home) -> None:
     _warm(cli, "--tags=detect,os")
     assert REPLAYED in _run(cli, "--tags=detect,os").err
