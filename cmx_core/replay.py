@@ -76,11 +76,17 @@ def try_replay(argv: list[str]) -> int | None:
     if os.environ.get("CMX_NO_REPLAY", "") not in ("", "0"):
         return None
     memo = _read_memo(argv)
-    if memo is None or _changed(memo) is not None:
+    if memo is None:
         return None
-    if not _entries_accepted(memo):
-        return None
-    return _write_run(memo, time.time())
+    from cmx_core.errors import ResultsError
+
+    try:
+        if _changed(memo) is not None or not _entries_accepted(memo):
+            return None
+        run = _prepare(memo, time.time())
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ResultsError):
+        return None  # a memo that is not as cmx wrote it: the full path writes a good one
+    return _write_run(run)
 
 
 def explain_stale(argv: list[str]) -> str | None:
@@ -186,38 +192,65 @@ def _entries_accepted(memo: dict[str, Any]) -> bool:
     return True
 
 
-def _write_run(memo: dict[str, Any], started: float) -> int:
-    """Write the run directory, index the result and print what ``cmx run`` prints."""
-    from cmx_core.datautil import atomic_write
+class _Run:
+    """A replayed run, built and validated before anything is written."""
+
+    def __init__(self, memo: dict[str, Any], run_dir: str, document: dict[str, Any], text: str) -> None:
+        self.run_dir = run_dir
+        self.document = document
+        self.text = text
+        self.result_path = os.path.join(run_dir, "result.json")
+        self.plan_json, self.lock_json = str(memo["plan_json"]), str(memo["lock_json"])
+        self.json_output, self.verbose = bool(memo["json"]), bool(memo["verbose"])
+        self.nodes = [str(node) for node in memo["nodes"]]
+        self.memo_key = str(memo["key"])
+
+
+def _prepare(memo: dict[str, Any], started: float) -> _Run:
+    """The new run's directory and validated result; raises if the memo is malformed."""
     from cmx_core.results.gitinfo import engine_git_commit
-    from cmx_core.results.store import ResultStore
+    from cmx_core.results.validate import validate_document
     from cmx_core.results.writer import dumps
     from cmx_core.runids import new_run_id, run_dir_name, utc_timestamp
 
+    recipe = str(memo["recipe"])
+    if not recipe or recipe[0] == "." or not all(c.isalnum() or c in "._-" for c in recipe):
+        raise ValueError(f"not a recipe name: {recipe!r}")  # it becomes part of a path
     run_id = new_run_id()
-    run_dir = os.path.join(paths.data_root(), "runs", run_dir_name(memo["recipe"], run_id))
-    os.makedirs(run_dir)
-    atomic_write(os.path.join(run_dir, "plan.json"), memo["plan_json"])
-    atomic_write(os.path.join(run_dir, "lock.json"), memo["lock_json"])
-    finished = time.time()
+    run_dir = os.path.join(paths.data_root(), "runs", run_dir_name(recipe, run_id))
     document = memo["document"]
     document["run_id"] = run_id
     document["software"]["engine"]["git_commit"] = engine_git_commit()
+    finished = time.time()
     document["timing"] = {"started_at": utc_timestamp(started), "finished_at": utc_timestamp(finished),
                           "wall_s": max(0.0, round(finished - started, 6))}
-    document["created_at"] = utc_timestamp(time.time())
+    document["created_at"] = utc_timestamp(finished)
     result_path = os.path.join(run_dir, "result.json")
-    from cmx_core.results.validate import validate_document
-
     validate_document(document, source=result_path)
-    atomic_write(result_path, dumps(document, source=result_path))
+    if not isinstance(memo["plan_json"], str) or not isinstance(memo["lock_json"], str):
+        raise TypeError("plan_json and lock_json must be text")
+    if not isinstance(memo["nodes"], list):
+        raise TypeError("nodes must be a list")
+    return _Run(memo, run_dir, document, dumps(document, source=result_path))
+
+
+def _write_run(run: _Run) -> int:
+    """Write the run directory, index the result and print what ``cmx run`` prints."""
+    from cmx_core.datautil import atomic_write
+    from cmx_core.results.store import ResultStore
+
+    os.makedirs(run.run_dir)
+    atomic_write(os.path.join(run.run_dir, "plan.json"), run.plan_json)
+    atomic_write(os.path.join(run.run_dir, "lock.json"), run.lock_json)
+    atomic_write(run.result_path, run.text)
+    document, result_path = run.document, run.result_path
     ResultStore(os.path.join(paths.data_root(), paths.RESULTS_DB)).index(document, result_path)
-    if memo["verbose"] and not memo["json"]:
-        for node_id in memo["nodes"]:
+    if run.verbose and not run.json_output:
+        for node_id in run.nodes:
             print(f"cmx: done {node_id} (cached)", file=sys.stderr)
-        print(f"cmx: nothing changed since memo {memo['key'][:12]}; replayed without loading plugins "
+        print(f"cmx: nothing changed since memo {run.memo_key[:12]}; replayed without loading plugins "
               "(CMX_NO_REPLAY=1 runs the full path)", file=sys.stderr)
-    if memo["json"]:
+    if run.json_output:
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
     else:
         from cmx_core.cli.summary import run_summary

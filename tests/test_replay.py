@@ -178,6 +178,21 @@ def test_a_memo_cannot_name_code_outside_cmx_and_its_plugins(cli, cmx_home) -> N
     assert REPLAYED not in _run(cli, "--tags=detect,os").err
 
 
+@pytest.mark.parametrize("damage", [
+    {"files": 3}, {"facts": [{"name": "os"}]}, {"recipe": "../../escaped"}, {"recipe": ""}, {"document": {"run_id": "x"}}, {"plan_json": None},
+    {"discovery": None}, {"validators": [{"ref": ["fn", "cmx_core.replay", "value_digest"]}]},
+])
+def test_a_damaged_memo_falls_back_to_the_full_path(cli, cmx_home, damage) -> None:
+    _warm(cli, "--tags=detect,os")
+    memo_file = next((cmx_home / "cache" / "replay").iterdir())
+    memo = {**json.loads(memo_file.read_text()), **damage}
+    memo_file.write_text(json.dumps(memo))
+    runs = len(list((cmx_home / "data" / "runs").iterdir()))
+    after = _run(cli, "--tags=detect,os")
+    assert after.code == 0 and REPLAYED not in after.err, after.err
+    assert len(list((cmx_home / "data" / "runs").iterdir())) == runs + 1  # only the full path's run
+
+
 def test_an_uncached_fact_is_detected_again(cli, cmx_home, monkeypatch) -> None:
     _warm(cli, "--tags=detect,os")
     memo_file = next((cmx_home / "cache" / "replay").iterdir())
