@@ -184,7 +184,7 @@ def _memo_stale(memo: Path, now: float, older_than_s: float | None) -> bool:
     """A warm-run memo past its deadline, older than asked, or unreadable (it would only
     ever send its run down the full path, which writes a fresh one)."""
     try:
-        deadline = json.loads(memo.read_text()).get("deadline")
+        deadline = json.loads(memo.read_text().partition("\n")[2]).get("deadline")  # after the signature
         age = now - memo.stat().st_mtime
     except (OSError, ValueError, AttributeError):
         return True

@@ -36,9 +36,9 @@ class FactStore:
         self.use_cache = use_cache
         self._values: dict[str, Any] = {}
         self.errors: dict[str, str] = {}
-        self.used: dict[str, tuple[Detector, str]] = {}
-        """Each detector this store consulted, with the fingerprint its value was valid for
-        (what the warm-run replay must check again; see :mod:`cmx_core.replay_record`)."""
+        self.used: dict[str, tuple[Detector, str, Any]] = {}
+        """Each detector this store consulted, the fingerprint its value was valid for and the
+        value (what the warm-run replay must check again; see :mod:`cmx_core.replay_record`)."""
 
     @classmethod
     def from_file(cls, path: Path, detectors: Mapping[str, Detector] | None = None) -> FactStore:
@@ -92,7 +92,7 @@ class FactStore:
         if self.use_cache and detector.ttl_s:
             cached = _read_cached(cache_file, detector, fingerprint)
             if cached is not None:
-                self.used[detector.name] = (detector, fingerprint)
+                self.used[detector.name] = (detector, fingerprint, cached["value"])
                 return cached["value"]
         try:
             value = to_plain(detector.detect())
@@ -104,7 +104,7 @@ class FactStore:
             return None
         if detector.ttl_s:
             _write_cached(cache_file, detector, fingerprint, value)
-        self.used[detector.name] = (detector, fingerprint)
+        self.used[detector.name] = (detector, fingerprint, value)
         return value
 
     def snapshot(self, names: tuple[str, ...] = SYSTEM_FACTS) -> dict[str, Any]:

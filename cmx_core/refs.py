@@ -56,11 +56,3 @@ def resolve(ref: Any) -> Callable[..., Any]:
         return partial(resolve(ref[1]), *[resolve(arg) for arg in ref[2]])
     raise ValueError(f"not a callable reference: {ref!r}")
 
-
-def modules(ref: Any) -> list[str]:
-    """The module names a (well-formed) reference imports."""
-    if isinstance(ref, list) and len(ref) == 3 and ref[0] == "fn":
-        return [str(ref[1])]
-    if isinstance(ref, list) and len(ref) == 3 and ref[0] == "partial" and isinstance(ref[2], list):
-        return [*modules(ref[1]), *(m for arg in ref[2] for m in modules(arg))]
-    return []

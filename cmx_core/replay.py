@@ -2,14 +2,18 @@
 
 A ``cmx run`` whose every node was a valid cache hit leaves a memo (written by
 :mod:`cmx_core.replay_record`) keyed by the exact invocation: argv, working directory,
-interpreter, cmx version and the ``CMX_*``/``XDG_*`` environment. The next identical
-invocation checks, in this order and with nothing but the standard library and the fact
-fingerprint functions:
+interpreter, cmx version and the ``CMX_*``, ``XDG_*``, ``HOME``, ``PYTHONPATH`` and
+``VIRTUAL_ENV`` variables. The memo is signed with a key kept in the data directory
+(:func:`signing_key`), so a memo planted in a shared cache is never trusted. The next
+identical invocation checks, in this order and with nothing but the standard library and
+the fact fingerprint functions:
 
 * the memo's deadline (the earliest cache-entry expiry or fact lifetime) has not passed;
 * the installed plugins are the same (the plugin-discovery fingerprint);
+* every recipe directory still points where it pointed (symlinks);
 * every recipe source's directories and files, every cache entry's metadata and recorded
-  paths, every ``path`` input and every fact's cache file have the same size and mtime;
+  paths, every ``path`` input, every fact's cache file and the source of every cmx and
+  plugin module the run loaded have the same size and mtime;
 * the variables steps let through (``env_allow``) have the same values;
 * every fact's fingerprint function (found by name, see :mod:`cmx_core.refs`) returns the
   fingerprint its cached value was recorded under, and uncached facts return the same value;
@@ -40,14 +44,48 @@ KEY_ENV_PREFIXES = ("CMX_", "XDG_")
 KEY_ENV_NAMES = ("HOME", "PYTHONPATH", "VIRTUAL_ENV")
 
 
-def invocation_key(argv: list[str]) -> str:
+def invocation_key(argv: list[str]) -> str | None:
     """What must be identical for a memo to apply: the arguments, where and with what
-    interpreter and cmx they run, and the environment cmx itself reads."""
+    interpreter and cmx they run, and the environment cmx itself reads. None when it cannot
+    be said (the working directory was deleted)."""
     import hashlib
 
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return None
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith(KEY_ENV_PREFIXES) or k in KEY_ENV_NAMES)
-    text = json.dumps([MEMO_FORMAT, __version__, sys.executable, os.getcwd(), list(argv), env])
+    text = json.dumps([MEMO_FORMAT, __version__, sys.executable, cwd, list(argv), env])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+KEY_FILE = "replay.key"
+
+
+def signing_key(*, create: bool = False) -> bytes:
+    """The secret memos are signed with: ``<data dir>/replay.key``, readable by this user
+    only. It lives outside the cache so that whoever can write a shared cache directory
+    cannot forge a memo (which names functions to call). OSError when it is missing (and
+    not ``create``) or not private to this user."""
+    path = os.path.join(paths.data_root(), KEY_FILE)
+    if create and not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # another cmx created it meanwhile
+        else:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(os.urandom(32).hex())
+    fd = os.open(path, os.O_RDONLY)
+    with os.fdopen(fd) as handle:
+        st = os.fstat(handle.fileno())
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise PermissionError(f"{path} is not private to this user")
+        key = handle.read().strip()
+    if len(key) < 32:
+        raise PermissionError(f"{path} is not a cmx replay key")
+    return key.encode()
 
 
 def memo_path(key: str) -> str:
@@ -70,39 +108,53 @@ def value_digest(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def try_replay(argv: list[str]) -> int | None:
-    """Replay ``cmx <argv>`` from its memo and return the exit code, or None when the full
-    path must run (no memo, or something it depends on changed)."""
-    if os.environ.get("CMX_NO_REPLAY", "") not in ("", "0"):
+def try_replay(argv: list[str], key: str | None) -> int | None:
+    """Replay ``cmx <argv>`` (whose :func:`invocation_key` is ``key``) from its memo and
+    return the exit code, or None when the full path must run (no memo, or something it
+    depends on changed; with ``-v`` the reason is printed)."""
+    if key is None or os.environ.get("CMX_NO_REPLAY", "") not in ("", "0"):
         return None
-    memo = _read_memo(argv)
+    memo = _read_memo(key, argv)
     if memo is None:
         return None
     from cmx_core.errors import ResultsError
 
     try:
-        if _changed(memo) is not None or not _entries_accepted(memo):
-            return None
-        run = _prepare(memo, time.time())
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ResultsError):
-        return None  # a memo that is not as cmx wrote it: the full path writes a good one
+        why = _changed(memo) or _entries_refused(memo)
+        run = None if why else _prepare(memo, time.time())
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError, ResultsError):
+        why, run = "the memo is damaged", None  # the full path writes a good one
+    if run is None:
+        if "-v" in argv or "--verbose" in argv:
+            print(f"cmx: not replaying memo {key[:12]}: {why}", file=sys.stderr)
+        return None
     return _write_run(run)
 
 
 def explain_stale(argv: list[str]) -> str | None:
-    """Why the memo of ``argv`` does not apply (None when it does): for tests and ``-v``."""
-    memo = _read_memo(argv)
+    """Why the memo of ``argv`` does not apply, or None when it does."""
+    key = invocation_key(argv)
+    memo = None if key is None else _read_memo(key, argv)
     if memo is None:
         return "no memo"
-    return _changed(memo) or (None if _entries_accepted(memo) else "a step validator refused its entry")
-
-
-def _read_memo(argv: list[str]) -> dict[str, Any] | None:
-    key = invocation_key(argv)
     try:
-        with open(memo_path(key), encoding="utf-8") as handle:
-            memo = json.load(handle)
-    except (OSError, ValueError):
+        return _changed(memo) or _entries_refused(memo)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError):
+        return "the memo is damaged"
+
+
+def _read_memo(key: str, argv: list[str]) -> dict[str, Any] | None:
+    """The memo of ``key`` if it exists, is signed with this user's key and is for ``argv``."""
+    import hmac
+
+    try:
+        with open(memo_path(key), "rb") as handle:
+            signature, _, body = handle.read().partition(b"\n")
+        expected = hmac.new(signing_key(), body, "sha256").hexdigest().encode()
+        if not hmac.compare_digest(signature, expected):
+            return None
+        memo = json.loads(body)
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(memo, dict) or memo.get("format") != MEMO_FORMAT or memo.get("key") != key \
             or memo.get("argv") != argv:
@@ -117,41 +169,18 @@ def _changed(memo: dict[str, Any]) -> str | None:
         return "a cache entry or a fact expired"
     from cmx_core.command_index import discovery_fingerprint
 
-    discovery = discovery_fingerprint()
-    if memo["discovery"] != discovery:
+    if memo["discovery"] != discovery_fingerprint():
         return "the installed plugins changed"
-    packages = _plugin_packages(discovery)
-    if packages is None:
-        return "the plugin discovery cache is stale"
+    for path, real in memo["links"]:
+        if os.path.realpath(os.path.expanduser(path)) != real:
+            return f"{path} now points elsewhere"
     for path, size, mtime in memo["files"]:
         if file_state(path) != [path, size, mtime]:
             return f"{path} changed"
     for name, value in memo["env"].items():
         if os.environ.get(name) != value:
             return f"${name} changed"
-    from cmx_core.refs import modules
-
-    for ref in [f.get("fingerprint_ref") or f.get("detect_ref") for f in memo["facts"]] + \
-            [v["ref"] for v in memo["validators"]]:
-        if any(name.partition(".")[0] not in packages for name in modules(ref)):
-            return f"{ref} is outside cmx-core and the installed plugins"
     return _facts_changed(memo["facts"])
-
-
-def _plugin_packages(discovery: list[str]) -> set[str] | None:
-    """Top-level packages of cmx-core and the discovered plugins: the only code a memo may
-    name (a memo is data in the cache directory; it must not be able to import anything
-    else). None when the discovery cache does not match ``discovery``."""
-    try:
-        from cmx_core.command_index import DISCOVERY_FILE
-
-        with open(os.path.join(paths.cache_root(), DISCOVERY_FILE), encoding="utf-8") as handle:
-            record = json.load(handle)
-        if record["fingerprint"] != discovery:
-            return None
-        return {"cmx_core", *(str(e["value"]).partition(":")[0].strip().partition(".")[0] for e in record["entries"])}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
 
 
 def _facts_changed(facts: list[dict[str, Any]]) -> str | None:
@@ -174,10 +203,10 @@ def _facts_changed(facts: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _entries_accepted(memo: dict[str, Any]) -> bool:
-    """Step validators (e.g. "the image still exists") accept their cache entries."""
+def _entries_refused(memo: dict[str, Any]) -> str | None:
+    """Why a step validator (e.g. "the image still exists") refuses its cache entry."""
     if not memo["validators"]:
-        return True
+        return None
     from cmx_core.datautil import freeze
     from cmx_core.refs import resolve
 
@@ -186,10 +215,10 @@ def _entries_accepted(memo: dict[str, Any]) -> bool:
             with open(check["meta"], encoding="utf-8") as handle:
                 outputs = json.load(handle)["outputs"]
             if not resolve(check["ref"])(freeze(outputs)):
-                return False
+                return f"the {check['step']} validator refused its cache entry"
         except Exception:  # noqa: BLE001 - a failing validator means "recompute"
-            return False
-    return True
+            return f"the {check['step']} validator failed"
+    return None
 
 
 class _Run:

@@ -1,27 +1,40 @@
 """Write the warm-run memo after a ``cmx run`` whose every node was a valid cache hit.
 
 The memo lists everything that run's outcome depended on — the invocation, the plugin set,
-every file of every recipe source, the cache entries and the paths they record, each fact's
-cache file, fingerprint function and deadline, the variables steps let through — together
-with the documents it wrote. :mod:`cmx_core.replay` checks all of it again in a fresh
-process and, when nothing changed, writes the same run again (new run id and times) without
-loading the plugin system. Anything that cannot be checked that way (a fact from a detector
-whose functions cannot be found by name, a third-party event hook, a step validator defined
-in a closure, ``--facts``, ``--no-cache``...) means no memo, never a wrong replay.
+every file of every recipe source and where each source directory points, the cache entries
+and the paths they record, each fact's cache file, fingerprint function and deadline, the
+variables steps let through, the source of the cmx and plugin modules the run loaded —
+together with the documents it wrote. :mod:`cmx_core.replay` checks all of it again in a
+fresh process and, when nothing changed, writes the same run again (new run id and times)
+without loading the plugin system. Anything that cannot be checked that way (a fact from a
+detector whose functions cannot be found by name, a third-party event hook, a step
+validator defined in a closure, ``--facts``, ``--no-cache``...) or that changed while the
+run went on means no memo, never a wrong replay. The memo is signed (see
+:func:`cmx_core.replay.signing_key`), so a file planted in a shared cache is ignored.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cmx_core.datautil import thaw
 from cmx_core.hookspecs import hookimpl
 from cmx_core.refs import reference
-from cmx_core.replay import MEMO_FORMAT, file_state, invocation_key, memo_path
+from cmx_core.replay import (
+    MEMO_FORMAT,
+    file_state,
+    memo_path,
+    signing_key,
+    value_digest,
+)
 
 if TYPE_CHECKING:
+    from cmx_core.catalog import Source
     from cmx_core.engine import RunResult, Session
+    from cmx_core.planner import PlanNode
 
 EVENT_HOOKS = ("cmx_node_started", "cmx_node_finished", "cmx_result_written")
 OWN_OBSERVERS = {"cmx-progress", "cmx-replay-observer"}
@@ -33,19 +46,28 @@ class NotReplayable(Exception):
 
 
 class Recorder:
-    """Watches one ``cmx run`` (which nodes came from the cache) and then writes its memo.
+    """Watches one ``cmx run`` (which nodes came from the cache, with which outputs; the
+    recipe sources before it started) and then writes its memo.
 
     Registered as a plugin named ``cmx-replay-observer`` for the duration of the run."""
 
-    def __init__(self, argv: list[str], *, json_output: bool, verbose: bool) -> None:
+    def __init__(self, argv: list[str], key: str, recipes_args: list[str], *, json_output: bool,
+                 verbose: bool) -> None:
         self.argv = list(argv)
+        self.key = key
+        self.recipes_args = list(recipes_args)
         self.json_output = json_output
         self.verbose = verbose
-        self.finished: dict[str, bool] = {}
+        self.finished: dict[str, str | None] = {}
+        self.sources_before: list[list[Any]] = []
 
     def __enter__(self) -> Recorder:
         from cmx_core.plugins import get_registry
 
+        try:
+            self.sources_before = _recipe_files(_sources(self.recipes_args))
+        except Exception:  # noqa: BLE001 - bad --recipes etc.: the run itself reports it
+            self.sources_before = []
         get_registry().manager.register(self, name="cmx-replay-observer")
         return self
 
@@ -58,7 +80,7 @@ class Recorder:
 
     @hookimpl
     def cmx_node_finished(self, node_id: str, recipe: str, outputs: Any, wall_s: float, cached: bool) -> None:
-        self.finished[node_id] = cached
+        self.finished[node_id] = value_digest(thaw(outputs)) if cached else None
 
     def remember(self, result: RunResult) -> None:
         """Write the memo, or (with ``-v``) say why this run cannot be replayed."""
@@ -67,55 +89,81 @@ class Recorder:
         if result.session is None:
             return
         try:
-            key = remember(self.argv, result, result.session, self.finished,
-                           json_output=self.json_output, verbose=self.verbose)
+            self._write(result, result.session)
         except NotReplayable as why:
             if self.verbose:
                 print(f"cmx: no warm-run memo: {why}", file=sys.stderr)
-        except OSError as exc:
-            print(f"cmx: warning: cannot write the warm-run memo: {exc}", file=sys.stderr)
+        except OSError as exc:  # a read-only cache: the memo is only an optimisation
+            if self.verbose:
+                print(f"cmx: no warm-run memo: cannot write it ({exc.strerror or exc})", file=sys.stderr)
         else:
             if self.verbose:
-                print(f"cmx: warm-run memo {key[:12]} written; an identical run replays it", file=sys.stderr)
+                print(f"cmx: warm-run memo {self.key[:12]} written; an identical run replays it", file=sys.stderr)
+
+    def _write(self, result: RunResult, session: Session) -> None:
+        nodes = result.plan.nodes
+        if any(self.finished.get(n.id) is None for n in nodes):
+            raise NotReplayable("not every node was a cache hit")
+        if not session.registry.from_entry_points:
+            raise NotReplayable("the plugins were not loaded from entry points alone")
+        _check_events(session)
+        sources = _sources(self.recipes_args)
+        recipe_files = _recipe_files(sources)
+        if recipe_files != self.sources_before:
+            raise NotReplayable("a recipe file changed while the run went on")
+        entries = [_entry(node, self.finished[node.id]) for node in nodes]
+        memo = {
+            "format": MEMO_FORMAT,
+            "key": self.key,
+            "argv": self.argv,
+            "json": self.json_output,
+            "verbose": self.verbose,
+            "discovery": _discovery(),
+            "nodes": [n.id for n in nodes],
+            "recipe": result.plan.root.recipe.name,
+            "links": _links(self.recipes_args, sources),
+            "files": recipe_files + [_shipped_recipes()] + [f for e in entries for f in e[0]]
+            + _fact_files(session) + _code_files(session),
+            "env": {k: v for node in nodes for k, v in node.key_values.get("env", {}).items()},
+            "deadline": min([d for e in entries if (d := e[1]) is not None] + _fact_deadlines(session), default=None),
+            "facts": _facts(session),
+            "validators": [v for node in nodes for v in _validators(node, session)],
+            "plan_json": _read(result.run_dir / "plan.json"),
+            "lock_json": _read(result.run_dir / "lock.json"),
+            "document": result.document,
+        }
+        for marker in (result.run_id, str(result.run_dir)):
+            if marker in json.dumps([memo["plan_json"], memo["lock_json"]]) or \
+                    marker in json.dumps({k: v for k, v in result.document.items() if k != "run_id"}):
+                raise NotReplayable("the run's own id or directory appears in what it wrote")
+        body = json.dumps(memo)  # key order kept: the replayed result.json is the same text
+        import hmac
+
+        from cmx_core.datautil import atomic_write
+
+        signature = hmac.new(signing_key(create=True), body.encode(), "sha256").hexdigest()
+        atomic_write(memo_path(self.key), f"{signature}\n{body}")
 
 
-def remember(argv: list[str], result: RunResult, session: Session, finished: dict[str, bool],
-             *, json_output: bool, verbose: bool) -> str:
-    """Write the memo of ``result``; returns its key. Raises :class:`NotReplayable`."""
-    nodes = result.plan.nodes
-    if any(not finished.get(n.id, False) for n in nodes):
-        raise NotReplayable("not every node was a cache hit")
-    if not session.registry.from_entry_points:
-        raise NotReplayable("the plugins were not loaded from entry points alone")
-    key = invocation_key(argv)
-    memo = {
-        "format": MEMO_FORMAT,
-        "key": key,
-        "argv": argv,
-        "json": json_output,
-        "verbose": verbose,
-        "discovery": _discovery(),
-        "nodes": [n.id for n in nodes],
-        "recipe": result.plan.root.recipe.name,
-        "files": _recipe_files(session) + _entry_files(result) + _fact_files(session) + _code_files(session),
-        "env": _env(result),
-        "deadline": min(_entry_deadlines(result) + _fact_deadlines(session), default=None),
-        "facts": _facts(session),
-        "validators": _validators(result, session),
-        "plan_json": _read(result.run_dir / "plan.json"),
-        "lock_json": _read(result.run_dir / "lock.json"),
-        "document": result.document,
-    }
-    _check_events(session)
-    text = json.dumps(memo, sort_keys=True)
-    for marker in (result.run_id, str(result.run_dir)):
-        if marker in json.dumps([memo["plan_json"], memo["lock_json"]]) or \
-                marker in json.dumps({k: v for k, v in result.document.items() if k not in ("run_id",)}):
-            raise NotReplayable("the run's own id or directory appears in what it wrote")
-    from cmx_core.datautil import atomic_write
+def _sources(recipes_args: list[str]) -> list[Source]:
+    from cmx_core.catalog import default_sources
 
-    atomic_write(memo_path(key), text)
-    return key
+    return default_sources(tuple(Path(d).expanduser().resolve() for d in recipes_args))
+
+
+def _links(recipes_args: list[str], sources: list[Source]) -> list[list[str]]:
+    """Each recipe directory as configured (``--recipes``, ``CMX_RECIPES_PATH``, plugins,
+    core) and where it really is: a re-pointed symlink changes what resolves without
+    changing any file the memo lists."""
+    configured = list(recipes_args) + [d for d in os.environ.get("CMX_RECIPES_PATH", "").split(os.pathsep) if d]
+    configured += [str(s.directory) for s in sources]
+    return [[path, os.path.realpath(os.path.expanduser(path))] for path in dict.fromkeys(configured)]
+
+
+def _shipped_recipes() -> list[Any]:
+    """``cmx_core/recipes`` (present in a wheel, absent in a checkout): if it appears or
+    goes, the core collection moves (see :func:`cmx_core.catalog.core_recipes_dir`)."""
+    return file_state(str(Path(__file__).resolve().parent / "recipes"))
 
 
 def _discovery() -> list[str]:
@@ -124,13 +172,13 @@ def _discovery() -> list[str]:
     return discovery_fingerprint()
 
 
-def _recipe_files(session: Session) -> list[list[Any]]:
+def _recipe_files(sources: list[Source]) -> list[list[Any]]:
     """Every directory and recipe file below every recipe source, as the catalog sees them
     (an added, removed or changed file changes what resolves)."""
-    from cmx_core.catalog import SUFFIXES, default_sources
+    from cmx_core.catalog import SUFFIXES
 
     states: list[list[Any]] = []
-    for source in default_sources(session.recipes_dirs):
+    for source in sources:
         top = str(source.directory)
         states.append(file_state(top))
         visited: set[tuple[int, int]] = set()
@@ -147,6 +195,31 @@ def _recipe_files(session: Session) -> list[list[Any]]:
     return states
 
 
+def _entry(node: PlanNode, outputs_digest: str | None) -> tuple[list[list[Any]], float | None]:
+    """The file states a node's hit depends on (its entry's metadata, the paths the entry
+    recorded, its ``path`` inputs) and the entry's expiry; NotReplayable when the entry or
+    an input is no longer what the run used."""
+    from cmx_core.cache import META, Cache
+
+    expires = node.recipe.cache.expires_s
+    entry, why = Cache().lookup(node.cache_key, expires)
+    if entry is None:
+        raise NotReplayable(f"{node.id}: {why}")
+    if value_digest(entry.outputs) != outputs_digest:
+        raise NotReplayable(f"{node.id}: its cache entry was replaced while the run went on")
+    states = [file_state(str(entry.path / META))] + [file_state(path) for path in entry.meta.get("paths", {})]
+    used = node.key_values.get("paths", {})
+    for name, spec in node.recipe.inputs.items():  # a path input's file, present or not
+        value = node.inputs.get(name)
+        if spec.type == "path" and isinstance(value, str):
+            state = file_state(value)
+            if (state[1:] if state[1] is not None else None) != used.get(name):
+                raise NotReplayable(f"{node.id}: input {name} ({value}) changed while the run went on")
+            states.append(state)
+    deadline = float(entry.meta.get("created", 0)) + float(expires) if expires is not None else None
+    return states, deadline
+
+
 def _code_files(session: Session) -> list[list[Any]]:
     """The source of every module of cmx-core and of the plugins that this run loaded: an
     edited checkout (an editable install keeps its version) must not replay old code."""
@@ -158,48 +231,6 @@ def _code_files(session: Session) -> list[list[Any]]:
     return [file_state(path) for path in sorted(f for f in files if isinstance(f, str))]
 
 
-def _entry_files(result: RunResult) -> list[list[Any]]:
-    """Each node's cache entry metadata and the paths it recorded."""
-    from cmx_core.cache import META, Cache
-
-    cache = Cache()
-    states: list[list[Any]] = []
-    for node in result.plan.nodes:
-        entry, why = cache.lookup(node.cache_key, node.recipe.cache.expires_s)
-        if entry is None:
-            raise NotReplayable(f"{node.id}: {why}")
-        states.append(file_state(str(entry.path / META)))
-        for path in entry.meta.get("paths", {}):
-            states.append(file_state(path))
-        for name, spec in node.recipe.inputs.items():  # a path input's file, present or not
-            value = node.inputs.get(name)
-            if spec.type == "path" and isinstance(value, str):
-                states.append(file_state(value))
-    return states
-
-
-def _entry_deadlines(result: RunResult) -> list[float]:
-    from cmx_core.cache import Cache
-
-    cache = Cache()
-    deadlines = []
-    for node in result.plan.nodes:
-        expires = node.recipe.cache.expires_s
-        if expires is not None:
-            entry, _ = cache.lookup(node.cache_key, expires)
-            if entry is None:
-                raise NotReplayable(f"{node.id}: entry vanished")
-            deadlines.append(float(entry.meta.get("created", 0)) + float(expires))
-    return deadlines
-
-
-def _env(result: RunResult) -> dict[str, str | None]:
-    env: dict[str, str | None] = {}
-    for node in result.plan.nodes:
-        env.update(node.key_values.get("env", {}))
-    return env
-
-
 def _facts(session: Session) -> list[dict[str, Any]]:
     """For a cached fact: its fingerprint function and value; else its detect function and
     the digest of the value it returned."""
@@ -209,7 +240,7 @@ def _facts(session: Session) -> list[dict[str, Any]]:
     if store.errors:
         raise NotReplayable(f"detector {next(iter(store.errors))} failed")
     facts = []
-    for name, (detector, fingerprint) in sorted(store.used.items()):
+    for name, (detector, fingerprint, value) in sorted(store.used.items()):
         if detector.ttl_s:
             ref = reference(detector.fingerprint) if detector.fingerprint else None
             if detector.fingerprint is not None and ref is None:
@@ -221,50 +252,50 @@ def _facts(session: Session) -> list[dict[str, Any]]:
             ref = reference(detector.detect)
             if ref is None:
                 raise NotReplayable(f"fact {name}: detect function cannot be found by name")
-            from cmx_core.replay import value_digest
-
-            facts.append({"name": name, "detect_ref": ref, "digest": value_digest(store.get(name))})
+            facts.append({"name": name, "detect_ref": ref, "digest": value_digest(value)})
     return facts
 
 
 def _fact_files(session: Session) -> list[list[Any]]:
     from cmx_core.facts import fact_cache_file
 
-    return [file_state(str(fact_cache_file(name))) for name, (d, _) in sorted(session.facts.used.items()) if d.ttl_s]
+    return [file_state(str(fact_cache_file(name))) for name, used in sorted(session.facts.used.items())
+            if used[0].ttl_s]
 
 
 def _fact_deadlines(session: Session) -> list[float]:
+    """When each cached fact the run used expires; NotReplayable if its cache file no longer
+    holds the value the run used (another process re-detected it meanwhile)."""
     from cmx_core.facts import fact_cache_file
 
     deadlines = []
-    for name, (detector, fingerprint) in session.facts.used.items():
+    for name, (detector, fingerprint, value) in session.facts.used.items():
         if not detector.ttl_s:
             continue
         try:
             record = json.loads(fact_cache_file(name).read_text())
         except (OSError, ValueError) as exc:
             raise NotReplayable(f"fact {name}: cache file unreadable") from exc
-        if not isinstance(record, dict) or record.get("fingerprint") != fingerprint:
-            raise NotReplayable(f"fact {name}: cache file changed during the run")
+        if not isinstance(record, dict) or record.get("fingerprint") != fingerprint \
+                or value_digest(record.get("value")) != value_digest(value):
+            raise NotReplayable(f"fact {name}: its cache file changed while the run went on")
         deadlines.append(float(record.get("created", 0)) + float(detector.ttl_s))
     return deadlines
 
 
-def _validators(result: RunResult, session: Session) -> list[dict[str, Any]]:
-    """Step validators the replay must call again on each entry's outputs."""
+def _validators(node: PlanNode, session: Session) -> list[dict[str, Any]]:
+    """Step validators the replay must call again on the node's entry."""
     from cmx_core.cache import META, Cache
 
-    cache = Cache()
     found = []
-    for node in result.plan.nodes:
-        for step in node.steps:
-            step_type = session.registry.steps.get(step.uses)
-            if step_type is None or step_type.validate is None:
-                continue
-            ref = reference(step_type.validate)
-            if ref is None:
-                raise NotReplayable(f"step type {step.uses}: validator cannot be found by name")
-            found.append({"step": step.uses, "ref": ref, "meta": str(cache.entry_dir(node.cache_key) / META)})
+    for step in node.steps:
+        step_type = session.registry.steps.get(step.uses)
+        if step_type is None or step_type.validate is None:
+            continue
+        ref = reference(step_type.validate)
+        if ref is None:
+            raise NotReplayable(f"step type {step.uses}: validator cannot be found by name")
+        found.append({"step": step.uses, "ref": ref, "meta": str(Cache().entry_dir(node.cache_key) / META)})
     return found
 
 

@@ -70,7 +70,7 @@ def test_identical_run_is_replayed_and_writes_what_the_full_path_writes(cli, mon
     full = _run(cli, "--tags=detect,os", "--json")
     assert REPLAYED not in full.err
     full_doc = json.loads(full.out)
-    assert _volatile(doc) == _volatile(full_doc)
+    assert json.dumps(_volatile(doc)) == json.dumps(_volatile(full_doc))  # same keys in the same order
     assert doc["run_id"] != full_doc["run_id"]
     run_dir, full_dir = _run_dir(cmx_home, doc["run_id"]), _run_dir(cmx_home, full_doc["run_id"])
     for name in ("plan.json", "lock.json"):
@@ -114,10 +114,23 @@ CHANGES = {
 }
 
 
+def _load(memo: Path) -> dict:
+    return json.loads(memo.read_text().partition("\n")[2])
+
+
+def _save(memo: Path, data: dict, *, sign: bool = True) -> None:
+    """Write a memo as cmx would (signed with this user's key), or forged (``sign=False``)."""
+    import hmac
+
+    body = json.dumps(data)
+    key = replay.signing_key() if sign else b"not the key"
+    memo.write_text(hmac.new(key, body.encode(), "sha256").hexdigest() + "\n" + body)
+
+
 def _expire(memo: Path) -> None:
-    data = json.loads(memo.read_text())
+    data = _load(memo)
     data["deadline"] = time.time() - 1
-    memo.write_text(json.dumps(data))
+    _save(memo, data)
 
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
@@ -147,6 +160,105 @@ def test_an_edited_cmx_module_defeats_the_replay(cli, tmp_path, monkeypatch) -> 
     assert REPLAYED not in _run(cli, "--tags=detect,os").err
 
 
+def test_verbose_says_why_a_memo_was_not_replayed(cli, recipes, tmp_path) -> None:
+    args, recipe = _echo_home(cli, recipes, tmp_path)
+    _touch_later(recipe)
+    assert f"{recipe} changed" in _run(cli, *args).err
+
+
+def test_a_repointed_recipes_symlink_defeats_the_replay(cli, tmp_path) -> None:
+    for name, label in (("a", "A"), ("b", "B")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "echo.yaml").write_text(ECHO.replace("default: x", f"default: {label}").lstrip())
+    link = tmp_path / "recipes"
+    link.symlink_to(tmp_path / "a")
+    data = tmp_path / "data.txt"
+    data.write_text("one")
+    args = [f"--recipes={link}", "--tags=echo", f"--data={data}", "--json"]
+    _warm(cli, *args)
+    assert json.loads(_run(cli, *args).out)["outputs"]["value"] == "A"
+    link.unlink()
+    link.symlink_to(tmp_path / "b")
+    after = _run(cli, *args)
+    assert json.loads(after.out)["outputs"]["value"] == "B"
+
+
+def test_strict_plugin_runs_are_replayed_too(cli) -> None:
+    _warm(cli, "--tags=detect,os", "--strict-plugins")
+    assert REPLAYED in _run(cli, "--tags=detect,os", "--strict-plugins").err
+
+
+def test_a_deleted_working_directory_means_the_full_path(cli, recipes, tmp_path, monkeypatch) -> None:
+    recipes("echo", ECHO)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    data = tmp_path / "data.txt"
+    data.write_text("one")
+    for _ in range(2):
+        result = _run(cli, f"--recipes={recipes.dir}", "--tags=echo", f"--data={data}")
+        assert result.code == 0 and REPLAYED not in result.err, result.err
+
+
+def _change_during_run(monkeypatch, change) -> None:
+    """Make ``change()`` happen after the run and before its memo is written (what another
+    cmx process could do at that moment)."""
+    from cmx_core.replay_record import Recorder
+
+    original = Recorder._write
+
+    def write(self, result, session):
+        change()
+        return original(self, result, session)
+
+    monkeypatch.setattr(Recorder, "_write", write)
+
+
+def _rewrite_entry_outputs(home: Path) -> None:
+    (meta,) = (home / "cache" / "entries").glob("*/*/meta.json")
+    data = json.loads(meta.read_text())
+    data["outputs"]["value"] = "recomputed elsewhere"
+    meta.write_text(json.dumps(data))
+
+
+def _rewrite_fact_value(home: Path) -> None:
+    path = home / "cache" / "facts" / "memory.json"
+    data = json.loads(path.read_text())
+    data["value"]["available_bytes"] = 12345
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    (lambda ctx: _rewrite_entry_outputs(ctx["home"]), "its cache entry was replaced while the run went on"),
+    (lambda ctx: _touch_later(ctx["recipe"]), "a recipe file changed while the run went on"),
+    (lambda ctx: ctx["data"].write_text("two!"), "changed while the run went on"),
+    (lambda ctx: _rewrite_fact_value(ctx["home"]), "fact memory: its cache file changed while the run went on"),
+])
+def test_what_changes_while_the_run_goes_on_prevents_the_memo(cli, recipes, tmp_path, monkeypatch, cmx_home,
+                                                             change, why) -> None:
+    recipe = recipes("echo", ECHO)
+    data = tmp_path / "data.txt"
+    data.write_text("one")
+    args = [f"--recipes={recipes.dir}", "--tags=echo", f"--data={data}"]
+    assert _run(cli, *args).code == 0  # fills the cache
+    _change_during_run(monkeypatch, lambda: change({"home": cmx_home, "recipe": recipe, "data": data}))
+    second = _run(cli, *args)
+    assert second.code == 0 and "no warm-run memo: " in second.err and why in second.err, second.err
+    assert not (cmx_home / "cache" / "replay").exists()
+
+
+def test_a_signing_key_readable_by_others_is_refused(cli, cmx_home) -> None:
+    _warm(cli, "--tags=detect,os")
+    key = cmx_home / "data" / replay.KEY_FILE
+    key.chmod(0o644)
+    with pytest.raises(PermissionError, match="not private"):
+        replay.signing_key()
+    after = _run(cli, "--tags=detect,os")
+    assert after.code == 0 and REPLAYED not in after.err
+    assert "no warm-run memo: cannot write it" in after.err
+
+
 def test_memory_fact_rewrite_defeats_a_detect_replay(cli, cmx_home) -> None:
     _warm(cli, "--tags=detect,os")
     assert REPLAYED in _run(cli, "--tags=detect,os").err
@@ -154,13 +266,13 @@ def test_memory_fact_rewrite_defeats_a_detect_replay(cli, cmx_home) -> None:
     assert REPLAYED not in _run(cli, "--tags=detect,os").err
 
 
-def _edit_detect_memo(cli, home: Path, fact_name: str, key: str, value: object) -> list[str]:
+def _edit_detect_memo(cli, home: Path, fact_name: str, key: str, value: object, *, sign: bool = True) -> list[str]:
     """Warm ``detect,os``, set ``key`` of one fact in its memo; returns the memo's argv."""
     _warm(cli, "--tags=detect,os")
     memo_file = next((home / "cache" / "replay").iterdir())
-    memo = json.loads(memo_file.read_text())
+    memo = _load(memo_file)
     next(f for f in memo["facts"] if f["name"] == fact_name)[key] = value
-    memo_file.write_text(json.dumps(memo))
+    _save(memo_file, memo, sign=sign)
     return memo["argv"]
 
 
@@ -171,9 +283,11 @@ def test_a_changed_fingerprint_is_noticed(cli, cmx_home) -> None:
     assert REPLAYED not in _run(cli, "--tags=detect,os").err
 
 
-def test_a_memo_cannot_name_code_outside_cmx_and_its_plugins(cli, cmx_home) -> None:
-    argv = _edit_detect_memo(cli, cmx_home, "host", "detect_ref", ["fn", "this_test_would_import_me", "f"])
-    assert replay.explain_stale(argv).endswith("is outside cmx-core and the installed plugins")
+def test_a_memo_not_signed_with_this_users_key_is_ignored(cli, cmx_home) -> None:
+    """A memo names functions to call: one planted in a shared cache must not be trusted."""
+    argv = _edit_detect_memo(cli, cmx_home, "host", "detect_ref", ["fn", "this_test_would_import_me", "f"],
+                             sign=False)
+    assert replay.explain_stale(argv) == "no memo"
     assert "this_test_would_import_me" not in sys.modules
     assert REPLAYED not in _run(cli, "--tags=detect,os").err
 
@@ -185,8 +299,7 @@ def test_a_memo_cannot_name_code_outside_cmx_and_its_plugins(cli, cmx_home) -> N
 def test_a_damaged_memo_falls_back_to_the_full_path(cli, cmx_home, damage) -> None:
     _warm(cli, "--tags=detect,os")
     memo_file = next((cmx_home / "cache" / "replay").iterdir())
-    memo = {**json.loads(memo_file.read_text()), **damage}
-    memo_file.write_text(json.dumps(memo))
+    _save(memo_file, {**_load(memo_file), **damage})
     runs = len(list((cmx_home / "data" / "runs").iterdir()))
     after = _run(cli, "--tags=detect,os")
     assert after.code == 0 and REPLAYED not in after.err, after.err
@@ -195,8 +308,7 @@ def test_a_damaged_memo_falls_back_to_the_full_path(cli, cmx_home, damage) -> No
 
 def test_an_uncached_fact_is_detected_again(cli, cmx_home, monkeypatch) -> None:
     _warm(cli, "--tags=detect,os")
-    memo_file = next((cmx_home / "cache" / "replay").iterdir())
-    memo = json.loads(memo_file.read_text())
+    memo = _load(next((cmx_home / "cache" / "replay").iterdir()))
     assert any(f["name"] == "host" and "detect_ref" in f for f in memo["facts"])
     monkeypatch.setattr(os, "uname", lambda: os.uname_result(("Linux", "another-host", "6", "#1", "x86_64")))
     assert replay.explain_stale(memo["argv"]) == "fact host changed"
@@ -238,7 +350,7 @@ def test_a_third_party_event_observer_prevents_the_memo() -> None:
 
     class Observer:
         @hookimpl
-        def cmx_result_written(self, path, document) -> None:  # noqa: ANN001
+        def cmx_result_written(self, path, document) -> None:
             pass
 
     registry = load_registry(extra=[("observer", Observer())])

@@ -170,13 +170,13 @@ def _replay_observer(args: argparse.Namespace) -> Any:
     replay can reproduce: the default cache, executor and run directory, no facts file."""
     import os
 
-    if os.environ.get("CMX_NO_REPLAY", "") not in ("", "0") or args.no_cache or args.refresh or args.lock \
-            or args.facts or args.output or args.executor not in (None, "local") or args.container \
-            or args.executor_opt:
+    if os.environ.get("CMX_NO_REPLAY", "") not in ("", "0") or args.replay_key is None or args.no_cache \
+            or args.refresh or args.lock or args.facts or args.output or args.executor not in (None, "local") \
+            or args.container or args.executor_opt:
         return None
     from cmx_core.replay_record import Recorder
 
-    return Recorder(args.argv, json_output=args.json, verbose=args.verbose)
+    return Recorder(args.argv, args.replay_key, args.recipes, json_output=args.json, verbose=args.verbose)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

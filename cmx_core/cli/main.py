@@ -48,13 +48,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     previous = signal.signal(signal.SIGTERM, _terminate)  # a CI cancel cleans up like Ctrl-C
     try:
+        replay_key = None
         if args_list[:1] == ["run"]:
-            from cmx_core.replay import try_replay
+            from cmx_core.replay import invocation_key, try_replay
 
-            code = try_replay(args_list)
+            replay_key = invocation_key(args_list)  # before _dispatch changes the environment
+            code = try_replay(args_list, replay_key)
             if code is not None:
                 return code
-        return _dispatch(args_list)
+        return _dispatch(args_list, replay_key)
     except CmxError as exc:
         _print_error(exc, args_list)
         return exc.exit_code
@@ -71,7 +73,7 @@ def _terminate(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _dispatch(args_list: list[str]) -> int:
+def _dispatch(args_list: list[str], replay_key: str | None = None) -> int:
     if "--strict-plugins" in args_list:
         import os
 
@@ -95,6 +97,7 @@ def _dispatch(args_list: list[str]) -> int:
         raise UsageError(f"cmx {args.command}: unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
     args.argv = args_list
+    args.replay_key = replay_key
     handler = getattr(args, "handler", None)
     if handler is None:
         raise UsageError(f"cmx {args.command}: missing subcommand (see 'cmx {args.command} --help')")
