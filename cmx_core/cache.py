@@ -169,8 +169,10 @@ class Cache:
         for leftover in (self.root / "staging").glob("*"):
             if not _pid_alive(leftover.name):
                 _rmtree(leftover, ignore_errors=True)
-        for memo in (self.root / "replay").glob("*.json"):  # warm-run memos (cmx_core.replay)
-            if _memo_stale(memo, now, older_than_s):
+        from cmx_core.replay import MEMO_DIR, memo_is_stale
+
+        for memo in (self.root / MEMO_DIR).glob("*.json"):
+            if memo_is_stale(str(memo), now, older_than_s):
                 memo.unlink(missing_ok=True)
         return removed
 
@@ -178,17 +180,6 @@ class Cache:
         """The newest entry of ``recipe`` (for explaining a miss)."""
         same = [e for e in self.entries() if e.recipe == recipe]
         return max(same, key=lambda e: e.created) if same else None
-
-
-def _memo_stale(memo: Path, now: float, older_than_s: float | None) -> bool:
-    """A warm-run memo past its deadline, older than asked, or unreadable (it would only
-    ever send its run down the full path, which writes a fresh one)."""
-    try:
-        deadline = json.loads(memo.read_text().partition("\n")[2]).get("deadline")  # after the signature
-        age = now - memo.stat().st_mtime
-    except (OSError, ValueError, AttributeError):
-        return True
-    return (deadline is not None and now >= float(deadline)) or (older_than_s is not None and age > older_than_s)
 
 
 def _rmtree(path: Path, ignore_errors: bool = True) -> None:

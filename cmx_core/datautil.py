@@ -49,6 +49,15 @@ def to_plain(value: Any) -> Any:
     return value
 
 
+def digest(value: Any) -> str:
+    """sha256 of the canonical JSON form of ``value`` (cache keys, fact and output digests)."""
+    import hashlib
+    import json
+
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def iter_strings(value: Any) -> Iterator[str]:
     """Every string inside ``value``, depth first."""
     if isinstance(value, str):

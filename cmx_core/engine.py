@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,9 +40,14 @@ class Session(NamedTuple):
     facts_file: Path | None
 
 
+def resolve_recipes_dirs(recipes_dirs: Sequence[str | Path]) -> tuple[Path, ...]:
+    """``--recipes`` directories as absolute paths (``~`` expanded, symlinks resolved)."""
+    return tuple(Path(d).expanduser().resolve() for d in recipes_dirs)
+
+
 def open_session(recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None) -> Session:
     registry = get_registry()
-    dirs = tuple(Path(d).expanduser().resolve() for d in recipes_dirs)
+    dirs = resolve_recipes_dirs(recipes_dirs)
     catalog = load_catalog(dirs)
     catalog.raise_errors()
     facts = FactStore.from_file(Path(facts_file), registry.detectors) if facts_file else FactStore(registry.detectors)

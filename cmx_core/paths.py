@@ -20,30 +20,27 @@ def _resolved(path: str) -> str:
     return os.path.realpath(os.path.expanduser(path))
 
 
-def cache_root() -> str:
-    """The cache root: content-addressed entries, the recipe index, detected facts."""
-    explicit = os.environ.get("CMX_CACHE_DIR")
+def _root(variable: str, under_home: str, platform_dir: str) -> str:
+    """``$variable``, else ``$CMX_HOME/under_home``, else the platform's user directory."""
+    explicit = os.environ.get(variable)
     if explicit:
         return _resolved(explicit)
     home = os.environ.get("CMX_HOME")
     if home:
-        return os.path.join(_resolved(home), "cache")
+        return os.path.join(_resolved(home), under_home)
     import platformdirs
 
-    return str(platformdirs.user_cache_dir("cmx", appauthor=False))
+    return str(getattr(platformdirs, platform_dir)("cmx", appauthor=False))
+
+
+def cache_root() -> str:
+    """The cache root: content-addressed entries, the recipe index, detected facts."""
+    return _root("CMX_CACHE_DIR", "cache", "user_cache_dir")
 
 
 def data_root() -> str:
     """The data root: run directories and the results database."""
-    explicit = os.environ.get("CMX_DATA_DIR")
-    if explicit:
-        return _resolved(explicit)
-    home = os.environ.get("CMX_HOME")
-    if home:
-        return os.path.join(_resolved(home), "data")
-    import platformdirs
-
-    return str(platformdirs.user_data_dir("cmx", appauthor=False))
+    return _root("CMX_DATA_DIR", "data", "user_data_dir")
 
 
 def cache_dir() -> Path:

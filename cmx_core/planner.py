@@ -9,14 +9,13 @@ actual outputs folded into its key at run time (``volatile``).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmx_core import __version__
 from cmx_core.cache import Cache
+from cmx_core.datautil import digest
 from cmx_core.recipe import Recipe, StepSpec
 from cmx_core.resolve import Decision, Resolution
 
@@ -213,12 +212,6 @@ def _topological(resolution: Resolution) -> list[str]:
 
     visit(resolution.root)
     return order
-
-
-def digest(value: Any) -> str:
-    """sha256 of the canonical JSON form of ``value``."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def core_version() -> str:

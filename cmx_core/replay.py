@@ -88,8 +88,33 @@ def signing_key(*, create: bool = False) -> bytes:
     return key.encode()
 
 
+MEMO_DIR = "replay"
+"""Memos live in ``<cache>/replay/<key>.json``: a signature line, then the JSON body."""
+
+
 def memo_path(key: str) -> str:
-    return os.path.join(paths.cache_root(), "replay", f"{key}.json")
+    return os.path.join(paths.cache_root(), MEMO_DIR, f"{key}.json")
+
+
+def memo_is_stale(path: str, now: float, older_than_s: float | None) -> bool:
+    """A memo past its deadline, older than asked, or unreadable (it would only ever send
+    its run down the full path, which writes a fresh one): what ``cmx cache prune`` drops."""
+    try:
+        with open(path, "rb") as handle:
+            deadline = json.loads(handle.read().partition(b"\n")[2]).get("deadline")
+        age = now - os.stat(path).st_mtime
+    except (OSError, ValueError, AttributeError):
+        return True
+    return (deadline is not None and now >= float(deadline)) or (older_than_s is not None and age > older_than_s)
+
+
+def disabled() -> bool:
+    """``CMX_NO_REPLAY`` set (to anything but 0): neither replay nor write memos."""
+    return os.environ.get("CMX_NO_REPLAY", "") not in ("", "0")
+
+
+DAMAGED = (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError)
+"""What reading a memo that is not as cmx wrote it raises."""
 
 
 def file_state(path: str) -> list[Any]:
@@ -101,28 +126,21 @@ def file_state(path: str) -> list[Any]:
     return [path, st.st_size, st.st_mtime_ns]
 
 
-def value_digest(value: Any) -> str:
-    import hashlib
-
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def try_replay(argv: list[str], key: str | None) -> int | None:
     """Replay ``cmx <argv>`` (whose :func:`invocation_key` is ``key``) from its memo and
     return the exit code, or None when the full path must run (no memo, or something it
     depends on changed; with ``-v`` the reason is printed)."""
-    if key is None or os.environ.get("CMX_NO_REPLAY", "") not in ("", "0"):
+    if key is None or disabled():
         return None
     memo = _read_memo(key, argv)
     if memo is None:
         return None
     from cmx_core.errors import ResultsError
 
+    why = _why_stale(memo)
     try:
-        why = _changed(memo) or _entries_refused(memo)
         run = None if why else _prepare(memo, time.time())
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError, ResultsError):
+    except (*DAMAGED, ResultsError):
         why, run = "the memo is damaged", None  # the full path writes a good one
     if run is None:
         if "-v" in argv or "--verbose" in argv:
@@ -135,11 +153,14 @@ def explain_stale(argv: list[str]) -> str | None:
     """Why the memo of ``argv`` does not apply, or None when it does."""
     key = invocation_key(argv)
     memo = None if key is None else _read_memo(key, argv)
-    if memo is None:
-        return "no memo"
+    return "no memo" if memo is None else _why_stale(memo)
+
+
+def _why_stale(memo: dict[str, Any]) -> str | None:
+    """What changed since the memo was written, or None when it still holds."""
     try:
         return _changed(memo) or _entries_refused(memo)
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError):
+    except DAMAGED:
         return "the memo is damaged"
 
 
@@ -194,9 +215,9 @@ def _facts_changed(facts: list[dict[str, Any]]) -> str | None:
                 if current != fact["fingerprint"]:
                     return f"fact {fact['name']} changed"
             else:
-                from cmx_core.datautil import to_plain
+                from cmx_core.datautil import digest, to_plain
 
-                if value_digest(to_plain(resolve(fact["detect_ref"])())) != fact["digest"]:
+                if digest(to_plain(resolve(fact["detect_ref"])())) != fact["digest"]:
                     return f"fact {fact['name']} changed"
         except Exception:  # noqa: BLE001 - whatever went wrong, the full path will say it
             return f"fact {fact['name']} could not be checked"

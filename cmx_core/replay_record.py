@@ -20,16 +20,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cmx_core.datautil import thaw
+from cmx_core.datautil import digest, thaw
 from cmx_core.hookspecs import hookimpl
 from cmx_core.refs import reference
-from cmx_core.replay import (
-    MEMO_FORMAT,
-    file_state,
-    memo_path,
-    signing_key,
-    value_digest,
-)
+from cmx_core.replay import MEMO_FORMAT, file_state, memo_path, signing_key
 
 if TYPE_CHECKING:
     from cmx_core.catalog import Source
@@ -62,10 +56,12 @@ class Recorder:
         self.sources_before: list[list[Any]] = []
 
     def __enter__(self) -> Recorder:
+        from cmx_core.catalog import default_sources
+        from cmx_core.engine import resolve_recipes_dirs
         from cmx_core.plugins import get_registry
 
         try:
-            self.sources_before = _recipe_files(_sources(self.recipes_args))
+            self.sources_before = _recipe_files(default_sources(resolve_recipes_dirs(self.recipes_args)))
         except Exception:  # noqa: BLE001 - bad --recipes etc.: the run itself reports it
             self.sources_before = []
         get_registry().manager.register(self, name="cmx-replay-observer")
@@ -80,7 +76,7 @@ class Recorder:
 
     @hookimpl
     def cmx_node_finished(self, node_id: str, recipe: str, outputs: Any, wall_s: float, cached: bool) -> None:
-        self.finished[node_id] = value_digest(thaw(outputs)) if cached else None
+        self.finished[node_id] = digest(thaw(outputs)) if cached else None
 
     def remember(self, result: RunResult) -> None:
         """Write the memo, or (with ``-v``) say why this run cannot be replayed."""
@@ -107,11 +103,14 @@ class Recorder:
         if not session.registry.from_entry_points:
             raise NotReplayable("the plugins were not loaded from entry points alone")
         _check_events(session)
-        sources = _sources(self.recipes_args)
+        from cmx_core.catalog import default_sources
+
+        sources = default_sources(session.recipes_dirs)
         recipe_files = _recipe_files(sources)
         if recipe_files != self.sources_before:
             raise NotReplayable("a recipe file changed while the run went on")
         entries = [_entry(node, self.finished[node.id]) for node in nodes]
+        fact_files, fact_deadlines = _fact_caches(session)
         memo = {
             "format": MEMO_FORMAT,
             "key": self.key,
@@ -123,19 +122,19 @@ class Recorder:
             "recipe": result.plan.root.recipe.name,
             "links": _links(self.recipes_args, sources),
             "files": recipe_files + [_shipped_recipes()] + [f for e in entries for f in e[0]]
-            + _fact_files(session) + _code_files(session),
+            + fact_files + _code_files(session),
             "env": {k: v for node in nodes for k, v in node.key_values.get("env", {}).items()},
-            "deadline": min([d for e in entries if (d := e[1]) is not None] + _fact_deadlines(session), default=None),
+            "deadline": min([d for e in entries if (d := e[1]) is not None] + fact_deadlines, default=None),
             "facts": _facts(session),
             "validators": [v for node in nodes for v in _validators(node, session)],
-            "plan_json": _read(result.run_dir / "plan.json"),
-            "lock_json": _read(result.run_dir / "lock.json"),
+            "plan_json": (result.run_dir / "plan.json").read_text(encoding="utf-8"),
+            "lock_json": (result.run_dir / "lock.json").read_text(encoding="utf-8"),
             "document": result.document,
         }
-        for marker in (result.run_id, str(result.run_dir)):
-            if marker in json.dumps([memo["plan_json"], memo["lock_json"]]) or \
-                    marker in json.dumps({k: v for k, v in result.document.items() if k != "run_id"}):
-                raise NotReplayable("the run's own id or directory appears in what it wrote")
+        written = json.dumps([memo["plan_json"], memo["lock_json"],
+                              {k: v for k, v in result.document.items() if k != "run_id"}])
+        if result.run_id in written or str(result.run_dir) in written:
+            raise NotReplayable("the run's own id or directory appears in what it wrote")
         body = json.dumps(memo)  # key order kept: the replayed result.json is the same text
         import hmac
 
@@ -143,12 +142,6 @@ class Recorder:
 
         signature = hmac.new(signing_key(create=True), body.encode(), "sha256").hexdigest()
         atomic_write(memo_path(self.key), f"{signature}\n{body}")
-
-
-def _sources(recipes_args: list[str]) -> list[Source]:
-    from cmx_core.catalog import default_sources
-
-    return default_sources(tuple(Path(d).expanduser().resolve() for d in recipes_args))
 
 
 def _links(recipes_args: list[str], sources: list[Source]) -> list[list[str]]:
@@ -205,7 +198,7 @@ def _entry(node: PlanNode, outputs_digest: str | None) -> tuple[list[list[Any]],
     entry, why = Cache().lookup(node.cache_key, expires)
     if entry is None:
         raise NotReplayable(f"{node.id}: {why}")
-    if value_digest(entry.outputs) != outputs_digest:
+    if digest(entry.outputs) != outputs_digest:
         raise NotReplayable(f"{node.id}: its cache entry was replaced while the run went on")
     states = [file_state(str(entry.path / META))] + [file_state(path) for path in entry.meta.get("paths", {})]
     used = node.key_values.get("paths", {})
@@ -252,35 +245,30 @@ def _facts(session: Session) -> list[dict[str, Any]]:
             ref = reference(detector.detect)
             if ref is None:
                 raise NotReplayable(f"fact {name}: detect function cannot be found by name")
-            facts.append({"name": name, "detect_ref": ref, "digest": value_digest(value)})
+            facts.append({"name": name, "detect_ref": ref, "digest": digest(value)})
     return facts
 
 
-def _fact_files(session: Session) -> list[list[Any]]:
+def _fact_caches(session: Session) -> tuple[list[list[Any]], list[float]]:
+    """The state of each cached fact's file and when the fact expires; NotReplayable if a
+    file no longer holds the value the run used (another process re-detected it meanwhile)."""
     from cmx_core.facts import fact_cache_file
 
-    return [file_state(str(fact_cache_file(name))) for name, used in sorted(session.facts.used.items())
-            if used[0].ttl_s]
-
-
-def _fact_deadlines(session: Session) -> list[float]:
-    """When each cached fact the run used expires; NotReplayable if its cache file no longer
-    holds the value the run used (another process re-detected it meanwhile)."""
-    from cmx_core.facts import fact_cache_file
-
-    deadlines = []
-    for name, (detector, fingerprint, value) in session.facts.used.items():
+    states, deadlines = [], []
+    for name, (detector, fingerprint, value) in sorted(session.facts.used.items()):
         if not detector.ttl_s:
             continue
+        path = fact_cache_file(name)
         try:
-            record = json.loads(fact_cache_file(name).read_text())
+            record = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             raise NotReplayable(f"fact {name}: cache file unreadable") from exc
         if not isinstance(record, dict) or record.get("fingerprint") != fingerprint \
-                or value_digest(record.get("value")) != value_digest(value):
+                or digest(record.get("value")) != digest(value):
             raise NotReplayable(f"fact {name}: its cache file changed while the run went on")
+        states.append(file_state(str(path)))
         deadlines.append(float(record.get("created", 0)) + float(detector.ttl_s))
-    return deadlines
+    return states, deadlines
 
 
 def _validators(node: PlanNode, session: Session) -> list[dict[str, Any]]:
@@ -305,7 +293,3 @@ def _check_events(session: Session) -> None:
             if impl.plugin_name not in OWN_OBSERVERS:
                 raise NotReplayable(f"plugin {impl.plugin_name} observes {name}")
 
-
-def _read(path: Any) -> str:
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()

@@ -294,7 +294,7 @@ def test_a_memo_not_signed_with_this_users_key_is_ignored(cli, cmx_home) -> None
 
 @pytest.mark.parametrize("damage", [
     {"files": 3}, {"facts": [{"name": "os"}]}, {"recipe": "../../escaped"}, {"recipe": ""}, {"document": {"run_id": "x"}}, {"plan_json": None},
-    {"discovery": None}, {"validators": [{"ref": ["fn", "cmx_core.replay", "value_digest"]}]},
+    {"discovery": None}, {"validators": [{"ref": ["fn", "cmx_core.datautil", "digest"]}]},
 ])
 def test_a_damaged_memo_falls_back_to_the_full_path(cli, cmx_home, damage) -> None:
     _warm(cli, "--tags=detect,os")

@@ -168,9 +168,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _replay_observer(args: argparse.Namespace) -> Any:
     """A recorder for the warm-run memo (see cmx_core.replay) when this invocation is one the
     replay can reproduce: the default cache, executor and run directory, no facts file."""
-    import os
+    from cmx_core.replay import disabled
 
-    if os.environ.get("CMX_NO_REPLAY", "") not in ("", "0") or args.replay_key is None or args.no_cache \
+    if disabled() or args.replay_key is None or args.no_cache \
             or args.refresh or args.lock or args.facts or args.output or args.executor not in (None, "local") \
             or args.container or args.executor_opt:
         return None

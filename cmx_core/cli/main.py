@@ -30,6 +30,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
+TOP_HELP = (["--help"], ["-h"])
+"""The top-level help, printed from its cached text when it is current."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if "--version" in args_list and "--json" in args_list:
@@ -37,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(json.dumps({"name": "cmx", "version": __version__}))
         return 0
-    if args_list in (["--help"], ["-h"]):
+    if args_list in TOP_HELP:
         from cmx_core.command_index import read_help, terminal_width
 
         text = read_help(terminal_width())
@@ -82,7 +86,7 @@ def _dispatch(args_list: list[str], replay_key: str | None = None) -> int:
 
     command = next((a for a in args_list if not a.startswith("-")), None)
     parser = build_parser(command)
-    if args_list in (["--help"], ["-h"]):
+    if args_list in TOP_HELP:
         from cmx_core.command_index import terminal_width, write_help
 
         text = parser.format_help()
