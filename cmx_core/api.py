@@ -1,8 +1,12 @@
 """cmx-core's public API for plugins and scripts. Plugins import only from here.
 
 Providers and values: :class:`StepType`, :class:`Detector`, :class:`Executor`,
-:class:`Command`, :class:`Capabilities`, :class:`StepContext`, :class:`StepOutput`,
-:class:`ResultPart`, :class:`Metric`, :class:`Artifact`. Errors: :class:`CmxError` and its
+:class:`Command`, :class:`Exporter`, :class:`Suite`, :class:`Capabilities`,
+:class:`StepContext`, :class:`StepOutput`, :class:`ResultPart`, :class:`Metric`,
+:class:`Artifact`. The executor contract: :class:`ExecutionRequest`,
+:class:`ExecutionOutcome`, :class:`NodeResult`, :class:`RunError`,
+:class:`ExecutorSettings`, and (imported lazily) :class:`RemoteExecutor` with
+:class:`RemoteJob` and :class:`JobStatus`. Errors: :class:`CmxError` and its
 subclasses. Markers: :data:`hookimpl`. Engine entry points (imported lazily):
 ``run``, ``plan``, ``explain``, ``list_recipes``, ``detect_facts``; the result validator
 ``validate_document(document, source)`` for executors that write results themselves.
@@ -26,23 +30,32 @@ from cmx_core.errors import (
 from cmx_core.hookspecs import hookimpl
 from cmx_core.providers import (
     Artifact,
+    CachedMeasurement,
     Capabilities,
     Command,
     Detector,
+    ExecutionOutcome,
     ExecutionRequest,
     Executor,
+    ExecutorSettings,
     Exporter,
     Metric,
+    NodeResult,
+    NoSettings,
     ResultPart,
+    RunError,
     StepContext,
     StepOutput,
     StepType,
+    Suite,
 )
 
 __all__ = [
-    "Artifact", "CacheError", "Capabilities", "CmxError", "Command", "Detector",
-    "ExecutionRequest", "Executor", "Exporter", "Interrupted", "Metric", "PluginError", "RecipeError", "ResolveError",
-    "ResultPart", "ResultsError", "StepContext", "StepFailed", "StepOutput", "StepType",
+    "Artifact", "CacheError", "CachedMeasurement", "Capabilities", "CmxError", "Command", "Detector",
+    "ExecutionOutcome", "ExecutionRequest", "Executor", "ExecutorSettings", "Exporter", "Interrupted",
+    "Metric", "NoSettings", "NodeResult", "PluginError", "RecipeError", "RemoteExecutor", "RemoteJob",
+    "JobStatus", "ResolveError", "ResultPart", "ResultsError", "RunError", "StepContext", "StepFailed",
+    "StepOutput", "StepType", "Suite",
     "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
     "validate_document",  # noqa: F822 - lazy
 ]
@@ -51,6 +64,7 @@ _LAZY = {
     "run": "cmx_core.engine", "plan": "cmx_core.engine", "explain": "cmx_core.engine",
     "list_recipes": "cmx_core.engine", "detect_facts": "cmx_core.engine",
     "validate_document": "cmx_core.results.validate",
+    "RemoteExecutor": "cmx_core.remote", "RemoteJob": "cmx_core.remote", "JobStatus": "cmx_core.remote",
 }
 
 

@@ -160,6 +160,32 @@ def facts_step(ctx: StepContext) -> StepOutput:
 # -- hooks --------------------------------------------------------------------------------
 
 
+SHELL_PARAMS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["cmd"],
+    "additionalProperties": False,
+    "properties": {
+        "cmd": {"type": "array", "minItems": 1, "items": {"type": ["string", "number"]},
+                "description": "the command as an argument list, never a shell string"},
+        "env": {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}},
+        "env_allow": {"type": "array", "items": {"type": "string"}},
+        "timeout_s": {"type": ["number", "null"], "exclusiveMinimum": 0},
+        "parse": {"enum": ["none", "kv", "json"]},
+    },
+}
+PYTHON_PARAMS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["function"],
+    "properties": {"function": {"type": "string", "pattern": r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+                                "description": "package.module:function"}},
+}
+FACTS_PARAMS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"names": {"type": ["array", "string"], "items": {"type": "string"}}},
+}
+
+
 @hookimpl
 def cmx_register_steps(register: Callable[[StepType], None]) -> None:
     register(StepType(
@@ -167,10 +193,12 @@ def cmx_register_steps(register: Callable[[StepType], None]) -> None:
         params={"cmd": "argument list", "env": "extra environment variables",
                 "env_allow": "host variables to pass through", "timeout_s": "seconds",
                 "parse": "none | kv | json: how stdout becomes outputs"},
+        params_schema=SHELL_PARAMS_SCHEMA,
     ))
-    register(StepType(name="python", summary="Call module:function(ctx)", run=python_step))
+    register(StepType(name="python", summary="Call module:function(ctx)", run=python_step,
+                      params_schema=PYTHON_PARAMS_SCHEMA))
     register(StepType(name="cmx.facts", summary="Return detected facts as outputs", run=facts_step,
-                      params={"names": "fact names"}))
+                      params={"names": "fact names"}, params_schema=FACTS_PARAMS_SCHEMA))
 
 
 @hookimpl

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     import argparse
     import logging
 
+    from cmx_core.facts import FactStore
+    from cmx_core.planner import Plan
+    from cmx_core.plugins import Registry
+
 Status = Literal["valid", "invalid", "error", "partial", "completed"]
 """Result status. ``valid``/``invalid`` are the suite's own verdict; ``completed`` means
 the run finished and the suite has no validity concept (a plain recipe)."""
@@ -141,6 +145,14 @@ class StepType:
     it is not empty, unknown keys in a recipe are refused at plan time. ``validate`` (optional)
     checks a cache hit's outputs still hold (return False to rebuild). ``version`` is filled
     by cmx with the providing distribution's version and feeds every cache key.
+
+    ``measures`` says the step is a measurement (a benchmark) rather than a producer (a
+    build, a detection, a download): a node with a measuring step is never served from the
+    cache unless its recipe says ``cache: {measurements: true}``, and then the cache entry
+    keeps the whole result part and the new result is labelled as a cached measurement.
+    ``params_schema`` (optional) is the JSON Schema of the rendered ``with:`` mapping; the
+    plan checks every step's literal arguments against it, so ``cmx plan`` fails where the
+    run would.
     """
 
     name: str
@@ -151,6 +163,8 @@ class StepType:
     validate: Callable[[Mapping[str, Any]], bool] | None = None
     version: str = ""
     plugin: str = ""
+    measures: bool = False
+    params_schema: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -176,33 +190,176 @@ class Detector:
 
 
 @dataclass(frozen=True)
+class ExecutorSettings:
+    """Base class of an executor's typed settings (Snakemake's ``ExecutorSettingsBase``).
+
+    An executor declares a frozen dataclass deriving from this one; each field is one
+    ``--executor-opt KEY=VALUE``, converted to the field's type (``str``, ``int``,
+    ``float``, ``bool``, a ``Literal`` of choices, ``X | None``, ``tuple[str, ...]`` from a
+    comma list). The help ``cmx plugins info`` shows comes from the field's
+    ``metadata={"help": ...}``. An unknown key or a bad value is a one-line usage error
+    naming the executor and the key (:func:`cmx_core.settings.parse_settings`).
+
+    Example::
+
+        @dataclass(frozen=True)
+        class SlurmSettings(ExecutorSettings):
+            partition: str | None = field(default=None, metadata={"help": "sbatch --partition"})
+            poll_s: float = field(default=5.0, metadata={"help": "seconds between squeue polls"})
+    """
+
+
+@dataclass(frozen=True)
+class NoSettings(ExecutorSettings):
+    """The settings of an executor that takes none."""
+
+
+@dataclass(frozen=True)
 class ExecutionRequest:
-    """What an executor is asked to run: a resolved plan and how to run it.
+    """What an executor is asked to run: a resolved plan and everything it needs.
 
-    ``options`` holds the user's executor options (``--executor-opt KEY=VALUE``) plus these
-    keys the engine fills, which users cannot set: ``facts`` (the FactStore), ``session``,
-    ``run_id`` and ``lock_digest``."""
+    ``plan`` is the resolved :class:`cmx_core.planner.Plan`; ``facts`` the
+    :class:`cmx_core.facts.FactStore` the plan was resolved against; ``registry`` the loaded
+    plugins. ``lock_path`` is the run's ``lock.json``, already written (a remote executor
+    ships it and runs ``cmx run --lock`` on the far side). ``settings`` is an instance of
+    the executor's own :class:`ExecutorSettings` subclass, already validated.
+    """
 
-    plan: Any  # cmx_core.planner.Plan; typed loosely to keep this module import-light
+    plan: Plan
+    facts: FactStore
+    registry: Registry
     run_dir: Path
+    lock_path: Path
+    run_id: str
+    settings: ExecutorSettings = field(default_factory=NoSettings)
     jobs: int = 1
     use_cache: bool = True
     refresh: bool = False
-    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CachedMeasurement:
+    """Where a measurement served from the cache was really taken: the run that measured it
+    and when. A result built from it says so (``provenance.cached_measurement``)."""
+
+    run_id: str
+    measured_at: str
+    cache_key: str
+
+
+NodeStatus = Literal["ran", "cached", "failed"]
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """What happened to one plan node."""
+
+    node_id: str
+    recipe: str
+    status: NodeStatus
+    wall_s: float
+    cache_key: str
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    parts: tuple[ResultPart, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+    cached_measurement: CachedMeasurement | None = None
+
+
+@dataclass(frozen=True)
+class RunError:
+    """Why a run failed: a message and, when a step failed, the node and step."""
+
+    message: str
+    node: str | None = None
+    step: str | None = None
+
+
+@dataclass(frozen=True)
+class ExecutionOutcome:
+    """What an executor returns; the engine alone builds, validates, writes and indexes the
+    result document from it.
+
+    ``nodes`` are in plan order (only those that ran or were served). ``facts`` is the
+    snapshot of the machine the plan ran on when that is not this one (a remote executor
+    fills it from the far side; None means the request's own facts). ``system`` holds
+    extra ``system`` keys the executor knows (a container's image record); ``logs`` are
+    files worth keeping (kept as artifacts of kind ``log``).
+    """
+
+    nodes: tuple[NodeResult, ...]
+    root_outputs: Mapping[str, Any]
+    started: float
+    finished: float
+    error: RunError | None = None
+    facts: Mapping[str, Any] | None = None
+    system: Mapping[str, Any] = field(default_factory=dict)
+    artifacts: tuple[Artifact, ...] = ()
+    logs: tuple[Path, ...] = ()
+
+    def result_part(self) -> ResultPart | None:
+        """The result part of the run: the last node's (the root runs last) that has one.
+        More than one is refused when the document is built (see the engine)."""
+        parts = [part for node in self.nodes for part in node.parts]
+        return parts[-1] if parts else None
+
+    def cached_measurement(self) -> CachedMeasurement | None:
+        """The cache provenance of the node whose result part is the run's."""
+        for node in reversed(self.nodes):
+            if node.parts:
+                return node.cached_measurement
+        return None
+
+    def all_artifacts(self) -> list[Artifact]:
+        return [a for node in self.nodes for a in node.artifacts] + list(self.artifacts)
 
 
 @dataclass(frozen=True)
 class Executor:
     """Runs a plan somewhere: the local machine (built in), a container, Slurm, Ray...
 
-    ``run`` returns the path of the ``result.json`` it produced (already validated); the
-    engine indexes it in the host's results store.
+    ``run`` gets a typed :class:`ExecutionRequest` and returns an :class:`ExecutionOutcome`;
+    it never writes ``result.json`` itself. A step failure is reported in
+    ``ExecutionOutcome.error`` (the engine records an error result); a failure of the
+    executor itself (an image that does not build, a job that never starts) is raised as a
+    :class:`cmx_core.errors.CmxError` and recorded as an error result too. ``settings`` is the
+    executor's :class:`ExecutorSettings` subclass. Remote executors derive from
+    :class:`cmx_core.remote.RemoteExecutor`, which implements ``run``. ``check_plan``
+    (optional) is called by ``cmx plan`` and before a run starts, and raises a CmxError for
+    what would make the run fail on its input (an unknown container template, say).
     """
 
     name: str
     summary: str
-    run: Callable[[ExecutionRequest], Path]
+    run: Callable[[ExecutionRequest], ExecutionOutcome]
+    settings: type[ExecutorSettings] = NoSettings
+    check_plan: Callable[[Plan, ExecutorSettings], None] | None = None
     capabilities: Capabilities = field(default_factory=Capabilities)
+    version: str = ""
+    plugin: str = ""
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A benchmark suite a plugin provides, and the JSON Schema of its result section.
+
+    ``name`` is the value of ``benchmark.suite`` (``mlperf-inference``); ``section`` the
+    top-level key of the result document the suite owns (``mlperf``); ``schema`` the JSON
+    Schema of that section (checked when the suite is registered, then composed into the
+    result validator). ``required_for`` lists the statuses for which a result of this suite
+    must carry its section.
+
+    Example::
+
+        register(Suite(name="helm", summary="HELM scenarios", section="helm",
+                       schema={"type": "object", "required": ["scenario"],
+                               "properties": {"scenario": {"type": "string"}}}))
+    """
+
+    name: str
+    summary: str
+    section: str
+    schema: Mapping[str, Any]
+    required_for: tuple[str, ...] = ("valid", "invalid")
     version: str = ""
     plugin: str = ""
 
