@@ -54,7 +54,7 @@ __all__ = [
     "Artifact", "CacheError", "CachedMeasurement", "Capabilities", "CmxError", "Command", "Detector",
     "ExecutionOutcome", "ExecutionRequest", "Executor", "ExecutorSettings", "Exporter", "Interrupted",
     "Metric", "NoSettings", "NodeResult", "PluginError", "RecipeError", "RemoteExecutor", "RemoteJob",
-    "JobStatus", "ResolveError", "ResultPart", "ResultsError", "RunError", "StepContext", "StepFailed",
+    "JobStatus", "Fetched", "ResolveError", "ResultPart", "ResultsError", "RunError", "StepContext", "StepFailed",
     "StepOutput", "StepType", "Suite",
     "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
     "validate_document",  # noqa: F822 - lazy
@@ -65,6 +65,7 @@ _LAZY = {
     "list_recipes": "cmx_core.engine", "detect_facts": "cmx_core.engine",
     "validate_document": "cmx_core.results.validate",
     "RemoteExecutor": "cmx_core.remote", "RemoteJob": "cmx_core.remote", "JobStatus": "cmx_core.remote",
+    "Fetched": "cmx_core.remote",
 }
 
 

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import StepFailed, UsageError
 from cmx_core.hookspecs import hookimpl
-from cmx_core.providers import Detector, Executor, StepContext, StepOutput, StepType
+from cmx_core.providers import (
+    Detector,
+    ExecutionOutcome,
+    ExecutionRequest,
+    Executor,
+    StepContext,
+    StepOutput,
+    StepType,
+)
 from cmx_core.sysfacts import (
     detect_container,
     detect_cpu,
@@ -216,7 +224,8 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     register(Executor(name="local", summary="Run on this machine (in-process, -j N threads)", run=_run_local))
 
 
-def _run_local(request: Any) -> Path:
+def _run_local(request: ExecutionRequest) -> ExecutionOutcome:
+    from cmx_core.events import registry_events
     from cmx_core.execute import run_local
 
-    return run_local(request)
+    return run_local(request, registry_events(request.registry))

@@ -12,18 +12,17 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmx_core import paths
 from cmx_core.cache import Cache
 from cmx_core.catalog import Catalog, load_catalog
-from cmx_core.errors import CmxError, UsageError
-from cmx_core.facts import SYSTEM_FACTS, FactStore
+from cmx_core.errors import CmxError, Interrupted, UsageError
+from cmx_core.facts import FactStore
 from cmx_core.planner import Plan, PlanQuery, build_plan, digest
-from cmx_core.plugins import Registry, call_event, get_registry
-from cmx_core.providers import ExecutionRequest
+from cmx_core.plugins import Registry, get_registry
+from cmx_core.providers import ExecutionRequest, Executor, ExecutorSettings, RunError
 from cmx_core.recipe import Recipe, split_tags
 from cmx_core.resolve import Decision, Resolver
 from cmx_core.runids import new_run_id, run_dir_name
@@ -164,53 +163,90 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None,
         jobs: int = 1, use_cache: bool = True, refresh: bool = False,
         output: str | Path | None = None, executor: str | None = None,
-        options: Mapping[str, Any] | None = None, lock: str | Path | None = None) -> RunResult:
+        options: Mapping[str, Any] | None = None, lock: str | Path | None = None,
+        allow_drift: Sequence[str] = ()) -> RunResult:
     """Resolve, run and record. Raises StepFailed (after writing the error result) when a
     step fails, CmxError for bad input; returns the written, indexed result otherwise.
-    With ``lock``, the lockfile's query is replayed and any drift is refused. ``executor``
-    None means ``docker`` when the recipe (or a selected variation) declares a container,
-    else ``local``; ``options`` are the executor's own (see its documentation)."""
+    With ``lock``, the lockfile's query is replayed and any drift is refused (``allow_drift``
+    names classes of drift that are allowed: ``remote`` for the far side of a remote
+    executor, which detects its own facts and may lack the executor's plugin). ``executor`` None means ``docker`` when the
+    recipe (or a selected variation) declares a container, else ``local``; ``options`` are
+    the executor's settings (``--executor-opt``), checked against its settings class."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
     locked = None
     if lock:
-        from cmx_core.lock import read_lock
+        from cmx_core.lock import check_drift_classes, read_lock
 
+        check_drift_classes(allow_drift)
         locked = read_lock(Path(lock))
         recipes_dirs = recipes_dirs or locked["query"].get("recipes_dirs") or ()
-        facts_file = facts_file or locked["query"].get("facts_file")
+        if "remote" not in allow_drift:
+            facts_file = facts_file or locked["query"].get("facts_file")
+    elif allow_drift:
+        raise UsageError("--allow-drift applies to --lock FILE only")
     session = open_session(recipes_dirs, facts_file)
-    the_plan = replay(locked, Path(lock), session) if locked else plan(tags, inputs, session=session)
+    the_plan = replay(locked, Path(lock), session, allow_drift) if locked and lock else \
+        plan(tags, inputs, session=session)
     chosen = _executor(session, the_plan, executor)
-    reserved = sorted(RESERVED_OPTIONS & set(options or {}))
-    if reserved:
-        raise UsageError(f"executor option '{reserved[0]}' is reserved for cmx itself")
+    settings = executor_settings(chosen, options or {})
+    if chosen.check_plan is not None:
+        chosen.check_plan(the_plan, settings)
     run_id = new_run_id()
     run_dir = _make_run_dir(run_id, the_plan.root.recipe.name, output)
     _write_json(run_dir / "plan.json", the_plan.to_json())
     lock_digest = write_lock(run_dir, the_plan, session)
     request = ExecutionRequest(
-        plan=the_plan, run_dir=run_dir, jobs=jobs, use_cache=use_cache, refresh=refresh,
-        options={**(options or {}), "facts": session.facts, "run_id": run_id, "session": session,
-                 "lock_digest": lock_digest},
+        plan=the_plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
+        lock_path=run_dir / "lock.json", run_id=run_id, settings=settings, jobs=jobs,
+        use_cache=use_cache, refresh=refresh,
     )
-    result_path = chosen.run(request)
-    document = json.loads(result_path.read_text())
-    _index(document, result_path)
+    result_path, document, exit_code = _execute(chosen, request, lock_digest, session)
     if document.get("status") == "error":
-        raise _run_failure(document, result_path)
+        raise _run_failure(document, result_path, exit_code)
     return RunResult(run_id, run_dir, result_path, document, the_plan, session)
 
 
-def _run_failure(document: Mapping[str, Any], result_path: Path) -> CmxError:
-    """The exit-1 error for a recorded run whose status is ``error``: a failed step, or a
-    suite that reported errors (e.g. a SUT whose requests failed) while still measuring."""
+def executor_settings(chosen: Executor, options: Mapping[str, Any]) -> ExecutorSettings:
+    """The executor's settings from ``--executor-opt`` values (checked, converted)."""
+    from cmx_core.settings import parse_settings
+
+    return parse_settings(chosen.name, chosen.settings, options)
+
+
+def _execute(chosen: Executor, request: ExecutionRequest, lock_digest: str,
+             session: Session) -> tuple[Path, dict[str, Any], int]:
+    """Run the executor and record whatever happened: its outcome, or its own failure.
+    Returns the result's path and document and the exit code of a failure."""
+    from cmx_core.events import registry_events
+    from cmx_core.recording import Provenance, failed_outcome, record_run
+
+    started = time.time()
+    try:
+        outcome = chosen.run(request)
+    except Interrupted:
+        raise
+    except CmxError as exc:  # the executor itself failed: still an error result
+        outcome = failed_outcome(started, RunError(f"{chosen.name} executor: {exc}", exit_code=exc.exit_code))
+    provenance = Provenance(lock_digest, [(p["name"], p["distribution"], p["version"])
+                                          for p in _plugins(session.registry)])
+    path, document = record_run(request, outcome, provenance, registry_events(session.registry))
+    return path, document, outcome.error.exit_code if outcome.error else 1
+
+
+def _run_failure(document: Mapping[str, Any], result_path: Path, exit_code: int = 1) -> CmxError:
+    """The error for a recorded run whose status is ``error``: a failed step (exit 1, or 2
+    when it refused its input), or a suite that reported errors while still measuring."""
     from cmx_core.errors import StepFailed
     from cmx_core.execute import NodeFailed
 
     error = document.get("error")
     if error:
-        failed: CmxError = NodeFailed(error.get("node", "?"), error.get("step", "?"), error.get("message", "failed"))
+        failed: CmxError = NodeFailed(error.get("node") or "?", error.get("step") or "?",
+                                      error.get("message", "failed"))
+        if error.get("node") is None:
+            failed = StepFailed(error.get("message", "failed"))
+        failed.exit_code = exit_code
     else:
         reasons = document.get("invalid_reasons") or ["no reason given"]
         more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
@@ -220,11 +256,7 @@ def _run_failure(document: Mapping[str, Any], result_path: Path) -> CmxError:
     return failed
 
 
-RESERVED_OPTIONS = frozenset({"facts", "session", "run_id", "lock_digest"})
-"""Keys of ExecutionRequest.options that the engine fills for executors."""
-
-
-def _executor(session: Session, the_plan: Plan, name: str | None) -> Any:
+def _executor(session: Session, the_plan: Plan, name: str | None) -> Executor:
     """The executor to use; a recipe declaring a container defaults to ``docker``."""
     from cmx_core.plugins import missing_provider_message
 
@@ -240,13 +272,16 @@ def _executor(session: Session, the_plan: Plan, name: str | None) -> Any:
     return chosen
 
 
-def replay(locked: Mapping[str, Any], lock_path: Path, session: Session) -> Plan:
-    """Resolve a lockfile's (already read) query; a ResolveError if anything differs."""
+def replay(locked: Mapping[str, Any], lock_path: Path, session: Session,
+           allow_drift: Sequence[str] = ()) -> Plan:
+    """Resolve a lockfile's (already read) query; a ResolveError if anything differs
+    (beyond the ``allow_drift`` classes)."""
     from cmx_core.lock import check_drift, lock_document
 
     query = locked["query"]
     the_plan = plan(query.get("tags", []), query.get("inputs", {}), session=session)
-    check_drift(locked, lock_document(the_plan, _plugins(session.registry)), lock_path)
+    check_drift(locked, lock_document(the_plan, _plugins(session.registry, the_plan)), lock_path,
+                allow=allow_drift)
     return the_plan
 
 
@@ -265,53 +300,40 @@ def write_lock(run_dir: Path, the_plan: Plan, session: Session) -> str:
     """The lockfile of the resolved run; returns its digest."""
     from cmx_core.lock import lock_document
 
-    lock = lock_document(the_plan, _plugins(session.registry))
+    lock = lock_document(the_plan, _plugins(session.registry, the_plan))
     _write_json(run_dir / "lock.json", lock)
     return digest(lock)
 
 
-def _plugins(registry: Registry) -> list[dict[str, str]]:
-    return [{"name": p.name, "distribution": p.distribution, "version": p.version}
-            for p in registry.plugins.values() if not p.error]
+def _plugins(registry: Registry, the_plan: Plan | None = None) -> list[dict[str, Any]]:
+    """The loaded plugins; with a plan, each says whether the plan uses it (``used``)."""
+    used = plan_plugins(the_plan, registry) if the_plan is not None else set()
+    listed: list[dict[str, Any]] = []
+    for p in registry.plugins.values():
+        if not p.error:
+            entry: dict[str, Any] = {"name": p.name, "distribution": p.distribution, "version": p.version}
+            if the_plan is not None:
+                entry["used"] = p.name in used
+            listed.append(entry)
+    return listed
 
 
-def write_run_result(outcome: Any, options: Mapping[str, Any]) -> Path:
-    """Build, validate and write ``result.json`` for a finished (or failed) local run."""
-    from cmx_core.results.document import RunRecord, build_document
-    from cmx_core.results.writer import write_result
-
-    session: Session = options["session"]
-    the_plan: Plan = outcome.plan
-    root = the_plan.root
-    error = outcome.error
-    record = RunRecord(
-        run_id=options["run_id"], tags=list(the_plan.query.tags), inputs=dict(root.inputs),
-        variations=dict(root.variations), recipe_name=root.recipe.name, recipe_tags=list(root.recipe.tags),
-        recipe_version=root.recipe.version,
-        recipes=[(n.recipe.name, n.recipe.version, n.recipe.digest, n.recipe.source) for n in the_plan.nodes],
-        plugins=[(p["name"], p["distribution"], p["version"]) for p in _plugins(session.registry)],
-        facts=session.facts.snapshot(SYSTEM_FACTS), outputs=_thaw(outcome.root_outputs),
-        part=outcome.result_part(), artifacts=[(a.path, a.kind) for a in outcome.artifacts()],
-        run_dir=outcome.run_dir,
-        started_at=datetime.fromtimestamp(outcome.started, timezone.utc),
-        finished_at=datetime.fromtimestamp(outcome.finished or time.time(), timezone.utc),
-        lock_digest=options.get("lock_digest", ""),
-        error=(error.reason, error.node_id, error.step_id) if error else None,
-    )
-    return write_result(outcome.run_dir, build_document(record))
-
-
-def _thaw(value: Any) -> Any:
-    from cmx_core.datautil import thaw
-
-    return thaw(value)
-
-
-def _index(document: dict[str, Any], result_path: Path) -> None:
-    from cmx_core.results.store import ResultStore
-
-    ResultStore(paths.results_db()).index(document, result_path)
-    call_event("cmx_result_written", path=result_path, document=document)
+def plan_plugins(the_plan: Plan, registry: Registry) -> set[str]:
+    """The plugins whose recipes, step types or detectors the plan uses."""
+    used = {"cmx-core"}
+    for node in the_plan.nodes:
+        source = str(node.recipe.source or "")
+        if source.startswith("plugin:"):
+            used.add(source.split(":", 1)[1])
+        for step in node.steps:
+            provider = registry.steps.get(step.uses)
+            if provider is not None:
+                used.add(provider.plugin)
+        for fact in node.facts_used:
+            detector = registry.detectors.get(str(fact).split(".")[0])
+            if detector is not None:
+                used.add(detector.plugin)
+    return used
 
 
 def _write_json(path: Path, value: Any) -> None:

@@ -1,32 +1,43 @@
 """The local executor: runs a plan's nodes in topological order, independent nodes in
-parallel with ``-j N``.
+parallel with ``-j N``, and returns a typed :class:`~cmx_core.providers.ExecutionOutcome`
+(the engine alone builds and writes the result document).
 
 Each step gets an immutable snapshot (read-only mappings, tuples) of its parameters, the
 node's inputs and its deps' declared outputs; only the recipe's declared outputs leave a
 node. Cached nodes run in a staging directory that becomes the cache entry only when every
-step succeeded.
+step succeeded. A measuring node (a step type with ``measures=True``) is served from the
+cache only when its recipe says ``cache: {measurements: true}``; its entry then keeps the
+whole result part (see :mod:`cmx_core.measured`).
+
+Nothing here redirects the process-wide ``sys.stdout``: steps write to their own log files
+(``StepContext.log_dir``) and child processes get their own descriptors.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from cmx_core import __version__
-from cmx_core.cache import Cache, rebase
+from cmx_core.cache import Cache, CacheEntry, Staging, rebase
 from cmx_core.datautil import freeze, thaw
 from cmx_core.errors import CmxError, Interrupted, StepFailed
+from cmx_core.events import EventSink
 from cmx_core.facts import FactStore
+from cmx_core.measured import measurement_meta, served, stage_artifacts
 from cmx_core.planner import Plan, PlanNode, digest
-from cmx_core.plugins import Registry, call_event, get_registry
 from cmx_core.providers import (
     Artifact,
+    ExecutionOutcome,
     ExecutionRequest,
+    NodeResult,
     ResultPart,
+    RunError,
     StepContext,
     StepOutput,
 )
@@ -36,91 +47,82 @@ from cmx_core.template import render_value
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from cmx_core.plugins import Registry
+
 
 class NodeFailed(StepFailed):
     """A step of a node failed; names the node and the step."""
 
-    def __init__(self, node_id: str, step_id: str, message: str) -> None:
+    def __init__(self, node_id: str, step_id: str, message: str, *, wall_s: float = 0.0,
+                 cache_key: str = "", exit_code: int = 1) -> None:
+        self.exit_code = exit_code  # 2 when the step refused its input (a CmxError), else 1
         self.node_id = node_id
         self.step_id = step_id
         self.reason = message
+        self.wall_s = wall_s
+        self.cache_key = cache_key
         super().__init__(f"{node_id} / step {step_id}: {message}")
 
 
-class NodeOutcome(NamedTuple):
-    node_id: str
-    outputs: Mapping[str, Any]
-    cached: bool
-    wall_s: float
-    cache_key: str
-    parts: Sequence[ResultPart] = ()
-    artifacts: Sequence[Artifact] = ()
+@dataclass(frozen=True)
+class RunSettings:
+    """How the nodes run: what the executor was asked besides the plan."""
+
+    run_dir: Path
+    run_id: str
+    use_cache: bool = True
+    refresh: bool = False
 
 
 @dataclass
-class RunOutcome:
-    """What running a plan produced (or how far it got before failing)."""
-
-    plan: Plan
-    run_dir: Path
-    outcomes: dict[str, NodeOutcome]
-    started: float
-    finished: float = 0.0
-    error: NodeFailed | None = None
-
-    @property
-    def root_outputs(self) -> Mapping[str, Any]:
-        root = self.outcomes.get(self.plan.root.id)
-        return root.outputs if root else {}
-
-    def result_part(self) -> ResultPart | None:
-        """The root's last result part, else the last one any node produced."""
-        root = self.outcomes.get(self.plan.root.id)
-        if root and root.parts:
-            return root.parts[-1]
-        parts = [p for n in self.plan.nodes if n.id in self.outcomes for p in self.outcomes[n.id].parts]
-        return parts[-1] if parts else None
-
-    def artifacts(self) -> list[Artifact]:
-        return [a for n in self.plan.nodes if n.id in self.outcomes for a in self.outcomes[n.id].artifacts]
+class _Progress:
+    results: dict[str, NodeResult] = field(default_factory=dict)
+    error: RunError | None = None
 
 
-def run_local(request: ExecutionRequest) -> Path:
-    """The ``local`` executor: run the plan here, write and return ``result.json``."""
-    from cmx_core.engine import write_run_result
-
-    outcome = execute_plan(request.plan, request.run_dir, request.options["facts"],
-                           jobs=request.jobs, use_cache=request.use_cache, refresh=request.refresh)
-    return write_run_result(outcome, request.options)
+def run_local(request: ExecutionRequest, events: EventSink) -> ExecutionOutcome:
+    """The ``local`` executor: run the plan here, in this process."""
+    settings = RunSettings(request.run_dir, request.run_id, request.use_cache, request.refresh)
+    return execute_plan(request.plan, request.facts, request.registry, Cache(), events, settings,
+                        jobs=request.jobs)
 
 
-def execute_plan(plan: Plan, run_dir: Path, facts: FactStore, *, jobs: int = 1,
-                 use_cache: bool = True, refresh: bool = False) -> RunOutcome:
+def execute_plan(plan: Plan, facts: FactStore, registry: Registry, cache: Cache, events: EventSink,
+                 settings: RunSettings, *, jobs: int = 1) -> ExecutionOutcome:
     """Run every node; a failure stops scheduling and is recorded in ``error``."""
-    runner = NodeRunner(plan, run_dir, facts, get_registry(), Cache(), use_cache, refresh)
-    outcome = RunOutcome(plan, run_dir, {}, time.time())
+    runner = NodeRunner(plan, facts, registry, cache, events, settings)
+    progress = _Progress()
+    started = time.time()
     try:
         if jobs <= 1:
             for node in plan.nodes:
-                outcome.outcomes[node.id] = runner.run(node, outcome.outcomes)
+                progress.results[node.id] = runner.run(node, progress.results)
         else:
-            _run_parallel(plan, runner, outcome.outcomes, jobs)
+            _run_parallel(plan, runner, progress.results, jobs)
     except NodeFailed as exc:
-        outcome.error = exc
+        progress.error = RunError(exc.reason, exc.node_id, exc.step_id, exit_code=exc.exit_code)
+        progress.results[exc.node_id] = NodeResult(exc.node_id, _recipe_of(plan, exc.node_id), "failed",
+                                                   exc.wall_s, exc.cache_key)
     except KeyboardInterrupt:
         from cmx_core.builtin import kill_running
 
         kill_running()
         raise Interrupted("interrupted; no partial result or cache entry was kept") from None
-    outcome.finished = time.time()
-    return outcome
+    ordered = tuple(progress.results[n.id] for n in plan.nodes if n.id in progress.results)
+    root = progress.results.get(plan.root.id)
+    return ExecutionOutcome(nodes=ordered, root_outputs=root.outputs if root and root.status != "failed" else {},
+                            started=started, finished=time.time(), error=progress.error)
 
 
-def _run_parallel(plan: Plan, runner: NodeRunner, done: dict[str, NodeOutcome], jobs: int) -> None:
+def _recipe_of(plan: Plan, node_id: str) -> str:
+    return next((n.recipe.name for n in plan.nodes if n.id == node_id), "?")
+
+
+def _run_parallel(plan: Plan, runner: NodeRunner, done: dict[str, NodeResult], jobs: int) -> None:
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     pending = {n.id: n for n in plan.nodes}
-    running: dict[Future[NodeOutcome], str] = {}
+    running: dict[Future[NodeResult], str] = {}
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="cmx-node") as pool:
         try:
             while pending or running:
@@ -140,49 +142,77 @@ def _run_parallel(plan: Plan, runner: NodeRunner, done: dict[str, NodeOutcome], 
             raise
 
 
+def measures(node: PlanNode, registry: Registry) -> bool:
+    """True when one of the node's step types is a measurement (a benchmark)."""
+    return any(getattr(registry.steps.get(step.uses), "measures", False) for step in node.steps)
+
+
+def caches_measurements(node: PlanNode) -> bool:
+    """True when the node's recipe asks for its measurements to be served from the cache."""
+    return bool(getattr(node.recipe.cache, "measurements", False))
+
+
 class NodeRunner:
     """Runs one node: cache lookup, steps in order, declared outputs, cache commit."""
 
-    def __init__(self, plan: Plan, run_dir: Path, facts: FactStore, registry: Registry,
-                 cache: Cache, use_cache: bool, refresh: bool) -> None:
+    def __init__(self, plan: Plan, facts: FactStore, registry: Registry, cache: Cache,
+                 events: EventSink, settings: RunSettings) -> None:
         self.plan = plan
-        self.run_dir = run_dir
         self.facts = facts
         self.registry = registry
         self.cache = cache
-        self.use_cache = use_cache
-        self.refresh = refresh
+        self.events = events
+        self.settings = settings
+        self.run_dir = settings.run_dir
 
-    def run(self, node: PlanNode, done: Mapping[str, NodeOutcome]) -> NodeOutcome:
+    def run(self, node: PlanNode, done: Mapping[str, NodeResult]) -> NodeResult:
         start = time.perf_counter()
         deps = {alias: done[dep].outputs for alias, dep in node.deps.items()}
         key = self._effective_key(node, deps)
-        if not (node.cacheable and self.use_cache):
+        if not self._uses_cache(node):
             return self._execute(node, deps, key, start, use_entry=False)
-        hit = None if self.refresh else self._hit(node, key, start)
+        hit = None if self.settings.refresh else self._hit(node, key, start)
         if hit is not None:
             return hit
         with self.cache.lock(key):  # another process may have computed it meanwhile
-            hit = None if self.refresh else self._hit(node, key, start)
+            hit = None if self.settings.refresh else self._hit(node, key, start)
             return hit or self._execute(node, deps, key, start, use_entry=True)
 
-    def _hit(self, node: PlanNode, key: str, start: float) -> NodeOutcome | None:
+    def _uses_cache(self, node: PlanNode) -> bool:
+        """A node is cached when its recipe is, unless it measures and the recipe did not ask
+        for cached measurements (a benchmark is measured again by default)."""
+        if not (node.cacheable and self.settings.use_cache):
+            return False
+        return caches_measurements(node) or not measures(node, self.registry)
+
+    def _hit(self, node: PlanNode, key: str, start: float) -> NodeResult | None:
         entry, _ = self.cache.lookup(key, node.recipe.cache.expires_s)
         if entry is None or entry_invalid(entry, node, self.facts, self.registry) is not None:
             return None
-        call_event("cmx_node_started", node_id=node.id, recipe=node.recipe.name, cached=True)
+        measurement = served(entry.meta, entry.path, key)
+        if measurement is None and measures(node, self.registry):
+            return None  # an entry without its measurement cannot stand in for one
+        self.events("cmx_node_started", node_id=node.id, recipe=node.recipe.name, cached=True)
         outputs = freeze(entry.outputs)
-        call_event("cmx_node_finished", node_id=node.id, recipe=node.recipe.name,
-                   outputs=outputs, wall_s=time.perf_counter() - start, cached=True)
-        return NodeOutcome(node.id, outputs, True, time.perf_counter() - start, key)
+        wall = time.perf_counter() - start
+        self.events("cmx_node_finished", node_id=node.id, recipe=node.recipe.name,
+                    outputs=outputs, wall_s=wall, cached=True)
+        if measurement is None:
+            return NodeResult(node.id, node.recipe.name, "cached", wall, key, outputs)
+        return NodeResult(node.id, node.recipe.name, "cached", wall, key, outputs, measurement.parts,
+                          measurement.artifacts, measurement.provenance)
 
     def _execute(self, node: PlanNode, deps: Mapping[str, Any], key: str, start: float,
-                 use_entry: bool) -> NodeOutcome:
-        call_event("cmx_node_started", node_id=node.id, recipe=node.recipe.name, cached=False)
-        outcome = self._run_steps(node, deps, key, start, use_entry)
-        call_event("cmx_node_finished", node_id=node.id, recipe=node.recipe.name,
-                   outputs=outcome.outputs, wall_s=outcome.wall_s, cached=False)
-        return outcome
+                 use_entry: bool) -> NodeResult:
+        self.events("cmx_node_started", node_id=node.id, recipe=node.recipe.name, cached=False)
+        try:
+            result = self._run_steps(node, deps, key, start, use_entry)
+        except NodeFailed as exc:
+            exc.wall_s, exc.cache_key = time.perf_counter() - start, key
+            raise
+        self.events("cmx_node_finished", node_id=node.id, recipe=node.recipe.name,
+                    outputs=result.outputs, wall_s=result.wall_s, cached=False)
+        return result
 
     def _effective_key(self, node: PlanNode, deps: Mapping[str, Any]) -> str:
         """The plan's key, or for a node over uncached deps, that key plus those deps'
@@ -193,7 +223,7 @@ class NodeRunner:
         return digest([node.cache_key, outputs])[:32]
 
     def _run_steps(self, node: PlanNode, deps: Mapping[str, Any], key: str, start: float,
-                   use_entry: bool) -> NodeOutcome:
+                   use_entry: bool) -> NodeResult:
         facts = FactsView(self.facts)
         with self._workspace(node, key, use_entry) as (work_dir, staging):
             frozen_deps = freeze(deps)
@@ -207,14 +237,24 @@ class NodeRunner:
                 artifacts.extend(result.artifacts)
             outputs = self._declared_outputs(node, work_dir, frozen_deps, step_outputs, facts)
             if staging is not None:
-                entry = self.cache.commit(staging, self._meta(node, outputs, facts.read))
-                outputs = entry.outputs
+                entry = self._commit(node, staging, outputs, facts.read, parts, artifacts)
+                outputs = dict(entry.outputs)
                 artifacts = [Artifact(Path(rebase(str(a.path), str(staging.path), str(entry.path))), a.kind)
                              for a in artifacts]
-        return NodeOutcome(node.id, freeze(outputs), False, time.perf_counter() - start, key, parts, artifacts)
+        return NodeResult(node.id, node.recipe.name, "ran", time.perf_counter() - start, key, freeze(outputs),
+                          tuple(parts), tuple(artifacts))
+
+    def _commit(self, node: PlanNode, staging: Staging, outputs: Mapping[str, Any], facts_read: set[str],
+                parts: list[ResultPart], artifacts: list[Artifact]) -> CacheEntry:
+        meta = self._meta(node, outputs, facts_read)
+        if parts or measures(node, self.registry):  # what the node measured stays with its entry
+            measured_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            meta["measurement"] = measurement_meta(parts, stage_artifacts(artifacts, staging.files),
+                                                   self.settings.run_id, measured_at)
+        return self.cache.commit(staging, meta)
 
     @contextmanager
-    def _workspace(self, node: PlanNode, key: str, use_entry: bool) -> Iterator[tuple[Path, Any]]:
+    def _workspace(self, node: PlanNode, key: str, use_entry: bool) -> Iterator[tuple[Path, Staging | None]]:
         if not use_entry:
             work_dir = self.run_dir / "nodes" / _safe(node.id)
             work_dir.mkdir(parents=True, exist_ok=True)
@@ -238,12 +278,11 @@ class NodeRunner:
             timeout_s=step.timeout_s,
         )
         try:
-            with _stdout_to_stderr():  # a step's prints must not corrupt --json on stdout
-                returned = step_type.run(ctx)
+            returned = step_type.run(ctx)
         except StepFailed as exc:
             raise NodeFailed(node.id, step.id, str(exc)) from None
-        except CmxError:
-            raise
+        except CmxError as exc:
+            raise NodeFailed(node.id, step.id, str(exc), exit_code=exc.exit_code) from None
         except Exception as exc:  # noqa: BLE001 - a plugin bug becomes one line + a saved traceback
             import traceback
 
@@ -319,15 +358,6 @@ class FactsView(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._store.available())
-
-
-@contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    import contextlib
-    import sys
-
-    with contextlib.redirect_stdout(sys.stderr):
-        yield
 
 
 def groups_of(node: PlanNode) -> dict[str, str | None]:

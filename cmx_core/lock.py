@@ -6,12 +6,12 @@ differently."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from cmx_core import __version__
-from cmx_core.errors import CmxError, ResolveError
+from cmx_core.errors import CmxError, ResolveError, UsageError
 
 NODE_FIELDS = ("recipe", "version", "digest", "variations", "inputs", "cache_key", "steps")
 
@@ -44,27 +44,51 @@ def read_lock(path: Path) -> dict[str, Any]:
     return doc
 
 
-def check_drift(locked: Mapping[str, Any], current: Mapping[str, Any], path: Path) -> None:
+DRIFT_CLASSES = {
+    "remote": "the far side of a remote executor: it detects its own facts, so cache keys may change, and "
+              "plugins the plan does not use (the executor's own) may be missing; recipes, versions, "
+              "variations, inputs, steps and the plugins the plan uses may not differ",
+}
+"""Classes of drift ``cmx run --lock FILE --allow-drift=CLASS`` lets through."""
+
+_FACT_FIELDS = frozenset({"cache_key"})
+
+
+def check_drift_classes(classes: Sequence[str]) -> None:
+    """A UsageError for a drift class that does not exist."""
+    for name in classes:
+        if name not in DRIFT_CLASSES:
+            raise UsageError(f"--allow-drift {name!r}: unknown; use one of {', '.join(sorted(DRIFT_CLASSES))}")
+
+
+def check_drift(locked: Mapping[str, Any], current: Mapping[str, Any], path: Path,
+                allow: Sequence[str] = ()) -> None:
     """Raise a ResolveError listing what resolves differently from the lock."""
-    diffs = _node_diffs(locked["nodes"], current["nodes"]) + _plugin_diffs(locked.get("plugins", []), current["plugins"])
+    remote = "remote" in allow
+    ignored = _FACT_FIELDS if remote else frozenset()
+    diffs = _node_diffs(locked["nodes"], current["nodes"], ignored) \
+        + _plugin_diffs(locked.get("plugins", []), current["plugins"], used_only=remote)
     if diffs:
         shown = "; ".join(diffs[:4]) + (f"; and {len(diffs) - 4} more" if len(diffs) > 4 else "")
         raise ResolveError(f"--lock {path}: the run would differ from the lock: {shown}")
 
 
-def _node_diffs(old_nodes: list[Mapping[str, Any]], new_nodes: list[Mapping[str, Any]]) -> list[str]:
+def _node_diffs(old_nodes: list[Mapping[str, Any]], new_nodes: list[Mapping[str, Any]],
+                ignored: frozenset[str] = frozenset()) -> list[str]:
     old = {n["id"]: n for n in old_nodes}
     new = {n["id"]: n for n in new_nodes}
     diffs = [f"node {i} is gone" for i in old if i not in new] + [f"node {i} is new" for i in new if i not in old]
     for node_id in [i for i in old if i in new]:
         for field in NODE_FIELDS:
+            if field in ignored:
+                continue
             if old[node_id].get(field) != new[node_id].get(field):
                 diffs.append(f"node {node_id}: {field} {_short(old[node_id].get(field))} -> {_short(new[node_id].get(field))}")
     return diffs
 
 
-def _plugin_diffs(old: list[Mapping[str, str]], new: list[Mapping[str, str]]) -> list[str]:
-    before = {p["distribution"]: p["version"] for p in old}
+def _plugin_diffs(old: list[Mapping[str, Any]], new: list[Mapping[str, Any]], used_only: bool = False) -> list[str]:
+    before = {p["distribution"]: p["version"] for p in old if p.get("used", True) or not used_only}
     after = {p["distribution"]: p["version"] for p in new}
     return [f"plugin {d} {v} -> {after.get(d, 'not installed')}" for d, v in before.items() if after.get(d) != v]
 

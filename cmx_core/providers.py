@@ -267,11 +267,14 @@ class NodeResult:
 
 @dataclass(frozen=True)
 class RunError:
-    """Why a run failed: a message and, when a step failed, the node and step."""
+    """Why a run failed: a message and, when a step failed, the node and step.
+    ``exit_code`` is what ``cmx run`` exits with: 1 for a failed run, 2 when the run
+    refused its input."""
 
     message: str
     node: str | None = None
     step: str | None = None
+    exit_code: int = 1
 
 
 @dataclass(frozen=True)

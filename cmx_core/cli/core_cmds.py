@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from cmx_core.cli.summary import run_summary
@@ -35,6 +37,9 @@ def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
     run.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE",
                      help="an option for the executor, e.g. memory=8g, cpus=2, gpus=all (repeatable)")
     run.add_argument("--lock", metavar="FILE", help="replay a run's lock.json; refuse if anything resolves differently")
+    run.add_argument("--allow-drift", action="append", default=[], metavar="CLASS", choices=["remote"],
+                     help="with --lock: let this class of drift through (remote: the far side of a remote "
+                          "executor, which detects its own facts)")
     run.set_defaults(handler=cmd_run, accepts_inputs=True)
 
 
@@ -151,10 +156,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.lock and (args.tags or args.extra):
         raise UsageError("cmx run: --lock replays the lockfile's own tags and inputs; drop --tags and inputs")
     observer = _replay_observer(args)
-    with Progress(enabled=not args.json, verbose=args.verbose), observer or nullcontext():
+    with Progress(enabled=not args.json, verbose=args.verbose), observer or nullcontext(), \
+            stdout_reserved(args.json):
         result = run(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
                      jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
-                     output=args.output, executor=executor, lock=args.lock,
+                     output=args.output, executor=executor, lock=args.lock, allow_drift=args.allow_drift,
                      options=parse_executor_options(args.executor_opt))
     if observer is not None:
         observer.remember(result)
@@ -206,6 +212,28 @@ def cmd_show(args: argparse.Namespace) -> int:
     else:
         print(recipe_markdown(recipe))
     return 0
+
+
+@contextmanager
+def stdout_reserved(enabled: bool) -> Iterator[None]:
+    """With ``--json``, keep file descriptor 1 for the one document: while the run goes on,
+    descriptor 1 points at stderr, so whatever a step, a plugin or a child process writes to
+    "stdout" lands in the log stream; the real stdout comes back for the document.
+
+    This is done once, by the CLI, before any step runs, and undone after the last one: no
+    step redirects anything, so parallel steps (``-j N``) cannot race over it."""
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _print_json(value: Any) -> None:

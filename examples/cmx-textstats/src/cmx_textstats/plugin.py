@@ -32,6 +32,9 @@ def cmx_register_steps(register: Callable[[StepType], None]) -> None:
             summary="Count the lines, words and bytes of a text file",
             run=_count,
             params=PARAMS,
+            # a count is a measurement: cmx measures it again on every run unless the recipe
+            # says `cache: {measurements: true}` (then a hit is labelled as cached)
+            measures=True,
         )
     )
 

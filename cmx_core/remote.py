@@ -1,0 +1,311 @@
+"""The base of every executor that runs a plan somewhere else (a container, a Slurm job, a
+Ray task, a Kubernetes Job): :class:`RemoteExecutor`.
+
+The split follows ReFrame's scheduler/launcher and Snakemake's ``RemoteExecutor``: the base
+decides *what* runs on the far side and how its result comes back; a subclass says only
+*how to get it there* with four methods:
+
+* :meth:`~RemoteExecutor.submit` starts the job for a :class:`RemoteJob` and returns a
+  handle (a container id, a Slurm job id...);
+* :meth:`~RemoteExecutor.wait` blocks until it ends and returns a :class:`JobStatus`;
+* :meth:`~RemoteExecutor.fetch` brings the far run directory (``job.far_output``) back into
+  ``job.local_output`` (nothing to do on a shared file system) and returns what else to
+  keep: logs, artifacts, ``system`` keys;
+* :meth:`~RemoteExecutor.cancel` stops the job (Ctrl-C, SIGTERM).
+
+What the far side runs is always ``cmx run --lock lock.json --allow-drift=remote
+--executor local --output DIR --json``: the lock written for this run is shipped, so the far
+side cannot resolve a different graph (other recipes, versions, variations, inputs, steps or
+plugins are refused there); only the facts may differ, because the far side detects its
+own. The far engine writes ``result.json``, ``nodes.json`` and ``facts.json``; the base
+folds them back into a typed :class:`~cmx_core.providers.ExecutionOutcome` carrying the
+far node's facts, and the near engine records it under this run's id, once.
+
+A minimal executor::
+
+    class Subprocess(RemoteExecutor[subprocess.Popen[bytes]]):
+        name = "subprocess"
+        summary = "run the plan in a child process"
+
+        def submit(self, job):
+            return subprocess.Popen(list(job.command), env={**os.environ, **job.env})
+
+        def wait(self, handle):
+            code = handle.wait()
+            return JobStatus("completed" if code == 0 else "failed", code)
+
+        def fetch(self, handle, job):
+            return Fetched()  # same file system: the far run directory is already here
+
+        def cancel(self, handle):
+            handle.kill()
+
+    @hookimpl
+    def cmx_register_executors(register):
+        register(Subprocess().executor())
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+from cmx_core.errors import CmxError, Interrupted
+from cmx_core.providers import (
+    Artifact,
+    CachedMeasurement,
+    Capabilities,
+    ExecutionOutcome,
+    ExecutionRequest,
+    Executor,
+    ExecutorSettings,
+    Metric,
+    NodeResult,
+    NoSettings,
+    ResultPart,
+    RunError,
+)
+
+H = TypeVar("H")
+JobState = Literal["completed", "failed", "timeout", "oom", "cancelled", "lost"]
+
+REMOTE_DIR = "remote"
+"""Where the far run directory lands inside the local run directory."""
+
+STAGE_DIR = "remote-stage"
+"""What the base ships to the far side: ``lock.json`` (and what a subclass adds)."""
+
+ENVELOPE_KEYS = frozenset({
+    "schema_version", "run_id", "created_at", "status", "invalid_reasons", "benchmark", "metrics",
+    "system", "software", "timing", "artifacts", "outputs", "error", "provenance", "notes",
+})
+
+
+@dataclass(frozen=True)
+class RemoteJob:
+    """One job to start: the command line of the far side and where things are.
+
+    ``stage_dir`` holds what is shipped (``lock.json``); ``far_lock`` and ``far_output``
+    are the paths the far side sees (the same as the local ones on a shared file system,
+    or where a subclass mounts or copies them); ``local_output`` is where :meth:`fetch`
+    puts the far run directory; ``env`` the variables the far side needs."""
+
+    request: ExecutionRequest
+    command: tuple[str, ...]
+    stage_dir: Path
+    far_lock: str
+    far_output: str
+    local_output: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """How a job ended. ``message`` is the scheduler's or engine's own words."""
+
+    state: JobState
+    exit_code: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What :meth:`RemoteExecutor.fetch` brings back besides the far run directory."""
+
+    logs: tuple[Path, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+    system: Mapping[str, Any] = field(default_factory=dict)
+
+
+class RemoteExecutor(ABC, Generic[H]):
+    """Subclass it, set ``name``, ``summary`` (and ``settings``, ``capabilities``), implement
+    :meth:`submit`, :meth:`wait`, :meth:`fetch` and :meth:`cancel`; register
+    :meth:`executor`. Override :meth:`cmx_command`, :meth:`far_paths` or :meth:`job_env`
+    where the far side differs from this machine."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    settings: ClassVar[type[ExecutorSettings]] = NoSettings
+    capabilities: ClassVar[Capabilities] = Capabilities()
+
+    # -- what a subclass implements ------------------------------------------------------
+
+    @abstractmethod
+    def submit(self, job: RemoteJob) -> H:
+        """Start ``job`` and return its handle; raise a CmxError when it cannot start."""
+
+    @abstractmethod
+    def wait(self, handle: H) -> JobStatus:
+        """Block until the job ends."""
+
+    @abstractmethod
+    def fetch(self, handle: H, job: RemoteJob) -> Fetched:
+        """Bring ``job.far_output`` into ``job.local_output`` (if they differ)."""
+
+    @abstractmethod
+    def cancel(self, handle: H) -> None:
+        """Stop the job; called on Ctrl-C or SIGTERM while waiting."""
+
+    # -- what a subclass may override ----------------------------------------------------
+
+    def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
+        """How the far side starts cmx."""
+        return ("cmx",)
+
+    def far_paths(self, request: ExecutionRequest, stage_dir: Path, local_output: Path) -> tuple[str, str]:
+        """(lock path, output directory) as the far side sees them; the local paths by
+        default (a shared file system, a bind mount at the same path)."""
+        return str(stage_dir / "lock.json"), str(local_output)
+
+    def job_env(self, request: ExecutionRequest) -> dict[str, str]:
+        """Variables for the far side. By default its results store is a scratch one inside
+        the stage directory: the near engine indexes the result, once."""
+        return {"CMX_DATA_DIR": str(request.run_dir / STAGE_DIR / "data")}
+
+    def check_plan(self, plan: Any, settings: ExecutorSettings) -> None:
+        """Refuse at plan time what would make the job fail on its input."""
+
+    # -- the template method -------------------------------------------------------------
+
+    def executor(self) -> Executor:
+        """The provider to register from ``cmx_register_executors``."""
+        return Executor(name=self.name, summary=self.summary, run=self.run, settings=self.settings,
+                        check_plan=self.check_plan, capabilities=self.capabilities)
+
+    def run(self, request: ExecutionRequest) -> ExecutionOutcome:
+        """Ship the lock, submit, wait (cancelling on Ctrl-C), fetch, fold the result back."""
+        job = self.prepare(request)
+        started = time.time()
+        handle = self.submit(job)
+        try:
+            status = self.wait(handle)
+        except (KeyboardInterrupt, Interrupted):
+            self.cancel(handle)
+            raise Interrupted(f"interrupted; the {self.name} job was cancelled") from None
+        fetched = self.fetch(handle, job)
+        return fold(job, status, fetched, started, self.name)
+
+    def prepare(self, request: ExecutionRequest) -> RemoteJob:
+        """Stage ``lock.json`` and build the far side's command line."""
+        stage = request.run_dir / STAGE_DIR
+        stage.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(request.lock_path, stage / "lock.json")
+        local_output = request.run_dir / REMOTE_DIR
+        far_lock, far_output = self.far_paths(request, stage, local_output)
+        command = (*self.cmx_command(request), *far_arguments(request, far_lock, far_output))
+        return RemoteJob(request, command, stage, far_lock, far_output, local_output, self.job_env(request))
+
+
+def far_arguments(request: ExecutionRequest, far_lock: str, far_output: str) -> list[str]:
+    """``run --lock … --allow-drift=remote --executor local --output … --json`` and the
+    request's own switches."""
+    argv = ["run", "--lock", far_lock, "--allow-drift=remote", "--executor", "local",
+            "--output", far_output, "--json"]
+    if request.jobs > 1:
+        argv += ["-j", str(request.jobs)]
+    if not request.use_cache:
+        argv.append("--no-cache")
+    if request.refresh:
+        argv.append("--refresh")
+    return argv
+
+
+# -- folding the far result back ----------------------------------------------------------
+
+
+def fold(job: RemoteJob, status: JobStatus, fetched: Fetched, started: float, executor: str) -> ExecutionOutcome:
+    """The typed outcome of the far run, read from what it wrote; an error outcome saying
+    how the job ended when it wrote no result."""
+    out = job.local_output
+    document = _read_json(out / "result.json")
+    finished = time.time()
+    if not isinstance(document, dict):
+        why = _job_end(status)
+        return ExecutionOutcome(nodes=(), root_outputs={}, started=started, finished=finished,
+                                error=RunError(f"{executor} job {why} without writing {out / 'result.json'}"
+                                               f"{': ' + status.message if status.message else ''}"),
+                                logs=fetched.logs, system=fetched.system)
+    facts = _read_json(out / "facts.json")
+    nodes = _nodes(_read_json(out / "nodes.json"), document, out)
+    error = document.get("error")
+    return ExecutionOutcome(
+        nodes=nodes, root_outputs=dict(document.get("outputs") or {}), started=started, finished=finished,
+        error=RunError(str(error.get("message")), error.get("node"), error.get("step")) if error else None,
+        facts=facts if isinstance(facts, dict) else None, system=fetched.system,
+        artifacts=fetched.artifacts, logs=fetched.logs,
+    )
+
+
+def _job_end(status: JobStatus) -> str:
+    return {"completed": f"exited with code {status.exit_code}", "failed": f"failed with code {status.exit_code}",
+            "timeout": "exceeded its time limit", "oom": "was killed for running out of memory",
+            "cancelled": "was cancelled", "lost": "was lost"}[status.state]
+
+
+def _nodes(listed: Any, document: Mapping[str, Any], out: Path) -> tuple[NodeResult, ...]:
+    """Per-node results from the far ``nodes.json``; the result part and artifacts go to
+    the node that produced them (the last one, the root, runs last)."""
+    rows = listed if isinstance(listed, list) else []
+    part = part_of(document)
+    artifacts = tuple(_artifacts(document, out))
+    results = []
+    for index, row in enumerate(rows):
+        last = index == len(rows) - 1
+        cached = row.get("cached_measurement")
+        results.append(NodeResult(
+            node_id=str(row["node_id"]), recipe=str(row.get("recipe", "")), status=row.get("status", "ran"),
+            wall_s=float(row.get("wall_s", 0.0)), cache_key=str(row.get("cache_key", "")),
+            parts=(part,) if part and last else (), artifacts=artifacts if last else (),
+            cached_measurement=CachedMeasurement(**cached) if last and isinstance(cached, dict) else None,
+        ))
+    return tuple(results)
+
+
+def part_of(document: Mapping[str, Any]) -> ResultPart | None:
+    """The result part a far result document carries (None for a plain completed run with
+    no metrics and no suite of its own)."""
+    benchmark = dict(document.get("benchmark") or {})
+    metrics = {str(k): Metric(v.get("value"), str(v.get("unit")), bool(v.get("higher_is_better")))
+               for k, v in dict(document.get("metrics") or {}).items()}
+    sections = {k: v for k, v in document.items() if k not in ENVELOPE_KEYS}
+    software = document.get("software") or {}
+    extra = {k: software[k] for k in ("framework", "framework_version", "packages") if software.get(k)}
+    if extra:
+        sections["software"] = extra
+    status = document.get("status")
+    if status == "error" or (status == "completed" and not metrics and not sections
+                             and benchmark.get("suite") in (None, "custom")):
+        return None
+    return ResultPart(status=status, benchmark={k: v for k, v in benchmark.items() if v is not None},
+                      metrics=metrics, invalid_reasons=tuple(document.get("invalid_reasons") or ()),
+                      sections=sections, notes=str(document.get("notes") or ""))
+
+
+def _artifacts(document: Mapping[str, Any], out: Path) -> list[Artifact]:
+    """The far artifacts as local paths: relative ones under the fetched run directory;
+    absolute ones (the far cache) where they exist here too."""
+    found = []
+    for item in document.get("artifacts") or ():
+        path = Path(str(item["path"]))
+        local = path if path.is_absolute() else out / path
+        if not local.is_file():
+            raise CmxError(f"{out / 'result.json'}: artifact {path} did not come back from the far side; "
+                           "the executor's fetch must bring it")
+        found.append(Artifact(local, str(item.get("kind", "file"))))
+    return found
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+__all__: Sequence[str] = ("Fetched", "JobStatus", "RemoteExecutor", "RemoteJob", "far_arguments", "fold", "part_of")

@@ -1,0 +1,112 @@
+"""The executor contract: a ~50-line RemoteExecutor (tests/remote_plugin) whose far side is
+a local child process runs `cmx run --lock` there, and its results equal the local
+executor's except for what differs between two runs (ids, times, measured values)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cmx_core import engine, paths, plugins
+from cmx_core.errors import StepFailed, UsageError
+from cmx_core.results.store import ResultStore
+from tests.remote_plugin import subprocess_executor
+
+NOOP = """\
+name: test-remote-noop
+tags: [test, remote, noop]
+summary: no-op SUT through LoadGen, run by the subprocess executor
+steps:
+  - uses: mlperf.loadgen
+    with:
+      sut: noop
+      sut_params: {total_sample_count: 1024, performance_sample_count: 256}
+      scenario: Offline
+      model_name: resnet50
+      duration_s: 0.2
+"""
+
+FAILING = """\
+name: test-remote-fail
+tags: [test, remote, fail]
+summary: a step that fails on the far side
+steps:
+  - uses: shell
+    with: {cmd: [sh, -c, "echo broken >&2; exit 3"]}
+"""
+
+
+@pytest.fixture
+def registry(cmx_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[plugins.Registry]:
+    loaded = plugins.load_registry(extra=[("subprocess-exec", subprocess_executor)])
+    monkeypatch.setattr(plugins, "_REGISTRY", loaded)
+    yield loaded
+
+
+def _comparable(document: dict[str, Any]) -> dict[str, Any]:
+    """The document without what differs between any two runs: ids, times, host-side
+    paths and the measured values (their names, units and directions stay)."""
+    kept = {k: v for k, v in document.items() if k not in ("run_id", "created_at", "timing")}
+    kept["metrics"] = {k: (v["unit"], v["higher_is_better"]) for k, v in document["metrics"].items()}
+    kept["artifacts"] = sorted((a["kind"], Path(a["path"]).name) for a in document["artifacts"] if a["kind"] != "log")
+    provenance = dict(document["provenance"])
+    provenance.pop("lock_digest")
+    kept["provenance"] = provenance
+    if "mlperf" in document:
+        kept["mlperf"] = sorted(document["mlperf"])
+    kept["outputs"] = sorted(document["outputs"])
+    return kept
+
+
+@pytest.mark.parametrize(("tags", "recipe"), [("demo,sort", None), ("test,remote,noop", NOOP)])
+def test_subprocess_executor_equals_local(registry: plugins.Registry, tmp_path: Path, tags: str,
+                                          recipe: str | None) -> None:
+    dirs = []
+    if recipe:
+        (tmp_path / "r.yaml").write_text(recipe)
+        dirs = [tmp_path]
+    local = engine.run(tags, recipes_dirs=dirs, executor="local")
+    remote = engine.run(tags, recipes_dirs=dirs, executor="subprocess")
+    assert _comparable(remote.document) == _comparable(local.document)
+    assert remote.document["status"] in ("valid", "completed")
+    far = json.loads((remote.run_dir / "remote" / "result.json").read_text())
+    assert far["run_id"] != remote.run_id  # the far side's own record, folded under the near id
+    assert (remote.run_dir / "remote-stage" / "lock.json").read_bytes() == (remote.run_dir / "lock.json").read_bytes()
+    indexed = [row.run_id for row in ResultStore(paths.results_db()).list(limit=1000)]
+    assert remote.run_id in indexed and far["run_id"] not in indexed
+
+
+def test_far_side_uses_its_own_facts(registry: plugins.Registry) -> None:
+    remote = engine.run("demo,sort", executor="subprocess")
+    far_facts = json.loads((remote.run_dir / "remote" / "facts.json").read_text())
+    assert remote.document["system"]["cpu"]["model"] == far_facts["cpu"]["model"]
+
+
+def test_a_far_failure_is_an_error_result(registry: plugins.Registry, tmp_path: Path) -> None:
+    (tmp_path / "f.yaml").write_text(FAILING)
+    with pytest.raises(StepFailed, match="exited with code 3: broken") as caught:
+        engine.run("test,remote,fail", recipes_dirs=[tmp_path], executor="subprocess")
+    document = json.loads(Path(caught.value.result_path).read_text())  # type: ignore[attr-defined]
+    assert document["status"] == "error"
+    assert document["error"]["node"] == "test-remote-fail"
+
+
+def test_a_job_that_dies_is_an_error_result(registry: plugins.Registry, tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(FAILING.replace("test-remote-fail", "test-remote-slow").replace(
+        "fail]", "slow]").replace("echo broken >&2; exit 3", "sleep 30"))
+    with pytest.raises(StepFailed, match="subprocess job exceeded its time limit without writing") as caught:
+        engine.run("test,remote,slow", recipes_dirs=[tmp_path], executor="subprocess",
+                   options={"timeout_s": "2"})
+    document = json.loads(Path(caught.value.result_path).read_text())  # type: ignore[attr-defined]
+    assert document["status"] == "error" and "killed after 2 s" in document["error"]["message"]
+
+
+def test_settings_are_typed(registry: plugins.Registry) -> None:
+    with pytest.raises(UsageError, match=r"subprocess executor option timeout_s='soon': use a number"):
+        engine.run("demo,sort", executor="subprocess", options={"timeout_s": "soon"})
+    with pytest.raises(UsageError, match=r"unknown option 'timeout'; did you mean 'timeout_s'\?"):
+        engine.run("demo,sort", executor="subprocess", options={"timeout": "1"})
