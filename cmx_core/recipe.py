@@ -42,6 +42,7 @@ OUTPUT_KEYS = {"description", "value", "type"}
 CLI_RESERVED_INPUTS = frozenset({
     "output", "facts", "tags", "lock", "jobs", "executor", "container", "recipes", "json",
     "refresh", "no_cache", "strict_plugins", "verbose", "executor_opt", "input", "help",
+    "allow_drift",
 })
 
 
@@ -386,9 +387,17 @@ def _child_node(node: Any, key: str | int) -> tuple[Any, int] | None:
     return None
 
 
+def dotted_key(keypath: tuple[str | int, ...]) -> str:
+    """``steps.0.with.cmd[2]``: list indices in brackets, except a step's or a dep's number."""
+    text = ""
+    for i, part in enumerate(keypath):
+        numbered = i > 0 and keypath[i - 1] in ("steps", "deps")
+        text += f"[{part}]" if isinstance(part, int) and not numbered else (f".{part}" if text else str(part))
+    return text
+
+
 def _fail(path: Path, keypath: tuple[str | int, ...], message: str) -> RecipeError:
-    key = ".".join(str(k) for k in keypath)
-    return RecipeError(Location(str(path), line_of(path, keypath), key), message)
+    return RecipeError(Location(str(path), line_of(path, keypath), dotted_key(keypath)), message)
 
 
 # ---------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -19,9 +19,19 @@ from cmx_core.catalog import Catalog
 from cmx_core.errors import CmxError, ResolveError, UsageError
 from cmx_core.expr import MISSING, ExpressionError, compile_expression
 from cmx_core.facts import FactStore
+from cmx_core.plan_checks import (
+    RUN_NAMES,
+    Scope,
+    check_dep_templates,
+    check_node_templates,
+)
 from cmx_core.providers import StepType
 from cmx_core.recipe import DepSpec, Recipe, StepSpec, VariationSpec, line_of
+from cmx_core.step_params import check_step_params
 from cmx_core.template import fact_names, render_value
+
+StepLookup = Callable[[str], StepType]
+"""The step type of a name (``Registry.step``); raises a CmxError naming what is missing."""
 
 
 class Candidate(NamedTuple):
@@ -71,7 +81,7 @@ class Resolver:
 
     def __init__(self, catalog: Catalog, facts: FactStore,
                  step_types: Mapping[str, StepType] | None = None,
-                 step_lookup: Any = None) -> None:
+                 step_lookup: StepLookup | None = None) -> None:
         self.catalog = catalog
         self.facts = facts
         self.step_types = step_types
@@ -79,6 +89,7 @@ class Resolver:
         self.nodes: dict[str, ResolvedNode] = {}
         self.memo: dict[str, str] = {}
         self.decisions: list[Decision] = []
+        self._facts_available: frozenset[str] | None = None
 
     def resolve(self, tags: tuple[str, ...], inputs: Mapping[str, Any]) -> Resolution:
         if not [t for t in tags if not t.startswith("-")]:
@@ -105,8 +116,11 @@ class Resolver:
         used: dict[str, Any] = {}
         context = self._context(inputs, groups, variations, used)
         requires = self._check_requires(recipe, variations, used)
-        deps = self._deps(recipe, variations, context, (*chain, recipe.name), decision, used)
-        steps = self._steps(recipe, context, decision, used)
+        scope = Scope(RUN_NAMES, tuple(groups), self._available_facts())
+        deps, skipped = self._deps(recipe, variations, context, (*chain, recipe.name), decision, scope)
+        outputs = {alias: tuple(self.nodes[dep].recipe.outputs) for alias, dep in deps.items()}
+        scope = scope._replace(deps=outputs, skipped_deps=skipped)
+        steps = self._steps(recipe, context, decision, used, scope)
         node_id = self._node_id(recipe, variations)
         container = recipe.container
         for name in variations:
@@ -116,6 +130,11 @@ class Resolver:
         self.memo[memo_key] = node_id
         decision.node_id = node_id
         return node_id
+
+    def _available_facts(self) -> frozenset[str]:
+        if self._facts_available is None:
+            self._facts_available = frozenset(self.facts.available())
+        return self._facts_available
 
     def _node_id(self, recipe: Recipe, variations: Mapping[str, Any]) -> str:
         base = recipe.name
@@ -142,10 +161,10 @@ class Resolver:
             decision.candidates.append(Candidate(recipe.name, recipe.source, reason is None, reason or "all tags match"))
             if reason is None:
                 accepted.append((recipe, chosen))
-        for name in seen:
+        for name, winner in seen.items():
             for shadow in self.catalog.shadowed_listed.get(name, []):
                 decision.candidates.append(Candidate(shadow.name, shadow.source, False,
-                                                     f"shadowed by {seen[name].source} ({seen[name].path})"))
+                                                     f"shadowed by {winner.source} ({winner.path})"))
         if len(accepted) > 1:
             exact = [a for a in accepted if set(a[0].tags) == set(positive)]
             accepted = exact if len(exact) == 1 else accepted
@@ -158,9 +177,9 @@ class Resolver:
     def _variations(self, recipe: Recipe, chosen: dict[str, Any], decision: Decision
                     ) -> tuple[dict[str, Any], dict[str, str | None]]:
         groups: dict[str, str | None] = {g: None for g in recipe.groups()}
-        for name in chosen:
+        for name, value in chosen.items():
             var = recipe.variations[_var_key(recipe, name)]
-            shown = name if chosen[name] is True else f"{name}.{chosen[name]}"
+            shown = name if value is True else f"{name}.{value}"
             decision.variations.append((shown, "selected by a query tag"))
             if var.group:
                 if groups[var.group] is not None:
@@ -200,11 +219,11 @@ class Resolver:
                 forced[key] = (spec.coerce(forced_value, f"variation '{name}' of {recipe.name}"), name)
         values.update({k: v for k, (v, _) in forced.items()})
         for key, value in raw.items():
-            spec = recipe.inputs.get(key)
-            if spec is None:
+            given = recipe.inputs.get(key)
+            if given is None:
                 known = ", ".join(sorted(recipe.inputs)) or "none"
                 raise UsageError(f"{origin}: unknown input '{key}' for recipe {recipe.name} (its inputs: {known})")
-            typed = spec.coerce(value, origin)
+            typed = given.coerce(value, origin)
             if key in forced and forced[key][0] != typed:
                 raise ResolveError(
                     f"{origin}: input '{key}' = {typed!r} conflicts with variation "
@@ -241,23 +260,29 @@ class Resolver:
         return combined
 
     def _deps(self, recipe: Recipe, variations: Mapping[str, Any], context: dict[str, Any],
-              chain: tuple[str, ...], decision: Decision, used: dict[str, Any]) -> dict[str, str]:
+              chain: tuple[str, ...], decision: Decision, scope: Scope) -> tuple[dict[str, str], dict[str, str]]:
+        """The deps in the plan (alias -> node id) and those a false ``when`` left out
+        (alias -> why), for the template checks."""
         specs: list[DepSpec] = list(recipe.deps)
         for name in variations:
             specs.extend(recipe.variations[_var_key(recipe, name)].deps)
         deps: dict[str, str] = {}
+        skipped: dict[str, str] = {}
         for dep in specs:
             where = f"{dep.origin}.{dep.index}"
-            if dep.when and not self._condition(recipe, dep.when, context, (*where.split("."), "when")):
+            keypath: tuple[str | int, ...] = (*dep.origin.split("."), dep.index)
+            if dep.when and not self._condition(recipe, dep.when, context, (*keypath, "when")):
                 decision.skipped.append((dep.alias, f"when: {dep.when} is false"))
+                skipped[dep.alias] = f"its when: {dep.when} is false"
                 continue
             if dep.alias in deps:
                 raise ResolveError(f"{recipe.path}: {where}: alias '{dep.alias}' is used by two deps; set 'as:'")
+            check_dep_templates(recipe, dep.with_, (*keypath, "with"), scope)
             raw = render_value(dep.with_, context, f"{recipe.path}: {where}.with")
             node_id = self._node(dep.tags, raw, f"{recipe.path}: {where}.with", chain)
             self._check_version(recipe, dep, where, self.nodes[node_id].recipe)
             deps[dep.alias] = node_id
-        return deps
+        return deps, {alias: why for alias, why in skipped.items() if alias not in deps}
 
     def _check_version(self, recipe: Recipe, dep: DepSpec, where: str, target: Recipe) -> None:
         if not dep.version:
@@ -276,20 +301,25 @@ class Resolver:
             )
 
     def _steps(self, recipe: Recipe, context: dict[str, Any], decision: Decision,
-               used: dict[str, Any]) -> tuple[StepSpec, ...]:
-        kept = []
-        for step in recipe.steps:
-            if step.when and not self._condition(recipe, step.when, context, ("steps", step.index, "when")):
-                decision.skipped.append((f"step {step.id}", f"when: {step.when} is false"))
-                continue
-            self._check_step_type(recipe, step)
+               used: dict[str, Any], scope: Scope) -> tuple[StepSpec, ...]:
+        """The steps whose ``when`` holds, each checked against its step type, and every
+        template of the node checked against what it will be able to read."""
+        kept = tuple(step for step in recipe.steps if self._keep(recipe, step, context, decision))
+        check_node_templates(recipe, scope, tuple(step.id for step in kept))
+        for step in kept:
             for name in sorted(fact_names(step.with_) | _facts_step_names(step)):
                 used[name] = self.facts.get(name)
-            kept.append(step)
         for spec in recipe.outputs.values():
             for name in sorted(fact_names(spec.value or "")):
                 used[name] = self.facts.get(name)
-        return tuple(kept)
+        return kept
+
+    def _keep(self, recipe: Recipe, step: StepSpec, context: dict[str, Any], decision: Decision) -> bool:
+        if step.when and not self._condition(recipe, step.when, context, ("steps", step.index, "when")):
+            decision.skipped.append((f"step {step.id}", f"when: {step.when} is false"))
+            return False
+        self._check_step_type(recipe, step)
+        return True
 
     def _check_step_type(self, recipe: Recipe, step: StepSpec) -> None:
         if self.step_lookup is None:
@@ -308,6 +338,7 @@ class Resolver:
                         f"{recipe.path}:{line}: steps.{step.index}.with.{key}: unknown parameter of "
                         f"step type '{step.uses}' (expected one of: {known})"
                     )
+        check_step_params(recipe, step, step_type)
 
     def _condition(self, recipe: Recipe, text: str, context: dict[str, Any], keypath: tuple[Any, ...]) -> bool:
         used = context["facts"].used
@@ -352,9 +383,8 @@ class _RecordingFacts:
 
 def _missing_input(recipe: Recipe, name: str, kind: str, origin: str) -> str:
     if origin == "--input":
-        from cmx_core import recipe as recipe_module
+        from cmx_core.recipe import CLI_RESERVED_INPUTS as reserved
 
-        reserved = getattr(recipe_module, "CLI_RESERVED_INPUTS", frozenset())
         flag = f"--input.{name}" if name in reserved else f"--{name}"
         return f"recipe {recipe.name} needs input '{name}' ({kind}): pass {flag}=VALUE"
     return f"{origin}: the dep's recipe {recipe.name} needs input '{name}' ({kind}); pass it in the dep's with:"
@@ -377,7 +407,7 @@ def _match(recipe: Recipe, positive: list[str], negative: set[str]) -> tuple[str
     """Why ``recipe`` does not match the tags (None if it does) and the variations chosen."""
     excluded = negative & set(recipe.tags)
     if excluded:
-        return f"has excluded tag '{sorted(excluded)[0]}'", {}
+        return f"has excluded tag '{min(excluded)}'", {}
     chosen: dict[str, Any] = {}
     for tag in positive:
         if tag in recipe.tags:

@@ -1,0 +1,167 @@
+"""Plan-time template checks: every name a template reads must exist when it is rendered.
+
+The resolver calls :func:`check_node_templates` once a node's deps and steps are known, and
+:func:`check_dep_templates` before it renders a dep's ``with:``. A template that would
+fail at run time (``{{ inputs.typo }}``, a dep skipped by its ``when``, a later step's
+outputs, a fact nothing provides) is refused here with one line naming the file, line, key
+and what to do, so ``cmx plan`` says OK only when the run cannot fail on its templates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Mapping
+from typing import NamedTuple
+
+from cmx_core.errors import ResolveError
+from cmx_core.recipe import Recipe, dotted_key, line_of
+from cmx_core.template import is_template
+from cmx_core.template_refs import Ref, template_info
+
+#: Every name a step's or an output's template can read at run time (see execute.py).
+RUN_NAMES = ("inputs", "variation", "variations", "facts", "deps", "steps", "node", "run")
+#: A dep's ``with:`` is rendered at plan time, before anything runs.
+PLAN_NAMES = ("inputs", "variation", "variations", "facts")
+#: Jinja2's own globals.
+JINJA_GLOBALS = frozenset({"range", "dict", "lipsum", "cycler", "joiner", "namespace"})
+_FIELDS = {"node": ("dir", "id"), "run": ("dir",)}
+
+KeyPath = tuple[str | int, ...]
+
+
+dotted = dotted_key
+
+
+class Scope(NamedTuple):
+    """What the templates of one place in a resolved node may read."""
+
+    names: tuple[str, ...]
+    groups: Collection[str]
+    facts: Collection[str]
+    deps: Mapping[str, Collection[str]] = {}
+    skipped_deps: Mapping[str, str] = {}
+    steps: tuple[str, ...] = ()  # the step ids whose outputs exist when this renders
+    other_steps: Mapping[str, str] = {}
+
+
+def check_node_templates(recipe: Recipe, scope: Scope, kept: tuple[str, ...]) -> None:
+    """Check each kept step's ``with:`` (seeing the earlier kept steps) and ``outputs.*.value``."""
+    why_not = {s.id: "it is skipped by its when:" for s in recipe.steps if s.id not in kept}
+    for step in recipe.steps:
+        if step.id not in kept:
+            continue
+        before = kept[:kept.index(step.id)]
+        later = {i: "it runs later" for i in kept if i not in before}
+        here = scope._replace(steps=before, other_steps={**why_not, **later, step.id: "it is this step"})
+        check_value(recipe, step.with_, ("steps", step.index, "with"), here)
+    final = scope._replace(steps=kept, other_steps=why_not)
+    for name, spec in recipe.outputs.items():
+        if spec.value is not None:
+            check_value(recipe, spec.value, ("outputs", name, "value"), final)
+
+
+def check_dep_templates(recipe: Recipe, value: object, keypath: KeyPath, scope: Scope) -> None:
+    """Check a dep's ``with:``, which is rendered at plan time."""
+    check_value(recipe, value, keypath, scope._replace(names=PLAN_NAMES))
+
+
+def check_value(recipe: Recipe, value: object, keypath: KeyPath, scope: Scope) -> None:
+    for text, where in _templates(value, keypath):
+        info = template_info(text)
+        if info.error:
+            raise _error(recipe, where, f"{info.error} in {text!r}")
+        for ref in info.refs:
+            problem = _problem(recipe, ref, scope)
+            if problem:
+                raise _error(recipe, where, f"{text!r} reads {_dotted_ref(ref)}, {problem}")
+
+
+def _templates(value: object, keypath: KeyPath) -> Iterator[tuple[str, KeyPath]]:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _templates(item, (*keypath, str(key)))
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _templates(item, (*keypath, i))
+    elif isinstance(value, str) and is_template(value):
+        yield value, keypath
+
+
+def _problem(recipe: Recipe, ref: Ref, scope: Scope) -> str | None:
+    """Why reading ``ref`` would fail at run time, with what to do; None if it is fine."""
+    root = str(ref[0])
+    if root not in scope.names:
+        if root in JINJA_GLOBALS:
+            return None
+        if root in RUN_NAMES:
+            return f"which is not known yet when a dep's with: is rendered (it may read: {', '.join(scope.names)})"
+        return _unknown("which is not a template name", root, scope.names, "names")
+    if len(ref) < 2 or root == "variations":
+        return None
+    key = ref[1]
+    if root == "inputs":
+        return _member(key, recipe.inputs, "which the recipe does not declare", "inputs", "inputs")
+    if root == "variation":
+        return _member(key, scope.groups, "which is not a variation group of the recipe", "groups", "variation",
+                       "; an ungrouped variation is tested with 'NAME' in variations")
+    if root == "facts":
+        return _member(key, scope.facts, "which no loaded detector provides", "facts", "facts",
+                       "; install the plugin that detects it or pass --facts FILE")
+    if root in _FIELDS:
+        return _member(key, _FIELDS[root], f"but {root} has only", "", root)
+    if root == "deps":
+        return _dep_problem(ref, scope)
+    return _step_problem(key, scope)
+
+
+def _dep_problem(ref: Ref, scope: Scope) -> str | None:
+    alias = str(ref[1])
+    if alias in scope.skipped_deps:
+        return f"but dep '{alias}' is not in the plan: {scope.skipped_deps[alias]}; guard it with " \
+               f"'deps.{alias} is defined' or give the step the same when:"
+    if alias not in scope.deps:
+        return _member(alias, scope.deps, "which is not a dep alias of the recipe", "deps", "deps", "; set 'as:' on the dep")
+    if len(ref) < 3:
+        return None
+    outputs = scope.deps[alias]
+    return _member(ref[2], outputs, f"which dep '{alias}' does not declare in its outputs:", "", f"deps.{alias}")
+
+
+def _step_problem(step_id: str | int, scope: Scope) -> str | None:
+    if step_id in scope.steps:
+        return None
+    if step_id in scope.other_steps:
+        return f"but step '{step_id}' has no outputs yet: {scope.other_steps[str(step_id)]}"
+    return _member(step_id, scope.steps, "which is not an earlier step's id", "earlier steps", "steps")
+
+
+def _member(key: str | int, known: Collection[str], problem: str, label: str, prefix: str,
+            hint: str = "") -> str | None:
+    if key in known:
+        return None
+    listed = ", ".join(sorted(known)) or "none"
+    shown = f"{problem} {listed}" if not label else f"{problem} ({label}: {listed})"
+    return shown + hint + _did_you_mean(str(key), known, prefix)
+
+
+def _unknown(problem: str, name: str, known: Collection[str], label: str) -> str:
+    return f"{problem} ({label}: {', '.join(known)})" + _did_you_mean(name, known, "")
+
+
+def _did_you_mean(name: str, known: Collection[str], prefix: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, [str(k) for k in known], n=1)
+    return f"; did you mean {prefix + '.' if prefix else ''}{close[0]}?" if close else ""
+
+
+def _dotted_ref(ref: Ref) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(ref))
+
+
+class PlanCheckError(ResolveError):
+    """A template or a step argument that would fail at run time, found by the plan."""
+
+
+def _error(recipe: Recipe, keypath: KeyPath, message: str) -> PlanCheckError:
+    line = line_of(recipe.path, keypath)
+    return PlanCheckError(f"{recipe.path}{f':{line}' if line else ''}: {dotted(keypath)}: {message}")

@@ -1,0 +1,267 @@
+"""Plan-time check of a step's ``with:`` against its step type's ``params_schema``.
+
+The literal structure must validate; a template string is typed by what it can render to:
+text around ``{{ }}`` is a string, ``{{ inputs.n }}`` has the input's type, ``{{ node.dir }}``
+is a string, and any other single expression (its type unknown until it runs) is accepted
+wherever a value is allowed. Schemas using only the common keywords (the built-in steps'
+do) are checked here without importing anything; any other schema is checked by
+``jsonschema`` when the arguments hold no templates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cmx_core.plan_checks import KeyPath, PlanCheckError, dotted
+from cmx_core.providers import StepType
+from cmx_core.recipe import Recipe, StepSpec, line_of
+from cmx_core.template import is_template
+from cmx_core.template_refs import template_info
+
+Schema = Mapping[str, Any]
+
+_KEYWORDS = frozenset({
+    "type", "enum", "const", "properties", "required", "additionalProperties", "items", "minItems",
+    "maxItems", "minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "description", "title", "default", "examples", "$comment", "$schema", "format",
+})
+_INPUT_TYPES = {"string": "string", "path": "string", "number": "number", "integer": "integer", "boolean": "boolean"}
+_NAMES = {"array": "a list", "object": "a mapping", "string": "a string", "number": "a number",
+          "integer": "an integer", "boolean": "a boolean", "null": "null"}
+_supported: dict[int, tuple[Schema, bool]] = {}
+
+
+def check_step_params(recipe: Recipe, step: StepSpec, step_type: StepType) -> None:
+    """Raise a one-line PlanCheckError when ``step.with_`` cannot match the step's schema."""
+    schema = step_type.params_schema
+    if not schema:
+        return
+    keypath: KeyPath = ("steps", step.index, "with")
+    if _is_supported(schema):
+        problem = _Validator(recipe, step.uses).check(step.with_, schema, keypath)
+    else:
+        problem = _jsonschema_problem(step.with_, schema, keypath)
+    if problem is not None:
+        where, message = problem
+        line = line_of(recipe.path, where)
+        raise PlanCheckError(f"{recipe.path}{f':{line}' if line else ''}: {message}")
+
+
+def _is_supported(schema: Schema) -> bool:
+    cached = _supported.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = _supported[id(schema)] = (schema, _subset(schema))
+    return cached[1]
+
+
+def _subset(schema: object) -> bool:
+    if not isinstance(schema, Mapping) or not _KEYWORDS.issuperset(schema):
+        return isinstance(schema, bool)
+    nested = [*dict(schema.get("properties") or {}).values(), schema.get("items", True),
+              schema.get("additionalProperties", True)]
+    return all(_subset(s) for s in nested)
+
+
+Problem = tuple[KeyPath, str]
+
+
+class _Validator:
+    """The common JSON Schema keywords, with messages that say what to write instead."""
+
+    def __init__(self, recipe: Recipe, uses: str) -> None:
+        self.recipe = recipe
+        self.uses = uses
+        self.about = ""  # the description of the nearest enclosing schema that has one
+
+    def check(self, value: object, schema: Schema | bool, keypath: KeyPath) -> Problem | None:
+        if schema is True:
+            return None
+        if schema is False:
+            return keypath, f"{dotted(keypath)} is not allowed by step type '{self.uses}'"
+        if isinstance(value, str) and is_template(value):
+            return self._template(value, schema, keypath)
+        return (self._type(value, schema, keypath) or self._enum(value, schema, keypath)
+                or self._bounds(value, schema, keypath) or self._children(value, schema, keypath))
+
+    def _template(self, text: str, schema: Schema, keypath: KeyPath) -> Problem | None:
+        kind = _template_type(text, self.recipe)
+        if kind is None or "type" not in schema or _type_ok(kind, schema["type"]):
+            return None
+        return keypath, (f"{dotted(keypath)} must be {_expected(schema)}, but {text!r} renders {_NAMES[kind]}" \
+                        f"{self._about(schema)}")
+
+    def _type(self, value: object, schema: Schema, keypath: KeyPath) -> Problem | None:
+        if "type" not in schema or _type_ok(_json_type(value), schema["type"]):
+            return None
+        return keypath, (f"{dotted(keypath)} must be {_expected(schema)}, not {_shown(value)}" \
+                        f"{self._about(schema)}{_hint(value, schema, keypath)}")
+
+    def _enum(self, value: object, schema: Schema, keypath: KeyPath) -> Problem | None:
+        allowed = list(schema["enum"]) if "enum" in schema else [schema["const"]] if "const" in schema else None
+        if allowed is None or any(value == a and type(value) is type(a) for a in allowed):
+            return None
+        import difflib
+
+        close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        return keypath, (f"{dotted(keypath)} must be one of: {', '.join(map(str, allowed))}, not {value!r}" \
+                        f"{self._about(schema)}{hint}")
+
+    def _bounds(self, value: object, schema: Schema, keypath: KeyPath) -> Problem | None:
+        key = dotted(keypath)
+        if isinstance(value, str):
+            import re
+
+            if "pattern" in schema and re.search(schema["pattern"], value) is None:
+                wanted = schema.get("description") or f"the pattern {schema['pattern']}"
+                return keypath, f"{key} = {value!r} is not {wanted} (step type '{self.uses}')"
+            return _size(key, keypath, len(value), schema, "minLength", "maxLength", "character")
+        if isinstance(value, (list, tuple)):
+            return _size(key, keypath, len(value), schema, "minItems", "maxItems", "item")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            for word, test, sign in (("minimum", float.__ge__, ">="), ("maximum", float.__le__, "<="),
+                                     ("exclusiveMinimum", float.__gt__, ">"), ("exclusiveMaximum", float.__lt__, "<")):
+                if word in schema and not test(float(value), float(schema[word])):
+                    return keypath, f"{key} = {value} must be {sign} {schema[word]}{self._about(schema)}"
+        return None
+
+    def _children(self, value: object, schema: Schema, keypath: KeyPath) -> Problem | None:
+        if isinstance(value, (list, tuple)) and "items" in schema:
+            outer, self.about = self.about, schema.get("description") or self.about
+            try:
+                for i, item in enumerate(value):
+                    problem = self.check(item, schema["items"], (*keypath, i))
+                    if problem:
+                        return problem
+            finally:
+                self.about = outer
+        if isinstance(value, Mapping):
+            return self._mapping(value, schema, keypath)
+        return None
+
+    def _mapping(self, value: Mapping[str, object], schema: Schema, keypath: KeyPath) -> Problem | None:
+        properties: Mapping[str, Schema] = schema.get("properties") or {}
+        for name in schema.get("required") or ():
+            if name not in value:
+                about = properties.get(name, {}).get("description")
+                return keypath, (f"{dotted(keypath)} needs '{name}' (step type '{self.uses}'" \
+                                f"{': ' + name + ' is ' + about if about else ''}); add {name}: to the step's with:")
+        extra = schema.get("additionalProperties", True)
+        for name, item in value.items():
+            sub: Schema | bool = properties.get(name, extra)
+            if sub is False:
+                known = ", ".join(sorted(properties)) or "none"
+                return (*keypath, name), (f"{dotted((*keypath, name))}: unknown parameter of step type " \
+                                         f"'{self.uses}' (expected one of: {known})")
+            problem = self.check(item, sub, (*keypath, name))
+            if problem:
+                return problem
+        return None
+
+    def _about(self, schema: Schema) -> str:
+        about = schema.get("description") or self.about
+        return f" ({self.uses} step: {about})" if about else f" ({self.uses} step schema)"
+
+
+def _size(key: str, keypath: KeyPath, size: int, schema: Schema, low: str, high: str, unit: str) -> Problem | None:
+    if low in schema and size < schema[low]:
+        return keypath, f"{key} needs at least {schema[low]} {unit}{'s' if schema[low] != 1 else ''}"
+    if high in schema and size > schema[high]:
+        return keypath, f"{key} allows at most {schema[high]} {unit}{'s' if schema[high] != 1 else ''}"
+    return None
+
+
+def _template_type(text: str, recipe: Recipe) -> str | None:
+    """The JSON type ``text`` renders to, or None when only the run can tell."""
+    info = template_info(text)
+    if not info.native:
+        return "string"
+    chain = info.chain
+    if chain is None or len(chain) != 2:
+        return None
+    if chain[0] in ("node", "run"):
+        return "string"
+    spec = recipe.inputs.get(str(chain[1])) if chain[0] == "inputs" else None
+    if spec is None:
+        return None
+    if spec.type == "choice":
+        kinds = {_json_type(c) for c in spec.choices}
+        return kinds.pop() if len(kinds) == 1 else None
+    return _INPUT_TYPES.get(spec.type)
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    return "object" if isinstance(value, Mapping) else type(value).__name__
+
+
+def _type_ok(kind: str, wanted: str | Sequence[str]) -> bool:
+    allowed = [wanted] if isinstance(wanted, str) else list(wanted)
+    return kind in allowed or (kind == "integer" and "number" in allowed)
+
+
+def _expected(schema: Schema) -> str:
+    wanted = schema["type"]
+    names = [_NAMES.get(w, w) for w in ([wanted] if isinstance(wanted, str) else wanted)]
+    return " or ".join(names)
+
+
+def _shown(value: object) -> str:
+    kind = _json_type(value)
+    name = _NAMES.get(kind, kind)
+    return f"{name} ({value!r})" if kind in ("boolean", "null", "integer", "number") else name
+
+
+def _hint(value: object, schema: Schema, keypath: KeyPath) -> str:
+    wanted = schema["type"]
+    allowed = [wanted] if isinstance(wanted, str) else list(wanted)
+    if isinstance(value, str) and "array" in allowed:
+        if any(c in value for c in ";|&<>$`*\"'\\"):
+            return f"; write {keypath[-1]} as a list of arguments (no shell runs it: for shell syntax use [sh, -c, '...'])"
+        if 0 < len(value) <= 60:
+            return f"; write {keypath[-1]}: [{', '.join(value.split())}]"
+        return f"; write {keypath[-1]} as a YAML list of arguments"
+    if isinstance(value, bool) and "string" in allowed:
+        return f"; quote it: '{str(value).lower()}'"
+    if isinstance(value, Mapping) and isinstance(keypath[-1], int) and "string" in allowed:
+        return "; quote the element: inside [ ], 'a: b' is a mapping"
+    return ""
+
+
+def _jsonschema_problem(value: Mapping[str, object], schema: Schema, keypath: KeyPath) -> Problem | None:
+    """A schema beyond the common keywords: ``jsonschema`` decides, when nothing is a template."""
+    from cmx_core.datautil import iter_strings
+
+    if any(is_template(text) for text in iter_strings(value)):
+        return None
+    validator = _compiled(schema)
+    error = next(iter(sorted(validator.iter_errors(dict(value)), key=lambda e: list(e.absolute_path))), None)
+    if error is None:
+        return None
+    where: KeyPath = (*keypath, *error.absolute_path)
+    return where, f"{dotted(where)}: {error.message}"
+
+
+_validators: dict[int, tuple[Schema, Any]] = {}
+
+
+def _compiled(schema: Schema) -> Any:
+    cached = _validators.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        import jsonschema
+
+        cls = jsonschema.validators.validator_for(schema)
+        cached = _validators[id(schema)] = (schema, cls(schema))
+    return cached[1]
