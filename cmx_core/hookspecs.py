@@ -16,7 +16,7 @@ from typing import Any
 
 import pluggy
 
-from cmx_core.providers import Command, Detector, Executor, Exporter, StepType
+from cmx_core.providers import Command, Detector, Executor, Exporter, StepType, Suite
 
 PROJECT = "cmx"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -91,6 +91,27 @@ def cmx_register_exporters(register: Callable[[Exporter], None]) -> None:
         @hookimpl
         def cmx_register_exporters(register):
             register(Exporter(name="mlperf-submission", summary="MLPerf tree", export=_export))
+    """
+
+
+@hookspec
+def cmx_register_suites(register: Callable[[Suite], None]) -> None:
+    """Register benchmark suites (``benchmark.suite``) and the JSON Schema of each one's
+    result section (a top-level key of ``result.json`` the suite owns).
+
+    Each schema is checked when it is registered (a valid JSON Schema, a section name that
+    is a lower-case identifier and not an envelope key); a broken one, or a suite name or
+    section registered by two plugins, is a load error naming the plugin. cmx then
+    validates every result's section against its suite's schema, and refuses a result
+    whose suite no loaded plugin registers. cmx-core itself registers ``custom``.
+
+    Example::
+
+        @hookimpl
+        def cmx_register_suites(register):
+            register(Suite(name="helm", summary="HELM scenarios", section="helm",
+                           schema={"type": "object", "required": ["scenario"],
+                                   "properties": {"scenario": {"type": "string"}}}))
     """
 
 

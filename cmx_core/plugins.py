@@ -20,11 +20,11 @@ import pluggy
 
 from cmx_core import __version__, hookspecs
 from cmx_core.errors import PluginError
-from cmx_core.providers import Command, Detector, Executor, Exporter, StepType
+from cmx_core.providers import Command, Detector, Executor, Exporter, StepType, Suite
 
 GROUP = "cmx"
 CORE = "cmx-core"
-P = TypeVar("P", StepType, Detector, Executor, Command, Exporter)
+P = TypeVar("P", StepType, Detector, Executor, Command, Exporter, Suite)
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ KINDS = {
     "executors": "cmx_register_executors",
     "commands": "cmx_register_commands",
     "exporters": "cmx_register_exporters",
+    "suites": "cmx_register_suites",
 }
 """Provider kinds and their registration hooks."""
 
@@ -69,6 +70,7 @@ class Registry:
     def _kind(self, kind: str) -> dict[str, Any]:
         if kind not in self._collected:
             self._collected.add(kind)
+            self._providers[kind].update(_core_providers(kind))
             for impl in getattr(self.hook, KINDS[kind]).get_hookimpls():
                 _call_register(self, impl, kind, self._providers[kind])
         return self._providers[kind]
@@ -92,6 +94,11 @@ class Registry:
     @property
     def exporters(self) -> dict[str, Exporter]:
         return self._kind("exporters")
+
+    @property
+    def suites(self) -> dict[str, Suite]:
+        """Suites by name (``benchmark.suite``): cmx-core's ``custom`` and the plugins'."""
+        return self._kind("suites")
 
     @property
     def recipe_paths(self) -> list[tuple[str, Path]]:
@@ -335,8 +342,15 @@ def _call_register(registry: Registry, impl: Any, kind: str, target: dict[str, A
     added: list[str] = []
 
     def register(provider: P) -> None:
+        if kind == "suites":
+            from cmx_core.results.suites import check_suite
+
+            check_suite(provider, info.distribution)
         stamped = dataclasses.replace(provider, plugin=plugin, version=info.version)
-        _put(registry, kind, target, stamped)
+        if kind == "suites":
+            _put_suite(registry, kind, target, stamped)  # type: ignore[arg-type]
+        else:
+            _put(registry, kind, target, stamped)
         added.append(provider.name)
 
     try:
@@ -363,6 +377,33 @@ def _put(registry: Registry, kind: str, target: dict[str, Any], provider: Any) -
             f"{owners[1] if owner == owners[0] else owners[0]}"
         )
     target.pop(provider.name, None)
+
+
+def _core_providers(kind: str) -> dict[str, Any]:
+    """Providers cmx-core has without a plugin module: the built-in suites."""
+    if kind != "suites":
+        return {}
+    from cmx_core.results.suites import CORE_SUITES
+
+    return {suite.name: dataclasses.replace(suite, plugin=CORE, version=__version__) for suite in CORE_SUITES}
+
+
+def _put_suite(registry: Registry, kind: str, target: dict[str, Any], suite: Suite) -> None:
+    """Like :func:`_put`; besides, two suites of two plugins cannot own the same section."""
+    clash = next((s for s in target.values() if suite.section and s.section == suite.section
+                  and s.name != suite.name and s.plugin != CORE), None)
+    if clash is None:
+        _put(registry, kind, target, suite)
+        return
+    owners = (clash.plugin, suite.plugin)
+    registry._conflicts[f"section {suite.section}"] = owners
+    for owner, other, mine, theirs in ((clash.plugin, suite.plugin, clash, suite),
+                                       (suite.plugin, clash.plugin, suite, clash)):
+        info = registry.plugins[owner]
+        registry.plugins[owner] = dataclasses.replace(
+            info, error=f"suite '{mine.name}' claims result section '{suite.section}', which "
+            f"suite '{theirs.name}' of {other} also claims")
+    target.pop(clash.name, None)
 
 
 def _fail(registry: Registry, plugin: str, exc: BaseException) -> None:

@@ -29,13 +29,14 @@ if TYPE_CHECKING:
 
 ENV_REGISTRY = "CMX_REGISTRY"
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "registry.schema.json"
-KINDS = ("steps", "detectors", "executors", "commands", "exporters")
+KINDS = ("steps", "detectors", "executors", "commands", "exporters", "suites")
 _KIND_ALIASES = {
     "step": "steps", "step type": "steps", "steps": "steps",
     "detector": "detectors", "detectors": "detectors", "fact": "detectors",
     "executor": "executors", "executors": "executors",
     "command": "commands", "commands": "commands",
     "exporter": "exporters", "exporters": "exporters", "export format": "exporters",
+    "suite": "suites", "suites": "suites",
     "recipe": "recipes", "recipes": "recipes", "tags": "recipes",
 }
 
@@ -67,6 +68,7 @@ class Provides:
     executors: tuple[str, ...] = ()
     commands: tuple[str, ...] = ()
     exporters: tuple[str, ...] = ()
+    suites: tuple[str, ...] = ()
     recipes: tuple[str, ...] = ()
 
     def of(self, kind: str) -> tuple[str, ...]:

@@ -30,7 +30,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _index(run_id: str, part: ResultPart | None = None, **changes: Any) -> Path:
     run_dir = paths.runs_dir() / run_id
     doc = example_document(run_dir, run_id=run_id, part=part, **changes)
-    path = write_result(run_dir, doc)
+    path = write_result(run_dir, doc, suites=None)
     ResultStore(paths.results_db()).index(doc, path)
     return path
 

@@ -82,7 +82,7 @@ def test_store_compare_reads_runs_by_prefix(tmp_path: Path) -> None:
     store = ResultStore(tmp_path / "results.sqlite")
     for run_id, value in (("base-1", 10.0), ("cand-1", 12.5)):
         doc = _doc(tmp_path, run_id, qps=Metric(value, "queries/s", True))
-        store.index(doc, write_result(tmp_path / run_id, doc))
+        store.index(doc, write_result(tmp_path / run_id, doc, suites=None))
     comparison = store.compare(["base", "cand"])
     assert [r.run_id for r in comparison.runs] == ["base-1", "cand-1"]
     assert comparison.metrics[0].cells[1].delta_pct == pytest.approx(25.0)

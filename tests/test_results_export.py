@@ -38,7 +38,7 @@ OPEN_MLPERF_NAMES = [
 def _stored(tmp_path: Path, run_id: str, **changes: Any) -> StoredResult:
     run_dir = tmp_path / run_id
     doc = example_document(run_dir, run_id=run_id, **changes)
-    return StoredResult(run_id, write_result(run_dir, doc), doc)
+    return StoredResult(run_id, write_result(run_dir, doc, suites=None), doc)
 
 
 def test_flatten_mlperf_run_to_open_mlperf_names(tmp_path: Path) -> None:

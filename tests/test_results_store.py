@@ -18,7 +18,7 @@ from cmx_core.results.store import DB_VERSION
 def _run(runs: Path, run_id: str, **changes: object) -> tuple[dict, Path]:
     run_dir = runs / run_id
     document = example_document(run_dir, run_id=run_id, **changes)
-    return document, write_result(run_dir, document)
+    return document, write_result(run_dir, document, suites=None)
 
 
 @pytest.fixture()
@@ -191,7 +191,7 @@ store = ResultStore(db)
 for i in range(15):
     run_dir = runs / f"{prefix}{i}"
     doc = example_document(run_dir, run_id=f"{prefix}{i}")
-    store.index(doc, write_result(run_dir, doc))
+    store.index(doc, write_result(run_dir, doc, suites=None))
 """
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import date, datetime, timezone
 from enum import Enum
 from pathlib import Path, PurePath
@@ -17,7 +17,7 @@ from cmx_core.results.gitinfo import engine_git_commit
 from cmx_core.results.validate import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from cmx_core.providers import ResultPart
+    from cmx_core.providers import CachedMeasurement, ResultPart
 
 _BENCHMARK_KEYS = (
     "suite", "suite_version", "task", "scenario", "mode", "division", "variant",
@@ -33,6 +33,9 @@ class RunRecord:
     ``recipes`` are ``(name, version, digest, source)``; ``plugins`` are
     ``(name, distribution, version)``; ``artifacts`` are ``(path, kind)`` with paths inside
     ``run_dir`` (absolute or relative to it); ``error`` is ``(message, node, step)``.
+    ``cached_measurement`` says the measurement was served from the cache (it becomes
+    ``provenance.cached_measurement``); ``system_extra`` holds ``system`` keys an executor
+    knows (e.g. ``container``), merged over the ones derived from the facts.
     """
 
     run_id: str
@@ -53,6 +56,8 @@ class RunRecord:
     finished_at: datetime
     lock_digest: str | None
     error: tuple[str, str | None, str | None] | None = None
+    cached_measurement: CachedMeasurement | None = None
+    system_extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def build_document(record: RunRecord) -> dict[str, Any]:
@@ -72,7 +77,7 @@ def build_document(record: RunRecord) -> dict[str, Any]:
             if name != "software":
                 document[str(name)] = json_safe(section)
     document.update(
-        system=facts_map.system_section(record.facts),
+        system=_system(record),
         software=_software(record),
         timing=_timing(record.started_at, record.finished_at),
         artifacts=[_artifact(record.run_dir, path, kind) for path, kind in record.artifacts],
@@ -83,6 +88,20 @@ def build_document(record: RunRecord) -> dict[str, Any]:
     if part and part.notes:
         document["notes"] = part.notes
     return document
+
+
+def _system(record: RunRecord) -> dict[str, Any]:
+    system: dict[str, Any] = facts_map.system_section(record.facts)
+    system.update(json_safe(dict(record.system_extra)))
+    return system
+
+
+def _cached_measurement(record: RunRecord) -> dict[str, Any] | None:
+    cached = record.cached_measurement
+    if cached is None:
+        return None
+    return {"run_id": str(cached.run_id), "measured_at": str(cached.measured_at),
+            "cache_key": str(cached.cache_key)}
 
 
 def _status(record: RunRecord) -> str:
@@ -201,6 +220,7 @@ def _provenance(record: RunRecord) -> dict[str, Any]:
         "plugins": [{"name": n, "distribution": d, "version": v} for n, d, v in record.plugins],
         "lock_digest": record.lock_digest,
         "cmx_version": __version__,
+        "cached_measurement": _cached_measurement(record),
     }
 
 

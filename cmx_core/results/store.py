@@ -234,7 +234,7 @@ class ResultStore:
                 return []
             raise
 
-    def list(self, limit: int = 20, recipe: str | None = None, status: str | None = None) -> list[RunSummary]:  # noqa: A003
+    def list(self, limit: int = 20, recipe: str | None = None, status: str | None = None) -> list[RunSummary]:
         """The newest ``limit`` runs, optionally only one recipe's or one status'."""
         from pathlib import Path
 

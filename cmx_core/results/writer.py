@@ -16,19 +16,33 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from cmx_core.providers import Suite
+
+INSTALLED: Any = type("Installed", (), {"__repr__": lambda self: "INSTALLED"})()
+"""Transitional default of ``write_result(suites=...)``: the process-wide registry's suites.
+Callers hand their registry's suites instead (the engine: ``session.registry.suites``)."""
+
 __all__ = ["RESULT_FILE", "atomic_write_text", "dumps", "write_result"]
 
 
-def write_result(run_dir: Path, document: Mapping[str, Any]) -> Path:
-    """Validate ``document`` and write it to ``run_dir/result.json``; return that path.
+def write_result(
+    run_dir: Path, document: Mapping[str, Any], *, suites: Mapping[str, Suite] | None = INSTALLED
+) -> Path:
+    """Validate ``document`` once against the envelope and ``suites`` (name -> Suite, e.g.
+    ``registry.suites``; None checks the envelope only), then write it to
+    ``run_dir/result.json``; return that path.
 
     Readers see either the previous file or the complete new one, never a partial write;
     on any failure nothing is left behind (the temp file is removed).
     """
     from pathlib import Path
 
+    if suites is INSTALLED:
+        from cmx_core.plugins import get_registry
+
+        suites = get_registry().suites
     target = Path(run_dir) / RESULT_FILE
-    validate_document(document, source=str(target))
+    validate_document(document, source=str(target), suites=suites)
     text = dumps(document, source=str(target))
     atomic_write_text(target, text)
     return target

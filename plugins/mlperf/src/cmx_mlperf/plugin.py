@@ -1,4 +1,5 @@
 """cmx hook implementations of cmx-mlperf: the ``mlperf.loadgen`` step, the
+``mlperf-inference`` suite with the schema of its ``mlperf`` result section, the
 ``mlperf-submission`` and ``summary-csv`` exporters and the plugin's recipes.
 
 Importing this module costs next to nothing: the harness and exporters are imported only
@@ -11,7 +12,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import Exporter, StepContext, StepOutput, StepType, hookimpl
+from cmx_core.api import Exporter, StepContext, StepOutput, StepType, Suite, hookimpl
+
+SECTION_SCHEMA = Path(__file__).parent / "schemas" / "mlperf.schema.json"
 
 STEP_PARAMS: dict[str, str] = {
     "sut": "SUT kind: noop, classifier, hf-llm, openai-http",
@@ -58,6 +61,22 @@ def cmx_register_steps(register: Callable[[StepType], None]) -> None:
             summary="Run one MLPerf LoadGen test in a fresh subprocess and parse its logs",
             run=_run_loadgen,
             params=STEP_PARAMS,
+            measures=True,
+        )
+    )
+
+
+@hookimpl
+def cmx_register_suites(register: Callable[[Suite], None]) -> None:
+    import json
+
+    register(
+        Suite(
+            name="mlperf-inference",
+            summary="MLPerf Inference through LoadGen (Offline, Server, SingleStream, MultiStream)",
+            section="mlperf",
+            schema=json.loads(SECTION_SCHEMA.read_text(encoding="utf-8")),
+            required_for=("valid", "invalid"),
         )
     )
 

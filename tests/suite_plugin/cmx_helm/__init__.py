@@ -1,0 +1,1 @@
+"""cmx-helm: a test suite plugin (see ../README.md)."""
