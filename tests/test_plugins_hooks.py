@@ -23,6 +23,7 @@ from cmx_core.api import (
     StepContext,
     StepOutput,
     StepType,
+    Suite,
     hookimpl,
 )
 from cmx_core.cli.main import main
@@ -87,6 +88,11 @@ class Recorder:
     @hookimpl
     def cmx_register_exporters(self, register: Callable[[Exporter], None]) -> None:
         register(Exporter(name="hooktest-ids", summary="run ids as JSON", export=self._export))
+
+    @hookimpl
+    def cmx_register_suites(self, register: Callable[[Suite], None]) -> None:
+        register(Suite(name="hooktest-suite", summary="a suite with a section", section="hooktest",
+                       schema={"type": "object", "properties": {"n": {"type": "integer"}}}))
 
     @hookimpl
     def cmx_recipe_paths(self) -> list[Path]:
@@ -168,6 +174,23 @@ def test_cmx_register_exporters_adds_an_export_format(
     dest = tmp_path / "ids.json"
     assert main(["results", "export", "--format", "hooktest-ids", str(dest), result.run_id]) == 0
     assert json.loads(dest.read_text()) == [result.run_id]
+
+
+def test_cmx_register_suites_adds_a_suite_and_its_section(recorder: Recorder) -> None:
+    from cmx_core.errors import ResultsError
+    from cmx_core.providers import ResultPart
+    from cmx_core.results.examples import example_document
+    from cmx_core.results.validate import validate_document
+
+    suites = plugins.get_registry().suites
+    assert suites["hooktest-suite"].plugin == "hooktest" and suites["hooktest-suite"].section == "hooktest"
+    part = ResultPart(status="valid", benchmark={"suite": "hooktest-suite", "task": "t"},
+                      sections={"hooktest": {"n": 1}})
+    document = example_document(recorder.recipes, part=part)
+    validate_document(document, suites=suites)
+    document["hooktest"]["n"] = "one"
+    with pytest.raises(ResultsError, match=r"\$\.hooktest\.n must be integer \(section of suite 'hooktest-suite'"):
+        validate_document(document, suites=suites)
 
 
 def test_plugins_list_shows_the_hooks(recorder: Recorder, capsys: pytest.CaptureFixture[str]) -> None:
