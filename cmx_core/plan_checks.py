@@ -9,12 +9,11 @@ and what to do, so ``cmx plan`` says OK only when the run cannot fail on its tem
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Mapping
 from typing import NamedTuple
 
 from cmx_core.errors import ResolveError
 from cmx_core.recipe import Recipe, dotted_key, line_of
-from cmx_core.template import is_template
 from cmx_core.template_refs import Ref, template_info
 
 #: Every name a step's or an output's template can read at run time (see execute.py).
@@ -37,35 +36,39 @@ class Scope(NamedTuple):
     names: tuple[str, ...]
     groups: Collection[str]
     facts: Collection[str]
-    deps: Mapping[str, Collection[str]] = {}
-    skipped_deps: Mapping[str, str] = {}
+    deps: Mapping[str, Collection[str]] = {}  # alias -> declared outputs of its recipe
+    skipped_deps: Mapping[str, str] = {}  # alias -> why it is not in the plan
     steps: tuple[str, ...] = ()  # the step ids whose outputs exist when this renders
-    other_steps: Mapping[str, str] = {}
+    kept: tuple[str, ...] = ()  # the ids of the node's steps whose when: holds, in order
 
 
 def check_node_templates(recipe: Recipe, scope: Scope, kept: tuple[str, ...]) -> None:
     """Check each kept step's ``with:`` (seeing the earlier kept steps) and ``outputs.*.value``."""
-    why_not = {s.id: "it is skipped by its when:" for s in recipe.steps if s.id not in kept}
+    position = 0
     for step in recipe.steps:
-        if step.id not in kept:
-            continue
-        before = kept[:kept.index(step.id)]
-        later = {i: "it runs later" for i in kept if i not in before}
-        here = scope._replace(steps=before, other_steps={**why_not, **later, step.id: "it is this step"})
-        check_value(recipe, step.with_, ("steps", step.index, "with"), here)
-    final = scope._replace(steps=kept, other_steps=why_not)
+        if position < len(kept) and kept[position] == step.id:
+            position += 1
+            found = _templates(step.with_, ("steps", step.index, "with"), [])
+            if found:
+                _check(recipe, found, scope._replace(steps=kept[:position - 1], kept=kept))
     for name, spec in recipe.outputs.items():
         if spec.value is not None:
-            check_value(recipe, spec.value, ("outputs", name, "value"), final)
+            check_value(recipe, spec.value, ("outputs", name, "value"), scope._replace(steps=kept, kept=kept))
 
 
 def check_dep_templates(recipe: Recipe, value: object, keypath: KeyPath, scope: Scope) -> None:
     """Check a dep's ``with:``, which is rendered at plan time."""
-    check_value(recipe, value, keypath, scope._replace(names=PLAN_NAMES))
+    if value:
+        check_value(recipe, value, keypath, scope._replace(names=PLAN_NAMES))
 
 
 def check_value(recipe: Recipe, value: object, keypath: KeyPath, scope: Scope) -> None:
-    for text, where in _templates(value, keypath):
+    """Check every template inside ``value`` (found at ``keypath``) against ``scope``."""
+    _check(recipe, _templates(value, keypath, []), scope)
+
+
+def _check(recipe: Recipe, found: list[tuple[str, KeyPath]], scope: Scope) -> None:
+    for text, where in found:
         info = template_info(text)
         if info.error:
             raise _error(recipe, where, f"{info.error} in {text!r}")
@@ -75,15 +78,18 @@ def check_value(recipe: Recipe, value: object, keypath: KeyPath, scope: Scope) -
                 raise _error(recipe, where, f"{text!r} reads {_dotted_ref(ref)}, {problem}")
 
 
-def _templates(value: object, keypath: KeyPath) -> Iterator[tuple[str, KeyPath]]:
-    if isinstance(value, Mapping):
+def _templates(value: object, keypath: KeyPath, found: list[tuple[str, KeyPath]]) -> list[tuple[str, KeyPath]]:
+    """Every template string inside ``value`` with its key path, appended to ``found``."""
+    if value.__class__ is str:
+        if "{{" in value or "{%" in value:
+            found.append((value, keypath))
+    elif isinstance(value, Mapping):
         for key, item in value.items():
-            yield from _templates(item, (*keypath, str(key)))
+            _templates(item, (*keypath, str(key)), found)
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            yield from _templates(item, (*keypath, i))
-    elif isinstance(value, str) and is_template(value):
-        yield value, keypath
+            _templates(item, (*keypath, i), found)
+    return found
 
 
 def _problem(recipe: Recipe, ref: Ref, scope: Scope) -> str | None:
@@ -110,7 +116,7 @@ def _problem(recipe: Recipe, ref: Ref, scope: Scope) -> str | None:
         return _member(key, _FIELDS[root], f"but {root} has only", "", root)
     if root == "deps":
         return _dep_problem(ref, scope)
-    return _step_problem(key, scope)
+    return _step_problem(recipe, str(key), scope)
 
 
 def _dep_problem(ref: Ref, scope: Scope) -> str | None:
@@ -126,11 +132,14 @@ def _dep_problem(ref: Ref, scope: Scope) -> str | None:
     return _member(ref[2], outputs, f"which dep '{alias}' does not declare in its outputs:", "", f"deps.{alias}")
 
 
-def _step_problem(step_id: str | int, scope: Scope) -> str | None:
+def _step_problem(recipe: Recipe, step_id: str, scope: Scope) -> str | None:
     if step_id in scope.steps:
         return None
-    if step_id in scope.other_steps:
-        return f"but step '{step_id}' has no outputs yet: {scope.other_steps[str(step_id)]}"
+    if step_id in scope.kept:
+        why = "it is this step" if scope.kept.index(step_id) == len(scope.steps) else "it runs later"
+        return f"but step '{step_id}' has no outputs yet: {why}"
+    if any(s.id == step_id for s in recipe.steps):
+        return f"but step '{step_id}' does not run: it is skipped by its when:"
     return _member(step_id, scope.steps, "which is not an earlier step's id", "earlier steps", "steps")
 
 

@@ -79,10 +79,21 @@ class _Validator:
             return None
         if schema is False:
             return keypath, f"{dotted(keypath)} is not allowed by step type '{self.uses}'"
-        if isinstance(value, str) and is_template(value):
-            return self._template(value, schema, keypath)
-        return (self._type(value, schema, keypath) or self._enum(value, schema, keypath)
-                or self._bounds(value, schema, keypath) or self._children(value, schema, keypath))
+        if value.__class__ is str and ("{{" in value or "{%" in value):
+            return self._template(str(value), schema, keypath)
+        if "type" in schema and not _type_ok(_json_type(value), schema["type"]):
+            return self._type(value, schema, keypath)
+        if "enum" in schema or "const" in schema:
+            problem = self._enum(value, schema, keypath)
+            if problem:
+                return problem
+        if isinstance(value, str):
+            return self._string(value, schema, keypath)
+        if isinstance(value, (list, tuple)):
+            return _size(keypath, len(value), schema, "minItems", "maxItems", "item") or self._items(value, schema, keypath)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return self._number(value, schema, keypath)
+        return self._mapping(value, schema, keypath) if isinstance(value, Mapping) else None
 
     def _template(self, text: str, schema: Schema, keypath: KeyPath) -> Problem | None:
         kind = _template_type(text, self.recipe)
@@ -91,9 +102,7 @@ class _Validator:
         return keypath, (f"{dotted(keypath)} must be {_expected(schema)}, but {text!r} renders {_NAMES[kind]}" \
                         f"{self._about(schema)}")
 
-    def _type(self, value: object, schema: Schema, keypath: KeyPath) -> Problem | None:
-        if "type" not in schema or _type_ok(_json_type(value), schema["type"]):
-            return None
+    def _type(self, value: object, schema: Schema, keypath: KeyPath) -> Problem:
         return keypath, (f"{dotted(keypath)} must be {_expected(schema)}, not {_shown(value)}" \
                         f"{self._about(schema)}{_hint(value, schema, keypath)}")
 
@@ -108,36 +117,32 @@ class _Validator:
         return keypath, (f"{dotted(keypath)} must be one of: {', '.join(map(str, allowed))}, not {value!r}" \
                         f"{self._about(schema)}{hint}")
 
-    def _bounds(self, value: object, schema: Schema, keypath: KeyPath) -> Problem | None:
-        key = dotted(keypath)
-        if isinstance(value, str):
+    def _string(self, value: str, schema: Schema, keypath: KeyPath) -> Problem | None:
+        if "pattern" in schema:
             import re
 
-            if "pattern" in schema and re.search(schema["pattern"], value) is None:
+            if re.search(schema["pattern"], value) is None:
                 wanted = schema.get("description") or f"the pattern {schema['pattern']}"
-                return keypath, f"{key} = {value!r} is not {wanted} (step type '{self.uses}')"
-            return _size(key, keypath, len(value), schema, "minLength", "maxLength", "character")
-        if isinstance(value, (list, tuple)):
-            return _size(key, keypath, len(value), schema, "minItems", "maxItems", "item")
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            for word, test, sign in (("minimum", float.__ge__, ">="), ("maximum", float.__le__, "<="),
-                                     ("exclusiveMinimum", float.__gt__, ">"), ("exclusiveMaximum", float.__lt__, "<")):
-                if word in schema and not test(float(value), float(schema[word])):
-                    return keypath, f"{key} = {value} must be {sign} {schema[word]}{self._about(schema)}"
+                return keypath, f"{dotted(keypath)} = {value!r} is not {wanted} (step type '{self.uses}')"
+        return _size(keypath, len(value), schema, "minLength", "maxLength", "character")
+
+    def _number(self, value: float, schema: Schema, keypath: KeyPath) -> Problem | None:
+        for word, test, sign in _BOUNDS:
+            if word in schema and not test(float(value), float(schema[word])):
+                return keypath, f"{dotted(keypath)} = {value} must be {sign} {schema[word]}{self._about(schema)}"
         return None
 
-    def _children(self, value: object, schema: Schema, keypath: KeyPath) -> Problem | None:
-        if isinstance(value, (list, tuple)) and "items" in schema:
-            outer, self.about = self.about, schema.get("description") or self.about
-            try:
-                for i, item in enumerate(value):
-                    problem = self.check(item, schema["items"], (*keypath, i))
-                    if problem:
-                        return problem
-            finally:
-                self.about = outer
-        if isinstance(value, Mapping):
-            return self._mapping(value, schema, keypath)
+    def _items(self, value: list[object] | tuple[object, ...], schema: Schema, keypath: KeyPath) -> Problem | None:
+        if "items" not in schema:
+            return None
+        outer, self.about = self.about, schema.get("description") or self.about
+        try:
+            for i, item in enumerate(value):
+                problem = self.check(item, schema["items"], (*keypath, i))
+                if problem:
+                    return problem
+        finally:
+            self.about = outer
         return None
 
     def _mapping(self, value: Mapping[str, object], schema: Schema, keypath: KeyPath) -> Problem | None:
@@ -164,11 +169,15 @@ class _Validator:
         return f" ({self.uses} step: {about})" if about else f" ({self.uses} step schema)"
 
 
-def _size(key: str, keypath: KeyPath, size: int, schema: Schema, low: str, high: str, unit: str) -> Problem | None:
+_BOUNDS = (("minimum", float.__ge__, ">="), ("maximum", float.__le__, "<="),
+           ("exclusiveMinimum", float.__gt__, ">"), ("exclusiveMaximum", float.__lt__, "<"))
+
+
+def _size(keypath: KeyPath, size: int, schema: Schema, low: str, high: str, unit: str) -> Problem | None:
     if low in schema and size < schema[low]:
-        return keypath, f"{key} needs at least {schema[low]} {unit}{'s' if schema[low] != 1 else ''}"
+        return keypath, f"{dotted(keypath)} needs at least {schema[low]} {unit}{'s' if schema[low] != 1 else ''}"
     if high in schema and size > schema[high]:
-        return keypath, f"{key} allows at most {schema[high]} {unit}{'s' if schema[high] != 1 else ''}"
+        return keypath, f"{dotted(keypath)} allows at most {schema[high]} {unit}{'s' if schema[high] != 1 else ''}"
     return None
 
 
@@ -192,6 +201,13 @@ def _template_type(text: str, recipe: Recipe) -> str | None:
 
 
 def _json_type(value: object) -> str:
+    cls = value.__class__
+    if cls is str:
+        return "string"
+    if cls is list:
+        return "array"
+    if cls is dict:
+        return "object"
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -208,8 +224,9 @@ def _json_type(value: object) -> str:
 
 
 def _type_ok(kind: str, wanted: str | Sequence[str]) -> bool:
-    allowed = [wanted] if isinstance(wanted, str) else list(wanted)
-    return kind in allowed or (kind == "integer" and "number" in allowed)
+    if kind == wanted or (kind == "integer" and wanted == "number"):
+        return True
+    return not isinstance(wanted, str) and (kind in wanted or (kind == "integer" and "number" in wanted))
 
 
 def _expected(schema: Schema) -> str:

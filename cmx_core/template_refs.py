@@ -32,10 +32,27 @@ class TemplateInfo(NamedTuple):
     error: str | None = None
 
 
-_BLOCK = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
-_SINGLE = re.compile(r"^\{\{(.*)\}\}$", re.DOTALL)
-_STRING = re.compile(r"'[^'\\{}]*'|\"[^\"\\{}]*\"")
-_TOKEN = re.compile(r"\s+|\d+(?:\.\d+)?(?![\w.])|([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)|==|!=|<=|>=|[<>+\-*/%~()]")
+
+
+class _Patterns(NamedTuple):
+    block: re.Pattern[str]
+    single: re.Pattern[str]
+    string: re.Pattern[str]
+    token: re.Pattern[str]
+    chain: re.Pattern[str]
+
+
+@lru_cache(maxsize=1)
+def _patterns() -> _Patterns:
+    """Compiled on first use: most commands never look at a template."""
+    return _Patterns(
+        re.compile(r"\{\{(.*?)\}\}", re.DOTALL),
+        re.compile(r"^\{\{(.*)\}\}$", re.DOTALL),
+        re.compile(r"'[^'\\{}]*'|\"[^\"\\{}]*\""),
+        re.compile(r"\s+|\d+(?:\.\d+)?(?![\w.])|([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)|==|!=|<=|>=|[<>+\-*/%~()]"),
+        re.compile(r"\s*[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\s*"),
+    )
+
 _CONSTANTS = frozenset({"and", "or", "not", "in", "if", "else", "none", "true", "false", "None", "True", "False"})
 _KEYWORDS = _CONSTANTS | {"is", "for", "recursive", "with", "without", "context", "import", "as", "from",
                           "include", "block", "set", "endfor", "endif", "elif", "macro", "call", "filter"}
@@ -44,7 +61,7 @@ _KEYWORDS = _CONSTANTS | {"is", "for", "recursive", "with", "without", "context"
 @lru_cache(maxsize=4096)
 def template_info(text: str) -> TemplateInfo:
     """The names ``text`` reads, whether its value is native, and any syntax problem."""
-    match = _SINGLE.match(text.strip())
+    match = _patterns().single.match(text.strip())
     native = bool(match) and "{{" not in match.group(1) and "{%" not in text  # type: ignore[union-attr]
     refs = None if ("{%" in text or "{#" in text) else _fast_refs(text)
     if refs is None:
@@ -54,27 +71,28 @@ def template_info(text: str) -> TemplateInfo:
 
 
 def _is_chain(expression: str) -> bool:
-    return re.fullmatch(r"\s*[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\s*", expression) is not None
+    return _patterns().chain.fullmatch(expression) is not None
 
 
 def _fast_refs(text: str) -> list[Ref] | None:
     """The names read by a template of plain ``{{ }}`` blocks over names, literals,
     comparisons and ``if/else``; None when it needs the real parser."""
+    patterns = _patterns()
     refs: list[Ref] = []
-    for block in _BLOCK.finditer(text):
-        found = _expression_refs(_STRING.sub(" 0 ", block.group(1)))
+    for block in patterns.block.finditer(text):
+        found = _expression_refs(patterns.string.sub(" 0 ", block.group(1)), patterns.token)
         if found is None:
             return None
         refs.extend(r for r in found if r not in refs)
-    rest = _BLOCK.sub("", text)
+    rest = patterns.block.sub("", text)
     return None if ("{{" in rest or "}}" in rest) else refs
 
 
-def _expression_refs(expression: str) -> list[Ref] | None:
+def _expression_refs(expression: str, tokens: re.Pattern[str]) -> list[Ref] | None:
     refs: list[Ref] = []
     pos, end = 0, len(expression)
     while pos < end:
-        token = _TOKEN.match(expression, pos)
+        token = tokens.match(expression, pos)
         if token is None:
             return None
         pos = token.end()
