@@ -8,7 +8,8 @@ Providers and values: :class:`StepType`, :class:`Detector`, :class:`Executor`,
 :class:`ExecutorSettings`, and (imported lazily) :class:`RemoteExecutor` with
 :class:`RemoteJob` and :class:`JobStatus`. Errors: :class:`CmxError` and its
 subclasses. Markers: :data:`hookimpl`. Engine entry points (imported lazily):
-``run``, ``plan``, ``explain``, ``list_recipes``, ``detect_facts``; the result validator
+``run``, ``plan``, ``explain``, ``list_recipes``, ``detect_facts``; the types a provider
+is handed (``Plan``, ``PlanNode``, ``Registry``, ``FactStore``); the result validator
 ``validate_document(document, source)`` for executors that write results themselves.
 """
 
@@ -54,7 +55,7 @@ __all__ = [
     "Artifact", "CacheError", "CachedMeasurement", "Capabilities", "CmxError", "Command", "Detector",
     "ExecutionOutcome", "ExecutionRequest", "Executor", "ExecutorSettings", "Exporter", "Interrupted",
     "Metric", "NoSettings", "NodeResult", "PluginError", "RecipeError", "RemoteExecutor", "RemoteJob",
-    "JobStatus", "Fetched", "ResolveError", "ResultPart", "ResultsError", "RunError", "StepContext", "StepFailed",
+    "JobStatus", "Fetched", "Plan", "PlanNode", "Registry", "FactStore", "ResolveError", "ResultPart", "ResultsError", "RunError", "StepContext", "StepFailed",
     "StepOutput", "StepType", "Suite",
     "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
     "validate_document",  # noqa: F822 - lazy
@@ -66,6 +67,8 @@ _LAZY = {
     "validate_document": "cmx_core.results.validate",
     "RemoteExecutor": "cmx_core.remote", "RemoteJob": "cmx_core.remote", "JobStatus": "cmx_core.remote",
     "Fetched": "cmx_core.remote",
+    "Plan": "cmx_core.planner", "PlanNode": "cmx_core.planner", "Registry": "cmx_core.plugins",
+    "FactStore": "cmx_core.facts",
 }
 
 

@@ -225,12 +225,14 @@ def fold(job: RemoteJob, status: JobStatus, fetched: Fetched, started: float, ex
     out = job.local_output
     document = _read_json(out / "result.json")
     finished = time.time()
-    if not isinstance(document, dict):
+    if not isinstance(document, dict) or status.state in ("timeout", "oom", "cancelled", "lost"):
         why = _job_end(status)
+        wrote = "without writing " + str(out / "result.json") if not isinstance(document, dict) else \
+            "(its result is not trusted)"
         return ExecutionOutcome(nodes=(), root_outputs={}, started=started, finished=finished,
-                                error=RunError(f"{executor} job {why} without writing {out / 'result.json'}"
+                                error=RunError(f"{executor} job {why} {wrote}"
                                                f"{': ' + status.message if status.message else ''}"),
-                                logs=fetched.logs, system=fetched.system)
+                                logs=fetched.logs, artifacts=fetched.artifacts, system=fetched.system)
     facts = _read_json(out / "facts.json")
     nodes = _nodes(_read_json(out / "nodes.json"), document, out)
     error = document.get("error")

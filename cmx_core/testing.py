@@ -114,6 +114,28 @@ class StepSample:
     expect_outputs: Collection[str] = ()
 
 
+def execution_request(plan: Any, run_dir: Path, *, settings: Any = None, jobs: int = 1,
+                      use_cache: bool = True, refresh: bool = False) -> Any:
+    """A real :class:`~cmx_core.api.ExecutionRequest` for ``plan`` (from ``cmx_core.api.plan``)
+    as the engine would hand it to an executor: the current registry and facts, ``run_dir``
+    created with the plan's ``lock.json`` in it, a fresh run id."""
+    from cmx_core import engine
+    from cmx_core.api import ExecutionRequest, NoSettings
+    from cmx_core.facts import FactStore
+    from cmx_core.plugins import get_registry
+    from cmx_core.runids import new_run_id
+
+    registry = get_registry()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    facts = FactStore.from_file(plan.facts_file, registry.detectors) if plan.facts_file else FactStore(registry.detectors)
+    session = engine.Session(registry, None, facts, None, tuple(plan.query.recipes_dirs), plan.facts_file)  # type: ignore[arg-type]
+    engine.write_lock(run_dir, plan, session)
+    return ExecutionRequest(plan=plan, facts=facts, registry=registry, run_dir=run_dir,
+                            lock_path=run_dir / "lock.json", run_id=new_run_id(),
+                            settings=settings if settings is not None else NoSettings(), jobs=jobs,
+                            use_cache=use_cache, refresh=refresh)
+
+
 class PluginConformance:
     """Base class of a plugin's conformance tests; subclass it as ``Test<Something>``.
 

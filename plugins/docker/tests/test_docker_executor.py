@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from cmx_docker.errors import ContainerFailed
 
 PROBE = """
 name: container-probe
@@ -100,7 +99,7 @@ def test_container_runs_as_non_root_without_network(engine, base_image, recipes:
     assert result.document["outputs"]["uid"] != "0"
     assert result.document["outputs"]["ifaces"] == "lo"
     assert result.result_path == result.run_dir / "result.json"
-    assert (result.run_dir / "container" / "result.json").is_file()
+    assert (result.run_dir / "remote" / "result.json").is_file()
 
 
 def test_network_option_gives_the_host_network(engine, base_image, recipes: Path) -> None:  # type: ignore[no-untyped-def]
@@ -111,23 +110,26 @@ def test_network_option_gives_the_host_network(engine, base_image, recipes: Path
 
 
 def test_oom_killed_container_is_reported(engine, base_image, recipes: Path) -> None:  # type: ignore[no-untyped-def]
-    from cmx_core.api import run
+    from cmx_core.api import StepFailed, run
 
-    with pytest.raises(ContainerFailed, match=r"OOM-killed \(memory limit 160m\); raise the memory option"):
+    with pytest.raises(StepFailed, match=r"OOM-killed \(memory limit 160m\); raise the memory option") as err:
         run("container,hog", recipes_dirs=[recipes], executor="docker", options={"memory": "160m"})
+    doc = json.loads(Path(err.value.result_path).read_text())  # type: ignore[attr-defined]
+    assert doc["status"] == "error" and doc["system"]["container"]["image"].startswith("cmx-python:")
 
 
 def test_container_past_its_time_limit_is_killed(engine, base_image, recipes: Path) -> None:  # type: ignore[no-untyped-def]
-    from cmx_core.api import run
+    from cmx_core.api import StepFailed, run
 
-    with pytest.raises(ContainerFailed, match=r"exceeded its time limit of 4 s and was killed"):
-        run("container,sleeper", recipes_dirs=[recipes], executor="docker", options={"timeout_s": 4})
+    with pytest.raises(StepFailed, match=r"exceeded its time limit of 4 s and was killed") as err:
+        run("container,sleeper", recipes_dirs=[recipes], executor="docker", options={"timeout_s": "4"})
+    assert json.loads(Path(err.value.result_path).read_text())["status"] == "error"  # type: ignore[attr-defined]
 
 
 def test_unknown_executor_option_is_refused(engine, base_image, recipes: Path) -> None:  # type: ignore[no-untyped-def]
     from cmx_core.api import UsageError, run
 
-    with pytest.raises(UsageError, match=r"unknown option\(s\) \['memroy'\]"):
+    with pytest.raises(UsageError, match=r"docker executor: unknown option 'memroy'; did you mean 'memory'\?"):
         run("container,probe", recipes_dirs=[recipes], executor="docker", options={"memroy": "1g"})
 
 

@@ -56,13 +56,15 @@ def _scan_saved_image(image: Any) -> list[str]:
 
 
 def test_executor_container_config_holds_no_secret(engine, base_image, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from cmx_docker.executor import container_plan
+    from cmx_docker.executor import DockerExecutor, container_plan
+    from cmx_docker.settings import DockerSettings
 
-    from cmx_core.api import ExecutionRequest, plan
+    from cmx_core.api import plan
+    from cmx_core.testing import execution_request
 
     record = ensure_image("python", endpoint=engine)
-    request = ExecutionRequest(plan=plan("detect,os"), run_dir=tmp_path / "run")
-    kwargs = container_plan(request, record, {}).options.sdk_kwargs()
+    job = DockerExecutor().prepare(execution_request(plan("detect,os"), tmp_path / "run", settings=DockerSettings()))
+    kwargs = container_plan(job, record, DockerSettings()).options.sdk_kwargs()
     kwargs.pop("detach")
     client = sdk_client(engine)
     container = client.containers.create(**kwargs)

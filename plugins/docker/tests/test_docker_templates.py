@@ -17,10 +17,12 @@ from cmx_docker.errors import (
     ImageUnavailable,
     TemplateError,
 )
-from cmx_docker.executor import container_plan, inner_command, plan_accelerator
+from cmx_docker.executor import DockerExecutor, container_plan, plan_accelerator
+from cmx_docker.settings import DockerSettings
 
-from cmx_core.api import ExecutionRequest
 from cmx_core.errors import CmxError, UsageError
+from cmx_core.remote import far_arguments
+from cmx_core.testing import execution_request
 
 TINY_META = "base: {local: cmx-base:bookworm-minbase}\ninstall_cmx: false\n"
 
@@ -215,11 +217,11 @@ def test_gpu_variation_plans_render_image_and_run_options(tmp_path: Path, home: 
     rendered = spec(template, accelerator)
     assert f'TORCH_CUDA_ARCH_LIST="{arch}"' in rendered.dockerfile
     run_dir = tmp_path / "run"
-    request = ExecutionRequest(plan=the_plan, run_dir=run_dir)
+    job = DockerExecutor().prepare(execution_request(the_plan, run_dir, settings=DockerSettings()))
     image = ImageRecord(tag=rendered.tag, image_id="sha256:" + "0" * 64, digest="sha256:" + "0" * 64,
                         template=template, accelerator=accelerator, base=rendered.base_ref, base_id=None, base_digest=None,
                         runtime="docker 20.10", content_digest=rendered.digest, built=False, build_s=0.0)
-    planned = container_plan(request, image, {})
+    planned = container_plan(job, image, DockerSettings())
     kwargs = planned.options.sdk_kwargs()
     (request_,) = kwargs["device_requests"]
     assert request_.count == -1 and request_.capabilities == [["gpu"]]
@@ -228,9 +230,10 @@ def test_gpu_variation_plans_render_image_and_run_options(tmp_path: Path, home: 
     assert kwargs["user"] != "0:0" and not kwargs["user"].startswith("0:")
     assert kwargs["volumes"][str(run_dir.resolve())]["bind"] == str(run_dir.resolve())
     cmd = kwargs["command"]
-    assert cmd[:3] == ["cmx", "run", "recipe"] and f"--tags=mlperf,inference,llama-test,{accelerator}" in cmd
+    assert cmd[:3] == ["cmx", "run", "--lock"] and "--allow-drift=remote" in cmd
+    assert cmd[cmd.index("--lock") + 1] == str(run_dir / "remote-stage" / "lock.json")
     assert cmd[cmd.index("--executor") + 1] == "local"
-    assert cmd[cmd.index("--output") + 1] == str(run_dir.resolve() / "container")
+    assert cmd[cmd.index("--output") + 1] == str(run_dir / "remote")
 
 
 def test_cpu_variation_gets_no_gpus_and_inputs_pass_through(tmp_path: Path, home: Path) -> None:
@@ -241,9 +244,16 @@ def test_cpu_variation_gets_no_gpus_and_inputs_pass_through(tmp_path: Path, home
     (recipes / "llama.yaml").write_text(LLAMA)
     the_plan = plan("mlperf,inference,llama-test", recipes_dirs=[recipes])
     assert the_plan.container is None and plan_accelerator(the_plan) is None
-    request = ExecutionRequest(plan=the_plan, run_dir=tmp_path / "run", use_cache=False)
-    cmd = inner_command(request, tmp_path / "out")
-    assert "--no-cache" in cmd and cmd[cmd.index("--recipes") + 1] == str(recipes.resolve())
+    request = execution_request(the_plan, tmp_path / "run", settings=DockerSettings(), use_cache=False)
+    cmd = far_arguments(request, "lock.json", str(tmp_path / "out"))
+    assert "--no-cache" in cmd
+    assert json.loads(request.lock_path.read_text())["query"]["recipes_dirs"] == [str(recipes.resolve())]
+    job = DockerExecutor().prepare(request)
+    image = ImageRecord(tag="cmx-python:x", image_id="sha256:" + "0" * 64, digest="sha256:" + "0" * 64,
+                        template="python", accelerator=None, base="b", base_id=None, base_digest=None,
+                        runtime="docker 20.10", content_digest="d", built=False, build_s=0.0)
+    mounts = {m.source: m for m in container_plan(job, image, DockerSettings()).options.mounts}
+    assert mounts[str(recipes.resolve())].read_only
     merged = runopts.merge(templates.load("python").run, {}, needs_gpu=False, needs_network=False)
     assert merged["gpus"] is None and merged["network"] is False
 
@@ -262,8 +272,11 @@ def test_cli_without_an_engine_prints_one_line_and_exits_2(tmp_path: Path) -> No
     proc = subprocess.run([sys.executable, "-m", "cmx_core.cli.main", "run", "recipe", "--tags=detect,os",
                            "--container"], capture_output=True, text=True, env=env, timeout=120, check=False)
     assert proc.returncode == 2
-    (line,) = proc.stderr.strip().splitlines()
-    assert line.startswith("cmx: error: no container engine reachable") and "dockerd" in line
+    line, recorded = proc.stderr.strip().splitlines()  # the failure is still an error result
+    assert line.startswith("cmx: error: docker executor: no container engine reachable") and "dockerd" in line
+    assert recorded.startswith("cmx: the failed run was recorded in ") and recorded.endswith("result.json")
+    document = json.loads(Path(recorded.rsplit(" ", 1)[1]).read_text())
+    assert document["status"] == "error" and "no container engine reachable" in document["error"]["message"]
 
 
 def test_a_plugin_named_twice_is_one_package_with_the_union_of_extras(home: Path) -> None:
@@ -305,7 +318,8 @@ def test_mlperf_llama_gpu_variations_plan_their_vllm_image(tmp_path: Path, home:
                         template="vllm", accelerator=accelerator, base=rendered.base_ref, base_id=None,
                         base_digest=None, runtime="docker 20.10", content_digest=rendered.digest,
                         built=False, build_s=0.0)
-    kwargs = container_plan(ExecutionRequest(plan=the_plan, run_dir=tmp_path / "run"), image, {}).options.sdk_kwargs()
+    job = DockerExecutor().prepare(execution_request(the_plan, tmp_path / "run", settings=DockerSettings()))
+    kwargs = container_plan(job, image, DockerSettings()).options.sdk_kwargs()
     (device,) = kwargs["device_requests"]
     assert device.count == -1 and device.capabilities == [["gpu"]]
     assert kwargs["network_mode"] == "none" and kwargs["shm_size"] == "16g"

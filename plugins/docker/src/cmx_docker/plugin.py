@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx_core.api import (
     Capabilities,
+    ExecutionOutcome,
     ExecutionRequest,
     Executor,
+    ExecutorSettings,
     StepContext,
     StepType,
     hookimpl,
 )
+
+if TYPE_CHECKING:
+    from cmx_core.api import Plan
 
 _DOCKER = Capabilities(needs_docker=True)
 
@@ -30,10 +35,16 @@ def _base(ctx: StepContext) -> Any:
     return base_step(ctx)
 
 
-def _execute(request: ExecutionRequest) -> Path:
-    from cmx_docker.executor import run
+def _execute(request: ExecutionRequest) -> ExecutionOutcome:
+    from cmx_docker.executor import DockerExecutor
 
-    return run(request)
+    return DockerExecutor().run(request)
+
+
+def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
+    from cmx_docker.executor import DockerExecutor
+
+    DockerExecutor().check_plan(plan, settings)
 
 
 @hookimpl
@@ -49,8 +60,10 @@ def cmx_register_steps(register: Callable[[StepType], None]) -> None:
 
 @hookimpl
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
+    from cmx_docker.settings import DockerSettings
+
     register(Executor(name="docker", summary="Build the recipe's image if needed and run the plan inside it",
-                      run=_execute, capabilities=_DOCKER))
+                      run=_execute, settings=DockerSettings, check_plan=_check_plan, capabilities=_DOCKER))
 
 
 @hookimpl

@@ -1,0 +1,90 @@
+"""One container as a job: started detached, waited for (killed at its time limit, its OOM
+kill noticed), its logs read, cancelled on Ctrl-C, and always removed."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from cmx_docker import runopts
+from cmx_docker.container import _Follower
+from cmx_docker.engine import Endpoint, sdk_client
+from cmx_docker.errors import ContainerFailed
+
+_NO_LIMIT_S = 30 * 24 * 3600  # the SDK needs some read timeout; a month is "none"
+
+
+@dataclass(frozen=True)
+class JobEnd:
+    """How the container ended and everything it printed."""
+
+    exit_code: int
+    logs: str
+    oom_killed: bool
+    timed_out: bool
+
+
+class ContainerJob:
+    """A started container; :meth:`wait` ends it (and removes it), :meth:`cancel` kills it."""
+
+    def __init__(self, client: Any, container: Any, timeout_s: float | None, echo: bool) -> None:
+        self._client = client
+        self._container = container
+        self._timeout_s = timeout_s
+        self._follower = _Follower(container, echo)
+        self._logs = ""
+
+    def wait(self) -> JobEnd:
+        import requests
+
+        try:
+            timed_out = False
+            try:
+                status = self._container.wait(timeout=self._timeout_s or _NO_LIMIT_S)
+            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+                if self._timeout_s is None:
+                    raise
+                self._container.kill()
+                status = self._container.wait(timeout=60)
+                timed_out = True
+            self._follower.join()
+            self._container.reload()
+            self._logs = self._container.logs(stdout=True, stderr=True).decode(errors="replace")
+            oom = bool(self._container.attrs.get("State", {}).get("OOMKilled"))
+            return JobEnd(int(status.get("StatusCode", -1)), self._logs, oom, timed_out)
+        finally:
+            self.remove()
+
+    def logs(self) -> str:
+        """Everything the container printed (read by :meth:`wait`)."""
+        return self._logs
+
+    def cancel(self) -> None:
+        import docker.errors
+
+        with contextlib.suppress(docker.errors.APIError):
+            self._container.kill()
+        self.remove()
+
+    def remove(self) -> None:
+        import docker.errors
+
+        with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):  # already gone is fine
+            self._container.remove(force=True)
+        self._client.close()
+
+
+def start_container(options: runopts.RunOptions, endpoint: Endpoint, echo: bool = True) -> ContainerJob:
+    """Start ``options`` detached on ``endpoint``; a ContainerFailed names the engine and why."""
+    import docker.errors
+
+    client = sdk_client(endpoint, timeout=int(options.timeout_s or _NO_LIMIT_S) + 5)
+    try:
+        container = client.containers.run(**options.sdk_kwargs())
+    except docker.errors.APIError as exc:
+        client.close()
+        reason = " ".join(str(exc.explanation or exc).split())
+        raise ContainerFailed(f"{endpoint.runtime} at {endpoint.url} cannot start a container of "
+                              f"{options.labels.get('org.cmx.image', options.image)}: {reason}") from None
+    return ContainerJob(client, container, options.timeout_s, echo)
