@@ -87,7 +87,8 @@ BROKEN = [
 ]
 
 
-@pytest.mark.parametrize(("schema", "section", "message"), BROKEN, ids=["bad-type", "bad-required", "dangling-ref", "envelope-key", "bad-name"])
+@pytest.mark.parametrize(("schema", "section", "message"), BROKEN,
+                         ids=["bad-type", "bad-required", "dangling-ref", "envelope-key", "bad-name"])
 def test_a_broken_suite_is_refused_with_one_line_naming_the_plugin(
     monkeypatch: pytest.MonkeyPatch, schema: dict[str, Any], section: str, message: str
 ) -> None:
@@ -214,7 +215,8 @@ def test_a_result_of_a_suite_no_plugin_provides_names_the_plugin_that_would(
 def test_a_suite_nobody_claims_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from cmx_core.providers import ResultPart
 
-    document = example_document(tmp_path, part=ResultPart(status="completed", benchmark={"suite": "wordcount", "task": "t"}))
+    part = ResultPart(status="completed", benchmark={"suite": "wordcount", "task": "t"})
+    document = example_document(tmp_path, part=part)
     with pytest.raises(ResultsError, match=r"\$\.benchmark\.suite 'wordcount' is a suite no loaded plugin "
                        r"provides; no plugin in registry.yaml claims it$"):
         validate_document(document, source="result.json", suites=_registry_with(monkeypatch).suites)

@@ -15,7 +15,6 @@ to ``jsonschema`` (tens of milliseconds, same messages' shape) rather than fail 
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 TYPE_CHECKING = False
@@ -32,11 +31,12 @@ CODEGEN_REVISION = "1"
 """Bump when the way code is generated or post-processed changes (invalidates caches)."""
 CACHE_SUBDIR = "validators"
 
-_IMPORT_LINE = re.compile(r"^(?:from decimal import Decimal|from fastjsonschema import .*)$", re.MULTILINE)
-_ENTRY = re.compile(r"^def (\w+)\(data", re.MULTILINE)
-_DEFINITION = re.compile(r", definition=.*(, rule=(?:'\w+'|None)\))$", re.MULTILINE)
+_IMPORT_LINE = r"^(?:from decimal import Decimal|from fastjsonschema import .*)$"
+_ENTRY = r"^def (\w+)\(data"
+_DEFINITION = r", definition=.*(, rule=(?:'\w+'|None)\))$"
 """Each raise repeats the whole schema (``definition=``): 100 kB of code cmx never reads."""
 _MEMO: dict[str, Validator] = {}
+"""Validators of this process by schema digest."""
 
 
 class SchemaViolation(ValueError):
@@ -77,8 +77,7 @@ def cache_key(digest: str) -> str:
 
 def is_cached(digest: str) -> bool:
     """Whether a compiled validator for this schema digest is in memory or on disk."""
-    key = cache_key(digest)
-    return key in _MEMO or os.path.isfile(_cache_file(key))
+    return digest in _MEMO or os.path.isfile(_cache_file(cache_key(digest)))
 
 
 def validator(schema: Mapping[str, Any] | None = None, *, digest: str = "",
@@ -89,11 +88,11 @@ def validator(schema: Mapping[str, Any] | None = None, *, digest: str = "",
     avoids re-serialising the schema on every call.
     """
     digest = digest or schema_digest(_given(schema, load))
-    key = cache_key(digest)
-    found = _MEMO.get(key)
+    found = _MEMO.get(digest)
     if found is None:
+        key = cache_key(digest)
         found = _load(key) or _build(_given(schema, load), key)
-        _MEMO[key] = found
+        _MEMO[digest] = found
     return found
 
 
@@ -137,12 +136,14 @@ def _build(schema: Mapping[str, Any], key: str) -> Validator:
 
 def generate(schema: Mapping[str, Any]) -> tuple[str, str]:
     """Python source of a validator for ``schema`` and its entry function's name."""
+    import re
+
     import fastjsonschema
 
-    source = fastjsonschema.compile_to_code(
-        dict(schema), use_default=False, use_formats=False)
-    source = _DEFINITION.sub(r"\1", _IMPORT_LINE.sub("", source))
-    entry = _ENTRY.search(source)
+    source = fastjsonschema.compile_to_code(dict(schema), use_default=False, use_formats=False)
+    source = re.sub(_IMPORT_LINE, "", source, flags=re.MULTILINE)
+    source = re.sub(_DEFINITION, r"\1", source, flags=re.MULTILINE)
+    entry = re.search(_ENTRY, source, flags=re.MULTILINE)
     if entry is None:
         raise RuntimeError("fastjsonschema output has no validation function")
     return source, entry.group(1)
@@ -155,7 +156,7 @@ def _exec(code: Any, name: str) -> Validator:
         "JsonSchemaValuesException": _ManyViolations,
         "Decimal": _NoDecimal,
     }
-    exec(code, namespace)  # noqa: S102 - code cmx generated from a schema, see _build
+    exec(code, namespace)
     function: Validator = namespace[name]
     return function
 

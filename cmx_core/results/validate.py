@@ -17,6 +17,10 @@ stored results use that, so results of a suite whose plugin was uninstalled stay
 
 from __future__ import annotations
 
+from cmx_core.errors import ResultsError
+from cmx_core.results import SCHEMA_VERSION  # re-exported
+from cmx_core.results.suites import ENVELOPE_KEYS, SECTION_PATTERN
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -24,10 +28,6 @@ if TYPE_CHECKING:
 
     from cmx_core.providers import Suite
     from cmx_core.results.compiled import Validator
-
-from cmx_core.errors import ResultsError
-from cmx_core.results import SCHEMA_VERSION  # re-exported
-from cmx_core.results.suites import ENVELOPE_KEYS, SECTION_PATTERN
 
 __all__ = ["SCHEMA_VERSION", "validate_document"]
 

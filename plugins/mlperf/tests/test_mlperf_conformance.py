@@ -1,7 +1,8 @@
 """cmx-core's conformance kit run on cmx-mlperf through its installed entry point: hookimpls
 against the hookspecs, the cmx-core range, provider metadata, every recipe validates and uses
 known step types, light import, and the ``mlperf.loadgen`` step on a sample input (the
-``noop`` SUT, Offline, min_duration 1 s) whose result makes a schema-valid document."""
+``noop`` SUT, Offline, min_duration 1 s) whose result makes a schema-valid document, its
+``mlperf`` section checked by the plugin's own section schema."""
 
 from __future__ import annotations
 
@@ -32,3 +33,18 @@ class TestMlperfConformance(PluginConformance):
         assert mlperf["effective"]["min_duration_ms"] == 1000
         assert mlperf["log_dir"] and mlperf["sut_errors"] == [] and mlperf["failed_samples"] is None
         assert {a.kind for a in output.artifacts} >= {"mlperf_log_detail", "mlperf_log_summary"}
+        _validate_with_the_plugins_suite(part)
+
+
+def _validate_with_the_plugins_suite(part: Any) -> None:
+    """The real harness's section passes the plugin's own section schema."""
+    import tempfile
+    from pathlib import Path
+
+    from cmx_core.plugins import load_registry
+    from cmx_core.results.examples import example_document
+    from cmx_core.results.validate import validate_document
+
+    with tempfile.TemporaryDirectory() as run_dir:
+        document = example_document(Path(run_dir), part=part)
+    validate_document(document, source="loadgen result", suites=load_registry().suites)
