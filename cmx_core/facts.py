@@ -81,9 +81,7 @@ class FactStore:
             return self.file_facts[name]
         detector = self.detectors.get(name)
         if detector is None:
-            from cmx_core.plugins import missing_provider_message
-
-            raise ResolveError(missing_provider_message("fact", name))
+            raise ResolveError(_no_detector(name))
         return self._detect(detector)
 
     def _detect(self, detector: Detector) -> Any:
@@ -114,6 +112,14 @@ class FactStore:
             if name in self.available():
                 result[name] = self.try_get(name)
         return result
+
+
+def _no_detector(name: str) -> str:
+    """One line saying no detector provides ``name`` and, from registry.yaml, which plugin would."""
+    from cmx_core.registry import install_hint  # the registry file, not the loaded plugins
+
+    hint = install_hint("fact", name)
+    return f"no loaded plugin provides fact '{name}'" + (f"; {hint}" if hint else "")
 
 
 def fact_cache_file(name: str) -> Path:
@@ -163,5 +169,6 @@ def load_facts_file(path: Path) -> dict[str, Any]:
         raise CmxError(f"--facts {path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     facts = doc.get("facts") if isinstance(doc, dict) else None
     if not isinstance(facts, dict):
-        raise CmxError(f"--facts {path}: expected a JSON object with a 'facts' object (the output of 'cmx detect --json')")
+        raise CmxError(f"--facts {path}: expected a JSON object with a 'facts' object "
+                       "(the output of 'cmx detect --json')")
     return facts

@@ -17,7 +17,7 @@ from cmx_core import __version__
 from cmx_core.cache import Cache
 from cmx_core.datautil import digest
 from cmx_core.recipe import Recipe, StepSpec
-from cmx_core.resolve import Decision, Resolution
+from cmx_core.resolve import Decision, Resolution, ResolvedNode
 
 KEY_FORMAT = 1
 
@@ -63,7 +63,7 @@ class Plan(NamedTuple):
     facts_source: str
     facts_file: Path | None
     decisions: tuple[Decision, ...] = ()
-    shadowed: Mapping[str, list[str]] = {}  # noqa: RUF012 - never mutated
+    shadowed: Mapping[str, list[str]] = {}
 
     @property
     def root(self) -> PlanNode:
@@ -98,7 +98,8 @@ class Plan(NamedTuple):
             return
         shown.add(node.id)
         variations = ",".join(f"{k}.{v}" if v is not True else k for k, v in node.variations.items())
-        status = node.cache_status + (f" ({node.cache_reason})" if node.cache_reason and node.cache_status != "hit" else "")
+        shown_reason = node.cache_reason and node.cache_status != "hit"
+        status = node.cache_status + (f" ({node.cache_reason})" if shown_reason else "")
         lines.append(f"{indent}{label}{node.id} [{node.recipe.source}] key={node.cache_key[:12]} cache={status}")
         detail = indent + "    "
         if variations:
@@ -159,7 +160,7 @@ def build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping[
                 tuple(resolution.decisions), dict(shadowed or {}))
 
 
-def _path_stats(rnode: Any) -> dict[str, Any]:
+def _path_stats(rnode: ResolvedNode) -> dict[str, Any]:
     """[size, mtime_ns] of each ``path`` input that exists: a changed file is a new key."""
     import os
 
@@ -175,7 +176,7 @@ def _path_stats(rnode: Any) -> dict[str, Any]:
     return stats
 
 
-def _allowed_env(rnode: Any) -> dict[str, str | None]:
+def _allowed_env(rnode: ResolvedNode) -> dict[str, str | None]:
     """Values of the host variables steps let through (``env_allow``): they change outputs."""
     import os
 

@@ -77,14 +77,12 @@ class Resolution(NamedTuple):
 
 
 class Resolver:
-    """Resolves queries against a catalog; ``step_types`` (when given) are checked."""
+    """Resolves queries against a catalog; with ``step_lookup`` (``Registry.step``) each
+    step's type is looked up and its arguments checked against the type's schema."""
 
-    def __init__(self, catalog: Catalog, facts: FactStore,
-                 step_types: Mapping[str, StepType] | None = None,
-                 step_lookup: StepLookup | None = None) -> None:
+    def __init__(self, catalog: Catalog, facts: FactStore, step_lookup: StepLookup | None = None) -> None:
         self.catalog = catalog
         self.facts = facts
-        self.step_types = step_types
         self.step_lookup = step_lookup
         self.nodes: dict[str, ResolvedNode] = {}
         self.memo: dict[str, str] = {}
@@ -158,7 +156,8 @@ class Resolver:
         accepted: list[tuple[Recipe, dict[str, Any]]] = []
         for recipe in sorted(seen.values(), key=lambda r: r.name):
             reason, chosen = _match(recipe, positive, negative)
-            decision.candidates.append(Candidate(recipe.name, recipe.source, reason is None, reason or "all tags match"))
+            why = reason or "all tags match"
+            decision.candidates.append(Candidate(recipe.name, recipe.source, reason is None, why))
             if reason is None:
                 accepted.append((recipe, chosen))
         for name, winner in seen.items():

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cmx_core import catalog as catalog_module
+from cmx_core import catalog_index as catalog_index_module
 from cmx_core.catalog import INDEX_FORMAT, Index, Source, load_catalog
 from cmx_core.errors import CmxError
 
@@ -34,7 +35,7 @@ def tree(request: pytest.FixtureRequest, tmp_path: Path, cmx_home: Path, monkeyp
     """GROUPS directories of PER_GROUP recipes, indexed once, with old directory mtimes.
     Run with stat relative to the open directory and with plain paths (no dir_fd, as on
     Windows)."""
-    monkeypatch.setattr(catalog_module, "_DIR_FD", request.param and catalog_module._DIR_FD)
+    monkeypatch.setattr(catalog_index_module, "_DIR_FD", request.param and catalog_index_module._DIR_FD)
     root = tmp_path / "tree"
     for i in range(GROUPS * PER_GROUP):
         group = root / f"g{i // PER_GROUP}"
@@ -149,10 +150,11 @@ def test_a_replaced_directory_with_the_same_mtime_is_noticed(tree) -> None:
     (OLD_NS + 123_456_789, OLD_NS + 173_456_789),   # sub-second mtimes: 50 ms before the check
     (OLD_NS, OLD_NS + 1_500_000_000),               # whole-second mtimes (FAT, HFS+): 1.5 s before
 ], ids=["fine", "whole-seconds"])
-def test_a_change_in_the_same_clock_tick_as_the_last_check_is_noticed(tmp_path, cmx_home, monkeypatch, mtime, now) -> None:
+def test_a_change_in_the_same_clock_tick_as_the_last_check_is_noticed(
+        tmp_path, cmx_home, monkeypatch, mtime, now) -> None:
     """A directory modified just before a check is listed again the next time, so a file
     added afterwards is found although the directory's mtime did not move."""
-    monkeypatch.setattr(catalog_module, "_clock", lambda: now)
+    monkeypatch.setattr(catalog_index_module, "_clock", lambda: now)
     root = tmp_path / "fresh"
     root.mkdir()
     (root / "a.yaml").write_text("name: a\ntags: [a]\nsummary: a\n")
@@ -236,3 +238,29 @@ def test_shadowing_and_tags_across_sources(tmp_path, cmx_home) -> None:
         assert catalog.with_tag("low") == [] and [r.name for r in catalog.with_tag("high")] == ["x"]
         assert [(i.source, i.path) for i in catalog.shadowed_listed["x"]] == [("core", str(low / "x.yaml"))]
         assert list(catalog.listed) == ["x", "y"] and catalog.listed["x"].tags == ("t", "high")
+
+
+def test_plugin_recipe_paths_are_handed_in_not_fetched(tmp_path, monkeypatch) -> None:
+    """The catalog is given the plugins' recipe directories; it never asks the registry."""
+    import cmx_core.plugins
+
+    def no_registry(*args: object, **kwargs: object) -> None:
+        raise AssertionError("load_catalog asked the plugin registry")
+
+    monkeypatch.setattr(cmx_core.plugins, "get_registry", no_registry)
+    plugin_dir = tmp_path / "plugin-recipes"
+    plugin_dir.mkdir()
+    (plugin_dir / "p.yaml").write_text("name: from-plugin\ntags: [p]\nsummary: x\n")
+    catalog = load_catalog(plugin_paths=[("cmx-example", plugin_dir)])
+    assert catalog.get("from-plugin").source == "plugin:cmx-example"
+    assert catalog.get("demo-sort") is not None  # the core collection is still there
+
+
+def test_a_fact_nobody_provides_is_one_line_without_the_plugin_registry(monkeypatch) -> None:
+    import cmx_core.plugins
+    from cmx_core.errors import ResolveError
+    from cmx_core.facts import FactStore
+
+    monkeypatch.setattr(cmx_core.plugins, "get_registry", lambda *a, **k: pytest.fail("asked the registry"))
+    with pytest.raises(ResolveError, match="no loaded plugin provides fact 'nope'"):
+        FactStore({}).get("nope")
