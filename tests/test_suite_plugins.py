@@ -281,3 +281,25 @@ def test_a_run_whose_section_breaks_its_schema_fails_naming_the_plugin(
     assert result.code != 0
     assert "$.helm.scenario must be string (section of suite 'helm' from plugin cmx-helm)" in result.err
     assert len(result.err_lines) == 1, result.err
+
+
+def _entry(suites: str) -> str:
+    return ("schema_version: 1\nplugins:\n  - name: cmx-helm\n    distribution: cmx-helm\n"
+            "    summary: HELM scenarios\n    source: {index: cmx-helm}\n    provides:\n"
+            f"      steps: [helm.eval]\n      suites: {suites}\n      recipes: [\"helm,eval\"]\n"
+            "    cmx_core: \">=0.1,<0.2\"\n    state: incubating\n    license: MIT\n"
+            "    maintainers: [{name: Tess}]\n")
+
+
+def test_registry_claims_of_suites_are_checked_against_the_plugin(
+    helm_registry: plugins.Registry, tmp_path: Path
+) -> None:
+    from cmx_core.registry import check_installed, read_registry
+
+    path = tmp_path / "registry.yaml"
+    path.write_text(_entry("[helm]"), encoding="utf-8")
+    assert check_installed(read_registry(path), helm_registry) == ([], 1)
+    path.write_text(_entry("[helm, helm-lite]"), encoding="utf-8")
+    problems, _ = check_installed(read_registry(path), helm_registry)
+    assert [str(p).split(": ", 1)[1] for p in problems] == [
+        "entry 'cmx-helm' key 'provides.suites': claims 'helm-lite' but cmx-helm 0 does not register it"]

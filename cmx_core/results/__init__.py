@@ -3,8 +3,11 @@
 Importing this package costs nothing: the names below load their module on first use.
 
 * :class:`RunRecord`, :func:`build_document` (``document``): what the engine knows -> document
-* :func:`validate_document` (``validate``): schema check with JSON-path errors
-* :func:`write_result` (``writer``): validate, then write ``result.json`` atomically
+* :func:`validate_document` (``validate``): the envelope schema and, given the loaded
+  suites, each suite's section (``suites``), with JSON-path errors; validators are compiled
+  on first use and cached (``compiled``)
+* :func:`write_result` (``writer``): validate once with the suites, then write
+  ``result.json`` atomically
 * :class:`ResultStore` (``store``): the SQLite index behind ``cmx results``
 * :func:`compare_documents` (``compare``), :func:`flatten` / :func:`export_results` (``export``)
 """
