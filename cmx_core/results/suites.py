@@ -7,24 +7,17 @@ cmx-core, so no suite may claim one of its keys.
 
 from __future__ import annotations
 
-import re
-
 from cmx_core.errors import PluginError
 from cmx_core.providers import Suite
+from cmx_core.results.envelope import ENVELOPE_KEYS, SECTION_PATTERN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-ENVELOPE_KEYS = frozenset({
-    "schema_version", "run_id", "created_at", "status", "invalid_reasons", "benchmark",
-    "metrics", "model", "cost", "system", "software", "timing", "artifacts", "outputs",
-    "error", "provenance", "notes",
-})
-"""The top-level keys of ``schemas/result.schema.json`` (a test keeps them in step)."""
+__all__ = ["CORE_SUITES", "CUSTOM", "ENVELOPE_KEYS", "SECTION_PATTERN", "check_suite", "section_digest"]
 
-SECTION_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 STATUSES = ("valid", "invalid", "error", "partial", "completed")
 
 CUSTOM = Suite(

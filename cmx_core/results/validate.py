@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from cmx_core.errors import ResultsError
 from cmx_core.results import SCHEMA_VERSION  # re-exported
-from cmx_core.results.suites import ENVELOPE_KEYS, SECTION_PATTERN
+from cmx_core.results.envelope import ENVELOPE_KEYS, SECTION_PATTERN, schema_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,9 +67,8 @@ def envelope_schema() -> dict[str, Any]:
     """The envelope schema (``schemas/result.schema.json``) as data."""
     import json
 
-    from cmx_core.results import SCHEMA_PATH
-
-    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    with open(schema_file(), encoding="utf-8") as handle:
+        schema: dict[str, Any] = json.load(handle)
     return schema
 
 
@@ -77,10 +76,10 @@ def _envelope_validator() -> Validator:
     if not _ENVELOPE:
         import hashlib
 
-        from cmx_core.results import SCHEMA_PATH
         from cmx_core.results.compiled import validator
 
-        digest = hashlib.sha256(SCHEMA_PATH.read_bytes()).hexdigest()
+        with open(schema_file(), "rb") as handle:
+            digest = hashlib.sha256(handle.read()).hexdigest()
         _ENVELOPE.append(validator(digest=f"envelope:{digest}", load=envelope_schema))
     return _ENVELOPE[0]
 
