@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cmx_core.errors import StepFailed, UsageError
 from cmx_core.hookspecs import hookimpl
@@ -23,6 +23,7 @@ from cmx_core.providers import (
     StepOutput,
     StepType,
 )
+from cmx_core.processes import run_process
 from cmx_core.sysfacts import (
     detect_container,
     detect_cpu,
@@ -31,9 +32,6 @@ from cmx_core.sysfacts import (
     detect_os,
     detect_python,
 )
-
-if TYPE_CHECKING:
-    import subprocess
 
 BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")
 
@@ -53,7 +51,7 @@ def shell_step(ctx: StepContext) -> StepOutput:
     env = _step_env(ctx.params.get("env") or {}, ctx.params.get("env_allow") or ())
     timeout = ctx.params.get("timeout_s") or ctx.timeout_s
     stdout_path, stderr_path = ctx.log_dir / "stdout.txt", ctx.log_dir / "stderr.txt"
-    returncode = _run_process(argv, ctx.work_dir, env, timeout, stdout_path, stderr_path)
+    returncode = run_process(argv, ctx.work_dir, env, timeout, stdout_path, stderr_path)
     if returncode != 0:
         tail = _tail(stderr_path)
         raise StepFailed(f"`{argv[0]}` exited with code {returncode}{': ' + tail if tail else ''} (log: {stderr_path})")
@@ -67,50 +65,6 @@ def _step_env(extra: Mapping[str, Any], allow: Any) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in names}
     env.update({str(k): str(v) for k, v in extra.items()})
     return env
-
-
-def _run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
-                 stdout_path: Path, stderr_path: Path) -> int:
-    import subprocess
-
-    stdout_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
-        except OSError as exc:
-            raise StepFailed(f"cannot start `{argv[0]}`: {exc.strerror}") from None
-        RUNNING.add(proc)
-        try:
-            return proc.wait(timeout=float(timeout) if timeout else None)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            raise StepFailed(f"`{argv[0]}` timed out after {float(timeout):g} s and was killed (log: {stderr_path})") from None
-        except BaseException:
-            _kill_group(proc)
-            raise
-        finally:
-            RUNNING.discard(proc)
-
-
-RUNNING: set[subprocess.Popen[bytes]] = set()
-"""Processes started by shell steps; killed when a run is interrupted."""
-
-
-def kill_running() -> None:
-    """Kill every process group a shell step started (used on Ctrl-C)."""
-    for proc in list(RUNNING):
-        _kill_group(proc)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    import signal
-
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
 
 
 def _tail(path: Path, limit: int = 200) -> str:

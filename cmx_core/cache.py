@@ -155,7 +155,8 @@ class Cache:
 
     def prune(self, older_than_s: float | None = None) -> list[CacheEntry]:
         """Remove corrupt, invalid (changed paths), expired (the recipe's ``cache.expires``)
-        and, optionally, old entries; and leftovers of killed processes in staging."""
+        and, optionally, old entries; and leftovers of killed processes in staging. (The
+        warm-run memos are pruned by ``cmx cache prune`` through :mod:`cmx_core.replay`.)"""
         removed = []
         now = time.time()
         for entry in self.entries():
@@ -169,11 +170,6 @@ class Cache:
         for leftover in (self.root / "staging").glob("*"):
             if not _pid_alive(leftover.name):
                 _rmtree(leftover, ignore_errors=True)
-        from cmx_core.replay import MEMO_DIR, memo_is_stale
-
-        for memo in (self.root / MEMO_DIR).glob("*.json"):
-            if memo_is_stale(str(memo), now, older_than_s):
-                memo.unlink(missing_ok=True)
         return removed
 
     def previous_for(self, recipe: str) -> CacheEntry | None:

@@ -104,7 +104,7 @@ def execute_plan(plan: Plan, facts: FactStore, registry: Registry, cache: Cache,
         progress.results[exc.node_id] = NodeResult(exc.node_id, _recipe_of(plan, exc.node_id), "failed",
                                                    exc.wall_s, exc.cache_key)
     except KeyboardInterrupt:
-        from cmx_core.builtin import kill_running
+        from cmx_core.processes import kill_running
 
         kill_running()
         raise Interrupted("interrupted; no partial result or cache entry was kept") from None
@@ -136,7 +136,7 @@ def _run_parallel(plan: Plan, runner: NodeRunner, done: dict[str, NodeResult], j
                     done[node_id] = future.result()  # re-raises NodeFailed
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
-            from cmx_core.builtin import kill_running
+            from cmx_core.processes import kill_running
 
             kill_running()
             raise

@@ -24,7 +24,7 @@ ARTIFACTS_DIR = ".artifacts"
 
 def part_to_json(part: ResultPart) -> dict[str, Any]:
     """A result part as JSON data (metrics as objects)."""
-    from cmx_core.results.document import json_safe
+    from cmx_core.datautil import to_plain as json_safe
 
     return {
         "status": part.status, "benchmark": json_safe(dict(part.benchmark)),

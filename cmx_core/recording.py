@@ -63,14 +63,15 @@ def _write(request: ExecutionRequest, record: RunRecord) -> tuple[Path, dict[str
 
     document = build_document(record)
     try:
-        return _shim_write(write_result, request, document), document
+        return write_result(request.run_dir, document, suites=request.registry.suites), document
     except ResultsError as exc:
         if record.error is not None:
             raise
+        why = str(exc)
     failed = replace(record, part=None, artifacts=[], cached_measurement=None,
-                     error=(f"the run's result could not be recorded: {exc}", None, None))
+                     error=(f"the run's result could not be recorded: {why}", None, None))
     document = build_document(failed)
-    return _shim_write(write_result, request, document), document
+    return write_result(request.run_dir, document, suites=request.registry.suites), document
 
 
 def run_record(request: ExecutionRequest, outcome: ExecutionOutcome, provenance: Provenance,
@@ -82,7 +83,7 @@ def run_record(request: ExecutionRequest, outcome: ExecutionOutcome, provenance:
     root = plan.root
     error = outcome.error
     artifacts = [(a.path, a.kind) for a in outcome.all_artifacts()] + [(p, "log") for p in outcome.logs]
-    return _shim_record(RunRecord,
+    return RunRecord(
         run_id=request.run_id, tags=list(plan.query.tags), inputs=dict(root.inputs),
         variations=dict(root.variations), recipe_name=root.recipe.name, recipe_tags=list(root.recipe.tags),
         recipe_version=root.recipe.version,
@@ -113,17 +114,3 @@ def _index(document: dict[str, Any], result_path: Path) -> None:
 def _write_json(path: Path, value: Any) -> None:
     atomic_write(path, json.dumps(value, indent=2, sort_keys=True, default=str))
 
-
-def _shim_record(cls: Any, **kwargs: Any) -> Any:  # TEMPORARY until results/document.py lands
-    import dataclasses
-
-    known = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in kwargs.items() if k in known})
-
-
-def _shim_write(write_result: Any, request: Any, document: Any) -> Any:  # TEMPORARY
-    import inspect
-
-    if "suites" in inspect.signature(write_result).parameters:
-        return write_result(request.run_dir, document, suites=request.registry.suites)
-    return write_result(request.run_dir, document)

@@ -28,6 +28,7 @@ memo). ``CMX_NO_REPLAY=1`` turns it off; ``-v`` says when it was used.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -94,6 +95,17 @@ MEMO_DIR = "replay"
 
 def memo_path(key: str) -> str:
     return os.path.join(paths.cache_root(), MEMO_DIR, f"{key}.json")
+
+
+def prune_memos(cache_root: str, older_than_s: float | None = None) -> None:
+    """Remove the memos that are expired, unreadable or older than ``older_than_s``."""
+    now = time.time()
+    folder = os.path.join(cache_root, MEMO_DIR)
+    for name in os.listdir(folder) if os.path.isdir(folder) else ():
+        path = os.path.join(folder, name)
+        if name.endswith(".json") and memo_is_stale(path, now, older_than_s):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
 
 def memo_is_stale(path: str, now: float, older_than_s: float | None) -> bool:

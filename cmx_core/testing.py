@@ -384,9 +384,11 @@ def output_problems(step: str, output: Any, sample: StepSample) -> list[str]:
     return problems
 
 
-def result_part_problems(step: str, output: Any) -> list[str]:
+def result_part_problems(step: str, output: Any, suites: Mapping[str, Any] | None = None) -> list[str]:
     """Whether the step's result part makes a schema-valid result document, as cmx would
-    write it after a run of a recipe with this one step."""
+    write it after a run of a recipe with this one step: with the suites loaded (the
+    current registry's when ``suites`` is None), so a suite nobody provides and a section
+    that breaks its suite's schema are problems."""
     import tempfile
     from datetime import datetime, timezone
 
@@ -394,6 +396,10 @@ def result_part_problems(step: str, output: Any) -> list[str]:
     from cmx_core.results.document import RunRecord, build_document
     from cmx_core.results.validate import validate_document
 
+    if suites is None:
+        from cmx_core.plugins import get_registry
+
+        suites = get_registry().suites
     now = datetime.now(timezone.utc)
     with tempfile.TemporaryDirectory() as run_dir:
         record = RunRecord(
@@ -404,7 +410,7 @@ def result_part_problems(step: str, output: Any) -> list[str]:
             artifacts=(), run_dir=Path(run_dir), started_at=now, finished_at=now,
             lock_digest=None)
         try:
-            validate_document(build_document(record), source=f"step '{step}' result")
+            validate_document(build_document(record), source=f"step '{step}' result", suites=suites)
         except CmxError as exc:
             return [str(exc).splitlines()[0]]
     return []

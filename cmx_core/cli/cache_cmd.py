@@ -86,7 +86,11 @@ def cmd_prune(args: argparse.Namespace) -> int:
         age = parse_duration(args.older_than)
         if age is None:
             raise UsageError(f"--older-than {args.older_than!r}: expected a duration like 7d or 12h")
-    removed = Cache().prune(older_than_s=age)
+    cache = Cache()
+    removed = cache.prune(older_than_s=age)
+    from cmx_core.replay import prune_memos
+
+    prune_memos(str(cache.root), older_than_s=age)
     _report(args, "pruned", removed)
     return 0
 

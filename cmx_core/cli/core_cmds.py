@@ -216,24 +216,43 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 @contextmanager
 def stdout_reserved(enabled: bool) -> Iterator[None]:
-    """With ``--json``, keep file descriptor 1 for the one document: while the run goes on,
-    descriptor 1 points at stderr, so whatever a step, a plugin or a child process writes to
-    "stdout" lands in the log stream; the real stdout comes back for the document.
+    """With ``--json``, keep stdout for the one document: while the run goes on, both
+    ``sys.stdout`` and file descriptor 1 point at stderr, so whatever a step, a plugin or a
+    child process writes to "stdout" lands in the log stream; the real stdout comes back
+    for the document.
 
     This is done once, by the CLI, before any step runs, and undone after the last one: no
     step redirects anything, so parallel steps (``-j N``) cannot race over it."""
     if not enabled:
         yield
         return
-    sys.stdout.flush()
-    saved = os.dup(1)
+    real = sys.stdout
+    real.flush()
+    saved = _dup_stdout()
+    sys.stdout = sys.stderr
     try:
-        os.dup2(2, 1)
         yield
     finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
+        sys.stderr.flush()
+        sys.stdout = real
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _dup_stdout() -> int | None:
+    """Point descriptor 1 at descriptor 2 and return a copy of the old one (None when the
+    process has no usable descriptors 1 and 2, as under some embedders)."""
+    try:
+        saved = os.dup(1)
+    except OSError:
+        return None
+    try:
+        os.dup2(2, 1)
+    except OSError:
         os.close(saved)
+        return None
+    return saved
 
 
 def _print_json(value: Any) -> None:
