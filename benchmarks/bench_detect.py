@@ -94,7 +94,8 @@ def main() -> int:
         print(json.dumps(report, indent=2))
         return 0
     cold, warm = report["cold_cmx_detect"], report["warm_run_detect_system"]
-    print(f"cold `cmx detect --json`:                    median {cold['median_s']:.3f} s  min {cold['min_s']:.3f} s  ({cold['runs']} runs)")
+    print(f"cold `cmx detect --json`:                    median {cold['median_s']:.3f} s  "
+          f"min {cold['min_s']:.3f} s  ({cold['runs']} runs)")
     verdict = "within" if warm["median_s"] <= WARM_TARGET_S else "OVER"
     print(f"warm `cmx run recipe --tags=detect,system`:  median {warm['median_s']:.3f} s  min {warm['min_s']:.3f} s  "
           f"({warm['runs']} runs; {verdict} the {WARM_TARGET_S * 1000:.0f} ms target)")

@@ -118,7 +118,8 @@ def main() -> int:
         import gc
 
         gc.collect()
-        rows.append(("index check of 10,000 unchanged recipes", median_ms(lambda: load_catalog(sources=sources), args.repeat), 50.0))
+        rows.append(("index check of 10,000 unchanged recipes",
+                     median_ms(lambda: load_catalog(sources=sources), args.repeat), 50.0))
 
         graph = root / "graph"
         generate_graph(graph, 500)
@@ -127,7 +128,8 @@ def main() -> int:
         session = engine.open_session([graph])
         plan = engine.plan("graph,node0", session=session)
         assert len(plan.nodes) == 500, len(plan.nodes)
-        rows.append(("resolve + plan of a 500-node graph", median_ms(lambda: engine.plan("graph,node0", session=session), args.repeat), 100.0))
+        rows.append(("resolve + plan of a 500-node graph",
+                     median_ms(lambda: engine.plan("graph,node0", session=session), args.repeat), 100.0))
 
     missed = 0
     print(f"{'measurement':<46} {'median ms':>10} {'target':>8}")

@@ -118,7 +118,8 @@ def main() -> None:
         runs += [("openai-http", "Offline"), ("openai-http", "Server")] if args.vllm else []
         for kind, scenario in runs:
             r = _loadgen(model_dir, kind, scenario, args, base)
-            print(f"{r['scenario']:<19} {r['status']:<8} {_fmt(r['tokens_per_s'], '9.0f')} {_fmt(r['samples_per_s'], '9.1f')} "
+            print(f"{r['scenario']:<19} {r['status']:<8} {_fmt(r['tokens_per_s'], '9.0f')} "
+                  f"{_fmt(r['samples_per_s'], '9.1f')} "
                   f"{_fmt(r['ttft_p50_ms'], '9.1f')} {_fmt(r['ttft_p99_ms'], '9.1f')} {_fmt(r['tpot_p50_ms'], '9.2f')} "
                   f"{_fmt(r['tpot_p99_ms'], '9.2f')} {r['wall_s']:7.1f}  derived={r['derived']}")
             for reason in r["reasons"]:

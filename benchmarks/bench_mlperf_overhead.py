@@ -93,7 +93,8 @@ def main() -> int:
     os.environ.setdefault("CMX_HOME", tempfile.mkdtemp(prefix="cmx-bench-home-"))
     work = Path(tempfile.mkdtemp(prefix="cmx-bench-mlperf-"))
     ok = True
-    print(f"{'scenario':<13} {'raw LoadGen':>14} {'cmx harness':>14} {'ratio':>7}  (median of {args.repeat}, unit: samples/s or queries/s)")
+    print(f"{'scenario':<13} {'raw LoadGen':>14} {'cmx harness':>14} {'ratio':>7}  "
+          f"(median of {args.repeat}, unit: samples/s or queries/s)")
     for scenario in SETTINGS:
         raws, ours = [], []
         for _ in range(args.repeat):  # interleaved, so drifting machine load hits both sides
@@ -102,7 +103,8 @@ def main() -> int:
         r, h = statistics.median(raws), statistics.median(ours)
         ratio = h / r
         ok &= ratio >= TARGET
-        print(f"{scenario:<13} {r:>14,.0f} {h:>14,.0f} {ratio:>6.1%}  raw={[round(x) for x in raws]} cmx={[round(x) for x in ours]}")
+        print(f"{scenario:<13} {r:>14,.0f} {h:>14,.0f} {ratio:>6.1%}  "
+              f"raw={[round(x) for x in raws]} cmx={[round(x) for x in ours]}")
     print(json.dumps({"target": TARGET, "met": ok}))
     return 0 if ok else 1
 

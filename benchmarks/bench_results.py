@@ -2,7 +2,12 @@
 
 Usage: python bench_results.py [N]   (prints medians over N fresh processes, in ms)
 """
-import json, os, statistics, subprocess, sys, tempfile
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
 
 CHILD = r'''
 import time, sys, json
@@ -30,7 +35,8 @@ f = t()
 ResultStore(db).index(doc, path)
 g = t()
 print(json.dumps({"import": b - a, "build": d - c, "validate": e - d, "write(incl. validate)": f - e,
-                  "index(incl. validate)": g - f, "total import+build+write+index": (b - a) + (d - c) + (f - e) + (g - f)}))
+                  "index(incl. validate)": g - f,
+                  "total import+build+write+index": (b - a) + (d - c) + (f - e) + (g - f)}))
 '''
 
 def main() -> None:

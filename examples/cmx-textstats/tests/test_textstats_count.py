@@ -1,9 +1,9 @@
 """Unit tests of the textstats.count step."""
 
 import pytest
-from cmx_textstats.count import count_text, run
 
 from cmx_core.errors import StepFailed
+from cmx_textstats.count import count_text, run
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from cmx_core.errors import CmxError
 from cmx_detect.convert import FactsError, from_data
 from cmx_detect.facts import GpuFacts
 from cmx_detect.factsfile import load_facts_file
@@ -17,8 +19,6 @@ from cmx_detect.replay import FixtureSource, resolve_fixture
 from cmx_detect.source import LiveSource, run_command
 from cmx_detect.system import detect_cpu
 from cmx_detect.torchinfo import detect_torch
-
-from cmx_core.errors import CmxError
 
 
 def test_malformed_facts_file_json(tmp_path: Path) -> None:
@@ -34,7 +34,8 @@ def test_facts_file_with_wrong_shape_names_the_key(tmp_path: Path) -> None:
     doc["facts"]["gpus"]["devices"][3]["memory_total_bytes"] = "80GB"
     bad = tmp_path / "h100.json"
     bad.write_text(json.dumps(doc))
-    with pytest.raises(FactsError, match=r"h100.json: facts.gpus.devices\[3\].memory_total_bytes: expected int, got str"):
+    message = r"h100.json: facts.gpus.devices\[3\].memory_total_bytes: expected int, got str"
+    with pytest.raises(FactsError, match=message):
         load_facts_file(bad)
     bad.write_text(json.dumps({"gpus": []}))
     with pytest.raises(FactsError, match="expected an object with a 'facts' object"):
@@ -47,7 +48,8 @@ def test_facts_file_with_wrong_shape_names_the_key(tmp_path: Path) -> None:
 def test_facts_file_with_an_unknown_accelerator_tag(tmp_path: Path) -> None:
     bad = tmp_path / "f.json"
     bad.write_text(json.dumps({"facts": {"accelerator": ["h10"]}}))
-    with pytest.raises(CmxError, match=r"f.json: facts.accelerator\[0\]: unknown accelerator tag 'h10'; known tags: a10, "):
+    message = r"f.json: facts.accelerator\[0\]: unknown accelerator tag 'h10'; known tags: a10, "
+    with pytest.raises(CmxError, match=message):
         load_facts_file(bad)
 
 
@@ -106,7 +108,8 @@ def test_nvidia_smi_printing_garbage(tmp_path: Path, exe, only_path) -> None:
 
 
 def test_nvidia_smi_failing_names_its_error(tmp_path: Path, exe, only_path) -> None:
-    exe(tmp_path / "nvidia-smi", "#!/bin/sh\necho 'Failed to initialize NVML: Driver/library version mismatch' >&2\nexit 18\n")
+    exe(tmp_path / "nvidia-smi",
+        "#!/bin/sh\necho 'Failed to initialize NVML: Driver/library version mismatch' >&2\nexit 18\n")
     only_path(tmp_path)
     facts = detect_nvidia(LiveSource(), timeout_s=5)
     assert facts.devices == []

@@ -8,13 +8,14 @@ import os
 from pathlib import Path
 
 import pytest
+
+from cmx_core.errors import CmxError
 from cmx_detect.cuda import detect_cuda, resolve_nvcc
 from cmx_detect.detectors import fp_cuda
 from cmx_detect.source import LiveSource
 
-from cmx_core.errors import CmxError
-
-FAKE_NVCC = '#!/bin/sh\necho "nvcc: NVIDIA (R) Cuda compiler driver"\necho "Cuda compilation tools, release {mm}, V{v}"\n'
+FAKE_NVCC = ('#!/bin/sh\necho "nvcc: NVIDIA (R) Cuda compiler driver"\n'
+             'echo "Cuda compilation tools, release {mm}, V{v}"\n')
 
 
 def toolkit(root: Path, name: str, version: str, exe, version_json: bool = False, header: bool = True) -> Path:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from cmx_detect.cli import collect
 from cmx_detect.convert import from_data
 from cmx_detect.facts import CpuFacts, CudaFacts, GpuFacts, TorchFacts
@@ -28,7 +29,7 @@ def gpus(name: str) -> GpuFacts:
 
 
 def test_every_required_machine_has_a_fixture() -> None:
-    assert set(NVIDIA + ["mi300x-8x"]) <= set(bundled_fixture_names())
+    assert {*NVIDIA, "mi300x-8x"} <= set(bundled_fixture_names())
 
 
 def test_h100_sxm_8x_nvlink() -> None:
@@ -54,7 +55,7 @@ def test_h100_sxm_8x_nvlink() -> None:
     docker = facts["container_engines"]["engines"][0]
     assert docker["reachable"] and "nvidia" in docker["gpu_runtimes"]
     assert facts["container_engines"]["nvidia_container_toolkit"] == "1.15.0"
-    assert facts["os"]["distro"] == "Ubuntu" and facts["os"]["version"] == "22.04" and facts["os"]["libc"] == "glibc 2.35"
+    assert (facts["os"]["distro"], facts["os"]["version"], facts["os"]["libc"]) == ("Ubuntu", "22.04", "glibc 2.35")
 
 
 def test_h200_single() -> None:

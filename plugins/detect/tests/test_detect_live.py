@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from cmx_detect.cuda import detect_cuda, resolve_nvcc
 from cmx_detect.gpus import detect_accelerator, detect_gpus
 from cmx_detect.source import LiveSource

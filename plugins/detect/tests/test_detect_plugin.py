@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from cmx_detect.detectors import NAMES
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -53,7 +54,8 @@ def test_every_detector_is_registered_and_replaces_the_core_ones(registry) -> No
     assert "detect" in {p for p, _ in registry.recipe_paths}
 
 
-def test_fact_cache_hits_then_invalidates_when_the_toolkit_changes(registry, tmp_path, exe, only_path, cmx_home) -> None:
+def test_fact_cache_hits_then_invalidates_when_the_toolkit_changes(
+        registry, tmp_path, exe, only_path, cmx_home) -> None:
     from cmx_core.facts import FactStore
 
     home = tmp_path / "cuda-12.4"
@@ -134,10 +136,12 @@ def test_requires_h100_fails_here_and_resolves_against_an_h100_facts_file(cmx_ho
     here = cmx("plan", "--recipes", str(recipes), "--tags=detecttest,h100", env=none)
     assert here.returncode == 2
     assert "requires accelerator h100; this machine has: none" in here.stderr
-    there = cmx("plan", "--json", "--recipes", str(recipes), "--tags=detecttest,h100", "--facts", str(H100_FACTS), env=none)
+    there = cmx("plan", "--json", "--recipes", str(recipes), "--tags=detecttest,h100", "--facts", str(H100_FACTS),
+                env=none)
     assert there.returncode == 0, there.stderr
     assert "h100" in there.stdout
-    override = cmx("plan", "--recipes", str(recipes), "--tags=detecttest,h100", env={"CMX_OVERRIDE_ACCELERATOR": "8xh100"})
+    override = cmx("plan", "--recipes", str(recipes), "--tags=detecttest,h100",
+                   env={"CMX_OVERRIDE_ACCELERATOR": "8xh100"})
     assert override.returncode == 0, override.stderr
 
 
@@ -159,7 +163,8 @@ def test_detect_system_recipe_runs_end_to_end(cmx_home) -> None:
     proc = cmx("run", "recipe", "--tags=detect,system", "--json")
     assert proc.returncode == 0, proc.stderr
     outputs = json.loads(proc.stdout)["outputs"]
-    assert set(outputs) == {"os", "python", "cpu", "memory", "cuda", "gpus", "accelerator", "torch", "container_engines"}
+    assert set(outputs) == {"os", "python", "cpu", "memory", "cuda", "gpus", "accelerator", "torch",
+                            "container_engines"}
     assert outputs["cpu"]["threads"] and outputs["memory"]["total_bytes"]
     if Path("/usr/local/bin/nvcc").is_file():
         assert outputs["cuda"]["selected"]["home"] != "/usr/local"

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from cmx_core.errors import CmxError
 from cmx_detect.tags import (
     RULES,
     accelerator_list,
@@ -15,8 +17,6 @@ from cmx_detect.tags import (
     override_accelerators,
     parse_override,
 )
-
-from cmx_core.errors import CmxError
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 GIB = 1 << 30
@@ -85,6 +85,7 @@ def test_unknown_tag_is_a_one_line_error() -> None:
     with pytest.raises(CmxError) as err:
         check_tag("h10", "recipe llama.yaml: requires.accelerator")
     message = str(err.value)
-    assert message.startswith("recipe llama.yaml: requires.accelerator: unknown accelerator tag 'h10'; known tags: a10,")
+    assert message.startswith(
+        "recipe llama.yaml: requires.accelerator: unknown accelerator tag 'h10'; known tags: a10,")
     assert "\n" not in message
     assert check_tag("8xH100", "x") == "8xh100"

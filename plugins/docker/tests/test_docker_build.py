@@ -6,6 +6,7 @@ import json
 import uuid
 
 import pytest
+
 from cmx_docker.build import docker_cache, ensure_image
 from cmx_docker.engine import inspect_image, sdk_client
 from cmx_docker.errors import BuildFailed, ImageUnavailable

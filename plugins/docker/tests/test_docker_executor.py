@@ -17,7 +17,8 @@ summary: report the user, network interfaces and a file from inside
 steps:
   - uses: shell
     with:
-      cmd: [python3, -c, "import os, socket; print('uid=%d' % os.getuid()); print('ifaces=' + ','.join(sorted(n for _, n in socket.if_nameindex())))"]
+      cmd: [python3, -c, "import os, socket; print('uid=%d' % os.getuid());
+        print('ifaces=' + ','.join(sorted(n for _, n in socket.if_nameindex())))"]
       parse: kv
 outputs: [uid, ifaces]
 cache: false

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from cmx_docker.build import ensure_image
 from cmx_docker.engine import probe, sdk_client
 

@@ -56,11 +56,10 @@ def _scan_saved_image(image: Any) -> list[str]:
 
 
 def test_executor_container_config_holds_no_secret(engine, base_image, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from cmx_docker.executor import DockerExecutor, container_plan
-    from cmx_docker.settings import DockerSettings
-
     from cmx_core.api import plan
     from cmx_core.testing import execution_request
+    from cmx_docker.executor import DockerExecutor, container_plan
+    from cmx_docker.settings import DockerSettings
 
     record = ensure_image("python", endpoint=engine)
     job = DockerExecutor().prepare(execution_request(plan("detect,os"), tmp_path / "run", settings=DockerSettings()))

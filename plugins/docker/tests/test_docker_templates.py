@@ -6,6 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+
+from cmx_core.errors import CmxError, UsageError
+from cmx_core.remote import far_arguments
+from cmx_core.testing import execution_request
 from cmx_docker import context, runopts, templates
 from cmx_docker.base import apt_mirror
 from cmx_docker.build import ImageRecord
@@ -19,10 +23,6 @@ from cmx_docker.errors import (
 )
 from cmx_docker.executor import DockerExecutor, container_plan, plan_accelerator
 from cmx_docker.settings import DockerSettings
-
-from cmx_core.errors import CmxError, UsageError
-from cmx_core.remote import far_arguments
-from cmx_core.testing import execution_request
 
 TINY_META = "base: {local: cmx-base:bookworm-minbase}\ninstall_cmx: false\n"
 
@@ -98,13 +98,13 @@ def test_syntax_error_names_file_and_line(make_template, home: Path) -> None:  #
 
 def test_sandbox_refuses_python_internals(make_template, home: Path) -> None:  # type: ignore[no-untyped-def]
     make_template("escape", "FROM {{ base }}\nRUN {{ base.__class__.__mro__[1].__subclasses__() }}\n", TINY_META)
-    with pytest.raises(TemplateError, match="escape/Dockerfile.j2"):
+    with pytest.raises(TemplateError, match=r"escape/Dockerfile\.j2"):
         spec("escape")
 
 
 def test_missing_context_file(make_template, home: Path) -> None:  # type: ignore[no-untyped-def]
     make_template("noctx", "FROM {{ base }}\nCOPY data.txt /data.txt\n", TINY_META + "context: [data.txt]\n")
-    with pytest.raises(ContextError, match="context file 'data.txt' not found"):
+    with pytest.raises(ContextError, match=r"context file 'data\.txt' not found"):
         spec("noctx")
 
 
@@ -219,7 +219,8 @@ def test_gpu_variation_plans_render_image_and_run_options(tmp_path: Path, home: 
     run_dir = tmp_path / "run"
     job = DockerExecutor().prepare(execution_request(the_plan, run_dir, settings=DockerSettings()))
     image = ImageRecord(tag=rendered.tag, image_id="sha256:" + "0" * 64, digest="sha256:" + "0" * 64,
-                        template=template, accelerator=accelerator, base=rendered.base_ref, base_id=None, base_digest=None,
+                        template=template, accelerator=accelerator, base=rendered.base_ref,
+                        base_id=None, base_digest=None,
                         runtime="docker 20.10", content_digest=rendered.digest, built=False, build_s=0.0)
     planned = container_plan(job, image, DockerSettings())
     kwargs = planned.options.sdk_kwargs()
@@ -298,10 +299,9 @@ def test_plugin_missing_from_the_checkout(home: Path) -> None:
 def test_mlperf_llama_gpu_variations_plan_their_vllm_image(tmp_path: Path, home: Path, accelerator: str,
                                                            arch: str) -> None:
     pytest.importorskip("cmx_mlperf", reason="cmx-mlperf (plugins/mlperf) provides mlperf,inference,llama")
-    from cmx_docker.executor import plan_plugins
-
     from cmx_core.api import plan
     from cmx_core.plugins import get_registry
+    from cmx_docker.executor import plan_plugins
 
     facts = tmp_path / "facts.json"
     facts.write_text(json.dumps({"facts": {"accelerator": [accelerator]}}))
@@ -327,10 +327,9 @@ def test_mlperf_llama_gpu_variations_plan_their_vllm_image(tmp_path: Path, home:
 
 
 def test_network_only_when_a_step_type_declares_it(tmp_path: Path, home: Path) -> None:
-    from cmx_docker.executor import plan_needs_network
-
     from cmx_core.api import plan
     from cmx_core.plugins import get_registry
+    from cmx_docker.executor import plan_needs_network
 
     recipes = tmp_path / "recipes"
     recipes.mkdir()

@@ -18,7 +18,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replay", metavar="FIXTURE",
                         help="detect from a recorded fixture (directory, its fixture.json, or a bundled name)")
     parser.add_argument("--only", metavar="NAME,...", default="",
-                        help="only these detectors (os,cpu,memory,python,cuda,gpus,accelerator,torch,container_engines)")
+                        help="only these detectors "
+                             "(os,cpu,memory,python,cuda,gpus,accelerator,torch,container_engines)")
     parser.add_argument("--refresh", action="store_true", help="ignore cached facts and probe again")
     parser.add_argument("--record", metavar="DIR",
                         help="probe this machine and save every raw answer as a fixture in DIR (for --replay)")

@@ -47,7 +47,8 @@ def fp_os(src: Source) -> str:
 
 def fp_cpu(src: Source) -> str:
     return _digest([src.read_text("/proc/sys/kernel/osrelease"), os.cpu_count(),
-                    *stat_token(src, ["/sys/devices/system/cpu/online"]), src.read_text("/sys/devices/system/cpu/online")])
+                    *stat_token(src, ["/sys/devices/system/cpu/online"]),
+                    src.read_text("/sys/devices/system/cpu/online")])
 
 
 def fp_memory(src: Source) -> str:

@@ -158,7 +158,7 @@ def parse_query_csv(text: str) -> tuple[list[GpuDevice], str | None]:
     for row in rows:
         if len(row) != len(QUERY_FIELDS):
             raise ParseError(f"expected {len(QUERY_FIELDS)} columns, got {len(row)}: {','.join(row)[:80]!r}")
-        f = dict(zip(QUERY_FIELDS, (c.strip() for c in row)))
+        f = dict(zip(QUERY_FIELDS, (c.strip() for c in row), strict=True))
         power_w = _num(f["power.limit"], float)
         mem_mib = _num(f["memory.total"])
         mig = _na(f["mig.mode.current"])

@@ -14,7 +14,8 @@ def _gib(value: Any) -> str:
 
 
 def _os(v: dict[str, Any]) -> str:
-    return f"{v.get('name')} {v.get('distro')} {v.get('version')}, kernel {v.get('kernel')}, {v.get('arch')}, {v.get('libc')}"
+    return (f"{v.get('name')} {v.get('distro')} {v.get('version')}, kernel {v.get('kernel')}, "
+            f"{v.get('arch')}, {v.get('libc')}")
 
 
 def _cpu(v: dict[str, Any]) -> str:
@@ -45,7 +46,8 @@ def _gpus(v: dict[str, Any]) -> str:
     for d in devices:
         names[d["name"]] = names.get(d["name"], 0) + 1
     listed = ", ".join(f"{n}x {name}" for name, n in names.items())
-    return f"{listed} via {v.get('source')}; driver {v.get('driver_version')}, CUDA driver {v.get('cuda_driver_version')}"
+    return (f"{listed} via {v.get('source')}; driver {v.get('driver_version')}, "
+            f"CUDA driver {v.get('cuda_driver_version')}")
 
 
 def _accelerator(v: list[str]) -> str:
@@ -55,7 +57,12 @@ def _accelerator(v: list[str]) -> str:
 def _torch(v: dict[str, Any]) -> str:
     if not v.get("installed"):
         return f"not installed ({v.get('reason')})"
-    build = f"CUDA {v['cuda_build']}" if v.get("cuda_build") else f"ROCm {v['hip_build']}" if v.get("hip_build") else "CPU build"
+    if v.get("cuda_build"):
+        build = f"CUDA {v['cuda_build']}"
+    elif v.get("hip_build"):
+        build = f"ROCm {v['hip_build']}"
+    else:
+        build = "CPU build"
     return f"{v.get('version')} ({build}), {v.get('device_count')} device(s) visible"
 
 

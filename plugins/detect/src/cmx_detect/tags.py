@@ -10,7 +10,6 @@ documented in ``plugins/detect/README.md``; a test keeps the two in sync.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cmx_core.errors import CmxError
@@ -93,7 +92,7 @@ def classify(name: str, memory_bytes: int | None = None) -> list[str]:
     ``["h100", "h100-sxm"]``; an unknown device gives ``[]``."""
     for rule in RULES:
         if re.search(rule.pattern, name, re.IGNORECASE):
-            return [rule.tag] + _forms(rule, name, memory_bytes)
+            return [rule.tag, *_forms(rule, name, memory_bytes)]
     return []
 
 
@@ -168,8 +167,10 @@ def parse_override(value: str, where: str = "CMX_OVERRIDE_ACCELERATOR") -> list[
 
 def override_accelerators(specs: list[OverrideSpec]) -> list[str]:
     """The ``accelerator`` fact an override stands for (``8xh100`` -> ``h100, 8xh100``)."""
-    base_of: Callable[[str], str] = lambda t: next(
-        (r.tag for r in RULES if t == r.tag or t in {f.tag for f in r.forms}), t)
+
+    def base_of(t: str) -> str:
+        return next((r.tag for r in RULES if t == r.tag or t in {f.tag for f in r.forms}), t)
+
     tags: list[str] = []
     counts: dict[str, int] = {}
     for spec in specs:

@@ -26,7 +26,8 @@ class DockerSettings(ExecutorSettings):
     shm_size: str | None = field(default=None, metadata={"help": "/dev/shm size, e.g. 16g"})
     cpus: float | None = field(default=None, metadata={"help": "CPU limit, e.g. 2"})
     timeout_s: float | None = field(default=None, metadata={"help": "kill the container after this many seconds"})
-    user: str | None = field(default=None, metadata={"help": "uid:gid to run as (default: yours, or 1000:1000 for root)"})
+    user: str | None = field(default=None, metadata={
+        "help": "uid:gid to run as (default: yours, or 1000:1000 for root)"})
 
     def run_overrides(self) -> dict[str, Any]:
         """The run options the user set (None means: the template's default)."""

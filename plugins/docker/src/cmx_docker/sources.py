@@ -135,7 +135,7 @@ def pinned_closure(packages: list[LocalPackage]) -> list[str]:
     own = {canonicalize_name(p.dist) for p in packages}
     sources = {canonicalize_name(p.dist): p.source for p in packages}
     pins: dict[str, str] = {}
-    todo: list[tuple[str, tuple[str, ...]]] = [(p.dist, ("",) + p.extras) for p in packages]
+    todo: list[tuple[str, tuple[str, ...]]] = [(p.dist, ("", *p.extras)) for p in packages]
     while todo:
         dist, extras = todo.pop()
         source = sources.get(canonicalize_name(dist))
@@ -155,7 +155,7 @@ def pinned_closure(packages: list[LocalPackage]) -> list[str]:
                 raise ContextError(f"{dist} requires {req.name}, which is not installed on this "
                                    f"host; install it (pip install '{req}') so its version "
                                    "can be pinned in the image") from None
-            todo.append((req.name, ("",) + tuple(req.extras)))
+            todo.append((req.name, ("", *req.extras)))
     return [pins[k] for k in sorted(pins)]
 
 
@@ -240,7 +240,7 @@ def wheelhouse(pinned: list[str], packages: list[str], python: str, cache: Path)
                 "--python-version", python, "--platform", "manylinux2014_x86_64",
                 "--platform", "manylinux_2_28_x86_64"]
     if pinned:
-        _pip(base + ["--no-deps", *pinned], "downloading the pinned cmx dependencies")
+        _pip([*base, "--no-deps", *pinned], "downloading the pinned cmx dependencies")
     if packages:
         _pip(base + list(packages), f"downloading {', '.join(packages)}")
     (out / ".complete").write_text("\n".join(pinned + packages) + "\n")
