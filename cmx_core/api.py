@@ -10,7 +10,7 @@ Providers and values: :class:`StepType`, :class:`Detector`, :class:`Executor`,
 subclasses. Markers: :data:`hookimpl`. Engine entry points (imported lazily):
 ``run``, ``plan``, ``explain``, ``list_recipes``, ``detect_facts``; the types a provider
 is handed (``Plan``, ``PlanNode``, ``Registry``, ``FactStore``); the result validator
-``validate_document(document, source)`` for executors that write results themselves.
+``validate_document(document, source, suites)`` for tools that read or check result documents.
 """
 
 from __future__ import annotations

@@ -260,27 +260,16 @@ PluginRecipePaths = Sequence[tuple[str, Path]]
 """(plugin name, recipe directory) pairs, as ``Registry.recipe_paths`` gives them."""
 
 
-def default_sources(extra_dirs: Iterable[Path] = (), plugin_paths: PluginRecipePaths | None = None) -> list[Source]:
+def default_sources(extra_dirs: Iterable[Path], plugin_paths: PluginRecipePaths) -> list[Source]:
     """All sources in precedence order: ``--recipes``, ``CMX_RECIPES_PATH``, the plugins'
-    recipe directories (``plugin_paths``), the core collection.
-
-    ``plugin_paths=None`` still asks the process-wide plugin registry; that fallback is kept
-    only until every caller passes ``registry.recipe_paths`` and will be removed."""
+    recipe directories (``plugin_paths``, i.e. ``registry.recipe_paths``), the core
+    collection."""
     sources = [Source("--recipes", Path(d)) for d in extra_dirs]
     env = os.environ.get("CMX_RECIPES_PATH", "")
     sources += [Source("CMX_RECIPES_PATH", Path(p)) for p in env.split(os.pathsep) if p]
-    if plugin_paths is None:
-        plugin_paths = _registry_recipe_paths()
     sources += [Source(f"plugin:{name}", Path(p)) for name, p in plugin_paths]
     sources.append(Source("core", core_recipes_dir()))
     return sources
-
-
-def _registry_recipe_paths() -> PluginRecipePaths:
-    """Deprecated fallback of :func:`default_sources` (see there)."""
-    from cmx_core.plugins import get_registry
-
-    return get_registry().recipe_paths
 
 
 def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None = None,
@@ -292,7 +281,10 @@ def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None =
     for directory in extra_dirs:
         if not Path(directory).is_dir():
             raise CmxError(f"--recipes {directory}: not a directory")
-    sources = default_sources(extra_dirs, plugin_paths) if sources is None else sources
+    if sources is None:
+        if plugin_paths is None:
+            raise TypeError("load_catalog needs plugin_paths (registry.recipe_paths) or sources")
+        sources = default_sources(extra_dirs, plugin_paths)
     index = Index(paths.cache_dir() / "index" / f"recipes.v{INDEX_FORMAT}")
     catalog = Catalog()
     catalog.blobs = index.raw

@@ -20,11 +20,11 @@ from cmx_core.cache import Cache
 from cmx_core.catalog import Catalog, load_catalog
 from cmx_core.errors import CmxError, Interrupted, UsageError
 from cmx_core.facts import FactStore
-from cmx_core.planner import Plan, PlanQuery, build_plan, digest
+from cmx_core.planner import Plan, PlanNode, PlanQuery, build_plan, digest
 from cmx_core.plugins import Registry, get_registry
 from cmx_core.providers import ExecutionRequest, Executor, ExecutorSettings, RunError
 from cmx_core.recipe import Recipe, split_tags
-from cmx_core.resolve import Decision, Resolver
+from cmx_core.resolve import Decision, Resolution, Resolver
 from cmx_core.runids import new_run_id, run_dir_name
 
 
@@ -47,7 +47,7 @@ def resolve_recipes_dirs(recipes_dirs: Sequence[str | Path]) -> tuple[Path, ...]
 def open_session(recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None) -> Session:
     registry = get_registry()
     dirs = resolve_recipes_dirs(recipes_dirs)
-    catalog = load_catalog(dirs)
+    catalog = load_catalog(dirs, plugin_paths=registry.recipe_paths)
     catalog.raise_errors()
     facts = FactStore.from_file(Path(facts_file), registry.detectors) if facts_file else FactStore(registry.detectors)
     return Session(registry, catalog, facts, Cache(), dirs, Path(facts_file) if facts_file else None)
@@ -67,12 +67,13 @@ def plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     return _build(resolver.resolve(query.tags, query.inputs), query, session)
 
 
-def _build(resolution: Any, query: PlanQuery, session: Session) -> Plan:
+def _build(resolution: Resolution, query: PlanQuery, session: Session) -> Plan:
     """The plan of a resolution: cache keys and would-hit status per node."""
     versions = {name: step.version for name, step in session.registry.steps.items()}
     shadowed = {name: [i.path for i in lst] for name, lst in session.catalog.shadowed_listed.items()}
+    measuring = frozenset(name for name, step in session.registry.steps.items() if step.measures)
     return build_plan(resolution, query, versions, session.facts.source, session.facts_file,
-                      session.cache, shadowed)
+                      session.cache, shadowed, measuring)
 
 
 # -- explain ------------------------------------------------------------------------------
@@ -117,7 +118,7 @@ def explain(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, 
     return Explanation(resolver.decisions, result, None, misses)
 
 
-def cache_miss_reasons(cache: Cache, node: Any) -> list[str]:
+def cache_miss_reasons(cache: Cache, node: PlanNode) -> list[str]:
     """Which parts of the key differ from the newest entry of the same recipe."""
     previous = cache.previous_for(node.recipe.name)
     if previous is None:
@@ -349,7 +350,7 @@ def list_recipes(tags: str | Sequence[str] = (), *, recipes_dirs: Sequence[str |
                  errors: list[str] | None = None) -> list[Recipe]:
     """Effective recipes having every given tag, sorted by name; the load errors of broken
     recipe files are appended to ``errors`` when given, else raised."""
-    catalog = load_catalog(tuple(Path(d) for d in recipes_dirs))
+    catalog = load_catalog(tuple(Path(d) for d in recipes_dirs), plugin_paths=get_registry().recipe_paths)
     if errors is None:
         catalog.raise_errors()
     else:
@@ -359,7 +360,7 @@ def list_recipes(tags: str | Sequence[str] = (), *, recipes_dirs: Sequence[str |
 
 
 def show_recipe(name: str, *, recipes_dirs: Sequence[str | Path] = ()) -> Recipe:
-    catalog = load_catalog(tuple(Path(d) for d in recipes_dirs))
+    catalog = load_catalog(tuple(Path(d) for d in recipes_dirs), plugin_paths=get_registry().recipe_paths)
     recipe = catalog.get(name)
     if recipe is None:
         broken = f"; {len(catalog.errors)} recipe file(s) failed to load, first: {next(iter(catalog.errors.values()))}" \

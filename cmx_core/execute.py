@@ -143,13 +143,21 @@ def _run_parallel(plan: Plan, runner: NodeRunner, done: dict[str, NodeResult], j
 
 
 def measures(node: PlanNode, registry: Registry) -> bool:
-    """True when one of the node's step types is a measurement (a benchmark)."""
-    return any(getattr(registry.steps.get(step.uses), "measures", False) for step in node.steps)
+    """True when one of the node's steps is a measurement (a benchmark): its recipe says
+    ``measures: true`` on the step, or its step type declares ``measures=True``."""
+    for step in node.steps:
+        declared = step.measures
+        if declared is None:
+            provider = registry.steps.get(step.uses)
+            declared = provider is not None and provider.measures
+        if declared:
+            return True
+    return False
 
 
 def caches_measurements(node: PlanNode) -> bool:
     """True when the node's recipe asks for its measurements to be served from the cache."""
-    return bool(getattr(node.recipe.cache, "measurements", False))
+    return node.recipe.cache.measurements
 
 
 class NodeRunner:
@@ -182,7 +190,7 @@ class NodeRunner:
         """A node is cached when its recipe is, unless it measures and the recipe did not ask
         for cached measurements (a benchmark is measured again by default)."""
         if not (node.cacheable and self.settings.use_cache):
-            return False
+            return False  # node.cacheable already says no for a measuring node (see planner)
         return caches_measurements(node) or not measures(node, self.registry)
 
     def _hit(self, node: PlanNode, key: str, start: float) -> NodeResult | None:

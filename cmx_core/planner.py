@@ -47,6 +47,8 @@ class PlanNode(NamedTuple):
     volatile: tuple[str, ...] = ()
     cache_status: str = "disabled"
     cache_reason: str = ""
+    measures: bool = False
+    """A step of this node is a measurement (its recipe says so, or its step type)."""
 
     @property
     def recipe_name(self) -> str:
@@ -54,7 +56,10 @@ class PlanNode(NamedTuple):
 
     @property
     def cacheable(self) -> bool:
-        return self.recipe.cache.enabled
+        """Cached when the recipe is, unless the node measures and the recipe did not ask
+        for cached measurements (``cache: {measurements: true}``)."""
+        policy = self.recipe.cache
+        return policy.enabled and (policy.measurements or not self.measures)
 
 
 class Plan(NamedTuple):
@@ -133,8 +138,10 @@ def _node_json(node: PlanNode) -> dict[str, Any]:
 
 def build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping[str, str],
                facts_source: str, facts_file: Path | None, cache: Cache | None,
-               shadowed: Mapping[str, list[str]] | None = None) -> Plan:
-    """Compute keys in topological order and, with a cache, each node's would-hit status."""
+               shadowed: Mapping[str, list[str]] | None = None,
+               measuring_steps: frozenset[str] = frozenset()) -> Plan:
+    """Compute keys in topological order and, with a cache, each node's would-hit status.
+    ``measuring_steps`` are the step types that declare ``measures=True``."""
     built: dict[str, PlanNode] = {}
     for node_id in _topological(resolution):
         rnode = resolution.nodes[node_id]
@@ -154,7 +161,8 @@ def build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping[
         parts = {k: digest(v) for k, v in values.items()}
         node = PlanNode(rnode.id, rnode.recipe, rnode.variations, rnode.inputs, rnode.deps,
                         rnode.steps, digest(parts)[:32], parts, values, rnode.requires,
-                        rnode.facts_used, versions, rnode.container, volatile)
+                        rnode.facts_used, versions, rnode.container, volatile,
+                        measures=_measures(rnode.steps, measuring_steps))
         built[node_id] = _with_status(node, cache)
     return Plan(query, tuple(built.values()), facts_source, facts_file,
                 tuple(resolution.decisions), dict(shadowed or {}))
@@ -187,9 +195,15 @@ def _allowed_env(rnode: ResolvedNode) -> dict[str, str | None]:
     return {name: os.environ.get(name) for name in sorted(names)}
 
 
+def _measures(steps: tuple[StepSpec, ...], measuring_steps: frozenset[str]) -> bool:
+    return any(s.measures if s.measures is not None else s.uses in measuring_steps for s in steps)
+
+
 def _with_status(node: PlanNode, cache: Cache | None) -> PlanNode:
     if not node.cacheable:
-        return node._replace(cache_status="disabled", cache_reason="cache: false")
+        reason = "cache: false" if not node.recipe.cache.enabled else \
+            "measures on every run (cache: {measurements: true} reuses a measurement)"
+        return node._replace(cache_status="disabled", cache_reason=reason)
     if node.volatile:
         return node._replace(cache_status="deferred", cache_reason=f"depends on uncached {', '.join(node.volatile)}")
     if cache is None:

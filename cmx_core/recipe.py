@@ -43,7 +43,7 @@ TOP_KEYS = {
 INPUT_KEYS = {"type", "default", "min", "max", "choices", "required", "description"}
 VARIATION_KEYS = {"group", "default", "description", "requires", "inputs", "deps", "container"}
 DEP_KEYS = {"tags", "as", "with", "when", "version"}
-STEP_KEYS = {"uses", "id", "with", "when", "timeout_s"}
+STEP_KEYS = {"uses", "id", "with", "when", "timeout_s", "measures"}
 OUTPUT_KEYS = {"description", "value", "type"}
 
 #: Input names that ``cmx run``/``cmx plan`` take as cmx's own options (``--output`` is the
@@ -169,6 +169,9 @@ class StepSpec(NamedTuple):
     with_: Mapping[str, Any] = {}
     when: str | None = None
     timeout_s: float | None = None
+    measures: bool | None = None
+    """True: this step is a measurement (a benchmark) even if its step type, like ``python``
+    or ``shell``, cannot say so; None: as the step type declares."""
 
 
 class OutputSpec(NamedTuple):
@@ -179,8 +182,12 @@ class OutputSpec(NamedTuple):
 
 
 class CachePolicy(NamedTuple):
+    """``cache:`` of a recipe. ``measurements``: a measuring node may be served from the
+    cache (labelled as a cached measurement); by default it is measured on every run."""
+
     enabled: bool = True
     expires_s: float | None = None
+    measurements: bool = False
 
 
 class Recipe(NamedTuple):
@@ -328,6 +335,7 @@ def _step_from_data(index: int, spec: Mapping[str, Any]) -> StepSpec:
         with_=dict(spec.get("with") or {}),
         when=spec.get("when"),
         timeout_s=float(timeout) if timeout is not None else None,
+        measures=bool(spec["measures"]) if "measures" in spec else None,
     )
 
 
@@ -345,4 +353,5 @@ def _cache_from_data(cache: Any) -> CachePolicy:
         return CachePolicy(enabled=cache)
     expires = cache.get("expires")
     expires_s = parse_duration(expires) if expires is not None else None
-    return CachePolicy(enabled=bool(cache.get("enabled", True)), expires_s=expires_s)
+    return CachePolicy(enabled=bool(cache.get("enabled", True)), expires_s=expires_s,
+                       measurements=bool(cache.get("measurements", False)))

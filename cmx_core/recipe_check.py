@@ -217,6 +217,8 @@ def _check_steps(c: _Checker, steps: Any) -> None:
             _check_expr(c, step["when"], (*kp, "when"))
         if "timeout_s" in step:
             c.number(step["timeout_s"], (*kp, "timeout_s"))
+        if "measures" in step:
+            c.boolean(step["measures"], (*kp, "measures"))
 
 
 def _check_outputs(c: _Checker, outputs: Any) -> None:
@@ -234,9 +236,10 @@ def _check_outputs(c: _Checker, outputs: Any) -> None:
 def _check_cache(c: _Checker, cache: Any) -> None:
     if isinstance(cache, bool):
         return
-    c.mapping(cache, ("cache",), {"expires", "enabled"})
-    if "enabled" in cache:
-        c.boolean(cache["enabled"], ("cache", "enabled"))
+    c.mapping(cache, ("cache",), {"expires", "enabled", "measurements"})
+    for key in ("enabled", "measurements"):
+        if key in cache:
+            c.boolean(cache[key], ("cache", key))
     if "expires" in cache and parse_duration(cache["expires"]) is None:
         raise c.fail(("cache", "expires"), f"expected a duration like 30s, 10m, 12h or 1d, got {cache['expires']!r}")
 

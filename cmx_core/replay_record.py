@@ -61,7 +61,8 @@ class Recorder:
         from cmx_core.plugins import get_registry
 
         try:
-            self.sources_before = _recipe_files(default_sources(resolve_recipes_dirs(self.recipes_args)))
+            self.sources_before = _recipe_files(default_sources(resolve_recipes_dirs(self.recipes_args),
+                                                                get_registry().recipe_paths))
         except Exception:  # noqa: BLE001 - bad --recipes etc.: the run itself reports it
             self.sources_before = []
         get_registry().manager.register(self, name="cmx-replay-observer")
@@ -105,7 +106,7 @@ class Recorder:
         _check_events(session)
         from cmx_core.catalog import default_sources
 
-        sources = default_sources(session.recipes_dirs)
+        sources = default_sources(session.recipes_dirs, session.registry.recipe_paths)
         recipe_files = _recipe_files(sources)
         if recipe_files != self.sources_before:
             raise NotReplayable("a recipe file changed while the run went on")

@@ -74,13 +74,26 @@ def test_a_step_that_does_not_declare_measuring_keeps_its_part_in_the_cache(cmx_
 
 
 def _cached_demo(home: Path) -> Path:
-    """demo-sort with its cache turned on (a python step: cmx cannot know it measures)."""
+    """demo-sort without its step's ``measures: true``: a python step cmx cannot know
+    measures, in a cached recipe."""
     folder = home / "demo-cached"
     if not folder.exists():
         folder.mkdir()
         shipped = Path(engine.show_recipe("demo-sort").path).read_text()
-        (folder / "demo-sort.yaml").write_text(shipped.replace("cache: false", "cache: true"))
+        assert "measures: true" in shipped and "cache: false" not in shipped
+        (folder / "demo-sort.yaml").write_text(shipped.replace("measures: true", "measures: false"))
     return folder
+
+
+def test_the_shipped_benchmark_is_measured_every_run_and_the_plan_says_so(cmx_home: Path) -> None:
+    first = engine.run("demo,sort", {"repeats": "1"})
+    second = engine.run("demo,sort", {"repeats": "1"})
+    assert second.document["provenance"]["cached_measurement"] is None
+    assert [n["status"] for n in _nodes(second.run_dir)] == ["cached", "ran"]  # the data set is reused
+    assert second.document["metrics"].keys() == first.document["metrics"].keys()
+    root = engine.plan("demo,sort").root
+    assert root.measures and not root.cacheable and root.cache_status == "disabled"
+    assert root.cache_reason.startswith("measures on every run")
 
 
 def _nodes(run_dir: Path) -> list[dict[str, object]]:

@@ -278,9 +278,14 @@ def test_a_run_whose_section_breaks_its_schema_fails_naming_the_plugin(
     helm_registry: plugins.Registry, cli: Callable[..., Any]
 ) -> None:
     result = cli("run", "recipe", "--tags=helm,eval", "--scenario=broken")
-    assert result.code != 0
-    assert "$.helm.scenario must be string (section of suite 'helm' from plugin cmx-helm)" in result.err
-    assert len(result.err_lines) == 1, result.err
+    assert result.code == 1
+    errors = [line for line in result.err_lines if line.startswith("cmx: error:")]
+    assert len(errors) == 1 and errors[0].endswith(
+        "$.helm.scenario must be string (section of suite 'helm' from plugin cmx-helm)"), result.err
+    recorded = next(line for line in result.err_lines if line.startswith("cmx: the failed run was recorded in "))
+    document = json.loads(Path(recorded.rsplit(" ", 1)[1]).read_text())  # a failed run records an error result
+    assert document["status"] == "error" and "helm" not in document
+    assert "$.helm.scenario must be string" in document["error"]["message"]
 
 
 def _entry(suites: str) -> str:
