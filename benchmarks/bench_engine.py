@@ -42,7 +42,8 @@ def compile_sources() -> None:
             module = importlib.import_module(name)
         except ImportError:
             continue
-        compileall.compile_dir(str(Path(module.__file__).parent), quiet=1)
+        if module.__file__ is not None:  # a namespace package has no file to compile
+            compileall.compile_dir(str(Path(module.__file__).parent), quiet=1)
 
 
 def median_ms(fn: Callable[[], object], repeat: int) -> float:

@@ -62,8 +62,13 @@ def _loadgen(model_dir: Path, kind: str, scenario: str, args: argparse.Namespace
         params["target_qps"] = args.target_qps
     began = time.perf_counter()
     part = run_step(make_step_context(base / f"{kind}-{scenario}", params=params)).result
+    if part is None:
+        raise SystemExit(f"{kind}/{scenario}: the mlperf.loadgen step returned no result")
     m = part.metrics
-    value = lambda name: m[name].value if name in m else None  # noqa: E731
+
+    def value(name: str) -> float | None:
+        return m[name].value if name in m else None
+
     return {
         "scenario": f"{kind}/{scenario}", "status": part.status, "wall_s": time.perf_counter() - began,
         "tokens_per_s": value("tokens_per_second"),

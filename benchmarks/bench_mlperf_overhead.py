@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-SETTINGS = {
+SETTINGS: dict[str, tuple[float, dict[str, float]]] = {
     # scenario: (duration_s, extra settings shared by both sides)
     "Offline": (1.0, {"expected_qps": 1_000_000}),
     "SingleStream": (2.0, {"expected_latency_ms": 0.002}),
@@ -79,7 +79,10 @@ def harness(scenario: str, work: Path) -> float:
         "model_name": "resnet50", "duration_s": duration, "min_query_count": 100, **extra})
     part = run_step(ctx).result
     key = "samples_per_second" if scenario == "Offline" else "queries_per_second"
-    return float(part.metrics[key].value)
+    value = part.metrics[key].value if part is not None and key in part.metrics else None
+    if value is None:
+        raise SystemExit(f"cmx harness, {scenario}: the result has no {key} metric")
+    return float(value)
 
 
 def main() -> int:

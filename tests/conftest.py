@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +14,7 @@ from cmx_core.plugins import reset_registry
 
 
 @pytest.fixture(autouse=True)
-def cmx_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def cmx_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Every test gets its own cache and data directories."""
     home = tmp_path_factory.mktemp("cmx-home")
     monkeypatch.setenv("CMX_HOME", str(home))

@@ -51,8 +51,21 @@ print("CMX-NVML " + json.dumps({"calls": calls}))
 MAX_READ_BYTES = 1 << 20
 
 
-class ProbeResult(namedtuple("ProbeResult", "argv returncode stdout stderr timed_out error",
-                             defaults=(False, None))):
+if TYPE_CHECKING:
+    from typing import NamedTuple
+
+    class _ProbeFields(NamedTuple):
+        argv: tuple[str, ...]
+        returncode: int | None
+        stdout: str
+        stderr: str
+        timed_out: bool = False
+        error: str | None = None
+else:  # the same fields, without importing typing at run time
+    _ProbeFields = namedtuple("ProbeResult", "argv returncode stdout stderr timed_out error", defaults=(False, None))
+
+
+class ProbeResult(_ProbeFields):
     """What one external program said (``argv``, ``returncode``, ``stdout``, ``stderr``,
     ``timed_out``, ``error``). ``error`` is set when it could not run or timed out."""
 

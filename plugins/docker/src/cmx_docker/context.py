@@ -78,7 +78,7 @@ def resolve_base(template: templates.Template, endpoint: Endpoint | None) -> Res
     if endpoint is not None:
         for ref in (template.base.local, template.base.registry):
             doc = inspect_image(endpoint, ref) if ref else None
-            if doc is not None:
+            if ref and doc is not None:
                 digests = doc.get("RepoDigests") or []
                 return ResolvedBase(ref, str(doc["Id"]), str(digests[0]) if digests else None)
     return ResolvedBase(template.base.local or template.base.registry or "", None)
@@ -99,12 +99,12 @@ def image_spec(name: str, endpoint: Endpoint | None, memo: DigestMemo, accelerat
     key = _render_key(template, packages, variables)
     rendered = memo.recall(key)
     if rendered is None:
-        pinned = _without(pinned_closure(list(packages)), template.packages) if packages else []
+        pins = _without(pinned_closure(list(packages)), template.packages) if packages else []
         dockerfile = templates.render(template, variables)
         _check_copies(template, dockerfile, {dest for dest, _ in files})
-        rendered = {"dockerfile": dockerfile, "pinned": pinned}
+        rendered = {"dockerfile": dockerfile, "pinned": pins}
         memo.remember(key, rendered)
-    dockerfile, pinned = str(rendered["dockerfile"]), tuple(rendered["pinned"])
+    dockerfile, pinned = str(rendered["dockerfile"]), tuple(str(p) for p in rendered["pinned"])
     requirements = "".join(f"{line}\n" for line in (
         [f"{p.dist}=={p.version}" for p in packages] + list(pinned) + list(template.packages)))
     h = hashlib.sha256(f"{SPEC_VERSION}\n".encode())

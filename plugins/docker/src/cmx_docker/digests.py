@@ -28,7 +28,7 @@ class DigestMemo:
 
     def __init__(self, path: Path | None) -> None:
         self._path = path
-        self._data: dict[str, list] = {}
+        self._data: dict[str, list[Any]] = {}
         self._renders: dict[str, Any] = {}
         self._dirty = False
         if path is not None and path.is_file():

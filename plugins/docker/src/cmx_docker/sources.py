@@ -162,7 +162,10 @@ def pinned_closure(packages: list[LocalPackage]) -> list[str]:
 def _pyproject_requires(source: Path) -> list[str]:
     """``Requires-Dist``-style lines from a package's pyproject: its dependencies, and each
     optional dependency with an ``extra == "NAME"`` marker."""
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10: the same parser, from its backport (a dependency there)
+        import tomli as tomllib
 
     project = tomllib.loads((source / "pyproject.toml").read_text()).get("project", {})
     lines = list(project.get("dependencies", []))
