@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs cmx-core and the in-tree plugins into .venv (created if missing).
 #   bash scripts/install.sh          # what the quick start's benchmark needs
-#   bash scripts/install.sh --test   # plus the test tools
+#   bash scripts/install.sh --test   # plus the test tools (pytest, and the pinned ruff, mypy and stubs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1

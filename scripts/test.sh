@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what it needs into .venv, starts the
 # services the tests need (a private Docker engine; it needs root for apt-get and dockerd),
-# runs pytest over cmx-core and every plugin, and stops what it started by PID.
+# runs ruff and mypy, then pytest over cmx-core and every plugin, and stops what it started by PID.
 #
 #   bash scripts/test.sh [pytest args...]
 set -euo pipefail
@@ -19,6 +19,14 @@ trap cleanup EXIT
 
 bash scripts/install.sh --test
 
+# Static checks first, so a lint or type error fails in seconds: ruff over the whole tree, then
+# mypy --strict over cmx-core, the plugins' src, the example and the benchmarks (the files and
+# settings are in pyproject.toml; its cache is .mypy_cache/). Either one's findings fail the script.
+echo "scripts/test.sh: ruff check" >&2
+.venv/bin/ruff check .
+echo "scripts/test.sh: mypy" >&2
+.venv/bin/mypy
+
 if [ "$(id -u)" = "0" ]; then
   cmx_docker_start "$W" || echo "scripts/test.sh: no Docker engine; container tests will say why" >&2
 else
@@ -34,4 +42,6 @@ set +e
   tests plugins/detect/tests plugins/docker/tests plugins/mlperf/tests "$@"
 status=$?
 set -e
+# pytest's own codes pass through: 1 failures, 2 interrupted, 3 internal error, 4 usage error,
+# and 5 when no test was collected, which is a failure too (a wrong path or -k selects nothing)
 exit "$status"
