@@ -59,12 +59,27 @@ def _tags(tags: str | Sequence[str]) -> tuple[str, ...]:
 
 def plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
          recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None,
-         session: Session | None = None) -> Plan:
-    """Resolve ``tags`` into a plan without running anything."""
+         session: Session | None = None, executor: str | None = None,
+         options: Mapping[str, Any] | None = None) -> Plan:
+    """Resolve ``tags`` into a plan without running anything, and check it the way a run
+    would: the executor that would run it (``executor``, or the default) is chosen, its
+    settings (``options``) are parsed and its ``check_plan`` is called."""
     session = session or open_session(recipes_dirs, facts_file)
+    the_plan = _resolve_plan(tags, inputs, session)
+    chosen = _executor(session, the_plan, executor)
+    _check_with(chosen, the_plan, executor_settings(chosen, options or {}))
+    return the_plan
+
+
+def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, session: Session) -> Plan:
     query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
     resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step)
     return _build(resolver.resolve(query.tags, query.inputs), query, session)
+
+
+def _check_with(chosen: Executor, the_plan: Plan, settings: ExecutorSettings) -> None:
+    if chosen.check_plan is not None:
+        chosen.check_plan(the_plan, settings)
 
 
 def _build(resolution: Resolution, query: PlanQuery, session: Session) -> Plan:
@@ -188,11 +203,10 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         raise UsageError("--allow-drift applies to --lock FILE only")
     session = open_session(recipes_dirs, facts_file)
     the_plan = replay(locked, Path(lock), session, allow_drift) if locked and lock else \
-        plan(tags, inputs, session=session)
+        _resolve_plan(tags, inputs, session)
     chosen = _executor(session, the_plan, executor)
     settings = executor_settings(chosen, options or {})
-    if chosen.check_plan is not None:
-        chosen.check_plan(the_plan, settings)
+    _check_with(chosen, the_plan, settings)
     run_id = new_run_id()
     run_dir = _make_run_dir(run_id, the_plan.root.recipe.name, output)
     _write_json(run_dir / "plan.json", the_plan.to_json())
@@ -280,7 +294,7 @@ def replay(locked: Mapping[str, Any], lock_path: Path, session: Session,
     from cmx_core.lock import check_drift, lock_document
 
     query = locked["query"]
-    the_plan = plan(query.get("tags", []), query.get("inputs", {}), session=session)
+    the_plan = _resolve_plan(query.get("tags", []), query.get("inputs", {}), session)
     check_drift(locked, lock_document(the_plan, _plugins(session.registry, the_plan)), lock_path,
                 allow=allow_drift)
     return the_plan

@@ -30,12 +30,7 @@ def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     run.add_argument("--refresh", action="store_true", help="recompute cached nodes and replace their entries")
     run.add_argument("--output", metavar="DIR", help="run directory (default: in the cmx data dir)")
-    run.add_argument("--executor", default=None,
-                     help="where to run: local, or a plugin's (default: docker when the recipe "
-                          "declares a container, else local)")
-    run.add_argument("--container", action="store_true", help="run inside the recipe's container (executor docker)")
-    run.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE",
-                     help="an option for the executor, e.g. memory=8g, cpus=2, gpus=all (repeatable)")
+    _executor_options(run)
     run.add_argument("--lock", metavar="FILE", help="replay a run's lock.json; refuse if anything resolves differently")
     run.add_argument("--allow-drift", action="append", default=[], metavar="CLASS", choices=["remote"],
                      help="with --lock: let this class of drift through (remote: the far side of a remote "
@@ -47,7 +42,18 @@ def add_plan(sub: Any, common: argparse.ArgumentParser) -> None:
     plan = sub.add_parser("plan", parents=[common], help="print the resolved plan without running it")
     plan.add_argument("noun", nargs="?", choices=["recipe"], help=argparse.SUPPRESS)
     _query_options(plan)
+    _executor_options(plan)
     plan.set_defaults(handler=cmd_plan, accepts_inputs=True)
+
+
+def _executor_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--executor", default=None,
+                        help="where to run: local, or a plugin's (default: docker when the recipe "
+                             "declares a container, else local)")
+    parser.add_argument("--container", action="store_true", help="run inside the recipe's container (executor docker)")
+    parser.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting of the executor, e.g. memory=8g, cpus=2, gpus=all (repeatable; "
+                             "'cmx plugins info NAME' lists them)")
 
 
 def add_explain(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -104,7 +110,9 @@ def parse_executor_options(pairs: list[str]) -> dict[str, str]:
 def cmd_plan(args: argparse.Namespace) -> int:
     from cmx_core.engine import plan
 
-    result = plan(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts)
+    result = plan(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
+                  executor="docker" if args.container else args.executor,
+                  options=parse_executor_options(args.executor_opt))
     if args.json:
         _print_json(result.to_json())
     else:

@@ -341,3 +341,23 @@ def test_network_only_when_a_step_type_declares_it(tmp_path: Path, home: Path) -
     assert plan_needs_network(plan("detect,os"), registry) is False
     merged = runopts.merge(templates.load("python").run, {}, needs_gpu=False, needs_network=True)
     assert merged["network"] is True
+
+
+def test_plan_refuses_an_unknown_container_template_before_anything_runs(tmp_path: Path, home: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "boxy.yaml").write_text("name: boxy\ntags: [boxy]\nsummary: an unknown template\n"
+                                       "container: nosuch\nsteps: [{uses: shell, with: {cmd: ['true']}}]\n")
+    env = {**os.environ, "CMX_HOME": str(tmp_path / "h"), "DOCKER_HOST": f"unix://{tmp_path}/none.sock"}
+    for command in ("plan", "run"):
+        proc = subprocess.run([sys.executable, "-m", "cmx_core", command, "--tags=boxy", "--recipes", str(recipes)],
+                              capture_output=True, text=True, env=env, timeout=120, check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip().splitlines() == [
+            "cmx: error: container template 'nosuch' not found in "
+            f"[{str(templates.template_dirs()[0])!r}]; known templates: cpu-torch, cuda-torch, python, vllm"]
+    assert not (tmp_path / "h" / "data" / "runs").exists()  # refused before a run directory exists
