@@ -88,6 +88,19 @@ def test_info_of_an_entry(capsys: pytest.CaptureFixture[str]) -> None:
     assert "state       incubating" in capsys.readouterr().out
 
 
+def test_info_shows_each_executor_setting_with_its_help(capsys: pytest.CaptureFixture[str]) -> None:
+    from cmx_docker.settings import DockerSettings
+
+    assert main(["plugins", "info", "cmx-docker", "--json"]) == 0
+    settings = json.loads(capsys.readouterr().out)["executor_settings"]["docker"]
+    assert [s["name"] for s in settings] == list(DockerSettings.__dataclass_fields__)
+    memory = next(s for s in settings if s["name"] == "memory")
+    assert memory == {"name": "memory", "type": "str | None", "default": "None", "help": "memory limit, e.g. 8g"}
+    assert main(["plugins", "info", "cmx-docker"]) == 0
+    text = capsys.readouterr().out
+    assert "executor docker: --executor-opt KEY=VALUE" in text and "kill the container after this many seconds" in text
+
+
 @pytest.mark.parametrize("verb", ["info", "install", "uninstall"])
 def test_unknown_name_is_one_line_exit_2(verb: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plugins", verb, "cmx-nope"]) == 2

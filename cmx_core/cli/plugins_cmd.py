@@ -198,8 +198,25 @@ def cmd_info(args: argparse.Namespace) -> int:
     if entry.deprecated_by:
         text.append(f"  deprecated: use {entry.deprecated_by}")
     text.append(f"  install     {doc['install']}")
+    doc["executor_settings"] = executor_settings(entry.distribution)
+    for executor, settings in doc["executor_settings"].items():
+        text.append(f"  executor {executor}: --executor-opt KEY=VALUE")
+        text += [f"    {s['name']:<12} {s['type']:<16} default {s['default']:<8} {s['help']}" for s in settings]
+        if not settings:
+            text.append("    (no settings)")
     _emit(args, doc, "\n".join(text))
     return 0
+
+
+def executor_settings(distribution: str) -> dict[str, list[dict[str, str]]]:
+    """The settings of each executor the installed ``distribution`` registers."""
+    from cmx_core.plugins import get_registry
+    from cmx_core.settings import describe_settings
+
+    registry = get_registry()
+    owners = {name for name, info in registry.plugins.items() if info.distribution == distribution}
+    return {name: [row._asdict() for row in describe_settings(executor.settings)]
+            for name, executor in sorted(registry.executors.items()) if executor.plugin in owners}
 
 
 # --------------------------------------------------------------------------- install
