@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from cmx_mlperf.llm.test_server import Fault, LoopbackServer
 from cmx_mlperf.llm.testing import shared_tiny_llama
 

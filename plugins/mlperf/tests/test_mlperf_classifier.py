@@ -22,8 +22,8 @@ CLASSES = ("n01440764", "n01443537", "n01484850")
 @pytest.fixture(scope="module")
 def imagenet_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three class folders with two random PNG images each (sizes vary: resize + crop)."""
-    from PIL import Image
     import numpy as np
+    from PIL import Image
 
     root = tmp_path_factory.mktemp("imagenet") / "val"
     rng = np.random.default_rng(7)

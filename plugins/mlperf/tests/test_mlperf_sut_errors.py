@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from cmx_core.errors import StepFailed
+from cmx_core.testing import result_part_problems
 from cmx_mlperf.harness.child import sut_errors
 from cmx_mlperf.harness.mllog import DetailLog, parse_detail
 from cmx_mlperf.harness.result import build_part
@@ -22,9 +25,6 @@ from cmx_mlperf.harness.spec import spec_from_params
 from cmx_mlperf.harness.step import run_step
 from cmx_mlperf.llm.test_server import Fault, LoopbackServer
 from cmx_mlperf.sut import ReportsErrors
-
-from cmx_core.errors import StepFailed
-from cmx_core.testing import result_part_problems
 
 
 def _token_metrics(part: Any) -> dict[str, Any]:

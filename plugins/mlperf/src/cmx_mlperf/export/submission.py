@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.errors import ResultsError
-
 from cmx_mlperf.export import common
 from cmx_mlperf.export.systems import system_json
 from cmx_mlperf.harness.accuracy import file_sha256

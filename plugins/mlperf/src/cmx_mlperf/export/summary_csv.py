@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.errors import ResultsError
-
 from cmx_mlperf.export import common
 from cmx_mlperf.export.systems import framework, operating_system
 

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cmx_core.errors import StepFailed
-
 from cmx_mlperf.sut import AccuracyEntry
 
 ACCURACY_LOG = "mlperf_log_accuracy.json"

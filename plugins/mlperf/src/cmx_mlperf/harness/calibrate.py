@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from cmx_core.errors import StepFailed
-
 from cmx_mlperf.harness.completer import LoadgenCompleter
 from cmx_mlperf.harness.config import Derived
 

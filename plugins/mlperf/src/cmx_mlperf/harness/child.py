@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.errors import CmxError, StepFailed
-
 from cmx_mlperf.harness import accuracy as acc
 from cmx_mlperf.harness.calibrate import budget_for, calibrate, derive
 from cmx_mlperf.harness.config import Derived, conf_model_key, needs_calibration, user_conf

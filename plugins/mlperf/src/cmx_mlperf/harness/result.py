@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 from cmx_core.api import Metric, ResultPart
-
 from cmx_mlperf.harness import config as cfg
 from cmx_mlperf.harness.mllog import DetailLog
 from cmx_mlperf.harness.spec import LoadgenSpec

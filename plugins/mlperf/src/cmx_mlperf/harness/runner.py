@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.errors import Interrupted, StepFailed, UsageError
-
 from cmx_mlperf.harness.child import ERROR, EXIT_USER_ERROR, REPORT
 from cmx_mlperf.harness.spec import LoadgenSpec
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from cmx_core.api import Artifact, StepContext, StepOutput
-
 from cmx_mlperf.harness import accuracy as acc
 from cmx_mlperf.harness.mllog import parse_detail
 from cmx_mlperf.harness.result import build_part

@@ -76,11 +76,11 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:  # the stdlib signature (shadows `format`)
         return None  # quiet: tests and the harness capture stderr
 
     # -- routes ------------------------------------------------------------------------
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+    def do_GET(self) -> None:  # name fixed by BaseHTTPRequestHandler
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             data = [{"id": self.server.backend.model_name, "object": "model", "owned_by": "cmx"}]
             self._send_json(200, {"object": "list", "data": data})
@@ -89,7 +89,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+    def do_POST(self) -> None:  # name fixed by BaseHTTPRequestHandler
         if self.path.rstrip("/") not in ("/v1/completions", "/completions"):
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.errors import UsageError
-
 from cmx_mlperf.sut import AccuracyEntry, Completer
 
 MODELS = ("digits-mlp", "resnet50")

@@ -12,9 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cmx_core.errors import UsageError
-
 from cmx_mlperf.sut import AccuracyEntry, Completer
-
 
 _TOKEN = (1).to_bytes(4, "little")
 
