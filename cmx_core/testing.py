@@ -143,11 +143,18 @@ class PluginConformance:
     a :class:`StepSample` in :attr:`step_samples` (or build one in :meth:`step_sample`, which
     gets a temporary directory for input files), or say in :attr:`unsampled_steps` why it
     cannot run here (needs a GPU...). Override :meth:`check_step_output` for your own checks.
+    Each executor the plugin registers must have typed, documented settings, and runs
+    cmx-core's demo chain (with :attr:`executor_options`) to a result equal to the local
+    executor's, unless :attr:`unrun_executors` says why it cannot run here.
     """
 
     plugin: ClassVar[str] = ""
     step_samples: ClassVar[Mapping[str, StepSample]] = {}
     unsampled_steps: ClassVar[Mapping[str, str]] = {}
+    executor_options: ClassVar[Mapping[str, Mapping[str, str]]] = {}
+    """Per executor, the ``--executor-opt`` values its sample run uses."""
+    unrun_executors: ClassVar[Mapping[str, str]] = {}
+    """Executors that cannot run a plan here, each with the reason (needs a cluster...)."""
     requires_plugins: ClassVar[tuple[str, ...]] = ()
     allowed_imports: ClassVar[tuple[str, ...]] = ()
 
@@ -250,6 +257,20 @@ class PluginConformance:
             return
         assert ran or self.unsampled_steps, "no step of the plugin ran on a sample"
 
+    def test_executor_settings_are_typed_and_documented(self, conformance_registry: Any) -> None:
+        problems = executor_problems(conformance_registry, self.plugin)
+        assert not problems, "\n".join(problems)
+
+    def test_executors_run_the_demo_chain(self, conformance_registry: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        from cmx_core import plugins
+
+        monkeypatch.setattr(plugins, "_REGISTRY", conformance_registry)
+        for name in _own(conformance_registry, "executors", self.plugin):
+            if name in self.unrun_executors:
+                continue
+            problems = executor_run_problems(name, self.executor_options.get(name, {}))
+            assert not problems, "\n".join(problems)
+
     def test_import_is_light(self) -> None:
         module = _entry_point(self.plugin).value.split(":")[0]
         heavy = [m for m in HEAVY_MODULES if m not in self.allowed_imports]
@@ -324,6 +345,88 @@ def provider_problems(registry: Any, plugin: str) -> list[str]:
             params = getattr(provider, "params", {})
             if not all(isinstance(k, str) and isinstance(v, str) for k, v in params.items()):
                 problems.append(f"{where}: params maps names to one-line descriptions")
+    return problems
+
+
+def executor_problems(registry: Any, plugin: str) -> list[str]:
+    """Problems of the executors ``plugin`` registers: settings that are not an
+    :class:`~cmx_core.api.ExecutorSettings` dataclass (frozen, as its base is), a setting
+    without help or of a type ``--executor-opt`` cannot give, a ``check_plan`` that is not
+    callable."""
+    import dataclasses
+
+    from cmx_core.api import ExecutorSettings
+    from cmx_core.errors import CmxError
+    from cmx_core.settings import describe_settings
+
+    problems: list[str] = []
+    for name, executor in _own(registry, "executors", plugin).items():
+        where = f"executor '{name}'"
+        cls = executor.settings
+        if not (isinstance(cls, type) and issubclass(cls, ExecutorSettings) and dataclasses.is_dataclass(cls)):
+            problems.append(f"{where}: settings must be a dataclass deriving from ExecutorSettings, not {cls!r}")
+            continue
+        try:
+            rows = describe_settings(cls)
+            cls()
+        except (CmxError, TypeError) as exc:
+            problems.append(f"{where}: settings {cls.__qualname__}: {exc}")
+            continue
+        problems += [f"{where}: setting '{row.name}' has no help (field(metadata={{'help': ...}}))"
+                     for row in rows if not row.help.strip()]
+        problems += _unparsable_settings(where, cls)
+        if executor.check_plan is not None and not callable(executor.check_plan):
+            problems.append(f"{where}: check_plan must be callable")
+    return problems
+
+
+def _unparsable_settings(where: str, cls: Any) -> list[str]:
+    """Every setting must accept the text of its own default (``--executor-opt k=<default>``)."""
+    import dataclasses
+    import typing
+
+    from cmx_core.errors import CmxError
+    from cmx_core.settings import convert
+
+    problems = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else None
+        text = ",".join(default) if isinstance(default, tuple) else "none" if default is None else str(default)
+        try:
+            convert(where, f.name, hints[f.name], text)
+        except CmxError as exc:
+            problems.append(f"{where}: setting '{f.name}' cannot be given on the command line: {exc}")
+    return problems
+
+
+def executor_run_problems(executor: str, options: Mapping[str, str]) -> list[str]:
+    """Run cmx-core's demo chain (``demo,sort`` on 2,000 integers) with ``executor`` and the
+    local executor; the two results must agree on everything but ids, times and measured
+    values, and the executor's must be a recorded, indexed, schema-valid result."""
+    from cmx_core import engine
+    from cmx_core.errors import CmxError
+
+    inputs = {"size": "2000", "repeats": "1"}
+    try:
+        theirs = engine.run("demo,sort", inputs, executor=executor, options=options)
+    except CmxError as exc:
+        return [f"executor '{executor}' cannot run the demo chain: {exc}"]
+    ours = engine.run("demo,sort", inputs, executor="local")
+    problems = []
+    for key in ("status", "benchmark", "outputs", "invalid_reasons", "error"):
+        if key == "outputs":
+            same = sorted(theirs.document[key]) == sorted(ours.document[key])
+        else:
+            same = theirs.document[key] == ours.document[key]
+        if not same:
+            problems.append(f"executor '{executor}': the result's {key} differs from the local executor's: "
+                            f"{theirs.document[key]!r} != {ours.document[key]!r}")
+    units = {k: v["unit"] for k, v in theirs.document["metrics"].items()}
+    if units != {k: v["unit"] for k, v in ours.document["metrics"].items()}:
+        problems.append(f"executor '{executor}': metrics {units} differ from the local executor's")
+    if theirs.result_path != theirs.run_dir / "result.json":
+        problems.append(f"executor '{executor}': the result is not the run directory's result.json")
     return problems
 
 

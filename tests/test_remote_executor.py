@@ -110,3 +110,41 @@ def test_settings_are_typed(registry: plugins.Registry) -> None:
         engine.run("demo,sort", executor="subprocess", options={"timeout_s": "soon"})
     with pytest.raises(UsageError, match=r"unknown option 'timeout'; did you mean 'timeout_s'\?"):
         engine.run("demo,sort", executor="subprocess", options={"timeout": "1"})
+
+
+def test_the_documented_executor_is_this_one_and_passes_the_kit(registry: plugins.Registry) -> None:
+    from cmx_core.testing import executor_problems, executor_run_problems
+
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "plugins.md").read_text()
+    section = docs.split("## Executors", 1)[1].split("\n## ", 1)[0]
+    documented = section.split("```python\n", 1)[1].split("```", 1)[0]
+    source = Path(subprocess_executor.__file__).read_text()
+    assert documented.strip() == source.split('"""\n\n', 1)[1].strip()
+    assert executor_problems(registry, "subprocess-exec") == []
+    assert executor_run_problems("subprocess", {"timeout_s": "300"}) == []
+
+
+def test_the_kit_catches_an_undocumented_or_untyped_setting(cmx_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import dataclass, field
+
+    from cmx_core.api import ExecutorSettings, hookimpl
+    from cmx_core.testing import executor_problems
+
+    @dataclass(frozen=True)
+    class Loose(ExecutorSettings):
+        when: object = None  # a type --executor-opt cannot give
+        quiet: bool = field(default=False)  # no help
+
+    class Bad:
+        @hookimpl
+        def cmx_register_executors(self, register: Any) -> None:
+            base = subprocess_executor.SubprocessExecutor().executor()
+            from dataclasses import replace
+
+            register(replace(base, name="bad", settings=Loose))
+
+    loaded = plugins.load_registry(extra=[("bad-exec", Bad())])
+    problems = executor_problems(loaded, "bad-exec")
+    assert len(problems) == 3  # and "when" has no help either
+    assert any("setting 'quiet' has no help" in p for p in problems)
+    assert any("setting 'when' cannot be given on the command line" in p for p in problems)

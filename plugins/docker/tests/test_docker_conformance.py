@@ -21,5 +21,9 @@ class TestDockerConformance(PluginConformance):
                                   engine: Any, base_image: Any) -> None:
         super().test_steps_run_on_samples(conformance_registry, tmp_path)
 
+    def test_executors_run_the_demo_chain(self, conformance_registry: Any,  # type: ignore[override]
+                                          monkeypatch: Any, engine: Any, base_image: Any) -> None:
+        super().test_executors_run_the_demo_chain(conformance_registry, monkeypatch)
+
     def check_step_output(self, step: str, output: Any, sample: StepSample) -> None:
         assert str(output.outputs["image_id"]).startswith("sha256:")
