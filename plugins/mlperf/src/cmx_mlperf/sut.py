@@ -27,7 +27,7 @@ The harness keeps the bytes given to the completer referenced until LoadGen's
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -111,5 +111,5 @@ def make_sut(kind: str, params: Mapping[str, Any]) -> SUT:
         known = ", ".join(sorted(SUT_FACTORIES))
         raise UsageError(f"mlperf.loadgen: unknown sut {kind!r}; choose one of: {known}")
     module_name, _, func_name = target.partition(":")
-    factory = getattr(importlib.import_module(module_name), func_name)
+    factory: Callable[[Mapping[str, Any]], SUT] = getattr(importlib.import_module(module_name), func_name)
     return factory(params)

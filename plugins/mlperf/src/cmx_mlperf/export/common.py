@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from cmx_core.errors import ResultsError, UsageError
 
@@ -84,16 +84,19 @@ def check_documents(docs: Sequence[Mapping[str, Any]]) -> None:
     for doc in docs:
         bench = doc.get("benchmark") or {}
         if bench.get("suite") != "mlperf-inference" or not isinstance(doc.get("mlperf"), Mapping):
-            raise UsageError(f"run {doc.get('run_id')}: not an MLPerf Inference result (suite {bench.get('suite')!r}); export only mlperf.loadgen runs")
-        if bench.get("mode") not in PERFORMANCE_MODES + ("AccuracyOnly",):
-            raise UsageError(f"run {doc.get('run_id')}: mode {bench.get('mode')} has no place in a submission; export PerformanceOnly and AccuracyOnly runs")
+            raise UsageError(f"run {doc.get('run_id')}: not an MLPerf Inference result "
+                             f"(suite {bench.get('suite')!r}); export only mlperf.loadgen runs")
+        if bench.get("mode") not in (*PERFORMANCE_MODES, "AccuracyOnly"):
+            raise UsageError(f"run {doc.get('run_id')}: mode {bench.get('mode')} has no place in a submission; "
+                             "export PerformanceOnly and AccuracyOnly runs")
 
 
 def group_documents(docs: Sequence[Mapping[str, Any]], run_dirs: Sequence[Path]) -> list[Group]:
     """Group runs; a later run (by ``created_at``) replaces an earlier one of the same kind."""
     check_documents(docs)
     groups: dict[tuple[str, str, str], Group] = {}
-    for doc, run_dir in sorted(zip(docs, run_dirs), key=lambda pair: str(pair[0].get("created_at"))):
+    # the caller (cmx results export) passes one run directory per document
+    for doc, run_dir in sorted(zip(docs, run_dirs, strict=True), key=lambda pair: str(pair[0].get("created_at"))):
         key = (system_id(doc), benchmark_name(doc), str(doc["benchmark"].get("scenario")))
         group = groups.setdefault(key, Group(*key))
         if doc["benchmark"]["mode"] == "AccuracyOnly":
@@ -103,6 +106,10 @@ def group_documents(docs: Sequence[Mapping[str, Any]], run_dirs: Sequence[Path])
     return list(groups.values())
 
 
+@overload
+def log_file(doc: Mapping[str, Any], run_dir: Path, name: str, required: Literal[True] = True) -> Path: ...
+@overload
+def log_file(doc: Mapping[str, Any], run_dir: Path, name: str, required: bool) -> Path | None: ...
 def log_file(doc: Mapping[str, Any], run_dir: Path, name: str, required: bool = True) -> Path | None:
     """A LoadGen output of the run: from its artifacts, else ``mlperf.log_dir``."""
     candidates: list[Path] = []
@@ -118,7 +125,8 @@ def log_file(doc: Mapping[str, Any], run_dir: Path, name: str, required: bool = 
         if path.is_file():
             return path
     if required:
-        raise ResultsError(f"run {doc.get('run_id')}: {name} is missing from {run_dir} (looked at {', '.join(map(str, candidates)) or 'no recorded path'})")
+        looked = ", ".join(map(str, candidates)) or "no recorded path"
+        raise ResultsError(f"run {doc.get('run_id')}: {name} is missing from {run_dir} (looked at {looked})")
     return None
 
 

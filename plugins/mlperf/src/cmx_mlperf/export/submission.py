@@ -104,8 +104,7 @@ def measurements(doc: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _copy(source: Path | None, target: Path) -> None:
-    assert source is not None
+def _copy(source: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
 
@@ -120,7 +119,8 @@ def _group_readme(group: common.Group) -> str:
              "Exported by cmx-mlperf. These runs are division 'unofficial'.", ""]
     for kind, found in (("performance", group.performance), ("accuracy", group.accuracy)):
         if not found:
-            lines.append(f"- {kind}: missing (run the recipe with mode {'AccuracyOnly' if kind == 'accuracy' else 'PerformanceOnly'})")
+            mode = "AccuracyOnly" if kind == "accuracy" else "PerformanceOnly"
+            lines.append(f"- {kind}: missing (run the recipe with mode {mode})")
             continue
         doc = found[0]
         blockers = (doc.get("mlperf") or {}).get("submission_blockers") or []

@@ -20,11 +20,23 @@ import threading
 from typing import Any
 
 
+def _cast_address(data: bytes) -> int | None:
+    """``ctypes.cast`` of ``bytes`` to ``c_void_p``: the address of its payload."""
+    # ctypes passes a bytes object as a char pointer to its payload; typeshed leaves bytes
+    # out of cast()'s argument types.
+    return ctypes.cast(data, ctypes.c_void_p).value  # type: ignore[arg-type]
+
+
 def _payload_offset() -> int | None:
     """Offset of a ``bytes`` payload from ``id()`` (CPython stores it inline), checked on
     two objects; None on an interpreter where that does not hold."""
     probes = (b"probe-a", bytes(range(40)))
-    offsets = {ctypes.cast(p, ctypes.c_void_p).value - id(p) for p in probes}  # type: ignore[operator]
+    offsets = set()
+    for p in probes:
+        address = _cast_address(p)
+        if address is None:  # not for non-empty bytes; no offset to trust if it were
+            return None
+        offsets.add(address - id(p))
     return offsets.pop() if len(offsets) == 1 and sys.implementation.name == "cpython" else None
 
 
@@ -36,7 +48,7 @@ def _address(data: bytes) -> int:
     if not data:
         return 0
     if _BYTES_OFFSET is None:
-        return ctypes.cast(data, ctypes.c_void_p).value or 0
+        return _cast_address(data) or 0
     return id(data) + _BYTES_OFFSET
 
 

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from cmx_core.api import Metric, ResultPart
 from cmx_mlperf.harness import config as cfg
@@ -53,8 +53,10 @@ def performance_metrics(log: DetailLog, scenario: str) -> tuple[dict[str, Metric
         metrics["samples_per_second"] = _metric(log.get("result_samples_per_second"), "samples/s", True)
         primary = "samples_per_second"
     elif scenario == "Server":
-        metrics["completed_samples_per_second"] = _metric(log.get("result_completed_samples_per_sec"), "queries/s", True)
-        metrics["scheduled_samples_per_second"] = _metric(log.get("result_scheduled_samples_per_sec"), "queries/s", True)
+        metrics["completed_samples_per_second"] = _metric(
+            log.get("result_completed_samples_per_sec"), "queries/s", True)
+        metrics["scheduled_samples_per_second"] = _metric(
+            log.get("result_scheduled_samples_per_sec"), "queries/s", True)
         primary = "completed_samples_per_second"
     else:
         key = "early_stopping_latency_ss" if scenario == "SingleStream" else "early_stopping_latency_ms"
@@ -183,7 +185,9 @@ def _latency_blockers(log: DetailLog, model: str, scenario: str) -> list[str]:
         out.append(f"Server target latency {used} ns differs from the official {official_ms} ms")
     limits = cfg.SERVER_TOKEN_LIMITS_MS.get(model)
     if limits:
-        for key, official in zip(("requested_server_ttft_latency", "requested_server_tpot_latency"), limits):
+        # every limits entry is a (TTFT, TPOT) pair
+        for key, official in zip(("requested_server_ttft_latency", "requested_server_tpot_latency"), limits,
+                                 strict=True):
             value = log.get(key)
             if isinstance(value, int) and value != official * 1_000_000:
                 out.append(f"{key.split('_')[2].upper()} limit {value} ns differs from the official {official} ms")
@@ -214,6 +218,7 @@ def effective(log: DetailLog) -> dict[str, Any]:
 def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_dir: str) -> ResultPart:
     """The step's :class:`ResultPart` from the parsed log and the child's report."""
     accuracy = report.get("accuracy")
+    primary: str | None
     metrics, primary = performance_metrics(log, spec.scenario)
     if spec.mode == "AccuracyOnly":  # no timing: LoadGen logs no performance results
         metrics, primary = {}, None
@@ -225,6 +230,7 @@ def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_di
             primary = named[0]
     tokens = uses_tokens(log)
     validity = log.get("result_validity")
+    status: Literal["valid", "invalid", "error"]
     if spec.mode == "AccuracyOnly":
         reasons = accuracy_reasons(log, spec, report)
         status = "invalid" if reasons else "valid"

@@ -72,10 +72,12 @@ def run_child(spec: LoadgenSpec, log_dir: Path, timeout_s: float | None = None) 
                 f"mlperf.loadgen: the LoadGen test ran past {timeout_s:.0f} s and was killed; "
                 f"raise timeout_s or shorten duration_s (log: {log_dir / CHILD_LOG})"
             ) from None
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - any interrupt (Ctrl-C, SystemExit) must stop the child first
             _kill(proc)
             (log_dir / "INTERRUPTED").write_text("the LoadGen child was killed; this run is incomplete\n")
-            raise Interrupted("mlperf.loadgen: interrupted; the LoadGen child was stopped and no result was kept") from None
+            raise Interrupted(
+                "mlperf.loadgen: interrupted; the LoadGen child was stopped and no result was kept"
+            ) from None
     return ChildRun(log_dir, _outcome(code, log_dir))
 
 
@@ -114,7 +116,8 @@ def _outcome(code: int, log_dir: Path) -> dict[str, Any]:
             f"mlperf.loadgen: the LoadGen child exited with status {code}: {tail} "
             f"(full log: {log_dir / CHILD_LOG})"
         )
-    return json.loads((log_dir / REPORT).read_text())
+    report: dict[str, Any] = json.loads((log_dir / REPORT).read_text())  # the child writes a JSON object
+    return report
 
 
 def _tail(path: Path) -> str:

@@ -115,7 +115,7 @@ class HfLlmSUT:
         return None
 
     def issue(self, response_ids: list[int], sample_indices: list[int]) -> None:
-        for rid, idx in zip(response_ids, sample_indices):
+        for rid, idx in zip(response_ids, sample_indices, strict=True):  # LoadGen pairs them one to one
             self._queue.put(_Pending(rid, idx))
 
     def flush(self) -> None:
@@ -196,7 +196,7 @@ class HfLlmSUT:
         prompts = [self._prompts[p.sample_index % len(self._prompts)] for p in batch]
         try:
             outputs = self._generator.generate(prompts, on_token)
-        except Exception as exc:  # never leave a LoadGen sample uncompleted
+        except Exception as exc:  # noqa: BLE001 - never leave a LoadGen sample uncompleted
             reason = f"generation failed: {type(exc).__name__}: {str(exc)[:160]}"
             log.error(reason)
             self._failures[reason] += len(batch)

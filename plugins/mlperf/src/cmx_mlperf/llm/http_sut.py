@@ -97,7 +97,7 @@ class OpenAIHttpSUT:
 
     def issue(self, response_ids: list[int], sample_indices: list[int]) -> None:
         assert self._pool is not None, "start() first"
-        for rid, idx in zip(response_ids, sample_indices):
+        for rid, idx in zip(response_ids, sample_indices, strict=True):  # LoadGen pairs them one to one
             self._pool.submit(self._one, rid, idx)
 
     def flush(self) -> None:
@@ -140,7 +140,7 @@ class OpenAIHttpSUT:
             result = stream_completion(self.endpoint, self._body(prompt), self.config.timeout_s, on_first)
         except RequestFailed as exc:
             reason = exc.reason
-        except Exception as exc:  # never leave a LoadGen sample uncompleted
+        except Exception as exc:  # noqa: BLE001 - never leave a LoadGen sample uncompleted
             reason = f"client error: {type(exc).__name__}: {str(exc)[:160]}"
         if result is not None:
             data = {"text": result.text, "n_tokens": result.n_tokens}
@@ -195,7 +195,8 @@ class OpenAIHttpSUT:
             code = self._process.poll()
             if code is not None:
                 self._process = None
-                raise ServerUnreachable(f"sut openai-http: server command {cmd[0]} exited with code {code} before it was ready")
+                raise ServerUnreachable(
+                    f"sut openai-http: server command {cmd[0]} exited with code {code} before it was ready")
             try:
                 get_json(self.endpoint, "/v1/models", timeout_s=2.0)
                 return

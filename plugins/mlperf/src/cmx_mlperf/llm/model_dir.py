@@ -74,7 +74,7 @@ def load_llama(path: str | Path, device: str = "cpu", dtype: str = "float32") ->
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(info.path), local_files_only=True)
         model = LlamaForCausalLM.from_pretrained(str(info.path), dtype=torch_dtype, local_files_only=True)
-    except Exception as exc:  # transformers/safetensors/tokenizers raise many types for bad files
+    except Exception as exc:  # noqa: BLE001 - transformers/safetensors/tokenizers raise many types for bad files
         raise ModelDirError(f"model directory {info.path} cannot be loaded: {_short(exc)}") from None
     model.to(device)
     model.eval()

@@ -24,7 +24,7 @@ def rouge_metrics(
         from rouge_score import rouge_scorer
 
         scorer = rouge_scorer.RougeScorer(list(ROUGE_KEYS), use_stemmer=True)
-        for pred, ref in zip(predictions, references):
+        for pred, ref in zip(predictions, references, strict=True):  # lengths checked above
             scores = scorer.score(ref, pred)
             for key in ROUGE_KEYS:
                 totals[key] += scores[key].fmeasure

@@ -113,8 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (json.JSONDecodeError, UnicodeDecodeError):
             self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
             return None
-        prompt = body.get("prompt") if isinstance(body, dict) else None
-        if not isinstance(prompt, str):
+        if not isinstance(body, dict) or not isinstance(body.get("prompt"), str):
             self._send_json(400, {"error": {"message": "prompt must be a string", "type": "invalid_request_error"}})
             return None
         return body
@@ -242,6 +241,8 @@ class LoopbackServer:
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
+        if not isinstance(host, str):  # the bound AF_INET socket reports a str; the stub also allows bytes
+            host = bytes(host).decode()
         return f"http://{host}:{port}"
 
     @property

@@ -93,7 +93,7 @@ class ClassifierSUT:
 
         batch = torch.from_numpy(np.stack([self._samples[i] for i in indices]))
         predictions = self._module(batch).argmax(dim=1).to(torch.int32).numpy()
-        for response_id, label in zip(ids, predictions):
+        for response_id, label in zip(ids, predictions, strict=True):  # one prediction per sample
             self._completer.complete(response_id, label.tobytes())
 
     def accuracy(self, entries: list[AccuracyEntry]) -> dict[str, float]:

@@ -65,7 +65,8 @@ class ImageFolderDataset:
 
     def __init__(self, root: Path, image_size: int = 224) -> None:
         if not root.is_dir():
-            raise UsageError(f"dataset_dir {root}: not a directory; pass an ImageNet-style folder (class subfolders or val_map.txt)")
+            raise UsageError(f"dataset_dir {root}: not a directory; "
+                             "pass an ImageNet-style folder (class subfolders or val_map.txt)")
         self.root, self.image_size = root, image_size
         self.files, self.labels = _listing(root)
         if not self.files:
@@ -124,16 +125,18 @@ def preprocess_image(path: Path, size: int = 224) -> Any:
     try:
         from PIL import Image
     except ImportError:
-        raise UsageError("decoding JPEG/PNG images needs Pillow: pip install 'cmx-mlperf[vision]' (or give .npy files)") from None
-    with Image.open(path) as image:
-        image = image.convert("RGB")
+        raise UsageError(
+            "decoding JPEG/PNG images needs Pillow: pip install 'cmx-mlperf[vision]' (or give .npy files)"
+        ) from None
+    with Image.open(path) as opened:
+        image = opened.convert("RGB")
         short = round(size * 256 / 224)
         w, h = image.size
         scale = short / min(w, h)
-        image = image.resize((max(size, round(w * scale)), max(size, round(h * scale))), Image.BILINEAR)
+        image = image.resize((max(size, round(w * scale)), max(size, round(h * scale))), Image.Resampling.BILINEAR)
         w, h = image.size
         left, top = (w - size) // 2, (h - size) // 2
         image = image.crop((left, top, left + size, top + size))
         array = np.asarray(image, dtype=np.float32) / 255.0
-    array = (array - np.array(MEAN, dtype=np.float32)) / np.array(STD, dtype=np.float32)
-    return np.ascontiguousarray(array.transpose(2, 0, 1))
+    normalised = (array - np.array(MEAN, dtype=np.float32)) / np.array(STD, dtype=np.float32)
+    return np.ascontiguousarray(normalised.transpose(2, 0, 1))

@@ -133,7 +133,8 @@ def _resnet_from_state_dict(path: Path) -> Any:
             if isinstance(state.get(key), dict):
                 state = state[key]
     if not isinstance(state, dict) or "fc.weight" not in state:
-        raise UsageError(f"model_path {path}: not ResNet-50 weights (no 'fc.weight' tensor); pass a torchvision-style resnet50 state_dict")
+        raise UsageError(f"model_path {path}: not ResNet-50 weights (no 'fc.weight' tensor); "
+                         "pass a torchvision-style resnet50 state_dict")
     model = resnet50(num_classes=int(state["fc.weight"].shape[0]))
     try:
         model.load_state_dict(state, strict=True)

@@ -73,7 +73,11 @@ def make(params: Mapping[str, Any]) -> NoopSUT:
         perf = int(params.get("performance_sample_count", total))
         tokens = int(params.get("tokens_per_sample", 0))
     except (TypeError, ValueError):
-        raise UsageError("noop SUT: total_sample_count, performance_sample_count and tokens_per_sample must be integers") from None
+        raise UsageError(
+            "noop SUT: total_sample_count, performance_sample_count and tokens_per_sample must be integers"
+        ) from None
     if total < 1 or not 1 <= perf <= total or tokens < 0:
-        raise UsageError("noop SUT: need 1 <= performance_sample_count <= total_sample_count and tokens_per_sample >= 0")
+        raise UsageError(
+            "noop SUT: need 1 <= performance_sample_count <= total_sample_count and tokens_per_sample >= 0"
+        )
     return NoopSUT(total, perf, tokens)
