@@ -51,7 +51,7 @@ def _expected_top1(model: Any, root: Path) -> float:
     with torch.inference_mode():
         batch = torch.from_numpy(np.stack([data.load(i) for i in range(len(data))]))
         predictions = model(batch).argmax(dim=1).tolist()
-    return sum(p == y for p, y in zip(predictions, data.labels)) / len(data)
+    return sum(p == y for p, y in zip(predictions, data.labels, strict=True)) / len(data)
 
 
 def test_digits_accuracy_run_reports_real_top1(cmx_home: Path, cmx_step_context: Any) -> None:
@@ -147,7 +147,9 @@ def test_bad_weights_are_one_line(tmp_path: Path, content: bytes | None, words: 
     assert words in str(err.value) and str(path) in str(err.value) and "\n" not in str(err.value)
 
 
-def test_bad_weights_through_the_step(cmx_home: Path, cmx_step_context: Any, tmp_path: Path, imagenet_dir: Path) -> None:
+def test_bad_weights_through_the_step(
+    cmx_home: Path, cmx_step_context: Any, tmp_path: Path, imagenet_dir: Path
+) -> None:
     bad = tmp_path / "bad.pth"
     bad.write_bytes(b"\x00" * 64)
     with pytest.raises(UsageError) as err:

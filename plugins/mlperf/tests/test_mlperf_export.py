@@ -162,7 +162,7 @@ def test_missing_logs_and_non_empty_destination(runs: list[Any], tmp_path: Path)
     copy = tmp_path / "run"
     shutil.copytree(runs[0].run_dir, copy)
     (copy / runs[0].document["mlperf"]["log_dir"] / "mlperf_log_detail.txt").unlink()
-    with pytest.raises(ResultsError, match="mlperf_log_detail.txt is missing"):
+    with pytest.raises(ResultsError, match=r"mlperf_log_detail\.txt is missing"):
         submission.export([runs[0].document], [copy], tmp_path / "out")
     submission.export([runs[0].document], [runs[0].run_dir], tmp_path / "again")
     with pytest.raises(ResultsError, match="already holds a submission"):

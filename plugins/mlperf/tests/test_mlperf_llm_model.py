@@ -94,11 +94,11 @@ def test_missing_dir_is_one_line_error(tmp_path: Path) -> None:
 
 
 def test_dir_without_or_with_broken_config(tmp_path: Path) -> None:
-    with pytest.raises(ModelDirError, match="has no config.json") as exc:
+    with pytest.raises(ModelDirError, match=r"has no config\.json") as exc:
         check_llama_dir(tmp_path)
     _one_line(exc)
     (tmp_path / "config.json").write_text('{"architectures": ["LlamaForCausalLM"], ')
-    with pytest.raises(ModelDirError, match="config.json unreadable") as exc:
+    with pytest.raises(ModelDirError, match=r"config\.json unreadable") as exc:
         check_llama_dir(tmp_path)
     _one_line(exc)
     (tmp_path / "config.json").write_text("[1, 2]")

@@ -64,7 +64,8 @@ def test_other_gpus_plan_and_serve_the_tiny_model_by_default(cmx_home: Path, tmp
 
 
 def test_transformers_backend_on_a_gpu(cmx_home: Path, tmp_path: Path) -> None:
-    plan = api.plan("mlperf,inference,llama,h200", {"backend": "transformers"}, facts_file=_facts_file(tmp_path, "h200"))
+    plan = api.plan("mlperf,inference,llama,h200", {"backend": "transformers"},
+                    facts_file=_facts_file(tmp_path, "h200"))
     (sid, with_), = _steps(_node(plan, "mlperf-inference-llama"))
     assert sid == "hf" and with_["sut"] == "hf-llm"
 

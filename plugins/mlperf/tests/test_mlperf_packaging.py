@@ -50,6 +50,8 @@ def test_installed_metadata_matches_pyproject() -> None:
     installed = set()
     for text in metadata.requires("cmx-mlperf") or []:
         req = Requirement(text)
-        extra = next((e for e in project["optional-dependencies"] if req.marker and req.marker.evaluate({"extra": e})), "")
+        extra = next(
+            (e for e in project["optional-dependencies"] if req.marker and req.marker.evaluate({"extra": e})), ""
+        )
         installed.add((req.name.lower(), str(req.specifier), extra))
     assert installed == declared
