@@ -15,7 +15,7 @@ is handed (``Plan``, ``PlanNode``, ``Registry``, ``FactStore``); the result vali
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import (
     CacheError,
@@ -51,11 +51,19 @@ from cmx_core.providers import (
     Suite,
 )
 
+if TYPE_CHECKING:  # the lazy names, for type checkers
+    from cmx_core.facts import FactStore
+    from cmx_core.planner import Plan, PlanNode
+    from cmx_core.plugins import Registry
+    from cmx_core.remote import Fetched, JobStatus, RemoteExecutor, RemoteJob
+
 __all__ = [
     "Artifact", "CacheError", "CachedMeasurement", "Capabilities", "CmxError", "Command", "Detector",
     "ExecutionOutcome", "ExecutionRequest", "Executor", "ExecutorSettings", "Exporter", "Interrupted",
-    "Metric", "NoSettings", "NodeResult", "PluginError", "RecipeError", "RemoteExecutor", "RemoteJob",
-    "JobStatus", "Fetched", "Plan", "PlanNode", "Registry", "FactStore", "ResolveError", "ResultPart", "ResultsError", "RunError", "StepContext", "StepFailed",
+    "Metric", "NoSettings", "NodeResult", "PluginError", "RecipeError",
+    "RemoteExecutor", "RemoteJob", "JobStatus", "Fetched",
+    "Plan", "PlanNode", "Registry", "FactStore",
+    "ResolveError", "ResultPart", "ResultsError", "RunError", "StepContext", "StepFailed",
     "StepOutput", "StepType", "Suite",
     "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
     "validate_document",  # noqa: F822 - lazy

@@ -14,6 +14,7 @@ from typing import Any
 
 from cmx_core.errors import StepFailed, UsageError
 from cmx_core.hookspecs import hookimpl
+from cmx_core.processes import run_process
 from cmx_core.providers import (
     Detector,
     ExecutionOutcome,
@@ -23,7 +24,6 @@ from cmx_core.providers import (
     StepOutput,
     StepType,
 )
-from cmx_core.processes import run_process
 from cmx_core.sysfacts import (
     detect_container,
     detect_cpu,

@@ -35,7 +35,8 @@ class CacheEntry(NamedTuple):
 
     @property
     def outputs(self) -> Mapping[str, Any]:
-        return self.meta.get("outputs", {})
+        outputs = self.meta.get("outputs")
+        return outputs if isinstance(outputs, Mapping) else {}
 
     @property
     def recipe(self) -> str:

@@ -31,8 +31,9 @@ from typing import Any
 
 from cmx_core.datautil import atomic_write
 from cmx_core.errors import CmxError
-from cmx_core.recipe import digest_of, split_tags
+from cmx_core.recipe import split_tags
 from cmx_core.recipe_check import validate_recipe_data
+from cmx_core.recipe_load import digest_of
 from cmx_core.recipe_yaml import parse_yaml
 
 INDEX_FORMAT = 5

@@ -12,11 +12,12 @@ import json
 import os
 import sys
 
+from cmx_core import __version__
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-from cmx_core import __version__
 
 FILE = "plugin-commands.v1.json"
 DISCOVERY_FILE = "plugins.v1.json"

@@ -18,9 +18,10 @@ from typing import Any, NamedTuple
 from cmx_core import paths
 from cmx_core.cache import Cache
 from cmx_core.catalog import Catalog, load_catalog
+from cmx_core.datautil import digest
 from cmx_core.errors import CmxError, Interrupted, UsageError
 from cmx_core.facts import FactStore
-from cmx_core.planner import Plan, PlanNode, PlanQuery, build_plan, digest
+from cmx_core.planner import Plan, PlanNode, PlanQuery, build_plan
 from cmx_core.plugins import Registry, get_registry
 from cmx_core.providers import ExecutionRequest, Executor, ExecutorSettings, RunError
 from cmx_core.recipe import Recipe, split_tags
@@ -149,11 +150,15 @@ def cache_miss_reasons(cache: Cache, node: PlanNode) -> list[str]:
     return reasons or [f"entry {previous.key[:12]} is no longer valid"]
 
 
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 def _value_diff(old: Any, new: Any) -> str:
     if isinstance(old, dict) and isinstance(new, dict):
         keys = sorted(set(old) | set(new))
         changed = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in keys
-                   if json.dumps(old.get(k), sort_keys=True, default=str) != json.dumps(new.get(k), sort_keys=True, default=str)]
+                   if _canonical(old.get(k)) != _canonical(new.get(k))]
         return "; ".join(changed[:5])
     return "" if old is None else f"{str(old)[:40]!r} -> {str(new)[:40]!r}"
 
@@ -185,9 +190,10 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     step fails, CmxError for bad input; returns the written, indexed result otherwise.
     With ``lock``, the lockfile's query is replayed and any drift is refused (``allow_drift``
     names classes of drift that are allowed: ``remote`` for the far side of a remote
-    executor, which detects its own facts and may lack the executor's plugin). ``executor`` None means ``docker`` when the
-    recipe (or a selected variation) declares a container, else ``local``; ``options`` are
-    the executor's settings (``--executor-opt``), checked against its settings class."""
+    executor, which detects its own facts and may lack the executor's plugin). ``executor``
+    None means ``docker`` when the recipe (or a selected variation) declares a container,
+    else ``local``; ``options`` are the executor's settings (``--executor-opt``), checked
+    against its settings class."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
     locked = None
@@ -377,7 +383,8 @@ def show_recipe(name: str, *, recipes_dirs: Sequence[str | Path] = ()) -> Recipe
     catalog = load_catalog(tuple(Path(d) for d in recipes_dirs), plugin_paths=get_registry().recipe_paths)
     recipe = catalog.get(name)
     if recipe is None:
-        broken = f"; {len(catalog.errors)} recipe file(s) failed to load, first: {next(iter(catalog.errors.values()))}" \
+        first = next(iter(catalog.errors.values()), "")
+        broken = f"; {len(catalog.errors)} recipe file(s) failed to load, first: {first}" \
             if catalog.errors else ""
         raise UsageError(f"no recipe named '{name}' (see 'cmx list recipes'){broken}")
     return recipe

@@ -8,7 +8,6 @@ nothing else is caught there, so a programming error still shows its traceback.
 from __future__ import annotations
 
 
-
 class CmxError(Exception):
     """Base of every user-facing error; ``str(err)`` is the one line that is printed."""
 

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from cmx_core import __version__
 from cmx_core.cache import Cache, CacheEntry, Staging, rebase
-from cmx_core.datautil import freeze, thaw
+from cmx_core.datautil import digest, freeze, thaw
 from cmx_core.errors import CmxError, Interrupted, StepFailed
 from cmx_core.events import EventSink
 from cmx_core.facts import FactStore
 from cmx_core.measured import measurement_meta, served, stage_artifacts
-from cmx_core.planner import Plan, PlanNode, digest
+from cmx_core.planner import Plan, PlanNode
 from cmx_core.providers import (
     Artifact,
     ExecutionOutcome,
@@ -296,7 +296,8 @@ class NodeRunner:
 
             trace = log_dir / "traceback.txt"
             trace.write_text(traceback.format_exc())
-            raise NodeFailed(node.id, step.id, f"{step.uses} raised {type(exc).__name__}: {exc} (traceback: {trace})") from None
+            message = f"{step.uses} raised {type(exc).__name__}: {exc} (traceback: {trace})"
+            raise NodeFailed(node.id, step.id, message) from None
         return returned if isinstance(returned, StepOutput) else StepOutput(outputs=dict(returned))
 
     def _template_context(self, node: PlanNode, work_dir: Path, deps: Mapping[str, Any],
@@ -319,7 +320,8 @@ class NodeRunner:
             for produced in step_outputs.values():
                 if name in produced:
                     outputs[name] = produced[name]
-        return thaw(outputs)
+        plain: dict[str, Any] = thaw(outputs)
+        return plain
 
     def _meta(self, node: PlanNode, outputs: Mapping[str, Any], facts_read: set[str]) -> dict[str, Any]:
         return {

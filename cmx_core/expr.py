@@ -12,7 +12,7 @@ True
 
 from __future__ import annotations
 
-import ast  # noqa: F401 - imported lazily below; this line documents the dependency
+import ast
 import operator
 from collections.abc import Callable, Mapping
 from functools import lru_cache
@@ -66,7 +66,8 @@ class Expression(NamedTuple):
     tree: ast.Expression
     names: frozenset[str] = frozenset()
 
-    def evaluate(self, context: Mapping[str, Any], on_path: Callable[[tuple[str, ...], Any], None] | None = None) -> Any:
+    def evaluate(self, context: Mapping[str, Any],
+                 on_path: Callable[[tuple[str, ...], Any], None] | None = None) -> Any:
         """Evaluate over ``context``; ``on_path`` is told every dotted path read."""
         return _Evaluator(context, on_path).eval(self.tree.body)
 
@@ -148,7 +149,7 @@ class _Evaluator:
 
     def _compare(self, node: ast.Compare) -> bool:
         left = self.eval(node.left)
-        for op, comparator in zip(node.ops, node.comparators):
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
             right = self.eval(comparator)
             try:
                 ok = _tables()[0][type(op)](left, right)

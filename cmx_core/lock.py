@@ -83,7 +83,8 @@ def _node_diffs(old_nodes: list[Mapping[str, Any]], new_nodes: list[Mapping[str,
             if field in ignored:
                 continue
             if old[node_id].get(field) != new[node_id].get(field):
-                diffs.append(f"node {node_id}: {field} {_short(old[node_id].get(field))} -> {_short(new[node_id].get(field))}")
+                before, after = _short(old[node_id].get(field)), _short(new[node_id].get(field))
+                diffs.append(f"node {node_id}: {field} {before} -> {after}")
     return diffs
 
 

@@ -125,7 +125,8 @@ def _dep_problem(ref: Ref, scope: Scope) -> str | None:
         return f"but dep '{alias}' is not in the plan: {scope.skipped_deps[alias]}; guard it with " \
                f"'deps.{alias} is defined' or give the step the same when:"
     if alias not in scope.deps:
-        return _member(alias, scope.deps, "which is not a dep alias of the recipe", "deps", "deps", "; set 'as:' on the dep")
+        return _member(alias, scope.deps, "which is not a dep alias of the recipe", "deps", "deps",
+                       "; set 'as:' on the dep")
     if len(ref) < 3:
         return None
     outputs = scope.deps[alias]

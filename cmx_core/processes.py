@@ -26,11 +26,12 @@ def run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float 
         except OSError as exc:
             raise StepFailed(f"cannot start `{argv[0]}`: {exc.strerror}") from None
         RUNNING.add(proc)
+        limit = float(timeout) if timeout else None
         try:
-            return proc.wait(timeout=float(timeout) if timeout else None)
+            return proc.wait(timeout=limit)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            raise StepFailed(f"`{argv[0]}` timed out after {float(timeout):g} s and was killed (log: {stderr_path})") from None
+            raise StepFailed(f"`{argv[0]}` timed out after {limit:g} s and was killed (log: {stderr_path})") from None
         except BaseException:
             _kill_group(proc)
             raise

@@ -1,7 +1,7 @@
 """The recipe model: typed, immutable (NamedTuples: cheap to define and to build by the
 thousand), validated with file:line:key errors.
 
-Loading is two-phase for speed: :func:`validate_recipe_data` checks plain YAML data once
+Loading is two-phase for speed: :func:`cmx_core.recipe_check.validate_recipe_data` checks plain YAML data once
 (when the catalog indexes a changed file) and :func:`recipe_from_data` builds the frozen
 model from already-validated data without re-checking. Line numbers are looked up only when
 an error is reported (:func:`line_of`), so the happy path never composes YAML nodes.
@@ -12,7 +12,6 @@ validation :mod:`cmx_core.recipe_check`. Their public names stay importable from
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from collections.abc import Mapping
@@ -24,8 +23,8 @@ from cmx_core.recipe_yaml import dotted_key, line_of, parse_yaml, yaml_loader
 
 __all__ = [
     "CLI_RESERVED_INPUTS", "CachePolicy", "DepSpec", "InputSpec", "OutputSpec", "Recipe", "StepSpec",
-    "VariationSpec", "digest_of", "dotted_key", "line_of", "load_recipe_file", "parse_duration", "parse_yaml",
-    "recipe_from_data", "split_tags", "validate_recipe_data", "yaml_loader",
+    "VariationSpec", "dotted_key", "line_of", "parse_duration", "parse_yaml",
+    "recipe_from_data", "split_tags", "yaml_loader",
 ]
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -220,27 +219,8 @@ class Recipe(NamedTuple):
 
 
 # ---------------------------------------------------------------------------------------
-# Loading (the YAML layer is cmx_core.recipe_yaml, validation cmx_core.recipe_check)
-
-
-def load_recipe_file(path: Path, source: str = "core") -> Recipe:
-    """Read, validate and build one recipe file; errors name file, line and key."""
-    raw = path.read_bytes()
-    data = parse_yaml(raw, path)
-    validate_recipe_data(data, path)
-    return recipe_from_data(data, path, digest_of(raw), source)
-
-
-def digest_of(raw: bytes) -> str:
-    return hashlib.sha256(raw).hexdigest()
-
-
-def validate_recipe_data(data: Any, path: Path) -> None:
-    """Check recipe data against the format; raise a RecipeError naming file:line:key
-    (see :mod:`cmx_core.recipe_check`)."""
-    from cmx_core.recipe_check import validate_recipe_data as validate
-
-    validate(data, path)
+# Loading a file is cmx_core.recipe_load (YAML: cmx_core.recipe_yaml, validation:
+# cmx_core.recipe_check); this module is the model and its building only.
 
 
 def split_tags(text: str) -> list[str]:
@@ -260,7 +240,7 @@ def parse_duration(value: Any) -> float | None:
 
 
 def recipe_from_data(data: Mapping[str, Any], path: Path, digest: str, source: str = "core") -> Recipe:
-    """Build the frozen model from data that :func:`validate_recipe_data` accepted."""
+    """Build the frozen model from data that :func:`cmx_core.recipe_check.validate_recipe_data` accepted."""
     tags = data["tags"]
     return Recipe(
         name=data["name"],

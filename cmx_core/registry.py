@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from cmx_core.plugins import Registry
 
 ENV_REGISTRY = "CMX_REGISTRY"
+CORE_PLUGIN = "cmx-core"
+"""The name cmx-core's own plugin is loaded under (cmx_core.plugins.CORE)."""
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "registry.schema.json"
 KINDS = ("steps", "detectors", "executors", "commands", "exporters", "suites")
 _KIND_ALIASES = {
@@ -433,11 +435,10 @@ def _in_tree_problems(
     if not pyproject.is_file():
         yield "source.path", f"{pyproject} does not exist"
         return
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10: the static check needs tomllib
+    parsed = _toml(pyproject.read_text(encoding="utf-8"))
+    if parsed is None:  # Python 3.10: the static check needs tomllib
         return
-    project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+    project = parsed.get("project", {})
     if normalize(project.get("name", "")) != normalize(entry.distribution):
         yield "distribution", (f"{pyproject} builds '{project.get('name')}', "
                                f"not '{entry.distribution}'")
@@ -487,12 +488,10 @@ class Installed:
 
 def installed_plugins(loaded: Registry) -> dict[str, Installed]:
     """Group the loaded plugins by normalised distribution name (cmx-core excluded)."""
-    from cmx_core.plugins import CORE
-
     result: dict[str, Installed] = {}
     loaded.collect_all()
     for name, info in loaded.plugins.items():
-        if name == CORE:
+        if name == CORE_PLUGIN:
             continue
         dist = normalize(info.distribution)
         item = result.setdefault(dist, Installed(dist, info.version))
@@ -503,7 +502,7 @@ def installed_plugins(loaded: Registry) -> dict[str, Installed]:
             item.provides.setdefault(kind, set()).update(provided)
     for plugin_name, directory in loaded.recipe_paths:
         owner = loaded.plugins.get(plugin_name)
-        if owner is not None and plugin_name != CORE:
+        if owner is not None and plugin_name != CORE_PLUGIN:
             item = result[normalize(owner.distribution)]
             item.recipe_tags.extend(_recipe_tags(directory, item.errors))
     return result
@@ -522,7 +521,7 @@ def _recipe_tags(directory: Path, errors: list[str]) -> list[tuple[Path, tuple[s
 def recipe_tags(path: Path) -> tuple[str, ...]:
     """A recipe file's tags, through cmx-core's recipe loader when it is available."""
     try:
-        from cmx_core.recipe import load_recipe_file
+        from cmx_core.recipe_load import load_recipe_file
     except ImportError:
         data = _load_yaml(path)
         tags = data.get("tags", []) if isinstance(data, Mapping) else []
@@ -589,3 +588,13 @@ def pip_requirement(registry_file: RegistryFile, entry: Entry) -> str:
             )
         return str(directory)
     return f"{entry.source.index}{entry.source.version or ''}"
+
+
+def _toml(text: str) -> dict[str, Any] | None:
+    """``text`` parsed as TOML, or None where the standard library has no tomllib (3.10)."""
+    try:
+        import tomllib  # type: ignore[import-not-found, unused-ignore]  # 3.11+
+    except ModuleNotFoundError:
+        return None
+    parsed: dict[str, Any] = tomllib.loads(text)
+    return parsed

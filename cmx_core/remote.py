@@ -281,7 +281,9 @@ def part_of(document: Mapping[str, Any]) -> ResultPart | None:
     if extra:
         sections["software"] = extra
     status = document.get("status")
-    if status == "error" or (status == "completed" and not metrics and not sections
+    if status not in ("valid", "invalid", "partial", "completed"):
+        return None  # an error result (its error travels in ExecutionOutcome.error)
+    if (status == "completed" and not metrics and not sections
                              and benchmark.get("suite") in (None, "custom")):
         return None
     return ResultPart(status=status, benchmark={k: v for k, v in benchmark.items() if v is not None},

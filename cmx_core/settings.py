@@ -108,7 +108,8 @@ def _scalar(executor: str, name: str, kind: Any, text: str) -> Any:
         try:
             return kind(text)
         except ValueError:
-            raise UsageError(f"{executor} executor option {name}={text!r}: use {'an integer' if kind is int else 'a number'}") from None
+            wanted = "an integer" if kind is int else "a number"
+            raise UsageError(f"{executor} executor option {name}={text!r}: use {wanted}") from None
     if kind is str:
         return text
     raise PluginError(f"{executor} executor: option {name} has type {type_name(kind)}, which "

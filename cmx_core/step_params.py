@@ -90,7 +90,8 @@ class _Validator:
         if isinstance(value, str):
             return self._string(value, schema, keypath)
         if isinstance(value, (list, tuple)):
-            return _size(keypath, len(value), schema, "minItems", "maxItems", "item") or self._items(value, schema, keypath)
+            sized = _size(keypath, len(value), schema, "minItems", "maxItems", "item")
+            return sized or self._items(value, schema, keypath)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return self._number(value, schema, keypath)
         return self._mapping(value, schema, keypath) if isinstance(value, Mapping) else None
@@ -246,7 +247,8 @@ def _hint(value: object, schema: Schema, keypath: KeyPath) -> str:
     allowed = [wanted] if isinstance(wanted, str) else list(wanted)
     if isinstance(value, str) and "array" in allowed:
         if any(c in value for c in ";|&<>$`*\"'\\"):
-            return f"; write {keypath[-1]} as a list of arguments (no shell runs it: for shell syntax use [sh, -c, '...'])"
+            return (f"; write {keypath[-1]} as a list of arguments "
+                    "(no shell runs it: for shell syntax use [sh, -c, '...'])")
         if 0 < len(value) <= 60:
             return f"; write {keypath[-1]}: [{', '.join(value.split())}]"
         return f"; write {keypath[-1]} as a YAML list of arguments"

@@ -127,7 +127,8 @@ def execution_request(plan: Any, run_dir: Path, *, settings: Any = None, jobs: i
 
     registry = get_registry()
     run_dir.mkdir(parents=True, exist_ok=True)
-    facts = FactStore.from_file(plan.facts_file, registry.detectors) if plan.facts_file else FactStore(registry.detectors)
+    facts = FactStore.from_file(plan.facts_file, registry.detectors) if plan.facts_file \
+        else FactStore(registry.detectors)
     session = engine.Session(registry, None, facts, None, tuple(plan.query.recipes_dirs), plan.facts_file)  # type: ignore[arg-type]
     engine.write_lock(run_dir, plan, session)
     return ExecutionRequest(plan=plan, facts=facts, registry=registry, run_dir=run_dir,
@@ -456,7 +457,7 @@ def recipe_problems(registry: Any, plugin: str) -> list[str]:
 
 def recipe_step_types(path: Path) -> list[str]:
     """The ``uses:`` values of a recipe file, loaded and validated by cmx-core."""
-    from cmx_core.recipe import load_recipe_file
+    from cmx_core.recipe_load import load_recipe_file
 
     recipe = load_recipe_file(path)
     return [step.uses for step in recipe.steps]

@@ -14,7 +14,8 @@ import pytest
 from cmx_core.catalog import Source, load_catalog
 from cmx_core.errors import RecipeError, UsageError
 from cmx_core.expr import ExpressionError, compile_expression
-from cmx_core.recipe import CLI_RESERVED_INPUTS, InputSpec, load_recipe_file
+from cmx_core.recipe import CLI_RESERVED_INPUTS, InputSpec
+from cmx_core.recipe_load import load_recipe_file
 
 HEADER = """
 name: {name}

@@ -179,7 +179,7 @@ def test_new_scaffolds_the_package(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_new_validates_the_recipe_with_cmx(tmp_path: Path) -> None:
-    from cmx_core.recipe import load_recipe_file
+    from cmx_core.recipe_load import load_recipe_file
 
     target = tmp_path / "cmx-demo"
     assert main(["plugins", "new", "cmx-demo", "--dir", str(tmp_path)]) == 0

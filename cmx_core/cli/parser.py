@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from cmx_core import __version__
+from cmx_core.errors import UsageError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn
-
-from cmx_core import __version__
-from cmx_core.errors import UsageError
 
 
 class Parser(argparse.ArgumentParser):

@@ -176,7 +176,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     registry = read_registry()
     installed = _installed_versions()
     results = [entry_document(e, installed) for e in registry.search(args.text)]
-    lines = [f"{r['name']:<16} {r['state']:<11} {'installed ' + r['installed'] if r['installed'] else 'not installed':<18} {r['summary']}" for r in results]
+    lines = [f"{r['name']:<16} {r['state']:<11} {_installed_label(r['installed']):<18} {r['summary']}" for r in results]
     _emit(args, {"query": args.text, "results": results},
           "\n".join(lines) or f"no plugin in the registry matches '{args.text}'")
     return 0
@@ -379,3 +379,7 @@ def cmd_new(args: argparse.Namespace) -> int:
           f"created {target}\n  next: pip install -e '{target}[test]' && "
           f"python -m pytest {target / 'tests'}")
     return 0
+
+
+def _installed_label(version: str | None) -> str:
+    return f"installed {version}" if version else "not installed"

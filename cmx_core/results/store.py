@@ -148,7 +148,7 @@ class ResultStore:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def index(self, document: Mapping[str, Any], result_path: Path) -> None:
+    def index(self, document: Mapping[str, Any], result_path: str | Path) -> None:
         """Add (or replace: re-indexing a run is idempotent) one run, in one transaction."""
         validate_document(document, source=str(result_path))
         row = _row(document, result_path)

@@ -97,9 +97,10 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
         if end.oom_killed:
             return JobStatus("oom", end.exit_code, f"container of {handle.image.tag} was OOM-killed (memory limit "
                              f"{opts.memory or 'none'}); raise the memory option. Last lines: {tail}")
-        state = "completed" if end.exit_code == 0 else "failed"
-        return JobStatus(state, end.exit_code, f"container of {handle.image.tag} exited with code "
-                         f"{end.exit_code}. Last lines: {tail}")
+        ended = f"container of {handle.image.tag} exited with code {end.exit_code}. Last lines: {tail}"
+        if end.exit_code == 0:
+            return JobStatus("completed", 0, ended)
+        return JobStatus("failed", end.exit_code, ended)
 
     def fetch(self, handle: DockerHandle, job: RemoteJob) -> Fetched:
         """The run directory is bind-mounted: only the log and the image record to keep."""
