@@ -21,7 +21,8 @@ CASES = [
     ("malformed-yaml", {"r": "name: r\ntags: [a\nsummary: x\n"}, ["--tags=a"], 2, ["r.yaml:", "malformed YAML"]),
     ("empty-file", {"r": ""}, ["--tags=a"], 2, ["r.yaml", "empty"]),
     ("wrong-type-tags", {"r": "name: r\ntags: 5\nsummary: x\n"}, ["--tags=a"], 2, ["r.yaml:2", "tags", "list of tags"]),
-    ("unknown-top-key", {"r": "name: r\ntags: [a]\nsummary: x\nstepz: []\n"}, ["--tags=a"], 2, ["r.yaml:4", "stepz", "unknown key"]),
+    ("unknown-top-key", {"r": "name: r\ntags: [a]\nsummary: x\nstepz: []\n"},
+     ["--tags=a"], 2, ["r.yaml:4", "stepz", "unknown key"]),
     ("unknown-nested-key", {"r": "name: r\ntags: [a]\nsummary: x\ninputs:\n  n: {type: integer, dflt: 3}\n"},
      ["--tags=a"], 2, ["r.yaml:5", "inputs.n.dflt"]),
     ("missing-summary", {"r": "name: r\ntags: [a]\n"}, ["--tags=a"], 2, ["r.yaml:1", "summary"]),
@@ -32,17 +33,20 @@ CASES = [
      ["--tags=a"], 2, ["r.yaml:5", "inputs.n.default", "integer"]),
     ("choice-without-choices", {"r": "name: r\ntags: [a]\nsummary: x\ninputs:\n  s: {type: choice}\n"},
      ["--tags=a"], 2, ["inputs.s.choices"]),
-    ("duplicate-step-id", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n  - {uses: shell, id: s}\n  - {uses: shell, id: s}\n"},
+    ("duplicate-step-id", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n  - {uses: shell, id: s}\n"
+                                "  - {uses: shell, id: s}\n"},
      ["--tags=a"], 2, ["r.yaml:6", "steps.1.id", "duplicate"]),
     ("when-syntax", {"r": "name: r\ntags: [a]\nsummary: x\ndeps:\n  - {tags: [ok], when: \"inputs.n >\"}\n"},
      ["--tags=a"], 2, ["r.yaml:5", "deps.0.when", "syntax"]),
-    ("when-calls", {"r": "name: r\ntags: [a]\nsummary: x\ndeps:\n  - {tags: [ok], when: \"__import__('os').system('true')\"}\n"},
+    ("when-calls", {"r": "name: r\ntags: [a]\nsummary: x\ndeps:\n"
+                         "  - {tags: [ok], when: \"__import__('os').system('true')\"}\n"},
      ["--tags=a"], 2, ["deps.0.when", "calls are not allowed"]),
     ("when-dunder", {"r": "name: r\ntags: [a]\nsummary: x\ndeps:\n  - {tags: [ok], when: \"inputs.__class__\"}\n"},
      ["--tags=a"], 2, ["deps.0.when", "__class__"]),
     ("when-lambda", {"r": "name: r\ntags: [a]\nsummary: x\ndeps:\n  - {tags: [ok], when: \"(lambda: 1)\"}\n"},
      ["--tags=a"], 2, ["deps.0.when", "Lambda"]),
-    ("when-unknown-name", {"r": "name: r\ntags: [a]\nsummary: x\ndeps:\n  - {tags: [ok], when: \"secrets == 1\"}\n", "ok": OK},
+    ("when-unknown-name", {"r": "name: r\ntags: [a]\nsummary: x\ndeps:\n"
+                                "  - {tags: [ok], when: \"secrets == 1\"}\n", "ok": OK},
      ["--tags=a"], 2, ["r.yaml:5", "unknown name 'secrets'"]),
     ("bad-version-range", {"r": "name: r\ntags: [a]\nsummary: x\ndeps:\n  - {tags: [ok], version: \"=>1\"}\n"},
      ["--tags=a"], 2, ["deps.0.version", "invalid version range"]),
@@ -56,49 +60,65 @@ CASES = [
     ("no-match-lists-candidates", {"ok": OK}, ["--tags=ok,gpu"], 2, ["ok: lacks tag 'gpu'"]),
     ("ambiguous-tags", {"a1": "name: a1\ntags: [a, one]\nsummary: x\n", "a2": "name: a2\ntags: [a, two]\nsummary: x\n"},
      ["--tags=a"], 2, ["match 2 recipes", "a1", "a2"]),
-    ("conflicting-variations", {"r": "name: r\ntags: [a]\nsummary: x\nvariations:\n  cpu: {group: dev, default: true}\n  gpu: {group: dev}\n"},
+    ("conflicting-variations", {"r": "name: r\ntags: [a]\nsummary: x\nvariations:\n  cpu: {group: dev, default: true}\n"
+                                     "  gpu: {group: dev}\n"},
      ["--tags=a,cpu,gpu"], 2, ["conflicting variations 'cpu' and 'gpu'", "dev"]),
-    ("two-defaults-in-group", {"r": "name: r\ntags: [a]\nsummary: x\nvariations:\n  cpu: {group: dev, default: true}\n  gpu: {group: dev, default: true}\n"},
+    ("two-defaults-in-group", {"r": "name: r\ntags: [a]\nsummary: x\nvariations:\n  cpu: {group: dev, default: true}\n"
+                                    "  gpu: {group: dev, default: true}\n"},
      ["--tags=a"], 2, ["variations.gpu.default", "already has default"]),
-    ("cycle", {"x": "name: x\ntags: [x]\nsummary: x\ndeps: [{tags: [y]}]\n", "y": "name: y\ntags: [y]\nsummary: y\ndeps: [{tags: [z]}]\n",
-               "z": "name: z\ntags: [z]\nsummary: z\ndeps: [{tags: [x]}]\n"}, ["--tags=x"], 2, ["dependency cycle: x -> y -> z -> x"]),
-    ("version-unsatisfied", {"r": "name: r\ntags: [a]\nsummary: x\ndeps:\n  - {tags: [ok], version: \">=2\"}\n", "ok": OK},
+    ("cycle", {"x": "name: x\ntags: [x]\nsummary: x\ndeps: [{tags: [y]}]\n",
+               "y": "name: y\ntags: [y]\nsummary: y\ndeps: [{tags: [z]}]\n",
+               "z": "name: z\ntags: [z]\nsummary: z\ndeps: [{tags: [x]}]\n"},
+     ["--tags=x"], 2, ["dependency cycle: x -> y -> z -> x"]),
+    ("version-unsatisfied", {"r": "name: r\ntags: [a]\nsummary: x\ndeps:\n"
+                                  "  - {tags: [ok], version: \">=2\"}\n", "ok": OK},
      ["--tags=a"], 2, ["deps.0.version", "ok 0 does not satisfy '>=2'"]),
-    ("duplicate-alias", {"r": "name: r\ntags: [a]\nsummary: x\ndeps:\n  - {tags: [ok]}\n  - {tags: [ok], as: ok}\n", "ok": OK},
+    ("duplicate-alias", {"r": "name: r\ntags: [a]\nsummary: x\ndeps:\n  - {tags: [ok]}\n"
+                              "  - {tags: [ok], as: ok}\n", "ok": OK},
      ["--tags=a"], 2, ["alias 'ok'"]),
     ("input-wrong-type", {"r": "name: r\ntags: [a]\nsummary: x\ninputs:\n  n: {type: integer, default: 1}\n"},
      ["--tags=a", "--n=abc"], 2, ["input 'n' expects integer, got 'abc'"]),
-    ("input-out-of-range", {"r": "name: r\ntags: [a]\nsummary: x\ninputs:\n  n: {type: integer, default: 1, max: 10}\n"},
+    ("input-out-of-range", {"r": "name: r\ntags: [a]\nsummary: x\ninputs:\n"
+                                 "  n: {type: integer, default: 1, max: 10}\n"},
      ["--tags=a", "--input.n=11"], 2, ["input 'n' = 11 is above the maximum 10"]),
-    ("input-not-a-choice", {"r": "name: r\ntags: [a]\nsummary: x\ninputs:\n  s: {type: choice, choices: [A, B], default: A}\n"},
+    ("input-not-a-choice", {"r": "name: r\ntags: [a]\nsummary: x\ninputs:\n"
+                                 "  s: {type: choice, choices: [A, B], default: A}\n"},
      ["--tags=a", "--s=C"], 2, ["input 's' = 'C' is not one of: A, B"]),
     ("unknown-input", {"ok": OK}, ["--tags=ok", "--input.nope=1"], 2, ["unknown input 'nope' for recipe ok"]),
     ("missing-required-input", {"r": "name: r\ntags: [a]\nsummary: x\ninputs:\n  p: {type: path, required: true}\n"},
      ["--tags=a"], 2, ["needs input 'p'", "--p=VALUE"]),
-    ("conflict-with-variation-input", {"r": "name: r\ntags: [a]\nsummary: x\ninputs:\n  n: {type: integer, default: 1}\n"
+    ("conflict-with-variation-input", {"r": "name: r\ntags: [a]\nsummary: x\ninputs:\n"
+                                            "  n: {type: integer, default: 1}\n"
                                         "variations:\n  big: {inputs: {n: 100}}\n"},
      ["--tags=a,big", "--n=5"], 2, ["conflicts with variation 'big'"]),
-    ("variation-sets-undeclared-input", {"r": "name: r\ntags: [a]\nsummary: x\nvariations:\n  big: {inputs: {n: 100}}\n"},
+    ("variation-sets-undeclared-input", {"r": "name: r\ntags: [a]\nsummary: x\nvariations:\n"
+                                              "  big: {inputs: {n: 100}}\n"},
      ["--tags=a"], 2, ["variations.big.inputs.n", "does not declare"]),
     ("requires-unsatisfied", {"r": "name: r\ntags: [a]\nsummary: x\nrequires: {os.name: plan9}\n"},
      ["--tags=a"], 2, ["requires os.name plan9; this machine has: linux"]),
-    ("shell-cmd-string", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n  - {uses: shell, with: {cmd: \"echo hi; rm -rf /\"}}\n"},
+    ("shell-cmd-string", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n"
+                               "  - {uses: shell, with: {cmd: \"echo hi; rm -rf /\"}}\n"},
      ["--tags=a"], 2, ["steps.0.with.cmd must be a list, not a string", "list of arguments", "[sh, -c"]),
-    ("template-unknown-name", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n  - {uses: shell, with: {cmd: [echo, \"{{ inputs.nope }}\"]}}\n"},
+    ("template-unknown-name", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n"
+                                    "  - {uses: shell, with: {cmd: [echo, \"{{ inputs.nope }}\"]}}\n"},
      ["--tags=a"], 2, ["steps.0.with", "nope"]),
-    ("template-sandbox", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n  - {uses: shell, with: {cmd: [echo, \"{{ ''.__class__.__mro__ }}\"]}}\n"},
+    ("template-sandbox", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n"
+                               "  - {uses: shell, with: {cmd: [echo, \"{{ ''.__class__.__mro__ }}\"]}}\n"},
      ["--tags=a"], 2, ["steps.0.with.cmd[1]", "private attributes"]),
     ("bad-jobs", {"ok": OK}, ["--tags=ok", "-j", "abc"], 2, ["argument -j/--jobs: invalid int value"]),
     ("zero-jobs", {"ok": OK}, ["--tags=ok", "-j", "0"], 2, ["-j must be at least 1"]),
     ("stray-argument", {"ok": OK}, ["--tags=ok", "oops"], 2, ["unrecognized argument 'oops'"]),
     ("unknown-executor", {"ok": OK}, ["--tags=ok", "--executor=nowhere"], 2, ["executor 'nowhere'"]),
-    ("step-exits-nonzero", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n  - {uses: shell, with: {cmd: [sh, -c, \"echo boom >&2; exit 3\"]}}\n"},
+    ("step-exits-nonzero", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n"
+                                 "  - {uses: shell, with: {cmd: [sh, -c, \"echo boom >&2; exit 3\"]}}\n"},
      ["--tags=a"], 1, ["r / step step0", "exited with code 3", "boom"]),
-    ("step-times-out", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n  - {uses: shell, timeout_s: 0.5, with: {cmd: [sleep, \"30\"]}}\n"},
+    ("step-times-out", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n"
+                             "  - {uses: shell, timeout_s: 0.5, with: {cmd: [sleep, \"30\"]}}\n"},
      ["--tags=a"], 1, ["timed out after 0.5 s"]),
     ("shell-cmd-boolean", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n  - {uses: shell, with: {cmd: [true]}}\n"},
      ["--tags=a"], 2, ["cmd[0] must be a string or a number, not a boolean (True)", "quote it"]),
-    ("step-output-not-json", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n  - {uses: shell, with: {cmd: [echo, \"{not json\"], parse: json}}\n"},
+    ("step-output-not-json", {"r": "name: r\ntags: [a]\nsummary: x\nsteps:\n"
+                                   "  - {uses: shell, with: {cmd: [echo, \"{not json\"], parse: json}}\n"},
      ["--tags=a"], 1, ["stdout is not JSON"]),
 ]
 

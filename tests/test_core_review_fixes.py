@@ -47,14 +47,15 @@ def test_parametric_values_with_dots_and_conflicting_values(recipes) -> None:
     recipes("p", "name: p\ntags: [p]\nsummary: p\ninputs: {lr: {type: number, default: 1}}\n"
                  "variations:\n  lr.#: {inputs: {lr: '#'}}\n")
     assert cmx_core.plan("p,lr.0.01", recipes_dirs=[recipes.dir]).root.inputs["lr"] == 0.01
-    with pytest.raises(cmx_core.api.ResolveError, match="two values: 0.1 and 0.2"):
+    with pytest.raises(cmx_core.api.ResolveError, match=r"two values: 0\.1 and 0\.2"):
         cmx_core.plan("p,lr.0.1,lr.0.2", recipes_dirs=[recipes.dir])
 
 
 def test_sigterm_cleans_up_like_ctrl_c(recipes, tmp_path, cmx_home) -> None:
     marker = tmp_path / "child.pid"
     recipes("hang", f"name: hang\ntags: [hang]\nsummary: long\n"
-                    f"steps: [{{uses: shell, with: {{cmd: [sh, -c, 'echo $$ > \"$1\"; exec sleep 60', sh, '{marker}']}}}}]\n")
+                    f"steps: [{{uses: shell, with: {{cmd: [sh, -c, 'echo $$ > \"$1\"; exec sleep 60', "
+                    f"sh, '{marker}']}}}}]\n")
     proc = subprocess.Popen([sys.executable, "-m", "cmx_core.cli.main", "run", "recipe", "--tags=hang",
                              "--recipes", str(recipes.dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 30

@@ -26,7 +26,8 @@ inputs:
   label: {type: string, default: x}
 steps:
   - uses: shell
-    with: {cmd: [sh, -c, 'echo run >> "$1"; echo "$2" > out.txt; echo value=$2', sh, "{{ inputs.log }}", "{{ inputs.label }}"], parse: kv}
+    with: {cmd: [sh, -c, 'echo run >> "$1"; echo "$2" > out.txt; echo value=$2', sh, "{{ inputs.log }}",
+                 "{{ inputs.label }}"], parse: kv}
 outputs:
   value: {}
   file: {value: "{{ node.dir }}/out.txt"}
@@ -194,7 +195,7 @@ def test_ctrl_c_stops_cleanly(recipes, tmp_path, cmx_home) -> None:
         time.sleep(0.05)
     time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "interrupted" in err
     child = int(marker.read_text())
@@ -308,7 +309,8 @@ def test_executor_options_and_container_routing(cli, recipes, monkeypatch) -> No
     assert "recipe boxed runs in container 'python': no loaded plugin provides executor 'docker'" in result.err
     assert "--executor local" in result.err
     assert cli("run", "recipe", "--tags=boxed", "--recipes", recipes.dir, "--executor", "local").code == 0
-    bad = cli("run", "recipe", "--tags=boxed", "--recipes", recipes.dir, "--executor", "local", "--executor-opt", "nokey")
+    bad = cli("run", "recipe", "--tags=boxed", "--recipes", recipes.dir,
+              "--executor", "local", "--executor-opt", "nokey")
     assert bad.code == 2 and "expected KEY=VALUE" in bad.err
     unknown = cli("run", "recipe", "--tags=boxed", "--recipes", recipes.dir, "--executor", "local",
                   "--executor-opt", "session=x")  # settings are typed: the local executor has none
@@ -371,7 +373,8 @@ def test_facts_a_step_reads_are_checked_on_a_hit(recipes, tmp_path) -> None:
 
 
 def test_cmx_facts_step_is_keyed_by_the_facts_it_returns(recipes, tmp_path) -> None:
-    recipes("osf", "name: osf\ntags: [osf]\nsummary: os facts\nsteps: [{uses: cmx.facts, with: {names: [os]}}]\noutputs: [os]\n")
+    recipes("osf", "name: osf\ntags: [osf]\nsummary: os facts\nsteps: [{uses: cmx.facts, with: {names: [os]}}]\n"
+                   "outputs: [os]\n")
     facts = tmp_path / "facts.json"
     facts.write_text(json.dumps({"facts": {"os": {"name": "linux", "kernel": "9.9"}}}))
     here = cmx_core.run("osf", recipes_dirs=[recipes.dir])
@@ -386,7 +389,8 @@ def _loud(ctx: StepContext) -> dict:
 
 
 def test_a_step_printing_does_not_break_json(cli, recipes) -> None:
-    recipes("loud", f"name: loud\ntags: [loud]\nsummary: prints\nsteps: [{{uses: python, with: {{function: '{__name__}:_loud'}}}}]\n")
+    recipes("loud", f"name: loud\ntags: [loud]\nsummary: prints\n"
+                    f"steps: [{{uses: python, with: {{function: '{__name__}:_loud'}}}}]\n")
     sys.path.insert(0, str(Path(__file__).parent))
     try:
         result = cli("run", "recipe", "--tags=loud", "--recipes", recipes.dir, "--json")

@@ -193,7 +193,8 @@ def test_unary_minus_on_numbers_in_conditions() -> None:
 
 def test_negative_bound_in_when_plans(cli, recipes) -> None:
     recipes("neg", BASE.format(name="neg").lstrip().replace(
-        "  - {uses: shell,", "  - {when: 'inputs.n > -1', uses: shell,") + "inputs:\n  n: {type: integer, default: 0}\n")
+        "  - {uses: shell,", "  - {when: 'inputs.n > -1', uses: shell,"
+    ) + "inputs:\n  n: {type: integer, default: 0}\n")
     result = cli("plan", "--tags=neg", "--recipes", recipes.dir, "--json")
     assert result.code == 0, result.err
     assert json.loads(result.out)

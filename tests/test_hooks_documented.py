@@ -74,7 +74,7 @@ def test_hookspec_docstring_has_a_matching_example(hook: str) -> None:
 def _doc_sections() -> dict[str, str]:
     text = DOCS.read_text(encoding="utf-8")
     parts = re.split(r"^### (\w+)\s*$", text, flags=re.MULTILINE)
-    return dict(zip(parts[1::2], parts[2::2]))
+    return dict(zip(parts[1::2], parts[2::2], strict=True))  # re.split gives [head, name, body, name, body, ...]
 
 
 @pytest.mark.parametrize("hook", sorted(HOOKS))

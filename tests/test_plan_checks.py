@@ -85,9 +85,11 @@ CASES = [
      ["steps.0.with needs 'function'", "add function:"]),
     ("python-bad-function", "steps:\n  - {uses: python, with: {function: os.system}}\n",
      ["steps.0.with.function = 'os.system' is not package.module:function"]),
-    ("output-value-undefined", "steps:\n  - {uses: shell, with: {cmd: [echo]}}\noutputs:\n  o: {value: '{{ inputs.nope }}'}\n",
+    ("output-value-undefined", "steps:\n  - {uses: shell, with: {cmd: [echo]}}\noutputs:\n"
+                               "  o: {value: '{{ inputs.nope }}'}\n",
      ["r.yaml:15: outputs.o.value", "inputs.nope"]),
-    ("template-in-nested-list", "steps:\n  - {uses: python, with: {function: 'm:f', args: [[a, '{{ inputs.tpye }}']]}}\n",
+    ("template-in-nested-list", "steps:\n"
+                                "  - {uses: python, with: {function: 'm:f', args: [[a, '{{ inputs.tpye }}']]}}\n",
      ["steps.0.with.args[0][1]", "did you mean inputs.type?"]),
     ("dep-with-reads-run-name", "  - {tags: [sentinel], as: other, with: {x: '{{ steps.a.b }}'}}\n",
      ["deps.1.with.x", "not known yet when a dep's with: is rendered"]),
@@ -137,15 +139,22 @@ def test_run_refuses_before_any_node_runs(case, cli, recipes, bad_recipe, cmx_ho
 
 GOOD = [
     ("guarded-skipped-dep", ("  - {tags: [sentinel], as: gpu_only, when: \"variation.device == 'gpu'\"}\n"
-     "steps:\n  - {uses: shell, with: {cmd: [echo, \"{{ deps.gpu_only.path if deps.gpu_only is defined else '' }}\"]}}\n")),
+     "steps:\n"
+     "  - {uses: shell, with: {cmd: [echo, \"{{ deps.gpu_only.path if deps.gpu_only is defined else '' }}\"]}}\n")),
     ("default-filter", "steps:\n  - {uses: shell, with: {cmd: [echo, \"{{ inputs.other | default('x') }}\"]}}\n"),
-    ("loops-and-globals", "steps:\n  - {uses: shell, with: {cmd: [echo, \"{% for v in variations %}{{ v }}{{ loop.index }}{% endfor %}{{ range(2) | list }}\"]}}\n"),
+    ("loops-and-globals", "steps:\n  - {uses: shell, with: {cmd: [echo, "
+                          "\"{% for v in variations %}{{ v }}{{ loop.index }}{% endfor %}{{ range(2) | list }}\"]}}\n"),
     ("earlier-step-and-dirs", ("steps:\n  - {uses: shell, id: first, with: {cmd: [echo]}}\n"
-     "  - {uses: shell, with: {cmd: [echo, '{{ steps.first.returncode }}', '{{ node.dir }}/x', '{{ run.dir }}', '{{ node.id }}']}}\n"
+     "  - {uses: shell, with: {cmd: [echo, '{{ steps.first.returncode }}', '{{ node.dir }}/x', '{{ run.dir }}', "
+     "'{{ node.id }}']}}\n"
      "outputs:\n  o: {value: '{{ steps.first.stdout_path }}'}\n")),
     ("unknown-type-expression-as-list", "steps:\n  - {uses: shell, with: {cmd: '{{ deps.sentinel.path }}'}}\n"),
-    ("typed-input-template", "steps:\n  - {uses: shell, with: {cmd: [echo], timeout_s: '{{ inputs.n }}', parse: '{{ inputs.type }}'}}\n"),
-    ("mapping-methods", "steps:\n  - {uses: shell, with: {cmd: [echo, '{{ inputs.items() | list }}', '{{ inputs[\"type\"] }}']}}\n"),
+    ("typed-input-template", "steps:\n"
+                             "  - {uses: shell, with: {cmd: [echo], timeout_s: '{{ inputs.n }}', "
+                             "parse: '{{ inputs.type }}'}}\n"),
+    ("mapping-methods", "steps:\n"
+                        "  - {uses: shell, with: {cmd: [echo, '{{ inputs.items() | list }}', "
+                        "'{{ inputs[\"type\"] }}']}}\n"),
     ("dep-with-over-inputs", ("  - {tags: [sentinel], as: again, when: 'inputs.n > 5', with: {}}\n"
      "steps:\n  - {uses: shell, with: {cmd: [echo, '{{ variation.device }}', '{{ facts.os.name }}']}}\n")),
 ]

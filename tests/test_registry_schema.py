@@ -70,7 +70,7 @@ def test_cmx_registry_env_var_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("CMX_REGISTRY", str(path))
     assert [e.name for e in read_registry().entries] == ["cmx-acme"]
     monkeypatch.setenv("CMX_REGISTRY", str(tmp_path / "missing.yaml"))
-    with pytest.raises(RegistryError, match="CMX_REGISTRY=.*missing.yaml: no such file"):
+    with pytest.raises(RegistryError, match=r"CMX_REGISTRY=.*missing\.yaml: no such file"):
         registry_path()
 
 

@@ -109,7 +109,8 @@ CHANGES = {
     "a fact's cache file was rewritten": lambda ctx: _touch_later(ctx["home"] / "cache" / "facts" / "memory.json"),
     "the cache entry was removed": lambda ctx: [
         __import__("shutil").rmtree(p) for p in (ctx["home"] / "cache" / "entries").glob("*/*")],
-    "the memo is corrupt": lambda ctx: [p.write_text("{not json") for p in (ctx["home"] / "cache" / "replay").iterdir()],
+    "the memo is corrupt": lambda ctx: [
+        p.write_text("{not json") for p in (ctx["home"] / "cache" / "replay").iterdir()],
     "the memo's deadline passed": lambda ctx: [_expire(p) for p in (ctx["home"] / "cache" / "replay").iterdir()],
 }
 
@@ -293,7 +294,8 @@ def test_a_memo_not_signed_with_this_users_key_is_ignored(cli, cmx_home) -> None
 
 
 @pytest.mark.parametrize("damage", [
-    {"files": 3}, {"facts": [{"name": "os"}]}, {"recipe": "../../escaped"}, {"recipe": ""}, {"document": {"run_id": "x"}}, {"plan_json": None},
+    {"files": 3}, {"facts": [{"name": "os"}]}, {"recipe": "../../escaped"}, {"recipe": ""},
+    {"document": {"run_id": "x"}}, {"plan_json": None},
     {"discovery": None}, {"validators": [{"ref": ["fn", "cmx_core.datautil", "digest"]}]},
 ])
 def test_a_damaged_memo_falls_back_to_the_full_path(cli, cmx_home, damage) -> None:

@@ -100,7 +100,7 @@ def test_compare_flags_units(home: Path, capsys: pytest.CaptureFixture[str]) -> 
     for run_id, unit in (("ms-run", "ms"), ("s-run", "s")):
         _index(run_id, ResultPart(status="completed", benchmark={"suite": "custom", "task": "t"},
                                   metrics={"latency": Metric(1.0, unit, False)}))
-    code, out, _ = _run(["results", "compare", "ms-run", "s-run"], capsys)
+    _code, out, _ = _run(["results", "compare", "ms-run", "s-run"], capsys)
     assert "units differ" in out and "ms / s" in out
 
 
@@ -166,7 +166,7 @@ def test_corrupt_database_through_cmx_main(home: Path, capsys: pytest.CaptureFix
 
 def test_unknown_format_is_exit_2(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _index("r1")
-    code, out, err = _cmx(["results", "export", "--format", "xlsx", str(tmp_path / "x"), "r1"], capsys)
+    code, _out, err = _cmx(["results", "export", "--format", "xlsx", str(tmp_path / "x"), "r1"], capsys)
     assert code == 2 and "unknown export format 'xlsx'" in err and "csv, json" in err
 
 
