@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cmx_core import paths
+from cmx_core import paths, reads
 from cmx_core.datautil import iter_strings
 from cmx_core.errors import CacheError
 
@@ -76,6 +76,7 @@ class Cache:
         """The valid entry for ``key`` (or None) and why it is not usable."""
         path = self.entry_dir(key)
         meta_file = path / META
+        reads.file(meta_file)  # a hit, or a miss, holds only while this file stays as it is
         if not meta_file.exists():
             return None, "no entry"
         meta = _read_meta(meta_file)
@@ -87,6 +88,10 @@ class Cache:
         changed = _changed_path(meta.get("paths", {}))
         if changed:
             return None, f"recorded path changed: {changed}"
+        for recorded in meta.get("paths", {}):
+            reads.file(recorded)
+        if expires_s is not None:
+            reads.deadline(float(meta.get("created", 0)) + float(expires_s))
         return CacheEntry(key, path, meta), "hit"
 
     # -- writing --------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from itertools import chain
 from pathlib import Path
 from typing import NamedTuple, cast
 
-from cmx_core import paths
+from cmx_core import paths, reads
 from cmx_core.catalog_index import (
     _BOUNDS,
     _DIGEST_LEN,
@@ -253,6 +253,7 @@ def core_recipes_dir() -> Path:
     """The collection shipped in the wheel (``cmx_core/recipes``) or, in a checkout, ``recipes/``."""
     here = Path(__file__).resolve().parent
     shipped = here / "recipes"
+    reads.file(shipped)  # if it appears or goes, the core collection moves
     return shipped if shipped.is_dir() else here.parent / "recipes"
 
 
@@ -265,8 +266,12 @@ def default_sources(extra_dirs: Iterable[Path], plugin_paths: PluginRecipePaths)
     recipe directories (``plugin_paths``, i.e. ``registry.recipe_paths``), the core
     collection."""
     sources = [Source("--recipes", Path(d)) for d in extra_dirs]
+    reads.env("CMX_RECIPES_PATH")
     env = os.environ.get("CMX_RECIPES_PATH", "")
-    sources += [Source("CMX_RECIPES_PATH", Path(p)) for p in env.split(os.pathsep) if p]
+    for entry in env.split(os.pathsep):
+        if entry:
+            reads.link(entry)
+            sources.append(Source("CMX_RECIPES_PATH", Path(entry)))
     sources += [Source(f"plugin:{name}", Path(p)) for name, p in plugin_paths]
     sources.append(Source("core", core_recipes_dir()))
     return sources
@@ -295,6 +300,7 @@ def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None =
     try:
         for source in sources:
             catalog.add_source(source.label, index.scan(str(source.directory)))
+            reads.tree(source.directory, SUFFIXES)  # what resolves depends on every file there
     finally:
         if enabled:
             gc.enable()

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cmx_core import __version__
+from cmx_core import __version__, reads
 from cmx_core.cache import Cache, CacheEntry, Staging, rebase
 from cmx_core.datautil import digest, freeze, thaw
 from cmx_core.errors import CmxError, Interrupted, StepFailed
@@ -348,7 +348,22 @@ def entry_invalid(entry: Any, node: PlanNode, facts: FactStore, registry: Regist
                 return f"{step.uses} validator failed: {exc}"
             if not ok:
                 return f"{step.uses} validator refused the entry"
+            _report_validator(step.uses, step_type.validate, entry.path)
     return None
+
+
+def _report_validator(step: str, validate: Any, entry_path: Path) -> None:
+    """The read recorder must call this validator again on the entry (if it can)."""
+    if reads.active() is None:
+        return
+    from cmx_core.cache import META
+    from cmx_core.refs import reference
+
+    ref = reference(validate)
+    if ref is None:
+        reads.refuse(f"step type {step}: validator cannot be found by name")
+    else:
+        reads.validator(step, ref, str(entry_path / META))
 
 
 class FactsView(Mapping[str, Any]):

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cmx_core import paths
+from cmx_core import paths, reads
 from cmx_core.datautil import atomic_write, to_plain
 from cmx_core.errors import CmxError, ResolveError
 from cmx_core.providers import Detector
@@ -78,6 +78,7 @@ class FactStore:
         if self.file_facts is not None:
             if name not in self.file_facts:
                 raise ResolveError(f"fact '{name}' is not in the facts file {self.source}")
+            reads.refuse("facts come from a facts file")
             return self.file_facts[name]
         detector = self.detectors.get(name)
         if detector is None:
@@ -91,6 +92,7 @@ class FactStore:
             cached = _read_cached(cache_file, detector, fingerprint)
             if cached is not None:
                 self.used[detector.name] = (detector, fingerprint, cached["value"])
+                _report_read(detector, fingerprint, cached["value"], cache_file, float(cached.get("created", 0)))
                 return cached["value"]
         try:
             value = to_plain(detector.detect())
@@ -99,10 +101,12 @@ class FactStore:
         except Exception as exc:  # noqa: BLE001 - a buggy detector must not stop the run
             self.errors[detector.name] = f"{type(exc).__name__}: {exc}"
             print(f"cmx: warning: detector '{detector.name}' ({detector.plugin}) failed: {exc}", file=sys.stderr)
+            reads.refuse(f"detector {detector.name} failed")
             return None
         if detector.ttl_s:
             _write_cached(cache_file, detector, fingerprint, value)
         self.used[detector.name] = (detector, fingerprint, value)
+        _report_read(detector, fingerprint, value, cache_file, time.time())
         return value
 
     def snapshot(self, names: tuple[str, ...] = SYSTEM_FACTS) -> dict[str, Any]:
@@ -112,6 +116,32 @@ class FactStore:
             if name in self.available():
                 result[name] = self.try_get(name)
         return result
+
+
+def _report_read(detector: Detector, fingerprint: str, value: Any, cache_file: Path, created: float) -> None:
+    """Tell the read recorder how a later process can check this fact again: through its
+    fingerprint function (a cached fact, whose cache file and expiry count too), or by
+    detecting it again and comparing digests."""
+    if reads.active() is None:
+        return
+    from cmx_core.datautil import digest
+    from cmx_core.refs import reference
+
+    name = detector.name
+    if detector.ttl_s:
+        ref = reference(detector.fingerprint) if detector.fingerprint else None
+        if detector.fingerprint is not None and ref is None:
+            reads.refuse(f"fact {name}: fingerprint function cannot be found by name")
+        if fingerprint.startswith("error:"):
+            reads.refuse(f"fact {name}: fingerprint failed")
+        reads.fact(name, {"fingerprint_ref": ref, "fingerprint": fingerprint})
+        reads.file(cache_file)
+        reads.deadline(created + float(detector.ttl_s))
+        return
+    ref = reference(detector.detect)
+    if ref is None:
+        reads.refuse(f"fact {name}: detect function cannot be found by name")
+    reads.fact(name, {"detect_ref": ref, "digest": digest(value)})
 
 
 def _no_detector(name: str) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cmx_core import __version__
+from cmx_core import __version__, reads
 from cmx_core.cache import Cache
 from cmx_core.datautil import digest
 from cmx_core.recipe import Recipe, StepSpec
@@ -176,6 +176,7 @@ def _path_stats(rnode: ResolvedNode) -> dict[str, Any]:
     for name, spec in rnode.recipe.inputs.items():
         value = rnode.inputs.get(name)
         if spec.type == "path" and isinstance(value, str):
+            reads.file(value)  # its state is part of the key, present or not
             try:
                 st = os.stat(value)
             except OSError:
@@ -192,6 +193,8 @@ def _allowed_env(rnode: ResolvedNode) -> dict[str, str | None]:
     for step in rnode.steps:
         allow = step.with_.get("env_allow") or ()
         names.update(str(n) for n in ([allow] if isinstance(allow, str) else allow))
+    for name in names:
+        reads.env(name)
     return {name: os.environ.get(name) for name in sorted(names)}
 
 

@@ -35,6 +35,7 @@ import sys
 import time
 
 from cmx_core import __version__, paths
+from cmx_core.reads import file_state
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -127,15 +128,6 @@ def disabled() -> bool:
 
 DAMAGED = (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError)
 """What reading a memo that is not as cmx wrote it raises."""
-
-
-def file_state(path: str) -> list[Any]:
-    """``[path, size, mtime_ns]``, or ``[path, None, None]`` when it does not exist."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return [path, None, None]
-    return [path, st.st_size, st.st_mtime_ns]
 
 
 def try_replay(argv: list[str], key: str | None) -> int | None:

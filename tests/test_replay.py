@@ -230,11 +230,12 @@ def _rewrite_fact_value(home: Path) -> None:
     path.write_text(json.dumps(data))
 
 
+# the read log names the file whose state changed after the run read it
 @pytest.mark.parametrize(("change", "why"), [
-    (lambda ctx: _rewrite_entry_outputs(ctx["home"]), "its cache entry was replaced while the run went on"),
-    (lambda ctx: _touch_later(ctx["recipe"]), "a recipe file changed while the run went on"),
-    (lambda ctx: ctx["data"].write_text("two!"), "changed while the run went on"),
-    (lambda ctx: _rewrite_fact_value(ctx["home"]), "fact memory: its cache file changed while the run went on"),
+    (lambda ctx: _rewrite_entry_outputs(ctx["home"]), "meta.json changed while the run went on"),
+    (lambda ctx: _touch_later(ctx["recipe"]), "echo.yaml changed while the run went on"),
+    (lambda ctx: ctx["data"].write_text("two!"), "data.txt changed while the run went on"),
+    (lambda ctx: _rewrite_fact_value(ctx["home"]), "memory.json changed while the run went on"),
 ])
 def test_what_changes_while_the_run_goes_on_prevents_the_memo(cli, recipes, tmp_path, monkeypatch, cmx_home,
                                                              change, why) -> None:
