@@ -108,7 +108,7 @@ def _index(document: dict[str, Any], result_path: Path) -> None:
     from cmx_core import paths
     from cmx_core.results.store import ResultStore
 
-    ResultStore(paths.results_db()).index(document, result_path)
+    ResultStore(paths.results_db()).index(document, result_path, validated=True)  # write_result did
 
 
 def _write_json(path: Path, value: Any) -> None:

@@ -298,7 +298,7 @@ def _write_run(run: _Run) -> int:
     atomic_write(os.path.join(run.run_dir, "lock.json"), run.lock_json)
     atomic_write(run.result_path, run.text)
     document, result_path = run.document, run.result_path
-    ResultStore(os.path.join(paths.data_root(), paths.RESULTS_DB)).index(document, result_path)
+    ResultStore(os.path.join(paths.data_root(), paths.RESULTS_DB)).index(document, result_path, validated=True)
     if run.verbose and not run.json_output:
         for node_id in run.nodes:
             print(f"cmx: done {node_id} (cached)", file=sys.stderr)

@@ -148,9 +148,12 @@ class ResultStore:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def index(self, document: Mapping[str, Any], result_path: str | Path) -> None:
-        """Add (or replace: re-indexing a run is idempotent) one run, in one transaction."""
-        validate_document(document, source=str(result_path))
+    def index(self, document: Mapping[str, Any], result_path: str | Path, *, validated: bool = False) -> None:
+        """Add (or replace: re-indexing a run is idempotent) one run, in one transaction.
+        ``validated``: the caller has just validated ``document`` (the engine, which writes
+        it), so it is not validated a second time."""
+        if not validated:
+            validate_document(document, source=str(result_path))
         row = _row(document, result_path)
         metrics = _metric_rows(document)
         with self._connect(write=True) as conn:
