@@ -250,7 +250,7 @@ class PluginConformance:
                 node_id=f"conformance/{name}")
             raw = step.run(ctx)
             output = raw if isinstance(raw, StepOutput) else StepOutput(outputs=dict(raw))
-            problems = output_problems(name, output, sample)
+            problems = output_problems(name, output, sample, suites=conformance_registry.suites)
             assert not problems, "\n".join(problems)
             self.check_step_output(name, output, sample)
             ran += 1
@@ -463,7 +463,8 @@ def recipe_step_types(path: Path) -> list[str]:
     return [step.uses for step in recipe.steps]
 
 
-def output_problems(step: str, output: Any, sample: StepSample) -> list[str]:
+def output_problems(step: str, output: Any, sample: StepSample,
+                    suites: Mapping[str, Any] | None = None) -> list[str]:
     """What is wrong with a step's output (empty: nothing)."""
     from cmx_core.api import ResultPart
 
@@ -484,7 +485,7 @@ def output_problems(step: str, output: Any, sample: StepSample) -> list[str]:
             for mname, metric in part.metrics.items():
                 if not getattr(metric, "unit", ""):
                     problems.append(f"step '{step}': metric '{mname}' has no unit")
-            problems.extend(result_part_problems(step, output))
+            problems.extend(result_part_problems(step, output, suites))
     return problems
 
 
@@ -492,7 +493,8 @@ def result_part_problems(step: str, output: Any, suites: Mapping[str, Any] | Non
     """Whether the step's result part makes a schema-valid result document, as cmx would
     write it after a run of a recipe with this one step: with the suites loaded (the
     current registry's when ``suites`` is None), so a suite nobody provides and a section
-    that breaks its suite's schema are problems."""
+    that breaks its suite's schema are problems. The current registry is loaded fresh, not
+    through the process-wide one, so a narrowed ``CMX_LOAD_PLUGINS`` is never cached."""
     import tempfile
     from datetime import datetime, timezone
 
@@ -501,9 +503,9 @@ def result_part_problems(step: str, output: Any, suites: Mapping[str, Any] | Non
     from cmx_core.results.validate import validate_document
 
     if suites is None:
-        from cmx_core.plugins import get_registry
+        from cmx_core.plugins import load_registry
 
-        suites = get_registry().suites
+        suites = load_registry().suites
     now = datetime.now(timezone.utc)
     with tempfile.TemporaryDirectory() as run_dir:
         record = RunRecord(
