@@ -105,13 +105,15 @@ def plugin_sources(root: Path) -> dict[str, Path]:
     return found
 
 
-_FORCE_SECTION = re.compile(r"^\[tool\.hatch\.build(?:\.targets\.wheel)?\.force-include\]\s*$(.*?)(?=^\[|\Z)",
-                            re.MULTILINE | re.DOTALL)
+_FORCE_SECTION = re.compile(
+    r"^\[tool\.hatch\.build(?:\.targets\.wheel)?\.(?:force-include|shared-scripts|shared-data)\]\s*$(.*?)(?=^\[|\Z)",
+    re.MULTILINE | re.DOTALL)
 _FORCE_KEY = re.compile(r'^\s*"([^"]+)"\s*=', re.MULTILINE)
 
 
 def _force_included(text: str) -> list[str]:
-    """Paths (relative to the package, maybe ``../``) its pyproject force-includes."""
+    """Paths (relative to the package, maybe ``../``) its pyproject force-includes or ships
+    as shared scripts or data (cmx-core's ``scripts/cmx``)."""
     return [key for section in _FORCE_SECTION.findall(text) for key in _FORCE_KEY.findall(section)]
 
 
