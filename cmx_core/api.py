@@ -9,7 +9,8 @@ Providers and values: :class:`StepType`, :class:`Detector`, :class:`Executor`,
 :class:`RemoteJob` and :class:`JobStatus`. Errors: :class:`CmxError` and its
 subclasses. Markers: :data:`hookimpl`. Engine entry points (imported lazily):
 ``run``, ``plan``, ``explain``, ``list_recipes``, ``detect_facts``; the types a provider
-is handed (``Plan``, ``PlanNode``, ``Registry``, ``FactStore``); the result validator
+is handed (``Plan``, ``PlanNode``, ``Registry``, ``FactStore``); ``plan_plugins(plan,
+registry)``, the plugins a plan uses; the result validator
 ``validate_document(document, source, suites)`` for tools that read or check result documents.
 """
 
@@ -52,6 +53,7 @@ from cmx_core.providers import (
 )
 
 if TYPE_CHECKING:  # the lazy names, for type checkers
+    from cmx_core.engine import plan_plugins
     from cmx_core.facts import FactStore
     from cmx_core.planner import Plan, PlanNode
     from cmx_core.plugins import Registry
@@ -66,13 +68,14 @@ __all__ = [
     "ResolveError", "ResultPart", "ResultsError", "RunError", "StepContext", "StepFailed",
     "StepOutput", "StepType", "Suite",
     "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
-    "validate_document",  # noqa: F822 - lazy
+    "validate_document", "plan_plugins",  # noqa: F822 - lazy
 ]
 
 _LAZY = {
     "run": "cmx_core.engine", "plan": "cmx_core.engine", "explain": "cmx_core.engine",
     "list_recipes": "cmx_core.engine", "detect_facts": "cmx_core.engine",
     "validate_document": "cmx_core.results.validate",
+    "plan_plugins": "cmx_core.engine",
     "RemoteExecutor": "cmx_core.remote", "RemoteJob": "cmx_core.remote", "JobStatus": "cmx_core.remote",
     "Fetched": "cmx_core.remote",
     "Plan": "cmx_core.planner", "PlanNode": "cmx_core.planner", "Registry": "cmx_core.plugins",

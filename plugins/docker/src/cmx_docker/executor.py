@@ -147,23 +147,15 @@ def _variation_names(variations: Mapping[str, Any]) -> list[str]:
 
 
 def plan_plugins(plan: Plan, registry: Registry) -> tuple[str, ...]:
-    """The plugins the image needs: those providing the plan's recipes and step types, and
-    the host's detector plugins that the checkout holds (so facts inside match the host's)."""
+    """The plugins the image needs: those the plan uses (its recipes', step types' and
+    facts' providers), and the host's detector plugins that the checkout holds (so facts
+    inside match the host's)."""
+    from cmx_core.api import plan_plugins as used_by_plan
     from cmx_docker.sources import checkout_root, plugin_sources
 
-    needed: set[str] = set()
-    for node in plan.nodes:
-        source = str(node.recipe.source or "")
-        if source.startswith("plugin:"):
-            needed.add(source.split(":", 1)[1])
-        for step in node.steps:
-            provider = registry.steps.get(step.uses)
-            if provider is not None and provider.plugin:
-                needed.add(provider.plugin)
+    needed = used_by_plan(plan, registry)
     available = plugin_sources(checkout_root())
-    for detector in registry.detectors.values():
-        if detector.plugin in available:
-            needed.add(detector.plugin)
+    needed |= {d.plugin for d in registry.detectors.values() if d.plugin in available}
     needed -= {"cmx-core", "docker"}
     return tuple(sorted(needed))
 

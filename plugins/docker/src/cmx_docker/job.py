@@ -4,11 +4,12 @@ kill noticed), its logs read, cancelled on Ctrl-C, and always removed."""
 from __future__ import annotations
 
 import contextlib
+import sys
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 from cmx_docker import runopts
-from cmx_docker.container import _Follower
 from cmx_docker.engine import Endpoint, sdk_client
 from cmx_docker.errors import ContainerFailed
 
@@ -88,3 +89,27 @@ def start_container(options: runopts.RunOptions, endpoint: Endpoint, echo: bool 
         raise ContainerFailed(f"{endpoint.runtime} at {endpoint.url} cannot start a container of "
                               f"{options.labels.get('org.cmx.image', options.image)}: {reason}") from None
     return ContainerJob(client, container, options.timeout_s, echo)
+
+
+class _Follower:
+    """Copies the container's stderr to ours while it runs (stdout holds the inner run's
+    JSON document); a daemon thread, and the full log is read again at the end, so a
+    lagging echo loses nothing."""
+
+    def __init__(self, container: object, echo: bool) -> None:
+        self._thread: threading.Thread | None = None
+        if echo:
+            self._thread = threading.Thread(target=self._copy, args=(container,), daemon=True)
+            self._thread.start()
+
+    @staticmethod
+    def _copy(container: object) -> None:
+        with contextlib.suppress(Exception):  # echo only: never fail the run over it
+            stream = container.logs(stream=True, follow=True, stdout=False, stderr=True)  # type: ignore[attr-defined]
+            for chunk in stream:
+                for line in chunk.decode(errors="replace").splitlines():
+                    print(f"  [container] {line}", file=sys.stderr)
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout=5)
