@@ -41,7 +41,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-MEMO_FORMAT = 1
+MEMO_FORMAT = 2
 KEY_ENV_PREFIXES = ("CMX_", "XDG_")
 KEY_ENV_NAMES = ("HOME", "PYTHONPATH", "VIRTUAL_ENV")
 
@@ -255,6 +255,10 @@ class _Run:
         self.text = text
         self.result_path = os.path.join(run_dir, "result.json")
         self.plan_json, self.lock_json = str(memo["plan_json"]), str(memo["lock_json"])
+        self.run_files = {str(name): str(text) for name, text in memo["run_files"].items()}
+        for name in self.run_files:  # each becomes part of a path: checked before anything is written
+            if os.path.basename(name) != name or name.startswith(".") or not name.endswith(".json"):
+                raise ValueError(f"not a run file name: {name!r}")
         self.json_output, self.verbose = bool(memo["json"]), bool(memo["verbose"])
         self.nodes = [str(node) for node in memo["nodes"]]
         self.memo_key = str(memo["key"])
@@ -296,6 +300,8 @@ def _write_run(run: _Run) -> int:
     os.makedirs(run.run_dir)
     atomic_write(os.path.join(run.run_dir, "plan.json"), run.plan_json)
     atomic_write(os.path.join(run.run_dir, "lock.json"), run.lock_json)
+    for name, text in run.run_files.items():
+        atomic_write(os.path.join(run.run_dir, name), text)
     atomic_write(run.result_path, run.text)
     document, result_path = run.document, run.result_path
     ResultStore(os.path.join(paths.data_root(), paths.RESULTS_DB)).index(document, result_path, validated=True)

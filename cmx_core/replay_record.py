@@ -30,6 +30,9 @@ from cmx_core.replay import MEMO_FORMAT, memo_path, signing_key
 if TYPE_CHECKING:
     from cmx_core.engine import RunResult, Session
 
+RUN_FILES = ("nodes.json", "facts.json")
+"""What the engine writes beside plan, lock and result (see :mod:`cmx_core.recording`)."""
+
 EVENT_HOOKS = ("cmx_node_started", "cmx_node_finished", "cmx_result_written")
 OWN_OBSERVERS = {"cmx-progress", "cmx-replay-observer"}
 """Event-hook implementers whose effect the replay reproduces itself."""
@@ -125,6 +128,7 @@ class Recorder:
             "validators": list(log.validators.values()),
             "plan_json": (result.run_dir / "plan.json").read_text(encoding="utf-8"),
             "lock_json": (result.run_dir / "lock.json").read_text(encoding="utf-8"),
+            "run_files": {name: (result.run_dir / name).read_text(encoding="utf-8") for name in RUN_FILES},
             "document": result.document,
         }
         written = json.dumps([memo["plan_json"], memo["lock_json"],

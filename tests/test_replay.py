@@ -424,3 +424,13 @@ def test_callables_that_cannot_be_found_by_name_have_no_reference(fn) -> None:
 def test_bad_references_raise(ref) -> None:
     with pytest.raises((ImportError, AttributeError, ValueError)):
         resolve(ref)
+
+
+def test_a_replayed_run_directory_has_what_the_full_path_writes(cli, cmx_home) -> None:
+    _warm(cli, "--tags=detect,os")
+    replayed = _run(cli, "--tags=detect,os")
+    assert replayed.code == 0 and REPLAYED in replayed.err, replayed.err  # the replay wrote it
+    run_dir = Path(replayed.out.strip().splitlines()[-1].removeprefix("result: ")).parent
+    assert sorted(p.name for p in run_dir.iterdir()) == ["facts.json", "lock.json", "nodes.json", "plan.json",
+                                                        "result.json"]
+    assert json.loads((run_dir / "nodes.json").read_text())[0]["status"] == "cached"
