@@ -85,3 +85,15 @@ def test_json_holds_under_parallel_noisy_steps(tmp_path: Path) -> None:
         assert document["outputs"] == {"said": "noisy-root"}
         assert "fd 1 from noisy-root" in proc.stderr and "child of noisy-root" in proc.stderr
         assert "shell 0" not in proc.stderr  # a shell step's output goes to its own log files
+
+
+def test_without_json_stdout_holds_only_the_summary(tmp_path: Path) -> None:
+    _write_recipes(tmp_path)
+    env = {**os.environ, "CMX_HOME": str(tmp_path / "home"), "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "cmx_core", "run", "recipe", "--tags=noisy,root", "-j", "4",
+                           "--recipes", str(tmp_path / "recipes")], capture_output=True, text=True, env=env,
+                          timeout=300, check=False, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("COMPLETED  noisy-root"), proc.stdout
+    assert "from noisy" not in proc.stdout and "child of" not in proc.stdout
+    assert "print from noisy-0" in proc.stderr and "child of noisy-root" in proc.stderr  # node ids

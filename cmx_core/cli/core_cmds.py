@@ -165,7 +165,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("cmx run: --lock replays the lockfile's own tags and inputs; drop --tags and inputs")
     observer = _replay_observer(args)
     with Progress(enabled=not args.json, verbose=args.verbose), observer or nullcontext(), \
-            stdout_reserved(args.json):
+            stdout_reserved(True):
         result = run(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
                      jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
                      output=args.output, executor=executor, lock=args.lock, allow_drift=args.allow_drift,
@@ -224,10 +224,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 @contextmanager
 def stdout_reserved(enabled: bool) -> Iterator[None]:
-    """With ``--json``, keep stdout for the one document: while the run goes on, both
-    ``sys.stdout`` and file descriptor 1 point at stderr, so whatever a step, a plugin or a
-    child process writes to "stdout" lands in the log stream; the real stdout comes back
-    for the document.
+    """Keep stdout for what ``cmx run`` prints (the one ``--json`` document, or the summary):
+    while the run goes on, both ``sys.stdout`` and file descriptor 1 point at stderr, so
+    whatever a step, a plugin or a child process writes to "stdout" lands in the log
+    stream; the real stdout comes back afterwards.
 
     This is done once, by the CLI, before any step runs, and undone after the last one: no
     step redirects anything, so parallel steps (``-j N``) cannot race over it."""
