@@ -76,6 +76,7 @@ class TestRegistryCIConformance(PluginConformance):
     plugin = {plugin!r}
     requires_plugins = {requires!r}
     unsampled_steps = {unsampled!r}
+    unrun_executors = {unrun!r}
 """
 
 
@@ -127,7 +128,9 @@ def test_plugin_stands_alone(case: Case, core_wheel: Path, tmp_path: Path) -> No
     steps = found["provides"][plugin].get("steps", [])
     (tests / "test_registry_ci_conformance.py").write_text(GENERIC.format(
         plugin=plugin, requires=tuple(r.removeprefix("cmx-") for r in case.requires),
-        unsampled={s: "the plugin's own conformance tests run its steps" for s in steps}),
+        unsampled={s: "the plugin's own conformance tests run its steps" for s in steps},
+        unrun={e: "the plugin's own conformance tests run its executors (a container engine, a cluster...)"
+               for e in found["provides"][plugin].get("executors", [])}),
         encoding="utf-8")
     own = sorted((project / "tests").glob("test_*conformance*.py"))
     done = _run(env, ["-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE",
