@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmx_core import paths
 from cmx_core.cache import Cache
@@ -27,6 +27,9 @@ from cmx_core.providers import ExecutionRequest, Executor, ExecutorSettings, Run
 from cmx_core.recipe import Recipe, split_tags
 from cmx_core.resolve import Decision, Resolution, Resolver
 from cmx_core.runids import new_run_id, run_dir_name
+
+if TYPE_CHECKING:
+    from cmx_core.plan_view import PlanView
 
 
 class Session(NamedTuple):
@@ -70,6 +73,22 @@ def plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     chosen = _executor(session, the_plan, executor)
     _check_with(chosen, the_plan, executor_settings(chosen, options or {}))
     return the_plan
+
+
+def plan_view(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
+              recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None,
+              executor: str | None = None, options: Mapping[str, Any] | None = None) -> PlanView:
+    """What ``cmx plan`` shows: the checked plan, each step's settings rendered as far as
+    they can be before anything runs, and how the chosen executor would run it."""
+    from cmx_core.plan_view import view
+
+    session = open_session(recipes_dirs, facts_file)
+    the_plan = _resolve_plan(tags, inputs, session)
+    chosen = _executor(session, the_plan, executor)
+    settings = executor_settings(chosen, options or {})
+    _check_with(chosen, the_plan, settings)
+    execution = chosen.describe(the_plan, settings) if chosen.describe is not None else {}
+    return view(the_plan, session.facts, chosen.name, execution)
 
 
 def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, session: Session) -> Plan:

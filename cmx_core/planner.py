@@ -9,7 +9,7 @@ actual outputs folded into its key at run time (``volatile``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -20,6 +20,9 @@ from cmx_core.recipe import Recipe, StepSpec
 from cmx_core.resolve import Decision, Resolution, ResolvedNode
 
 KEY_FORMAT = 1
+
+StepDetail = Callable[["PlanNode", StepSpec], list[str]]
+"""Extra lines :meth:`Plan.render_tree` shows under a step (``cmx plan``'s rendered settings)."""
 
 
 class PlanQuery(NamedTuple):
@@ -89,14 +92,16 @@ class Plan(NamedTuple):
             "nodes": [_node_json(n) for n in self.nodes],
         }
 
-    def render_tree(self) -> str:
-        """The DAG as an indented tree from the root (shared nodes shown once, then by id)."""
+    def render_tree(self, step_detail: StepDetail | None = None) -> str:
+        """The DAG as an indented tree from the root (shared nodes shown once, then by id);
+        ``step_detail(node, step)`` gives extra lines shown under each step."""
         lines: list[str] = []
         shown: set[str] = set()
-        self._tree(self.root, "", "", lines, shown)
+        self._tree(self.root, "", "", lines, shown, step_detail)
         return "\n".join(lines)
 
-    def _tree(self, node: PlanNode, alias: str, indent: str, lines: list[str], shown: set[str]) -> None:
+    def _tree(self, node: PlanNode, alias: str, indent: str, lines: list[str], shown: set[str],
+              step_detail: StepDetail | None) -> None:
         label = f"{alias}: " if alias else ""
         if node.id in shown:
             lines.append(f"{indent}{label}{node.id} (see above)")
@@ -113,8 +118,9 @@ class Plan(NamedTuple):
             lines.append(f"{detail}inputs: " + ", ".join(f"{k}={v!r}" for k, v in node.inputs.items()))
         for step in node.steps:
             lines.append(f"{detail}step {step.id}: {step.uses}")
+            lines += [f"{detail}    {extra}" for extra in (step_detail(node, step) if step_detail else ())]
         for dep_alias, dep_id in node.deps.items():
-            self._tree(self.node(dep_id), dep_alias, detail, lines, shown)
+            self._tree(self.node(dep_id), dep_alias, detail, lines, shown, step_detail)
 
 
 def _node_json(node: PlanNode) -> dict[str, Any]:

@@ -329,6 +329,8 @@ class Executor:
     :class:`cmx_core.remote.RemoteExecutor`, which implements ``run``. ``check_plan``
     (optional) is called by ``cmx plan`` and before a run starts, and raises a CmxError for
     what would make the run fail on its input (an unknown container template, say).
+    ``describe`` (optional) says, for ``cmx plan``, how the plan would run: for a container
+    the image tag, the GPUs requested, the mounts, the network and the limits.
     """
 
     name: str
@@ -336,6 +338,7 @@ class Executor:
     run: Callable[[ExecutionRequest], ExecutionOutcome]
     settings: type[ExecutorSettings] = NoSettings
     check_plan: Callable[[Plan, ExecutorSettings], None] | None = None
+    describe: Callable[[Plan, ExecutorSettings], Mapping[str, Any]] | None = None
     capabilities: Capabilities = field(default_factory=Capabilities)
     version: str = ""
     plugin: str = ""

@@ -171,12 +171,16 @@ class RemoteExecutor(ABC, Generic[H]):
     def check_plan(self, plan: Any, settings: ExecutorSettings) -> None:
         """Refuse at plan time what would make the job fail on its input."""
 
+    def describe(self, plan: Any, settings: ExecutorSettings) -> Mapping[str, Any]:
+        """How the job would run, for ``cmx plan`` (the far command line by default)."""
+        return {"far side": "cmx run --lock lock.json --allow-drift=remote --executor local --json"}
+
     # -- the template method -------------------------------------------------------------
 
     def executor(self) -> Executor:
         """The provider to register from ``cmx_register_executors``."""
         return Executor(name=self.name, summary=self.summary, run=self.run, settings=self.settings,
-                        check_plan=self.check_plan, capabilities=self.capabilities)
+                        check_plan=self.check_plan, describe=self.describe, capabilities=self.capabilities)
 
     def run(self, request: ExecutionRequest) -> ExecutionOutcome:
         """Ship the lock, submit, wait (cancelling on Ctrl-C), fetch, fold the result back."""

@@ -108,15 +108,15 @@ def parse_executor_options(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from cmx_core.engine import plan
+    from cmx_core.engine import plan_view
 
-    result = plan(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
-                  executor="docker" if args.container else args.executor,
-                  options=parse_executor_options(args.executor_opt))
+    result = plan_view(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
+                       executor="docker" if args.container else args.executor,
+                       options=parse_executor_options(args.executor_opt))
     if args.json:
         _print_json(result.to_json())
     else:
-        print(result.render_tree())
+        print(result.render_text())
     return 0
 
 

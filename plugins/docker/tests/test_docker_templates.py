@@ -361,3 +361,27 @@ def test_plan_refuses_an_unknown_container_template_before_anything_runs(tmp_pat
             "cmx: error: container template 'nosuch' not found in "
             f"[{str(templates.template_dirs()[0])!r}]; known templates: cpu-torch, cuda-torch, python, vllm"]
     assert not (tmp_path / "h" / "data" / "runs").exists()  # refused before a run directory exists
+
+
+def test_plan_shows_the_image_tag_gpus_mounts_and_network_of_a_gpu_recipe(tmp_path: Path, home: Path) -> None:
+    pytest.importorskip("cmx_mlperf", reason="cmx-mlperf (plugins/mlperf) provides mlperf,inference,llama")
+    from cmx_docker.executor import plan_plugins
+
+    from cmx_core.api import plan
+    from cmx_core.engine import plan_view
+    from cmx_core.plugins import get_registry
+
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"facts": {"accelerator": ["h100"]}}))
+    query = ("mlperf,inference,llama,h100", {"model_path": "/models/llama-3.1-8b"})
+    shown = plan_view(*query, facts_file=facts).to_json()
+    executor = shown["executor"]
+    expected = context.image_spec("vllm", None, DigestMemo(None), "h100",
+                                  plugins=plan_plugins(plan(*query, facts_file=facts), get_registry())).tag
+    assert executor["name"] == "docker" and executor["image"] == expected
+    assert executor["gpus"] == "all" and executor["network"] == "none" and executor["shm_size"] == "16g"
+    assert executor["mounts"][0] == "<run dir> (read-write)"
+    (step,) = next(n for n in shown["nodes"] if n["id"] == "mlperf-inference-llama")["steps"]
+    launch = step["rendered"]["sut_params"]["launch"]
+    assert launch[:3] == ["vllm", "serve", "/models/llama-3.1-8b"]
+    assert "{{" not in json.dumps(step["rendered"])

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from cmx_core.api import (
     Artifact,
     Capabilities,
+    CmxError,
     ExecutionRequest,
     ExecutorSettings,
     Fetched,
@@ -73,6 +74,37 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
         assert isinstance(settings, DockerSettings)
         template = templates.load(choose_template(plan, settings)[0])
         runopts.merge(template.run, settings.run_overrides(), needs_gpu=False, needs_network=False)
+
+    def describe(self, plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+        """The image tag (content-addressed: computed, nothing built), GPUs, mounts, network
+        and limits the container would get, for ``cmx plan``."""
+        from cmx_docker.context import image_spec
+        from cmx_docker.digests import DigestMemo
+
+        assert isinstance(settings, DockerSettings)
+        name, accelerator = choose_template(plan, settings)
+        template = templates.load(name)
+        values = runopts.merge(template.run, settings.run_overrides(), needs_gpu=accelerator is not None,
+                               needs_network=plan_needs_network(plan, self._registry()))
+        try:
+            tag = image_spec(name, None, DigestMemo(docker_cache() / "digests.json"), accelerator,
+                             plugins=plan_plugins(plan, self._registry())).tag
+        except CmxError as exc:
+            tag = f"(cannot be computed here: {exc})"
+        user = runopts.container_user(settings.user)
+        mounts = ["<run dir> (read-write)", f"{_container_cache(user)} (read-write, the cmx cache)"]
+        mounts += [f"{Path(d).resolve()} (read-only, recipes)" for d in plan.query.recipes_dirs]
+        return {"template": name, "image": tag, "accelerator": accelerator or "none",
+                "gpus": values["gpus"] or "none", "network": "host" if values["network"] else "none",
+                "user": user, "mounts": mounts, "memory": values["memory"] or "no limit",
+                "cpus": values["cpus"] or "no limit", "shm_size": values["shm_size"] or "default",
+                "timeout_s": values["timeout_s"] or "none"}
+
+    @staticmethod
+    def _registry() -> Registry:
+        from cmx_core.plugins import get_registry
+
+        return get_registry()
 
     def job_env(self, request: ExecutionRequest) -> dict[str, str]:
         return {}  # the container's environment is container_plan's

@@ -47,6 +47,12 @@ def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
     DockerExecutor().check_plan(plan, settings)
 
 
+def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+    from cmx_docker.executor import DockerExecutor
+
+    return DockerExecutor().describe(plan, settings)
+
+
 @hookimpl
 def cmx_register_steps(register: Callable[[StepType], None]) -> None:
     from cmx_docker.steps import BASE_PARAMS, BUILD_PARAMS
@@ -63,7 +69,8 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     from cmx_docker.settings import DockerSettings
 
     register(Executor(name="docker", summary="Build the recipe's image if needed and run the plan inside it",
-                      run=_execute, settings=DockerSettings, check_plan=_check_plan, capabilities=_DOCKER))
+                      run=_execute, settings=DockerSettings, check_plan=_check_plan, describe=_describe,
+                      capabilities=_DOCKER))
 
 
 @hookimpl
