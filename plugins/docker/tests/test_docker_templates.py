@@ -365,11 +365,10 @@ def test_plan_refuses_an_unknown_container_template_before_anything_runs(tmp_pat
 
 def test_plan_shows_the_image_tag_gpus_mounts_and_network_of_a_gpu_recipe(tmp_path: Path, home: Path) -> None:
     pytest.importorskip("cmx_mlperf", reason="cmx-mlperf (plugins/mlperf) provides mlperf,inference,llama")
-    from cmx_docker.executor import plan_plugins
-
     from cmx_core.api import plan
     from cmx_core.engine import plan_view
     from cmx_core.plugins import get_registry
+    from cmx_docker.executor import plan_plugins
 
     facts = tmp_path / "facts.json"
     facts.write_text(json.dumps({"facts": {"accelerator": ["h100"]}}))
