@@ -145,6 +145,9 @@ def _describe(sut: Any) -> dict[str, Any]:
     info = getattr(sut, "model_info", None)
     if isinstance(info, dict):
         out["model_info"] = info
+    dataset = getattr(sut, "dataset_info", None)  # optional: {"name": ...} of the QSL's data
+    if isinstance(dataset, dict):
+        out["dataset_info"] = dataset
     packages = {"mlcommons-loadgen": metadata.version("mlcommons-loadgen")}
     software: dict[str, Any] = {"packages": packages}
     torch = sys.modules.get("torch")

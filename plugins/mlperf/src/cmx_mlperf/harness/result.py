@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from cmx_core.api import Metric, ResultPart
+from cmx_mlperf import targets
 from cmx_mlperf.harness import config as cfg
 from cmx_mlperf.harness.mllog import DetailLog
 from cmx_mlperf.harness.spec import LoadgenSpec
@@ -46,9 +47,16 @@ def uses_tokens(log: DetailLog) -> bool:
     return bool(log.get("requested_use_token_latencies")) or "result_first_token_mean_latency_ns" in log.values
 
 
-def performance_metrics(log: DetailLog, scenario: str) -> tuple[dict[str, Metric], str]:
-    """Throughput / latency metrics and the name of the primary one."""
+def performance_metrics(log: DetailLog, scenario: str, model: str = "") -> tuple[dict[str, Metric], str]:
+    """Throughput / latency metrics and the name of the primary one: the value the official
+    checker reads for ``model`` (a cmx model key) in ``scenario`` (:func:`targets.result_field`).
+
+    SingleStream/MultiStream keep LoadGen's early-stopping estimate as
+    ``early_stopping_latency_ns``; with token latencies on it estimates the *first-token*
+    latency, so benchmarks whose checker result is the p90 query latency (the edge Llama)
+    get ``latency_p90_ns`` as primary."""
     metrics: dict[str, Metric] = {}
+    field = targets.result_field(model, scenario)
     if scenario == "Offline":
         metrics["samples_per_second"] = _metric(log.get("result_samples_per_second"), "samples/s", True)
         primary = "samples_per_second"
@@ -62,20 +70,28 @@ def performance_metrics(log: DetailLog, scenario: str) -> tuple[dict[str, Metric
         key = "early_stopping_latency_ss" if scenario == "SingleStream" else "early_stopping_latency_ms"
         metrics["early_stopping_latency_ns"] = _metric(log.get(key), "ns", False)
         metrics["queries_per_second"] = _metric(log.get("result_qps_with_loadgen_overhead"), "queries/s", True)
-        primary = "early_stopping_latency_ns"
+        primary = "early_stopping_latency_ns" if field == key else _LATENCY_FIELDS[field]
         if scenario == "SingleStream":
             metrics["queries_per_second_without_loadgen_overhead"] = _metric(
                 log.get("result_qps_without_loadgen_overhead"), "queries/s", True)
     for name, value in log.latency_ns().items():
         metrics[f"latency_{name}_ns"] = _metric(value, "ns", False)
     if uses_tokens(log):
-        tokens = log.get("result_tokens_per_second", log.get("result_completed_tokens_per_second"))
+        if "tokens_per_second" in field and field in log.values:
+            tokens = log.get(field)
+        else:
+            tokens = log.get("result_tokens_per_second", log.get("result_completed_tokens_per_second"))
         metrics["tokens_per_second"] = _metric(tokens, "tokens/s", True)
         primary = "tokens_per_second" if scenario in ("Offline", "Server") else primary
         for prefix, summary in (("ttft", log.ttft_ns()), ("tpot", log.tpot_ns())):
             for name, value in summary.items():
                 metrics[f"{prefix}_{name}_ns"] = _metric(value, "ns", False)
     return metrics, primary
+
+
+#: Checker result fields that are plain percentiles -> cmx's metric of that percentile.
+_LATENCY_FIELDS = {"result_90.00_percentile_latency_ns": "latency_p90_ns",
+                   "result_99.00_percentile_latency_ns": "latency_p99_ns"}
 
 
 #: Units of the accuracy values SUTs report (reference scripts: ROUGE in percent,
@@ -130,8 +146,11 @@ def counted(lines: tuple[str, ...] | list[str]) -> list[str]:
     return [line if n == 1 else f"{line} (logged {n} times)" for line, n in counts.items()]
 
 
-def submission_blockers(log: DetailLog, spec: LoadgenSpec, accuracy: dict[str, float] | None) -> list[str]:
-    """The official rules (workloads.md §1.7) this run does not meet."""
+def submission_blockers(log: DetailLog, spec: LoadgenSpec, accuracy: dict[str, float] | None,
+                        report: dict[str, Any] | None = None) -> list[str]:
+    """The official rules (workloads.md §1.7) this run does not meet, including, for LLM
+    benchmarks, missed accuracy targets (:func:`targets.accuracy_blockers`) and weights or a
+    dataset that are not the reference ones (:func:`identity_blockers`)."""
     model = cfg.conf_model_key(spec.model_name)
     scenario = spec.scenario
     out: list[str] = []
@@ -152,11 +171,27 @@ def submission_blockers(log: DetailLog, spec: LoadgenSpec, accuracy: dict[str, f
         if log.get(f"effective_{name}") != official:
             out.append(f"{name} {log.get(f'effective_{name}')} is not the official seed {official}")
     out.extend(_latency_blockers(log, model, scenario))
+    if accuracy is not None:
+        out.extend(targets.accuracy_blockers(model, accuracy))
+    out.extend(identity_blockers(model, report or {}))
     if accuracy and model in cfg.ACCURACY_TARGETS:
         metric, minimum = cfg.ACCURACY_TARGETS[model]
         if metric in accuracy and accuracy[metric] < minimum:
             out.append(f"accuracy {metric} {accuracy[metric]:.4f} is below the target {minimum:.4f}")
     return out
+
+
+def identity_blockers(model: str, report: dict[str, Any]) -> list[str]:
+    """The model- and dataset-identity blockers of an LLM benchmark, from what the child
+    recorded: the SUT's ``model_info`` (name, source, number_of_parameters, sha256), its
+    model name, its ``dataset_info`` (name) and the QSL size."""
+    raw = report.get("model_info")
+    info: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    names = [str(v) for v in (info.get("name"), info.get("source"), report.get("model")) if v]
+    digest = info.get("sha256") or info.get("digest")
+    dataset = report.get("dataset_info") if isinstance(report.get("dataset_info"), dict) else None
+    return targets.identity_blockers(model, names, info.get("number_of_parameters"), digest, dataset,
+                                     report.get("total_sample_count"))
 
 
 def _count_blockers(log: DetailLog, model: str, scenario: str) -> list[str]:
@@ -194,17 +229,21 @@ def _latency_blockers(log: DetailLog, model: str, scenario: str) -> list[str]:
     return out
 
 
-def summary_result(metrics: dict[str, Metric], scenario: str, tokens: bool) -> dict[str, Any]:
-    """What the checker's summary.csv would show: ``Result`` and ``Units``."""
+def summary_result(metrics: dict[str, Metric], scenario: str, tokens: bool,
+                   primary: str | None = None, model: str = "") -> dict[str, Any]:
+    """What the checker's summary.csv would show: ``Result``, ``Units`` and the detail-log
+    key the checker reads (``metric_key``)."""
+    key = targets.result_field(model, scenario)
     if "latency_p50_ns" not in metrics:  # an accuracy run
-        return {"result": None, "units": "Tokens/s" if tokens else UNITS[scenario]}
+        return {"result": None, "units": "Tokens/s" if tokens else UNITS[scenario], "metric_key": key}
     if tokens and scenario in ("Offline", "Server"):
-        return {"result": metrics["tokens_per_second"].value, "units": "Tokens/s"}
+        return {"result": metrics["tokens_per_second"].value, "units": "Tokens/s", "metric_key": key}
     if scenario in ("SingleStream", "MultiStream"):
-        value = metrics["early_stopping_latency_ns"].value
-        return {"result": None if value is None else value / 1e6, "units": UNITS[scenario]}
+        value = metrics[primary or "early_stopping_latency_ns"].value
+        return {"result": None if value is None else value / 1e6, "units": UNITS[scenario],
+                "metric_key": key}
     primary = "samples_per_second" if scenario == "Offline" else "completed_samples_per_second"
-    return {"result": metrics[primary].value, "units": UNITS[scenario]}
+    return {"result": metrics[primary].value, "units": UNITS[scenario], "metric_key": key}
 
 
 def effective(log: DetailLog) -> dict[str, Any]:
@@ -219,9 +258,11 @@ def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_di
     """The step's :class:`ResultPart` from the parsed log and the child's report."""
     accuracy = report.get("accuracy")
     primary: str | None
-    metrics, primary = performance_metrics(log, spec.scenario)
+    model = cfg.conf_model_key(spec.model_name)
+    metrics, primary = performance_metrics(log, spec.scenario, model)
     if spec.mode == "AccuracyOnly":  # no timing: LoadGen logs no performance results
         metrics, primary = {}, None
+    summary = summary_result(metrics, spec.scenario, uses_tokens(log), primary, model)
     if accuracy is not None:
         acc_metrics = accuracy_metrics(accuracy)
         metrics.update(acc_metrics)
@@ -257,8 +298,9 @@ def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_di
         "model_name": cfg.conf_model_key(spec.model_name),
         "sut": spec.sut,
         "sut_name": report.get("sut_name"),
-        "submission_blockers": submission_blockers(log, spec, accuracy),
-        "summary": summary_result(metrics, spec.scenario, tokens),
+        "submission_blockers": submission_blockers(log, spec, accuracy, report),
+        "accuracy_targets": None if accuracy is None else targets.check_accuracy(model, accuracy),
+        "summary": summary,
         "calibration": report.get("calibration"),
         "derived_settings": report.get("derived"),
         "accuracy": accuracy,
