@@ -20,13 +20,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # Orthographic-context flags, with the values of NLTK's Punkt (``_ORTHO_*``).
 _BEG_UC = 1 << 1  # seen capitalised at the start of a sentence
 _MID_UC = 1 << 2  # seen capitalised in the middle of a sentence (headlines, titles)
 _MID_LC = 1 << 5  # seen lowercase in the middle of a sentence
 
 # Lowercase abbreviation types (without their final period), as Punkt stores them.
-ABBREVIATIONS: frozenset[str] = frozenset(
+ABBREVIATIONS = _words(
     """
     mr mrs ms messrs dr prof gen col lt maj adm sen rep reps jr sr st ft ave
     jan feb aug sep sept oct nov dec fri
@@ -36,23 +41,23 @@ ABBREVIATIONS: frozenset[str] = frozenset(
     a.m p.m ph.d m.b.a a.d s.a l.p
     vs ok mg chg ct sw yr
     c d e f g h k l m n p r s t v w
-    """.split()
+    """
 )
 
 # Words that, capitalised after an abbreviation, start a new sentence (Punkt's
 # ``sent_starters``).
-SENTENCE_STARTERS: frozenset[str] = frozenset(
+SENTENCE_STARTERS = _words(
     """
     according although among both but despite even he however i if in indeed instead it
     many meanwhile moreover most nevertheless nonetheless nor separately similarly since so
     sales some the there these they this though thus under when while yet
-    """.split()
+    """
 )
 
 # Common words, seen both lowercase and capitalised mid-sentence (a news corpus has
 # headlines): capitalised after a period they decide nothing by themselves, lowercase
 # they continue the sentence, and after an initial they are not a name.
-COMMON_WORDS: frozenset[str] = frozenset(
+COMMON_WORDS = _words(
     """
     a about above after again against all also although always among an and another any
     are as at back be because been before being below between both but by can could did
@@ -67,7 +72,7 @@ COMMON_WORDS: frozenset[str] = frozenset(
     according added also analysts asked officials police critics experts many meanwhile
     nevertheless nonetheless instead indeed despite earlier finally first second third
     here however last new now other people shares sales separately similarly some
-    """.split()
+    """
 )
 
 Splitter = Callable[[str], list[str]]
@@ -91,7 +96,7 @@ def splitter_name() -> str:
 @lru_cache(maxsize=1)
 def _nltk_model_installed() -> bool:
     try:
-        import nltk.data
+        import nltk.data  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - nltk comes with rouge-score
         return False
     try:
@@ -117,7 +122,7 @@ def _splitter() -> Splitter:
 def _builtin_tokenizer() -> Splitter:
     from collections import defaultdict
 
-    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer  # type: ignore[import-untyped]
 
     params = PunktParameters()
     params.abbrev_types = set(ABBREVIATIONS)
