@@ -24,6 +24,24 @@ SUBMISSION_BENCHMARK = {
 }
 
 
+#: The scenarios the v6.1 checker accepts (required + optional) per benchmark and system type,
+#: for the benchmarks cmx runs; a benchmark absent here is filed without a scenario check.
+#: ``resnet`` is no datacenter benchmark in v6.1 and ``llama3.1-8b`` no edge one.
+SCENARIOS: dict[str, dict[str, tuple[str, ...]]] = {
+    "resnet": {"edge": ("SingleStream", "MultiStream", "Offline"),
+               "datacenter,edge": ("SingleStream", "MultiStream", "Offline", "Server")},
+    "bert-99": {"edge": ("SingleStream", "Offline"), "datacenter,edge": ("SingleStream", "Offline")},
+    "3d-unet-99": {"datacenter": ("Offline",), "edge": ("SingleStream", "Offline"),
+                   "datacenter,edge": ("SingleStream", "Offline")},
+    "llama3.1-8b": {"datacenter": ("Offline", "Interactive", "Server"),
+                    "datacenter,edge": ("Offline", "Interactive", "Server")},
+    "llama3.1-8b-edge": {"edge": ("SingleStream", "Offline"), "datacenter,edge": ("SingleStream", "Offline")},
+}
+SYSTEM_TYPES = ("datacenter", "edge")
+BOTH = "datacenter,edge"
+SYSTEM_TYPE_OUTPUT = "system_type"
+
+
 def submitter() -> str:
     return os.environ.get(SUBMITTER_ENV) or "cmx"
 
@@ -59,6 +77,61 @@ def benchmark_name(doc: Mapping[str, Any]) -> str:
     return SUBMISSION_BENCHMARK.get(key, key.replace("_", "."))
 
 
+def requested_system_type(doc: Mapping[str, Any]) -> str | None:
+    """The recipe's ``system_type`` output, else the detected ``system.type``
+    (``CMX_SYSTEM_TYPE``), when it is ``datacenter`` or ``edge``; else None (auto)."""
+    for value in ((doc.get("outputs") or {}).get(SYSTEM_TYPE_OUTPUT), (doc.get("system") or {}).get("type")):
+        if value in SYSTEM_TYPES:
+            return str(value)
+    return None
+
+
+def _variant(name: str, system_type: str) -> str:
+    root = name.removesuffix("-edge")
+    return f"{root}-edge" if system_type == "edge" and f"{root}-edge" in SCENARIOS else root
+
+
+def placement(doc: Mapping[str, Any]) -> tuple[str, str]:
+    """``(benchmark directory, system type)`` of a run.
+
+    An ``-edge`` model is an edge run; otherwise the requested type (recipe input, else
+    ``CMX_SYSTEM_TYPE``), else the first of datacenter, edge whose benchmark has the
+    scenario. A datacenter-named model run as edge is filed under the ``-edge`` benchmark.
+    """
+    name = benchmark_name(doc)
+    scenario = str(doc["benchmark"].get("scenario"))
+    requested = requested_system_type(doc)
+    if name.endswith("-edge") and name in SCENARIOS:
+        if requested == "datacenter":
+            raise UsageError(f"run {doc.get('run_id')}: {name} is an edge benchmark but the run's "
+                             "system_type is datacenter; run it with --system_type=edge")
+        requested = "edge"
+    # resnet Server exists only for datacenter,edge systems in v6.1
+    kinds = {None: [*SYSTEM_TYPES, BOTH], "datacenter": ["datacenter", BOTH], "edge": ["edge"]}[requested]
+    for system_type in kinds:
+        bench = _variant(name, system_type)
+        if bench not in SCENARIOS:
+            return bench, system_type
+        if scenario in SCENARIOS[bench].get(system_type, ()):
+            return bench, system_type
+    allowed = "; ".join(f"{t} {_variant(name, t)}: {', '.join(SCENARIOS[_variant(name, t)].get(t, ())) or 'none'}"
+                        for t in kinds[:1] if requested) or "no system type has it"
+    hint = "run it with --system_type=edge" if requested == "datacenter" else (
+        "run it with --system_type=datacenter" if requested else "use another scenario")
+    raise UsageError(f"run {doc.get('run_id')}: {name} {scenario} has no place in an MLPerf Inference "
+                     f"{CHECKER_VERSION} submission ({allowed}); {hint}")
+
+
+def combined_system_type(types: Sequence[str]) -> str:
+    """The ``system_type`` of a system description whose results are of these types."""
+    found = set(types)
+    if found == {"edge"}:
+        return "edge"
+    if found <= {"datacenter"}:
+        return "datacenter"
+    return "datacenter,edge"
+
+
 @dataclass
 class Group:
     """The runs of one system x benchmark x scenario: the latest performance and accuracy run."""
@@ -66,6 +139,7 @@ class Group:
     system: str
     benchmark: str
     scenario: str
+    system_type: str = "datacenter"
     performance: tuple[Mapping[str, Any], Path] | None = None
     accuracy: tuple[Mapping[str, Any], Path] | None = None
     others: list[str] = field(default_factory=list)
@@ -97,8 +171,9 @@ def group_documents(docs: Sequence[Mapping[str, Any]], run_dirs: Sequence[Path])
     groups: dict[tuple[str, str, str], Group] = {}
     # the caller (cmx results export) passes one run directory per document
     for doc, run_dir in sorted(zip(docs, run_dirs, strict=True), key=lambda pair: str(pair[0].get("created_at"))):
-        key = (system_id(doc), benchmark_name(doc), str(doc["benchmark"].get("scenario")))
-        group = groups.setdefault(key, Group(*key))
+        bench, system_type = placement(doc)
+        key = (system_id(doc), bench, str(doc["benchmark"].get("scenario")))
+        group = groups.setdefault(key, Group(*key, system_type=system_type))
         if doc["benchmark"]["mode"] == "AccuracyOnly":
             group.accuracy = (doc, Path(run_dir))
         else:
@@ -130,12 +205,52 @@ def log_file(doc: Mapping[str, Any], run_dir: Path, name: str, required: bool = 
     return None
 
 
+#: Benchmark -> (checker accuracy type, key of ``mlperf.accuracy``), in the checker's order.
+_ROUGE_TYPES = (("ROUGE1", "rouge1"), ("ROUGE2", "rouge2"), ("ROUGEL", "rougeL"),
+                ("ROUGELSUM", "rougeLsum"), ("GEN_LEN", "gen_len"))
+ACCURACY_TYPES: dict[str, tuple[tuple[str, str], ...]] = {
+    "resnet": (("acc", "top1"),), "llama3.1-8b": _ROUGE_TYPES, "llama3.1-8b-edge": _ROUGE_TYPES,
+    "llama2-70b-99": (("ROUGE1", "rouge1"), ("ROUGE2", "rouge2"), ("ROUGEL", "rougeL"),
+                      ("TOKENS_PER_SAMPLE", "tokens_per_sample")),
+}
+
+
+def number(value: Any) -> str:
+    """A score as the reference scripts print it and the checker's ``[\\d.]+`` reads it:
+    never in exponent notation; a whole number without a fraction."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if float(value).is_integer():
+        return str(int(value))
+    text = f"{float(value):.4f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
 def accuracy_text(doc: Mapping[str, Any]) -> str:
-    """The Accuracy column / accuracy.txt line in the reference scripts' formats."""
+    """The accuracy.txt line in the reference scripts' formats: ImageNet's
+    ``accuracy=76.000%, good=N, total=N``, else the evaluation dict ``{'rouge1': 38.7792, ...}``."""
     accuracy = (doc.get("mlperf") or {}).get("accuracy") or {}
     if "top1" in accuracy:
         total = int(accuracy.get("samples", 0))
         good = round(accuracy["top1"] * total)
         return f"accuracy={100 * accuracy['top1']:.3f}%, good={good}, total={total}"
-    items = ", ".join(f"'{k}': {v:.6g}" if isinstance(v, float) else f"'{k}': {v}" for k, v in accuracy.items())
-    return "{" + items + "}"
+    return "{" + ", ".join(f"'{k}': {number(v)}" for k, v in accuracy.items()) + "}"
+
+
+def accuracy_metrics(doc: Mapping[str, Any], benchmark: str) -> dict[str, str]:
+    """What the checker reads from accuracy.txt: accuracy type -> the number as written."""
+    accuracy = (doc.get("mlperf") or {}).get("accuracy") or {}
+    types = ACCURACY_TYPES.get(benchmark)
+    if types is None:
+        return {k.upper(): number(v) for k, v in accuracy.items() if isinstance(v, (int, float))}
+    found = {}
+    for kind, key in types:
+        if key in accuracy:
+            found[kind] = f"{100 * accuracy[key]:.3f}" if key == "top1" else number(accuracy[key])
+    return found
+
+
+def accuracy_column(doc: Mapping[str, Any], benchmark: str) -> str:
+    """summary.csv's Accuracy: ``TYPE: value`` pairs two spaces apart (the checker writes its
+    dict as JSON, commas turned into spaces, quotes and braces dropped)."""
+    return "  ".join(f"{k}: {v}" for k, v in accuracy_metrics(doc, benchmark).items())

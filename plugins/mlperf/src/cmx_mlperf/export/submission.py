@@ -3,6 +3,7 @@ submission tree (workloads.md §1.9)::
 
     DIR/<division>/<submitter>/
       systems/<system_id>.json
+      documentation/calibration.md
       src/README.md
       results/<system_id>/<benchmark>/<scenario>/
         performance/run_1/{mlperf_log_summary.txt, mlperf_log_detail.txt}
@@ -13,7 +14,10 @@ Per system x benchmark x scenario the latest PerformanceOnly run and the latest 
 run are used. The accuracy log is truncated the way MLPerf's ``truncate_accuracy_log.py``
 does it (from 4096 bytes on: the first and last 4096 bytes around ``"\n\n...\n\n"``, so
 always under the checker's 10 KB limit) and ``hash=<sha256 of the full log>`` is written into
-``accuracy.txt``. ``CMX_MLPERF_SUBMITTER`` (default ``cmx``) and
+``accuracy.txt``. Each run is filed under the benchmark of its system type (recipe input
+``system_type``, else ``CMX_SYSTEM_TYPE``, else the type whose benchmark has the scenario;
+see ``common.placement``), and a system holding both kinds is ``datacenter,edge``.
+``CMX_MLPERF_SUBMITTER`` (default ``cmx``) and
 ``CMX_MLPERF_DIVISION`` (default ``closed``) name the tree's top directories.
 """
 
@@ -41,17 +45,40 @@ def export(docs: list[Mapping[str, Any]], run_dirs: list[Path], dest: Path) -> N
     if root.exists() and any(root.iterdir()):
         raise ResultsError(f"{root}: already holds a submission; export into an empty directory")
     root.mkdir(parents=True, exist_ok=True)
-    systems: dict[str, Mapping[str, Any]] = {}
+    for group in groups:
+        write_group(root, group)
+    for name, record in system_records(groups).items():
+        _write(root / "systems" / f"{name}.json", json.dumps(record, indent=2) + "\n")
+    _write(root / "src" / "README.md", _src_readme(groups))
+    _write(root / "documentation" / "calibration.md", calibration_md(groups))
+
+
+def system_records(groups: Sequence[common.Group]) -> dict[str, dict[str, Any]]:
+    """``systems/<name>.json`` of each system: from its first group's run, its type the
+    union of its groups' types."""
+    docs: dict[str, Mapping[str, Any]] = {}
+    types: dict[str, list[str]] = {}
+    for group in groups:
+        docs.setdefault(group.system, group.primary()[0])
+        types.setdefault(group.system, []).append(group.system_type)
+    return {name: system_json(doc, common.division(), common.submitter(), name,
+                              common.combined_system_type(types[name]))
+            for name, doc in docs.items()}
+
+
+def calibration_md(groups: Sequence[common.Group]) -> str:
+    """``documentation/calibration.md`` (closed and network divisions require it): how each
+    benchmark's weights were calibrated. cmx runs the weights as given, without quantization."""
+    lines = ["# Calibration", "",
+             "cmx-mlperf runs each model with the weights as given: no post-training quantization, "
+             "so no calibration data set was used.", ""]
     for group in groups:
         doc, _ = group.primary()
-        systems.setdefault(group.system, doc)
-        write_group(root, group)
-    for name, doc in systems.items():
-        path = root / "systems" / f"{name}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        record = system_json(doc, common.division(), common.submitter(), name)
-        path.write_text(json.dumps(record, indent=2) + "\n")
-    _write(root / "src" / "README.md", _src_readme(groups))
+        model = doc.get("model") or {}
+        weights = model.get("weight_data_types") or "fp32"
+        lines.append(f"- {group.benchmark} {group.scenario}: weights {weights}, "
+                     f"model {model.get('name') or doc['benchmark'].get('task')}, not quantized")
+    return "\n".join(lines) + "\n"
 
 
 def write_group(root: Path, group: common.Group) -> None:

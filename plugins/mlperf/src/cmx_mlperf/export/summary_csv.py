@@ -16,7 +16,7 @@ from typing import Any
 
 from cmx_core.errors import ResultsError
 from cmx_mlperf.export import common
-from cmx_mlperf.export.systems import framework, operating_system
+from cmx_mlperf.export.submission import system_records
 
 COLUMNS = (
     "Organization", "Availability", "Division", "SystemType", "SystemName", "Platform", "Model",
@@ -28,40 +28,41 @@ COLUMNS = (
 )
 
 
-def row(group: common.Group) -> dict[str, Any]:
+def row(group: common.Group, record: Mapping[str, Any]) -> dict[str, Any]:
+    """One row, the system columns from the system description ``record`` as the checker
+    takes them; Division and compliance are the tree's division."""
     doc, _ = group.primary()
-    system = doc.get("system") or {}
-    cpu = system.get("cpu") or {}
-    accel = system.get("accelerator") or {}
     mlperf = doc.get("mlperf") or {}
     summary = mlperf.get("summary") or {}
     blockers = list(mlperf.get("submission_blockers") or [])
     if group.accuracy:
         blockers += [f"accuracy: {b}" for b in (group.accuracy[0].get("mlperf") or {}).get("submission_blockers") or []]
+    nodes = record["number_of_nodes"]
+    accelerators = record["accelerators_per_node"]
     return {
         "Organization": common.submitter(),
-        "Availability": "rdi",
-        "Division": doc["benchmark"].get("division") or "unofficial",
-        "SystemType": system.get("type") or "",
-        "SystemName": system.get("name") or group.system,
+        "Availability": record["status"],
+        "Division": common.division(),
+        "SystemType": record["system_type"],
+        "SystemName": record["system_name"],
         "Platform": group.system,
-        "Model": doc["benchmark"].get("task"),
+        "Model": group.benchmark,
         "MlperfModel": group.benchmark,
         "Scenario": group.scenario,
         "Result": summary.get("result") if group.performance else "",
-        "Accuracy": common.accuracy_text(group.accuracy[0]) if group.accuracy else "",
-        "number_of_nodes": system.get("number_of_nodes") or 1,
-        "host_processor_model_name": cpu.get("model") or "",
-        "host_processors_per_node": cpu.get("count_per_node") or "",
-        "host_processor_core_count": cpu.get("core_count") or "",
-        "accelerator_model_name": accel.get("name") or "",
-        "accelerators_per_node": accel.get("count_per_node") or 0,
-        "total_accelerators": accel.get("total_count") or 0,
-        "Location": f"{common.division()}/{common.submitter()}/{group.location}",
-        "framework": framework(doc.get("software") or {}),
-        "operating_system": operating_system(system.get("os") or {}),
+        "Accuracy": common.accuracy_column(group.accuracy[0], group.benchmark) if group.accuracy else "",
+        "number_of_nodes": nodes,
+        "host_processor_model_name": record["host_processor_model_name"],
+        "host_processors_per_node": record["host_processors_per_node"],
+        "host_processor_core_count": record["host_processor_core_count"],
+        "accelerator_model_name": record["accelerator_model_name"],
+        "accelerators_per_node": accelerators,
+        "total_accelerators": int(nodes) * int(accelerators),
+        "Location": f"{common.division()}/{common.submitter()}/{group.location}/performance/run_1",
+        "framework": record["framework"],
+        "operating_system": record["operating_system"],
         "notes": "; ".join(blockers),
-        "compliance": 0,
+        "compliance": common.division(),
         "errors": len(blockers),
         "version": common.CHECKER_VERSION,
         "inferred": 0,
@@ -82,5 +83,6 @@ def export(docs: list[Mapping[str, Any]], run_dirs: list[Path], dest: Path) -> N
     with open(target, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(COLUMNS))
         writer.writeheader()
+        records = system_records(groups)
         for group in groups:
-            writer.writerow(row(group))
+            writer.writerow(row(group, records[group.system]))

@@ -52,7 +52,12 @@ def operating_system(os_facts: Mapping[str, Any]) -> str:
     return text or NOT_DETECTED
 
 
-def system_json(doc: Mapping[str, Any], division: str, submitter: str, system_id: str) -> dict[str, Any]:
+def system_json(doc: Mapping[str, Any], division: str, submitter: str, system_id: str,
+                system_type: str = "datacenter") -> dict[str, Any]:
+    """The checker's system description. ``system_type``: ``datacenter``, ``edge`` or
+    ``datacenter,edge`` (what decides which benchmarks and scenarios the results may hold).
+    ``accelerators_per_node`` of a CPU-only system is the string ``"0"``: the checker refuses
+    a falsy value there and reads it with ``int()``."""
     system = doc.get("system") or {}
     software = doc.get("software") or {}
     cpu = system.get("cpu") or {}
@@ -75,12 +80,12 @@ def system_json(doc: Mapping[str, Any], division: str, submitter: str, system_id
         "host_memory_capacity": _gb((system.get("memory") or {}).get("capacity_bytes")),
         "host_storage_capacity": NOT_DETECTED,
         "host_storage_type": NOT_DETECTED,
-        "accelerators_per_node": int(accel.get("count_per_node") or 0) if accel else 0,
+        "accelerators_per_node": _count(accel.get("count_per_node") if accel else 0),
         "accelerator_model_name": _or(accel.get("name")) if accel else NA,
         "accelerator_memory_capacity": _gb(accel.get("memory_capacity_bytes")) if accel else NA,
         "framework": framework(software),
         "operating_system": operating_system(system.get("os") or {}),
-        "system_type": "datacenter" if system.get("type") in (None, "datacenter") else "edge",
+        "system_type": system_type,
         "other_software_stack": ", ".join(stack),
         "host_processor_frequency": f"{cpu['frequency_mhz']:.0f} MHz" if cpu.get("frequency_mhz") else NOT_DETECTED,
         "host_processor_caches": NOT_DETECTED,
@@ -99,6 +104,11 @@ def system_json(doc: Mapping[str, Any], division: str, submitter: str, system_id
                 "accelerator_on-chip_memories"):
         record[key] = NOT_DETECTED if accel else NA
     return {key: record[key] for key in REQUIRED_FIELDS}
+
+
+def _count(value: Any) -> int | str:
+    count = int(value or 0)
+    return count if count > 0 else "0"
 
 
 def _hw_notes(system: Mapping[str, Any], accel: Mapping[str, Any] | None) -> str:
