@@ -9,8 +9,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cmx_docker.build import ensure_image
+from cmx_docker.digests import DigestMemo, tree_files
 from cmx_docker.engine import sdk_client
+from cmx_docker.errors import ContextError
 
 NAMES = ("HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "CMX_TEST_API_KEY")
 
@@ -77,3 +81,62 @@ def test_executor_container_config_holds_no_secret(engine, base_image, tmp_path:
     finally:
         container.remove(force=True)
         client.close()
+
+
+PLANTED = "cmx-planted-secret-7f3a9c2e51d84b06"
+"""What a user's stray credentials file holds; it must reach no wheel, context or layer."""
+
+
+def _clone_with_planted_secrets(tmp_path: Path) -> Path:
+    """A git clone of this checkout (its committed files) with untracked secret files planted
+    where a build would copy whole directories: beside cmx-core's modules and recipes, inside
+    a plugin package, in the container templates."""
+    import subprocess
+
+    from cmx_docker.sources import checkout_root
+
+    clone = tmp_path / "checkout"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(checkout_root()), str(clone)], check=True,
+                   timeout=300)
+    for planted in ("cmx_core/.aws_credentials", "recipes/secret.yaml", "plugins/detect/src/cmx_detect/token.txt",
+                    "containers/python/.env"):
+        (clone / planted).write_text(f"k={PLANTED}\n", encoding="utf-8")
+    return clone
+
+
+def test_untracked_files_are_not_part_of_any_package(tmp_path: Path, monkeypatch: Any) -> None:
+    from cmx_docker.sources import local_packages
+
+    clone = _clone_with_planted_secrets(tmp_path)
+    monkeypatch.setenv("CMX_SOURCE_DIR", str(clone))
+    for pkg in local_packages(("detect", "docker", "mlperf"), DigestMemo(None)):
+        files = tree_files(pkg.source.resolve(), pkg.include)
+        assert files, pkg.dist
+        assert not [f for f in files if PLANTED in f.read_text(errors="replace")], pkg.dist
+    assert (clone / "cmx_core" / ".aws_credentials").is_file()  # planted, and left out
+
+
+def test_a_planted_secret_reaches_no_layer_of_the_image(engine, base_image, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                        monkeypatch: Any) -> None:
+    clone = _clone_with_planted_secrets(tmp_path)
+    monkeypatch.setenv("CMX_SOURCE_DIR", str(clone))
+    record = ensure_image("python", endpoint=engine, plugins=("detect",))
+    client = sdk_client(engine)
+    try:
+        image = client.images.get(record.tag)
+        keep = len(PLANTED)
+        tail, found = b"", False
+        for chunk in image.save(chunk_size=1 << 20):
+            window = tail + chunk
+            found = found or PLANTED.encode() in window
+            tail = window[-keep:]
+        assert not found
+    finally:
+        client.close()
+
+
+def test_a_directory_that_is_no_git_checkout_is_refused_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("x = 1\n")
+    with pytest.raises(ContextError, match=r"not a git checkout .*clone the repository, or set CMX_SOURCE_DIR"):
+        tree_files(tmp_path, ("pkg",))

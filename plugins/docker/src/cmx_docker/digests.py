@@ -94,18 +94,39 @@ def stat_fingerprint(paths: Iterable[Path]) -> str:
 
 
 def tree_files(root: Path, include: Iterable[str]) -> list[Path]:
-    """Files under ``root``'s ``include`` entries (files or directories), sorted, skipping
-    caches and byte code."""
-    out: list[Path] = []
-    for name in include:
-        entry = root / name
-        if entry.is_file():
-            out.append(entry)
-            continue
-        for dirpath, dirnames, filenames in os.walk(entry):
-            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-            out.extend(Path(dirpath) / f for f in filenames if not f.endswith(_SKIP_SUFFIXES))
+    """The files under ``root``'s ``include`` entries (files or directories) that the
+    checkout declares: those git tracks, sorted, without caches and byte code. A file git
+    does not track (a local credentials file, a scratch copy, a build output) never reaches
+    an image, whatever directory it sits in. A ContextError when ``root`` is not in a git
+    checkout: without one, what is declared cannot be told from what merely lies there."""
+    out = []
+    for path in tracked_files(root, tuple(include)):
+        parts = path.relative_to(root).parts if path.is_relative_to(root) else path.parts
+        if path.is_file() and not path.name.endswith(_SKIP_SUFFIXES) and not _SKIP_DIRS & set(parts[:-1]):
+            out.append(path)
     return sorted(out)
+
+
+def tracked_files(root: Path, include: tuple[str, ...]) -> list[Path]:
+    """``git ls-files`` of ``include`` (paths relative to ``root``, maybe ``../``)."""
+    import subprocess
+
+    from cmx_docker.errors import ContextError
+
+    if not include:
+        return []
+    try:
+        done = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--", *include],
+                              capture_output=True, check=False, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ContextError(f"{root}: cannot list the files git tracks ({exc}); cmx-docker builds images "
+                           "only from a git checkout's tracked files") from None
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip().splitlines()[:1]
+        raise ContextError(f"{root}: not a git checkout ({why[0] if why else 'git failed'}); cmx-docker builds "
+                           "images only from the files git tracks: clone the repository, or set CMX_SOURCE_DIR "
+                           "to a clone")
+    return [(root / name).resolve() for name in done.stdout.decode().split("\0") if name]
 
 
 def tree_digest(root: Path, include: Iterable[str], memo: DigestMemo) -> str:

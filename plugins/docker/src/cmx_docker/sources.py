@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from cmx_docker.digests import DigestMemo, tree_digest
+from cmx_docker.digests import DigestMemo, tree_digest, tree_files
 from cmx_docker.errors import ContextError
 
 _CORE_INCLUDE = ("pyproject.toml", "README.md", "LICENSE", "cmx_core", "recipes")
@@ -202,23 +202,20 @@ def build_wheel(pkg: LocalPackage, cache: Path) -> Path:
 
 
 def _isolated_copy(pkg: LocalPackage, tree: Path) -> Path:
-    """Copy the package's sources into ``tree`` at the same place relative to the checkout,
-    including what its pyproject force-includes, also from outside its directory (the docker
-    plugin ships ``../../containers``): the build never writes into the checkout."""
-    root = checkout_root()
-    src = tree / pkg.source.resolve().relative_to(root.resolve())
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    """Copy the package's declared files (those git tracks, see
+    :func:`cmx_docker.digests.tree_files`: the same ones its digest covers) into ``tree`` at
+    the same place relative to the checkout, including what its pyproject force-includes,
+    also from outside its directory (the docker plugin ships ``../../containers``): the build
+    never writes into the checkout, and an untracked file never reaches a wheel or an image."""
+    root = checkout_root().resolve()
+    src = tree / pkg.source.resolve().relative_to(root)
     src.mkdir(parents=True, exist_ok=True)
-    for name in pkg.include:
-        entry = (pkg.source / name).resolve()
-        target = (src / name).resolve()
-        if not target.is_relative_to(tree.resolve()) or target.exists():
+    for path in tree_files(pkg.source.resolve(), pkg.include):
+        target = tree / path.relative_to(root)
+        if target.exists():
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        if entry.is_dir():
-            shutil.copytree(entry, target, ignore=ignore)
-        else:
-            shutil.copy2(entry, target)
+        shutil.copy2(path, target)
     return src
 
 
