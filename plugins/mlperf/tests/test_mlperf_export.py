@@ -434,6 +434,15 @@ def test_system_type_input_decides_and_conflicts_are_refused(runs: list[Any]) ->
     assert common.placement(offline) == ("llama3.1-8b", "datacenter")
     env_edge = dict(offline, system={**doc["system"], "type": "edge"})
     assert common.placement(env_edge) == ("llama3.1-8b-edge", "edge")
+    # resnet is an edge benchmark in v6.1; its Server only a datacenter,edge system may hold
+    resnet = runs[0].document
+    assert common.placement(resnet) == ("resnet", "edge")
+    server = dict(resnet, benchmark={**resnet["benchmark"], "scenario": "Server"})
+    assert common.placement(server) == ("resnet", "datacenter,edge")
+    with pytest.raises(UsageError, match=r"resnet Server has no place .*--system_type=datacenter$"):
+        common.placement(dict(server, outputs={"system_type": "edge"}))
+    assert common.combined_system_type(["edge", "datacenter,edge"]) == "datacenter,edge"
+    assert common.combined_system_type(["datacenter", "datacenter"]) == "datacenter"
 
 
 def test_rule_measurements_and_required_files(runs: list[Any], tmp_path: Path) -> None:

@@ -96,7 +96,9 @@ def placement(doc: Mapping[str, Any]) -> tuple[str, str]:
 
     An ``-edge`` model is an edge run; otherwise the requested type (recipe input, else
     ``CMX_SYSTEM_TYPE``), else the first of datacenter, edge whose benchmark has the
-    scenario. A datacenter-named model run as edge is filed under the ``-edge`` benchmark.
+    scenario; ``datacenter,edge`` where only that has it (resnet Server in v6.1). A
+    datacenter-named model run as edge is filed under the ``-edge`` benchmark. A scenario
+    with no place under the asked type is a ``UsageError``.
     """
     name = benchmark_name(doc)
     scenario = str(doc["benchmark"].get("scenario"))
