@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from cmx_core.api import Artifact, StepContext, StepOutput
 from cmx_mlperf.harness import accuracy as acc
+from cmx_mlperf.harness import retry
 from cmx_mlperf.harness.mllog import parse_detail
 from cmx_mlperf.harness.result import build_part
 from cmx_mlperf.harness.runner import fresh_log_dir, run_child
@@ -19,11 +21,20 @@ _ARTIFACTS = ((DETAIL, "mlperf_log_detail"), (SUMMARY, "mlperf_log_summary"),
 
 
 def run_step(ctx: StepContext) -> StepOutput:
-    spec = spec_from_params(ctx.params)
-    timeout = spec.timeout_s or ctx.timeout_s
-    child = run_child(spec, fresh_log_dir(ctx.work_dir), timeout)
-    log = parse_detail(child.log_dir / DETAIL)
+    original = spec_from_params(ctx.params)
+    timeout = original.timeout_s or ctx.timeout_s
+    spec, attempts = original, []
+    for number in range(1, retry.MAX_ATTEMPTS + 1):
+        child = run_child(spec, fresh_log_dir(ctx.work_dir), timeout)
+        log = parse_detail(child.log_dir / DETAIL)
+        attempts.append(retry.attempt_record(number, spec, log, _shown(child.log_dir, ctx.run_dir)))
+        following = retry.next_spec(original, spec, log, child.report)
+        if following is None or number == retry.MAX_ATTEMPTS:
+            break
+        spec = following
     part = build_part(log, spec, child.report, _shown(child.log_dir, ctx.run_dir))
+    if len(attempts) > 1:  # the run was repeated: every attempt stays in the record
+        part = replace(part, sections={**part.sections, "mlperf": {**part.sections["mlperf"], "attempts": attempts}})
     artifacts = tuple(Artifact(child.log_dir / name, kind) for name, kind in _ARTIFACTS
                       if (child.log_dir / name).is_file())
     outputs = {
