@@ -70,8 +70,7 @@ def plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     settings (``options``) are parsed and its ``check_plan`` is called."""
     session = session or open_session(recipes_dirs, facts_file)
     the_plan = _resolve_plan(tags, inputs, session)
-    chosen = _executor(session, the_plan, executor)
-    _check_with(chosen, the_plan, executor_settings(chosen, options or {}))
+    _checked_executor(session, the_plan, executor, options)
     return the_plan
 
 
@@ -84,9 +83,7 @@ def plan_view(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None
 
     session = open_session(recipes_dirs, facts_file)
     the_plan = _resolve_plan(tags, inputs, session)
-    chosen = _executor(session, the_plan, executor)
-    settings = executor_settings(chosen, options or {})
-    _check_with(chosen, the_plan, settings)
+    chosen, settings = _checked_executor(session, the_plan, executor, options)
     execution = chosen.describe(the_plan, settings) if chosen.describe is not None else {}
     return view(the_plan, session.facts, chosen.name, execution)
 
@@ -97,9 +94,15 @@ def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, s
     return _build(resolver.resolve(query.tags, query.inputs), query, session)
 
 
-def _check_with(chosen: Executor, the_plan: Plan, settings: ExecutorSettings) -> None:
+def _checked_executor(session: Session, the_plan: Plan, executor: str | None,
+                      options: Mapping[str, Any] | None) -> tuple[Executor, ExecutorSettings]:
+    """The executor that would run the plan, its parsed settings, and its ``check_plan``
+    passed: what ``cmx plan`` and ``cmx run`` both check before anything runs."""
+    chosen = _executor(session, the_plan, executor)
+    settings = executor_settings(chosen, options or {})
     if chosen.check_plan is not None:
         chosen.check_plan(the_plan, settings)
+    return chosen, settings
 
 
 def _build(resolution: Resolution, query: PlanQuery, session: Session) -> Plan:
@@ -229,13 +232,11 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     session = open_session(recipes_dirs, facts_file)
     the_plan = replay(locked, Path(lock), session, allow_drift) if locked and lock else \
         _resolve_plan(tags, inputs, session)
-    chosen = _executor(session, the_plan, executor)
-    settings = executor_settings(chosen, options or {})
-    _check_with(chosen, the_plan, settings)
+    chosen, settings = _checked_executor(session, the_plan, executor, options)
     run_id = new_run_id()
     run_dir = _make_run_dir(run_id, the_plan.root.recipe.name, output)
     _write_json(run_dir / "plan.json", the_plan.to_json())
-    lock_digest = write_lock(run_dir, the_plan, session)
+    lock_digest = write_lock(run_dir, the_plan, session.registry)
     request = ExecutionRequest(
         plan=the_plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
         lock_path=run_dir / "lock.json", run_id=run_id, settings=settings, jobs=jobs,
@@ -336,11 +337,11 @@ def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:
     return run_dir
 
 
-def write_lock(run_dir: Path, the_plan: Plan, session: Session) -> str:
+def write_lock(run_dir: Path, the_plan: Plan, registry: Registry) -> str:
     """The lockfile of the resolved run; returns its digest."""
     from cmx_core.lock import lock_document
 
-    lock = lock_document(the_plan, _plugins(session.registry, the_plan))
+    lock = lock_document(the_plan, _plugins(registry, the_plan))
     _write_json(run_dir / "lock.json", lock)
     return digest(lock)
 

@@ -142,24 +142,6 @@ def _run_parallel(plan: Plan, runner: NodeRunner, done: dict[str, NodeResult], j
             raise
 
 
-def measures(node: PlanNode, registry: Registry) -> bool:
-    """True when one of the node's steps is a measurement (a benchmark): its recipe says
-    ``measures: true`` on the step, or its step type declares ``measures=True``."""
-    for step in node.steps:
-        declared = step.measures
-        if declared is None:
-            provider = registry.steps.get(step.uses)
-            declared = provider is not None and provider.measures
-        if declared:
-            return True
-    return False
-
-
-def caches_measurements(node: PlanNode) -> bool:
-    """True when the node's recipe asks for its measurements to be served from the cache."""
-    return node.recipe.cache.measurements
-
-
 class NodeRunner:
     """Runs one node: cache lookup, steps in order, declared outputs, cache commit."""
 
@@ -187,18 +169,16 @@ class NodeRunner:
             return hit or self._execute(node, deps, key, start, use_entry=True)
 
     def _uses_cache(self, node: PlanNode) -> bool:
-        """A node is cached when its recipe is, unless it measures and the recipe did not ask
-        for cached measurements (a benchmark is measured again by default)."""
-        if not (node.cacheable and self.settings.use_cache):
-            return False  # node.cacheable already says no for a measuring node (see planner)
-        return caches_measurements(node) or not measures(node, self.registry)
+        """``node.cacheable`` already says no for a measuring node whose recipe did not ask
+        for cached measurements (see :attr:`cmx_core.planner.PlanNode.cacheable`)."""
+        return node.cacheable and self.settings.use_cache
 
     def _hit(self, node: PlanNode, key: str, start: float) -> NodeResult | None:
         entry, _ = self.cache.lookup(key, node.recipe.cache.expires_s)
         if entry is None or entry_invalid(entry, node, self.facts, self.registry) is not None:
             return None
         measurement = served(entry.meta, entry.path, key)
-        if measurement is None and measures(node, self.registry):
+        if measurement is None and node.measures:
             return None  # an entry without its measurement cannot stand in for one
         self.events("cmx_node_started", node_id=node.id, recipe=node.recipe.name, cached=True)
         outputs = freeze(entry.outputs)
@@ -255,7 +235,7 @@ class NodeRunner:
     def _commit(self, node: PlanNode, staging: Staging, outputs: Mapping[str, Any], facts_read: set[str],
                 parts: list[ResultPart], artifacts: list[Artifact]) -> CacheEntry:
         meta = self._meta(node, outputs, facts_read)
-        if parts or measures(node, self.registry):  # what the node measured stays with its entry
+        if parts or node.measures:  # what the node measured stays with its entry
             measured_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
             meta["measurement"] = measurement_meta(parts, stage_artifacts(artifacts, staging.files),
                                                    self.settings.run_id, measured_at)

@@ -10,7 +10,7 @@ be rendered with placeholders in it is shown as written.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,22 +39,6 @@ class Unknown:
         return f"<{self._path}>"
 
     __repr__ = __str__
-
-
-class _Facts(Mapping[str, Any]):
-    """The facts, detected on first read (as the run would)."""
-
-    def __init__(self, store: FactStore) -> None:
-        self._store = store
-
-    def __getitem__(self, name: str) -> Any:
-        return self._store.get(name)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._store.available())
-
-    def __len__(self) -> int:
-        return len(self._store.available())
 
 
 @dataclass(frozen=True)
@@ -95,11 +79,11 @@ def view(plan: Plan, facts: FactStore, executor: str, execution: Mapping[str, An
 def preview_params(node: PlanNode, params: Mapping[str, Any], facts: FactStore) -> dict[str, Any]:
     """``params`` rendered with the node's inputs, variations and facts, and placeholders
     for what only the run knows; a value that cannot be rendered so stays as written."""
-    from cmx_core.execute import groups_of
+    from cmx_core.execute import FactsView, groups_of
 
     context = {
         "inputs": node.inputs, "variation": groups_of(node), "variations": list(node.variations),
-        "facts": _Facts(facts), "deps": {alias: Unknown(f"deps.{alias}") for alias in node.deps},
+        "facts": FactsView(facts), "deps": {alias: Unknown(f"deps.{alias}") for alias in node.deps},
         "steps": Unknown("steps"), "node": Unknown("node"), "run": Unknown("run"),
     }
     rendered = {}

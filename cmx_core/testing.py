@@ -129,8 +129,7 @@ def execution_request(plan: Any, run_dir: Path, *, settings: Any = None, jobs: i
     run_dir.mkdir(parents=True, exist_ok=True)
     facts = FactStore.from_file(plan.facts_file, registry.detectors) if plan.facts_file \
         else FactStore(registry.detectors)
-    session = engine.Session(registry, None, facts, None, tuple(plan.query.recipes_dirs), plan.facts_file)  # type: ignore[arg-type]
-    engine.write_lock(run_dir, plan, session)
+    engine.write_lock(run_dir, plan, registry)
     return ExecutionRequest(plan=plan, facts=facts, registry=registry, run_dir=run_dir,
                             lock_path=run_dir / "lock.json", run_id=new_run_id(),
                             settings=settings if settings is not None else NoSettings(), jobs=jobs,
