@@ -71,6 +71,7 @@ from cmx_core.providers import (
     ResultPart,
     RunError,
 )
+from cmx_core.results.envelope import ENGINE_KEYS
 
 H = TypeVar("H")
 JobState = Literal["completed", "failed", "timeout", "oom", "cancelled", "lost"]
@@ -81,10 +82,6 @@ REMOTE_DIR = "remote"
 STAGE_DIR = "remote-stage"
 """What the base ships to the far side: ``lock.json`` (and what a subclass adds)."""
 
-ENVELOPE_KEYS = frozenset({
-    "schema_version", "run_id", "created_at", "status", "invalid_reasons", "benchmark", "metrics",
-    "system", "software", "timing", "artifacts", "outputs", "error", "provenance", "notes",
-})
 
 
 @dataclass(frozen=True)
@@ -279,7 +276,7 @@ def part_of(document: Mapping[str, Any]) -> ResultPart | None:
     benchmark = dict(document.get("benchmark") or {})
     metrics = {str(k): Metric(v.get("value"), str(v.get("unit")), bool(v.get("higher_is_better")))
                for k, v in dict(document.get("metrics") or {}).items()}
-    sections = {k: v for k, v in document.items() if k not in ENVELOPE_KEYS}
+    sections = {k: v for k, v in document.items() if k not in ENGINE_KEYS}
     software = document.get("software") or {}
     extra = {k: software[k] for k in ("framework", "framework_version", "packages") if software.get(k)}
     if extra:

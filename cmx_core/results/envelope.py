@@ -13,6 +13,13 @@ ENVELOPE_KEYS = frozenset({
 })
 """The top-level keys of ``schemas/result.schema.json`` (a test keeps them in step)."""
 
+PART_SECTIONS = frozenset({"model", "cost"})
+"""Envelope sections a step's result part fills (``ResultPart.sections``), as suites' own do."""
+
+ENGINE_KEYS = ENVELOPE_KEYS - PART_SECTIONS
+"""The keys the engine writes itself from what it knows of the run; every other top-level
+key of a result came from the run's result part (a remote executor folds them back so)."""
+
 SECTION_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 """A suite section's name: a lower-case identifier."""
 
