@@ -20,7 +20,7 @@ STEP_PARAMS: dict[str, str] = {
     "sut": "SUT kind: noop, classifier, hf-llm, openai-http",
     "sut_params": "mapping passed to the SUT factory (model_path, dataset_dir, ...)",
     "scenario": "Offline, Server, SingleStream or MultiStream",
-    "mode": "PerformanceOnly, AccuracyOnly or FindPeakPerformance",
+    "mode": "PerformanceOnly, AccuracyOnly, FindPeakPerformance or PeakQPS (the highest Server QPS that is VALID, then a curve)",
     "model_name": "MLPerf model key for the embedded mlperf.conf (e.g. resnet50, llama3.1-8b)",
     "target_qps": "Server target QPS (and Offline expected QPS when expected_qps is unset)",
     "target_latency_ms": "Server target latency in ms",
@@ -35,6 +35,10 @@ STEP_PARAMS: dict[str, str] = {
     "performance_sample_count": "override of the performance sample count",
     "samples_per_query": "MultiStream samples per query",
     "timeout_s": "wall-clock limit of the LoadGen child process in seconds",
+    "price_per_hour": "USD per hour of the system under test: the result reports cost per million tokens",
+    "power_sample_ms": "power sampling period in ms during the LoadGen test",
+    "search_runs": "PeakQPS: LoadGen tests the search may run at most",
+    "sweep_points": "PeakQPS: points of the tokens/s-versus-latency curve, up to 1.2 x the peak",
 }
 
 

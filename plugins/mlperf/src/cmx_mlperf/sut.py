@@ -20,6 +20,11 @@ Rules a SUT must follow:
   step's status becomes ``error`` (``invalid`` when LoadGen said INVALID), the reasons go
   to ``invalid_reasons`` and TTFT/TPOT become null, since LoadGen divides by
   ``n_tokens - 1`` and failed samples with 0-1 tokens corrupt them.
+* Optional: ``extra_results()`` returns what the SUT measured beyond LoadGen, read after
+  ``stop``: ``{"metrics": {name: {"value", "unit", "higher_is_better"}}, "mlperf": {key:
+  value}, "warnings": [str], "packages": {name: version}}``. Metrics join the result's
+  metrics (never replacing one LoadGen filled), ``mlperf`` keys join the ``mlperf``
+  section, warnings join ``mlperf.warnings`` and packages join ``software.packages``.
 
 The harness keeps the bytes given to the completer referenced until LoadGen's
 ``QuerySamplesComplete`` returns, so a SUT may pass a temporary ``bytes`` object.

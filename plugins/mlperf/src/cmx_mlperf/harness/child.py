@@ -114,7 +114,22 @@ def run_test(spec: LoadgenSpec, out_dir: Path) -> dict[str, Any]:
         sut.stop()
     report.update(sut_errors(sut))
     report.update(_describe(sut))
+    report.update(sut_extra(sut))
     return report
+
+
+def sut_extra(sut: Any) -> dict[str, Any]:
+    """What the SUT measured beyond LoadGen (the optional ``extra_results()`` of the SUT
+    contract): ``{"metrics": {name: {"value", "unit", "higher_is_better"}}, "mlperf": {...},
+    "warnings": [...], "packages": {...}}``, as the report key ``sut_extra``; read after
+    :meth:`stop`, so a SUT can finish its bookkeeping first."""
+    extra = getattr(sut, "extra_results", None)
+    if not callable(extra):
+        return {}
+    value = extra()
+    if not isinstance(value, dict):
+        raise StepFailed(f"sut {_sut_name(sut)}: extra_results() returned {type(value).__name__}, not a dict")
+    return {"sut_extra": value}
 
 
 def sut_errors(sut: Any) -> dict[str, Any]:

@@ -314,6 +314,7 @@ def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_di
     if tokens:
         mlperf["ttft_ns"] = _nulled(log.ttft_ns()) if errors else log.ttft_ns()
         mlperf["tpot_ns"] = _nulled(log.tpot_ns()) if errors else log.tpot_ns()
+    _apply_sut_extra(report.get("sut_extra") or {}, metrics, mlperf)
     benchmark = {
         "suite": "mlperf-inference",
         "suite_version": "v6.1",
@@ -333,6 +334,18 @@ def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_di
     )
 
 
+def _apply_sut_extra(extra: dict[str, Any], metrics: dict[str, Metric], mlperf: dict[str, Any]) -> None:
+    """Merge what the SUT measured beyond LoadGen (``child.sut_extra``): its metrics (a key
+    LoadGen already filled is never replaced), its ``mlperf`` keys and its warnings."""
+    for name, raw in (extra.get("metrics") or {}).items():
+        if name not in metrics and isinstance(raw, dict):
+            metrics[name] = _metric(raw.get("value"), str(raw.get("unit") or "score"),
+                                    bool(raw.get("higher_is_better", False)))
+    for key, value in (extra.get("mlperf") or {}).items():
+        mlperf.setdefault(key, value)
+    mlperf["warnings"].extend(str(w) for w in extra.get("warnings") or ())
+
+
 def _null_token_latencies(metrics: dict[str, Metric]) -> None:
     """TTFT/TPOT metrics keep their keys with value null (measured but not trustworthy)."""
     for name, metric in metrics.items():
@@ -349,5 +362,9 @@ def _extra_sections(report: dict[str, Any]) -> dict[str, Any]:
     if isinstance(report.get("model_info"), dict):
         out["model"] = report["model_info"]
     if isinstance(report.get("software"), dict):
-        out["software"] = report["software"]
+        software = report["software"]
+        packages = (report.get("sut_extra") or {}).get("packages")
+        if isinstance(packages, dict):  # e.g. the serving engine's version, as the server reports it
+            software = {**software, "packages": {**software.get("packages", {}), **packages}}
+        out["software"] = software
     return out

@@ -15,16 +15,19 @@ from typing import Any
 from cmx_core.errors import UsageError
 
 SCENARIOS = ("Offline", "Server", "SingleStream", "MultiStream")
-MODES = ("PerformanceOnly", "AccuracyOnly", "FindPeakPerformance")
+MODES = ("PerformanceOnly", "AccuracyOnly", "FindPeakPerformance", "PeakQPS")
+#: Harness modes that are not LoadGen's: the step runs several LoadGen tests itself.
+HARNESS_MODES = ("PeakQPS",)
 _ALIASES = {s.lower(): s for s in SCENARIOS + MODES}
 _ALIASES.update({"performance": "PerformanceOnly", "accuracy": "AccuracyOnly",
-                 "findpeak": "FindPeakPerformance", "single-stream": "SingleStream",
+                 "findpeak": "FindPeakPerformance", "peak-qps": "PeakQPS", "single-stream": "SingleStream",
                  "multi-stream": "MultiStream"})
 
 _NUMBERS = ("target_qps", "target_latency_ms", "duration_s", "expected_qps",
-            "expected_latency_ms", "ttft_ms", "tpot_ms", "timeout_s")
+            "expected_latency_ms", "ttft_ms", "tpot_ms", "timeout_s", "price_per_hour",
+            "power_sample_ms")
 _INTEGERS = ("min_query_count", "max_query_count", "performance_sample_count",
-             "samples_per_query")
+             "samples_per_query", "search_runs", "sweep_points")
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,10 @@ class LoadgenSpec:
     samples_per_query: int | None = None
     accuracy: bool | None = None
     timeout_s: float | None = None
+    price_per_hour: float | None = None  # USD per hour of the system: cost per million tokens
+    power_sample_ms: float | None = None  # power sampling period during the test (None: default)
+    search_runs: int | None = None  # PeakQPS: LoadGen tests the search may run at most
+    sweep_points: int | None = None  # PeakQPS: curve points up to 1.2 x the peak
 
     @property
     def wants_accuracy(self) -> bool:
@@ -110,8 +117,8 @@ def spec_from_params(params: Mapping[str, Any]) -> LoadgenSpec:
         raise UsageError(f"mlperf.loadgen: scenario is required; use one of: {', '.join(SCENARIOS)}")
     scenario = _choice("scenario", params["scenario"], SCENARIOS)
     mode = _choice("mode", params.get("mode") or "PerformanceOnly", MODES)
-    if mode == "FindPeakPerformance" and scenario != "Server":
-        raise UsageError("mlperf.loadgen: mode FindPeakPerformance works only with scenario Server")
+    if mode in ("FindPeakPerformance", "PeakQPS") and scenario != "Server":
+        raise UsageError(f"mlperf.loadgen: mode {mode} works only with scenario Server")
     sut_params = params.get("sut_params") or {}
     if not isinstance(sut_params, Mapping):
         raise UsageError("mlperf.loadgen: sut_params must be a mapping")
