@@ -20,7 +20,8 @@ STEP_PARAMS: dict[str, str] = {
     "sut": "SUT kind: noop, classifier, hf-llm, openai-http",
     "sut_params": "mapping passed to the SUT factory (model_path, dataset_dir, ...)",
     "scenario": "Offline, Server, SingleStream or MultiStream",
-    "mode": "PerformanceOnly, AccuracyOnly, FindPeakPerformance or PeakQPS (the highest Server QPS that is VALID, then a curve)",
+    "mode": ("PerformanceOnly, AccuracyOnly, FindPeakPerformance or PeakQPS "
+             "(the highest Server QPS that is VALID, then a curve)"),
     "model_name": "MLPerf model key for the embedded mlperf.conf (e.g. resnet50, llama3.1-8b)",
     "target_qps": "Server target QPS (and Offline expected QPS when expected_qps is unset)",
     "target_latency_ms": "Server target latency in ms",
