@@ -85,7 +85,7 @@ def run_test(spec: LoadgenSpec, out_dir: Path) -> dict[str, Any]:
         if needs_calibration(spec):
             per_query = (spec.samples_per_query or 8) if spec.scenario == "MultiStream" else 1
             calibration = calibrate(sut, completer, spec.scenario, per_query,
-                                    budget_for(spec.duration_s), CALIBRATION_TIMEOUT_S)
+                                    budget_for(spec.duration_s), CALIBRATION_TIMEOUT_S, spec.mode)
             derived = derive(calibration, spec.duration_s)
             report["calibration"] = calibration.as_dict()
             report["derived"] = {k: v for k, v in derived.__dict__.items() if v is not None}
