@@ -61,3 +61,54 @@ def test_a_calibrated_run_records_its_attempts_and_ends_valid(cmx_home: Path, cm
     assert attempts[-1]["result_validity"] == "VALID" and out.result.status == "valid"
     assert len(attempts) <= retry.MAX_ATTEMPTS
     json.dumps(attempts)  # recorded as plain data
+
+
+def test_a_server_run_that_misses_its_latency_bound_is_run_again_at_a_lower_qps(cmx_home: Path,
+                                                                               tmp_path: Path) -> None:
+    """A real Server run whose TTFT limit (1 ns) no SUT meets: LoadGen says INVALID for
+    latency; with a calibrated QPS the next attempt asks for half of it."""
+    spec = LoadgenSpec(sut="noop", scenario="Server", duration_s=1, min_query_count=50, target_qps=200,
+                       ttft_ms=1e-6, model_name="llama3.1-8b", sut_params={"tokens_per_sample": 3})
+    child = run_child(spec, fresh_log_dir(tmp_path))
+    log = parse_detail(child.log_dir / "mlperf_log_detail.txt")
+    assert retry.missed_latency(log) and not retry.ended_too_early(log)
+    following = retry.next_spec(dataclasses.replace(spec, target_qps=None), spec, log, child.report)
+    assert following is not None and following.target_qps == 200 / retry.RAISE
+    assert retry.next_spec(spec, spec, log, child.report) is None  # the user asked for 200
+
+
+def test_the_calibration_probe_never_plans_a_batch_beyond_its_budget() -> None:
+    from cmx_mlperf.harness.calibrate import GROWTH, next_batch
+
+    assert next_batch(1, best_sps=1000.0, remaining_s=1.0) == GROWTH  # room: grow
+    assert next_batch(16, best_sps=40.0, remaining_s=0.5) == 20  # 64 would take 1.6 s: bounded to what fits
+    assert next_batch(16, best_sps=20.0, remaining_s=0.5) is None  # not even 16 fits: stop probing
+    assert next_batch(4, best_sps=1e9, remaining_s=0.0) is None  # budget spent
+
+
+def test_server_qps_follows_a_batching_sut_capacity_and_accuracy_runs_are_calibrated() -> None:
+    from cmx_mlperf.harness.calibrate import ACCURACY_FACTOR, SERVER_FACTOR, Calibration, derive
+    from cmx_mlperf.harness.config import needs_calibration
+
+    one_at_a_time = Calibration("Server", 10, 1.0, throughput_sps=11.0, median_query_latency_ms=100.0)
+    batching = Calibration("Server", 10, 1.0, throughput_sps=400.0, median_query_latency_ms=100.0)
+    assert derive(one_at_a_time, 10).target_qps == SERVER_FACTOR * 11.0
+    assert derive(batching, 10).target_qps == SERVER_FACTOR * 400.0  # not 0.5 / 100 ms = 5
+    accuracy = dataclasses.replace(batching, mode="AccuracyOnly")
+    assert derive(accuracy, 10).target_qps == ACCURACY_FACTOR * 400.0
+    server_accuracy = LoadgenSpec(sut="noop", scenario="Server", mode="AccuracyOnly")
+    assert needs_calibration(server_accuracy)  # not LoadGen's 1 QPS default
+    assert not needs_calibration(dataclasses.replace(server_accuracy, target_qps=5.0))
+    assert not needs_calibration(dataclasses.replace(server_accuracy, scenario="Offline"))
+
+
+def test_a_server_accuracy_run_issues_at_the_calibrated_qps(cmx_home: Path, cmx_step_context: Any) -> None:
+    """300 samples at LoadGen's default of 1 QPS would take 5 minutes; the child's time limit
+    of 120 s fails the step unless the accuracy run is calibrated."""
+    out = run_step(cmx_step_context(params={"sut": "noop", "scenario": "Server", "mode": "AccuracyOnly",
+                                            "sut_params": {"total_sample_count": 300}, "timeout_s": 120}))
+    mlperf = out.result.sections["mlperf"]
+    assert out.result.status == "valid", out.result.invalid_reasons
+    assert mlperf["calibration"]["mode"] == "AccuracyOnly"
+    assert mlperf["derived_settings"]["target_qps"] > 10
+    assert mlperf["accuracy"]["samples"] == 300

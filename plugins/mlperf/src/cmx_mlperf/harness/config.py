@@ -140,9 +140,10 @@ def _scenario_latency_ms(spec: LoadgenSpec, derived: Derived) -> float | None:
 
 def needs_calibration(spec: LoadgenSpec) -> bool:
     """True when the Offline/Server QPS or the SingleStream/MultiStream expected latency
-    was left unset in a timed mode (the traps of workloads.md §1.3 items 5 and 6)."""
+    was left unset in a timed mode (the traps of workloads.md §1.3 items 5 and 6), or the
+    Server QPS of an accuracy run (LoadGen's default of 1 QPS takes hours on a real dataset)."""
     if spec.mode == "AccuracyOnly":
-        return False
+        return spec.scenario == "Server" and _scenario_qps(spec, Derived()) is None
     derived_nothing = Derived()
     if spec.scenario in ("Offline", "Server"):
         return _scenario_qps(spec, derived_nothing) is None

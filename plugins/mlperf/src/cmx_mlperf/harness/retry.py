@@ -12,6 +12,10 @@ in the result (``mlperf.attempts``); the last one is the result.
 * **SingleStream / MultiStream**: LoadGen pre-generates ``min_duration / expected_latency``
   queries, so a run that ends early had too high an expected latency: the next attempt
   expects the smaller of the previous value and the measured median, divided by ``RAISE``.
+* **Server**: a run at a calibrated target QPS that misses its latency bounds (performance
+  constraints or early stopping not met: "Reduce target QPS to improve latency") was loaded
+  beyond what the SUT sustains on this machine now: the next attempt asks for the previous
+  target divided by ``RAISE``.
 
 A value the user set (``expected_qps``, ``expected_latency_ms``) is never changed: then the
 run's verdict stands as LoadGen gave it.
@@ -35,12 +39,25 @@ def ended_too_early(log: DetailLog) -> bool:
     return log.get("result_validity") == "INVALID" and log.get("result_min_duration_met") is False
 
 
+def missed_latency(log: DetailLog) -> bool:
+    """INVALID because the latency bounds were missed (a Server run loaded too much)."""
+    return log.get("result_validity") == "INVALID" and (
+        log.get("result_perf_constraints_met") is False or log.get("early_stopping_met") is False)
+
+
 def next_spec(original: LoadgenSpec, current: LoadgenSpec, log: DetailLog,
               report: dict[str, Any]) -> LoadgenSpec | None:
     """The spec of the next attempt, or None when the run stands as it is."""
-    if original.mode != "PerformanceOnly" or not needs_calibration(original) or not ended_too_early(log):
+    if original.mode != "PerformanceOnly" or not needs_calibration(original):
         return None
     derived = report.get("derived") or {}
+    if current.scenario == "Server" and missed_latency(log):
+        previous = current.target_qps or derived.get("target_qps")
+        if not isinstance(previous, (int, float)) or previous <= 1.0:
+            return None
+        return dataclasses.replace(current, target_qps=max(1.0, _round(previous / RAISE)))
+    if not ended_too_early(log):
+        return None
     if current.scenario == "Offline":
         previous = current.expected_qps or derived.get("expected_qps")
         measured = log.get("result_samples_per_second")
@@ -61,7 +78,7 @@ def next_spec(original: LoadgenSpec, current: LoadgenSpec, log: DetailLog,
 def attempt_record(number: int, spec: LoadgenSpec, log: DetailLog, log_dir: str) -> dict[str, Any]:
     """What one attempt asked for and how it ended."""
     return {
-        "attempt": number, "log_dir": log_dir, "expected_qps": spec.expected_qps,
+        "attempt": number, "log_dir": log_dir, "expected_qps": spec.expected_qps, "target_qps": spec.target_qps,
         "expected_latency_ms": spec.expected_latency_ms, "result_validity": log.get("result_validity"),
         "min_duration_met": log.get("result_min_duration_met"),
     }
