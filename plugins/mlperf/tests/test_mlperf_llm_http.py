@@ -21,6 +21,7 @@ from cmx_mlperf.llm.http_sut import OpenAIHttpSUT, make
 from cmx_mlperf.llm.openai_client import Endpoint
 from cmx_mlperf.llm.test_server import Fault, LoopbackServer
 from cmx_mlperf.llm.testing import RecordingCompleter
+from cmx_mlperf.llm.tokens import ids_from_bytes
 from cmx_mlperf.sut import AccuracyEntry
 
 
@@ -74,15 +75,15 @@ def test_server_streams_sse_chunks_matching_the_plain_completion(server: Loopbac
     assert status == 400 and b"prompt must be a string" in bad
 
 
-def test_sut_streams_and_counts_tokens(server: LoopbackServer) -> None:
-    sut = make({"base_url": server.url + "/v1", "max_tokens": 5})
+def test_sut_streams_and_counts_tokens(server: LoopbackServer, tiny_llama: Path) -> None:
+    sut = make({"base_url": server.url + "/v1", "max_tokens": 5, "model_dir": str(tiny_llama)})
     rec = _run(sut, 6)
     assert sut.model == "tiny-llama" and sut.errors() == [] and sut.error_count == 0
     for call in rec.completions().values():
-        data = json.loads(call.data)
-        assert call.n_tokens == data["n_tokens"] == 5
-    _, plain = _post(server.url, {"prompt": SAMPLES[3].prompt, "max_tokens": 5, "min_tokens": 2})
-    assert json.loads(rec.completions()[3].data)["text"] == json.loads(plain)["choices"][0]["text"]
+        assert call.n_tokens == len(ids_from_bytes(call.data)) == 5  # int32 ids, as the reference SUTs
+    _, plain = _post(server.url, {"prompt": SAMPLES[3].prompt, "max_tokens": 5, "min_tokens": 2,
+                                  "return_token_ids": True})
+    assert ids_from_bytes(rec.completions()[3].data) == json.loads(plain)["choices"][0]["token_ids"]
     metrics = sut.accuracy([AccuracyEntry(i, c.data) for i, c in rec.completions().items()])
     assert metrics["errors"] == 0 and metrics["gen_num"] == 6 and metrics["tokens_per_sample"] == 5
 
@@ -102,9 +103,9 @@ def test_faults_complete_every_sample_with_an_error_mark(
     faulty.set_fault(Fault(mode, every))
     rec = _run(sut, 12)
     assert sut.errors() == [f"{failed} of 12 samples: {reason}"]
-    marked = [json.loads(c.data) for c in rec.completions().values() if b'"error"' in c.data]
-    assert len(marked) == failed and all(m["error"] == reason for m in marked)
-    assert all(c.n_tokens == 0 for c in rec.completions().values() if b'"error"' in c.data)
+    marked = [c for c in rec.completions().values() if c.data == b""]  # the failure mark: no ids
+    assert len(marked) == failed and all(c.n_tokens == 0 for c in marked)
+    assert all(len(ids_from_bytes(c.data)) == c.n_tokens > 0 for c in rec.completions().values() if c.data)
     metrics = sut.accuracy([AccuracyEntry(i, c.data) for i, c in rec.completions().items()])
     assert metrics["errors"] == failed and metrics["gen_num"] == 12 - failed
 

@@ -3,8 +3,19 @@
 This is the FlexBench design: the system under test is any endpoint speaking the OpenAI
 completions API (vLLM, SGLang, TGI, the loopback test server). Each issued sample becomes a
 ``POST /v1/completions`` with ``stream: true`` on a bounded thread pool; the first streamed
-chunk is reported as LoadGen's first token (TTFT), ``data: [DONE]`` completes the sample
-with the server's ``usage.completion_tokens`` (or the number of chunks).
+chunk is reported as LoadGen's first token (TTFT), ``data: [DONE]`` completes the sample.
+
+Token counts (LoadGen's ``n_tokens``, hence TPOT and tokens/s) come from the server's
+``usage.completion_tokens``, else the token ids it returned, else the local tokenizer
+re-encoding the text (``model_dir``, or the served model id when it is a local directory),
+else the chunk count, with a warning (:mod:`~cmx_mlperf.llm.token_counts`). The response
+bytes are int32 token ids, as MLPerf's reference SUTs send (:mod:`~cmx_mlperf.llm.responses`,
+which also defines the failure mark: empty bytes). The arrival of every token-carrying chunk
+is timed for inter-token latency (:mod:`~cmx_mlperf.llm.itl`). ``extra_results()`` returns
+ITL, the token-count source, warnings and the serving engine's version; ``model_info`` and
+``dataset_info`` describe the weights (:mod:`~cmx_mlperf.llm.describe`). ITL, token counts
+and warnings pool every sample the SUT completed in its process, which includes the few the
+harness issues to calibrate before LoadGen starts.
 
 A failing request (connection refused, HTTP error, malformed JSON, a stream dropped before
 ``[DONE]``, a timeout) still completes its sample, with an error mark in the response bytes;
@@ -18,8 +29,6 @@ the step fails with those reasons and no result.
 Optionally the SUT starts the server itself (``launch``: an argument list such as
 ``[vllm, serve, /models/llama, --port, 8000]``), waits until ``/v1/models`` answers and stops
 that process (by its PID) in :meth:`OpenAIHttpSUT.stop`.
-
-Response bytes are UTF-8 JSON: ``{"text": ..., "n_tokens": N}`` or ``{"error": ..., ...}``.
 """
 
 from __future__ import annotations
@@ -35,10 +44,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from cmx_mlperf.llm import describe
 from cmx_mlperf.llm.dataset import SAMPLES
 from cmx_mlperf.llm.errors import ServerUnreachable, UsageError, raise_if_errors
+from cmx_mlperf.llm.itl import ItlPool
 from cmx_mlperf.llm.openai_client import Endpoint, RequestFailed, StreamResult, get_json, stream_completion
 from cmx_mlperf.llm.params import parse_params
+from cmx_mlperf.llm.responses import FAILED, ResponseCodec
+from cmx_mlperf.llm.token_counts import TokenCountTally
+from cmx_mlperf.llm.tokens import ids_to_bytes
 
 log = logging.getLogger("cmx.mlperf.openai_http")
 
@@ -59,6 +73,8 @@ class OpenAIHttpConfig:
     ready_timeout_s: float = 900.0
     check_server: bool = True
     fail_on_errors: bool = False  # True: stop() raises SampleErrors listing the failures
+    model_dir: str = ""  # the served weights, for tokenizer and model_info; empty: the model id if it is a dir
+    return_token_ids: bool = True  # ask for the generated ids (vLLM >= 0.10.2); other servers ignore it
 
 
 class OpenAIHttpSUT:
@@ -79,6 +95,15 @@ class OpenAIHttpSUT:
         self._failures: Counter[str] = Counter()
         self._completed = 0
         self._lock = threading.Lock()
+        self._codec = ResponseCodec(None)
+        self._itl = ItlPool()
+        self._counts = TokenCountTally(self.name)
+        self._encodings: Counter[str] = Counter()
+        self._engine = describe.Engine(None, None)
+        self._engine_note: str | None = None
+        self.model_name = config.model
+        self.model_info: dict[str, Any] | None = None
+        self.dataset_info: dict[str, Any] = describe.dataset_info()
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self, completer: Any) -> None:
@@ -86,6 +111,8 @@ class OpenAIHttpSUT:
             self._launch()
         if self.config.check_server or not self.model:
             self._check_server()
+            self._engine_version()
+        self._describe_model()
         self._completer = completer
         self._pool = ThreadPoolExecutor(max_workers=self.config.concurrency, thread_name_prefix="openai-http")
 
@@ -124,37 +151,52 @@ class OpenAIHttpSUT:
         with self._lock:
             return sum(self._failures.values())
 
+    def extra_results(self) -> dict[str, Any]:
+        """ITL, the token-count source, the accuracy-log encoding, warnings and packages."""
+        itl, counts = self._itl.extra(), self._counts.extra()
+        with self._lock:
+            encodings = dict(self._encodings)
+        warnings = [*counts["warnings"], *_encoding_warnings(encodings)]
+        serving = {"url": self.endpoint.url, "engine": self._engine.name, "version": self._engine.version,
+                   "model": self.model, "note": self._engine_note}
+        mlperf = {**itl["mlperf"], **counts["mlperf"], "accuracy_log_encoding": encodings, "serving": serving}
+        return {"metrics": itl["metrics"], "mlperf": mlperf, "warnings": warnings,
+                "packages": describe.serving_packages(self._engine)}
+
     # -- one sample --------------------------------------------------------------------
     def _one(self, response_id: int, sample_index: int) -> None:
         sent_first = False
 
-        def on_first(text: str) -> None:
+        def on_first(text: str, ids: list[int] | None) -> None:
             nonlocal sent_first
             sent_first = True
-            self._completer.first_token(response_id, text.encode())
+            self._completer.first_token(response_id, ids_to_bytes(ids) if ids else text.encode())
 
         prompt = SAMPLES[sample_index % len(SAMPLES)].prompt
-        result: StreamResult | None = None
-        reason = ""
+        data, n_tokens, reason = FAILED, 0, ""
         try:
             result = stream_completion(self.endpoint, self._body(prompt), self.config.timeout_s, on_first)
+            data, n_tokens = self._record(result)
         except RequestFailed as exc:
             reason = exc.reason
         except Exception as exc:  # noqa: BLE001 - never leave a LoadGen sample uncompleted
             reason = f"client error: {type(exc).__name__}: {str(exc)[:160]}"
-        if result is not None:
-            data = {"text": result.text, "n_tokens": result.n_tokens}
-            n_tokens = result.n_tokens
-        else:
-            data = {"error": reason}
-            n_tokens = 0
         with self._lock:
             self._completed += 1
             if reason:
                 self._failures[reason] += 1
         if not sent_first:
             self._completer.first_token(response_id, b"")
-        self._completer.complete(response_id, json.dumps(data).encode(), n_tokens)
+        self._completer.complete(response_id, data, n_tokens)
+
+    def _record(self, result: StreamResult) -> tuple[bytes, int]:
+        """Encode a successful sample and count it (ITL gaps, token-count source)."""
+        encoded = self._codec.encode(result)
+        self._itl.add(result.chunk_ns)
+        self._counts.add(encoded.count_source)
+        with self._lock:
+            self._encodings[encoded.encoding] += 1
+        return encoded.data, encoded.n_tokens
 
     def _body(self, prompt: str) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -167,6 +209,8 @@ class OpenAIHttpSUT:
         }
         if self.config.min_tokens:
             body["min_tokens"] = self.config.min_tokens
+        if self.config.return_token_ids:
+            body["return_token_ids"] = True
         return body
 
     # -- server ------------------------------------------------------------------------
@@ -177,11 +221,44 @@ class OpenAIHttpSUT:
             raise ServerUnreachable(
                 f"sut openai-http: server {self.endpoint.url} unreachable ({exc.reason}); start it or set launch"
             ) from None
-        ids = [m.get("id") for m in models.get("data", []) if isinstance(m, dict)] if isinstance(models, dict) else []
+        entries = [m for m in models.get("data", []) if isinstance(m, dict)] if isinstance(models, dict) else []
         if not self.model:
-            if not ids:
+            if not entries:
                 raise ServerUnreachable(f"sut openai-http: server {self.endpoint.url} lists no model; set model")
-            self.model = str(ids[0])
+            self.model = str(entries[0].get("id"))
+        owners = [m.get("owned_by") for m in entries if m.get("id") == self.model and m.get("owned_by")]
+        self._engine = describe.Engine(str(owners[0]) if owners else None, self._engine.version)
+
+    def _engine_version(self) -> None:
+        """The engine's version as the server reports it (vLLM: ``GET /version``); a server
+        without the route leaves it null with the reason in ``mlperf.serving.note``."""
+        try:
+            answer = get_json(self.endpoint, "/version", timeout_s=min(self.config.timeout_s, 10.0))
+        except RequestFailed as exc:
+            self._engine_note = f"GET /version: {exc.reason}"
+            return
+        version = answer.get("version") if isinstance(answer, dict) else None
+        if version is None:
+            self._engine_note = "GET /version: no version in the answer"
+            return
+        self._engine = describe.Engine(self._engine.name, str(version))
+        if self._engine.name is None:
+            self._engine_note = "the server names no engine (owned_by); its version is recorded as 'server'"
+            self._engine = describe.Engine("server", str(version))
+
+    def _describe_model(self) -> None:
+        """``model_info`` and the tokenizer, from the local model directory when there is one."""
+        from pathlib import Path
+
+        self.model_name = self.model
+        model_dir = self.config.model_dir or (self.model if self.model and Path(self.model).is_dir() else "")
+        if not model_dir:
+            self.model_info = describe.served_model_info(
+                self.model, "model_dir not set and the served model id is not a local directory")
+            return
+        self.model_info = describe.local_model_info(model_dir, self.model)
+        self.model_name = str(self.model_info["name"])
+        self._codec = ResponseCodec(_load_tokenizer(model_dir))
 
     def _launch(self) -> None:
         cmd = list(self.config.launch)
@@ -210,23 +287,64 @@ class OpenAIHttpSUT:
 
     # -- accuracy ----------------------------------------------------------------------
     def accuracy(self, entries: list[Any]) -> dict[str, float]:
+        """ROUGE of the logged responses: ids decoded with the tokenizer (as the reference
+        script does), or the kept text; empty or unreadable entries count as ``errors``.
+        ``tokens_per_sample`` counts ids, or the tokenizer-free fallback's ``n_tokens``."""
         from cmx_mlperf.llm.rouge import rouge_metrics
 
+        tokenizer = self._codec.tokenizer
         preds, refs, counts = [], [], []
         errors = 0
         for entry in entries:
-            try:
-                data = json.loads(entry.data.decode("utf-8"))
-                text, n = str(data["text"]), int(data["n_tokens"])
-            except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError):
+            decoded = self._codec.decode(entry.data)
+            if not decoded:
                 errors += 1
                 continue
-            preds.append(text)
+            if isinstance(decoded, str) or tokenizer is None:
+                preds.append(str(decoded))
+                counts.append(_json_count(entry.data))
+            else:
+                preds.append(str(tokenizer.decode(decoded, skip_special_tokens=True)))
+                counts.append(len(decoded))
             refs.append(SAMPLES[entry.qsl_idx % len(SAMPLES)].reference)
-            counts.append(n)
         metrics = rouge_metrics(preds, refs, counts)
         metrics["errors"] = float(errors)
         return metrics
+
+
+def _json_count(data: bytes) -> int:
+    """``n_tokens`` of a JSON fallback entry; 0 for ids kept with their text."""
+    try:
+        return int(json.loads(data.decode("utf-8"))["n_tokens"])
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError):
+        return len(data) // 4
+
+
+def _encoding_warnings(encodings: dict[str, int]) -> list[str]:
+    json_samples = encodings.get("json", 0)
+    if not json_samples:
+        return []
+    total = sum(encodings.values())
+    return [f"openai-http: {json_samples} of {total} samples were logged as JSON text, not int32 token ids "
+            "(no tokenizer and no token ids from the server); MLPerf's accuracy script cannot read them: "
+            "set model_dir"]
+
+
+def _load_tokenizer(model_dir: str) -> Any:
+    """The served model's tokenizer, loaded once from its directory, offline."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from transformers import AutoTokenizer
+
+    from cmx_mlperf.llm.errors import ModelDirError
+
+    try:
+        return AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - transformers raises many types for a bad directory
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise ModelDirError(f"sut openai-http: model_dir {model_dir}: no tokenizer ({first})") from None
 
 
 def _terminate(process: subprocess.Popen[bytes], grace_s: float = 15.0) -> None:
@@ -246,4 +364,10 @@ def make(params: Mapping[str, Any]) -> OpenAIHttpSUT:
     config = parse_params(OpenAIHttpConfig, params, "openai-http")
     if config.concurrency < 1 or config.max_tokens < 1 or config.timeout_s <= 0:
         raise UsageError("sut openai-http: concurrency and max_tokens must be >= 1 and timeout_s > 0")
+    if config.model_dir:
+        from pathlib import Path
+
+        if not Path(config.model_dir).expanduser().is_dir():
+            raise UsageError(f"sut openai-http: sut_params.model_dir {config.model_dir} is not a directory; "
+                             "set it to the served model's directory or leave it empty")
     return OpenAIHttpSUT(config)

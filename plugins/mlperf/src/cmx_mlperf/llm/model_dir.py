@@ -85,3 +85,79 @@ def _short(exc: BaseException) -> str:
     """The first line of an exception's message, bounded, for one-line errors."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text[:200]
+
+
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "*.pt", "*.pth")
+"""The files that hold a model's weights, in order of preference (the first pattern that
+matches any file wins: a directory with safetensors and a .bin copy digests the safetensors)."""
+
+
+@dataclass(frozen=True)
+class WeightsDigest:
+    """``sha256``: over the lines ``"<file sha256>  <file name>\\n"`` of the weight files sorted
+    by name (what ``sha256sum`` prints for them, hashed once more), so one value names the set;
+    ``files``: each file's own sha256, for comparing a single-file checkpoint directly."""
+
+    sha256: str
+    files: dict[str, str]
+
+
+def weight_files(root: Path) -> list[Path]:
+    for pattern in WEIGHT_PATTERNS:
+        found = sorted(p for p in root.glob(pattern) if p.is_file())
+        if found:
+            return found
+    return []
+
+
+def weights_digest(root: str | Path) -> WeightsDigest | None:
+    """The digest of a model directory's weight files; None when it has none."""
+    import hashlib
+
+    files = {p.name: _file_sha256(p) for p in weight_files(Path(root))}
+    if not files:
+        return None
+    listing = "".join(f"{digest}  {name}\n" for name, digest in sorted(files.items()))
+    return WeightsDigest(hashlib.sha256(listing.encode()).hexdigest(), files)
+
+
+def _file_sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class TensorStats:
+    """Parameter count and dtypes from safetensors headers (no tensor is loaded)."""
+
+    parameters: int
+    dtypes: tuple[str, ...]  # safetensors names, e.g. ("BF16",), most common first
+
+
+def safetensors_stats(root: str | Path) -> TensorStats | None:
+    """None when the directory has no safetensors files or the library is missing."""
+    files = sorted(Path(root).glob("*.safetensors"))
+    if not files:
+        return None
+    try:
+        from safetensors import safe_open
+    except ImportError:
+        return None
+    from collections import Counter
+    from math import prod
+
+    total = 0
+    dtypes: Counter[str] = Counter()
+    for path in files:
+        with safe_open(str(path), framework="numpy") as handle:
+            for key in handle.keys():  # noqa: SIM118 - safe_open is not a mapping
+                part = handle.get_slice(key)
+                n = prod(part.get_shape())
+                total += n
+                dtypes[str(part.get_dtype())] += n
+    return TensorStats(total, tuple(d for d, _ in dtypes.most_common()))

@@ -3,6 +3,11 @@
 Every failure becomes :class:`RequestFailed` whose ``reason`` is short and stable (e.g.
 ``"HTTP 500"``, ``"connection refused"``, ``"malformed JSON chunk"``, ``"stream dropped
 before [DONE]"``), so reasons can be counted across thousands of samples.
+
+The stream is read as it arrives: a :class:`StreamResult` keeps the arrival time of every
+chunk that carries generated tokens (for inter-token latency), the number of such chunks,
+the server's ``usage.completion_tokens`` when it sent one and the generated token ids when
+the server returned them (vLLM's ``return_token_ids``: ``token_ids`` in each choice).
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cmx_mlperf.llm.errors import UsageError
+
+FirstChunk = Callable[[str, "list[int] | None"], None]
+"""``on_first(text, token_ids)``: the first chunk's text and ids (None when the server sends none)."""
 
 
 class RequestFailed(Exception):
@@ -63,8 +71,16 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class StreamResult:
+    """One completed stream. ``chunk_ns``: ``time.perf_counter_ns()`` at the arrival of each
+    chunk that carries generated tokens (``chunks`` of them); ``usage_tokens``: the server's
+    ``usage.completion_tokens`` (None when it sent no usage); ``token_ids``: the generated ids
+    the server returned (None when it returned none)."""
+
     text: str
-    n_tokens: int
+    chunks: int
+    usage_tokens: int | None
+    token_ids: tuple[int, ...] | None
+    chunk_ns: tuple[int, ...]
     finish_reason: str | None
 
 
@@ -89,11 +105,12 @@ def get_json(endpoint: Endpoint, path: str, timeout_s: float) -> Any:
 
 
 def stream_completion(
-    endpoint: Endpoint, body: dict[str, Any], timeout_s: float, on_first: Callable[[str], None]
+    endpoint: Endpoint, body: dict[str, Any], timeout_s: float, on_first: FirstChunk
 ) -> StreamResult:
     """POST a streamed completion and read its server-sent events to ``[DONE]``.
 
-    ``on_first(text)`` is called once, on the first chunk that carries a choice. The whole
+    ``on_first(text, ids)`` is called once, on the first chunk that carries a choice (``ids``:
+    the token ids it carries, None when the server returns none). The whole
     exchange is bounded by ``timeout_s`` (each socket wait and the total).
     """
     deadline = time.monotonic() + timeout_s
@@ -115,48 +132,79 @@ def stream_completion(
 
 
 def _read_events(
-    resp: http.client.HTTPResponse, deadline: float, timeout_s: float, on_first: Callable[[str], None]
+    resp: http.client.HTTPResponse, deadline: float, timeout_s: float, on_first: FirstChunk
 ) -> StreamResult:
     pieces: list[str] = []
-    chunks = 0
+    arrivals: list[int] = []
+    ids: list[int] | None = None
     usage_tokens: int | None = None
     finish: str | None = None
+    first = True
     while True:
         if time.monotonic() > deadline:
             raise RequestFailed(f"timeout after {timeout_s:g} s")
         line = resp.readline()
+        arrived = time.perf_counter_ns()
         if not line:
             raise RequestFailed("stream dropped before [DONE]")
-        text = line.decode("utf-8", errors="replace").strip()
-        if not text.startswith("data:"):
-            continue  # blank separators, comments (":"), event/id fields
-        payload = text[5:].strip()
-        if payload == "[DONE]":
+        event = _event(line)
+        if event is None:
+            continue
+        if event is _DONE:
             break
-        try:
-            event = json.loads(payload)
-        except json.JSONDecodeError:
-            raise RequestFailed("malformed JSON chunk") from None
-        if not isinstance(event, dict):
-            raise RequestFailed("malformed JSON chunk")
-        if "error" in event:
-            raise RequestFailed(f"server error: {_error_message(event['error'])}")
         usage = event.get("usage")
         if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
             usage_tokens = usage["completion_tokens"]
         choices = event.get("choices") or []
-        if choices:
-            choice = choices[0] if isinstance(choices[0], dict) else {}
-            piece = str(choice.get("text") or "")
-            finish = choice.get("finish_reason") or finish
-            if chunks == 0:
-                on_first(piece)
-            if piece or choice.get("finish_reason") is None:
-                chunks += 1
-            pieces.append(piece)
-    if chunks == 0 and usage_tokens is None:
+        if not choices:
+            continue
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        piece = str(choice.get("text") or "")
+        chunk_ids = _token_ids(choice)
+        finish = choice.get("finish_reason") or finish
+        if first:
+            first = False
+            on_first(piece, chunk_ids)
+        if chunk_ids is not None:
+            ids = (ids or []) + chunk_ids
+        if piece or chunk_ids or choice.get("finish_reason") is None:
+            arrivals.append(arrived)  # a chunk that carries tokens (not a bare finish/usage chunk)
+        pieces.append(piece)
+    if not arrivals and usage_tokens is None:
         raise RequestFailed("stream ended without tokens")
-    return StreamResult("".join(pieces), usage_tokens if usage_tokens is not None else chunks, finish)
+    return StreamResult("".join(pieces), len(arrivals), usage_tokens,
+                        None if ids is None else tuple(ids), tuple(arrivals), finish)
+
+
+_DONE: dict[str, Any] = {}
+"""The sentinel :func:`_event` returns for ``data: [DONE]``."""
+
+
+def _event(line: bytes) -> dict[str, Any] | None:
+    """The JSON object of one ``data:`` line, :data:`_DONE`, or None for other SSE lines."""
+    text = line.decode("utf-8", errors="replace").strip()
+    if not text.startswith("data:"):
+        return None  # blank separators, comments (":"), event/id fields
+    payload = text[5:].strip()
+    if payload == "[DONE]":
+        return _DONE
+    try:
+        event = json.loads(payload)
+    except json.JSONDecodeError:
+        raise RequestFailed("malformed JSON chunk") from None
+    if not isinstance(event, dict):
+        raise RequestFailed("malformed JSON chunk")
+    if "error" in event:
+        raise RequestFailed(f"server error: {_error_message(event['error'])}")
+    return event
+
+
+def _token_ids(choice: dict[str, Any]) -> list[int] | None:
+    """The ids a choice carries (``token_ids``), None when it has none or they are not ints."""
+    raw = choice.get("token_ids")
+    if not isinstance(raw, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in raw):
+        return None
+    return list(raw)
 
 
 def _error_message(error: Any) -> str:

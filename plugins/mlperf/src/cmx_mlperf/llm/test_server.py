@@ -2,10 +2,19 @@
 
 It exists so the ``openai-http`` SUT can be tested against a real server on any machine:
 ``POST /v1/completions`` (streamed as server-sent events over chunked HTTP/1.1, like vLLM,
-or as one JSON body), ``GET /v1/models`` and ``GET /health``. Generation is greedy and
-serialised by a lock (one model, CPU). Fault injection for tests: ``http500`` answers
-500, ``bad-json`` sends a truncated JSON chunk, ``drop`` closes the connection mid-stream;
-``every=N`` applies the fault to every N-th completion request only.
+or as one JSON body), ``GET /v1/models``, ``GET /version`` (``{"version": ...}`` as vLLM
+answers it; the model list names the engine in ``owned_by``, ``cmx-loopback-test-server``)
+and ``GET /health``. Generation is greedy and serialised by a lock (one model, CPU).
+
+Like vLLM >= 0.10.2 it returns the generated token ids when the request asks
+``return_token_ids: true`` (``token_ids`` in each choice, the ids that chunk carries).
+:class:`StreamShape` reproduces what other servers do: ``usage=False`` never sends the
+usage chunk (even when ``stream_options.include_usage`` asks for it), ``tokens_per_chunk=N``
+streams N tokens per chunk (as vLLM may under load or with speculative decoding).
+
+Fault injection for tests: ``http500`` answers 500, ``bad-json`` sends a truncated JSON
+chunk, ``drop`` closes the connection mid-stream; ``every=N`` applies the fault to every
+N-th completion request only.
 
 In-process use (tests)::
 
@@ -34,6 +43,27 @@ from typing import Any
 from cmx_mlperf.llm.generate import GenerationSettings, LlamaGenerator
 
 FAULT_MODES = ("none", "http500", "bad-json", "drop")
+ENGINE_NAME = "cmx-loopback-test-server"
+"""What ``/v1/models`` says in ``owned_by`` (vLLM says ``vllm``)."""
+
+
+def engine_version() -> str:
+    """What ``GET /version`` answers: the version of the cmx-mlperf package serving it."""
+    from cmx_mlperf import __version__
+
+    return __version__
+
+
+@dataclass(frozen=True)
+class StreamShape:
+    """How the stream looks: whether a usage chunk is sent, how many tokens per chunk."""
+
+    usage: bool = True
+    tokens_per_chunk: int = 1
+
+    def __post_init__(self) -> None:
+        if self.tokens_per_chunk < 1:
+            raise ValueError("tokens_per_chunk must be at least 1")
 
 
 @dataclass(frozen=True)
@@ -53,10 +83,12 @@ class Fault:
 class _Backend:
     """The model plus request accounting shared by all handler threads."""
 
-    def __init__(self, model_dir: str | Path, model_name: str, fault: Fault, max_tokens_cap: int) -> None:
+    def __init__(self, model_dir: str | Path, model_name: str, fault: Fault, max_tokens_cap: int,
+                 shape: StreamShape) -> None:
         self.generator = LlamaGenerator(model_dir, GenerationSettings(max_new_tokens=max_tokens_cap, threads=1))
         self.model_name = model_name
         self.fault = fault
+        self.shape = shape
         self.max_tokens_cap = max_tokens_cap
         self.lock = threading.Lock()
         self._counter = itertools.count(1)
@@ -82,8 +114,10 @@ class _Handler(BaseHTTPRequestHandler):
     # -- routes ------------------------------------------------------------------------
     def do_GET(self) -> None:  # name fixed by BaseHTTPRequestHandler
         if self.path.rstrip("/") in ("/v1/models", "/models"):
-            data = [{"id": self.server.backend.model_name, "object": "model", "owned_by": "cmx"}]
+            data = [{"id": self.server.backend.model_name, "object": "model", "owned_by": ENGINE_NAME}]
             self._send_json(200, {"object": "list", "data": data})
+        elif self.path.rstrip("/") == "/version":
+            self._send_json(200, {"version": engine_version()})
         elif self.path.rstrip("/") == "/health":
             self._send_json(200, {"status": "ok"})
         else:
@@ -144,10 +178,12 @@ class _Handler(BaseHTTPRequestHandler):
         with backend.lock:
             ids = gen.generate([gen.encode(request["prompt"])], lambda r, t: None, max_tokens, min_tokens)[0]
         reason = "stop" if ids and ids[-1] == gen.eos_id else "length"
+        choice: dict[str, Any] = {"index": 0, "text": gen.decode(ids), "logprobs": None, "finish_reason": reason}
+        if request.get("return_token_ids"):
+            choice["token_ids"] = list(ids)
         self._send_json(200, {
             "id": f"cmpl-{backend.requests}", "object": "text_completion", "created": int(time.time()),
-            "model": backend.model_name,
-            "choices": [{"index": 0, "text": gen.decode(ids), "logprobs": None, "finish_reason": reason}],
+            "model": backend.model_name, "choices": [choice],
             "usage": {"completion_tokens": len(ids)},
         })
 
@@ -163,18 +199,30 @@ class _Handler(BaseHTTPRequestHandler):
         base = {"id": f"cmpl-{backend.requests}", "object": "text_completion",
                 "created": int(time.time()), "model": backend.model_name}
         ids: list[int] = []
+        pending: list[int] = []  # ids generated but not yet sent (tokens_per_chunk > 1)
         text_so_far = ""
+        shape = backend.shape
+        with_ids = bool(request.get("return_token_ids"))
+
+        def send(delta: str, chunk_ids: list[int], reason: str | None) -> None:
+            choice: dict[str, Any] = {"index": 0, "text": delta, "logprobs": None, "finish_reason": reason}
+            if with_ids:
+                choice["token_ids"] = list(chunk_ids)
+            self._chunk("data: " + json.dumps({**base, "choices": [choice]}) + "\n\n")
 
         def on_token(_row: int, token: int) -> None:
             nonlocal text_so_far
             ids.append(token)
+            pending.append(token)
             if fault == "drop" and len(ids) == 3:
                 raise _Dropped()
             if fault == "bad-json" and len(ids) == 2:
                 self._chunk('data: {"choices": [{"index": 0, "text": "x"\n\n')
+            if len(pending) < shape.tokens_per_chunk:
+                return
             delta, text_so_far = _delta(gen.decode(ids), text_so_far)
-            choice = {"index": 0, "text": delta, "logprobs": None, "finish_reason": None}
-            self._chunk("data: " + json.dumps({**base, "choices": [choice]}) + "\n\n")
+            send(delta, pending, None)
+            pending.clear()
 
         try:
             with backend.lock:
@@ -184,10 +232,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._abort()
             return
         reason = "stop" if ids and ids[-1] == gen.eos_id else "length"
-        rest = _delta(gen.decode(ids), text_so_far, final=True)[0]
-        final = {**base, "choices": [{"index": 0, "text": rest, "logprobs": None, "finish_reason": reason}]}
-        self._chunk("data: " + json.dumps(final) + "\n\n")
-        if (request.get("stream_options") or {}).get("include_usage"):
+        send(_delta(gen.decode(ids), text_so_far, final=True)[0], pending, reason)
+        if shape.usage and (request.get("stream_options") or {}).get("include_usage"):
             usage = {"prompt_tokens": 0, "completion_tokens": len(ids), "total_tokens": len(ids)}
             self._chunk("data: " + json.dumps({**base, "choices": [], "usage": usage}) + "\n\n")
         self._chunk("data: [DONE]\n\n")
@@ -232,8 +278,9 @@ class LoopbackServer:
         model_name: str = "tiny-llama",
         port: int = 0,
         max_tokens_cap: int = 256,
+        shape: StreamShape | None = None,
     ) -> None:
-        self._backend = _Backend(model_dir, model_name, fault or Fault(), max_tokens_cap)
+        self._backend = _Backend(model_dir, model_name, fault or Fault(), max_tokens_cap, shape or StreamShape())
         self._httpd = _Server(("127.0.0.1", port), _Handler)
         self._httpd.backend = self._backend
         self._thread: threading.Thread | None = None
@@ -252,6 +299,9 @@ class LoopbackServer:
 
     def set_fault(self, fault: Fault) -> None:
         self._backend.fault = fault
+
+    def set_shape(self, shape: StreamShape) -> None:
+        self._backend.shape = shape
 
     def start(self) -> LoopbackServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
@@ -280,12 +330,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-name", default="tiny-llama")
     parser.add_argument("--fault", choices=FAULT_MODES, default="none")
     parser.add_argument("--fault-every", type=int, default=1)
+    parser.add_argument("--no-usage", action="store_true", help="never send the usage chunk")
+    parser.add_argument("--tokens-per-chunk", type=int, default=1)
     parser.add_argument("--max-seconds", type=float, default=3600.0, help="exit after this long (bounded)")
     args = parser.parse_args(argv)
     from cmx_core.errors import CmxError
 
     try:
-        server = LoopbackServer(args.model_dir, Fault(args.fault, args.fault_every), args.model_name, args.port)
+        shape = StreamShape(usage=not args.no_usage, tokens_per_chunk=args.tokens_per_chunk)
+        server = LoopbackServer(args.model_dir, Fault(args.fault, args.fault_every), args.model_name, args.port,
+                                shape=shape)
     except (CmxError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
