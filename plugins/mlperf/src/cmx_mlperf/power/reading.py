@@ -1,0 +1,49 @@
+"""What a power source reports each sampling round, and the protocol every backend meets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class Unavailable(Exception):
+    """A power source cannot be used on this machine; the message is one line naming the
+    source and why (``NVML: pynvml is not importable``)."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One device at one instant. ``energy_j`` is the device's cumulative energy counter
+    (any origin; only differences mean anything), ``None`` where the device has none."""
+
+    device: str
+    power_w: float | None = None
+    energy_j: float | None = None
+    util_pct: float | None = None
+    mem_used_mib: float | None = None
+
+
+class PowerSource(Protocol):
+    """A backend. :meth:`read` is called from the sampler thread every period; it may raise
+    (the sampler then stops and says why). ``name`` is ``nvml``, ``amd-smi`` or ``rapl``."""
+
+    name: str
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        """The devices each :meth:`read` reports, in order."""
+        ...
+
+    def read(self) -> tuple[Reading, ...]:
+        """One reading per device."""
+        ...
+
+    def close(self) -> None:
+        """Release the library (``nvmlShutdown``); never raises."""
+        ...
+
+
+def one_line(error: BaseException) -> str:
+    """An exception as one line: ``NVMLError_NotSupported: Not Supported``."""
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
