@@ -52,7 +52,7 @@ import shutil
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
@@ -72,6 +72,7 @@ from cmx_core.providers import (
     RunError,
 )
 from cmx_core.results.envelope import ENGINE_KEYS
+from cmx_core.results.gitinfo import ENGINE_COMMIT_ENV, engine_git_commit
 
 H = TypeVar("H")
 JobState = Literal["completed", "failed", "timeout", "oom", "cancelled", "lost"]
@@ -128,6 +129,11 @@ class RemoteExecutor(ABC, Generic[H]):
 
     name: ClassVar[str]
     summary: ClassVar[str]
+    runs_on_this_host: ClassVar[bool] = False
+    """True when the far side runs on this machine (a container): the result's ``system``
+    (name, CPU, memory, GPUs, OS) then comes from this host's facts, since a container's
+    hostname is random and its ``/proc/meminfo`` ignores its limits; the far facts keep
+    what describes the software (Python, torch, CUDA runtime, the container itself)."""
     settings: ClassVar[type[ExecutorSettings]] = NoSettings
     capabilities: ClassVar[Capabilities] = Capabilities()
 
@@ -190,7 +196,10 @@ class RemoteExecutor(ABC, Generic[H]):
             self.cancel(handle)
             raise Interrupted(f"interrupted; the {self.name} job was cancelled") from None
         fetched = self.fetch(handle, job)
-        return fold(job, status, fetched, started, self.name)
+        outcome = fold(job, status, fetched, started, self.name)
+        if self.runs_on_this_host and outcome.facts is not None:
+            outcome = replace(outcome, facts=with_host_machine(outcome.facts, request.facts.snapshot(MACHINE_FACTS)))
+        return outcome
 
     def prepare(self, request: ExecutionRequest) -> RemoteJob:
         """Stage ``lock.json`` and build the far side's command line."""
@@ -200,7 +209,11 @@ class RemoteExecutor(ABC, Generic[H]):
         local_output = request.run_dir / REMOTE_DIR
         far_lock, far_output = self.far_paths(request, stage, local_output)
         command = (*self.cmx_command(request), *far_arguments(request, far_lock, far_output))
-        return RemoteJob(request, command, stage, far_lock, far_output, local_output, self.job_env(request))
+        env = self.job_env(request)
+        commit = engine_git_commit()
+        if commit:  # the far side's cmx may be a wheel without .git
+            env = {**env, ENGINE_COMMIT_ENV: commit}
+        return RemoteJob(request, command, stage, far_lock, far_output, local_output, env)
 
 
 def far_arguments(request: ExecutionRequest, far_lock: str, far_output: str) -> list[str]:
@@ -218,6 +231,17 @@ def far_arguments(request: ExecutionRequest, far_lock: str, far_output: str) -> 
 
 
 # -- folding the far result back ----------------------------------------------------------
+
+MACHINE_FACTS = ("host", "cpu", "memory", "gpus", "accelerator", "os")
+"""The facts that describe the machine rather than the software on it."""
+
+
+def with_host_machine(far: Mapping[str, Any], host: Mapping[str, Any]) -> dict[str, Any]:
+    """The far facts with the machine's own taken from this host (``runs_on_this_host``)."""
+    merged = {k: v for k, v in far.items() if k not in MACHINE_FACTS}
+    merged.update({k: host[k] for k in MACHINE_FACTS if k in host})
+    return merged
+
 
 
 def fold(job: RemoteJob, status: JobStatus, fetched: Fetched, started: float, executor: str) -> ExecutionOutcome:

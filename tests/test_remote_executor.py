@@ -58,6 +58,8 @@ def _comparable(document: dict[str, Any]) -> dict[str, Any]:
     kept["provenance"] = provenance
     if "mlperf" in document:
         kept["mlperf"] = sorted(document["mlperf"])
+    if "cost" in document:  # measured (energy, duration): the keys must agree, not the values
+        kept["cost"] = sorted(document["cost"])
     kept["outputs"] = sorted(document["outputs"])
     return kept
 
@@ -84,6 +86,41 @@ def test_far_side_uses_its_own_facts(registry: plugins.Registry) -> None:
     remote = engine.run("demo,sort", executor="subprocess")
     far_facts = json.loads((remote.run_dir / "remote" / "facts.json").read_text())
     assert remote.document["system"]["cpu"]["model"] == far_facts["cpu"]["model"]
+
+
+@pytest.mark.parametrize("on_this_host", [False, True])
+def test_a_far_side_on_this_host_takes_the_machine_from_this_host(registry: plugins.Registry,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  on_this_host: bool) -> None:
+    """A container's hostname and memory are not the machine's: an executor whose far side
+    runs here (runs_on_this_host) records this host's machine facts, the far software facts.
+    The far side alone is told it is an edge system, so the two sources differ for real."""
+    far_env = subprocess_executor.SubprocessExecutor.job_env
+    monkeypatch.setattr(subprocess_executor.SubprocessExecutor, "job_env",
+                        lambda self, request: {**far_env(self, request), "CMX_SYSTEM_TYPE": "edge"})
+    monkeypatch.setattr(subprocess_executor.SubprocessExecutor, "runs_on_this_host", on_this_host)
+    monkeypatch.delenv("CMX_SYSTEM_TYPE", raising=False)
+    remote = engine.run("demo,sort", executor="subprocess")
+    far_facts = json.loads((remote.run_dir / "remote" / "facts.json").read_text())
+    assert far_facts["host"]["type"] == "edge"
+    assert (remote.document["system"]["type"] == "edge") is not on_this_host
+    assert remote.document["software"]["python"] == far_facts["python"]["version"]
+
+
+def test_the_far_side_is_told_the_engine_commit(registry: plugins.Registry, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A far cmx installed from a wheel has no .git: the shipping engine passes its commit."""
+    from cmx_core.results.gitinfo import ENGINE_COMMIT_ENV, commit_from_env, engine_git_commit
+
+    seen: list[dict[str, str]] = []
+    submit = subprocess_executor.SubprocessExecutor.submit
+    monkeypatch.setattr(subprocess_executor.SubprocessExecutor, "submit",
+                        lambda self, job: seen.append(dict(job.env)) or submit(self, job))
+    remote = engine.run("demo,sort", executor="subprocess")
+    assert engine_git_commit() and seen[0][ENGINE_COMMIT_ENV] == engine_git_commit()
+    assert remote.document["software"]["engine"]["git_commit"] == engine_git_commit()
+    assert commit_from_env({ENGINE_COMMIT_ENV: seen[0][ENGINE_COMMIT_ENV]}) == engine_git_commit()
+    assert commit_from_env({ENGINE_COMMIT_ENV: "not-a-commit; rm -rf /"}) is None
+    assert commit_from_env({}) is None
 
 
 def test_a_far_failure_is_an_error_result(registry: plugins.Registry, tmp_path: Path) -> None:

@@ -6,17 +6,29 @@ Import-light (``os`` only): every run's result records it, the warm-run replay i
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 _GIT_COMMIT: list[str | None] = []
+ENGINE_COMMIT_ENV = "CMX_ENGINE_GIT_COMMIT"
+"""Set by a remote executor for its far side: the commit of the engine that shipped the job,
+so a run inside a container (whose cmx is a wheel without ``.git``) still records it."""
 
 
 def engine_git_commit() -> str | None:
     """The commit of a cmx-core source checkout (editable install), read from ``.git``
-    without running git; None for an installed wheel. Computed once per process."""
+    without running git; else the commit the shipping engine passed in
+    ``CMX_ENGINE_GIT_COMMIT``; None for an installed wheel. Computed once per process."""
     if not _GIT_COMMIT:
         package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-        _GIT_COMMIT.append(_read_git_commit(os.path.join(os.path.dirname(package), ".git")))
+        found = _read_git_commit(os.path.join(os.path.dirname(package), ".git"))
+        _GIT_COMMIT.append(found or commit_from_env(os.environ))
     return _GIT_COMMIT[0]
+
+
+def commit_from_env(env: Mapping[str, str]) -> str | None:
+    """``CMX_ENGINE_GIT_COMMIT`` when it holds a commit id (anything else is ignored)."""
+    value = env.get(ENGINE_COMMIT_ENV, "").strip().lower()
+    return value if _is_sha(value) else None
 
 
 def _text(path: str) -> str:
