@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from cmx_core.api import Artifact, StepContext, StepOutput
+from cmx_core.api import Artifact, ResultPart, StepContext, StepOutput
 from cmx_mlperf.harness import accuracy as acc
 from cmx_mlperf.harness import retry
 from cmx_mlperf.harness.mllog import parse_detail
+from cmx_mlperf.harness.peak_step import run_peak, shown_path
 from cmx_mlperf.harness.result import build_part
 from cmx_mlperf.harness.runner import fresh_log_dir, run_child
-from cmx_mlperf.harness.spec import spec_from_params
+from cmx_mlperf.harness.spec import LoadgenSpec, spec_from_params
 
 DETAIL = "mlperf_log_detail.txt"
 SUMMARY = "mlperf_log_summary.txt"
@@ -23,6 +24,8 @@ _ARTIFACTS = ((DETAIL, "mlperf_log_detail"), (SUMMARY, "mlperf_log_summary"),
 def run_step(ctx: StepContext) -> StepOutput:
     original = spec_from_params(ctx.params)
     timeout = original.timeout_s or ctx.timeout_s
+    if original.mode == "PeakQPS":
+        return _peak_step(ctx, original, timeout)
     spec, attempts = original, []
     for number in range(1, retry.MAX_ATTEMPTS + 1):
         child = run_child(spec, fresh_log_dir(ctx.work_dir), timeout)
@@ -35,11 +38,23 @@ def run_step(ctx: StepContext) -> StepOutput:
     part = build_part(log, spec, child.report, _shown(child.log_dir, ctx.run_dir))
     if len(attempts) > 1:  # the run was repeated: every attempt stays in the record
         part = replace(part, sections={**part.sections, "mlperf": {**part.sections["mlperf"], "attempts": attempts}})
-    artifacts = tuple(Artifact(child.log_dir / name, kind) for name, kind in _ARTIFACTS
-                      if (child.log_dir / name).is_file())
+    return _output(part, child.log_dir)
+
+
+def _peak_step(ctx: StepContext, spec: LoadgenSpec, timeout: float | None) -> StepOutput:
+    """Mode PeakQPS: a search of several LoadGen tests (:mod:`cmx_mlperf.harness.peak_step`)."""
+    peak = run_peak(spec, ctx.work_dir, ctx.run_dir, timeout)
+    out = _output(peak.part, peak.log_dir)
+    return replace(out, outputs={**out.outputs, "peak_qps": peak.part.metrics["peak_qps"].value},
+                   artifacts=(*out.artifacts, *peak.curve_files))
+
+
+def _output(part: ResultPart, log_dir: Path) -> StepOutput:
+    """The step's outputs and artifacts for the run whose logs are in ``log_dir``."""
+    artifacts = tuple(Artifact(log_dir / name, kind) for name, kind in _ARTIFACTS if (log_dir / name).is_file())
     outputs = {
         "status": part.status,
-        "log_dir": str(child.log_dir),
+        "log_dir": str(log_dir),
         "result": part.sections["mlperf"]["summary"]["result"],
         "units": part.sections["mlperf"]["summary"]["units"],
         "primary_metric": part.benchmark["primary_metric"],
@@ -48,9 +63,4 @@ def run_step(ctx: StepContext) -> StepOutput:
     return StepOutput(outputs=outputs, result=part, artifacts=artifacts)
 
 
-def _shown(path: Path, run_dir: Path) -> str:
-    """``path`` relative to the run directory when inside it (result documents move)."""
-    try:
-        return path.resolve().relative_to(run_dir.resolve()).as_posix()
-    except ValueError:
-        return str(path)
+_shown = shown_path
