@@ -193,7 +193,7 @@ class OpenAIHttpSUT:
         """Encode a successful sample and count it (ITL gaps, token-count source)."""
         encoded = self._codec.encode(result)
         self._itl.add(result.chunk_ns)
-        self._counts.add(encoded.count_source)
+        self._counts.add(encoded.count_source, result.chunks)
         with self._lock:
             self._encodings[encoded.encoding] += 1
         return encoded.data, encoded.n_tokens
@@ -313,7 +313,7 @@ class OpenAIHttpSUT:
 
 
 def _json_count(data: bytes) -> int:
-    """``n_tokens`` of a JSON fallback entry; 0 for ids kept with their text."""
+    """``n_tokens`` of a JSON fallback entry; the id count for server ids kept with their text."""
     try:
         return int(json.loads(data.decode("utf-8"))["n_tokens"])
     except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError):
