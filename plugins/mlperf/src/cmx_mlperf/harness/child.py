@@ -4,8 +4,9 @@ Runs exactly one LoadGen test, because the embedded ``mlperf.conf`` is applied o
 first ``TestSettings.FromConfig`` of a process (workloads.md §1.3 item 1). Its working
 directory is the clean log directory the parent created (so no stray ``audit.config`` is
 picked up). It writes, next to the spec: ``user.conf``, LoadGen's logs, ``child_report.json``
-and, in AccuracyOnly mode, ``accuracy.txt``. A user-facing failure is written as one line to
-``child_error.txt`` (exit status 3).
+(its ``energy`` key: :mod:`cmx_mlperf.power.energy`), ``power_series.csv`` where a power
+source exists and, in AccuracyOnly mode, ``accuracy.txt``. A user-facing failure is written
+as one line to ``child_error.txt`` (exit status 3).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from cmx_mlperf.harness import accuracy as acc
 from cmx_mlperf.harness.calibrate import budget_for, calibrate, derive
 from cmx_mlperf.harness.config import Derived, conf_model_key, needs_calibration, user_conf
 from cmx_mlperf.harness.spec import LoadgenSpec
+from cmx_mlperf.power.energy import Meter
 
 REPORT = "child_report.json"
 ERROR = "child_error.txt"
@@ -97,11 +99,16 @@ def run_test(spec: LoadgenSpec, out_dir: Path) -> dict[str, Any]:
                               or sut.performance_sample_count, sut.load_samples, sut.unload_samples)
         handle = lg.ConstructFastSUT(sut.issue, sut.flush)
         log_settings = _log_settings(lg, out_dir)
+        meter = Meter.open(spec.power_sample_ms)  # opens NVML / amd-smi / RAPL before the test
         gc.collect()
         gc.freeze()  # setup objects (modules, model) leave the GC's scans during the test
+        meter.start()
         began = time.perf_counter()
-        lg.StartTestWithLogSettings(handle, qsl, settings, log_settings)
-        report["loadgen_wall_s"] = round(time.perf_counter() - began, 6)
+        try:
+            lg.StartTestWithLogSettings(handle, qsl, settings, log_settings)
+            report["loadgen_wall_s"] = round(time.perf_counter() - began, 6)
+        finally:
+            report["energy"] = meter.stop(out_dir)  # joules over the test; power_series.csv
         gc.unfreeze()
         lg.DestroyQSL(qsl)
         lg.DestroyFastSUT(handle)

@@ -22,6 +22,7 @@ from cmx_mlperf import targets
 from cmx_mlperf.harness import config as cfg
 from cmx_mlperf.harness.mllog import DetailLog
 from cmx_mlperf.harness.spec import LoadgenSpec
+from cmx_mlperf.power.cost import cost_section
 
 #: The summary.csv ``Units`` of each scenario (tokens/s replaces samples for LLMs).
 UNITS = {"Offline": "Samples/s", "Server": "Queries/s", "SingleStream": "Latency (ms)",
@@ -330,7 +331,7 @@ def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_di
         benchmark=benchmark,
         metrics=metrics,
         invalid_reasons=tuple(reasons),
-        sections={"mlperf": mlperf, **_extra_sections(report)},
+        sections={"mlperf": mlperf, **_extra_sections(report, spec, metrics)},
     )
 
 
@@ -357,8 +358,8 @@ def _nulled(summary: dict[str, Any]) -> dict[str, Any]:
     return dict.fromkeys(summary)
 
 
-def _extra_sections(report: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _extra_sections(report: dict[str, Any], spec: LoadgenSpec, metrics: dict[str, Metric]) -> dict[str, Any]:
+    out: dict[str, Any] = {"cost": _cost(report, spec, metrics)}
     if isinstance(report.get("model_info"), dict):
         out["model"] = report["model_info"]
     if isinstance(report.get("software"), dict):
@@ -368,3 +369,12 @@ def _extra_sections(report: dict[str, Any]) -> dict[str, Any]:
             software = {**software, "packages": {**software.get("packages", {}), **packages}}
         out["software"] = software
     return out
+
+
+def _cost(report: dict[str, Any], spec: LoadgenSpec, metrics: dict[str, Metric]) -> dict[str, Any]:
+    """The ``cost`` section (energy from the child's ``energy`` report, price from the spec);
+    its measured values join ``metrics`` (:func:`cmx_mlperf.power.cost.cost_section`)."""
+    section, added = cost_section(report.get("energy"), spec.price_per_hour, metrics)
+    for name, metric in added.items():
+        metrics.setdefault(name, metric)
+    return section

@@ -42,6 +42,9 @@ class EnergyReport:
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["devices"] = list(self.devices)
+        if self.energy_j is None:  # nothing measured: no method, no estimate, no per-device split
+            for key in ("method", "estimated", "per_device_j"):
+                out.pop(key)
         return out
 
 
