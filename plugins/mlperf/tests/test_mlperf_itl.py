@@ -5,6 +5,7 @@ together with the model, dataset and serving-engine facts the SUT records."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,9 @@ def test_model_dataset_and_engine_are_recorded(chunky: LoopbackServer, tiny_llam
     digest = weights_digest(tiny_llama)
     assert digest is not None and info["sha256"] == digest.sha256 and len(info["sha256"]) == 64
     assert info["weight_files"] == digest.files and list(digest.files) == ["model.safetensors"]
+    file_sha = hashlib.sha256((tiny_llama / "model.safetensors").read_bytes()).hexdigest()
+    assert digest.files["model.safetensors"] == file_sha  # the documented listing, hashed once more
+    assert digest.sha256 == hashlib.sha256(f"{file_sha}  model.safetensors\n".encode()).hexdigest()
     model, _ = load_llama(tiny_llama)
     assert info["number_of_parameters"] == sum(p.numel() for p in model.parameters())
     assert info["weight_data_types"] == "fp32" and info["architecture"] == "LlamaForCausalLM"

@@ -109,6 +109,21 @@ def test_tokenizer_counts_re_encode_the_text(bare: LoopbackServer, tiny_llama: P
     assert not any("stream chunks" in w for w in extra["warnings"])
 
 
+def test_server_process_flags_shape_the_stream(tiny_llama: Path) -> None:
+    import socket
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    cmd = [sys.executable, "-m", "cmx_mlperf.llm.test_server", "--model-dir", str(tiny_llama), "--port", str(port),
+           "--no-usage", "--tokens-per-chunk", "3", "--max-seconds", "300"]
+    sut = _sut(f"http://127.0.0.1:{port}", launch=cmd, ready_timeout_s=120)
+    rec = _run(sut, 2)
+    assert all((c.n_tokens or 0) < TOKENS for c in rec.completions().values())  # 3 tokens per chunk
+    assert sut.extra_results()["mlperf"]["token_count_source"] == "chunks"  # no usage chunk
+
+
 def test_count_sources_in_order_of_trust() -> None:
     def result(usage: int | None, ids: tuple[int, ...] | None) -> StreamResult:
         return StreamResult("abc", 2, usage, ids, (1, 2), "length")
