@@ -1,0 +1,303 @@
+"""The default sandbox backend: bubblewrap namespaces, cgroup v1 limits, rlimits as fallback.
+
+How a run goes: the cgroups are made and limited; ``bwrap`` starts with ``--block-fd``, so
+its sandbox process waits, fully set up, before the program starts; the parent learns that
+process's PID from ``--json-status-fd``, moves it into the cgroups, lowers its rlimits with
+``prlimit(2)`` and pins its CPUs, then lets it go. No ``preexec_fn`` and no wrapper process
+per run: the limits are applied from outside, between set-up and start, and everything the
+program starts inherits them. The parent enforces the wall-time limit, the output cap and
+the CPU-time limit of the whole run, and kills the sandbox's outer process on any of them;
+``--die-with-parent`` and the PID namespace then take every process inside down with it,
+and the cgroups are emptied and removed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import select
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import IO
+
+from cmx_core.errors import UsageError
+from cmx_core.sandbox.bwrap_args import bwrap_args, check_program, identity_files
+from cmx_core.sandbox.capture import Captured, drain, pump
+from cmx_core.sandbox.cgroups import RunGroups
+from cmx_core.sandbox.result import SandboxResult
+from cmx_core.sandbox.spec import Limits, SandboxSpec, check_spec
+from cmx_core.sandbox.verdict import Ending, decide
+
+START_TIMEOUT_S = 10.0
+"""How long bubblewrap may take to build the sandbox before the run is an error."""
+
+SCAN_LIMIT = 10_000
+"""Directory entries looked at when searching the work dir for a file at the size bound."""
+
+
+class BubblewrapSandbox:
+    """Runs a spec with ``bwrap`` (see the module docstring); ``available()`` says whether it can."""
+
+    name = "bubblewrap"
+
+    def available(self) -> str | None:
+        if not Path("/proc/self/ns/pid").exists():
+            return "bubblewrap needs Linux namespaces, which this system does not have"
+        if shutil.which("bwrap") is None:
+            return "bwrap is not installed; install the bubblewrap package (apt-get install -y bubblewrap)"
+        if os.geteuid() == 0:
+            if not Path("/usr/bin/setpriv").exists():
+                return "/usr/bin/setpriv (util-linux) is missing; it drops root inside the sandbox"
+            return None
+        for knob in ("/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/unprivileged_userns_clone"):
+            try:
+                if Path(knob).read_text().strip() == "0":
+                    return f"unprivileged user namespaces are disabled ({knob} is 0); run as root or enable them"
+            except OSError:
+                continue
+        return None
+
+    def run(self, spec: SandboxSpec) -> SandboxResult:
+        check_spec(spec)
+        check_program(spec)
+        problem = self.available()
+        if problem:
+            raise UsageError(f"sandbox backend 'bubblewrap' cannot run here: {problem}")
+        as_root = os.geteuid() == 0
+        if as_root:
+            _hand_over(Path(spec.work_dir), spec.user.uid, spec.user.gid)
+        groups = RunGroups.create(("memory", "pids", "cpuacct", "cpuset"))
+        try:
+            enforced = _limit_groups(groups, spec.limits)
+            return _Run(spec, as_root, groups, enforced).go()
+        finally:
+            groups.kill_all()
+            groups.remove()
+
+
+def _hand_over(work: Path, uid: int, gid: int) -> None:
+    """Give the work dir's tree to the sandbox user (links themselves, never their targets)."""
+    os.lchown(work, uid, gid)
+    for folder, dirs, files in os.walk(work):
+        for name in dirs + files:
+            os.lchown(os.path.join(folder, name), uid, gid)
+
+
+def _cpu_list(count: int | None) -> list[int] | None:
+    if count is None:
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    return allowed[:count]
+
+
+def _limit_groups(groups: RunGroups, limits: Limits) -> list[str]:
+    enforced = []
+    if limits.memory_bytes is not None and groups.set_memory(limits.memory_bytes):
+        enforced.append("memory=cgroup")
+    if limits.processes is not None and groups.set_processes(limits.processes):
+        enforced.append("processes=cgroup")
+    cpus = _cpu_list(limits.cpus)
+    if cpus is not None and groups.set_cpus(cpus):
+        enforced.append("cpus=cgroup")
+    return enforced
+
+
+def _lower(pid: int, which: int, soft: int, hard: int | None = None) -> None:
+    """Set a limit of ``pid`` no higher than its current hard limit (root here cannot raise one)."""
+    _, current_hard = resource.prlimit(pid, which)
+    hard = soft if hard is None else hard
+    if current_hard != resource.RLIM_INFINITY:
+        hard = min(hard, current_hard)
+        soft = min(soft, hard)
+    resource.prlimit(pid, which, (soft, hard))
+
+
+class _Run:
+    """One run's processes, pipes and measurements."""
+
+    def __init__(self, spec: SandboxSpec, as_root: bool, groups: RunGroups, enforced: list[str]) -> None:
+        self.spec = spec
+        self.limits = spec.limits
+        self.as_root = as_root
+        self.groups = groups
+        self.enforced = enforced
+
+    def go(self) -> SandboxResult:
+        uid, gid = (self.spec.user.uid, self.spec.user.gid) if self.as_root else (os.getuid(), os.getgid())
+        passwd, group = identity_files(uid, gid)
+        passwd_r, group_r = _data_fd(passwd), _data_fd(group)
+        block_r, block_w = os.pipe()
+        status_r, status_w = os.pipe()
+        tmp_bytes = self.limits.memory_bytes or (1 << 30)
+        argv = bwrap_args(self.spec, as_root=self.as_root, passwd_fd=passwd_r, group_fd=group_r,
+                          block_fd=block_r, status_fd=status_w, tmp_bytes=tmp_bytes)
+        argv[0] = shutil.which("bwrap") or "bwrap"
+        stdin = _stdin(self.spec.stdin)
+        try:
+            proc = subprocess.Popen(
+                [*argv, *self.spec.argv], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=self.spec.full_env(), pass_fds=(passwd_r, group_r, block_r, status_w),
+                start_new_session=True, cwd="/")
+        finally:
+            for fd in (passwd_r, group_r, block_r, status_w):
+                os.close(fd)
+            if stdin is not subprocess.DEVNULL:
+                stdin.close()  # type: ignore[union-attr]
+        try:
+            return self._supervise(proc, block_w, status_r)
+        finally:
+            for fd in (block_w, status_r):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            if proc.returncode is None:
+                proc.kill()
+                proc.wait()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+
+    def _supervise(self, proc: subprocess.Popen[bytes], block_w: int, status_r: int) -> SandboxResult:
+        assert proc.stdout is not None and proc.stderr is not None
+        out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+        started = time.monotonic()
+        child = _child_pid(status_r)
+        if child is not None:
+            self._confine(child)
+        os.write(block_w, b"go")
+        deadline = time.monotonic() + self.limits.wall_s
+        pid_fd = os.pidfd_open(proc.pid)
+        try:
+            got = pump(pid_fd, out_fd, err_fd, cap=self.limits.output_bytes, deadline=deadline,
+                       check=self._cpu_check() if child is not None else None)
+        finally:
+            os.close(pid_fd)
+        if got.stop != "exited":
+            proc.kill()
+            self.groups.kill_all()
+            drain(out_fd, err_fd, got, self.limits.output_bytes)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        return self._result(got, status, usage, wall)
+
+    def _confine(self, pid: int) -> None:
+        """Cgroups, rlimits and CPUs for the waiting sandbox process (it has started nothing yet)."""
+        refused = self.groups.add(pid)
+        self.enforced = [e for e in self.enforced if e.split("=")[0] not in
+                         {"memory" if c == "memory" else "processes" if c == "pids" else "cpus" for c in refused}]
+        limits = self.limits
+        _lower(pid, resource.RLIMIT_CORE, 0)
+        _lower(pid, resource.RLIMIT_FSIZE, limits.output_bytes)
+        self.enforced.append("file_size=rlimit")
+        if limits.cpu_s is not None:
+            seconds = math.ceil(limits.cpu_s)
+            _lower(pid, resource.RLIMIT_CPU, seconds, seconds + 1)  # SIGXCPU, then SIGKILL a second later
+            self.enforced.append("cpu_s=rlimit" + ("+cgroup" if self.groups.has("cpuacct") else ""))
+        if limits.memory_bytes is not None and "memory=cgroup" not in self.enforced:
+            _lower(pid, resource.RLIMIT_AS, limits.memory_bytes)
+            self.enforced.append("memory=rlimit-as")
+        if limits.processes is not None and "processes=cgroup" not in self.enforced:
+            _lower(pid, resource.RLIMIT_NPROC, limits.processes)
+            self.enforced.append("processes=rlimit-nproc")
+        cpus = _cpu_list(limits.cpus)
+        if cpus is not None and "cpus=cgroup" not in self.enforced:
+            os.sched_setaffinity(pid, cpus)
+            self.enforced.append("cpus=affinity")
+
+    def _cpu_check(self) -> _CpuCheck | None:
+        if self.limits.cpu_s is None or not self.groups.has("cpuacct"):
+            return None
+        return _CpuCheck(self.groups, self.limits.cpu_s)
+
+    def _result(self, got: Captured, status: int, usage: resource.struct_rusage, wall: float) -> SandboxResult:
+        cpu = self.groups.cpu_seconds()
+        if cpu is None:
+            cpu = usage.ru_utime + usage.ru_stime
+        peak = self.groups.peak_memory()
+        if peak is None:
+            peak = usage.ru_maxrss * 1024
+        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+        stderr = bytes(got.stderr)
+        setup_error = None
+        if code == 1 and stderr.startswith((b"bwrap: ", b"setpriv: ")):
+            setup_error = stderr.decode(errors="replace").strip().splitlines()[0]
+        big = bool(code) and _has_file_at(Path(self.spec.work_dir), self.limits.output_bytes)
+        ending = Ending(stop=got.stop, status=status, oom_kills=self.groups.oom_kills(), cpu_s=cpu,
+                        big_file=big, setup_error=setup_error)
+        verdict, exit_code, sig, reason = decide(ending, self.limits)
+        return SandboxResult(verdict=verdict, exit_code=exit_code, signal=sig, wall_s=wall, cpu_s=cpu,
+                             peak_memory_bytes=peak, stdout=bytes(got.stdout), stderr=stderr,
+                             truncated=got.truncated, reason=reason, backend=BubblewrapSandbox.name,
+                             enforced=tuple(self.enforced))
+
+
+class _CpuCheck:
+    """The whole run's CPU time from the cpuacct group (RLIMIT_CPU bounds each process only)."""
+
+    def __init__(self, groups: RunGroups, limit_s: float) -> None:
+        self.groups = groups
+        self.limit_s = limit_s
+
+    def __call__(self) -> str | None:
+        used = self.groups.cpu_seconds()
+        return "cpu" if used is not None and used >= self.limit_s else None
+
+
+def _data_fd(data: bytes) -> int:
+    """A pipe's read end already holding ``data`` (small: it must fit the pipe buffer)."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, data)
+    os.close(write_end)
+    return read_end
+
+
+def _stdin(data: bytes) -> IO[bytes] | int:
+    if not data:
+        return subprocess.DEVNULL
+    handle = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the caller once the child has it
+    handle.write(data)
+    handle.seek(0)
+    return handle
+
+
+def _child_pid(status_r: int) -> int | None:
+    """The sandbox process's PID from bubblewrap's first status document (None if it failed first)."""
+    text = b""
+    end = time.monotonic() + START_TIMEOUT_S
+    while b"\n" not in text:
+        ready, _, _ = select.select([status_r], [], [], max(end - time.monotonic(), 0.0))
+        if not ready:
+            return None
+        chunk = os.read(status_r, 4096)
+        if not chunk:
+            return None
+        text += chunk
+    try:
+        return int(json.loads(text.split(b"\n", 1)[0])["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _has_file_at(work: Path, size: int) -> bool:
+    """Whether some regular file under ``work`` has reached ``size`` bytes (links not followed)."""
+    seen = 0
+    stack = [work]
+    while stack and seen < SCAN_LIMIT:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size >= size:
+                return True
+    return False

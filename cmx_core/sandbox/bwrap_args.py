@@ -1,0 +1,107 @@
+"""The bubblewrap command line for a spec, and the host file behind a path inside it.
+
+The sandbox's root is an empty tmpfs holding only: ``/usr`` read-only with the merged-usr
+links (``/bin``, ``/lib``...), the few ``/etc`` files a program's loader and locale need, a
+generated ``/etc/passwd`` and ``/etc/group``, a fresh ``/proc`` and minimal ``/dev``, a
+private ``/tmp``, the work directory (read-write) and the inputs (read-only). Nothing of
+``/root``, ``/home``, the cmx cache or the host's ``/tmp`` exists inside.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cmx_core.errors import UsageError
+from cmx_core.sandbox.spec import SandboxSpec
+
+TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+"""Top-level directories that merged-usr systems make links into ``/usr``."""
+
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf")
+"""The ``/etc`` pieces a dynamically linked program and a Python need (no ``hosts``,
+``resolv.conf`` or certificates: there is no network to use them)."""
+
+NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
+
+
+def _root_layout() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in TOP_LEVEL:
+        host = Path("/") / name
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), f"/{name}"]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), f"/{name}"]
+    for name in ETC_FILES:
+        host = Path("/etc") / name
+        if host.exists():
+            args += ["--ro-bind", str(host), f"/etc/{name}"]
+    return args
+
+
+def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: int, block_fd: int,
+               status_fd: int, tmp_bytes: int) -> list[str]:
+    """``bwrap`` and its options up to (not including) the program's argv.
+
+    ``as_root``: cmx runs as root, so bwrap mounts with real root and no user namespace, and
+    ``setpriv`` (inside, from ``/usr``) drops to ``spec.user`` with no capabilities before
+    the program starts. Otherwise a user namespace maps the caller's own (non-root) uid.
+    """
+    args = ["bwrap", *_root_layout()]
+    args += ["--perms", "0644", "--ro-bind-data", str(passwd_fd), "/etc/passwd"]
+    args += ["--perms", "0644", "--ro-bind-data", str(group_fd), "/etc/group"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    work_path = os.path.normpath(spec.work_path)
+    args += ["--bind", os.fspath(spec.work_dir), work_path]
+    for host, target in sorted(dict(spec.ro_binds).items(), key=lambda item: item[1]):
+        args += ["--ro-bind", host, os.path.normpath(target)]
+    args += ["--chdir", work_path, *NAMESPACES, "--hostname", "sandbox", "--die-with-parent", "--new-session"]
+    if not as_root:
+        args += ["--unshare-user", "--disable-userns"]
+    args += ["--block-fd", str(block_fd), "--json-status-fd", str(status_fd), "--"]
+    if as_root:
+        uid, gid = str(spec.user.uid), str(spec.user.gid)
+        args += ["/usr/bin/setpriv", "--reuid", uid, "--regid", gid, "--clear-groups", "--inh-caps=-all",
+                 "--bounding-set=-all", "--no-new-privs", "--"]
+    return args
+
+
+def identity_files(uid: int, gid: int) -> tuple[bytes, bytes]:
+    """A two-line ``/etc/passwd`` and ``/etc/group``: root and the sandbox user, nothing of the host's."""
+    passwd = f"root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nsandbox:x:{uid}:{gid}:sandbox:/nonexistent:/bin/sh\n"
+    group = f"root:x:0:\nsandbox:x:{gid}:\n"
+    return passwd.encode(), group.encode()
+
+
+def host_path(spec: SandboxSpec, inside: str) -> str | None:
+    """The host path behind ``inside`` (an absolute path in the sandbox), if it is mounted."""
+    table = [("/usr", "/usr"), (os.path.normpath(spec.work_path), os.fspath(spec.work_dir))]
+    table += [(os.path.normpath(t), h) for h, t in dict(spec.ro_binds).items()]
+    for name in TOP_LEVEL:
+        if (Path("/") / name).exists():
+            table.append((f"/{name}", str(Path("/") / name)))
+    path = os.path.normpath(inside)
+    best = max((entry for entry in table if path == entry[0] or path.startswith(entry[0] + "/")),
+               key=lambda entry: len(entry[0]), default=None)
+    if best is None:
+        return None
+    return best[1] + path[len(best[0]):]
+
+
+def check_program(spec: SandboxSpec) -> None:
+    """A UsageError unless ``argv[0]`` names an executable the sandbox can see."""
+    program = spec.argv[0]
+    if "/" in program:
+        inside = program if program.startswith("/") else os.path.join(spec.work_path, program)
+        host = host_path(spec, inside)
+        if host is None or not os.path.isfile(host):
+            raise UsageError(f"sandbox argv[0] {program!r} does not exist inside the sandbox (as {inside}); put it "
+                             "in the work dir or an input, or use a program under /usr")
+        return
+    for folder in spec.full_env()["PATH"].split(":"):
+        host = host_path(spec, os.path.join(folder, program)) if folder.startswith("/") else None
+        if host and os.path.isfile(host) and os.access(host, os.X_OK):
+            return
+    raise UsageError(f"sandbox argv[0] {program!r} is not found on the sandbox's PATH "
+                     f"({spec.full_env()['PATH']}); give its absolute path inside the sandbox")

@@ -1,0 +1,190 @@
+"""cgroup v1 groups for one sandboxed run: memory, process count, CPU time and CPU set.
+
+Each controller's group is made under this process's own group of that controller (so a
+limit set on cmx itself still holds), named after this process and a counter. Any
+controller that is missing or not writable (not root, a cgroup v2 host) is simply not
+used; the caller falls back to rlimits and says so in the result's ``enforced``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+_COUNTER = itertools.count()
+
+
+def _own_paths() -> dict[str, str]:
+    """Controller name -> this process's group path, from ``/proc/self/cgroup``."""
+    found: dict[str, str] = {}
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        _, names, path = line.split(":", 2)
+        for name in names.split(","):
+            if name:
+                found[name] = path
+    return found
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(value)
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@dataclass
+class RunGroups:
+    """The groups of one run, by controller; empty when none could be made."""
+
+    dirs: dict[str, Path] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, wanted: tuple[str, ...]) -> RunGroups:
+        groups = cls()
+        if os.geteuid() != 0:
+            return groups
+        own = _own_paths()
+        name = f"cmx-sandbox-{os.getpid()}-{next(_COUNTER)}"
+        for controller in wanted:
+            base = ROOT / controller
+            if controller not in own or not (base / "cgroup.procs").exists():
+                continue
+            target = base / own[controller].lstrip("/") / name
+            try:
+                target.mkdir()
+            except OSError:
+                continue
+            groups.dirs[controller] = target
+        return groups
+
+    def has(self, controller: str) -> bool:
+        return controller in self.dirs
+
+    def set_memory(self, limit: int) -> bool:
+        group = self.dirs.get("memory")
+        if group is None:
+            return False
+        try:
+            _write(group / "memory.limit_in_bytes", str(limit))
+            swap = group / "memory.memsw.limit_in_bytes"
+            if swap.exists():  # no swapping past the limit either
+                _write(swap, str(limit))
+        except OSError:
+            self._drop("memory")
+            return False
+        return True
+
+    def set_processes(self, limit: int) -> bool:
+        group = self.dirs.get("pids")
+        if group is None:
+            return False
+        try:
+            _write(group / "pids.max", str(limit))
+        except OSError:
+            self._drop("pids")
+            return False
+        return True
+
+    def set_cpus(self, cpus: list[int]) -> bool:
+        group = self.dirs.get("cpuset")
+        if group is None:
+            return False
+        try:
+            _write(group / "cpuset.cpus", ",".join(map(str, cpus)))
+            _write(group / "cpuset.mems", (group.parent / "cpuset.mems").read_text().strip())
+        except OSError:
+            self._drop("cpuset")
+            return False
+        return True
+
+    def add(self, pid: int) -> list[str]:
+        """Move ``pid`` into every group; the controllers that refused it are dropped and named."""
+        refused = []
+        for controller, group in list(self.dirs.items()):
+            try:
+                _write(group / "cgroup.procs", str(pid))
+            except OSError:
+                refused.append(controller)
+                self._drop(controller)
+        return refused
+
+    def peak_memory(self) -> int | None:
+        group = self.dirs.get("memory")
+        return _read_int(group / "memory.max_usage_in_bytes") if group else None
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel killed for the memory limit (``oom_kill`` in
+        ``memory.oom_control``; older kernels lack it, then a failed charge counts)."""
+        group = self.dirs.get("memory")
+        if group is None:
+            return 0
+        try:
+            fields = dict(line.split() for line in (group / "memory.oom_control").read_text().splitlines())
+        except (OSError, ValueError):
+            return 0
+        if "oom_kill" in fields:
+            return int(fields["oom_kill"])
+        return 1 if (_read_int(group / "memory.failcnt") or 0) and fields.get("under_oom") == "1" else 0
+
+    def cpu_seconds(self) -> float | None:
+        group = self.dirs.get("cpuacct")
+        usage = _read_int(group / "cpuacct.usage") if group else None
+        return usage / 1e9 if usage is not None else None
+
+    def pids(self) -> list[int]:
+        for controller in ("pids", "memory", "cpuacct", "cpuset"):
+            group = self.dirs.get(controller)
+            if group is not None:
+                try:
+                    return [int(p) for p in (group / "cgroup.procs").read_text().split()]
+                except (OSError, ValueError):
+                    continue
+        return []
+
+    def kill_all(self, timeout_s: float = 5.0) -> list[int]:
+        """SIGKILL whatever is still in the groups until they are empty; the PIDs that were."""
+        seen: list[int] = []
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            left = self.pids()
+            if not left:
+                break
+            for pid in left:
+                seen.append(pid)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
+        return seen
+
+    def remove(self) -> None:
+        for controller in list(self.dirs):
+            self._drop(controller)
+
+    def _drop(self, controller: str) -> None:
+        group = self.dirs.pop(controller, None)
+        if group is None:
+            return
+        for _ in range(50):  # a group is busy for a moment after its last process exits
+            try:
+                group.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.01)

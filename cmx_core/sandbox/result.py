@@ -1,0 +1,58 @@
+"""What a sandboxed run did: a typed verdict, the resources it used and its capped output."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Verdict(str, enum.Enum):
+    """How a sandboxed run ended.
+
+    ``time_limit`` covers both the wall-clock and the CPU-time bound; ``output_limit`` both
+    the captured-output cap and the largest-file bound; ``killed`` a signal that no limit
+    explains; ``error`` a non-zero exit (``exit_code``) or a sandbox that could not start.
+    """
+
+    OK = "ok"
+    TIME_LIMIT = "time_limit"
+    MEMORY_LIMIT = "memory_limit"
+    OUTPUT_LIMIT = "output_limit"
+    KILLED = "killed"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """The verdict and measurements of one run.
+
+    ``exit_code`` is the program's exit status when it exited, ``signal`` the signal that
+    ended it otherwise. ``cpu_s`` is user plus system time of everything the run started;
+    ``peak_memory_bytes`` the largest memory charge of the run's cgroup (page cache
+    included) or, without one, the largest resident set of a single process. ``stdout`` and
+    ``stderr`` together hold at most ``Limits.output_bytes``; ``truncated`` says bytes were
+    dropped. ``enforced`` names the mechanism behind each limit in this run
+    (``memory=cgroup``, ``processes=rlimit``...), so a result says how it was confined.
+    """
+
+    verdict: Verdict
+    exit_code: int | None
+    signal: int | None
+    wall_s: float
+    cpu_s: float
+    peak_memory_bytes: int | None
+    stdout: bytes
+    stderr: bytes
+    truncated: bool
+    reason: str
+    backend: str
+    enforced: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is Verdict.OK
+
+    def text(self, stream: str = "stdout") -> str:
+        """``stdout`` or ``stderr`` decoded as UTF-8 (undecodable bytes replaced)."""
+        data = self.stdout if stream == "stdout" else self.stderr
+        return data.decode("utf-8", errors="replace")

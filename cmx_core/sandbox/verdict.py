@@ -1,0 +1,76 @@
+"""From how a run ended to a typed verdict with one line of reason (a pure function)."""
+
+from __future__ import annotations
+
+import os
+import signal as signals
+from dataclasses import dataclass
+
+from cmx_core.sandbox.result import Verdict
+from cmx_core.sandbox.spec import Limits
+
+
+@dataclass(frozen=True)
+class Ending:
+    """The facts a verdict is made of.
+
+    ``stop``: why the parent stopped waiting (``exited``; ``wall``, ``cpu`` or ``output``
+    when it killed the run). ``status``: the wait status of the sandbox's outer process;
+    bubblewrap exits with the program's code, or 128 + N when signal N ended the program
+    (as a shell reports it). ``oom_kills``: the memory cgroup's count. ``big_file``: a file
+    in the work dir reached the file-size bound (a program that ignores SIGXFSZ, as Python
+    does, sees EFBIG and exits with an error instead). ``setup_error``: bubblewrap's own
+    message when it could not build the sandbox.
+    """
+
+    stop: str
+    status: int
+    oom_kills: int = 0
+    cpu_s: float = 0.0
+    big_file: bool = False
+    setup_error: str | None = None
+
+
+def _name(sig: int) -> str:
+    try:
+        return signals.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def decide(ending: Ending, limits: Limits) -> tuple[Verdict, int | None, int | None, str]:
+    """(verdict, exit_code, signal, reason) for a run that ended as ``ending`` says."""
+    if ending.stop == "wall":
+        return Verdict.TIME_LIMIT, None, signals.SIGKILL, f"wall-time limit of {limits.wall_s:g} s reached; killed"
+    if ending.stop == "cpu":
+        return Verdict.TIME_LIMIT, None, signals.SIGKILL, f"CPU-time limit of {limits.cpu_s:g} s reached; killed"
+    if ending.stop == "output":
+        return (Verdict.OUTPUT_LIMIT, None, signals.SIGKILL,
+                f"output passed the {limits.output_bytes} byte cap; killed")
+    if ending.oom_kills:
+        return (Verdict.MEMORY_LIMIT, None, signals.SIGKILL,
+                f"memory limit of {limits.memory_bytes} bytes reached; the kernel killed {ending.oom_kills} "
+                "process(es)")
+    if os.WIFSIGNALED(ending.status):  # the sandbox itself was killed from outside
+        sig = os.WTERMSIG(ending.status)
+        return Verdict.KILLED, None, sig, f"the sandbox was killed by {_name(sig)}"
+    code = os.WEXITSTATUS(ending.status)
+    if code == 0:
+        return Verdict.OK, 0, None, "exited with 0"
+    if 128 < code <= 128 + 64:
+        return _by_signal(code - 128, ending, limits)
+    if ending.setup_error:
+        return Verdict.ERROR, code, None, f"the sandbox could not start the program: {ending.setup_error}"
+    if ending.big_file:
+        return (Verdict.OUTPUT_LIMIT, code, None,
+                f"a file reached the {limits.output_bytes} byte file-size limit; exited with {code}")
+    return Verdict.ERROR, code, None, f"exited with {code}"
+
+
+def _by_signal(sig: int, ending: Ending, limits: Limits) -> tuple[Verdict, int | None, int | None, str]:
+    if sig == signals.SIGXCPU or (sig == signals.SIGKILL and limits.cpu_s and ending.cpu_s >= limits.cpu_s):
+        return Verdict.TIME_LIMIT, None, sig, f"CPU-time limit of {limits.cpu_s:g} s reached ({_name(sig)})"
+    if sig == signals.SIGXFSZ:
+        return (Verdict.OUTPUT_LIMIT, None, sig,
+                f"a file reached the {limits.output_bytes} byte file-size limit ({_name(sig)})")
+    return Verdict.KILLED, None, sig, f"killed by {_name(sig)}"
