@@ -1,0 +1,150 @@
+"""vLLM's tensor/data parallel choice (cmx_mlperf.llm.vllm_plan) and the llama recipe's
+rendering of the same rule from recorded GPU facts (what `cmx plan` shows)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cmx_core.errors import CmxError, UsageError
+from cmx_mlperf.llm import vllm_plan
+
+REPO = Path(__file__).resolve().parents[3]
+FACTS = REPO / "examples" / "facts"
+H100_MEM = 85520809984  # examples/facts/h100-sxm-8x.json, per GPU
+H200_MEM = 150754820096  # examples/facts/h200-1x.json
+LLAMA31_8B = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+              "intermediate_size": 14336, "vocab_size": 128256, "tie_word_embeddings": False}
+
+
+def _tpdp(split: vllm_plan.Parallelism) -> tuple[int, int]:
+    return split.tensor_parallel, split.data_parallel
+
+
+def test_llama31_8b_parameter_count_from_its_config() -> None:
+    assert vllm_plan.llama_parameters(LLAMA31_8B) == 8_030_261_248
+    assert vllm_plan.llama_parameters(LLAMA31_8B) * 2 / 1e9 == pytest.approx(vllm_plan.LLAMA31_8B_GB, abs=0.005)
+
+
+def test_weights_bytes_prefer_the_safetensors_index(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA31_8B))
+    assert vllm_plan.weights_bytes_from_dir(tmp_path) == 8_030_261_248 * 2
+    assert vllm_plan.weights_bytes_from_dir(tmp_path, "float32") == 8_030_261_248 * 4
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 123456}}))
+    assert vllm_plan.weights_bytes_from_dir(tmp_path) == 123456
+
+
+def test_a_directory_without_a_model_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"config\.json"):
+        vllm_plan.weights_bytes_from_dir(tmp_path)
+
+
+def test_8b_on_eight_h100_is_eight_replicas() -> None:
+    split = vllm_plan.choose(8, H100_MEM, 16.06e9)
+    assert (split.tensor_parallel, split.data_parallel, split.gpus_used) == (1, 8, 8)
+
+
+def test_8b_on_one_h200_is_one_replica() -> None:
+    split = vllm_plan.choose(1, H200_MEM, 16.06e9)
+    assert (split.tensor_parallel, split.data_parallel) == (1, 1)
+
+
+def test_70b_needs_tensor_parallelism_sized_by_memory() -> None:
+    assert _tpdp(vllm_plan.choose(8, H100_MEM, 141e9)) == (4, 2)   # 141/4 = 35 GB <= 0.675 x 85.5 GB
+    assert _tpdp(vllm_plan.choose(8, H200_MEM, 141e9)) == (2, 4)   # 70.5 GB <= 0.675 x 150.8 GB
+
+
+def test_a_model_too_big_for_the_machine_uses_all_gpus_and_says_so() -> None:
+    split = vllm_plan.choose(1, H200_MEM, 141e9)
+    assert (split.tensor_parallel, split.data_parallel) == (1, 1) and "out of memory" in split.reason
+
+
+def test_user_values_win_and_bad_ones_are_refused() -> None:
+    assert _tpdp(vllm_plan.choose(8, H100_MEM, 16.06e9, tensor_parallel=2)) == (2, 4)
+    assert _tpdp(vllm_plan.choose(8, H100_MEM, 16.06e9, data_parallel=2)) == (1, 2)
+    with pytest.raises(UsageError, match="tensor_parallel=16"):
+        vllm_plan.choose(8, H100_MEM, 16.06e9, tensor_parallel=16)
+    with pytest.raises(UsageError, match="data_parallel=5"):
+        vllm_plan.choose(8, H100_MEM, 16.06e9, tensor_parallel=2, data_parallel=5)
+    with pytest.raises(UsageError, match="at least one GPU"):
+        vllm_plan.choose(0, 0, 1.0)
+
+
+def test_serve_args_carry_the_split_and_the_batch_limits() -> None:
+    settings = vllm_plan.ServeSettings(model="/models/llama", port=8123, dtype="bfloat16", max_num_seqs=128)
+    args = vllm_plan.serve_args(settings, vllm_plan.choose(8, H100_MEM, 16.06e9))
+    flags = dict(zip(args[3::2], args[4::2], strict=False))
+    assert args[:3] == ("vllm", "serve", "/models/llama")
+    assert flags["--host"] == "127.0.0.1" and flags["--port"] == "8123"
+    assert flags["--tensor-parallel-size"] == "1" and flags["--data-parallel-size"] == "8"
+    assert flags["--max-num-seqs"] == "128" and flags["--max-model-len"] == "8192"
+    assert flags["--generation-config"] == "vllm"
+    assert vllm_plan.concurrency(settings, vllm_plan.choose(8, H100_MEM, 16.06e9)) == 1024
+
+
+# --- the recipe renders the same rule (cmx plan) -------------------------------------------
+
+def _rendered(tags: str, inputs: dict[str, Any], facts: str) -> dict[str, Any]:
+    from cmx_core.engine import plan_view
+
+    view = plan_view(tags, inputs, facts_file=FACTS / f"{facts}.json").to_json()
+    root = next(n for n in view["nodes"] if n["recipe"] == "mlperf-inference-llama")
+    (step,) = root["steps"]
+    return dict(step["rendered"])
+
+
+def _gpus(facts: str) -> tuple[int, int]:
+    devices = json.loads((FACTS / f"{facts}.json").read_text())["facts"]["gpus"]["devices"]
+    return len(devices), min(d["memory_total_bytes"] for d in devices)
+
+
+CASES = [
+    ("mlperf,inference,llama,h100", "h100-sxm-8x", {"model_path": "/models/llama-3.1-8b"}, 16.06e9, None),
+    ("mlperf,inference,llama,h100", "h100-sxm-8x", {"model_path": "/m", "model_gb": 141}, 141e9, None),
+    ("mlperf,inference,llama,h100", "h100-sxm-8x", {"tensor_parallel": "2"}, 0.0, 2),
+    ("mlperf,inference,llama,h200", "h200-1x", {}, 0.0, None),
+    ("mlperf,inference,llama,h200", "h200-1x", {"model_path": "/m", "model_gb": 141}, 141e9, None),
+    ("mlperf,inference,llama,a100", "a100-80gb-mig", {"model_path": "/m"}, 16.06e9, None),
+    ("mlperf,inference,llama", "l4-1x", {"backend": "vllm", "model_path": "/m"}, 16.06e9, None),
+    ("mlperf,inference,llama", "mi300x-8x", {"backend": "vllm", "model_path": "/m", "model_gb": 810}, 810e9, None),
+]
+
+
+@pytest.mark.parametrize(("tags", "facts", "inputs", "weights", "tp"), CASES)
+def test_the_recipe_plans_what_vllm_plan_chooses(cmx_home: Path, tags: str, facts: str, inputs: dict[str, Any],
+                                                 weights: float, tp: int | None) -> None:
+    rendered = _rendered(tags, inputs, facts)
+    params = rendered["sut_params"]
+    launch = params["launch"]
+    flags = {str(k): str(v) for k, v in zip(launch[3::2], launch[4::2], strict=False)}
+    split = vllm_plan.choose(*_gpus(facts), weights, tensor_parallel=tp)
+    assert flags["--tensor-parallel-size"] == str(split.tensor_parallel)
+    assert flags["--data-parallel-size"] == str(split.data_parallel)
+    assert int(params["concurrency"]) == 256 * split.data_parallel  # max_num_seqs x data_parallel
+    assert flags["--max-num-seqs"] == "256" and flags["--host"] == "127.0.0.1"
+    assert flags["--max-model-len"] == ("8192" if inputs.get("model_path") else "512")
+    assert int(params["max_tokens"]) == 128  # the llama3.1-8b reference's max_new_tokens on GPUs
+
+
+def test_eight_h100_plan_shows_eight_replicas_and_a_user_concurrency_wins(cmx_home: Path) -> None:
+    params = _rendered("mlperf,inference,llama,h100", {"model_path": "/m", "concurrency": 100, "max_num_seqs": 64},
+                       "h100-sxm-8x")["sut_params"]
+    launch = [str(arg) for arg in params["launch"]]
+    assert launch[launch.index("--data-parallel-size") + 1] == "8"
+    assert launch[launch.index("--max-num-seqs") + 1] == "64"
+    assert int(params["concurrency"]) == 100
+
+
+def test_cpu_keeps_its_short_generation_and_gpus_get_the_reference_length(cmx_home: Path) -> None:
+    cpu = _rendered("mlperf,inference,llama", {}, "h200-1x")
+    assert cpu["sut"] == "hf-llm" and int(cpu["sut_params"]["max_new_tokens"]) == 32
+    gpu = _rendered("mlperf,inference,llama,h200", {"backend": "transformers"}, "h200-1x")
+    assert gpu["sut"] == "hf-llm" and int(gpu["sut_params"]["max_new_tokens"]) == 128
+
+
+def test_an_unsupported_tensor_parallel_is_refused_at_plan_time(cmx_home: Path) -> None:
+    with pytest.raises(CmxError, match="tensor_parallel"):
+        _rendered("mlperf,inference,llama,h100", {"tensor_parallel": "3"}, "h100-sxm-8x")
