@@ -207,7 +207,7 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         jobs: int = 1, use_cache: bool = True, refresh: bool = False,
         output: str | Path | None = None, executor: str | None = None,
         options: Mapping[str, Any] | None = None, lock: str | Path | None = None,
-        allow_drift: Sequence[str] = ()) -> RunResult:
+        allow_drift: Sequence[str] = (), sweep: Mapping[str, Any] | None = None) -> RunResult:
     """Resolve, run and record. Raises StepFailed (after writing the error result) when a
     step fails, CmxError for bad input; returns the written, indexed result otherwise.
     With ``lock``, the lockfile's query is replayed and any drift is refused (``allow_drift``
@@ -215,7 +215,8 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     executor, which detects its own facts and may lack the executor's plugin). ``executor``
     None means ``docker`` when the recipe (or a selected variation) declares a container,
     else ``local``; ``options`` are the executor's settings (``--executor-opt``), checked
-    against its settings class."""
+    against its settings class. ``sweep`` (``{"id", "index", "point"}``) marks the run as
+    one point of a ``cmx sweep`` (``provenance.sweep``)."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
     locked = None
@@ -242,7 +243,7 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         lock_path=run_dir / "lock.json", run_id=run_id, settings=settings, jobs=jobs,
         use_cache=use_cache, refresh=refresh,
     )
-    result_path, document, exit_code = _execute(chosen, request, lock_digest, session)
+    result_path, document, exit_code = _execute(chosen, request, lock_digest, session, sweep)
     if document.get("status") == "error":
         raise _run_failure(document, result_path, exit_code)
     return RunResult(run_id, run_dir, result_path, document, the_plan, session)
@@ -256,7 +257,7 @@ def executor_settings(chosen: Executor, options: Mapping[str, Any]) -> ExecutorS
 
 
 def _execute(chosen: Executor, request: ExecutionRequest, lock_digest: str,
-             session: Session) -> tuple[Path, dict[str, Any], int]:
+             session: Session, sweep: Mapping[str, Any] | None = None) -> tuple[Path, dict[str, Any], int]:
     """Run the executor and record whatever happened: its outcome, or its own failure.
     Returns the result's path and document and the exit code of a failure."""
     from cmx_core.events import registry_events
@@ -270,7 +271,7 @@ def _execute(chosen: Executor, request: ExecutionRequest, lock_digest: str,
     except CmxError as exc:  # the executor itself failed: still an error result
         outcome = failed_outcome(started, RunError(f"{chosen.name} executor: {exc}", exit_code=exc.exit_code))
     provenance = Provenance(lock_digest, [(p["name"], p["distribution"], p["version"])
-                                          for p in _plugins(session.registry)])
+                                          for p in _plugins(session.registry)], sweep)
     path, document = record_run(request, outcome, provenance, registry_events(session.registry))
     return path, document, outcome.error.exit_code if outcome.error else 1
 

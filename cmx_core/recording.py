@@ -35,6 +35,7 @@ class Provenance:
 
     lock_digest: str
     plugins: Sequence[tuple[str, str, str]]
+    sweep: Mapping[str, Any] | None = None  # {"id", "index", "point"} of a run that is a sweep point
 
 
 def failed_outcome(started: float, error: RunError) -> ExecutionOutcome:
@@ -95,6 +96,7 @@ def run_record(request: ExecutionRequest, outcome: ExecutionOutcome, provenance:
         lock_digest=provenance.lock_digest,
         error=(error.message, error.node, error.step) if error else None,
         cached_measurement=outcome.cached_measurement(), system_extra=dict(outcome.system),
+        sweep=provenance.sweep,
     )
 
 

@@ -35,6 +35,7 @@ def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
     run.add_argument("--allow-drift", action="append", default=[], metavar="CLASS", choices=["remote"],
                      help="with --lock: let this class of drift through (remote: the far side of a remote "
                           "executor, which detects its own facts)")
+    run.add_argument("--sweep-point", metavar="JSON", help=argparse.SUPPRESS)  # set by `cmx sweep`
     run.set_defaults(handler=cmd_run, accepts_inputs=True)
 
 
@@ -169,7 +170,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = run(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
                      jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
                      output=args.output, executor=executor, lock=args.lock, allow_drift=args.allow_drift,
-                     options=parse_executor_options(args.executor_opt))
+                     options=parse_executor_options(args.executor_opt), sweep=_sweep_point(args.sweep_point))
     if observer is not None:
         observer.remember(result)
     if args.json:
@@ -179,13 +180,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep_point(text: str | None) -> dict[str, Any] | None:
+    """The ``--sweep-point`` JSON ``cmx sweep`` hands each point's run."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not (isinstance(value, dict) and isinstance(value.get("id"), str) and isinstance(value.get("index"), int)
+            and isinstance(value.get("point"), dict)):
+        raise UsageError('--sweep-point: expected {"id": "sw-...", "index": N, "point": {...}} (set by cmx sweep)')
+    return value
+
+
 def _replay_observer(args: argparse.Namespace) -> Any:
     """A recorder for the warm-run memo (see cmx_core.replay) when this invocation is one the
     replay can reproduce: the default cache, executor and run directory, no facts file."""
     from cmx_core.replay import disabled
 
     if disabled() or args.replay_key is None or args.no_cache \
-            or args.refresh or args.lock or args.facts or args.output or args.executor not in (None, "local") \
+            or args.refresh or args.lock or args.facts or args.output or args.sweep_point \
+            or args.executor not in (None, "local") \
             or args.container or args.executor_opt:
         return None
     from cmx_core.replay_record import Recorder

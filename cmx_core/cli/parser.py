@@ -37,6 +37,7 @@ def common_options() -> argparse.ArgumentParser:
 COMMAND_MODULES: dict[str, tuple[str, str, str]] = {
     "run": ("core_cmds", "add_run", "resolve and run a recipe"),
     "plan": ("core_cmds", "add_plan", "print the resolved plan without running it"),
+    "sweep": ("sweep_cmd", "add_parser", "run a recipe over a matrix of inputs, one stored run per point"),
     "explain": ("core_cmds", "add_explain", "why each recipe, variation and cache decision"),
     "list": ("core_cmds", "add_list", "list recipes"),
     "show": ("core_cmds", "add_show", "show a recipe's documentation"),

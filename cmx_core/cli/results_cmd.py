@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cmx_core.errors import UsageError
+
 if TYPE_CHECKING:
     from cmx_core.results.compare import Cell, Comparison
     from cmx_core.results.records import RunSummary
@@ -54,7 +56,8 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -
     _finish(p, cmd_show)
 
     p = sub.add_parser("compare", help="metrics of runs side by side (the first is the baseline)", **leaf)
-    p.add_argument("runs", metavar="RUN", nargs="+", help="two or more run ids or prefixes")
+    p.add_argument("runs", metavar="RUN", nargs="*", help="two or more run ids or prefixes")
+    p.add_argument("--sweep", metavar="ID", help="the points of a `cmx sweep`, one row per point")
     _finish(p, cmd_compare)
 
     p = sub.add_parser("export", help="write runs in an export format (json, csv, plugins')", **leaf)
@@ -114,11 +117,39 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    if args.sweep:
+        return _compare_sweep(args)
+    if len(args.runs) < 2:
+        raise UsageError("cmx results compare: give two or more runs, or --sweep ID")
     comparison = _store().compare(args.runs)
     if args.json:
         _print_json(comparison.to_json())
     else:
         _console().print(_compare_table(comparison))
+    return 0
+
+
+def _compare_sweep(args: argparse.Namespace) -> int:
+    from cmx_core import paths
+    from cmx_core.results.sweep_table import sweep_table
+    from cmx_core.sweep import read_manifest
+
+    if args.runs:
+        raise UsageError("cmx results compare: give runs or --sweep ID, not both")
+    table = sweep_table(read_manifest(paths.data_dir(), args.sweep), _store())
+    if args.json:
+        _print_json(table.to_json())
+        return 0
+    from rich.table import Table
+
+    shown = Table(title=f"sweep {table.sweep_id} ({len(table.rows)} points)")
+    for column in ("#", *table.axes, "status", *(f"{m} ({u})" for m, u in table.metrics.items()), "run"):
+        shown.add_column(column, justify="right" if column not in ("status", "run") else "left")
+    for row in table.rows:
+        values = [row.metrics.get(m) for m in table.metrics]
+        shown.add_row(str(row.index), *(str(row.point.get(a, "")) for a in table.axes), row.status,
+                      *("" if v is None else f"{v:.6g}" for v in values), (row.run_id or row.message)[:SHORT_ID * 3])
+    _console().print(shown)
     return 0
 
 

@@ -58,6 +58,7 @@ class RunRecord:
     error: tuple[str, str | None, str | None] | None = None
     cached_measurement: CachedMeasurement | None = None
     system_extra: Mapping[str, Any] = field(default_factory=dict)
+    sweep: Mapping[str, Any] | None = None
 
 
 def build_document(record: RunRecord) -> dict[str, Any]:
@@ -221,6 +222,7 @@ def _provenance(record: RunRecord) -> dict[str, Any]:
         "lock_digest": record.lock_digest,
         "cmx_version": __version__,
         "cached_measurement": _cached_measurement(record),
+        **({"sweep": json_safe(dict(record.sweep))} if record.sweep else {}),
     }
 
 
