@@ -1,14 +1,15 @@
 """The ``docker`` executor: build the plan's image if needed, run the plan inside it.
 
-It is a :class:`cmx_core.api.RemoteExecutor`: the base ships the run's ``lock.json`` and
-has the container run ``cmx run --lock … --allow-drift=remote --executor local --output
-<run dir>/remote --json``, so the container cannot resolve a different graph; this module
-only says how a container is submitted, waited for, fetched from and cancelled. The
-container runs as a non-root user, with the run directory and a cmx cache bind-mounted at
-their host paths, no network unless a step type needs it, GPU device requests when the plan
-needs an accelerator, and the template's resource limits. The base folds the inner result
-back (with the facts detected inside); the host engine records it, with the image record in
-``system.container`` and a ``container.json`` artifact.
+It is a :class:`cmx_core.api.RemoteExecutor`: the base ships the run's ``lock.json`` and has
+the container run ``cmx run --lock … --allow-drift=remote --executor local --output <run
+dir>/remote --json``, so the container cannot resolve a different graph; this module only
+says how a container is submitted, waited for, fetched from and cancelled. The container
+runs as a non-root user, with the run directory and a cmx cache bind-mounted at their host
+paths (and every existing ``type: path`` input read-only, :mod:`cmx_docker.mounts`), no
+network unless a step type needs it, GPU device requests when the plan needs an accelerator,
+and the template's resource limits. The base folds the inner result back (with the facts
+detected inside); the host engine records it, with the image record in ``system.container``
+and a ``container.json`` artifact.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from cmx_docker import runopts, templates
 from cmx_docker.build import ImageRecord, docker_cache, ensure_image
 from cmx_docker.engine import find_endpoint
 from cmx_docker.job import ContainerJob, start_container
+from cmx_docker.mounts import path_input_mounts
 from cmx_docker.settings import DockerSettings
 
 if TYPE_CHECKING:
@@ -94,6 +96,8 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
         user = runopts.container_user(settings.user)
         mounts = ["<run dir> (read-write)", f"{_container_cache(user)} (read-write, the cmx cache)"]
         mounts += [f"{Path(d).resolve()} (read-only, recipes)" for d in plan.query.recipes_dirs]
+        mounts += [f"{m.source} (read-only, a path input)"
+                   for m in path_input_mounts(plan, (_container_cache(user), *map(Path, plan.query.recipes_dirs)))]
         return {"template": name, "image": tag, "accelerator": accelerator or "none",
                 "gpus": values["gpus"] or "none", "network": "host" if values["network"] else "none",
                 "user": user, "mounts": mounts, "memory": values["memory"] or "no limit",
@@ -214,6 +218,7 @@ def container_plan(job: RemoteJob, image: ImageRecord, settings: DockerSettings)
     mounts = [runopts.Mount(str(run_dir), str(run_dir)), runopts.Mount(str(cache), str(cache))]
     for directory in request.plan.query.recipes_dirs:
         mounts.append(runopts.Mount(str(Path(directory).resolve()), str(Path(directory).resolve()), True))
+    mounts += path_input_mounts(request.plan, (run_dir, cache, *map(Path, request.plan.query.recipes_dirs)))
     env = {"CMX_CACHE_DIR": str(cache), "CMX_DATA_DIR": "/tmp/cmx-data", "HOME": "/tmp",
            "PYTHONUNBUFFERED": "1",
            # cmx-core's `container` detector reads these into the result's system.container
