@@ -12,6 +12,10 @@ subclasses. Markers: :data:`hookimpl`. Engine entry points (imported lazily):
 is handed (``Plan``, ``PlanNode``, ``Registry``, ``FactStore``); ``plan_plugins(plan,
 registry)``, the plugins a plan uses; the result validator
 ``validate_document(document, source, suites)`` for tools that read or check result documents.
+The sandbox for untrusted code (imported lazily; ``docs/sandbox.md``): ``get_sandbox(name)``,
+:class:`Sandbox`, :class:`SandboxBackend` (what ``cmx_register_sandboxes`` registers),
+:class:`SandboxSpec`, :class:`Limits`, :class:`SandboxUser`, :class:`SandboxResult`,
+:class:`Verdict`.
 """
 
 from __future__ import annotations
@@ -56,8 +60,9 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.engine import plan_plugins
     from cmx_core.facts import FactStore
     from cmx_core.planner import Plan, PlanNode
-    from cmx_core.plugins import Registry
+    from cmx_core.plugins import Registry, get_sandbox
     from cmx_core.remote import Fetched, JobStatus, RemoteExecutor, RemoteJob
+    from cmx_core.sandbox import Limits, Sandbox, SandboxBackend, SandboxResult, SandboxSpec, SandboxUser, Verdict
 
 __all__ = [
     "Artifact", "CacheError", "CachedMeasurement", "Capabilities", "CmxError", "Command", "Detector",
@@ -69,6 +74,7 @@ __all__ = [
     "StepOutput", "StepType", "Suite",
     "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
     "validate_document", "plan_plugins",  # noqa: F822 - lazy
+    "get_sandbox", "Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict",
 ]
 
 _LAZY = {
@@ -80,6 +86,9 @@ _LAZY = {
     "Fetched": "cmx_core.remote",
     "Plan": "cmx_core.planner", "PlanNode": "cmx_core.planner", "Registry": "cmx_core.plugins",
     "FactStore": "cmx_core.facts",
+    "get_sandbox": "cmx_core.plugins",
+    **dict.fromkeys(("Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict"),
+                    "cmx_core.sandbox"),
 }
 
 

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from cmx_core.providers import Command, Detector, Executor, Exporter, StepType, Suite
+
+if TYPE_CHECKING:  # not imported at run time: every command imports this module
+    from cmx_core.sandbox.backend import SandboxBackend
 
 PROJECT = "cmx"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -112,6 +115,23 @@ def cmx_register_suites(register: Callable[[Suite], None]) -> None:
             register(Suite(name="helm", summary="HELM scenarios", section="helm",
                            schema={"type": "object", "required": ["scenario"],
                                    "properties": {"scenario": {"type": "string"}}}))
+    """
+
+
+@hookspec
+def cmx_register_sandboxes(register: Callable[[SandboxBackend], None]) -> None:
+    """Register sandbox backends that run untrusted code confined (``docs/sandbox.md``).
+
+    A suite picks one by name with ``get_sandbox(name)`` from ``cmx_core.api``; cmx-core's
+    built-in ``bubblewrap`` is the default. A plugin backend replaces a built-in of the same
+    name; two plugins registering the same name is a load error.
+
+    Example::
+
+        @hookimpl
+        def cmx_register_sandboxes(register):
+            register(SandboxBackend(name="docker", summary="a container per run (GPUs)",
+                                    create=DockerSandbox))
     """
 
 

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import pluggy
 
@@ -22,9 +22,12 @@ from cmx_core import __version__, hookspecs
 from cmx_core.errors import PluginError
 from cmx_core.providers import Command, Detector, Executor, Exporter, StepType, Suite
 
+if TYPE_CHECKING:
+    from cmx_core.sandbox.backend import Sandbox, SandboxBackend
+
 GROUP = "cmx"
 CORE = "cmx-core"
-P = TypeVar("P", StepType, Detector, Executor, Command, Exporter, Suite)
+P = TypeVar("P", StepType, Detector, Executor, Command, Exporter, Suite, "SandboxBackend")
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ KINDS = {
     "commands": "cmx_register_commands",
     "exporters": "cmx_register_exporters",
     "suites": "cmx_register_suites",
+    "sandboxes": "cmx_register_sandboxes",
 }
 """Provider kinds and their registration hooks."""
 
@@ -99,6 +103,17 @@ class Registry:
     def suites(self) -> dict[str, Suite]:
         """Suites by name (``benchmark.suite``): cmx-core's ``custom`` and the plugins'."""
         return self._kind("suites")
+
+    @property
+    def sandboxes(self) -> dict[str, SandboxBackend]:
+        """Sandbox backends by name: cmx-core's ``bubblewrap`` and the plugins'."""
+        return self._kind("sandboxes")
+
+    def sandbox(self, name: str | None = None) -> Sandbox:
+        """The sandbox of backend ``name`` (default ``bubblewrap``), or a UsageError listing the known ones."""
+        from cmx_core.sandbox.backend import DEFAULT_BACKEND, pick_backend
+
+        return pick_backend(self.sandboxes, name or DEFAULT_BACKEND)
 
     @property
     def recipe_paths(self) -> list[tuple[str, Path]]:
@@ -164,6 +179,11 @@ def get_registry(*, strict: bool | None = None, reload: bool = False) -> Registr
             strict = os.environ.get("CMX_STRICT_PLUGINS", "") not in ("", "0")
         _REGISTRY = load_registry(strict=strict)
     return _REGISTRY
+
+
+def get_sandbox(name: str | None = None) -> Sandbox:
+    """The sandbox backend ``name`` (default ``bubblewrap``) of the process-wide registry."""
+    return get_registry().sandbox(name)
 
 
 def reset_registry() -> None:
@@ -380,7 +400,11 @@ def _put(registry: Registry, kind: str, target: dict[str, Any], provider: Any) -
 
 
 def _core_providers(kind: str) -> dict[str, Any]:
-    """Providers cmx-core has without a plugin module: the built-in suites."""
+    """Providers cmx-core has without a plugin module: the built-in suites and sandboxes."""
+    if kind == "sandboxes":
+        from cmx_core.sandbox import BUILTIN
+
+        return {box.name: dataclasses.replace(box, plugin=CORE, version=__version__) for box in BUILTIN}
     if kind != "suites":
         return {}
     from cmx_core.results.suites import CORE_SUITES

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from cmx_core.sandbox.backend import DEFAULT_BACKEND, Sandbox, SandboxBackend, pick_backend
 from cmx_core.sandbox.result import SandboxResult, Verdict
-from cmx_core.sandbox.spec import NOBODY, Limits, SandboxSpec, User, check_spec
+from cmx_core.sandbox.spec import NOBODY, Limits, SandboxSpec, SandboxUser, check_spec
 
 __all__ = [
-    "DEFAULT_BACKEND", "NOBODY", "Limits", "Sandbox", "SandboxBackend", "SandboxResult", "SandboxSpec", "User",
+    "DEFAULT_BACKEND", "NOBODY", "Limits", "Sandbox", "SandboxBackend", "SandboxResult", "SandboxSpec", "SandboxUser",
     "Verdict", "check_spec", "pick_backend", "BUILTIN",
 ]
 

@@ -39,7 +39,7 @@ class Limits:
 
 
 @dataclass(frozen=True)
-class User:
+class SandboxUser:
     """The non-root identity the program runs as (when cmx itself runs as root)."""
 
     uid: int = NOBODY
@@ -65,7 +65,7 @@ class SandboxSpec:
     ro_binds: Mapping[str, str] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
-    user: User = field(default_factory=User)
+    user: SandboxUser = field(default_factory=SandboxUser)
     network: bool = False
     stdin: bytes = b""
 
@@ -138,6 +138,6 @@ def check_spec(spec: SandboxSpec) -> None:
             raise UsageError(f"sandbox env entry {key!r}={value!r} must map a name (no '=') to a string")
     if not isinstance(spec.stdin, bytes):
         raise UsageError(f"sandbox stdin must be bytes, got {type(spec.stdin).__name__}")
-    if not isinstance(spec.user, User) or spec.user.uid <= 0 or spec.user.gid <= 0:
-        raise UsageError(f"sandbox user must be a non-root User(uid, gid), got {spec.user!r}")
+    if not isinstance(spec.user, SandboxUser) or spec.user.uid <= 0 or spec.user.gid <= 0:
+        raise UsageError(f"sandbox user must be a non-root SandboxUser(uid, gid), got {spec.user!r}")
     check_limits(spec.limits)
