@@ -1,0 +1,1 @@
+"""cmx-ray: run cmx plans as Ray tasks (see README.md)."""

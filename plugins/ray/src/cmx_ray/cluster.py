@@ -1,0 +1,117 @@
+"""Connecting to Ray: a given cluster (kept connected for later runs in this process), or a
+private local cluster started for one run and stopped after it.
+
+Ray needs three variables on these machines (docs/infra: every listener on 127.0.0.1, no
+token auth written by an in-process ``ray.init``, no usage reporting). They are set only
+while cmx talks to Ray, and restored after, never globally.
+
+The private cluster is an in-process ``ray.init(address="local")`` with its own temp dir:
+measured cheaper than a head process started and stopped by PID (benchmarks/bench_scale_ray.py
+``--private``), and it ends with the run (``ray.shutdown`` stops the processes it started,
+nobody else's)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmx_core.api import CmxError, UsageError
+
+RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+@dataclass
+class _State:
+    address: str | None = None
+    """The address this module connected to (None: not connected by us)."""
+
+
+_STATE = _State()
+
+
+@contextmanager
+def ray_env() -> Iterator[None]:
+    """:data:`RAY_ENV` in ``os.environ`` for the block (children started in it inherit it)."""
+    saved = {k: os.environ.get(k) for k in RAY_ENV}
+    os.environ.update(RAY_ENV)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextmanager
+def session(address: str, cluster_cpus: int | None = None) -> Iterator[str]:
+    """Ray connected for the block; yields a description of the cluster used.
+
+    An already initialised Ray (a caller's own ``ray.init``) is used as it is when no
+    address is given or it is the one asked for."""
+    import ray
+
+    with ray_env():
+        if ray.is_initialized() and (not address or _STATE.address in (None, address)):
+            yield _STATE.address or "the Ray this process already started"
+            return
+        if ray.is_initialized():
+            ray.shutdown()  # connected to another cluster than the one asked for
+            _STATE.address = None
+        if address:
+            connect(address)
+            yield address
+            return
+        with private_cluster(cluster_cpus) as where:
+            yield where
+
+
+def connect(address: str) -> None:
+    """Connect to ``address`` and stay connected (later runs reuse the connection)."""
+    import ray
+
+    try:
+        ray.init(address=address, log_to_driver=False, configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise UsageError(f"ray executor option address={address!r}: cannot connect ({_first_line(exc)}); "
+                         "give the head's host:port (ray start --head prints it)") from None
+    _STATE.address = address
+
+
+@contextmanager
+def private_cluster(cluster_cpus: int | None) -> Iterator[str]:
+    """A local Ray started for the block, with a private temp dir, on 127.0.0.1 only."""
+    import ray
+
+    if cluster_cpus is not None and cluster_cpus < 1:
+        raise UsageError(f"ray executor option cluster_cpus={cluster_cpus}: use 1 or more")
+    temp = Path(tempfile.mkdtemp(prefix="cmx-ray-"))
+    try:
+        ray.init(address="local", include_dashboard=False, num_cpus=cluster_cpus or os.cpu_count() or 1,
+                 _temp_dir=str(temp), _node_ip_address="127.0.0.1", log_to_driver=False,
+                 configure_logging=False)
+    except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; the run cannot start
+        shutil.rmtree(temp, ignore_errors=True)
+        raise CmxError(f"ray executor: cannot start a private local Ray cluster: {_first_line(exc)}") from None
+    try:
+        yield f"a private local cluster ({temp})"
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def cluster_resources() -> Mapping[str, float]:
+    import ray
+
+    return {str(k): float(v) for k, v in ray.cluster_resources().items()}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,204 @@
+"""The ``ray`` executor: each run is one Ray task, submitted with ``num_cpus``, ``num_gpus``
+and Ray's ``accelerator_type:<X>`` resource.
+
+It is a :class:`cmx_core.api.RemoteExecutor`: the base ships the run's ``lock.json`` and
+folds the far result back; this module says how the task is submitted (the lock travels as
+the task's argument), waited for, fetched from (the task returns the far run directory's
+files, which are written into ``<run dir>/remote``) and cancelled. The far side is
+:func:`cmx_ray.far.run_far` on the node Ray picks, so the result carries that node's facts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cmx_core.api import (
+    CmxError,
+    ExecutionOutcome,
+    ExecutionRequest,
+    ExecutorSettings,
+    Fetched,
+    JobStatus,
+    RemoteExecutor,
+    RemoteJob,
+    UsageError,
+)
+from cmx_ray import cluster, far
+from cmx_ray.resources import TaskResources, missing, task_resources
+from cmx_ray.settings import RaySettings
+
+if TYPE_CHECKING:
+    from cmx_core.api import Plan
+
+_LOG_TAIL = 10
+_CANCEL_GRACE_S = 5.0
+
+
+@dataclass
+class RayHandle:
+    """A submitted task; ``result`` is filled in by :meth:`RayExecutor.wait`."""
+
+    ref: Any
+    resources: TaskResources
+    timeout_s: float | None
+    cluster: str
+    result: far.FarResult | None = None
+
+
+class RayExecutor(RemoteExecutor[RayHandle]):
+    name = "ray"
+    summary = "Run the plan as a Ray task (num_cpus, num_gpus, accelerator_type) on a cluster or a private one"
+    settings = RaySettings
+
+    def __init__(self) -> None:
+        self._cluster = ""
+
+    # -- plan time -----------------------------------------------------------------------
+
+    def check_plan(self, plan: Plan, settings: ExecutorSettings) -> None:
+        """Bad settings are refused; when connected (an address, or a Ray this process
+        already runs), so is a plan that needs GPUs or an accelerator type the cluster lacks."""
+        assert isinstance(settings, RaySettings)
+        resources = task_resources(plan, settings, _plan_gpus(plan))
+        if not settings.address and not _ray_initialized():
+            return  # a private cluster has this machine's resources, which the resolver checked
+        with cluster.session(settings.address, settings.cluster_cpus) as where:
+            _refuse_missing(resources, where)
+
+    def describe(self, plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+        assert isinstance(settings, RaySettings)
+        resources = task_resources(plan, settings, _plan_gpus(plan))
+        return {"cluster": settings.address or "a private local cluster for this run",
+                "num_cpus": resources.num_cpus, "num_gpus": resources.num_gpus,
+                "accelerator_type": resources.accelerator_type or "any",
+                "far side": "cmx run --lock lock.json --allow-drift=remote --executor local --json (a Ray task)",
+                "timeout_s": settings.timeout_s or "none", "max_result_mb": settings.max_result_mb}
+
+    # -- the run -------------------------------------------------------------------------
+
+    def run(self, request: ExecutionRequest) -> ExecutionOutcome:
+        assert isinstance(request.settings, RaySettings)
+        with cluster.session(request.settings.address, request.settings.cluster_cpus) as where:
+            self._cluster = where
+            return super().run(request)
+
+    def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
+        assert isinstance(request.settings, RaySettings)
+        if request.settings.cmx.strip():
+            return tuple(shlex.split(request.settings.cmx))
+        return (sys.executable, "-m", "cmx_core")
+
+    def far_paths(self, request: ExecutionRequest, stage_dir: Path, local_output: Path) -> tuple[str, str]:
+        return far.LOCK_NAME, far.OUTPUT_NAME  # relative to the task's own directory on the node
+
+    def job_env(self, request: ExecutionRequest) -> dict[str, str]:
+        assert isinstance(request.settings, RaySettings)
+        return {name: os.environ[name] for name in request.settings.env if name in os.environ}
+
+    def submit(self, job: RemoteJob) -> RayHandle:
+        settings = job.request.settings
+        assert isinstance(settings, RaySettings)
+        if settings.max_result_mb <= 0:
+            raise UsageError(f"ray executor option max_result_mb={settings.max_result_mb:g}: use a number above 0")
+        resources = task_resources(job.request.plan, settings, job.request.facts.try_get("gpus"))
+        _refuse_missing(resources, self._cluster)
+        ref = _far_task().options(**resources.ray_options(), max_retries=0, retry_exceptions=False).remote(
+            list(job.command), dict(job.env), (job.stage_dir / "lock.json").read_bytes(),
+            int(settings.max_result_mb * 1e6))
+        return RayHandle(ref, resources, settings.timeout_s, self._cluster)
+
+    def wait(self, handle: RayHandle) -> JobStatus:
+        import ray
+        from ray import exceptions
+
+        ready, _ = ray.wait([handle.ref], timeout=handle.timeout_s)
+        if not ready:
+            self.cancel(handle)
+            return JobStatus("timeout", None, f"Ray task cancelled after {handle.timeout_s:g} s (timeout_s)")
+        try:
+            handle.result = ray.get(handle.ref)
+        except exceptions.TaskCancelledError:
+            return JobStatus("cancelled", None, "the Ray task was cancelled")
+        except (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.ObjectLostError) as exc:
+            return JobStatus("lost", None, _first_line(exc))
+        except exceptions.OutOfMemoryError as exc:
+            return JobStatus("oom", None, _first_line(exc))
+        except exceptions.RayTaskError as exc:
+            return JobStatus("failed", None, f"the Ray task raised: {_first_line(exc)}")
+        return _status(handle.result)
+
+    def fetch(self, handle: RayHandle, job: RemoteJob) -> Fetched:
+        """Write the returned files into ``job.local_output``; keep the far log and where
+        the task ran as logs."""
+        run_dir = job.request.run_dir
+        result = handle.result
+        if result is not None:
+            far.write_files(result.files, job.local_output)
+        log = run_dir / "ray.log"
+        log.write_bytes(result.log if result is not None else b"")
+        record = run_dir / "ray-job.json"
+        record.write_text(json.dumps({"cluster": handle.cluster, "resources": asdict(handle.resources),
+                                      "node": dict(result.node) if result else {},
+                                      "exit_code": result.exit_code if result else None,
+                                      "files": sorted(result.files) if result else []}, indent=2))
+        return Fetched(logs=(log, record))
+
+    def cancel(self, handle: RayHandle) -> None:
+        """``ray.cancel`` first without force (the task kills its child's process group and
+        ends), then with ``force=True`` if it has not ended within a few seconds."""
+        import ray
+
+        ray.cancel(handle.ref, force=False)
+        ready, _ = ray.wait([handle.ref], timeout=_CANCEL_GRACE_S)
+        if not ready:
+            ray.cancel(handle.ref, force=True)
+            ray.wait([handle.ref], timeout=_CANCEL_GRACE_S)
+
+
+def _status(result: far.FarResult) -> JobStatus:
+    tail = " | ".join(line.strip() for line in result.log.decode(errors="replace").strip().splitlines()[-_LOG_TAIL:])
+    if result.error:
+        return JobStatus("failed", result.exit_code, result.error)
+    if result.exit_code == 0:
+        return JobStatus("completed", 0)
+    return JobStatus("failed", result.exit_code, f"far cmx exited with code {result.exit_code}. Last lines: {tail}")
+
+
+def _refuse_missing(resources: TaskResources, where: str) -> None:
+    gaps = missing(resources.needs(), cluster.cluster_resources())
+    if gaps:
+        raise CmxError(f"ray executor: {where} lacks what the plan needs: {', '.join(gaps)}; "
+                       "connect to a cluster that has it (address=) or lower num_gpus/accelerator_type")
+
+
+def _far_task() -> Any:
+    import ray
+
+    return ray.remote(far.run_far)
+
+
+def _ray_initialized() -> bool:
+    import ray
+
+    return bool(ray.is_initialized())
+
+
+def _plan_gpus(plan: Plan) -> Any:
+    """The ``gpus`` fact the plan was resolved against (its facts file, or this machine)."""
+    from cmx_core.api import FactStore
+    from cmx_core.plugins import get_registry
+
+    detectors = get_registry().detectors
+    store = FactStore.from_file(plan.facts_file, detectors) if plan.facts_file else FactStore(detectors)
+    return store.try_get("gpus")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,40 @@
+"""cmx-ray's hook implementations (imported on every ``cmx`` command: Ray is imported only
+when a ray run or plan needs it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
+
+if TYPE_CHECKING:
+    from cmx_core.api import Plan
+
+SUMMARY = "Run the plan as a Ray task (num_cpus, num_gpus, accelerator_type) on a cluster or a private one"
+
+
+def _execute(request: ExecutionRequest) -> ExecutionOutcome:
+    from cmx_ray.executor import RayExecutor
+
+    return RayExecutor().run(request)
+
+
+def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
+    from cmx_ray.executor import RayExecutor
+
+    RayExecutor().check_plan(plan, settings)
+
+
+def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+    from cmx_ray.executor import RayExecutor
+
+    return RayExecutor().describe(plan, settings)
+
+
+@hookimpl
+def cmx_register_executors(register: Callable[[Executor], None]) -> None:
+    from cmx_ray.settings import RaySettings
+
+    register(Executor(name="ray", summary=SUMMARY, run=_execute, settings=RaySettings,
+                      check_plan=_check_plan, describe=_describe))
