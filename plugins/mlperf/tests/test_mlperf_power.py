@@ -218,6 +218,7 @@ def test_the_meter_samples_on_its_thread_and_writes_the_series(tmp_path: Path) -
 
 
 def test_the_meter_without_a_source_or_switched_off_says_why(tmp_path: Path) -> None:
+    assert Meter(None).period_s == pytest.approx(0.1) and Meter(250.0).period_s == pytest.approx(0.25)
     off = Meter(0.0)
     off.prepare()
     off.start()
