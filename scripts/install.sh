@@ -11,4 +11,9 @@ pip=(.venv/bin/python -m pip install -q)
 "${pip[@]}" torch==2.13.0
 extras=""
 [ "${1:-}" = "--test" ] && extras="[test]"
+# the sandbox tests run untrusted programs under bubblewrap (docs/sandbox.md); as root, install it
+if [ -n "$extras" ] && [ "$(id -u)" = 0 ] && ! command -v bwrap >/dev/null && command -v apt-get >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq bubblewrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }
+fi
 "${pip[@]}" -e ".${extras}" -e "plugins/detect${extras}" -e "plugins/docker${extras}" -e "plugins/mlperf[llm,vision${extras:+,test}]"
