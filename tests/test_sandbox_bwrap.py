@@ -1,0 +1,307 @@
+"""The bubblewrap sandbox for real, and its escape corpus.
+
+Each escape attempt is a small real program run in the real sandbox; each test checks the
+verdict and then the host itself (the file that must not exist, the process that must not
+be alive). Every run has a wall limit of a few seconds; the only timing asserted is that a
+time-limit verdict arrives within the limit plus a generous slack.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cmx_core.api import Limits, SandboxResult, SandboxSpec, UsageError, Verdict
+from cmx_core.sandbox.bubblewrap import BubblewrapSandbox
+
+SLACK_S = 5.0
+"""How late past its limit a time-limit verdict may arrive (a loaded 2-core machine)."""
+
+PY = "/usr/bin/python3"
+
+
+def _install_bwrap() -> str | None:
+    if shutil.which("bwrap"):
+        return None
+    if os.geteuid() != 0:
+        return "bwrap is not installed and this user cannot apt-get install bubblewrap"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-qq", "bubblewrap"]
+    for cmd in (install, ["apt-get", "update", "-qq"], install):
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+        if proc.returncode == 0 and shutil.which("bwrap"):
+            return None
+    return f"apt-get install bubblewrap failed: {proc.stderr.strip().splitlines()[-1:]}"
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> BubblewrapSandbox:
+    """The real backend; installed when root, else a clear skip (a failure in CI)."""
+    box = BubblewrapSandbox()
+    problem = _install_bwrap() or box.available()
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(f"bubblewrap sandbox required in CI: {problem}")
+        pytest.skip(problem)
+    if not Path(PY).exists():
+        pytest.skip(f"{PY} is needed inside the sandbox (it sees only /usr)")
+    return box
+
+
+@dataclass
+class Site:
+    """A run's host directories: the work dir, the public inputs, the private answers, a secret."""
+
+    root: Path
+    work: Path
+    public: Path
+    answers: Path
+    secret: Path
+    token: str
+
+    def spec(self, argv: list[str], **limits: float) -> SandboxSpec:
+        bounds = {"wall_s": 10.0, **limits}
+        return SandboxSpec(argv=argv, work_dir=self.work, ro_binds={str(self.public): "/data"},
+                           limits=Limits(**bounds))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    token = uuid.uuid4().hex[:12]
+    work, public, private = tmp_path / "work", tmp_path / "data" / "public", tmp_path / "data" / "private"
+    for folder in (work, public, private):
+        folder.mkdir(parents=True)
+    (public / "train.csv").write_text("id,x\n1,2\n")
+    answers = private / "answers.csv"
+    answers.write_text(f"id,y\n1,ANSWER-{token}\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text(f"SECRET-{token}\n")
+    return Site(tmp_path, work, public, answers, secret, token)
+
+
+def _alive_with(marker: str) -> list[int]:
+    """PIDs of live processes whose command line contains ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _out(result: SandboxResult) -> str:
+    return result.text() + result.text("stderr")
+
+
+# -- what a normal run gets ---------------------------------------------------------------------
+
+
+def test_an_ok_run_reports_its_resources(sandbox: BubblewrapSandbox, site: Site) -> None:
+    result = sandbox.run(site.spec([PY, "-c", "print(sum(range(3 * 10**6)))"]))
+    assert result.verdict is Verdict.OK, result
+    assert (result.exit_code, result.signal, result.stdout) == (0, None, b"4499998500000\n")
+    assert result.wall_s > 0 and result.cpu_s > 0 and result.peak_memory_bytes and result.peak_memory_bytes > 1 << 20
+    assert not result.truncated and result.backend == "bubblewrap"
+    if os.geteuid() == 0:
+        assert {"memory=cgroup", "processes=cgroup", "file_size=rlimit"} <= set(result.enforced)
+
+
+def test_the_program_runs_as_a_non_root_user(sandbox: BubblewrapSandbox, site: Site) -> None:
+    result = sandbox.run(site.spec(["sh", "-c", "id -u; id -g; cat /proc/self/status | grep CapEff"]))
+    uid, gid, caps = result.text().splitlines()
+    assert result.ok and uid != "0" and gid != "0", result
+    assert caps.split()[-1] == "0000000000000000"
+    if os.geteuid() == 0:
+        assert (uid, gid) == ("65534", "65534")
+
+
+def test_the_environment_has_nothing_of_the_hosts(sandbox: BubblewrapSandbox, site: Site,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CMX_TEST_SECRET", f"leak-{site.token}")
+    result = sandbox.run(site.spec(["env"]))
+    env = dict(line.split("=", 1) for line in result.text().splitlines())
+    assert result.ok, result
+    assert "CMX_TEST_SECRET" not in env and site.token not in result.text()
+    assert env["HOME"] == "/work" and env["PATH"] == "/usr/local/bin:/usr/bin:/bin"
+    assert not set(env) - {"HOME", "PATH", "TMPDIR", "LANG", "PWD"}, env
+
+
+def test_the_inputs_are_readable_and_the_work_dir_writable(sandbox: BubblewrapSandbox, site: Site) -> None:
+    result = sandbox.run(site.spec(["sh", "-c", "cat /data/train.csv > copy.csv && pwd"]))
+    assert result.ok and result.text() == "/work\n", result
+    assert (site.work / "copy.csv").read_text() == "id,x\n1,2\n"
+
+
+@pytest.mark.parametrize("argv", [["./no-such-solution"], ["no-such-program-cmx"], ["/root/run.sh"]])
+def test_a_program_the_sandbox_cannot_see_is_a_usage_error(sandbox: BubblewrapSandbox, site: Site,
+                                                           argv: list[str]) -> None:
+    with pytest.raises(UsageError, match=r"sandbox argv\[0\]") as info:
+        sandbox.run(site.spec(argv))
+    assert "\n" not in str(info.value)
+
+
+def test_a_missing_work_dir_is_a_usage_error(sandbox: BubblewrapSandbox, site: Site) -> None:
+    spec = SandboxSpec(argv=["true"], work_dir=site.root / "absent")
+    with pytest.raises(UsageError, match=r"work_dir .* is not an existing directory"):
+        sandbox.run(spec)
+
+
+def test_stdin_is_given_to_the_program(sandbox: BubblewrapSandbox, site: Site) -> None:
+    spec = SandboxSpec(argv=["wc", "-c"], work_dir=site.work, stdin=b"x" * 100_000, limits=Limits(wall_s=10))
+    result = sandbox.run(spec)
+    assert result.ok and result.text().strip() == "100000", result
+
+
+# -- the escape corpus -------------------------------------------------------------------------------
+
+
+def test_writing_outside_the_work_dir_is_refused(sandbox: BubblewrapSandbox, site: Site) -> None:
+    targets = [f"/etc/escape-{site.token}", f"/usr/escape-{site.token}", f"/escape-{site.token}",
+               f"/data/escape-{site.token}", str(site.root / f"escape-{site.token}"),
+               str(site.public / f"escape-{site.token}")]
+    for target in targets:
+        result = sandbox.run(site.spec(["sh", "-c", 'echo pwned > "$0"', target]))
+        assert result.verdict is Verdict.ERROR and result.exit_code != 0, (target, result)
+    for target in [*targets, str(site.public.parent / f"escape-{site.token}")]:
+        assert not Path(target).exists(), target
+    assert sorted(p.name for p in site.public.iterdir()) == ["train.csv"]
+
+
+def test_the_tmp_it_writes_is_private(sandbox: BubblewrapSandbox, site: Site) -> None:
+    target = f"/tmp/escape-{site.token}"
+    result = sandbox.run(site.spec(["sh", "-c", 'echo pwned > "$0" && cat "$0"', target]))
+    assert result.ok and result.text() == "pwned\n", result
+    assert not Path(target).exists()
+
+
+def test_the_private_answers_and_host_secrets_are_invisible(sandbox: BubblewrapSandbox, site: Site) -> None:
+    for path in (str(site.answers), "/data/../private/answers.csv", str(site.secret), "/etc/shadow",
+                 "/root/.bashrc", "/proc/1/root/etc/shadow"):
+        result = sandbox.run(site.spec(["cat", path]))
+        assert result.verdict is Verdict.ERROR, (path, result)
+        assert site.token not in _out(result)
+    listing = sandbox.run(site.spec(["ls", "/"]))
+    assert set(listing.text().split()) <= {"bin", "data", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc",
+                                           "sbin", "tmp", "usr", "work"}, listing.text()
+
+
+def test_a_socket_to_a_host_loopback_server_cannot_connect(sandbox: BubblewrapSandbox, site: Site) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        server.setblocking(False)
+        port = server.getsockname()[1]
+        code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3).sendall(b'{site.token}')"
+        result = sandbox.run(site.spec([PY, "-c", code]))
+        assert result.verdict is Verdict.ERROR, result
+        assert "Error" in result.text("stderr")
+        with pytest.raises(BlockingIOError):
+            server.accept()  # nobody ever connected
+
+
+def test_resolving_a_host_name_fails(sandbox: BubblewrapSandbox, site: Site) -> None:
+    code = "import socket; print(socket.getaddrinfo('example.com', 443))"
+    result = sandbox.run(site.spec([PY, "-c", code]))
+    assert result.verdict is Verdict.ERROR and "gaierror" in result.text("stderr"), result
+    interfaces = sandbox.run(site.spec(["cat", "/proc/net/dev"]))
+    assert [line.split(":")[0].strip() for line in interfaces.text().splitlines()[2:]] == ["lo"]
+
+
+def test_a_fork_bomb_is_capped_and_leaves_nothing_behind(sandbox: BubblewrapSandbox, site: Site) -> None:
+    marker = f"bomb-{site.token}"
+    code = (f"# {marker}\nimport os, time\n"
+            "while True:\n"
+            "    try:\n        os.fork()\n"
+            "    except OSError:\n        print('refused', flush=True)\n        time.sleep(1000)\n")
+    result = sandbox.run(site.spec([PY, "-c", code], wall_s=4, processes=32))
+    assert result.verdict is Verdict.TIME_LIMIT, result
+    assert "refused" in result.text()
+    assert result.wall_s < 4 + SLACK_S
+    assert _alive_with(marker) == []
+
+
+def test_allocating_past_the_memory_limit_is_a_memory_verdict(sandbox: BubblewrapSandbox, site: Site) -> None:
+    result = sandbox.run(site.spec([PY, "-c", "x = b'x' * (512 << 20)"], memory_bytes=128 << 20))
+    assert result.verdict is Verdict.MEMORY_LIMIT, result
+    assert result.peak_memory_bytes is not None and result.peak_memory_bytes <= 128 << 20
+
+
+def test_running_past_the_wall_limit_is_a_time_verdict(sandbox: BubblewrapSandbox, site: Site) -> None:
+    result = sandbox.run(site.spec(["sleep", "60"], wall_s=1.5))
+    assert result.verdict is Verdict.TIME_LIMIT and "wall" in result.reason, result
+    assert 1.5 <= result.wall_s < 1.5 + SLACK_S
+
+
+def test_spinning_past_the_cpu_limit_is_a_time_verdict(sandbox: BubblewrapSandbox, site: Site) -> None:
+    result = sandbox.run(site.spec([PY, "-c", "while True: pass"], wall_s=30, cpu_s=1))
+    assert result.verdict is Verdict.TIME_LIMIT and "CPU" in result.reason, result
+    assert result.cpu_s >= 0.5 and result.wall_s < 30
+
+
+def test_a_daemonized_child_does_not_outlive_the_run(sandbox: BubblewrapSandbox, site: Site) -> None:
+    marker = f"1000.{int(site.token[:6], 16)}"
+    script = f"setsid sleep {marker} < /dev/null > /dev/null 2>&1 & (nohup sleep {marker} &) ; echo started"
+    result = sandbox.run(site.spec(["sh", "-c", script]))
+    assert result.ok and result.text() == "started\n", result
+    assert _alive_with(f"sleep\0{marker}") == []
+
+
+def test_a_huge_file_is_stopped_at_the_size_cap(sandbox: BubblewrapSandbox, site: Site) -> None:
+    cap = 1 << 20
+    result = sandbox.run(site.spec(["sh", "-c", "exec head -c 50000000 /dev/zero > big"], output_bytes=cap))
+    assert result.verdict is Verdict.OUTPUT_LIMIT, result
+    assert (site.work / "big").stat().st_size <= cap
+
+
+def test_a_huge_file_from_python_is_an_output_verdict_too(sandbox: BubblewrapSandbox, site: Site) -> None:
+    cap = 1 << 20
+    code = "open('big', 'wb').write(b'x' * (8 << 20))"  # Python ignores SIGXFSZ: it sees EFBIG
+    result = sandbox.run(site.spec([PY, "-c", code], output_bytes=cap))
+    assert result.verdict is Verdict.OUTPUT_LIMIT and result.exit_code == 1, result
+    assert (site.work / "big").stat().st_size <= cap
+
+
+def test_flooding_stdout_is_cut_at_the_output_cap(sandbox: BubblewrapSandbox, site: Site) -> None:
+    cap = 1 << 20
+    result = sandbox.run(site.spec(["yes"], output_bytes=cap))
+    assert result.verdict is Verdict.OUTPUT_LIMIT and result.truncated, result
+    assert len(result.stdout) + len(result.stderr) <= cap
+
+
+def test_symlinks_out_of_the_work_dir_lead_nowhere(sandbox: BubblewrapSandbox, site: Site) -> None:
+    (site.work / "planted").symlink_to(site.secret)
+    (site.work / "planted_rel").symlink_to(Path("..") / site.secret.name)
+    (site.work / "planted_answers").symlink_to(site.answers.parent)
+    owner = site.secret.stat().st_uid
+    made = f"ln -s /etc/shadow s1; ln -s {site.answers.parent} s2; ln -s ../data/../private s3"
+    for target in ("s1", "s2/answers.csv", "s3/answers.csv", "planted", "planted_rel",
+                   "planted_answers/answers.csv"):
+        result = sandbox.run(site.spec(["sh", "-c", f'{made} 2>/dev/null; cat "$0"', target]))
+        assert result.verdict is Verdict.ERROR, (target, result)
+        assert site.token not in _out(result), target
+    assert site.secret.stat().st_uid == owner  # handing the work dir over never followed a link
+    assert site.secret.read_text() == f"SECRET-{site.token}\n"
+
+
+@pytest.fixture
+def no_leftover_groups() -> Iterator[None]:
+    before = set(Path("/sys/fs/cgroup/memory").rglob("cmx-sandbox-*"))
+    yield
+    assert set(Path("/sys/fs/cgroup/memory").rglob("cmx-sandbox-*")) == before
+
+
+def test_the_cgroups_of_a_run_are_removed(sandbox: BubblewrapSandbox, site: Site, no_leftover_groups: None) -> None:
+    assert sandbox.run(site.spec(["true"])).ok
+    assert sandbox.run(site.spec(["sleep", "60"], wall_s=0.5)).verdict is Verdict.TIME_LIMIT
