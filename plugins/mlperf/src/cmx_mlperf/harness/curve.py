@@ -48,6 +48,7 @@ def write_png(found: Search, directory: Path) -> Path | None:
         axis.set_xlabel(x_label)
         axis.set_ylabel(f"{label} (ms)")
         axis.grid(True, alpha=0.3)
+        axis.set_title("filled: VALID, hollow: INVALID, star: peak", fontsize=8)
     figure.suptitle("PeakQPS: " + (f"peak {found.peak.target_qps:g} QPS" if found.peak else "no VALID point"))
     figure.tight_layout()
     path = directory / PNG_NAME
