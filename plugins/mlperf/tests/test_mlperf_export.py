@@ -513,3 +513,32 @@ def test_rule_summary_csv_division_location_and_system_columns(runs: list[Any], 
         assert row["Location"].startswith("open/cmx/results/") and location.name == "run_1"
         assert location.parent.parent.name == scenario and location.parent.parent.parent.name == bench
         assert (location / "mlperf_log_detail.txt").is_file()
+
+
+def test_measurements_say_what_the_run_recorded_and_never_guess() -> None:
+    """The HTTP path once exported `starting_weights_filename: openai-http` and `fp32`:
+    the weights are the served directory with its digest and data type, or 'not recorded'."""
+    from cmx_mlperf.export.submission import NOT_RECORDED, measurements
+
+    served = {"run_id": "r1", "benchmark": {"task": "openai-http"},
+              "model": {"name": "llama", "source": "/models/llama", "sha256": "ab" * 32,
+                        "weight_data_types": "bf16"}}
+    written = measurements(served)
+    assert written["starting_weights_filename"] == "/models/llama"
+    assert written["weight_data_types"] == written["input_data_types"] == "bf16"
+    assert written["starting_weights_sha256"] == "ab" * 32
+    unknown = measurements({"run_id": "r2", "benchmark": {"task": "openai-http"},
+                            "model": {"name": "llama", "source": None, "served_name": "meta/llama",
+                                      "weight_data_types": None}})
+    assert unknown["starting_weights_filename"] == "meta/llama"
+    assert unknown["weight_data_types"] == NOT_RECORDED and "openai-http" not in json.dumps(unknown)
+
+
+def test_the_framework_of_an_http_run_is_the_serving_engine() -> None:
+    from cmx_mlperf.export.systems import framework
+
+    software = {"framework": "pytorch", "framework_version": "2.13.0",
+                "packages": {"torch": "2.7.1", "torch-cuda": "12.8", "vllm": "0.10.1.1"}}
+    assert framework(software, {"engine": "vllm", "version": "0.10.1.1"}) == "vLLM 0.10.1.1 (PyTorch 2.7.1, CUDA 12.8)"
+    assert framework(software) == "PyTorch 2.13.0"  # an in-process SUT: its own framework
+    assert framework({}, None) == "Python (no ML framework)"

@@ -38,6 +38,8 @@ MAX_ACCURACY_LOG_BYTES = 10 * 1024  # the checker's limit
 VIEWABLE_BYTES = 4096  # kept at each end, as truncate_accuracy_log.py does
 LOGS = ("mlperf_log_summary.txt", "mlperf_log_detail.txt")
 
+NOT_RECORDED = "not recorded by the run"
+
 
 def export(docs: list[Mapping[str, Any]], run_dirs: list[Path], dest: Path) -> None:
     groups = common.group_documents(docs, run_dirs)
@@ -75,7 +77,7 @@ def calibration_md(groups: Sequence[common.Group]) -> str:
     for group in groups:
         doc, _ = group.primary()
         model = doc.get("model") or {}
-        weights = model.get("weight_data_types") or "fp32"
+        weights = model.get("weight_data_types") or NOT_RECORDED
         lines.append(f"- {group.benchmark} {group.scenario}: weights {weights}, "
                      f"model {model.get('name') or doc['benchmark'].get('task')}, not quantized")
     return "\n".join(lines) + "\n"
@@ -118,12 +120,15 @@ def truncate_accuracy_log(source: Path, target: Path) -> None:
 
 
 def measurements(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``measurements.json``: the weights as the run recorded them (the directory, its digest,
+    the data type it ran in); a value the run did not record is said to be so, never guessed."""
     model = doc.get("model") or {}
-    weights = model.get("weight_data_types") or "fp32"
+    weights = model.get("weight_data_types") or NOT_RECORDED
     return {
         "input_data_types": weights,
         "retraining": "No",
-        "starting_weights_filename": model.get("source") or model.get("name") or doc["benchmark"]["task"],
+        "starting_weights_filename": model.get("source") or model.get("served_name") or model.get("name")
+        or NOT_RECORDED,
         "weight_data_types": weights,
         "weight_transformations": "none",
         "starting_weights_sha256": model.get("sha256"),

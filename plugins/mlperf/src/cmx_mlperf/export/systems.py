@@ -36,7 +36,17 @@ def _gb(value: Any) -> str:
     return f"{value / 2**30:.0f} GB" if isinstance(value, (int, float)) and value > 0 else NOT_DETECTED
 
 
-def framework(software: Mapping[str, Any]) -> str:
+def framework(software: Mapping[str, Any], serving: Mapping[str, Any] | None = None) -> str:
+    """The framework the run measured: the serving engine an HTTP SUT drove, as the server
+    reported it (``mlperf.serving``), with the torch and CUDA it runs on where recorded;
+    else the framework of the SUT's own process."""
+    packages = software.get("packages") or {}
+    if serving and serving.get("engine"):
+        names = {"vllm": "vLLM", "sglang": "SGLang"}
+        engine = f"{names.get(str(serving['engine']).lower(), serving['engine'])} {serving.get('version') or ''}"
+        below = [f"PyTorch {packages['torch']}"] if packages.get("torch") else []
+        below += [f"CUDA {packages['torch-cuda']}"] if packages.get("torch-cuda") else []
+        return engine.strip() + (f" ({', '.join(below)})" if below else "")
     name = software.get("framework")
     if not name:
         return "Python (no ML framework)"
@@ -83,7 +93,7 @@ def system_json(doc: Mapping[str, Any], division: str, submitter: str, system_id
         "accelerators_per_node": _count(accel.get("count_per_node") if accel else 0),
         "accelerator_model_name": _or(accel.get("name")) if accel else NA,
         "accelerator_memory_capacity": _gb(accel.get("memory_capacity_bytes")) if accel else NA,
-        "framework": framework(software),
+        "framework": framework(software, (doc.get("mlperf") or {}).get("serving")),
         "operating_system": operating_system(system.get("os") or {}),
         "system_type": system_type,
         "other_software_stack": ", ".join(stack),

@@ -97,15 +97,20 @@ class HfLlmSUT:
             self._generator.generate([self._prompts[i % len(self._prompts)] for i in range(rows)], _ignore, 4)
 
     def _model_info(self) -> dict[str, Any]:
-        """The result's ``model`` section (the harness reads ``model_info``)."""
+        """The result's ``model`` section (the harness reads ``model_info``): what the model
+        directory says (weights digest, files), with the loaded model's exact parameter count
+        and the data type it runs in, named as MLPerf names it (``fp32``, ``bf16``)."""
+        from cmx_mlperf.llm.describe import MLPERF_DTYPES, local_model_info
+
         assert self._generator is not None
         model = self._generator.model
+        dtype = str(next(model.parameters()).dtype).replace("torch.", "")
         return {
+            **local_model_info(self.config.model_dir),
             "name": self.model_name,
             "architecture": type(model).__name__,
             "number_of_parameters": int(sum(p.numel() for p in model.parameters())),
-            "weight_data_types": str(next(model.parameters()).dtype).replace("torch.", ""),
-            "source": str(self.config.model_dir),
+            "weight_data_types": MLPERF_DTYPES.get(dtype, dtype),
         }
 
     def load_samples(self, indices: list[int]) -> None:
