@@ -1,0 +1,98 @@
+"""Many runs as one Slurm job array: the entry point for a sweep.
+
+A sweep has N prepared runs (an :class:`~cmx_core.api.ExecutionRequest` each, with its own
+run directory and ``lock.json``, all with the same :class:`SlurmSettings`). One ``sbatch
+--array=0-(N-1)`` job runs them: array task *i* runs request *i*'s ``cmx run --lock``,
+its output in that run's stage directory. The scheduler starts as many at once as fit.
+
+    array = submit_array(requests, SlurmSettings(time="10"))
+    outcomes = collect(array)          # waits; one ExecutionOutcome per request, in order
+    # the caller records each one (cmx_core.recording.record_run), as the engine does
+
+``wait_array`` waits for every task with one squeue call per interval; ``cancel_array``
+cancels the whole array. ``max_parallel`` maps to sbatch's ``%N`` array throttle.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmx_core.api import ExecutionOutcome, ExecutionRequest, Fetched, JobStatus, RemoteJob
+from cmx_core.errors import Interrupted, UsageError
+from cmx_core.remote import fold
+
+from cmx_slurm import poll, script, slurmcli
+from cmx_slurm.executor import JOB_RECORD, SlurmExecutor, resources_for, settings_of, with_log_tail
+from cmx_slurm.settings import SlurmSettings
+
+
+@dataclass(frozen=True)
+class ArrayJob:
+    """A submitted array: its id and, in order, each point's job (``<id>_<i>``)."""
+
+    array_id: str
+    jobs: tuple[RemoteJob, ...]
+    task_ids: tuple[str, ...]
+    submitted: float
+    settings: SlurmSettings
+
+
+def submit_array(requests: Sequence[ExecutionRequest], settings: SlurmSettings | None = None, *,
+                 max_parallel: int | None = None) -> ArrayJob:
+    """Stage every request and submit them as one job array; the resources are those of
+    the first request's plan (every point of a sweep has the same shape)."""
+    if not requests:
+        raise UsageError("submit_array: give at least one run")
+    chosen = settings_of(settings if settings is not None else requests[0].settings)
+    if max_parallel is not None and max_parallel < 1:
+        raise UsageError(f"submit_array: max_parallel={max_parallel!r}: use at least 1")
+    executor = SlurmExecutor()
+    jobs = tuple(executor.prepare(r) for r in requests)
+    resources = resources_for(requests[0].plan, chosen)
+    for job in jobs:
+        script.write(job.stage_dir / script.TASK, script.task_script(job.command, job.env, job.stage_dir))
+    home = jobs[0].stage_dir
+    batch = script.write(home / "array.sh", script.array_script([j.stage_dir for j in jobs], resources.ntasks))
+    span = f"0-{len(jobs) - 1}" + (f"%{max_parallel}" if max_parallel else "")
+    options = [f"--job-name=cmx-sweep-{requests[0].plan.root.recipe.name}"[:120], f"--array={span}",
+               f"--chdir={home}", f"--output={home}/slurm-%A_%a.array.out", *resources.sbatch_args()]
+    submitted = time.time()
+    array_id = slurmcli.sbatch(options, batch)
+    task_ids = tuple(f"{array_id}_{i}" for i in range(len(jobs)))
+    for index, job in enumerate(jobs):
+        record = {"job_id": task_ids[index], "array": array_id, "index": index, "tasks": resources.ntasks,
+                  "sbatch": ["sbatch", "--parsable", *options, str(batch)]}
+        (job.stage_dir / JOB_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return ArrayJob(array_id, jobs, task_ids, submitted, chosen)
+
+
+def wait_array(array: ArrayJob) -> tuple[JobStatus, ...]:
+    """Block until every task has ended (Ctrl-C cancels the array); statuses in order."""
+    watched = [poll.Watched(t, j.stage_dir) for t, j in zip(array.task_ids, array.jobs)]
+    try:
+        found = poll.wait_all(watched, poll.Backoff(array.settings.poll_s, array.settings.poll_max_s))
+    except (KeyboardInterrupt, Interrupted):
+        cancel_array(array)
+        raise Interrupted(f"interrupted; slurm job array {array.array_id} was cancelled") from None
+    return tuple(with_log_tail(found[t], j.stage_dir / "slurm.out") for t, j in zip(array.task_ids, array.jobs))
+
+
+def collect(array: ArrayJob) -> tuple[ExecutionOutcome, ...]:
+    """Wait, then fold each point's far result into its :class:`ExecutionOutcome`."""
+    statuses = wait_array(array)
+    return tuple(fold(job, status, Fetched(logs=_logs(job.stage_dir)), array.submitted, "slurm")
+                 for job, status in zip(array.jobs, statuses))
+
+
+def cancel_array(array: ArrayJob) -> None:
+    """Cancel every task of the array and wait (bounded) until they leave the queue."""
+    slurmcli.scancel(array.array_id)
+    poll.wait_gone(list(array.task_ids))
+
+
+def _logs(stage: Path) -> tuple[Path, ...]:
+    return tuple(stage / n for n in ("slurm.out", script.TASK, JOB_RECORD) if (stage / n).is_file())

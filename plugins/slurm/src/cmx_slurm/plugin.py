@@ -1,0 +1,39 @@
+"""cmx-slurm's hook implementations (imported on every ``cmx`` command: keep it light)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
+
+if TYPE_CHECKING:
+    from cmx_core.api import Plan
+
+SUMMARY = "Submit the plan as a Slurm batch job (sbatch; srun with N tasks; the run dir must be shared)"
+
+
+def _execute(request: ExecutionRequest) -> ExecutionOutcome:
+    from cmx_slurm.executor import SlurmExecutor
+
+    return SlurmExecutor().run(request)
+
+
+def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
+    from cmx_slurm.executor import SlurmExecutor
+
+    SlurmExecutor().check_plan(plan, settings)
+
+
+def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+    from cmx_slurm.executor import SlurmExecutor
+
+    return SlurmExecutor().describe(plan, settings)
+
+
+@hookimpl
+def cmx_register_executors(register: Callable[[Executor], None]) -> None:
+    from cmx_slurm.settings import SlurmSettings
+
+    register(Executor(name="slurm", summary=SUMMARY, run=_execute, settings=SlurmSettings,
+                      check_plan=_check_plan, describe=_describe))

@@ -1,0 +1,115 @@
+"""Waiting for jobs without flooding the controller.
+
+The end of a job is noticed two ways: its batch script's last act writes ``ended`` into the
+stage directory (a file check, free, every 50 ms), and ``squeue`` is asked, at most once per
+interval, whether it is still queued: this catches a job that died without running its
+script to the end (cancelled, killed at its time limit, a lost node). The interval starts
+at ``poll_s`` and grows 1.5x per query up to ``poll_max_s``; one squeue call covers every
+job being waited for (all tasks of an array). The end state and exit code come from
+``scontrol show job``, and from ``sacct`` when the controller has already forgotten the job
+and accounting answers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cmx_core.api import JobStatus
+from cmx_slurm import slurmcli
+from cmx_slurm.script import ENDED
+
+TICK_S = 0.05
+SETTLE_S = 10.0
+"""How long a job whose script has ended may stay COMPLETING before its exit code is taken
+from the script's own record."""
+
+
+@dataclass
+class Backoff:
+    """An interval that grows by ``factor`` each time it is used, up to ``cap``."""
+
+    first: float
+    cap: float
+    factor: float = 1.5
+    _next: float = field(default=0.0)
+    _interval: float = field(default=0.0)
+
+    def due(self, now: float) -> bool:
+        """True (and the interval grows) when a query may be made at ``now``."""
+        if now < self._next:
+            return False
+        self._interval = self.first if not self._interval else min(self._interval * self.factor, self.cap)
+        self._next = now + self._interval
+        return True
+
+
+@dataclass(frozen=True)
+class Watched:
+    """One job to wait for: its Slurm id (``123`` or ``123_4``) and stage directory."""
+
+    job_id: str
+    stage: Path
+
+
+def wait_all(jobs: Sequence[Watched], backoff: Backoff, clock: Callable[[], float] = time.monotonic,
+             ) -> dict[str, JobStatus]:
+    """Block until every job has ended; its :class:`JobStatus` by job id."""
+    done: dict[str, JobStatus] = {}
+    ended_at: dict[str, float] = {}
+    settle = Backoff(0.05, 1.0)
+    while len(done) < len(jobs):
+        now = clock()
+        for job in jobs:
+            if job.job_id not in done and job.job_id not in ended_at and (job.stage / ENDED).exists():
+                ended_at[job.job_id] = now
+        pending = [j for j in jobs if j.job_id not in done]
+        settling = [j for j in pending if j.job_id in ended_at]
+        for job in settling if settling and settle.due(now) else ():  # the controller's word follows soon
+            status = slurmcli.status_of(slurmcli.show(job.job_id))
+            if status is None and now - ended_at[job.job_id] > SETTLE_S:
+                status = _from_script(job)
+            if status is not None:
+                done[job.job_id] = status
+        running = [j for j in pending if j.job_id not in ended_at]
+        if running and backoff.due(now):
+            states = slurmcli.queued([j.job_id for j in running])
+            for job in running:
+                if states is not None and states.get(job.job_id) not in slurmcli.RUNNING:
+                    done[job.job_id] = _final(job)
+        if len(done) < len(jobs):
+            time.sleep(TICK_S)
+    return done
+
+
+def _final(job: Watched) -> JobStatus:
+    """The end of a job squeue no longer lists as running."""
+    if (job.stage / ENDED).exists():
+        status = slurmcli.status_of(slurmcli.show(job.job_id))
+        return status if status is not None else _from_script(job)
+    record = slurmcli.show(job.job_id) or slurmcli.accounted(job.job_id)
+    status = slurmcli.status_of(record)
+    if status is None:  # listed as ended by squeue a moment ago, still running per scontrol
+        return JobStatus("lost", None, f"Slurm reports job {job.job_id} as {record.state if record else '?'} "
+                                       "after squeue stopped listing it")
+    return status
+
+
+def _from_script(job: Watched) -> JobStatus:
+    """The exit code the batch script recorded itself."""
+    text = (job.stage / ENDED).read_text(encoding="utf-8").split()
+    code = int(text[0]) if text and text[0].isdigit() else None
+    return JobStatus("completed" if code == 0 else "failed", code, "exit code recorded by the batch script")
+
+
+def wait_gone(job_ids: Sequence[str], timeout_s: float = 30.0) -> bool:
+    """Wait (bounded) until squeue lists none of the jobs; True when they are gone."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        states = slurmcli.queued(job_ids)
+        if states is not None and not any(s in slurmcli.RUNNING for s in states.values()):
+            return True
+        time.sleep(0.2)
+    return False

@@ -1,0 +1,88 @@
+"""The batch script sbatch runs and the task script each task runs, written into the run's
+stage directory. Every value reaches bash through :func:`shlex.quote`.
+
+The batch script stamps ``started`` (for the overhead benchmark), sets the rendezvous
+variables a torchrun-style launcher reads and starts the task script: directly for one
+task, through ``srun`` for more (``--kill-on-bad-exit``: one failing rank stops the rest).
+Its last act is ``ended`` (exit code and time), written atomically, so the waiting side
+sees the end without asking the scheduler.
+
+Ranks: ``MASTER_ADDR`` is the first host of the allocation, ``MASTER_PORT`` a port derived
+from the job id in 20000-29999 (below Linux's ephemeral range), ``WORLD_SIZE`` the number of
+tasks, ``RANK`` and ``LOCAL_RANK`` Slurm's ``SLURM_PROCID`` and ``SLURM_LOCALID``. Rank 0
+runs the far side proper (``--output`` the run's ``remote`` directory): its result is the
+one folded back. Every other rank runs the same locked plan with its own output directory
+(``remote-rank-N``) and results store, without the cache (each rank must run its steps,
+never take rank 0's entry), so a step that joins a process group finds all its peers.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+BATCH = "job.sh"
+TASK = "task.sh"
+STARTED = "started"
+ENDED = "ended"
+
+
+def task_script(command: Sequence[str], env: Mapping[str, str], stage: Path) -> str:
+    """What each task runs: the far cmx command, its environment, its rank's output."""
+    argv = list(command)
+    out_at = argv.index("--output") + 1
+    others = [shlex.quote(a) for a in argv]
+    others[out_at] = shlex.quote(argv[out_at] + "-rank-") + '"$RANK"'
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items()))
+    return (
+        "#!/bin/bash\n"
+        "# Written by cmx-slurm: one task of the job (see cmx_slurm.script).\n"
+        f"{exports}"
+        'export RANK="${SLURM_PROCID:-0}" LOCAL_RANK="${SLURM_LOCALID:-0}"\n'
+        'if [ "$RANK" = 0 ]; then\n'
+        f"  exec {' '.join(shlex.quote(a) for a in argv)}\n"
+        "fi\n"
+        f'export CMX_DATA_DIR={shlex.quote(str(stage / "data-rank-"))}"$RANK"\n'
+        f"exec {' '.join(others)} --no-cache\n"
+    )
+
+
+def _body(ntasks: int) -> str:
+    """The part of a batch script after ``STAGE`` is set."""
+    launch = 'srun --kill-on-bad-exit=1 --label bash "$STAGE/task.sh"' if ntasks > 1 else 'bash "$STAGE/task.sh"'
+    return (
+        f'echo "$EPOCHREALTIME" > "$STAGE/{STARTED}"\n'
+        'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" 2>/dev/null | head -n 1)\n'
+        'export MASTER_ADDR="${MASTER_ADDR:-${SLURMD_NODENAME:-localhost}}"\n'
+        "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 10000))\n"
+        'export WORLD_SIZE="${SLURM_NTASKS:-1}"\n'
+        f"{launch}\n"
+        "rc=$?\n"
+        f'echo "$rc $EPOCHREALTIME" > "$STAGE/{ENDED}.part" && mv "$STAGE/{ENDED}.part" "$STAGE/{ENDED}"\n'
+        'exit "$rc"\n'
+    )
+
+
+def batch_script(stage: Path, ntasks: int) -> str:
+    """The batch script of one run."""
+    return ("#!/bin/bash\n# Written by cmx-slurm: one cmx run (see cmx_slurm.script).\nset -u\n"
+            f"STAGE={shlex.quote(str(stage))}\n{_body(ntasks)}")
+
+
+def array_script(stages: Sequence[Path], ntasks: int) -> str:
+    """The batch script of a job array: task ``i`` runs the run staged in ``stages[i]``,
+    its output in that stage directory."""
+    listed = " ".join(shlex.quote(str(s)) for s in stages)
+    return ("#!/bin/bash\n# Written by cmx-slurm: one cmx run per array task (see cmx_slurm.script).\nset -u\n"
+            f"STAGES=({listed})\n"
+            'STAGE="${STAGES[$SLURM_ARRAY_TASK_ID]}"\n'
+            'exec >"$STAGE/slurm.out" 2>&1\n'
+            f"{_body(ntasks)}")
+
+
+def write(path: Path, text: str) -> Path:
+    """Write an executable script."""
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o755)
+    return path
