@@ -165,8 +165,10 @@ def _assemble(spec: ImageSpec, ctx: Path, cache: Path) -> None:
     wheels.mkdir()
     for pkg in spec.packages:
         _link(build_wheel(pkg, cache), wheels)
-    if spec.pinned or spec.template.packages:
-        house = wheelhouse(list(spec.pinned), list(spec.template.packages), spec.template.python, cache)
+    if spec.pinned or spec.floating:
+        lock = spec.template.lock
+        house = wheelhouse(list(spec.pinned), list(spec.floating), spec.template.python, cache,
+                           source_builds=lock.source_builds if lock else ())
         for wheel in sorted(house.glob("*.whl")):
             _link(wheel, wheels)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmx_docker import templates
+from cmx_docker import lockfile, templates
 from cmx_docker.digests import DigestMemo, stat_fingerprint
 from cmx_docker.engine import Endpoint, inspect_image
 from cmx_docker.errors import ContextError, TemplateError
@@ -48,6 +48,8 @@ class ImageSpec:
     pinned: tuple[str, ...]
     digest: str
     variables: Mapping[str, Any] = field(default_factory=dict)
+    floating: tuple[str, ...] = ()
+    """Template packages fetched with their dependencies (none when the template has a lock)."""
 
     @property
     def tag(self) -> str:
@@ -99,14 +101,15 @@ def image_spec(name: str, endpoint: Endpoint | None, memo: DigestMemo, accelerat
     key = _render_key(template, packages, variables)
     rendered = memo.recall(key)
     if rendered is None:
-        pins = _without(pinned_closure(list(packages)), template.packages) if packages else []
+        pins = _pins(template, packages)
         dockerfile = templates.render(template, variables)
         _check_copies(template, dockerfile, {dest for dest, _ in files})
         rendered = {"dockerfile": dockerfile, "pinned": pins}
         memo.remember(key, rendered)
     dockerfile, pinned = str(rendered["dockerfile"]), tuple(str(p) for p in rendered["pinned"])
+    floating = () if template.lock else template.packages
     requirements = "".join(f"{line}\n" for line in (
-        [f"{p.dist}=={p.version}" for p in packages] + list(pinned) + list(template.packages)))
+        [f"{p.dist}=={p.version}" for p in packages] + list(pinned) + list(floating)))
     h = hashlib.sha256(f"{SPEC_VERSION}\n".encode())
     h.update(b"Dockerfile\0" + dockerfile.encode() + b"\0")
     h.update(f"{REQUIREMENTS}\0".encode() + requirements.encode() + b"\0")
@@ -118,7 +121,19 @@ def image_spec(name: str, endpoint: Endpoint | None, memo: DigestMemo, accelerat
                      requirements=requirements, base_ref=base_ref, base_id=base_id,
                      base_digest=base.repo_digest,
                      files=files, packages=packages, pinned=pinned, digest=h.hexdigest(),
-                     variables=variables)
+                     variables=variables, floating=floating)
+
+
+def _pins(template: templates.Template, packages: tuple[LocalPackage, ...]) -> list[str]:
+    """The image's pinned lines besides the cmx wheels: the template's full lock when it has
+    one (checked to cover its packages and cmx's requirements), else the host's versions of
+    cmx's dependencies minus what the template pins itself."""
+    if template.lock is not None:
+        pins = lockfile.read_pins(template.lock.file)
+        lockfile.check_lock(template.lock.file, pins, template.packages,
+                            lockfile.requirement_names(lockfile.cmx_lines(packages)))
+        return [str(p) for p in pins]
+    return _without(pinned_closure(list(packages)), template.packages) if packages else []
 
 
 def _without(pins: list[str], overrides: tuple[str, ...]) -> list[str]:

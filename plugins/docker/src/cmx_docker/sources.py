@@ -225,9 +225,11 @@ def _has_hatchling() -> bool:
     return importlib.util.find_spec("hatchling") is not None
 
 
-def wheelhouse(pinned: list[str], packages: list[str], python: str, cache: Path) -> Path:
+def wheelhouse(pinned: list[str], packages: list[str], python: str, cache: Path,
+               source_builds: tuple[str, ...] = ()) -> Path:
     """A directory holding wheels for ``pinned`` (no deps) and ``packages`` (with deps),
-    fetched once with this host's pip configuration and reused."""
+    fetched once with this host's pip configuration and reused; the pinned distributions
+    named in ``source_builds`` (pure-Python sdists) are built into wheels here."""
     key = requirements_key(pinned + packages, python)
     out = cache / "wheelhouse" / key[:24]
     if (out / ".complete").is_file():
@@ -241,12 +243,21 @@ def wheelhouse(pinned: list[str], packages: list[str], python: str, cache: Path)
         base = [sys.executable, "-m", "pip", "download", "-q", "-d", str(out), "--only-binary=:all:",
                 "--python-version", python, "--platform", "manylinux2014_x86_64",
                 "--platform", "manylinux_2_28_x86_64"]
+    built = [p for p in pinned if _canonical(p.split("==")[0]) in set(source_builds)]
+    if built:
+        _pip([sys.executable, "-m", "pip", "wheel", "-q", "-w", str(out), "--no-deps", *built],
+             f"building wheels of {', '.join(built)}")
+    pinned = [p for p in pinned if p not in built]
     if pinned:
-        _pip([*base, "--no-deps", *pinned], "downloading the pinned cmx dependencies")
+        _pip([*base, "--no-deps", *pinned], "downloading the pinned dependencies")
     if packages:
         _pip(base + list(packages), f"downloading {', '.join(packages)}")
     (out / ".complete").write_text("\n".join(pinned + packages) + "\n")
     return out
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _pip(cmd: list[str], what: str) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_docker.errors import TemplateError
+from cmx_docker.lockfile import LockSpec, parse_spec
 
 TEMPLATE_FILE = "template.yaml"
 DOCKERFILE = "Dockerfile.j2"
@@ -23,7 +24,7 @@ SHARED = "_shared"  # snippets templates {% include %}
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[A-Za-z0-9.+!_-]+$")
 _KEYS = {"summary", "base", "python", "packages", "plugins", "context", "build_network",
-         "run", "params", "install_cmx"}
+         "run", "params", "install_cmx", "lock"}
 _RUN_KEYS = {"gpus", "network", "memory", "cpus", "shm_size", "timeout_s"}
 
 # Canonical accelerator tag -> CUDA compute capability the image's kernels target.
@@ -69,6 +70,8 @@ class Template:
     run: RunDefaults
     install_cmx: bool = True
     params: Mapping[str, Any] = field(default_factory=dict)
+    lock: LockSpec | None = None
+    """The committed full lock (see :mod:`cmx_docker.lockfile`): the image installs exactly it."""
 
     @property
     def dockerfile(self) -> Path:
@@ -132,7 +135,7 @@ def _parse(name: str, meta: Path) -> Template:
         context=tuple(str(p) for p in data.get("context") or ()),
         build_network=bool(data.get("build_network", True)),
         run=_run_defaults(meta, data.get("run") or {}), params=dict(data.get("params") or {}),
-        install_cmx=bool(data.get("install_cmx", True)))
+        install_cmx=bool(data.get("install_cmx", True)), lock=parse_spec(meta, data.get("lock")))
 
 
 def _base(meta: Path, data: Mapping[str, Any]) -> BaseRef:
