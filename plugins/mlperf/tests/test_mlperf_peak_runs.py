@@ -29,7 +29,7 @@ def _check_search(section: dict[str, Any], search_runs: int, sweep_points: int) 
     searched = [p for p in points if p["phase"] == "search"]
     assert len(searched) == section["runs"] <= search_runs
     assert peak is not None, section["stopped"]
-    valid = [p["target_qps"] for p in searched if p["result_validity"] == "VALID"]
+    valid = [p["target_qps"] for p in searched if p["verdict"] == "valid"]
     assert peak == max(valid)  # the peak is the highest VALID point of the search
     above = [p for p in searched if p["target_qps"] > peak]
     assert all(p["verdict"] in (*BOUNDING, "queries") for p in above)  # never a VALID one

@@ -22,7 +22,8 @@ from cmx_mlperf.harness.runner import ChildRun, fresh_log_dir, run_child
 from cmx_mlperf.harness.spec import LoadgenSpec
 
 DETAIL = "mlperf_log_detail.txt"
-DEFAULT_RUNS = 8
+DEFAULT_RUNS = 8  # the llama recipe's defaults, for a step whose with: leaves them out
+DEFAULT_SWEEP = 4
 BLOCKER = "PeakQPS is an exploration mode, not a submission run"
 log = logging.getLogger("cmx.mlperf.peak")
 
@@ -44,7 +45,7 @@ class Runner:
             spec = dataclasses.replace(spec, min_query_count=trial.min_query_count)
         log_dir = fresh_log_dir(self.work_dir, f"point-{len(self.dirs) + 1:02d}")
         shown = shown_path(log_dir, self.run_dir)
-        log.info("PeakQPS %s: trying %s", trial.phase, _asked(trial))
+        log.debug("PeakQPS %s: trying %s", trial.phase, _asked(trial))  # the verdict line is the INFO one
         try:
             child = run_child(spec, log_dir, self.timeout_s)
             detail = parse_detail(child.log_dir / DETAIL)
@@ -93,7 +94,7 @@ def run_peak(spec: LoadgenSpec, work_dir: Path, run_dir: Path, timeout_s: float 
     _ensure_handler()
     runner = Runner(spec, work_dir, run_dir, timeout_s)
     found = search(runner, spec.target_qps, spec.search_runs or DEFAULT_RUNS,
-                   spec.sweep_points if spec.sweep_points is not None else 0, log=_progress)
+                   spec.sweep_points if spec.sweep_points is not None else DEFAULT_SWEEP, log=_progress)
     chosen = found.peak or found.points[0]
     part = peak_part(runner.parts[chosen.log_dir], found, calibrated=spec.target_qps is None)
     files = [curve.write_csv(found, work_dir), curve.write_png(found, work_dir)]
