@@ -126,6 +126,8 @@ def test_the_recipe_plans_what_vllm_plan_chooses(cmx_home: Path, tags: str, fact
     assert int(params["concurrency"]) == 256 * split.data_parallel  # max_num_seqs x data_parallel
     assert flags["--max-num-seqs"] == "256" and flags["--host"] == "127.0.0.1"
     assert flags["--max-model-len"] == ("8192" if inputs.get("model_path") else "512")
+    assert flags["--dtype"] == ("bfloat16" if inputs.get("model_path") else "auto")
+    assert flags["--generation-config"] == "vllm" and flags["--gpu-memory-utilization"] == "0.9"
     assert int(params["max_tokens"]) == 128  # the llama3.1-8b reference's max_new_tokens on GPUs
 
 
