@@ -19,6 +19,7 @@ import os
 import resource
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -71,7 +72,7 @@ class BubblewrapSandbox:
         as_root = os.geteuid() == 0
         if as_root:
             _hand_over(Path(spec.work_dir), spec.user.uid, spec.user.gid)
-        groups = RunGroups.create(("memory", "pids", "cpuacct", "cpuset"))
+        groups = RunGroups.create(_controllers(spec.limits))
         try:
             enforced = _limit_groups(groups, spec.limits)
             return _Run(spec, as_root, groups, enforced).go()
@@ -86,6 +87,14 @@ def _hand_over(work: Path, uid: int, gid: int) -> None:
     for folder, dirs, files in os.walk(work):
         for name in dirs + files:
             os.lchown(os.path.join(folder, name), uid, gid)
+
+
+def _controllers(limits: Limits) -> tuple[str, ...]:
+    """The cgroup controllers this run needs: memory and cpuacct always, for the peak and the
+    CPU time (bubblewrap's outer process exits without reaping the program, so its rusage
+    holds neither), the others only for a limit that asks for them."""
+    optional = {"pids": limits.processes, "cpuset": limits.cpus}
+    return ("memory", "cpuacct", *(name for name, limit in optional.items() if limit is not None))
 
 
 def _cpu_list(count: int | None) -> list[int] | None:
@@ -168,7 +177,9 @@ class _Run:
         out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
         started = time.monotonic()
         child = _child_pid(status_r)
+        child_fd = None
         if child is not None:
+            child_fd = _pidfd(child)
             self._confine(child)
         os.write(block_w, b"go")
         deadline = time.monotonic() + self.limits.wall_s
@@ -182,10 +193,12 @@ class _Run:
             proc.kill()
             self.groups.kill_all()
             drain(out_fd, err_fd, got, self.limits.output_bytes)
-        _, status, usage = os.wait4(proc.pid, 0)
+        _, status, _ = os.wait4(proc.pid, 0)
         wall = time.monotonic() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
-        return self._result(got, status, usage, wall)
+        if child is not None and child_fd is not None:
+            _wait_namespace_gone(child, child_fd)
+        return self._result(got, status, wall)
 
     def _confine(self, pid: int) -> None:
         """Cgroups, rlimits and CPUs for the waiting sandbox process (it has started nothing yet)."""
@@ -216,20 +229,16 @@ class _Run:
             return None
         return _CpuCheck(self.groups, self.limits.cpu_s)
 
-    def _result(self, got: Captured, status: int, usage: resource.struct_rusage, wall: float) -> SandboxResult:
+    def _result(self, got: Captured, status: int, wall: float) -> SandboxResult:
         cpu = self.groups.cpu_seconds()
-        if cpu is None:
-            cpu = usage.ru_utime + usage.ru_stime
         peak = self.groups.peak_memory()
-        if peak is None:
-            peak = usage.ru_maxrss * 1024
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
         stderr = bytes(got.stderr)
         setup_error = None
         if code == 1 and stderr.startswith((b"bwrap: ", b"setpriv: ")):
             setup_error = stderr.decode(errors="replace").strip().splitlines()[0]
         big = bool(code) and _has_file_at(Path(self.spec.work_dir), self.limits.output_bytes)
-        ending = Ending(stop=got.stop, status=status, oom_kills=self.groups.oom_kills(), cpu_s=cpu,
+        ending = Ending(stop=got.stop, status=status, oom_kills=self.groups.oom_kills(), cpu_s=cpu or 0.0,
                         big_file=big, setup_error=setup_error)
         verdict, exit_code, sig, reason = decide(ending, self.limits)
         return SandboxResult(verdict=verdict, exit_code=exit_code, signal=sig, wall_s=wall, cpu_s=cpu,
@@ -248,6 +257,28 @@ class _CpuCheck:
     def __call__(self) -> str | None:
         used = self.groups.cpu_seconds()
         return "cpu" if used is not None and used >= self.limit_s else None
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except OSError:  # already gone
+        return None
+
+
+def _wait_namespace_gone(pid: int, pid_fd: int) -> None:
+    """Wait until the sandbox's PID 1 has exited, which the kernel allows only once every
+    other process of its PID namespace is dead: then nothing the program started is left,
+    with or without cgroups. bubblewrap's outer process exits first, without reaping it."""
+    try:
+        if not select.select([pid_fd], [], [], START_TIMEOUT_S)[0]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            select.select([pid_fd], [], [], START_TIMEOUT_S)
+    finally:
+        os.close(pid_fd)
 
 
 def _data_fd(data: bytes) -> int:

@@ -27,9 +27,9 @@ class SandboxResult:
     """The verdict and measurements of one run.
 
     ``exit_code`` is the program's exit status when it exited, ``signal`` the signal that
-    ended it otherwise. ``cpu_s`` is user plus system time of everything the run started;
-    ``peak_memory_bytes`` the largest memory charge of the run's cgroup (page cache
-    included) or, without one, the largest resident set of a single process. ``stdout`` and
+    ended it otherwise. ``cpu_s`` is user plus system time of everything the run started and
+    ``peak_memory_bytes`` the largest memory charge of the run (page cache included), both
+    read from the run's cgroups; ``None`` where no cgroup could be made (not root). ``stdout`` and
     ``stderr`` together hold at most ``Limits.output_bytes``; ``truncated`` says bytes were
     dropped. ``enforced`` names the mechanism behind each limit in this run
     (``memory=cgroup``, ``processes=rlimit``...), so a result says how it was confined.
@@ -39,7 +39,7 @@ class SandboxResult:
     exit_code: int | None
     signal: int | None
     wall_s: float
-    cpu_s: float
+    cpu_s: float | None
     peak_memory_bytes: int | None
     stdout: bytes
     stderr: bytes
