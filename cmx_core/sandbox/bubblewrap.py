@@ -30,7 +30,7 @@ from cmx_core.errors import UsageError
 from cmx_core.sandbox.bwrap_args import bwrap_args, check_program, identity_files
 from cmx_core.sandbox.capture import Captured, drain, pump
 from cmx_core.sandbox.cgroups import RunGroups
-from cmx_core.sandbox.result import SandboxResult
+from cmx_core.sandbox.result import SandboxResult, Verdict
 from cmx_core.sandbox.spec import Limits, SandboxSpec, check_spec
 from cmx_core.sandbox.verdict import Ending, decide
 
@@ -241,6 +241,8 @@ class _Run:
         ending = Ending(stop=got.stop, status=status, oom_kills=self.groups.oom_kills(), cpu_s=cpu or 0.0,
                         big_file=big, setup_error=setup_error)
         verdict, exit_code, sig, reason = decide(ending, self.limits)
+        if verdict is Verdict.ERROR and "memory=rlimit-as" in self.enforced:
+            reason += " (memory is bounded by RLIMIT_AS here: an allocation past it fails inside the program)"
         return SandboxResult(verdict=verdict, exit_code=exit_code, signal=sig, wall_s=wall, cpu_s=cpu,
                              peak_memory_bytes=peak, stdout=bytes(got.stdout), stderr=stderr,
                              truncated=got.truncated, reason=reason, backend=BubblewrapSandbox.name,
