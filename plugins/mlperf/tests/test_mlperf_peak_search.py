@@ -275,3 +275,46 @@ def test_progress_is_one_line_per_point(caplog: pytest.LogCaptureFixture) -> Non
     assert len(lines) == len(found.points)
     assert lines[0] == "PeakQPS search: 10 QPS -> VALID (valid)"
     assert any("-> INVALID (latency)" in line for line in lines)
+
+
+# -- docs/mlperf-peak-qps.md states the constants the code uses ------------------------------
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "mlperf-peak-qps.md"
+
+
+@pytest.mark.parametrize("phrase", [
+    f"doubles it (x{pk.GROWTH:g})", f"within {pk.TOLERANCE:.0%}".replace("%", " %"),
+    f"up to {pk.SWEEP_TOP:g}x", f"within {pk.REUSE:.0%}".replace("%", " %"),
+    f"more than {pk.MAX_RERUN_FACTOR}x", f"plus {pk.RERUN_MARGIN - 1:.0%}".replace("%", " %"),
+    "PeakQPS is an exploration mode, not a submission run",
+    "no QPS was VALID (tried ...): even the calibrated QPS X was",
+])
+def test_the_doc_states_what_the_code_does(phrase: str) -> None:
+    assert BLOCKER == "PeakQPS is an exploration mode, not a submission run"
+    assert phrase in " ".join(DOC.read_text().split())
+
+
+def test_a_sweep_point_short_of_queries_is_kept_not_rerun() -> None:
+    sut = Scripted(limit=57.0)
+
+    def short_sweep(trial: Trial) -> Point:
+        point = sut(trial)
+        return point if trial.phase == "search" else Point(
+            point.target_qps, Verdict.QUERIES, "INVALID", ("Early stopping satisfied: NO",), "sweep",
+            query_count=600, queries_needed=700)
+
+    found = search(short_sweep, None, runs=20, sweep_points=2)
+    sweep = [t for t in sut.trials if t.phase == "sweep"]
+    assert len(sweep) == 2 and all(t.min_query_count is None for t in sweep)
+    assert [p.verdict for p in found.points if p.phase == "sweep"] == [Verdict.QUERIES] * 2
+
+
+def test_step_defaults_are_the_recipes() -> None:
+    import yaml
+
+    from cmx_mlperf.harness import peak_step
+
+    recipe = yaml.safe_load((Path(plugin.__file__).parent / "recipes" / "llama.yaml").read_text())["inputs"]
+    assert (peak_step.DEFAULT_RUNS, peak_step.DEFAULT_SWEEP) == (recipe["search_runs"]["default"],
+                                                                 recipe["sweep_points"]["default"]) == (8, 4)
+    assert "the recipe's defaults (8 and 4)" in DOC.read_text()

@@ -148,9 +148,11 @@ def search(measure: Measure, first_qps: float | None, runs: int, sweep_points: i
 
     def take(trial: Trial) -> Point:
         point = measure(trial)
-        if trial.min_query_count is not None and point.verdict is Verdict.QUERIES:
+        if point.verdict is Verdict.QUERIES and trial.min_query_count is not None:
             point = replace(point, verdict=Verdict.UNCONFIRMED, reasons=(
                 *point.reasons, f"still too few queries with min_query_count {trial.min_query_count}"))
+        elif point.verdict is Verdict.QUERIES and rerun_queries(point)[0] is None:
+            point = replace(point, verdict=Verdict.UNCONFIRMED, reasons=(*point.reasons, rerun_queries(point)[1]))
         points.append(point)
         if log is not None:
             log(point)
@@ -191,11 +193,9 @@ def _next_trial(points: list[Point], tolerance: float) -> tuple[Trial | None, st
     last = points[-1]
     if last.verdict is Verdict.FAILED:
         return None, f"a LoadGen test failed at {last.target_qps:g} QPS"
-    if last.verdict is Verdict.QUERIES:
-        queries, why = rerun_queries(last)
-        if queries is not None:
-            return Trial(last.target_qps, min_query_count=queries), ""
-        points[-1] = replace(last, verdict=Verdict.UNCONFIRMED, reasons=(*last.reasons, why))
+    queries = rerun_queries(last)[0] if last.verdict is Verdict.QUERIES else None
+    if queries is not None and last.phase == "search":
+        return Trial(last.target_qps, min_query_count=queries), ""
     low, high = bracket(points)
     if low is not None and high is not None and high <= low * (1 + tolerance):
         return None, f"converged: {low:g} VALID, {high:g} bounds it (within {tolerance:.0%})"
