@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from conftest import Cluster, start_private, stop_private, unavailable
+from cmx_slurm.testing import Cluster, start_private, stop_private, unavailable
 
 
 def _listening(pids: tuple[int, ...]) -> list[str]:

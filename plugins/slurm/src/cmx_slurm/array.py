@@ -24,7 +24,6 @@ from pathlib import Path
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Fetched, JobStatus, RemoteJob
 from cmx_core.errors import Interrupted, UsageError
 from cmx_core.remote import fold
-
 from cmx_slurm import poll, script, slurmcli
 from cmx_slurm.executor import JOB_RECORD, SlurmExecutor, resources_for, settings_of, with_log_tail
 from cmx_slurm.settings import SlurmSettings
@@ -72,20 +71,21 @@ def submit_array(requests: Sequence[ExecutionRequest], settings: SlurmSettings |
 
 def wait_array(array: ArrayJob) -> tuple[JobStatus, ...]:
     """Block until every task has ended (Ctrl-C cancels the array); statuses in order."""
-    watched = [poll.Watched(t, j.stage_dir) for t, j in zip(array.task_ids, array.jobs)]
+    watched = [poll.Watched(t, j.stage_dir) for t, j in zip(array.task_ids, array.jobs, strict=True)]
     try:
         found = poll.wait_all(watched, poll.Backoff(array.settings.poll_s, array.settings.poll_max_s))
     except (KeyboardInterrupt, Interrupted):
         cancel_array(array)
         raise Interrupted(f"interrupted; slurm job array {array.array_id} was cancelled") from None
-    return tuple(with_log_tail(found[t], j.stage_dir / "slurm.out") for t, j in zip(array.task_ids, array.jobs))
+    return tuple(with_log_tail(found[t], j.stage_dir / "slurm.out")
+                 for t, j in zip(array.task_ids, array.jobs, strict=True))
 
 
 def collect(array: ArrayJob) -> tuple[ExecutionOutcome, ...]:
     """Wait, then fold each point's far result into its :class:`ExecutionOutcome`."""
     statuses = wait_array(array)
     return tuple(fold(job, status, Fetched(logs=_logs(job.stage_dir)), array.submitted, "slurm")
-                 for job, status in zip(array.jobs, statuses))
+                 for job, status in zip(array.jobs, statuses, strict=True))
 
 
 def cancel_array(array: ArrayJob) -> None:

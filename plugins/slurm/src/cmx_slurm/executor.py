@@ -73,6 +73,7 @@ class SlurmExecutor(RemoteExecutor[SlurmJob]):
 
     def check_plan(self, plan: Any, settings: ExecutorSettings) -> None:
         resources_for(plan, settings)
+        slurmcli.tool("sbatch")
 
     def describe(self, plan: Any, settings: ExecutorSettings) -> dict[str, Any]:
         return {**resources_for(plan, settings).describe(),

@@ -1,0 +1,75 @@
+"""Test helpers for code that needs a real Slurm: use the cluster ``SLURM_CONF`` names when it
+answers, else start a private single-node one with ``scripts/services/slurm.sh`` (found in
+the checkout, or where ``CMX_SLURM_SERVICE_SCRIPT`` says) and stop it by PID.
+
+cmx-slurm's own tests use it from their ``conftest.py``; a plugin that builds on cmx-slurm
+can do the same."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+SCRIPT = Path(os.environ.get("CMX_SLURM_SERVICE_SCRIPT")
+              or Path(__file__).resolve().parents[4] / "scripts" / "services" / "slurm.sh")
+"""The service script (the checkout's, for an editable install)."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A Slurm that answers: its config file and (when this session started it) the PIDs."""
+
+    conf: str
+    pids: tuple[int, ...] = ()
+    work: Path | None = None
+
+
+def unavailable(reason: str) -> None:
+    """Skip with the reason; in CI (``CI`` set) a missing Slurm is a failure instead."""
+    import pytest
+
+    if os.environ.get("CI"):
+        pytest.fail(f"Slurm required in CI: {reason}")
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for the private cluster's daemons)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def answers(conf: str) -> bool:
+    """True when the cluster of ``conf`` has a usable node."""
+    if not shutil.which("sinfo"):
+        return False
+    proc = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=30, check=False,
+                          env={**os.environ, "SLURM_CONF": conf})
+    return proc.returncode == 0 and any(state in proc.stdout for state in ("idle", "mix", "alloc"))
+
+
+def start_private(work: Path) -> Cluster:
+    """Source the service script in bash and start a cluster under ``work`` on free ports."""
+    driver = ('source "$1"; cmx_slurm_start "$2" || exit 3; '
+              'echo "$SLURM_CONF $CMX_MUNGED_PID $CMX_SLURMCTLD_PID $CMX_SLURMD_PID"')
+    env = {**os.environ, "CMX_SLURMCTLD_PORT": str(free_port()), "CMX_SLURMD_PORT": str(free_port())}
+    env.pop("SLURM_CONF", None)
+    proc = subprocess.run(["bash", "-c", driver, "driver", str(SCRIPT), str(work)], capture_output=True,
+                          text=True, timeout=600, check=False, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"cmx_slurm_start failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    conf, *pids = proc.stdout.split()
+    return Cluster(conf, tuple(int(p) for p in pids), work)
+
+
+def stop_private(cluster: Cluster) -> None:
+    """cmx_slurm_stop with the PIDs this session's start printed."""
+    munged, ctld, slurmd = cluster.pids
+    driver = ('source "$1"; CMX_MUNGED_PID=$2 CMX_SLURMCTLD_PID=$3 CMX_SLURMD_PID=$4; cmx_slurm_stop')
+    subprocess.run(["bash", "-c", driver, "driver", str(SCRIPT), str(munged), str(ctld), str(slurmd)],
+                   capture_output=True, text=True, timeout=120, check=False)
