@@ -37,7 +37,7 @@ STEP_PARAMS: dict[str, str] = {
     "samples_per_query": "MultiStream samples per query",
     "timeout_s": "wall-clock limit of the LoadGen child process in seconds",
     "price_per_hour": "USD per hour of the system under test: the result reports cost per million tokens",
-    "power_sample_ms": "power sampling period in ms during the LoadGen test",
+    "power_sample_ms": "power sampling period in ms during the LoadGen test (default 100; 0: off)",
     "search_runs": "PeakQPS: LoadGen tests the search may run at most",
     "sweep_points": "PeakQPS: points of the tokens/s-versus-latency curve, up to 1.2 x the peak",
 }
