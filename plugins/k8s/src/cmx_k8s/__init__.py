@@ -1,0 +1,1 @@
+"""cmx-k8s: run cmx plans as Kubernetes Jobs (see README.md)."""

@@ -1,0 +1,270 @@
+"""The ``k8s`` executor: a Kubernetes Job per run, applied and followed with the official
+``kubernetes`` client.
+
+It is a :class:`cmx_core.api.RemoteExecutor`: the lock travels in a ConfigMap mounted at
+``/cmx/inputs``; the pod runs the far cmx inside :mod:`cmx_k8s.podside`, which frames the
+far run directory at the end of the pod log; ``fetch`` reads the log and unpacks it into
+``<run dir>/remote``; the Job and ConfigMap are deleted when the run ends or on Ctrl-C.
+``cmx plan ... --executor k8s --executor-opt render=DIR`` writes the same manifests (with
+the plan's lock) and applies nothing.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cmx_core.api import (
+    CmxError,
+    ExecutionRequest,
+    ExecutorSettings,
+    Fetched,
+    JobStatus,
+    RemoteExecutor,
+    RemoteJob,
+    UsageError,
+)
+from cmx_k8s import framing, manifests
+from cmx_k8s.gpu import GpuRequest, gpu_request
+from cmx_k8s.settings import K8sSettings
+
+if TYPE_CHECKING:
+    from cmx_core.api import Plan
+
+_LOG_TAIL = 10
+
+
+@dataclass
+class K8sHandle:
+    """A created Job and the clients that follow it."""
+
+    name: str
+    namespace: str
+    batch: Any
+    core: Any
+    settings: K8sSettings
+    files: tuple[Path, ...]
+
+
+class K8sExecutor(RemoteExecutor[K8sHandle]):
+    name = "k8s"
+    summary = "Run the plan as a Kubernetes Job (GPUs as resource limits, nodeSelector on the GPU product)"
+    settings = K8sSettings
+
+    # -- plan time -----------------------------------------------------------------------
+
+    def check_plan(self, plan: Plan, settings: ExecutorSettings) -> None:
+        assert isinstance(settings, K8sSettings)
+        _check_settings(settings)
+        image_for(plan, settings)
+
+    def describe(self, plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+        """The image, GPUs and node selector; with ``render=DIR`` the manifests written there."""
+        assert isinstance(settings, K8sSettings)
+        image = image_for(plan, settings)
+        gpus = gpu_request(plan, _plan_gpus(plan), settings.gpus, settings.gpu_product)
+        shown: dict[str, Any] = {"image": image, "namespace": settings.namespace,
+                                 "gpus": f"{gpus.count} x {gpus.resource}" if gpus else "none",
+                                 "node selector": f"{gpus.label}={gpus.product}" if gpus and gpus.product else "none",
+                                 "volumes": [f"{manifests.INPUTS} (ConfigMap: lock.json)",
+                                             f"{manifests.CACHE} (PVC {settings.pvc})" if settings.pvc
+                                             else f"{manifests.CACHE} (emptyDir)"],
+                                 "result": "framed at the end of the pod log (cmx_k8s.podside)"}
+        if settings.render:
+            shown["rendered"] = [str(p) for p in render_plan(plan, settings, image, gpus, Path(settings.render))]
+        return shown
+
+    # -- the run -------------------------------------------------------------------------
+
+    def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
+        assert isinstance(request.settings, K8sSettings)
+        return tuple(shlex.split(request.settings.cmx))
+
+    def far_paths(self, request: ExecutionRequest, stage_dir: Path, local_output: Path) -> tuple[str, str]:
+        return manifests.FAR_LOCK, manifests.FAR_OUTPUT
+
+    def job_env(self, request: ExecutionRequest) -> dict[str, str]:
+        return {}  # the pod's environment is the Job's (manifests.job_manifest)
+
+    def submit(self, job: RemoteJob) -> K8sHandle:
+        request = job.request
+        settings = request.settings
+        assert isinstance(settings, K8sSettings)
+        _check_settings(settings)
+        gpus = gpu_request(request.plan, request.facts.try_get("gpus"), settings.gpus, settings.gpu_product)
+        name = manifests.job_name(request.run_id)
+        built = manifests.run_manifests(name, image_for(request.plan, settings),
+                                        (job.stage_dir / "lock.json").read_text(encoding="utf-8"),
+                                        job.command, settings, gpus, dict(job.env))
+        manifests.validate(built)
+        files = tuple(manifests.write(built, request.run_dir / "k8s"))
+        batch, core = clients(settings)
+        handle = K8sHandle(name, settings.namespace, batch, core, settings, files)
+        try:
+            if built.pvc is not None:
+                _ensure_pvc(core, built.pvc, settings.namespace)
+            core.create_namespaced_config_map(settings.namespace, built.config_map)
+            batch.create_namespaced_job(settings.namespace, built.job)
+        except Exception as exc:
+            _delete(handle)
+            raise CmxError(f"k8s executor: cannot create the Job in namespace {settings.namespace}: "
+                           f"{_reason(exc)}") from None
+        return handle
+
+    def wait(self, handle: K8sHandle) -> JobStatus:
+        limit = handle.settings.timeout_s
+        deadline = time.monotonic() + limit + 60 if limit else None  # the Job's own deadline, then ours
+        while True:
+            status = handle.batch.read_namespaced_job_status(handle.name, handle.namespace).status
+            ended = _ended(status)
+            if ended is not None:
+                return ended
+            if deadline is not None and time.monotonic() > deadline:
+                self.cancel(handle)
+                return JobStatus("timeout", None, f"Job {handle.name} still running after {limit} s; deleted")
+            time.sleep(handle.settings.poll_s)
+
+    def fetch(self, handle: K8sHandle, job: RemoteJob) -> Fetched:
+        """The pod log, and the far run directory unpacked from its frame; then the Job and
+        its ConfigMap are deleted."""
+        log_path = job.request.run_dir / "pod.log"
+        try:
+            log = _pod_log(handle)
+            log_path.write_text(log, encoding="utf-8")
+            frame = framing.read_frame(log, int(handle.settings.max_result_mb * 1e6))
+            if frame is not None:
+                if frame.error:
+                    raise CmxError(f"k8s executor: {frame.error}")
+                framing.write_files(frame.files, job.local_output)
+        finally:
+            _delete(handle)
+        return Fetched(logs=(log_path, *handle.files))
+
+    def cancel(self, handle: K8sHandle) -> None:
+        _delete(handle)
+
+
+def image_for(plan: Plan, settings: K8sSettings) -> str:
+    """``image=``, else cmx-docker's content-addressed tag of the plan's template (computed
+    by cmx-docker's own ``describe``, nothing built), with ``image_prefix`` before it."""
+    if settings.image:
+        return settings.image
+    from cmx_docker.executor import DockerExecutor
+    from cmx_docker.settings import DockerSettings
+
+    tag = str(DockerExecutor().describe(plan, DockerSettings()).get("image", ""))
+    if not tag or tag.startswith("("):
+        raise UsageError(f"k8s executor: the image tag cannot be computed here {tag}; give image=REPOSITORY:TAG")
+    return settings.image_prefix + tag
+
+
+def render_plan(plan: Plan, settings: K8sSettings, image: str, gpus: GpuRequest | None, directory: Path) -> list[Path]:
+    """The plan's lock and manifests, validated, written into ``directory``."""
+    from cmx_core.engine import write_lock
+    from cmx_core.plugins import get_registry
+
+    directory.mkdir(parents=True, exist_ok=True)
+    write_lock(directory, plan, get_registry())
+    lock = (directory / "lock.json").read_text(encoding="utf-8")
+    name = manifests.job_name(f"{plan.root.recipe_name}-{plan.root.cache_key[:8]}")
+    built = manifests.run_manifests(name, image, lock, manifests.far_argv(shlex.split(settings.cmx)), settings,
+                                    gpus, {})
+    manifests.validate(built)
+    return [directory / "lock.json", *manifests.write(built, directory)]
+
+
+def clients(settings: K8sSettings) -> tuple[Any, Any]:
+    """(BatchV1Api, CoreV1Api) for the configured cluster."""
+    from kubernetes import client, config
+
+    try:
+        if settings.kubeconfig or not _in_cluster():
+            api = config.new_client_from_config(config_file=settings.kubeconfig, context=settings.context)
+        else:
+            config.load_incluster_config()
+            api = client.ApiClient()
+    except (config.ConfigException, OSError, TypeError) as exc:
+        raise UsageError(f"k8s executor: no cluster configured ({_reason(exc)}); give kubeconfig=FILE "
+                         "(and context=NAME) or set KUBECONFIG") from None
+    return client.BatchV1Api(api), client.CoreV1Api(api)
+
+
+def _in_cluster() -> bool:
+    import os
+
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+
+
+def _check_settings(settings: K8sSettings) -> None:
+    for key in ("max_result_mb", "poll_s"):
+        if getattr(settings, key) <= 0:
+            raise UsageError(f"k8s executor option {key}={getattr(settings, key):g}: use a number above 0")
+    if settings.gpus is not None and settings.gpus < 0:
+        raise UsageError(f"k8s executor option gpus={settings.gpus}: use 0 or more")
+    if not shlex.split(settings.cmx):
+        raise UsageError("k8s executor option cmx='': give how the image starts cmx, e.g. cmx")
+
+
+def _ended(status: Any) -> JobStatus | None:
+    for condition in status.conditions or ():
+        if condition.status != "True":
+            continue
+        if condition.type == "Complete":
+            return JobStatus("completed", 0, condition.message or "")
+        if condition.type == "Failed":
+            state = "timeout" if condition.reason == "DeadlineExceeded" else "failed"
+            return JobStatus(state, 1, f"{condition.reason}: {condition.message or ''}".strip(": "))
+    if status.succeeded:
+        return JobStatus("completed", 0)
+    return None
+
+
+def _pod_log(handle: K8sHandle) -> str:
+    pods = handle.core.list_namespaced_pod(handle.namespace, label_selector=f"job-name={handle.name}").items
+    if not pods:
+        return ""
+    newest = max(pods, key=lambda p: str(p.metadata.creation_timestamp or ""))
+    return str(handle.core.read_namespaced_pod_log(newest.metadata.name, handle.namespace))
+
+
+def _ensure_pvc(core: Any, pvc: dict[str, Any], namespace: str) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        core.read_namespaced_persistent_volume_claim(pvc["metadata"]["name"], namespace)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        core.create_namespaced_persistent_volume_claim(namespace, pvc)
+
+
+def _delete(handle: K8sHandle) -> None:
+    """Delete the Job (its pods with it) and the ConfigMap; a missing one is fine."""
+    from kubernetes.client.exceptions import ApiException
+
+    for call in (lambda: handle.batch.delete_namespaced_job(handle.name, handle.namespace,
+                                                             propagation_policy="Background"),
+                 lambda: handle.core.delete_namespaced_config_map(handle.name, handle.namespace)):
+        try:
+            call()
+        except ApiException as exc:
+            if exc.status != 404:
+                raise CmxError(f"k8s executor: cannot delete {handle.name}: {_reason(exc)}") from None
+
+
+def _plan_gpus(plan: Plan) -> Any:
+    """The ``gpus`` fact the plan was resolved against (its facts file, or this machine)."""
+    from cmx_core.api import FactStore
+    from cmx_core.plugins import get_registry
+
+    detectors = get_registry().detectors
+    store = FactStore.from_file(plan.facts_file, detectors) if plan.facts_file else FactStore(detectors)
+    return store.try_get("gpus")
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(getattr(exc, "reason", "") or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

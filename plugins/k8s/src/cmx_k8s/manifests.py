@@ -1,0 +1,155 @@
+"""The manifests of a run: a ConfigMap with the inputs (the lock file), a PVC for datasets,
+models and the cmx cache, and a Job (an Indexed Job for a sweep, each index taking its
+point's lock from the ConfigMap). Plain dicts, validated client-side against the Kubernetes
+schema (``kubernetes-validate``'s bundled schemas work offline)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cmx_core.api import CmxError
+from cmx_k8s.framing import wrapper_source
+from cmx_k8s.gpu import GpuRequest
+from cmx_k8s.settings import K8sSettings
+
+INPUTS = "/cmx/inputs"
+WORK = "/cmx/work"
+CACHE = "/cmx/cache"
+FAR_LOCK = f"{INPUTS}/lock.json"
+FAR_OUTPUT = f"{WORK}/remote"
+SCHEMA_VERSION = "1.37.0"
+RUN_LABEL = "cmx.dev/run"
+INDEX_ENV = "CMX_POINT_INDEX"
+
+
+@dataclass(frozen=True)
+class RunManifests:
+    """The objects of one run, in the order they are applied."""
+
+    config_map: dict[str, Any]
+    pvc: dict[str, Any] | None
+    job: dict[str, Any]
+
+    def objects(self) -> list[dict[str, Any]]:
+        return [m for m in (self.pvc, self.config_map, self.job) if m is not None]
+
+
+def job_name(seed: str) -> str:
+    """A DNS-1123 name (at most 63 characters) from ``seed``."""
+    name = re.sub(r"[^a-z0-9-]+", "-", f"cmx-{seed}".lower()).strip("-")
+    return name[:52].rstrip("-") or "cmx"
+
+
+def far_argv(cmx: Sequence[str], lock: str = FAR_LOCK, output: str = FAR_OUTPUT) -> list[str]:
+    """The far command (the same RemoteExecutor.prepare builds for a run)."""
+    return [*cmx, "run", "--lock", lock, "--allow-drift=remote", "--executor", "local", "--output", output, "--json"]
+
+
+def container_command(settings: K8sSettings, command: Sequence[str]) -> list[str]:
+    """The image's Python running :mod:`cmx_k8s.podside` around ``command``."""
+    return [settings.python, "-c", wrapper_source(), str(int(settings.max_result_mb * 1e6)), FAR_OUTPUT,
+            *command]
+
+
+def pvc_manifest(settings: K8sSettings) -> dict[str, Any] | None:
+    if not settings.pvc:
+        return None
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": settings.pvc, "namespace": settings.namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "cmx"}},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": settings.pvc_size}}}}
+
+
+def config_map(name: str, settings: K8sSettings, data: Mapping[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": settings.namespace, "labels": {RUN_LABEL: name}},
+            "data": dict(data)}
+
+
+def job_manifest(name: str, image: str, command: Sequence[str], settings: K8sSettings, gpus: GpuRequest | None,
+                 env: Mapping[str, str], completions: int | None = None) -> dict[str, Any]:
+    """The Job; with ``completions`` an Indexed Job whose index is ``$CMX_POINT_INDEX``."""
+    resources: dict[str, dict[str, Any]] = {"limits": {}, "requests": {}}
+    for key, value in (("cpu", settings.cpus), ("memory", settings.memory)):
+        if value:
+            resources["limits"][key] = resources["requests"][key] = value
+    pod: dict[str, Any] = {"restartPolicy": "Never", "containers": [], "volumes": [
+        {"name": "inputs", "configMap": {"name": name}},
+        {"name": "work", "emptyDir": {}},
+        {"name": "cache", **({"persistentVolumeClaim": {"claimName": settings.pvc}} if settings.pvc
+                             else {"emptyDir": {}})}]}
+    mounts = [{"name": "inputs", "mountPath": INPUTS, "readOnly": True}, {"name": "work", "mountPath": WORK},
+              {"name": "cache", "mountPath": CACHE}]
+    if gpus is not None:
+        resources["limits"][gpus.resource] = gpus.count
+        if gpus.product:
+            pod["nodeSelector"] = {gpus.label: gpus.product}
+        pod["tolerations"] = [{"key": gpus.resource, "operator": "Exists", "effect": "NoSchedule"}]
+        pod["volumes"].append({"name": "shm", "emptyDir": {"medium": "Memory"}})
+        mounts.append({"name": "shm", "mountPath": "/dev/shm"})
+    variables = [{"name": k, "value": v} for k, v in {
+        "CMX_CACHE_DIR": f"{CACHE}/cmx", "CMX_DATA_DIR": f"{WORK}/data", "HOME": WORK, "PYTHONUNBUFFERED": "1",
+        **env}.items()]
+    if completions is not None:
+        variables.append({"name": INDEX_ENV, "valueFrom": {"fieldRef": {
+            "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}})
+    container = {"name": "cmx", "image": image, "command": list(command), "env": variables,
+                 "volumeMounts": mounts, "resources": {k: v for k, v in resources.items() if v}}
+    pod["containers"].append(container)
+    spec: dict[str, Any] = {"backoffLimit": settings.backoff_limit, "template": {
+        "metadata": {"labels": {RUN_LABEL: name}}, "spec": pod}}
+    if settings.timeout_s:
+        spec["activeDeadlineSeconds"] = settings.timeout_s
+    if completions is not None:
+        spec.update(completionMode="Indexed", completions=completions, parallelism=completions)
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": settings.namespace,
+                         "labels": {RUN_LABEL: name, "app.kubernetes.io/managed-by": "cmx"}},
+            "spec": spec}
+
+
+def run_manifests(name: str, image: str, lock: str, command: Sequence[str], settings: K8sSettings,
+                  gpus: GpuRequest | None, env: Mapping[str, str]) -> RunManifests:
+    return RunManifests(config_map(name, settings, {"lock.json": lock}), pvc_manifest(settings),
+                        job_manifest(name, image, container_command(settings, command), settings, gpus, env))
+
+
+def sweep_manifests(name: str, image: str, locks: Sequence[str], cmx: Sequence[str], settings: K8sSettings,
+                    gpus: GpuRequest | None) -> RunManifests:
+    """An Indexed Job over ``locks``: index i runs ``lock-i.json`` (Kubernetes expands
+    ``$(CMX_POINT_INDEX)`` in the command; no shell is involved)."""
+    data = {f"lock-{i}.json": text for i, text in enumerate(locks)}
+    command = far_argv(cmx, lock=f"{INPUTS}/lock-$({INDEX_ENV}).json")
+    return RunManifests(config_map(name, settings, data), pvc_manifest(settings),
+                        job_manifest(name, image, container_command(settings, command), settings, gpus, {},
+                                     completions=len(locks)))
+
+
+def validate(manifests: RunManifests) -> None:
+    """Each object against the Kubernetes schema; a CmxError naming the object and path."""
+    import kubernetes_validate
+
+    for item in manifests.objects():
+        try:
+            kubernetes_validate.validate(item, SCHEMA_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            where = ".".join(str(p) for p in exc.path)
+            raise CmxError(f"k8s executor: the {item['kind']} manifest is invalid at {where or '(top)'}: "
+                           f"{exc.message}") from None
+
+
+def write(manifests: RunManifests, directory: Path) -> list[Path]:
+    """One YAML file per object in ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for item in manifests.objects():
+        path = directory / f"{item['kind'].lower()}.yaml"
+        path.write_text(yaml.safe_dump(item, sort_keys=False, width=120), encoding="utf-8")
+        written.append(path)
+    return written

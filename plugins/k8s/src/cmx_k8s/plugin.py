@@ -1,0 +1,40 @@
+"""cmx-k8s's hook implementations (imported on every ``cmx`` command: the kubernetes
+client is imported only when a k8s plan or run needs it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
+
+if TYPE_CHECKING:
+    from cmx_core.api import Plan
+
+SUMMARY = "Run the plan as a Kubernetes Job (GPUs as resource limits, nodeSelector on the GPU product)"
+
+
+def _execute(request: ExecutionRequest) -> ExecutionOutcome:
+    from cmx_k8s.executor import K8sExecutor
+
+    return K8sExecutor().run(request)
+
+
+def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
+    from cmx_k8s.executor import K8sExecutor
+
+    K8sExecutor().check_plan(plan, settings)
+
+
+def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+    from cmx_k8s.executor import K8sExecutor
+
+    return K8sExecutor().describe(plan, settings)
+
+
+@hookimpl
+def cmx_register_executors(register: Callable[[Executor], None]) -> None:
+    from cmx_k8s.settings import K8sSettings
+
+    register(Executor(name="k8s", summary=SUMMARY, run=_execute, settings=K8sSettings,
+                      check_plan=_check_plan, describe=_describe))

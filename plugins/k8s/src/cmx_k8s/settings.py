@@ -1,0 +1,40 @@
+"""The k8s executor's settings (imported when the plugin registers: keep it light)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cmx_core.api import ExecutorSettings
+
+
+@dataclass(frozen=True)
+class K8sSettings(ExecutorSettings):
+    """``--executor-opt`` keys of the k8s executor."""
+
+    render: str | None = field(default=None, metadata={
+        "help": "write the manifests (ConfigMap, PVC, Job) into this directory; with cmx plan nothing is applied"})
+    image: str | None = field(default=None, metadata={
+        "help": "container image (default: cmx-docker's content-addressed tag of the recipe's template)"})
+    image_prefix: str = field(default="", metadata={
+        "help": "registry path put before the computed tag, e.g. registry.example.org/team/"})
+    namespace: str = field(default="default", metadata={"help": "namespace of the Job and ConfigMap"})
+    kubeconfig: str | None = field(default=None, metadata={
+        "help": "kubeconfig file (default: KUBECONFIG or ~/.kube/config; in a pod, the service account)"})
+    context: str | None = field(default=None, metadata={"help": "kubeconfig context (default: the current one)"})
+    gpus: int | None = field(default=None, metadata={
+        "help": "GPUs to request (default: the detected devices of the plan's accelerator, none without one)"})
+    gpu_product: str | None = field(default=None, metadata={
+        "help": "node label value the pod must run on, e.g. NVIDIA-H100-80GB-HBM3 (default: from the facts)"})
+    pvc: str = field(default="cmx-cache", metadata={
+        "help": "PersistentVolumeClaim holding datasets, models and the cmx cache (empty: an emptyDir)"})
+    pvc_size: str = field(default="200Gi", metadata={"help": "size of the claim when cmx creates it"})
+    cpus: str | None = field(default=None, metadata={"help": "CPU request and limit, e.g. 8"})
+    memory: str | None = field(default=None, metadata={"help": "memory request and limit, e.g. 64Gi"})
+    backoff_limit: int = field(default=0, metadata={"help": "Job backoffLimit: retries of a failed pod"})
+    timeout_s: int | None = field(default=None, metadata={
+        "help": "Job activeDeadlineSeconds; the run is cancelled (the Job deleted) after it"})
+    python: str = field(default="python3", metadata={"help": "the image's Python, which runs the result framing"})
+    cmx: str = field(default="cmx", metadata={"help": "how the image starts cmx"})
+    max_result_mb: float = field(default=4.0, metadata={
+        "help": "largest far run directory sent back in the pod log, in MB (kubelet rotates logs at 10Mi)"})
+    poll_s: float = field(default=2.0, metadata={"help": "seconds between Job status reads"})
