@@ -20,10 +20,14 @@ from cmx_core.api import (
     ExecutionRequest,
     Executor,
     Exporter,
+    SandboxBackend,
+    SandboxResult,
+    SandboxSpec,
     StepContext,
     StepOutput,
     StepType,
     Suite,
+    Verdict,
     hookimpl,
 )
 from cmx_core.cli.main import main
@@ -95,6 +99,10 @@ class Recorder:
                        schema={"type": "object", "properties": {"n": {"type": "integer"}}}))
 
     @hookimpl
+    def cmx_register_sandboxes(self, register: Callable[[SandboxBackend], None]) -> None:
+        register(SandboxBackend(name="hooktest-box", summary="runs nothing, recorded", create=lambda: _NoSandbox()))
+
+    @hookimpl
     def cmx_recipe_paths(self) -> list[Path]:
         return [self.recipes]
 
@@ -110,6 +118,18 @@ class Recorder:
     @hookimpl
     def cmx_result_written(self, path: Path, document: Mapping[str, Any]) -> None:
         self.events.append(("result", Path(path), document["run_id"]))
+
+
+class _NoSandbox:
+    name = "hooktest-box"
+
+    def available(self) -> str | None:
+        return None
+
+    def run(self, spec: SandboxSpec) -> SandboxResult:
+        return SandboxResult(verdict=Verdict.OK, exit_code=0, signal=None, wall_s=0.0, cpu_s=None,
+                             peak_memory_bytes=None, stdout=b"", stderr=b"", truncated=False, reason="not run",
+                             backend=self.name)
 
 
 @pytest.fixture
@@ -198,6 +218,7 @@ def test_plugins_list_shows_the_hooks(recorder: Recorder, capsys: pytest.Capture
     listed = {p["name"]: p for p in json.loads(capsys.readouterr().out)["plugins"]}
     assert set(listed["hooktest"]["hooks"]) == set(_hook_names())
     assert listed["hooktest"]["provides"]["steps"] == ["hooktest.echo"]
+    assert listed["hooktest"]["provides"]["sandboxes"] == ["hooktest-box"]
 
 
 def _hook_names() -> list[str]:

@@ -304,7 +304,8 @@ def test_mlperf_llama_gpu_variations_plan_their_vllm_image(tmp_path: Path, home:
     from cmx_docker.executor import plan_plugins
 
     facts = tmp_path / "facts.json"
-    facts.write_text(json.dumps({"facts": {"accelerator": [accelerator]}}))
+    gpus = {"devices": [{"index": 0, "accelerator_tag": accelerator, "memory_total_bytes": 85520809984}]}
+    facts.write_text(json.dumps({"facts": {"accelerator": [accelerator], "gpus": gpus}}))
     the_plan = plan(f"mlperf,inference,llama,{accelerator}", facts_file=facts)
     assert the_plan.container == "vllm" and plan_accelerator(the_plan) == accelerator
     plugins = plan_plugins(the_plan, get_registry())
@@ -371,7 +372,8 @@ def test_plan_shows_the_image_tag_gpus_mounts_and_network_of_a_gpu_recipe(tmp_pa
     from cmx_docker.executor import plan_plugins
 
     facts = tmp_path / "facts.json"
-    facts.write_text(json.dumps({"facts": {"accelerator": ["h100"]}}))
+    gpus = {"devices": [{"index": 0, "accelerator_tag": "h100", "memory_total_bytes": 85520809984}]}
+    facts.write_text(json.dumps({"facts": {"accelerator": ["h100"], "gpus": gpus}}))
     query = ("mlperf,inference,llama,h100", {"model_path": "/models/llama-3.1-8b"})
     shown = plan_view(*query, facts_file=facts).to_json()
     executor = shown["executor"]
