@@ -11,7 +11,10 @@ export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/cmx-test.XXXXXX")
 # shellcheck source=scripts/services/docker.sh
 source scripts/services/docker.sh
+# shellcheck source=scripts/services/slurm.sh
+source scripts/services/slurm.sh
 cleanup() {
+  cmx_slurm_stop || true
   cmx_docker_stop || true
   rm -rf "$W"
 }
@@ -36,6 +39,7 @@ fi
 
 if [ "$(id -u)" = "0" ]; then
   cmx_docker_start "$W" || echo "scripts/test.sh: no Docker engine; container tests will say why" >&2
+  cmx_slurm_start "$W/slurm" || echo "scripts/test.sh: no Slurm; slurm tests will say why" >&2
 else
   echo "scripts/test.sh: not root, so no private Docker engine is started" >&2
 fi
@@ -46,7 +50,7 @@ mkdir -p "$CMX_TEST_CACHE"
 
 set +e
 .venv/bin/python -m pytest --import-mode=importlib -p no:cacheprovider \
-  tests plugins/detect/tests plugins/docker/tests plugins/mlperf/tests "$@"
+  tests plugins/detect/tests plugins/docker/tests plugins/mlperf/tests plugins/slurm/tests "$@"
 status=$?
 set -e
 # pytest's own codes pass through: 1 failures, 2 interrupted, 3 internal error, 4 usage error,
