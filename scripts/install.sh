@@ -16,5 +16,5 @@ if [ -n "$extras" ] && [ "$(id -u)" = 0 ] && ! command -v bwrap >/dev/null && co
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -qq bubblewrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }
 fi
-"${pip[@]}" -e ".${extras}" -e "plugins/detect${extras}" -e "plugins/docker${extras}" -e "plugins/mlperf[llm,vision${extras:+,test}]" \
+"${pip[@]}" -e ".${extras}" -e "plugins/detect${extras}" -e "plugins/docker${extras}" -e "plugins/mlperf[llm,vision,plot${extras:+,test}]" \
   -e "plugins/slurm${extras}"

@@ -18,7 +18,7 @@ DETAIL = "mlperf_log_detail.txt"
 SUMMARY = "mlperf_log_summary.txt"
 _ARTIFACTS = ((DETAIL, "mlperf_log_detail"), (SUMMARY, "mlperf_log_summary"),
               (acc.ACCURACY_LOG, "mlperf_log_accuracy"), (acc.ACCURACY_TXT, "accuracy"),
-              ("user.conf", "user_conf"))
+              ("user.conf", "user_conf"), ("power_series.csv", "power_series"))
 
 
 def run_step(ctx: StepContext) -> StepOutput:
