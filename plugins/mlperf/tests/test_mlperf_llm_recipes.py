@@ -90,3 +90,20 @@ def test_short_cpu_run_end_to_end(cmx_home: Path) -> None:
     assert doc["metrics"]["ttft_p99_ns"]["value"] > 0 and doc["metrics"]["tpot_p99_ns"]["value"] > 0
     assert doc["model"]["architecture"] == "LlamaForCausalLM"
     assert doc["mlperf"]["sut"] == "hf-llm"
+
+
+@pytest.mark.parametrize(("inputs", "key"), [
+    ({}, "llama3.1-8b"),
+    ({"scenario": "Offline"}, "llama3.1-8b"),
+    ({"scenario": "SingleStream"}, "llama3.1-8b-edge"),  # only the edge benchmark has SingleStream
+    ({"scenario": "Offline", "system_type": "edge"}, "llama3.1-8b-edge"),
+    ({"scenario": "SingleStream", "system_type": "datacenter"}, "llama3.1-8b"),  # the export then refuses it
+    ({"scenario": "Offline", "model_name": "llama3.1-8b-interactive"}, "llama3.1-8b-interactive"),
+])
+def test_an_edge_run_uses_the_edge_benchmark_key(cmx_home: Path, inputs: dict[str, str], key: str) -> None:
+    """The embedded mlperf.conf holds the edge benchmark's own settings (5000 samples): an edge
+    run under the datacenter key would log settings the checker's edge benchmark rejects."""
+    from cmx_core import engine
+
+    view = engine.plan_view("mlperf,inference,llama", inputs)
+    assert view.steps["mlperf-inference-llama"]["hf"]["model_name"] == key
