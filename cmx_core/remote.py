@@ -254,9 +254,12 @@ def fold(job: RemoteJob, status: JobStatus, fetched: Fetched, started: float, ex
         why = _job_end(status)
         wrote = "without writing " + str(out / "result.json") if not isinstance(document, dict) else \
             "(its result is not trusted)"
+        refused = far_refusal(fetched.logs) if not isinstance(document, dict) else None
+        detail = f": the far side refused the plan: {refused}" if refused else \
+            (f": {status.message}" if status.message else "")
         return ExecutionOutcome(nodes=(), root_outputs={}, started=started, finished=finished,
-                                error=RunError(f"{executor} job {why} {wrote}"
-                                               f"{': ' + status.message if status.message else ''}"),
+                                error=RunError(f"{executor} job {why} {wrote}{detail}",
+                                               exit_code=2 if refused and status.exit_code == 2 else 1),
                                 logs=fetched.logs, artifacts=fetched.artifacts, system=fetched.system)
     facts = _read_json(out / "facts.json")
     nodes = _nodes(_read_json(out / "nodes.json"), document, out)
@@ -267,6 +270,25 @@ def fold(job: RemoteJob, status: JobStatus, fetched: Fetched, started: float, ex
         facts=facts if isinstance(facts, dict) else None, system=fetched.system,
         artifacts=fetched.artifacts, logs=fetched.logs,
     )
+
+
+FAR_ERROR = "cmx: error: "
+
+
+def far_refusal(logs: Sequence[Path]) -> str | None:
+    """The far ``cmx``'s own one-line error from the job's logs (the last one), e.g. a plan
+    made with ``--facts`` for a node that lacks what it requires: "recipe X requires
+    accelerator h100; this machine has: l4". None when the logs hold none."""
+    found = None
+    for log in logs:
+        try:
+            text = log.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith(FAR_ERROR):
+                found = line[len(FAR_ERROR):].strip()[:500]
+    return found
 
 
 def _job_end(status: JobStatus) -> str:

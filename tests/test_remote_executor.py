@@ -123,6 +123,24 @@ def test_the_far_side_is_told_the_engine_commit(registry: plugins.Registry, monk
     assert commit_from_env({}) is None
 
 
+def test_a_plan_made_for_another_node_is_refused_there_with_the_reason(registry: plugins.Registry,
+                                                                       tmp_path: Path) -> None:
+    """Planned with --facts of an H100 node; the far side detects its own facts (no H100 here)
+    and refuses before any step runs: the error result names what the node lacks, exit 2."""
+    (tmp_path / "r.yaml").write_text(
+        "name: test-remote-h100\ntags: [test, remote, h100]\nsummary: needs an h100\n"
+        "requires: {accelerator: h100}\nsteps:\n  - uses: shell\n    with: {cmd: [echo, hi]}\n")
+    facts = tmp_path / "h100.json"
+    facts.write_text(json.dumps({"facts": {"accelerator": ["h100"]}}))
+    assert engine.plan("test,remote,h100", recipes_dirs=[tmp_path], facts_file=facts)  # plans for that node
+    with pytest.raises(StepFailed, match=r"the far side refused the plan: recipe test-remote-h100 requires "
+                                         r"accelerator h100; this machine has: ") as caught:
+        engine.run("test,remote,h100", recipes_dirs=[tmp_path], facts_file=facts, executor="subprocess")
+    assert caught.value.exit_code == 2
+    document = json.loads(Path(caught.value.result_path).read_text())  # type: ignore[attr-defined]
+    assert document["status"] == "error" and "requires accelerator h100" in document["error"]["message"]
+
+
 def test_a_far_failure_is_an_error_result(registry: plugins.Registry, tmp_path: Path) -> None:
     (tmp_path / "f.yaml").write_text(FAILING)
     with pytest.raises(StepFailed, match="exited with code 3: broken") as caught:
