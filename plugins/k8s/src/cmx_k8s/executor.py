@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,7 +101,7 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
                                         (job.stage_dir / "lock.json").read_text(encoding="utf-8"),
                                         job.command, settings, gpus, dict(job.env))
         manifests.validate(built)
-        files = tuple(manifests.write(built, request.run_dir / "k8s"))
+        files = tuple(manifests.write(built, request.run_dir / "k8s", as_json=True))
         batch, core = clients(settings)
         handle = K8sHandle(name, settings.namespace, batch, core, settings, files)
         try:
@@ -108,9 +109,9 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
                 _ensure_pvc(core, built.pvc, settings.namespace)
             core.create_namespaced_config_map(settings.namespace, built.config_map)
             batch.create_namespaced_job(settings.namespace, built.job)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the client raises ApiException, urllib3 and OS errors
             _delete(handle)
-            raise CmxError(f"k8s executor: cannot create the Job in namespace {settings.namespace}: "
+            raise CmxError(f"cannot create the Job in namespace {settings.namespace}: "
                            f"{_reason(exc)}") from None
         return handle
 
@@ -152,8 +153,8 @@ def image_for(plan: Plan, settings: K8sSettings) -> str:
     by cmx-docker's own ``describe``, nothing built), with ``image_prefix`` before it."""
     if settings.image:
         return settings.image
-    from cmx_docker.executor import DockerExecutor
-    from cmx_docker.settings import DockerSettings
+    from cmx_docker.executor import DockerExecutor  # type: ignore[import-untyped]
+    from cmx_docker.settings import DockerSettings  # type: ignore[import-untyped]
 
     tag = str(DockerExecutor().describe(plan, DockerSettings()).get("image", ""))
     if not tag or tag.startswith("("):
@@ -182,12 +183,13 @@ def clients(settings: K8sSettings) -> tuple[Any, Any]:
 
     try:
         if settings.kubeconfig or not _in_cluster():
-            api = config.new_client_from_config(config_file=settings.kubeconfig, context=settings.context)
+            api = config.new_client_from_config(  # type: ignore[no-untyped-call]
+                config_file=settings.kubeconfig, context=settings.context)
         else:
-            config.load_incluster_config()
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
             api = client.ApiClient()
     except (config.ConfigException, OSError, TypeError) as exc:
-        raise UsageError(f"k8s executor: no cluster configured ({_reason(exc)}); give kubeconfig=FILE "
+        raise UsageError(f"no cluster configured ({_reason(exc)}); give kubeconfig=FILE "
                          "(and context=NAME) or set KUBECONFIG") from None
     return client.BatchV1Api(api), client.CoreV1Api(api)
 
@@ -199,6 +201,9 @@ def _in_cluster() -> bool:
 
 
 def _check_settings(settings: K8sSettings) -> None:
+    if settings.kubeconfig and not Path(settings.kubeconfig).is_file():
+        raise UsageError(f"k8s executor option kubeconfig={settings.kubeconfig!r}: no such file; "
+                         "give the path of a kubeconfig")
     for key in ("max_result_mb", "poll_s"):
         if getattr(settings, key) <= 0:
             raise UsageError(f"k8s executor option {key}={getattr(settings, key):g}: use a number above 0")
@@ -215,8 +220,9 @@ def _ended(status: Any) -> JobStatus | None:
         if condition.type == "Complete":
             return JobStatus("completed", 0, condition.message or "")
         if condition.type == "Failed":
-            state = "timeout" if condition.reason == "DeadlineExceeded" else "failed"
-            return JobStatus(state, 1, f"{condition.reason}: {condition.message or ''}".strip(": "))
+            if condition.reason == "DeadlineExceeded":
+                return JobStatus("timeout", 1, str(condition.message or "DeadlineExceeded"))
+            return JobStatus("failed", 1, f"{condition.reason}: {condition.message or ''}".strip(": "))
     if status.succeeded:
         return JobStatus("completed", 0)
     return None
@@ -245,9 +251,11 @@ def _delete(handle: K8sHandle) -> None:
     """Delete the Job (its pods with it) and the ConfigMap; a missing one is fine."""
     from kubernetes.client.exceptions import ApiException
 
-    for call in (lambda: handle.batch.delete_namespaced_job(handle.name, handle.namespace,
+    calls: tuple[Callable[[], Any], ...] = (lambda: handle.batch.delete_namespaced_job(handle.name, handle.namespace,
                                                              propagation_policy="Background"),
-                 lambda: handle.core.delete_namespaced_config_map(handle.name, handle.namespace)):
+                                             lambda: handle.core.delete_namespaced_config_map(handle.name,
+                                                                                              handle.namespace))
+    for call in calls:
         try:
             call()
         except ApiException as exc:

@@ -5,6 +5,7 @@ schema (``kubernetes-validate``'s bundled schemas work offline)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -93,7 +94,7 @@ def job_manifest(name: str, image: str, command: Sequence[str], settings: K8sSet
         pod["tolerations"] = [{"key": gpus.resource, "operator": "Exists", "effect": "NoSchedule"}]
         pod["volumes"].append({"name": "shm", "emptyDir": {"medium": "Memory"}})
         mounts.append({"name": "shm", "mountPath": "/dev/shm"})
-    variables = [{"name": k, "value": v} for k, v in {
+    variables: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in {
         "CMX_CACHE_DIR": f"{CACHE}/cmx", "CMX_DATA_DIR": f"{WORK}/data", "HOME": WORK, "PYTHONUNBUFFERED": "1",
         **env}.items()]
     if completions is not None:
@@ -133,7 +134,7 @@ def sweep_manifests(name: str, image: str, locks: Sequence[str], cmx: Sequence[s
 
 def validate(manifests: RunManifests) -> None:
     """Each object against the Kubernetes schema; a CmxError naming the object and path."""
-    import kubernetes_validate
+    import kubernetes_validate  # type: ignore[import-untyped]
 
     for item in manifests.objects():
         try:
@@ -144,12 +145,14 @@ def validate(manifests: RunManifests) -> None:
                            f"{exc.message}") from None
 
 
-def write(manifests: RunManifests, directory: Path) -> list[Path]:
-    """One YAML file per object in ``directory``."""
+def write(manifests: RunManifests, directory: Path, as_json: bool = False) -> list[Path]:
+    """One file per object in ``directory``: YAML (``render=``), or JSON in a run directory
+    (kept with the result; not ``.yaml``, which a recipe directory above it would read)."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for item in manifests.objects():
-        path = directory / f"{item['kind'].lower()}.yaml"
-        path.write_text(yaml.safe_dump(item, sort_keys=False, width=120), encoding="utf-8")
+        path = directory / f"{item['kind'].lower()}.{'json' if as_json else 'yaml'}"
+        path.write_text(json.dumps(item, indent=2) if as_json else yaml.safe_dump(item, sort_keys=False, width=120),
+                        encoding="utf-8")
         written.append(path)
     return written

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cmx_core.api import CmxError, UsageError
 
@@ -51,19 +53,21 @@ def ray_env() -> Iterator[None]:
 
 @contextmanager
 def session(address: str, cluster_cpus: int | None = None) -> Iterator[str]:
-    """Ray connected for the block; yields a description of the cluster used.
-
-    An already initialised Ray (a caller's own ``ray.init``) is used as it is when no
-    address is given or it is the one asked for."""
-    import ray
-
+    """Ray connected for the block; yields a description of the cluster used: a given
+    address (connected once, reused by later runs), else a private cluster for the block.
+    A Ray the caller initialised itself is used as it is (:func:`callers_ray`). Ray reads
+    some of :data:`RAY_ENV` when it is imported, so it is imported inside the block."""
     with ray_env():
-        if ray.is_initialized() and (not address or _STATE.address in (None, address)):
-            yield _STATE.address or "the Ray this process already started"
+        import ray
+
+        if callers_ray():
+            yield "the Ray this process already started"
             return
         if ray.is_initialized():
-            ray.shutdown()  # connected to another cluster than the one asked for
-            _STATE.address = None
+            if address and _STATE.address == address:
+                yield address
+                return
+            disconnect()  # connected by us to another cluster than the one asked for
         if address:
             connect(address)
             yield address
@@ -72,12 +76,31 @@ def session(address: str, cluster_cpus: int | None = None) -> Iterator[str]:
             yield where
 
 
+def callers_ray() -> bool:
+    """True when this process initialised Ray itself (not through this module): then that
+    Ray is used as it is, whatever the address (an in-process ``ray.init`` in tests). Ray is
+    not imported here: a process that has not imported it has not initialised it."""
+    ray = sys.modules.get("ray")
+    return ray is not None and bool(ray.is_initialized()) and _STATE.address is None
+
+
+def disconnect() -> None:
+    """Drop the connection this module made (nothing when it made none)."""
+    import ray
+
+    if _STATE.address is not None:
+        ray.shutdown()
+        _STATE.address = None
+
+
 def connect(address: str) -> None:
     """Connect to ``address`` and stay connected (later runs reuse the connection)."""
     import ray
 
-    try:
-        ray.init(address=address, log_to_driver=False, configure_logging=False)
+    host = address.split("://")[-1].rsplit(":", 1)[0]
+    local: dict[str, Any] = {"_node_ip_address": "127.0.0.1"} if host in ("127.0.0.1", "localhost") else {}
+    try:  # a driver on this machine must say 127.0.0.1 too, or Ray advertises the external interface
+        ray.init(address=address, log_to_driver=False, configure_logging=False, **local)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise UsageError(f"ray executor option address={address!r}: cannot connect ({_first_line(exc)}); "
                          "give the head's host:port (ray start --head prints it)") from None
@@ -109,7 +132,7 @@ def private_cluster(cluster_cpus: int | None) -> Iterator[str]:
 def cluster_resources() -> Mapping[str, float]:
     import ray
 
-    return {str(k): float(v) for k, v in ray.cluster_resources().items()}
+    return {str(k): float(v) for k, v in ray.cluster_resources().items()}  # type: ignore[no-untyped-call]
 
 
 def _first_line(exc: BaseException) -> str:

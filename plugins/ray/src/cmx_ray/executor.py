@@ -66,7 +66,7 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         already runs), so is a plan that needs GPUs or an accelerator type the cluster lacks."""
         assert isinstance(settings, RaySettings)
         resources = task_resources(plan, settings, _plan_gpus(plan))
-        if not settings.address and not _ray_initialized():
+        if not settings.address and not cluster.callers_ray():
             return  # a private cluster has this machine's resources, which the resolver checked
         with cluster.session(settings.address, settings.cluster_cpus) as where:
             _refuse_missing(resources, where)
@@ -181,12 +181,6 @@ def _far_task() -> Any:
     import ray
 
     return ray.remote(far.run_far)
-
-
-def _ray_initialized() -> bool:
-    import ray
-
-    return bool(ray.is_initialized())
 
 
 def _plan_gpus(plan: Plan) -> Any:

@@ -74,11 +74,36 @@ def _wait(process: subprocess.Popen[bytes]) -> int:
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """Kill the child, its process group and every descendant (cmx starts some steps in
+    sessions of their own, outside the group)."""
+    for pid in [*_descendants(process.pid), process.pid]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     process.wait()
+
+
+def _descendants(root: int) -> list[int]:
+    """PIDs below ``root`` in the process tree (from /proc; empty where there is none)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
 
 
 def _die_with_parent() -> None:
@@ -114,6 +139,8 @@ def node_identity() -> dict[str, str]:
     try:
         import ray
 
+        if not ray.is_initialized():  # called outside Ray (tests): asking would start one
+            return identity
         context = ray.get_runtime_context()
         identity.update(node_id=context.get_node_id(), task_id=str(context.get_task_id() or ""))
     except Exception:  # noqa: BLE001 - called outside Ray (tests): no context to report

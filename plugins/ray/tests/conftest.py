@@ -1,0 +1,96 @@
+"""A real Ray head for this test session: ``ray start --head --block`` on 127.0.0.1 with a
+private temp dir, started here and stopped by its PID (never ``ray stop``, which stops
+every Ray process on the machine), plus an isolated CMX_HOME per test."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from cmx_ray.cluster import RAY_ENV
+
+START_TIMEOUT_S = 120.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """PIDs whose command line contains ``text`` (this session's own Ray processes)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def _stop(head: subprocess.Popen[bytes], temp: str) -> None:
+    head.send_signal(signal.SIGTERM)
+    try:
+        head.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        head.kill()
+        head.wait()
+    deadline = time.monotonic() + 30
+    while (left := processes_mentioning(temp)) and time.monotonic() < deadline:
+        for pid in left:  # what the head left behind, by PID
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def mentioning() -> Callable[[str], list[int]]:
+    """:func:`processes_mentioning`, for tests that check what is left running."""
+    return processes_mentioning
+
+
+@pytest.fixture(scope="session")
+def ray_head() -> Iterator[str]:
+    """The address of a private Ray head (2 CPUs, no dashboard) for the whole session."""
+    temp = tempfile.mkdtemp(prefix="cmx-ray-test-")
+    port = _free_port()
+    ray_cli = str(Path(sys.executable).parent / "ray")
+    log = open(Path(temp) / "head.log", "wb")  # noqa: SIM115 - kept open for the head's life
+    head = subprocess.Popen(
+        [ray_cli, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
+         "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
+        env={**os.environ, **RAY_ENV}, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _listening(port):
+            if head.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"ray head did not start: {(Path(temp) / 'head.log').read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}"
+    finally:
+        from cmx_ray import cluster
+
+        cluster.disconnect()
+        _stop(head, temp)
+        log.close()
