@@ -80,8 +80,9 @@ def main() -> None:
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="cmx-bench-ray-")
     os.environ["CMX_HOME"] = home
-    from cmx_core import engine
     from cmx_ray import cluster, far
+
+    from cmx_core import engine
 
     temp = tempfile.mkdtemp(prefix="cmx-bench-ray-head-")
     head, address, started = _start_head(temp)
