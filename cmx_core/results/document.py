@@ -12,6 +12,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import ResultsError
+from cmx_core.hardware import from_system
 from cmx_core.results import facts_map
 from cmx_core.results.gitinfo import engine_git_commit
 from cmx_core.results.validate import SCHEMA_VERSION
@@ -94,6 +95,7 @@ def build_document(record: RunRecord) -> dict[str, Any]:
 def _system(record: RunRecord) -> dict[str, Any]:
     system: dict[str, Any] = facts_map.system_section(record.facts)
     system.update(json_safe(dict(record.system_extra)))
+    system["hardware_class"] = from_system(system).to_json()
     return system
 
 
