@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from cmx_core import requirements
 from cmx_core.catalog import Catalog
 from cmx_core.errors import CmxError, ResolveError, UsageError
 from cmx_core.expr import MISSING, ExpressionError, compile_expression
@@ -251,7 +252,7 @@ class Resolver:
             self.facts.check_requirement(key.split(".")[0], expected, f"{recipe.path}: requires.{key}")
             have = _fact_path(self.facts, key)
             used[key] = have
-            if not _satisfies(have, expected):
+            if not _satisfies(have, expected, f"{recipe.path}: requires.{key}"):
                 where = f" (facts from {self.facts.source})" if self.facts.source != "local" else ""
                 raise ResolveError(
                     f"recipe {recipe.name} requires {key} {_show(expected)}; this machine has: {_show(have)}{where}"
@@ -446,17 +447,15 @@ def _selection_error(tags: tuple[str, ...], accepted: list[tuple[Recipe, dict[st
 
 
 def _fact_path(store: FactStore, dotted: str) -> Any:
+    """A dotted fact path, list indexes allowed (``gpus.devices[0].memory_total_bytes``)."""
     name, *rest = dotted.split(".")
-    value = store.get(name)
-    for part in rest:
-        value = value.get(part, MISSING) if isinstance(value, Mapping) else MISSING
-    return None if value is MISSING else value
+    value = requirements.lookup(store.get(name), rest)
+    return None if value is requirements.MISSING else value
 
 
-def _satisfies(have: Any, expected: Any) -> bool:
-    wanted = expected if isinstance(expected, list) else [expected]
-    have_list = have if isinstance(have, list) else [have]
-    return any(str(h).lower() == str(w).lower() for h in have_list for w in wanted if h is not None)
+def _satisfies(have: Any, expected: Any, where: str) -> bool:
+    """Equality, version prefixes, version ranges and numeric bounds: see :mod:`cmx_core.requirements`."""
+    return requirements.satisfied(have, expected, where)
 
 
 def _show(value: Any) -> str:
