@@ -1,4 +1,4 @@
-"""``cmx results list|show|compare|export|reindex``: a thin layer over :mod:`cmx_core.results`.
+"""``cmx results list|show|compare|export|reindex|report|plot``: a thin layer over :mod:`cmx_core.results`.
 
 With ``--json`` every subcommand prints exactly one JSON document on stdout; otherwise a
 human table (rich, imported only then). Messages go to stderr. Errors are
@@ -24,7 +24,7 @@ STATUSES = ("valid", "invalid", "error", "partial", "completed")
 _STATUS_STYLE = {"valid": "green", "invalid": "red", "error": "bold red", "partial": "yellow"}
 _VERDICT_STYLE = {
     "better": "green", "worse": "red", "same": "dim", "missing": "dim",
-    "units differ": "yellow", "direction differs": "yellow", "baseline": "bold",
+    "units differ": "yellow", "direction differs": "yellow", "baseline": "bold", "within noise": "cyan",
 }
 
 
@@ -56,9 +56,13 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -
     _finish(p, cmd_show)
 
     p = sub.add_parser("compare", help="metrics of runs side by side (the first is the baseline)", **leaf)
-    p.add_argument("runs", metavar="RUN", nargs="*", help="two or more run ids or prefixes")
+    p.add_argument("runs", metavar="RUN", nargs="*",
+                   help="two or more run ids or prefixes; RUN,RUN,... is one column of repeats")
     p.add_argument("--sweep", metavar="ID", help="the points of a `cmx sweep`, one row per point")
+    p.add_argument("--repeats", action="store_true",
+                   help="add to each column the stored runs with its lock digest and hardware class")
     _finish(p, cmd_compare)
+    _add_report_parsers(sub, leaf)
 
     p = sub.add_parser("export", help="write runs in an export format (json, csv, plugins')", **leaf)
     p.add_argument("--format", dest="format", required=True, metavar="FORMAT",
@@ -121,12 +125,35 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return _compare_sweep(args)
     if len(args.runs) < 2:
         raise UsageError("cmx results compare: give two or more runs, or --sweep ID")
-    comparison = _store().compare(args.runs)
+    from cmx_core.report.columns import column_documents
+    from cmx_core.results.compare import compare_samples
+
+    comparison = compare_samples(column_documents(_store(), args.runs, with_repeats=args.repeats))
+    for warning in comparison.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         _print_json(comparison.to_json())
     else:
         _console().print(_compare_table(comparison))
     return 0
+
+
+def _add_report_parsers(sub: Any, leaf: dict[str, Any]) -> None:
+    """``results report`` and ``results plot`` (cmx_core/report)."""
+    from cmx_core.report.cli import add_plot, add_report
+
+    _finish(add_report(sub, leaf), _report_handler("report"))
+    _finish(add_plot(sub, leaf), _report_handler("plot"))
+
+
+def _report_handler(name: str) -> Any:
+    def handler(args: argparse.Namespace) -> int:
+        from cmx_core.report import cli
+
+        result: int = getattr(cli, f"cmd_{name}")(args, _store())
+        return result
+
+    return handler
 
 
 def _compare_sweep(args: argparse.Namespace) -> int:
@@ -267,6 +294,8 @@ def _cell_text(cell: Cell) -> str:
         text += ")"
     if cell.verdict not in ("baseline",):
         text += f" {cell.verdict}"
+    if cell.samples > 1 and cell.low is not None and cell.high is not None:
+        text += f"\n[n={cell.samples} {fmt_number(cell.low)}..{fmt_number(cell.high)}]"
     return _styled(text, _VERDICT_STYLE.get(cell.verdict))
 
 
@@ -277,7 +306,9 @@ def _compare_table(comparison: Comparison) -> Any:
     table.add_column("metric")
     table.add_column("unit")
     for run in comparison.runs:
-        table.add_column(_styled(f"{run.run_id[:SHORT_ID]}\n{run.recipe} [{run.status}]", None), justify="right")
+        repeats = f" x{len(run.repeats)}" if len(run.repeats) > 1 else ""
+        head = f"{run.run_id[:SHORT_ID]}{repeats}\n{run.recipe} [{run.status}]\n{run.hardware_class}"
+        table.add_column(_styled(head, None), justify="right")
     for row in comparison.metrics:
         units = sorted({c.unit for c in row.cells if c.unit})
         arrow = {None: "", True: " (higher better)", False: " (lower better)"}[row.higher_is_better]

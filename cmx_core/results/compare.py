@@ -2,18 +2,59 @@
 
 A metric is compared only when both runs report it with the same unit and direction;
 otherwise it is flagged, never converted or guessed.
+
+Each column is a *distribution*: one run, or several repeats of the same run
+(:func:`compare_samples`). A column of repeats shows its median, and a difference counts
+as real only beyond the noise, as asv does: when the two columns' ranges (min..max) overlap,
+or the single value of one lies inside the other's range, the verdict is ``within noise``.
+With one sample on each side the noise is unknown, and the cell says so (``1 sample, noise
+unknown``) next to its naive better/worse. Columns from different ``hardware_class``es are
+compared, but the comparison carries a warning naming both classes.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from cmx_core.errors import ResultsError
+from cmx_core.hardware import of_document
 
-Verdict = Literal["baseline", "better", "worse", "same", "missing", "units differ", "direction differs"]
+Verdict = Literal["baseline", "better", "worse", "same", "within noise", "missing", "units differ",
+                  "direction differs"]
+
+NOISE_UNKNOWN = "1 sample, noise unknown"
+
+
+@dataclass(frozen=True)
+class Samples:
+    """The values of one metric over a column's repeats (``None`` values left out)."""
+
+    values: tuple[float, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def median(self) -> float:
+        return float(statistics.median(self.values))
+
+    @property
+    def low(self) -> float:
+        return min(self.values)
+
+    @property
+    def high(self) -> float:
+        return max(self.values)
+
+    @property
+    def spread(self) -> float | None:
+        """max - min of the repeats; None for one sample (noise unknown)."""
+        return self.high - self.low if self.n > 1 else None
 
 
 @dataclass(frozen=True)
@@ -25,6 +66,11 @@ class Cell:
     verdict: Verdict
     delta: float | None = None
     delta_pct: float | None = None
+    samples: int = 1
+    low: float | None = None
+    high: float | None = None
+    noise: str | None = None
+    """How the noise was judged: ``1 sample, noise unknown``, or the ranges compared."""
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -51,43 +97,87 @@ class MetricRow:
 
 @dataclass(frozen=True)
 class RunColumn:
+    """One column: its first run, and the run ids of all its repeats (itself included)."""
+
     run_id: str
     recipe: str
     status: str
     created_at: str
     task: str
+    hardware_class: str = ""
+    hardware_label: str = ""
+    repeats: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Comparison:
     runs: tuple[RunColumn, ...]
     metrics: tuple[MetricRow, ...]
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "baseline": self.runs[0].run_id,
-            "runs": [dict(r.__dict__) for r in self.runs],
+            "runs": [{**r.__dict__, "repeats": list(r.repeats)} for r in self.runs],
+            "hardware_classes": _hardware_groups(self.runs),
+            "warnings": list(self.warnings),
             "metrics": [m.to_json() for m in self.metrics],
         }
 
 
 def compare_documents(documents: Sequence[Mapping[str, Any]]) -> Comparison:
-    """Compare validated result documents; the first is the baseline."""
-    if len(documents) < 2:
+    """Compare validated result documents, one run per column; the first is the baseline."""
+    return compare_samples([[d] for d in documents])
+
+
+def compare_samples(columns: Sequence[Sequence[Mapping[str, Any]]]) -> Comparison:
+    """Compare columns of repeats (each a non-empty list of documents of the same run); the
+    first column is the baseline."""
+    if len(columns) < 2:
         raise ResultsError("compare needs at least two runs (the first is the baseline)")
-    runs = tuple(
-        RunColumn(
-            run_id=d["run_id"],
-            recipe=d["software"]["recipe"]["name"],
-            status=d["status"],
-            created_at=d["created_at"],
-            task=d["benchmark"]["task"],
-        )
-        for d in documents
-    )
-    rows = [_row(name, [d["metrics"].get(name) for d in documents]) for name in _names(documents)]
-    rows.append(_row(WALL_TIME, [_wall_metric(d) for d in documents]))
-    return Comparison(runs, tuple(rows))
+    if any(not column for column in columns):
+        raise ResultsError("compare: every column needs at least one run")
+    runs = tuple(_column(c) for c in columns)
+    documents = [d for column in columns for d in column]
+    rows = [_row(name, [[d["metrics"].get(name) for d in c] for c in columns]) for name in _names(documents)]
+    rows.append(_row(WALL_TIME, [[_wall_metric(d) for d in c] for c in columns]))
+    return Comparison(runs, tuple(rows), tuple(hardware_warnings(columns)))
+
+
+def _column(documents: Sequence[Mapping[str, Any]]) -> RunColumn:
+    first = documents[0]
+    hardware = of_document(first)
+    return RunColumn(run_id=first["run_id"], recipe=first["software"]["recipe"]["name"], status=first["status"],
+                     created_at=first["created_at"], task=first["benchmark"]["task"], hardware_class=hardware.id,
+                     hardware_label=hardware.label, repeats=tuple(d["run_id"] for d in documents))
+
+
+def hardware_warnings(columns: Sequence[Sequence[Mapping[str, Any]]]) -> list[str]:
+    """One warning per hardware class that differs from the baseline's, and one per column
+    whose repeats come from more than one class."""
+    baseline = of_document(columns[0][0])
+    warnings: list[str] = []
+    seen = {baseline.id}
+    for column in columns:
+        classes = {of_document(d).id: of_document(d) for d in column}
+        if len(classes) > 1:
+            warnings.append(f"the repeats of run {column[0]['run_id']} come from {len(classes)} hardware classes "
+                            f"({', '.join(sorted(classes))}): their spread mixes hardware and noise")
+        for cls in classes.values():
+            if cls.id not in seen:
+                seen.add(cls.id)
+                warnings.append(f"run {column[0]['run_id']} comes from hardware class {cls.id} ({cls.label}), "
+                                f"the baseline from {baseline.id} ({baseline.label}): its deltas compare hardware "
+                                f"too ({'; '.join(baseline.differences(cls))})")
+    return warnings
+
+
+def _hardware_groups(runs: Sequence[RunColumn]) -> dict[str, Any]:
+    groups: dict[str, Any] = {}
+    for run in runs:
+        group = groups.setdefault(run.hardware_class, {"label": run.hardware_label, "runs": []})
+        group["runs"].append(run.run_id)
+    return groups
 
 
 WALL_TIME = "timing.wall_s"
@@ -111,36 +201,82 @@ def _names(documents: Sequence[Mapping[str, Any]]) -> list[str]:
     return list(names)
 
 
-def _row(name: str, metrics: list[Mapping[str, Any] | None]) -> MetricRow:
-    base = metrics[0]
+_Column = Sequence[Mapping[str, Any] | None]
+
+
+def _row(name: str, columns: Sequence[_Column]) -> MetricRow:
+    """One metric over the columns (each a list of the metric in each repeat, None if absent)."""
+    base = _representative(columns[0])
     direction = base["higher_is_better"] if base else next(
-        (m["higher_is_better"] for m in metrics if m), None)
-    cells = [_baseline_cell(base)] + [_cell(base, m) for m in metrics[1:]]
+        (m["higher_is_better"] for c in columns for m in c if m), None)
+    cells = [_baseline_cell(columns[0])] + [_cell(columns[0], c) for c in columns[1:]]
     return MetricRow(name, direction, tuple(cells))
 
 
-def _baseline_cell(base: Mapping[str, Any] | None) -> Cell:
+def _representative(column: _Column) -> Mapping[str, Any] | None:
+    """The column's first present metric (its unit and direction stand for the column)."""
+    return next((m for m in column if m), None)
+
+
+def samples_of(column: _Column) -> Samples | None:
+    """The measured values of a column; None when no repeat has a value."""
+    values = tuple(float(m["value"]) for m in column if m and m["value"] is not None)
+    return Samples(values) if values else None
+
+
+def _value(column: _Column, samples: Samples) -> float | int:
+    first = _representative(column)
+    return first["value"] if samples.n == 1 and first and first["value"] is not None else samples.median
+
+
+def _baseline_cell(column: _Column) -> Cell:
+    base, samples = _representative(column), samples_of(column)
     if base is None:
-        return Cell(None, None, "missing")
-    return Cell(base["value"], base["unit"], "baseline")
+        return Cell(None, None, "missing", samples=0)
+    if samples is None:
+        return Cell(None, base["unit"], "baseline", samples=0)
+    return Cell(_value(column, samples), base["unit"], "baseline", samples=samples.n,
+                low=samples.low, high=samples.high, noise=None if samples.n > 1 else NOISE_UNKNOWN)
 
 
-def _cell(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None) -> Cell:
+def _cell(base_column: _Column, column: _Column) -> Cell:
+    base, other = _representative(base_column), _representative(column)
     if other is None:
-        return Cell(None, None, "missing")
-    value, unit = other["value"], other["unit"]
-    if base is None or base["value"] is None or value is None:
-        return Cell(value, unit, "missing")
+        return Cell(None, None, "missing", samples=0)
+    base_samples, samples = samples_of(base_column), samples_of(column)
+    unit = other["unit"]
+    if base is None or base_samples is None or samples is None:
+        return Cell(None if samples is None else _value(column, samples), unit, "missing",
+                    samples=0 if samples is None else samples.n)
+    value = _value(column, samples)
     if base["unit"] != unit:
-        return Cell(value, unit, "units differ")
+        return Cell(value, unit, "units differ", samples=samples.n)
     if base["higher_is_better"] != other["higher_is_better"]:
-        return Cell(value, unit, "direction differs")
-    delta = value - base["value"]
-    pct = delta / abs(base["value"]) * 100.0 if base["value"] != 0 else None
-    return Cell(value, unit, _verdict(base["value"], value, other["higher_is_better"]), delta, pct)
+        return Cell(value, unit, "direction differs", samples=samples.n)
+    base_value = _value(base_column, base_samples)
+    delta = value - base_value
+    pct = delta / abs(base_value) * 100.0 if base_value != 0 else None
+    verdict, noise = noise_verdict(base_samples, samples, other["higher_is_better"])
+    return Cell(value, unit, verdict, delta, pct, samples.n, samples.low, samples.high, noise)
 
 
-def _verdict(base: float, value: float, higher_is_better: bool) -> Verdict:
-    if math.isclose(base, value, rel_tol=1e-9, abs_tol=0.0):
-        return "same"
-    return "better" if (value > base) == higher_is_better else "worse"
+def noise_verdict(base: Samples, other: Samples, higher_is_better: bool) -> tuple[Verdict, str]:
+    """The verdict on two distributions of one metric, and how the noise was judged.
+
+    Medians equal: ``same``. One sample each: the naive better/worse, noise unknown. Otherwise
+    the difference is real only when the ranges do not overlap (a single value counts as a
+    range of one point): else ``within noise``."""
+    b, o = base.median, other.median
+    if math.isclose(b, o, rel_tol=1e-9, abs_tol=0.0):
+        return "same", NOISE_UNKNOWN if base.n == other.n == 1 else f"medians equal ({base.n} vs {other.n} samples)"
+    naive: Verdict = "better" if (o > b) == higher_is_better else "worse"
+    if base.n == other.n == 1:
+        return naive, NOISE_UNKNOWN
+    ranges = f"{_fmt(base.low)}..{_fmt(base.high)} ({base.n}) vs {_fmt(other.low)}..{_fmt(other.high)} ({other.n})"
+    if other.low <= base.high and base.low <= other.high:
+        return "within noise", f"ranges overlap: {ranges}"
+    return naive, f"beyond the noise: {ranges}"
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4g}"

@@ -1,0 +1,57 @@
+"""Render a :class:`~cmx_core.report.collect.ReportData` as one self-contained HTML page:
+inline CSS, plots as base64 PNG data URIs, no script and no external resource. Rendered by a
+sandboxed, autoescaping jinja2 environment (every value from a result is escaped)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from cmx_core.report.collect import SCORE_KEYS, ReportData, hardware_label, primary
+
+TEMPLATE = Path(__file__).resolve().parent / "templates" / "report.html.j2"
+_VERDICT_CLASS = {"better": "better", "worse": "worse", "within noise": "noise", "missing": "dim", "same": "dim"}
+
+
+def fmt(value: Any) -> str:
+    """A short human form of a number (``-`` for a missing value)."""
+    from cmx_core.cli.results_cmd import fmt_number
+
+    if value is None:
+        return "-"
+    return fmt_number(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
+def render(data: ReportData) -> str:
+    from jinja2 import FileSystemLoader, StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    from cmx_core import __version__
+
+    env = SandboxedEnvironment(loader=FileSystemLoader(str(TEMPLATE.parent)), autoescape=True,
+                               undefined=StrictUndefined)
+    template = env.get_template(TEMPLATE.name)
+    used = [k for k in SCORE_KEYS if any(k in row for row in data.scores)]
+    return template.render(
+        title=data.title, generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        cmx_version=__version__, runs=[_run_row(d) for d in data.documents],
+        warnings=list(data.comparison.warnings) if data.comparison else [],
+        comparison=data.comparison, sweep=data.sweep, scores=data.scores, score_keys=used,
+        figures=data.figures, fmt=fmt, verdict_class=lambda v: _VERDICT_CLASS.get(v, ""),
+    )
+
+
+def _run_row(document: Mapping[str, Any]) -> dict[str, str]:
+    name = primary(document)
+    metric = document["metrics"].get(name) if name else None
+    origin = document["provenance"].get("origin")
+    return {
+        "run_id": document["run_id"], "recipe": document["software"]["recipe"]["name"],
+        "status": document["status"], "created_at": document["created_at"][:19].replace("T", " "),
+        "hardware": hardware_label(document),
+        "primary": f"{name} = {fmt(metric['value'])} {metric['unit']}" if metric else "-",
+        "wall_s": fmt(document["timing"]["wall_s"]),
+        "origin": f"bundle {origin['bundle']}" if origin else "here",
+    }

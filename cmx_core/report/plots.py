@@ -1,0 +1,108 @@
+"""matplotlib figures for reports, each returned as PNG bytes (the Agg backend: no display).
+
+Every plotted value comes from a result document; a missing value is left out of the plot
+(and shown as "-" with its reason in the report's tables), never drawn as zero.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+PERCENTILES = ("p50", "p90", "p95", "p97", "p99", "p99_9")
+"""The latency summary keys of the mlperf section, in order."""
+
+LATENCY_SECTIONS = ("latency_ns", "ttft_ns", "tpot_ns", "itl_ns")
+"""mlperf section summaries: query latency and the LLM token latencies."""
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line or set of bars: a label and its (x, y, low, high) points (low/high: spread)."""
+
+    label: str
+    x: tuple[str, ...]
+    y: tuple[float, ...]
+    low: tuple[float, ...] = ()
+    high: tuple[float, ...] = ()
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png(figure: Any) -> bytes:
+    buffer = io.BytesIO()
+    figure.tight_layout()
+    figure.savefig(buffer, format="png", dpi=96)
+    _pyplot().close(figure)
+    return buffer.getvalue()
+
+
+def bars(title: str, ylabel: str, series: Series) -> bytes:
+    """One metric across runs (or columns of repeats): bars at the median, whiskers min..max."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(7, 3.6))
+    positions = list(range(len(series.x)))
+    axes.bar(positions, series.y, color="#4c72b0")
+    if series.low and series.high:
+        below = [y - lo for y, lo in zip(series.y, series.low, strict=True)]
+        above = [hi - y for y, hi in zip(series.y, series.high, strict=True)]
+        axes.errorbar(positions, series.y, yerr=[below, above], fmt="none", ecolor="#222222", capsize=4)
+    axes.set_xticks(positions, series.x, rotation=30, ha="right", fontsize=8)
+    axes.set_title(title)
+    axes.set_ylabel(ylabel)
+    axes.grid(axis="y", alpha=0.3)
+    return _png(figure)
+
+
+def lines(title: str, xlabel: str, ylabel: str, series: Sequence[Series], log_y: bool = False) -> bytes:
+    """Lines over a shared categorical x axis (sweep points, percentiles), one per series."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(7, 3.6))
+    for one in series:
+        axes.plot(list(one.x), list(one.y), marker="o", label=one.label)
+    if log_y:
+        axes.set_yscale("log")
+    axes.set_title(title)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.grid(alpha=0.3)
+    if len(series) > 1:
+        axes.legend(fontsize=8)
+    return _png(figure)
+
+
+def latency_series(documents: Sequence[Mapping[str, Any]], section: str) -> list[Series]:
+    """Per run, the percentiles of one mlperf latency summary (in ms), those present only."""
+    found: list[Series] = []
+    for document in documents:
+        summary = (document.get("mlperf") or {}).get(section)
+        if not isinstance(summary, Mapping):
+            continue
+        points = [(p, float(summary[p]) / 1e6) for p in PERCENTILES if isinstance(summary.get(p), (int, float))]
+        if points:
+            found.append(Series(str(document["run_id"])[:12], tuple(p for p, _ in points),
+                                tuple(v for _, v in points)))
+    return found
+
+
+def sweep_series(axes_names: Sequence[str], rows: Sequence[Any], metric: str) -> tuple[str, list[Series]]:
+    """A sweep's metric along its first axis, one line per value of the other axes."""
+    x_axis = axes_names[0] if axes_names else "point"
+    lines_by_rest: dict[str, list[tuple[str, float]]] = {}
+    for row in rows:
+        value = row.metrics.get(metric)
+        if value is None:
+            continue
+        rest = ", ".join(f"{a}={row.point.get(a)}" for a in axes_names[1:]) or metric
+        lines_by_rest.setdefault(rest, []).append((str(row.point.get(x_axis, row.index)), float(value)))
+    return x_axis, [Series(label, tuple(x for x, _ in pts), tuple(y for _, y in pts))
+                    for label, pts in lines_by_rest.items()]
