@@ -5,15 +5,25 @@ The mirror is read from apt's own configuration at run time (deb822 ``*.sources`
 the one-line ``sources.list``), so no mirror host is ever written into a file of ours.
 The root filesystem tarball is kept in the cmx cache (or a directory you pass) so a second
 import skips the ≈30 s debootstrap.
+
+The base is named by its content, not by the import: :func:`rootfs_digest` hashes the
+tarball's sorted entries (path, type, mode, owner, link target, content sha256; no mtimes),
+the image carries it as ``org.cmx.rootfs-digest``, is tagged ``cmx-base:<suite>-<digest[:16]>``
+beside the alias the templates name, and templates derive their tags from that digest rather
+than from the import's image id (which changes with every import's timestamp). So two
+imports of the same tarball, here or on another machine, give the same tags.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +32,7 @@ from cmx_docker.engine import Endpoint, inspect_image, sdk_client
 from cmx_docker.errors import ImageUnavailable
 
 LOCAL_BASE = "cmx-base:bookworm-minbase"
+ROOTFS_LABEL = "org.cmx.rootfs-digest"
 _APT_DIR = Path("/etc/apt")
 
 
@@ -34,6 +45,12 @@ class BaseImage:
     suite: str
     mirror: str
     tarball: Path | None
+    rootfs_digest: str | None = None
+
+    @property
+    def content_tag(self) -> str | None:
+        """``cmx-base:<suite>-<rootfs digest[:16]>``: the same for every import of the same rootfs."""
+        return f"cmx-base:{self.suite}-{self.rootfs_digest.split(':')[-1][:16]}" if self.rootfs_digest else None
 
 
 def apt_mirror(apt_dir: Path = _APT_DIR) -> str:
@@ -86,24 +103,64 @@ def _run(cmd: list[str], what: str) -> None:
         raise ImageUnavailable(f"{what} failed (exit {proc.returncode}): {tail}")
 
 
+def rootfs_digest(tarball: Path) -> str:
+    """``sha256:`` over the tarball's entries sorted by path: path, type, mode, numeric owner,
+    link target and content digest (mtimes and the archive's order left out), remembered
+    beside the tarball by size and mtime."""
+    st = tarball.stat()
+    memo = tarball.with_name(tarball.name + ".digest.json")
+    key = [st.st_size, st.st_mtime_ns]
+    try:
+        stored = json.loads(memo.read_text())
+        if stored.get("key") == key:
+            return str(stored["digest"])
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    entries = []
+    with tarfile.open(tarball) as archive:
+        for member in archive:
+            content = ""
+            if member.isfile():
+                handle = archive.extractfile(member)
+                content = hashlib.sha256(handle.read() if handle else b"").hexdigest()
+            name = os.path.normpath(member.name.lstrip("/")) if member.name.strip("./") else "."
+            entries.append(f"{name}\0{member.type.decode()}\0{member.mode:o}\0{member.uid}:{member.gid}\0"
+                           f"{member.linkname}\0{content}\n")
+    digest = "sha256:" + hashlib.sha256("".join(sorted(entries)).encode()).hexdigest()
+    memo.write_text(json.dumps({"key": key, "digest": digest}))
+    return digest
+
+
 def ensure_base(endpoint: Endpoint, cache: Path, suite: str = "bookworm",
-                ref: str = LOCAL_BASE) -> BaseImage:
-    """Import the debootstrap base as ``ref`` unless the engine already has it."""
+                ref: str = LOCAL_BASE, force: bool = False) -> BaseImage:
+    """Import the debootstrap base as ``ref`` (and its content tag) unless the engine already
+    has it with its rootfs digest; ``force`` imports again."""
     doc = inspect_image(endpoint, ref)
-    if doc is not None:
-        return BaseImage(ref=ref, image_id=doc["Id"], suite=suite, mirror="", tarball=None)
+    label = _labels(doc).get(ROOTFS_LABEL) if doc else None
+    if doc is not None and label and not force:
+        return BaseImage(ref=ref, image_id=doc["Id"], suite=suite, mirror="", tarball=None, rootfs_digest=label)
     tarball = rootfs_tarball(suite, cache)
-    repository, tag = ref.rsplit(":", 1)
+    digest = rootfs_digest(tarball)
+    base = BaseImage(ref=ref, image_id="", suite=suite, mirror="", tarball=tarball, rootfs_digest=digest)
     client = sdk_client(endpoint)
     try:
-        output = str(client.api.import_image_from_file(str(tarball), repository=repository, tag=tag))
+        output = str(client.api.import_image_from_file(str(tarball), changes=[f"LABEL {ROOTFS_LABEL}={digest}"]))
         ids = re.findall(r"sha256:[0-9a-f]{64}", output)
-        if ids and inspect_image(endpoint, ref) is None:
-            client.api.tag(ids[-1], repository, tag)  # Podman's compat import drops the tag
+        if not ids:
+            raise ImageUnavailable(f"importing {tarball} into {endpoint.runtime} gave no image id: {output[:200]}")
+        for name in (ref, base.content_tag or ref):
+            repository, tag = name.rsplit(":", 1)
+            client.api.tag(ids[-1], repository, tag, force=True)
     finally:
         client.close()
     doc = inspect_image(endpoint, ref)
     if doc is None:
         raise ImageUnavailable(f"importing {tarball} as {ref} into {endpoint.runtime} failed")
-    return BaseImage(ref=ref, image_id=doc["Id"], suite=suite, mirror=apt_mirror(),
-                     tarball=tarball)
+    return BaseImage(ref=ref, image_id=doc["Id"], suite=suite, mirror=apt_mirror(), tarball=tarball,
+                     rootfs_digest=digest)
+
+
+def _labels(doc: dict[str, object] | None) -> dict[str, str]:
+    config = (doc or {}).get("Config") or {}
+    labels = config.get("Labels") if isinstance(config, dict) else None
+    return dict(labels) if isinstance(labels, dict) else {}

@@ -24,6 +24,7 @@ from cmx_docker.context import REQUIREMENTS, WHEELS_DIR, ImageSpec, image_spec
 from cmx_docker.digests import DigestMemo
 from cmx_docker.engine import Endpoint, find_endpoint, inspect_image, sdk_client
 from cmx_docker.errors import BuildFailed, ImageUnavailable
+from cmx_docker.scan import scan_context
 from cmx_docker.sources import build_wheel, wheelhouse
 
 _LOG_TAIL = 8
@@ -71,17 +72,34 @@ def ensure_image(template: str, accelerator: str | None = None,
 
     spec = respec()
     memo.save()
-    doc = None if rebuild else inspect_image(endpoint, spec.tag)
+    doc = None if rebuild else verified(spec, endpoint, inspect_image(endpoint, spec.tag))
     if doc is not None:
         return _record(spec, endpoint, doc, built=False, build_s=0.0)
     from filelock import FileLock
 
     (cache / "locks").mkdir(parents=True, exist_ok=True)
     with FileLock(str(cache / "locks" / f"{spec.tag.replace(':', '-')}.lock")):
-        doc = None if rebuild else inspect_image(endpoint, spec.tag)  # built meanwhile?
+        doc = None if rebuild else verified(spec, endpoint, inspect_image(endpoint, spec.tag))  # built meanwhile?
         if doc is not None:
             return _record(spec, endpoint, doc, built=False, build_s=0.0)
         return _build_and_record(spec, endpoint, cache, respec, rebuild)
+
+
+CONTENT_LABEL = "org.cmx.content-digest"
+
+
+def verified(spec: ImageSpec, endpoint: Endpoint, doc: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """``doc`` when the image under ``spec.tag`` carries the content digest the tag was
+    derived from; an image retagged (or built by hand) under that tag is refused."""
+    if doc is None:
+        return None
+    label = ((doc.get("Config") or {}).get("Labels") or {}).get(CONTENT_LABEL)
+    if label != spec.digest:
+        raise ImageUnavailable(f"{endpoint.runtime}: image {spec.tag} ({str(doc.get('Id', '?'))[:19]}) has "
+                               f"{CONTENT_LABEL}={label or 'none'}, not {spec.digest[:24]}...: it was retagged or "
+                               f"built outside cmx, so it is not used; remove it (docker rmi {spec.tag}) and run "
+                               "again to build the real one")
+    return doc
 
 
 def _build_and_record(spec: ImageSpec, endpoint: Endpoint, cache: Path,
@@ -156,6 +174,8 @@ def _build(spec: ImageSpec, endpoint: Endpoint, cache: Path, nocache: bool = Fal
 
 
 def _assemble(spec: ImageSpec, ctx: Path, cache: Path) -> None:
+    """The context: exactly the declared files (a ``.dockerignore`` admits only them), then
+    the secret scan (:mod:`cmx_docker.scan`), which refuses the build naming the file."""
     (ctx / "Dockerfile").write_text(spec.dockerfile)
     (ctx / REQUIREMENTS).write_text(spec.requirements)
     for dest, path in spec.files:
@@ -163,23 +183,37 @@ def _assemble(spec: ImageSpec, ctx: Path, cache: Path) -> None:
         shutil.copy2(path, ctx / dest)
     wheels = ctx / WHEELS_DIR
     wheels.mkdir()
-    for pkg in spec.packages:
-        _link(build_wheel(pkg, cache), wheels)
+    ours = [_link(build_wheel(pkg, cache), wheels) for pkg in spec.packages]
+    theirs: list[Path] = []
     if spec.pinned or spec.floating:
         lock = spec.template.lock
         house = wheelhouse(list(spec.pinned), list(spec.floating), spec.template.python, cache,
                            source_builds=lock.source_builds if lock else ())
-        for wheel in sorted(house.glob("*.whl")):
-            _link(wheel, wheels)
+        theirs = [_link(wheel, wheels) for wheel in sorted(house.glob("*.whl"))]
+    (ctx / DOCKERIGNORE).write_text(dockerignore([dest for dest, _ in spec.files]))
+    scan_context(ctx, wheels=ours, skip=[w for w in theirs if w not in ours])
 
 
-def _link(path: Path, folder: Path) -> None:
-    if (folder / path.name).exists():  # the same wheel from two sources
-        return
+DOCKERIGNORE = ".dockerignore"
+
+
+def dockerignore(files: list[str]) -> str:
+    """An allow-list: everything is ignored but the Dockerfile, the lock, the wheels and the
+    template's declared context files (so nothing else that lands in the folder is sent)."""
+    allowed = ["Dockerfile", REQUIREMENTS, f"{WHEELS_DIR}/*.whl", *sorted(files)]
+    return "# written by cmx-docker: only the declared files\n*\n" + "".join(f"!{name}\n" for name in allowed)
+
+
+def _link(path: Path, folder: Path) -> Path:
+    """``path`` hard-linked (else copied) into ``folder``; the path there."""
+    target = folder / path.name
+    if target.exists():  # the same wheel from two sources
+        return target
     try:
-        os.link(path, folder / path.name)
+        os.link(path, target)
     except OSError:
-        shutil.copy2(path, folder / path.name)
+        shutil.copy2(path, target)
+    return target
 
 
 def _stream_build(spec: ImageSpec, endpoint: Endpoint, ctx: Path, nocache: bool) -> None:
@@ -194,7 +228,7 @@ def _stream_build(spec: ImageSpec, endpoint: Endpoint, ctx: Path, nocache: bool)
             path=str(ctx), tag=spec.tag, rm=True, forcerm=True, decode=True, pull=False,
             nocache=nocache,
             network_mode="host" if spec.template.build_network else "none",
-            labels={"org.cmx.content-digest": spec.digest})
+            labels={CONTENT_LABEL: spec.digest})
         for chunk in stream:
             if "error" in chunk:
                 _fail(spec, lines, str(chunk["error"]))

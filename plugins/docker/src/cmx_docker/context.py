@@ -71,6 +71,9 @@ class ResolvedBase:
     ref: str
     image_id: str | None
     repo_digest: str | None = None
+    content_id: str | None = None
+    """The rootfs digest of a debootstrap base (``org.cmx.rootfs-digest``): the same for every
+    import of the same rootfs, so tags derive from it rather than from the import's id."""
 
 
 def resolve_base(template: templates.Template, endpoint: Endpoint | None) -> ResolvedBase:
@@ -82,7 +85,9 @@ def resolve_base(template: templates.Template, endpoint: Endpoint | None) -> Res
             doc = inspect_image(endpoint, ref) if ref else None
             if ref and doc is not None:
                 digests = doc.get("RepoDigests") or []
-                return ResolvedBase(ref, str(doc["Id"]), str(digests[0]) if digests else None)
+                labels = (doc.get("Config") or {}).get("Labels") or {}
+                return ResolvedBase(ref, str(doc["Id"]), str(digests[0]) if digests else None,
+                                    labels.get("org.cmx.rootfs-digest"))
     return ResolvedBase(template.base.local or template.base.registry or "", None)
 
 
@@ -96,7 +101,7 @@ def image_spec(name: str, endpoint: Endpoint | None, memo: DigestMemo, accelerat
     files = _context_files(template)
     wanted = tuple(sorted(set(template.plugins) | set(plugins)))
     packages = tuple(local_packages(wanted, memo)) if template.install_cmx else ()
-    variables = _variables(template, base_ref, base_id, accelerator, params or {},
+    variables = _variables(template, base_ref, base.content_id or base_id, accelerator, params or {},
                            ca=any(dest == CA_DEST for dest, _ in files))
     key = _render_key(template, packages, variables)
     rendered = memo.recall(key)

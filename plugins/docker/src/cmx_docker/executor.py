@@ -25,6 +25,7 @@ from cmx_core.api import (
     Artifact,
     Capabilities,
     CmxError,
+    ExecutionOutcome,
     ExecutionRequest,
     ExecutorSettings,
     Fetched,
@@ -32,17 +33,20 @@ from cmx_core.api import (
     RemoteExecutor,
     RemoteJob,
 )
-from cmx_docker import runopts, templates
+from cmx_docker import gpus, runopts, templates
 from cmx_docker.build import ImageRecord, docker_cache, ensure_image
-from cmx_docker.engine import find_endpoint
+from cmx_docker.engine import Endpoint, find_endpoint
 from cmx_docker.job import ContainerJob, start_container
 from cmx_docker.mounts import path_input_mounts
+from cmx_docker.ownership import hand_back
+from cmx_docker.reaper import reap
 from cmx_docker.settings import DockerSettings
 
 if TYPE_CHECKING:
     from cmx_core.api import Plan, Registry
 
 DEFAULT_TEMPLATE = "python"
+ENGINE_COMMIT_ENV = "CMX_ENGINE_GIT_COMMIT"  # set in job.env by RemoteExecutor.prepare
 _LOG_TAIL = 10
 _ACCELERATOR_TAGS = set(templates.CUDA_ARCH)
 
@@ -70,12 +74,18 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
     summary = "Build the recipe's image if needed and run the plan inside it"
     settings = DockerSettings
     capabilities = Capabilities(needs_docker=True)
+    runs_on_this_host = True  # system (name, CPU, memory) is this host's; the container's limits are recorded beside
 
     def check_plan(self, plan: Plan, settings: ExecutorSettings) -> None:
-        """An unknown template or a bad option is refused before anything runs."""
+        """An unknown template, a bad option, or GPUs the engine cannot give are refused
+        before anything runs."""
         assert isinstance(settings, DockerSettings)
-        template = templates.load(choose_template(plan, settings)[0])
-        runopts.merge(template.run, settings.run_overrides(), needs_gpu=False, needs_network=False)
+        name, accelerator = choose_template(plan, settings, self._registry())
+        template = templates.load(name)
+        values = runopts.merge(template.run, settings.run_overrides(), needs_gpu=accelerator is not None,
+                               needs_network=False)
+        if values["gpus"] and not plan.facts_file:
+            _check_gpu_route(str(values["gpus"]))
 
     def describe(self, plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
         """The image tag (content-addressed: computed, nothing built), GPUs, mounts, network
@@ -84,7 +94,7 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
         from cmx_docker.digests import DigestMemo
 
         assert isinstance(settings, DockerSettings)
-        name, accelerator = choose_template(plan, settings)
+        name, accelerator = choose_template(plan, settings, self._registry())
         template = templates.load(name)
         values = runopts.merge(template.run, settings.run_overrides(), needs_gpu=accelerator is not None,
                                needs_network=plan_needs_network(plan, self._registry()))
@@ -111,16 +121,24 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
         return get_registry()
 
     def job_env(self, request: ExecutionRequest) -> dict[str, str]:
-        return {}  # the container's environment is container_plan's
+        return {}  # the container's environment is container_plan's (it takes job.env's engine commit)
+
+    def run(self, request: ExecutionRequest) -> ExecutionOutcome:
+        """The base's run; afterwards, as root, the run directory goes back to the invoking user."""
+        try:
+            return super().run(request)
+        finally:
+            hand_back(Path(request.run_dir))
 
     def submit(self, job: RemoteJob) -> DockerHandle:
         request = job.request
         assert isinstance(request.settings, DockerSettings)
-        template, accelerator = choose_template(request.plan, request.settings)
+        template, accelerator = choose_template(request.plan, request.settings, request.registry)
         endpoint = find_endpoint()
+        reap(endpoint)  # containers a killed cmx left behind
         image = ensure_image(template, accelerator, endpoint=endpoint,
                              plugins=plan_plugins(request.plan, request.registry), rebuild=request.settings.rebuild)
-        planned = container_plan(job, image, request.settings)
+        planned = container_plan(job, image, request.settings, endpoint)
         return DockerHandle(start_container(planned.options, endpoint), image, planned)
 
     def wait(self, handle: DockerHandle) -> JobStatus:
@@ -154,10 +172,43 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
         handle.job.cancel()
 
 
-def choose_template(plan: Plan, settings: DockerSettings) -> tuple[str, str | None]:
-    """(template name, accelerator tag or None) for the plan."""
-    name = str(settings.container or plan.container or DEFAULT_TEMPLATE)
-    return name, plan_accelerator(plan)
+def _check_gpu_route(wanted: str) -> None:
+    """Refuse GPUs the reachable engine cannot give (no NVIDIA runtime, no CDI spec). A plan
+    made from a facts file describes another machine, and without a reachable engine the
+    run fails at submit anyway (recorded): neither is checked here."""
+    try:
+        endpoint = find_endpoint()
+    except CmxError:
+        return
+    gpus.route(endpoint, wanted)
+
+
+def choose_template(plan: Plan, settings: DockerSettings, registry: Registry | None = None) -> tuple[str, str | None]:
+    """(template name, accelerator tag or None) for the plan: the ``container`` option, else
+    the recipe's ``container:``, else the template its needs call for (:func:`template_for_needs`)."""
+    accelerator = plan_accelerator(plan)
+    name = settings.container or plan.container
+    if not name and registry is not None:
+        name = template_for_needs(plan, registry, accelerator)
+    return str(name or DEFAULT_TEMPLATE), accelerator
+
+
+def template_for_needs(plan: Plan, registry: Registry, accelerator: str | None) -> str:
+    """The template whose declared ``plugins:`` include a plugin the plan uses (with its
+    extras: cpu-torch carries ``mlperf[llm]``, torch and transformers), among the GPU
+    templates when the plan needs an accelerator and the CPU ones otherwise; the fewest
+    plugins first, then by name. ``python`` (which installs whatever the plan uses, without
+    extras) when none does."""
+    from cmx_core.api import plan_plugins as used_by_plan
+
+    used = used_by_plan(plan, registry) - {"cmx-core", "docker", "detect"}
+    fits = []
+    for name in templates.available():
+        template = templates.load(name)
+        serves = {p.partition("[")[0] for p in template.plugins}
+        if used & serves and template.run.gpus == (accelerator is not None):
+            fits.append((len(template.plugins), name))
+    return min(fits)[1] if fits else DEFAULT_TEMPLATE
 
 
 def plan_accelerator(plan: Plan) -> str | None:
@@ -189,11 +240,20 @@ def plan_plugins(plan: Plan, registry: Registry) -> tuple[str, ...]:
     from cmx_core.api import plan_plugins as used_by_plan
     from cmx_docker.sources import checkout_root, plugin_sources
 
-    needed = used_by_plan(plan, registry)
-    available = plugin_sources(checkout_root())
-    needed |= {d.plugin for d in registry.detectors.values() if d.plugin in available}
+    needed = used_by_plan(plan, registry) | set(detector_plugins(registry))
+    needed &= set(plugin_sources(checkout_root()))
     needed -= {"cmx-core", "docker"}
     return tuple(sorted(needed))
+
+
+def detector_plugins(registry: Registry) -> tuple[str, ...]:
+    """The host's detector plugins that the checkout holds: every image gets them (so facts
+    inside match the host's), and ``--tags=build,image`` builds with them, so a pre-built
+    image is the one a run uses."""
+    from cmx_docker.sources import checkout_root, plugin_sources
+
+    available = plugin_sources(checkout_root())
+    return tuple(sorted({d.plugin for d in registry.detectors.values() if d.plugin in available} - {"cmx-core"}))
 
 
 def plan_needs_network(plan: Plan, registry: Registry) -> bool:
@@ -206,8 +266,10 @@ def plan_needs_network(plan: Plan, registry: Registry) -> bool:
     return False
 
 
-def container_plan(job: RemoteJob, image: ImageRecord, settings: DockerSettings) -> ContainerPlan:
-    """The container's command, user, mounts, environment and limits."""
+def container_plan(job: RemoteJob, image: ImageRecord, settings: DockerSettings,
+                   endpoint: Endpoint | None = None) -> ContainerPlan:
+    """The container's command, user, mounts, environment and limits (GPUs routed for
+    ``endpoint``: device requests on Docker, CDI devices on Podman)."""
     request = job.request
     template = templates.load(image.template)
     values = runopts.merge(template.run, settings.run_overrides(), needs_gpu=image.accelerator is not None,
@@ -224,11 +286,14 @@ def container_plan(job: RemoteJob, image: ImageRecord, settings: DockerSettings)
            # cmx-core's `container` detector reads these into the result's system.container
            "CMX_CONTAINER_IMAGE": image.tag, "CMX_CONTAINER_DIGEST": image.digest,
            "CMX_CONTAINER_RUNTIME": image.runtime}
+    if ENGINE_COMMIT_ENV in job.env:  # the image's cmx is a wheel without .git
+        env[ENGINE_COMMIT_ENV] = job.env[ENGINE_COMMIT_ENV]
+    route = gpus.route(endpoint, str(values["gpus"])) if endpoint is not None and values["gpus"] else None
     opts = runopts.RunOptions(
         image=image.image_id, command=job.command, user=user, mounts=tuple(mounts), environment=env,
         labels={"org.cmx.run-dir": str(run_dir), "org.cmx.image": image.tag},
         # Podman's --init needs catatonit, which Debian's podman package lacks
-        init=not image.runtime.startswith("podman"), **values)
+        init=not image.runtime.startswith("podman"), cdi_devices=route.cdi_devices if route else (), **values)
     _prepare_dirs(run_dir, cache, user)
     return ContainerPlan(template=image.template, accelerator=image.accelerator, options=opts)
 

@@ -1,5 +1,8 @@
-"""One container as a job: started detached, waited for (killed at its time limit, its OOM
-kill noticed), its logs read, cancelled on Ctrl-C, and always removed."""
+"""One container as a job: created with its owner's labels, started, waited for (killed at its
+time limit, its OOM kill noticed), its logs read, cancelled on Ctrl-C, and always removed: a
+container that cannot start is removed at once, and one whose cmx process was killed is
+removed by the next start (:mod:`cmx_docker.reaper`). An engine that fails mid-run is a
+:class:`ContainerFailed` naming it, never a traceback."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from typing import Any
 from cmx_docker import runopts
 from cmx_docker.engine import Endpoint, sdk_client
 from cmx_docker.errors import ContainerFailed
+from cmx_docker.owner import owner_labels
 
 _NO_LIMIT_S = 30 * 24 * 3600  # the SDK needs some read timeout; a month is "none"
 
@@ -37,25 +41,35 @@ class ContainerJob:
         self._logs = ""
 
     def wait(self) -> JobEnd:
+        import docker.errors
         import requests
 
         try:
-            timed_out = False
-            try:
-                status = self._container.wait(timeout=self._timeout_s or _NO_LIMIT_S)
-            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-                if self._timeout_s is None:
-                    raise
-                self._container.kill()
-                status = self._container.wait(timeout=60)
-                timed_out = True
-            self._follower.join()
-            self._container.reload()
-            self._logs = self._container.logs(stdout=True, stderr=True).decode(errors="replace")
-            oom = bool(self._container.attrs.get("State", {}).get("OOMKilled"))
-            return JobEnd(int(status.get("StatusCode", -1)), self._logs, oom, timed_out)
+            return self._wait()
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            reason = " ".join(str(getattr(exc, "explanation", None) or exc).split())[:300]
+            raise ContainerFailed(f"the container engine failed while running {self._container.name}: "
+                                  f"{reason}; check the engine (docker info) and run again") from None
         finally:
             self.remove()
+
+    def _wait(self) -> JobEnd:
+        import requests
+
+        timed_out = False
+        try:
+            status = self._container.wait(timeout=self._timeout_s or _NO_LIMIT_S)
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            if self._timeout_s is None:
+                raise
+            self._container.kill()
+            status = self._container.wait(timeout=60)
+            timed_out = True
+        self._follower.join()
+        self._container.reload()
+        self._logs = self._container.logs(stdout=True, stderr=True).decode(errors="replace")
+        oom = bool(self._container.attrs.get("State", {}).get("OOMKilled"))
+        return JobEnd(int(status.get("StatusCode", -1)), self._logs, oom, timed_out)
 
     def logs(self) -> str:
         """Everything the container printed (read by :meth:`wait`)."""
@@ -81,9 +95,17 @@ def start_container(options: runopts.RunOptions, endpoint: Endpoint, echo: bool 
     import docker.errors
 
     client = sdk_client(endpoint, timeout=int(options.timeout_s or _NO_LIMIT_S) + 5)
+    kwargs = options.sdk_kwargs()
+    kwargs.pop("detach", None)
+    kwargs["labels"] = {**kwargs.get("labels", {}), **owner_labels()}
+    container = None
     try:
-        container = client.containers.run(**options.sdk_kwargs())
+        container = client.containers.create(**kwargs)
+        container.start()
     except docker.errors.APIError as exc:
+        if container is not None:  # created but not started (a GPU runtime missing...): remove it
+            with contextlib.suppress(docker.errors.APIError):
+                container.remove(force=True)
         client.close()
         reason = " ".join(str(exc.explanation or exc).split())
         raise ContainerFailed(f"{endpoint.runtime} at {endpoint.url} cannot start a container of "

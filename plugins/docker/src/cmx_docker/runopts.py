@@ -45,10 +45,12 @@ class RunOptions:
     timeout_s: float | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     init: bool = True               # an init as PID 1 reaps the benchmark's children
+    cdi_devices: tuple[str, ...] = ()
+    """Podman's GPUs: CDI device names (``nvidia.com/gpu=all``) instead of device requests."""
 
     def device_requests(self) -> list[dict[str, Any]]:
         """The Engine API's ``DeviceRequests`` for :attr:`gpus` (what ``--gpus`` sends)."""
-        if not self.gpus:
+        if not self.gpus or self.cdi_devices:
             return []
         request: dict[str, Any] = {"Driver": "", "Capabilities": [["gpu"]], "Options": {}}
         if self.gpus == "all":
@@ -71,6 +73,8 @@ class RunOptions:
             "network_mode": "host" if self.network else "none",
             "working_dir": "/tmp", "detach": True, "init": self.init,
         }
+        if self.cdi_devices:
+            kwargs["devices"] = list(self.cdi_devices)
         if self.memory:
             kwargs["mem_limit"] = self.memory
             kwargs["memswap_limit"] = self.memory  # no swap beyond the limit: OOM is an OOM

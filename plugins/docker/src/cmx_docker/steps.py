@@ -19,13 +19,18 @@ BASE_PARAMS = {"suite": "Debian suite for debootstrap (default bookworm)"}
 
 def build_step(ctx: StepContext) -> Mapping[str, Any]:
     """Outputs ``image`` (tag), ``image_id``, ``digest``, ``runtime`` and ``built``."""
+    from cmx_core.plugins import get_registry
     from cmx_docker.build import ensure_image
+    from cmx_docker.executor import detector_plugins
 
     template = str(ctx.params.get("template") or "")
     if not template:
         raise UsageError(f"{ctx.recipe}: docker.build needs 'template' (one of containers/*)")
     accelerator = str(ctx.params.get("accelerator") or "") or None
-    record = ensure_image(template, accelerator, rebuild=_flag(ctx.params.get("rebuild")))
+    # the plugins a run adds to every image (the host's detectors), so this is the image
+    # `--container` uses for a plan whose plugins the template already carries
+    record = ensure_image(template, accelerator, rebuild=_flag(ctx.params.get("rebuild")),
+                          plugins=detector_plugins(get_registry()))
     ctx.log.info("image %s (%s)", record.tag, "built" if record.built else "cached")
     return {"image": record.tag, "image_id": record.image_id, "digest": record.digest,
             "runtime": record.runtime, "built": record.built}
