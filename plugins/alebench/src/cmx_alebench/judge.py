@@ -1,0 +1,162 @@
+"""The judge (§3.3-3.4): compile once, run every case and its tester confined, give verdicts.
+
+Every compile, case and tester call goes through a :class:`~cmx_alebench.runner.Runner`
+(the sandbox, or one container per call). A case runs under ALE-Bench's bounds: a wall
+limit of ceil(TL + 0.1) + 0.2 s and a CPU limit of ceil(TL + 0.1) + 0.1 s, the problem's
+memory limit; its execution time is max(CPU, wall) and more than TL is TLE.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmx_alebench.languages import Language
+from cmx_alebench.problem import Problem
+from cmx_alebench.runner import Call, CallLimits, Ending, Ran, Runner
+from cmx_alebench.scoring import overall_absolute
+from cmx_alebench.tools import Tools, read_tester
+from cmx_alebench.verdicts import JudgeResult, overall
+from cmx_core.errors import UsageError
+
+COMPILE_TIMEOUT_S = 60.0
+COMPILE_LIMITS = CallLimits(wall_s=COMPILE_TIMEOUT_S, cpu_s=COMPILE_TIMEOUT_S, memory_bytes=2 << 30,
+                            output_bytes=16 << 20)
+OUTPUT_LIMIT_BYTES = 16 << 20
+"""What a case may print (stdout plus stderr) before it is OUTPUT_LIMIT_EXCEEDED."""
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One case: its seed, verdict, scores, execution time (max of CPU and wall) and peak memory."""
+
+    seed: int
+    judge_result: JudgeResult
+    absolute_score: int
+    execution_time_s: float
+    memory_bytes: int | None
+    message: str
+    relative_score: int | None = None
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A public or private evaluation: the cases and the overall verdict and score."""
+
+    kind: str
+    judge_result: JudgeResult
+    absolute_score: int
+    cases: tuple[CaseResult, ...]
+    allow_score_non_ac: bool
+    compile_message: str
+    relative_score: int | None = None
+
+
+def case_limits(problem: Problem, output_bytes: int = OUTPUT_LIMIT_BYTES) -> CallLimits:
+    tl = problem.constraints.time_limit_s
+    return CallLimits(wall_s=math.ceil(tl + 0.1) + 0.2, cpu_s=math.ceil(tl + 0.1) + 0.1,
+                      memory_bytes=problem.constraints.memory_limit_bytes, output_bytes=output_bytes)
+
+
+def check_workers(num_workers: int) -> int:
+    cores = os.cpu_count() or 1
+    if not 1 <= num_workers <= cores:
+        raise UsageError(f"--num_workers {num_workers} must be between 1 and this machine's {cores} cores")
+    return num_workers
+
+
+class Judge:
+    """Judges one code in one language on one problem through ``runner``."""
+
+    def __init__(self, runner: Runner, problem: Problem, language: Language, num_workers: int = 1,
+                 output_bytes: int = OUTPUT_LIMIT_BYTES) -> None:
+        self.runner = runner
+        self.problem = problem
+        self.language = language
+        self.num_workers = check_workers(num_workers)
+        self.tools = Tools.of(problem.root)
+        self.limits = case_limits(problem, output_bytes)
+
+    def compile(self, code: str, build_dir: Path) -> tuple[bool, str]:
+        """Build ``code`` in ``build_dir``; (ok, message). The compile is bounded by 60 s."""
+        build_dir.mkdir(parents=True, exist_ok=True)
+        (build_dir / self.language.source).write_text(code, encoding="utf-8")
+        if self.language.compile is None:
+            return True, ""
+        ran = self.runner.run(Call(argv=self.language.compile, work_dir=build_dir, limits=COMPILE_LIMITS,
+                                   binds=self.language.binds, env=self.language.env))
+        text = (ran.stdout + ran.stderr).decode("utf-8", errors="replace")[-4000:]
+        if ran.ending is Ending.TIME:
+            return False, f"compilation did not finish within {COMPILE_TIMEOUT_S:g} s"
+        return ran.ending is Ending.EXITED and ran.exit_code == 0, text
+
+    def run_case(self, build_dir: Path, seed: int, case_input: bytes, case_dir: Path) -> CaseResult:
+        """Run one case and, if it ran within its limits, its tester."""
+        run_dir, test_dir = case_dir / "run", case_dir / "test"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        test_dir.mkdir(parents=True, exist_ok=True)
+        ran = self.runner.run(Call(argv=self.language.run, work_dir=run_dir, limits=self.limits,
+                                   binds={**self.language.binds, str(build_dir): "/sol"}, env=self.language.env,
+                                   stdin=case_input))
+        early = self._limit_verdict(seed, ran)
+        if early is not None:
+            return early
+        (test_dir / "input.txt").write_bytes(case_input)
+        (test_dir / "output.txt").write_bytes(ran.stdout)
+        tested = self.runner.run(self.tools.tester_call(test_dir))
+        verdict = read_tester(tested.stderr, tested.exit_code)
+        time_s, memory = ran.execution_time_s, ran.memory_bytes
+        if verdict.wrong_answer is not None:
+            return CaseResult(seed, JudgeResult.WRONG_ANSWER, 0, time_s, memory, verdict.wrong_answer)
+        if verdict.score is None or tested.ending is not Ending.EXITED:
+            return CaseResult(seed, JudgeResult.INTERNAL_ERROR, 0, time_s, memory, verdict.problem or tested.reason)
+        return CaseResult(seed, JudgeResult.ACCEPTED, verdict.score, time_s, memory, "")
+
+    def _limit_verdict(self, seed: int, ran: Ran) -> CaseResult | None:
+        """The verdict of a run that broke a limit or failed, else None (the tester decides)."""
+        tl, ml = self.problem.constraints.time_limit_s, self.problem.constraints.memory_limit_bytes
+        time_s, memory = ran.execution_time_s, ran.memory_bytes
+
+        def case(result: JudgeResult, message: str) -> CaseResult:
+            return CaseResult(seed, result, 0, time_s, memory, message)
+
+        if ran.ending is Ending.FAILED:
+            return case(JudgeResult.INTERNAL_ERROR, ran.reason)
+        if ran.ending is Ending.TIME or time_s > tl:
+            return case(JudgeResult.TIME_LIMIT_EXCEEDED, f"execution time {time_s:.3f} s > {tl:g} s ({ran.reason})")
+        if ran.ending is Ending.MEMORY or (memory is not None and memory > ml):
+            return case(JudgeResult.MEMORY_LIMIT_EXCEEDED, f"memory limit of {ml} bytes exceeded ({ran.reason})")
+        if ran.ending is Ending.OUTPUT:
+            return case(JudgeResult.OUTPUT_LIMIT_EXCEEDED, ran.reason)
+        if ran.ending is Ending.SIGNALED or ran.exit_code != 0:
+            tail = ran.stderr.decode("utf-8", errors="replace").strip()[-300:]
+            return case(JudgeResult.RUNTIME_ERROR, f"{ran.reason}: {tail}" if tail else ran.reason)
+        return None
+
+    def evaluate(self, code: str, inputs: Mapping[int, bytes], kind: str, allow_non_ac: bool,
+                 work: Path) -> Evaluation:
+        """Compile ``code``, then judge every seed of ``inputs`` with ``num_workers`` in parallel."""
+        if work.exists():
+            shutil.rmtree(work)
+        build = work / "build"
+        ok, message = self.compile(code, build)
+        seeds = list(inputs)
+        if not ok:
+            cases = tuple(CaseResult(s, JudgeResult.COMPILATION_ERROR, 0, 0.0, None, "compilation failed")
+                          for s in seeds)
+            return Evaluation(kind, JudgeResult.COMPILATION_ERROR, 0, cases, allow_non_ac, message)
+        with ThreadPoolExecutor(max_workers=self.num_workers) as pool:
+            futures = [pool.submit(self.run_case, build, s, inputs[s], work / "cases" / str(s)) for s in seeds]
+            cases = tuple(f.result() for f in futures)
+        return summarize(kind, cases, allow_non_ac, message)
+
+
+def summarize(kind: str, cases: Sequence[CaseResult], allow_non_ac: bool, compile_message: str = "") -> Evaluation:
+    verdict = overall(c.judge_result for c in cases)
+    score = overall_absolute(verdict, [(c.judge_result, c.absolute_score) for c in cases], allow_non_ac)
+    return Evaluation(kind, verdict, score, tuple(cases), allow_non_ac, compile_message)

@@ -1,0 +1,81 @@
+"""How each language is compiled and run, as argument lists inside the judge's file system.
+
+The source is compiled in the writable ``/work`` of the compile call; that directory is then
+mounted read-only at ``/sol`` for every case. Rust needs a host toolchain (``rustc`` on PATH): its sysroot is
+mounted read-only at ``/rust``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cmx_core.errors import UsageError
+
+SOL = "/sol"
+BUILD = "/work"
+RUST_AT = "/rust"  # top level: bwrap makes the parents of a nested mount point 0700
+
+
+@dataclass(frozen=True)
+class Language:
+    """One code language: its source file name, compile command (None: nothing to build) and run command."""
+
+    name: str
+    source: str
+    compile: tuple[str, ...] | None
+    run: tuple[str, ...]
+    binds: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def _cpp(name: str, std: str) -> Language:
+    return Language(name, "main.cpp",
+                    ("/usr/bin/g++", f"-std={std}", "-O2", "-o", f"{BUILD}/a.out", f"{BUILD}/main.cpp"),
+                    (f"{SOL}/a.out",))
+
+
+def rust_sysroot() -> Path | None:
+    """The sysroot of the ``rustc`` on PATH (rustup's proxy resolved), or None without Rust."""
+    rustc = shutil.which("rustc")
+    if rustc is None:
+        return None
+    try:
+        out = subprocess.run([rustc, "--print", "sysroot"], capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    root = Path(out.stdout.strip())
+    return root if (root / "bin" / "rustc").is_file() else None
+
+
+def _rust() -> Language:
+    root = rust_sysroot()
+    if root is None:
+        raise UsageError("--language rust needs rustc on PATH (install Rust with rustup or apt-get install rustc)")
+    return Language("rust", "main.rs",
+                    (f"{RUST_AT}/bin/rustc", "--edition", "2021", "-C", "opt-level=3",
+                     "-C", "linker=/usr/bin/gcc",  # not `cc`: its /etc/alternatives link is unreadable inside
+                     "-o", f"{BUILD}/a.out", f"{BUILD}/main.rs"), (f"{SOL}/a.out",), binds={os.fspath(root): RUST_AT})
+
+
+PY_CHECK = "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])"
+"""Python's "compile": a syntax check (a syntax error is a COMPILATION_ERROR), writing nothing."""
+
+NAMES = ("python", "cpp17", "cpp20", "rust")
+
+
+def language(name: str) -> Language:
+    """The language ``name``; a UsageError lists the choices."""
+    if name == "python":
+        return Language("python", "main.py", ("/usr/bin/python3", "-c", PY_CHECK, f"{BUILD}/main.py"),
+                        ("/usr/bin/python3", f"{SOL}/main.py"), env={"PYTHONDONTWRITEBYTECODE": "1"})
+    if name == "cpp17":
+        return _cpp(name, "gnu++17")
+    if name == "cpp20":
+        return _cpp(name, "gnu++20")
+    if name == "rust":
+        return _rust()
+    raise UsageError(f"--language {name!r} is not supported; pick one of {', '.join(NAMES)}")

@@ -1,0 +1,7 @@
+"""test solution: touches 512 MiB, twice the 256 MiB limit (MEMORY_LIMIT_EXCEEDED)."""
+import sys
+
+block = bytearray(512 << 20)
+for i in range(0, len(block), 4096):
+    block[i] = 1
+sys.stdout.write("5000 5000\n")

@@ -1,0 +1,2 @@
+"""test solution: raises (RUNTIME_ERROR)."""
+raise SystemExit("deliberate failure")

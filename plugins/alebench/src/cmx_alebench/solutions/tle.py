@@ -1,0 +1,3 @@
+"""test solution: spins forever (TIME_LIMIT_EXCEEDED)."""
+while True:
+    pass
