@@ -1,0 +1,96 @@
+"""Grading one submission as MLE-bench does: the submission exists when it is a ``.csv``
+file; its score is the grader's value rounded to 5 decimals; any exception of the grader
+(an invalid submission or anything else) leaves it without a score, and the reason is kept.
+
+Beyond MLE-bench, a submission that is a symbolic link or larger than ``MAX_SUBMISSION_BYTES``
+is not read (an agent could point ``submission.csv`` at the answers), and the private
+answers are checked against the split's checksums before they are used.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from cmx_mlebench.checksums import verify
+from cmx_mlebench.competition import Competition
+from cmx_mlebench.leaderboard import read_leaderboard
+from cmx_mlebench.report import CompetitionReport, build_report
+from cmx_mlebench.thresholds import thresholds
+
+MAX_SUBMISSION_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class Scored:
+    score: float | None
+    exists: bool
+    reason: str | None
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _submission_problem(path: Path) -> tuple[bool, str | None]:
+    """(exists, why it cannot be read) for the submission file."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False, f"no submission at {path}"
+    if stat.S_ISLNK(info.st_mode):
+        return True, f"{path} is a symbolic link; only a regular file is graded"
+    if not stat.S_ISREG(info.st_mode):
+        return False, f"{path} is not a regular file"
+    if path.suffix.lower() != ".csv":
+        return False, f"{path} is not a .csv file"
+    if info.st_size > MAX_SUBMISSION_BYTES:
+        return True, f"{path} is {info.st_size} bytes, over the {MAX_SUBMISSION_BYTES} bytes graded"
+    return True, None
+
+
+def score_submission(competition: Competition, path: Path) -> Scored:
+    """The rounded score, or ``None`` with the reason."""
+    import pandas as pd
+
+    exists, problem = _submission_problem(path)
+    if problem is not None:
+        return Scored(None, exists, problem)
+    try:
+        submission = pd.read_csv(path)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is an invalid submission
+        return Scored(None, True, f"submission is not a readable CSV: {_one_line(exc)}")
+    answers = pd.read_csv(competition.answers)
+    grade = competition.grade_fn()
+    try:
+        value = float(grade(submission, answers))
+    except Exception as exc:  # noqa: BLE001 - MLE-bench: any grader exception means no score
+        return Scored(None, True, f"invalid submission: {_one_line(exc)}")
+    if not math.isfinite(value):
+        return Scored(None, True, f"invalid submission: the grader returned {value}")
+    return Scored(round(value, 5), True, None)
+
+
+def grade(competition: Competition, path: Path, *, checksums: Path | None, leaderboard_source: str | None = None,
+          seed: int | None = None, why_missing: str | None = None) -> CompetitionReport:
+    """The report of ``path``; ``why_missing`` replaces the reason of a missing submission
+    (e.g. the agent's verdict)."""
+    if checksums is not None:
+        verify(competition.data_root / competition.id / "prepared", checksums)
+    limits = thresholds(read_leaderboard(competition.leaderboard))
+    scored = score_submission(competition, path)
+    reason = scored.reason
+    if not scored.exists and why_missing:
+        reason = f"{reason}: {why_missing}"
+    return build_report(competition.id, scored.score, limits, exists=scored.exists, reason=reason,
+                        submission_path=str(path), created_at=now_iso(),
+                        leaderboard_source=leaderboard_source or competition.config.leaderboard_source, seed=seed)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:300]
