@@ -138,9 +138,10 @@ def node_identity() -> dict[str, str]:
     identity = {"hostname": socket.gethostname(), "pid": str(os.getpid())}
     try:
         import ray
+        from ray._private.worker import WORKER_MODE, global_worker
 
-        if not ray.is_initialized():  # called outside Ray (tests): asking would start one
-            return identity
+        if not ray.is_initialized() or global_worker.mode != WORKER_MODE:
+            return identity  # called outside a task (tests, benchmarks): no task to report
         context = ray.get_runtime_context()
         identity.update(node_id=context.get_node_id(), task_id=str(context.get_task_id() or ""))
     except Exception:  # noqa: BLE001 - called outside Ray (tests): no context to report
