@@ -182,6 +182,11 @@ def shipped_dir() -> Path:
     return Path(__file__).parent / "problems"
 
 
+def shipped_solutions() -> Path:
+    """cmx001's reference solutions (trivial, greedy) and one test solution per verdict."""
+    return Path(__file__).parent / "solutions"
+
+
 def find_problem(problem_id: str, dirs: Sequence[Path]) -> Problem:
     """The package ``problem_id`` from the first of ``dirs`` (then the shipped problems) holding it."""
     if not PROBLEM_ID.match(problem_id):

@@ -1,0 +1,132 @@
+"""Fixtures: the real bubblewrap sandbox (installed when root), the shipped problem and its
+solutions, a private CMX_HOME, and for the docker judge a real engine (the one DOCKER_HOST
+names, else a private dockerd this session starts and stops by PID)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cmx_alebench.problem import Problem, find_problem
+
+
+def unavailable(reason: str) -> None:
+    """Skip with the reason; under CI a missing tool is a failure instead."""
+    if os.environ.get("CI"):
+        pytest.fail(f"required in CI: {reason}")
+    pytest.skip(reason)
+
+
+def _apt(*packages: str) -> None:
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "install", "-y", "-qq", *packages], capture_output=True, env=env, timeout=600,
+                   check=False)
+
+
+@pytest.fixture(scope="session")
+def sandbox_ready() -> None:
+    if shutil.which("bwrap") is None and os.geteuid() == 0:
+        _apt("bubblewrap")
+    from cmx_core.api import get_sandbox
+
+    problem = get_sandbox("bubblewrap").available()
+    if problem:
+        unavailable(f"the bubblewrap sandbox cannot run here: {problem}")
+
+
+@pytest.fixture(scope="session")
+def problem() -> Problem:
+    return find_problem("cmx001", [])
+
+
+@pytest.fixture(scope="session")
+def input_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("alebench-cache")
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CMX_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def _probe(url: str) -> bool:
+    try:
+        import docker
+
+        client = docker.DockerClient(base_url=url, timeout=5)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:  # noqa: BLE001 - any failure means "not there"
+        return False
+
+
+def _start_dockerd(work: Path) -> tuple[subprocess.Popen[bytes] | None, str]:
+    if shutil.which("dockerd") is None:
+        if os.geteuid() != 0:
+            return None, "dockerd is not installed"
+        _apt("docker.io")
+    if shutil.which("dockerd") is None:
+        return None, "dockerd could not be installed"
+    url = f"unix://{work}/docker.sock"
+    log = (work / "dockerd.log").open("wb")
+    proc = subprocess.Popen(["dockerd", "--data-root", str(work / "docker"), "--exec-root", str(work / "exec"),
+                             "--pidfile", str(work / "dockerd.pid"), "--iptables=false", "--bridge=none",
+                             "--host", url], stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if _probe(url):
+            return proc, url
+        if proc.poll() is not None:
+            return None, f"dockerd exited with {proc.returncode}"
+        time.sleep(0.2)
+    proc.kill()
+    proc.wait()
+    return None, "dockerd did not answer within 60 s"
+
+
+def _unmount_below(work: Path) -> None:
+    prefix = str(work.resolve()) + "/"
+    with open("/proc/self/mounts") as mounts:
+        points = [line.split()[1] for line in mounts if line.split()[1].startswith(prefix)]
+    for point in sorted(points, key=len, reverse=True):
+        subprocess.run(["umount", point], capture_output=True, timeout=30, check=False)
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[str]:
+    """DOCKER_HOST of a reachable engine, set for the session."""
+    saved = os.environ.get("DOCKER_HOST")
+    work = Path(tempfile.mkdtemp(prefix="cmxa-"))  # short: socket paths are limited
+    proc = None
+    try:
+        url = saved or ""
+        if not url or not _probe(url):
+            proc, url = _start_dockerd(work)
+            if proc is None:
+                unavailable(f"no container engine: {url}")
+        os.environ["DOCKER_HOST"] = url
+        yield url
+    finally:
+        if saved is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = saved
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        _unmount_below(work)
+        shutil.rmtree(work, ignore_errors=True)
+

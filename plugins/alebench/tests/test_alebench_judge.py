@@ -1,0 +1,99 @@
+"""The judge on the real bubblewrap sandbox: every verdict from its test solution, the
+reference solutions' scores reproducible (exact for the trivial one, a range for the
+time-aware greedy one), each language, parallel workers."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from cmx_alebench.inputs import case_inputs
+from cmx_alebench.judge import Evaluation, Judge
+from cmx_alebench.languages import language, rust_sysroot
+from cmx_alebench.problem import Problem, shipped_solutions
+from cmx_alebench.sandbox_runner import SandboxRunner
+from cmx_alebench.verdicts import JudgeResult
+
+SOLUTIONS = shipped_solutions()
+
+pytestmark = pytest.mark.usefixtures("sandbox_ready")
+
+
+def _judge(problem: Problem, solution: str, lang: str, seeds: list[int], cache: Path, work: Path,
+           workers: int = 1) -> Evaluation:
+    runner = SandboxRunner()
+    inputs = case_inputs(runner, problem, seeds, cache)
+    judge = Judge(runner, problem, language(lang), num_workers=workers)
+    return judge.evaluate((SOLUTIONS / solution).read_text(), inputs, "public", False, work)
+
+
+def _centre_score(case_input: bytes) -> int:
+    """Score of depots all at (5000, 5000), computed here from the statement's formula."""
+    rows = [list(map(int, line.split())) for line in case_input.decode().splitlines()[1:]]
+    weight = sum(d for _, _, d in rows)
+    cost = sum(d * math.hypot(x - 5000, y - 5000) for x, y, d in rows)
+    return math.floor(1e6 * weight / (weight + cost / 100) + 0.5)
+
+
+@pytest.mark.parametrize(("solution", "lang", "verdict"), [
+    ("ce.cpp", "cpp17", JudgeResult.COMPILATION_ERROR),
+    ("re.py", "python", JudgeResult.RUNTIME_ERROR),
+    ("tle.py", "python", JudgeResult.TIME_LIMIT_EXCEEDED),
+    ("mle.py", "python", JudgeResult.MEMORY_LIMIT_EXCEEDED),
+    ("wa.py", "python", JudgeResult.WRONG_ANSWER),
+    ("ole.py", "python", JudgeResult.OUTPUT_LIMIT_EXCEEDED),
+])
+def test_each_verdict_from_its_solution(problem: Problem, input_cache: Path, tmp_path: Path, solution: str,
+                                        lang: str, verdict: JudgeResult) -> None:
+    ev = _judge(problem, solution, lang, [0], input_cache, tmp_path / "w")   # one case: a TLE costs TL + ~1 s
+    assert ev.judge_result is verdict, ev.cases[0].message
+    assert ev.cases[0].judge_result is verdict and ev.absolute_score == 0
+    if verdict is JudgeResult.COMPILATION_ERROR:
+        assert "undeclared_name" in ev.compile_message
+    if verdict is JudgeResult.TIME_LIMIT_EXCEEDED:
+        assert ev.cases[0].execution_time_s > problem.constraints.time_limit_s
+    if verdict is JudgeResult.MEMORY_LIMIT_EXCEEDED:
+        assert ev.cases[0].memory_bytes is not None
+    if verdict is JudgeResult.WRONG_ANSWER:
+        assert ev.cases[0].message.startswith("wrong answer:")
+
+
+def test_trivial_scores_exactly_and_reproducibly(problem: Problem, input_cache: Path, tmp_path: Path) -> None:
+    seeds = list(problem.seed_list("public", False))
+    inputs = case_inputs(SandboxRunner(), problem, seeds, input_cache)
+    expected = [_centre_score(inputs[s]) for s in seeds]
+    first = _judge(problem, "trivial.py", "python", seeds, input_cache, tmp_path / "a", workers=2)
+    second = _judge(problem, "trivial.py", "python", seeds, input_cache, tmp_path / "b")
+    assert first.judge_result is JudgeResult.ACCEPTED
+    assert [c.absolute_score for c in first.cases] == expected == [c.absolute_score for c in second.cases]
+    assert first.absolute_score == second.absolute_score == sum(expected)
+    assert all(c.execution_time_s > 0 and c.memory_bytes for c in first.cases)
+
+
+@pytest.mark.parametrize("lang", ["cpp17", "cpp20", "rust"])
+def test_compiled_languages_agree_with_python(problem: Problem, input_cache: Path, tmp_path: Path,
+                                              lang: str) -> None:
+    if lang == "rust" and rust_sysroot() is None:
+        pytest.skip("rustc is not on PATH: Rust is judged only where a toolchain is present")
+    if lang.startswith("cpp") and shutil.which("g++") is None:
+        pytest.skip("g++ is not installed (apt-get install g++)")
+    seeds = [0, 1]
+    inputs = case_inputs(SandboxRunner(), problem, seeds, input_cache)
+    source = "trivial.rs" if lang == "rust" else "trivial.cpp"
+    ev = _judge(problem, source, lang, seeds, input_cache, tmp_path / "w")
+    assert ev.judge_result is JudgeResult.ACCEPTED, ev.compile_message
+    assert [c.absolute_score for c in ev.cases] == [_centre_score(inputs[s]) for s in seeds]
+
+
+def test_greedy_is_time_aware_and_in_range(problem: Problem, input_cache: Path, tmp_path: Path) -> None:
+    seeds = [0, 1]
+    inputs = case_inputs(SandboxRunner(), problem, seeds, input_cache)
+    runs = [_judge(problem, "greedy.py", "python", seeds, input_cache, tmp_path / str(i)) for i in range(2)]
+    for ev in runs:
+        assert ev.judge_result is JudgeResult.ACCEPTED, [c.message for c in ev.cases]
+        for case in ev.cases:
+            floor = _centre_score(inputs[case.seed])
+            assert 3 * floor < case.absolute_score <= 1_000_000   # far better than the trivial placement
+            assert 0.8 <= case.execution_time_s <= problem.constraints.time_limit_s  # it spends its 0.8 s budget

@@ -1,0 +1,100 @@
+"""Rank and performance (§3.5) against standings computed by hand, ties included."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cmx_alebench.standings import Group, load_performance, load_standings, place
+
+from cmx_core.errors import UsageError
+
+
+def _csv(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def groups(tmp_path: Path) -> tuple[Group, ...]:
+    # ranks 1..7: 900, 800, 800, 800, 500, 100, 0
+    return load_standings(_csv(tmp_path, "s.csv", "rank,score\n1,900\n2,800\n3,800\n4,800\n5,500\n6,100\n7,0\n"))
+
+
+def test_standings_are_grouped_by_score(groups: tuple[Group, ...]) -> None:
+    assert groups == (Group(900, 1, 1), Group(800, 2, 4), Group(500, 5, 5), Group(100, 6, 6), Group(0, 7, 7))
+
+
+@pytest.mark.parametrize(("total", "rank", "for_performance"), [
+    (1000, 1, 1.0),   # above everyone: the first group's first rank
+    (900, 1, 1.0),    # equal to a one-row group
+    (850, 2, 2.0),    # between 900 and 800: the first group below gives its first rank
+    (800, 2, 3.0),    # a tie with ranks 2-4: rank 2, performance at the mean rank 3
+    (600, 5, 5.0),
+    (100, 6, 6.0),
+    (1, 7, 7.0),      # beats only the score-0 row
+    (0, 7, 7.0),      # a total of 0 gets the last rank
+])
+def test_place_by_hand(groups: tuple[Group, ...], total: int, rank: int, for_performance: float) -> None:
+    spot = place(total, groups)
+    assert (spot.rank, spot.rank_for_performance) == (rank, for_performance)
+
+
+def test_place_when_lower_is_better(tmp_path: Path) -> None:
+    groups = load_standings(_csv(tmp_path, "s.csv", "rank,score\n1,10\n2,20\n3,20\n4,0\n"))
+    assert place(5, groups, maximize=False).rank == 1
+    assert place(15, groups, maximize=False).rank == 2
+    assert place(20, groups, maximize=False).rank_for_performance == 2.5
+
+
+def test_performance_keys_are_range_midpoints_and_interpolate(tmp_path: Path) -> None:
+    # rows: rank 1 -> 2800 (covers 1), rank 2 -> 2400 (covers 2..5, key 3.5), rank 6 -> 1600 (covers 6..9,
+    # key 7.5), rank 10 -> 0 (the last row keeps its own rank: key 10)
+    table = load_performance(_csv(tmp_path, "p.csv", "rank,performance\n1,2800\n2,2400\n6,1600\n10,0\n"))
+    assert table.keys == (1.0, 3.5, 7.5, 10.0)
+    assert table.performance(3.5) == 2400                 # an exact key
+    assert table.performance(2) == 2640                   # 2800 + (2400-2800) * (1/2.5) = 2640
+    assert table.performance(5) == 2100                   # 2400 + (1600-2400) * (1.5/4) = 2100
+    assert table.performance(9) == 640                    # 1600 + (0-1600) * (1.5/2.5) = 1600 - 960
+    assert table.performance(0.5) == 2800 and table.performance(11) == 0   # clamped at the ends
+
+
+def test_tie_averaging_changes_performance_not_rank(tmp_path: Path) -> None:
+    groups = load_standings(_csv(tmp_path, "s.csv", "rank,score\n1,50\n2,40\n3,40\n4,40\n5,0\n"))
+    table = load_performance(_csv(tmp_path, "p.csv", "rank,performance\n1,2000\n2,1800\n3,1600\n4,1400\n5,0\n"))
+    spot = place(40, groups)
+    assert spot.rank == 2
+    assert table.performance(spot.rank_for_performance) == 1600   # rank 3's value, not rank 2's 1800
+
+
+def test_the_shipped_standings_by_hand() -> None:
+    from cmx_alebench.problem import find_problem
+
+    problem = find_problem("cmx001", [])
+    groups = load_standings(problem.standings_path(False))
+    table = load_performance(problem.root / "performance.csv")
+    tie = place(239477, groups)               # the three synthetic rows at ranks 24-26
+    assert (tie.rank, tie.rank_for_performance) == (24, 25.0)
+    assert table.performance(25.0) == 1000   # rank 24 covers 24..26: its key is 25
+    between = place(1210000, groups)          # below 1230000 (rank 12), above 1200000 (rank 13)
+    assert between.rank == 13
+    assert table.performance(13) == 1825     # keys 9.5 -> 2000 and 13.5 -> 1800: 2000 - 200 * 3.5/4
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("rank,points\n1,5\n2,0\n", "missing column(s) score"),
+    ("rank,score\n1,five\n2,0\n", "not a number"),
+    ("rank,score\n1,5\n2,3\n", "last row must have score 0"),
+    ("rank,score\n", "no rows"),
+])
+def test_malformed_standings_are_one_line_errors(tmp_path: Path, text: str, fragment: str) -> None:
+    path = _csv(tmp_path, "standings_scores.csv", text)
+    with pytest.raises(UsageError, match=r"standings_scores\.csv") as info:
+        load_standings(path)
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_unsorted_performance_table_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="sort the rows"):
+        load_performance(_csv(tmp_path, "p.csv", "rank,performance\n5,100\n1,200\n"))
