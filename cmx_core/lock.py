@@ -48,8 +48,18 @@ DRIFT_CLASSES = {
     "remote": "the far side of a remote executor: it detects its own facts, so cache keys may change, and "
               "plugins the plan does not use (the executor's own) may be missing; recipes, versions, "
               "variations, inputs, steps and the plugins the plan uses may not differ",
+    "hardware": "other hardware (a controlled A/B, e.g. another GPU): a node's cache key may change when only "
+                "hardware facts it used differ (gpus, accelerator, cpu, memory, cuda), and `cmx bundle replay` "
+                "runs on another hardware_class; recipes, versions, variations, inputs, steps and plugins may not",
+    "software": "other system software: a node's cache key may change when only non-hardware facts it used "
+                "differ (os, python, torch, packages, container engines); recipes, inputs, steps and plugins may not",
+    "plugins": "other plugin versions (swap one plugin for an A/B): plugin and step versions and the cache keys "
+               "they feed may change; recipes, versions, variations and inputs may not",
 }
-"""Classes of drift ``cmx run --lock FILE --allow-drift=CLASS`` lets through."""
+"""Classes of drift ``cmx run --lock FILE --allow-drift=CLASS`` (and ``cmx bundle replay``) let through."""
+
+HARDWARE_FACTS = ("gpus", "accelerator", "cpu", "memory", "cuda")
+"""Facts (by their first dotted component) that describe the hardware, for the ``hardware`` class."""
 
 _FACT_FIELDS = frozenset({"cache_key"})
 
@@ -66,21 +76,37 @@ def check_drift(locked: Mapping[str, Any], current: Mapping[str, Any], path: Pat
     """Raise a ResolveError listing what resolves differently from the lock."""
     remote = "remote" in allow
     ignored = _FACT_FIELDS if remote else frozenset()
-    diffs = _node_diffs(locked["nodes"], current["nodes"], ignored) \
-        + _plugin_diffs(locked.get("plugins", []), current["plugins"], used_only=remote)
+    if "plugins" in allow:
+        ignored = ignored | {"steps", "cache_key"}
+    diffs = _node_diffs(locked["nodes"], current["nodes"], ignored, _fact_drift(allow))
+    if "plugins" not in allow:
+        diffs += _plugin_diffs(locked.get("plugins", []), current["plugins"], used_only=remote)
     if diffs:
         shown = "; ".join(diffs[:4]) + (f"; and {len(diffs) - 4} more" if len(diffs) > 4 else "")
         raise ResolveError(f"--lock {path}: the run would differ from the lock: {shown}")
 
 
+def _fact_drift(allow: Sequence[str]) -> frozenset[bool]:
+    """Which facts may differ: ``True`` for hardware facts, ``False`` for the others."""
+    return frozenset(kind for name, kind in (("hardware", True), ("software", False)) if name in allow)
+
+
+def _facts_explain_key(old: Mapping[str, Any], new: Mapping[str, Any], allowed: frozenset[bool]) -> bool:
+    """Whether the facts a node used differ, and only in allowed kinds (then its cache key may)."""
+    before, after = dict(old.get("facts_used") or {}), dict(new.get("facts_used") or {})
+    changed = [k for k in set(before) | set(after) if before.get(k) != after.get(k)]
+    return bool(changed) and all((str(k).split(".")[0] in HARDWARE_FACTS) in allowed for k in changed)
+
+
 def _node_diffs(old_nodes: list[Mapping[str, Any]], new_nodes: list[Mapping[str, Any]],
-                ignored: frozenset[str] = frozenset()) -> list[str]:
+                ignored: frozenset[str] = frozenset(), facts_allowed: frozenset[bool] = frozenset()) -> list[str]:
     old = {n["id"]: n for n in old_nodes}
     new = {n["id"]: n for n in new_nodes}
     diffs = [f"node {i} is gone" for i in old if i not in new] + [f"node {i} is new" for i in new if i not in old]
     for node_id in [i for i in old if i in new]:
+        skip = ignored | ({"cache_key"} if _facts_explain_key(old[node_id], new[node_id], facts_allowed) else set())
         for field in NODE_FIELDS:
-            if field in ignored:
+            if field in skip:
                 continue
             if old[node_id].get(field) != new[node_id].get(field):
                 before, after = _short(old[node_id].get(field)), _short(new[node_id].get(field))

@@ -30,6 +30,8 @@ def common_options() -> argparse.ArgumentParser:
     common.add_argument("--recipes", action="append", default=[], metavar="DIR",
                         help="an extra recipe directory (highest precedence; repeatable)")
     common.add_argument("--strict-plugins", action="store_true", help="fail if any plugin fails to load")
+    common.add_argument("--strict", action="store_true",
+                        help="fail on any broken recipe file or plugin (the default when CI is set)")
     common.add_argument("-v", "--verbose", action="store_true", help="more progress detail on stderr")
     return common
 
@@ -45,6 +47,7 @@ COMMAND_MODULES: dict[str, tuple[str, str, str]] = {
     "results": ("results_cmd", "add_parser", "list, show, compare and export run results"),
     "plugins": ("plugins_cmd", "add_parser", "list, find, install and scaffold plugins"),
     "registry": ("registry_cmd", "add_parser", "check the plugin registry (registry.yaml)"),
+    "bundle": ("bundle_cmd", "add_parser", "pack, verify, import and replay runs for someone else"),
 }
 """Core commands: the module and function adding each one's parser (imported only for the
 command being run) and the one-line summary shown by ``cmx --help``."""

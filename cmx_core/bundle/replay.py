@@ -1,0 +1,142 @@
+"""``cmx bundle replay``: re-run each run of a verified bundle from its lock, here, refusing
+drift as ``cmx run --lock`` does (``allow_drift`` names the classes let through; ``hardware``
+also lets the replay run on another ``hardware_class``), then judge each lock's replays
+against its original repeats (:mod:`cmx_core.bundle.verdict`).
+
+The locks are copied into a private staging directory under the cache: the copy points the
+query at recipes that exist here (``--recipes``, the lock's own directories when they exist,
+else the recipe files the bundle carries) and drops a facts file that does not exist here
+(the replay then detects this machine's facts). Nothing else of the lock changes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmx_core.bundle import RECIPES, RUNS
+from cmx_core.bundle.verdict import DEFAULT_TOLERANCE, Judgement, judge
+from cmx_core.bundle.verify import VerifiedBundle
+from cmx_core.errors import ResolveError
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    executor: str | None = None
+    allow_drift: Sequence[str] = ()
+    recipes: Sequence[str] = ()
+    facts_file: str | None = None
+    tolerance: float = DEFAULT_TOLERANCE
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    bundle: str
+    replays: tuple[tuple[str, str], ...]  # (original run id, replay run id)
+    judgements: tuple[Judgement, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bundle": self.bundle, "replays": [{"original": o, "replay": r} for o, r in self.replays],
+                "comparisons": [j.to_json() for j in self.judgements]}
+
+
+def replay_bundle(bundle: VerifiedBundle, options: ReplayOptions) -> ReplayReport:
+    from cmx_core import paths
+    from cmx_core.lock import check_drift_classes
+
+    check_drift_classes(options.allow_drift)
+    originals = {r.run_id: json.loads(bundle.members[f"{RUNS}/{r.dir}/result.json"]) for r in bundle.manifest.runs}
+    staging_root = paths.cache_dir() / "bundle-replay"
+    staging_root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="replay-", dir=staging_root))
+    try:
+        recipes_dir = _bundled_recipes(bundle, staging)
+        _check_hardware(originals, options, _facts_file(bundle, options))
+        replays = [(run.run_id, _replay_one(bundle, run.dir, staging, recipes_dir, options))
+                   for run in bundle.manifest.runs]
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return ReplayReport(str(bundle.path), tuple((o, r["run_id"]) for o, r in replays),
+                        tuple(_judgements(originals, replays, options.tolerance)))
+
+
+def _bundled_recipes(bundle: VerifiedBundle, staging: Path) -> Path | None:
+    files = {n: d for n, d in bundle.members.items() if n.startswith(f"{RECIPES}/")}
+    if not files:
+        return None
+    target = staging / "recipes"
+    for name, data in files.items():
+        digest_dir, filename = name.split("/")[1], name.split("/")[-1]
+        path = target / f"{digest_dir}-{filename}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return target
+
+
+def _facts_file(bundle: VerifiedBundle, options: ReplayOptions) -> str | None:
+    """The facts file the replay will use: ``--facts``, else a lock's own when it exists here."""
+    if options.facts_file:
+        return options.facts_file
+    for run in bundle.manifest.runs:
+        locked = json.loads(bundle.members[f"{RUNS}/{run.dir}/lock.json"])["query"].get("facts_file")
+        if locked and Path(locked).is_file():
+            return str(locked)
+    return None
+
+
+def _check_hardware(originals: Mapping[str, Mapping[str, Any]], options: ReplayOptions,
+                    facts_file: str | None) -> None:
+    """Refuse to run on another hardware class unless ``hardware`` drift is allowed."""
+    if "hardware" in options.allow_drift:
+        return
+    from cmx_core.engine import detect_facts
+    from cmx_core.hardware import from_system, of_document
+    from cmx_core.results.facts_map import system_section
+
+    here = from_system(system_section(detect_facts(facts_file=facts_file)))
+    for run_id, document in originals.items():
+        there = of_document(document)
+        if there.id != here.id:
+            raise ResolveError(f"bundle run {run_id} was measured on hardware class {there.id} ({there.label}), "
+                               f"this machine is {here.id} ({here.label}): {'; '.join(there.differences(here))}; "
+                               "replay with --allow-drift=hardware for an A/B across hardware")
+
+
+def _replay_one(bundle: VerifiedBundle, directory: str, staging: Path, recipes_dir: Path | None,
+                options: ReplayOptions) -> dict[str, Any]:
+    from cmx_core import engine
+
+    lock = json.loads(bundle.members[f"{RUNS}/{directory}/lock.json"])
+    query = lock["query"]
+    locked_dirs = [d for d in query.get("recipes_dirs") or () if Path(d).is_dir()]
+    if options.recipes:
+        query["recipes_dirs"] = list(options.recipes)
+    elif len(locked_dirs) != len(query.get("recipes_dirs") or ()):
+        query["recipes_dirs"] = [str(recipes_dir)] if recipes_dir else []
+    if query.get("facts_file") and not Path(query["facts_file"]).is_file():
+        query["facts_file"] = None
+    path = staging / directory / "lock.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(lock, indent=2, sort_keys=True))
+    result = engine.run((), lock=path, allow_drift=list(options.allow_drift), executor=options.executor,
+                        facts_file=options.facts_file, options=dict(options.options))
+    return result.document
+
+
+def _judgements(originals: Mapping[str, Mapping[str, Any]], replays: Sequence[tuple[str, Mapping[str, Any]]],
+                tolerance: float) -> list[Judgement]:
+    """One judgement per lock digest: its original repeats against its replays."""
+    groups: dict[str, tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]] = {}
+    for original_id, replayed in replays:
+        original = originals[original_id]
+        key = original["provenance"].get("lock_digest") or original_id
+        before, after = groups.setdefault(key, ([], []))
+        before.append(original)
+        after.append(replayed)
+    return [judge(before, after, tolerance) for before, after in groups.values()]

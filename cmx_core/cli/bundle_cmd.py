@@ -1,0 +1,163 @@
+"""``cmx bundle create|verify|import|replay``: argument parsing and printing over
+:mod:`cmx_core.bundle`. Every subcommand verifies first: a bundle that fails is exit 2 with
+the member named, and is never imported or replayed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from cmx_core.errors import UsageError
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    from cmx_core.lock import DRIFT_CLASSES
+
+    bundle = sub.add_parser("bundle", parents=[common], help="pack, verify, import and replay runs for someone else")
+    actions = bundle.add_subparsers(dest="action", metavar="ACTION", parser_class=type(bundle), required=True)
+    create = actions.add_parser("create", parents=[common], help="pack run directories into one verified .tar.gz")
+    create.add_argument("runs", metavar="RUN", nargs="+", help="run ids, unique prefixes or run directories")
+    create.add_argument("-o", "--output", required=True, metavar="FILE.tar.gz", help="the bundle to write")
+    create.add_argument("--sign", action="store_true", help="sign the manifest with an ssh key (ssh-keygen -Y)")
+    create.add_argument("--key", metavar="PATH", default=os.environ.get("CMX_SIGNING_KEY"),
+                        help="the private ssh key for --sign (default: $CMX_SIGNING_KEY)")
+    create.add_argument("--env-allow", action="append", default=[], metavar="PATTERN",
+                        help="also keep environment variables matching this glob (repeatable)")
+    create.set_defaults(handler=cmd_create)
+    for name, summary, handler in (("verify", "check every member against the manifest", cmd_verify),
+                                   ("import", "verify, then add the runs to the results store", cmd_import),
+                                   ("replay", "verify, re-run each run from its lock here, compare", cmd_replay)):
+        action = actions.add_parser(name, parents=[common], help=summary)
+        action.add_argument("bundle", metavar="FILE", help="the bundle (.tar.gz)")
+        action.add_argument("--allowed-signers", metavar="FILE", help="ssh allowed_signers: the signature must verify")
+        action.add_argument("--identity", metavar="ID", help="with --allowed-signers: the signer's principal")
+        action.set_defaults(handler=handler)
+        if name == "replay":
+            _replay_options(action, sorted(DRIFT_CLASSES))
+
+
+def _replay_options(parser: argparse.ArgumentParser, classes: list[str]) -> None:
+    parser.add_argument("--executor", default=None, help="where to run (default as for cmx run)")
+    parser.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting of the executor (repeatable)")
+    parser.add_argument("--allow-drift", action="append", default=[], metavar="CLASS", choices=classes,
+                        help=f"let this class of drift through ({', '.join(classes)}; see docs/bundles.md)")
+    parser.add_argument("--facts", metavar="FILE", help="use a saved facts file instead of probing this machine")
+    parser.add_argument("--tolerance", type=float, default=None, metavar="FRACTION",
+                        help="relative half-width of the reproduced band (default 0.05)")
+
+
+def _verified(args: argparse.Namespace) -> Any:
+    from cmx_core.bundle.verify import verify_bundle
+
+    if args.identity and not args.allowed_signers:
+        raise UsageError("--identity needs --allowed-signers FILE")
+    signers = Path(args.allowed_signers) if args.allowed_signers else None
+    return verify_bundle(Path(args.bundle), signers, args.identity)
+
+
+def _print(args: argparse.Namespace, data: Any, lines: list[str]) -> None:
+    if args.json:
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    else:
+        for line in lines:
+            print(line)
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    from cmx_core.bundle.pack import BundleOptions, create_bundle
+    from cmx_core.secrets import DEFAULT_ENV_ALLOW
+
+    if args.sign and not args.key:
+        raise UsageError("--sign needs a key: --key PATH (a private ssh key) or CMX_SIGNING_KEY")
+    if args.key and not args.sign:
+        raise UsageError("--key is for --sign; add --sign or drop --key")
+    options = BundleOptions(env=dict(os.environ), allow=(*DEFAULT_ENV_ALLOW, *args.env_allow),
+                            key=Path(args.key) if args.sign else None)
+    created = create_bundle([_run_dir(r) for r in args.runs], Path(args.output), options)
+    manifest = created.manifest
+    notes = (", signed" if manifest.signed else "") + (
+        f", {len(manifest.redacted)} redacted" if manifest.redacted else "")
+    _print(args, created.to_json(), [f"wrote {created.path}: {len(manifest.runs)} run(s), "
+                                     f"{len(manifest.files) + 1} member(s){notes}"])
+    return 0
+
+
+def _run_dir(run: str) -> Path:
+    """A run directory, or the directory of a stored run id (prefix)."""
+    if Path(run).is_dir():
+        return Path(run)
+    from cmx_core import paths
+    from cmx_core.results.store import ResultStore
+
+    return ResultStore(paths.results_db()).resolve(run)[1].parent
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    verified = _verified(args)
+    _print(args, verified.to_json(), [f"{verified.path}: verified, {len(verified.members)} member(s), "
+                                      f"{len(verified.manifest.runs)} run(s), {verified.signature}"])
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from cmx_core import paths
+    from cmx_core.bundle.importer import import_bundle
+    from cmx_core.results.store import ResultStore
+
+    done = import_bundle(_verified(args), ResultStore(paths.results_db()), paths.runs_dir())
+    lines = [f"imported {run_id} -> {run_dir}" for run_id, run_dir in done.imported]
+    lines += [f"already in the store: {run_id}" for run_id in done.already]
+    _print(args, done.to_json(), lines)
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from cmx_core.bundle.replay import ReplayOptions, replay_bundle
+    from cmx_core.bundle.verdict import DEFAULT_TOLERANCE
+    from cmx_core.cli.core_cmds import parse_executor_options
+
+    tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
+    if not 0 <= tolerance < 1:
+        raise UsageError(f"--tolerance {tolerance}: give a fraction from 0 to 1, e.g. 0.05")
+    options = ReplayOptions(executor=args.executor, allow_drift=tuple(args.allow_drift), recipes=tuple(args.recipes),
+                            facts_file=args.facts, tolerance=tolerance,
+                            options=parse_executor_options(args.executor_opt))
+    report = replay_bundle(_verified(args), options)
+    if args.json:
+        _print(args, report.to_json(), [])
+    else:
+        _print_replay(report)
+    return 0
+
+
+def _print_replay(report: Any) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from cmx_core.cli.results_cmd import fmt_number
+
+    console = Console(highlight=False)
+    for judgement in report.judgements:
+        console.print(f"[bold]{escape(judgement.verdict)}[/]: {escape(judgement.reason)}")
+        table = Table(title=f"original {', '.join(judgement.original_runs)[:40]} vs replay "
+                            f"{', '.join(judgement.replay_runs)[:40]}")
+        for column in ("metric", "unit", "original", "replay", "band", "verdict", "reason"):
+            table.add_column(column)
+        for m in judgement.metrics:
+            band = f"{fmt_number(m.band[0])}..{fmt_number(m.band[1])}" if m.band else "-"
+            table.add_row(escape(m.name), escape(m.unit or ""), _side(m.original, fmt_number),
+                          _side(m.replay, fmt_number), band, escape(m.verdict), escape(m.reason))
+        console.print(table)
+
+
+def _side(samples: Any, fmt: Any) -> str:
+    if samples is None:
+        return "-"
+    text = str(fmt(samples.median))
+    return text if samples.n == 1 else f"{text} [{fmt(samples.low)}..{fmt(samples.high)}, n={samples.n}]"
