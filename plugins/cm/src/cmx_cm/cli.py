@@ -1,0 +1,65 @@
+"""``cmx import cm DIR [--out DIR] [--report] [--run ALIAS,...]``.
+
+Translates a CM/MLC collection into a recipe directory and writes ``report.json`` (every
+key not mapped exactly: file, key, kind, reason). ``--report`` adds the coverage: how many
+scripts import (their recipe loads in cmx), plan (``cmx plan`` resolves them on this
+machine) and run (for the scripts named by ``--run``, which really run them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from cmx_core.errors import UsageError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("noun", choices=["cm"], help="what to import: cm (a CM/CMX or MLC script collection)")
+    parser.add_argument("directory", metavar="DIR", help="the collection (a folder of script folders) or one script")
+    parser.add_argument("--out", metavar="DIR", default=None,
+                        help="where the recipes go (default: ./cmx-cm-recipes); never inside DIR")
+    parser.add_argument("--report", action="store_true",
+                        help="also count how many scripts import, plan and (with --run) run here")
+    parser.add_argument("--run", metavar="ALIAS,...", default="",
+                        help="with --report: run these scripts for real (aliases or globs like detect-*)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from cmx_cm.collection import import_collection
+
+    if args.run and not args.report:
+        raise UsageError("--run needs --report (it counts the scripts that run here)")
+    root = Path(args.directory)
+    out = Path(args.out) if args.out else Path.cwd() / "cmx-cm-recipes"
+    result = import_collection(root, out)
+    document: dict[str, Any] = {k: v for k, v in result.report().items() if k != "issues"}
+    document["report"] = str(out / "report.json")
+    if args.report:
+        from cmx_cm.coverage import coverage
+
+        runs = [p.strip() for p in args.run.split(",") if p.strip()]
+        document["coverage"] = coverage(result, out, runs).to_json()
+        (out / "coverage.json").write_text(json.dumps(document["coverage"], indent=2) + "\n")
+    if getattr(args, "json", False):
+        print(json.dumps(document, indent=2))
+    else:
+        _print(document)
+    return 0
+
+
+def _print(document: dict[str, Any]) -> None:
+    counts = document["issue_counts"]
+    print(f"imported {document['imported']} of {document['scripts']} scripts into {document['out_dir']}")
+    print(f"not mapped exactly: {counts['unmapped']} unmapped, {counts['approximated']} approximated, "
+          f"{counts['ignored']} ignored (each with file, key and reason in {document['report']})")
+    cov = document.get("coverage")
+    if cov:
+        print(f"coverage: import {cov['imported']}/{cov['scripts']}, plan {cov['planned']}/{cov['scripts']}, "
+              f"run {cov['ran']}/{cov['run_attempted']} attempted")
+        for entry in cov["runs"]:
+            print(f"  run {entry['name']}: {entry['status']}" + (f" ({entry['reason']})" if entry["reason"] else ""),
+                  file=sys.stdout)

@@ -1,0 +1,87 @@
+"""The coverage of an imported collection: how many scripts import, plan and run here.
+
+* import: the recipe file loads through cmx's own recipe loader (the catalog reports no error);
+* plan: ``cmx plan`` resolves the recipe (its default variations) with its deps on this machine;
+* run: the scripts asked for by name really run (``cmx run``); the others are not attempted,
+  and the count says how many were attempted, never more.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmx_core.errors import CmxError
+
+from cmx_cm.collection import ImportResult
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    name: str
+    status: str  # ran | failed | not-planned
+    reason: str = ""
+    wall_s: float | None = None
+
+
+@dataclass
+class Coverage:
+    scripts: int
+    imported: int = 0
+    planned: int = 0
+    ran: int = 0
+    run_attempted: int = 0
+    import_errors: dict[str, str] = field(default_factory=dict)
+    plan_errors: dict[str, str] = field(default_factory=dict)
+    runs: list[RunEntry] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["runs"] = [asdict(r) for r in self.runs]
+        return out
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
+
+
+def coverage(result: ImportResult, out_dir: Path, run_patterns: Sequence[str]) -> Coverage:
+    import time
+
+    from cmx_core import api
+
+    cov = Coverage(scripts=len(result.translations) + len(result.failed))
+    errors: list[str] = []
+    loaded = {r.name: r for r in api.list_recipes(recipes_dirs=[out_dir], errors=errors)}
+    for t in result.translations:
+        if t.name not in loaded:
+            cov.import_errors[t.name] = next((e for e in errors if t.name in e), "not loaded")
+            continue
+        cov.imported += 1
+        tags = list(loaded[t.name].tags)
+        try:
+            api.plan(tags, recipes_dirs=[out_dir])
+        except CmxError as exc:
+            cov.plan_errors[t.name] = _one_line(exc)
+            continue
+        cov.planned += 1
+    for t in result.translations:
+        alias = t.script.alias
+        if not any(fnmatch.fnmatchcase(alias, p) or fnmatch.fnmatchcase(t.name, p) for p in run_patterns):
+            continue
+        cov.run_attempted += 1
+        if t.name not in loaded or t.name in cov.plan_errors:
+            cov.runs.append(RunEntry(t.name, "not-planned", cov.plan_errors.get(t.name, "did not import")))
+            continue
+        start = time.perf_counter()
+        try:
+            api.run(list(loaded[t.name].tags), recipes_dirs=[out_dir])
+        except CmxError as exc:
+            cov.runs.append(RunEntry(t.name, "failed", _one_line(exc), time.perf_counter() - start))
+            continue
+        cov.ran += 1
+        cov.runs.append(RunEntry(t.name, "ran", "", round(time.perf_counter() - start, 3)))
+    return cov

@@ -1,0 +1,115 @@
+"""Reading CM/CMX and MLC script metadata: ``_cm.yaml``/``_cm.json`` (CM) or ``meta.yaml`` (MLC).
+
+A script directory holds one metadata file plus ``customize.py`` and ``run.sh``. The two
+flavours differ in the file name and the env prefix (``CM_`` or ``MLC_``); the keys are the
+same. Nothing here imports ``cmind`` or ``mlc``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from cmx_core.errors import UsageError
+
+Flavor = Literal["cm", "mlc"]
+META_FILES: tuple[tuple[str, Flavor], ...] = (("_cm.yaml", "cm"), ("_cm.json", "cm"), ("meta.yaml", "mlc"))
+SKIP_DIRS = frozenset({"__pycache__", ".git", "node_modules"})
+
+
+@dataclass(frozen=True)
+class ScriptMeta:
+    """One script: its directory, metadata file, flavour and the parsed (never mutated) data."""
+
+    directory: Path
+    meta_file: Path
+    flavor: Flavor
+    data: Mapping[str, Any]
+
+    @property
+    def prefix(self) -> str:
+        """The env prefix the script's variables use: ``CM`` or ``MLC``."""
+        return "CM" if self.flavor == "cm" else "MLC"
+
+    @property
+    def alias(self) -> str:
+        return str(self.data.get("alias") or self.directory.name)
+
+
+def _yaml_load(text: str) -> Any:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+
+
+def find_meta_file(directory: Path) -> tuple[Path, Flavor] | None:
+    """The metadata file of a script directory, or None when it is not a script."""
+    for name, flavor in META_FILES:
+        candidate = directory / name
+        if candidate.is_file():
+            return candidate, flavor
+    return None
+
+
+def load_script(directory: Path) -> ScriptMeta:
+    """Parse one script directory's metadata; a malformed file is a one-line UsageError."""
+    found = find_meta_file(directory)
+    if found is None:
+        raise UsageError(f"{directory}: no _cm.yaml, _cm.json or meta.yaml; point at a CM or MLC script directory")
+    path, flavor = found
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text) if path.suffix == ".json" else _yaml_load(text)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: cannot be read as script metadata ({_one_line(exc)}); fix or remove the file") from None
+    except Exception as exc:  # yaml.YAMLError, without importing yaml at module level
+        raise UsageError(f"{path}: not valid YAML ({_one_line(exc)}); fix the file") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: script metadata must be a mapping, got {type(data).__name__}")
+    return ScriptMeta(directory=directory, meta_file=path, flavor=flavor, data=data)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
+
+
+def script_dirs(root: Path) -> Iterator[Path]:
+    """Every script directory under ``root`` (a collection, a repo or one script), sorted."""
+    if find_meta_file(root) is not None:
+        yield root
+        return
+    for dirpath, dirnames, _files in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        here = Path(dirpath)
+        if here != root and find_meta_file(here) is not None:
+            dirnames[:] = []  # a script's own subfolders are its data, not more scripts
+            yield here
+
+
+def script_files(directory: Path) -> list[Path]:
+    """The files a script's behaviour depends on (its top-level files, sorted)."""
+    return sorted(p for p in directory.iterdir() if p.is_file() and not p.name.endswith((".pyc", ".md")))
+
+
+def script_digest(directory: Path) -> str:
+    """A sha256 over the script's files (names and contents): feeds the translated recipe, so
+    a changed ``customize.py`` or ``run.sh`` changes the cache key."""
+    digest = hashlib.sha256()
+    for path in script_files(directory):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def script_stamp(directory: Path) -> str:
+    """A cheap stat stamp (name, size, mtime_ns of each file) used to revalidate caches."""
+    parts = []
+    for path in script_files(directory):
+        st = path.stat()
+        parts.append(f"{path.name}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()

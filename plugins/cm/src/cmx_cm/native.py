@@ -1,0 +1,87 @@
+"""Running a script's ``run.sh`` the way CM does: the env exported (``+KEY`` lists prepended to
+the variable), the script sourced by bash in the work directory, then ``tmp-run-env.out``
+(``KEY=VALUE`` lines) and ``tmp-run-state.json`` merged back. An argument list, never a
+shell string built from values."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping, MutableMapping
+from pathlib import Path
+from typing import Any
+
+TMP_ENV = "tmp-run-env.out"
+TMP_STATE = "tmp-run-state.json"
+TMP_STATE_IN = "tmp-state.json"
+
+
+class ScriptError(Exception):
+    """A native script or a customize.py function failed; the message is one line."""
+
+
+def script_name(env: Mapping[str, Any], directory: Path, name: str = "run") -> str:
+    """CM's choice of run script: ``run-<flavor>-<version>-<platform>.sh`` down to ``run.sh``."""
+    prefix = next((k.split("_HOST_OS_FLAVOR")[0] for k in env if k.endswith("_HOST_OS_FLAVOR")), "CM")
+    flavor = str(env.get(f"{prefix}_HOST_OS_FLAVOR", ""))
+    version = str(env.get(f"{prefix}_HOST_OS_VERSION", ""))
+    platform = str(env.get(f"{prefix}_HOST_PLATFORM_FLAVOR", ""))
+    for parts in ((flavor, version, platform), (flavor, platform), (flavor, version), (flavor,), (platform,)):
+        if all(parts):
+            candidate = "-".join((name, *parts)) + ".sh"
+            if (directory / candidate).is_file():
+                return candidate
+    return name + ".sh"
+
+
+def process_env(env: Mapping[str, Any], base: Mapping[str, str]) -> dict[str, str]:
+    """The child's environment: ``base`` plus every script env key, ``+KEY`` lists prepended."""
+    out = dict(base)
+    for key in sorted(env):
+        value = env[key]
+        if key.startswith("+"):
+            name = key[1:]
+            items = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+            out[name] = os.pathsep.join([*items, base.get(name, "")])
+        else:
+            out[key] = str(value)
+    return out
+
+
+def merge_outputs(work_dir: Path, env: MutableMapping[str, Any], state: MutableMapping[str, Any]) -> None:
+    """Fold the files a native script wrote into env and state (lists appended, unique)."""
+    from cmind.utils import convert_env_to_dict, merge_dicts  # the shim, on the runner's path
+
+    state_file = work_dir / TMP_STATE
+    if state_file.is_file():
+        try:
+            merge_dicts({"dict1": state, "dict2": json.loads(state_file.read_text()),
+                         "append_lists": True, "append_unique": True})
+        except ValueError as exc:
+            raise ScriptError(f"{state_file}: not JSON ({exc})") from None
+    env_file = work_dir / TMP_ENV
+    if env_file.is_file():
+        merge_dicts({"dict1": env, "dict2": convert_env_to_dict(env_file.read_text())["dict"],
+                     "append_lists": True, "append_unique": True})
+
+
+def run_native(directory: Path, name: str, env: MutableMapping[str, Any], state: MutableMapping[str, Any],
+               work_dir: Path, base_env: Mapping[str, str], timeout_s: float | None) -> bool:
+    """Run ``name`` (``run``, ``install``...) if the script has it; False when it has none."""
+    script = directory / script_name(env, directory, name)
+    if not script.is_file():
+        return False
+    for stale in (TMP_ENV, TMP_STATE):
+        (work_dir / stale).unlink(missing_ok=True)
+    (work_dir / TMP_STATE_IN).write_text(json.dumps(state, indent=2, sort_keys=True))
+    argv = ["bash", "-c", '. "$1"', "cmx-cm", str(script)]
+    try:
+        done = subprocess.run(argv, cwd=work_dir, env=process_env(env, base_env), stdin=subprocess.DEVNULL,
+                              timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise ScriptError(f"{script} ran past {timeout_s:g} s and was stopped") from None
+    if done.returncode != 0:
+        raise ScriptError(f"{script} failed with exit code {done.returncode} (its output is in the step log)")
+    merge_outputs(work_dir, env, state)
+    return True

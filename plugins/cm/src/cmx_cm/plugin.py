@@ -1,0 +1,72 @@
+"""cmx-cm's hook implementations: the ``cm.script`` step type, the ``cmx import cm`` command
+and, when ``CMX_CM_PATH`` names collections, their live translation as a recipe source.
+
+Importing this module is cheap: translation, the step and the CLI are imported when used.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from cmx_core.api import Capabilities, Command, StepContext, StepOutput, StepType, hookimpl
+
+PLUGIN = "cmx-cm"
+
+
+def _run_script(ctx: StepContext) -> StepOutput:
+    from cmx_cm.step import run_script
+
+    return run_script(ctx)
+
+
+def _valid(outputs: Mapping[str, Any]) -> bool:
+    from cmx_cm.step import still_valid
+
+    return still_valid(outputs)
+
+
+def _params() -> dict[str, str]:
+    from cmx_cm.step import PARAMS
+
+    return PARAMS
+
+
+@hookimpl
+def cmx_register_steps(register: Callable[[StepType], None]) -> None:
+    register(StepType(name="cm.script", summary="Run an imported CM/MLC script (customize.py + run.sh)",
+                      run=_run_script, params=_params(), validate=_valid,
+                      capabilities=Capabilities(runs_untrusted_code=False), plugin=PLUGIN))
+
+
+@hookimpl
+def cmx_register_commands(register: Callable[[Command], None]) -> None:
+    register(Command(name="import", summary="Import a CM/CMX or MLC script collection as cmx recipes (import cm DIR)",
+                     configure=_configure, run=_run, plugin=PLUGIN))
+
+
+def _configure(parser: Any) -> None:
+    from cmx_cm.cli import configure
+
+    configure(parser)
+
+
+def _run(args: Any) -> int:
+    from cmx_cm.cli import run
+
+    return run(args)
+
+
+@hookimpl
+def cmx_recipe_paths() -> list[Path]:
+    """The live translations of the collections in ``CMX_CM_PATH`` (none when unset)."""
+    value = os.environ.get("CMX_CM_PATH", "")
+    if not value.strip():
+        return []
+    from cmx_core.paths import cache_dir
+
+    from cmx_cm.collection import live_paths
+
+    return live_paths(value, cache_dir())

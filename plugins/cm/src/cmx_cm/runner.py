@@ -1,0 +1,157 @@
+"""The child process that runs one CM/MLC script: ``python -I -m cmx_cm.runner REQUEST RESULT``.
+
+A child, so a ``customize.py`` (which may ``sys.exit``, patch modules or print) cannot
+touch the cmx process. It runs in the cmx work directory with the ``cmind``/``mlc`` shim
+first on ``sys.path``, and follows CM's lifecycle: preprocess, ``run.sh``, postprocess,
+then the version constraints and the ``new_env_keys``/``new_state_keys`` filter. It never
+prompts: stdin is closed and ``input()``/``getpass()`` fail with a message naming the prompt.
+The result (or the one-line error) is written as JSON to RESULT.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import fnmatch
+import importlib.util
+import json
+import os
+import re
+import struct
+import sys
+import traceback
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any, NoReturn
+
+SHIM = Path(__file__).parent / "_shim"
+
+
+class Prompted(Exception):
+    """A script asked for interactive input."""
+
+
+def _no_prompt(prompt: object = "", *args: object, **kwargs: object) -> NoReturn:
+    text = " ".join(str(prompt).split())[:120]
+    raise Prompted(f"the script asked for interactive input ({text!r}); cmx never prompts: set the value "
+                   "through the recipe's inputs (the env key or input_mapping name)")
+
+
+def os_info() -> dict[str, Any]:
+    """CM's ``os_info`` for a Linux/macOS host (the fields scripts read)."""
+    import platform
+
+    name = "darwin" if platform.system().lower().startswith("darwin") else "linux"
+    bits = str(8 * struct.calcsize("P"))
+    try:
+        bits = os.popen("getconf LONG_BIT 2>/dev/null").read().strip() or bits  # noqa: S605,S607 - constant
+    except OSError:
+        pass
+    return {"platform": name, "bat_ext": ".sh", "set_env": 'export ${key}="${value}"', "env_separator": ":",
+            "env_var": "${env_var}", "bits": bits, "python_bits": str(8 * struct.calcsize("P")),
+            "start_script": ["#!/bin/bash", ""], "run_bat": ". ${bat_file}", "env": {}}
+
+
+def substitute(env: dict[str, Any]) -> None:
+    """CM's ``<<<KEY>>>`` placeholders in env values, filled from the env itself."""
+    for key, value in list(env.items()):
+        if isinstance(value, str) and "<<<" in value:
+            env[key] = re.sub(r"<<<(.*?)>>>", lambda m: str(env.get(m.group(1), "")), value)
+
+
+def load_customize(directory: Path) -> ModuleType | None:
+    path = directory / "customize.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("customize", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def select(source: Mapping[str, Any], patterns: Sequence[str]) -> dict[str, Any]:
+    """CM's ``new_env_keys`` filter: globs, exact keys, and ``<<<KEY>>>`` indirections."""
+    out: dict[str, Any] = {}
+    for pattern in patterns:
+        if "*" in pattern or "?" in pattern:
+            out.update({k: v for k, v in source.items() if fnmatch.fnmatchcase(k, pattern)})
+        elif pattern in source:
+            out[pattern] = source[pattern]
+        elif "<<<" in pattern:
+            for ref in re.findall(r"<<<(.*?)>>>", pattern):
+                target = source.get(ref)
+                if isinstance(target, str) and target in source:
+                    out[target] = source[target]
+    return out
+
+
+def _check(result: Any, stage: str) -> dict[str, Any]:
+    if not isinstance(result, dict):
+        raise RuntimeError(f"{stage} returned {type(result).__name__}, not CM's result dict")
+    if result.get("return", 0) > 0:
+        raise RuntimeError(f"{stage} failed: {' '.join(str(result.get('error', 'no error message')).split())}")
+    return result
+
+
+def run(request: Mapping[str, Any]) -> dict[str, Any]:
+    from cmx_cm.automation import Automation, version_ok
+    from cmx_cm.native import run_native
+
+    directory, work_dir, prefix = Path(request["script_dir"]), Path(request["work_dir"]), request["prefix"]
+    env: dict[str, Any] = copy.deepcopy(dict(request["env"]))
+    state: dict[str, Any] = copy.deepcopy(dict(request["state"]))
+    env.update({f"{prefix}_TMP_CURRENT_SCRIPT_PATH": str(directory),
+                f"{prefix}_TMP_CURRENT_SCRIPT_REPO_PATH": str(directory.parent.parent),
+                f"{prefix}_TMP_CURRENT_SCRIPT_WORK_PATH": str(work_dir),
+                f"{prefix}_TMP_CURRENT_PATH": str(work_dir), f"{prefix}_QUIET": "yes"})
+    substitute(env)
+    for name in request.get("clean_files", []):
+        (work_dir / name).unlink(missing_ok=True)
+    customize = load_customize(directory)
+    auto = Automation(directory=directory, work_dir=work_dir, prefix=prefix, os_info=os_info(),
+                      meta=request["meta"], customize=customize, base_env=dict(os.environ),
+                      timeout_s=request.get("timeout_s"))
+    common = {"script_tags": request.get("tags", []), "variation_tags": request.get("variations", [])}
+    skip = False
+    if customize is not None and hasattr(customize, "preprocess"):
+        pre = _check(customize.preprocess({**auto.common_input(env, state), **common}), "preprocess")
+        skip = bool(pre.get("skip"))
+    version = ""
+    if not skip:
+        run_native(directory, request.get("script_name", "run"), env, state, work_dir, auto.base_env,
+                   request.get("timeout_s"))
+        if customize is not None and hasattr(customize, "postprocess"):
+            post = _check(customize.postprocess({**auto.common_input(env, state), **common}), "postprocess")
+            version = str(post.get("version", "") or "")
+    if version and not version_ok(version, env, prefix):
+        raise RuntimeError(f"detected version {version} does not meet the requested constraints "
+                           f"(version={env.get(prefix + '_VERSION', '')!r}, min={env.get(prefix + '_VERSION_MIN', '')!r}, "
+                           f"max={env.get(prefix + '_VERSION_MAX', '')!r})")
+    return {"ok": True, "new_env": select(env, request["new_env_keys"]),
+            "new_state": select(state, request["new_state_keys"]), "version": version or None}
+
+
+def main(argv: Sequence[str]) -> int:
+    request_path, result_path = Path(argv[0]), Path(argv[1])
+    sys.path.insert(0, str(SHIM))
+    builtins.input = _no_prompt
+    import getpass
+
+    getpass.getpass = _no_prompt
+    request = json.loads(request_path.read_text())
+    try:
+        result = run(request)
+    except (Prompted, RuntimeError, OSError, KeyError, ValueError, TypeError, AttributeError, ImportError) as exc:
+        print(traceback.format_exc(), file=sys.stderr)  # the step log keeps the script's traceback
+        result = {"ok": False, "error": " ".join(f"{type(exc).__name__}: {exc}".split())[:500]}
+    except Exception as exc:  # noqa: BLE001 - any failure of third-party script code is reported, not raised
+        print(traceback.format_exc(), file=sys.stderr)
+        result = {"ok": False, "error": " ".join(f"{type(exc).__name__}: {exc}".split())[:500]}
+    result_path.write_text(json.dumps(result, indent=2, sort_keys=True, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

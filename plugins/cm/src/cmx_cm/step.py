@@ -1,0 +1,148 @@
+"""The ``cm.script`` step type: run one imported CM/MLC script in the cmx work directory.
+
+The step builds the script's env from its typed inputs (each env key is an input), folds in
+its deps' ``new_env``/``new_state`` the way CM merges a dep's result into its caller, and
+hands everything to :mod:`cmx_cm.runner` in a child process with a minimal environment. What
+comes back is filtered by ``new_env_keys`` and returned as typed outputs: ``new_env``,
+``new_state``, ``version`` and one output per literal key (``CM_HOST_MEMORY_CAPACITY`` ->
+``cm_host_memory_capacity``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cmx_core.api import StepContext, StepFailed, StepOutput
+
+PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME", "SHELL", "TERM", "VIRTUAL_ENV")
+PARAMS: dict[str, str] = {
+    "script_dir": "the CM/MLC script directory (customize.py, run.sh, metadata)",
+    "flavor": "cm or mlc (the env prefix CM_ or MLC_)",
+    "script_digest": "sha256 of the script's files (feeds the cache key)",
+    "env_inputs": "input name -> env key",
+    "input_mapping": "input name -> env key (the script's input_mapping)",
+    "new_env_keys": "the script's new_env_keys (globs)",
+    "new_state_keys": "the script's new_state_keys (globs)",
+    "variation_keys": "variation -> extra new_env_keys (state:KEY for state keys)",
+    "deps": "dep aliases in CM's merge order",
+    "clean_files": "files removed from the work directory before the script runs",
+    "script_name": "the native script's name (run)",
+    "tags": "the script's CM tags (customize.py sees them)",
+    "timeout_s": "wall-clock limit of the script in seconds",
+}
+
+
+def _plain(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=lambda v: dict(v) if isinstance(v, Mapping) else list(v)))
+
+
+def _merge(target: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, list) and isinstance(target.get(key), list):
+            target[key] = target[key] + [v for v in value if v not in target[key]]
+        else:
+            target[key] = value
+
+
+def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The env and state a script starts with: its inputs, then its deps' results on top."""
+    env: dict[str, Any] = {}
+    for source in ("env_inputs", "input_mapping"):
+        for name, key in dict(ctx.params.get(source) or {}).items():
+            value = ctx.inputs.get(name)
+            if value is not None:
+                env[str(key)] = str(value)
+    state: dict[str, Any] = {}
+    for alias in ctx.params.get("deps") or []:
+        if alias in ctx.deps:
+            outputs = _plain(ctx.deps[alias])
+            _merge(env, outputs.get("new_env") or {})
+            _merge(state, outputs.get("new_state") or {})
+    return env, state
+
+
+def _keys(ctx: StepContext) -> tuple[list[str], list[str]]:
+    env_keys = [str(k) for k in ctx.params.get("new_env_keys") or []]
+    state_keys = [str(k) for k in ctx.params.get("new_state_keys") or []]
+    for variation, extra in dict(ctx.params.get("variation_keys") or {}).items():
+        if variation in ctx.variations:
+            for key in extra:
+                (state_keys if str(key).startswith("state:") else env_keys).append(str(key).removeprefix("state:"))
+    return env_keys, state_keys
+
+
+def request(ctx: StepContext) -> dict[str, Any]:
+    """The runner's request (written to ``cm-request.json`` in the work directory)."""
+    directory = Path(str(ctx.params["script_dir"]))
+    if not directory.is_dir():
+        raise StepFailed(f"{ctx.recipe}: script directory {directory} is gone; import the collection again")
+    from cmx_cm.meta import load_script
+
+    env, state = script_env(ctx)
+    env_keys, state_keys = _keys(ctx)
+    timeout = ctx.params.get("timeout_s") or ctx.timeout_s
+    return {"script_dir": str(directory), "work_dir": str(ctx.work_dir),
+            "prefix": "CM" if ctx.params.get("flavor", "cm") == "cm" else "MLC",
+            "env": env, "state": state, "meta": _plain(load_script(directory).data),
+            "new_env_keys": env_keys, "new_state_keys": state_keys,
+            "clean_files": list(ctx.params.get("clean_files") or []), "script_name": ctx.params.get("script_name", "run"),
+            "tags": list(ctx.params.get("tags") or []), "variations": [str(v) for v in ctx.variations],
+            "timeout_s": float(timeout) if timeout else None}
+
+
+def run_script(ctx: StepContext) -> StepOutput:
+    """Run the script; a failure is one line naming the script and the log."""
+    req = request(ctx)
+    ctx.work_dir.mkdir(parents=True, exist_ok=True)
+    ctx.log_dir.mkdir(parents=True, exist_ok=True)
+    req_path, res_path = ctx.work_dir / "cm-request.json", ctx.work_dir / "cm-result.json"
+    req_path.write_text(json.dumps(req, indent=2, sort_keys=True))
+    res_path.unlink(missing_ok=True)
+    log = ctx.log_dir / "cm-script.log"
+    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+    with log.open("wb") as handle:
+        done = subprocess.run([sys.executable, "-I", "-m", "cmx_cm.runner", str(req_path), str(res_path)],
+                              cwd=ctx.work_dir, env=env, stdin=subprocess.DEVNULL, stdout=handle,
+                              stderr=subprocess.STDOUT, check=False)
+    if not res_path.is_file():
+        raise StepFailed(f"{ctx.recipe}: the script runner exited with code {done.returncode} without a result "
+                         f"(the script called exit?); see {log}")
+    result = json.loads(res_path.read_text())
+    if not result.get("ok"):
+        raise StepFailed(f"{ctx.recipe}: {result.get('error')}; see {log}")
+    return StepOutput(outputs=outputs_of(ctx, result))
+
+
+def outputs_of(ctx: StepContext, result: Mapping[str, Any]) -> dict[str, Any]:
+    from cmx_cm.meta import script_stamp
+    from cmx_cm.translate import input_name
+
+    new_env = dict(result.get("new_env") or {})
+    out: dict[str, Any] = {"new_env": new_env, "new_state": dict(result.get("new_state") or {}),
+                           "version": result.get("version"),
+                           "script": {"dir": str(ctx.params["script_dir"]),
+                                      "stamp": script_stamp(Path(str(ctx.params["script_dir"])))}}
+    for key, value in new_env.items():
+        name = input_name(key)
+        if name and name not in out:
+            out[name] = value
+    return out
+
+
+def still_valid(outputs: Mapping[str, Any]) -> bool:
+    """A cache hit is good while the script's files are unchanged and the file the script
+    said it depends on (``*_GET_DEPENDENT_CACHED_PATH``, CM's stale-detection key) exists."""
+    from cmx_cm.meta import script_stamp
+
+    script = outputs.get("script") or {}
+    directory = Path(str(script.get("dir", "")))
+    if not directory.is_dir() or script_stamp(directory) != script.get("stamp"):
+        return False
+    new_env = outputs.get("new_env") or {}
+    return all(os.path.exists(str(v)) for k, v in new_env.items() if k.endswith("_GET_DEPENDENT_CACHED_PATH") and v)

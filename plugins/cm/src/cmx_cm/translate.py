@@ -1,0 +1,397 @@
+"""One CM/MLC script's metadata -> one cmx recipe (a plain mapping, written as YAML), plus
+every key that could not be mapped exactly, with its file, key and reason.
+
+The mapping (docs/cm-bridge.md has the table): the script's env keys become string inputs
+(``CM_GENERIC_PYTHON_PACKAGE_NAME`` -> ``cm_generic_python_package_name``), so variations
+force them and ``enable_if_env`` conditions read them at plan time; ``input_mapping`` keys
+become inputs of their own names; deps of all four lifecycle kinds become cmx deps whose
+``_variation`` tags select the dep's variations; a single ``cm.script`` step runs
+``customize.py`` and ``run.sh`` under CM's env contract and returns ``new_env``/``new_state``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cmx_cm.conditions import DynamicCondition, EnvScope, dep_condition
+from cmx_cm.meta import ScriptMeta, script_digest
+
+IssueKind = Literal["unmapped", "approximated", "ignored"]
+INPUT_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
+VARIATION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*(\.#)?$")
+TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+VERSION_KEYS = ("version", "version_min", "version_max", "version_max_usable")
+DEP_KINDS = ("deps", "prehook_deps", "posthook_deps", "post_deps")
+DOC_KEYS = frozenset({"automation_alias", "automation_uid", "category", "name", "tags_help", "developers",
+                      "print_env_at_the_end", "input_description", "sort", "docker", "tests", "docker_input_mapping",
+                      "print_files_if_script_error", "repo_to_report_errors", "default_variation_tags"})
+MAPPED_KEYS = frozenset({"alias", "uid", "tags", "cache", *DEP_KINDS, "input_mapping", "default_env", "env",
+                         "new_env_keys", "new_state_keys", "variations", "default_variations", "version",
+                         "default_version", "version_min", "version_max", "version_max_usable", "clean_files",
+                         "local_env_keys", "predeps", "script_name"})
+DEP_MAPPED = frozenset({"tags", "names", "enable_if_env", "skip_if_env", "enable_if_any_env", "skip_if_any_env",
+                        *VERSION_KEYS})
+VARIATION_MAPPED = frozenset({"group", "default", "env", "default_env", *DEP_KINDS, "new_env_keys",
+                              "new_state_keys", "base", "description"})
+
+
+@dataclass(frozen=True)
+class Issue:
+    """A key of a script's metadata that the recipe does not carry exactly."""
+
+    file: str
+    key: str
+    reason: str
+    kind: IssueKind = "unmapped"
+
+    def to_json(self) -> dict[str, str]:
+        return {"file": self.file, "key": self.key, "kind": self.kind, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Translation:
+    """The recipe translated from one script, and what it does not carry."""
+
+    script: ScriptMeta
+    name: str
+    recipe: Mapping[str, Any]
+    issues: tuple[Issue, ...]
+
+
+def recipe_name(script: ScriptMeta) -> str:
+    """``cm.detect-os``: prefixed, so an imported script never shadows a cmx recipe."""
+    alias = re.sub(r"[^a-z0-9._-]+", "-", script.alias.lower()).strip("-._") or "script"
+    return f"{script.flavor}.{alias}"
+
+
+def input_name(env_key: str) -> str | None:
+    name = env_key.lower()
+    return name if INPUT_RE.match(name) else None
+
+
+def _tags(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [t.strip() for t in value.split(",") if t.strip()]
+    if isinstance(value, (list, tuple)):
+        return [str(t).strip() for t in value if str(t).strip()]
+    return []
+
+
+@dataclass
+class _Translator:
+    script: ScriptMeta
+    issues: list[Issue] = field(default_factory=list)
+    env_inputs: dict[str, str] = field(default_factory=dict)  # env key -> input name
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    aliases: list[str] = field(default_factory=list)
+    input_mapping: dict[str, str] = field(default_factory=dict)  # input name -> env key
+
+    @property
+    def file(self) -> str:
+        return str(self.script.meta_file)
+
+    def issue(self, key: str, reason: str, kind: IssueKind = "unmapped") -> None:
+        self.issues.append(Issue(self.file, key, reason, kind))
+
+    # -- inputs ------------------------------------------------------------------------------
+
+    def declare_env(self, key: str, where: str, default: Any = None) -> str | None:
+        """Make env ``key`` an input (once); the input's name, or None when it cannot be one."""
+        if key in self.env_inputs:
+            return self.env_inputs[key]
+        name = input_name(key)
+        if name is None or name in self.inputs:
+            self.issue(where, f"env key '{key}' cannot be a cmx input name (lower-cased it is not an identifier "
+                              "or collides with another input); it is left out")
+            return None
+        spec: dict[str, Any] = {"type": "string", "description": f"env {key}"}
+        if default is not None:
+            spec["default"] = str(default)
+        self.inputs[name] = spec
+        self.env_inputs[key] = name
+        return name
+
+    def scalar(self, value: Any, where: str) -> bool:
+        if isinstance(value, (str, int, float, bool)):
+            return True
+        self.issue(where, f"value of type {type(value).__name__} cannot be a string input; it is left out")
+        return False
+
+    def collect_env(self) -> None:
+        data = self.script.data
+        prefix = self.script.prefix
+        for key in VERSION_KEYS:
+            env_key = f"{prefix}_{key.upper()}"
+            default = data.get(key)
+            if key == "version" and default is None:
+                default = data.get("default_version")
+            self.inputs[key] = {"type": "string", "description": f"{key} (env {env_key})"}
+            if default is not None and self.scalar(default, key):
+                self.inputs[key]["default"] = str(default)
+            self.env_inputs[env_key] = key
+        for section in ("default_env", "env"):
+            for key, value in _mapping(data.get(section)).items():
+                if self.scalar(value, f"{section}.{key}"):
+                    name = self.declare_env(str(key), f"{section}.{key}")
+                    if name is not None:
+                        self.inputs[name]["default"] = str(value)
+        for var, spec in _mapping(data.get("variations")).items():
+            for section in ("env", "default_env"):
+                for key in _mapping(_mapping(spec).get(section)):
+                    self.declare_env(str(key), f"variations.{var}.{section}.{key}")
+        for name, env_key in _mapping(data.get("input_mapping")).items():
+            if not INPUT_RE.match(str(name)) or str(name) in self.inputs:
+                self.issue(f"input_mapping.{name}", "not usable as a cmx input name (an identifier in lower case, "
+                                                    "distinct from the env inputs); it is left out")
+                continue
+            self.inputs[str(name)] = {"type": "string", "description": f"sets env {env_key}"}
+            self.input_mapping[str(name)] = str(env_key)
+
+    # -- deps ----------------------------------------------------------------------------------
+
+    def alias_for(self, dep: Mapping[str, Any], tags: Sequence[str]) -> str:
+        names = _tags(dep.get("names"))
+        base = names[0] if names else "_".join(t for t in tags if not t.startswith("_"))[:40]
+        base = re.sub(r"[^A-Za-z0-9_]", "_", base) or "dep"
+        if base[0].isdigit():
+            base = f"d_{base}"
+        alias, n = base, 2
+        while alias in self.aliases:
+            alias, n = f"{base}_{n}", n + 1
+        self.aliases.append(alias)
+        return alias
+
+    def dep(self, dep: Any, where: str, kind: str) -> dict[str, Any] | None:
+        if not isinstance(dep, dict):
+            self.issue(where, "a dep must be a mapping; it is left out")
+            return None
+        tags: list[str] = []
+        for tag in _tags(dep.get("tags")):
+            if tag.startswith("-"):
+                self.issue(f"{where}.tags", f"exclusion tag '{tag}' has no cmx equivalent; it is dropped",
+                           "approximated")
+            elif "#" in tag or "<<<" in tag:
+                self.issue(f"{where}.tags", f"tag '{tag}' is filled in at run time; the dep is left out")
+                return None
+            else:
+                name = tag[1:] if tag.startswith("_") else tag
+                if not TAG_RE.match(name):
+                    self.issue(f"{where}.tags", f"tag '{tag}' is not a valid cmx tag; the dep is left out")
+                    return None
+                tags.append(name)
+        if not tags:
+            self.issue(where, "a dep without tags; it is left out")
+            return None
+        try:
+            when, dropped = dep_condition(EnvScope(self.env_inputs, self.script.prefix), dep)
+        except DynamicCondition as exc:
+            self.issue(where, f"its condition reads {exc.key}, which is set while the script runs (by customize.py "
+                              "or a dep), not known when cmx plans; the dep is left out")
+            return None
+        for key in dropped:
+            self.issue(f"{where}.skip_if_env", f"skip condition on {key}, which is set while the script runs, is "
+                                               "left out: the dep is not skipped", "approximated")
+        out: dict[str, Any] = {"tags": [self.script.flavor, *tags], "as": self.alias_for(dep, tags)}
+        if when:
+            out["when"] = when
+        with_ = {k: str(dep[k]) for k in VERSION_KEYS if dep.get(k) not in (None, "")}
+        if with_:
+            out["with"] = with_
+        for key in sorted(set(dep) - DEP_MAPPED):
+            self.issue(f"{where}.{key}", "dep option with no cmx equivalent (cmx deps see only their own inputs)")
+        if kind != "deps":
+            self.issue(where, f"{kind} run before the script: cmx runs every dep of a node first", "approximated")
+        return out
+
+    def deps_of(self, data: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+        out = []
+        for kind in DEP_KINDS:
+            for i, dep in enumerate(data.get(kind) or []):
+                mapped = self.dep(dep, f"{where}{kind}[{i}]", kind)
+                if mapped is not None:
+                    out.append(mapped)
+        return out
+
+    # -- variations ------------------------------------------------------------------------
+
+    def flattened(self, name: str, variations: Mapping[str, Any], seen: tuple[str, ...] = ()) -> dict[str, Any]:
+        """A variation with its ``base`` variations merged in (base first, own keys win)."""
+        spec = _mapping(variations.get(name))
+        merged: dict[str, Any] = {}
+        for base in _tags(spec.get("base")):
+            if base in seen or base not in variations:
+                self.issue(f"variations.{name}.base", f"base '{base}' is unknown or a cycle; it is ignored")
+                continue
+            for key, value in self.flattened(base, variations, (*seen, name)).items():
+                if key in ("group", "default"):
+                    continue
+                if key in ("env", "default_env"):
+                    merged[key] = {**_mapping(merged.get(key)), **_mapping(value)}
+                elif key in DEP_KINDS or key in ("new_env_keys", "new_state_keys"):
+                    merged[key] = [*(merged.get(key) or []), *(value or [])]
+        for key, value in spec.items():
+            if key in ("env", "default_env"):
+                merged[key] = {**_mapping(merged.get(key)), **_mapping(value)}
+            elif key in DEP_KINDS or key in ("new_env_keys", "new_state_keys"):
+                merged[key] = [*(merged.get(key) or []), *(value or [])]
+            else:
+                merged[key] = value
+        return merged
+
+    def variation(self, name: str, spec: Mapping[str, Any], defaults: Mapping[str, str]) -> dict[str, Any] | None:
+        where = f"variations.{name}"
+        if "," in name:
+            self.issue(where, "a combination variation (selected when all its parts are): cmx has none; left out")
+            return None
+        if not VARIATION_RE.match(name):
+            self.issue(where, "not a valid cmx variation name; left out")
+            return None
+        out: dict[str, Any] = {}
+        group = spec.get("group")
+        if group:
+            out["group"] = re.sub(r"[^a-z0-9._-]+", "-", str(group).lower()).strip("-") or "group"
+            if defaults.get(str(group)) == name:
+                out["default"] = True
+        if spec.get("default") in (True, "yes", "true"):
+            out["default"] = True
+        inputs: dict[str, str] = {}
+        parametric = name.endswith(".#")
+        for section in ("default_env", "env"):
+            for key, value in _mapping(spec.get(section)).items():
+                target = self.env_inputs.get(str(key))
+                if target is None or not self.scalar(value, f"{where}.{section}.{key}"):
+                    continue
+                text = str(value)
+                if "#" in text and not (parametric and text == "#"):
+                    self.issue(f"{where}.{section}.{key}", "a value built from the variation's parameter; left out")
+                    continue
+                inputs[target] = text
+            if section == "default_env" and spec.get(section):
+                self.issue(f"{where}.default_env", "set as forced inputs (CM applies them only when unset)",
+                           "approximated")
+        if inputs:
+            out["inputs"] = inputs
+        deps = self.deps_of(spec, f"{where}.")
+        if deps:
+            out["deps"] = deps
+        for key in sorted(set(spec) - VARIATION_MAPPED):
+            self.issue(f"{where}.{key}", "variation option with no cmx equivalent")
+        return out
+
+    def variations(self) -> tuple[dict[str, Any], dict[str, list[str]]]:
+        data = self.script.data
+        raw = _mapping(data.get("variations"))
+        defaults = {str(k): str(v) for k, v in _mapping(data.get("default_variations")).items()}
+        for group, member in defaults.items():
+            if member not in raw:
+                self.issue(f"default_variations.{group}", f"names unknown variation '{member}'; ignored")
+        out: dict[str, Any] = {}
+        new_env: dict[str, list[str]] = {}
+        for name in raw:
+            flat = self.flattened(str(name), raw)
+            mapped = self.variation(str(name), flat, defaults)
+            if mapped is not None:
+                out[str(name)] = mapped
+                keys = [str(k) for k in flat.get("new_env_keys") or []] + \
+                    [f"state:{k}" for k in flat.get("new_state_keys") or []]
+                if keys:
+                    new_env[str(name).removesuffix(".#")] = keys
+        return out, new_env
+
+    # -- the recipe --------------------------------------------------------------------------
+
+    def cache(self, tags: Sequence[str]) -> Any:
+        value = self.script.data.get("cache")
+        if value in (True, "yes", "true", "True"):
+            return True
+        if "detect" in tags:
+            self.issue("cache", "CM re-runs it every time; cmx caches a detection for a day (cmx's own detect-os "
+                                "does the same)", "approximated")
+            return {"expires": "1d"}
+        return False
+
+    def other_keys(self) -> None:
+        data = self.script.data
+        for key in sorted(data):
+            if key in MAPPED_KEYS:
+                continue
+            if key in DOC_KEYS:
+                self.issue(key, "documentation or container metadata, not used to run the script", "ignored")
+            else:
+                self.issue(key, "script option with no cmx equivalent")
+        if data.get("local_env_keys"):
+            self.issue("local_env_keys", "nothing to do: cmx never passes a script's env down to its deps", "ignored")
+        if data.get("uid"):
+            self.issue("uid", "kept in the description: cmx selects recipes by tags and name", "ignored")
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _outputs(new_env_keys: Sequence[str]) -> dict[str, Any]:
+    outputs: dict[str, Any] = {
+        "new_env": {"description": "the env keys the script declares (new_env_keys), as CM returns them",
+                    "type": "object"},
+        "new_state": {"description": "the state keys the script declares (new_state_keys)", "type": "object"},
+        "version": {"description": "the version customize.py detected, or null", "type": "string"},
+        "script": {"description": "the script directory and a stat stamp of its files (revalidates the cache)",
+                   "type": "object"},
+    }
+    for key in new_env_keys:
+        name = input_name(key)
+        if name and not any(c in key for c in "*?<+") and name not in outputs:
+            outputs[name] = {"description": f"env {key}", "type": "string"}
+    return outputs
+
+
+def translate(script: ScriptMeta) -> Translation:
+    """Translate one script; never raises for odd metadata (it goes into the issues)."""
+    t = _Translator(script)
+    data = script.data
+    t.collect_env()
+    tags = [script.flavor]
+    for tag in _tags(data.get("tags")) + [script.alias]:
+        if TAG_RE.match(tag) and tag not in tags:
+            tags.append(tag)
+        elif not TAG_RE.match(tag):
+            t.issue("tags", f"tag '{tag}' is not a valid cmx tag; dropped")
+    deps = t.deps_of(data, "")
+    variations, var_keys = t.variations()
+    new_env_keys = [str(k) for k in data.get("new_env_keys") or []]
+    new_state_keys = [str(k) for k in data.get("new_state_keys") or []]
+    t.other_keys()
+    name = recipe_name(script)
+    params: dict[str, Any] = {
+        "script_dir": str(script.directory),
+        "flavor": script.flavor,
+        "script_digest": script_digest(script.directory),
+        "env_inputs": {v: k for k, v in t.env_inputs.items()},
+        "input_mapping": t.input_mapping,
+        "new_env_keys": new_env_keys,
+        "new_state_keys": new_state_keys,
+        "variation_keys": var_keys,
+        "deps": list(t.aliases),
+        "clean_files": [str(f) for f in data.get("clean_files") or []],
+        "script_name": str(data.get("script_name") or "run"),
+        "tags": [str(x) for x in _tags(data.get("tags"))],
+    }
+    recipe: dict[str, Any] = {
+        "name": name,
+        "tags": tags,
+        "summary": f"{script.flavor.upper()} script {script.alias} ({data.get('category') or 'uncategorised'})",
+        "description": f"Imported from {script.meta_file} (alias {script.alias}, uid {data.get('uid', 'none')}) "
+                       "by cmx-cm.",
+        "inputs": dict(sorted(t.inputs.items())),
+    }
+    if variations:
+        recipe["variations"] = variations
+    if deps:
+        recipe["deps"] = deps
+    recipe["steps"] = [{"uses": "cm.script", "with": params}]
+    recipe["outputs"] = _outputs(new_env_keys)
+    recipe["cache"] = t.cache(tags)
+    return Translation(script=script, name=name, recipe=recipe, issues=tuple(t.issues))
