@@ -2,7 +2,8 @@
 
 Inside the sandbox: the public split read-only at ``/home/data``; ``/home`` itself is the one
 writable directory (the agent writes ``/home/submission/submission.csv`` and may use
-``/home/logs``, ``/home/code``, ``/home/agent``); the answers are not mounted at all;
+``/home/logs``, ``/home/code``, ``/home/agent``, the last one starting as a copy of
+``--agent-dir``); the answers are not mounted at all;
 ``validate_submission`` (``/mlebench/bin``, on ``PATH``) checks a file's format against
 the public sample submission and answers only valid or invalid; the baseline agents are at
 ``/mlebench/baselines``. The agent's Python environment (by default the one cmx runs in)
@@ -88,6 +89,7 @@ class AgentSettings:
     sandbox: str = "bubblewrap"
     agent_env: tuple[Path, ...] = field(default_factory=default_agent_env)
     container: ContainerSettings | None = None
+    agent_dir: Path | None = None  # the agent's own files, copied into /home/agent (writable)
 
 
 @dataclass(frozen=True)
@@ -98,10 +100,21 @@ class AgentRun:
     not_applied: tuple[str, ...]
 
 
-def _layout(work: Path) -> tuple[Path, Path]:
+def parse_agent_dir(text: object) -> Path | None:
+    if not text:
+        return None
+    path = Path(str(text)).expanduser()
+    if not path.is_dir():
+        raise UsageError(f"--agent-dir={text}: not a directory; give the directory of the agent's code")
+    return path.resolve()
+
+
+def _layout(work: Path, agent_dir: Path | None) -> tuple[Path, Path]:
     home = work / "home"
     for name in ("data", *HOME_DIRS):
         (home / name).mkdir(parents=True, exist_ok=True)
+    if agent_dir is not None:
+        shutil.copytree(agent_dir, home / "agent", symlinks=True, dirs_exist_ok=True)
     tools = work / "tools"
     (tools / "bin").mkdir(parents=True, exist_ok=True)
     validator = tools / "bin" / "validate_submission"
@@ -136,7 +149,7 @@ def _skeletons(env_paths: tuple[Path, ...], work: Path) -> dict[str, str]:
 
 
 def build_spec(settings: AgentSettings, competition: str, public: Path, work: Path) -> tuple[SandboxSpec, list[str]]:
-    home, tools = _layout(work)
+    home, tools = _layout(work, settings.agent_dir)
     binds = {str(public): DATA, str(tools): TOOLS_ROOT, **_skeletons(settings.agent_env, work)}
     binds.update({str(p): str(p) for p in settings.agent_env})
     path = ":".join([TOOLS, *(f"{p}/bin" for p in settings.agent_env), "/usr/local/bin:/usr/bin:/bin"])

@@ -28,6 +28,7 @@ AGENT = {
     "processes": "most processes and threads the agent may run",
     "sandbox": "sandbox backend: bubblewrap (default) or docker (needs its plugin)",
     "agent_env": "comma list of the agent's Python environments, mounted read-only (default: cmx's own)",
+    "agent_dir": "directory of the agent's code, copied into /home/agent (optional)",
     "shm_size": "docker sandbox: shared memory size (MLE-bench: 4G)",
     "gpus": "docker sandbox: GPUs to request (-1: all, as MLE-bench)",
 }

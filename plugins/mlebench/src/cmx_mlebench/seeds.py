@@ -23,8 +23,8 @@ from cmx_mlebench.result import SECTION, SUITE, grading_report, write_json
 from cmx_mlebench.splits import SPLITS, split_competitions
 
 ATTEMPT_TAGS = "mle-bench,attempt"
-PASSED = ("agent_cmd", "time_limit_s", "memory_gb", "cpus", "processes", "sandbox", "agent_env", "shm_size", "gpus",
-          "data_dir", "competitions_dir")
+PASSED = ("agent_cmd", "time_limit_s", "memory_gb", "cpus", "processes", "sandbox", "agent_env", "agent_dir",
+          "shm_size", "gpus", "data_dir", "competitions_dir")
 """Inputs handed to every per-seed run (empty ones are left out)."""
 
 

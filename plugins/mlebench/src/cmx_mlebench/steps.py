@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.api import Artifact, StepContext, StepOutput, UsageError
-from cmx_mlebench.agent import AgentSettings, parse_agent_cmd, parse_agent_env, run_agent
+from cmx_mlebench.agent import AgentSettings, parse_agent_cmd, parse_agent_dir, parse_agent_env, run_agent
 from cmx_mlebench.container import ContainerSettings
 from cmx_mlebench.grading import grade
 from cmx_mlebench.prepare import competition_from, prepare
@@ -70,7 +70,8 @@ def agent_settings(params: Mapping[str, Any]) -> AgentSettings:
         time_limit_s=_number(params, "time_limit_s", 600.0, minimum=0.1),
         memory_bytes=int(memory_gb * (1 << 30)) if memory_gb > 0 else None, cpus=cpus or None,
         processes=int(_number(params, "processes", 256, integer=True, minimum=1)), sandbox=sandbox,
-        agent_env=parse_agent_env(params.get("agent_env")), container=container)
+        agent_env=parse_agent_env(params.get("agent_env")), container=container,
+        agent_dir=parse_agent_dir(params.get("agent_dir")))
 
 
 def attempt_step(ctx: StepContext) -> StepOutput:

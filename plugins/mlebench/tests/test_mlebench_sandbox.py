@@ -1,0 +1,112 @@
+"""Agents in the real bubblewrap sandbox at MLE-bench's paths: the shipped baseline agents
+produce graded submissions; the validate helper answers valid or invalid and never a score;
+a hostile agent (reads the answers, opens a socket, links its submission to the answers,
+then runs forever) is confined, stopped at its time limit and graded as invalid with the reason."""
+
+from __future__ import annotations
+
+import socket
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cmx_mlebench.agent import AgentSettings, parse_agent_cmd, run_agent
+from cmx_mlebench.grading import grade
+from cmx_mlebench.prepare import Prepared
+
+BASELINE = "python /mlebench/baselines/baseline.py"
+
+
+def _attempt(prepared: Prepared, tmp_path: Path, command: str, **settings: object):  # type: ignore[no-untyped-def]
+    agent = AgentSettings(parse_agent_cmd(command), **settings)  # type: ignore[arg-type]
+    run = run_agent(agent, prepared.competition.id, prepared.competition.public_dir, tmp_path)
+    why = None if run.result.ok else f"the agent ended with {run.result.verdict.value} ({run.result.reason})"
+    return run, grade(prepared.competition, run.submission, checksums=prepared.checksums, why_missing=why)
+
+
+@pytest.mark.usefixtures("bwrap")
+@pytest.mark.parametrize("name", ["sklearn-digits", "sklearn-diabetes", "sklearn-breast-cancer"])
+def test_the_baseline_agent_is_graded(built: dict[str, Prepared], tmp_path: Path, name: str) -> None:
+    run, report = _attempt(built[name], tmp_path, BASELINE, seed=1, time_limit_s=300)
+    assert run.result.verdict.value == "ok", run.result.text("stderr")
+    assert run.result.text().strip().splitlines()[-1] == "valid"  # the agent asked validate_submission
+    assert report.valid_submission and report.score is not None and report.reason is None
+    assert report.above_median  # a random forest beats the median of the simple pool on all three
+    assert run.result.backend == "bubblewrap" and run.result.wall_s > 0
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_validate_submission_says_valid_or_invalid_never_a_score(built: dict[str, Prepared], tmp_path: Path) -> None:
+    script = textwrap.dedent("""
+        import shutil, subprocess
+        def check(path):
+            return subprocess.run(["validate_submission", path], capture_output=True, text=True).stdout.strip()
+        shutil.copy("/home/data/sample_submission.csv", "/home/code/ok.csv")
+        open("/home/code/short.csv", "w").write("id,target\\n1,0\\n")
+        open("/home/code/header.csv", "w").write("id,label\\n")
+        for name in ("ok", "short", "header", "absent"):
+            print(name, "=", check(f"/home/code/{name}.csv"))
+    """)
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "check.py").write_text(script)
+    agent = AgentSettings(parse_agent_cmd("python /home/agent/check.py"), time_limit_s=120,
+                          agent_dir=tmp_path / "agent")
+    run = run_agent(agent, "sklearn-digits", built["sklearn-digits"].competition.public_dir, tmp_path / "w")
+    lines = dict(line.split(" = ", 1) for line in run.result.text().splitlines())
+    assert lines["ok"] == "valid"
+    assert lines["short"].startswith("invalid: 1 rows, expected 360")
+    assert lines["header"].startswith("invalid: the header must be id,target")
+    assert lines["absent"].startswith("invalid: no file")
+    assert all(answer == "valid" or answer.startswith("invalid: ") for answer in lines.values())
+
+
+HOSTILE = """
+import os, socket, sys, time
+answers, port = sys.argv[1], int(sys.argv[2])
+leaks = []
+for path in (answers, "/home/data/../private/test.csv", "/private", os.path.dirname(answers)):
+    try:
+        leaks.append((path, open(path).read()[:20]))
+    except OSError:
+        pass
+try:
+    socket.create_connection(("127.0.0.1", port), timeout=2)
+    leaks.append("socket")
+except OSError:
+    pass
+os.makedirs("/home/submission", exist_ok=True)
+os.symlink(answers, "/home/submission/submission.csv")
+print("LEAKS", leaks, flush=True)
+while True:
+    time.sleep(0.1)
+"""
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_a_hostile_agent_is_confined_and_graded_invalid(built: dict[str, Prepared], tmp_path: Path) -> None:
+    prepared = built["sklearn-digits"]
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "hostile.py").write_text(HOSTILE)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        server.setblocking(False)
+        port = server.getsockname()[1]
+        command = f"python /home/agent/hostile.py {prepared.competition.answers} {port}"
+        run, report = _attempt(prepared, tmp_path / "w", command, time_limit_s=4, agent_dir=tmp_path / "agent")
+        with pytest.raises(BlockingIOError):
+            server.accept()  # nothing ever connected
+    assert run.result.verdict.value == "time_limit"
+    assert "LEAKS []" in run.result.text()
+    assert report.score is None and not report.valid_submission and not report.any_medal
+    assert "symbolic link" in str(report.reason) and report.gold_threshold > 0
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_an_agent_that_writes_nothing_is_missing_with_the_agents_verdict(built: dict[str, Prepared],
+                                                                         tmp_path: Path) -> None:
+    run, report = _attempt(built["sklearn-diabetes"], tmp_path, "python -c 'raise SystemExit(3)'", time_limit_s=60)
+    assert run.result.verdict.value == "error" and run.result.exit_code == 3
+    assert not report.submission_exists and "no submission" in str(report.reason)
+    assert "the agent ended with error" in str(report.reason) and report.median_threshold > 0
