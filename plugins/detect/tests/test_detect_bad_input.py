@@ -151,6 +151,7 @@ def test_nvml_probe_that_does_not_answer_in_time(monkeypatch: pytest.MonkeyPatch
     from cmx_detect import source
 
     monkeypatch.setattr(source, "NVML_TIMEOUT_S", 0.001)
+    _loader_finds_nvml(tmp_path, monkeypatch)
     only_path(tmp_path)  # no nvidia-smi either
     facts = detect_nvidia(LiveSource())
     assert facts.devices == [] and "NVML probe failed" in (facts.reason or "") and "timed out" in (facts.reason or "")
@@ -160,6 +161,43 @@ def test_nvml_probe_printing_garbage(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     from cmx_detect import source
 
     monkeypatch.setattr(source, "NVML_CHILD", "print('CMX-NVML {not json')")
+    _loader_finds_nvml(tmp_path, monkeypatch)
     only_path(tmp_path)
     facts = detect_nvidia(LiveSource())
     assert facts.devices == [] and "NVML probe output unreadable" in (facts.reason or "")
+
+
+def _loader_finds_nvml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory on LD_LIBRARY_PATH holding a (non-loadable) libnvidia-ml.so.1."""
+    lib = tmp_path / "lib"
+    lib.mkdir(exist_ok=True)
+    (lib / "libnvidia-ml.so.1").write_bytes(b"not an ELF file")
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(lib))
+    return lib
+
+
+def test_no_child_interpreter_when_the_loader_cannot_find_nvml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                               only_path) -> None:
+    from cmx_detect import source
+
+    if source.nvml_library() is not None:
+        pytest.fail(f"this test needs a machine without libnvidia-ml.so.1; found {source.nvml_library()}")
+    marker = tmp_path / "child-ran"
+    monkeypatch.setattr(source, "NVML_CHILD", f"open({str(marker)!r}, 'w').write('x')")
+    only_path(tmp_path)
+    facts = detect_nvidia(LiveSource())
+    assert not marker.exists()
+    assert facts.devices == [] and "libnvidia-ml.so.1 is in neither the loader cache" in (facts.reason or "")
+    _loader_finds_nvml(tmp_path, monkeypatch)
+    assert source.nvml_library() == str(tmp_path / "lib" / "libnvidia-ml.so.1")
+    facts = detect_nvidia(LiveSource())
+    assert marker.exists() and "NVML probe failed" in (facts.reason or "")
+
+
+def test_ld_cache_naming_nvml_counts_as_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cmx_detect import source
+
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    cache = tmp_path / "ld.so.cache"
+    cache.write_bytes(b"glibc-ld.so.cache1.1\0libnvidia-ml.so.1\0/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1\0")
+    assert source.nvml_library(str(cache)) == str(cache)

@@ -7,8 +7,12 @@ import re
 from typing import Any
 
 from cmx_detect.facts import GpuDevice, GpuFacts
-from cmx_detect.nvidia import MIB, ParseError, device, empty
+from cmx_detect.markers import FieldReader, Unavailable
+from cmx_detect.nvidia import MIB, ParseError, empty
+from cmx_detect.smi import device
 from cmx_detect.source import Source
+from cmx_detect.tags import Identity
+from cmx_detect.versions import normalise
 
 ROCM_SMI_ARGV = ("--showproductname", "--showmeminfo", "vram", "--showuniqueid", "--showbus",
                  "--showdriverversion", "--json")
@@ -37,16 +41,24 @@ def parse_amd_smi(text: str) -> tuple[list[GpuDevice], str | None]:
     driver: str | None = None
     for entry in data:
         asic, bus = entry.get("asic", {}), entry.get("bus", {})
-        drv = entry.get("driver", {})
-        driver = drv.get("version") or driver
+        r = FieldReader("amd-smi")
+        driver = r.text("driver_version", entry.get("driver", {}).get("version")) or driver
+        r.unavailable.clear()
+        gfx = r.text("compute_capability", asic.get("target_graphics_version"))
+        pci_id = _amd_pci_id(r.text("pci_device_id", asic.get("device_id")))
         devices.append(device(
-            int(entry.get("gpu", len(devices))), str(asic.get("market_name") or "unknown AMD GPU"),
-            vendor="amd", uuid=asic.get("asic_serial"),
-            memory_total_bytes=_size(entry.get("vram", {}).get("size")),
-            compute_capability=asic.get("target_graphics_version"),
-            pci_bus_id=bus.get("bdf"),
+            int(entry.get("gpu", len(devices))), r.text("name", asic.get("market_name")) or "unknown AMD GPU",
+            Identity(pci_device_id=pci_id, gfx=gfx), vendor="amd", uuid=r.text("uuid", asic.get("asic_serial")),
+            memory_total_bytes=_size(entry.get("vram", {}).get("size")), compute_capability=gfx,
+            pci_bus_id=r.text("pci_bus_id", bus.get("bdf")), pci_device_id=pci_id, unavailable=r.unavailable,
         ))
     return devices, driver
+
+
+def _amd_pci_id(raw: str | None) -> str | None:
+    """``0x740c`` (rocm-smi's "GPU ID"/"Device ID", amd-smi's device_id) as ``1002:740c``."""
+    match = re.fullmatch(r"(?:0x)?([0-9a-fA-F]{4})", (raw or "").strip())
+    return f"1002:{match.group(1).lower()}" if match else None
 
 
 def parse_rocm_smi(text: str) -> tuple[list[GpuDevice], str | None]:
@@ -60,13 +72,17 @@ def parse_rocm_smi(text: str) -> tuple[list[GpuDevice], str | None]:
     devices = []
     for key in cards:
         card = data[key]
-        total = card.get("VRAM Total Memory (B)")
+        r = FieldReader("rocm-smi")
+        total = r.text("memory_total_bytes", card.get("VRAM Total Memory (B)"))
+        gfx = r.text("compute_capability", card.get("GFX Version"))
+        pci_id = _amd_pci_id(r.text("pci_device_id", card.get("Device ID") or card.get("GPU ID")))
+        name = r.text("name", card.get("Card Series") or card.get("Card series")) or "unknown AMD GPU"
         devices.append(device(
-            int(key[4:]), str(card.get("Card Series") or card.get("Card series") or "unknown AMD GPU"),
-            vendor="amd", uuid=card.get("Unique ID"),
-            memory_total_bytes=int(total) if str(total or "").isdigit() else None,
-            compute_capability=card.get("GFX Version"),
-            pci_bus_id=card.get("PCI Bus"),
+            int(key[4:]), name, Identity(pci_device_id=pci_id, gfx=gfx, sku=card.get("Card SKU")),
+            vendor="amd", uuid=r.text("uuid", card.get("Unique ID")),
+            memory_total_bytes=int(total) if total is not None and total.isdigit() else None,
+            compute_capability=gfx, pci_bus_id=r.text("pci_bus_id", card.get("PCI Bus")), pci_device_id=pci_id,
+            unavailable=r.unavailable,
         ))
     return devices, data.get("system", {}).get("Driver version")
 
@@ -88,12 +104,19 @@ def detect_amd(src: Source, timeout_s: float = 15) -> GpuFacts | None:
         except (ParseError, AttributeError, TypeError, ValueError) as err:
             tried.append(f"cannot parse {tool} output: {err}")
             continue
-        return GpuFacts(devices=devices, driver_version=driver, cuda_driver_version=None,
+        top = FieldReader(tool)
+        drv, rocm = normalise(top.text("driver_version", driver)), normalise(_rocm_version(src))
+        return GpuFacts(devices=devices, driver_version=drv.version, cuda_driver_version=None,
                         source=tool, reason=None if devices else f"{tool} reports 0 GPUs",
-                        rocm_version=_rocm_version(src), notes=tried)
+                        rocm_version=rocm.version, notes=tried, driver_version_raw=drv.raw,
+                        rocm_version_raw=rocm.raw, unavailable=_top_unavailable(top.unavailable, driver))
     return empty("; ".join(tried)) if tried else None
+
+
+def _top_unavailable(found: list[Unavailable], driver: str | None) -> list[Unavailable]:
+    return found if driver is not None else [*found, Unavailable("driver_version", "not reported")]
 
 
 def _rocm_version(src: Source) -> str | None:
     text = src.read_text("/opt/rocm/.info/version") or ""
-    return text.strip().split("-")[0] or None
+    return text.strip() or None

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from cmx_detect.facts import CudaFacts, CudaSelection, CudaToolkit, RejectedCandidate
 from cmx_detect.fingerprints import CUDA_ENV_HOMES, CUDA_STANDARD_ROOTS
 from cmx_detect.source import Source
+from cmx_detect.versions import normalise
 
 ENV_HOMES = CUDA_ENV_HOMES
 STANDARD_ROOTS = CUDA_STANDARD_ROOTS
@@ -129,12 +130,13 @@ def _examine(src: Source, cand: _Candidate, search: _Search) -> None:
         search.rejected.append(RejectedCandidate(cand.home, cand.found_via, f"no include/cuda.h under {home}"))
         return
     nvcc = cand.nvcc or _nvcc_in(src, home)
-    version, version_source = _version(src, home, nvcc)
+    raw, version_source = _version(src, home, nvcc)
+    version = normalise(raw)
     lib = next((posixpath.join(home, d) for d in ("lib64", "lib") if src.is_dir(posixpath.join(home, d))), None)
-    search.toolkits[home] = CudaToolkit(home=home, version=version, version_source=version_source,
+    search.toolkits[home] = CudaToolkit(home=home, version=version.version, version_source=version_source,
                                         nvcc=nvcc, include_dir=include,
                                         lib_dir=src.realpath(lib) if lib else None,
-                                        found_via=[cand.found_via])
+                                        found_via=[cand.found_via], version_raw=version.raw)
     search.order.append((home, cand.found_via))
 
 
@@ -163,7 +165,7 @@ def _select(search: _Search) -> tuple[CudaSelection | None, str]:
 
 
 def _selection(tk: CudaToolkit, source: str) -> CudaSelection:
-    return CudaSelection(version=tk.version, home=tk.home, nvcc=tk.nvcc, source=source)
+    return CudaSelection(version=tk.version, home=tk.home, nvcc=tk.nvcc, source=source, version_raw=tk.version_raw)
 
 
 def detect_cuda(src: Source) -> CudaFacts:

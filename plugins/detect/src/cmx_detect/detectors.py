@@ -66,12 +66,17 @@ def _cuda(src: Source) -> Any:
 
 
 def _gpus(src: Source) -> Any:
+    from cmx_detect.gpus import visible_gpus
+    return visible_gpus(src, gpus_for(src))
+
+
+def _node_gpus(src: Source) -> Any:
     return gpus_for(src)
 
 
 def _accelerator(src: Source) -> Any:
-    from cmx_detect.gpus import detect_accelerator
-    return detect_accelerator(src, gpus_for(src))
+    from cmx_detect.gpus import detect_accelerator, visible_gpus
+    return detect_accelerator(src, visible_gpus(src, gpus_for(src)))
 
 
 def _torch(src: Source) -> Any:
@@ -109,7 +114,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("memory", "Total and available memory (bytes)", _memory, fp_memory, 300.0),
     Spec("python", "The running Python interpreter", _python, fp_python, DAY_S),
     Spec("cuda", "CUDA toolkits (nvcc through wrappers, cuda.h checked) and the selected one", _cuda, fp_cuda, DAY_S),
-    Spec("gpus", "NVIDIA (NVML, nvidia-smi) and AMD (amd-smi, rocm-smi) GPUs", _gpus, fp_gpus, DAY_S),
+    Spec("gpus", "NVIDIA (NVML, nvidia-smi) and AMD (amd-smi, rocm-smi) GPUs a job may use (CUDA_VISIBLE_DEVICES...)",
+         _gpus, fp_gpus, DAY_S),
+    Spec("node_gpus", "Every GPU of the node, whatever the visibility variables say", _node_gpus, fp_gpus, DAY_S),
     Spec("accelerator", "Canonical accelerator tags present (h100, a100-80gb, 8xh100...)", _accelerator,
          fp_gpus, DAY_S),
     Spec("torch", "torch version, CUDA/ROCm build, visible devices", _torch, fp_torch, DAY_S),

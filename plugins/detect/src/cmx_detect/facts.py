@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cmx_detect.markers import Unavailable
+
 
 @dataclass(frozen=True)
 class OsFacts:
@@ -93,6 +95,7 @@ class CudaToolkit:
     include_dir: str
     lib_dir: str | None
     found_via: list[str] = field(default_factory=list)
+    version_raw: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,7 @@ class CudaSelection:
     home: str | None
     nvcc: str | None
     source: str
+    version_raw: str | None = None
 
 
 @dataclass(frozen=True)
@@ -126,7 +130,7 @@ class CudaFacts:
 
 @dataclass(frozen=True)
 class MigDevice:
-    """A MIG instance of a GPU in MIG mode."""
+    """A MIG instance of a GPU in MIG mode; ``profile`` is its placement name (``2g.20gb``)."""
 
     index: int
     name: str | None
@@ -134,6 +138,7 @@ class MigDevice:
     memory_total_bytes: int | None
     gpu_instance_id: int | None = None
     compute_instance_id: int | None = None
+    profile: str | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,8 @@ class GpuDevice:
     pcie_link_width_max: int | None = None
     nvlink_active_links: int | None = None
     architecture: str | None = None
+    pci_device_id: str | None = None
+    unavailable: list[Unavailable] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -178,6 +185,23 @@ class GpuFacts:
     interconnect: str | None = None
     rocm_version: str | None = None
     notes: list[str] = field(default_factory=list)
+    driver_version_raw: str | None = None
+    cuda_driver_version_raw: str | None = None
+    rocm_version_raw: str | None = None
+    unavailable: list[Unavailable] = field(default_factory=list)
+    visible: VisibleDevices | None = None
+
+
+@dataclass(frozen=True)
+class VisibleDevices:
+    """The device restriction a job runs under: ``variable`` (``CUDA_VISIBLE_DEVICES``), its
+    ``value``, the node indices it selects and the MIG UUIDs among them."""
+
+    variable: str
+    value: str
+    indices: list[int] = field(default_factory=list)
+    mig_uuids: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,7 @@ def fp_cuda(src: Source) -> str:
 
 
 _GPU_TOOLS = ("nvidia-smi", "rocm-smi", "amd-smi")
+VISIBILITY_VARS = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
 
 
 def fp_gpus(src: Source) -> str:
@@ -96,7 +97,7 @@ def fp_gpus(src: Source) -> str:
     except (ImportError, ValueError):
         spec = None
     libs = ["/etc/ld.so.cache", "/opt/rocm/.info/version", *([spec.origin] if spec and spec.origin else [])]
-    return _digest([src.read_text("/proc/driver/nvidia/version"), *nodes, *_env(src, "PATH"),
+    return _digest([src.read_text("/proc/driver/nvidia/version"), *nodes, *_env(src, "PATH", *VISIBILITY_VARS),
                     *stat_token(src, tools + libs)])
 
 

@@ -9,7 +9,8 @@ from cmx_detect.amd import detect_amd
 from cmx_detect.facts import GpuFacts
 from cmx_detect.nvidia import detect_nvidia
 from cmx_detect.source import Source
-from cmx_detect.tags import accelerator_list, override_accelerators, parse_override
+from cmx_detect.tags import accelerator_list, mig_tags, override_accelerators, parse_override
+from cmx_detect.visible import restrict
 
 OVERRIDE_ACCELERATOR = "CMX_OVERRIDE_ACCELERATOR"
 
@@ -28,8 +29,20 @@ def detect_gpus(src: Source) -> GpuFacts:
 
 
 def accelerator_from(gpus: GpuFacts) -> list[str]:
-    """The ``accelerator`` fact of detected GPUs: ``["h100", "h100-sxm", "8xh100"]``."""
-    return accelerator_list([d.accelerator_tags for d in gpus.devices])
+    """The ``accelerator`` fact of the GPUs a job sees: ``["h100", "h100-sxm", "8xh100"]``. A GPU
+    in MIG mode counts as its MIG devices (``a100-mig-2g.20gb`` ... ``4xa100-mig-2g.20gb``)."""
+    per_device: list[list[str]] = []
+    for dev in gpus.devices:
+        if dev.mig_mode == "enabled" and dev.mig_devices:
+            per_device += [mig_tags(dev.accelerator_tags, m.profile) for m in dev.mig_devices]
+        else:
+            per_device.append(dev.accelerator_tags)
+    return accelerator_list(per_device)
+
+
+def visible_gpus(src: Source, node: GpuFacts) -> GpuFacts:
+    """The node's GPUs narrowed to those this process's environment lets a job use."""
+    return restrict(node, src.env)
 
 
 def detect_accelerator(src: Source, gpus: GpuFacts | None = None) -> list[str]:
@@ -38,4 +51,4 @@ def detect_accelerator(src: Source, gpus: GpuFacts | None = None) -> list[str]:
     override = os.environ.get(OVERRIDE_ACCELERATOR)
     if override is not None:
         return override_accelerators(parse_override(override))
-    return accelerator_from(gpus if gpus is not None else detect_gpus(src))
+    return accelerator_from(gpus if gpus is not None else visible_gpus(src, detect_gpus(src)))

@@ -6,39 +6,45 @@ the reason, never an error.
 
 from __future__ import annotations
 
-import csv
-import io
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import replace
 from typing import Any
 
 from cmx_detect.facts import GpuDevice, GpuFacts, MigDevice
+from cmx_detect.markers import clean
 from cmx_detect.nvml import NvmlCallError, NvmlSession
+from cmx_detect.smi import (
+    MIB,
+    QUERY_ARGV,
+    ParseError,
+    SmiReport,
+    parse_list,
+    parse_query_csv,
+    parse_smi_xml,
+    parse_topology,
+    retag,
+    tool_message,
+)
+from cmx_detect.smi import device as smi_device
 from cmx_detect.source import Source
-from cmx_detect.tags import classify
+from cmx_detect.tags import Identity
+from cmx_detect.versions import normalise
+
+__all__ = ["MIB", "ParseError", "detect_nvidia", "device", "empty", "from_nvml"]
 
 NVML_CLOCK_SM = 1
 NVML_CLOCK_MEM = 2
 NVLINK_MAX_LINKS = 36
-MIB = 1 << 20
 # nvmlDeviceGetArchitecture values (NVML_DEVICE_ARCH_*)
 ARCHITECTURES = {2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
                  8: "Ada Lovelace", 9: "Hopper", 10: "Blackwell"}
 
-QUERY_FIELDS = (
-    "index", "name", "uuid", "memory.total", "compute_cap", "mig.mode.current", "power.limit",
-    "clocks.max.sm", "clocks.max.memory", "pcie.link.gen.max", "pcie.link.width.max",
-    "pci.bus_id", "driver_version",
-)
-QUERY_ARGV = ("--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,noheader,nounits")
 
 
 def device(index: int, name: str, **kw: Any) -> GpuDevice:
-    """A :class:`GpuDevice` with its accelerator tags filled from name and memory."""
-    tags = classify(name, kw.get("memory_total_bytes"))
-    return GpuDevice(index=index, name=name, accelerator_tag=tags[0] if tags else None,
-                     accelerator_tags=tags, **kw)
+    """A :class:`GpuDevice` tagged by name, memory and (when given) PCI id and compute capability."""
+    ident = Identity(pci_device_id=kw.get("pci_device_id"), compute_capability=kw.get("compute_capability"))
+    return smi_device(index, name, ident, **kw)
 
 
 # -- NVML -----------------------------------------------------------------------------------
@@ -80,7 +86,9 @@ def _mig_devices(nvml: NvmlSession, dev: str) -> list[MigDevice]:
         except NvmlCallError:
             continue  # slot not populated
         mem = _opt(nvml, "nvmlDeviceGetMemoryInfo", path) or {}
-        found.append(MigDevice(index=i, name=_opt(nvml, "nvmlDeviceGetName", path),
+        name = _opt(nvml, "nvmlDeviceGetName", path)
+        profile = re.search(r"\bMIG\s+(\d+g\.\d+gb)", name or "", re.IGNORECASE)
+        found.append(MigDevice(index=i, name=name, profile=profile.group(1) if profile else None,
                                uuid=_opt(nvml, "nvmlDeviceGetUUID", path),
                                memory_total_bytes=mem.get("total"),
                                gpu_instance_id=_opt(nvml, "nvmlDeviceGetGpuInstanceId", path),
@@ -110,16 +118,25 @@ def _nvml_device(nvml: NvmlSession, index: int) -> GpuDevice:
         pcie_link_width_max=_opt(nvml, "nvmlDeviceGetMaxPcieLinkWidth", dev),
         nvlink_active_links=_nvlinks(nvml, dev),
         architecture=ARCHITECTURES.get(_opt(nvml, "nvmlDeviceGetArchitecture", dev)),
+        pci_device_id=_nvml_pci_id(pci.get("pciDeviceId")),
     )
+
+
+def _nvml_pci_id(value: Any) -> str | None:
+    """NVML's pciDeviceId (device << 16 | vendor) as ``10de:2330``."""
+    if not isinstance(value, int) or value <= 0:
+        return None
+    return f"{value & 0xFFFF:04x}:{value >> 16:04x}"
 
 
 def from_nvml(nvml: NvmlSession) -> GpuFacts:
     count = nvml.call("nvmlDeviceGetCount")
     devices = [_nvml_device(nvml, i) for i in range(count)]
-    return GpuFacts(devices=devices, driver_version=nvml.call("nvmlSystemGetDriverVersion"),
-                    cuda_driver_version=_cuda_version(_opt(nvml, "nvmlSystemGetCudaDriverVersion_v2")),
+    driver = normalise(clean(nvml.call("nvmlSystemGetDriverVersion")))
+    cuda = _cuda_version(_opt(nvml, "nvmlSystemGetCudaDriverVersion_v2"))
+    return GpuFacts(devices=devices, driver_version=driver.version, cuda_driver_version=cuda,
                     source="nvml", reason=None if devices else "NVML reports 0 GPUs",
-                    interconnect=interconnect(devices))
+                    interconnect=interconnect(devices), driver_version_raw=driver.raw, cuda_driver_version_raw=cuda)
 
 
 def interconnect(devices: list[GpuDevice]) -> str | None:
@@ -130,101 +147,97 @@ def interconnect(devices: list[GpuDevice]) -> str | None:
 
 # -- nvidia-smi -----------------------------------------------------------------------------
 
-class ParseError(ValueError):
-    """Output of a tool that does not have the expected format."""
-
-
-def _na(value: str) -> str | None:
-    value = value.strip()
-    return None if not value or value.startswith("[") or value in {"N/A", "Not Supported"} else value
-
-
-def _num(value: str, cast: Any = int) -> Any:
-    text = _na(value)
-    if text is None:
-        return None
+def _run_view(src: Source, probe: str, view: str, argv: list[str], parse: Any,
+              timeout_s: float) -> tuple[SmiReport | None, str]:
+    """One nvidia-smi view: its report (also from a non-zero exit that printed data, such as
+    14 for a corrupted infoROM) or None, and the tool's own words when it failed."""
+    result = src.run(probe, argv, timeout_s=timeout_s)
+    if result.error:
+        return None, result.error
     try:
-        return cast(float(text)) if cast is int else cast(text)
-    except ValueError:
-        raise ParseError(f"not a number: {value.strip()!r}") from None
+        report: SmiReport = parse(result.stdout)
+    except ParseError as err:
+        return None, tool_message(result) if not result.ok else f"cannot parse nvidia-smi {view} output: {err}"
+    if not result.ok:
+        report = replace(report, notes=[tool_message(result), *report.notes])
+    return report, ""
 
 
-def parse_query_csv(text: str) -> tuple[list[GpuDevice], str | None]:
-    """Parse ``nvidia-smi --query-gpu=<QUERY_FIELDS> --format=csv,noheader,nounits``."""
-    rows = [r for r in csv.reader(io.StringIO(text), skipinitialspace=True) if r]
-    if not rows:
-        raise ParseError("no rows")
-    devices, driver = [], None
-    for row in rows:
-        if len(row) != len(QUERY_FIELDS):
-            raise ParseError(f"expected {len(QUERY_FIELDS)} columns, got {len(row)}: {','.join(row)[:80]!r}")
-        f = dict(zip(QUERY_FIELDS, (c.strip() for c in row), strict=True))
-        power_w = _num(f["power.limit"], float)
-        mem_mib = _num(f["memory.total"])
-        mig = _na(f["mig.mode.current"])
-        devices.append(device(
-            _num(f["index"]), f["name"], vendor="nvidia", uuid=_na(f["uuid"]),
-            memory_total_bytes=mem_mib * MIB if mem_mib is not None else None,
-            compute_capability=_na(f["compute_cap"]), pci_bus_id=_na(f["pci.bus_id"]),
-            mig_mode=mig.lower() if mig else None,
-            power_limit_mw=int(power_w * 1000) if power_w is not None else None,
-            max_sm_clock_mhz=_num(f["clocks.max.sm"]), max_memory_clock_mhz=_num(f["clocks.max.memory"]),
-            pcie_generation_max=_num(f["pcie.link.gen.max"]), pcie_link_width_max=_num(f["pcie.link.width.max"]),
-        ))
-        driver = _na(f["driver_version"]) or driver
-    return devices, driver
+def _merge(base: GpuDevice, other: GpuDevice) -> GpuDevice:
+    """``base`` with every field it lacks taken from ``other`` (the same GPU in another view)."""
+    filled: dict[str, Any] = {}
+    for name in ("uuid", "memory_total_bytes", "compute_capability", "pci_bus_id", "mig_mode", "power_limit_mw",
+                 "max_sm_clock_mhz", "max_memory_clock_mhz", "pcie_generation_max", "pcie_link_width_max",
+                 "architecture", "pci_device_id"):
+        if getattr(base, name) is None and getattr(other, name) is not None:
+            filled[name] = getattr(other, name)
+    filled["mig_devices"] = _merge_migs(base.mig_devices, other.mig_devices)
+    got = {f for f in filled if filled[f] is not None}
+    filled["unavailable"] = [u for u in base.unavailable if u.field not in got]
+    return retag(replace(base, **filled))
 
 
-def parse_smi_xml(text: str) -> dict[str, Any]:
-    """From ``nvidia-smi -q -x``: driver and CUDA versions, and per GPU UUID its MIG devices."""
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as err:
-        raise ParseError(f"not XML: {err}") from None
-    if root.tag != "nvidia_smi_log":
-        raise ParseError(f"unexpected root element <{root.tag}>")
-    migs: dict[str, list[MigDevice]] = {}
-    archs: dict[str, str | None] = {}
-    for gpu in root.findall("gpu"):
-        uuid = (gpu.findtext("uuid") or "").strip()
-        migs[uuid] = [_xml_mig(i, m) for i, m in enumerate(gpu.findall("mig_devices/mig_device"))]
-        archs[uuid] = _na(gpu.findtext("product_architecture") or "")
-    return {"driver_version": _na(root.findtext("driver_version") or ""),
-            "cuda_version": _na(root.findtext("cuda_version") or ""), "mig": migs, "arch": archs}
+def _merge_migs(mine: list[MigDevice], theirs: list[MigDevice]) -> list[MigDevice]:
+    if not mine:
+        return list(theirs)
+    by_index = {m.index: m for m in theirs}
+    out = []
+    for m in mine:
+        t = by_index.get(m.index)
+        out.append(m if t is None else replace(
+            m, name=m.name or t.name, uuid=m.uuid or t.uuid, profile=m.profile or t.profile,
+            memory_total_bytes=m.memory_total_bytes or t.memory_total_bytes,
+            gpu_instance_id=m.gpu_instance_id if m.gpu_instance_id is not None else t.gpu_instance_id,
+            compute_instance_id=m.compute_instance_id if m.compute_instance_id is not None else t.compute_instance_id))
+    return out
 
 
-def _xml_mig(i: int, node: ET.Element) -> MigDevice:
-    total = _na(node.findtext("fb_memory_usage/total") or "")
-    mib = re.match(r"(\d+)\s*MiB", total or "")
-    return MigDevice(index=_num(node.findtext("index") or str(i)) or i, name=None, uuid=None,
-                     memory_total_bytes=int(mib.group(1)) * MIB if mib else None,
-                     gpu_instance_id=_num(node.findtext("gpu_instance_id") or ""),
-                     compute_instance_id=_num(node.findtext("compute_instance_id") or ""))
+def _combine(reports: list[SmiReport]) -> list[GpuDevice]:
+    """The first view's devices, each filled from the same GPU (by UUID, else index) in the others."""
+    devices = list(reports[0].devices)
+    for other in reports[1:]:
+        by_uuid = {d.uuid: d for d in other.devices if d.uuid}
+        by_index = {d.index: d for d in other.devices}
+        devices = [_merge(d, same) if (same := by_uuid.get(d.uuid or "") or by_index.get(d.index)) else d
+                   for d in devices]
+    return devices
 
 
 def from_nvidia_smi(src: Source, smi: str, timeout_s: float) -> GpuFacts:
-    """The fallback where NVML is not usable but ``nvidia-smi`` exists."""
-    result = src.run("nvidia-smi-query-gpu", [smi, *QUERY_ARGV], timeout_s=timeout_s)
+    """The fallback where NVML is not usable: ``--query-gpu``, ``-q -x`` and ``-L`` merged field
+    by field, so one failing view costs its fields, never the GPUs the others list."""
+    query, why_query = _run_view(src, "nvidia-smi-query-gpu", "--query-gpu", [smi, *QUERY_ARGV], parse_query_csv, timeout_s)
+    xml, why_xml = _run_view(src, "nvidia-smi-q-x", "-q -x", [smi, "-q", "-x"], parse_smi_xml, timeout_s)
+    need_list = (query is None and xml is None) or any(d.mig_mode == "enabled" for r in (query, xml) if r
+                                                        for d in r.devices)
+    listing, why_list = (_run_view(src, "nvidia-smi-L", "-L", [smi, "-L"], parse_list, timeout_s) if need_list
+                         else (None, ""))
+    reports = [r for r in (query, xml, listing) if r is not None]
+    notes = [f"nvidia-smi {view}: {why}" for view, why in
+             (("--query-gpu", why_query), ("-q -x", why_xml), ("-L", why_list)) if why]
+    notes += [n for r in reports for n in r.notes]
+    if not reports:
+        return replace(empty(f"nvidia-smi failed: {why_query}", "nvidia-smi"), notes=notes)
+    devices = _combine(reports)
+    driver = normalise(next((r.driver for r in (xml, query) if r and r.driver), None))
+    cuda = normalise(xml.cuda if xml else None)
+    topo = _topology(src, smi, timeout_s, notes) if len(devices) > 1 else None
+    return GpuFacts(devices=devices, driver_version=driver.version, cuda_driver_version=cuda.version,
+                    source="nvidia-smi", reason=None if devices else "nvidia-smi lists 0 GPUs",
+                    interconnect=topo or (interconnect(devices) if len(devices) == 1 else None), notes=notes,
+                    driver_version_raw=driver.raw, cuda_driver_version_raw=cuda.raw,
+                    unavailable=[u for r in reports for u in r.unavailable])
+
+
+def _topology(src: Source, smi: str, timeout_s: float, notes: list[str]) -> str | None:
+    result = src.run("nvidia-smi-topo-m", [smi, "topo", "-m"], timeout_s=timeout_s)
     if not result.ok:
-        return empty(f"nvidia-smi failed: {result.why()}", "nvidia-smi")
-    try:
-        devices, driver = parse_query_csv(result.stdout)
-    except ParseError as err:
-        return empty(f"cannot parse nvidia-smi --query-gpu output: {err}", "nvidia-smi")
-    cuda, notes = None, []
-    xml = src.run("nvidia-smi-q-x", [smi, "-q", "-x"], timeout_s=timeout_s)
-    if xml.ok:
-        try:
-            info = parse_smi_xml(xml.stdout)
-            cuda, driver = info["cuda_version"], info["driver_version"] or driver
-            devices = [replace(d, mig_devices=info["mig"].get(d.uuid or "", []),
-                               architecture=info["arch"].get(d.uuid or "")) for d in devices]
-        except ParseError as err:
-            notes.append(f"nvidia-smi -q -x ignored: {err}")
-    else:
-        notes.append(f"nvidia-smi -q -x: {xml.why()}")
-    return GpuFacts(devices=devices, driver_version=driver, cuda_driver_version=cuda,
-                    source="nvidia-smi", reason=None, interconnect=None, notes=notes)
+        notes.append(f"nvidia-smi topo -m: {tool_message(result)}")
+        return None
+    found = parse_topology(result.stdout)
+    if found is None:
+        notes.append("nvidia-smi topo -m: no GPU matrix in its output")
+    return found
 
 
 def empty(reason: str, source: str | None = None, driver: str | None = None) -> GpuFacts:

@@ -49,6 +49,11 @@ else:
 print("CMX-NVML " + json.dumps({"calls": calls}))
 """
 MAX_READ_BYTES = 1 << 20
+NVML_LIBRARY = "libnvidia-ml.so.1"
+NVML_NOT_FOUND = ("NVML Shared Library Not Found (libnvidia-ml.so.1 is in neither the loader cache "
+                  "/etc/ld.so.cache, LD_LIBRARY_PATH nor the standard library directories)")
+LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64",
+                "/lib", "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/wsl/lib")
 
 
 if TYPE_CHECKING:
@@ -191,7 +196,13 @@ class LiveSource(Source):
         return compute()
 
     def nvml(self) -> NvmlSession:
-        """NVML queried in a child interpreter with a timeout (see :data:`NVML_CHILD`)."""
+        """NVML queried in a child interpreter with a timeout (see :data:`NVML_CHILD`), only
+        when the loader can find ``libnvidia-ml.so.1`` (a file check, no child, otherwise)."""
+        where = nvml_library()
+        if where is None:
+            from cmx_detect.nvml import NvmlCallError
+
+            raise NvmlCallError("NVMLError_LibraryNotFound", NVML_NOT_FOUND, 12)
         return nvml_in_subprocess(NVML_TIMEOUT_S)
 
 
@@ -245,6 +256,24 @@ def _drain(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
 
 def _text(data: bytes | None) -> str:
     return (data or b"")[:MAX_READ_BYTES].decode("utf-8", "replace")
+
+
+def nvml_library(ld_cache: str = "/etc/ld.so.cache") -> str | None:
+    """Where the dynamic loader would find ``libnvidia-ml.so.1``, checked as the loader looks:
+    ``LD_LIBRARY_PATH``, the name in its cache file, the standard directories. None when none
+    has it, so no child interpreter is started for an NVML that cannot load."""
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    for directory in dirs:
+        if os.path.exists(os.path.join(directory, NVML_LIBRARY)):
+            return os.path.join(directory, NVML_LIBRARY)
+    try:
+        with open(ld_cache, "rb") as fh:
+            if NVML_LIBRARY.encode() in fh.read(8 << 20):
+                return ld_cache
+    except OSError:
+        pass
+    return next((os.path.join(d, NVML_LIBRARY) for d in LIBRARY_DIRS
+                 if os.path.exists(os.path.join(d, NVML_LIBRARY))), None)
 
 
 def nvml_in_subprocess(timeout_s: float) -> NvmlSession:

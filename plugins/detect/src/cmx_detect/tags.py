@@ -62,6 +62,10 @@ RULES: tuple[Rule, ...] = (
           "NVIDIA A100 80GB PCIe"),
          (Form("a100-80gb", r"80GB", min_memory_gib=60), Form("a100-40gb", r"40GB", max_memory_gib=60),
           Form("a100-sxm", r"SXM"), Form("a100-pcie", r"PCIe"))),
+    Rule("h800", "nvidia", r"\bH800\b", ("NVIDIA H800", "NVIDIA H800 PCIe")),
+    Rule("h20", "nvidia", r"\bH20\b", ("NVIDIA H20",)),
+    Rule("a800", "nvidia", r"\bA800\b", ("NVIDIA A800-SXM4-80GB", "NVIDIA A800 80GB PCIe"),
+         (Form("a800-sxm", r"SXM"), Form("a800-pcie", r"PCIe"))),
     Rule("a10g", "nvidia", r"\bA10G\b", ("NVIDIA A10G",)),
     Rule("a10", "nvidia", r"\bA10\b", ("NVIDIA A10",)),
     Rule("l40s", "nvidia", r"\bL40S\b", ("NVIDIA L40S",)),
@@ -72,13 +76,54 @@ RULES: tuple[Rule, ...] = (
          ("Tesla V100-SXM2-16GB", "Tesla V100-PCIE-32GB", "Tesla V100S-PCIE-32GB"),
          (Form("v100-32gb", r"32GB", min_memory_gib=24), Form("v100-16gb", r"16GB", max_memory_gib=24),
           Form("v100-sxm", r"SXM"), Form("v100-pcie", r"PCIE"))),
+    Rule("p100", "nvidia", r"\bP100\b", ("Tesla P100-PCIE-16GB", "Tesla P100-SXM2-16GB"),
+         (Form("p100-sxm", r"SXM"), Form("p100-pcie", r"PCIE"))),
+    Rule("k80", "nvidia", r"\bK80\b", ("Tesla K80",)),
     Rule("mi325x", "amd", r"\bMI325X\b", ("AMD Instinct MI325X",)),
     Rule("mi300x", "amd", r"\bMI300X\b", ("AMD Instinct MI300X", "AMD Instinct MI300X OAM")),
     Rule("mi300a", "amd", r"\bMI300A\b", ("AMD Instinct MI300A",)),
-    Rule("mi250", "amd", r"\bMI250X?\b", ("AMD Instinct MI250X", "AMD Instinct MI250"),
-         (Form("mi250x", r"MI250X"),)),
+    Rule("mi250", "amd", r"\bMI250X?\b|\bMI200\b.*\b(?:MCM|OAM)\b",
+         ("AMD Instinct MI250X", "AMD Instinct MI250", "AMD INSTINCT MI200 (MCM) OAM LC MBA HPE C2"),
+         (Form("mi250x", r"MI250X(?!/)"),)),
     Rule("mi210", "amd", r"\bMI210\b", ("AMD Instinct MI210",)),
+    Rule("mi100", "amd", r"\bMI100\b", ("AMD Instinct MI100", "Arcturus GL-XL [Instinct MI100]")),
+    Rule("mi50", "amd", r"\bMI50\b", ("AMD Instinct MI50", "Vega 20 [Radeon Instinct MI50 32GB]")),
 )
+
+
+# Device identity, for names the rules miss. PCI device ids (vendor 10de NVIDIA, 1002 AMD) with
+# the names pci.ids gives them (Debian's pci.ids package, 2024); a tag comes from that name.
+PCI_IDS: dict[str, str] = {
+    "10de:102d": "Tesla K80", "10de:15f7": "Tesla P100 PCIe 12GB", "10de:15f8": "Tesla P100 PCIe 16GB",
+    "10de:15f9": "Tesla P100 SXM2 16GB", "10de:1db1": "Tesla V100 SXM2 16GB", "10de:1db4": "Tesla V100 PCIe 16GB",
+    "10de:1db5": "Tesla V100 SXM2 32GB", "10de:1df6": "Tesla V100S PCIe 32GB", "10de:1eb8": "Tesla T4",
+    "10de:20b0": "A100 SXM4 40GB", "10de:20b2": "A100 SXM4 80GB", "10de:20b5": "A100 PCIe 80GB",
+    "10de:20f1": "A100 PCIe 40GB", "10de:20f3": "A800-SXM4-80GB", "10de:20f5": "A800 80GB PCIe",
+    "10de:2236": "A10", "10de:2237": "A10G", "10de:2322": "H800 PCIe", "10de:2324": "H800",
+    "10de:2330": "H100 SXM5 80GB", "10de:2331": "H100 PCIe", "10de:26b5": "L40", "10de:27b8": "L4",
+    "1002:66a1": "Radeon Instinct MI50 32GB", "1002:738c": "Instinct MI100", "1002:738e": "Instinct MI100",
+    "1002:7408": "Instinct MI250X", "1002:740c": "Instinct MI250X/MI250", "1002:740f": "Instinct MI210",
+}
+# rocm-smi's "Card SKU": D65201 is the MI250X OAM of HPE Cray EX235a nodes (hyperqueue's recording).
+AMD_SKUS: dict[str, str] = {"D65201": "Instinct MI250X"}
+# gfx targets that name exactly one accelerator family (gfx90a is MI210 or MI250: not here).
+GFX_IDS: dict[str, str] = {"gfx908": "Instinct MI100"}
+# Compute capabilities of exactly one data-centre part (3.7 is GK210, only on the K80).
+COMPUTE_CAPABILITIES: dict[str, str] = {"3.7": "Tesla K80"}
+# NVIDIA vGPU profile names: NVIDIA H100L-2-24C, GRID A100-4C, NVIDIA A100X-40C.
+_VGPU = re.compile(r"^(?P<head>.*?\b[A-Z]+\d+)[A-Z]{0,2}-(?:\d+-)?\d+[ABCQ]$", re.IGNORECASE)
+_MIG_TAG = re.compile(r"^(?P<base>[a-z0-9]+)-mig(?:-(?P<profile>\d+g\.\d+gb))?$")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What identifies a device besides its name: ``pci_device_id`` as ``vendor:device``
+    (``10de:2330``), the AMD ``gfx`` target, the rocm-smi ``sku``, the ``compute_capability``."""
+
+    pci_device_id: str | None = None
+    gfx: str | None = None
+    sku: str | None = None
+    compute_capability: str | None = None
 
 
 def known_tags() -> list[str]:
@@ -87,9 +132,51 @@ def known_tags() -> list[str]:
     return sorted(tags)
 
 
-def classify(name: str, memory_bytes: int | None = None) -> list[str]:
+def is_known(tag: str) -> bool:
+    """A table tag, or a generated form of an NVIDIA base tag: ``<base>-vgpu``, ``<base>-mig``,
+    ``<base>-mig-<profile>`` (``a100-mig-2g.20gb``)."""
+    nvidia = {r.tag for r in RULES if r.vendor == "nvidia"}
+    match = _MIG_TAG.match(tag)
+    return (tag in known_tags() or bool(match and match.group("base") in nvidia)
+            or (tag.endswith("-vgpu") and tag.removesuffix("-vgpu") in nvidia))
+
+
+def classify(name: str, memory_bytes: int | None = None, identity: Identity | None = None) -> list[str]:
     """Tags of one device, base tag first: ``classify("NVIDIA H100 80GB HBM3")`` is
-    ``["h100", "h100-sxm"]``; an unknown device gives ``[]``."""
+    ``["h100", "h100-sxm"]``; an unknown device gives ``[]``. A vGPU profile name gets the
+    GPU's base tag and ``<base>-vgpu``. A name no rule knows is looked up by identity: PCI
+    device id, then gfx target, then compute capability. An AMD SKU refines the MI200 form."""
+    ident = identity or Identity()
+    vgpu = _VGPU.match(name.strip())
+    tags = _by_name(vgpu.group("head") if vgpu else name, memory_bytes)
+    if not tags:
+        for table, key in ((PCI_IDS, ident.pci_device_id), (GFX_IDS, ident.gfx),
+                           (COMPUTE_CAPABILITIES, ident.compute_capability)):
+            if key and key.lower() in table:
+                tags = _by_name(table[key.lower()], memory_bytes)
+                break
+    if tags and ident.sku and ident.sku.upper() in AMD_SKUS:
+        tags = _by_name(AMD_SKUS[ident.sku.upper()], memory_bytes) if tags[0] == "mi250" else tags
+    if tags and ident.pci_device_id and ident.pci_device_id.lower() in PCI_IDS and tags[0] == "mi250":
+        tags = _by_name(PCI_IDS[ident.pci_device_id.lower()], memory_bytes)
+    if vgpu and tags:
+        tags = [tags[0], f"{tags[0]}-vgpu"]
+    return tags
+
+
+def mig_tags(base: list[str], profile: str | None) -> list[str]:
+    """Tags of a MIG device of a GPU tagged ``base``: the base, its form factor (memory forms
+    describe the whole GPU, not the slice, and are dropped), ``<base>-mig`` and
+    ``<base>-mig-<profile>``; the profile tag first, so it is what ``<N>x`` counts."""
+    if not base:
+        return []
+    head = base[0]
+    kept = [t for t in base[1:] if not t.endswith("gb")]
+    profile_tag = [f"{head}-mig-{profile.lower()}"] if profile else []
+    return [*(profile_tag or [f"{head}-mig"]), head, *kept, *([f"{head}-mig"] if profile_tag else [])]
+
+
+def _by_name(name: str, memory_bytes: int | None) -> list[str]:
     for rule in RULES:
         if re.search(rule.pattern, name, re.IGNORECASE):
             return [rule.tag, *_forms(rule, name, memory_bytes)]
@@ -130,7 +217,7 @@ def accelerator_list(device_tags: list[list[str]]) -> list[str]:
     return tags + [f"{n}x{tag}" for tag, n in counts.items()]
 
 
-_OVERRIDE = re.compile(r"^(?:(\d+)x)?([a-z0-9-]+)$")
+_OVERRIDE = re.compile(r"^(?:(\d+)x)?([a-z0-9.-]+)$")
 
 
 @dataclass(frozen=True)
@@ -148,7 +235,7 @@ def check_tag(tag: str, where: str) -> str:
     naming ``where`` (a recipe key or an environment variable) and the known tags."""
     low = tag.strip().lower()
     match = _OVERRIDE.match(low)
-    if match and match.group(2) in known_tags():
+    if match and is_known(match.group(2)):
         return low
     raise AcceleratorTagError(
         f"{where}: unknown accelerator tag '{tag}'; known tags: {', '.join(known_tags())}")
@@ -169,6 +256,8 @@ def override_accelerators(specs: list[OverrideSpec]) -> list[str]:
     """The ``accelerator`` fact an override stands for (``8xh100`` -> ``h100, 8xh100``)."""
 
     def base_of(t: str) -> str:
+        if _MIG_TAG.match(t):
+            return t
         return next((r.tag for r in RULES if t == r.tag or t in {f.tag for f in r.forms}), t)
 
     tags: list[str] = []
