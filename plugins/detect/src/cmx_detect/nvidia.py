@@ -206,7 +206,8 @@ def _combine(reports: list[SmiReport]) -> list[GpuDevice]:
 def from_nvidia_smi(src: Source, smi: str, timeout_s: float) -> GpuFacts:
     """The fallback where NVML is not usable: ``--query-gpu``, ``-q -x`` and ``-L`` merged field
     by field, so one failing view costs its fields, never the GPUs the others list."""
-    query, why_query = _run_view(src, "nvidia-smi-query-gpu", "--query-gpu", [smi, *QUERY_ARGV], parse_query_csv, timeout_s)
+    query, why_query = _run_view(src, "nvidia-smi-query-gpu", "--query-gpu", [smi, *QUERY_ARGV], parse_query_csv,
+                                 timeout_s)
     xml, why_xml = _run_view(src, "nvidia-smi-q-x", "-q -x", [smi, "-q", "-x"], parse_smi_xml, timeout_s)
     need_list = (query is None and xml is None) or any(d.mig_mode == "enabled" for r in (query, xml) if r
                                                         for d in r.devices)

@@ -65,8 +65,10 @@ def tool_message(result: ProbeResult) -> str:
     """Why a probe failed, in the tool's own words from stderr or, failing that, stdout."""
     if result.error:
         return result.error
-    lines = [ln.strip() for ln in (result.stderr + "\n" + result.stdout).splitlines() if ln.strip()]
-    said = next((ln for ln in lines if not ln.startswith("<")), "")
+    err = [ln.strip() for ln in result.stderr.splitlines() if ln.strip()]
+    out = [ln.strip() for ln in result.stdout.splitlines() if ln.strip()]
+    warned = [ln for ln in out if _WARNING.match(ln)]
+    said = next(iter(err + warned + [ln for ln in out if not ln.startswith("<")]), "")
     name = result.argv[0].rsplit("/", 1)[-1]
     return f"{name} exited with {result.returncode}" + (f": {said[:200]}" if said else "")
 
@@ -89,7 +91,9 @@ def _mem_bytes(reader: FieldReader, name: str, raw: Any) -> int | None:
 def _pci_id(raw: str | None) -> str | None:
     """nvidia-smi's ``233010DE`` (device, vendor) as ``10de:2330``."""
     text = (raw or "").strip().lower().removeprefix("0x")
-    return f"{text[4:]}:{text[:4]}" if re.fullmatch(r"[0-9a-f]{8}", text) else None
+    if not re.fullmatch(r"[0-9a-f]{8}", text) or text[4:] != "10de" or text[:4] == "0000":
+        return None  # telegraf's A10G recording holds 000000DE: no device id
+    return f"{text[4:]}:{text[:4]}"
 
 
 def _data_lines(text: str) -> tuple[list[str], list[str]]:
