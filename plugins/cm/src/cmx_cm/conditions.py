@@ -66,11 +66,11 @@ def key_matches(ref: str, values: Sequence[Any]) -> str:
     wanted = [str(v).lower() for v in values]
     falsy = _literal([*_cases(FALSE_WORDS), ""])
     if set(wanted) & set(TRUE_WORDS):
-        return f"({ref} != None and {ref} not in {falsy})"
+        return f"({ref} and {ref} not in {falsy})"
     if set(wanted) & set(FALSE_WORDS):
-        return f"({ref} == None or {ref} in {falsy})"
+        return f"(not {ref} or {ref} in {falsy})"
     if "" in wanted:
-        return f"({ref} == None or {ref} in {_literal(_cases(wanted))})"
+        return f"(not {ref} or {ref} in {_literal(_cases(wanted))})"
     return f"{ref} in {_literal(_cases(wanted))}"
 
 

@@ -1,0 +1,102 @@
+"""Imported scripts running for real through ``cmx``: CM's env contract, the run directory,
+declared outputs only, no prompts, version constraints, MLC scripts, the live
+``CMX_CM_PATH`` source with stat revalidation, and ``cmx import cm`` on the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from conftest import outputs
+
+Cli = Callable[..., Any]
+
+
+def _import(cmx_cli: Cli, collection: Path, out: Path) -> dict[str, Any]:
+    proc = cmx_cli("import", "cm", str(collection), "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    document: dict[str, Any] = json.loads(proc.stdout)
+    return document
+
+
+def test_run_follows_cm_env_contract(cmx_cli: Cli, collection: Path, tmp_path: Path) -> None:
+    out = tmp_path / "recipes"
+    _import(cmx_cli, collection, out)
+    elsewhere = tmp_path / "user-cwd"
+    elsewhere.mkdir()
+    proc = cmx_cli("run", "recipe", "--tags=cm,demo,tool,size.7", "--label=hello", "--recipes", str(out), "--json",
+                   cwd=elsewhere)
+    got = outputs(proc)
+    env = got["new_env"]
+    assert env["CM_DEMO_ECHO"] == "fixed/slow"  # run.sh saw the exported env; tmp-run-env.out merged
+    assert env["CM_DEMO_TOOL_MODE"] == "slow" and env["CM_DEMO_TOOL_LABEL"] == "hello"
+    assert env["CM_DEMO_TOOL_SIZE"] == "7"  # the parametric variation
+    assert env["CM_DEMO_TOOL_BASE"] == "base-ran"  # the dep's new_env reached the script
+    assert "CM_DEMO_NOT_DECLARED" not in env and "CM_DEMO_BASE_TEXT" not in env  # new_env_keys filter
+    assert got["new_state"] == {"demo_from_run": "state-ok", "demo_seen": "state-ok"}  # tmp-run-state.json merged
+    assert got["version"] == "2.1.0" and got["cm_demo_echo"] == "fixed/slow"
+    cwd = Path(env["CM_DEMO_TOOL_CWD"])
+    assert elsewhere not in (cwd, *cwd.parents) and collection not in cwd.parents
+    assert list(elsewhere.iterdir()) == [] and not (collection / "demo-tool" / "tmp-run-env.out").exists()
+
+
+def test_variation_base_and_group_selection(cmx_cli: Cli, collection: Path, tmp_path: Path) -> None:
+    out = tmp_path / "recipes"
+    _import(cmx_cli, collection, out)
+    env = outputs(cmx_cli("run", "recipe", "--tags=cm,demo,tool,extra", "--recipes", str(out), "--json"))["new_env"]
+    assert env["CM_DEMO_TOOL_MODE"] == "fast" and env["CM_DEMO_EXTRA"] == "yes"
+
+
+def test_prompts_and_version_constraints_fail_clearly(cmx_cli: Cli, collection: Path, tmp_path: Path) -> None:
+    out = tmp_path / "recipes"
+    _import(cmx_cli, collection, out)
+    asked = cmx_cli("run", "recipe", "--tags=cm,demo,tool", "--cm-demo-ask=yes", "--recipes", str(out), "--json")
+    assert asked.returncode == 1 and "asked for interactive input ('Continue?')" in asked.stderr
+    assert "Traceback" not in asked.stderr
+    old = cmx_cli("run", "recipe", "--tags=cm,demo,tool", "--version-min=3.0", "--recipes", str(out), "--json")
+    assert old.returncode == 1 and "detected version 2.1.0 does not meet" in old.stderr
+
+
+def test_mlc_script_runs_with_mlc_prefix(cmx_cli: Cli, collection: Path, tmp_path: Path) -> None:
+    out = tmp_path / "recipes"
+    _import(cmx_cli, collection, out)
+    env = outputs(cmx_cli("run", "recipe", "--tags=mlc,mlcdemo,echo", "--recipes", str(out), "--json"))["new_env"]
+    assert env == {"MLC_ECHO_TRUE": "True", "MLC_ECHO_SCRIPT": str(collection / "mlc-echo")}
+
+
+def test_live_path_is_revalidated_by_stat(cmx_cli: Cli, collection: Path, cmx_home: Path) -> None:
+    live = {"CMX_CM_PATH": str(collection)}
+    first = outputs(cmx_cli("run", "recipe", "--tags=cm,demo,base", "--json", env=live))
+    assert first["new_env"]["CM_DEMO_BASE_TEXT"] == "base-ran"
+    meta = collection / "demo-base" / "_cm.yaml"
+    meta.write_text(meta.read_text().replace("tags: [demo, base]", "tags: [demo, base, renamed]"))
+    stamp = time.time() + 5
+    os.utime(meta, (stamp, stamp))
+    proc = cmx_cli("list", "recipes", "--tags=cm,renamed", "--json", env=live)
+    assert proc.returncode == 0 and "cm.demo-base" in proc.stdout
+    plugin_off = cmx_cli("list", "recipes", "--tags=cm,renamed", "--json")
+    assert "cm.demo-base" not in plugin_off.stdout  # without CMX_CM_PATH there is no live source
+
+
+def test_import_cli_bad_input_exit_2(cmx_cli: Cli, collection: Path, tmp_path: Path) -> None:
+    missing = cmx_cli("import", "cm", str(tmp_path / "nope"), "--out", str(tmp_path / "o"), "--json")
+    assert missing.returncode == 2 and "not a directory" in json.loads(missing.stdout)["error"]
+    assert "Traceback" not in missing.stderr
+    inside = cmx_cli("import", "cm", str(collection), "--out", str(collection / "o"))
+    assert inside.returncode == 2 and "inside the collection" in inside.stderr and not (collection / "o").exists()
+    noun = cmx_cli("import", "ck", str(collection))
+    assert noun.returncode == 2 and "invalid choice" in noun.stderr
+
+
+def test_import_report_counts(cmx_cli: Cli, collection: Path, tmp_path: Path) -> None:
+    out = tmp_path / "recipes"
+    proc = cmx_cli("import", "cm", str(collection), "--out", str(out), "--report", "--run", "demo-*", "--json")
+    assert proc.returncode == 0, proc.stderr
+    cov = json.loads(proc.stdout)["coverage"]
+    assert (cov["scripts"], cov["imported"], cov["planned"]) == (4, 4, 4)
+    assert cov["run_attempted"] == 3 and cov["ran"] == 3
+    assert json.loads((out / "coverage.json").read_text()) == cov

@@ -1,0 +1,122 @@
+"""Translation of CM/MLC metadata into cmx recipes, and the report of what is not mapped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cmx_core import api
+from cmx_core.errors import UsageError
+
+from cmx_cm.collection import import_collection
+from cmx_cm.conditions import EnvScope, all_of
+from cmx_cm.meta import load_script
+from cmx_cm.translate import translate
+
+from cm_helpers import write_script
+
+
+def test_identity_env_inputs_and_outputs(collection: Path) -> None:
+    t = translate(load_script(collection / "demo-tool"))
+    recipe = t.recipe
+    assert recipe["name"] == "cm.demo-tool"
+    assert recipe["tags"][:3] == ["cm", "demo", "tool"] and "demo-tool" in recipe["tags"]
+    assert "fedcba9876543210" in recipe["description"]
+    inputs = recipe["inputs"]
+    assert inputs["cm_demo_mode"]["default"] == "slow"
+    assert inputs["cm_demo_fixed"]["default"] == "fixed"
+    assert inputs["label"] == {"type": "string", "description": "sets env CM_DEMO_LABEL"}
+    assert {"version", "version_min", "version_max"} <= set(inputs)
+    params = recipe["steps"][0]["with"]
+    assert params["input_mapping"] == {"label": "CM_DEMO_LABEL"}
+    assert params["env_inputs"]["cm_demo_mode"] == "CM_DEMO_MODE"
+    assert params["new_env_keys"] == ["CM_DEMO_TOOL_*", "CM_DEMO_ECHO", "+PATH"]
+    assert "cm_demo_echo" in recipe["outputs"] and "new_env" in recipe["outputs"]
+    assert recipe["cache"] is True
+
+
+def test_variations_groups_defaults_base_parametric(collection: Path) -> None:
+    t = translate(load_script(collection / "demo-tool"))
+    variations = t.recipe["variations"]
+    assert variations["slow"] == {"group": "speed", "default": True, "inputs": {"cm_demo_mode": "slow"}}
+    assert variations["fast"]["inputs"] == {"cm_demo_mode": "fast"}
+    assert variations["extra"]["inputs"] == {"cm_demo_mode": "fast", "cm_demo_extra": "yes"}  # base merged in
+    assert variations["size.#"]["inputs"] == {"cm_demo_size": "#"}
+    assert "fast,extra" not in variations
+    combo = [i for i in t.issues if i.key == "variations.fast,extra"]
+    assert combo and combo[0].kind == "unmapped" and "combination" in combo[0].reason
+    assert t.recipe["steps"][0]["with"]["variation_keys"] == {"extra": ["CM_DEMO_EXTRA"]}
+
+
+def test_deps_conditions_names_and_lifecycle(collection: Path) -> None:
+    t = translate(load_script(collection / "demo-tool"))
+    deps = t.recipe["deps"]
+    assert deps[0] == {"tags": ["cm", "demo", "base"], "as": "base"}
+    assert deps[1]["tags"] == ["cm", "demo", "base"] and "inputs.cm_demo_mode in" in deps[1]["when"]
+    assert any(i.key == "post_deps[0]" and i.kind == "approximated" for i in t.issues)
+
+
+def test_dynamic_conditions_are_reported_and_facts_used(collection: Path) -> None:
+    t = translate(load_script(collection / "demo-dynamic"))
+    deps = t.recipe["deps"]
+    assert len(deps) == 1 and deps[0]["when"].startswith("facts.os.name in")  # CM_HOST_OS_TYPE is a fact
+    dropped = [i for i in t.issues if i.key == "prehook_deps[0]"]
+    assert dropped and "CM_SET_AT_RUN_TIME" in dropped[0].reason and dropped[0].kind == "unmapped"
+    unknown = [i for i in t.issues if i.key == "unknown_cm_key"]
+    assert unknown and unknown[0].file.endswith("demo-dynamic/_cm.yaml")
+
+
+def test_cm_matching_rule() -> None:
+    scope = EnvScope({"CM_X": "x"}, "CM")
+    from cmx_core.expr import compile_expression
+
+    def holds(mapping: dict[str, list[str]], value: str | None) -> bool:
+        inputs = {} if value is None else {"x": value}
+        return bool(compile_expression(all_of(scope, mapping)).evaluate({"inputs": inputs}))
+
+    assert holds({"CM_X": ["yes"]}, "on") and holds({"CM_X": ["yes"]}, "anything")
+    assert not holds({"CM_X": ["yes"]}, "no") and not holds({"CM_X": ["yes"]}, None)
+    assert holds({"CM_X": ["no"]}, None) and holds({"CM_X": ["no"]}, "False") and not holds({"CM_X": ["no"]}, "1x")
+    assert holds({"CM_X": ["cuda"]}, "CUDA") and not holds({"CM_X": ["cuda"]}, "rocm")
+
+
+def test_version_ranges_of_deps(tmp_path: Path) -> None:
+    root = tmp_path / "c"
+    write_script(root, "needs-python", """
+        alias: needs-python
+        tags: [needs]
+        default_version: '1.2'
+        deps:
+          - {tags: 'get,python3', version_min: '3.8', version_max: '3.99'}
+        """)
+    t = translate(load_script(root / "needs-python"))
+    assert t.recipe["deps"][0]["with"] == {"version_min": "3.8", "version_max": "3.99"}
+    assert t.recipe["inputs"]["version"]["default"] == "1.2"
+
+
+def test_import_writes_loadable_recipes_and_a_report(collection: Path, tmp_path: Path, cmx_home: Path) -> None:
+    out = tmp_path / "out"
+    result = import_collection(collection, out)
+    assert sorted(t.name for t in result.translations) == ["cm.demo-base", "cm.demo-dynamic", "cm.demo-tool",
+                                                           "mlc.mlc-echo"]
+    errors: list[str] = []
+    names = {r.name for r in api.list_recipes(recipes_dirs=[out], errors=errors)}
+    assert not errors and {"cm.demo-tool", "mlc.mlc-echo"} <= names
+    report = (out / "report.json").read_text()
+    assert '"key": "unknown_cm_key"' in report and '"reason":' in report
+    plan = api.plan(["cm", "demo", "tool"], recipes_dirs=[out])
+    assert [n.recipe.name for n in plan.nodes] == ["cm.demo-base", "cm.demo-tool"]
+
+
+def test_bad_input_is_a_one_line_usage_error(tmp_path: Path) -> None:
+    broken = tmp_path / "c" / "broken"
+    broken.mkdir(parents=True)
+    (broken / "_cm.yaml").write_text("alias: [unclosed\n")
+    with pytest.raises(UsageError, match=r"_cm.yaml: not valid YAML"):
+        load_script(broken)
+    result = import_collection(tmp_path / "c", tmp_path / "out")
+    assert result.failed and "not valid YAML" in result.failed[0].reason
+    with pytest.raises(UsageError, match="inside the collection"):
+        import_collection(tmp_path / "c", tmp_path / "c" / "out")
+    with pytest.raises(UsageError, match="not a directory"):
+        import_collection(tmp_path / "missing", tmp_path / "out2")
