@@ -80,6 +80,7 @@ def test_sweep_report_renders_in_chromium(in_sweep_home: dict[str, Any], cli: Ca
     html = page.read_text()
     assert html.count("data:image/png;base64,") == len(data["figures"]) >= 2
     assert not re.search(r"""(src|href)=["']?(https?:|//)""", html), "the page must be self-contained"
+    assert "<script" not in html
     for run_id in data["runs"]:
         assert run_id in html
     stderr = _screenshot(page, tmp_path / "shot.png")

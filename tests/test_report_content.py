@@ -1,0 +1,60 @@
+"""What a report page holds: latency percentiles and token-latency plots for LLM runs, scores
+and medals of MLE/ALE-style sections, escaped values, no script; the comparison of repeats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cmx_core.providers import Metric, ResultPart
+from cmx_core.report import plots
+from cmx_core.report.collect import ReportData, _latency_figures, score_rows
+from cmx_core.report.html import render
+from cmx_core.results.examples import example_document
+
+
+def _llm(tmp_path: Path, run_id: str, scale: float) -> dict[str, Any]:
+    summary = {p: int(v * scale) for p, v in zip(plots.PERCENTILES, (10e6, 20e6, 25e6, 28e6, 40e6, 90e6),
+                                                  strict=True)}
+    benchmark = {"suite": "custom", "task": "llm", "primary_metric": "tokens_per_second"}
+    part = ResultPart(status="valid", benchmark=benchmark,
+                      metrics={"tokens_per_second": Metric(100.0 / scale, "tokens/s", True)})
+    document = example_document(tmp_path / run_id, run_id=run_id, part=part)
+    document["mlperf"] = {"latency_ns": summary, "ttft_ns": {"p50": 5e6, "p90": 9e6, "p99": 12e6},
+                          "tpot_ns": {"p50": 1e6, "p99": None}, "itl_ns": {"p50": 2e6, "p90": 3e6}}
+    return document
+
+
+def test_latency_and_token_latency_plots(tmp_path: Path) -> None:
+    docs = [_llm(tmp_path, "r1", 1.0), _llm(tmp_path, "r2", 1.5)]
+    titles = [f.title for f in _latency_figures(docs)]
+    assert titles == ["latency percentiles", "ttft percentiles", "tpot percentiles", "itl percentiles"]
+    [r1, _r2] = plots.latency_series(docs, "latency_ns")
+    assert r1.x == plots.PERCENTILES and r1.y[0] == 10.0  # ns -> ms
+    [tpot, _] = plots.latency_series(docs, "tpot_ns")
+    assert tpot.x == ("p50",)  # a null percentile is left out, not drawn as zero
+    assert plots.latency_series([example_document(tmp_path / "plain")], "latency_ns") == []
+
+
+def test_scores_and_medals_table_and_escaping(tmp_path: Path) -> None:
+    doc = example_document(tmp_path / "m", run_id="mle-1")
+    doc["mlebench"] = {"score": 0.91, "gold_medal": False, "silver_medal": True, "bronze_medal": False,
+                       "any_medal": True, "above_median": True}
+    doc["alebench"] = {"score": 1234, "rank": 17}
+    doc["benchmark"]["task"] = "<script>alert(1)</script>"
+    rows = score_rows([doc])
+    assert [r["section"] for r in rows] == ["mlebench", "alebench"]
+    assert rows[0]["silver_medal"] is True and rows[1]["rank"] == 17
+    html = render(ReportData("t <b>", (doc,), None, None, (), tuple(rows)))
+    assert "Scores and medals" in html and "silver_medal" in html and "0.91" in html
+    assert "<script" not in html and "t &lt;b&gt;" in html
+
+
+def test_page_has_the_comparison_of_repeats(tmp_path: Path) -> None:
+    from cmx_core.results.compare import compare_samples
+
+    base = [_llm(tmp_path, f"a{i}", s) for i, s in enumerate((1.0, 1.1))]
+    other = [_llm(tmp_path, f"b{i}", s) for i, s in enumerate((1.05, 1.2))]
+    comparison = compare_samples([base, other])
+    html = render(ReportData("cmp", (*base, *other), comparison, None, (), ()))
+    assert "Comparison (baseline a0)" in html and "within noise" in html and "n=2" in html
