@@ -16,12 +16,18 @@ _VERDICT_CLASS = {"better": "better", "worse": "worse", "within noise": "noise",
 
 
 def fmt(value: Any) -> str:
-    """A short human form of a number (``-`` for a missing value)."""
-    from cmx_core.cli.results_cmd import fmt_number
-
+    """A short human form of a number (``-`` for a missing value), as the terminal tables show it."""
     if value is None:
         return "-"
-    return fmt_number(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if abs(value) >= 1000:
+        return f"{value:,.1f}"
+    if abs(value) >= 1 or value == 0:
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+    return f"{value:.4g}"
 
 
 def render(data: ReportData) -> str:
