@@ -17,4 +17,4 @@ if [ -n "$extras" ] && [ "$(id -u)" = 0 ] && ! command -v bwrap >/dev/null && co
   apt-get install -y -qq bubblewrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }
 fi
 "${pip[@]}" -e ".${extras}" -e "plugins/detect${extras}" -e "plugins/docker${extras}" -e "plugins/mlperf[llm,vision,plot${extras:+,test}]" \
-  -e "plugins/slurm${extras}"
+  -e "plugins/slurm${extras}" -e "plugins/ray${extras}" -e "plugins/k8s${extras}"

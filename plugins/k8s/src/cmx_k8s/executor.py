@@ -150,13 +150,17 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
 
 def image_for(plan: Plan, settings: K8sSettings) -> str:
     """``image=``, else cmx-docker's content-addressed tag of the plan's template (computed
-    by cmx-docker's own ``describe``, nothing built), with ``image_prefix`` before it."""
+    by the registered ``docker`` executor's own ``describe``, nothing built: reached through
+    the plugin registry, so cmx-k8s imports no other plugin), with ``image_prefix`` before it."""
     if settings.image:
         return settings.image
-    from cmx_docker.executor import DockerExecutor  # type: ignore[import-untyped]
-    from cmx_docker.settings import DockerSettings  # type: ignore[import-untyped]
+    from cmx_core.plugins import get_registry
 
-    tag = str(DockerExecutor().describe(plan, DockerSettings()).get("image", ""))
+    docker = get_registry().executors.get("docker")
+    if docker is None or docker.describe is None:
+        raise UsageError("k8s executor: no image= given and no docker executor to compute the image tag; "
+                         "install cmx-docker or give image=REPOSITORY:TAG")
+    tag = str(docker.describe(plan, docker.settings()).get("image", ""))
     if not tag or tag.startswith("("):
         raise UsageError(f"k8s executor: the image tag cannot be computed here {tag}; give image=REPOSITORY:TAG")
     return settings.image_prefix + tag
