@@ -9,6 +9,13 @@ fingerprint takes. Every run uses a private CMX_HOME under a temporary directory
 Cold: a fresh CMX_HOME per run (nothing cached), so every detector probes the machine.
 Warm: one untimed run fills the fact cache, then the timed runs only check fingerprints.
 The warm-run target of cmx-core is 100 ms (shared/reference/anchors.md, target 1).
+NVML: the cheap loader check (``nvml_library``) against the child interpreter it spares.
+
+Before/after a change to cmx-detect, pair the cold runs with the workplace's ``farm-bench``
+(an older tree extracted with ``git archive <rev> plugins/detect/src | tar -x -C /tmp/before``):
+
+    farm-bench -n 8 --vs "env PYTHONPATH=/tmp/before/plugins/detect/src cmx detect --json --refresh" \
+        -- cmx detect --json --refresh
 """
 
 from __future__ import annotations
@@ -79,16 +86,40 @@ def bench_detectors() -> dict[str, dict[str, float]]:
     return out
 
 
+def bench_nvml_check(runs: int) -> dict[str, object]:
+    """Where libnvidia-ml.so.1 is (None here without a driver), the cost of that check, and the
+    cost of the NVML child interpreter the old probe always started (ms, median)."""
+    from cmx_detect.nvml import NvmlCallError
+    from cmx_detect.source import NVML_TIMEOUT_S, nvml_in_subprocess, nvml_library
+
+    checks, children = [], []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        found = nvml_library()
+        checks.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        try:
+            nvml_in_subprocess(NVML_TIMEOUT_S).close()
+        except NvmlCallError:
+            pass
+        children.append(time.perf_counter() - t0)
+    return {"library": found, "check_ms": round(statistics.median(checks) * 1000, 3),
+            "child_ms": round(statistics.median(children) * 1000, 1)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     cold, warm, detectors = bench_cold(args.runs), bench_warm(args.runs), bench_detectors()
+    nvml = bench_nvml_check(args.runs)
     if args.json:
         print(json.dumps({"cold_cmx_detect": cold, "warm_run_detect_system": warm,
-                          "warm_target_s": WARM_TARGET_S, "detectors": detectors}, indent=2))
+                          "warm_target_s": WARM_TARGET_S, "detectors": detectors, "nvml_probe": nvml}, indent=2))
         return 0
+    print(f"NVML loader check: {nvml['check_ms']} ms (libnvidia-ml.so.1: {nvml['library']}); "
+          f"the child interpreter it spares: {nvml['child_ms']} ms")
     print(f"cold `cmx detect --json`:                    median {cold['median_s']:.3f} s  "
           f"min {cold['min_s']:.3f} s  ({cold['runs']} runs)")
     verdict = "within" if warm["median_s"] <= WARM_TARGET_S else "OVER"
