@@ -21,7 +21,8 @@ def _class_of(name: str):  # type: ignore[no-untyped-def]
 def test_h100_and_l4_fixtures_are_different_classes() -> None:
     h100, l4 = _class_of("h100-sxm-8x"), _class_of("l4-1x")
     assert h100.id != l4.id
-    assert (h100.accelerator, h100.accelerator_count, h100.interconnect, h100.driver_branch) == ("h100", 8, "nvlink", "550")
+    assert (h100.accelerator, h100.accelerator_count, h100.interconnect, h100.driver_branch) == (
+        "h100", 8, "nvlink", "550")
     assert (l4.accelerator, l4.accelerator_count, l4.interconnect, l4.driver_branch) == ("l4", 1, "pcie", "535")
     fields = {d.split(" ", 1)[0] for d in h100.differences(l4)}
     assert {"accelerator", "accelerator_count", "interconnect", "driver_branch", "cpu_model"} <= fields
