@@ -22,8 +22,13 @@ _STATUS = {"error": "FailedActionStatus"}
 
 
 def crate_metadata(members: Mapping[str, bytes], runs: Sequence[BundledRun]) -> bytes:
-    from rocrate.model.contextentity import ContextEntity  # type: ignore[import-untyped]
-    from rocrate.rocrate import ROCrate  # type: ignore[import-untyped]
+    try:
+        from rocrate.model.contextentity import ContextEntity  # type: ignore[import-untyped]
+        from rocrate.rocrate import ROCrate  # type: ignore[import-untyped]
+    except ImportError:
+        from cmx_core.errors import UsageError
+
+        raise UsageError("cmx bundle create needs the rocrate library: pip install 'rocrate==0.16.0'") from None
 
     crate = ROCrate(version="1.1")
     crate.name = f"cmx bundle of {len(runs)} run(s)"

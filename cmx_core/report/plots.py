@@ -30,7 +30,12 @@ class Series:
 
 
 def _pyplot() -> Any:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        from cmx_core.errors import UsageError
+
+        raise UsageError("reports and plots need matplotlib: pip install 'cmx-core[report]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
