@@ -60,6 +60,13 @@ def test_each_verdict_from_its_solution(problem: Problem, input_cache: Path, tmp
         assert ev.cases[0].message.startswith("wrong answer:")
 
 
+def test_a_python_syntax_error_is_a_compilation_error(problem: Problem, input_cache: Path, tmp_path: Path) -> None:
+    runner = SandboxRunner()
+    judge = Judge(runner, problem, language("python"))
+    ev = judge.evaluate("def broken(:\n", case_inputs(runner, problem, [0], input_cache), "public", False, tmp_path)
+    assert ev.judge_result is JudgeResult.COMPILATION_ERROR and "SyntaxError" in ev.compile_message
+
+
 def test_trivial_scores_exactly_and_reproducibly(problem: Problem, input_cache: Path, tmp_path: Path) -> None:
     seeds = list(problem.seed_list("public", False))
     inputs = case_inputs(SandboxRunner(), problem, seeds, input_cache)

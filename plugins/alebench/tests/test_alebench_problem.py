@@ -97,3 +97,11 @@ def test_no_atcoder_material_is_shipped() -> None:
     names = {p.name for p in shipped_dir().rglob("*")}
     assert not any(n.endswith(".zip") or n.startswith("ahc") for n in names)
     assert {"gen.py", "tester.py", "data.json", "standings_scores.csv", "performance.csv"} <= names
+
+
+def test_long_contests_score_non_ac_private_cases(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    _edit(root, {"metadata.start_at": "2025-01-01T00:00:00+09:00", "metadata.end_at": "2025-01-11T00:00:00+09:00"})
+    assert load_problem(root).allow_score_non_ac_private
+    _edit(root, {"allow_score_non_ac_private": False})
+    assert not load_problem(root).allow_score_non_ac_private

@@ -69,7 +69,7 @@ def test_relative_rank_types_count_better_and_half_the_ties() -> None:
 
 def test_rescale_reranks_everyone_with_rejected_cells_left_out(tmp_path: Path) -> None:
     path = tmp_path / "relative_results.csv"
-    path.write_text("private_0,private_1\n100,50\n50,\n")   # contestant 2 was rejected on case 1
+    path.write_text("private_0,private_1\n100,50\n50,-1\n")   # contestant 2 was rejected on case 1
     field = load_contestants(path, 2)
     assert field == Contestants(((100, 50), (50, None)))
     scaled = rescale(RelativeType.MAX, 1000, [80, 100], field)
@@ -77,6 +77,12 @@ def test_rescale_reranks_everyone_with_rejected_cells_left_out(tmp_path: Path) -
     assert scaled.ours == (800, 1000) and scaled.total == 1800
     # contestant 1: 1000 + 500 = 1500; contestant 2: 500 + rejected
     assert scaled.standings == (Group(1500, 1, 1), Group(500, 2, 2), Group(0, 3, 3))
+
+
+def test_an_empty_cell_is_rejected_too(tmp_path: Path) -> None:
+    path = tmp_path / "relative_results.csv"
+    path.write_text("private_0,private_1\n100,\n")
+    assert load_contestants(path, 2) == Contestants(((100, None),))
 
 
 def test_relative_results_missing_column_is_a_usage_error(tmp_path: Path) -> None:

@@ -1,0 +1,66 @@
+"""docs/alebench.md held to the code: every figure and name it states is read from here."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from cmx_alebench import judge, languages, verdicts
+from cmx_alebench.problem import Problem, load_problem, shipped_dir, shipped_solutions
+from cmx_alebench.standings import load_performance, load_standings, place
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "alebench.md"
+
+
+@pytest.fixture(scope="module")
+def doc() -> str:
+    return DOC.read_text()
+
+
+def test_limits_and_priority(doc: str, problem: Problem) -> None:
+    assert f"bounded by {judge.COMPILE_TIMEOUT_S:g} s" in doc
+    assert f"{judge.OUTPUT_LIMIT_BYTES >> 20} MiB of output" in doc
+    limits = judge.case_limits(problem)
+    assert (limits.wall_s, limits.cpu_s) == (3.2, 3.1)   # ceil(2.0 + 0.1) + 0.2 and + 0.1, as the doc writes
+    assert "ceil(TL + 0.1) + 0.2 s" in doc and "ceil(TL + 0.1) + 0.1 s" in doc
+    order = " > ".join({"INTERNAL_ERROR": "IE", "WRONG_ANSWER": "WA", "RUNTIME_ERROR": "RE",
+                        "TIME_LIMIT_EXCEEDED": "TLE", "MEMORY_LIMIT_EXCEEDED": "MLE",
+                        "OUTPUT_LIMIT_EXCEEDED": "OLE", "COMPILATION_ERROR": "CE"}[v.value] for v in verdicts.PRIORITY)
+    assert f"**{order}**" in doc
+
+
+def test_languages_and_solutions(doc: str) -> None:
+    assert all(f"`{name}`" in doc for name in languages.NAMES)
+    named = set(re.findall(r"`([a-z]+\.(?:py|cpp|rs))`", doc)) - {"gen.py", "tester.py"}
+    assert named == {p.name for p in shipped_solutions().iterdir() if p.suffix in (".py", ".cpp", ".rs")}
+    greedy = (shipped_solutions() / "greedy.py").read_text()
+    assert "BUDGET_S = 0.8" in greedy and "0.8 s budget" in doc
+
+
+def test_the_shipped_problem_as_described(doc: str) -> None:
+    problem = load_problem(shipped_dir() / "cmx001")
+    assert len(problem.seeds["public"]) == 5 and len(problem.seeds["private"]) == 10
+    assert "5 public and 10 private seeds" in doc
+    assert problem.constraints.time_limit_s == 2.0 and problem.constraints.memory_limit_bytes == 256 << 20
+    assert "2.0 s time limit" in doc and "256 MiB memory limit" in doc
+    assert json.loads((problem.root / "data.json").read_text())["standings_source"] == "synthetic"
+
+
+def test_the_tie_example(doc: str) -> None:
+    root = shipped_dir() / "cmx001"
+    spot = place(239477, load_standings(root / "standings_scores.csv"))
+    performance = load_performance(root / "performance.csv").performance(spot.rank_for_performance)
+    assert (spot.rank, spot.rank_for_performance, performance) == (24, 25.0, 1000)
+    assert "239477, ties three rows at\nranks 24-26: rank 24, performance 1000 (the value at key 25)" in doc
+
+
+def test_recipe_inputs_are_documented(doc: str) -> None:
+    import yaml
+
+    recipe = yaml.safe_load((shipped_dir().parent / "recipes" / "ale-bench.yaml").read_text())
+    for name in recipe["inputs"]:
+        flag = "--num-workers" if name == "num_workers" else f"--{name}"
+        assert f"`{flag}`" in doc or (name == "mode" and "public-eval" in doc), name
+    assert set(recipe["variations"]) == {"public-eval", "private-eval", "lite"}
