@@ -70,6 +70,7 @@ class Catalog:
 
     def __init__(self) -> None:
         self.errors: dict[str, str] = {}
+        self._warned = False
         self.stats: dict[str, int] = {}
         self.blobs: bytes = b""  # the index file, holding the data of the directories it had
         self._segments: list[tuple[str, str, Record, bytes, int]] = []  # (label, *Segment)
@@ -233,9 +234,24 @@ class Catalog:
     def raise_errors(self) -> None:
         """A broken recipe file anywhere in the sources is an error (first one shown)."""
         if self.errors:
-            first = next(iter(self.errors.values()))
-            more = len(self.errors) - 1
-            raise CmxError(first + (f" (and {more} more broken recipe file(s))" if more else ""))
+            raise CmxError(self.errors_line())
+
+    def errors_line(self) -> str:
+        first = next(iter(self.errors.values()))
+        more = len(self.errors) - 1
+        return first + (f" (and {more} more broken recipe file(s))" if more else "")
+
+    def warn_errors(self) -> None:
+        """Each broken recipe file as one warning on stderr: the commands that do not need
+        it keep working (a broken plugin is isolated the same way)."""
+        import sys
+
+        if self._warned:
+            return
+        self._warned = True
+        for message in self.errors.values():
+            print(f"cmx: warning: skipped a broken recipe file: {message} (--strict makes this an error)",
+                  file=sys.stderr)
 
 
 def _corrupt_data(exc: Exception) -> CmxError:

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,9 +53,16 @@ def open_session(recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path
     registry = get_registry()
     dirs = resolve_recipes_dirs(recipes_dirs)
     catalog = load_catalog(dirs, plugin_paths=registry.recipe_paths)
-    catalog.raise_errors()
+    if strict_mode():
+        catalog.raise_errors()
     facts = FactStore.from_file(Path(facts_file), registry.detectors) if facts_file else FactStore(registry.detectors)
     return Session(registry, catalog, facts, Cache(), dirs, Path(facts_file) if facts_file else None)
+
+
+def strict_mode() -> bool:
+    """``--strict`` (``CMX_STRICT``) or a CI environment (``CI`` set): broken recipe files
+    are errors rather than warnings."""
+    return any(os.environ.get(name, "") not in ("", "0", "false") for name in ("CMX_STRICT", "CI"))
 
 
 def _tags(tags: str | Sequence[str]) -> tuple[str, ...]:
@@ -91,7 +99,16 @@ def plan_view(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None
 def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, session: Session) -> Plan:
     query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
     resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step)
-    return _build(resolver.resolve(query.tags, query.inputs), query, session)
+    try:
+        resolution = resolver.resolve(query.tags, query.inputs)
+    except CmxError as exc:
+        if not session.catalog.errors:
+            raise
+        message = " ".join(str(exc).split("\n")[0].split())
+        raise UsageError(f"{message}; a recipe file that failed to load may be the one meant: "
+                         f"{session.catalog.errors_line()}") from None
+    session.catalog.warn_errors()  # the plan did not need them: a warning each, once
+    return _build(resolution, query, session)
 
 
 def _checked_executor(session: Session, the_plan: Plan, executor: str | None,

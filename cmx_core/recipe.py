@@ -50,7 +50,7 @@ OUTPUT_KEYS = {"description", "value", "type"}
 CLI_RESERVED_INPUTS = frozenset({
     "output", "facts", "tags", "lock", "jobs", "executor", "container", "recipes", "json",
     "refresh", "no_cache", "strict_plugins", "verbose", "executor_opt", "input", "help",
-    "allow_drift",
+    "allow_drift", "strict", "sweep_point",
 })
 
 
@@ -99,9 +99,13 @@ def _convert(spec: InputSpec, value: Any, origin: str) -> Any:
             number = float(value)
             if not math.isfinite(number):  # NaN passes every min/max check and is not JSON
                 raise ValueError(value)
-            return int(number) if isinstance(value, int) else number
+            # one value, one form: 100, "100" and 100.0 are all 100 (the same cache key and
+            # the same text in a step's argument); 2.5 stays 2.5
+            return int(number) if number.is_integer() and abs(number) < 2**53 else number
         if kind == "boolean":
             return _to_bool(value)
+        if isinstance(value, (list, tuple, dict)):  # not its repr as text: the recipe means something else
+            raise TypeError(value)
         if kind == "path":
             return str(Path(str(value)).expanduser()) if value is not None else None
         if kind == "choice":

@@ -17,18 +17,33 @@ def yaml_loader() -> Any:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+MAX_FILE_BYTES = 1 << 20
+"""A recipe file larger than this (1 MiB) is refused: recipes are declarations, not data."""
+MAX_NODES = 100_000
+"""The most YAML nodes a recipe may hold once its aliases are expanded (an alias bomb of
+1 KB expands to billions: every reader of the recipe directory would pay for it)."""
+MAX_DEPTH = 64
+"""The deepest nesting of mappings and sequences a recipe may have."""
+
+
 def parse_yaml(raw: bytes, path: Path) -> Any:
     """Parse one YAML document, refusing duplicate mapping keys (YAML would silently keep
-    the last one). This is ``yaml.load`` split in two: the (C) composer builds the node
-    tree once, the keys are checked on it, then the same tree is constructed."""
+    the last one), files over :data:`MAX_FILE_BYTES`, and trees that expand (aliases
+    included) past :data:`MAX_NODES` nodes or nest past :data:`MAX_DEPTH`. This is
+    ``yaml.load`` split in two: the (C) composer builds the node tree once, it is checked,
+    then the same tree is constructed."""
     import yaml
 
+    if len(raw) > MAX_FILE_BYTES:
+        raise RecipeError(Location(str(path)), f"the file is {len(raw)} bytes, more than a recipe may be "
+                                               f"({MAX_FILE_BYTES}); keep data out of recipes")
     loader = yaml_loader()(raw)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
         _check_duplicate_keys(node, path)
+        _keep_strings(node)
         return loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -42,6 +57,33 @@ def parse_yaml(raw: bytes, path: Path) -> Any:
 
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
+STRING_KEYS = frozenset({"version", "tags"})
+"""Keys whose scalars are always text: ``version: 1.10`` stays ``"1.10"`` (not the float 1.1),
+the tag ``no`` stays ``"no"`` (not YAML's false)."""
+
+
+def _keep_strings(root: Any) -> None:
+    """Re-tag the plain scalars under :data:`STRING_KEYS` as strings before construction
+    (quoted scalars and explicit tags are left as they are)."""
+    import yaml
+
+    stack, seen = [root], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or isinstance(node, yaml.ScalarNode):
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value in STRING_KEYS:
+                    items = value.value if isinstance(value, yaml.SequenceNode) else [value]
+                    for item in items:
+                        if isinstance(item, yaml.ScalarNode) and not item.style and item.tag != _STR_TAG:
+                            item.tag = _STR_TAG
+                stack.append(value)
+        else:
+            stack.extend(node.value)
 
 
 def _check_duplicate_keys(root: Any, path: Path) -> None:
@@ -74,6 +116,37 @@ def _check_duplicate_keys(root: Any, path: Path) -> None:
             stack.extend(value)
     if shared:
         _check_not_recursive(root, path)
+    _check_expanded_size(root, path)
+
+
+def _check_expanded_size(root: Any, path: Path) -> None:
+    """Refuse a tree whose expansion (each alias counted as a copy of what it refers to)
+    exceeds :data:`MAX_NODES`, or that nests deeper than :data:`MAX_DEPTH`. Post-order with
+    one size per distinct node, so the check itself costs one pass whatever the aliases."""
+    import yaml
+
+    scalar_node, mapping_node = yaml.ScalarNode, yaml.MappingNode
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, expanded = stack.pop()
+        if node.__class__ is scalar_node or (id(node) in sizes and not expanded):
+            sizes.setdefault(id(node), 1)
+            continue
+        if depth > MAX_DEPTH:
+            raise RecipeError(Location(str(path), node.start_mark.line + 1),
+                              f"the YAML nests deeper than {MAX_DEPTH} levels; flatten it")
+        children = [v for _, v in node.value] if node.__class__ is mapping_node else list(node.value)
+        if not expanded:
+            stack.append((node, depth, True))
+            stack.extend((child, depth + 1, False) for child in children)
+            continue
+        total = 1 + sum(sizes.get(id(c), 1) for c in children)
+        if total > MAX_NODES:
+            raise RecipeError(Location(str(path), node.start_mark.line + 1),
+                              f"the YAML expands to more than {MAX_NODES} nodes (aliases included: an alias "
+                              "bomb?); write the values out or shorten them")
+        sizes[id(node)] = total
 
 
 def _check_not_recursive(root: Any, path: Path) -> None:

@@ -78,10 +78,12 @@ def _terminate(signum: int, frame: Any) -> None:
 
 
 def _dispatch(args_list: list[str], replay_key: str | None = None) -> int:
-    if "--strict-plugins" in args_list:
+    if "--strict-plugins" in args_list or "--strict" in args_list:
         import os
 
         os.environ["CMX_STRICT_PLUGINS"] = "1"
+        if "--strict" in args_list:
+            os.environ["CMX_STRICT"] = "1"
     from cmx_core.cli.parser import build_parser
 
     command = next((a for a in args_list if not a.startswith("-")), None)
