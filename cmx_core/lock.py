@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core import __version__
+from cmx_core.drift import DRIFT_CLASSES
 from cmx_core.errors import CmxError, ResolveError, UsageError
 
 NODE_FIELDS = ("recipe", "version", "digest", "variations", "inputs", "cache_key", "steps")
@@ -44,19 +45,7 @@ def read_lock(path: Path) -> dict[str, Any]:
     return doc
 
 
-DRIFT_CLASSES = {
-    "remote": "the far side of a remote executor: it detects its own facts, so cache keys may change, and "
-              "plugins the plan does not use (the executor's own) may be missing; recipes, versions, "
-              "variations, inputs, steps and the plugins the plan uses may not differ",
-    "hardware": "other hardware (a controlled A/B, e.g. another GPU): a node's cache key may change when only "
-                "hardware facts it used differ (gpus, accelerator, cpu, memory, cuda), and `cmx bundle replay` "
-                "runs on another hardware_class; recipes, versions, variations, inputs, steps and plugins may not",
-    "software": "other system software: a node's cache key may change when only non-hardware facts it used "
-                "differ (os, python, torch, packages, container engines); recipes, inputs, steps and plugins may not",
-    "plugins": "other plugin versions (swap one plugin for an A/B): plugin and step versions and the cache keys "
-               "they feed may change; recipes, versions, variations and inputs may not",
-}
-"""Classes of drift ``cmx run --lock FILE --allow-drift=CLASS`` (and ``cmx bundle replay``) let through."""
+
 
 HARDWARE_FACTS = ("gpus", "accelerator", "cpu", "memory", "cuda")
 """Facts (by their first dotted component) that describe the hardware, for the ``hardware`` class."""

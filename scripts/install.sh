@@ -11,10 +11,18 @@ pip=(.venv/bin/python -m pip install -q)
 "${pip[@]}" torch==2.13.0
 extras=""
 [ "${1:-}" = "--test" ] && extras="[test]"
-# the sandbox tests run untrusted programs under bubblewrap (docs/sandbox.md); as root, install it
-if [ -n "$extras" ] && [ "$(id -u)" = 0 ] && ! command -v bwrap >/dev/null && command -v apt-get >/dev/null; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq bubblewrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }
+# the tests' system tools, as root: bubblewrap (the sandbox, docs/sandbox.md), headless Chromium
+# (the HTML report is rendered for real, docs/reports.md) and ssh-keygen (signed bundles)
+if [ -n "$extras" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  missing=()
+  command -v bwrap >/dev/null || missing+=(bubblewrap)
+  command -v chromium >/dev/null || missing+=(chromium)
+  command -v ssh-keygen >/dev/null || missing+=(openssh-client)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq "${missing[@]}" >/dev/null ||
+      { apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null; }
+  fi
 fi
 "${pip[@]}" -e ".${extras}" -e "plugins/detect${extras}" -e "plugins/docker${extras}" -e "plugins/mlperf[llm,vision,plot${extras:+,test}]" \
   -e "plugins/slurm${extras}" -e "plugins/ray${extras}" -e "plugins/k8s${extras}"

@@ -15,7 +15,7 @@ from cmx_core.errors import UsageError
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    from cmx_core.lock import DRIFT_CLASSES
+    from cmx_core.drift import DRIFT_CLASSES
 
     bundle = sub.add_parser("bundle", parents=[common], help="pack, verify, import and replay runs for someone else")
     actions = bundle.add_subparsers(dest="action", metavar="ACTION", parser_class=type(bundle), required=True)

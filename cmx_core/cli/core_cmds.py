@@ -32,9 +32,11 @@ def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
     run.add_argument("--output", metavar="DIR", help="run directory (default: in the cmx data dir)")
     _executor_options(run)
     run.add_argument("--lock", metavar="FILE", help="replay a run's lock.json; refuse if anything resolves differently")
-    run.add_argument("--allow-drift", action="append", default=[], metavar="CLASS", choices=["remote"],
-                     help="with --lock: let this class of drift through (remote: the far side of a remote "
-                          "executor, which detects its own facts)")
+    from cmx_core.drift import DRIFT_CLASSES
+
+    run.add_argument("--allow-drift", action="append", default=[], metavar="CLASS", choices=sorted(DRIFT_CLASSES),
+                     help="with --lock: let this class of drift through: " + "; ".join(
+                         f"{name}: {why.split(':')[0]}" for name, why in sorted(DRIFT_CLASSES.items())))
     run.add_argument("--sweep-point", metavar="JSON", help=argparse.SUPPRESS)  # set by `cmx sweep`
     run.set_defaults(handler=cmd_run, accepts_inputs=True)
 
