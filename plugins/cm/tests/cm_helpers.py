@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import textwrap
 from pathlib import Path
+from typing import Any
 
 
 def write_script(root: Path, alias: str, meta: str, customize: str = "", run_sh: str = "",
@@ -16,3 +19,10 @@ def write_script(root: Path, alias: str, meta: str, customize: str = "", run_sh:
     if run_sh:
         (directory / "run.sh").write_text("#!/bin/bash\n" + textwrap.dedent(run_sh))
     return directory
+
+
+def outputs(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    document = json.loads(proc.stdout)
+    result: dict[str, Any] = document["outputs"]
+    return result

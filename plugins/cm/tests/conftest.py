@@ -3,17 +3,13 @@ directory, and a runner of the ``cmx`` CLI in a child process."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-
 from cm_helpers import write_script
 
 CMX = [sys.executable, "-m", "cmx_core"]
@@ -129,10 +125,3 @@ def cmx_cli(cmx_home: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
                               check=False)
 
     return run
-
-
-def outputs(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    document = json.loads(proc.stdout)
-    result: dict[str, Any] = document["outputs"]
-    return result

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import outputs
+from cm_helpers import outputs
 
 Cli = Callable[..., Any]
 

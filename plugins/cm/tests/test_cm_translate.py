@@ -5,15 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cmx_core import api
-from cmx_core.errors import UsageError
-
+from cm_helpers import write_script
 from cmx_cm.collection import import_collection
 from cmx_cm.conditions import EnvScope, all_of
 from cmx_cm.meta import load_script
 from cmx_cm.translate import translate
 
-from cm_helpers import write_script
+from cmx_core import api
+from cmx_core.errors import UsageError
 
 
 def test_identity_env_inputs_and_outputs(collection: Path) -> None:

@@ -27,7 +27,7 @@ class _Cmind:
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("cmx.cm.script"))
 
     def access(self, i: dict[str, Any]) -> Result:
-        import cmind  # the shim
+        from cmx_cm._shim import cmind
 
         result: Result = cmind.access(i)
         return result
@@ -35,7 +35,7 @@ class _Cmind:
 
 def version_ok(detected: str, env: Mapping[str, Any], prefix: str) -> bool:
     """CM's constraint check: ``VERSION`` exact, ``VERSION_MIN`` <=, ``VERSION_MAX`` >=."""
-    from cmind.utils import compare_versions
+    from cmx_cm._shim.cmind.utils import compare_versions
 
     wanted = str(env.get(f"{prefix}_VERSION", ""))
     low = str(env.get(f"{prefix}_VERSION_MIN", ""))
@@ -158,7 +158,7 @@ class Automation:
         return bool(version) and version_ok(version, env, self.prefix)
 
     def parse_version(self, i: dict[str, Any]) -> Result:
-        from cmind.utils import load_txt
+        from cmx_cm._shim.cmind.utils import load_txt
 
         path = str(self.work_dir / (i.get("file_name") or self.tmp_file_ver))
         result: Result = load_txt(file_name=path, check_if_exists=True, split=True, match_text=i["match_text"],

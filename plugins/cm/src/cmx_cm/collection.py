@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmx_core.errors import CmxError, UsageError
-
 from cmx_cm.meta import ScriptMeta, load_script, script_dirs, script_stamp
 from cmx_cm.translate import Issue, Translation, translate
+from cmx_core.errors import CmxError, UsageError
 
 STAMPS = "stamps.json"
 REPORT = "report.json"

@@ -14,9 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmx_core.errors import CmxError
-
 from cmx_cm.collection import ImportResult
+from cmx_core.errors import CmxError
 
 
 @dataclass(frozen=True)

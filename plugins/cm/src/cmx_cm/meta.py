@@ -45,7 +45,7 @@ def _yaml_load(text: str) -> Any:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+    return yaml.load(text, Loader=loader)
 
 
 def find_meta_file(directory: Path) -> tuple[Path, Flavor] | None:
@@ -63,13 +63,15 @@ def load_script(directory: Path) -> ScriptMeta:
     if found is None:
         raise UsageError(f"{directory}: no _cm.yaml, _cm.json or meta.yaml; point at a CM or MLC script directory")
     path, flavor = found
+    import yaml
+
     try:
         text = path.read_text(encoding="utf-8")
         data = json.loads(text) if path.suffix == ".json" else _yaml_load(text)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot be read as script metadata ({_one_line(exc)}); fix or remove the file") from None
-    except Exception as exc:  # yaml.YAMLError, without importing yaml at module level
+    except yaml.YAMLError as exc:
         raise UsageError(f"{path}: not valid YAML ({_one_line(exc)}); fix the file") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: cannot be read as script metadata ({_one_line(exc)}); fix the file") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: script metadata must be a mapping, got {type(data).__name__}")
     return ScriptMeta(directory=directory, meta_file=path, flavor=flavor, data=data)

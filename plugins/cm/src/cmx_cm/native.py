@@ -51,7 +51,7 @@ def process_env(env: Mapping[str, Any], base: Mapping[str, str]) -> dict[str, st
 
 def merge_outputs(work_dir: Path, env: MutableMapping[str, Any], state: MutableMapping[str, Any]) -> None:
     """Fold the files a native script wrote into env and state (lists appended, unique)."""
-    from cmind.utils import convert_env_to_dict, merge_dicts  # the shim, on the runner's path
+    from cmx_cm._shim.cmind.utils import convert_env_to_dict, merge_dicts
 
     state_file = work_dir / TMP_STATE
     if state_file.is_file():

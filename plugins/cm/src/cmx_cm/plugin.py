@@ -65,8 +65,7 @@ def cmx_recipe_paths() -> list[Path]:
     value = os.environ.get("CMX_CM_PATH", "")
     if not value.strip():
         return []
-    from cmx_core.paths import cache_dir
-
     from cmx_cm.collection import live_paths
+    from cmx_core.paths import cache_dir
 
     return live_paths(value, cache_dir())

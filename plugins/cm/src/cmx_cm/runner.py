@@ -45,7 +45,7 @@ def os_info() -> dict[str, Any]:
     name = "darwin" if platform.system().lower().startswith("darwin") else "linux"
     bits = str(8 * struct.calcsize("P"))
     try:
-        bits = os.popen("getconf LONG_BIT 2>/dev/null").read().strip() or bits  # noqa: S605,S607 - constant
+        bits = os.popen("getconf LONG_BIT 2>/dev/null").read().strip() or bits
     except OSError:
         pass
     return {"platform": name, "bat_ext": ".sh", "set_env": 'export ${key}="${value}"', "env_separator": ":",
@@ -126,9 +126,8 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
             post = _check(customize.postprocess({**auto.common_input(env, state), **common}), "postprocess")
             version = str(post.get("version", "") or "")
     if version and not version_ok(version, env, prefix):
-        raise RuntimeError(f"detected version {version} does not meet the requested constraints "
-                           f"(version={env.get(prefix + '_VERSION', '')!r}, min={env.get(prefix + '_VERSION_MIN', '')!r}, "
-                           f"max={env.get(prefix + '_VERSION_MAX', '')!r})")
+        wanted = {k: env.get(f"{prefix}_{k.upper()}", "") for k in ("version", "version_min", "version_max")}
+        raise RuntimeError(f"detected version {version} does not meet the requested constraints {wanted}")
     return {"ok": True, "new_env": select(env, request["new_env_keys"]),
             "new_state": select(state, request["new_state_keys"]), "version": version or None}
 

@@ -91,7 +91,8 @@ def request(ctx: StepContext) -> dict[str, Any]:
             "prefix": "CM" if ctx.params.get("flavor", "cm") == "cm" else "MLC",
             "env": env, "state": state, "meta": _plain(load_script(directory).data),
             "new_env_keys": env_keys, "new_state_keys": state_keys,
-            "clean_files": list(ctx.params.get("clean_files") or []), "script_name": ctx.params.get("script_name", "run"),
+            "clean_files": list(ctx.params.get("clean_files") or []),
+            "script_name": ctx.params.get("script_name", "run"),
             "tags": list(ctx.params.get("tags") or []), "variations": [str(v) for v in ctx.variations],
             "timeout_s": float(timeout) if timeout else None}
 

@@ -353,8 +353,8 @@ def translate(script: ScriptMeta) -> Translation:
     t = _Translator(script)
     data = script.data
     t.collect_env()
-    tags = [script.flavor]
-    for tag in _tags(data.get("tags")) + [script.alias]:
+    tags: list[str] = [script.flavor]
+    for tag in [*_tags(data.get("tags")), script.alias]:
         if TAG_RE.match(tag) and tag not in tags:
             tags.append(tag)
         elif not TAG_RE.match(tag):

@@ -1,0 +1,95 @@
+"""The cmx4mlops collection (CM's 300-odd scripts) imported and compared with CM itself.
+
+CM (``cmind``) is never installed next to cmx (its own ``cmx`` console script would shadow
+ours): it goes into a separate virtual environment, made once and kept under the temp
+directory (``CMX_CM_TEST_VENV`` overrides where), with the versions pinned below. The same
+four scripts then run through ``cm`` in that venv and through ``cmx`` here, on this machine,
+and their ``new_env`` (and ``new_state``) must be equal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cm_helpers import outputs
+
+CMIND, CMX4MLOPS = "cmind==4.2.0", "cmx4mlops==1.0.1"
+REFERENCE = Path(__file__).parent / "cm_reference.py"
+SCRIPTS = {  # cmx tags -> CM tags
+    "cm,detect,os": "detect,os",
+    "cm,detect,cpu": "detect,cpu",
+    "cm,get,python3": "get,python3",
+    "cm,get,generic-python-lib,pip": "get,generic-python-lib,_pip",
+}
+
+
+@pytest.fixture(scope="session")
+def cm_venv() -> Path:
+    root = Path(os.environ.get("CMX_CM_TEST_VENV") or Path(tempfile.gettempdir()) / "cmx-cm-cmind-4.2.0")
+    python = root / "bin" / "python"
+    probe = [str(python), "-c", "import cmind, cmx4mlops; print(cmind.__version__)"]
+    if python.exists() and subprocess.run(probe, capture_output=True, text=True, check=False).stdout.strip() == "4.2.0":
+        return root
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True, timeout=300)
+    done = subprocess.run([str(python), "-m", "pip", "install", "-q", CMIND, CMX4MLOPS], capture_output=True,
+                          text=True, timeout=900, check=False)
+    if done.returncode != 0:
+        pytest.fail(f"cannot install {CMIND} {CMX4MLOPS} into {root}: {done.stderr[-500:]}")
+    return root
+
+
+def cm_collection(venv: Path) -> Path:
+    found = sorted(venv.glob("lib/python3*/site-packages/cmx4mlops/repo/script"))
+    assert found, f"no cmx4mlops scripts under {venv}"
+    return found[0]
+
+
+def cm_run(venv: Path, tags: str, tmp: Path) -> dict[str, Any]:
+    out = tmp / f"cm-{tags.replace(',', '_')}.json"
+    env = {**os.environ, "CM_REPOS": str(tmp / "cm-repos")}
+    subprocess.run([str(venv / "bin" / "python"), str(REFERENCE), tags, str(out)], cwd=tmp, env=env,
+                   capture_output=True, timeout=600, check=False)
+    document: dict[str, Any] = json.loads(out.read_text())
+    assert "error" not in document, document
+    return document
+
+
+@pytest.fixture(scope="module")
+def imported(cm_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("cm-recipes")
+    done = subprocess.run([sys.executable, "-m", "cmx_core", "import", "cm", str(cm_collection(cm_venv)), "--out",
+                           str(out), "--json"], capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["imported"] == report["scripts"] > 300 and not report["failed"]
+    return out
+
+
+@pytest.mark.parametrize("tags", list(SCRIPTS))
+def test_same_outputs_as_cm(tags: str, cm_venv: Path, imported: Path, tmp_path: Path,
+                            cmx_cli: Callable[..., Any]) -> None:
+    reference = cm_run(cm_venv, SCRIPTS[tags], tmp_path)
+    got = outputs(cmx_cli("run", "recipe", f"--tags={tags}", "--recipes", str(imported), "--json", cwd=tmp_path))
+    assert got["new_env"] == reference["new_env"]
+    assert got["new_state"] == reference["new_state"]
+    assert got["new_env"], "the comparison must not be between two empty results"
+
+
+def test_coverage_report_over_cmx4mlops(cm_venv: Path, tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
+    out = tmp_path / "recipes"
+    proc = cmx_cli("import", "cm", str(cm_collection(cm_venv)), "--out", str(out), "--report",
+                   "--run", "detect-os,detect-cpu,get-python3", "--json", timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cov = json.loads(proc.stdout)["coverage"]
+    assert cov["scripts"] > 300 and cov["imported"] == cov["scripts"]
+    assert 0 < cov["planned"] <= cov["imported"]
+    assert len(cov["plan_errors"]) == cov["imported"] - cov["planned"]
+    assert (cov["run_attempted"], cov["ran"]) == (3, 3), cov["runs"]
