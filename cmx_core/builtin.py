@@ -8,7 +8,9 @@ Plugin detectors of the same names (cmx-detect) replace these.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +109,27 @@ def python_step(ctx: StepContext) -> StepOutput | Mapping[str, Any]:
         function: Callable[[StepContext], Any] = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise UsageError(f"{ctx.recipe}: cannot import {target}: {exc}") from None
-    result = function(ctx)
+    with _in_directory(ctx.work_dir):
+        result = function(ctx)
     return result if isinstance(result, (StepOutput, Mapping)) else {"value": result}
+
+
+_CWD_LOCK = threading.Lock()
+
+
+@contextmanager
+def _in_directory(directory: Path) -> Iterator[None]:
+    """Run in the step's work directory, as a shell step does, so a function's relative
+    writes land there and not in the user's current directory. The working directory is
+    the process's: python steps of a ``-j N`` run take turns (other step types do not)."""
+    with _CWD_LOCK:
+        previous = os.getcwd()
+        directory.mkdir(parents=True, exist_ok=True)
+        os.chdir(directory)
+        try:
+            yield
+        finally:
+            os.chdir(previous)
 
 
 def facts_step(ctx: StepContext) -> StepOutput:
