@@ -1,0 +1,75 @@
+"""docs/mlebench.md and the README say what the code does: the recipes and their tags, the
+threshold table, the defaults, the paths inside the sandbox, MLE-bench's container settings,
+the pool size, the offline competitions and their directions, the lite split's size."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from cmx_mlebench import agent, container, grading, offline, plugin, splits
+from cmx_mlebench.offline import datasets, pool
+from cmx_mlebench.thresholds import medal_positions
+
+ROOT = Path(__file__).resolve().parents[3]
+DOC = (ROOT / "docs" / "mlebench.md").read_text()
+README = (ROOT / "plugins" / "mlebench" / "README.md").read_text()
+RECIPES = {p.stem: yaml.safe_load(p.read_text()) for p in (Path(plugin.__file__).parent / "recipes").glob("*.yaml")}
+
+
+def test_the_recipe_table_matches_the_recipes() -> None:
+    rows = re.findall(r"^\| `([a-z,-]+)` \| `([a-z-]+)` \|", DOC, re.M)
+    assert {name: tags for tags, name in rows} == {r["name"]: ",".join(r["tags"]) for r in RECIPES.values()}
+    for r in RECIPES.values():
+        assert ",".join(r["tags"]) in README
+    agents = [r for r in RECIPES.values() if "agent_cmd" in r["inputs"]]
+    assert len(agents) == 4 and all(r["variations"]["docker"]["inputs"] == {"sandbox": "docker", "cpus": 4,
+                                                                             "shm_size": "4G", "gpus": -1}
+                                    for r in agents)
+
+
+def _doc_position(formula: str, n: int) -> int:
+    """A cell of the doc's table, for N teams (the three forms the table uses)."""
+    if m := re.fullmatch(r"max\(1, int\(([0-9.]+) N\)\)", formula):
+        return max(1, int(float(m[1]) * n))
+    if m := re.fullmatch(r"10 \+ int\(([0-9.]+) N\)", formula):
+        return 10 + int(float(m[1]) * n)
+    return int(formula)
+
+
+def test_the_threshold_table_is_the_code() -> None:
+    rows = re.findall(r"^  \| ([0-9-]+|1000 and more) \| (.+?) \| (.+?) \| (.+?) \|$", DOC, re.M)
+    assert len(rows) == 4
+    for band, *formulas in rows:
+        low = int(band.split("-")[0].split()[0])
+        high = int(band.split("-")[1]) if "-" in band else 5000
+        for n in (low, high):
+            at = medal_positions(n)
+            assert [_doc_position(f, n) for f in formulas] == [at.gold, at.silver, at.bronze], (band, n)
+
+
+def test_defaults_and_limits() -> None:
+    inputs = RECIPES["attempt"]["inputs"]
+    assert "`--time-limit-s` (default 600" in DOC and inputs["time_limit_s"]["default"] == 600
+    assert "`--memory-gb` (default 4" in DOC and inputs["memory_gb"]["default"] == 4
+    assert "`--processes` (default 256)" in DOC and inputs["processes"]["default"] == 256
+    assert agent.AgentSettings(("x",)).time_limit_s == 600 and agent.AgentSettings(("x",)).processes == 256
+    assert "over 256 MiB" in DOC and grading.MAX_SUBMISSION_BYTES == 256 << 20
+    assert container.MLE_BENCH_DEFAULT == {"mem_limit": None, "shm_size": "4G", "nano_cpus": 4e9, "gpus": -1}
+
+
+def test_the_sandbox_paths() -> None:
+    for path in (agent.DATA, agent.SUBMISSION, agent.TOOLS + "/validate_submission", agent.BASELINES_INSIDE):
+        assert f"`{path}" in DOC
+    assert "/mlebench/baselines/baseline.py" in DOC and (offline.BASELINES / "baseline.py").is_file()
+
+
+def test_offline_competitions_and_pool() -> None:
+    for name, task in datasets.TASKS.items():
+        assert f"`{name}`" in DOC and name in offline.BUILTIN
+    assert "20 % of the data" in DOC and datasets.TEST_SHARE == 0.2 and datasets.SPLIT_SEED == 0
+    assert "pool of 19 simple baseline" in DOC
+    assert len(pool.classifiers()) == 19 and len(pool.regressors()) == 19
+    assert "(22\ncompetition ids" in DOC and len(splits.lite_ids()) == 22
