@@ -251,6 +251,9 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     the_plan = replay(locked, Path(lock), session, allow_drift) if locked and lock else \
         _resolve_plan(tags, inputs, session)
     chosen, settings = _checked_executor(session, the_plan, executor, options)
+    from cmx_core.results.store import ResultStore
+
+    ResultStore(paths.results_db()).check()  # a corrupt store fails now, not after the benchmark
     run_id = new_run_id()
     run_dir = _make_run_dir(run_id, the_plan.root.recipe.name, output)
     _write_json(run_dir / "plan.json", the_plan.to_json())

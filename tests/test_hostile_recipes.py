@@ -102,3 +102,17 @@ def test_a_broken_file_harms_only_the_commands_that_need_it(cli: Callable[..., A
     assert "no recipe has any of the tags 'broken'" in needed.err and "broken.yaml:" in needed.err
     monkeypatch.setenv("CI", "true")
     assert cli("plan", "--tags=demo,sort", "--recipes", directory).code == 2
+
+
+def test_a_corrupt_results_store_is_reported_before_the_run(cli: Callable[..., Any], cmx_home: Path) -> None:
+    from cmx_core import paths
+
+    db = paths.results_db()
+    db.parent.mkdir(parents=True, exist_ok=True)
+    db.write_bytes(b"this is not a database" * 100)
+    runs_before = list(paths.runs_dir().glob("*")) if paths.runs_dir().exists() else []
+    result = cli("run", "recipe", "--tags=demo,sort")
+    assert result.code == 2 and len(result.err_lines) == 1
+    assert "not a readable cmx results database" in result.err and "cmx results reindex" in result.err
+    after = list(paths.runs_dir().glob("*")) if paths.runs_dir().exists() else []
+    assert after == runs_before  # nothing ran, no run directory was made

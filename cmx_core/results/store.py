@@ -146,6 +146,12 @@ class ResultStore:
                 conn.execute("ROLLBACK")
                 raise
 
+    def check(self) -> None:
+        """Open the store as a run's end would (creating it when missing): a corrupt or
+        unwritable store is a ResultsError before the benchmark runs, not after."""
+        with self._connect(write=True) as conn:
+            conn.execute("SELECT count(*) FROM runs LIMIT 1").fetchone()
+
     # -- writes ---------------------------------------------------------------------------
 
     def index(self, document: Mapping[str, Any], result_path: str | Path, *, validated: bool = False) -> None:
