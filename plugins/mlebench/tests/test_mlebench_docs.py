@@ -68,7 +68,8 @@ def test_the_sandbox_paths() -> None:
 
 def test_offline_competitions_and_pool() -> None:
     for name, task in datasets.TASKS.items():
-        assert f"`{name}`" in DOC and name in offline.BUILTIN
+        label = {"accuracy": "accuracy, higher", "rmse": "RMSE, lower", "auc": "ROC AUC, higher"}[task.metric]
+        assert f"`{name}` ({label} is better)" in " ".join(DOC.split()) and name in offline.BUILTIN
     assert "20 % of the data" in DOC and datasets.TEST_SHARE == 0.2 and datasets.SPLIT_SEED == 0
     assert "pool of 19 simple baseline" in DOC
     assert len(pool.classifiers()) == 19 and len(pool.regressors()) == 19
