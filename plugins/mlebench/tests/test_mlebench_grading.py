@@ -144,3 +144,43 @@ def test_the_build_writes_mle_benchs_layout(built: dict[str, Prepared]) -> None:
         train_ids = set(pd.read_csv(comp.public_dir / "train.csv")["id"])
         assert test_ids == set(pd.read_csv(comp.answers)["id"]) and not test_ids & train_ids
         assert "target" not in pd.read_csv(comp.public_dir / "test.csv").columns
+
+
+def _mlebench_layout(prepared: Prepared, tmp_path: Path) -> tuple[Path, Path]:
+    """An MLE-bench data dir (<id>/prepared/...) and competitions dir (<id>/config.yaml...) copied from a build."""
+    comp = prepared.competition
+    data, defs = tmp_path / "data", tmp_path / "competitions"
+    shutil.copytree(comp.data_root / comp.id / "prepared", data / comp.id / "prepared")
+    shutil.copytree(comp.definition_dir, defs / comp.id)
+    return data, defs
+
+
+def test_a_prepared_data_dir_is_used_as_is(built: dict[str, Prepared], tmp_path: Path) -> None:
+    from cmx_mlebench.prepare import prepare
+
+    data, defs = _mlebench_layout(built["sklearn-diabetes"], tmp_path)
+    node = tmp_path / "node"
+    node.mkdir()
+    found = prepare("sklearn-diabetes", node, data_dir=data, competitions_dir=defs)
+    assert found.prepared_as == "as-is"
+    assert found.competition.answers == data / "sklearn-diabetes/prepared/private/test.csv"
+    assert not (node / "data").exists() and still_valid(found.outputs())
+    report = grade(found.competition, found.competition.sample_submission, checksums=found.checksums)
+    assert report.valid_submission and report.is_lower_better
+
+
+def test_a_definitions_md5_checksums_are_checked(built: dict[str, Prepared], tmp_path: Path) -> None:
+    import hashlib
+
+    from cmx_mlebench.prepare import prepare
+
+    data, defs = _mlebench_layout(built["sklearn-digits"], tmp_path)
+    answers = data / "sklearn-digits/prepared/private/test.csv"
+    good = hashlib.md5(answers.read_bytes()).hexdigest()
+    (defs / "sklearn-digits/checksums.yaml").write_text(f"public: {{}}\nprivate: {{test.csv: {good}}}\n")
+    (tmp_path / "n1").mkdir()
+    assert prepare("sklearn-digits", tmp_path / "n1", data_dir=data, competitions_dir=defs).prepared_as == "as-is"
+    (defs / "sklearn-digits/checksums.yaml").write_text("public: {}\nprivate: {test.csv: 0123}\n")
+    (tmp_path / "n2").mkdir()
+    with pytest.raises(ResultsError, match="does not match its md5"):
+        prepare("sklearn-digits", tmp_path / "n2", data_dir=data, competitions_dir=defs)

@@ -100,8 +100,9 @@ def _check_theirs(prepared: Path, path: Path) -> None:
     except (OSError, yaml.YAMLError):
         raise ResultsError(f"{path}: not readable YAML; restore the competition's checksums.yaml") from None
     maps = {p: data.get(p) for p in ("public", "private")} if isinstance(data, Mapping) else {}
-    if all(isinstance(v, Mapping) and all(isinstance(d, str) for d in v.values()) for v in maps.values()) and maps:
-        wrong = mismatches(prepared, {"algorithm": "md5", **maps})
+    if maps and all(isinstance(v, Mapping) for v in maps.values()):
+        expected = {part: {str(k): str(v) for k, v in files.items()} for part, files in maps.items()}
+        wrong = mismatches(prepared, {"algorithm": "md5", **expected})
         if wrong:
             raise ResultsError(f"{prepared / wrong[0]}: does not match its md5 in {path}; prepare the split again")
 
