@@ -101,7 +101,7 @@ def _check_theirs(prepared: Path, path: Path) -> None:
         raise ResultsError(f"{path}: not readable YAML; restore the competition's checksums.yaml") from None
     maps = {p: data.get(p) for p in ("public", "private")} if isinstance(data, Mapping) else {}
     if maps and all(isinstance(v, Mapping) for v in maps.values()):
-        expected = {part: {str(k): str(v) for k, v in files.items()} for part, files in maps.items()}
+        expected = {part: {str(k): str(v) for k, v in dict(files or {}).items()} for part, files in maps.items()}
         wrong = mismatches(prepared, {"algorithm": "md5", **expected})
         if wrong:
             raise ResultsError(f"{prepared / wrong[0]}: does not match its md5 in {path}; prepare the split again")
