@@ -199,7 +199,7 @@ _COPY = re.compile(r"^\s*(COPY|ADD)\s+(.*)$", re.IGNORECASE)
 
 def _check_copies(template: templates.Template, dockerfile: str, present: set[str]) -> None:
     """Every COPY/ADD source of the rendered Dockerfile must be in the build context."""
-    generated = {REQUIREMENTS, WHEELS_DIR}
+    generated = {REQUIREMENTS, WHEELS_DIR, "."}  # "." is the whole context: only declared files (.dockerignore)
     for lineno, line in enumerate(dockerfile.splitlines(), 1):
         match = _COPY.match(line)
         if not match or "--from" in match.group(2):

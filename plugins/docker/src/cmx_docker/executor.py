@@ -84,6 +84,7 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
         template = templates.load(name)
         values = runopts.merge(template.run, settings.run_overrides(), needs_gpu=accelerator is not None,
                                needs_network=False)
+        runopts.container_user(settings.user)
         if values["gpus"] and not plan.facts_file:
             _check_gpu_route(str(values["gpus"]))
 

@@ -112,9 +112,15 @@ def merge(defaults: RunDefaults, options: Mapping[str, Any], needs_gpu: bool,
     return values
 
 
+_USER = re.compile(r"^[1-9]\d*:[1-9]\d*$")
+
+
 def container_user(option: Any) -> str:
-    """The host user's uid:gid when it is not root, else the image's non-root ``cmx`` user."""
+    """The host user's uid:gid when it is not root, else the image's non-root ``cmx`` user;
+    an explicit ``user`` must be a non-root ``uid:gid``."""
     if option:
+        if not _USER.match(str(option)):
+            raise UsageError(f"docker executor option user={option!r}: use a non-root uid:gid like 1000:1000")
         return str(option)
     uid, gid = os.getuid(), os.getgid()
     return f"{uid}:{gid}" if uid != 0 else "1000:1000"
