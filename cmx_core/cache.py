@@ -173,9 +173,17 @@ class Cache:
             if bad or old:
                 self.remove(entry)
                 removed.append(entry)
+        self.clean_staging()
+        return removed
+
+    def clean_staging(self) -> int:
+        """Remove the staging directories of processes that are gone (a killed cmx); cheap
+        enough for every run's start. Returns how many were removed."""
+        removed = 0
         for leftover in (self.root / "staging").glob("*"):
             if not _pid_alive(leftover.name):
                 _rmtree(leftover, ignore_errors=True)
+                removed += 1
         return removed
 
     def previous_for(self, recipe: str) -> CacheEntry | None:

@@ -263,7 +263,16 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         lock_path=run_dir / "lock.json", run_id=run_id, settings=settings, jobs=jobs,
         use_cache=use_cache, refresh=refresh,
     )
-    result_path, document, exit_code = _execute(chosen, request, lock_digest, session, sweep)
+    from cmx_core import inflight
+
+    inflight.reap()  # runs a killed cmx left behind are recorded as interrupted
+    session.cache.clean_staging()
+    provenance = _provenance(lock_digest, session, sweep)
+    inflight.mark(run_id, run_dir, _interrupted_document(request, provenance))
+    try:
+        result_path, document, exit_code = _execute(chosen, request, provenance, session)
+    finally:
+        inflight.clear(run_id)
     if document.get("status") == "error":
         raise _run_failure(document, result_path, exit_code)
     return RunResult(run_id, run_dir, result_path, document, the_plan, session)
@@ -276,12 +285,29 @@ def executor_settings(chosen: Executor, options: Mapping[str, Any]) -> ExecutorS
     return parse_settings(chosen.name, chosen.settings, options)
 
 
-def _execute(chosen: Executor, request: ExecutionRequest, lock_digest: str,
-             session: Session, sweep: Mapping[str, Any] | None = None) -> tuple[Path, dict[str, Any], int]:
+def _provenance(lock_digest: str, session: Session, sweep: Mapping[str, Any] | None) -> Any:
+    from cmx_core.recording import Provenance
+
+    return Provenance(lock_digest, [(p["name"], p["distribution"], p["version"])
+                                    for p in _plugins(session.registry)], sweep)
+
+
+def _interrupted_document(request: ExecutionRequest, provenance: Any) -> dict[str, Any]:
+    """The error result the run gets if its cmx is killed before it records one."""
+    from cmx_core.inflight import INTERRUPTED
+    from cmx_core.recording import failed_outcome, run_record
+    from cmx_core.results.document import build_document
+
+    error = RunError(INTERRUPTED.format(pid=os.getpid()), exit_code=130)
+    return build_document(run_record(request, failed_outcome(time.time(), error), provenance, {}))
+
+
+def _execute(chosen: Executor, request: ExecutionRequest, provenance: Any,
+             session: Session) -> tuple[Path, dict[str, Any], int]:
     """Run the executor and record whatever happened: its outcome, or its own failure.
     Returns the result's path and document and the exit code of a failure."""
     from cmx_core.events import registry_events
-    from cmx_core.recording import Provenance, failed_outcome, record_run
+    from cmx_core.recording import failed_outcome, record_run
 
     started = time.time()
     try:
@@ -290,8 +316,6 @@ def _execute(chosen: Executor, request: ExecutionRequest, lock_digest: str,
         raise
     except CmxError as exc:  # the executor itself failed: still an error result
         outcome = failed_outcome(started, RunError(f"{chosen.name} executor: {exc}", exit_code=exc.exit_code))
-    provenance = Provenance(lock_digest, [(p["name"], p["distribution"], p["version"])
-                                          for p in _plugins(session.registry)], sweep)
     path, document = record_run(request, outcome, provenance, registry_events(session.registry))
     return path, document, outcome.error.exit_code if outcome.error else 1
 

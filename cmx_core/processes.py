@@ -21,7 +21,7 @@ def run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float 
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err,
+            proc = subprocess.Popen([*dies_with_cmx(), *argv], cwd=cwd, env=env, stdout=out, stderr=err,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as exc:
             raise StepFailed(f"cannot start `{argv[0]}`: {exc.strerror}") from None
@@ -37,6 +37,17 @@ def run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float 
             raise
         finally:
             RUNNING.discard(proc)
+
+
+_SETPRIV = "/usr/bin/setpriv"
+
+
+def dies_with_cmx() -> list[str]:
+    """A prefix that makes the step's process get SIGKILL when cmx dies, even by ``kill -9``
+    (Linux's parent-death signal, set by util-linux ``setpriv`` just before it execs the
+    step: no wrapper process stays). Empty where ``setpriv`` is missing; Ctrl-C, SIGTERM
+    and SIGHUP kill the step's whole process group in any case (:func:`kill_running`)."""
+    return [_SETPRIV, "--pdeathsig", "KILL", "--"] if os.access(_SETPRIV, os.X_OK) else []
 
 
 RUNNING: set[subprocess.Popen[bytes]] = set()

@@ -124,7 +124,7 @@ def new_sweep_id() -> str:
 def point_command(tags: str, inputs: Mapping[str, str], sweep: Mapping[str, Any],
                   run_options: Sequence[str]) -> list[str]:
     """The ``cmx run`` argument list of one point (no shell: values travel as arguments)."""
-    return [sys.executable, "-m", "cmx_core", "run", f"--tags={tags}",
+    return [sys.executable, "-m", "cmx_core", "run", "recipe", f"--tags={tags}",
             f"--sweep-point={json.dumps(sweep, sort_keys=True)}", *run_options,
             *(f"--{key}={value}" for key, value in inputs.items())]
 

@@ -51,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import signal
 
     previous = signal.signal(signal.SIGTERM, _terminate)  # a CI cancel cleans up like Ctrl-C
+    previous_hup = signal.signal(signal.SIGHUP, _terminate)  # so does a closed terminal
     try:
         replay_key = None
         if args_list[:1] == ["run"]:
@@ -71,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGHUP, previous_hup)
 
 
 def _terminate(signum: int, frame: Any) -> None:

@@ -103,6 +103,9 @@ def _console() -> Any:
 # -- handlers ---------------------------------------------------------------------------
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from cmx_core.inflight import reap
+
+    reap()  # runs a killed cmx left behind appear, as interrupted errors
     runs = _store().list(limit=args.limit, recipe=args.recipe, status=args.status)
     if args.json:
         _print_json({"runs": [r.to_json() for r in runs]})

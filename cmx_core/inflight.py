@@ -1,0 +1,94 @@
+"""Runs that a killed cmx left behind are recorded, not lost.
+
+When a run starts, the engine writes ``<data>/inflight/<run_id>.json``: the PID (with its
+start time, so a reused PID is not mistaken for it), the run directory and the error result
+the run would get if it never finished. A run that ends in any way cmx sees (success,
+failure, Ctrl-C) removes its marker. At the start of every later run (and of ``cmx results
+list``), :func:`reap` writes the stored error result, status ``error`` with the reason
+"interrupted", for each marker whose process is gone and whose run wrote no result, and
+indexes it: ``cmx results list --status error`` shows those runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cmx_core import paths
+
+INFLIGHT_DIR = "inflight"
+INTERRUPTED = "interrupted: the cmx process (pid {pid}) ended before the run finished (killed, or the machine stopped)"
+
+
+def _dir() -> Path:
+    return paths.data_dir() / INFLIGHT_DIR
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of ``pid`` in clock ticks since boot (``/proc/<pid>/stat`` field 22)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def mark(run_id: str, run_dir: Path, document: Mapping[str, Any]) -> Path:
+    """Record that ``run_id`` is running in this process; ``document`` is its result if it never finishes."""
+    from cmx_core.datautil import atomic_write
+
+    folder = _dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / f"{run_id}.json"
+    pid = os.getpid()
+    atomic_write(marker, json.dumps({"pid": pid, "pid_start": process_start(pid), "run_dir": str(run_dir),
+                                     "document": document}, default=str))
+    return marker
+
+
+def clear(run_id: str) -> None:
+    try:
+        (_dir() / f"{run_id}.json").unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _alive(pid: int, start: str | None) -> bool:
+    return process_start(pid) is not None and process_start(pid) == start
+
+
+def reap() -> list[str]:
+    """Record the runs of dead cmx processes as interrupted; the run ids recorded."""
+    folder = _dir()
+    if not folder.is_dir():
+        return []
+    recorded = []
+    for marker in folder.glob("*.json"):
+        try:
+            state = json.loads(marker.read_text(encoding="utf-8"))
+            pid, start, run_dir, document = state["pid"], state["pid_start"], Path(state["run_dir"]), state["document"]
+        except (OSError, ValueError, KeyError, TypeError):
+            marker.unlink(missing_ok=True)  # a marker cut short by the kill itself: nothing to record
+            continue
+        if _alive(int(pid), start):
+            continue
+        if run_dir.is_dir() and not (run_dir / "result.json").exists():
+            recorded += _record(document, run_dir)
+        marker.unlink(missing_ok=True)
+    return recorded
+
+
+def _record(document: dict[str, Any], run_dir: Path) -> list[str]:
+    from cmx_core.errors import ResultsError
+    from cmx_core.results.store import ResultStore
+    from cmx_core.results.writer import write_result
+
+    try:
+        path = write_result(run_dir, document, suites=None)
+        ResultStore(paths.results_db()).index(document, path, validated=True)
+    except (ResultsError, OSError):
+        return []
+    return [str(document.get("run_id"))]
