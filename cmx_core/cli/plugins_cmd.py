@@ -89,7 +89,7 @@ def installed_summary() -> dict[str, Any]:
     loaded = get_registry()
     loaded.collect_all()
     plugins = []
-    for name, info in sorted(loaded.plugins.items()):
+    for name, info in sorted(loaded.plugins.items(), key=lambda item: (item[0] != "cmx-core", item[0])):
         module = loaded.manager.get_plugin(name)
         hooks = sorted(c.name for c in loaded.manager.get_hookcallers(module) or []) \
             if module is not None else []
