@@ -141,7 +141,7 @@ def compare_samples(columns: Sequence[Sequence[Mapping[str, Any]]]) -> Compariso
     documents = [d for column in columns for d in column]
     rows = [_row(name, [[d["metrics"].get(name) for d in c] for c in columns]) for name in _names(documents)]
     rows.append(_row(WALL_TIME, [[_wall_metric(d) for d in c] for c in columns]))
-    return Comparison(runs, tuple(rows), tuple(hardware_warnings(columns)))
+    return Comparison(runs, tuple(rows), tuple(hardware_warnings(columns) + environment_warnings(columns)))
 
 
 def _column(documents: Sequence[Mapping[str, Any]]) -> RunColumn:
@@ -170,6 +170,51 @@ def hardware_warnings(columns: Sequence[Sequence[Mapping[str, Any]]]) -> list[st
                                 f"the baseline from {baseline.id} ({baseline.label}): its deltas compare hardware "
                                 f"too ({'; '.join(baseline.differences(cls))})")
     return warnings
+
+
+ENVIRONMENT_PACKAGES = 8
+"""At most this many differing packages are named in one environment warning."""
+
+
+def environment_warnings(columns: Sequence[Sequence[Mapping[str, Any]]]) -> list[str]:
+    """One warning per run that ran in a container while the baseline ran on the host (or
+    the other way round) with another interpreter or other library versions: the image's
+    Python and libraries are not the host's, so its deltas measure them too."""
+    base = columns[0][0]
+    warnings: list[str] = []
+    for column in columns[1:]:
+        doc = column[0]
+        inside, base_inside = _container_image(doc), _container_image(base)
+        if (inside is None) == (base_inside is None):
+            continue
+        differences = _software_differences(base, doc)
+        if differences:
+            where = f"in container {inside}" if inside else "on the host"
+            base_where = f"in container {base_inside}" if base_inside else "on the host"
+            warnings.append(f"run {doc['run_id']} ran {where}, the baseline {base_where}, with different software "
+                            f"({'; '.join(differences)}): its deltas measure the environment too")
+    return warnings
+
+
+def _container_image(document: Mapping[str, Any]) -> str | None:
+    container = (document.get("system") or {}).get("container")
+    return str(container.get("image")) if isinstance(container, Mapping) and container.get("image") else None
+
+
+def _software_differences(base: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:
+    """``python 3.11.7 vs 3.11.2``, ``torch 2.1.0 vs 2.2.0``...: what differs between two runs'
+    interpreters and the packages both recorded (a package only one recorded is not compared)."""
+    one, two = base.get("software") or {}, other.get("software") or {}
+    found = []
+    if one.get("python") != two.get("python"):
+        found.append(f"python {one.get('python') or 'unknown'} vs {two.get('python') or 'unknown'}")
+    packages_one, packages_two = one.get("packages") or {}, two.get("packages") or {}
+    common = sorted(set(packages_one) & set(packages_two))
+    changed = [name for name in common if packages_one[name] != packages_two[name]]
+    found += [f"{name} {packages_one[name]} vs {packages_two[name]}" for name in changed[:ENVIRONMENT_PACKAGES]]
+    if len(changed) > ENVIRONMENT_PACKAGES:
+        found.append(f"and {len(changed) - ENVIRONMENT_PACKAGES} more package(s)")
+    return found
 
 
 def _hardware_groups(runs: Sequence[RunColumn]) -> dict[str, Any]:
