@@ -12,6 +12,7 @@ from cmx_core.api import (
     ExecutionRequest,
     Executor,
     ExecutorSettings,
+    SandboxBackend,
     StepContext,
     StepType,
     hookimpl,
@@ -71,6 +72,18 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     register(Executor(name="docker", summary="Build the recipe's image if needed and run the plan inside it",
                       run=_execute, settings=DockerSettings, check_plan=_check_plan, describe=_describe,
                       capabilities=_DOCKER))
+
+
+def _sandbox() -> Any:
+    from cmx_docker.sandbox import DockerSandbox
+
+    return DockerSandbox()
+
+
+@hookimpl
+def cmx_register_sandboxes(register: Callable[[SandboxBackend], None]) -> None:
+    register(SandboxBackend(name="docker", summary="a container per run: no network, read-only root, limits, GPUs",
+                            create=_sandbox))
 
 
 @hookimpl
