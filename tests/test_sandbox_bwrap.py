@@ -308,3 +308,16 @@ def no_leftover_groups() -> Iterator[None]:
 def test_the_cgroups_of_a_run_are_removed(sandbox: BubblewrapSandbox, site: Site, no_leftover_groups: None) -> None:
     assert sandbox.run(site.spec(["true"])).ok
     assert sandbox.run(site.spec(["sleep", "60"], wall_s=0.5)).verdict is Verdict.TIME_LIMIT
+
+
+def test_the_sandbox_user_reaches_nested_mounts_and_reads_etc_passwd(sandbox: BubblewrapSandbox, site: Site) -> None:
+    """bwrap as root makes the directories it creates 0700, /etc included: the non-root user
+    must still reach a work dir and inputs mounted deep (MLE-bench's /home/data, /home/submission)
+    and read the generated /etc/passwd (so `id` names it)."""
+    spec = SandboxSpec(argv=["sh", "-c", "id -un; cat /home/data/train.csv; echo ok > out.txt; pwd"],
+                       work_dir=site.work, work_path="/home/submission", ro_binds={str(site.public): "/home/data"},
+                       limits=Limits(wall_s=20))
+    result = sandbox.run(spec)
+    assert result.verdict is Verdict.OK, (result.reason, result.stderr)
+    assert result.stdout.decode().split("\n")[:4] == ["sandbox", "id,x", "1,2", "/home/submission"]
+    assert (site.work / "out.txt").read_text() == "ok\n"

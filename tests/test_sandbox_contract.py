@@ -148,7 +148,9 @@ def test_the_builtin_bubblewrap_backend_is_the_default() -> None:
     assert box.name == "bubblewrap" and isinstance(box, api.Sandbox)
 
 
-def test_a_plugin_registers_a_sandbox_backend_through_the_hook(tmp_path: Path) -> None:
+def test_a_plugin_registers_a_sandbox_backend_through_the_hook(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CMX_LOAD_PLUGINS", "")  # only the core and this test's plugin
     registry = plugins.load_registry(extra=[("echoplug", EchoPlugin())])
     backend = registry.sandboxes["echo"]
     assert (backend.plugin, backend.summary) == ("echoplug", "Pretend to run")
@@ -158,10 +160,11 @@ def test_a_plugin_registers_a_sandbox_backend_through_the_hook(tmp_path: Path) -
     assert set(registry.sandboxes) == {"bubblewrap", "echo"}
 
 
-def test_an_unknown_backend_is_a_usage_error_listing_the_known_ones() -> None:
+def test_an_unknown_backend_is_a_usage_error_listing_the_known_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CMX_LOAD_PLUGINS", "")  # only the core and this test's plugin
     registry = plugins.load_registry(extra=[("echoplug", EchoPlugin())])
-    with pytest.raises(UsageError, match=r"'docker' is not registered \(registered: bubblewrap, echo\)"):
-        registry.sandbox("docker")
+    with pytest.raises(UsageError, match=r"'nosuch' is not registered \(registered: bubblewrap, echo\)"):
+        registry.sandbox("nosuch")
 
 
 def test_two_plugins_registering_one_backend_name_is_a_load_error() -> None:

@@ -33,10 +33,29 @@ def _root_layout() -> list[str]:
             args += ["--symlink", os.readlink(host), f"/{name}"]
         elif host.is_dir():
             args += ["--ro-bind", str(host), f"/{name}"]
+    args += ["--perms", "0755", "--dir", "/etc"]  # bwrap would make it 0700: the sandbox user could not enter
     for name in ETC_FILES:
         host = Path("/etc") / name
         if host.exists():
             args += ["--ro-bind", str(host), f"/etc/{name}"]
+    return args
+
+
+def _parent_dirs(targets: list[str]) -> list[str]:
+    """``--perms 0755 --dir`` for every directory above the mount targets that the layout
+    does not already provide: bwrap creates missing ones 0700 as root, and the non-root
+    sandbox user could not reach its own work dir or inputs through them."""
+    provided = {"usr", "proc", "dev", "tmp", "etc", *TOP_LEVEL}
+    seen: set[str] = set()
+    args: list[str] = []
+    for target in targets:
+        parts = Path(target).parts[1:-1]
+        for depth in range(1, len(parts) + 1):
+            parent = "/" + "/".join(parts[:depth])
+            if parts[0] in provided or parent in seen:
+                continue
+            seen.add(parent)
+            args += ["--perms", "0755", "--dir", parent]
     return args
 
 
@@ -53,8 +72,10 @@ def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: in
     args += ["--perms", "0644", "--ro-bind-data", str(group_fd), "/etc/group"]
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
     work_path = os.path.normpath(spec.work_path)
+    ro_binds = sorted(dict(spec.ro_binds).items(), key=lambda item: item[1])
+    args += _parent_dirs([work_path, *(os.path.normpath(target) for _, target in ro_binds)])
     args += ["--bind", os.fspath(spec.work_dir), work_path]
-    for host, target in sorted(dict(spec.ro_binds).items(), key=lambda item: item[1]):
+    for host, target in ro_binds:
         args += ["--ro-bind", host, os.path.normpath(target)]
     args += ["--chdir", work_path, *NAMESPACES, "--hostname", "sandbox", "--die-with-parent", "--new-session"]
     if not as_root:
