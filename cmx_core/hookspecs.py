@@ -178,6 +178,25 @@ def cmx_node_finished(
 
 
 @hookspec
+def cmx_prune_resources(referenced: frozenset[str], dry_run: bool) -> list[str]:
+    """Remove what the plugin keeps outside the cmx cache (container images...) that no cache
+    entry references; called by ``cmx cache prune --images``. ``referenced`` holds every
+    string value of every cache entry's outputs (image tags, ids, paths); return one line per
+    thing removed (or, with ``dry_run``, that would be). Core stays ignorant of what they are.
+
+    Example::
+
+        @hookimpl
+        def cmx_prune_resources(referenced, dry_run):
+            stale = [tag for tag in my_images() if tag not in referenced]
+            if not dry_run:
+                remove(stale)
+            return [f"image {tag}" for tag in stale]
+    """
+    return []  # a hookspec's body never runs
+
+
+@hookspec
 def cmx_result_written(path: Path, document: Mapping[str, Any]) -> None:
     """Called after a validated ``result.json`` was written and indexed.
 

@@ -441,6 +441,12 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}".rstrip(": ")
 
 
+def prune_resources(referenced: frozenset[str], dry_run: bool = False) -> list[str]:
+    """Every plugin's ``cmx_prune_resources``: one line per thing removed (or that would be)."""
+    answers = get_registry().hook.cmx_prune_resources(referenced=referenced, dry_run=dry_run)
+    return [str(line) for answer in answers for line in answer or ()]
+
+
 def call_event(name: str, **kwargs: Any) -> None:
     """Fire an event hook; a failing observer is reported on stderr, never fatal."""
     hook: Callable[..., Any] = getattr(get_registry().hook, name)

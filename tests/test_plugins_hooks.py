@@ -119,6 +119,11 @@ class Recorder:
     def cmx_result_written(self, path: Path, document: Mapping[str, Any]) -> None:
         self.events.append(("result", Path(path), document["run_id"]))
 
+    @hookimpl
+    def cmx_prune_resources(self, referenced: frozenset[str], dry_run: bool) -> list[str]:
+        self.events.append(("prune", "kept" in referenced, dry_run))
+        return [] if "kept" in referenced else ["hooktest resource"]
+
 
 class _NoSandbox:
     name = "hooktest-box"
@@ -168,6 +173,23 @@ def test_cmx_node_started_and_cmx_node_finished_see_cache_hits(recorder: Recorde
 def test_cmx_result_written_gets_the_indexed_document(recorder: Recorder) -> None:
     result = api.run(tags="hooktest,echo")
     assert ("result", result.result_path, result.run_id) in recorder.events
+
+
+def test_cmx_prune_resources_gets_the_entries_strings_from_cache_prune_images(
+        recorder: Recorder, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+    import json
+
+    from cmx_core.cli import cache_cmd
+
+    args = argparse.Namespace(older_than=None, images=True, dry_run=True, json=True)
+    cache_cmd.cmd_prune(args)
+    assert json.loads(capsys.readouterr().out)["resources"] == ["hooktest resource"]
+    assert ("prune", False, True) in recorder.events
+    api.run(tags="hooktest,echo", inputs={"text": "kept"})  # an entry whose outputs name it
+    cache_cmd.cmd_prune(argparse.Namespace(older_than=None, images=True, dry_run=False, json=True))
+    assert json.loads(capsys.readouterr().out)["resources"] == []
+    assert ("prune", True, False) in recorder.events
 
 
 def test_cmx_register_detectors_adds_a_fact(recorder: Recorder) -> None:

@@ -27,6 +27,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     rm.set_defaults(handler=cmd_rm)
     prune = actions.add_parser("prune", parents=[common], help="remove invalid, corrupt and old entries")
     prune.add_argument("--older-than", metavar="AGE", help="also entries older than AGE (e.g. 7d, 12h)")
+    prune.add_argument("--images", action="store_true",
+                       help="also remove what plugins keep outside the cache (cmx-docker: images) that no entry "
+                            "references")
+    prune.add_argument("--dry-run", action="store_true", help="with --images: list what would be removed")
     prune.set_defaults(handler=cmd_prune)
 
 
@@ -91,8 +95,38 @@ def cmd_prune(args: argparse.Namespace) -> int:
     from cmx_core.replay import prune_memos
 
     prune_memos(str(cache.root), older_than_s=age)
+    resources = _prune_resources(cache, args.dry_run) if args.images else None
+    if args.json:
+        doc: dict[str, Any] = {"pruned": [e.key for e in removed]}
+        if resources is not None:
+            doc["resources"] = resources
+        print(json.dumps(doc))
+        return 0
     _report(args, "pruned", removed)
+    for line in resources or ():
+        print(f"{'would remove' if args.dry_run else 'removed'} {line}")
     return 0
+
+
+def _prune_resources(cache: Any, dry_run: bool) -> list[str]:
+    """The plugins' ``cmx_prune_resources`` with every string the remaining entries' outputs hold."""
+    from cmx_core.plugins import prune_resources
+
+    referenced: set[str] = set()
+    for entry in cache.entries():
+        _strings(entry.outputs, referenced)
+    return prune_resources(frozenset(referenced), dry_run=dry_run)
+
+
+def _strings(value: Any, into: set[str]) -> None:
+    if isinstance(value, str):
+        into.add(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _strings(item, into)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _strings(item, into)
 
 
 def _report(args: argparse.Namespace, verb: str, entries: list[Any]) -> None:

@@ -76,3 +76,22 @@ def test_only_the_declared_files_reach_the_build(engine, base_image, make_templa
     if ca_bundle() is not None:  # the host's CA bundle is a declared context file
         expected.append(f"/ctx/{CA_DEST}")
     assert sorted(out.decode().split()) == sorted(expected)  # undeclared.txt, .dockerignore: not sent
+
+
+def test_cache_prune_images_removes_only_unreferenced_cmx_images(engine, base_image, make_template) -> None:  # type: ignore[no-untyped-def]
+    from cmx_docker.prune import prune_images
+
+    make_template("prunable", "FROM {{ base }}\nCOPY data.txt /data.txt\n", TINY + "context: [data.txt]\n",
+                  {"data.txt": uuid.uuid4().hex})
+    record = ensure_image("prunable", endpoint=engine)
+    client = sdk_client(engine)
+    try:  # every other image counts as referenced, so the session's images stay
+        others = frozenset(t for image in client.images.list() for t in image.tags if t != record.tag)
+    finally:
+        client.close()
+    assert prune_images(others | {record.tag}, dry_run=False) == []
+    assert prune_images(others, dry_run=True) == [f"image {record.tag}"]
+    assert inspect_image(engine, record.tag) is not None  # a dry run removes nothing
+    assert prune_images(others, dry_run=False) == [f"image {record.tag}"]
+    assert inspect_image(engine, record.tag) is None
+    assert inspect_image(engine, LOCAL_BASE) is not None  # the base carries no content label: kept

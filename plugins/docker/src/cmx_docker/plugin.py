@@ -87,5 +87,12 @@ def cmx_register_sandboxes(register: Callable[[SandboxBackend], None]) -> None:
 
 
 @hookimpl
+def cmx_prune_resources(referenced: frozenset[str], dry_run: bool) -> list[str]:
+    from cmx_docker.prune import prune_images
+
+    return prune_images(referenced, dry_run)
+
+
+@hookimpl
 def cmx_recipe_paths() -> list[Path]:
     return [Path(__file__).parent / "recipes"]
