@@ -28,6 +28,7 @@ from cmx_core.plan_checks import (
 )
 from cmx_core.providers import StepType
 from cmx_core.recipe import DepSpec, Recipe, StepSpec, VariationSpec, line_of
+from cmx_core.settings import did_you_mean
 from cmx_core.step_params import check_step_params
 from cmx_core.template import fact_names, render_value
 
@@ -170,7 +171,7 @@ class Resolver:
             accepted = exact if len(exact) == 1 else accepted
         if len(accepted) == 1:
             return accepted[0]
-        raise ResolveError(_selection_error(tags, accepted, decision.candidates))
+        raise ResolveError(_selection_error(tags, accepted, decision.candidates, self.catalog))
 
     # -- variations -----------------------------------------------------------------------
 
@@ -222,7 +223,9 @@ class Resolver:
             given = recipe.inputs.get(key)
             if given is None:
                 known = ", ".join(sorted(recipe.inputs)) or "none"
-                raise UsageError(f"{origin}: unknown input '{key}' for recipe {recipe.name} (its inputs: {known})")
+                hint = did_you_mean(key, recipe.inputs)
+                raise UsageError(f"{origin}: unknown input '{key}' for recipe {recipe.name}{hint} "
+                                 f"(its inputs: {known})")
             typed = given.coerce(value, origin)
             if key in forced and forced[key][0] != typed:
                 raise ResolveError(
@@ -414,7 +417,8 @@ def _match(recipe: Recipe, positive: list[str], negative: set[str]) -> tuple[str
             continue
         var = _variation_for(recipe, tag)
         if var is None:
-            return f"lacks tag '{tag}' (neither a tag nor a variation of it)", {}
+            hint = did_you_mean(tag, (*recipe.tags, *_variation_tags(recipe)))
+            return f"lacks tag '{tag}' (neither a tag nor a variation of it{hint})", {}
         name, value = var
         if name in chosen and chosen[name] != value:
             raise ResolveError(f"tags give variation '{name}' of {recipe.name} two values: {chosen[name]} and {value}")
@@ -432,18 +436,32 @@ def _variation_for(recipe: Recipe, tag: str) -> tuple[str, Any] | None:
     return None
 
 
+def _variation_tags(recipe: Recipe) -> list[str]:
+    """The tags that select a variation: its name, or ``stem.`` for a parametric one."""
+    return [name[:-1] if name.endswith(".#") else name for name in recipe.variations]
+
+
 def _selection_error(tags: tuple[str, ...], accepted: list[tuple[Recipe, dict[str, Any]]],
-                     candidates: list[Candidate]) -> str:
+                     candidates: list[Candidate], catalog: Catalog | None = None) -> str:
     query = ",".join(tags)
     if accepted:
-        names = "; ".join(f"{r.name} ({r.path})" for r, _ in accepted)
+        names = "; ".join(f"{r.name} ({r.path}): {_why_accepted(r, chosen)}" for r, chosen in accepted)
         return f"tags '{query}' match {len(accepted)} recipes: {names}; add a tag that tells them apart"
     rejected = [c for c in candidates if not c.accepted]
     if not rejected:
-        return f"no recipe has any of the tags '{query}' (see 'cmx list recipes')"
+        known = [t for item in catalog.listed.values() for t in item.tags] if catalog is not None else []
+        hints = "".join(did_you_mean(t.lstrip("_"), known) for t in tags if not t.startswith("-"))
+        return f"no recipe has any of the tags '{query}'{hints} (see 'cmx list recipes')"
     shown = "; ".join(f"{c.name}: {c.reason}" for c in rejected[:6])
     more = f"; and {len(rejected) - 6} more" if len(rejected) > 6 else ""
     return f"no recipe matches tags '{query}'; candidates: {shown}{more} (run 'cmx explain --tags={query}')"
+
+
+def _why_accepted(recipe: Recipe, chosen: Mapping[str, Any]) -> str:
+    """Why an ambiguous candidate matched: its extra tags and the variations the query chose."""
+    parts = [f"variation {n}" if v is True else f"variation {n}.{v}" for n, v in chosen.items()]
+    parts.append("has tags " + ",".join(recipe.tags))
+    return "; ".join(parts) if len(parts) > 1 else parts[0]
 
 
 def _fact_path(store: FactStore, dotted: str) -> Any:

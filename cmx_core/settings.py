@@ -12,7 +12,7 @@ import dataclasses
 import difflib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, TypeVar, Union, get_args, get_origin
 
 from cmx_core.errors import PluginError, UsageError
@@ -73,9 +73,20 @@ def _default(field: dataclasses.Field[Any]) -> str:
     return "(required)"
 
 
+def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str:
+    """``; did you mean 'x'?`` (or ``'x' or 'y'``) for the choices close to ``word``, else ``""``.
+
+    One helper for every "unknown name" message: tags, variations, inputs, recipe names,
+    commands, plugin names and executor options (:func:`difflib.get_close_matches`, cutoff 0.6).
+    """
+    close = difflib.get_close_matches(word, sorted(set(choices)), n=n)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+
+
 def _unknown(executor: str, key: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(key.replace("-", "_"), known, n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
+    hint = did_you_mean(key.replace("-", "_"), known, n=1)
     listed = ", ".join(known) if known else "none"
     return f"{executor} executor: unknown option '{key}'{hint} (its options: {listed}; see 'cmx plugins info')"
 

@@ -20,7 +20,19 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+        raise UsageError(f"{self.prog}: {message}{_choice_hint(message)} (see '{self.prog} --help')")
+
+
+def _choice_hint(message: str) -> str:
+    """"Did you mean" for argparse's ``invalid choice: 'rn' (choose from 'run', ...)``."""
+    import re
+
+    from cmx_core.settings import did_you_mean
+
+    found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if found is None:
+        return ""
+    return did_you_mean(found.group(1), re.findall(r"'([^']*)'", found.group(2)))
 
 
 def common_options() -> argparse.ArgumentParser:

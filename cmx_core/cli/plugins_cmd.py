@@ -19,6 +19,10 @@ from typing import Any
 
 from cmx_core.errors import CmxError, StepFailed, UsageError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cmx_core.registry import Entry, RegistryFile
+
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "plugin"
 _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
@@ -185,7 +189,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     from cmx_core.registry import read_registry
 
-    entry = read_registry().require(args.name)
+    entry = _require(read_registry(), args.name)
     doc = entry_document(entry, _installed_versions())
     dist = "" if entry.distribution == entry.name else f" (distribution {entry.distribution})"
     text = [f"{doc['name']}{dist} - {doc['summary']}",
@@ -230,7 +234,7 @@ def install_command(names: list[str], *, editable: bool = False, upgrade: bool =
     entries = []
     pending = list(names)
     while pending:
-        entry = registry.require(pending.pop(0))
+        entry = _require(registry, pending.pop(0))
         if entry not in entries:
             entries.append(entry)
             pending.extend(entry.requires_plugins)
@@ -248,6 +252,17 @@ def install_command(names: list[str], *, editable: bool = False, upgrade: bool =
     return command
 
 
+def _require(registry: RegistryFile, name: str) -> Entry:
+    """The registry entry of ``name``; a UsageError with a "did you mean" when there is none."""
+    entry = registry.get(name)
+    if entry is None:
+        from cmx_core.settings import did_you_mean
+
+        hint = did_you_mean(name, [e.name for e in registry.entries])
+        raise UsageError(f"no plugin named '{name}' in {registry.path}{hint}; see `cmx plugins search TEXT`")
+    return entry
+
+
 def uninstall_command(names: list[str]) -> list[str]:
     """The pip command removing plugins by registry name or installed distribution."""
     from cmx_core.registry import normalize, read_registry
@@ -262,7 +277,10 @@ def uninstall_command(names: list[str]) -> list[str]:
         elif normalize(name) in installed:
             dists.append(normalize(name))
         else:
-            raise UsageError(f"'{name}' is neither a registry plugin nor an installed cmx plugin")
+            from cmx_core.settings import did_you_mean
+
+            hint = did_you_mean(name, [*(e.name for e in registry.entries), *installed])
+            raise UsageError(f"'{name}' is neither a registry plugin nor an installed cmx plugin{hint}")
     return [sys.executable, "-m", "pip", "uninstall", "--disable-pip-version-check", "-y", *dists]
 
 
