@@ -112,3 +112,14 @@ def test_detect_os_runs_in_a_podman_container(podman) -> None:  # type: ignore[n
     assert container["runtime"].startswith("podman ") and container["image"].startswith("cmx-python:")
     assert result.document["system"]["os"]["distro"] == "Debian GNU/Linux"
     assert json.loads((result.run_dir / "container.json").read_text())["run"]["network"] is False
+
+
+def test_podman_gpu_request_without_a_cdi_spec_is_refused(podman, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from cmx_core.api import UsageError, plan
+    from cmx_docker.gpus import CDI_DIRS, cdi_devices
+
+    if cdi_devices("all", CDI_DIRS) is not None:
+        pytest.skip("this machine has an nvidia.com/gpu CDI spec: the refusal cannot be shown here")
+    with pytest.raises(UsageError, match=r"GPUs requested \(gpus=all\) but podman .* has no CDI spec for "
+                                         r"nvidia.com/gpu under /etc/cdi or /var/run/cdi; generate one"):
+        plan("detect,os", executor="docker", options={"gpus": "all"})
