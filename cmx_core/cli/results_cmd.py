@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cmx_core.cli.numbers import fmt_number
 from cmx_core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -214,20 +215,6 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 # -- human output -----------------------------------------------------------------------
 
-def fmt_number(value: float | int | None) -> str:
-    """Short human form of a metric value."""
-    if value is None:
-        return "-"
-    if isinstance(value, int):
-        return f"{value:,}"
-    magnitude = abs(value)
-    if magnitude >= 1000:
-        return f"{value:,.1f}"
-    if magnitude >= 1 or magnitude == 0:
-        return f"{value:.3f}".rstrip("0").rstrip(".")
-    return f"{value:.4g}"
-
-
 def _styled(text: str, style: str | None) -> str:
     from rich.markup import escape
 
@@ -259,8 +246,10 @@ def _show(document: dict[str, Any], path: Path) -> None:
     status = document["status"]
     console.print(f"[bold]run {_styled(document['run_id'], None)}[/]  "
                   f"{_styled(status, _STATUS_STYLE.get(status))}  {_styled(str(path), 'dim')}")
-    for reason in document["invalid_reasons"]:
-        console.print(f"  invalid: {_styled(reason, 'red')}")
+    from cmx_core.cli.summary import metric_text, reason_lines
+
+    for line in reason_lines(document):
+        console.print(_styled(line, "red"))
     if document["error"]:
         error = document["error"]
         console.print(f"  error: {_styled(error['message'], 'red')} "
@@ -279,7 +268,8 @@ def _show(document: dict[str, Any], path: Path) -> None:
             table.add_column(column, justify="right" if column == "value" else "left")
         for name, metric in document["metrics"].items():
             mark = " *" if name == bench.get("primary_metric") else ""
-            table.add_row(_styled(name + mark, None), fmt_number(metric["value"]), _styled(metric["unit"], None),
+            value = fmt_number(metric["value"]) if metric["value"] is not None else metric_text(name, metric, bench)
+            table.add_row(_styled(name + mark, None), _styled(value, None), _styled(metric["unit"], None),
                           "higher is better" if metric["higher_is_better"] else "lower is better")
         console.print(table)
     for artifact in document["artifacts"]:
