@@ -140,7 +140,7 @@ def _print_replay(report: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from cmx_core.cli.results_cmd import fmt_number
+    from cmx_core.cli.numbers import fmt_number
 
     console = Console(highlight=False)
     for judgement in report.judgements:
