@@ -11,8 +11,8 @@ The docker judge needs an engine (DOCKER_HOST, or the default socket); without o
 left out and says why. For the whole-process ratio of the two judges, time ``--one`` with
 the workplace's external timer:
 
-    farm-bench -n 3 --timeout 900 -- .venv/bin/python benchmarks/bench_alebench.py --one docker \\
-        --vs '.venv/bin/python benchmarks/bench_alebench.py --one sandbox'
+    farm-bench -n 3 --timeout 900 --vs '.venv/bin/python benchmarks/bench_alebench.py --one sandbox' \\
+        -- .venv/bin/python benchmarks/bench_alebench.py --one docker
 """
 
 from __future__ import annotations
@@ -39,12 +39,20 @@ from cmx_alebench.verdicts import JudgeResult
 PY = "/usr/bin/python3"
 
 
+def _lang(code_path: Path) -> str:
+    return "cpp20" if code_path.suffix == ".cpp" else "python"
+
+
 def bare_eval(problem: Problem, code_path: Path, inputs: Mapping[int, bytes], work: Path) -> int:
     """The same two calls per case as the judges make, as plain subprocesses; the total score."""
     total = 0
     tester = problem.root / "tools" / "tester.py"
+    argv = [PY, str(code_path)]
+    if _lang(code_path) == "cpp20":
+        argv = [str(work / "bare.out")]
+        subprocess.run(["g++", "-std=gnu++20", "-O2", "-o", argv[0], str(code_path)], check=True)
     for seed, case_input in inputs.items():
-        out = subprocess.run([PY, str(code_path)], input=case_input, capture_output=True, check=True, cwd=work)
+        out = subprocess.run(argv, input=case_input, capture_output=True, check=True, cwd=work)
         (work / "input.txt").write_bytes(case_input)
         (work / "output.txt").write_bytes(out.stdout)
         tested = subprocess.run([PY, str(tester), "input.txt", "output.txt"], capture_output=True, cwd=work,
@@ -56,8 +64,9 @@ def bare_eval(problem: Problem, code_path: Path, inputs: Mapping[int, bytes], wo
     return total
 
 
-def judged_eval(runner: Runner, problem: Problem, code: str, inputs: Mapping[int, bytes], work: Path) -> int:
-    judge = Judge(runner, problem, language("python"), num_workers=1)
+def judged_eval(runner: Runner, problem: Problem, code_path: Path, inputs: Mapping[int, bytes], work: Path) -> int:
+    judge = Judge(runner, problem, language(_lang(code_path)), num_workers=1)
+    code = code_path.read_text()
     ev = judge.evaluate(code, inputs, "public", False, work)
     if ev.judge_result is not JudgeResult.ACCEPTED:
         raise SystemExit(f"{runner.name} judge: {ev.judge_result.value}: {[c.message for c in ev.cases][:2]}")
@@ -75,13 +84,12 @@ def _docker() -> tuple[Runner | None, str]:
 
 def _ways(problem: Problem, code_path: Path, inputs: Mapping[int, bytes], work: Path,
           docker: Runner | None) -> dict[str, Callable[[], int]]:
-    code = code_path.read_text()
     ways: dict[str, Callable[[], int]] = {
         "bare": lambda: bare_eval(problem, code_path, inputs, work),
-        "sandbox": lambda: judged_eval(SandboxRunner(), problem, code, inputs, work / "sandbox"),
+        "sandbox": lambda: judged_eval(SandboxRunner(), problem, code_path, inputs, work / "sandbox"),
     }
     if docker is not None:
-        ways["docker"] = lambda: judged_eval(docker, problem, code, inputs, work / "docker")
+        ways["docker"] = lambda: judged_eval(docker, problem, code_path, inputs, work / "docker")
     return ways
 
 
@@ -89,7 +97,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cases", type=int, default=50)
-    parser.add_argument("--solution", default="trivial.py", help="a Python solution among the shipped ones")
+    parser.add_argument("--solution", default="trivial.py", help="a shipped solution: a .py (python) or a .cpp (cpp20)")
     parser.add_argument("--one", choices=("bare", "sandbox", "docker"), help="one evaluation, for an external timer")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON document")
     args = parser.parse_args()
