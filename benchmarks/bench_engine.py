@@ -10,6 +10,12 @@ target is missed.
 * index check of 10,000 generated recipes, nothing changed (in-process)   target <= 50 ms
   and the cold parse of the same files (reported)
 * resolve + plan of a generated 500-node graph (in-process)               target <= 100 ms
+* resolve + plan of a 50-node chain inside a 10,000-recipe collection
+  sharing the common tag ``gen`` (in-process)                           target <= 100 ms
+* resolve + plan of a 500-dependency fan-out (one root, 500 leaves)       target <= 100 ms
+* resolve + plan of a 10,000-node graph (in-process)                      target <= 1000 ms
+* resolve + plan of a 5,000-deep chain (must plan at all: no RecursionError)
+* growth: plan time of 100, 1,000 and 10,000-node graphs, and ms per node
 
 Medians of repeated runs; everything happens in a private CMX_HOME. The engine and the
 plugins are byte-compiled first, as ``pip install`` of a wheel does (an editable checkout
@@ -85,6 +91,60 @@ def generate_graph(directory: Path, count: int) -> None:
         )
 
 
+def generate_chain(directory: Path, count: int, tags: str = "") -> None:
+    """``chain-0`` depends on ``chain-1`` ... on ``chain-{count-1}``; ``tags`` adds shared tags."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        dep = f"deps:\n  - {{tags: [chain{i + 1}]}}\n" if i + 1 < count else ""
+        (directory / f"c{i:05d}.yaml").write_text(
+            f"name: chain-{i:05d}\ntags: [{tags}chain{i}]\nsummary: chain link {i}\n{dep}"
+            "steps:\n  - {uses: shell, with: {cmd: [echo, link]}}\n")
+
+
+def generate_fanout(directory: Path, count: int) -> None:
+    """One root ``fan`` with ``count`` leaf deps ``leaf0`` ... (each its own recipe)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    deps = "".join(f"  - {{tags: [leaf{i}], as: l{i}}}\n" for i in range(count))
+    (directory / "fan.yaml").write_text(f"name: fan\ntags: [fan]\nsummary: fan-out root\ndeps:\n{deps}"
+                                        "steps:\n  - {uses: shell, with: {cmd: [echo, fan]}}\n")
+    for i in range(count):
+        (directory / f"leaf{i:04d}.yaml").write_text(
+            f"name: leaf-{i:04d}\ntags: [leaf, leaf{i}]\nsummary: leaf {i}\n"
+            "steps:\n  - {uses: shell, with: {cmd: [echo, leaf]}}\n")
+
+
+def plan_ms(directories: list[Path], tags: str, nodes: int, repeat: int) -> float:
+    """The median time to resolve and plan ``tags`` in a session over ``directories``."""
+    from cmx_core import engine
+
+    session = engine.open_session(directories)
+    plan = engine.plan(tags, session=session)
+    assert len(plan.nodes) == nodes, (tags, len(plan.nodes))
+    return median_ms(lambda: engine.plan(tags, session=session), repeat)
+
+
+def scale_rows(root: Path, flat: Path, repeat: int) -> list[tuple[str, float, float | None]]:
+    """Issue 17's resolver figures: a plan inside a big collection, a fan-out, big and deep graphs."""
+    rows: list[tuple[str, float, float | None]] = []
+    generate_chain(root / "chain50", 50, tags="gen, ")
+    rows.append(("50-node plan in a 10,000-recipe collection",
+                 plan_ms([root / "chain50", flat], "gen,chain0", 50, repeat), 100.0))
+    generate_fanout(root / "fan", 500)
+    rows.append(("500-dependency fan-out", plan_ms([root / "fan"], "fan", 501, repeat), 100.0))
+    per_node = []
+    for count in (100, 1_000, 10_000):
+        generate_graph(root / f"graph{count}", count)
+        value = plan_ms([root / f"graph{count}"], "graph,node0", count, max(3, repeat // (count // 100 or 1)))
+        per_node.append((count, value))
+        rows.append((f"{count:,}-node graph", value, 1000.0 if count == 10_000 else None))
+    for count, value in per_node:
+        rows.append((f"  growth: ms per node at {count:,} nodes", value / count, None))
+    generate_chain(root / "chain5000", 5_000)
+    rows.append(("5,000-deep chain (plans, no RecursionError)",
+                 plan_ms([root / "chain5000"], "chain0", 5_000, 3), None))
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=15)
@@ -131,6 +191,7 @@ def main() -> int:
         assert len(plan.nodes) == 500, len(plan.nodes)
         rows.append(("resolve + plan of a 500-node graph",
                      median_ms(lambda: engine.plan("graph,node0", session=session), args.repeat), 100.0))
+        rows += scale_rows(root, flat, args.repeat)
 
     missed = 0
     print(f"{'measurement':<46} {'median ms':>10} {'target':>8}")

@@ -221,15 +221,26 @@ class Catalog:
         """The effective recipes that have ``tag``, in walk order."""
         if self._added:  # changed by add(): answer from the listing
             return [self.build(i) for i in self._listed.values() if tag in i.tags]  # type: ignore[union-attr]
-        numbers = self._by_tag.get(tag)
-        if numbers is None:
+        return [self.build(self._item(n)) for n in self._tag_index().get(tag, ())]
+
+    def _tag_index(self) -> dict[str, list[int]]:
+        """Tag -> entry numbers of the effective recipes that have it, in walk order: one pass
+        over the index's tag column the first time any tag is asked for, so each later lookup
+        is a dict access, not a scan of the whole collection."""
+        if self._tags is None:
             where, names = self._effective(), self._names
-            if self._tags is None:
-                self._tags = list(chain.from_iterable(seg[2][_TAGS] for seg in self._segments))
-            numbers = self._by_tag[tag] = [  # a substring test first: cheap
-                n for n, tags in enumerate(self._tags)
-                if tag in tags and tag in tags.split(",") and where.get(names[n]) == n]
-        return [self.build(self._item(n)) for n in numbers]
+            self._tags = list(chain.from_iterable(seg[2][_TAGS] for seg in self._segments))
+            by_tag = self._by_tag
+            for number, joined in enumerate(self._tags):
+                if where.get(names[number]) != number:  # shadowed, duplicate or broken
+                    continue
+                for tag in joined.split(","):
+                    numbers = by_tag.get(tag)
+                    if numbers is None:
+                        by_tag[tag] = [number]
+                    elif numbers[-1] != number:  # a tag listed twice counts once
+                        numbers.append(number)
+        return self._by_tag
 
     def raise_errors(self) -> None:
         """A broken recipe file anywhere in the sources is an error (first one shown)."""

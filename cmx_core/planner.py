@@ -84,6 +84,10 @@ class Plan(NamedTuple):
     def node(self, node_id: str) -> PlanNode:
         return next(n for n in self.nodes if n.id == node_id)
 
+    def by_id(self) -> dict[str, PlanNode]:
+        """Node id -> node (``node`` scans; walks over every node use this)."""
+        return {n.id: n for n in self.nodes}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "query": {"tags": list(self.query.tags), "inputs": dict(self.query.inputs)},
@@ -97,15 +101,22 @@ class Plan(NamedTuple):
         ``step_detail(node, step)`` gives extra lines shown under each step."""
         lines: list[str] = []
         shown: set[str] = set()
-        self._tree(self.root, "", "", lines, shown, step_detail)
+        nodes = self.by_id()
+        stack = [(self.root, "", "")]  # an explicit stack: a 5,000-deep chain renders too
+        while stack:
+            node, alias, indent = stack.pop()
+            if self._tree(node, alias, indent, lines, shown, step_detail):
+                detail = indent + "    "
+                stack += [(nodes[dep_id], dep_alias, detail) for dep_alias, dep_id in reversed(list(node.deps.items()))]
         return "\n".join(lines)
 
     def _tree(self, node: PlanNode, alias: str, indent: str, lines: list[str], shown: set[str],
-              step_detail: StepDetail | None) -> None:
+              step_detail: StepDetail | None) -> bool:
+        """One node's lines; False when it was shown above (its deps are not shown again)."""
         label = f"{alias}: " if alias else ""
         if node.id in shown:
             lines.append(f"{indent}{label}{node.id} (see above)")
-            return
+            return False
         shown.add(node.id)
         variations = ",".join(f"{k}.{v}" if v is not True else k for k, v in node.variations.items())
         shown_reason = node.cache_reason and node.cache_status != "hit"
@@ -119,8 +130,7 @@ class Plan(NamedTuple):
         for step in node.steps:
             lines.append(f"{detail}step {step.id}: {step.uses}")
             lines += [f"{detail}    {extra}" for extra in (step_detail(node, step) if step_detail else ())]
-        for dep_alias, dep_id in node.deps.items():
-            self._tree(self.node(dep_id), dep_alias, detail, lines, shown, step_detail)
+        return True
 
 
 def _node_json(node: PlanNode) -> dict[str, Any]:
@@ -222,19 +232,21 @@ def _with_status(node: PlanNode, cache: Cache | None) -> PlanNode:
 
 
 def _topological(resolution: Resolution) -> list[str]:
-    """Deps before dependents, in the deterministic order deps were declared."""
+    """Deps before dependents, in the deterministic order deps were declared (a post-order
+    depth-first walk with an explicit stack: no recursion limit on the depth)."""
     order: list[str] = []
-    seen: set[str] = set()
-
-    def visit(node_id: str) -> None:
-        if node_id in seen:
-            return
-        seen.add(node_id)
-        for dep in resolution.nodes[node_id].deps.values():
-            visit(dep)
-        order.append(node_id)
-
-    visit(resolution.root)
+    seen = {resolution.root}
+    stack = [(resolution.root, iter(resolution.nodes[resolution.root].deps.values()))]
+    while stack:
+        node_id, pending = stack[-1]
+        for dep in pending:
+            if dep not in seen:
+                seen.add(dep)
+                stack.append((dep, iter(resolution.nodes[dep].deps.values())))
+                break
+        else:
+            stack.pop()
+            order.append(node_id)
     return order
 
 

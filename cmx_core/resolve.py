@@ -5,17 +5,22 @@ file is written. Every choice is recorded as a :class:`Decision` so ``cmx explai
 show why each candidate and variation was taken or rejected. The result is deterministic:
 deps resolve in file order and identical deps (same recipe, variations and inputs) share one
 node.
+
+The graph walk is iterative: each node is a generator that yields the deps it needs and
+receives their node ids, and :meth:`Resolver._walk` drives them from an explicit stack, so a
+5,000-deep chain resolves without touching Python's recursion limit. The path from the root
+(for cycles and ``cmx explain``) is a linked :class:`Path` shared by all nodes below it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from cmx_core import requirements
+from cmx_core import requirements, resolve_versions
 from cmx_core.catalog import Catalog
 from cmx_core.errors import CmxError, ResolveError, UsageError
 from cmx_core.expr import MISSING, ExpressionError, compile_expression
@@ -45,16 +50,52 @@ class Candidate(NamedTuple):
     reason: str
 
 
+class Path(NamedTuple):
+    """The recipes from the root down to a node, as a linked list: a child shares its
+    parent's path, so a deep chain costs one cell per node, not a tuple per node."""
+
+    name: str
+    up: Path | None
+
+    def names(self) -> tuple[str, ...]:
+        """Root first."""
+        out: list[str] = []
+        cell: Path | None = self
+        while cell is not None:
+            out.append(cell.name)
+            cell = cell.up
+        return tuple(reversed(out))
+
+
 @dataclass
 class Decision:
     """The reasoning for one node: candidates, variations, skipped deps and steps."""
 
     query: tuple[str, ...]
-    chain: tuple[str, ...]
+    path: Path | None
     node_id: str = ""
     candidates: list[Candidate] = field(default_factory=list)
     variations: list[tuple[str, str]] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def chain(self) -> tuple[str, ...]:
+        """The recipe names from the root to the node that asked for this one."""
+        return self.path.names() if self.path is not None else ()
+
+
+class _Need(NamedTuple):
+    """A dep a node asks the walk to resolve; the walk sends back its node id."""
+
+    tags: tuple[str, ...]
+    inputs: Mapping[str, Any]
+    origin: str
+    path: Path | None
+    version: str | None = None  # the dep's ``version:`` constraint
+    where: str = ""  # the dep's key path (``recipe.yaml: deps.0``) for errors
+
+
+_NodeWalk = Generator[_Need, str, str]
 
 
 class ResolvedNode(NamedTuple):
@@ -90,21 +131,40 @@ class Resolver:
         self.memo: dict[str, str] = {}
         self.decisions: list[Decision] = []
         self._facts_available: frozenset[str] | None = None
+        self._active: set[str] = set()  # the recipes on the path being resolved (cycle check)
 
     def resolve(self, tags: tuple[str, ...], inputs: Mapping[str, Any]) -> Resolution:
         if not [t for t in tags if not t.startswith("-")]:
             raise UsageError("--tags needs at least one tag, e.g. --tags=detect,os")
-        root = self._node(tags, inputs, "--input", ())
+        self._active.clear()
+        root = self._walk(self._node(_Need(tags, inputs, "--input", None)))
         return Resolution(root, self.nodes, self.decisions)
+
+    def _walk(self, root: _NodeWalk) -> str:
+        """Drive the node generators depth-first from an explicit stack (no recursion)."""
+        stack = [root]
+        answer: str | None = None
+        while True:
+            try:
+                need = stack[-1].send(answer)  # type: ignore[arg-type]  # None starts a generator
+            except StopIteration as done:
+                stack.pop()
+                if not stack:
+                    return str(done.value)
+                answer = done.value
+                continue
+            stack.append(self._node(need))
+            answer = None
 
     # -- one node -------------------------------------------------------------------------
 
-    def _node(self, tags: tuple[str, ...], raw_inputs: Mapping[str, Any], origin: str,
-              chain: tuple[str, ...]) -> str:
-        decision = Decision(tags, chain)
+    def _node(self, need: _Need) -> _NodeWalk:
+        tags, raw_inputs, origin, path = need[:4]
+        decision = Decision(tags, path)
         self.decisions.append(decision)
-        recipe, chosen = self._select(tags, decision)
-        if recipe.name in chain:
+        recipe, chosen = self._select(tags, decision, need.version, need.where)
+        if recipe.name in self._active:
+            chain = decision.chain
             cycle = " -> ".join((*chain[chain.index(recipe.name):], recipe.name))
             raise ResolveError(f"dependency cycle: {cycle} (in {recipe.path})")
         variations, groups = self._variations(recipe, chosen, decision)
@@ -117,7 +177,9 @@ class Resolver:
         context = self._context(inputs, groups, variations, used)
         requires = self._check_requires(recipe, variations, used)
         scope = Scope(RUN_NAMES, tuple(groups), self._available_facts())
-        deps, skipped = self._deps(recipe, variations, context, (*chain, recipe.name), decision, scope)
+        self._active.add(recipe.name)
+        deps, skipped = yield from self._deps(recipe, variations, context, Path(recipe.name, path), decision, scope)
+        self._active.discard(recipe.name)
         outputs = {alias: tuple(self.nodes[dep].recipe.outputs) for alias, dep in deps.items()}
         scope = scope._replace(deps=outputs, skipped_deps=skipped)
         steps = self._steps(recipe, context, decision, used, scope)
@@ -148,7 +210,9 @@ class Resolver:
 
     # -- selection ------------------------------------------------------------------------
 
-    def _select(self, tags: tuple[str, ...], decision: Decision) -> tuple[Recipe, dict[str, Any]]:
+    def _select(self, tags: tuple[str, ...], decision: Decision, version: str | None = None,
+                where: str = "") -> tuple[Recipe, dict[str, Any]]:
+        """The one recipe the tags (and a dep's ``version:`` constraint) choose."""
         positive = [t.lstrip("_") for t in tags if not t.startswith("-")]
         negative = {t[1:] for t in tags if t.startswith("-")}
         seen: dict[str, Recipe] = {}
@@ -166,11 +230,15 @@ class Resolver:
             for shadow in self.catalog.shadowed_listed.get(name, []):
                 decision.candidates.append(Candidate(shadow.name, shadow.source, False,
                                                      f"shadowed by {winner.source} ({winner.path})"))
+        if version and accepted:
+            return resolve_versions.choose(accepted, version, where, decision)
         if len(accepted) > 1:
             exact = [a for a in accepted if set(a[0].tags) == set(positive)]
             accepted = exact if len(exact) == 1 else accepted
         if len(accepted) == 1:
             return accepted[0]
+        if not accepted:
+            decision.candidates[:] = _with_hints(decision.candidates, seen, positive, negative)
         raise ResolveError(_selection_error(tags, accepted, decision.candidates, self.catalog))
 
     # -- variations -----------------------------------------------------------------------
@@ -263,7 +331,8 @@ class Resolver:
         return combined
 
     def _deps(self, recipe: Recipe, variations: Mapping[str, Any], context: dict[str, Any],
-              chain: tuple[str, ...], decision: Decision, scope: Scope) -> tuple[dict[str, str], dict[str, str]]:
+              path: Path, decision: Decision, scope: Scope
+              ) -> Generator[_Need, str, tuple[dict[str, str], dict[str, str]]]:
         """The deps in the plan (alias -> node id) and those a false ``when`` left out
         (alias -> why), for the template checks."""
         specs: list[DepSpec] = list(recipe.deps)
@@ -282,26 +351,10 @@ class Resolver:
                 raise ResolveError(f"{recipe.path}: {where}: alias '{dep.alias}' is used by two deps; set 'as:'")
             check_dep_templates(recipe, dep.with_, (*keypath, "with"), scope)
             raw = render_value(dep.with_, context, f"{recipe.path}: {where}.with")
-            node_id = self._node(dep.tags, raw, f"{recipe.path}: {where}.with", chain)
-            self._check_version(recipe, dep, where, self.nodes[node_id].recipe)
+            node_id = yield _Need(dep.tags, raw, f"{recipe.path}: {where}.with", path, dep.version,
+                                  f"{recipe.path}: {where}")
             deps[dep.alias] = node_id
         return deps, {alias: why for alias, why in skipped.items() if alias not in deps}
-
-    def _check_version(self, recipe: Recipe, dep: DepSpec, where: str, target: Recipe) -> None:
-        if not dep.version:
-            return
-        from packaging.specifiers import SpecifierSet
-        from packaging.version import InvalidVersion, Version
-
-        try:
-            ok = Version(target.version) in SpecifierSet(dep.version)
-        except InvalidVersion:
-            ok = False
-        if not ok:
-            raise ResolveError(
-                f"{recipe.path}: {where}.version: {target.name} {target.version} does not satisfy "
-                f"'{dep.version}' ({target.path})"
-            )
 
     def _steps(self, recipe: Recipe, context: dict[str, Any], decision: Decision,
                used: dict[str, Any], scope: Scope) -> tuple[StepSpec, ...]:
@@ -406,8 +459,10 @@ def _var_key(recipe: Recipe, selected: str) -> str:
     return selected if selected in recipe.variations else f"{selected}.#"
 
 
-def _match(recipe: Recipe, positive: list[str], negative: set[str]) -> tuple[str | None, dict[str, Any]]:
-    """Why ``recipe`` does not match the tags (None if it does) and the variations chosen."""
+def _match(recipe: Recipe, positive: list[str], negative: set[str],
+           hint: bool = False) -> tuple[str | None, dict[str, Any]]:
+    """Why ``recipe`` does not match the tags (None if it does) and the variations chosen.
+    ``hint`` adds a did-you-mean (difflib: too slow for every candidate of a common tag)."""
     excluded = negative & set(recipe.tags)
     if excluded:
         return f"has excluded tag '{min(excluded)}'", {}
@@ -417,13 +472,27 @@ def _match(recipe: Recipe, positive: list[str], negative: set[str]) -> tuple[str
             continue
         var = _variation_for(recipe, tag)
         if var is None:
-            hint = did_you_mean(tag, (*recipe.tags, *_variation_tags(recipe)))
-            return f"lacks tag '{tag}' (neither a tag nor a variation of it{hint})", {}
+            close = did_you_mean(tag, (*recipe.tags, *_variation_tags(recipe))) if hint else ""
+            return f"lacks tag '{tag}' (neither a tag nor a variation of it{close})", {}
         name, value = var
         if name in chosen and chosen[name] != value:
             raise ResolveError(f"tags give variation '{name}' of {recipe.name} two values: {chosen[name]} and {value}")
         chosen[name] = value
     return None, chosen
+
+
+def _with_hints(candidates: list[Candidate], seen: Mapping[str, Recipe], positive: list[str],
+                negative: set[str], shown: int = 6) -> list[Candidate]:
+    """The candidates with a did-you-mean added to the first ``shown`` tag rejections (the
+    ones a selection error prints)."""
+    out: list[Candidate] = []
+    for cand in candidates:
+        recipe = seen.get(cand.name)
+        if shown and recipe is not None and recipe.source == cand.source and cand.reason.startswith("lacks tag"):
+            cand = cand._replace(reason=_match(recipe, positive, negative, hint=True)[0] or cand.reason)
+            shown -= 1
+        out.append(cand)
+    return out
 
 
 def _variation_for(recipe: Recipe, tag: str) -> tuple[str, Any] | None:
