@@ -26,4 +26,5 @@ if [ -n "$extras" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 fi
 "${pip[@]}" -e ".${extras}" -e "plugins/detect${extras}" -e "plugins/docker${extras}" -e "plugins/mlperf[llm,vision,plot${extras:+,test}]" \
   -e "plugins/slurm${extras}" -e "plugins/ray${extras}" -e "plugins/k8s${extras}" \
-  -e "plugins/mlebench${extras:+[test]}" -e "plugins/cm${extras:+[test]}"
+  -e "plugins/mlebench${extras:+[test]}" -e "plugins/cm${extras:+[test]}" \
+  -e "plugins/alebench[docker${extras:+,test}]"

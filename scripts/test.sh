@@ -51,7 +51,8 @@ mkdir -p "$CMX_TEST_CACHE"
 set +e
 .venv/bin/python -m pytest --import-mode=importlib -p no:cacheprovider \
   tests plugins/detect/tests plugins/docker/tests plugins/mlperf/tests plugins/slurm/tests \
-  plugins/ray/tests plugins/k8s/tests plugins/mlebench/tests plugins/cm/tests "$@"
+  plugins/ray/tests plugins/k8s/tests plugins/mlebench/tests plugins/cm/tests \
+  plugins/alebench/tests "$@"
 status=$?
 set -e
 # pytest's own codes pass through: 1 failures, 2 interrupted, 3 internal error, 4 usage error,
