@@ -23,7 +23,7 @@ def _doc(metrics: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("value", "text"), [
-    (7.31, "7.31"), (200000.0, "200,000"), (3505912, "3,505,912"), (1234.5678, "1,234.6"),
+    (7.31, "7.31"), (200000.0, "200,000.0"), (3505912, "3,505,912"), (1234.5678, "1,234.6"),
     (0.000123, "0.000123"), (None, "-"), (0.0, "0"),
 ])
 def test_numbers(value: float | None, text: str) -> None:
@@ -37,7 +37,7 @@ def test_summary_keeps_units_names_and_reasons() -> None:
         "ttft_p99_ns": {"value": None, "unit": "ns", "higher_is_better": False},
     }, mlperf={"submission_blockers": BLOCKERS}), "/runs/x/result.json")
     assert "per_loop_ns" in text and "7.31 ns" in text and " ms" not in text
-    assert "200,000 items" in text and "e+05" not in text
+    assert "200,000.0 items" in text and "e+05" not in text
     assert "ttft_p99_ns" in text and "not measured (the Offline scenario has no per-query latency" in text
     assert "null" not in text
     assert "not submittable (2 reasons):" in text

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 
 def fmt_number(value: float | int | None) -> str:
-    """``1,234`` for integers (and integral floats such as 200000.0), 3 decimals from 1 up,
-    4 significant digits below 1; ``-`` for None."""
+    """``1,234`` for integers, ``200,000.0`` (one decimal) from 1,000 up, up to 3 decimals
+    from 1 up, 4 significant digits below 1; ``-`` for None."""
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -17,8 +17,6 @@ def fmt_number(value: float | int | None) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     magnitude = abs(value)
-    if value.is_integer() and magnitude < 1e18:
-        return f"{int(value):,}"
     if magnitude >= 1000:
         return f"{value:,.1f}"
     if magnitude >= 1:

@@ -17,8 +17,8 @@ from cmx_core.cli.numbers import fmt_number
 from cmx_core.errors import UsageError
 
 if TYPE_CHECKING:
+    from cmx_core.cli.listing import Listing
     from cmx_core.results.compare import Cell, Comparison
-    from cmx_core.results.records import RunSummary
     from cmx_core.results.store import ResultStore
 
 STATUSES = ("valid", "invalid", "error", "partial", "completed")
@@ -31,6 +31,10 @@ _VERDICT_STYLE = {
 
 SHORT_ID = 12
 """Characters of a run id shown in tables (prefixes are accepted everywhere; --json has it all)."""
+
+ALL_RUNS = 2**62
+"""The limit ``--limit 0`` stands for."""
+
 
 def add_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -> None:
     """Add ``results`` and its subcommands to ``cmx``'s subparsers; each sets ``handler``.
@@ -47,13 +51,18 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -
     leaf = {"parents": parents}
 
     p = sub.add_parser("list", help="the newest runs", **leaf)
-    p.add_argument("--limit", type=int, default=20, help="how many runs (default 20)")
+    p.add_argument("--limit", type=int, default=20, help="how many runs (default 20; 0: all of them)")
     p.add_argument("--recipe", help="only runs of this recipe")
     p.add_argument("--status", choices=STATUSES, help="only runs with this status")
+    from cmx_core.cli.listing import add_format_option
+
+    add_format_option(p)
     _finish(p, cmd_list)
 
     p = sub.add_parser("show", help="one run's result document", **leaf)
     p.add_argument("run", metavar="RUN", help="run id or unique prefix")
+    p.add_argument("--format", dest="format", choices=("table", "plain"), default=None,
+                   help="the metrics as a table or plain lines (default: table on a wide terminal)")
     _finish(p, cmd_show)
 
     p = sub.add_parser("compare", help="metrics of runs side by side (the first is the baseline)", **leaf)
@@ -107,11 +116,24 @@ def cmd_list(args: argparse.Namespace) -> int:
     from cmx_core.inflight import reap
 
     reap()  # runs a killed cmx left behind appear, as interrupted errors
-    runs = _store().list(limit=args.limit, recipe=args.recipe, status=args.status)
-    if args.json:
-        _print_json({"runs": [r.to_json() for r in runs]})
+    from cmx_core.cli.listing import chosen_format, render
+    from cmx_core.cli.run_rows import listing, row_json
+
+    if args.limit < 0:
+        raise UsageError(f"--limit {args.limit}: give a number of runs, or 0 for all of them")
+    store = _store()
+    runs = store.list(limit=args.limit or ALL_RUNS, recipe=args.recipe, status=args.status)
+    fmt = chosen_format(args.format, args.json)
+    if fmt == "json":
+        _print_json({"runs": [row_json(r) for r in runs]})
+    elif runs:
+        render(listing(runs, full_ids=fmt == "csv"), fmt)
+    elif fmt == "csv":
+        render(listing([], full_ids=True), fmt)
+    elif store.list(limit=1):
+        print("no runs match --recipe/--status (drop them to see every run)")
     else:
-        _console().print(_list_table(runs) if runs else "no runs indexed yet")
+        print("no runs indexed yet")
     return 0
 
 
@@ -120,7 +142,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(stored.document)
     else:
-        _show(stored.document, stored.path)
+        _show(stored.document, stored.path, args.format)
     return 0
 
 
@@ -221,33 +243,19 @@ def _styled(text: str, style: str | None) -> str:
     return f"[{style}]{escape(text)}[/]" if style else escape(text)
 
 
-def _list_table(runs: list[RunSummary]) -> Any:
-    from rich.table import Table
+def _show(document: dict[str, Any], path: Path, fmt: str | None = None) -> None:
+    """The run in lines that are never wrapped inside a path or a value (``soft_wrap``);
+    the metrics as a table on a wide terminal, plain padded lines otherwise."""
+    from rich.console import Console
 
-    table = Table(title="runs (newest first)")
-    table.add_column("run", no_wrap=True)  # a unique prefix: every results command accepts one
-    for column in ("created (UTC)", "status", "recipe", "task", "result", "wall s"):
-        table.add_column(column, justify="right" if column in ("result", "wall s") else "left")
-    for r in runs:
-        result = f"{fmt_number(r.result)} {r.units}" if r.units else "-"
-        table.add_row(
-            _styled(r.run_id[:SHORT_ID], None), r.created_at[:19].replace("T", " "),
-            _styled(r.status, _STATUS_STYLE.get(r.status)),
-            _styled(r.recipe, None), _styled(r.task, None), _styled(result, None), fmt_number(r.wall_s),
-        )
-    return table
+    from cmx_core.cli.listing import chosen_format, render
+    from cmx_core.cli.summary import reason_lines
 
-
-def _show(document: dict[str, Any], path: Path) -> None:
-    from rich.table import Table
-
-    console = _console()
+    console = Console(highlight=False, soft_wrap=True)
     bench, system, timing = document["benchmark"], document["system"], document["timing"]
     status = document["status"]
     console.print(f"[bold]run {_styled(document['run_id'], None)}[/]  "
                   f"{_styled(status, _STATUS_STYLE.get(status))}  {_styled(str(path), 'dim')}")
-    from cmx_core.cli.summary import metric_text, reason_lines
-
     for line in reason_lines(document):
         console.print(_styled(line, "red"))
     if document["error"]:
@@ -263,18 +271,24 @@ def _show(document: dict[str, Any], path: Path) -> None:
         + f"; {system['os']['distro'] or system['os']['name'] or 'os ?'}", None))
     console.print(f"  timing: {timing['started_at']} -> {timing['finished_at']} ({fmt_number(timing['wall_s'])} s)")
     if document["metrics"]:
-        table = Table(title="metrics")
-        for column in ("metric", "value", "unit", "direction"):
-            table.add_column(column, justify="right" if column == "value" else "left")
-        for name, metric in document["metrics"].items():
-            mark = " *" if name == bench.get("primary_metric") else ""
-            value = fmt_number(metric["value"]) if metric["value"] is not None else metric_text(name, metric, bench)
-            table.add_row(_styled(name + mark, None), _styled(value, None), _styled(metric["unit"], None),
-                          "higher is better" if metric["higher_is_better"] else "lower is better")
-        console.print(table)
+        sys.stdout.flush()
+        render(_metrics_listing(document), chosen_format(fmt))
     for artifact in document["artifacts"]:
         console.print(f"  artifact {_styled(artifact['kind'], None)}: {_styled(artifact['path'], None)} "
                       f"({artifact['size_bytes']:,} bytes, sha256 {artifact['sha256'][:12]})")
+
+
+def _metrics_listing(document: dict[str, Any]) -> Listing:
+    from cmx_core.cli.listing import Listing
+    from cmx_core.cli.summary import metric_text
+
+    bench, rows = document["benchmark"], []
+    for name, metric in document["metrics"].items():
+        mark = " *" if name == bench.get("primary_metric") else ""
+        value = fmt_number(metric["value"]) if metric["value"] is not None else metric_text(name, metric, bench)
+        rows.append((name + mark, value, metric["unit"],
+                     "higher is better" if metric["higher_is_better"] else "lower is better"))
+    return Listing("metrics", ("metric", "value", "unit", "direction"), tuple(rows), frozenset({"value"}))
 
 
 def _cell_text(cell: Cell) -> str:
