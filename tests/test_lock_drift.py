@@ -1,0 +1,76 @@
+"""The lock-drift refusal says what changed, old -> new: the recipe line, the input, the
+fact (the facts a node used are compared too), and a cache key only when nothing else
+explains it; ``--allow-drift`` still lets the allowed kind of fact through."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import cmx_core
+
+LEAF = ('name: leaf\ntags: [leaf]\nsummary: leaf\nrequires: {os.name: linux}\n'
+        'steps: [{uses: shell, with: {cmd: ["true"]}}]\n')
+TOP = ("name: top\ntags: [top]\nsummary: top\ninputs: {n: {type: integer, default: 1}}\n"
+       "deps: [{tags: [leaf]}]\nsteps: [{uses: shell, with: {cmd: [echo, '{{ inputs.n }}']}}]\n")
+
+
+def locked_run(recipes: Any) -> Path:
+    recipes("leaf", LEAF)
+    recipes("top", TOP)
+    return Path(cmx_core.run("top", {"n": "7"}, recipes_dirs=[recipes.dir]).run_dir) / "lock.json"
+
+
+def edit_lock(lock: Path, node_id: str, field: str, key: str, value: Any) -> None:
+    doc = json.loads(lock.read_text())
+    node = next(n for n in doc["nodes"] if n["id"] == node_id)
+    node[field][key] = value
+    lock.write_text(json.dumps(doc))
+
+
+def refusal(cli: Callable[..., Any], lock: Path, recipes_dir: Path, *extra: str) -> str:
+    result = cli("run", "--lock", lock, "--recipes", recipes_dir, *extra)
+    assert result.code == 2, result.err
+    lines = [ln for ln in result.err_lines if ln.startswith("cmx: error:")]
+    assert len(lines) == 1 and "Traceback" not in result.err, result.err
+    return str(lines[0])
+
+
+def test_a_changed_recipe_line_is_shown_old_to_new(cli: Callable[..., Any], recipes: Any) -> None:
+    lock = locked_run(recipes)
+    (recipes.dir / "leaf.yaml").write_text(LEAF.replace("summary: leaf", "summary: a changed leaf"))
+    line = refusal(cli, lock, recipes.dir)
+    assert "node leaf: digest " in line
+    assert "leaf.yaml line 3: 'summary: leaf' -> 'summary: a changed leaf'" in line
+    # top's own key changes only through its dep's key: listed after the leaf's reason, not before
+    assert line.index("node leaf: digest") < line.index("node top: cache_key")
+
+
+def test_a_changed_input_is_named(cli: Callable[..., Any], recipes: Any) -> None:
+    lock = locked_run(recipes)
+    edit_lock(lock, "top", "inputs", "n", 8)  # the lock says the query gave 8, the replay resolves 7
+    line = refusal(cli, lock, recipes.dir)
+    assert "node top: input n: 8 -> 7" in line
+    assert "cache_key" not in line  # the input explains the key's change
+
+
+def test_a_changed_fact_is_named_and_allowed_by_its_class(cli: Callable[..., Any], recipes: Any) -> None:
+    lock = locked_run(recipes)
+    edit_lock(lock, "leaf", "facts_used", "os.name", "plan9")
+    line = refusal(cli, lock, recipes.dir)
+    assert 'node leaf: fact os.name: "plan9" -> "linux"' in line
+    done = cli("run", "--lock", lock, "--recipes", recipes.dir, "--allow-drift=software", "--json")
+    assert done.code == 0, done.err
+
+
+def test_a_lock_without_recipe_text_still_names_the_file(cli: Callable[..., Any], recipes: Any) -> None:
+    lock = locked_run(recipes)
+    doc = json.loads(lock.read_text())
+    for node in doc["nodes"]:
+        node.pop("recipe_text")
+    lock.write_text(json.dumps(doc))
+    (recipes.dir / "leaf.yaml").write_text(LEAF.replace("summary: leaf", "summary: other"))
+    line = refusal(cli, lock, recipes.dir)
+    assert "leaf.yaml changed (this lock keeps no recipe text to show the line)" in line
