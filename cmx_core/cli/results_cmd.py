@@ -77,8 +77,15 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -
     p = sub.add_parser("export", help="write runs in an export format (json, csv, plugins')", **leaf)
     p.add_argument("--format", dest="format", required=True, metavar="FORMAT",
                    help="json, csv or a format registered by a plugin")
-    p.add_argument("dest", metavar="DEST", help="file (or directory) to write")
-    p.add_argument("runs", metavar="RUN", nargs="+", help="run ids or prefixes")
+    p.add_argument("dest", metavar="DEST",
+                   help="file or directory to write; - is stdout; a symlink is written through, a FIFO or "
+                        "device written to, never replaced")
+    p.add_argument("runs", metavar="RUN", nargs="*", help="run ids or prefixes (or use --all and the filters)")
+    p.add_argument("--all", dest="every", action="store_true", help="every indexed run the filters keep")
+    p.add_argument("--recipe", help="only runs of this recipe (implies --all)")
+    p.add_argument("--status", choices=STATUSES, help="only runs with this status (implies --all)")
+    p.add_argument("--since", metavar="WHEN",
+                   help="only runs created since: a duration like 7d or 12h, or a date like 2026-12-01 (implies --all)")
     _finish(p, cmd_export)
 
     p = sub.add_parser("reindex", help="rebuild the index from run directories", **leaf)
@@ -207,15 +214,18 @@ def _compare_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from cmx_core.results.export import export_results
+    from cmx_core.cli.export_dest import STDOUT, select_runs, write_export
 
-    store = _store()
-    results = [store.get(run) for run in args.runs]
-    written = export_results(args.format, Path(args.dest), results)
+    if args.dest == STDOUT and args.json:
+        raise UsageError("cmx results export: DEST '-' writes the export to stdout; drop --json")
+    results = select_runs(_store(), args.runs, every=args.every, recipe=args.recipe, status=args.status,
+                          since=args.since)
+    written = write_export(args.format, args.dest, results)
     if args.json:
-        _print_json({"format": args.format, "dest": str(written), "runs": [r.run_id for r in results]})
+        _print_json({"format": args.format, "dest": written, "runs": [r.run_id for r in results]})
     else:
-        print(f"exported {len(results)} run(s) as {args.format} to {written}")
+        print(f"exported {len(results)} run(s) as {args.format} to {'stdout' if written == STDOUT else written}",
+              file=sys.stderr if written == STDOUT else sys.stdout)
     return 0
 
 
