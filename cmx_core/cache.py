@@ -4,8 +4,17 @@ An entry lives at ``<cache>/entries/<key[:2]>/<key>/`` with ``meta.json`` (key p
 outputs, recorded paths) and ``files/`` (what the node's steps wrote). Entries are staged in
 ``<cache>/staging/`` and renamed into place only after every step succeeded, under a file
 lock per key, so concurrent processes and interrupted or failed runs never leave a half
-entry. A hit is validated: the meta parses, the entry has not expired, every recorded path
-still exists with the same size and mtime, and the step's own validator (if any) agrees.
+entry. A hit is validated: the meta parses and matches its own digest, the entry has not
+expired, every recorded path still exists with the same size (and, outside the entry, the
+same mtime), and the step's own validator (if any) agrees.
+
+Integrity and moves (format 2): ``meta.json`` carries ``meta_digest``, the sha256 of the rest
+of it, and ``output_digests``, the sha256 of each file the outputs name inside the entry.
+A hit always re-checks the metadata digest: a tampered ``meta.json`` is a miss with the reason
+(and a warning naming the entry), so the node is recomputed and the entry replaced. The
+output digests are checked on request, by ``cmx cache verify [KEY]``. Paths inside the entry
+are stored relative to it (``${CMX_ENTRY}/files/...``), so a copied or moved cache directory
+still hits; an entry without a format-2 digest (an older cmx) is a miss with that reason.
 """
 
 from __future__ import annotations
@@ -20,10 +29,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmx_core import paths, reads
-from cmx_core.datautil import iter_strings
+from cmx_core.datautil import digest, iter_strings
 from cmx_core.errors import CacheError
 
 META = "meta.json"
+FORMAT = 2
+ENTRY_REF = "${CMX_ENTRY}"
+"""Stands for the entry's own directory in a stored ``meta.json``."""
 
 
 class CacheEntry(NamedTuple):
@@ -83,9 +95,16 @@ class Cache:
         if meta is None or meta.get("key") != key:
             print(f"cmx: warning: cache entry {path} is corrupt; it will be recomputed", file=sys.stderr)
             return None, "corrupt entry"
+        if meta.get("format") != FORMAT:
+            return None, "entry written by an older cmx (no metadata digest); it will be recomputed"
+        if meta.get("meta_digest") != meta_digest(meta):
+            print(f"cmx: warning: cache entry {path}: {META} does not match its digest (changed after it was "
+                  f"written); it will be recomputed (or remove it: cmx cache rm {key})", file=sys.stderr)
+            return None, f"{META} does not match its digest (tampered or damaged)"
+        meta = resolve_meta(meta, path)
         if expires_s is not None and time.time() - float(meta.get("created", 0)) > expires_s:
             return None, f"expired (older than {expires_s:g} s)"
-        changed = _changed_path(meta.get("paths", {}))
+        changed = _changed_path(meta.get("paths", {}), inside=str(path))
         if changed:
             return None, f"recorded path changed: {changed}"
         for recorded in meta.get("paths", {}):
@@ -122,18 +141,43 @@ class Cache:
     def commit(self, staging: Staging, meta: dict[str, Any]) -> CacheEntry:
         """Write meta, rename the staged entry into place; returns the committed entry."""
         final = self.entry_dir(staging.key)
-        outputs = rebase(meta.get("outputs", {}), str(staging.path), str(final))
-        meta = {**meta, "key": staging.key, "created": time.time(), "outputs": outputs,
-                "paths": _record_paths(meta.get("outputs", {}))}
-        meta["paths"] = {p.replace(str(staging.path), str(final), 1): v for p, v in meta["paths"].items()}
-        (staging.path / META).write_text(json.dumps(meta, indent=1, sort_keys=True, default=str))
+        here = str(staging.path)
+        stored = {**meta, "format": FORMAT, "key": staging.key, "created": time.time(),
+                  "outputs": rebase(meta.get("outputs", {}), here, ENTRY_REF),
+                  "paths": {_relative(p, here): v for p, v in _record_paths(meta.get("outputs", {})).items()},
+                  "output_digests": _output_digests(meta.get("outputs", {}), here)}
+        stored = json.loads(json.dumps(stored, default=str))  # the digest is of what is read back
+        stored["meta_digest"] = meta_digest(stored)
+        (staging.path / META).write_text(json.dumps(stored, indent=1, sort_keys=True))
         final.parent.mkdir(parents=True, exist_ok=True)
         if final.exists():
             trash = final.with_name(f"{final.name}.old.{os.urandom(4).hex()}")
             os.rename(final, trash)
             _rmtree(trash, ignore_errors=True)
         os.rename(staging.path, final)
-        return CacheEntry(staging.key, final, meta)
+        return CacheEntry(staging.key, final, resolve_meta(stored, final))
+
+    def verify(self, entry: CacheEntry) -> list[str]:
+        """What is wrong with ``entry``: its metadata digest, or an output file that is gone
+        or whose content digest changed (empty when it is sound)."""
+        meta = _read_meta(entry.path / META)
+        if meta is None:
+            return [f"{META} is unreadable or of the wrong shape"]
+        if meta.get("format") != FORMAT:
+            return ["written by an older cmx: no digests to check"]
+        if meta.get("meta_digest") != meta_digest(meta):
+            return [f"{META} does not match its digest (tampered or damaged)"]
+        problems = []
+        for rel, expected in sorted(dict(meta.get("output_digests") or {}).items()):
+            target = entry.path / rel
+            try:
+                actual = _file_digest(target)
+            except OSError:
+                problems.append(f"output {rel} is missing")
+                continue
+            if actual != expected:
+                problems.append(f"output {rel} changed (sha256 {str(expected)[:12]} -> {actual[:12]})")
+        return problems
 
     # -- housekeeping ---------------------------------------------------------------------
 
@@ -141,7 +185,8 @@ class Cache:
         """Every committed entry (corrupt ones are listed with an empty meta)."""
         found = []
         for meta_file in sorted((self.root / "entries").glob(f"*/*/{META}")):
-            meta = _read_meta(meta_file) or {"recipe": "<corrupt>"}
+            meta = _read_meta(meta_file)
+            meta = resolve_meta(meta, meta_file.parent) if meta is not None else {"recipe": "<corrupt>"}
             found.append(CacheEntry(meta_file.parent.name, meta_file.parent, meta))
         return found
 
@@ -166,7 +211,7 @@ class Cache:
         removed = []
         now = time.time()
         for entry in self.entries():
-            bad = entry.recipe == "<corrupt>" or _changed_path(entry.meta.get("paths", {}))
+            bad = entry.recipe == "<corrupt>" or _changed_path(entry.meta.get("paths", {}), inside=str(entry.path))
             expires = entry.meta.get("expires_s")
             old = (older_than_s is not None and now - entry.created > older_than_s) or (
                 expires is not None and now - entry.created > expires)
@@ -209,6 +254,48 @@ def rebase(value: Any, old: str, new: str) -> Any:
     return value
 
 
+def meta_digest(meta: Mapping[str, Any]) -> str:
+    """sha256 of an entry's stored metadata without its ``meta_digest`` field."""
+    return digest({k: v for k, v in meta.items() if k != "meta_digest"})
+
+
+def resolve_meta(meta: Mapping[str, Any], entry: Path) -> dict[str, Any]:
+    """Stored metadata with ``${CMX_ENTRY}`` made the entry's current directory."""
+    where = str(entry)
+    out = dict(meta)
+    out["outputs"] = rebase(meta.get("outputs", {}), ENTRY_REF, where)
+    out["paths"] = {rebase(p, ENTRY_REF, where): v for p, v in dict(meta.get("paths") or {}).items()}
+    return out
+
+
+def _relative(path: str, entry: str) -> str:
+    return ENTRY_REF + path[len(entry):] if path == entry or path.startswith(entry + "/") else path
+
+
+def _file_digest(path: Path) -> str:
+    import hashlib
+
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def _output_digests(outputs: Any, entry: str) -> dict[str, str]:
+    """Relative path -> sha256 of every file the outputs name inside the entry (a directory:
+    each file under it)."""
+    found: dict[str, str] = {}
+    for text in iter_strings(outputs):
+        if not (text.startswith(entry + "/") and len(text) < 4096):
+            continue
+        top = Path(text)
+        files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file()) if top.is_dir() else []
+        for file in files:
+            found[str(file)[len(entry) + 1:]] = _file_digest(file)
+    return found
+
+
 def _record_paths(outputs: Any) -> dict[str, list[int]]:
     """(size, mtime_ns) of every existing absolute path among the outputs."""
     found: dict[str, list[int]] = {}
@@ -242,13 +329,16 @@ def _read_meta(meta_file: Path) -> dict[str, Any] | None:
     return meta if shapes_ok else None
 
 
-def _changed_path(recorded: Mapping[str, Any]) -> str | None:
+def _changed_path(recorded: Mapping[str, Any], inside: str = "") -> str | None:
+    """The first recorded path that is gone or changed. Inside the entry (``inside``) only the
+    size counts: a copied cache has new mtimes, and content is what ``verify`` checks."""
     for path, (size, mtime_ns) in recorded.items():
         try:
             st = os.stat(path)
         except OSError:
             return path
-        if st.st_mtime_ns != mtime_ns or (size and st.st_size != size):
+        own = bool(inside) and path.startswith(inside + "/")
+        if (not own and st.st_mtime_ns != mtime_ns) or (size and st.st_size != size):
             return path
     return None
 

@@ -1,4 +1,4 @@
-"""``cmx cache list|show|rm|prune``."""
+"""``cmx cache list|show|rm|prune|verify``."""
 
 from __future__ import annotations
 
@@ -32,6 +32,35 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                             "references")
     prune.add_argument("--dry-run", action="store_true", help="with --images: list what would be removed")
     prune.set_defaults(handler=cmd_prune)
+    add_verify(actions, common)
+
+
+def add_verify(actions: Any, common: argparse.ArgumentParser) -> None:
+    verify = actions.add_parser("verify", parents=[common],
+                                help="check entries' metadata and output digests (exit 1 if one fails)")
+    verify.add_argument("key", nargs="?", help="the key or a unique prefix (default: every entry)")
+    verify.set_defaults(handler=cmd_verify)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Re-hash each entry's declared outputs against the digests recorded when it was written."""
+    from cmx_core.cache import Cache
+
+    cache = Cache()
+    entries = [cache.find(args.key)] if args.key else cache.entries()
+    report = [{"key": e.key, "recipe": e.recipe, "path": str(e.path), "problems": cache.verify(e)} for e in entries]
+    bad = [r for r in report if r["problems"]]
+    if args.json:
+        print(json.dumps({"checked": len(report), "failed": len(bad), "entries": report}, indent=2))
+    else:
+        for row in report:
+            verdict = "ok" if not row["problems"] else "; ".join(row["problems"])
+            print(f"{row['key'][:16]}  {row['recipe']}: {verdict}")
+        print(f"{len(report)} checked, {len(bad)} failed")
+    for row in bad:
+        print(f"cmx: error: cache entry {row['key']} ({row['path']}): {row['problems'][0]}; "
+              f"remove it with: cmx cache rm {row['key']}", file=sys.stderr)
+    return 1 if bad else 0
 
 
 def _row(entry: Any) -> dict[str, Any]:

@@ -1,0 +1,104 @@
+"""The cache verifies content and can be moved: meta.json carries its own digest (a tampered
+one is a miss with the reason), ``cmx cache verify`` re-hashes the declared outputs, and
+paths inside an entry are stored relative to it, so a copied or moved cache still hits."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cmx_core
+from cmx_core import paths
+from cmx_core.cache import ENTRY_REF, META, Cache
+
+RECIPE = """
+name: writer
+tags: [writer]
+summary: writes a file and returns its path
+outputs: [file]
+steps:
+  - uses: shell
+    with: {cmd: [sh, -c, 'echo hello > out.txt; echo "file=$PWD/out.txt"'], parse: kv}
+"""
+
+
+@pytest.fixture
+def cached(recipes: Any) -> tuple[Path, Path]:
+    """A committed entry of ``writer``: (its recipes dir, its meta.json)."""
+    recipes("writer", RECIPE)
+    result = cmx_core.run("writer", recipes_dirs=[recipes.dir])
+    assert result.status == "completed"
+    (entry,) = Cache().entries()
+    return recipes.dir, entry.path / META
+
+
+def status(recipes_dir: Path) -> tuple[str, str]:
+    root = cmx_core.plan("writer", recipes_dirs=[recipes_dir]).root
+    return root.cache_status, root.cache_reason
+
+
+def test_an_entry_stores_relative_paths_and_digests(cached: tuple[Path, Path]) -> None:
+    recipes_dir, meta_file = cached
+    meta = json.loads(meta_file.read_text())
+    assert meta["outputs"]["file"] == f"{ENTRY_REF}/files/out.txt"
+    assert set(meta["output_digests"]) == {"files/out.txt"} and len(meta["meta_digest"]) == 64
+    assert str(meta_file.parent) not in meta_file.read_text()
+    assert status(recipes_dir) == ("hit", "hit")
+    (entry,) = Cache().entries()
+    assert entry.outputs["file"] == str(meta_file.parent / "files" / "out.txt")  # resolved on read
+
+
+def test_a_tampered_meta_is_a_miss_with_the_reason(cached: tuple[Path, Path], capsys: Any) -> None:
+    recipes_dir, meta_file = cached
+    meta = json.loads(meta_file.read_text())
+    meta["outputs"]["file"] = "/etc/passwd"
+    meta_file.write_text(json.dumps(meta))
+    state, reason = status(recipes_dir)
+    assert state == "miss" and reason == f"{META} does not match its digest (tampered or damaged)"
+    assert "cmx cache rm" in capsys.readouterr().err
+    assert cmx_core.run("writer", recipes_dirs=[recipes_dir]).status == "completed"  # recomputed, replaced
+    assert status(recipes_dir) == ("hit", "hit")
+
+
+def test_an_old_entry_without_digest_is_a_miss_with_the_reason(cached: tuple[Path, Path]) -> None:
+    recipes_dir, meta_file = cached
+    meta = json.loads(meta_file.read_text())
+    del meta["format"], meta["meta_digest"]
+    meta_file.write_text(json.dumps(meta))
+    assert status(recipes_dir) == ("miss", "entry written by an older cmx (no metadata digest); it will be recomputed")
+
+
+def test_verify_finds_a_changed_output(cached: tuple[Path, Path], cli: Callable[..., Any]) -> None:
+    _, meta_file = cached
+    key = meta_file.parent.name
+    good = cli("cache", "verify", "--json")
+    assert good.code == 0 and json.loads(good.out)["failed"] == 0
+    (meta_file.parent / "files" / "out.txt").write_text("HELLO\n")  # same size: only the digest tells
+    bad = cli("cache", "verify", key[:10])
+    assert bad.code == 1
+    assert "output files/out.txt changed (sha256" in bad.out and "1 checked, 1 failed" in bad.out
+    assert f"cmx: error: cache entry {key}" in bad.err and f"remove it with: cmx cache rm {key}" in bad.err
+    (meta_file.parent / "files" / "out.txt").unlink()
+    assert "output files/out.txt is missing" in json.dumps(json.loads(cli("cache", "verify", "--json").out))
+
+
+def test_a_copied_and_a_moved_cache_still_hit(cached: tuple[Path, Path], tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    recipes_dir, meta_file = cached
+    old_root = paths.cache_dir()
+    copy = tmp_path / "copied-cache"
+    shutil.copytree(old_root, copy, copy_function=shutil.copy)  # new mtimes, as cp -r gives
+    monkeypatch.setenv("CMX_CACHE_DIR", str(copy))
+    assert status(recipes_dir) == ("hit", "hit")
+    (entry,) = Cache().entries()
+    assert entry.outputs["file"].startswith(str(copy))  # not into the old cache
+    moved = tmp_path / "moved-cache"
+    copy.rename(moved)
+    monkeypatch.setenv("CMX_CACHE_DIR", str(moved))
+    assert status(recipes_dir) == ("hit", "hit")
+    assert Cache().verify(Cache().entries()[0]) == []
