@@ -89,7 +89,7 @@ def test_verify_finds_a_changed_output(cached: tuple[Path, Path], cli: Callable[
 
 def test_a_copied_and_a_moved_cache_still_hit(cached: tuple[Path, Path], tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    recipes_dir, meta_file = cached
+    recipes_dir, _ = cached
     old_root = paths.cache_dir()
     copy = tmp_path / "copied-cache"
     shutil.copytree(old_root, copy, copy_function=shutil.copy)  # new mtimes, as cp -r gives
