@@ -100,7 +100,7 @@ def _facts_explain_key(old: Mapping[str, Any], new: Mapping[str, Any], allowed: 
     return bool(changed) and all((str(k).split(".")[0] in HARDWARE_FACTS) in allowed for k in changed)
 
 
-def _node_diffs(old_nodes: list[Mapping[str, Any]], new_nodes: list[Mapping[str, Any]],
+def _node_diffs(old_nodes: Sequence[Mapping[str, Any]], new_nodes: Sequence[Mapping[str, Any]],
                 ignored: frozenset[str] = frozenset(), facts_allowed: frozenset[bool] = frozenset(),
                 facts: bool = True) -> list[str]:
     old = {n["id"]: n for n in old_nodes}

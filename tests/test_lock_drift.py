@@ -79,9 +79,9 @@ def test_a_lock_without_recipe_text_still_names_the_file(cli: Callable[..., Any]
 def test_variations_and_step_versions_are_named_and_an_unexplained_key_is_listed() -> None:
     from cmx_core.lock import _node_diffs
 
-    old: list[dict[str, Any]] = [{"id": "a", "variations": {"cpu": True}, "steps": {"shell": "1"}, "cache_key": "k1"},
+    old = [{"id": "a", "variations": {"cpu": True}, "steps": {"shell": "1"}, "cache_key": "k1"},
            {"id": "b", "cache_key": "k1", "inputs": {"p": "/x"}}]
-    new: list[dict[str, Any]] = [{"id": "a", "variations": {"gpu": True}, "steps": {"shell": "2"}, "cache_key": "k2"},
+    new = [{"id": "a", "variations": {"gpu": True}, "steps": {"shell": "2"}, "cache_key": "k2"},
            {"id": "b", "cache_key": "k2", "inputs": {"p": "/x"}}]
     assert _node_diffs(old, new) == [
         "node a: variation cpu: true -> (none)", "node a: variation gpu: (none) -> true",
