@@ -22,6 +22,8 @@ from cmx_core.providers import (
     ExecutionOutcome,
     ExecutionRequest,
     Executor,
+    Metric,
+    ResultPart,
     StepContext,
     StepOutput,
     StepType,
@@ -59,7 +61,8 @@ def shell_step(ctx: StepContext) -> StepOutput:
         raise StepFailed(f"`{argv[0]}` exited with code {returncode}{': ' + tail if tail else ''} (log: {stderr_path})")
     outputs: dict[str, Any] = {"returncode": returncode, "stdout_path": str(stdout_path)}
     outputs.update(_parse_stdout(stdout_path, ctx.params.get("parse", "none")))
-    return StepOutput(outputs=outputs)
+    declared = ctx.params.get("metrics")
+    return StepOutput(outputs=outputs, result=_stdout_metrics(stdout_path, declared) if declared else None)
 
 
 def _step_env(extra: Mapping[str, Any], allow: Any) -> dict[str, str]:
@@ -95,6 +98,61 @@ def _parse_stdout(path: Path, mode: str) -> dict[str, Any]:
         pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
         return {k.strip(): v.strip() for k, v in pairs if k.strip().isidentifier()}
     raise UsageError(f"shell step: parse must be none, kv or json, not {mode!r}")
+
+
+def _stdout_metrics(path: Path, declared: Mapping[str, Mapping[str, Any]]) -> ResultPart:
+    """The ``metrics:`` a shell step declares, read from its stdout: each by a ``regex`` (its
+    first group, or the whole match), a ``json`` key (the last JSON-object line holding it) or
+    a ``kv`` key (the last ``KEY=VALUE`` line). The first declared metric is the primary one.
+    A metric that stdout does not give fails the step: no value is invented."""
+    text = path.read_text(errors="replace")
+    metrics = {name: Metric(_metric_value(name, spec, text, path), str(spec["unit"]),
+                            bool(spec.get("higher_is_better", False)))
+               for name, spec in declared.items()}
+    return ResultPart(status="completed", benchmark={"primary_metric": next(iter(declared))}, metrics=metrics)
+
+
+def _metric_value(name: str, spec: Mapping[str, Any], text: str, path: Path) -> float:
+    sources = [k for k in ("regex", "json", "kv") if k in spec]
+    if len(sources) != 1 or not name.isidentifier():
+        raise UsageError(f"shell step metrics.{name}: give exactly one of regex, json or kv "
+                         f"(got {', '.join(sources) or 'none'}), under a name of letters, digits and _")
+    raw = _metric_text(spec, text)
+    if raw is None:
+        how = next(f"{k} {spec[k]!r}" for k in ("regex", "json", "kv") if k in spec)
+        raise StepFailed(f"metric {name}: stdout has no value for {how} (log: {path})")
+    try:
+        return float(str(raw).replace(",", "").replace("_", ""))
+    except ValueError:
+        raise StepFailed(f"metric {name}: {raw!r} from stdout is not a number (log: {path})") from None
+
+
+def _metric_text(spec: Mapping[str, Any], text: str) -> Any:
+    import re
+
+    if "regex" in spec:
+        try:
+            found = re.search(str(spec["regex"]), text, re.MULTILINE)
+        except re.error as exc:
+            raise UsageError(f"metrics: regex {spec['regex']!r} is not a valid regular expression ({exc})") from None
+        return None if found is None else (found.group(1) if found.groups() else found.group(0))
+    lines = reversed(text.splitlines())
+    if "json" in spec:
+        import json
+
+        for line in lines:
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict) and spec["json"] in value:
+                return value[spec["json"]]
+        return None
+    for line in lines:
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == spec["kv"]:
+            return value.strip()
+    return None
 
 
 def python_step(ctx: StepContext) -> StepOutput | Mapping[str, Any]:
@@ -154,6 +212,20 @@ SHELL_PARAMS_SCHEMA: dict[str, Any] = {
         "env_allow": {"type": "array", "items": {"type": "string"}},
         "timeout_s": {"type": ["number", "null"], "exclusiveMinimum": 0},
         "parse": {"enum": ["none", "kv", "json"]},
+        "metrics": {
+            "type": "object",
+            "description": "metrics read from stdout: NAME: {regex|json|kv: ..., unit: ..., higher_is_better: ...}",
+            "additionalProperties": {
+                "type": "object", "additionalProperties": False, "required": ["unit"],
+                "properties": {
+                    "regex": {"type": "string", "minLength": 1, "description": "its first group is the value"},
+                    "json": {"type": "string", "minLength": 1, "description": "a key of a JSON-object line"},
+                    "kv": {"type": "string", "minLength": 1, "description": "the KEY of a KEY=VALUE line"},
+                    "unit": {"type": "string", "minLength": 1},
+                    "higher_is_better": {"type": "boolean"},
+                },
+            },
+        },
     },
 }
 PYTHON_PARAMS_SCHEMA: dict[str, Any] = {
@@ -175,7 +247,8 @@ def cmx_register_steps(register: Callable[[StepType], None]) -> None:
         name="shell", summary="Run a command given as an argument list", run=shell_step,
         params={"cmd": "argument list", "env": "extra environment variables",
                 "env_allow": "host variables to pass through", "timeout_s": "seconds",
-                "parse": "none | kv | json: how stdout becomes outputs"},
+                "parse": "none | kv | json: how stdout becomes outputs",
+                "metrics": "NAME: {regex|json|kv, unit, higher_is_better}: metrics read from stdout"},
         params_schema=SHELL_PARAMS_SCHEMA,
     ))
     register(StepType(name="python", summary="Call module:function(ctx)", run=python_step,
