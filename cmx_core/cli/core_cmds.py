@@ -22,9 +22,10 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
     run = sub.add_parser("run", parents=[common], help="resolve and run a recipe",
-                         description="Resolve the recipe selected by --tags and run it. Inputs: "
-                         "--KEY=VALUE for the recipe's declared inputs (or --input.KEY=VALUE).")
-    run.add_argument("noun", nargs="?", choices=["recipe"], help="what to run (recipe)")
+                         description="Resolve the recipe selected by --tags (or named, or given as "
+                         "words: cmx run recipe \"detect os\") and run it. Inputs: --KEY=VALUE or "
+                         "--KEY VALUE for the recipe's declared inputs (or --input.KEY=VALUE).")
+    run.usage = "cmx run [recipe] [NAME | TAGS] [--tags TAGS] [options] [--KEY=VALUE | --KEY VALUE ...]"
     _query_options(run, required=False)
     run.add_argument("-j", "--jobs", type=int, default=1, help="independent nodes to run in parallel")
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
@@ -86,17 +87,60 @@ def _query_options(parser: argparse.ArgumentParser, required: bool = True) -> No
 
 
 def parse_inputs(extra: list[str]) -> dict[str, str]:
-    """``--input.KEY=VALUE`` and ``--KEY=VALUE`` arguments as a dict."""
+    """``--input.KEY=VALUE``, ``--KEY=VALUE`` and ``--KEY VALUE`` arguments as a dict."""
     inputs: dict[str, str] = {}
-    for arg in extra:
+    pending = list(extra)
+    while pending:
+        arg = pending.pop(0)
+        if arg.startswith("--") and "=" not in arg and pending and not pending[0].startswith("-"):
+            arg = f"{arg}={pending.pop(0)}"
         if not arg.startswith("--") or "=" not in arg:
-            raise UsageError(f"unrecognized argument {arg!r}: recipe inputs are given as --KEY=VALUE")
+            raise UsageError(f"unrecognized argument {arg!r}: recipe inputs are given as --KEY=VALUE or --KEY VALUE")
         key, value = arg[2:].split("=", 1)
+        if key.startswith("env."):
+            raise UsageError(f"{arg!r}: cmx does not take environment variables on the command line (a step "
+                             "sees only what its recipe allows); declare an input, or list the variable "
+                             "under the shell step's env_allow: and export it")
         key = key[len("input."):] if key.startswith("input.") else key
         if not key:
             raise UsageError(f"empty input name in {arg!r}")
         inputs[key.replace("-", "_")] = value
     return inputs
+
+
+def split_words(extra: list[str]) -> tuple[list[str], list[str]]:
+    """The bare words (a recipe name or tags) and the input arguments of ``extra``; the
+    word after a ``--KEY`` without ``=`` is that input's value."""
+    words: list[str] = []
+    rest: list[str] = []
+    pending = list(extra)
+    while pending:
+        arg = pending.pop(0)
+        if arg.startswith("-"):
+            rest.append(arg)
+            if arg.startswith("--") and "=" not in arg and pending and not pending[0].startswith("-"):
+                rest.append(pending.pop(0))
+        else:
+            words.append(arg)
+    return words, rest
+
+
+def positional_tags(words: list[str], recipes_dirs: list[str]) -> str | None:
+    """The tags of ``cmx run [recipe] NAME|TAGS``: a recipe's name gives that recipe's tags;
+    other words are tags (``"detect os"``, ``detect,os``). None when there are no words."""
+    if words[:1] == ["recipe"]:
+        words = words[1:]
+    tags = [t for word in words for t in word.replace(",", " ").split()]
+    if not tags:
+        return None
+    if len(tags) == 1:
+        from cmx_core.engine import show_recipe
+
+        try:
+            return ",".join(show_recipe(tags[0], recipes_dirs=recipes_dirs).tags)
+        except UsageError:
+            pass  # not a recipe name: a tag
+    return ",".join(tags)
 
 
 def parse_executor_options(pairs: list[str]) -> dict[str, str]:
@@ -162,12 +206,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     from cmx_core.engine import run
 
     executor = "docker" if args.container else args.executor
+    words, args.extra = split_words(args.extra)
+    named = positional_tags(words, args.recipes)
+    if named is not None and args.tags:
+        raise UsageError(f"cmx run: unrecognized argument {' '.join(words)!r} next to --tags: give tags as "
+                         "words (cmx run recipe \"detect os\") or as --tags, not both")
+    args.tags = args.tags or named
     if not args.tags and not args.lock:
         raise UsageError("cmx run: give --tags=... (or --lock FILE to replay a run)")
     if args.lock and (args.tags or args.extra):
         raise UsageError("cmx run: --lock replays the lockfile's own tags and inputs; drop --tags and inputs")
     observer = _replay_observer(args)
-    with Progress(enabled=not args.json, verbose=args.verbose), observer or nullcontext(), \
+    with Progress(enabled=not (args.json or args.quiet), verbose=args.verbose), observer or nullcontext(), \
             stdout_reserved(True):
         result = run(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
                      jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,

@@ -34,8 +34,23 @@ TOP_HELP = (["--help"], ["-h"])
 """The top-level help, printed from its cached text when it is current."""
 
 
+GLOBAL_FLAGS = frozenset({"-v", "--verbose", "-q", "--quiet", "-s", "--json", "--strict", "--strict-plugins"})
+"""Options every command takes; given before the command (``cmx -v run ...``) they move after it."""
+
+
+def hoist_globals(args: list[str]) -> list[str]:
+    """``cmx -v run --tags=x`` as ``cmx run -v --tags=x``: leading global flags go after the
+    command word, where its parser (which owns them) reads them."""
+    lead = 0
+    while lead < len(args) and args[lead] in GLOBAL_FLAGS:
+        lead += 1
+    if lead == 0 or lead == len(args):
+        return args
+    return [args[lead], *args[:lead], *args[lead + 1:]]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
+    args_list = hoist_globals(list(sys.argv[1:] if argv is None else argv))
     if "--version" in args_list and "--json" in args_list:
         import json
 

@@ -45,6 +45,8 @@ def common_options() -> argparse.ArgumentParser:
     common.add_argument("--strict", action="store_true",
                         help="fail on any broken recipe file or plugin (the default when CI is set)")
     common.add_argument("-v", "--verbose", action="store_true", help="more progress detail on stderr")
+    common.add_argument("-q", "--quiet", "-s", dest="quiet", action="store_true",
+                        help="no progress on stderr (-s as in CM/MLC); errors are still printed")
     return common
 
 
