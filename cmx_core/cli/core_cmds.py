@@ -209,7 +209,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     words, args.extra = split_words(args.extra)
     named = positional_tags(words, args.recipes)
     if named is not None and args.tags:
-        raise UsageError(f"cmx run: unrecognized argument {' '.join(words[1:] if words[:1] == ['recipe'] else words)!r} next to --tags: give tags as "
+        stray = " ".join(words[1:] if words[:1] == ["recipe"] else words)
+        raise UsageError(f"cmx run: unrecognized argument {stray!r} next to --tags: give tags as "
                          "words (cmx run recipe \"detect os\") or as --tags, not both")
     args.tags = args.tags or named
     if not args.tags and not args.lock:
