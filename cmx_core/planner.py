@@ -17,7 +17,7 @@ from cmx_core import __version__, reads
 from cmx_core.cache import Cache
 from cmx_core.datautil import digest
 from cmx_core.recipe import Recipe, StepSpec
-from cmx_core.resolve import Decision, Resolution, ResolvedNode
+from cmx_core.resolve import Decision, Resolution, ResolvedNode, paused_gc
 
 KEY_FORMAT = 1
 
@@ -158,6 +158,14 @@ def build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping[
                measuring_steps: frozenset[str] = frozenset()) -> Plan:
     """Compute keys in topological order and, with a cache, each node's would-hit status.
     ``measuring_steps`` are the step types that declare ``measures=True``."""
+    with paused_gc():
+        return _build_plan(resolution, query, step_versions, facts_source, facts_file, cache, shadowed,
+                           measuring_steps)
+
+
+def _build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping[str, str],
+                facts_source: str, facts_file: Path | None, cache: Cache | None,
+                shadowed: Mapping[str, list[str]] | None, measuring_steps: frozenset[str]) -> Plan:
     built: dict[str, PlanNode] = {}
     for node_id in _topological(resolution):
         rnode = resolution.nodes[node_id]
