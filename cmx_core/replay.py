@@ -232,13 +232,14 @@ def _entries_refused(memo: dict[str, Any]) -> str | None:
     """Why a step validator (e.g. "the image still exists") refuses its cache entry."""
     if not memo["validators"]:
         return None
+    from cmx_core.cache import ENTRY_REF, rebase
     from cmx_core.datautil import freeze
     from cmx_core.refs import resolve
 
     for check in memo["validators"]:
         try:
-            with open(check["meta"], encoding="utf-8") as handle:
-                outputs = json.load(handle)["outputs"]
+            with open(check["meta"], encoding="utf-8") as handle:  # paths are relative to the entry
+                outputs = rebase(json.load(handle)["outputs"], ENTRY_REF, os.path.dirname(check["meta"]))
             if not resolve(check["ref"])(freeze(outputs)):
                 return f"the {check['step']} validator refused its cache entry"
         except Exception:  # noqa: BLE001 - a failing validator means "recompute"
