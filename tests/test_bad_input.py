@@ -20,7 +20,8 @@ steps:
 CASES = [
     ("malformed-yaml", {"r": "name: r\ntags: [a\nsummary: x\n"}, ["--tags=a"], 2, ["r.yaml:", "malformed YAML"]),
     ("empty-file", {"r": ""}, ["--tags=a"], 2, ["r.yaml", "empty"]),
-    ("wrong-type-tags", {"r": "name: r\ntags: {a: 1}\nsummary: x\n"}, ["--tags=a"], 2, ["r.yaml:2", "tags", "list of tags"]),
+    ("wrong-type-tags", {"r": "name: r\ntags: {a: 1}\nsummary: x\n"}, ["--tags=a"], 2,
+     ["r.yaml:2", "tags", "list of tags"]),
     ("unknown-top-key", {"r": "name: r\ntags: [a]\nsummary: x\nstepz: []\n"},
      ["--tags=a"], 2, ["r.yaml:4", "stepz", "unknown key"]),
     ("unknown-nested-key", {"r": "name: r\ntags: [a]\nsummary: x\ninputs:\n  n: {type: integer, dflt: 3}\n"},

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cmx_slurm.testing import Cluster
+
 from cmx_core import paths
 from cmx_core.sweep import parse_axes, points, run_sweep
-from cmx_slurm.testing import Cluster
 
 
 def test_a_12_point_sweep_on_slurm(slurm: Cluster, cmx_home: Path) -> None:
