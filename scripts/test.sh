@@ -3,7 +3,9 @@
 # services the tests need (a private Docker engine; it needs root for apt-get and dockerd),
 # runs ruff and mypy, then pytest over cmx-core and every plugin, and stops what it started by PID.
 #
-#   bash scripts/test.sh [pytest args...]
+#   bash scripts/test.sh [pytest args...]      # every test directory (what .ci/run calls)
+#   bash scripts/test.sh PATH... [pytest args]  # only the given test paths (an existing file or
+#                                               # directory, optionally with ::node); ruff and mypy still run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -48,11 +50,21 @@ fi
 export CMX_TEST_CACHE="${CMX_TEST_CACHE:-$W/test-cache}"
 mkdir -p "$CMX_TEST_CACHE"
 
+# with a PATH among the arguments only those paths run; otherwise the default list below
+given_paths=0
+for arg in "$@"; do
+  case "$arg" in -*) ;; *) [ -e "${arg%%::*}" ] && given_paths=1 ;; esac
+done
 set +e
+if [ "$given_paths" = 1 ]; then
+  echo "scripts/test.sh: pytest over the given paths only" >&2
+  .venv/bin/python -m pytest --import-mode=importlib -p no:cacheprovider "$@"
+else
 .venv/bin/python -m pytest --import-mode=importlib -p no:cacheprovider \
   tests plugins/detect/tests plugins/docker/tests plugins/mlperf/tests plugins/slurm/tests \
   plugins/ray/tests plugins/k8s/tests plugins/mlebench/tests plugins/cm/tests \
   plugins/alebench/tests "$@"
+fi
 status=$?
 set -e
 # pytest's own codes pass through: 1 failures, 2 interrupted, 3 internal error, 4 usage error,
