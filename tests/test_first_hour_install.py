@@ -1,0 +1,49 @@
+"""scripts/install.sh skips everything when nothing changed and says each phase (#18 item 6).
+
+It runs against a copy of the script in a scratch tree whose ``.venv/bin/python`` is a stand-in
+that records its arguments (the real pip is not run: no network, no minutes)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STAND_IN = "#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/../calls.txt\"\n"
+
+
+def _tree(tmp_path: Path) -> Path:
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "install.sh", tmp_path / "scripts" / "install.sh")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (tmp_path / "plugins" / "p").mkdir(parents=True)
+    (tmp_path / "plugins" / "p" / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    python = tmp_path / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(STAND_IN)
+    python.chmod(0o755)
+    return tmp_path
+
+
+def _install(tree: Path) -> str:
+    done = subprocess.run(["bash", str(tree / "scripts" / "install.sh")], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def _calls(tree: Path) -> list[str]:
+    path = tree / ".venv" / "calls.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_second_install_is_skipped_until_a_pyproject_changes(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    first = _install(tree)
+    assert "1/2 torch" in first and "2/2 cmx-core" in first and "done" in first
+    assert len(_calls(tree)) == 2 and all("-q" not in c.split() for c in _calls(tree))
+    second = _install(tree)
+    assert "up to date" in second and len(_calls(tree)) == 2
+    (tree / "plugins" / "p" / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '2'\n")
+    assert "2/2 cmx-core" in _install(tree) and len(_calls(tree)) == 4
