@@ -1,6 +1,7 @@
 """Progress on stderr while a run goes on: a rich spinner on a terminal, plain lines
-otherwise. Cached nodes are silent unless ``-v``. rich is imported only once a node
-actually runs, so a fully cached run never pays for it."""
+otherwise (a pipe or a CI log gets a line when each node starts and one when it finishes,
+with its time, so a long run is never silent). Cached nodes are silent unless ``-v``. rich
+is imported only once a node actually runs, so a fully cached run never pays for it."""
 
 from __future__ import annotations
 
@@ -51,8 +52,8 @@ class Progress:
                 self._status.start()
             else:
                 self._status.update(f"running {node_id}")
-        elif self.verbose:
-            print(f"cmx: running {node_id} ({recipe})", file=sys.stderr)
+        else:
+            print(f"cmx: running {node_id} ({recipe})", file=sys.stderr, flush=True)
 
     @hookimpl
     def cmx_node_finished(self, node_id: str, recipe: str, outputs: Mapping[str, Any],
@@ -60,4 +61,4 @@ class Progress:
         if cached and not self.verbose:
             return
         how = "cached" if cached else f"{wall_s:.2f} s"
-        print(f"cmx: done {node_id} ({how})", file=sys.stderr)
+        print(f"cmx: done {node_id} ({how})", file=sys.stderr, flush=True)
