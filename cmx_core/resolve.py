@@ -538,6 +538,8 @@ def _selection_error(tags: tuple[str, ...], accepted: list[tuple[Recipe, dict[st
     if not rejected:
         known = [t for item in catalog.listed.values() for t in item.tags] if catalog is not None else []
         hints = "".join(did_you_mean(t.lstrip("_"), known) for t in tags if not t.startswith("-"))
+        if catalog is not None and len(tags) == 1:  # perhaps a misspelt name: cmx run NAME
+            hints += did_you_mean(tags[0], catalog.listed, n=1).replace("did you mean", "or the recipe")
         return f"no recipe has any of the tags '{query}'{hints} (see 'cmx list recipes')"
     shown = "; ".join(f"{c.name}: {c.reason}" for c in rejected[:6])
     more = f"; and {len(rejected) - 6} more" if len(rejected) > 6 else ""

@@ -70,6 +70,12 @@ def test_ambiguous_match_gives_each_candidates_reason(cli: Callable[..., Any], r
     assert "sorter" in line and "has tags demo,sort" in line
 
 
+def test_misspelt_recipe_name_suggests_the_recipe(cli: Callable[..., Any], recipes: Any) -> None:
+    recipes("sorter", SORTER)
+    line = _error(cli, "run", "--recipes", str(recipes.dir), "sortre")
+    assert "; did you mean 'sort'?; or the recipe 'sorter'?" in line
+
+
 def test_far_tag_gets_no_suggestion(cli: Callable[..., Any], recipes: Any) -> None:
     recipes("sorter", SORTER)
     line = _error(cli, "plan", "--recipes", str(recipes.dir), "--tags=qqqqqq")
