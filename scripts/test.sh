@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/cmx-test.XXXXXX")
+# Slurm's munged runs as the munge user, who must reach its directory: not under $W (0700)
+SLURM_W=$(mktemp -d "${TMPDIR:-/tmp}/cmx-slurm.XXXXXX")
 # shellcheck source=scripts/services/docker.sh
 source scripts/services/docker.sh
 # shellcheck source=scripts/services/slurm.sh
@@ -18,7 +20,7 @@ source scripts/services/slurm.sh
 cleanup() {
   cmx_slurm_stop || true
   cmx_docker_stop || true
-  rm -rf "$W"
+  rm -rf "$W" "$SLURM_W"
 }
 trap cleanup EXIT
 
@@ -41,7 +43,7 @@ fi
 
 if [ "$(id -u)" = "0" ]; then
   cmx_docker_start "$W" || echo "scripts/test.sh: no Docker engine; container tests will say why" >&2
-  cmx_slurm_start "$W/slurm" || echo "scripts/test.sh: no Slurm; slurm tests will say why" >&2
+  cmx_slurm_start "$SLURM_W" || echo "scripts/test.sh: no Slurm; slurm tests will say why" >&2
 else
   echo "scripts/test.sh: not root, so no private Docker engine is started" >&2
 fi

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # the tests' helper modules, under --import-mode=importlib
 from cm_helpers import write_script
 
 CMX = [sys.executable, "-m", "cmx_core"]
