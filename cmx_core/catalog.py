@@ -34,7 +34,7 @@ from cmx_core.catalog_index import (
     Segment,
     _join,
 )
-from cmx_core.errors import CmxError
+from cmx_core.errors import CmxError, UsageError
 from cmx_core.recipe import Recipe, recipe_from_data
 
 __all__ = [
@@ -245,7 +245,7 @@ class Catalog:
     def raise_errors(self) -> None:
         """A broken recipe file anywhere in the sources is an error (first one shown)."""
         if self.errors:
-            raise CmxError(self.errors_line())
+            raise UsageError(self.errors_line())
 
     def errors_line(self) -> str:
         first = next(iter(self.errors.values()))
