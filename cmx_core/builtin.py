@@ -160,11 +160,12 @@ def python_step(ctx: StepContext) -> StepOutput | Mapping[str, Any]:
     target = ctx.params.get("function")
     if not isinstance(target, str) or ":" not in target:
         raise UsageError(f"{ctx.recipe}: python step needs 'function: package.module:function' (got {target!r})")
-    import importlib
 
     module_name, _, attr = target.partition(":")
     try:
-        function: Callable[[StepContext], Any] = getattr(importlib.import_module(module_name), attr)
+        with _CWD_LOCK:
+            module = _import_step_module(module_name, ctx.recipe_dir)
+        function: Callable[[StepContext], Any] = getattr(module, attr)
     except (ImportError, AttributeError) as exc:
         raise UsageError(f"{ctx.recipe}: cannot import {target}: {exc}") from None
     with _in_directory(ctx.work_dir):
@@ -173,6 +174,42 @@ def python_step(ctx: StepContext) -> StepOutput | Mapping[str, Any]:
 
 
 _CWD_LOCK = threading.Lock()
+
+
+def _import_step_module(module_name: str, recipe_dir: Path | None) -> Any:
+    """Import a step's module, preferring one kept next to the recipe file (``bench.py`` or a
+    ``bench/`` package beside ``recipe.yaml``), the way Python puts a script's directory first
+    on ``sys.path``. A same-named module loaded earlier from somewhere else (another recipe's
+    directory) is dropped first, so two recipes each with their own ``bench.py`` get their own.
+    The caller holds ``_CWD_LOCK``: ``sys.path`` and ``sys.modules`` are process-wide."""
+    import importlib
+    import sys
+
+    top = module_name.partition(".")[0]
+    local = recipe_dir is not None and ((recipe_dir / f"{top}.py").is_file()
+                                        or (recipe_dir / top / "__init__.py").is_file())
+    if not local or recipe_dir is None:
+        return importlib.import_module(module_name)
+    where = str(recipe_dir.resolve())
+    loaded = sys.modules.get(top)
+    if loaded is not None and _RECIPE_MODULES.get(top) != where:
+        if top not in _RECIPE_MODULES:
+            raise UsageError(f"{recipe_dir / top}: a module next to the recipe is named like the already imported "
+                             f"module '{top}' ({getattr(loaded, '__file__', 'built in')}); rename it")
+        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+            del sys.modules[name]
+    sys.path.insert(0, where)
+    try:
+        importlib.invalidate_caches()
+        module = importlib.import_module(module_name)
+    finally:
+        sys.path.remove(where)
+    _RECIPE_MODULES[top] = where
+    return module
+
+
+_RECIPE_MODULES: dict[str, str] = {}
+"""Top-level module names imported from a recipe directory, and that directory."""
 
 
 @contextmanager

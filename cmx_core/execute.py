@@ -263,7 +263,7 @@ class NodeRunner:
             node_id=node.id, recipe=node.recipe.name, params=freeze(params), inputs=freeze(node.inputs),
             deps=deps, facts=facts, variations=freeze(node.variations),
             work_dir=work_dir, log_dir=log_dir, run_dir=self.run_dir, cache_dir=self.cache.root,
-            timeout_s=step.timeout_s,
+            timeout_s=step.timeout_s, recipe_dir=node.recipe.path.parent,
         )
         try:
             returned = step_type.run(ctx)

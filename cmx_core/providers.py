@@ -121,6 +121,9 @@ class StepContext:
     cache_dir: Path
     timeout_s: float | None = None
     log: logging.Logger = field(default_factory=lambda: _step_logger())
+    recipe_dir: Path | None = None
+    """The directory of the recipe file: a python step imports a module kept there without
+    ``PYTHONPATH``."""
 
 
 def _step_logger() -> logging.Logger:
