@@ -13,6 +13,7 @@ import pytest
 
 from cmx_core import engine, paths, plugins
 from cmx_core.errors import StepFailed, UsageError
+from cmx_core.result_compare import comparable
 from cmx_core.results.store import ResultStore
 from tests.remote_plugin import subprocess_executor
 
@@ -47,23 +48,6 @@ def registry(cmx_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[plugin
     yield loaded
 
 
-def _comparable(document: dict[str, Any]) -> dict[str, Any]:
-    """The document without what differs between any two runs: ids, times, host-side
-    paths and the measured values (their names, units and directions stay)."""
-    kept = {k: v for k, v in document.items() if k not in ("run_id", "created_at", "timing")}
-    kept["metrics"] = {k: (v["unit"], v["higher_is_better"]) for k, v in document["metrics"].items()}
-    kept["artifacts"] = sorted((a["kind"], Path(a["path"]).name) for a in document["artifacts"] if a["kind"] != "log")
-    provenance = dict(document["provenance"])
-    provenance.pop("lock_digest")
-    kept["provenance"] = provenance
-    if "mlperf" in document:
-        kept["mlperf"] = sorted(document["mlperf"])
-    if "cost" in document:  # measured (energy, duration): the keys must agree, not the values
-        kept["cost"] = sorted(document["cost"])
-    kept["outputs"] = sorted(document["outputs"])
-    return kept
-
-
 @pytest.mark.parametrize(("tags", "recipe"), [("demo,sort", None), ("test,remote,noop", NOOP)])
 def test_subprocess_executor_equals_local(registry: plugins.Registry, tmp_path: Path, tags: str,
                                           recipe: str | None) -> None:
@@ -73,7 +57,7 @@ def test_subprocess_executor_equals_local(registry: plugins.Registry, tmp_path: 
         dirs = [tmp_path]
     local = engine.run(tags, recipes_dirs=dirs, executor="local")
     remote = engine.run(tags, recipes_dirs=dirs, executor="subprocess")
-    assert _comparable(remote.document) == _comparable(local.document)
+    assert comparable(remote.document) == comparable(local.document)
     assert remote.document["status"] in ("valid", "completed")
     far = json.loads((remote.run_dir / "remote" / "result.json").read_text())
     assert far["run_id"] != remote.run_id  # the far side's own record, folded under the near id
@@ -203,3 +187,22 @@ def test_the_kit_catches_an_undocumented_or_untyped_setting(cmx_home: Path, monk
     assert len(problems) == 3  # and "when" has no help either
     assert any("setting 'quiet' has no help" in p for p in problems)
     assert any("setting 'when' cannot be given on the command line" in p for p in problems)
+
+
+def test_comparable_drops_only_what_differs_between_two_runs_of_one_plan() -> None:
+    base = {"run_id": "a", "created_at": "t1", "timing": {"wall_s": 1.0}, "status": "valid",
+            "metrics": {"rate": {"value": 10.0, "unit": "items/s", "higher_is_better": True}},
+            "artifacts": [{"kind": "file", "path": "/near/out.txt"}, {"kind": "log", "path": "/near/x.log"}],
+            "provenance": {"lock_digest": "d1", "query": {"tags": ["demo"]}}, "cost": {"energy_j": 3.0},
+            "outputs": {"sorted": "/near/s"}, "system": {"name": "node-a", "cpu": {"model": "X"}}}
+    other = {**base, "run_id": "b", "created_at": "t2", "timing": {"wall_s": 2.0},
+             "metrics": {"rate": {"value": 11.0, "unit": "items/s", "higher_is_better": True}},
+             "artifacts": [{"kind": "file", "path": "/far/out.txt"}], "provenance": {**base["provenance"],
+                                                                                    "lock_digest": "d2"},
+             "cost": {"energy_j": 4.0}, "outputs": {"sorted": "/far/s"}, "system": {"name": "node-b",
+                                                                                  "cpu": {"model": "X"}}}
+    assert comparable(base) == comparable(other)
+    for changed in ({"status": "invalid"}, {"system": {"name": "node-a", "cpu": {"model": "Y"}}},
+                    {"metrics": {"rate": {"value": 10.0, "unit": "s", "higher_is_better": False}}},
+                    {"provenance": {"lock_digest": "d1", "query": {"tags": ["other"]}}}):
+        assert comparable({**base, **changed}) != comparable(base), changed

@@ -13,7 +13,8 @@ import standin
 
 from cmx_core import engine
 from cmx_core.errors import StepFailed, UsageError
-from tests.test_remote_executor import NOOP, _comparable
+from cmx_core.result_compare import comparable
+from tests.test_remote_executor import NOOP
 
 
 def _opts(kubeconfig: Path, **extra: str) -> dict[str, str]:
@@ -32,7 +33,7 @@ def test_a_job_through_the_client_equals_local(cmx_home: Path, tmp_path: Path,
         dirs = [tmp_path]
     local = engine.run(tags, recipes_dirs=dirs, executor="local")
     remote = engine.run(tags, recipes_dirs=dirs, executor="k8s", options=_opts(kubeconfig))
-    assert _comparable(remote.document) == _comparable(local.document)
+    assert comparable(remote.document) == comparable(local.document)
     assert (remote.run_dir / "remote" / "result.json").is_file()
     assert "=== cmx-k8s result v1 end ===" in (remote.run_dir / "pod.log").read_text()
     assert ("POST", "/apis/batch/v1/namespaces/default/jobs") in state.calls

@@ -14,7 +14,8 @@ import pytest
 
 from cmx_core import engine
 from cmx_core.errors import CmxError, StepFailed, UsageError
-from tests.test_remote_executor import NOOP, _comparable
+from cmx_core.result_compare import comparable
+from tests.test_remote_executor import NOOP
 
 H100_FACTS = Path(__file__).resolve().parents[3] / "examples" / "facts" / "h100-sxm-8x.json"
 
@@ -51,7 +52,7 @@ def test_ray_equals_local(cmx_home: Path, ray_head: str, tmp_path: Path, tags: s
         dirs = [tmp_path]
     local = engine.run(tags, recipes_dirs=dirs, executor="local")
     remote = engine.run(tags, recipes_dirs=dirs, executor="ray", options=_opts(ray_head))
-    assert _comparable(remote.document) == _comparable(local.document)
+    assert comparable(remote.document) == comparable(local.document)
     assert remote.document["status"] in ("valid", "completed")
     far = json.loads((remote.run_dir / "remote" / "result.json").read_text())
     assert far["run_id"] != remote.run_id

@@ -12,13 +12,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cmx_slurm.testing import Cluster
 
 from cmx_core import engine
 from cmx_core.errors import StepFailed
+from cmx_core.result_compare import comparable
 
 NOOP = """\
 name: test-slurm-noop
@@ -69,27 +69,6 @@ steps:
       env_allow: [MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK]
 """
 
-HOST_FIELDS = ("name",)
-"""The system fields that name the machine a run ran on."""
-
-
-def _comparable(document: dict[str, Any]) -> dict[str, Any]:
-    """The document without what differs between two runs (ids, times, measured values,
-    tests/test_remote_executor.py's rule) and without the host fields."""
-    kept = {k: v for k, v in document.items() if k not in ("run_id", "created_at", "timing")}
-    kept["metrics"] = {k: (v["unit"], v["higher_is_better"]) for k, v in document["metrics"].items()}
-    kept["artifacts"] = sorted((a["kind"], Path(a["path"]).name) for a in document["artifacts"] if a["kind"] != "log")
-    provenance = dict(document["provenance"])
-    provenance.pop("lock_digest")
-    kept["provenance"] = provenance
-    for key in ("mlperf", "cost"):
-        if key in document:
-            kept[key] = sorted(document[key])
-    kept["outputs"] = sorted(document["outputs"])
-    kept["system"] = {k: v for k, v in document["system"].items() if k not in HOST_FIELDS}
-    return kept
-
-
 def _recipe(tmp_path: Path, text: str) -> list[Path]:
     folder = tmp_path / "recipes"
     folder.mkdir(exist_ok=True)
@@ -103,7 +82,7 @@ def test_slurm_runs_equal_local_runs(slurm: Cluster, cmx_home: Path, tmp_path: P
     dirs = _recipe(tmp_path, recipe) if recipe else []
     local = engine.run(tags, recipes_dirs=dirs, executor="local")
     remote = engine.run(tags, recipes_dirs=dirs, executor="slurm", options={"poll_s": "0.2"})
-    assert _comparable(remote.document) == _comparable(local.document)
+    assert comparable(remote.document) == comparable(local.document)
     assert remote.document["status"] in ("valid", "completed")
     stage = remote.run_dir / "remote-stage"
     record = json.loads((stage / "slurm-job.json").read_text())

@@ -1,0 +1,45 @@
+"""What two result documents of the same plan must share, whatever ran them.
+
+Two runs of one plan (a local run and the same plan through Slurm, Ray, a container or a
+Kubernetes Job) differ in what no executor can keep equal: their ids and times, the paths
+on the side that ran them, the measured values and the name of the host. :func:`comparable`
+drops exactly that and keeps the rest (status, benchmark, the metrics' names, units and
+directions, the inputs and recipes in provenance, the system but its host name, the kinds
+and names of the artifacts), so ``comparable(a) == comparable(b)`` is the test "the same
+run, elsewhere". The executor tests of cmx and its plugins use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+VOLATILE_KEYS = ("run_id", "created_at", "timing")
+"""Top-level keys that differ between any two runs."""
+
+HOST_FIELDS = ("name",)
+"""The ``system`` keys that name the machine a run ran on (its hostname)."""
+
+MEASURED_SECTIONS = ("mlperf", "cost")
+"""Sections whose values are measured: their keys must agree, not their values."""
+
+
+def comparable(document: Mapping[str, Any]) -> dict[str, Any]:
+    """``document`` without ids, times, host-side paths, measured values and host fields."""
+    kept = {k: v for k, v in document.items() if k not in VOLATILE_KEYS}
+    metrics = document.get("metrics") or {}
+    kept["metrics"] = {k: (v.get("unit"), v.get("higher_is_better")) for k, v in metrics.items()}
+    kept["artifacts"] = sorted((str(a.get("kind")), Path(str(a.get("path"))).name)
+                               for a in document.get("artifacts") or () if a.get("kind") != "log")
+    kept["provenance"] = {k: v for k, v in (document.get("provenance") or {}).items() if k != "lock_digest"}
+    for key in MEASURED_SECTIONS:
+        if key in document:
+            kept[key] = sorted(document[key] or ())
+    kept["outputs"] = sorted(document.get("outputs") or ())
+    if isinstance(document.get("system"), Mapping):
+        kept["system"] = {k: v for k, v in document["system"].items() if k not in HOST_FIELDS}
+    return kept
+
+
+__all__ = ["HOST_FIELDS", "MEASURED_SECTIONS", "VOLATILE_KEYS", "comparable"]
