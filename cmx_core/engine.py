@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -224,7 +224,8 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         jobs: int = 1, use_cache: bool = True, refresh: bool = False,
         output: str | Path | None = None, executor: str | None = None,
         options: Mapping[str, Any] | None = None, lock: str | Path | None = None,
-        allow_drift: Sequence[str] = (), sweep: Mapping[str, Any] | None = None) -> RunResult:
+        allow_drift: Sequence[str] = (), sweep: Mapping[str, Any] | None = None,
+        on_plan: Callable[[Plan], None] | None = None) -> RunResult:
     """Resolve, run and record. Raises StepFailed (after writing the error result) when a
     step fails, CmxError for bad input; returns the written, indexed result otherwise.
     With ``lock``, the lockfile's query is replayed and any drift is refused (``allow_drift``
@@ -233,7 +234,8 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     None means ``docker`` when the recipe (or a selected variation) declares a container,
     else ``local``; ``options`` are the executor's settings (``--executor-opt``), checked
     against its settings class. ``sweep`` (``{"id", "index", "point"}``) marks the run as
-    one point of a ``cmx sweep`` (``provenance.sweep``)."""
+    one point of a ``cmx sweep`` (``provenance.sweep``). ``on_plan`` is handed the checked
+    plan before anything runs (the CLI prints it on a terminal)."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
     locked = None
@@ -251,6 +253,8 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     the_plan = replay(locked, Path(lock), session, allow_drift) if locked and lock else \
         _resolve_plan(tags, inputs, session)
     chosen, settings = _checked_executor(session, the_plan, executor, options)
+    if on_plan is not None:
+        on_plan(the_plan)
     from cmx_core.results.store import ResultStore
 
     ResultStore(paths.results_db()).check()  # a corrupt store fails now, not after the benchmark

@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
@@ -223,7 +223,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = run(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
                      jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
                      output=args.output, executor=executor, lock=args.lock, allow_drift=args.allow_drift,
-                     options=parse_executor_options(args.executor_opt), sweep=_sweep_point(args.sweep_point))
+                     options=parse_executor_options(args.executor_opt), sweep=_sweep_point(args.sweep_point),
+                     on_plan=_plan_printer(args))
     if observer is not None:
         observer.remember(result)
     if args.json:
@@ -231,6 +232,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(run_summary(result.document, result.result_path))
     return 0
+
+
+def _plan_printer(args: argparse.Namespace) -> Callable[[Any], None] | None:
+    """On a terminal, ``cmx run`` shows the plan before it runs anything, as CM and MLC users
+    expect (``-q``/``--json`` or a pipe keep stderr to the progress lines)."""
+    if args.json or args.quiet or not sys.stderr.isatty():
+        return None
+
+    def show(the_plan: Any) -> None:
+        print(f"plan ({len(the_plan.nodes)} nodes; 'cmx plan' shows every step's settings):\n"
+              f"{the_plan.render_tree()}", file=sys.stderr, flush=True)
+    return show
 
 
 def _sweep_point(text: str | None) -> dict[str, Any] | None:
