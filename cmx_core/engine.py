@@ -455,7 +455,10 @@ def show_recipe(name: str, *, recipes_dirs: Sequence[str | Path] = ()) -> Recipe
         first = next(iter(catalog.errors.values()), "")
         broken = f"; {len(catalog.errors)} recipe file(s) failed to load, first: {first}" \
             if catalog.errors else ""
-        raise UsageError(f"no recipe named '{name}' (see 'cmx list recipes'){broken}")
+        from cmx_core.settings import did_you_mean
+
+        hint = did_you_mean(name, catalog.listed, n=1)
+        raise UsageError(f"no recipe named '{name}'{hint} (see 'cmx list recipes'){broken}")
     return recipe
 
 

@@ -102,3 +102,9 @@ def test_executor_option_suggests(cli: Callable[..., Any], recipes: Any) -> None
     recipes("sorter", SORTER)
     line = _error(cli, "plan", "--recipes", str(recipes.dir), "--tags=demo,sort", "--executor-opt", "timeuot=3")
     assert "unknown option 'timeuot'" in line
+
+
+def test_show_recipe_with_a_misspelt_name_suggests_the_recipe(cli: Callable[..., Any], recipes: Any) -> None:
+    recipes("sorter", SORTER)
+    line = _error(cli, "show", "recipe", "sortre", "--recipes", str(recipes.dir))
+    assert "no recipe named 'sortre'; did you mean 'sorter'?" in line
