@@ -4,6 +4,7 @@ only the summary, and -q silences the progress."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 LEAF = """
@@ -37,3 +38,26 @@ def test_a_line_per_node_start_and_finish(cli: Callable[..., Any], recipes: Any)
     assert "cmx:" not in result.out
     assert not [ln for ln in cli("run", "-q", "--recipes", str(recipes.dir), "--tags=top").err_lines
                 if ln.startswith("cmx: ")]
+
+
+LOGGING = """
+name: logs
+tags: [logs]
+summary: a python step that reports progress through ctx.log
+cache: false
+steps:
+  - {uses: python, with: {function: "cmx_logs_step:work"}}
+"""
+
+
+def test_a_steps_log_lines_are_progress_lines_on_stderr(cli: Callable[..., Any], tmp_path: Path) -> None:
+    directory = tmp_path / "recipes" / "logs"
+    directory.mkdir(parents=True)
+    (directory / "recipe.yaml").write_text(LOGGING)
+    (directory / "cmx_logs_step.py").write_text("def work(ctx):\n    ctx.log.info('halfway: %d of %d', 1, 2)\n"
+                                                "    return {}\n")
+    result = cli("run", "--recipes", str(tmp_path / "recipes"), "--tags=logs")
+    assert result.code == 0, result.err
+    assert "cmx: halfway: 1 of 2" in result.err_lines
+    quiet = cli("run", "-q", "--recipes", str(tmp_path / "recipes"), "--tags=logs")
+    assert quiet.code == 0 and "cmx: halfway: 1 of 2" not in quiet.err_lines

@@ -21,6 +21,7 @@ class Progress:
         self.verbose = verbose
         self._status: Any = None
         self._started: dict[str, float] = {}
+        self._step_log: Any = None
 
     def __enter__(self) -> Progress:
         if self.enabled:
@@ -32,6 +33,10 @@ class Progress:
     def __exit__(self, *exc: object) -> None:
         if self._status is not None:
             self._status.stop()
+        if self._step_log is not None:
+            import logging
+
+            logging.getLogger("cmx.step").removeHandler(self._step_log)
         if self.enabled:
             from cmx_core.plugins import get_registry
 
@@ -44,6 +49,7 @@ class Progress:
         if cached:
             return
         self._started[node_id] = time.perf_counter()
+        self._show_step_log()
         if sys.stderr.isatty():
             if self._status is None:
                 from rich.console import Console
@@ -62,3 +68,21 @@ class Progress:
             return
         how = "cached" if cached else f"{wall_s:.2f} s"
         print(f"cmx: done {node_id} ({how})", file=sys.stderr, flush=True)
+
+    def _show_step_log(self) -> None:
+        """Steps' ``ctx.log.info`` lines (a LoadGen test's expected duration, an image built or
+        cached) go to stderr as ``cmx: ...`` while progress is shown; set up when the first node
+        runs, so a fully cached run never imports :mod:`logging`."""
+        if self._step_log is not None:
+            return
+        import logging
+
+        class _StderrLines(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:  # the current stderr: rich may proxy it
+                print(f"cmx: {self.format(record)}", file=sys.stderr, flush=True)
+
+        self._step_log = _StderrLines(logging.INFO)
+        logger = logging.getLogger("cmx.step")
+        logger.addHandler(self._step_log)
+        if logger.level == logging.NOTSET or logger.level > logging.INFO:
+            logger.setLevel(logging.INFO)

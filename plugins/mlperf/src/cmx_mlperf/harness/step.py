@@ -8,6 +8,7 @@ from pathlib import Path
 from cmx_core.api import Artifact, ResultPart, StepContext, StepOutput
 from cmx_mlperf.harness import accuracy as acc
 from cmx_mlperf.harness import retry
+from cmx_mlperf.harness.config import OFFICIAL_MIN_DURATION_MS
 from cmx_mlperf.harness.mllog import parse_detail
 from cmx_mlperf.harness.peak_step import run_peak, shown_path
 from cmx_mlperf.harness.result import build_part
@@ -28,6 +29,7 @@ def run_step(ctx: StepContext) -> StepOutput:
         return _peak_step(ctx, original, timeout)
     spec, attempts = original, []
     for number in range(1, retry.MAX_ATTEMPTS + 1):
+        ctx.log.info("%s", expected_duration_line(spec, number))
         child = run_child(spec, fresh_log_dir(ctx.work_dir), timeout)
         log = parse_detail(child.log_dir / DETAIL)
         attempts.append(retry.attempt_record(number, spec, log, _shown(child.log_dir, ctx.run_dir)))
@@ -39,6 +41,18 @@ def run_step(ctx: StepContext) -> StepOutput:
     if len(attempts) > 1:  # the run was repeated: every attempt stays in the record
         part = replace(part, sections={**part.sections, "mlperf": {**part.sections["mlperf"], "attempts": attempts}})
     return _output(part, child.log_dir)
+
+
+def expected_duration_line(spec: LoadgenSpec, attempt: int) -> str:
+    """The progress line before a LoadGen test: how long LoadGen will at least run it.
+    A performance test lasts at least ``min_duration`` (``duration_s``, else the embedded
+    mlperf.conf's 600 s); an accuracy pass runs the whole dataset once, however long it takes."""
+    where = f"mlperf.loadgen: {spec.scenario} {spec.mode} test" + (f" (attempt {attempt})" if attempt > 1 else "")
+    if spec.mode == "AccuracyOnly":
+        return f"{where}: one pass over the accuracy samples; its length depends on the SUT"
+    seconds = spec.duration_s if spec.duration_s is not None else OFFICIAL_MIN_DURATION_MS / 1000
+    origin = "duration_s" if spec.duration_s is not None else "mlperf.conf's min_duration"
+    return f"{where}: expected to run at least {seconds:g} s ({origin})"
 
 
 def _peak_step(ctx: StepContext, spec: LoadgenSpec, timeout: float | None) -> StepOutput:
