@@ -9,6 +9,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # reinstalled when nothing changed: .venv/.cmx-install-stamp holds a digest of every
 # pyproject.toml (the pins), this script and the mode; a matching stamp ends the script at once.
 say() { echo "scripts/install.sh: $*" >&2; }
+started=$SECONDS
 extras=""
 [ "${1:-}" = "--test" ] && extras="[test]"
 stamp_file=.venv/.cmx-install-stamp
@@ -45,4 +46,4 @@ say "2/2 cmx-core and the in-tree plugins${extras:+, with the test tools}"
   -e "plugins/mlebench${extras:+[test]}" -e "plugins/cm${extras:+[test]}" \
   -e "plugins/alebench[docker${extras:+,test}]"
 echo "$stamp" > "$stamp_file"
-say "done"
+say "done in $((SECONDS - started)) s"
