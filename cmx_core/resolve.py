@@ -14,7 +14,6 @@ receives their node ids, and :meth:`Resolver._walk` drives them from an explicit
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
@@ -97,6 +96,11 @@ class _Need(NamedTuple):
 
 
 _NodeWalk = Generator[_Need, str, str]
+_NodeKey = tuple[str, Any, Any]
+"""(recipe name, frozen variations, frozen inputs): nodes with equal keys are one node."""
+
+SELF_DEPTH = 100
+"""How many times one recipe may be on a dependency path (with other variations or inputs)."""
 
 
 class ResolvedNode(NamedTuple):
@@ -145,15 +149,19 @@ class Resolver:
         self.facts = facts
         self.step_lookup = step_lookup
         self.nodes: dict[str, ResolvedNode] = {}
-        self.memo: dict[str, str] = {}
+        self.memo: dict[_NodeKey, str] = {}
         self.decisions: list[Decision] = []
         self._facts_available: frozenset[str] | None = None
-        self._active: set[str] = set()  # the recipes on the path being resolved (cycle check)
+        # The nodes on the path being resolved (cycle check): node key -> depth on the path,
+        # and how often each recipe is on it (with any variations and inputs).
+        self._active: dict[_NodeKey, int] = {}
+        self._on_path: dict[str, int] = {}
 
     def resolve(self, tags: tuple[str, ...], inputs: Mapping[str, Any]) -> Resolution:
         if not [t for t in tags if not t.startswith("-")]:
             raise UsageError("--tags needs at least one tag, e.g. --tags=detect,os")
         self._active.clear()
+        self._on_path.clear()
         with paused_gc():
             root = self._walk(self._node(_Need(tags, inputs, "--input", None)))
         return Resolution(root, self.nodes, self.decisions)
@@ -181,13 +189,10 @@ class Resolver:
         decision = Decision(tags, path)
         self.decisions.append(decision)
         recipe, chosen = self._select(tags, decision, need.version, need.where)
-        if recipe.name in self._active:
-            chain = decision.chain
-            cycle = " -> ".join((*chain[chain.index(recipe.name):], recipe.name))
-            raise ResolveError(f"dependency cycle: {cycle} (in {recipe.path})")
         variations, groups = self._variations(recipe, chosen, decision)
         inputs = self._inputs(recipe, variations, raw_inputs, origin)
-        memo_key = json.dumps([recipe.name, variations, inputs], sort_keys=True, default=str)
+        memo_key = (recipe.name, _frozen(variations), _frozen(inputs))
+        self._check_cycle(memo_key, recipe, variations, decision)
         if memo_key in self.memo:
             decision.node_id = self.memo[memo_key]
             return self.memo[memo_key]
@@ -195,9 +200,9 @@ class Resolver:
         context = self._context(inputs, groups, variations, used)
         requires = self._check_requires(recipe, variations, used)
         scope = Scope(RUN_NAMES, tuple(groups), self._available_facts())
-        self._active.add(recipe.name)
+        self._enter(memo_key)
         deps, skipped = yield from self._deps(recipe, variations, context, Path(recipe.name, path), decision, scope)
-        self._active.discard(recipe.name)
+        self._leave(memo_key)
         outputs = {alias: tuple(self.nodes[dep].recipe.outputs) for alias, dep in deps.items()}
         scope = scope._replace(deps=outputs, skipped_deps=skipped)
         steps = self._steps(recipe, context, decision, used, scope)
@@ -210,6 +215,34 @@ class Resolver:
         self.memo[memo_key] = node_id
         decision.node_id = node_id
         return node_id
+
+    def _check_cycle(self, key: _NodeKey, recipe: Recipe, variations: Mapping[str, Any],
+                     decision: Decision) -> None:
+        """A cycle is the same recipe with the same variations and inputs on the path: a
+        recipe may depend on itself with other variations (CM's ``get-generic-python-lib``
+        with ``_package.x`` on itself with ``_pip``). One that keeps asking for itself with
+        new inputs never repeats exactly, so :data:`SELF_DEPTH` levels of it are an error."""
+        depth = self._active.get(key)
+        repeats = self._on_path.get(recipe.name, 0)
+        if depth is None and repeats < SELF_DEPTH:
+            return
+        chain = decision.chain
+        if depth is None:
+            raise ResolveError(f"recipe {recipe.name} depends on itself {repeats} levels deep, with other "
+                               f"variations or inputs each time, and would never end: "
+                               f"{' -> '.join(chain[-3:])} -> ...; make its deps stop (in {recipe.path})")
+        shown = ",".join(f"{n}.{v}" if v is not True else n for n, v in variations.items())
+        last = f"{recipe.name}[{shown}]" if shown else recipe.name
+        cycle = " -> ".join((*chain[depth:], last))
+        raise ResolveError(f"dependency cycle: {cycle} (in {recipe.path})")
+
+    def _enter(self, key: _NodeKey) -> None:
+        self._active[key] = len(self._active)
+        self._on_path[key[0]] = self._on_path.get(key[0], 0) + 1
+
+    def _leave(self, key: _NodeKey) -> None:
+        del self._active[key]
+        self._on_path[key[0]] -= 1
 
     def _available_facts(self) -> frozenset[str]:
         if self._facts_available is None:
@@ -453,6 +486,19 @@ class _RecordingFacts:
             raise KeyError(str(exc)) from None
         self.used[name] = value
         return value
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable form of a plain value that tells apart what canonical JSON tells apart
+    (``1``, ``1.0`` and ``true`` are three values), cheaper than dumping it."""
+    kind = value.__class__
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return (kind, value)
+    if isinstance(value, Mapping):
+        return (dict, tuple(sorted((str(k), _frozen(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return (list, tuple(_frozen(v) for v in value))
+    return (str, str(value))  # as JSON's default=str writes it
 
 
 def _missing_input(recipe: Recipe, name: str, kind: str, origin: str) -> str:
