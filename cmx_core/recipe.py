@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from cmx_core.errors import UsageError
 from cmx_core.recipe_yaml import dotted_key, line_of, parse_yaml, yaml_loader
+from cmx_core.resources import NO_RESOURCES, Resources, parse_resources
 
 __all__ = [
     "CLI_RESERVED_INPUTS", "CachePolicy", "DepSpec", "InputSpec", "OutputSpec", "Recipe", "StepSpec",
@@ -37,10 +38,10 @@ _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 TOP_KEYS = {
     "name", "version", "tags", "summary", "description", "inputs", "variations", "deps",
-    "steps", "outputs", "requires", "container", "cache",
+    "steps", "outputs", "requires", "container", "cache", "resources",
 }
 INPUT_KEYS = {"type", "default", "min", "max", "choices", "required", "description"}
-VARIATION_KEYS = {"group", "default", "description", "requires", "inputs", "deps", "container"}
+VARIATION_KEYS = {"group", "default", "description", "requires", "inputs", "deps", "container", "resources"}
 DEP_KEYS = {"tags", "as", "with", "when", "version"}
 STEP_KEYS = {"uses", "id", "with", "when", "timeout_s", "measures"}
 OUTPUT_KEYS = {"description", "value", "type"}
@@ -152,6 +153,8 @@ class VariationSpec(NamedTuple):
     inputs: Mapping[str, Any] = {}
     deps: tuple[DepSpec, ...] = ()
     container: str | None = None
+    resources: Resources = NO_RESOURCES
+    """Replaces the recipe's ``resources:`` keys it sets when this variation is selected."""
 
     @property
     def parametric(self) -> bool:
@@ -212,6 +215,8 @@ class Recipe(NamedTuple):
     container: str | None = None
     cache: CachePolicy = CachePolicy()
     source: str = "core"
+    resources: Resources = NO_RESOURCES
+    """What one run asks a scheduler for (:mod:`cmx_core.resources`); executors read it."""
 
     def groups(self) -> dict[str, list[VariationSpec]]:
         """Variation groups with their members, in file order."""
@@ -263,6 +268,7 @@ def recipe_from_data(data: Mapping[str, Any], path: Path, digest: str, source: s
         container=data.get("container"),
         cache=_cache_from_data(data.get("cache", True)),
         source=source,
+        resources=parse_resources(data["resources"]) if "resources" in data else NO_RESOURCES,
     )
 
 
@@ -289,6 +295,7 @@ def _variation_from_data(name: str, spec: Mapping[str, Any]) -> VariationSpec:
         inputs=dict(spec.get("inputs") or {}),
         deps=_deps_from_data(spec.get("deps") or [], f"variations.{name}.deps"),
         container=spec.get("container"),
+        resources=parse_resources(spec["resources"]) if "resources" in spec else NO_RESOURCES,
     )
 
 

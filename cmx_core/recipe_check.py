@@ -27,6 +27,7 @@ from cmx_core.recipe import (
     split_tags,
 )
 from cmx_core.recipe_yaml import fail_at as _fail
+from cmx_core.resources import ResourceError, parse_resources
 
 
 class _Checker:
@@ -119,6 +120,7 @@ def validate_recipe_data(data: Any, path: Path) -> None:
     _check_outputs(c, data.get("outputs", {}))
     c.mapping(data.get("requires", {}), ("requires",))
     _check_cache(c, data.get("cache", True))
+    _check_resources(c, data.get("resources"), ("resources",))
 
 
 def _check_inputs(c: _Checker, inputs: Any) -> None:
@@ -175,6 +177,7 @@ def _check_variations(c: _Checker, variations: Any, inputs: Mapping[str, Any]) -
                 raise c.fail((*kp, "inputs", key), f"variation sets input '{key}', which the recipe does not declare")
         if "container" in spec:
             c.string(spec["container"], (*kp, "container"))
+        _check_resources(c, spec.get("resources"), (*kp, "resources"))
 
 
 def _check_deps(c: _Checker, deps: Any, kp: tuple[str | int, ...]) -> None:
@@ -242,6 +245,16 @@ def _check_cache(c: _Checker, cache: Any) -> None:
             c.boolean(cache[key], ("cache", key))
     if "expires" in cache and parse_duration(cache["expires"]) is None:
         raise c.fail(("cache", "expires"), f"expected a duration like 30s, 10m, 12h or 1d, got {cache['expires']!r}")
+
+
+def _check_resources(c: _Checker, section: Any, kp: tuple[str | int, ...]) -> None:
+    """``resources:`` (of the recipe or a variation): see :mod:`cmx_core.resources`."""
+    if section is None:
+        return
+    try:
+        parse_resources(section)
+    except ResourceError as exc:
+        raise c.fail((*kp, exc.key) if exc.key else kp, exc.message) from None
 
 
 def _check_expr(c: _Checker, text: Any, kp: tuple[str | int, ...]) -> None:
