@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cmx_cm.index import IndexEntry, ScriptIndex
 from cmx_cm.meta import ScriptMeta, load_script, script_dirs, script_stamp
-from cmx_cm.translate import Issue, Translation, translate
+from cmx_cm.translate import Issue, Translation, index_entry, translate
 from cmx_core.errors import CmxError, UsageError
 
 STAMPS = "stamps.json"
 REPORT = "report.json"
-STAMP_FORMAT = 1
+STAMP_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -87,37 +88,69 @@ def _load_stamps(out_dir: Path, root: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict) or data.get("format") != STAMP_FORMAT or data.get("root") != str(root):
         return {}
-    scripts = data.get("scripts")
-    return scripts if isinstance(scripts, dict) else {}
+    return data if isinstance(data.get("scripts"), dict) else {}
 
 
-def import_collection(root: Path, out_dir: Path, *, reuse: bool = False) -> ImportResult:
-    """Translate every script under ``root`` into ``out_dir``; with ``reuse``, scripts whose
-    stamp is unchanged keep their recipe file and are not parsed again."""
-    root = root.resolve()
-    if not root.is_dir():
-        raise UsageError(f"{root}: not a directory; give a CM/MLC script collection (a folder of script folders)")
-    _refuse_inside(root, out_dir)
-    old = _load_stamps(out_dir, root) if reuse else {}
-    result = ImportResult(out_dir=out_dir)
-    stamps: dict[str, Any] = {}
+@dataclass
+class _Scan:
+    """One walk over the collection: each script's stamp, its index entry, and the parsed
+    metadata of the scripts that must be (re)translated."""
+
+    stamps: dict[str, str] = field(default_factory=dict)
+    entries: dict[str, IndexEntry] = field(default_factory=dict)
+    parsed: dict[str, ScriptMeta] = field(default_factory=dict)
+    failed: list[Failed] = field(default_factory=list)
+
+
+def _scan(root: Path, old: Mapping[str, Any], out_dir: Path) -> _Scan:
+    scan = _Scan()
     for directory in script_dirs(root):
-        stamp = _stamp(directory)
-        previous = old.get(str(directory))
-        if previous and previous.get("stamp") == stamp and (out_dir / previous["file"]).is_file():
-            stamps[str(directory)] = previous
-            result.reused += 1
+        key, stamp = str(directory), _stamp(directory)
+        previous = old.get(key)
+        if previous and previous.get("stamp") == stamp and (out_dir / previous["file"]).is_file() \
+                and isinstance(previous.get("entry"), dict):
+            scan.stamps[key] = stamp
+            scan.entries[key] = IndexEntry.from_json(previous["entry"])
             continue
         try:
             script = load_script(directory)
         except CmxError as exc:
-            result.failed.append(Failed(directory, str(exc)))
+            scan.failed.append(Failed(directory, str(exc)))
             continue
-        stamps[str(directory)] = _write_one(script, out_dir, stamp, result)
+        scan.stamps[key] = stamp
+        scan.parsed[key] = script
+        scan.entries[key] = index_entry(script)
+    return scan
+
+
+def import_collection(root: Path, out_dir: Path, *, reuse: bool = False) -> ImportResult:
+    """Translate every script under ``root`` into ``out_dir``; with ``reuse``, scripts whose
+    stamp is unchanged keep their recipe file and are not parsed again, unless the index of
+    the collection (what dep selection reads) changed, which re-translates every script."""
+    root = root.resolve()
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a directory; give a CM/MLC script collection (a folder of script folders)")
+    _refuse_inside(root, out_dir)
+    stored = _load_stamps(out_dir, root) if reuse else {}
+    old: dict[str, Any] = stored.get("scripts", {})
+    scan = _scan(root, old, out_dir)
+    index = ScriptIndex(scan.entries.values())
+    if stored and stored.get("index") != index.digest():
+        old = {}
+        scan = _scan(root, old, out_dir)
+    result = ImportResult(out_dir=out_dir, failed=scan.failed)
+    stamps: dict[str, Any] = {}
+    for key, stamp in scan.stamps.items():
+        script = scan.parsed.get(key)
+        if script is None:
+            stamps[key] = old[key]
+            result.reused += 1
+            continue
+        stamps[key] = _write_one(script, out_dir, stamp, result, index) | {"entry": scan.entries[key].to_json()}
     for gone in set(old) - set(stamps):
         (out_dir / old[gone]["file"]).unlink(missing_ok=True)
-    _write_atomic(out_dir / STAMPS, json.dumps({"format": STAMP_FORMAT, "root": str(root), "scripts": stamps},
-                                               indent=1, sort_keys=True))
+    _write_atomic(out_dir / STAMPS, json.dumps({"format": STAMP_FORMAT, "root": str(root), "index": index.digest(),
+                                                "scripts": stamps}, indent=1, sort_keys=True))
     if not reuse:
         _write_atomic(out_dir / REPORT, json.dumps(result.report(), indent=2) + "\n")
     return result
@@ -130,8 +163,9 @@ def _refuse_inside(root: Path, out_dir: Path) -> None:
                          "collection; choose a directory outside it")
 
 
-def _write_one(script: ScriptMeta, out_dir: Path, stamp: str, result: ImportResult) -> dict[str, Any]:
-    translation = translate(script)
+def _write_one(script: ScriptMeta, out_dir: Path, stamp: str, result: ImportResult,
+               index: ScriptIndex) -> dict[str, Any]:
+    translation = translate(script, index)
     file_name = f"{translation.name}.yaml"
     _write_atomic(out_dir / file_name, recipe_text(translation))
     result.translations.append(translation)

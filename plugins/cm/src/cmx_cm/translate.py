@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cmx_cm.conditions import DynamicCondition, EnvScope, dep_condition
+from cmx_cm.index import TAG_RE, DepQuery, IndexEntry, ScriptIndex, split_tags
 from cmx_cm.meta import ScriptMeta, script_digest
 
 IssueKind = Literal["unmapped", "approximated", "ignored"]
 INPUT_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 VARIATION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*(\.#)?$")
-TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 VERSION_KEYS = ("version", "version_min", "version_max", "version_max_usable")
 DEP_KINDS = ("deps", "prehook_deps", "posthook_deps", "post_deps")
 DOC_KEYS = frozenset({"automation_alias", "automation_uid", "category", "name", "tags_help", "developers",
@@ -32,7 +32,7 @@ MAPPED_KEYS = frozenset({"alias", "uid", "tags", "cache", *DEP_KINDS, "input_map
                          "new_env_keys", "new_state_keys", "variations", "default_variations", "version",
                          "default_version", "version_min", "version_max", "version_max_usable", "clean_files",
                          "local_env_keys", "predeps", "script_name"})
-DEP_MAPPED = frozenset({"tags", "names", "enable_if_env", "skip_if_env", "enable_if_any_env", "skip_if_any_env",
+DEP_MAPPED = frozenset({"tags", "names", "env", "enable_if_env", "skip_if_env", "enable_if_any_env", "skip_if_any_env",
                         *VERSION_KEYS})
 VARIATION_MAPPED = frozenset({"group", "default", "env", "default_env", *DEP_KINDS, "new_env_keys",
                               "new_state_keys", "base", "description"})
@@ -83,6 +83,7 @@ def _tags(value: Any) -> list[str]:
 @dataclass
 class _Translator:
     script: ScriptMeta
+    index: ScriptIndex | None = None
     issues: list[Issue] = field(default_factory=list)
     env_inputs: dict[str, str] = field(default_factory=dict)  # env key -> input name
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -168,21 +169,16 @@ class _Translator:
         if not isinstance(dep, dict):
             self.issue(where, "a dep must be a mapping; it is left out")
             return None
-        tags: list[str] = []
-        for tag in _tags(dep.get("tags")):
-            if tag.startswith("-"):
-                self.issue(f"{where}.tags", f"exclusion tag '{tag}' has no cmx equivalent; it is dropped",
-                           "approximated")
-            elif "#" in tag or "<<<" in tag:
+        raw = _tags(dep.get("tags"))
+        for tag in raw:
+            if "#" in tag or "<<<" in tag:
                 self.issue(f"{where}.tags", f"tag '{tag}' is filled in at run time; the dep is left out")
                 return None
-            else:
-                name = tag[1:] if tag.startswith("_") else tag
-                if not TAG_RE.match(name):
-                    self.issue(f"{where}.tags", f"tag '{tag}' is not a valid cmx tag; the dep is left out")
-                    return None
-                tags.append(name)
-        if not tags:
+            if not TAG_RE.match(tag.lstrip("-_")):
+                self.issue(f"{where}.tags", f"tag '{tag}' is not a valid cmx tag; the dep is left out")
+                return None
+        query = split_tags(raw)
+        if not query.plain and not query.variations:
             self.issue(where, "a dep without tags; it is left out")
             return None
         try:
@@ -194,16 +190,64 @@ class _Translator:
         for key in dropped:
             self.issue(f"{where}.skip_if_env", f"skip condition on {key}, which is set while the script runs, is "
                                                "left out: the dep is not skipped", "approximated")
-        out: dict[str, Any] = {"tags": [self.script.flavor, *tags], "as": self.alias_for(dep, tags)}
+        target = self.target(query, where)
+        if target is not None and kind in ("post_deps", "posthook_deps") and self.index is not None \
+                and self.index.reaches(target, self.script.alias):
+            self.issue(where, f"{kind[:-1]} {target.alias} depends back on this script (CM runs it afterwards, with "
+                              "this script's env set, so its own deps are skipped); cmx runs deps first, which would "
+                              "be a cycle; the dep is left out")
+            return None
+        tags = [*query.plain, *query.variations]
+        alias = self.alias_for(dep, tags)
+        if target is not None and self.index is not None and self.index.pins(target) and target.alias not in tags:
+            tags.insert(len(query.plain), target.alias)
+        out: dict[str, Any] = {"tags": [self.script.flavor, *tags], "as": alias}
         if when:
             out["when"] = when
         with_ = {k: str(dep[k]) for k in VERSION_KEYS if dep.get(k) not in (None, "")}
+        with_.update(self.dep_env(dep, target, where))
         if with_:
             out["with"] = with_
         for key in sorted(set(dep) - DEP_MAPPED):
             self.issue(f"{where}.{key}", "dep option with no cmx equivalent (cmx deps see only their own inputs)")
         if kind != "deps":
             self.issue(where, f"{kind} run before the script: cmx runs every dep of a node first", "approximated")
+        return out
+
+    def target(self, query: DepQuery, where: str) -> IndexEntry | None:
+        """The script CM would select for the dep (None without an index or a match); the
+        exclusion tags are honoured here, as cmx has none."""
+        if self.index is None:
+            for tag in (*query.excluded, *query.excluded_variations):
+                self.issue(f"{where}.tags", f"exclusion tag '-{tag}' has no cmx equivalent; it is dropped",
+                           "approximated")
+            return None
+        found = self.index.select(query)
+        shown = ",".join([*query.plain, *("_" + v for v in query.variations)])
+        if not found:
+            self.issue(f"{where}.tags", f"no script of the collection has tags '{shown}' (CM fails the same way); "
+                                        "kept, so another recipe path may provide it")
+            return None
+        if len(found) > 1:
+            others = ", ".join(e.alias for e in found[1:6]) + (" ..." if len(found) > 6 else "")
+            self.issue(f"{where}.tags", f"'{shown}' matches {len(found)} scripts; pinned to {found[0].alias}, the "
+                                        f"one CM takes in quiet mode (sorted by sort, path; not {others}); CM would "
+                                        "prefer one already in its cache", "approximated")
+        return found[0]
+
+    def dep_env(self, dep: Mapping[str, Any], target: IndexEntry | None, where: str) -> dict[str, str]:
+        """A dep's ``env`` as inputs of its target recipe (the env keys that recipe declares)."""
+        out: dict[str, str] = {}
+        for key, value in _mapping(dep.get("env")).items():
+            name = target.env_inputs.get(str(key)) if target is not None else None
+            if not isinstance(value, (str, int, float, bool)) or "<<<" in str(value):
+                self.issue(f"{where}.env.{key}", "a value filled in from the parent's env at run time (or not a "
+                                                 "scalar); left out")
+            elif name is None:
+                self.issue(f"{where}.env.{key}", "the dep's recipe has no input for this env key (or the dep's "
+                                                 "script is not known); left out")
+            else:
+                out[name] = str(value)
         return out
 
     def deps_of(self, data: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
@@ -348,9 +392,29 @@ def _outputs(new_env_keys: Sequence[str]) -> dict[str, Any]:
     return outputs
 
 
-def translate(script: ScriptMeta) -> Translation:
-    """Translate one script; never raises for odd metadata (it goes into the issues)."""
+def index_entry(script: ScriptMeta) -> IndexEntry:
+    """The script's entry in its collection's index (what a dep on it needs to know)."""
     t = _Translator(script)
+    t.collect_env()
+    sort = script.data.get("sort", 0)
+    return IndexEntry(alias=script.alias, tags=tuple(_tags(script.data.get("tags"))),
+                      variations=tuple(str(v) for v in _mapping(script.data.get("variations"))),
+                      sort=sort if isinstance(sort, int) else 0, path=str(script.directory),
+                      deps=_static_dep_tags(script.data),
+                      env_inputs={k: v for k, v in t.env_inputs.items()} | {v: k for k, v in t.input_mapping.items()
+                                                                             if v not in t.env_inputs})
+
+
+def _static_dep_tags(data: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
+    """The tags of the script's top-level deps, except those filled in at run time."""
+    found = (_tags(d.get("tags")) for kind in DEP_KINDS for d in data.get(kind) or [] if isinstance(d, dict))
+    return tuple(tuple(tags) for tags in found if tags and not any("#" in t or "<<<" in t for t in tags))
+
+
+def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translation:
+    """Translate one script; never raises for odd metadata (it goes into the issues). With
+    the collection's ``index``, each dep is pinned to the script CM would select."""
+    t = _Translator(script, index)
     data = script.data
     t.collect_env()
     tags: list[str] = [script.flavor]

@@ -1,0 +1,131 @@
+"""The collection's script index: which script a CM dep selects, by CM's own rule.
+
+CM and cmx read dep tags differently. In CM a plain tag (``python``) must be one of the
+script's tags and a ``_tag`` one of its variations; cmx accepts either for either, so a CM
+dep on ``get,python`` also matches a recipe with a ``python`` variation and the plan is
+ambiguous. And where several CM scripts match (``get,compiler``), CM in quiet mode takes the
+first after sorting by the ``sort`` key and the path. Knowing the whole collection at import
+time, the bridge picks the script CM would pick and pins the dep to it with the script's
+alias, which is one of its recipe's tags.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """What dep selection needs of one script: tags, variation names, sort key, path, and
+    env key -> input name of its recipe (so a dep's ``env`` can become ``with:`` inputs)."""
+
+    alias: str
+    tags: tuple[str, ...]
+    variations: tuple[str, ...]
+    sort: int
+    path: str
+    env_inputs: Mapping[str, str]
+    deps: tuple[tuple[str, ...], ...] = ()  # the tags of its top-level deps of every kind
+
+    def has_variation(self, tag: str) -> bool:
+        """CM's test: the name itself, or a parametric ``stem.#`` whose stem starts it."""
+        if tag in self.variations:
+            return True
+        return any(v.endswith(".#") and tag.startswith(v[:-1]) and not tag.endswith(".") for v in self.variations)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self) | {"env_inputs": dict(self.env_inputs)}
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> IndexEntry:
+        return IndexEntry(alias=str(data["alias"]), tags=tuple(data["tags"]), variations=tuple(data["variations"]),
+                          sort=int(data["sort"]), path=str(data["path"]), env_inputs=dict(data["env_inputs"]),
+                          deps=tuple(tuple(d) for d in data.get("deps", ())))
+
+
+@dataclass(frozen=True)
+class DepQuery:
+    """A CM dep's tags split as CM splits them."""
+
+    plain: tuple[str, ...]
+    variations: tuple[str, ...]
+    excluded: tuple[str, ...] = ()
+    excluded_variations: tuple[str, ...] = ()
+
+
+class ScriptIndex:
+    """Every script of one collection, and CM's selection over them."""
+
+    def __init__(self, entries: Iterable[IndexEntry]) -> None:
+        self.entries = tuple(sorted(entries, key=lambda e: (e.sort, e.path)))
+        counts: Counter[str] = Counter()
+        for entry in self.entries:
+            counts.update({*entry.tags, entry.alias, *(v.removesuffix(".#") for v in entry.variations)})
+        self._counts = counts
+
+    def select(self, query: DepQuery) -> list[IndexEntry]:
+        """The scripts CM finds for the dep, in the order CM tries them (first wins in quiet mode)."""
+        found = []
+        for entry in self.entries:
+            tags = set(entry.tags)
+            if not set(query.plain) <= tags or tags & set(query.excluded):
+                continue
+            if not all(entry.has_variation(v) for v in query.variations):
+                continue
+            if any(v in entry.variations for v in query.excluded_variations):
+                continue
+            found.append(entry)
+        return found
+
+    def reaches(self, start: IndexEntry, alias: str) -> bool:
+        """Whether ``start`` depends, directly or through the scripts CM selects for its deps
+        (conditions not considered), on the script ``alias``."""
+        seen: set[str] = set()
+        stack = [start]
+        while stack:
+            entry = stack.pop()
+            if entry.alias == alias:
+                return True
+            if entry.alias in seen:
+                continue
+            seen.add(entry.alias)
+            for tags in entry.deps:
+                found = self.select(split_tags(tags))
+                if found:
+                    stack.append(found[0])
+        return False
+
+    def pins(self, entry: IndexEntry) -> bool:
+        """Whether the alias names this script alone among every tag and variation of the collection."""
+        return self._counts[entry.alias] == 1 and TAG_RE.match(entry.alias) is not None
+
+    def digest(self) -> str:
+        """Changes when any script's selection data does: the live path re-translates all then."""
+        text = json.dumps([e.to_json() for e in self.entries], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def split_tags(tags: Sequence[str]) -> DepQuery:
+    """``get,python3,_pip,-tmp,-_cuda`` -> plain, variations, excluded, excluded variations."""
+    plain: list[str] = []
+    variations: list[str] = []
+    excluded: list[str] = []
+    excluded_variations: list[str] = []
+    for tag in tags:
+        if tag.startswith("-_"):
+            excluded_variations.append(tag[2:])
+        elif tag.startswith("-"):
+            excluded.append(tag[1:])
+        elif tag.startswith("_"):
+            variations.append(tag[1:])
+        else:
+            plain.append(tag)
+    return DepQuery(tuple(plain), tuple(variations), tuple(excluded), tuple(excluded_variations))

@@ -1,0 +1,135 @@
+"""Dep selection over a whole collection (cmx_cm.index): the script CM would pick is pinned,
+a dep's env becomes its recipe's inputs, a post_dep that depends back is left out, and a
+script may depend on itself with another variation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cm_helpers import write_script
+from cmx_cm.collection import import_collection
+from cmx_cm.index import DepQuery, split_tags
+
+from cmx_core import api
+from cmx_core.errors import CmxError
+
+
+def _selection_collection(root: Path) -> None:
+    write_script(root, "get-python3", "alias: get-python3\ntags: [get, python, python3]\n")
+    write_script(root, "get-dataset", "alias: get-dataset\ntags: [get, dataset]\nvariations: {python: {}}\n")
+    write_script(root, "get-gcc", "alias: get-gcc\nsort: 500\ntags: [get, compiler, gcc]\n")
+    write_script(root, "get-llvm", "alias: get-llvm\nsort: 100\ntags: [get, compiler, llvm]\n")
+    write_script(root, "user", """
+        alias: user
+        tags: [user]
+        deps:
+          - {tags: 'get,python'}
+          - {tags: 'get,compiler', names: [compiler]}
+          - {tags: 'get,compiler,-llvm', names: [not_llvm]}
+          - {tags: 'get,nothing-has-this'}
+        """)
+
+
+def test_split_tags_as_cm_does() -> None:
+    assert split_tags(["get", "python3", "_pip", "-tmp", "-_cuda"]) == DepQuery(("get", "python3"), ("pip",),
+                                                                                ("tmp",), ("cuda",))
+
+
+def test_dep_pinned_to_the_script_cm_selects(tmp_path: Path, cmx_home: Path) -> None:
+    root, out = tmp_path / "c", tmp_path / "out"
+    _selection_collection(root)
+    result = import_collection(root, out)
+    user = next(t for t in result.translations if t.name == "cm.user")
+    deps = {d["as"]: d["tags"] for d in user.recipe["deps"]}
+    assert deps["get_python"] == ["cm", "get", "python", "get-python3"]  # not get-dataset's 'python' variation
+    assert deps["compiler"] == ["cm", "get", "compiler", "get-llvm"]  # the lowest sort, as CM's quiet mode
+    assert deps["not_llvm"] == ["cm", "get", "compiler", "get-gcc"]  # exclusion honoured at selection
+    keys = {i.key: i for i in user.issues}
+    assert keys["deps[1].tags"].kind == "approximated" and "pinned to get-llvm" in keys["deps[1].tags"].reason
+    assert "no script of the collection" in keys["deps[3].tags"].reason
+    assert "deps[2].tags" not in keys  # the exclusion was honoured, nothing approximated
+    with pytest.raises(CmxError, match="nothing-has-this"):  # no script has it: CM fails the same way
+        api.plan(["cm", "user"], recipes_dirs=[out])
+
+
+def test_dep_env_becomes_inputs_of_its_recipe(tmp_path: Path, cmx_home: Path) -> None:
+    root, out = tmp_path / "c", tmp_path / "out"
+    write_script(root, "get-repo", """
+        alias: get-repo
+        tags: [get, repo]
+        default_env: {CM_GIT_CHECKOUT: main}
+        input_mapping: {depth: CM_GIT_DEPTH}
+        """)
+    write_script(root, "caller", """
+        alias: caller
+        tags: [caller]
+        deps:
+          - tags: get,repo
+            env: {CM_GIT_CHECKOUT: v1.0, CM_GIT_DEPTH: '1', CM_UNKNOWN: x, CM_FROM_PARENT: '<<<CM_X>>>'}
+        """)
+    result = import_collection(root, out)
+    caller = next(t for t in result.translations if t.name == "cm.caller")
+    assert caller.recipe["deps"][0]["with"] == {"cm_git_checkout": "v1.0", "depth": "1"}
+    reasons = {i.key: i.reason for i in caller.issues}
+    assert "no input for this env key" in reasons["deps[0].env.CM_UNKNOWN"]
+    assert "filled in from the parent" in reasons["deps[0].env.CM_FROM_PARENT"]
+    plan = api.plan(["cm", "caller"], recipes_dirs=[out])
+    repo = next(n for n in plan.nodes if n.recipe.name == "cm.get-repo")
+    assert repo.inputs["cm_git_checkout"] == "v1.0"
+
+
+def test_post_dep_depending_back_is_left_out(tmp_path: Path, cmx_home: Path) -> None:
+    root, out = tmp_path / "c", tmp_path / "out"
+    write_script(root, "get-cc", "alias: get-cc\ntags: [get, cc]\npost_deps: [{tags: 'get,cc-flags'}]\n")
+    write_script(root, "get-cc-flags", """
+        alias: get-cc-flags
+        tags: [get, cc-flags]
+        deps: [{tags: 'get,cc', skip_if_env: {CM_CC_BIN: ['on']}}]
+        """)
+    result = import_collection(root, out)
+    cc = next(t for t in result.translations if t.name == "cm.get-cc")
+    assert "deps" not in cc.recipe
+    left_out = [i for i in cc.issues if i.key == "post_deps[0]"]
+    assert left_out and "depends back" in left_out[0].reason and left_out[0].kind == "unmapped"
+    assert [n.recipe.name for n in api.plan(["cm", "get", "cc-flags"], recipes_dirs=[out]).nodes] == \
+        ["cm.get-cc", "cm.get-cc-flags"]
+
+
+def test_self_dep_with_another_variation_plans(tmp_path: Path, cmx_home: Path) -> None:
+    """CM's get-generic-python-lib: ``_package.x`` depends on the same script with ``_pip``,
+    skipped when the package is pip. Needs the resolver keying cycles by recipe, variations
+    and inputs (commit 64a0ccc)."""
+    root, out = tmp_path / "c", tmp_path / "out"
+    write_script(root, "get-lib", """
+        alias: get-lib
+        tags: [get, lib]
+        deps:
+          - tags: get,lib,_pip
+            names: [pip]
+            skip_if_env: {CM_LIB_NAME: [pip]}
+        variations:
+          pip: {env: {CM_LIB_NAME: pip}}
+          package.#: {env: {CM_LIB_NAME: '#'}}
+        """)
+    result = import_collection(root, out)
+    lib = result.translations[0]
+    assert lib.recipe["deps"][0]["tags"] == ["cm", "get", "lib", "get-lib", "pip"]
+    plan = api.plan(["cm", "get", "lib", "package.numpy"], recipes_dirs=[out])
+    assert [(n.recipe.name, n.inputs["cm_lib_name"]) for n in plan.nodes] == [("cm.get-lib", "pip"),
+                                                                              ("cm.get-lib", "numpy")]
+
+
+def test_live_path_retranslates_when_the_index_changes(tmp_path: Path) -> None:
+    root, out = tmp_path / "c", tmp_path / "out"
+    _selection_collection(root)
+    import_collection(root, out, reuse=True)
+    assert import_collection(root, out, reuse=True).reused == 5  # nothing changed: nothing parsed
+    (root / "get-gcc" / "_cm.yaml").write_text("alias: get-gcc\nsort: 1\ntags: [get, compiler, gcc]\n")
+    again = import_collection(root, out, reuse=True)
+    assert again.reused == 0  # the selection data changed: every dep is chosen anew
+    stamps = json.loads((out / "stamps.json").read_text())
+    assert stamps["format"] == 2 and stamps["index"]
+    user = (out / "cm.user.yaml").read_text()
+    assert "- get-gcc\n  as: compiler" in user
