@@ -155,7 +155,10 @@ class StepType:
     keeps the whole result part and the new result is labelled as a cached measurement.
     ``params_schema`` (optional) is the JSON Schema of the rendered ``with:`` mapping; the
     plan checks every step's literal arguments against it, so ``cmx plan`` fails where the
-    run would.
+    run would. ``examples`` are sample ``with:`` mappings (documentation the conformance kit
+    checks against ``params`` and ``params_schema``). ``extras`` names the distribution
+    extras the step needs (``("llm",)`` for ``cmx-mlperf[llm]``): the plan checks that
+    their requirements are installed and names the install command when they are not.
     """
 
     name: str
@@ -168,6 +171,8 @@ class StepType:
     plugin: str = ""
     measures: bool = False
     params_schema: Mapping[str, Any] | None = None
+    examples: tuple[Mapping[str, Any], ...] = ()
+    extras: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,8 @@ class Detector:
     ``fingerprint()`` (e.g. a driver version or a binary's path/size/mtime) changes.
     ``check(value, where)`` (optional) validates a value a recipe's ``requires`` compares
     with this fact (e.g. a known accelerator tag) and raises a CmxError naming ``where``.
+    ``returns`` (optional) is the JSON type of the fact (``dict``, ``list``, ``str``...): the
+    conformance kit calls ``detect`` and checks its value has that type.
     """
 
     name: str
@@ -188,6 +195,7 @@ class Detector:
     fingerprint: Callable[[], str] | None = None
     ttl_s: float | None = None
     check: Callable[[Any, str], Any] | None = None
+    returns: type | tuple[type, ...] | None = None
     version: str = ""
     plugin: str = ""
 
@@ -303,10 +311,14 @@ class ExecutionOutcome:
     logs: tuple[Path, ...] = ()
 
     def result_part(self) -> ResultPart | None:
-        """The result part of the run: the last node's (the root runs last) that has one.
-        More than one is refused when the document is built (see the engine)."""
-        parts = [part for node in self.nodes for part in node.parts]
-        return parts[-1] if parts else None
+        """The result part of the run: the one part, or all parts merged by section
+        (:func:`cmx_core.plugin_parts.merge_parts`); parts that disagree are a ResultsError."""
+        parts = [(node.node_id, part) for node in self.nodes for part in node.parts]
+        if len(parts) <= 1:
+            return parts[0][1] if parts else None
+        from cmx_core.plugin_parts import merge_parts
+
+        return merge_parts(parts)
 
     def cached_measurement(self) -> CachedMeasurement | None:
         """The cache provenance of the node whose result part is the run's."""

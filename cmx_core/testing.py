@@ -12,7 +12,9 @@ Subclass :class:`PluginConformance` in your plugin's tests and name the entry po
 pytest then proves that the plugin loads through its real entry point, that its hookimpls
 match cmx's hookspecs (``check_pending``), that it accepts this cmx-core, that its providers
 carry valid metadata, that its recipes validate and use only step types that exist, that
-importing it stays light, and that each step runs on the sample you give.
+importing it stays light, that each step runs on the sample you give, that each detector
+returns its declared type, that each step's examples match its schema and that each
+shipped recipe plans.
 
 Loaded by pytest through the ``pytest11`` entry point in every environment that has
 cmx-core, so importing this module is cheap: cmx-core itself is imported inside the tests.
@@ -157,6 +159,11 @@ class PluginConformance:
     """Executors that cannot run a plan here, each with the reason (needs a cluster...)."""
     requires_plugins: ClassVar[tuple[str, ...]] = ()
     allowed_imports: ClassVar[tuple[str, ...]] = ()
+    recipe_inputs: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    """Per shipped recipe (by name), the inputs its plan is made with."""
+    fixture_facts: ClassVar[Path | None] = None
+    """A facts file (``cmx detect --json`` output) the recipes are planned against; None:
+    this machine's facts."""
 
     # ----------------------------------------------------------- extension points
 
@@ -166,6 +173,11 @@ class PluginConformance:
 
     def check_step_output(self, step: str, output: Any, sample: StepSample) -> None:
         """Extra assertions on a step's :class:`~cmx_core.api.StepOutput`."""
+
+    def recipe_sample(self, recipe: str, tmp_path: Path) -> Mapping[str, Any]:
+        """The inputs recipe ``recipe`` is planned with; the default looks it up in
+        :attr:`recipe_inputs` (override it to write input files into ``tmp_path``)."""
+        return self.recipe_inputs.get(recipe, {})
 
     # ----------------------------------------------------------- fixtures
 
@@ -202,14 +214,10 @@ class PluginConformance:
         assert hooks, f"plugin '{self.plugin}' implements no cmx hook"
 
     def test_accepts_this_cmx_core(self) -> None:
-        from cmx_core.plugins import _check_core_requirement
+        from cmx_core.kit.checks import requirement_problems
 
-        dist = _entry_point(self.plugin).dist
-        requirement = _core_requirement(dist)
-        assert requirement is not None, (
-            f"{dist.metadata['Name']} must depend on cmx-core with a version range")
-        assert requirement.specifier, f"cmx-core requirement '{requirement}' needs a range"
-        _check_core_requirement(dist)
+        problems = requirement_problems(_entry_point(self.plugin).dist)
+        assert not problems, "\n".join(problems)
 
     def test_loads_without_errors(self, conformance_registry: Any) -> None:
         info = conformance_registry.plugins.get(self.plugin)
@@ -218,7 +226,44 @@ class PluginConformance:
         assert not conformance_registry.conflicts, conformance_registry.conflicts
 
     def test_provider_metadata(self, conformance_registry: Any) -> None:
+        from cmx_core.kit.checks import fact_name_problems
+
         problems = provider_problems(conformance_registry, self.plugin)
+        problems += fact_name_problems(conformance_registry, self.plugin)
+        assert not problems, "\n".join(problems)
+
+    def test_detectors_return_their_declared_types(self, conformance_registry: Any) -> None:
+        from cmx_core.kit.checks import detector_problems
+
+        problems = detector_problems(conformance_registry, self.plugin)
+        assert not problems, "\n".join(problems)
+
+    def test_step_examples_match_their_schemas(self, conformance_registry: Any, tmp_path: Path) -> None:
+        from cmx_core.kit.checks import example_problems
+
+        (tmp_path / "inputs").mkdir(exist_ok=True)
+        samples = {}
+        for name in _own(conformance_registry, "steps", self.plugin):
+            sample = self.step_sample(name, tmp_path / "inputs")
+            if sample is not None:
+                samples[name] = sample.params
+        problems = example_problems(conformance_registry, self.plugin, samples)
+        assert not problems, "\n".join(problems)
+
+    def test_recipes_plan(self, conformance_registry: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        from cmx_core import plugins
+        from cmx_core.kit.checks import plan_problems, recipe_files
+        from cmx_core.recipe_load import load_recipe_file
+
+        monkeypatch.setattr(plugins, "_REGISTRY", conformance_registry)
+        problems: list[str] = []
+        for path in recipe_files(conformance_registry, self.plugin):
+            try:
+                name = load_recipe_file(path).name
+            except Exception:  # noqa: BLE001 - test_recipes_validate_and_use_known_steps names it
+                continue
+            (tmp_path / name).mkdir(exist_ok=True)
+            problems += plan_problems(path, self.recipe_sample(name, tmp_path / name), self.fixture_facts)
         assert not problems, "\n".join(problems)
 
     def test_recipes_validate_and_use_known_steps(self, conformance_registry: Any) -> None:
@@ -311,7 +356,9 @@ def _core_requirement(dist: Any) -> Any:
 
 
 def _own(registry: Any, kind: str, plugin: str) -> dict[str, Any]:
-    return {n: p for n, p in getattr(registry, kind).items() if p.plugin == plugin}
+    from cmx_core.kit.checks import own
+
+    return own(registry, kind, plugin)
 
 
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -481,9 +528,12 @@ def output_problems(step: str, output: Any, sample: StepSample,
         if not isinstance(part, ResultPart):
             problems.append(f"step '{step}': result must be a ResultPart, not {type(part)}")
         else:
+            from cmx_core.kit.checks import metric_value_problems
+
             for mname, metric in part.metrics.items():
                 if not getattr(metric, "unit", ""):
                     problems.append(f"step '{step}': metric '{mname}' has no unit")
+            problems.extend(metric_value_problems(step, part))
             problems.extend(result_part_problems(step, output, suites))
     return problems
 

@@ -149,8 +149,10 @@ def test_the_kit_fails_a_shoddy_plugin_test_by_test(tmp_path: Path) -> None:
         "test_every_step_has_a_sample",
         "test_steps_run_on_samples",
         "test_import_is_light",
+        "test_recipes_plan",
     }, done.stdout[-3000:]
-    assert "5 failed, 6 passed" in done.stdout  # the two executor checks pass: it registers none
+    # the two executor checks, the detector and the example checks pass: it registers none
+    assert "6 failed, 8 passed" in done.stdout
     assert "must depend on cmx-core with a version range" in done.stdout
     assert "no loaded plugin provides step type 'nobody.has'" in done.stdout
     assert "did not return output 'missing'" in done.stdout

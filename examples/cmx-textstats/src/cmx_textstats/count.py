@@ -36,3 +36,19 @@ def run(ctx: StepContext) -> StepOutput:
         metrics=metrics,
     )
     return StepOutput(outputs={**counts, "path": str(path)}, result=part)
+
+
+def top(ctx: StepContext) -> StepOutput:
+    """The ``n`` most frequent lower-cased words, most frequent first (ties by word)."""
+    from collections import Counter
+
+    path = Path(str(ctx.params["path"])).expanduser()
+    try:
+        text = path.read_bytes().decode(str(ctx.params.get("encoding") or "utf-8"), errors="replace")
+    except OSError as exc:
+        raise StepFailed(f"textstats.top: cannot read {path}: {exc.strerror}") from None
+    except LookupError:
+        raise StepFailed(f"textstats.top: unknown encoding '{ctx.params.get('encoding')}'") from None
+    counts = Counter(word.lower() for word in text.split())
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[: int(ctx.params.get("n") or 5)]
+    return StepOutput(outputs={"top": [{"word": w, "count": c} for w, c in ranked]})
