@@ -11,10 +11,11 @@ the plan's lock) and applies nothing.
 
 from __future__ import annotations
 
+import math
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from cmx_core.api import (
     RemoteJob,
     UsageError,
 )
+from cmx_core.resources import plan_resources
 from cmx_k8s import framing, manifests
 from cmx_k8s.gpu import GpuRequest, gpu_request
 from cmx_k8s.settings import K8sSettings
@@ -60,13 +62,15 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
     def check_plan(self, plan: Plan, settings: ExecutorSettings) -> None:
         assert isinstance(settings, K8sSettings)
         _check_settings(settings)
+        with_plan_resources(plan, settings)
         image_for(plan, settings)
 
     def describe(self, plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
         """The image, GPUs and node selector; with ``render=DIR`` the manifests written there."""
         assert isinstance(settings, K8sSettings)
         image = image_for(plan, settings)
-        gpus = gpu_request(plan, _plan_gpus(plan), settings.gpus, settings.gpu_product)
+        settings, accelerator = with_plan_resources(plan, settings)
+        gpus = gpu_request(plan, _plan_gpus(plan), settings.gpus, settings.gpu_product, accelerator)
         shown: dict[str, Any] = {"image": image, "namespace": settings.namespace,
                                  "gpus": f"{gpus.count} x {gpus.resource}" if gpus else "none",
                                  "node selector": f"{gpus.label}={gpus.product}" if gpus and gpus.product else "none",
@@ -95,7 +99,9 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
         settings = request.settings
         assert isinstance(settings, K8sSettings)
         _check_settings(settings)
-        gpus = gpu_request(request.plan, request.facts.try_get("gpus"), settings.gpus, settings.gpu_product)
+        settings, accelerator = with_plan_resources(request.plan, settings)
+        gpus = gpu_request(request.plan, request.facts.try_get("gpus"), settings.gpus, settings.gpu_product,
+                           accelerator)
         name = manifests.job_name(request.run_id)
         built = manifests.run_manifests(name, image_for(request.plan, settings),
                                         (job.stage_dir / "lock.json").read_text(encoding="utf-8"),
@@ -146,6 +152,23 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
 
     def cancel(self, handle: K8sHandle) -> None:
         _delete(handle)
+
+
+def with_plan_resources(plan: Plan, settings: K8sSettings) -> tuple[K8sSettings, str | None]:
+    """The settings with what they leave unset taken from the plan's ``resources:``
+    (``cpus`` -> the cpu limit, ``memory`` -> the memory limit in Mi, ``time`` ->
+    activeDeadlineSeconds, ``gpus`` -> the GPU limit), and its accelerator tag. One Job runs
+    one pod: a plan asking for more nodes or tasks is refused."""
+    asked = plan_resources(plan.nodes)
+    if asked.world_size > 1:
+        raise UsageError(f"k8s executor: the plan asks for {asked.nodes or 1} node(s) x {asked.tasks_per_node or 1} "
+                         f"task(s) (resources: in recipe {plan.root.recipe_name}), and a Job here runs one pod; "
+                         "use --executor slurm for a multi-node run")
+    return replace(
+        settings, cpus=settings.cpus or (str(asked.cpus) if asked.cpus else None),
+        memory=settings.memory or (f"{asked.memory_mib}Mi" if asked.memory_mib else None),
+        timeout_s=settings.timeout_s or (math.ceil(asked.time_s) if asked.time_s else None),
+        gpus=settings.gpus if settings.gpus is not None else asked.gpus), asked.accelerator
 
 
 def image_for(plan: Plan, settings: K8sSettings) -> str:

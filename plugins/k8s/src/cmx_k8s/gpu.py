@@ -58,9 +58,13 @@ def label_value(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name.strip()).strip("-._")[:63]
 
 
-def gpu_request(plan: Plan, gpus_fact: Any, count: int | None = None, product: str | None = None) -> GpuRequest | None:
-    """The request for the plan's accelerator (None when it needs none and no count is given)."""
+def gpu_request(plan: Plan, gpus_fact: Any, count: int | None = None, product: str | None = None,
+                accelerator: str | None = None) -> GpuRequest | None:
+    """The request for the plan's accelerator (``accelerator``: the recipe's
+    ``resources.accelerator``, which comes first); None when it needs none and no count is given."""
     tag, needed = plan_accelerator(plan)
+    if accelerator:
+        tag, needed = accelerator, needed or 1
     devices = [d for d in _devices(gpus_fact) if tag and (tag == d.get("accelerator_tag")
                                                           or tag in (d.get("accelerator_tags") or ()))]
     if tag is None and not count:

@@ -78,7 +78,8 @@ class RayExecutor(RemoteExecutor[RayHandle]):
                 "num_cpus": resources.num_cpus, "num_gpus": resources.num_gpus,
                 "accelerator_type": resources.accelerator_type or "any",
                 "far side": "cmx run --lock lock.json --allow-drift=remote --executor local --json (a Ray task)",
-                "timeout_s": settings.timeout_s or "none", "max_result_mb": settings.max_result_mb}
+                **({"memory_bytes": resources.memory} if resources.memory else {}),
+                "timeout_s": resources.timeout_s or "none", "max_result_mb": settings.max_result_mb}
 
     # -- the run -------------------------------------------------------------------------
 
@@ -111,7 +112,7 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         ref = _far_task().options(**resources.ray_options(), max_retries=0, retry_exceptions=False).remote(
             list(job.command), dict(job.env), (job.stage_dir / "lock.json").read_bytes(),
             int(settings.max_result_mb * 1e6))
-        return RayHandle(ref, resources, settings.timeout_s, self._cluster)
+        return RayHandle(ref, resources, resources.timeout_s, self._cluster)
 
     def wait(self, handle: RayHandle) -> JobStatus:
         import ray

@@ -1,4 +1,11 @@
-"""What a plan asks of a Ray cluster: GPUs and the ``accelerator_type:<X>`` resource.
+"""What a plan asks of a Ray cluster: CPUs, GPUs, memory and the ``accelerator_type:<X>``
+resource.
+
+The settings win, then the plan's ``resources:`` (:mod:`cmx_core.resources`: ``cpus`` ->
+``num_cpus``, ``gpus`` -> ``num_gpus``, ``memory`` -> ``memory`` in bytes, ``accelerator`` ->
+``accelerator_type``, ``time`` -> the task's timeout), then what its requirements imply. A
+Ray task is one process on one node, so a plan asking for more than one node or task is
+refused with the executors that can run it.
 
 Pure functions of the plan, the facts it was resolved against and the settings, so
 ``cmx plan`` can show and check them without starting anything."""
@@ -11,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.api import UsageError
+from cmx_core.resources import plan_resources
 
 if TYPE_CHECKING:
     from cmx_core.api import Plan
@@ -34,11 +42,15 @@ class TaskResources:
     num_gpus: float
     accelerator_type: str | None
     accelerator_tag: str | None
+    memory: int | None = None
+    timeout_s: float | None = None
 
     def ray_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"num_cpus": self.num_cpus, "num_gpus": self.num_gpus}
         if self.accelerator_type:
             options["accelerator_type"] = self.accelerator_type
+        if self.memory:
+            options["memory"] = self.memory
         return options
 
     def needs(self) -> dict[str, float]:
@@ -46,6 +58,8 @@ class TaskResources:
         wanted = {"CPU": self.num_cpus}
         if self.num_gpus:
             wanted["GPU"] = self.num_gpus
+        if self.memory:
+            wanted["memory"] = float(self.memory)
         if self.accelerator_type:
             wanted[f"accelerator_type:{self.accelerator_type}"] = 0.001  # Ray's own request size
         return wanted
@@ -80,23 +94,34 @@ def ray_accelerator_type(tag: str) -> str:
 
 
 def task_resources(plan: Plan, settings: RaySettings, gpus_fact: Any) -> TaskResources:
-    """The task's resources: the settings where given, else what the plan needs."""
+    """The task's resources: the settings where given, else the plan's ``resources:``, else
+    what its requirements need."""
+    asked = plan_resources(plan.nodes)
+    if asked.world_size > 1:
+        raise UsageError(f"ray executor: the plan asks for {asked.nodes or 1} node(s) x {asked.tasks_per_node or 1} "
+                         f"task(s) (resources: in recipe {plan.root.recipe_name}), and a Ray task is one process; "
+                         "use --executor slurm (srun) or k8s for a multi-node run")
     tag, count = plan_accelerator(plan)
+    tag = asked.accelerator or tag
     if settings.num_gpus is not None:
         if settings.num_gpus < 0:
             raise UsageError(f"ray executor option num_gpus={settings.num_gpus:g}: use 0 or more")
         num_gpus = settings.num_gpus
+    elif asked.gpus is not None:
+        num_gpus = float(asked.gpus)
     elif tag:
         num_gpus = float(max(count, detected_devices(gpus_fact, tag), 1))
     else:
         num_gpus = 0.0
-    if settings.num_cpus <= 0:
-        raise UsageError(f"ray executor option num_cpus={settings.num_cpus:g}: use a number above 0")
+    num_cpus = settings.num_cpus if settings.num_cpus is not None else float(asked.cpus or 1)
+    if num_cpus <= 0:
+        raise UsageError(f"ray executor option num_cpus={num_cpus:g}: use a number above 0")
     if settings.accelerator_type is not None:
         kind = None if settings.accelerator_type.lower() in ("", "none") else settings.accelerator_type
     else:
         kind = ray_accelerator_type(tag) if tag else None
-    return TaskResources(settings.num_cpus, num_gpus, kind, tag)
+    timeout = settings.timeout_s if settings.timeout_s is not None else asked.time_s
+    return TaskResources(num_cpus, num_gpus, kind, tag, asked.memory_bytes, timeout)
 
 
 def missing(needed: Mapping[str, float], cluster: Mapping[str, float]) -> list[str]:
@@ -107,5 +132,6 @@ def missing(needed: Mapping[str, float], cluster: Mapping[str, float]) -> list[s
         if have < amount:
             what = key.split(":", 1)[1] if key.startswith("accelerator_type:") else key
             gaps.append(f"accelerator type {what} (no node has it)" if key.startswith("accelerator_type:")
+                        else f"{amount:g} bytes of memory (the cluster has {have:g})" if key == "memory"
                         else f"{amount:g} {what} (the cluster has {have:g})")
     return gaps

@@ -23,6 +23,7 @@ from typing import Any
 
 from cmx_core.api import ExecutionRequest, ExecutorSettings, Fetched, JobStatus, RemoteExecutor, RemoteJob
 from cmx_core.errors import UsageError
+from cmx_core.resources import plan_resources as asked_by
 from cmx_slurm import poll, script, slurmcli
 from cmx_slurm.plugin import SUMMARY
 from cmx_slurm.resources import Resources, plan_resources
@@ -53,8 +54,10 @@ def settings_of(settings: ExecutorSettings) -> SlurmSettings:
 
 
 def resources_for(plan: Any, settings: ExecutorSettings) -> Resources:
-    """The job's resources for ``plan`` (its nodes' ``requires``) and the settings."""
-    return plan_resources((dict(node.requires or {}) for node in plan.nodes), settings_of(settings))
+    """The job's resources for ``plan`` (its recipes' ``resources:``, its nodes' ``requires``)
+    and the settings."""
+    return plan_resources((dict(node.requires or {}) for node in plan.nodes), settings_of(settings),
+                          asked_by(plan.nodes))
 
 
 class SlurmExecutor(RemoteExecutor[SlurmJob]):

@@ -1,10 +1,17 @@
 """What a job asks Slurm for, from the plan and the settings, as sbatch arguments.
 
-The recipe format has no ``resources:`` section yet, so the plan contributes what it
-already says: an accelerator requirement (``requires: {accelerator: h100}`` on any node)
-becomes a GPU request and ``--constraint=h100``; a ``gpus.count`` requirement sets the
-count. Everything else comes from the executor settings. Each setting is checked here, so a
-bad value is a one-line usage error naming the option, before anything is submitted.
+Three sources, the first that says something wins: the executor settings
+(``--executor-opt``), the plan's ``resources:`` (:mod:`cmx_core.resources`: ``nodes`` ->
+``--nodes``, ``tasks_per_node`` -> ``--ntasks-per-node``, ``cpus`` -> ``--cpus-per-task``,
+``memory`` -> ``--mem`` in MiB, ``time`` -> ``--time`` in minutes, ``gpus`` -> ``--gres=gpu:N``,
+``accelerator`` -> ``--constraint``), then what the plan's requirements imply: an accelerator
+requirement (``requires: {accelerator: h100}`` on any node) becomes a GPU request and
+``--constraint=h100``; a ``gpus.count`` requirement sets the count.
+
+The ``nodes`` setting places the recipe's ranks: a recipe with ``nodes: 2`` run with
+``nodes=1`` keeps its two ranks (``--nodes=1 --ntasks=2``) on the one node. Each setting is
+checked here, so a bad value is a one-line usage error naming the option, before anything is
+submitted.
 """
 
 from __future__ import annotations
@@ -15,13 +22,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from cmx_core.errors import UsageError
+from cmx_core.resources import NO_RESOURCES
+from cmx_core.resources import Resources as Asked
 from cmx_slurm.settings import SlurmSettings
 
 _MEM = re.compile(r"^\d+[KMGT]?$", re.IGNORECASE)
 _TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$")
 _GPUS = re.compile(r"^([A-Za-z0-9_.-]+:)?\d+$")
 _NAME = re.compile(r"^[A-Za-z0-9_.,:+-]+$")
-_OWNED = ("--output", "--error", "--parsable", "--array", "--wrap", "--nodes", "--ntasks", "-o", "-e", "-N", "-n")
+_OWNED = ("--output", "--error", "--parsable", "--array", "--wrap", "--nodes", "--ntasks", "--ntasks-per-node",
+          "-o", "-e", "-N", "-n")
 """sbatch options this executor sets itself: extra arguments may not change them."""
 
 
@@ -42,15 +52,18 @@ class Resources:
     account: str | None = None
     qos: str | None = None
     extra: tuple[str, ...] = ()
+    world: int | None = None
+    """A task count spread over ``nodes`` (``--ntasks``) instead of ``ntasks_per_node``."""
 
     @property
     def ntasks(self) -> int:
         """WORLD_SIZE: every task of every node."""
-        return self.nodes * self.ntasks_per_node
+        return self.world if self.world is not None else self.nodes * self.ntasks_per_node
 
     def sbatch_args(self) -> list[str]:
         """The sbatch arguments (an argument list: nothing here reaches a shell)."""
-        args = [f"--nodes={self.nodes}", f"--ntasks-per-node={self.ntasks_per_node}"]
+        tasks = f"--ntasks={self.world}" if self.world is not None else f"--ntasks-per-node={self.ntasks_per_node}"
+        args = [f"--nodes={self.nodes}", tasks]
         for flag, value in (("--cpus-per-task", self.cpus_per_task), ("--mem", self.mem), ("--time", self.time),
                             ("--constraint", self.constraint), ("--partition", self.partition),
                             ("--account", self.account), ("--qos", self.qos)):
@@ -67,20 +80,37 @@ class Resources:
         return {"nodes": self.nodes, "tasks": self.ntasks, "sbatch": " ".join(self.sbatch_args())}
 
 
-def plan_resources(requires: Iterable[Mapping[str, Any]], settings: SlurmSettings) -> Resources:
-    """The job's resources: the settings, with what the plan's requirements imply where a
-    setting is left unset."""
+def plan_resources(requires: Iterable[Mapping[str, Any]], settings: SlurmSettings,
+                   asked: Asked = NO_RESOURCES) -> Resources:
+    """The job's resources: the settings, else the plan's ``resources:`` (``asked``), else
+    what the plan's requirements imply."""
     accelerator, count = _wanted(requires)
-    gpus = settings.gpus if settings.gpus is not None else (str(count or 1) if accelerator or count else None)
+    accelerator = asked.accelerator or accelerator
+    if settings.gpus is not None:
+        gpus: str | None = settings.gpus
+    elif asked.gpus is not None:
+        gpus = str(asked.gpus)
+    else:
+        gpus = str(count or 1) if accelerator or count else None
     constraint = settings.constraint if settings.constraint is not None else accelerator
+    nodes = _first(settings.nodes, asked.nodes, 1)
+    world = asked.world_size if settings.ntasks_per_node is None and asked.world_size > nodes \
+        and nodes != (asked.nodes or 1) else None
     resources = Resources(
-        nodes=settings.nodes, ntasks_per_node=settings.ntasks_per_node, cpus_per_task=settings.cpus_per_task,
-        mem=settings.mem, time=settings.time, gpus=gpus, gpu_request=settings.gpu_request, gres=settings.gres,
-        constraint=constraint or None, partition=settings.partition, account=settings.account, qos=settings.qos,
-        extra=tuple(settings.sbatch_args),
+        nodes=nodes, ntasks_per_node=_first(settings.ntasks_per_node, asked.tasks_per_node, 1),
+        cpus_per_task=settings.cpus_per_task if settings.cpus_per_task is not None else asked.cpus,
+        mem=settings.mem or (f"{asked.memory_mib}M" if asked.memory_mib else None),
+        time=settings.time or (str(asked.time_minutes) if asked.time_minutes else None), gpus=gpus,
+        gpu_request=settings.gpu_request, gres=settings.gres, constraint=constraint or None,
+        partition=settings.partition, account=settings.account, qos=settings.qos,
+        extra=tuple(settings.sbatch_args), world=world,
     )
     check(resources)
     return resources
+
+
+def _first(setting: int | None, asked: int | None, default: int) -> int:
+    return setting if setting is not None else asked if asked is not None else default
 
 
 def _wanted(requires: Iterable[Mapping[str, Any]]) -> tuple[str | None, int | None]:
@@ -102,6 +132,7 @@ def _wanted(requires: Iterable[Mapping[str, Any]]) -> tuple[str | None, int | No
 def check(resources: Resources) -> None:
     """Refuse a value sbatch would refuse (or misread), naming the option and the fix."""
     for key, count in (("nodes", resources.nodes), ("ntasks_per_node", resources.ntasks_per_node),
+                       ("ntasks", resources.world),
                        ("cpus_per_task", resources.cpus_per_task)):
         if count is not None and count < 1:
             raise _bad(key, count, "use a whole number of at least 1")

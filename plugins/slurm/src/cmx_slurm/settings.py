@@ -12,16 +12,18 @@ from cmx_core.api import ExecutorSettings
 @dataclass(frozen=True)
 class SlurmSettings(ExecutorSettings):
     """Where and with what the job runs. Resources left unset take what the plan asks for
-    (an accelerator requirement becomes a GPU request and a ``--constraint``), else
-    Slurm's defaults."""
+    (its recipes' ``resources:``, then an accelerator requirement, which becomes a GPU
+    request and a ``--constraint``), else Slurm's defaults."""
 
     partition: str | None = field(default=None, metadata={"help": "partition (sbatch --partition)"})
     account: str | None = field(default=None, metadata={"help": "account to charge (sbatch --account)"})
     qos: str | None = field(default=None, metadata={"help": "quality of service (sbatch --qos)"})
-    nodes: int = field(default=1, metadata={
-        "help": "nodes to allocate; with more than one task, srun starts the tasks with MASTER_ADDR, "
-                "MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK set"})
-    ntasks_per_node: int = field(default=1, metadata={"help": "tasks per node (WORLD_SIZE = nodes x this)"})
+    nodes: int | None = field(default=None, metadata={
+        "help": "nodes to allocate (default: the recipe's resources.nodes, else 1); with more than one task, srun "
+                "starts the tasks with MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK set; fewer nodes "
+                "than the recipe asks keep its ranks, placed on these nodes"})
+    ntasks_per_node: int | None = field(default=None, metadata={
+        "help": "tasks per node, WORLD_SIZE = nodes x this (default: the recipe's resources.tasks_per_node, else 1)"})
     cpus_per_task: int | None = field(default=None, metadata={"help": "CPUs per task (sbatch --cpus-per-task)"})
     mem: str | None = field(default=None, metadata={"help": "memory per node, e.g. 16G (sbatch --mem)"})
     time: str | None = field(default=None, metadata={
