@@ -110,6 +110,8 @@ def collection(tmp_path: Path) -> Path:
         from utils import is_true
 
         def preprocess(i):
+            i['automation'].logger.info('MLC scripts log through automation.logger')
+            i['automation'].action_object.logger.debug('and automation.action_object.logger')
             i['env']['MLC_ECHO_TRUE'] = str(is_true('yes'))
             return {'return': 0}
         """, run_sh="""

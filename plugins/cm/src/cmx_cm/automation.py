@@ -62,6 +62,16 @@ class Automation:
     cmind: _Cmind = field(default_factory=_Cmind)
     tmp_file_ver: str = "tmp-ver.out"
 
+    @property
+    def logger(self) -> logging.Logger:
+        """MLC scripts log through ``i['automation'].logger``."""
+        return self.cmind.logger
+
+    @property
+    def action_object(self) -> _Cmind:
+        """MLC's name for what CM calls ``automation.cmind`` (``.logger``, ``.access``)."""
+        return self.cmind
+
     # -- running the script's own native scripts -------------------------------------------
 
     def common_input(self, env: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
