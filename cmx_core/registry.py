@@ -275,8 +275,18 @@ def validate_file(path: Path, *, check_sources: bool = True) -> tuple[list[Probl
     if problems:
         return problems, []
     entries = _entries_from(data, path)
-    problems = list(_consistency_problems(path, entries, lines, check_sources))
+    problems = list(_consistency_problems(path, entries, lines, check_sources and not is_packaged(path)))
     return problems, entries
+
+
+def is_packaged(path: Path) -> bool:
+    """Whether ``path`` is the copy shipped inside the cmx_core package (a wheel install):
+    its in-tree ``source.path`` entries name a checkout's folders, which a wheel lacks, so
+    they are not compared with their pyproject.toml."""
+    try:
+        return path.resolve() == (Path(__file__).resolve().parent / "registry.yaml")
+    except OSError:
+        return False
 
 
 def _loader() -> Any:
@@ -584,7 +594,8 @@ def pip_requirement(registry_file: RegistryFile, entry: Entry) -> str:
         if not (directory / "pyproject.toml").is_file():
             raise UsageError(
                 f"{entry.name} is an in-tree plugin ({entry.source.path}) but {directory} "
-                "holds no pyproject.toml; install from a cmx checkout"
+                "holds no pyproject.toml; install from a cmx checkout: "
+                f"CMX_REGISTRY=CHECKOUT/registry.yaml cmx plugins install {entry.name}"
             )
         return str(directory)
     return f"{entry.source.index}{entry.source.version or ''}"

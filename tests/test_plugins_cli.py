@@ -114,8 +114,9 @@ def test_install_dry_run_installs_in_tree_from_the_checkout(
 ) -> None:
     code, doc = _json(capsys, "plugins", "install", "cmx-textstats", "--dry-run")
     assert code == 0
+    # hatchling (the in-tree build backend) is here: pip builds without isolation, needing no index
     assert doc["command"] == [sys.executable, "-m", "pip", "install",
-                              "--disable-pip-version-check",
+                              "--disable-pip-version-check", "--no-build-isolation",
                               str(ROOT / "examples" / "cmx-textstats")]
     code, doc = _json(capsys, "plugins", "install", "cmx-mlperf", "--dry-run", "--editable")
     assert doc["command"][-2:] == ["--editable", str(ROOT / "plugins" / "mlperf")]
@@ -146,11 +147,55 @@ def test_in_tree_entry_without_a_checkout_is_a_clear_error(
     assert "install from a cmx checkout" in err
 
 
-def test_uninstall_dry_run_by_registry_or_distribution_name(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize("name", ["cmx-docker", "cmx_Docker", "docker"])
+def test_uninstall_dry_run_by_registry_distribution_or_entry_point_name(
+    name: str, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, doc = _json(capsys, "plugins", "uninstall", "cmx-textstats", "--dry-run")
-    assert code == 0 and doc["command"][-2:] == ["-y", "cmx-textstats"]
+    code, doc = _json(capsys, "plugins", "uninstall", name, "--dry-run")
+    assert code == 0 and doc["command"][-2:] == ["-y", "cmx-docker"]
+
+
+def test_uninstalling_a_plugin_that_is_not_installed_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plugins", "uninstall", "cmx-textstats"]) == 2  # in the registry, not installed here
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "'cmx-textstats' is not installed, so there is nothing to uninstall" in err
+    assert "uninstalled" not in err
+
+
+def test_info_accepts_the_entry_point_name_plugins_list_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = _json(capsys, "plugins", "info", "detect")
+    assert code == 0 and doc["name"] == "cmx-detect" and doc["installed"] == "0.1.0"
+
+
+def test_extras_are_passed_to_pip_and_unknown_ones_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = _json(capsys, "plugins", "install", "cmx-mlperf[llm]", "--dry-run")
+    assert code == 0 and doc["command"][-1] == f"{ROOT / 'plugins' / 'mlperf'}[llm]"
+    assert main(["plugins", "install", "cmx-mlperf[lm]", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "cmx-mlperf has no extra 'lm'" in err and "llm" in err
+
+
+def test_printed_commands_are_shell_quoted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shlex
+
+    code, doc = _json(capsys, "plugins", "install", "cmx-mlperf[llm]", "--dry-run")
+    assert code == 0
+    assert shlex.split(doc["shell"]) == doc["command"]  # '[llm]' is a glob to a shell: quoted
+    assert "'" in doc["shell"]
+
+
+def test_offline_without_the_build_backend_names_it(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from cmx_core import plugin_install
+
+    monkeypatch.setattr(plugin_install, "backend_available", lambda: False)  # a venv without hatchling
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    assert main(["plugins", "install", "cmx-textstats", "--dry-run"]) == 2
+    assert "in-tree plugins build with hatchling, which is not installed here" in capsys.readouterr().err
+    monkeypatch.delenv("PIP_NO_INDEX")
+    code, doc = _json(capsys, "plugins", "install", "cmx-textstats", "--dry-run")
+    assert code == 0 and "--no-build-isolation" not in doc["command"]  # pip fetches hatchling itself
 
 
 def test_missing_plugins_subcommand_argument(capsys: pytest.CaptureFixture[str]) -> None:

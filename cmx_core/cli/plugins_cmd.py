@@ -146,8 +146,11 @@ def _list_text(summary: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- search / info
 
 
-def entry_document(entry: Any, installed: dict[str, str]) -> dict[str, Any]:
+def entry_document(entry: Any, installed: dict[str, str], registry: RegistryFile | None = None) -> dict[str, Any]:
+    from cmx_core.plugin_install import wheel_install_hint
     from cmx_core.registry import normalize
+
+    install_hint = wheel_install_hint(registry, entry) if registry is not None else f"cmx plugins install {entry.name}"
 
     return {
         "name": entry.name, "distribution": entry.distribution, "summary": entry.summary,
@@ -157,7 +160,7 @@ def entry_document(entry: Any, installed: dict[str, str]) -> dict[str, Any]:
         "maintainers": [{k: v for k, v in vars(m).items() if v} for m in entry.maintainers],
         "requires_plugins": list(entry.requires_plugins), "deprecated_by": entry.deprecated_by,
         "installed": installed.get(normalize(entry.distribution)),
-        "install": f"cmx plugins install {entry.name}",
+        "install": install_hint,
     }
 
 
@@ -179,7 +182,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     registry = read_registry()
     installed = _installed_versions()
-    results = [entry_document(e, installed) for e in registry.search(args.text)]
+    results = [entry_document(e, installed, registry) for e in registry.search(args.text)]
     lines = [f"{r['name']:<16} {r['state']:<11} {_installed_label(r['installed']):<18} {r['summary']}" for r in results]
     _emit(args, {"query": args.text, "results": results},
           "\n".join(lines) or f"no plugin in the registry matches '{args.text}'")
@@ -189,8 +192,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     from cmx_core.registry import read_registry
 
-    entry = _require(read_registry(), args.name)
-    doc = entry_document(entry, _installed_versions())
+    registry = read_registry()
+    entry = _require(registry, args.name)
+    doc = entry_document(entry, _installed_versions(), registry)
     dist = "" if entry.distribution == entry.name else f" (distribution {entry.distribution})"
     text = [f"{doc['name']}{dist} - {doc['summary']}",
             f"  state       {doc['state']}",
@@ -228,64 +232,31 @@ def executor_settings(distribution: str) -> dict[str, list[dict[str, str]]]:
 
 def install_command(names: list[str], *, editable: bool = False, upgrade: bool = False) -> list[str]:
     """The pip command installing registry entries ``names`` (and the plugins they need)."""
-    from cmx_core.registry import pip_requirement, read_registry
+    from cmx_core.plugin_install import install_command as command
+    from cmx_core.registry import read_registry
 
-    registry = read_registry()
-    entries = []
-    pending = list(names)
-    while pending:
-        entry = _require(registry, pending.pop(0))
-        if entry not in entries:
-            entries.append(entry)
-            pending.extend(entry.requires_plugins)
-    command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check"]
-    if upgrade:
-        command.append("--upgrade")
-    for entry in entries:
-        if entry.state == "deprecated":
-            print(f"cmx: warning: {entry.name} is deprecated; use {entry.deprecated_by}",
-                  file=sys.stderr)
-        requirement = pip_requirement(registry, entry)
-        if editable and entry.source.path:
-            command.append("--editable")
-        command.append(requirement)
-    return command
+    return command(read_registry(), names, editable=editable, upgrade=upgrade)
 
 
 def _require(registry: RegistryFile, name: str) -> Entry:
-    """The registry entry of ``name``; a UsageError with a "did you mean" when there is none."""
-    entry = registry.get(name)
-    if entry is None:
-        from cmx_core.settings import did_you_mean
+    """The registry entry of ``name`` (registry, distribution or entry-point name)."""
+    from cmx_core.plugin_install import require_entry
 
-        hint = did_you_mean(name, [e.name for e in registry.entries])
-        raise UsageError(f"no plugin named '{name}' in {registry.path}{hint}; see `cmx plugins search TEXT`")
-    return entry
+    return require_entry(registry, name)
 
 
 def uninstall_command(names: list[str]) -> list[str]:
-    """The pip command removing plugins by registry name or installed distribution."""
-    from cmx_core.registry import normalize, read_registry
+    """The pip command removing installed plugins; one that is not installed is refused."""
+    from cmx_core.plugin_install import uninstall_command as command
+    from cmx_core.registry import read_registry
 
-    registry = read_registry()
-    installed = _installed_versions()
-    dists = []
-    for name in names:
-        entry = registry.get(name)
-        if entry is not None:
-            dists.append(entry.distribution)
-        elif normalize(name) in installed:
-            dists.append(normalize(name))
-        else:
-            from cmx_core.settings import did_you_mean
-
-            hint = did_you_mean(name, [*(e.name for e in registry.entries), *installed])
-            raise UsageError(f"'{name}' is neither a registry plugin nor an installed cmx plugin{hint}")
-    return [sys.executable, "-m", "pip", "uninstall", "--disable-pip-version-check", "-y", *dists]
+    return command(read_registry(), names)
 
 
 def run_pip(command: list[str]) -> None:
     """Run pip, streaming its output to stderr (stdout stays for ``--json``)."""
+    from cmx_core.plugin_install import shell_line
+
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True) as process:
         assert process.stdout is not None
@@ -293,7 +264,7 @@ def run_pip(command: list[str]) -> None:
             sys.stderr.write(line)
         code = process.wait()
     if code != 0:
-        raise StepFailed(f"pip exited {code}: {' '.join(command[1:])}")
+        raise StepFailed(f"pip exited {code}: {shell_line(command)}")
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -313,18 +284,20 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
 def _after_pip(args: argparse.Namespace, command: list[str], names: list[str]) -> int:
     import importlib
 
+    from cmx_core.plugin_install import shell_line
     from cmx_core.plugins import reset_registry
 
     importlib.invalidate_caches()
     reset_registry()
-    doc: dict[str, Any] = {"command": command, "dry_run": args.dry_run, "names": names}
+    doc: dict[str, Any] = {"command": command, "shell": shell_line(command), "dry_run": args.dry_run,
+                           "names": names}
     if not args.dry_run:
         doc["plugins"] = installed_summary()["plugins"]
         broken = [p for p in doc["plugins"] if p["error"]]
         for plugin in broken:
             print(f"cmx: warning: plugin {plugin['name']}: {plugin['error']}", file=sys.stderr)
     verb = "installed" if command[3] == "install" else "uninstalled"
-    _emit(args, doc, " ".join(command) if args.dry_run else f"{verb}: {' '.join(names)}")
+    _emit(args, doc, shell_line(command) if args.dry_run else f"{verb}: {' '.join(names)}")
     return 0
 
 

@@ -36,6 +36,8 @@ class CheckReport:
     entries: int = 0
     installed_checked: int = 0
     problems: list[Any] = field(default_factory=list)
+    packaged: bool = False
+    """The registry is the copy inside an installed cmx_core (in-tree sources not compared)."""
 
     @property
     def ok(self) -> bool:
@@ -43,16 +45,16 @@ class CheckReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "ok": self.ok, "entries": self.entries,
-                "installed_checked": self.installed_checked,
+                "installed_checked": self.installed_checked, "packaged": self.packaged,
                 "problems": [p.as_dict() | {"text": str(p)} for p in self.problems]}
 
 
 def check_registry(path: Path | None = None, *, installed: bool = True) -> CheckReport:
     """Schema, consistency and (with ``installed``) claims-vs-reality problems of a registry."""
-    from cmx_core.registry import RegistryFile, check_installed, registry_path, validate_file
+    from cmx_core.registry import RegistryFile, check_installed, is_packaged, registry_path, validate_file
 
     path = path or registry_path()
-    report = CheckReport(path)
+    report = CheckReport(path, packaged=is_packaged(path))
     problems, entries = validate_file(path)
     report.problems.extend(problems)
     report.entries = len(entries)
@@ -73,6 +75,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         for problem in report.problems:
             print(problem)
         verdict = "ok" if report.ok else f"{len(report.problems)} problem(s)"
+        shipped = " (the copy shipped with cmx-core: in-tree sources are not compared)" if report.packaged else ""
         print(f"{report.path}: {report.entries} entries, {report.installed_checked} "
-              f"installed and compared: {verdict}")
+              f"installed and compared{shipped}: {verdict}")
     return 0 if report.ok else 2
