@@ -1,11 +1,9 @@
-"""Event hooks (``cmx_node_started``, ``cmx_node_finished``, ``cmx_result_written``) fired
+"""Event hooks (``cmx_node_started``, ``cmx_node_finished``, ``cmx_node_failed``, ``cmx_result_written``) fired
 for one registry: the stages that fire events are handed an :data:`EventSink` instead of
 reaching for the global plugin registry."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -19,16 +17,14 @@ class EventSink(Protocol):
 
 
 def registry_events(registry: Registry) -> EventSink:
-    """An event sink calling ``registry``'s event hooks; a failing observer is reported on
-    stderr with its plugin's hook name and never stops the run."""
+    """An event sink calling ``registry``'s event hooks one implementation at a time
+    (:func:`cmx_core.plugin_events.fire`): a failing observer is reported on stderr with its
+    plugin and hook, the other plugins' hooks still run, and the run goes on."""
 
     def fire(name: str, /, **kwargs: Any) -> None:
-        hook: Callable[..., Any] = getattr(registry.hook, name)
-        try:
-            hook(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - an observer's bug is not the run's
-            text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-            print(f"cmx: warning: a plugin's {name} hook failed: {type(exc).__name__}: {text}", file=sys.stderr)
+        from cmx_core.plugin_events import fire as fire_each
+
+        fire_each(getattr(registry.hook, name), kwargs)
 
     return fire
 

@@ -178,6 +178,20 @@ def cmx_node_finished(
 
 
 @hookspec
+def cmx_node_failed(node_id: str, recipe: str, error: str, wall_s: float) -> None:
+    """Called when a plan node failed (a step raised or exited non-zero), with the one-line
+    error; ``cmx_node_finished`` is not called for it. Like every event hook, each plugin's
+    implementation is called on its own: one that raises is reported and the others still run.
+
+    Example::
+
+        @hookimpl
+        def cmx_node_failed(node_id, recipe, error, wall_s):
+            alerts.send(f"{node_id} failed after {wall_s:.1f} s: {error}")
+    """
+
+
+@hookspec
 def cmx_prune_resources(referenced: frozenset[str], dry_run: bool) -> list[str]:
     """Remove what the plugin keeps outside the cmx cache (container images...) that no cache
     entry references; called by ``cmx cache prune --images``. ``referenced`` holds every

@@ -4,14 +4,17 @@ A plugin that fails to import, declares hooks that do not match the hookspecs, n
 another cmx-core version or raises while registering is recorded with its error and
 skipped; the rest keep working. ``strict`` (``--strict-plugins`` or
 ``CMX_STRICT_PLUGINS=1``) turns any such error into a :class:`PluginError`.
-``CMX_LOAD_PLUGINS`` (comma list of entry-point names; empty means none) limits loading.
+``CMX_LOAD_PLUGINS`` (comma list of entry-point names; empty means none) limits loading;
+``CMX_DISABLE_PLUGINS`` (comma list) turns single plugins off (``--disable-plugin NAME``).
+Every load problem is one warning line on the first use of the registry in a process
+(:func:`load_warnings`); strict mode lists them all in one error.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -40,6 +43,10 @@ class PluginInfo:
     module: str
     error: str | None = None
     provides: dict[str, list[str]] = field(default_factory=dict)
+    import_s: float | None = None
+    """Seconds importing the entry-point module took (None: not imported by an entry point)."""
+    traceback: str | None = None
+    """The formatted traceback of the load error (``cmx plugins info NAME`` shows it)."""
 
 
 KINDS = {
@@ -70,6 +77,8 @@ class Registry:
         self._recipe_paths: list[tuple[str, Path]] | None = None
         self.from_entry_points = False
         """True when exactly the built-ins and the selected entry points were loaded."""
+        self.selection_warnings: list[str] = []
+        """Names in CMX_LOAD_PLUGINS / CMX_DISABLE_PLUGINS that are not installed."""
 
     def _kind(self, kind: str) -> dict[str, Any]:
         if kind not in self._collected:
@@ -178,7 +187,40 @@ def get_registry(*, strict: bool | None = None, reload: bool = False) -> Registr
         if strict is None:
             strict = os.environ.get("CMX_STRICT_PLUGINS", "") not in ("", "0")
         _REGISTRY = load_registry(strict=strict)
+        import sys
+
+        for line in load_warnings(_REGISTRY):
+            print(line, file=sys.stderr)
     return _REGISTRY
+
+
+SLOW_IMPORT_S = 0.1
+"""A plugin whose entry-point module takes longer to import is named by ``cmx plugins list``."""
+
+
+def load_warnings(registry: Registry) -> list[str]:
+    """One line per plugin that failed to import or register, naming it and where its
+    traceback is, and per unknown ``CMX_LOAD_PLUGINS``/``CMX_DISABLE_PLUGINS`` name.
+    Conflicts are reported where the provider is used (they need every kind collected)."""
+    lines = [f"cmx: warning: {text}" for text in registry.selection_warnings]
+    for name, info in registry.plugins.items():
+        if info.error and info.traceback is not None:
+            lines.append(f"cmx: warning: plugin '{name}' ({info.distribution} {info.version}) failed to load: "
+                         f"{info.error}; `cmx plugins info {name}` shows the traceback")
+    return lines
+
+
+def slow_plugins(registry: Registry, limit_s: float = SLOW_IMPORT_S) -> list[tuple[str, float]]:
+    """(name, seconds) of each plugin whose import took longer than ``limit_s``."""
+    return [(n, i.import_s) for n, i in registry.plugins.items() if i.import_s is not None and i.import_s > limit_s]
+
+
+def disable_plugins(names: Iterable[str]) -> None:
+    """Turn plugins off for this process and its children (``--disable-plugin NAME``): adds
+    them to ``CMX_DISABLE_PLUGINS`` and forgets the loaded registry."""
+    current = [n for n in os.environ.get("CMX_DISABLE_PLUGINS", "").split(",") if n.strip()]
+    os.environ["CMX_DISABLE_PLUGINS"] = ",".join(dict.fromkeys([*current, *(n.strip() for n in names)]))
+    reset_registry()
 
 
 def get_sandbox(name: str | None = None) -> Sandbox:
@@ -200,14 +242,17 @@ def load_registry(*, strict: bool = False, extra: Iterable[tuple[str, object]] =
     from cmx_core import builtin
 
     _add(registry, CORE, CORE, __version__, builtin)
-    for entry in _selected_entry_points(strict):
+    entries, registry.selection_warnings = _selected_entry_points(strict)
+    for entry in entries:
         _load_entry_point(registry, entry)
     for name, module in extra:
         _add(registry, name, name, "0", module)
     registry.from_entry_points = not extra
     if strict and registry.errors():
-        name, error = next(iter(registry.errors().items()))
-        raise PluginError(f"plugin '{name}' failed to load: {error} (strict plugin mode)")
+        failures = registry.errors()
+        listed = "; ".join(f"'{name}': {error}" for name, error in failures.items())
+        count = f"{len(failures)} plugins" if len(failures) > 1 else "plugin"
+        raise PluginError(f"{count} failed to load (strict plugin mode): {listed}")
     return registry
 
 
@@ -228,17 +273,27 @@ class EntrySpec(NamedTuple):
         return getattr(module, attr.strip()) if attr else module
 
 
-def _selected_entry_points(strict: bool = False) -> list[EntrySpec]:
+def _names(variable: str) -> set[str] | None:
+    value = os.environ.get(variable)
+    return None if value is None else {n.strip() for n in value.split(",") if n.strip()}
+
+
+def _selected_entry_points(strict: bool = False) -> tuple[list[EntrySpec], list[str]]:
+    """The entry points ``CMX_LOAD_PLUGINS`` and ``CMX_DISABLE_PLUGINS`` leave, and a warning
+    per name they give that is not installed (an error in strict mode)."""
     entries = _discover()
-    wanted = os.environ.get("CMX_LOAD_PLUGINS")
-    if wanted is None:
-        return entries
-    names = {n.strip() for n in wanted.split(",") if n.strip()}
-    unknown = sorted(names - {e.name for e in entries})
-    if strict and unknown:
-        known = ", ".join(e.name for e in entries) or "none"
-        raise PluginError(f"CMX_LOAD_PLUGINS names '{unknown[0]}', which is not installed (installed: {known})")
-    return [e for e in entries if e.name in names]
+    known = {e.name for e in entries}
+    warnings = []
+    for variable in ("CMX_LOAD_PLUGINS", "CMX_DISABLE_PLUGINS"):
+        for name in sorted((_names(variable) or set()) - known):
+            text = (f"{variable} names '{name}', which is not installed "
+                    f"(installed: {', '.join(sorted(known)) or 'none'})")
+            if strict:
+                raise PluginError(text)
+            warnings.append(text)
+    wanted, disabled = _names("CMX_LOAD_PLUGINS"), _names("CMX_DISABLE_PLUGINS") or set()
+    chosen = [e for e in entries if (wanted is None or e.name in wanted) and e.name not in disabled]
+    return chosen, warnings
 
 
 def _discover() -> list[EntrySpec]:
@@ -302,16 +357,24 @@ def remember_commands(registry: Registry) -> None:
 
 
 def _load_entry_point(registry: Registry, entry: EntrySpec) -> None:
+    import time
+
+    start = time.perf_counter()
     try:
         if entry.refusal:
             raise PluginError(entry.refusal)
         module = entry.load()
     except Exception as exc:  # noqa: BLE001 - any import failure must not stop the CLI
+        import traceback
+
         registry.plugins[entry.name] = PluginInfo(
-            entry.name, entry.distribution, entry.version, entry.value, error=_one_line(exc)
+            entry.name, entry.distribution, entry.version, entry.value, error=_one_line(exc),
+            import_s=time.perf_counter() - start, traceback="".join(traceback.format_exception(exc)),
         )
         return
+    elapsed = time.perf_counter() - start
     _add(registry, entry.name, entry.distribution, entry.version, module)
+    registry.plugins[entry.name] = dataclasses.replace(registry.plugins[entry.name], import_s=elapsed)
 
 
 def _check_core_requirement(dist: Any) -> None:
@@ -335,10 +398,13 @@ def _add(registry: Registry, name: str, dist: str, version: str, module: object)
         registry.manager.register(module, name=name)
         registry.manager.check_pending()
     except Exception as exc:  # noqa: BLE001 - pluggy validation errors name the hook
+        import traceback
+
         if registry.manager.is_registered(module):
             registry.manager.unregister(module)
         registry.plugins[name] = PluginInfo(
-            name, dist, version, getattr(module, "__name__", str(module)), error=_one_line(exc)
+            name, dist, version, getattr(module, "__name__", str(module)), error=_one_line(exc),
+            traceback="".join(traceback.format_exception(exc)),
         )
         return
     registry.plugins[name] = PluginInfo(name, dist, version, getattr(module, "__name__", "?"))
@@ -431,8 +497,11 @@ def _put_suite(registry: Registry, kind: str, target: dict[str, Any], suite: Sui
 
 
 def _fail(registry: Registry, plugin: str, exc: BaseException) -> None:
+    import traceback
+
     info = registry.plugins[plugin]
-    registry.plugins[plugin] = dataclasses.replace(info, error=_one_line(exc))
+    registry.plugins[plugin] = dataclasses.replace(info, error=_one_line(exc),
+                                                   traceback="".join(traceback.format_exception(exc)))
 
 
 def _one_line(exc: BaseException) -> str:
@@ -448,11 +517,9 @@ def prune_resources(referenced: frozenset[str], dry_run: bool = False) -> list[s
 
 
 def call_event(name: str, **kwargs: Any) -> None:
-    """Fire an event hook; a failing observer is reported on stderr, never fatal."""
-    hook: Callable[..., Any] = getattr(get_registry().hook, name)
-    try:
-        hook(**kwargs)
-    except Exception as exc:  # noqa: BLE001
-        import sys
+    """Fire an event hook of the process-wide registry, one implementation at a time: a
+    failing observer is reported on stderr by plugin and hook, never fatal, and never stops
+    the other plugins' implementations (:mod:`cmx_core.plugin_events`)."""
+    from cmx_core.plugin_events import fire
 
-        print(f"cmx: warning: a plugin's {name} hook failed: {_one_line(exc)}", file=sys.stderr)
+    fire(getattr(get_registry().hook, name), kwargs)

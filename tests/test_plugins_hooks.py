@@ -116,6 +116,10 @@ class Recorder:
         self.events.append(("finished", recipe, dict(outputs), cached, wall_s >= 0))
 
     @hookimpl
+    def cmx_node_failed(self, node_id: str, recipe: str, error: str, wall_s: float) -> None:
+        self.events.append(("failed", recipe, error, wall_s >= 0))
+
+    @hookimpl
     def cmx_result_written(self, path: Path, document: Mapping[str, Any]) -> None:
         self.events.append(("result", Path(path), document["run_id"]))
 
@@ -247,3 +251,11 @@ def _hook_names() -> list[str]:
     from cmx_core import hookspecs
 
     return [n for n in vars(hookspecs) if n.startswith("cmx_")]
+
+
+def test_cmx_node_failed_reaches_the_plugin_through_the_event_sink(recorder: Recorder) -> None:
+    from cmx_core.events import registry_events
+
+    registry_events(plugins.get_registry())("cmx_node_failed", node_id="n1", recipe="hooktest-echo",
+                                            error="step 1 exited 3", wall_s=0.5)
+    assert ("failed", "hooktest-echo", "step 1 exited 3", True) in recorder.events

@@ -104,6 +104,7 @@ def installed_summary() -> dict[str, Any]:
             "recipe_paths": [str(p) for owner, p in loaded.recipe_paths if owner == name],
             "capabilities": _capabilities(loaded, name),
             "error": info.error,
+            "import_ms": None if info.import_s is None else round(info.import_s * 1000, 1),
         })
     conflicts = {k: list(v) for k, v in loaded.conflicts.items()}
     return {"plugins": plugins, "conflicts": conflicts}
@@ -120,7 +121,14 @@ def _capabilities(loaded: Any, plugin: str) -> dict[str, list[str]]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from cmx_core.plugins import SLOW_IMPORT_S
+
     summary = installed_summary()
+    for plugin in summary["plugins"]:
+        if plugin["import_ms"] is not None and plugin["import_ms"] > SLOW_IMPORT_S * 1000:
+            print(f"cmx: warning: plugin '{plugin['name']}' takes {plugin['import_ms']:.0f} ms to import, which every "
+                  "cmx command pays (--help included); import heavy modules inside the functions that need them",
+                  file=sys.stderr)
     _emit(args, summary, _list_text(summary))
     return 0
 
@@ -129,7 +137,8 @@ def _list_text(summary: dict[str, Any]) -> str:
     lines = []
     for p in summary["plugins"]:
         provided = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(p["provides"].items()))
-        lines.append(f"{p['name']:<12} {p['distribution']} {p['version']}")
+        took = f"  (import {p['import_ms']:.0f} ms)" if p["import_ms"] is not None else ""
+        lines.append(f"{p['name']:<12} {p['distribution']} {p['version']}{took}")
         if provided:
             lines.append(f"    provides  {provided}")
         for provider, needs in sorted(p["capabilities"].items()):
@@ -193,8 +202,15 @@ def cmd_info(args: argparse.Namespace) -> int:
     from cmx_core.registry import read_registry
 
     registry = read_registry()
+    from cmx_core.plugin_install import find_entry
+
+    loaded = _loaded_plugin(args.name)
+    if find_entry(registry, args.name) is None and loaded is not None:
+        return _info_unlisted(args, loaded)
     entry = _require(registry, args.name)
     doc = entry_document(entry, _installed_versions(), registry)
+    broken = loaded or _loaded_of_distribution(entry.distribution)
+    doc["error"], doc["traceback"] = (broken.error, broken.traceback) if broken else (None, None)
     dist = "" if entry.distribution == entry.name else f" (distribution {entry.distribution})"
     text = [f"{doc['name']}{dist} - {doc['summary']}",
             f"  state       {doc['state']}",
@@ -206,12 +222,45 @@ def cmd_info(args: argparse.Namespace) -> int:
     if entry.deprecated_by:
         text.append(f"  deprecated: use {entry.deprecated_by}")
     text.append(f"  install     {doc['install']}")
+    if doc["error"]:
+        text += [f"  ERROR       {doc['error']}", *(f"    {line}" for line in (doc["traceback"] or "").splitlines())]
     doc["executor_settings"] = executor_settings(entry.distribution)
     for executor, settings in doc["executor_settings"].items():
         text.append(f"  executor {executor}: --executor-opt KEY=VALUE")
         text += [f"    {s['name']:<12} {s['type']:<16} default {s['default']:<8} {s['help']}" for s in settings]
         if not settings:
             text.append("    (no settings)")
+    _emit(args, doc, "\n".join(text))
+    return 0
+
+
+def _loaded_plugin(name: str) -> Any:
+    """The PluginInfo of the loaded (or failed) plugin of entry-point name ``name``, or None."""
+    from cmx_core.plugins import get_registry
+
+    return get_registry().plugins.get(name) if name != "cmx-core" else None
+
+
+def _loaded_of_distribution(distribution: str) -> Any:
+    """The first plugin of ``distribution`` that failed to load, or None."""
+    from cmx_core.plugins import get_registry
+    from cmx_core.registry import normalize
+
+    registry = get_registry()
+    registry.collect_all()
+    return next((i for i in registry.plugins.values()
+                 if normalize(i.distribution) == normalize(distribution) and i.error), None)
+
+
+def _info_unlisted(args: argparse.Namespace, info: Any) -> int:
+    """``cmx plugins info NAME`` for an installed plugin that no registry entry lists."""
+    doc = {"name": info.name, "distribution": info.distribution, "installed": info.version, "module": info.module,
+           "in_registry": False, "provides": info.provides, "error": info.error, "traceback": info.traceback}
+    text = [f"{info.name} (distribution {info.distribution} {info.version}, not in the registry)",
+            f"  module      {info.module}"]
+    text += [f"  {kind:<11} {', '.join(names)}" for kind, names in sorted(info.provides.items())]
+    if info.error:
+        text += [f"  ERROR       {info.error}", *(f"    {line}" for line in (info.traceback or "").splitlines())]
     _emit(args, doc, "\n".join(text))
     return 0
 
