@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -48,8 +49,9 @@ class ImageRecord:
     build_s: float
 
     def container_fact(self) -> dict[str, str]:
-        """The result schema's ``system.container`` object."""
-        return {"image": self.tag, "digest": self.digest, "runtime": self.runtime}
+        """The result schema's ``system.container`` object (the executor adds the applied limits)."""
+        return {"image": self.tag, "digest": self.digest, "runtime": self.runtime,
+                "content_digest": self.content_digest}
 
 
 def docker_cache() -> Path:
@@ -242,10 +244,16 @@ def _stream_build(spec: ImageSpec, endpoint: Endpoint, ctx: Path, nocache: bool)
         client.close()
 
 
+_APT_GONE = re.compile(r"Version '[^']+' for '[^']+' was not found")
+
+
 def _fail(spec: ImageSpec, lines: list[str], error: str) -> None:
     steps = [line for line in lines if line.startswith("Step ")]
     at = f" at {steps[-1]}" if steps else ""
     tail = " | ".join(line.strip() for line in lines[-_LOG_TAIL:] if line.strip())
+    gone = next((m.group(0) for line in lines if (m := _APT_GONE.search(line))), None)
+    hint = (f"; the mirror no longer has a version {spec.template.directory / 'apt.lock'} pins ({gone}): "
+            f"record the lock again with python -m cmx_docker.aptlock {spec.template.name}") if gone else ""
     raise BuildFailed(f"build of {spec.tag} (template {spec.template.name}) failed{at}: "
-                      f"{error.strip().splitlines()[-1] if error.strip() else 'error'}; "
+                      f"{error.strip().splitlines()[-1] if error.strip() else 'error'}{hint}; "
                       f"last build log lines: {tail or '(none)'}")

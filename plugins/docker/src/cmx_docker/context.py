@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmx_docker import lockfile, templates
+from cmx_docker import aptlock, lockfile, templates
 from cmx_docker.digests import DigestMemo, stat_fingerprint
 from cmx_docker.engine import Endpoint, inspect_image
 from cmx_docker.errors import ContextError, TemplateError
@@ -109,6 +109,7 @@ def image_spec(name: str, endpoint: Endpoint | None, memo: DigestMemo, accelerat
         pins = _pins(template, packages)
         dockerfile = templates.render(template, variables)
         _check_copies(template, dockerfile, {dest for dest, _ in files})
+        _check_apt(template, dockerfile)
         rendered = {"dockerfile": dockerfile, "pinned": pins}
         memo.remember(key, rendered)
     dockerfile, pinned = str(rendered["dockerfile"]), tuple(str(p) for p in rendered["pinned"])
@@ -177,7 +178,16 @@ def _variables(template: templates.Template, base_ref: str, base_id: str | None,
         "cuda_arch": templates.CUDA_ARCH.get(accelerator or "", ""),
         "gpu": bool(accelerator) or template.run.gpus,
         "params": {**template.params, **params},
+        "apt": _apt(template, {**template.params, **params}),
     }
+
+
+def _apt(template: templates.Template, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The pins and suites the shared apt step installs from (:mod:`cmx_docker.aptlock`)."""
+    if template.apt is None:  # an apt-get install in the rendered Dockerfile is refused (_check_apt)
+        return {"pins": [], "suites": "true"}
+    aptlock.check_covers(template.apt, aptlock.requested(params.get("apt_packages")))
+    return {"pins": [str(pin) for pin in template.apt.pins], "suites": aptlock.suites_sh(aptlock.DEBIAN_SUITE)}
 
 
 def _context_files(template: templates.Template) -> tuple[tuple[str, Path], ...]:
@@ -192,6 +202,15 @@ def _context_files(template: templates.Template) -> tuple[tuple[str, Path], ...]
                                f"{rel!r} not found at {path}; create it or remove it from 'context'")
         files.append((rel, path))
     return tuple(files)
+
+
+def _check_apt(template: templates.Template, dockerfile: str) -> None:
+    """A Dockerfile that runs ``apt-get install`` needs the template's ``apt.lock``: floating apt
+    content would change under an unchanged tag."""
+    if template.apt is None and "apt-get install" in dockerfile:
+        raise TemplateError(f"{template.directory / aptlock.APT_LOCK}: missing; the template's Dockerfile installs "
+                            "apt packages, which must be pinned: record the lock with python -m cmx_docker.aptlock "
+                            f"{template.name} (and install through _apt.j2)")
 
 
 _COPY = re.compile(r"^\s*(COPY|ADD)\s+(.*)$", re.IGNORECASE)

@@ -112,7 +112,8 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
         return {"template": name, "image": tag, "accelerator": accelerator or "none",
                 "gpus": values["gpus"] or "none", "network": "host" if values["network"] else "none",
                 "user": user, "mounts": mounts, "memory": values["memory"] or "no limit",
-                "cpus": values["cpus"] or "no limit", "shm_size": values["shm_size"] or "default",
+                "cpus": values["cpus"] or "no limit", "pids": values["pids"] or "no limit",
+                "shm_size": values["shm_size"] or "default",
                 "timeout_s": values["timeout_s"] or "none"}
 
     @staticmethod
@@ -167,7 +168,8 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
                                       "accelerator": handle.planned.accelerator,
                                       "run": _run_summary(handle.planned.options)}, indent=2, default=str))
         return Fetched(logs=(log,), artifacts=(Artifact(record, "container"),),
-                       system={"container": handle.image.container_fact()})
+                       system={"container": {**handle.image.container_fact(),
+                                             "limits": handle.job.limits.as_fact() if handle.job.limits else None}})
 
     def cancel(self, handle: DockerHandle) -> None:
         handle.job.cancel()
@@ -321,7 +323,7 @@ def _prepare_dirs(run_dir: Path, cache: Path, user: str) -> None:
 
 def _run_summary(options: runopts.RunOptions) -> dict[str, Any]:
     return {"user": options.user, "network": options.network, "gpus": options.gpus,
-            "memory": options.memory, "cpus": options.cpus, "shm_size": options.shm_size,
+            "memory": options.memory, "cpus": options.cpus, "pids": options.pids, "shm_size": options.shm_size,
             "timeout_s": options.timeout_s, "command": list(options.command),
             "device_requests": options.device_requests(),
             "mounts": [asdict(m) for m in options.mounts]}

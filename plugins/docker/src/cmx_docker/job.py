@@ -15,6 +15,7 @@ from typing import Any
 from cmx_docker import runopts
 from cmx_docker.engine import Endpoint, sdk_client
 from cmx_docker.errors import ContainerFailed
+from cmx_docker.limits import AppliedLimits, applied_limits
 from cmx_docker.owner import owner_labels
 
 _NO_LIMIT_S = 30 * 24 * 3600  # the SDK needs some read timeout; a month is "none"
@@ -33,9 +34,12 @@ class JobEnd:
 class ContainerJob:
     """A started container; :meth:`wait` ends it (and removes it), :meth:`cancel` kills it."""
 
-    def __init__(self, client: Any, container: Any, timeout_s: float | None, echo: bool) -> None:
+    def __init__(self, client: Any, container: Any, timeout_s: float | None, echo: bool,
+                 limits: AppliedLimits | None = None) -> None:
         self._client = client
         self._container = container
+        self.limits = limits
+        """What the engine applied (read back after the start), for ``system.container.limits``."""
         self._timeout_s = timeout_s
         self._follower = _Follower(container, echo)
         self._logs = ""
@@ -102,6 +106,9 @@ def start_container(options: runopts.RunOptions, endpoint: Endpoint, echo: bool 
     try:
         container = client.containers.create(**kwargs)
         container.start()
+        container.reload()
+        limits = applied_limits(container.attrs.get("HostConfig") or {},
+                                options.gpus if options.cdi_devices else None)
     except docker.errors.APIError as exc:
         if container is not None:  # created but not started (a GPU runtime missing...): remove it
             with contextlib.suppress(docker.errors.APIError):
@@ -110,7 +117,7 @@ def start_container(options: runopts.RunOptions, endpoint: Endpoint, echo: bool 
         reason = " ".join(str(exc.explanation or exc).split())
         raise ContainerFailed(f"{endpoint.runtime} at {endpoint.url} cannot start a container of "
                               f"{options.labels.get('org.cmx.image', options.image)}: {reason}") from None
-    return ContainerJob(client, container, options.timeout_s, echo)
+    return ContainerJob(client, container, options.timeout_s, echo, limits)
 
 
 class _Follower:

@@ -18,7 +18,7 @@ from cmx_core.errors import UsageError
 from cmx_docker.templates import RunDefaults
 
 _SIZE = re.compile(r"^\d+(\.\d+)?[bkmg]?$", re.IGNORECASE)
-OPTION_KEYS = ("memory", "cpus", "shm_size", "network", "gpus", "timeout_s", "user")
+OPTION_KEYS = ("memory", "cpus", "pids", "shm_size", "network", "gpus", "timeout_s", "user")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class RunOptions:
     gpus: str | None = None          # None: no GPUs; "all" or a count "2" or ids "0,1"
     memory: str | None = None
     cpus: float | None = None
+    pids: int | None = None
     shm_size: str | None = None
     timeout_s: float | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -80,6 +81,8 @@ class RunOptions:
             kwargs["memswap_limit"] = self.memory  # no swap beyond the limit: OOM is an OOM
         if self.cpus:
             kwargs["nano_cpus"] = int(self.cpus * 1e9)
+        if self.pids:
+            kwargs["pids_limit"] = self.pids
         if self.shm_size:
             kwargs["shm_size"] = self.shm_size
         requests = self.device_requests()
@@ -107,6 +110,7 @@ def merge(defaults: RunDefaults, options: Mapping[str, Any], needs_gpu: bool,
         "memory": _size(options.get("memory", defaults.memory), "memory"),
         "shm_size": _size(options.get("shm_size", defaults.shm_size), "shm_size"),
         "cpus": _float(options.get("cpus", defaults.cpus), "cpus"),
+        "pids": _count(options.get("pids", defaults.pids), "pids"),
         "timeout_s": _float(options.get("timeout_s", defaults.timeout_s), "timeout_s"),
     }
     return values
@@ -144,6 +148,13 @@ def _size(value: Any, key: str) -> str | None:
     if not _SIZE.match(text):
         raise UsageError(f"docker executor option {key}={value!r}: use a size like 512m or 8g")
     return text
+
+
+def _count(value: Any, key: str) -> int | None:
+    number = _float(value, key)
+    if number is not None and number != int(number):
+        raise UsageError(f"docker executor option {key}={value!r}: use a whole number")
+    return None if number is None else int(number)
 
 
 def _float(value: Any, key: str) -> float | None:

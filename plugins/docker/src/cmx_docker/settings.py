@@ -7,7 +7,7 @@ from typing import Any
 
 from cmx_core.api import ExecutorSettings
 
-RUN_OPTION_KEYS = ("memory", "cpus", "shm_size", "network", "gpus", "timeout_s", "user")
+RUN_OPTION_KEYS = ("memory", "cpus", "pids", "shm_size", "network", "gpus", "timeout_s", "user")
 """The settings that override the template's run defaults (see :mod:`cmx_docker.runopts`)."""
 
 
@@ -25,6 +25,7 @@ class DockerSettings(ExecutorSettings):
     memory: str | None = field(default=None, metadata={"help": "memory limit, e.g. 8g"})
     shm_size: str | None = field(default=None, metadata={"help": "/dev/shm size, e.g. 16g"})
     cpus: float | None = field(default=None, metadata={"help": "CPU limit, e.g. 2"})
+    pids: int | None = field(default=None, metadata={"help": "process/thread limit, e.g. 4096"})
     timeout_s: float | None = field(default=None, metadata={"help": "kill the container after this many seconds"})
     user: str | None = field(default=None, metadata={
         "help": "uid:gid to run as (default: yours, or 1000:1000 for root)"})

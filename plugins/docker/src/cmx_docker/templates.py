@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cmx_docker.aptlock import APT_LOCK, AptLock, read_lock
 from cmx_docker.errors import TemplateError
 from cmx_docker.lockfile import LockSpec, parse_spec
 
@@ -25,7 +26,7 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[A-Za-z0-9.+!_-]+$")
 _KEYS = {"summary", "base", "python", "packages", "plugins", "context", "build_network",
          "run", "params", "install_cmx", "lock"}
-_RUN_KEYS = {"gpus", "network", "memory", "cpus", "shm_size", "timeout_s"}
+_RUN_KEYS = {"gpus", "network", "memory", "cpus", "pids", "shm_size", "timeout_s"}
 
 # Canonical accelerator tag -> CUDA compute capability the image's kernels target.
 CUDA_ARCH = {"h100": "9.0", "h200": "9.0", "gh200": "9.0", "b200": "10.0", "a100": "8.0",
@@ -50,6 +51,7 @@ class RunDefaults:
     network: bool = False
     memory: str | None = None
     cpus: float | None = None
+    pids: int | None = None
     shm_size: str | None = "256m"
     timeout_s: float | None = None
 
@@ -72,6 +74,8 @@ class Template:
     params: Mapping[str, Any] = field(default_factory=dict)
     lock: LockSpec | None = None
     """The committed full lock (see :mod:`cmx_docker.lockfile`): the image installs exactly it."""
+    apt: AptLock | None = None
+    """The recorded apt closure (``apt.lock``, :mod:`cmx_docker.aptlock`): every apt package pinned."""
 
     @property
     def dockerfile(self) -> Path:
@@ -135,7 +139,8 @@ def _parse(name: str, meta: Path) -> Template:
         context=tuple(str(p) for p in data.get("context") or ()),
         build_network=bool(data.get("build_network", True)),
         run=_run_defaults(meta, data.get("run") or {}), params=dict(data.get("params") or {}),
-        install_cmx=bool(data.get("install_cmx", True)), lock=parse_spec(meta, data.get("lock")))
+        install_cmx=bool(data.get("install_cmx", True)), lock=parse_spec(meta, data.get("lock")),
+        apt=read_lock(meta.parent / APT_LOCK) if (meta.parent / APT_LOCK).is_file() else None)
 
 
 def _base(meta: Path, data: Mapping[str, Any]) -> BaseRef:
