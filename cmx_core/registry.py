@@ -271,7 +271,8 @@ def validate_file(path: Path, *, check_sources: bool = True) -> tuple[list[Probl
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise RegistryError(f"{path}{line}: invalid YAML: {reason}") from None
     lines = _LineFinder(node)
-    problems = [_schema_problem(path, data, err, lines) for err in _schema_errors(data)]
+    problems = list(duplicate_key_problems(path, node))
+    problems += [_schema_problem(path, data, err, lines) for err in _schema_errors(data)]
     if problems:
         return problems, []
     entries = _entries_from(data, path)
@@ -287,6 +288,28 @@ def is_packaged(path: Path) -> bool:
         return path.resolve() == (Path(__file__).resolve().parent / "registry.yaml")
     except OSError:
         return False
+
+
+def duplicate_key_problems(path: Path, node: Any) -> Iterator[Problem]:
+    """A key written twice in one mapping (YAML keeps the last silently): one problem each."""
+    import yaml
+
+    stack = [node] if node is not None else []
+    while stack:
+        current = stack.pop()
+        if isinstance(current, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key, value in current.value:
+                name = getattr(key, "value", None)
+                line = key.start_mark.line + 1
+                if isinstance(name, str) and name in seen:
+                    yield Problem(f"'{name}' is written twice (lines {seen[name]} and {line}); keep one",
+                                  "", name, str(path), line)
+                elif isinstance(name, str):
+                    seen[name] = line
+                stack.append(value)
+        elif isinstance(current, yaml.SequenceNode):
+            stack.extend(current.value)
 
 
 def _loader() -> Any:
@@ -544,9 +567,13 @@ def check_installed(registry_file: RegistryFile, loaded: Registry) -> tuple[list
     installed = installed_plugins(loaded)
     problems: list[Problem] = []
     checked = 0
+    listed = {normalize(e.distribution) for e in registry_file.entries}
+    unlisted = {dist: item for dist, item in installed.items() if dist not in listed}
     for entry in registry_file.entries:
         item = installed.get(normalize(entry.distribution))
         if item is None:
+            problems.extend(Problem(msg, entry.name, "distribution", str(registry_file.path))
+                            for msg in misspelt_distribution(entry, unlisted))
             continue
         checked += 1
         problems.extend(
@@ -554,6 +581,21 @@ def check_installed(registry_file: RegistryFile, loaded: Registry) -> tuple[list
             for key, msg in compare_claims(entry, item)
         )
     return problems, checked
+
+
+def misspelt_distribution(entry: Entry, unlisted: Mapping[str, Installed]) -> Iterator[str]:
+    """An entry whose distribution is not installed while an installed plugin no entry lists
+    registers what it claims, or has a name one typo away: its ``distribution`` is wrong."""
+    import difflib
+
+    wanted = normalize(entry.distribution)
+    close = set(difflib.get_close_matches(wanted, list(unlisted), n=3, cutoff=0.85))
+    for dist, item in sorted(unlisted.items()):
+        shared = sorted(n for kind in KINDS for n in set(entry.provides.of(kind)) & item.provides.get(kind, set()))
+        if shared or dist in close:
+            why = f"registers {', '.join(shared)}, which this entry claims" if shared else "has a similar name"
+            yield (f"'{entry.distribution}' is not installed, but {dist} {item.version} (installed, in no entry) "
+                   f"{why}; is 'distribution' misspelt? (it must be the installed distribution's name, {dist})")
 
 
 def compare_claims(entry: Entry, item: Installed) -> Iterator[tuple[str, str]]:
@@ -576,12 +618,49 @@ def compare_claims(entry: Entry, item: Installed) -> Iterator[tuple[str, str]]:
         if not any(pattern_matches(p, tags) for p in entry.provides.recipes):
             yield "provides.recipes", (f"recipe {path.name} (tags {','.join(tags)}) "
                                        "matches none of the entry's patterns")
+    yield from published_range_problems(entry, item)
     if entry.source.index and entry.source.version:
         from packaging.specifiers import SpecifierSet
 
         if item.version not in SpecifierSet(entry.source.version):
             yield "source.version", (f"installed {item.distribution} {item.version} is "
                                      f"outside '{entry.source.version}'")
+
+
+def published_range_problems(entry: Entry, item: Installed) -> Iterator[tuple[str, str]]:
+    """A community (index) entry's ``cmx_core`` must equal the cmx-core requirement in the
+    installed distribution's published metadata (in-tree entries are compared with their
+    pyproject.toml instead)."""
+    from importlib import metadata
+
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if not entry.source.index or not entry.cmx_core:
+        return
+    try:
+        published = installed_core_requirement(metadata.distribution(item.distribution))
+        claimed = SpecifierSet(entry.cmx_core)
+    except (metadata.PackageNotFoundError, InvalidSpecifier):
+        return  # loaded in-process without metadata; a bad specifier is reported on its own
+    if published is None:
+        yield "cmx_core", f"{item.distribution} {item.version} does not declare a cmx-core requirement"
+    elif published != claimed:
+        yield "cmx_core", (f"'{entry.cmx_core}' differs from the requirement cmx-core{published} that "
+                           f"{item.distribution} {item.version} publishes; make them equal")
+
+
+def installed_core_requirement(dist: Any) -> Any:
+    """The SpecifierSet of an installed distribution's unconditional cmx-core requirement."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    for text in dist.requires or []:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if normalize(req.name) == CORE_PLUGIN and req.marker is None:
+            return req.specifier
+    return None
 
 
 # --------------------------------------------------------------------------- install
