@@ -30,6 +30,7 @@ from cmx_core.errors import UsageError
 from cmx_core.sandbox.bwrap_args import bwrap_args, check_program, identity_files
 from cmx_core.sandbox.capture import Captured, drain, pump
 from cmx_core.sandbox.cgroups import RunGroups
+from cmx_core.sandbox.cpus import pick_cpus
 from cmx_core.sandbox.result import SandboxResult, Verdict
 from cmx_core.sandbox.spec import Limits, SandboxSpec, check_spec
 from cmx_core.sandbox.verdict import Ending, decide
@@ -74,8 +75,9 @@ class BubblewrapSandbox:
             _hand_over(Path(spec.work_dir), spec.user.uid, spec.user.gid)
         groups = RunGroups.create(_controllers(spec.limits))
         try:
-            enforced = _limit_groups(groups, spec.limits)
-            return _Run(spec, as_root, groups, enforced).go()
+            cpus = pick_cpus(spec.limits.cpus) if spec.limits.cpus is not None else None
+            enforced = _limit_groups(groups, spec.limits, cpus)
+            return _Run(spec, as_root, groups, enforced, cpus).go()
         finally:
             groups.kill_all()
             groups.remove()
@@ -97,20 +99,12 @@ def _controllers(limits: Limits) -> tuple[str, ...]:
     return ("memory", "cpuacct", *(name for name, limit in optional.items() if limit is not None))
 
 
-def _cpu_list(count: int | None) -> list[int] | None:
-    if count is None:
-        return None
-    allowed = sorted(os.sched_getaffinity(0))
-    return allowed[:count]
-
-
-def _limit_groups(groups: RunGroups, limits: Limits) -> list[str]:
+def _limit_groups(groups: RunGroups, limits: Limits, cpus: list[int] | None) -> list[str]:
     enforced = []
     if limits.memory_bytes is not None and groups.set_memory(limits.memory_bytes):
         enforced.append("memory=cgroup")
     if limits.processes is not None and groups.set_processes(limits.processes):
         enforced.append("processes=cgroup")
-    cpus = _cpu_list(limits.cpus)
     if cpus is not None and groups.set_cpus(cpus):
         enforced.append("cpus=cgroup")
     return enforced
@@ -129,8 +123,10 @@ def _lower(pid: int, which: int, soft: int, hard: int | None = None) -> None:
 class _Run:
     """One run's processes, pipes and measurements."""
 
-    def __init__(self, spec: SandboxSpec, as_root: bool, groups: RunGroups, enforced: list[str]) -> None:
+    def __init__(self, spec: SandboxSpec, as_root: bool, groups: RunGroups, enforced: list[str],
+                 cpus: list[int] | None) -> None:
         self.spec = spec
+        self.cpus = cpus
         self.limits = spec.limits
         self.as_root = as_root
         self.groups = groups
@@ -219,9 +215,8 @@ class _Run:
         if limits.processes is not None and "processes=cgroup" not in self.enforced:
             _lower(pid, resource.RLIMIT_NPROC, limits.processes)
             self.enforced.append("processes=rlimit-nproc")
-        cpus = _cpu_list(limits.cpus)
-        if cpus is not None and "cpus=cgroup" not in self.enforced:
-            os.sched_setaffinity(pid, cpus)
+        if self.cpus is not None and "cpus=cgroup" not in self.enforced:
+            os.sched_setaffinity(pid, self.cpus)
             self.enforced.append("cpus=affinity")
 
     def _cpu_check(self) -> _CpuCheck | None:

@@ -60,12 +60,14 @@ def _parent_dirs(targets: list[str]) -> list[str]:
 
 
 def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: int, block_fd: int,
-               status_fd: int, tmp_bytes: int) -> list[str]:
+               status_fd: int, tmp_bytes: int, keep_caps: tuple[str, ...] | None = None) -> list[str]:
     """``bwrap`` and its options up to (not including) the program's argv.
 
     ``as_root``: cmx runs as root, so bwrap mounts with real root and no user namespace, and
     ``setpriv`` (inside, from ``/usr``) drops to ``spec.user`` with no capabilities before
     the program starts. Otherwise a user namespace maps the caller's own (non-root) uid.
+    ``keep_caps`` (as root only): start the program as root with just these capabilities and
+    without ``setpriv``; a session's runner (``inner.py``) drops each program it starts itself.
     """
     args = ["bwrap", *_root_layout()]
     args += ["--perms", "0644", "--ro-bind-data", str(passwd_fd), "/etc/passwd"]
@@ -80,8 +82,10 @@ def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: in
     args += ["--chdir", work_path, *NAMESPACES, "--hostname", "sandbox", "--die-with-parent", "--new-session"]
     if not as_root:
         args += ["--unshare-user", "--disable-userns"]
+    if as_root and keep_caps is not None:
+        args += ["--cap-drop", "ALL", *(arg for cap in keep_caps for arg in ("--cap-add", cap))]
     args += ["--block-fd", str(block_fd), "--json-status-fd", str(status_fd), "--"]
-    if as_root:
+    if as_root and keep_caps is None:
         uid, gid = str(spec.user.uid), str(spec.user.gid)
         args += ["/usr/bin/setpriv", "--reuid", uid, "--regid", gid, "--clear-groups", "--inh-caps=-all",
                  "--bounding-set=-all", "--no-new-privs", "--"]

@@ -49,9 +49,11 @@ class _Reader:
 
 
 def pump(pid_fd: int, out_fd: int, err_fd: int, *, cap: int, deadline: float,
-         check: Callable[[], str | None] | None = None, tick_s: float = 0.1) -> Captured:
+         check: Callable[[], str | None] | None = None, tick_s: float = 0.1,
+         on_exit: Callable[[], object] | None = None) -> Captured:
     """Read until the child exits and its pipes close, the deadline passes, the output
-    passes ``cap`` bytes, or ``check()`` returns a reason to stop."""
+    passes ``cap`` bytes, or ``check()`` returns a reason to stop. ``on_exit`` runs once when
+    the child has exited (a session kills what it left behind, so its pipes close)."""
     got = Captured()
     reader = _Reader(out_fd, err_fd, got, cap)
     sel = selectors.DefaultSelector()
@@ -75,8 +77,10 @@ def pump(pid_fd: int, out_fd: int, err_fd: int, *, cap: int, deadline: float,
             for key, _ in sel.select(max(timeout, 0.0)):
                 fd = int(key.fd)
                 if fd == pid_fd:
-                    exited_at = time.monotonic()
                     sel.unregister(pid_fd)
+                    if on_exit is not None:
+                        on_exit()
+                    exited_at = time.monotonic()
                     continue
                 state = reader.take(fd)
                 if state is False:

@@ -88,6 +88,33 @@ class RunGroups:
             return False
         return True
 
+    def resize_memory(self, limit: int) -> bool:
+        """Set a new memory limit on a group in use (the swap bound may never be below it, so
+        the order of the two writes depends on the direction)."""
+        group = self.dirs.get("memory")
+        if group is None:
+            return False
+        swap = group / "memory.memsw.limit_in_bytes"
+        files = [group / "memory.limit_in_bytes", *([swap] if swap.exists() else [])]
+        current = _read_int(files[0]) or 0
+        try:
+            for path in (files if limit <= current else files[::-1]):
+                _write(path, str(limit))
+        except OSError:
+            return False
+        return True
+
+    def memory_usage(self) -> int | None:
+        group = self.dirs.get("memory")
+        return _read_int(group / "memory.usage_in_bytes") if group else None
+
+    def reset_counters(self) -> None:
+        """Start a new measurement: the peak back to the current charge, the CPU time to 0."""
+        for controller, name in (("memory", "memory.max_usage_in_bytes"), ("cpuacct", "cpuacct.usage")):
+            group = self.dirs.get(controller)
+            if group is not None:
+                _write(group / name, "0")
+
     def set_processes(self, limit: int) -> bool:
         group = self.dirs.get("pids")
         if group is None:
@@ -155,12 +182,12 @@ class RunGroups:
                     continue
         return []
 
-    def kill_all(self, timeout_s: float = 5.0) -> list[int]:
-        """SIGKILL whatever is still in the groups until they are empty; the PIDs that were."""
+    def kill_all(self, timeout_s: float = 5.0, spare: frozenset[int] = frozenset()) -> list[int]:
+        """SIGKILL whatever is still in the groups (but ``spare``) until they are empty; the PIDs that were."""
         seen: list[int] = []
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            left = self.pids()
+            left = [pid for pid in self.pids() if pid not in spare]
             if not left:
                 break
             for pid in left:

@@ -26,8 +26,9 @@ class Limits:
     """Resource bounds of one run; ``None`` means "not limited" (wall time is always bounded).
 
     ``output_bytes`` caps the captured stdout plus stderr and is also the largest file the
-    program may write (``RLIMIT_FSIZE``). ``cpus`` is how many CPUs the run may use (the
-    first ones this process may use), ``cpu_s`` the CPU seconds of the whole run.
+    program may write (``RLIMIT_FSIZE``). ``cpus`` is how many CPUs the run may use (taken
+    in turn from those this process may use, see ``cpus.py``), ``cpu_s`` the CPU seconds of
+    the whole run.
     """
 
     wall_s: float = 60.0

@@ -1,0 +1,136 @@
+"""A sandbox session for real: many runs in one bwrap, each with its own limits and verdict,
+nothing of one run reaching the next, and the runner out of the programs' reach.
+
+(The whole escape corpus also runs through a session: ``test_sandbox_bwrap.py``'s
+``sandbox`` fixture is parametrized over single runs and a session.)
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cmx_core.api import Limits, SandboxSpec, UsageError, Verdict
+from cmx_core.sandbox.session import BubblewrapSession, session_unavailable
+
+PY = "/usr/bin/python3"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    why = session_unavailable()
+    if why:
+        if os.environ.get("CI"):
+            pytest.fail(f"sandbox sessions required in CI: {why}")
+        pytest.skip(why)
+    (tmp_path / "root").mkdir()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "in.txt").write_text("input\n")
+    return tmp_path / "root"
+
+
+@pytest.fixture
+def session(root: Path) -> Iterator[BubblewrapSession]:
+    with BubblewrapSession(root, {str(root.parent / "data"): "/data"}) as opened:
+        yield opened
+
+
+def _spec(root: Path, name: str, argv: list[str], **limits: float) -> SandboxSpec:
+    work = root / name
+    work.mkdir(exist_ok=True)
+    return SandboxSpec(argv=argv, work_dir=work, limits=Limits(**{"wall_s": 10.0, **limits}))  # type: ignore[arg-type]
+
+
+def _alive_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (not gone, not a zombie waiting for its reaper)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_runs_get_their_own_work_dir_inputs_and_user(session: BubblewrapSession, root: Path) -> None:
+    result = session.run(_spec(root, "a", ["sh", "-c", "pwd; id -u; cat /data/in.txt; echo x > out"]))
+    assert result.verdict is Verdict.OK, result
+    assert result.text().splitlines() == ["/work/a", "65534", "input"]
+    assert (root / "a" / "out").read_text() == "x\n"
+    assert "runner=session" in result.enforced
+
+
+def test_nothing_of_one_run_is_left_for_the_next(session: BubblewrapSession, root: Path) -> None:
+    marker = f"1000.{int(uuid.uuid4().hex[:6], 16)}"
+    first = session.run(_spec(root, "a", ["sh", "-c", f"touch /tmp/left /dev/shm/left 2>/dev/null; "
+                                                      f"setsid sleep {marker} >/dev/null 2>&1 & echo ok"]))
+    assert first.verdict is Verdict.OK and first.text() == "ok\n", first
+    assert _alive_with(f"sleep\0{marker}") == []  # killed before run() returned
+    second = session.run(_spec(root, "b", ["sh", "-c", "ls -A /tmp /dev/shm; ps -eo comm"]))
+    assert second.verdict is Verdict.OK, second
+    lines = second.text().split()
+    assert "left" not in lines and "sleep" not in lines
+
+
+def test_each_run_has_its_own_memory_limit_and_peak(session: BubblewrapSession, root: Path) -> None:
+    grow = "x = bytearray({} << 20); x[::4096] = b'y' * ({} << 8)"
+    small = session.run(_spec(root, "a", [PY, "-c", grow.format(96, 96)], memory_bytes=160 << 20))
+    assert small.verdict is Verdict.OK, small
+    big = session.run(_spec(root, "b", [PY, "-c", grow.format(400, 400)], memory_bytes=160 << 20))
+    assert big.verdict is Verdict.MEMORY_LIMIT, big
+    again = session.run(_spec(root, "c", [PY, "-c", grow.format(96, 96)], memory_bytes=160 << 20))
+    assert again.verdict is Verdict.OK, again  # the session survives the OOM kill of a run
+    for result in (small, again):
+        assert result.peak_memory_bytes is not None and 96 << 20 <= result.peak_memory_bytes <= 160 << 20
+
+
+def test_the_program_cannot_kill_or_trace_the_runner(session: BubblewrapSession, root: Path) -> None:
+    script = "kill -9 -1; kill -9 1 2; cat /proc/2/environ; echo done"
+    hostile = session.run(_spec(root, "a", ["sh", "-c", script]))
+    assert hostile.verdict in (Verdict.OK, Verdict.KILLED, Verdict.ERROR), hostile
+    assert b"PATH=" not in hostile.stdout  # the runner's environment is not readable
+    after = session.run(_spec(root, "b", ["echo", "still here"]))
+    assert after.verdict is Verdict.OK and after.text() == "still here\n", after
+
+
+def test_a_work_dir_outside_the_root_or_other_inputs_are_usage_errors(session: BubblewrapSession, root: Path,
+                                                                      tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    with pytest.raises(UsageError, match="not under the session root"):
+        session.run(SandboxSpec(argv=["true"], work_dir=outside))
+    other = SandboxSpec(argv=["true"], work_dir=root, ro_binds={str(tmp_path): "/other"})
+    with pytest.raises(UsageError, match="not mounted in this session"):
+        session.run(other)
+
+
+def test_closing_leaves_no_process_and_no_cgroup(root: Path) -> None:
+    before = set(Path("/sys/fs/cgroup/memory").rglob("cmx-sandbox-*"))
+    with BubblewrapSession(root) as opened:
+        assert opened.run(_spec(root, "a", ["true"])).ok
+        runner, init = opened.runner_pid, opened.init_pid
+        assert Path(f"/proc/{runner}").exists()
+    assert not _running(runner) and not _running(init)
+    assert set(Path("/sys/fs/cgroup/memory").rglob("cmx-sandbox-*")) == before
+
+
+def test_a_session_is_pinned_to_the_cpus_it_was_given(root: Path) -> None:
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    with BubblewrapSession(root, cpus=[cpu]) as opened:
+        result = opened.run(_spec(root, "a", ["sh", "-c", "grep Cpus_allowed_list /proc/self/status"]))
+    assert result.verdict is Verdict.OK, result
+    assert result.text().split()[-1] == str(cpu)
