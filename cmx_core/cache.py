@@ -19,6 +19,7 @@ still hits; an entry without a format-2 digest (an older cmx) is a miss with tha
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -34,6 +35,7 @@ from cmx_core.errors import CacheError
 
 META = "meta.json"
 FORMAT = 2
+_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
 ENTRY_REF = "${CMX_ENTRY}"
 """Stands for the entry's own directory in a stored ``meta.json``."""
 
@@ -78,19 +80,25 @@ class Cache:
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root or paths.cache_dir()
+        self._entries = os.path.join(self.root, "entries")  # joined once: a plan looks up every node
 
     def entry_dir(self, key: str) -> Path:
-        return self.root / "entries" / key[:2] / key
+        return Path(self._entries, key[:2], key)
 
     # -- lookup ---------------------------------------------------------------------------
 
     def lookup(self, key: str, expires_s: float | None = None) -> tuple[CacheEntry | None, str]:
         """The valid entry for ``key`` (or None) and why it is not usable."""
-        path = self.entry_dir(key)
-        meta_file = path / META
-        reads.file(meta_file)  # a hit, or a miss, holds only while this file stays as it is
-        if not meta_file.exists():
+        meta_text = f"{self._entries}{os.sep}{key[:2]}{os.sep}{key}{os.sep}{META}"  # a plan looks up every node
+        reads.file(meta_text)  # a hit, or a miss, holds only while this file stays as it is
+        try:
+            os.stat(meta_text)
+        except OSError as exc:
+            if exc.errno not in _ABSENT:  # as Path.exists: a permission error is raised
+                raise
             return None, "no entry"
+        meta_file = Path(meta_text)
+        path = meta_file.parent
         meta = _read_meta(meta_file)
         if meta is None or meta.get("key") != key:
             print(f"cmx: warning: cache entry {path} is corrupt; it will be recomputed", file=sys.stderr)

@@ -9,13 +9,14 @@ actual outputs folded into its key at run time (``volatile``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import hashlib
+import json
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmx_core import __version__, reads
 from cmx_core.cache import Cache
-from cmx_core.datautil import digest
 from cmx_core.recipe import Recipe, StepSpec
 from cmx_core.resolve import Decision, Resolution, ResolvedNode, paused_gc
 
@@ -61,8 +62,7 @@ class PlanNode(NamedTuple):
     def cacheable(self) -> bool:
         """Cached when the recipe is, unless the node measures and the recipe did not ask
         for cached measurements (``cache: {measurements: true}``)."""
-        policy = self.recipe.cache
-        return policy.enabled and (policy.measurements or not self.measures)
+        return _cacheable(self.recipe, self.measures)
 
 
 class Plan(NamedTuple):
@@ -167,11 +167,12 @@ def _build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping
                 facts_source: str, facts_file: Path | None, cache: Cache | None,
                 shadowed: Mapping[str, list[str]] | None, measuring_steps: frozenset[str]) -> Plan:
     built: dict[str, PlanNode] = {}
+    digests = _Digests()
     for node_id in _topological(resolution):
         rnode = resolution.nodes[node_id]
         versions = {s.uses: step_versions.get(s.uses, "?") for s in rnode.steps}
         volatile = tuple(a for a, d in rnode.deps.items() if not built[d].cacheable or built[d].volatile)
-        values = {
+        values: dict[str, Any] = {
             "format": KEY_FORMAT,
             "recipe": rnode.recipe.digest,
             "inputs": rnode.inputs,
@@ -182,14 +183,59 @@ def _build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping
             "paths": _path_stats(rnode),
             "env": _allowed_env(rnode),
         }
-        parts = {k: digest(v) for k, v in values.items()}
-        node = PlanNode(rnode.id, rnode.recipe, rnode.variations, rnode.inputs, rnode.deps,
-                        rnode.steps, digest(parts)[:32], parts, values, rnode.requires,
-                        rnode.facts_used, versions, rnode.container, volatile,
-                        measures=_measures(rnode.steps, measuring_steps))
-        built[node_id] = _with_status(node, cache)
+        parts = {k: digests.of(v) for k, v in values.items()}
+        key = canonical_digest(parts)[:32]
+        measures = _measures(rnode.steps, measuring_steps)
+        status, reason = _status(rnode.recipe, measures, volatile, key, cache)
+        built[node_id] = PlanNode(rnode.id, rnode.recipe, rnode.variations, rnode.inputs, rnode.deps,
+                                  rnode.steps, key, parts, values, rnode.requires, rnode.facts_used,
+                                  versions, rnode.container, volatile, status, reason, measures)
     return Plan(query, tuple(built.values()), facts_source, facts_file,
                 tuple(resolution.decisions), dict(shadowed or {}))
+
+
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+_SCALARS = frozenset({str, int, bool, type(None)})  # not float: 0.0 == -0.0, but their JSON differs
+
+
+def canonical_digest(value: Any) -> str:
+    """:func:`cmx_core.datautil.digest`, the same text hashed, with one encoder made once
+    (``json.dumps`` with options builds a new encoder on every call)."""
+    return hashlib.sha256(_ENCODER.encode(value).encode()).hexdigest()
+
+
+class _Digests:
+    """Key-part digests of one plan, each distinct small value hashed once: most nodes share
+    their format, step versions, facts, variations and empty inputs, paths and env."""
+
+    def __init__(self) -> None:
+        self._memo: dict[Hashable, str] = {}
+
+    def of(self, value: Any) -> str:
+        key = _memo_key(value)
+        if key is None:
+            return canonical_digest(value)
+        known = self._memo.get(key)
+        if known is None:
+            known = self._memo[key] = canonical_digest(value)
+        return known
+
+
+def _memo_key(value: Any) -> Hashable | None:
+    """A hashable stand-in for ``value`` that is equal only for values of equal canonical
+    JSON (classes included: ``1`` and ``true`` differ), or None when there is no cheap one."""
+    kind = value.__class__
+    if kind in _SCALARS:
+        return kind, value
+    if kind is not dict or len(value) > 8:
+        return None
+    key: list[Any] = [dict]  # in insertion order: the same dict in another order is only a miss
+    for name, item in value.items():
+        item_kind = item.__class__
+        if name.__class__ is not str or item_kind not in _SCALARS:
+            return None
+        key += (name, item_kind, item)
+    return tuple(key)
 
 
 def _path_stats(rnode: ResolvedNode) -> dict[str, Any]:
@@ -226,17 +272,24 @@ def _measures(steps: tuple[StepSpec, ...], measuring_steps: frozenset[str]) -> b
     return any(s.measures if s.measures is not None else s.uses in measuring_steps for s in steps)
 
 
-def _with_status(node: PlanNode, cache: Cache | None) -> PlanNode:
-    if not node.cacheable:
-        reason = "cache: false" if not node.recipe.cache.enabled else \
+def _cacheable(recipe: Recipe, measures: bool) -> bool:
+    policy = recipe.cache
+    return policy.enabled and (policy.measurements or not measures)
+
+
+def _status(recipe: Recipe, measures: bool, volatile: tuple[str, ...], key: str,
+            cache: Cache | None) -> tuple[str, str]:
+    """A node's would-hit cache status and its reason (the node is built once, with them)."""
+    if not _cacheable(recipe, measures):
+        reason = "cache: false" if not recipe.cache.enabled else \
             "measures on every run (cache: {measurements: true} reuses a measurement)"
-        return node._replace(cache_status="disabled", cache_reason=reason)
-    if node.volatile:
-        return node._replace(cache_status="deferred", cache_reason=f"depends on uncached {', '.join(node.volatile)}")
+        return "disabled", reason
+    if volatile:
+        return "deferred", f"depends on uncached {', '.join(volatile)}"
     if cache is None:
-        return node._replace(cache_status="unknown")
-    entry, reason = cache.lookup(node.cache_key, node.recipe.cache.expires_s)
-    return node._replace(cache_status="hit" if entry else "miss", cache_reason=reason)
+        return "unknown", ""
+    entry, reason = cache.lookup(key, recipe.cache.expires_s)
+    return "hit" if entry else "miss", reason
 
 
 def _topological(resolution: Resolution) -> list[str]:

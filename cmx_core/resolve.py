@@ -319,8 +319,10 @@ class Resolver:
             elif not var.group and var.name not in selected:
                 selected[var.name] = True
                 decision.variations.append((var.name, "default (ungrouped)"))
-        order = list(recipe.variations)
-        ordered = sorted(selected.items(), key=lambda kv: order.index(_var_key(recipe, kv[0])))
+        if len(selected) < 2:
+            return selected, groups
+        order = {name: i for i, name in enumerate(recipe.variations)}
+        ordered = sorted(selected.items(), key=lambda kv: order[_var_key(recipe, kv[0])])
         return dict(ordered), groups
 
     # -- inputs ---------------------------------------------------------------------------
@@ -391,19 +393,20 @@ class Resolver:
             specs.extend(recipe.variations[_var_key(recipe, name)].deps)
         deps: dict[str, str] = {}
         skipped: dict[str, str] = {}
+        file = str(recipe.path)  # formatted once per node, not per dep
         for dep in specs:
-            where = f"{dep.origin}.{dep.index}"
-            keypath: tuple[str | int, ...] = (*dep.origin.split("."), dep.index)
-            if dep.when and not self._condition(recipe, dep.when, context, (*keypath, "when")):
+            where = f"{file}: {dep.origin}.{dep.index}"
+            if dep.when and not self._condition(recipe, dep.when, context, (*_keypath(dep), "when")):
                 decision.skipped.append((dep.alias, f"when: {dep.when} is false"))
                 skipped[dep.alias] = f"its when: {dep.when} is false"
                 continue
             if dep.alias in deps:
-                raise ResolveError(f"{recipe.path}: {where}: alias '{dep.alias}' is used by two deps; set 'as:'")
-            check_dep_templates(recipe, dep.with_, (*keypath, "with"), scope)
-            raw = render_value(dep.with_, context, f"{recipe.path}: {where}.with")
-            node_id = yield _Need(dep.tags, raw, f"{recipe.path}: {where}.with", path, dep.version,
-                                  f"{recipe.path}: {where}")
+                raise ResolveError(f"{where}: alias '{dep.alias}' is used by two deps; set 'as:'")
+            raw: Mapping[str, Any] = {}
+            if dep.with_:
+                check_dep_templates(recipe, dep.with_, (*_keypath(dep), "with"), scope)
+                raw = render_value(dep.with_, context, f"{where}.with")
+            node_id = yield _Need(dep.tags, raw, f"{where}.with", path, dep.version, where)
             deps[dep.alias] = node_id
         return deps, {alias: why for alias, why in skipped.items() if alias not in deps}
 
@@ -488,12 +491,17 @@ class _RecordingFacts:
         return value
 
 
+_EMPTY = (dict, ())
+
+
 def _frozen(value: Any) -> Any:
     """A hashable form of a plain value that tells apart what canonical JSON tells apart
     (``1``, ``1.0`` and ``true`` are three values), cheaper than dumping it."""
     kind = value.__class__
     if kind is str or kind is int or kind is bool or kind is float or value is None:
         return (kind, value)
+    if kind is dict and not value:
+        return _EMPTY
     if isinstance(value, Mapping):
         return (dict, tuple(sorted((str(k), _frozen(v)) for k, v in value.items())))
     if isinstance(value, (list, tuple)):
@@ -508,6 +516,11 @@ def _missing_input(recipe: Recipe, name: str, kind: str, origin: str) -> str:
         flag = f"--input.{name}" if name in reserved else f"--{name}"
         return f"recipe {recipe.name} needs input '{name}' ({kind}): pass {flag}=VALUE"
     return f"{origin}: the dep's recipe {recipe.name} needs input '{name}' ({kind}); pass it in the dep's with:"
+
+
+def _keypath(dep: DepSpec) -> tuple[str | int, ...]:
+    """Where a dep is in its recipe file (``("deps", 0)``, ``("variations", "x", "deps", 1)``)."""
+    return (*dep.origin.split("."), dep.index)
 
 
 def _facts_step_names(step: StepSpec) -> set[str]:
@@ -527,7 +540,7 @@ def _match(recipe: Recipe, positive: list[str], negative: set[str],
            hint: bool = False) -> tuple[str | None, dict[str, Any]]:
     """Why ``recipe`` does not match the tags (None if it does) and the variations chosen.
     ``hint`` adds a did-you-mean (difflib: too slow for every candidate of a common tag)."""
-    excluded = negative & set(recipe.tags)
+    excluded = negative.intersection(recipe.tags) if negative else None
     if excluded:
         return f"has excluded tag '{min(excluded)}'", {}
     chosen: dict[str, Any] = {}

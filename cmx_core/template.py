@@ -40,7 +40,9 @@ def render_value(value: Any, context: Mapping[str, Any], where: str) -> Any:
 
 def fact_names(value: Any) -> set[str]:
     """Top-level fact names a (possibly nested) template value refers to."""
-    return {m.group(1) for text in iter_strings(value) for m in _FACT_REF.finditer(text)}
+    if value.__class__ is dict and not value:
+        return set()
+    return {m.group(1) for text in iter_strings(value) if "facts" in text for m in _FACT_REF.finditer(text)}
 
 
 def _render_string(text: str, context: Mapping[str, Any], where: str) -> Any:
