@@ -60,6 +60,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.engine import plan_plugins
     from cmx_core.facts import FactStore
     from cmx_core.planner import Plan, PlanNode
+    from cmx_core.plugin_extras import require_extra
     from cmx_core.plugins import Registry, get_sandbox
     from cmx_core.remote import Fetched, JobStatus, RemoteExecutor, RemoteJob
     from cmx_core.sandbox import Limits, Sandbox, SandboxBackend, SandboxResult, SandboxSpec, SandboxUser, Verdict
@@ -73,7 +74,7 @@ __all__ = [
     "ResolveError", "ResultPart", "ResultsError", "RunError", "StepContext", "StepFailed",
     "StepOutput", "StepType", "Suite",
     "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
-    "validate_document", "plan_plugins",  # noqa: F822 - lazy
+    "validate_document", "plan_plugins", "require_extra",  # noqa: F822 - lazy
     "get_sandbox", "Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict",
 ]
 
@@ -87,6 +88,7 @@ _LAZY = {
     "Plan": "cmx_core.planner", "PlanNode": "cmx_core.planner", "Registry": "cmx_core.plugins",
     "FactStore": "cmx_core.facts",
     "get_sandbox": "cmx_core.plugins",
+    "require_extra": "cmx_core.plugin_extras",
     **dict.fromkeys(("Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict"),
                     "cmx_core.sandbox"),
 }
