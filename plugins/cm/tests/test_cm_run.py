@@ -94,9 +94,11 @@ def test_import_cli_bad_input_exit_2(cmx_cli: Cli, collection: Path, tmp_path: P
 
 def test_import_report_counts(cmx_cli: Cli, collection: Path, tmp_path: Path) -> None:
     out = tmp_path / "recipes"
-    proc = cmx_cli("import", "cm", str(collection), "--out", str(out), "--report", "--run", "demo-*", "--json")
+    proc = cmx_cli("import", "cm", str(collection), "--out", str(out), "--report", "--run",
+                   "demo-*,demo-tool:_fast:_size.7", "--json")
     assert proc.returncode == 0, proc.stderr
     cov = json.loads(proc.stdout)["coverage"]
     assert (cov["scripts"], cov["imported"], cov["planned"]) == (4, 4, 4)
-    assert cov["run_attempted"] == 3 and cov["ran"] == 3
+    assert cov["run_attempted"] == 4 and cov["ran"] == 4
+    assert "cm.demo-tool:_fast:_size.7" in [r["name"] for r in cov["runs"]]
     assert json.loads((out / "coverage.json").read_text()) == cov

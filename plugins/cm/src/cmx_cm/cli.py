@@ -25,7 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", action="store_true",
                         help="also count how many scripts import, plan and (with --run) run here")
     parser.add_argument("--run", metavar="ALIAS,...", default="",
-                        help="with --report: run these scripts for real (aliases or globs like detect-*)")
+                        help="with --report: run these scripts for real (aliases or globs like detect-*; "
+                             "ALIAS:_VARIATION selects a variation)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -2,7 +2,8 @@
 
 * import: the recipe file loads through cmx's own recipe loader (the catalog reports no error);
 * plan: ``cmx plan`` resolves the recipe (its default variations) with its deps on this machine;
-* run: the scripts asked for by name really run (``cmx run``); the others are not attempted,
+* run: the scripts asked for by name really run (``cmx run``), each with the variations
+  named after it (``get-generic-python-lib:_package.numpy``); the others are not attempted,
   and the count says how many were attempted, never more.
 """
 
@@ -48,8 +49,6 @@ def _one_line(exc: BaseException) -> str:
 
 
 def coverage(result: ImportResult, out_dir: Path, run_patterns: Sequence[str]) -> Coverage:
-    import time
-
     from cmx_core import api
 
     cov = Coverage(scripts=len(result.translations) + len(result.failed))
@@ -68,19 +67,35 @@ def coverage(result: ImportResult, out_dir: Path, run_patterns: Sequence[str]) -
             continue
         cov.planned += 1
     for t in result.translations:
-        alias = t.script.alias
-        if not any(fnmatch.fnmatchcase(alias, p) or fnmatch.fnmatchcase(t.name, p) for p in run_patterns):
-            continue
-        cov.run_attempted += 1
-        if t.name not in loaded or t.name in cov.plan_errors:
-            cov.runs.append(RunEntry(t.name, "not-planned", cov.plan_errors.get(t.name, "did not import")))
-            continue
-        start = time.perf_counter()
-        try:
-            api.run(list(loaded[t.name].tags), recipes_dirs=[out_dir])
-        except CmxError as exc:
-            cov.runs.append(RunEntry(t.name, "failed", _one_line(exc), time.perf_counter() - start))
-            continue
-        cov.ran += 1
-        cov.runs.append(RunEntry(t.name, "ran", "", round(time.perf_counter() - start, 3)))
+        for pattern, variations in (run_pattern(p) for p in run_patterns):
+            if fnmatch.fnmatchcase(t.script.alias, pattern) or fnmatch.fnmatchcase(t.name, pattern):
+                found = list(loaded[t.name].tags) if t.name in loaded else None
+                _run_one(cov, t.name, found, variations, out_dir)
     return cov
+
+
+def run_pattern(text: str) -> tuple[str, list[str]]:
+    """``get-generic-python-lib:_package.numpy`` -> the alias glob and the variations to select."""
+    pattern, *variations = text.split(":")
+    return pattern, [v.removeprefix("_") for v in variations if v.strip("_")]
+
+
+def _run_one(cov: Coverage, name: str, tags: list[str] | None, variations: list[str], out_dir: Path) -> None:
+    """Run one imported script for real (its tags plus the variations asked for) and count it."""
+    import time
+
+    from cmx_core import api
+
+    shown = ":".join([name, *("_" + v for v in variations)])
+    cov.run_attempted += 1
+    if tags is None or name in cov.plan_errors:
+        cov.runs.append(RunEntry(shown, "not-planned", cov.plan_errors.get(name, "did not import")))
+        return
+    start = time.perf_counter()
+    try:
+        api.run([*tags, *variations], recipes_dirs=[out_dir])
+    except CmxError as exc:
+        cov.runs.append(RunEntry(shown, "failed", _one_line(exc), round(time.perf_counter() - start, 3)))
+        return
+    cov.ran += 1
+    cov.runs.append(RunEntry(shown, "ran", "", round(time.perf_counter() - start, 3)))
