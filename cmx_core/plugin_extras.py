@@ -85,6 +85,34 @@ def check_plan_extras(plan: Any, registry: Any) -> None:
         raise UsageError(problems[0] + more)
 
 
+def missing_module_hint(distribution: str, module: str) -> str:
+    """For a step of ``distribution`` that raised ``ModuleNotFoundError: No module named
+    'module'``: ``"; it comes with the extra 'llm': cmx plugins install 'cmx-mlperf[llm]'"``
+    when one of the distribution's extras requires the distribution providing ``module``,
+    else "". Never raises (it runs on an error path)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from cmx_core.plugin_install import shell_line
+
+    try:
+        dist = metadata.distribution(distribution)
+        providers = {_norm(d) for d in metadata.packages_distributions().get(module.split(".")[0], [])}
+    except Exception:  # noqa: BLE001 - an error path: no hint rather than a second error
+        return ""
+    wanted = providers | {_norm(module.split(".")[0])}
+    for extra in dist.metadata.get_all("Provides-Extra") or []:
+        for text in dist.requires or []:
+            try:
+                req = Requirement(text)
+            except InvalidRequirement:
+                continue
+            if _norm(req.name) in wanted and req.marker is not None and req.marker.evaluate({"extra": _norm(extra)}) \
+                    and not req.marker.evaluate({"extra": ""}):
+                command = shell_line(["cmx", "plugins", "install", f"{_display(distribution)}[{extra}]"])
+                return f"; it comes with the extra '{extra}' of {_display(distribution)}: {command}"
+    return ""
+
+
 def _norm(name: str) -> str:
     import re
 

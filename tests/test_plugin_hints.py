@@ -12,7 +12,7 @@ import pytest
 from cmx_core import plugins
 from cmx_core.api import StepType, hookimpl
 from cmx_core.errors import UsageError
-from cmx_core.plugin_extras import missing_requirements, plan_extra_problems, require_extra
+from cmx_core.plugin_extras import missing_module_hint, missing_requirements, plan_extra_problems, require_extra
 from cmx_core.plugin_hints import missing_plugin_hint
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,3 +120,13 @@ def test_the_plan_check_names_each_step_type_whose_extra_is_missing(extra_dist: 
     problems = list(plan_extra_problems(plan, registry))
     assert len(problems) == 1
     assert problems[0].startswith("step type 'fakextra.gen' (recipe gen) needs the extra 'llm' of cmx-fakextra")
+
+
+def test_a_missing_module_at_run_time_names_its_extra(extra_dist: str) -> None:
+    # the error a step raises when the extra is missing: No module named 'cmx_no_such_package'
+    assert missing_module_hint(extra_dist, "cmx_no_such_package.sub") == (
+        "; it comes with the extra 'llm' of cmx-fakextra: cmx plugins install 'cmx-fakextra[llm]'")
+    assert missing_module_hint(extra_dist, "yaml") == (  # the module of distribution pyyaml
+        "; it comes with the extra 'ok' of cmx-fakextra: cmx plugins install 'cmx-fakextra[ok]'")
+    assert missing_module_hint(extra_dist, "numpy") == ""
+    assert missing_module_hint("cmx-not-installed", "x") == ""
