@@ -169,3 +169,19 @@ def test_rootfs_digest_covers_content_and_modes_not_mtimes_or_order(tmp_path: Pa
     two = rootfs_digest(_tarball(tmp_path / "2.tar", 2000, ["./usr/b.txt", "./etc/a.txt"]))
     three = rootfs_digest(_tarball(tmp_path / "3.tar", 1000, ["./etc/a.txt", "./usr/b.txt"], b"changed\n"))
     assert one == two != three and one.startswith("sha256:")
+
+
+def test_the_scan_uses_cmx_cores_token_formats(tmp_path: Path) -> None:
+    """A GitHub token (a format only cmx_core.secrets knows) in a context file refuses the build,
+    and cmx-core's secret-name rule decides which variables' values are looked for."""
+    from cmx_core.secrets import is_secret_name
+
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2"
+    ctx = _ctx(tmp_path, {"Dockerfile": "FROM x\n", "notes.txt": f"push with {token}\n"})
+    with pytest.raises(ContextError, match=r"notes\.txt holds a token of a known format \(ghp\.\.\.\)") as err:
+        scan_context(ctx, environ={})
+    assert token not in str(err.value)
+    (ctx / "notes.txt").write_text("session=cmx-session-value-123\n")
+    assert is_secret_name("MY_SESSION")
+    with pytest.raises(ContextError, match=r"holds the value of \$MY_SESSION"):
+        scan_context(ctx, environ={"MY_SESSION": "cmx-session-value-123"})

@@ -1,12 +1,15 @@
 """The secret scan of a build context, run before every build: a context holding a secret is
 refused with one line naming the file, and nothing is built.
 
-What counts as a secret:
+What counts as a secret (the rules of :mod:`cmx_core.secrets`, which bundles and reports use
+too; nothing here repeats them):
 
 * the value of any variable of this process's environment whose name says it is one
-  (``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*API_KEY*``, ``*ACCESS_KEY*``,
-  ``*CREDENTIAL*``), 8 characters or longer: what a user has exported must never be baked in;
-* a private key block (``-----BEGIN ... PRIVATE KEY-----``) or an AWS access key id;
+  (``cmx_core.secrets.is_secret_name``: ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``,
+  ``*API_KEY*``, ``*CREDENTIAL*`` ...), 8 characters or longer here (a shorter value would
+  match by chance in the bytes of a wheel): what a user has exported must never be baked in;
+* text in one of the token formats ``cmx_core.secrets.TOKEN_PATTERNS`` knows (a private key
+  block, an AWS access key id, Hugging Face, GitHub, OpenAI-style and Slack tokens);
 * a file named like a credentials store (``.env``, ``.netrc``, ``.pypirc``,
   ``.git-credentials``, ``credentials``, ``.aws_credentials``, ``id_rsa``, ``id_ed25519``).
 
@@ -18,18 +21,13 @@ not opened: they are the index's pinned releases, not the user's files.
 from __future__ import annotations
 
 import os
-import re
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from cmx_core.secrets import TOKEN_PATTERNS, is_secret_name
 from cmx_docker.errors import ContextError
 
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY|CREDENTIAL", re.IGNORECASE)
-_PATTERNS = (
-    (re.compile(rb"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a private key block"),
-    (re.compile(rb"\bAKIA[0-9A-Z]{16}\b"), "an AWS access key id"),
-)
 CREDENTIAL_NAMES = frozenset({".env", ".netrc", ".pypirc", ".git-credentials", "credentials", ".aws_credentials",
                               "id_rsa", "id_ed25519", "id_ecdsa", "id_dsa"})
 _MIN_VALUE = 8
@@ -38,7 +36,7 @@ _MIN_VALUE = 8
 def environment_secrets(environ: Mapping[str, str] | None = None) -> dict[str, bytes]:
     """Name -> value of the secret-named variables of ``environ`` (default: ours)."""
     env = os.environ if environ is None else environ
-    return {k: v.encode() for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_VALUE}
+    return {k: v.encode() for k, v in env.items() if is_secret_name(k) and len(v) >= _MIN_VALUE}
 
 
 def find_secret(data: bytes, secrets: Mapping[str, bytes]) -> str | None:
@@ -46,10 +44,21 @@ def find_secret(data: bytes, secrets: Mapping[str, bytes]) -> str | None:
     for name, value in secrets.items():
         if value in data:
             return f"the value of ${name}"
-    for pattern, what in _PATTERNS:
-        if pattern.search(data):
-            return what
+    text = data.decode("latin-1")  # every byte a character: the patterns are ASCII
+    for pattern in TOKEN_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            return _kind(match.group(0))
     return None
+
+
+def _kind(token: str) -> str:
+    """What a matched token is, without its value."""
+    if token.startswith("-----BEGIN"):
+        return "a private key block"
+    if token[:4] in ("AKIA", "ASIA"):
+        return "an AWS access key id"
+    return f"a token of a known format ({token[:3]}...)"
 
 
 def scan_context(ctx: Path, wheels: Iterable[Path] = (), skip: Iterable[Path] = (),
