@@ -43,8 +43,8 @@ def test_the_example_passes_its_own_tests(env: IsolatedEnv, tmp_path: Path) -> N
                            "--import-mode=importlib", "--rootdir", str(EXAMPLE),
                            str(EXAMPLE / "tests")], env={"CMX_HOME": str(tmp_path)}, check=False)
     assert done.returncode == 0, done.stdout[-3000:]
-    # its own 8 tests and the kit's 14 (the two executor checks included)
-    assert re.search(r"\b22 passed\b", done.stdout), done.stdout[-500:]
+    # its own 9 tests and the kit's 14 (the two executor checks included)
+    assert re.search(r"\b23 passed\b", done.stdout), done.stdout[-500:]
 
 
 def test_a_recipe_uses_the_example_plugin(env: IsolatedEnv, tmp_path: Path) -> None:

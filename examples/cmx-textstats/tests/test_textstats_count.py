@@ -3,7 +3,7 @@
 import pytest
 
 from cmx_core.errors import StepFailed
-from cmx_textstats.count import count_text, run
+from cmx_textstats.count import count_text, run, top
 
 
 @pytest.mark.parametrize(
@@ -43,3 +43,10 @@ def test_unknown_encoding(cmx_step_context, tmp_path):
 def test_path_is_required(cmx_step_context):
     with pytest.raises(StepFailed, match="needs 'path'"):
         run(cmx_step_context(params={}))
+
+
+def test_top_ranks_by_count_then_word(cmx_step_context, tmp_path):
+    text = tmp_path / "t.txt"
+    text.write_text("b a B c a\n", encoding="utf-8")
+    out = top(cmx_step_context(params={"path": str(text), "n": 2}))
+    assert out.outputs["top"] == [{"word": "a", "count": 2}, {"word": "b", "count": 2}]
