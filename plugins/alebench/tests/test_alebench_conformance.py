@@ -23,6 +23,10 @@ class TestAlebenchConformance(PluginConformance):
         ),
     }
 
+    recipe_inputs: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "ale-bench-eval": {"problem": "cmx001", "code": str(shipped_solutions() / "trivial.py")},
+    }
+
     @pytest.fixture(autouse=True)
     def _sandbox(self, sandbox_ready: None) -> None:
         return None

@@ -13,7 +13,7 @@ from cmx_alebench.inputs import case_inputs
 from cmx_alebench.judge import Evaluation, Judge
 from cmx_alebench.languages import language, rust_sysroot
 from cmx_alebench.problem import Problem, shipped_solutions
-from cmx_alebench.sandbox_runner import SandboxRunner
+from cmx_alebench.sandbox_runner import SandboxRunner, SessionLane
 from cmx_alebench.verdicts import JudgeResult
 
 SOLUTIONS = shipped_solutions()
@@ -22,8 +22,8 @@ pytestmark = pytest.mark.usefixtures("sandbox_ready")
 
 
 def _judge(problem: Problem, solution: str, lang: str, seeds: list[int], cache: Path, work: Path,
-           workers: int = 1) -> Evaluation:
-    runner = SandboxRunner()
+           workers: int = 1, sessions: bool = True) -> Evaluation:
+    runner = SandboxRunner(sessions=sessions)
     inputs = case_inputs(runner, problem, seeds, cache)
     judge = Judge(runner, problem, language(lang), num_workers=workers)
     return judge.evaluate((SOLUTIONS / solution).read_text(), inputs, "public", False, work)
@@ -45,9 +45,11 @@ def _centre_score(case_input: bytes) -> int:
     ("wa.py", "python", JudgeResult.WRONG_ANSWER),
     ("ole.py", "python", JudgeResult.OUTPUT_LIMIT_EXCEEDED),
 ])
+@pytest.mark.parametrize("sessions", [True, False], ids=["session", "sandbox-per-call"])
 def test_each_verdict_from_its_solution(problem: Problem, input_cache: Path, tmp_path: Path, solution: str,
-                                        lang: str, verdict: JudgeResult) -> None:
-    ev = _judge(problem, solution, lang, [0], input_cache, tmp_path / "w")   # one case: a TLE costs TL + ~1 s
+                                        lang: str, verdict: JudgeResult, sessions: bool) -> None:
+    ev = _judge(problem, solution, lang, [0], input_cache, tmp_path / "w",  # one case: a TLE costs TL + ~1 s
+                sessions=sessions)
     assert ev.judge_result is verdict, ev.cases[0].message
     assert ev.cases[0].judge_result is verdict and ev.absolute_score == 0
     if verdict is JudgeResult.COMPILATION_ERROR:
@@ -104,3 +106,19 @@ def test_greedy_is_time_aware_and_in_range(problem: Problem, input_cache: Path, 
             floor = _centre_score(inputs[case.seed])
             assert 3 * floor < case.absolute_score <= 1_000_000   # far better than the trivial placement
             assert 0.8 <= case.execution_time_s <= problem.constraints.time_limit_s  # it spends its 0.8 s budget
+
+
+def test_a_worker_judges_its_cases_in_one_sandbox_session(problem: Problem, input_cache: Path,
+                                                          tmp_path: Path) -> None:
+    """As root the sandbox judge keeps one session per worker (the escape corpus runs through
+    sessions too, in cmx-core's tests); its verdicts and scores are those of a sandbox per call."""
+    runner = SandboxRunner()
+    if not runner.sessions:
+        pytest.skip("sessions need root and cgroup v1 here")
+    with runner.lane(tmp_path, {}) as lane:
+        assert isinstance(lane, SessionLane)
+    seeds = [0, 1, 2]
+    one = _judge(problem, "trivial.py", "python", seeds, input_cache, tmp_path / "a", workers=2)
+    per_call = _judge(problem, "trivial.py", "python", seeds, input_cache, tmp_path / "b", sessions=False)
+    assert one.judge_result is per_call.judge_result is JudgeResult.ACCEPTED
+    assert [(c.seed, c.absolute_score) for c in one.cases] == [(c.seed, c.absolute_score) for c in per_call.cases]

@@ -17,6 +17,14 @@ class TestMlebenchConformance(PluginConformance):
         "mlebench.prepare": StepSample(params={"competition": "sklearn-diabetes"},
                                        expect_outputs=("competition", "public_dir", "checksums")),
     }
+    recipe_inputs: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "mle-bench-all": {"agent_cmd": "python3 /home/agent/solve.py"},
+        "mle-bench-lite": {"agent_cmd": "python3 /home/agent/solve.py"},
+        "mle-bench-attempt": {"competition": "sklearn-digits", "agent_cmd": "python3 /home/agent/solve.py"},
+        "mle-bench-run": {"competition": "sklearn-digits", "agent_cmd": "python3 /home/agent/solve.py"},
+        "mle-bench-grade": {"competition": "sklearn-digits", "submission": "submission.csv"},
+        "mle-bench-prepare": {"competition": "sklearn-digits"},
+    }
     unsampled_steps: ClassVar[Mapping[str, str]] = {
         "mlebench.grade": "needs a prepared competition dep: test_mlebench_cli grades through cmx run",
         "mlebench.attempt": "needs a prepared dep and the sandbox: test_mlebench_sandbox and test_mlebench_cli",

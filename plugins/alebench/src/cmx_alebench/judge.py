@@ -18,7 +18,7 @@ from pathlib import Path
 
 from cmx_alebench.languages import Language
 from cmx_alebench.problem import Problem
-from cmx_alebench.runner import Call, CallLimits, Ending, Ran, Runner
+from cmx_alebench.runner import Call, CallLimits, Ending, Ran, Runner, lane
 from cmx_alebench.scoring import overall_absolute
 from cmx_alebench.tools import Tools, read_tester
 from cmx_alebench.verdicts import JudgeResult, overall
@@ -95,12 +95,15 @@ class Judge:
             return False, f"compilation did not finish within {COMPILE_TIMEOUT_S:g} s"
         return ran.ending is Ending.EXITED and ran.exit_code == 0, text
 
-    def run_case(self, build_dir: Path, seed: int, case_input: bytes, case_dir: Path) -> CaseResult:
-        """Run one case and, if it ran within its limits, its tester."""
+    def run_case(self, build_dir: Path, seed: int, case_input: bytes, case_dir: Path,
+                 runner: Runner | None = None) -> CaseResult:
+        """Run one case and, if it ran within its limits, its tester (through ``runner``, a
+        worker's lane, or the judge's runner)."""
+        runner = runner or self.runner
         run_dir, test_dir = case_dir / "run", case_dir / "test"
         run_dir.mkdir(parents=True, exist_ok=True)
         test_dir.mkdir(parents=True, exist_ok=True)
-        ran = self.runner.run(Call(argv=self.language.run, work_dir=run_dir, limits=self.limits,
+        ran = runner.run(Call(argv=self.language.run, work_dir=run_dir, limits=self.limits,
                                    binds={**self.language.binds, str(build_dir): "/sol"}, env=self.language.env,
                                    stdin=case_input))
         early = self._limit_verdict(seed, ran)
@@ -108,7 +111,7 @@ class Judge:
             return early
         (test_dir / "input.txt").write_bytes(case_input)
         (test_dir / "output.txt").write_bytes(ran.stdout)
-        tested = self.runner.run(self.tools.tester_call(test_dir))
+        tested = runner.run(self.tools.tester_call(test_dir))
         verdict = read_tester(tested.stderr, tested.exit_code)
         time_s, memory = ran.execution_time_s, ran.memory_bytes
         if verdict.wrong_answer is not None:
@@ -150,10 +153,20 @@ class Judge:
             cases = tuple(CaseResult(s, JudgeResult.COMPILATION_ERROR, 0, 0.0, None, "compilation failed")
                           for s in seeds)
             return Evaluation(kind, JudgeResult.COMPILATION_ERROR, 0, cases, allow_non_ac, message)
-        with ThreadPoolExecutor(max_workers=self.num_workers) as pool:
-            futures = [pool.submit(self.run_case, build, s, inputs[s], work / "cases" / str(s)) for s in seeds]
-            cases = tuple(f.result() for f in futures)
-        return summarize(kind, cases, allow_non_ac, message)
+        workers = min(self.num_workers, len(seeds)) or 1
+        shares = [seeds[i::workers] for i in range(workers)]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(self._worker, build, share, inputs, work / "cases" / f"w{i}")
+                       for i, share in enumerate(shares)]
+            done = {case.seed: case for f in futures for case in f.result()}
+        return summarize(kind, tuple(done[s] for s in seeds), allow_non_ac, message)
+
+    def _worker(self, build: Path, seeds: Sequence[int], inputs: Mapping[int, bytes], root: Path) -> list[CaseResult]:
+        """One worker's share of the cases, in one lane of the runner (one sandbox for all of them)."""
+        root.mkdir(parents=True, exist_ok=True)
+        binds = {**self.language.binds, str(build): "/sol", **self.tools.tester_call(root).binds}
+        with lane(self.runner, root, binds) as runner:
+            return [self.run_case(build, s, inputs[s], root / str(s), runner) for s in seeds]
 
 
 def summarize(kind: str, cases: Sequence[CaseResult], allow_non_ac: bool, compile_message: str = "") -> Evaluation:

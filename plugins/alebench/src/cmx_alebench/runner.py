@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -70,3 +71,14 @@ class Runner(Protocol):
     name: str
 
     def run(self, call: Call) -> Ran: ...
+
+
+def lane(runner: Runner, root: Path, binds: Mapping[str, str]) -> AbstractContextManager[Runner]:
+    """A runner for a series of calls whose work dirs lie under ``root`` and whose binds are
+    among ``binds`` (one worker's cases): the runner's own ``lane`` where it has one (the
+    sandbox judge keeps one sandbox up for the series), else the runner itself."""
+    opener = getattr(runner, "lane", None)
+    if opener is None:
+        return nullcontext(runner)
+    opened: AbstractContextManager[Runner] = opener(root, binds)
+    return opened

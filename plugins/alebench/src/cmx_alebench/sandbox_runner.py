@@ -1,32 +1,73 @@
-"""The default backend: each call is one run of cmx-core's bubblewrap sandbox."""
+"""The default backend: cmx-core's bubblewrap sandbox. A single call (a compile, the inputs'
+generator) is one sandbox run; a worker's series of cases and tester calls runs in one
+sandbox session (``lane``), which starts bubblewrap once for the series instead of twice a
+case, each call still under its own limits and with its own verdict."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
 from cmx_alebench.runner import Call, Ending, Ran
-from cmx_core.api import Limits, SandboxSpec, get_sandbox
+from cmx_core.api import Limits, SandboxResult, SandboxSpec, get_sandbox
+from cmx_core.sandbox.cpus import pick_cpus
+from cmx_core.sandbox.session import BubblewrapSession, session_unavailable
 
 _ENDINGS = {"ok": Ending.EXITED, "error": Ending.EXITED, "time_limit": Ending.TIME, "memory_limit": Ending.MEMORY,
             "output_limit": Ending.OUTPUT, "killed": Ending.SIGNALED}
 
 
+def spec_of(call: Call) -> SandboxSpec:
+    """The sandbox spec of a judge call: no network, one CPU, the call's limits."""
+    limits = call.limits
+    return SandboxSpec(argv=list(call.argv), work_dir=str(call.work_dir), ro_binds=dict(call.binds),
+                       env=dict(call.env), stdin=call.stdin,
+                       limits=Limits(wall_s=limits.wall_s, cpu_s=limits.cpu_s, memory_bytes=limits.memory_bytes,
+                                     processes=limits.processes, output_bytes=limits.output_bytes, cpus=1))
+
+
+def ran_of(result: SandboxResult) -> Ran:
+    """A sandbox result in the judge's terms."""
+    ending = _ENDINGS[result.verdict.value]
+    if result.verdict.value == "error" and result.exit_code is not None and "could not start" in result.reason:
+        ending = Ending.FAILED
+    return Ran(ending=ending, exit_code=result.exit_code, wall_s=result.wall_s, cpu_s=result.cpu_s,
+               memory_bytes=result.peak_memory_bytes, stdout=result.stdout, stderr=result.stderr,
+               reason=result.reason)
+
+
 class SandboxRunner:
-    """Runs each call in a fresh bubblewrap sandbox: no network, one CPU, the call's limits."""
+    """Runs each call in a fresh bubblewrap sandbox; ``lane`` keeps one up for a series.
+
+    ``sessions=False`` judges every call in a sandbox of its own (the slower way, kept for
+    comparison and for hosts where sessions cannot run: not root, no cgroup v1)."""
 
     name = "sandbox"
 
-    def __init__(self, backend: str = "bubblewrap") -> None:
+    def __init__(self, backend: str = "bubblewrap", sessions: bool = True) -> None:
         self.sandbox = get_sandbox(backend)
+        self.sessions = sessions and backend == "bubblewrap" and session_unavailable() is None
 
     def run(self, call: Call) -> Ran:
-        limits = call.limits
-        spec = SandboxSpec(argv=list(call.argv), work_dir=str(call.work_dir), ro_binds=dict(call.binds),
-                           env=dict(call.env), stdin=call.stdin,
-                           limits=Limits(wall_s=limits.wall_s, cpu_s=limits.cpu_s, memory_bytes=limits.memory_bytes,
-                                         processes=limits.processes, output_bytes=limits.output_bytes, cpus=1))
-        result = self.sandbox.run(spec)
-        ending = _ENDINGS[result.verdict.value]
-        if result.verdict.value == "error" and result.exit_code is not None and "could not start" in result.reason:
-            ending = Ending.FAILED
-        return Ran(ending=ending, exit_code=result.exit_code, wall_s=result.wall_s, cpu_s=result.cpu_s,
-                   memory_bytes=result.peak_memory_bytes, stdout=result.stdout, stderr=result.stderr,
-                   reason=result.reason)
+        return ran_of(self.sandbox.run(spec_of(call)))
+
+    @contextmanager
+    def lane(self, root: Path, binds: Mapping[str, str]) -> Iterator[SandboxRunner | SessionLane]:
+        if not self.sessions:
+            yield self
+            return
+        with BubblewrapSession(root, binds, cpus=pick_cpus(1)) as session:
+            yield SessionLane(session)
+
+
+class SessionLane:
+    """A worker's calls in one sandbox session."""
+
+    name = "sandbox"
+
+    def __init__(self, session: BubblewrapSession) -> None:
+        self.session = session
+
+    def run(self, call: Call) -> Ran:
+        return ran_of(self.session.run(spec_of(call)))
