@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cm_helpers import outputs
+from cm_helpers import outputs, write_script
 
 Cli = Callable[..., Any]
 
@@ -102,3 +102,19 @@ def test_import_report_counts(cmx_cli: Cli, collection: Path, tmp_path: Path) ->
     assert cov["run_attempted"] == 4 and cov["ran"] == 4
     assert "cm.demo-tool:_fast:_size.7" in [r["name"] for r in cov["runs"]]
     assert json.loads((out / "coverage.json").read_text()) == cov
+
+
+def test_variation_script_name_runs_another_script(cmx_cli: Cli, tmp_path: Path) -> None:
+    root, out = tmp_path / "c", tmp_path / "recipes"
+    write_script(root, "two-scripts", """
+        alias: two-scripts
+        tags: [two, scripts]
+        new_env_keys: [CM_WHICH]
+        variations:
+          plot: {script_name: plot}
+        """, run_sh='echo "CM_WHICH=run" > tmp-run-env.out\n')
+    (root / "two-scripts" / "plot.sh").write_text('#!/bin/bash\necho "CM_WHICH=plot" > tmp-run-env.out\n')
+    _import(cmx_cli, root, out)
+    plain = outputs(cmx_cli("run", "recipe", "--tags=cm,two,scripts", "--recipes", str(out), "--json"))
+    plot = outputs(cmx_cli("run", "recipe", "--tags=cm,two,scripts,plot", "--recipes", str(out), "--json"))
+    assert (plain["new_env"], plot["new_env"]) == ({"CM_WHICH": "run"}, {"CM_WHICH": "plot"})

@@ -33,6 +33,7 @@ PARAMS: dict[str, str] = {
     "deps": "dep aliases in CM's merge order",
     "clean_files": "files removed from the work directory before the script runs",
     "script_name": "the native script's name (run)",
+    "variation_script_names": "variation -> the native script it runs instead (a variation's script_name)",
     "tags": "the script's CM tags (customize.py sees them)",
     "timeout_s": "wall-clock limit of the script in seconds",
 }
@@ -77,6 +78,15 @@ def _keys(ctx: StepContext) -> tuple[list[str], list[str]]:
     return env_keys, state_keys
 
 
+def _script_name(ctx: StepContext) -> str:
+    """The script's ``script_name``, or that of the last selected variation that sets one."""
+    chosen = str(ctx.params.get("script_name", "run"))
+    for variation, name in dict(ctx.params.get("variation_script_names") or {}).items():
+        if variation in ctx.variations:
+            chosen = str(name)
+    return chosen
+
+
 def request(ctx: StepContext) -> dict[str, Any]:
     """The runner's request (written to ``cm-request.json`` in the work directory)."""
     directory = Path(str(ctx.params["script_dir"]))
@@ -92,7 +102,7 @@ def request(ctx: StepContext) -> dict[str, Any]:
             "env": env, "state": state, "meta": _plain(load_script(directory).data),
             "new_env_keys": env_keys, "new_state_keys": state_keys,
             "clean_files": list(ctx.params.get("clean_files") or []),
-            "script_name": ctx.params.get("script_name", "run"),
+            "script_name": _script_name(ctx),
             "tags": list(ctx.params.get("tags") or []), "variations": [str(v) for v in ctx.variations],
             "timeout_s": float(timeout) if timeout else None}
 

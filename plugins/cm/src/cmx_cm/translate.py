@@ -35,7 +35,7 @@ MAPPED_KEYS = frozenset({"alias", "uid", "tags", "cache", *DEP_KINDS, "input_map
 DEP_MAPPED = frozenset({"tags", "names", "env", "enable_if_env", "skip_if_env", "enable_if_any_env", "skip_if_any_env",
                         *VERSION_KEYS})
 VARIATION_MAPPED = frozenset({"group", "default", "env", "default_env", *DEP_KINDS, "new_env_keys",
-                              "new_state_keys", "base", "description"})
+                              "new_state_keys", "base", "description", "script_name"})
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,7 @@ class _Translator:
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     aliases: list[str] = field(default_factory=list)
     input_mapping: dict[str, str] = field(default_factory=dict)  # input name -> env key
+    script_names: dict[str, str] = field(default_factory=dict)  # variation -> its script_name
 
     @property
     def file(self) -> str:
@@ -343,6 +344,8 @@ class _Translator:
                     [f"state:{k}" for k in flat.get("new_state_keys") or []]
                 if keys:
                     new_env[str(name).removesuffix(".#")] = keys
+                if isinstance(flat.get("script_name"), str) and flat["script_name"]:
+                    self.script_names[str(name).removesuffix(".#")] = flat["script_name"].removesuffix(".sh")
         return out, new_env
 
     # -- the recipe --------------------------------------------------------------------------
@@ -441,6 +444,7 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
         "deps": list(t.aliases),
         "clean_files": [str(f) for f in data.get("clean_files") or []],
         "script_name": str(data.get("script_name") or "run"),
+        "variation_script_names": t.script_names,
         "tags": [str(x) for x in _tags(data.get("tags"))],
     }
     recipe: dict[str, Any] = {
