@@ -10,7 +10,7 @@ do) are checked here without importing anything; any other schema is checked by
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cmx_core.plan_checks import KeyPath, PlanCheckError, dotted
@@ -39,6 +39,8 @@ def check_step_params(recipe: Recipe, step: StepSpec, step_type: StepType) -> No
         return
     keypath: KeyPath = ("steps", step.index, "with")
     if _is_supported(schema):
+        if _fast_check(schema)(step.with_, recipe):
+            return
         problem = _Validator(recipe, step.uses).check(step.with_, schema, keypath)
     else:
         problem = _jsonschema_problem(step.with_, schema, keypath)
@@ -64,6 +66,108 @@ def _subset(schema: object) -> bool:
 
 
 Problem = tuple[KeyPath, str]
+Check = Callable[[object, Recipe], bool]
+"""A compiled schema: True when the value surely passes (:class:`_Validator` then finds no
+problem); False sends the value to the validator, which finds the problem and words it."""
+_fast: dict[int, tuple[Schema, Check]] = {}
+
+
+def _fast_check(schema: Schema) -> Check:
+    """The schema compiled once per step type's schema, not walked again for every node."""
+    cached = _fast.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = _fast[id(schema)] = (schema, _compile(schema))
+    return cached[1]
+
+
+def _always(value: object, recipe: Recipe) -> bool:
+    return True
+
+
+def _never(value: object, recipe: Recipe) -> bool:
+    return False
+
+
+def _compile(schema: Schema | bool) -> Check:
+    """The same tests as :meth:`_Validator.check`, in the same order, decided once."""
+    if schema is True:
+        return _always
+    if schema is False or not isinstance(schema, Mapping):
+        return _never
+    wanted = schema.get("type")
+    allowed = list(schema["enum"]) if "enum" in schema else [schema["const"]] if "const" in schema else None
+    by_kind = (_compile_string(schema), _compile_items(schema), _compile_number(schema), _compile_mapping(schema))
+    strings, items, numbers, mappings = by_kind
+
+    def check(value: object, recipe: Recipe) -> bool:
+        if value.__class__ is str and ("{{" in value or "{%" in value):
+            kind = _template_type(str(value), recipe)
+            return kind is None or wanted is None or _type_ok(kind, wanted)
+        if wanted is not None and not _type_ok(_json_type(value), wanted):
+            return False
+        if allowed is not None and not any(value == a and type(value) is type(a) for a in allowed):
+            return False
+        if isinstance(value, str):
+            return strings(value, recipe)
+        if isinstance(value, (list, tuple)):
+            return items(value, recipe)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return numbers(value, recipe)
+        return mappings(value, recipe) if isinstance(value, Mapping) else True
+
+    return check
+
+
+def _compile_string(schema: Schema) -> Check:
+    import re
+
+    pattern = re.compile(schema["pattern"]) if "pattern" in schema else None
+    low, high = schema.get("minLength"), schema.get("maxLength")
+
+    def check(value: object, recipe: Recipe) -> bool:
+        text = str(value)
+        return (pattern is None or pattern.search(text) is not None) and _within(len(text), low, high)
+
+    return check
+
+
+def _compile_items(schema: Schema) -> Check:
+    low, high = schema.get("minItems"), schema.get("maxItems")
+    each = _compile(schema["items"]) if "items" in schema else _always
+
+    def check(value: object, recipe: Recipe) -> bool:
+        seq: Sequence[object] = value  # type: ignore[assignment]
+        return _within(len(seq), low, high) and all(each(item, recipe) for item in seq)
+
+    return check
+
+
+def _compile_number(schema: Schema) -> Check:
+    bounds = [(test, float(schema[word])) for word, test, _sign in _BOUNDS if word in schema]
+
+    def check(value: object, recipe: Recipe) -> bool:
+        number = float(value)  # type: ignore[arg-type]
+        return all(test(number, bound) for test, bound in bounds)
+
+    return check
+
+
+def _compile_mapping(schema: Schema) -> Check:
+    properties = {name: _compile(sub) for name, sub in dict(schema.get("properties") or {}).items()}
+    extra = _compile(schema.get("additionalProperties", True))
+    required = tuple(schema.get("required") or ())
+
+    def check(value: object, recipe: Recipe) -> bool:
+        given: Mapping[str, object] = value  # type: ignore[assignment]
+        if any(name not in given for name in required):
+            return False
+        return all(properties.get(name, extra)(item, recipe) for name, item in given.items())
+
+    return check
+
+
+def _within(size: int, low: Any, high: Any) -> bool:
+    return (low is None or size >= low) and (high is None or size <= high)
 
 
 class _Validator:
