@@ -118,3 +118,26 @@ def test_variation_script_name_runs_another_script(cmx_cli: Cli, tmp_path: Path)
     plain = outputs(cmx_cli("run", "recipe", "--tags=cm,two,scripts", "--recipes", str(out), "--json"))
     plot = outputs(cmx_cli("run", "recipe", "--tags=cm,two,scripts,plot", "--recipes", str(out), "--json"))
     assert (plain["new_env"], plot["new_env"]) == ({"CM_WHICH": "run"}, {"CM_WHICH": "plot"})
+
+
+def test_versions_set_env_and_deps_of_the_version_asked_for(cmx_cli: Cli, tmp_path: Path) -> None:
+    root, out = tmp_path / "c", tmp_path / "recipes"
+    write_script(root, "helper", "alias: helper\ntags: [helper]\nnew_env_keys: [CM_HELPER]\n",
+                 run_sh='echo "CM_HELPER=ran" > tmp-run-env.out\n')
+    write_script(root, "versioned", """
+        alias: versioned
+        tags: [versioned]
+        default_version: '1.0'
+        new_env_keys: [CM_V_*, CM_HELPER]
+        versions:
+          '1.0': {env: {CM_V_URL: one}}
+          '2.0': {env: {CM_V_URL: two}, deps: [{tags: helper}], adr: {x: {tags: y}}}
+        """, run_sh='echo "CM_V_SEEN=$CM_V_URL" > tmp-run-env.out\n')
+    report = _import(cmx_cli, root, out)
+    assert report["issue_counts"]["unmapped"] >= 1  # versions.2.0.adr
+    one = outputs(cmx_cli("run", "recipe", "--tags=cm,versioned", "--recipes", str(out), "--json"))
+    two = outputs(cmx_cli("run", "recipe", "--tags=cm,versioned", "--version=2.0", "--recipes", str(out), "--json"))
+    assert one["new_env"] == {"CM_V_URL": "one", "CM_V_SEEN": "one"}
+    assert two["new_env"] == {"CM_V_URL": "two", "CM_V_SEEN": "two", "CM_HELPER": "ran"}
+    issues = json.loads((out / "report.json").read_text())["issues"]
+    assert any(i["key"] == "versions.2.0.adr" and i["kind"] == "unmapped" for i in issues)

@@ -33,6 +33,7 @@ PARAMS: dict[str, str] = {
     "deps": "dep aliases in CM's merge order",
     "clean_files": "files removed from the work directory before the script runs",
     "script_name": "the native script's name (run)",
+    "version_env": "version -> the env its versions entry sets when that version is asked for",
     "variation_script_names": "variation -> the native script it runs instead (a variation's script_name)",
     "tags": "the script's CM tags (customize.py sees them)",
     "timeout_s": "wall-clock limit of the script in seconds",
@@ -59,6 +60,7 @@ def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
             value = ctx.inputs.get(name)
             if value is not None:
                 env[str(key)] = str(value)
+    env.update(dict(ctx.params.get("version_env") or {}).get(str(ctx.inputs.get("version") or ""), {}))
     state: dict[str, Any] = {}
     for alias in ctx.params.get("deps") or []:
         if alias in ctx.deps:

@@ -31,7 +31,7 @@ DOC_KEYS = frozenset({"automation_alias", "automation_uid", "category", "name", 
 MAPPED_KEYS = frozenset({"alias", "uid", "tags", "cache", *DEP_KINDS, "input_mapping", "default_env", "env",
                          "new_env_keys", "new_state_keys", "variations", "default_variations", "version",
                          "default_version", "version_min", "version_max", "version_max_usable", "clean_files",
-                         "local_env_keys", "predeps", "script_name"})
+                         "local_env_keys", "predeps", "script_name", "versions"})
 DEP_MAPPED = frozenset({"tags", "names", "env", "enable_if_env", "skip_if_env", "enable_if_any_env", "skip_if_any_env",
                         *VERSION_KEYS})
 VARIATION_MAPPED = frozenset({"group", "default", "env", "default_env", *DEP_KINDS, "new_env_keys",
@@ -348,6 +348,33 @@ class _Translator:
                     self.script_names[str(name).removesuffix(".#")] = flat["script_name"].removesuffix(".sh")
         return out, new_env
 
+    # -- versions ----------------------------------------------------------------------------
+
+    def versions(self) -> tuple[dict[str, dict[str, str]], list[dict[str, Any]]]:
+        """CM's ``versions``: per version, env applied when that version is asked for (by the
+        step, over the inputs) and deps taken only then (``when: inputs.version == ...``)."""
+        raw = self.script.data.get("versions")
+        if not isinstance(raw, dict) or not raw:
+            if raw not in (None, {}):
+                self.issue("versions", "not a mapping of version -> env/deps; left out")
+            return {}, []
+        env: dict[str, dict[str, str]] = {}
+        deps: list[dict[str, Any]] = []
+        for version, spec in raw.items():
+            where = f"versions.{version}"
+            spec = _mapping(spec)
+            values = {**_mapping(spec.get("default_env")), **_mapping(spec.get("env"))}
+            env[str(version)] = {str(k): str(v) for k, v in values.items() if self.scalar(v, f"{where}.env.{k}")}
+            if spec.get("default_env"):
+                self.issue(f"{where}.default_env", "applied as env (CM applies it only when unset)", "approximated")
+            for dep in self.deps_of(spec, f"{where}."):
+                test = f"inputs.version == {str(version)!r}"
+                dep["when"] = f"{test} and ({dep['when']})" if dep.get("when") else test
+                deps.append(dep)
+            for key in sorted(set(spec) - {"env", "default_env", *DEP_KINDS}):
+                self.issue(f"{where}.{key}", "versions option with no cmx equivalent; left out")
+        return env, deps
+
     # -- the recipe --------------------------------------------------------------------------
 
     def cache(self, tags: Sequence[str]) -> Any:
@@ -427,6 +454,8 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
         elif not TAG_RE.match(tag):
             t.issue("tags", f"tag '{tag}' is not a valid cmx tag; dropped")
     deps = t.deps_of(data, "")
+    version_env, version_deps = t.versions()
+    deps.extend(version_deps)
     variations, var_keys = t.variations()
     new_env_keys = [str(k) for k in data.get("new_env_keys") or []]
     new_state_keys = [str(k) for k in data.get("new_state_keys") or []]
@@ -445,6 +474,7 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
         "clean_files": [str(f) for f in data.get("clean_files") or []],
         "script_name": str(data.get("script_name") or "run"),
         "variation_script_names": t.script_names,
+        "version_env": version_env,
         "tags": [str(x) for x in _tags(data.get("tags"))],
     }
     recipe: dict[str, Any] = {
