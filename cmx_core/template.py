@@ -48,21 +48,33 @@ def fact_names(value: Any) -> set[str]:
 def _render_string(text: str, context: Mapping[str, Any], where: str) -> Any:
     import jinja2
 
-    env = _environment()
     match = _SINGLE.match(text.strip())
     try:
         if match and "{{" not in match.group(1) and "{%" not in text:
-            result = env.compile_expression(match.group(1).strip(), undefined_to_none=False)(**context)
+            result = _expression(match.group(1).strip())(**context)
             if isinstance(result, jinja2.Undefined):
                 str(result)  # raises UndefinedError with the name
             return result
-        return env.from_string(text).render(**context)
+        return _template(text).render(**context)
     except jinja2.TemplateError as exc:
         raise TemplateError(f"{where}: cannot render {text!r}: {exc.message or exc}") from None
     except CmxError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise TemplateError(f"{where}: cannot render {text!r}: {exc}") from None
+
+
+@lru_cache(maxsize=4096)
+def _expression(source: str) -> Any:
+    """A compiled ``{{ expression }}``, parsed once per text (a plan renders the same
+    dep ``with:`` for many nodes)."""
+    return _environment().compile_expression(source, undefined_to_none=False)
+
+
+@lru_cache(maxsize=4096)
+def _template(text: str) -> Any:
+    """A compiled template, parsed once per text."""
+    return _environment().from_string(text)
 
 
 @lru_cache(maxsize=1)
