@@ -133,3 +133,32 @@ def test_live_path_retranslates_when_the_index_changes(tmp_path: Path) -> None:
     assert stamps["format"] == 2 and stamps["index"]
     user = (out / "cm.user.yaml").read_text()
     assert "- get-gcc\n  as: compiler" in user
+
+
+def test_variation_changes_or_replaces_a_dep_by_name(tmp_path: Path, cmx_home: Path) -> None:
+    root, out = tmp_path / "c", tmp_path / "out"
+    write_script(root, "get-py", "alias: get-py\ntags: [get, py]\nvariations: {v2: {}}\n")
+    write_script(root, "get-other", "alias: get-other\ntags: [get, other]\n")
+    write_script(root, "app", """
+        alias: app
+        tags: [app]
+        deps:
+          - {tags: 'get,py', names: [python]}
+        variations:
+          newer: {ad: {python: {tags: _v2, version_min: '3.8'}, nothing: {tags: x}}}
+          swap: {deps: [{tags: 'get,other', names: [python]}]}
+        """)
+    result = import_collection(root, out)
+    app = next(t for t in result.translations if t.name == "cm.app")
+    assert app.recipe["deps"][0]["when"] == "not ('newer' in variations or 'swap' in variations)"
+    newer = app.recipe["variations"]["newer"]["deps"][0]
+    assert newer["tags"] == ["cm", "get", "py", "get-py", "v2"] and newer["with"] == {"version_min": "3.8"}
+    assert any(i.key == "variations.newer.ad.nothing" for i in app.issues)
+
+    def chosen(*tags: str) -> list[str]:
+        return [n.recipe.name for n in api.plan(["cm", "app", *tags], recipes_dirs=[out]).nodes]
+
+    assert chosen() == ["cm.get-py", "cm.app"]
+    assert chosen("swap") == ["cm.get-other", "cm.app"]  # replaced, as CM's append_deps does
+    plan = api.plan(["cm", "app", "newer"], recipes_dirs=[out])
+    assert [(n.recipe.name, sorted(n.variations)) for n in plan.nodes] == [("cm.get-py", ["v2"]), ("cm.app", ["newer"])]

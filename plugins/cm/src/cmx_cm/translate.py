@@ -35,7 +35,7 @@ MAPPED_KEYS = frozenset({"alias", "uid", "tags", "cache", *DEP_KINDS, "input_map
 DEP_MAPPED = frozenset({"tags", "names", "env", "enable_if_env", "skip_if_env", "enable_if_any_env", "skip_if_any_env",
                         *VERSION_KEYS})
 VARIATION_MAPPED = frozenset({"group", "default", "env", "default_env", *DEP_KINDS, "new_env_keys",
-                              "new_state_keys", "base", "description", "script_name"})
+                              "new_state_keys", "base", "description", "script_name", "ad", "add_deps"})
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,7 @@ class _Translator:
     aliases: list[str] = field(default_factory=list)
     input_mapping: dict[str, str] = field(default_factory=dict)  # input name -> env key
     script_names: dict[str, str] = field(default_factory=dict)  # variation -> its script_name
+    variation_deps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # ad/add_deps copies
 
     @property
     def file(self) -> str:
@@ -260,6 +261,58 @@ class _Translator:
                     out.append(mapped)
         return out
 
+    def script_deps(self) -> list[dict[str, Any]]:
+        """The script's own deps. One that a variation changes by name (``ad``/``add_deps``)
+        or replaces (a variation dep with the same ``names``, as CM's ``append_deps`` does)
+        is taken only when no such variation is selected; each changing variation gets the
+        changed copy among its own deps."""
+        touched = self.touched()
+        out = []
+        for kind in DEP_KINDS:
+            for i, dep in enumerate(self.script.data.get(kind) or []):
+                where = f"{kind}[{i}]"
+                mapped = self.dep(dep, where, kind)
+                names = _tags(dep.get("names")) if isinstance(dep, dict) else []
+                touching = [(v, changes) for n in names for v, changes in touched.get(n, [])]
+                if mapped is not None and touching:
+                    guard = "not (" + " or ".join(sorted({f"{v!r} in variations" for v, _ in touching})) + ")"
+                    mapped["when"] = f"({mapped['when']}) and {guard}" if mapped.get("when") else guard
+                    if len(touching) > 1:
+                        self.issue(where, "changed by several variations; selected together, each adds its own "
+                                          "changed copy (CM merges the changes into one dep)", "approximated")
+                for variation, changes in touching:
+                    if changes is not None and isinstance(dep, dict):
+                        copy = self.dep(_changed(dep, changes), f"variations.{variation}.ad.{names[0]}", kind)
+                        if copy is not None:
+                            self.variation_deps.setdefault(variation, []).append(copy)
+                if mapped is not None:
+                    out.append(mapped)
+        return out
+
+    def touched(self) -> dict[str, list[tuple[str, dict[str, Any] | None]]]:
+        """dep name -> the variations (stems) that change it (their changes) or replace it (None)."""
+        raw = _mapping(self.script.data.get("variations"))
+        names = {n for kind in DEP_KINDS for d in self.script.data.get(kind) or [] if isinstance(d, dict)
+                 for n in _tags(d.get("names"))}
+        out: dict[str, list[tuple[str, dict[str, Any] | None]]] = {}
+        for name, spec in raw.items():
+            if "," in str(name) or not VARIATION_RE.match(str(name)):
+                continue
+            stem, spec = str(name).removesuffix(".#"), _mapping(spec)
+            for key in ("ad", "add_deps"):
+                for dep_name, changes in _mapping(spec.get(key)).items():
+                    if dep_name in names and isinstance(changes, dict):
+                        out.setdefault(str(dep_name), []).append((stem, changes))
+                    else:
+                        self.issue(f"variations.{name}.{key}.{dep_name}", "names no dep of this script (or is not "
+                                                                          "a mapping); ignored, as CM ignores it")
+            for kind in DEP_KINDS:
+                for dep in spec.get(kind) or []:
+                    for dep_name in _tags(dep.get("names")) if isinstance(dep, dict) else []:
+                        if dep_name in names:
+                            out.setdefault(dep_name, []).append((stem, None))
+        return out
+
     # -- variations ------------------------------------------------------------------------
 
     def flattened(self, name: str, variations: Mapping[str, Any], seen: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -319,7 +372,7 @@ class _Translator:
                            "approximated")
         if inputs:
             out["inputs"] = inputs
-        deps = self.deps_of(spec, f"{where}.")
+        deps = [*self.deps_of(spec, f"{where}."), *self.variation_deps.get(name.removesuffix(".#"), [])]
         if deps:
             out["deps"] = deps
         for key in sorted(set(spec) - VARIATION_MAPPED):
@@ -406,6 +459,25 @@ def _mapping(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
+def _changed(dep: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """A dep with a variation's changes, by CM's rule: tags appended, conditions kept as they
+    were, mappings merged, lists extended, other values replaced."""
+    out = dict(dep)
+    for key, value in changes.items():
+        if key == "tags":
+            old = _tags(dep.get("tags"))
+            out["tags"] = ",".join([*old, *(t for t in _tags(value) if t not in old and "<<<" not in t)])
+        elif "enable_if_" in key or "skip_if_" in key:
+            continue
+        elif isinstance(value, dict):
+            out[key] = {**_mapping(dep.get(key)), **value}
+        elif isinstance(value, list):
+            out[key] = [*(dep.get(key) or []), *value] if isinstance(dep.get(key), list) else list(value)
+        else:
+            out[key] = value
+    return out
+
+
 def _outputs(new_env_keys: Sequence[str]) -> dict[str, Any]:
     outputs: dict[str, Any] = {
         "new_env": {"description": "the env keys the script declares (new_env_keys), as CM returns them",
@@ -453,7 +525,7 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
             tags.append(tag)
         elif not TAG_RE.match(tag):
             t.issue("tags", f"tag '{tag}' is not a valid cmx tag; dropped")
-    deps = t.deps_of(data, "")
+    deps = t.script_deps()
     version_env, version_deps = t.versions()
     deps.extend(version_deps)
     variations, var_keys = t.variations()
