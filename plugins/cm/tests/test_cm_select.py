@@ -145,7 +145,7 @@ def test_variation_changes_or_replaces_a_dep_by_name(tmp_path: Path, cmx_home: P
         deps:
           - {tags: 'get,py', names: [python]}
         variations:
-          newer: {ad: {python: {tags: _v2, version_min: '3.8'}, nothing: {tags: x}}}
+          newer: {ad: {python: {tags: _v2, version_min: '3.8'}, nothing: {tags: x}}, adr: {python: {tags: _v2}}}
           swap: {deps: [{tags: 'get,other', names: [python]}]}
         """)
     result = import_collection(root, out)
@@ -154,6 +154,7 @@ def test_variation_changes_or_replaces_a_dep_by_name(tmp_path: Path, cmx_home: P
     newer = app.recipe["variations"]["newer"]["deps"][0]
     assert newer["tags"] == ["cm", "get", "py", "get-py", "v2"] and newer["with"] == {"version_min": "3.8"}
     assert any(i.key == "variations.newer.ad.nothing" for i in app.issues)
+    assert any(i.key == "variations.newer.adr" and i.kind == "unmapped" for i in app.issues)  # down the tree
 
     def chosen(*tags: str) -> list[str]:
         return [n.recipe.name for n in api.plan(["cm", "app", *tags], recipes_dirs=[out]).nodes]
