@@ -1,23 +1,37 @@
-"""Per-run overhead of the ray executor, printed as numbers.
+"""Per-point overhead of the ray executor beyond the same far command run without Ray
+(prints numbers; asserts nothing about time).
 
-Starts a private Ray head on 127.0.0.1 (its own temp dir, stopped by PID), then runs the demo
-chain N times (default N=20; the issue's benchmark is --points 100) through:
+Starts a private Ray head on 127.0.0.1 (its own temp dir, 2 CPUs, stopped by PID). The
+baseline is the **no-Ray executor** defined here: the ray executor with Ray taken out, whose
+``submit`` calls the task body (``cmx_ray.far.run_far``: the far ``cmx run --lock`` in a
+private directory, its files returned) in this process. So the near engine (plan, lock,
+record), the staging and the far command are the same on both sides (with
+``OMP_NUM_THREADS`` set to the task's CPUs, as Ray sets it in a task's environment), and the
+difference is what Ray adds: submission, scheduling, the worker, moving the lock and the
+files through the object store. A negative difference is within the noise of a loaded machine.
 
-* ``subprocess``-like baseline: the same far command (``python -m cmx_core run --lock ...``)
-  with no scheduler, via the ray task body called directly (cmx_ray.far.run_far);
-* a bare Ray task (the scheduler's own latency: submit + get of a no-op);
-* ``--executor ray`` connected to the head.
+* **sequential**: ``engine.run(..., executor=X)`` K times for each of ``ray`` and the
+  baseline, interleaved (one of each in turn, so a load change on a shared machine hits both);
+  overhead = median of the pairwise differences.
+* **batch** (the sweep path, ``cmx_ray.batch.run_batch``): N points of the demo chain as Ray
+  tasks over one connection, all submitted at once, against the same N far commands run by
+  the baseline in a thread pool as wide as the head's CPUs; overhead per point = (ray wall -
+  baseline wall) / N.
+* the bare Ray task round trip (submit + get of a no-op), the scheduler's own latency.
 
-Overhead per point = ray run - baseline run - bare task latency. With ``--private`` it also
-times a run with a private in-process cluster and ``ray start --head`` + connect + stop.
+Goal: Ray <= 0.2 s per point.
 
-    .venv/bin/python benchmarks/bench_scale_ray.py --points 100
+    .venv/bin/python benchmarks/bench_scale_ray.py [--points 100] [--sequential 6]
+
+CMX_HOME is a temporary directory so the benchmark leaves your cache alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -25,7 +39,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
+
+HEAD_CPUS = 2
 
 
 def _port() -> int:
@@ -40,7 +59,7 @@ def _start_head(temp: str) -> tuple[subprocess.Popen[bytes], str, float]:
     port = _port()
     began = time.perf_counter()
     head = subprocess.Popen([str(Path(sys.executable).parent / "ray"), "start", "--head", "--block",
-                             "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
+                             "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={HEAD_CPUS}",
                              "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
                             env={**os.environ, **RAY_ENV}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
@@ -49,10 +68,12 @@ def _start_head(temp: str) -> tuple[subprocess.Popen[bytes], str, float]:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 return head, f"127.0.0.1:{port}", time.perf_counter() - began
         time.sleep(0.1)
-    raise SystemExit("ray head did not start")
+    raise SystemExit("ray head did not start within 120 s")
 
 
 def _stop_head(head: subprocess.Popen[bytes], temp: str) -> None:
+    """SIGTERM to the head we started, then SIGKILL to what it left (processes naming our
+    private temp dir), by PID."""
     head.send_signal(signal.SIGTERM)
     head.wait(timeout=60)
     for entry in Path("/proc").iterdir():
@@ -64,67 +85,163 @@ def _stop_head(head: subprocess.Popen[bytes], temp: str) -> None:
                 pass
 
 
-def _time(fn: object, n: int) -> list[float]:
-    out = []
-    for _ in range(n):
-        began = time.perf_counter()
-        fn()  # type: ignore[operator]
-        out.append(time.perf_counter() - began)
-    return out
+def _baseline_executor() -> Any:
+    """The ray executor without Ray: the far task body called in this process."""
+    from cmx_ray import far
+    from cmx_ray.executor import RayExecutor, RayHandle, _status
+    from cmx_ray.resources import task_resources
+    from cmx_ray.settings import RaySettings
+
+    from cmx_core.api import ExecutionOutcome, ExecutionRequest, JobStatus, RemoteExecutor, RemoteJob
+
+    class NoRay(RayExecutor):
+        name = "noray-baseline"
+        summary = "the ray executor's far side without Ray (a benchmark baseline)"
+
+        def run(self, request: ExecutionRequest) -> ExecutionOutcome:
+            return RemoteExecutor.run(self, request)
+
+        def submit(self, job: RemoteJob) -> RayHandle:
+            settings = job.request.settings
+            assert isinstance(settings, RaySettings)
+            resources = task_resources(job.request.plan, settings, None)
+            handle = RayHandle(None, resources, None, "none (baseline)")
+            env = {"OMP_NUM_THREADS": f"{max(1, int(resources.num_cpus))}", **job.env}  # as Ray sets it for a task
+            handle.result = far.run_far(list(job.command), env, (job.stage_dir / "lock.json").read_bytes(),
+                                        int(settings.max_result_mb * 1e6))
+            return handle
+
+        def wait(self, handle: RayHandle) -> JobStatus:
+            assert handle.result is not None
+            return _status(handle.result)
+
+        def cancel(self, handle: RayHandle) -> None:
+            """Nothing runs after submit returns."""
+
+    return NoRay()
+
+
+def _register_baseline() -> None:
+    from cmx_core import plugins
+    from cmx_core.api import hookimpl
+
+    baseline = _baseline_executor()
+
+    class _Plugin:
+        @hookimpl
+        def cmx_register_executors(self, register: Callable[[Any], None]) -> None:
+            register(baseline.executor())
+
+    plugins._REGISTRY = plugins.load_registry(extra=[("bench-noray", _Plugin())])
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    began = time.perf_counter()
+    fn()
+    return time.perf_counter() - began
+
+
+def _sequential(runs: int, opts: dict[str, str]) -> dict[str, Any]:
+    from cmx_core import engine
+
+    rayed: list[float] = []
+    base: list[float] = []
+    for i in range(runs):
+        for name, size, into in (("ray", 2000 + i, rayed), ("noray-baseline", 4000 + i, base)):
+            began = time.perf_counter()
+            engine.run("demo,sort", {"size": size, "repeats": 1}, executor=name, options=opts)
+            into.append(time.perf_counter() - began)
+    pairs = [r - b for r, b in zip(rayed, base, strict=True)]
+    return {"runs": runs, "ray_median_s": statistics.median(rayed), "baseline_median_s": statistics.median(base),
+            "overhead_per_point_s": statistics.median(pairs)}
+
+
+def _requests(sizes: Sequence[int], base: Path, settings: Any) -> list[Any]:
+    from cmx_core import engine
+    from cmx_core.api import ExecutionRequest
+    from cmx_core.runids import new_run_id
+
+    session = engine.open_session()
+    requests = []
+    for size in sizes:
+        plan = engine.plan("demo,sort", {"size": size, "repeats": 1}, session=session)
+        run_dir = base / f"point-{size}"
+        run_dir.mkdir(parents=True)
+        engine.write_lock(run_dir, plan, session.registry)
+        requests.append(ExecutionRequest(plan=plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
+                                         lock_path=run_dir / "lock.json", run_id=new_run_id(), settings=settings))
+    return requests
+
+
+def _batch(points: int, address: str, work: Path) -> dict[str, Any]:
+    from cmx_ray.batch import run_batch
+    from cmx_ray.settings import RaySettings
+
+    settings = RaySettings(address=address, env=("CMX_HOME",))
+    baseline = _baseline_executor()
+    base_requests = _requests([10_000 + i for i in range(points)], work / "baseline", settings)
+    began = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=HEAD_CPUS) as pool:
+        base_outcomes = list(pool.map(baseline.run, base_requests))
+    base_wall = time.perf_counter() - began
+    ray_requests = _requests([20_000 + i for i in range(points)], work / "ray", settings)
+    began = time.perf_counter()
+    outcomes = run_batch(ray_requests, settings)
+    ray_wall = time.perf_counter() - began
+    failed = sum(o.error is not None for o in (*outcomes, *base_outcomes))
+    return {"points": points, "failed": failed, "parallel": HEAD_CPUS, "ray_wall_s": ray_wall,
+            "baseline_wall_s": base_wall, "overhead_per_point_s": (ray_wall - base_wall) / points}
+
+
+def _connect(opts: dict[str, str], tries: int = 4) -> None:
+    """The first run, retried a few times: a head on a loaded machine may listen before its
+    GCS accepts drivers."""
+    from cmx_core import engine
+    from cmx_core.errors import UsageError
+
+    for attempt in range(tries):
+        try:
+            engine.run("demo,sort", executor="ray", options=opts)
+            return
+        except UsageError:
+            if attempt == tries - 1:
+                raise
+            time.sleep(5.0)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--points", type=int, default=20)
-    parser.add_argument("--private", action="store_true", help="also time the private-cluster options")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--points", type=int, default=100, help="points of the batched sweep (0: none)")
+    parser.add_argument("--sequential", type=int, default=6, help="single runs of each executor, interleaved")
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="cmx-bench-ray-")
     os.environ["CMX_HOME"] = home
-    from cmx_ray import cluster, far
+    from cmx_ray import cluster
 
     from cmx_core import engine
 
+    _register_baseline()
     temp = tempfile.mkdtemp(prefix="cmx-bench-ray-head-")
     head, address, started = _start_head(temp)
     try:
         opts = {"address": address, "env": "CMX_HOME"}
-        engine.run("demo,sort", executor="ray", options=opts)  # connect and warm up
+        _connect(opts)  # connect, warm the cache and a worker
+        engine.run("demo,sort", executor="noray-baseline", options=opts)
         with cluster.ray_env():
             import ray
 
             noop = ray.remote(lambda: None)
             ray.get(noop.remote())
-            bare = _time(lambda: ray.get(noop.remote()), args.points)
-        result = engine.run("demo,sort", executor="local")
-        lock = (result.run_dir / "lock.json").read_bytes()
-        command = [sys.executable, "-m", "cmx_core", "run", "--lock", "lock.json", "--allow-drift=remote",
-                   "--executor", "local", "--output", "remote", "--json"]
-        base = _time(lambda: far.run_far(command, {"CMX_HOME": home}, lock, 1 << 28), args.points)
-        rayed = _time(lambda: engine.run("demo,sort", executor="ray", options=opts), args.points)
-        local = _time(lambda: engine.run("demo,sort", executor="local"), args.points)
+            bare = statistics.median(_timed(lambda: ray.get(noop.remote())) for _ in range(20))
+        numbers = {"ray_head_start_s": started, "bare_task_round_trip_s": bare,
+                   "sequential": _sequential(args.sequential, opts) if args.sequential else None,
+                   "batch": _batch(args.points, address, Path(home) / "batch") if args.points else None,
+                   "goal_per_point_s": 0.2}
     finally:
         cluster.disconnect()
         _stop_head(head, temp)
-    med = statistics.median
-    print(f"points: {args.points}")
-    print(f"ray head start (ray start --head, to listening): {started:.2f} s")
-    print(f"local executor run, median: {med(local):.3f} s")
-    print(f"far command without a scheduler (run_far), median: {med(base):.3f} s")
-    print(f"bare Ray task round trip, median: {med(bare) * 1000:.1f} ms")
-    print(f"ray executor run, median: {med(rayed):.3f} s; total for {args.points} points: {sum(rayed):.1f} s")
-    print(f"ray overhead per point beyond the far command and the scheduler: "
-          f"{med(rayed) - med(base) - med(bare):.3f} s (goal <= 0.2 s)")
-    if args.private:
-        private = _time(lambda: engine.run("demo,sort", executor="ray", options={"env": "CMX_HOME"}), 2)
-        print(f"one run with a private in-process cluster (ray.init local + shutdown), median: {med(private):.2f} s")
-        temp2 = tempfile.mkdtemp(prefix="cmx-bench-ray-head-")
-        began = time.perf_counter()
-        head2, address2, _ = _start_head(temp2)
-        engine.run("demo,sort", executor="ray", options={"address": address2, "env": "CMX_HOME"})
-        cluster.disconnect()
-        _stop_head(head2, temp2)
-        print(f"one run with a private head process (ray start + connect + stop by PID): "
-              f"{time.perf_counter() - began:.2f} s")
+        shutil.rmtree(home, ignore_errors=True)
+    print(json.dumps(numbers, indent=2))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ files, which are written into ``<run dir>/remote``) and cancelled. The far side 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -57,7 +58,7 @@ class RayExecutor(RemoteExecutor[RayHandle]):
     settings = RaySettings
 
     def __init__(self) -> None:
-        self._cluster = ""
+        self.cluster_name = ""
 
     # -- plan time -----------------------------------------------------------------------
 
@@ -69,7 +70,7 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         if not settings.address and not cluster.callers_ray():
             return  # a private cluster has this machine's resources, which the resolver checked
         with cluster.session(settings.address, settings.cluster_cpus) as where:
-            _refuse_missing(resources, where)
+            refuse_missing(resources, where)
 
     def describe(self, plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
         assert isinstance(settings, RaySettings)
@@ -86,7 +87,7 @@ class RayExecutor(RemoteExecutor[RayHandle]):
     def run(self, request: ExecutionRequest) -> ExecutionOutcome:
         assert isinstance(request.settings, RaySettings)
         with cluster.session(request.settings.address, request.settings.cluster_cpus) as where:
-            self._cluster = where
+            self.cluster_name = where
             return super().run(request)
 
     def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
@@ -103,16 +104,22 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         return {name: os.environ[name] for name in request.settings.env if name in os.environ}
 
     def submit(self, job: RemoteJob) -> RayHandle:
+        return self.submit_checked(job, check_cluster=True)
+
+    def submit_checked(self, job: RemoteJob, check_cluster: bool) -> RayHandle:
+        """Submit ``job``; ``check_cluster``: first refuse it when the cluster lacks what it
+        needs (one query of the cluster's resources; a batch asks once for all its tasks)."""
         settings = job.request.settings
         assert isinstance(settings, RaySettings)
         if settings.max_result_mb <= 0:
             raise UsageError(f"ray executor option max_result_mb={settings.max_result_mb:g}: use a number above 0")
         resources = task_resources(job.request.plan, settings, job.request.facts.try_get("gpus"))
-        _refuse_missing(resources, self._cluster)
+        if check_cluster:
+            refuse_missing(resources, self.cluster_name)
         ref = _far_task().options(**resources.ray_options(), max_retries=0, retry_exceptions=False).remote(
             list(job.command), dict(job.env), (job.stage_dir / "lock.json").read_bytes(),
             int(settings.max_result_mb * 1e6))
-        return RayHandle(ref, resources, resources.timeout_s, self._cluster)
+        return RayHandle(ref, resources, resources.timeout_s, self.cluster_name)
 
     def wait(self, handle: RayHandle) -> JobStatus:
         import ray
@@ -171,14 +178,17 @@ def _status(result: far.FarResult) -> JobStatus:
     return JobStatus("failed", result.exit_code, f"far cmx exited with code {result.exit_code}. Last lines: {tail}")
 
 
-def _refuse_missing(resources: TaskResources, where: str) -> None:
+def refuse_missing(resources: TaskResources, where: str) -> None:
     gaps = missing(resources.needs(), cluster.cluster_resources())
     if gaps:
         raise CmxError(f"ray executor: {where} lacks what the plan needs: {', '.join(gaps)}; "
                        "connect to a cluster that has it (address=) or lower num_gpus/accelerator_type")
 
 
+@functools.cache
 def _far_task() -> Any:
+    """The far task, made once per process: Ray exports a remote function to the cluster
+    once per connection (again after a reconnection), not on every submission."""
     import ray
 
     return ray.remote(far.run_far)

@@ -1,0 +1,63 @@
+"""Many runs as one batch of Ray tasks over one connection: the entry point for a sweep.
+
+A sweep has N prepared runs (an :class:`~cmx_core.api.ExecutionRequest` each, with its own
+run directory and ``lock.json``, all with the same :class:`RaySettings`). :func:`run_batch`
+connects once (or starts one private cluster for the whole batch), checks once that the
+cluster has what the tasks need, submits every task at once (Ray runs as many at a time as
+the cluster's CPUs allow) and folds each far result into its
+:class:`~cmx_core.api.ExecutionOutcome`, in the order of the requests::
+
+    outcomes = run_batch(requests, RaySettings(address="head:6379"))
+    # the caller records each one (cmx_core.recording.record_run), as the engine does
+
+Ctrl-C cancels every task that has not ended. A task's ``timeout_s`` counts from when the
+batch starts waiting for it, so a task queued behind others may get more than that.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from cmx_core.api import ExecutionOutcome, ExecutionRequest, Interrupted, UsageError
+from cmx_core.remote import fold
+from cmx_ray import cluster
+from cmx_ray.executor import RayExecutor, RayHandle, refuse_missing
+from cmx_ray.resources import task_resources
+from cmx_ray.settings import RaySettings
+
+
+def run_batch(requests: Sequence[ExecutionRequest],
+              settings: RaySettings | None = None) -> tuple[ExecutionOutcome, ...]:
+    """Run every request as a Ray task, all submitted at once; outcomes in request order."""
+    if not requests:
+        raise UsageError("run_batch: give at least one run")
+    chosen = settings if settings is not None else requests[0].settings
+    if not isinstance(chosen, RaySettings):
+        raise UsageError(f"run_batch: settings must be RaySettings, not {type(chosen).__name__}")
+    executor = RayExecutor()
+    with cluster.session(chosen.address, chosen.cluster_cpus) as where:
+        executor.cluster_name = where
+        first = requests[0]
+        refuse_missing(task_resources(first.plan, chosen, first.facts.try_get("gpus")), where)
+        jobs = [executor.prepare(request) for request in requests]
+        started = time.time()
+        handles: list[RayHandle] = []
+        try:
+            handles = [executor.submit_checked(job, check_cluster=False) for job in jobs]
+            statuses = [executor.wait(handle) for handle in handles]
+        except (KeyboardInterrupt, Interrupted):
+            _cancel_all(handles)
+            raise Interrupted(f"interrupted; the batch's {len(handles)} Ray tasks were cancelled") from None
+        return tuple(fold(job, status, executor.fetch(handle, job), started, executor.name)
+                     for job, handle, status in zip(jobs, handles, statuses, strict=True))
+
+
+def _cancel_all(handles: Sequence[RayHandle]) -> None:
+    import ray
+
+    for handle in handles:
+        ray.cancel(handle.ref, force=False)
+    ray.wait([h.ref for h in handles], num_returns=len(handles), timeout=10.0)
+    for handle in handles:
+        ray.cancel(handle.ref, force=True)
