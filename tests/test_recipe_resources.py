@@ -115,3 +115,11 @@ def test_the_cli_refuses_a_bad_section_in_one_line_with_exit_2(cmx_home: Path, t
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert any(f"{path}:5: resources.memory: expected a size" in line for line in lines), proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_the_local_executor_ignores_the_section(cmx_home: Path, tmp_path: Path) -> None:
+    write_recipe(tmp_path, "name: asks-much\ntags: [asks, much]\nsummary: s\n"
+                           "resources: {nodes: 4, gpus: 8, memory: 2T, accelerator: h100}\n"
+                           "steps:\n  - uses: shell\n    with: {cmd: [echo, ran]}\n")
+    run = engine.run("asks,much", recipes_dirs=[tmp_path], executor="local")
+    assert run.document["status"] == "completed"
