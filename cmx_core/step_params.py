@@ -95,16 +95,21 @@ def _compile(schema: Schema | bool) -> Check:
     if schema is False or not isinstance(schema, Mapping):
         return _never
     wanted = schema.get("type")
+    kinds = None if wanted is None else frozenset(
+        k for k in ("string", "array", "object", "null", "boolean", "integer", "number") if _type_ok(k, wanted))
     allowed = list(schema["enum"]) if "enum" in schema else [schema["const"]] if "const" in schema else None
     by_kind = (_compile_string(schema), _compile_items(schema), _compile_number(schema), _compile_mapping(schema))
     strings, items, numbers, mappings = by_kind
 
     def check(value: object, recipe: Recipe) -> bool:
-        if value.__class__ is str and ("{{" in value or "{%" in value):
+        cls = value.__class__
+        if cls is str and ("{{" in value or "{%" in value):  # type: ignore[operator]
             kind = _template_type(str(value), recipe)
             return kind is None or wanted is None or _type_ok(kind, wanted)
-        if wanted is not None and not _type_ok(_json_type(value), wanted):
+        if kinds is not None and _json_type(value) not in kinds:
             return False
+        if cls is str and allowed is None:
+            return strings(value, recipe)
         if allowed is not None and not any(value == a and type(value) is type(a) for a in allowed):
             return False
         if isinstance(value, str):
@@ -124,6 +129,9 @@ def _compile_string(schema: Schema) -> Check:
     pattern = re.compile(schema["pattern"]) if "pattern" in schema else None
     low, high = schema.get("minLength"), schema.get("maxLength")
 
+    if pattern is None and low is None and high is None:
+        return _always
+
     def check(value: object, recipe: Recipe) -> bool:
         text = str(value)
         return (pattern is None or pattern.search(text) is not None) and _within(len(text), low, high)
@@ -137,7 +145,12 @@ def _compile_items(schema: Schema) -> Check:
 
     def check(value: object, recipe: Recipe) -> bool:
         seq: Sequence[object] = value  # type: ignore[assignment]
-        return _within(len(seq), low, high) and all(each(item, recipe) for item in seq)
+        if not _within(len(seq), low, high):
+            return False
+        for item in seq:  # noqa: SIM110  (a loop: all() over a generator costs more per node)
+            if not each(item, recipe):
+                return False
+        return True
 
     return check
 
@@ -159,9 +172,13 @@ def _compile_mapping(schema: Schema) -> Check:
 
     def check(value: object, recipe: Recipe) -> bool:
         given: Mapping[str, object] = value  # type: ignore[assignment]
-        if any(name not in given for name in required):
-            return False
-        return all(properties.get(name, extra)(item, recipe) for name, item in given.items())
+        for name in required:
+            if name not in given:
+                return False
+        for name, item in given.items():  # noqa: SIM110  (as above)
+            if not properties.get(name, extra)(item, recipe):
+                return False
+        return True
 
     return check
 
