@@ -14,12 +14,13 @@ import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
 from cmx_core.api import Limits, SandboxResult, SandboxSpec, UsageError, Verdict
+from cmx_core.sandbox import bwrap_args
 from cmx_core.sandbox.bubblewrap import BubblewrapSandbox
 from cmx_core.sandbox.session import BubblewrapSession, session_unavailable
 
@@ -373,3 +374,42 @@ def test_the_sandbox_user_reaches_nested_mounts_and_reads_etc_passwd(backend: Bu
     assert result.verdict is Verdict.OK, (result.reason, result.stderr)
     assert result.stdout.decode().split("\n")[:4] == ["sandbox", "id,x", "1,2", "/home/submission"]
     assert (site.work / "out.txt").read_text() == "ok\n"
+
+
+def test_shm_bytes_sizes_dev_shm(backend: BubblewrapSandbox, site: Site) -> None:
+    code = "import os; s = os.statvfs('/dev/shm'); print(s.f_blocks * s.f_frsize); open('/dev/shm/x', 'w')"
+    result = backend.run(replace(site.spec([PY, "-c", code]), shm_bytes=32 << 20))
+    assert result.verdict is Verdict.OK, result
+    assert int(result.text()) == 32 << 20
+
+
+def test_gpus_without_a_gpu_are_refused_with_the_fix(backend: BubblewrapSandbox, site: Site,
+                                                      monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(bwrap_args, "DEV", tmp_path / "dev-without-gpus")
+    (tmp_path / "dev-without-gpus").mkdir()
+    with pytest.raises(UsageError, match=r"gpus=-1: this machine has no GPU .*docker sandbox"):
+        backend.run(replace(site.spec(["true"]), gpus=-1))
+    with pytest.raises(UsageError, match="gpus must be 0"):
+        backend.run(replace(site.spec(["true"]), gpus=-2))
+
+
+def test_gpus_pass_the_nvidia_device_nodes_through(backend: BubblewrapSandbox, site: Site,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   request: pytest.FixtureRequest) -> None:
+    """Where /dev/nvidia* exist they are bound into the sandbox: all of them for -1, the first N
+    cards and every control node for N; a count past the cards is refused. (Files stand in for
+    the device nodes here: this machine has no GPU; the bind itself is the same. They live
+    outside /tmp, which the sandbox replaces with its own.)"""
+    dev = Path("/var/tmp") / f"cmx-fake-dev-{site.token}"
+    dev.mkdir()
+    request.addfinalizer(lambda: shutil.rmtree(dev))
+    for name in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm"):
+        (dev / name).write_text("")
+    monkeypatch.setattr(bwrap_args, "DEV", dev)
+    assert bwrap_args.gpu_devices(-1) == [str(dev / n) for n in ("nvidia-uvm", "nvidia0", "nvidia1", "nvidiactl")]
+    assert bwrap_args.gpu_devices(1) == [str(dev / n) for n in ("nvidia-uvm", "nvidia0", "nvidiactl")]
+    with pytest.raises(UsageError, match="has 2 GPU"):
+        bwrap_args.gpu_devices(3)
+    result = backend.run(replace(site.spec(["sh", "-c", f"ls {dev}"]), gpus=1))
+    assert result.verdict is Verdict.OK, result
+    assert result.text().split() == ["nvidia-uvm", "nvidia0", "nvidiactl"]

@@ -134,3 +134,8 @@ def test_a_session_is_pinned_to_the_cpus_it_was_given(root: Path) -> None:
         result = opened.run(_spec(root, "a", ["sh", "-c", "grep Cpus_allowed_list /proc/self/status"]))
     assert result.verdict is Verdict.OK, result
     assert result.text().split()[-1] == str(cpu)
+
+
+def test_gpus_or_shm_in_a_session_are_refused(session: BubblewrapSession, root: Path) -> None:
+    with pytest.raises(UsageError, match="not offered in a session"):
+        session.run(SandboxSpec(argv=["true"], work_dir=root, gpus=-1))

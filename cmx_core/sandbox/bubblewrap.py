@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO
 
 from cmx_core.errors import UsageError
-from cmx_core.sandbox.bwrap_args import bwrap_args, check_program, identity_files
+from cmx_core.sandbox.bwrap_args import bwrap_args, check_program, gpu_devices, identity_files
 from cmx_core.sandbox.capture import Captured, drain, pump
 from cmx_core.sandbox.cgroups import RunGroups
 from cmx_core.sandbox.cpus import pick_cpus
@@ -67,6 +67,7 @@ class BubblewrapSandbox:
     def run(self, spec: SandboxSpec) -> SandboxResult:
         check_spec(spec)
         check_program(spec)
+        gpu_devices(spec.gpus)  # no GPU here for a spec that asks for one: a usage error before anything starts
         problem = self.available()
         if problem:
             raise UsageError(f"sandbox backend 'bubblewrap' cannot run here: {problem}")

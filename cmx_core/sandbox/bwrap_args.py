@@ -73,9 +73,14 @@ def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: in
     args += ["--perms", "0644", "--ro-bind-data", str(passwd_fd), "/etc/passwd"]
     args += ["--perms", "0644", "--ro-bind-data", str(group_fd), "/etc/group"]
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    if spec.shm_bytes is not None:
+        args += ["--perms", "1777", "--size", str(spec.shm_bytes), "--tmpfs", "/dev/shm"]
+    devices = gpu_devices(spec.gpus)
     work_path = os.path.normpath(spec.work_path)
     ro_binds = sorted(dict(spec.ro_binds).items(), key=lambda item: item[1])
-    args += _parent_dirs([work_path, *(os.path.normpath(target) for _, target in ro_binds)])
+    args += _parent_dirs([work_path, *(os.path.normpath(target) for _, target in ro_binds), *devices])
+    for device in devices:
+        args += ["--dev-bind", device, device]
     args += ["--bind", os.fspath(spec.work_dir), work_path]
     for host, target in ro_binds:
         args += ["--ro-bind", host, os.path.normpath(target)]
@@ -90,6 +95,26 @@ def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: in
         args += ["/usr/bin/setpriv", "--reuid", uid, "--regid", gid, "--clear-groups", "--inh-caps=-all",
                  "--bounding-set=-all", "--no-new-privs", "--"]
     return args
+
+
+DEV = Path("/dev")
+"""Where the NVIDIA device nodes are looked for (a test points it elsewhere)."""
+
+
+def gpu_devices(gpus: int) -> list[str]:
+    """The ``/dev/nvidia*`` nodes that give a program ``gpus`` GPUs (0: none, -1: all, N: the
+    first N and the control nodes); a UsageError where the machine has fewer."""
+    if gpus == 0:
+        return []
+    nodes = sorted(DEV.glob("nvidia*"))
+    cards = [n for n in nodes if n.name[len("nvidia"):].isdigit()]
+    if not cards:
+        raise UsageError(f"sandbox gpus={gpus}: this machine has no GPU ({DEV}/nvidia* is absent); drop gpus, "
+                         "or run on a GPU machine (the docker sandbox requests GPUs from the engine)")
+    if gpus > len(cards):
+        raise UsageError(f"sandbox gpus={gpus}: this machine has {len(cards)} GPU(s); ask for at most that many")
+    keep = cards if gpus == -1 else sorted(cards, key=lambda n: int(n.name[len("nvidia"):]))[:gpus]
+    return [str(n) for n in nodes if n not in cards or n in keep]
 
 
 def identity_files(uid: int, gid: int) -> tuple[bytes, bytes]:

@@ -190,6 +190,9 @@ class BubblewrapSession:
             if extra:
                 raise UsageError(f"sandbox session: ro_binds {extra} are not mounted in this session; "
                                  "open the session with them")
+            if spec.gpus or spec.shm_bytes is not None:
+                raise UsageError("sandbox session: gpus and shm_bytes are not offered in a session; "
+                                 "run such a spec on its own (BubblewrapSandbox().run)")
             spec = replace(spec, work_path=cwd, ro_binds=self.binds, user=self.user)
             check_spec(spec)
             check_program(spec)

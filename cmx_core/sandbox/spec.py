@@ -58,6 +58,9 @@ class SandboxSpec:
     inside the sandbox, read-only. ``env`` is the whole environment: nothing of the caller's
     is inherited (``PATH``, ``HOME``, ``TMPDIR`` and ``LANG`` get defaults when absent).
     ``network`` must stay ``False`` for untrusted code; no backend here offers one.
+    ``shm_bytes`` is the size of ``/dev/shm`` (None: the backend's default). ``gpus`` is the
+    GPUs the program may use: 0 none, -1 all, N that many (a container's device request;
+    bubblewrap passes ``/dev/nvidia*`` through where the machine has them, refuses otherwise).
     """
 
     argv: tuple[str, ...] | list[str]
@@ -69,6 +72,8 @@ class SandboxSpec:
     user: SandboxUser = field(default_factory=SandboxUser)
     network: bool = False
     stdin: bytes = b""
+    shm_bytes: int | None = None
+    gpus: int = 0
 
     def full_env(self) -> dict[str, str]:
         """The environment the program sees: ``env`` over the minimal defaults."""
@@ -76,14 +81,14 @@ class SandboxSpec:
         return {**base, **dict(self.env)}
 
 
-def _positive(name: str, value: object, *, integer: bool, optional: bool) -> None:
+def _positive(name: str, value: object, *, integer: bool, optional: bool, prefix: str = "sandbox limits.") -> None:
     if value is None and optional:
         return
     ok = isinstance(value, int) and not isinstance(value, bool) if integer else (
         isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
     if not ok or value <= 0:  # type: ignore[operator]
         kind = "a positive integer" if integer else "a positive number"
-        raise UsageError(f"sandbox limits.{name} must be {kind}{' or None' if optional else ''}, got {value!r}")
+        raise UsageError(f"{prefix}{name} must be {kind}{' or None' if optional else ''}, got {value!r}")
 
 
 def check_limits(limits: Limits) -> None:
@@ -142,3 +147,7 @@ def check_spec(spec: SandboxSpec) -> None:
     if not isinstance(spec.user, SandboxUser) or spec.user.uid <= 0 or spec.user.gid <= 0:
         raise UsageError(f"sandbox user must be a non-root SandboxUser(uid, gid), got {spec.user!r}")
     check_limits(spec.limits)
+    _positive("shm_bytes", spec.shm_bytes, integer=True, optional=True, prefix="sandbox ")
+    gpus: object = spec.gpus
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < -1:
+        raise UsageError(f"sandbox gpus must be 0 (none), -1 (all) or a count of GPUs, got {gpus!r}")

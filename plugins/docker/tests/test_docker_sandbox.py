@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,22 @@ def test_mlebench_settings_and_gpu_requests_in_the_container_config(tmp_path: Pa
                                                                                             "mode": "ro"}
     (request,) = kwargs["device_requests"]
     assert request["Count"] == -1 and request["Capabilities"] == [["gpu"]]
+
+
+def test_the_specs_shm_and_gpus_win_over_the_settings(tmp_path: Path) -> None:
+    spec = replace(_spec(tmp_path, "pass"), shm_bytes=64 << 20, gpus=2)
+    kwargs = container_kwargs(spec, DockerSandboxSettings(gpus="all"), "img")
+    assert kwargs["shm_size"] == 64 << 20
+    (request,) = kwargs["device_requests"]
+    assert request["Count"] == 2 and request["Capabilities"] == [["gpu"]]
+    assert "device_requests" not in container_kwargs(_spec(tmp_path, "pass"), DockerSandboxSettings(), "img")
+
+
+def test_a_real_container_gets_the_specs_shm_size(box: DockerSandbox, tmp_path: Path) -> None:
+    code = "import os; s = os.statvfs('/dev/shm'); print(s.f_blocks * s.f_frsize)"
+    result = box.run(replace(_spec(tmp_path, code), shm_bytes=48 << 20))
+    assert result.verdict is Verdict.OK, result.reason + result.text("stderr")
+    assert int(result.text()) == 48 << 20
 
 
 def test_an_ok_run_reads_inputs_writes_its_work_dir_as_non_root(box: DockerSandbox, tmp_path: Path) -> None:

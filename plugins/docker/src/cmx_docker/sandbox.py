@@ -96,7 +96,8 @@ def container_kwargs(spec: SandboxSpec, settings: DockerSandboxSettings, image: 
         "environment": spec.full_env(), "working_dir": spec.work_path, "volumes": volumes,
         "network_mode": "none", "read_only": True, "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={tmp_size},mode=1777"},
         "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "ulimits": ulimits, "init": True,
-        "shm_size": settings.shm_size, "labels": {"org.cmx.sandbox": "docker", **owner_labels()},
+        "shm_size": settings.shm_size if spec.shm_bytes is None else spec.shm_bytes,
+        "labels": {"org.cmx.sandbox": "docker", **owner_labels()},
         "stdin_open": False, "tty": False,
     }
     if limits.memory_bytes:
@@ -105,9 +106,13 @@ def container_kwargs(spec: SandboxSpec, settings: DockerSandboxSettings, image: 
         kwargs["pids_limit"] = limits.processes
     if limits.cpus:
         kwargs["nano_cpus"] = int(limits.cpus * 1e9)
-    if settings.gpus:
-        request: dict[str, Any] = {"count": -1} if settings.gpus == "all" else (
+    request: dict[str, Any] | None = None
+    if spec.gpus:  # the spec's own request wins over the backend's settings
+        request = {"count": spec.gpus}
+    elif settings.gpus:
+        request = {"count": -1} if settings.gpus == "all" else (
             {"count": int(settings.gpus)} if settings.gpus.isdigit() else {"device_ids": settings.gpus.split(",")})
+    if request is not None:
         kwargs["device_requests"] = [DeviceRequest(capabilities=[["gpu"]], **request)]
     return kwargs
 
