@@ -121,6 +121,9 @@ def test_the_array_script_runs_the_task_of_its_index(tmp_path: Path) -> None:
     subprocess.run(["bash", str(batch)], env=env, check=True, timeout=60, capture_output=True)
     assert (stages[2] / "slurm.out").read_text().strip() == "point 2 rank 0 of 1"
     assert (stages[2] / script.ENDED).read_text().split()[0] == "0"
+    stamps = [float((stages[2] / name).read_text().split()[-1]) for name in (script.STARTED, script.LAUNCHED,
+                                                                             script.ENDED)]
+    assert stamps == sorted(stamps)  # started, then launched, then ended: what bench_scale.py reads
     assert not (stages[0] / script.ENDED).exists()
 
 

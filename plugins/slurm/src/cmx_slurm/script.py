@@ -2,7 +2,7 @@
 stage directory. Every value reaches bash through :func:`shlex.quote`.
 
 The batch script stamps ``started`` (for the overhead benchmark), sets the rendezvous
-variables a torchrun-style launcher reads and starts the task script: directly for one
+variables a torchrun-style launcher reads, stamps ``launched`` and starts the task script: directly for one
 task, through ``srun`` for more (``--kill-on-bad-exit``: one failing rank stops the rest).
 Its last act is ``ended`` (exit code and time), written atomically, so the waiting side
 sees the end without asking the scheduler.
@@ -25,6 +25,7 @@ from pathlib import Path
 BATCH = "job.sh"
 TASK = "task.sh"
 STARTED = "started"
+LAUNCHED = "launched"
 ENDED = "ended"
 
 
@@ -57,6 +58,7 @@ def _body(ntasks: int) -> str:
         'export MASTER_ADDR="${MASTER_ADDR:-${SLURMD_NODENAME:-localhost}}"\n'
         "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 10000))\n"
         'export WORLD_SIZE="${SLURM_NTASKS:-1}"\n'
+        f'echo "$EPOCHREALTIME" > "$STAGE/{LAUNCHED}"\n'
         f"{launch}\n"
         "rc=$?\n"
         f'echo "$rc $EPOCHREALTIME" > "$STAGE/{ENDED}.part" && mv "$STAGE/{ENDED}.part" "$STAGE/{ENDED}"\n'
