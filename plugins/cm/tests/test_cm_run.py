@@ -130,14 +130,14 @@ def test_versions_set_env_and_deps_of_the_version_asked_for(cmx_cli: Cli, tmp_pa
         default_version: '1.0'
         new_env_keys: [CM_V_*, CM_HELPER]
         versions:
-          '1.0': {env: {CM_V_URL: one}}
+          '1.0': {env: {CM_V_URL: one, CM_V_TEMPLATE: 'file-{{CM_V_URL}}.tar'}}
           '2.0': {env: {CM_V_URL: two}, deps: [{tags: helper}], adr: {x: {tags: y}}}
         """, run_sh='echo "CM_V_SEEN=$CM_V_URL" > tmp-run-env.out\n')
     report = _import(cmx_cli, root, out)
     assert report["issue_counts"]["unmapped"] >= 1  # versions.2.0.adr
     one = outputs(cmx_cli("run", "recipe", "--tags=cm,versioned", "--recipes", str(out), "--json"))
     two = outputs(cmx_cli("run", "recipe", "--tags=cm,versioned", "--version=2.0", "--recipes", str(out), "--json"))
-    assert one["new_env"] == {"CM_V_URL": "one", "CM_V_SEEN": "one"}
+    assert one["new_env"] == {"CM_V_URL": "one", "CM_V_SEEN": "one", "CM_V_TEMPLATE": "file-{{CM_V_URL}}.tar"}
     assert two["new_env"] == {"CM_V_URL": "two", "CM_V_SEEN": "two", "CM_HELPER": "ran"}
     issues = json.loads((out / "report.json").read_text())["issues"]
     assert any(i["key"] == "versions.2.0.adr" and i["kind"] == "unmapped" for i in issues)

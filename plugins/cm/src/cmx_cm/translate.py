@@ -304,8 +304,9 @@ class _Translator:
                     if dep_name in names and isinstance(changes, dict):
                         out.setdefault(str(dep_name), []).append((stem, changes))
                     else:
-                        self.issue(f"variations.{name}.{key}.{dep_name}", "names no dep of this script (or is not "
-                                                                          "a mapping); ignored, as CM ignores it")
+                        self.issue(f"variations.{name}.{key}.{dep_name}", "names none of the script's own deps (or "
+                                                                          "is not a mapping): a dep another variation "
+                                                                          "adds is not changed; ignored")
             for kind in DEP_KINDS:
                 for dep in spec.get(kind) or []:
                     for dep_name in _tags(dep.get("names")) if isinstance(dep, dict) else []:
@@ -417,7 +418,8 @@ class _Translator:
             where = f"versions.{version}"
             spec = _mapping(spec)
             values = {**_mapping(spec.get("default_env")), **_mapping(spec.get("env"))}
-            env[str(version)] = {str(k): str(v) for k, v in values.items() if self.scalar(v, f"{where}.env.{k}")}
+            env[str(version)] = {str(k): _verbatim(str(v)) for k, v in values.items()
+                                 if self.scalar(v, f"{where}.env.{k}")}
             if spec.get("default_env"):
                 self.issue(f"{where}.default_env", "applied as env (CM applies it only when unset)", "approximated")
             for dep in self.deps_of(spec, f"{where}."):
@@ -457,6 +459,13 @@ class _Translator:
 
 def _mapping(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
+
+
+def _verbatim(text: str) -> str:
+    """A step parameter that cmx must not render as a template: CM fills ``{{KEY}}`` itself."""
+    if ("{{" in text or "{%" in text or "{#" in text) and "endraw" not in text:
+        return "{% raw %}" + text + "{% endraw %}"
+    return text
 
 
 def _changed(dep: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
