@@ -249,7 +249,7 @@ class _Translator:
                 self.issue(f"{where}.env.{key}", "the dep's recipe has no input for this env key (or the dep's "
                                                  "script is not known); left out")
             else:
-                out[name] = str(value)
+                out[name] = _verbatim(str(value))
         return out
 
     def deps_of(self, data: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
