@@ -175,7 +175,8 @@ class PluginConformance:
         """Extra assertions on a step's :class:`~cmx_core.api.StepOutput`."""
 
     def recipe_sample(self, recipe: str, tmp_path: Path) -> Mapping[str, Any]:
-        """The inputs recipe ``recipe`` is planned with; the default looks it up in
+        """The inputs recipe ``recipe`` is planned with, over stand-ins for its required
+        inputs (an empty directory for a path...); the default looks it up in
         :attr:`recipe_inputs` (override it to write input files into ``tmp_path``)."""
         return self.recipe_inputs.get(recipe, {})
 
@@ -252,7 +253,7 @@ class PluginConformance:
 
     def test_recipes_plan(self, conformance_registry: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         from cmx_core import plugins
-        from cmx_core.kit.checks import plan_problems, recipe_files
+        from cmx_core.kit.checks import plan_problems, recipe_files, required_inputs
         from cmx_core.recipe_load import load_recipe_file
 
         monkeypatch.setattr(plugins, "_REGISTRY", conformance_registry)
@@ -263,7 +264,9 @@ class PluginConformance:
             except Exception:  # noqa: BLE001 - test_recipes_validate_and_use_known_steps names it
                 continue
             (tmp_path / name).mkdir(exist_ok=True)
-            problems += plan_problems(path, self.recipe_sample(name, tmp_path / name), self.fixture_facts)
+            stand_ins = required_inputs(path, tmp_path / name / "stand-ins")
+            inputs = {**stand_ins, **self.recipe_sample(name, tmp_path / name)}
+            problems += plan_problems(path, inputs, self.fixture_facts)
         assert not problems, "\n".join(problems)
 
     def test_recipes_validate_and_use_known_steps(self, conformance_registry: Any) -> None:

@@ -94,6 +94,24 @@ def test_output_problems_validate_the_result_document() -> None:
     assert output_problems("s", StepOutput(result=fixed), sample) == []
 
 
+def test_recipes_are_planned_with_stand_ins_for_required_inputs(tmp_path: Path, monkeypatch) -> None:
+    from cmx_core.kit.checks import plan_problems, required_inputs
+
+    recipe = tmp_path / "recipes" / "needs.yaml"
+    recipe.parent.mkdir()
+    recipe.write_text("name: needs\ntags: [kit, needs]\nsummary: s\ninputs:\n"
+                      "  data: {type: path, required: true}\n  size: {type: integer, required: true, min: 3}\n"
+                      "  mode: {type: choice, choices: [a, b], required: true}\n"
+                      "steps:\n  - {uses: shell, with: {cmd: [\"true\"]}}\n", encoding="utf-8")
+    stand_ins = required_inputs(recipe, tmp_path / "work")
+    assert stand_ins == {"data": str(tmp_path / "work" / "data"), "size": 3, "mode": "a"}
+    assert (tmp_path / "work" / "data").is_dir()
+    monkeypatch.setenv("CMX_RECIPES_PATH", str(recipe.parent))
+    assert plan_problems(recipe, stand_ins, None) == []
+    assert plan_problems(recipe, {}, None) == [
+        f"{recipe}: recipe 'needs' does not plan: recipe needs needs input 'data' (path): pass --data=VALUE"]
+
+
 def test_make_step_context_is_frozen(tmp_path: Path) -> None:
     ctx = make_step_context(tmp_path, params={"a": {"b": [1, 2]}})
     with pytest.raises(TypeError):

@@ -141,6 +141,30 @@ def recipe_files(registry: Any, plugin: str) -> list[Path]:
     return found
 
 
+def required_inputs(path: Path, work: Path) -> dict[str, Any]:
+    """Stand-in values for a recipe's required inputs that have no default, so the plan can be
+    made: a directory under ``work`` for a path, a choice's first value, the minimum (or 1)
+    for a number, ``"conformance"`` for a string. Give real ones with ``recipe_sample``."""
+    from cmx_core.recipe_load import load_recipe_file
+
+    values: dict[str, Any] = {}
+    for name, spec in load_recipe_file(path).inputs.items():
+        if not spec.required or spec.default is not None:
+            continue
+        if spec.type == "path":
+            (work / name).mkdir(parents=True, exist_ok=True)
+            values[name] = str(work / name)
+        elif spec.type == "choice" and spec.choices:
+            values[name] = spec.choices[0]
+        elif spec.type in ("integer", "number"):
+            values[name] = int(spec.min) if spec.min is not None and spec.type == "integer" else (spec.min or 1)
+        elif spec.type == "boolean":
+            values[name] = False
+        else:
+            values[name] = "conformance"
+    return values
+
+
 def plan_problems(path: Path, inputs: Mapping[str, Any], facts_file: Path | None) -> list[str]:
     """Plan the recipe of ``path`` by its name (through the current process-wide registry)
     with ``inputs`` and, when given, the fixture ``facts_file``."""
