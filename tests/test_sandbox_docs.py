@@ -1,0 +1,49 @@
+"""docs/sandbox.md held to the code: the session's runner, its capabilities and markers, the
+CPU counter, the spec's shm and gpus fields, the files and tests it names, the benchmark's ways."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from cmx_core.api import SandboxSpec, UsageError
+from cmx_core.sandbox import bwrap_args, cpus, session
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = (ROOT / "docs" / "sandbox.md").read_text()
+
+
+def test_the_runner_and_its_capabilities_are_the_codes() -> None:
+    assert session.RUNNER.is_file() and f"`{session.RUNNER.relative_to(ROOT)}`" in DOC
+    named = re.findall(r"`(CAP_[A-Z_]+)`", DOC.split("## Sessions", 1)[1])
+    assert tuple(named) == session.RUNNER_CAPS
+    assert "`/usr/bin/python3 -I -S`" in DOC and session.ROOT_AT == "/work"
+    assert "`runner=session`" in DOC and "-1000" in DOC
+
+
+def test_the_cpu_counter_is_named_as_in_the_code() -> None:
+    assert f"`{cpus.COUNTER}`" in DOC and "os.sched_getaffinity" in DOC
+
+
+def test_the_spec_fields_and_the_gpu_refusal_are_as_documented(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fields = SandboxSpec.__dataclass_fields__
+    assert fields["shm_bytes"].default is None and fields["gpus"].default == 0
+    assert "`shm_bytes`" in DOC and "`gpus`" in DOC
+    monkeypatch.setattr(bwrap_args, "DEV", tmp_path)
+    with pytest.raises(UsageError, match="drop gpus, or run on a GPU machine"):
+        bwrap_args.gpu_devices(-1)
+    assert "drop `gpus` or use the docker sandbox" in DOC
+
+
+def test_the_files_and_tests_it_names_exist() -> None:
+    for path in re.findall(r"`((?:tests|plugins|cmx_core|benchmarks)/[\w/.-]+\.py)`", DOC):
+        assert (ROOT / path).is_file(), path
+
+
+def test_the_benchmark_has_the_ways_the_table_shows() -> None:
+    bench = (ROOT / "benchmarks" / "bench_sandbox.py").read_text()
+    for way in ("bare", "sandbox", "session", "docker"):
+        assert f'"{way}"' in bench, way
+    assert "| Command | bare | sandbox per run | session run | docker container |" in DOC
