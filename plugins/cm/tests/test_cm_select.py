@@ -71,13 +71,17 @@ def test_dep_env_becomes_inputs_of_its_recipe(tmp_path: Path, cmx_home: Path) ->
         """)
     result = import_collection(root, out)
     caller = next(t for t in result.translations if t.name == "cm.caller")
-    assert caller.recipe["deps"][0]["with"] == {"cm_git_checkout": "{% raw %}v{{CM_V}}{% endraw %}", "depth": "1"}
+    # CM_UNKNOWN is not in get-repo's metadata, but a dependent passes it: get-repo gets an input for it
+    assert caller.recipe["deps"][0]["with"] == {"cm_git_checkout": "{% raw %}v{{CM_V}}{% endraw %}", "depth": "1",
+                                                "cm_unknown": "x"}
+    repo_recipe = next(t for t in result.translations if t.name == "cm.get-repo").recipe
+    assert "cm_unknown" in repo_recipe["inputs"] and "default" not in repo_recipe["inputs"]["cm_unknown"]
     reasons = {i.key: i.reason for i in caller.issues}
-    assert "no input for this env key" in reasons["deps[0].env.CM_UNKNOWN"]
     assert "filled in from the parent" in reasons["deps[0].env.CM_FROM_PARENT"]
     plan = api.plan(["cm", "caller"], recipes_dirs=[out])
     repo = next(n for n in plan.nodes if n.recipe.name == "cm.get-repo")
     assert repo.inputs["cm_git_checkout"] == "v{{CM_V}}"  # CM fills {{KEY}} itself: cmx passes it verbatim
+    assert repo.inputs["cm_unknown"] == "x"
 
 
 def test_post_dep_depending_back_is_left_out(tmp_path: Path, cmx_home: Path) -> None:

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+INPUT_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class IndexEntry:
     path: str
     env_inputs: Mapping[str, str]
     deps: tuple[tuple[str, ...], ...] = ()  # the tags of its top-level deps of every kind
+    dep_env: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()  # (dep tags, env keys it passes), all deps
 
     def has_variation(self, tag: str) -> bool:
         """CM's test: the name itself, or a parametric ``stem.#`` whose stem starts it."""
@@ -48,7 +50,8 @@ class IndexEntry:
     def from_json(data: Mapping[str, Any]) -> IndexEntry:
         return IndexEntry(alias=str(data["alias"]), tags=tuple(data["tags"]), variations=tuple(data["variations"]),
                           sort=int(data["sort"]), path=str(data["path"]), env_inputs=dict(data["env_inputs"]),
-                          deps=tuple(tuple(d) for d in data.get("deps", ())))
+                          deps=tuple(tuple(d) for d in data.get("deps", ())),
+                          dep_env=tuple((tuple(t), tuple(k)) for t, k in data.get("dep_env", ())))
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,28 @@ class ScriptIndex:
         for entry in self.entries:
             counts.update({*entry.tags, entry.alias, *(v.removesuffix(".#") for v in entry.variations)})
         self._counts = counts
+        self.passed: dict[str, set[str]] = {}  # alias -> env keys its dependents pass it
+        for entry in self.entries:
+            for tags, keys in entry.dep_env:
+                found = self.select(split_tags(tags))
+                if found:
+                    self.passed.setdefault(found[0].alias, set()).update(keys)
+
+    def extra_inputs(self, entry: IndexEntry) -> dict[str, str]:
+        """env key -> input name for the keys other scripts pass this one in a dep's ``env``
+        that its own metadata does not declare (its scripts read them all the same)."""
+        taken = set(entry.env_inputs.values())
+        out: dict[str, str] = {}
+        for key in sorted(self.passed.get(entry.alias, ())):
+            name = key.lower()
+            if key not in entry.env_inputs and INPUT_RE.match(name) and name not in taken:
+                out[key] = name
+                taken.add(name)
+        return out
+
+    def inputs_of(self, entry: IndexEntry) -> dict[str, str]:
+        """Every env key -> input name of the script's recipe."""
+        return {**entry.env_inputs, **self.extra_inputs(entry)}
 
     def select(self, query: DepQuery) -> list[IndexEntry]:
         """The scripts CM finds for the dep, in the order CM tries them (first wins in quiet mode)."""

@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cmx_cm.conditions import DynamicCondition, EnvScope, dep_condition
-from cmx_cm.index import TAG_RE, DepQuery, IndexEntry, ScriptIndex, split_tags
+from cmx_cm.index import INPUT_RE, TAG_RE, DepQuery, IndexEntry, ScriptIndex, split_tags
 from cmx_cm.meta import ScriptMeta, script_digest
 
 IssueKind = Literal["unmapped", "approximated", "ignored"]
-INPUT_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 VARIATION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*(\.#)?$")
 VERSION_KEYS = ("version", "version_min", "version_max", "version_max_usable")
 DEP_KINDS = ("deps", "prehook_deps", "posthook_deps", "post_deps")
@@ -152,6 +151,10 @@ class _Translator:
                 continue
             self.inputs[str(name)] = {"type": "string", "description": f"sets env {env_key}"}
             self.input_mapping[str(name)] = str(env_key)
+        if self.index is not None:
+            entry = next((e for e in self.index.entries if e.path == str(self.script.directory)), None)
+            for key in self.index.extra_inputs(entry) if entry is not None else {}:
+                self.declare_env(key, f"env {key} (passed by a dependent script's dep env)")
 
     # -- deps ----------------------------------------------------------------------------------
 
@@ -241,7 +244,7 @@ class _Translator:
         """A dep's ``env`` as inputs of its target recipe (the env keys that recipe declares)."""
         out: dict[str, str] = {}
         for key, value in _mapping(dep.get("env")).items():
-            name = target.env_inputs.get(str(key)) if target is not None else None
+            name = self.index.inputs_of(target).get(str(key)) if target is not None and self.index else None
             if not isinstance(value, (str, int, float, bool)) or "<<<" in str(value):
                 self.issue(f"{where}.env.{key}", "a value filled in from the parent's env at run time (or not a "
                                                  "scalar); left out")
@@ -511,7 +514,7 @@ def index_entry(script: ScriptMeta) -> IndexEntry:
     return IndexEntry(alias=script.alias, tags=tuple(_tags(script.data.get("tags"))),
                       variations=tuple(str(v) for v in _mapping(script.data.get("variations"))),
                       sort=sort if isinstance(sort, int) else 0, path=str(script.directory),
-                      deps=_static_dep_tags(script.data),
+                      deps=_static_dep_tags(script.data), dep_env=_dep_env_keys(script.data),
                       env_inputs={k: v for k, v in t.env_inputs.items()} | {v: k for k, v in t.input_mapping.items()
                                                                              if v not in t.env_inputs})
 
@@ -520,6 +523,19 @@ def _static_dep_tags(data: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
     """The tags of the script's top-level deps, except those filled in at run time."""
     found = (_tags(d.get("tags")) for kind in DEP_KINDS for d in data.get(kind) or [] if isinstance(d, dict))
     return tuple(tuple(tags) for tags in found if tags and not any("#" in t or "<<<" in t for t in tags))
+
+
+def _dep_env_keys(data: Mapping[str, Any]) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
+    """(dep tags, env keys) of every dep, the variations' and versions' included, that sets env."""
+    sections = [data, *(_mapping(v) for v in _mapping(data.get("variations")).values()),
+                *(_mapping(v) for v in _mapping(data.get("versions")).values())]
+    found = []
+    for section in sections:
+        for kind in DEP_KINDS:
+            for dep in section.get(kind) or []:
+                if isinstance(dep, dict) and _mapping(dep.get("env")) and _tags(dep.get("tags")):
+                    found.append((tuple(_tags(dep.get("tags"))), tuple(sorted(str(k) for k in dep["env"]))))
+    return tuple(found)
 
 
 def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translation:
