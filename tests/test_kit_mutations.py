@@ -4,7 +4,7 @@ in the kit test that is meant to catch that bug. The unmutated copy must pass.
 
 The copy is made importable without pip: its ``src`` goes on ``PYTHONPATH`` and its real
 distribution metadata (``*.dist-info`` with the entry point and the cmx-core requirement) is
-written by hatchling's own ``prepare_metadata_for_build_wheel`` from the copy's
+written by hatchling's own core-metadata writer from the copy's
 pyproject.toml, so a mutated requirement is what ``importlib.metadata`` reads. Each case is
 one pytest subprocess (two at a time).
 
@@ -144,18 +144,20 @@ def _copy(tmp: Path, bug: Bug | None) -> Path:
 
 
 def _metadata(copy: Path, site: Path) -> None:
-    """The copy's dist-info: METADATA written by hatchling from its pyproject.toml, and
-    entry_points.txt from its ``[project.entry-points]`` (what a wheel would hold)."""
-    import tomllib
+    """The copy's dist-info as its wheel would hold it: METADATA from hatchling's own core
+    metadata writer over the copy's pyproject.toml, entry_points.txt from its entry points."""
+    from hatchling.metadata.core import ProjectMetadata
+    from hatchling.metadata.spec import DEFAULT_METADATA_VERSION, get_core_metadata_constructors
+    from hatchling.plugin.manager import PluginManager
 
-    site.mkdir()
-    code = "import sys; from hatchling.build import prepare_metadata_for_build_wheel as p; print(p(sys.argv[1]))"
-    done = subprocess.run([sys.executable, "-c", code, str(site)], cwd=copy, check=True, capture_output=True,
-                          text=True, timeout=120)
-    groups = tomllib.loads((copy / PYPROJECT).read_text(encoding="utf-8"))["project"].get("entry-points", {})
-    lines = [line for group, entries in groups.items()
+    project = ProjectMetadata(str(copy), PluginManager())
+    info = site / f"{project.core.name.replace('-', '_')}-{project.version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(get_core_metadata_constructors()[DEFAULT_METADATA_VERSION](project),
+                                   encoding="utf-8")
+    lines = [line for group, entries in project.core.entry_points.items()
              for line in (f"[{group}]", *(f"{k} = {v}" for k, v in entries.items()), "")]
-    (site / done.stdout.strip().splitlines()[-1] / "entry_points.txt").write_text("\n".join(lines), encoding="utf-8")
+    (info / "entry_points.txt").write_text("\n".join(lines), encoding="utf-8")
 
 
 def run_kit(tmp: Path, bug: Bug | None) -> KitRun:
