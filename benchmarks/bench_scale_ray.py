@@ -14,8 +14,9 @@ files through the object store. A negative difference is within the noise of a l
   baseline, interleaved (one of each in turn, so a load change on a shared machine hits both);
   overhead = median of the pairwise differences.
 * **batch** (the sweep path, ``cmx_ray.batch.run_batch``): N points of the demo chain as Ray
-  tasks over one connection, all submitted at once, against the same N far commands run by
-  the baseline in a thread pool as wide as the head's CPUs; overhead per point = (ray wall -
+  tasks over one connection, against the same N far commands run by the baseline in a thread
+  pool as wide as the head's CPUs, in blocks of 10 points, baseline and Ray in turn (each Ray
+  block one ``run_batch``, all its tasks submitted at once); overhead per point = (ray wall -
   baseline wall) / N.
 * the bare Ray task round trip (submit + get of a no-op), the scheduler's own latency.
 
@@ -173,23 +174,29 @@ def _requests(sizes: Sequence[int], base: Path, settings: Any) -> list[Any]:
     return requests
 
 
-def _batch(points: int, address: str, work: Path) -> dict[str, Any]:
+def _batch(points: int, address: str, work: Path, block: int = 10) -> dict[str, Any]:
+    """The N points in blocks of ``block``, baseline and Ray in turn (a load change on a shared
+    machine hits both); each Ray block one ``run_batch`` over the kept connection."""
     from cmx_ray.batch import run_batch
     from cmx_ray.settings import RaySettings
 
     settings = RaySettings(address=address, env=("CMX_HOME",))
     baseline = _baseline_executor()
-    base_requests = _requests([10_000 + i for i in range(points)], work / "baseline", settings)
-    began = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=HEAD_CPUS) as pool:
-        base_outcomes = list(pool.map(baseline.run, base_requests))
-    base_wall = time.perf_counter() - began
-    ray_requests = _requests([20_000 + i for i in range(points)], work / "ray", settings)
-    began = time.perf_counter()
-    outcomes = run_batch(ray_requests, settings)
-    ray_wall = time.perf_counter() - began
-    failed = sum(o.error is not None for o in (*outcomes, *base_outcomes))
-    return {"points": points, "failed": failed, "parallel": HEAD_CPUS, "ray_wall_s": ray_wall,
+    ray_wall = base_wall = 0.0
+    failed = 0
+    for first in range(0, points, block):
+        count = min(block, points - first)
+        base_requests = _requests([10_000 + first + i for i in range(count)], work / "baseline", settings)
+        began = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=HEAD_CPUS) as pool:
+            base_outcomes = list(pool.map(baseline.run, base_requests))
+        base_wall += time.perf_counter() - began
+        ray_requests = _requests([20_000 + first + i for i in range(count)], work / "ray", settings)
+        began = time.perf_counter()
+        outcomes = run_batch(ray_requests, settings)
+        ray_wall += time.perf_counter() - began
+        failed += sum(o.error is not None for o in (*outcomes, *base_outcomes))
+    return {"points": points, "block": block, "failed": failed, "parallel": HEAD_CPUS, "ray_wall_s": ray_wall,
             "baseline_wall_s": base_wall, "overhead_per_point_s": (ray_wall - base_wall) / points}
 
 
