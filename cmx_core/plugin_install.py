@@ -175,7 +175,7 @@ def uninstall_command(registry: RegistryFile, names: list[str]) -> list[str]:
             known = sorted({*installed, *points})
             hint = did_you_mean(name, known) if entry is None else ""
             raise UsageError(f"'{name}' is not installed, so there is nothing to uninstall{hint} "
-                             f"(installed cmx plugins: {', '.join(known) or 'none'})")
+                             f"(installed cmx plugins: {', '.join(sorted(installed)) or 'none'})")
         dists.append(dist)
     return [*PIP, "uninstall", "--disable-pip-version-check", "-y", *dists]
 
