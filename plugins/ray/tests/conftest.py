@@ -64,6 +64,24 @@ def _stop(head: subprocess.Popen[bytes], temp: str) -> None:
         time.sleep(0.2)
 
 
+def _first_connection(address: str, deadline: float) -> None:
+    """Connect once (the session keeps the connection): a head on a loaded machine listens
+    before its GCS takes drivers, so a refused first connection is retried until the deadline."""
+    from cmx_ray import cluster
+
+    from cmx_core.errors import UsageError
+
+    while True:
+        try:
+            with cluster.ray_env():
+                cluster.connect(address)
+            return
+        except UsageError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+
+
 @pytest.fixture
 def mentioning() -> Callable[[str], list[int]]:
     """:func:`processes_mentioning`, for tests that check what is left running."""
@@ -87,7 +105,9 @@ def ray_head() -> Iterator[str]:
             if head.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"ray head did not start: {(Path(temp) / 'head.log').read_text()[-2000:]}")
             time.sleep(0.2)
-        yield f"127.0.0.1:{port}"
+        address = f"127.0.0.1:{port}"
+        _first_connection(address, deadline)
+        yield address
     finally:
         from cmx_ray import cluster
 
