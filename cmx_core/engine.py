@@ -108,7 +108,11 @@ def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, s
         raise UsageError(f"{message}; a recipe file that failed to load may be the one meant: "
                          f"{session.catalog.errors_line()}") from None
     session.catalog.warn_errors()  # the plan did not need them: a warning each, once
-    return _build(resolution, query, session)
+    the_plan = _build(resolution, query, session)
+    from cmx_core.plugin_extras import check_plan_extras
+
+    check_plan_extras(the_plan, session.registry)  # a missing extra is named now, not mid-run
+    return the_plan
 
 
 def _checked_executor(session: Session, the_plan: Plan, executor: str | None,

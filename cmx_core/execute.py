@@ -40,6 +40,7 @@ from cmx_core.providers import (
     RunError,
     StepContext,
     StepOutput,
+    StepType,
 )
 from cmx_core.recipe import StepSpec
 from cmx_core.template import render_value
@@ -197,6 +198,7 @@ class NodeRunner:
             result = self._run_steps(node, deps, key, start, use_entry)
         except NodeFailed as exc:
             exc.wall_s, exc.cache_key = time.perf_counter() - start, key
+            self.events("cmx_node_failed", node_id=node.id, recipe=node.recipe.name, error=str(exc), wall_s=exc.wall_s)
             raise
         self.events("cmx_node_finished", node_id=node.id, recipe=node.recipe.name,
                     outputs=result.outputs, wall_s=result.wall_s, cached=False)
@@ -276,9 +278,19 @@ class NodeRunner:
 
             trace = log_dir / "traceback.txt"
             trace.write_text(traceback.format_exc())
-            message = f"{step.uses} raised {type(exc).__name__}: {exc} (traceback: {trace})"
+            message = f"{step.uses} raised {type(exc).__name__}: {exc}{self._module_hint(step_type, exc)} " \
+                f"(traceback: {trace})"
             raise NodeFailed(node.id, step.id, message) from None
         return returned if isinstance(returned, StepOutput) else StepOutput(outputs=dict(returned))
+
+    def _module_hint(self, step_type: StepType, exc: Exception) -> str:
+        """For a ``ModuleNotFoundError``: the plugin extra that brings the module, if any."""
+        info = self.registry.plugins.get(step_type.plugin or "")
+        if not isinstance(exc, ModuleNotFoundError) or info is None:
+            return ""
+        from cmx_core.plugin_extras import missing_module_hint
+
+        return missing_module_hint(info.distribution, exc.name or "")
 
     def _template_context(self, node: PlanNode, work_dir: Path, deps: Mapping[str, Any],
                           step_outputs: Mapping[str, Mapping[str, Any]], facts: FactsView) -> dict[str, Any]:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 RUN_FILES = ("nodes.json", "facts.json")
 """What the engine writes beside plan, lock and result (see :mod:`cmx_core.recording`)."""
 
-EVENT_HOOKS = ("cmx_node_started", "cmx_node_finished", "cmx_result_written")
+EVENT_HOOKS = ("cmx_node_started", "cmx_node_finished", "cmx_node_failed", "cmx_result_written")
 OWN_OBSERVERS = {"cmx-progress", "cmx-replay-observer"}
 """Event-hook implementers whose effect the replay reproduces itself."""
 

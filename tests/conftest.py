@@ -18,7 +18,8 @@ def cmx_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     """Every test gets its own cache and data directories."""
     home = tmp_path_factory.mktemp("cmx-home")
     monkeypatch.setenv("CMX_HOME", str(home))
-    for name in ("CMX_RECIPES_PATH", "CMX_CACHE_DIR", "CMX_DATA_DIR", "CMX_STRICT_PLUGINS", "CMX_STRICT"):
+    for name in ("CMX_RECIPES_PATH", "CMX_CACHE_DIR", "CMX_DATA_DIR", "CMX_STRICT_PLUGINS", "CMX_STRICT",
+                 "CMX_DISABLE_PLUGINS"):
         monkeypatch.delenv(name, raising=False)
     reset_registry()
     yield home

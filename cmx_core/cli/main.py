@@ -94,6 +94,17 @@ def _terminate(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _disable_plugins(args_list: list[str]) -> None:
+    """``--disable-plugin NAME`` (or ``=NAME``, repeatable) acts before any plugin loads, as
+    pytest's ``-p no:NAME`` does: the parser that reads it is itself built from the plugins."""
+    names = [a.split("=", 1)[1] for a in args_list if a.startswith("--disable-plugin=")]
+    names += [args_list[i + 1] for i, a in enumerate(args_list[:-1]) if a == "--disable-plugin"]
+    if names:
+        from cmx_core.plugins import disable_plugins
+
+        disable_plugins(names)
+
+
 def _dispatch(args_list: list[str], replay_key: str | None = None) -> int:
     if "--strict-plugins" in args_list or "--strict" in args_list:
         import os
@@ -101,6 +112,7 @@ def _dispatch(args_list: list[str], replay_key: str | None = None) -> int:
         os.environ["CMX_STRICT_PLUGINS"] = "1"
         if "--strict" in args_list:
             os.environ["CMX_STRICT"] = "1"
+    _disable_plugins(args_list)
     from cmx_core.cli.parser import build_parser
 
     command = next((a for a in args_list if not a.startswith("-")), None)

@@ -44,6 +44,8 @@ def common_options() -> argparse.ArgumentParser:
     common.add_argument("--strict-plugins", action="store_true", help="fail if any plugin fails to load")
     common.add_argument("--strict", action="store_true",
                         help="fail on any broken recipe file or plugin (the default when CI is set)")
+    common.add_argument("--disable-plugin", action="append", default=[], metavar="NAME",
+                        help="do not load plugin NAME (entry-point name; repeatable; as CMX_DISABLE_PLUGINS)")
     common.add_argument("-v", "--verbose", action="store_true", help="more progress detail on stderr")
     common.add_argument("-q", "--quiet", "-s", dest="quiet", action="store_true",
                         help="no progress on stderr (-s as in CM/MLC); errors are still printed")
