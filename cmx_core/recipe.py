@@ -51,7 +51,7 @@ OUTPUT_KEYS = {"description", "value", "type"}
 CLI_RESERVED_INPUTS = frozenset({
     "output", "facts", "tags", "lock", "jobs", "executor", "container", "recipes", "json",
     "refresh", "no_cache", "strict_plugins", "verbose", "executor_opt", "input", "help",
-    "allow_drift", "strict", "sweep_point", "quiet",
+    "allow_drift", "strict", "sweep_point", "quiet", "disable_plugin",
 })
 
 
