@@ -61,20 +61,28 @@ def require_extra(distribution: str, extra: str, needed_by: str) -> None:
 def plan_extra_problems(plan: Any, registry: Any) -> Iterator[str]:
     """For ``cmx plan`` and a run: one message per plan step whose step type's extras are not
     installed (each step type once)."""
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     for node in plan.nodes:
         for step in node.steps:
             provider = registry.steps.get(step.uses)
-            if provider is None or not provider.extras or step.uses in seen:
+            if provider is None:
                 continue
-            seen.add(step.uses)
             info = registry.plugins.get(provider.plugin)
-            for extra in provider.extras:
+            for extra in _step_extras(provider, step.with_):
+                if (step.uses, extra) in seen:
+                    continue
+                seen.add((step.uses, extra))
                 try:
                     require_extra(info.distribution if info else provider.plugin, extra,
                                   f"step type '{step.uses}' (recipe {node.recipe.name})")
                 except UsageError as exc:
                     yield str(exc)
+
+
+def _step_extras(provider: Any, with_: Any) -> tuple[str, ...]:
+    """``extras`` plus what ``extras_for`` says the step's ``with:`` values need."""
+    chosen = provider.extras_for(with_) if provider.extras_for is not None else ()
+    return tuple(dict.fromkeys((*provider.extras, *chosen)))
 
 
 def check_plan_extras(plan: Any, registry: Any) -> None:

@@ -173,6 +173,9 @@ class StepType:
     params_schema: Mapping[str, Any] | None = None
     examples: tuple[Mapping[str, Any], ...] = ()
     extras: tuple[str, ...] = ()
+    extras_for: Callable[[Mapping[str, Any]], tuple[str, ...]] | None = None
+    """The extras a step needs for its literal ``with:`` values (a SUT chosen by name), beyond
+    ``extras``: called when the plan is made, with the step's unrendered ``with:`` mapping."""
 
 
 @dataclass(frozen=True)

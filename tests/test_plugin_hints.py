@@ -6,13 +6,14 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from cmx_core import plugins
 from cmx_core.api import StepType, hookimpl
 from cmx_core.errors import UsageError
-from cmx_core.plugin_extras import missing_module_hint, missing_requirements, plan_extra_problems, require_extra
+from cmx_core.plugin_extras import missing_module_hint, missing_requirements, require_extra
 from cmx_core.plugin_hints import missing_plugin_hint
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,10 +117,33 @@ def test_the_plan_check_names_each_step_type_whose_extra_is_missing(extra_dist: 
     monkeypatch.setattr(plugins, "_REGISTRY", registry)
     (tmp_path / "r.yaml").write_text("name: gen\ntags: [fake, gen]\nsummary: s\nsteps:\n  - uses: fakextra.fine\n"
                                      "  - uses: fakextra.gen\n  - uses: fakextra.gen\n", encoding="utf-8")
-    plan = engine.plan("fake,gen", {}, recipes_dirs=[tmp_path])
-    problems = list(plan_extra_problems(plan, registry))
-    assert len(problems) == 1
-    assert problems[0].startswith("step type 'fakextra.gen' (recipe gen) needs the extra 'llm' of cmx-fakextra")
+    with pytest.raises(UsageError) as raised:  # the plan itself is refused, before anything runs
+        engine.plan("fake,gen", {}, recipes_dirs=[tmp_path])
+    assert str(raised.value).startswith("step type 'fakextra.gen' (recipe gen) needs the extra 'llm' of cmx-fakextra")
+    assert str(raised.value).endswith(": cmx plugins install 'cmx-fakextra[llm]'")  # one problem, no "and N more"
+
+
+def test_extras_for_names_the_extra_a_literal_with_value_needs(extra_dist: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """``StepType.extras_for``: the extras a step needs for what its ``with:`` selects (a SUT)."""
+    from cmx_core import engine
+
+    def needs(with_: Any) -> tuple[str, ...]:
+        return ("llm",) if with_.get("sut") == "big" else ("ok",)
+
+    @hookimpl
+    def cmx_register_steps(register):  # type: ignore[no-untyped-def]
+        register(StepType(name="fakextra.sut", summary="a SUT by name", run=lambda ctx: {}, extras_for=needs))
+
+    monkeypatch.setenv("CMX_LOAD_PLUGINS", "")
+    registry = plugins.load_registry(extra=[("cmx-fakextra", SimpleNamespace(cmx_register_steps=cmx_register_steps))])
+    monkeypatch.setattr(plugins, "_REGISTRY", registry)
+    for name, sut in (("small", "small"), ("big", "big")):
+        (tmp_path / f"{name}.yaml").write_text(f"name: {name}\ntags: [fake, {name}]\nsummary: s\nsteps:\n"
+                                               f"  - {{uses: fakextra.sut, with: {{sut: {sut}}}}}\n", encoding="utf-8")
+    assert engine.plan("fake,small", {}, recipes_dirs=[tmp_path]).root.recipe.name == "small"  # 'ok' is installed
+    with pytest.raises(UsageError, match=r"needs the extra 'llm' of cmx-fakextra .*'cmx-fakextra\[llm\]'$"):
+        engine.plan("fake,big", {}, recipes_dirs=[tmp_path])
 
 
 def test_a_missing_module_at_run_time_names_its_extra(extra_dist: str) -> None:

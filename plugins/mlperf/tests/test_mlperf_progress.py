@@ -31,3 +31,12 @@ def test_a_run_logs_the_expected_duration_before_loadgen_starts(
     assert out.outputs["status"] in ("valid", "invalid")
     lines = [r.getMessage() for r in caplog.records if r.name == "cmx.step"]
     assert lines[0] == "mlperf.loadgen: Offline PerformanceOnly test: expected to run at least 0.3 s (duration_s)"
+
+
+def test_each_sut_names_the_extras_it_imports() -> None:
+    """The plan checks these (``StepType.extras_for``): a missing ``[llm]`` is named before the run."""
+    from cmx_mlperf.sut import SUT_FACTORIES, sut_extras
+
+    assert sut_extras({"sut": "hf-llm"}) == ("llm",) and sut_extras({"sut": "openai-http"}) == ("llm",)
+    assert sut_extras({"sut": "noop"}) == () and sut_extras({"sut": "{{ inputs.sut }}"}) == ()
+    assert set(SUT_FACTORIES) >= {"classifier", "hf-llm", "openai-http"}

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.api import Exporter, StepContext, StepOutput, StepType, Suite, hookimpl
+from cmx_mlperf.sut import sut_extras
 
 SECTION_SCHEMA = Path(__file__).parent / "schemas" / "mlperf.schema.json"
 
@@ -67,6 +68,7 @@ def cmx_register_steps(register: Callable[[StepType], None]) -> None:
             run=_run_loadgen,
             params=STEP_PARAMS,
             measures=True,
+            extras_for=sut_extras,
         )
     )
 

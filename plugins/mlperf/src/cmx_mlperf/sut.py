@@ -105,6 +105,21 @@ SUT_FACTORIES: dict[str, str] = {
 """SUT kind -> ``"module:function"``; ``function(params: Mapping[str, Any]) -> SUT``."""
 
 
+SUT_EXTRAS: dict[str, tuple[str, ...]] = {
+    "classifier": ("torch",),
+    "hf-llm": ("llm",),
+    "openai-http": ("llm",),  # the tokenizer that counts tokens, and ROUGE for accuracy
+}
+"""SUT kind -> the cmx-mlperf extras its module imports (checked when the plan is made)."""
+
+
+def sut_extras(params: Mapping[str, Any]) -> tuple[str, ...]:
+    """The extras the ``mlperf.loadgen`` step needs for its literal ``sut:`` (a templated one is
+    checked when the SUT is made)."""
+    kind = params.get("sut")
+    return SUT_EXTRAS.get(kind, ()) if isinstance(kind, str) else ()
+
+
 def make_sut(kind: str, params: Mapping[str, Any]) -> SUT:
     """Create a SUT of ``kind`` from :data:`SUT_FACTORIES` (imports its module lazily)."""
     import importlib
@@ -115,6 +130,10 @@ def make_sut(kind: str, params: Mapping[str, Any]) -> SUT:
     if target is None:
         known = ", ".join(sorted(SUT_FACTORIES))
         raise UsageError(f"mlperf.loadgen: unknown sut {kind!r}; choose one of: {known}")
+    from cmx_core.api import require_extra
+
+    for extra in SUT_EXTRAS.get(kind, ()):
+        require_extra("cmx-mlperf", extra, f"mlperf.loadgen sut '{kind}'")
     module_name, _, func_name = target.partition(":")
     factory: Callable[[Mapping[str, Any]], SUT] = getattr(importlib.import_module(module_name), func_name)
     return factory(params)
