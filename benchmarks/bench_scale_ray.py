@@ -248,6 +248,7 @@ def main() -> None:
         cluster.disconnect()
         _stop_head(head, temp)
         shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(temp, ignore_errors=True)
     print(json.dumps(numbers, indent=2))
 
 
