@@ -64,3 +64,21 @@ def test_recipe_inputs_are_documented(doc: str) -> None:
         flag = "--num-workers" if name == "num_workers" else f"--{name}"
         assert f"`{flag}`" in doc or (name == "mode" and "public-eval" in doc), name
     assert set(recipe["variations"]) == {"public-eval", "private-eval", "lite"}
+
+
+def test_the_readme_cost_section_names_what_exists() -> None:
+    import inspect
+
+    from cmx_alebench.sandbox_runner import SandboxRunner
+
+    root = Path(__file__).resolve().parents[3]
+    readme = (root / "plugins" / "alebench" / "README.md").read_text()
+    assert "SandboxRunner(sessions=False)" in readme
+    assert inspect.signature(SandboxRunner).parameters["sessions"].default is True
+    anchor = re.search(r"docs/sandbox\.md#([a-z-]+)", readme.split("## Measured cost", 1)[1])
+    assert anchor is not None
+    headings = [re.sub(r"[^a-z -]", "", h.lower()).replace(" ", "-")
+                for h in re.findall(r"^#+ (.+)$", (root / "docs" / "sandbox.md").read_text(), re.M)]
+    assert anchor.group(1) in headings
+    bench = (root / "benchmarks" / "bench_alebench.py").read_text()
+    assert '"--cases", type=int, default=50' in bench and 'default="trivial.py"' in bench
