@@ -63,6 +63,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.plugin_extras import require_extra
     from cmx_core.plugins import Registry, get_sandbox
     from cmx_core.remote import Fetched, JobStatus, RemoteExecutor, RemoteJob
+    from cmx_core.resources import NO_RESOURCES, Resources, node_resources, plan_resources
+    from cmx_core.result_compare import comparable
     from cmx_core.sandbox import Limits, Sandbox, SandboxBackend, SandboxResult, SandboxSpec, SandboxUser, Verdict
 
 __all__ = [
@@ -75,6 +77,7 @@ __all__ = [
     "StepOutput", "StepType", "Suite",
     "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
     "validate_document", "plan_plugins", "require_extra",  # noqa: F822 - lazy
+    "Resources", "NO_RESOURCES", "node_resources", "plan_resources", "comparable",
     "get_sandbox", "Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict",
 ]
 
@@ -89,6 +92,8 @@ _LAZY = {
     "FactStore": "cmx_core.facts",
     "get_sandbox": "cmx_core.plugins",
     "require_extra": "cmx_core.plugin_extras",
+    **dict.fromkeys(("Resources", "NO_RESOURCES", "node_resources", "plan_resources"), "cmx_core.resources"),
+    "comparable": "cmx_core.result_compare",
     **dict.fromkeys(("Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict"),
                     "cmx_core.sandbox"),
 }

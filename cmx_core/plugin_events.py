@@ -70,8 +70,13 @@ def _args(impl: Any, kwargs: Mapping[str, Any]) -> list[Any]:
 
 
 def _warn(impl: Any, hook: str, exc: BaseException) -> str:
-    from cmx_core.plugins import _one_line
 
-    line = f"cmx: warning: plugin '{impl.plugin_name}': its {hook} hook failed: {_one_line(exc)}"
+    line = f"cmx: warning: plugin '{impl.plugin_name}': its {hook} hook failed: {one_line(exc)}"
     print(line, file=sys.stderr)
     return line
+
+
+def one_line(exc: BaseException) -> str:
+    """The whole message on one line (pluggy puts the mismatched arguments on later lines)."""
+    text = "; ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())
+    return f"{type(exc).__name__}: {text}".rstrip(": ")

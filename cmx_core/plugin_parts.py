@@ -11,12 +11,15 @@ a silent last-wins.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import ResultsError
-from cmx_core.providers import Metric, ResultPart, Status
 
-GRAVITY: tuple[Status, ...] = ("error", "invalid", "partial", "valid", "completed")
+if TYPE_CHECKING:  # providers.py imports this module when a run has several parts
+    from cmx_core.providers import Metric, ResultPart
+
+GRAVITY: tuple[str, ...] = ("error", "invalid", "partial", "valid", "completed")
 """Statuses from the gravest: the merged part has the first one any part has."""
 
 
@@ -35,8 +38,8 @@ def merge_parts(parts: Sequence[tuple[str, ResultPart]]) -> ResultPart:
         reasons += [r for r in part.invalid_reasons if r not in reasons]
         notes += [part.notes] if part.notes and part.notes not in notes else []
     status = min((part.status for _, part in parts), key=GRAVITY.index)
-    return ResultPart(status=status, benchmark=benchmark, metrics=metrics, invalid_reasons=tuple(reasons),
-                      sections=sections, notes="; ".join(notes))
+    return replace(parts[0][1], status=status, benchmark=benchmark, metrics=metrics, invalid_reasons=tuple(reasons),
+                   sections=sections, notes="; ".join(notes))
 
 
 def _join(into: dict[str, Any], new: Mapping[str, Any], node: str, owners: dict[str, str],

@@ -23,6 +23,7 @@ import pluggy
 
 from cmx_core import __version__, hookspecs
 from cmx_core.errors import PluginError
+from cmx_core.plugin_events import one_line as _one_line
 from cmx_core.providers import Command, Detector, Executor, Exporter, StepType, Suite
 
 if TYPE_CHECKING:
@@ -502,12 +503,6 @@ def _fail(registry: Registry, plugin: str, exc: BaseException) -> None:
     info = registry.plugins[plugin]
     registry.plugins[plugin] = dataclasses.replace(info, error=_one_line(exc),
                                                    traceback="".join(traceback.format_exception(exc)))
-
-
-def _one_line(exc: BaseException) -> str:
-    """The whole message on one line (pluggy puts the mismatched arguments on later lines)."""
-    text = "; ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())
-    return f"{type(exc).__name__}: {text}".rstrip(": ")
 
 
 def prune_resources(referenced: frozenset[str], dry_run: bool = False) -> list[str]:

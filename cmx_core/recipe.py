@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from cmx_core.durations import parse_duration
 from cmx_core.errors import UsageError
 from cmx_core.recipe_yaml import dotted_key, line_of, parse_yaml, yaml_loader
 from cmx_core.resources import NO_RESOURCES, Resources, parse_resources
@@ -33,8 +34,6 @@ TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 VARIATION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*(\.#)?$")
 INPUT_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")  # --foo-bar reaches foo_bar, never foo-bar
 INPUT_TYPES = ("string", "number", "integer", "boolean", "choice", "path")
-DURATION_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd]?)$")
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 TOP_KEYS = {
     "name", "version", "tags", "summary", "description", "inputs", "variations", "deps",
@@ -234,14 +233,6 @@ class Recipe(NamedTuple):
 
 def split_tags(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
-
-
-def parse_duration(value: Any) -> float | None:
-    """Seconds for ``90``, ``30s``, ``10m``, ``12h``, ``1d``; None if not a duration."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    match = DURATION_RE.match(str(value).strip())
-    return float(match.group(1)) * _UNITS[match.group(2)] if match else None
 
 
 # ---------------------------------------------------------------------------------------

@@ -119,7 +119,7 @@ def _memory(value: Any) -> int | None:
 
 
 def _time(value: Any) -> float | None:
-    from cmx_core.recipe import parse_duration  # recipe.py imports this module
+    from cmx_core.durations import parse_duration
 
     if value is None:
         return None

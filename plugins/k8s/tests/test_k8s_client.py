@@ -12,8 +12,8 @@ import pytest
 import standin
 
 from cmx_core import engine
+from cmx_core.api import comparable
 from cmx_core.errors import StepFailed, UsageError
-from cmx_core.result_compare import comparable
 from tests.test_remote_executor import NOOP
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from cmx_core import engine
+from cmx_core.api import comparable
 from cmx_core.errors import CmxError, StepFailed, UsageError
-from cmx_core.result_compare import comparable
 from tests.test_remote_executor import NOOP
 
 H100_FACTS = Path(__file__).resolve().parents[3] / "examples" / "facts" / "h100-sxm-8x.json"

@@ -17,8 +17,8 @@ import pytest
 from cmx_slurm.testing import Cluster
 
 from cmx_core import engine
+from cmx_core.api import comparable
 from cmx_core.errors import StepFailed
-from cmx_core.result_compare import comparable
 
 NOOP = """\
 name: test-slurm-noop

@@ -28,8 +28,8 @@ from cmx_core.api import (
     RemoteExecutor,
     RemoteJob,
     UsageError,
+    plan_resources,
 )
-from cmx_core.resources import plan_resources
 from cmx_k8s import framing, manifests
 from cmx_k8s.gpu import GpuRequest, gpu_request
 from cmx_k8s.settings import K8sSettings

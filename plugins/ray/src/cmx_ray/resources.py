@@ -17,8 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cmx_core.api import UsageError
-from cmx_core.resources import plan_resources
+from cmx_core.api import UsageError, plan_resources
 
 if TYPE_CHECKING:
     from cmx_core.api import Plan

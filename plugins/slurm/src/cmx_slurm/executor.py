@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.api import ExecutionRequest, ExecutorSettings, Fetched, JobStatus, RemoteExecutor, RemoteJob
+from cmx_core.api import plan_resources as asked_by
 from cmx_core.errors import UsageError
-from cmx_core.resources import plan_resources as asked_by
 from cmx_slurm import poll, script, slurmcli
 from cmx_slurm.plugin import SUMMARY
 from cmx_slurm.resources import Resources, plan_resources

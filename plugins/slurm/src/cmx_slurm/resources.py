@@ -21,9 +21,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cmx_core.api import NO_RESOURCES
+from cmx_core.api import Resources as Asked
 from cmx_core.errors import UsageError
-from cmx_core.resources import NO_RESOURCES
-from cmx_core.resources import Resources as Asked
 from cmx_slurm.settings import SlurmSettings
 
 _MEM = re.compile(r"^\d+[KMGT]?$", re.IGNORECASE)
