@@ -31,7 +31,9 @@ __all__ = [
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-VARIATION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*(\.#)?$")
+VARIATION_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_+-]*\.#|[A-Za-z0-9][A-Za-z0-9_+.-]*)$")
+"""A variation name: ``fast``, a dotted one (``bert-99.9``, as CM names them: the exact name is
+looked up before a parametric stem), or a parametric ``stem.#`` whose stem has no dot."""
 INPUT_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")  # --foo-bar reaches foo_bar, never foo-bar
 INPUT_TYPES = ("string", "number", "integer", "boolean", "choice", "path")
 

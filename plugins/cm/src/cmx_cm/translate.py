@@ -21,7 +21,9 @@ from cmx_cm.index import INPUT_RE, TAG_RE, DepQuery, IndexEntry, ScriptIndex, sp
 from cmx_cm.meta import ScriptMeta, script_digest
 
 IssueKind = Literal["unmapped", "approximated", "ignored"]
-VARIATION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*(\.#)?$")
+VARIATION_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_+-]*\.#|[A-Za-z0-9][A-Za-z0-9_+.-]*)$")
+"""A variation name: ``fast``, a dotted one (``bert-99.9``, as CM names them: the exact name is
+looked up before a parametric stem), or a parametric ``stem.#`` whose stem has no dot."""
 VERSION_KEYS = ("version", "version_min", "version_max", "version_max_usable")
 DEP_KINDS = ("deps", "prehook_deps", "posthook_deps", "post_deps")
 DOC_KEYS = frozenset({"automation_alias", "automation_uid", "category", "name", "tags_help", "developers",
