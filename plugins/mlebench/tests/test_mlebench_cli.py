@@ -22,8 +22,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cmx-home")
 
 
-def cmx(home: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CMX_HOME": str(home)}
+def cmx(home: Path, *args: str, timeout: float = 600, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CMX_HOME": str(home), **extra_env}
     return subprocess.run([sys.executable, "-m", "cmx_core", *args], capture_output=True, text=True, env=env,
                           timeout=timeout, check=False)
 
@@ -65,12 +65,9 @@ def test_bad_input_is_one_line_and_exit_2(home: Path, args: list[str], message: 
 
 
 def test_the_docker_variation_needs_a_registered_docker_sandbox(home: Path) -> None:
-    from cmx_core.plugins import get_registry
-
-    if "docker" in get_registry().sandboxes:
-        pytest.skip("a docker sandbox is registered here: the refusal cannot happen")
+    """Loading only this plugin (``CMX_LOAD_PLUGINS``) leaves cmx-docker's backend unregistered."""
     proc = cmx(home, "run", "recipe", "--tags=mle-bench,attempt,docker", "--competition=sklearn-digits",
-               f"--agent-cmd={BASELINE}", "--json")
+               f"--agent-cmd={BASELINE}", "--json", CMX_LOAD_PLUGINS="mlebench")
     assert proc.returncode == 2 and "sandbox backend 'docker' is not registered" in proc.stderr
 
 
