@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.resources import NO_RESOURCES, Resources, node_resources, plan_resources
     from cmx_core.result_compare import comparable
     from cmx_core.sandbox import Limits, Sandbox, SandboxBackend, SandboxResult, SandboxSpec, SandboxUser, Verdict
+    from cmx_core.secrets import TOKEN_PATTERNS, is_secret_name
 
 __all__ = [
     "Artifact", "CacheError", "CachedMeasurement", "Capabilities", "CmxError", "Command", "Detector",
@@ -78,6 +79,7 @@ __all__ = [
     "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
     "validate_document", "plan_plugins", "require_extra",  # noqa: F822 - lazy
     "Resources", "NO_RESOURCES", "node_resources", "plan_resources", "comparable",
+    "is_secret_name", "TOKEN_PATTERNS",
     "get_sandbox", "Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict",
 ]
 
@@ -94,6 +96,7 @@ _LAZY = {
     "require_extra": "cmx_core.plugin_extras",
     **dict.fromkeys(("Resources", "NO_RESOURCES", "node_resources", "plan_resources"), "cmx_core.resources"),
     "comparable": "cmx_core.result_compare",
+    "is_secret_name": "cmx_core.secrets", "TOKEN_PATTERNS": "cmx_core.secrets",
     **dict.fromkeys(("Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict"),
                     "cmx_core.sandbox"),
 }

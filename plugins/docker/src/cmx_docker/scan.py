@@ -25,7 +25,7 @@ import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from cmx_core.secrets import TOKEN_PATTERNS, is_secret_name
+from cmx_core.api import TOKEN_PATTERNS, is_secret_name
 from cmx_docker.errors import ContextError
 
 CREDENTIAL_NAMES = frozenset({".env", ".netrc", ".pypirc", ".git-credentials", "credentials", ".aws_credentials",
