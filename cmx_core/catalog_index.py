@@ -36,7 +36,7 @@ from cmx_core.recipe_check import validate_recipe_data
 from cmx_core.recipe_load import digest_of
 from cmx_core.recipe_yaml import parse_yaml
 
-INDEX_FORMAT = 5
+INDEX_FORMAT = 6
 SUFFIXES = (".yaml", ".yml")
 #: A directory whose mtime is this close to the check (or later) is not trusted by its mtime
 #: next time, only listed again: file systems stamp with a coarse clock, so an entry added in

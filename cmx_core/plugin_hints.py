@@ -30,7 +30,9 @@ def missing_plugin_hint(tags: Iterable[str]) -> str:
         return (f"; plugin {entry.name} provides recipes tagged {pattern} and is installed but failed to load: "
                 f"{broken[1]} (see `cmx plugins info {broken[0]}`)")
     if _installed(entry.distribution):
-        return ""
+        off = _turned_off(entry.distribution)
+        return (f"; plugin {entry.name} provides recipes tagged {pattern} and is installed but turned off "
+                f"({off})") if off else ""
     from cmx_core.plugin_install import shell_line
 
     command = shell_line(["cmx", "plugins", "install", entry.name])
@@ -62,3 +64,19 @@ def _failed_plugin(distribution: str) -> tuple[str, str] | None:
         if normalize(info.distribution) == normalize(distribution) and info.error:
             return name, info.error
     return None
+
+
+def _turned_off(distribution: str) -> str:
+    """How an installed plugin of ``distribution`` is kept from loading (``--disable-plugin``
+    / ``CMX_DISABLE_PLUGINS``, or left out of ``CMX_LOAD_PLUGINS``), or ""."""
+    from cmx_core import plugins
+    from cmx_core.registry import normalize
+
+    names = {e.name for e in plugins._discover() if normalize(e.distribution) == normalize(distribution)}
+    disabled = (plugins._names("CMX_DISABLE_PLUGINS") or set()) & names
+    if disabled:
+        return f"CMX_DISABLE_PLUGINS or --disable-plugin names {', '.join(sorted(disabled))}"
+    wanted = plugins._names("CMX_LOAD_PLUGINS")
+    if wanted is not None and not wanted & names:
+        return f"CMX_LOAD_PLUGINS does not name {', '.join(sorted(names))}"
+    return ""

@@ -599,10 +599,15 @@ def _selection_error(tags: tuple[str, ...], accepted: list[tuple[Recipe, dict[st
         hints = "".join(did_you_mean(t.lstrip("_"), known) for t in tags if not t.startswith("-"))
         if catalog is not None and len(tags) == 1:  # perhaps a misspelt name: cmx run NAME
             hints += did_you_mean(tags[0], catalog.listed, n=1).replace("did you mean", "or the recipe")
-        return f"no recipe has any of the tags '{query}'{hints} (see 'cmx list recipes')"
+        from cmx_core.plugin_hints import missing_plugin_hint
+
+        return f"no recipe has any of the tags '{query}'{hints}{missing_plugin_hint(tags)} (see 'cmx list recipes')"
     shown = "; ".join(f"{c.name}: {c.reason}" for c in rejected[:6])
     more = f"; and {len(rejected) - 6} more" if len(rejected) > 6 else ""
-    return f"no recipe matches tags '{query}'; candidates: {shown}{more} (run 'cmx explain --tags={query}')"
+    from cmx_core.plugin_hints import missing_plugin_hint
+
+    return (f"no recipe matches tags '{query}'{missing_plugin_hint(tags)}; candidates: {shown}{more} "
+            f"(run 'cmx explain --tags={query}')")
 
 
 def _why_accepted(recipe: Recipe, chosen: Mapping[str, Any]) -> str:

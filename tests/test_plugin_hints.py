@@ -154,3 +154,18 @@ def test_a_missing_module_at_run_time_names_its_extra(extra_dist: str) -> None:
         "; it comes with the extra 'ok' of cmx-fakextra: cmx plugins install 'cmx-fakextra[ok]'")
     assert missing_module_hint(extra_dist, "numpy") == ""
     assert missing_module_hint("cmx-not-installed", "x") == ""
+
+
+def test_cmx_run_names_the_missing_plugin_end_to_end(registry_file: Path, cli: Any) -> None:
+    result = cli("run", "--tags=ghost,bench")
+    assert result.code == 2 and "Traceback" not in result.err
+    assert result.err.startswith("cmx: error: no recipe has any of the tags 'ghost,bench'")
+    assert "; plugin cmx-ghost provides recipes tagged ghost,bench,*: cmx plugins install cmx-ghost (see " in result.err
+
+
+def test_a_turned_off_plugin_is_named_as_such(monkeypatch: pytest.MonkeyPatch, cli: Any) -> None:
+    monkeypatch.setenv("CMX_REGISTRY", str(ROOT / "registry.yaml"))
+    result = cli("run", "--tags=mlperf,inference,llama", "--disable-plugin", "mlperf")
+    assert result.code == 2
+    assert "plugin cmx-mlperf provides recipes tagged mlperf,inference,* and is installed but turned off " \
+           "(CMX_DISABLE_PLUGINS or --disable-plugin names mlperf)" in result.err
