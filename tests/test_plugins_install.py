@@ -119,7 +119,7 @@ def test_a_plugin_whose_import_fails_is_reported_and_the_cli_works(
         assert done.returncode == 0, done.stderr
         done = cmx(env, home, "plugins", "list", "--strict-plugins")
         assert done.returncode == 2
-        assert "plugin 'broken' failed to load: ModuleNotFoundError" in done.stderr
+        assert "plugin failed to load (strict plugin mode): 'broken': ModuleNotFoundError" in done.stderr
         assert "Traceback" not in done.stderr
     finally:
         env.pip("uninstall", "-y", "cmx-broken")

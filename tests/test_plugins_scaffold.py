@@ -31,7 +31,7 @@ def test_new_plugin_tests_pass_and_its_recipe_runs(
     done = env.run_python(["-m", "pytest", "-p", "no:cacheprovider", "-q"], cwd=target,
                           env={"CMX_HOME": str(tmp_path / "home")}, check=False)
     assert done.returncode == 0, done.stdout[-3000:]
-    assert re.search(r"\b13 passed\b", done.stdout), done.stdout[-500:]  # the kit: 11 + 2 executor checks
+    assert re.search(r"\b16 passed\b", done.stdout), done.stdout[-500:]  # the kit: 14 + 2 executor checks
 
     done = env.run_python(["-c", CLI, "run", "recipe", "--tags=tiny-bench,hello",
                            "--who=there", "--json"], env={"CMX_HOME": str(tmp_path / "home")})

@@ -104,8 +104,8 @@ def test_a_broken_suite_fails_strict_loading(helm: ModuleType, monkeypatch: pyte
     broken = replace(helm.SUITE, schema={"type": "strng"})
     monkeypatch.setattr(helm, "SUITE", broken)
     monkeypatch.setenv("CMX_LOAD_PLUGINS", "")
-    with pytest.raises(plugins.PluginError, match=r"plugin 'cmx-helm' failed to load: .*cmx-helm: suite 'helm' "
-                       r"section schema is invalid: .* at \$\.type \(strict plugin mode\)"):
+    with pytest.raises(plugins.PluginError, match=r"plugin failed to load \(strict plugin mode\): 'cmx-helm': "
+                       r"PluginError: cmx-helm: suite 'helm' section schema is invalid: .* at \$\.type"):
         plugins.load_registry(strict=True, extra=[("cmx-helm", helm)])
 
 
