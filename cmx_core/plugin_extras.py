@@ -18,6 +18,10 @@ from typing import Any
 from cmx_core.errors import UsageError
 
 
+class MissingExtra(UsageError):
+    """A plan needs a distribution extra that is not installed (the message says how to get it)."""
+
+
 def missing_requirements(distribution: str, extra: str) -> list[str]:
     """The requirements of ``distribution[extra]`` that are absent or outside their range; a
     distribution that is not installed or lacks the extra is a UsageError."""
@@ -54,7 +58,7 @@ def require_extra(distribution: str, extra: str, needed_by: str) -> None:
     missing = missing_requirements(distribution, extra)
     if missing:
         command = shell_line(["cmx", "plugins", "install", f"{_display(distribution)}[{extra}]"])
-        raise UsageError(f"{needed_by} needs the extra '{extra}' of {_display(distribution)} "
+        raise MissingExtra(f"{needed_by} needs the extra '{extra}' of {_display(distribution)} "
                          f"({'; '.join(missing)}): {command}")
 
 
@@ -90,7 +94,7 @@ def check_plan_extras(plan: Any, registry: Any) -> None:
     problems = list(plan_extra_problems(plan, registry))
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise UsageError(problems[0] + more)
+        raise MissingExtra(problems[0] + more)
 
 
 def missing_module_hint(distribution: str, module: str) -> str:

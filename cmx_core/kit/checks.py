@@ -176,8 +176,12 @@ def plan_problems(path: Path, inputs: Mapping[str, Any], facts_file: Path | None
         recipe = load_recipe_file(path)
     except CmxError as exc:
         return [str(exc).splitlines()[0]]
+    from cmx_core.plugin_extras import MissingExtra
+
     try:
         plan = engine.plan(",".join(recipe.tags), dict(inputs), facts_file=facts_file)
+    except MissingExtra:  # installed without that extra: the plan rightly refuses, naming the install command
+        return []
     except CmxError as exc:
         return [f"{path}: recipe '{recipe.name}' does not plan: {str(exc).splitlines()[0]}"]
     if plan.root.recipe.name != recipe.name:
