@@ -98,7 +98,8 @@ def plan_view(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None
 
 def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, session: Session) -> Plan:
     query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
-    resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step)
+    resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step,
+                        no_match_hint=_missing_plugin_hint)
     try:
         resolution = resolver.resolve(query.tags, query.inputs)
     except CmxError as exc:
@@ -113,6 +114,13 @@ def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, s
 
     check_plan_extras(the_plan, session.registry)  # a missing extra is named now, not mid-run
     return the_plan
+
+
+def _missing_plugin_hint(tags: tuple[str, ...]) -> str:
+    """The plugin the registry says answers a query no installed recipe does (lazy import)."""
+    from cmx_core.plugin_hints import missing_plugin_hint
+
+    return missing_plugin_hint(tags)
 
 
 def _checked_executor(session: Session, the_plan: Plan, executor: str | None,
@@ -168,7 +176,8 @@ def explain(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, 
     """Resolve like :func:`plan`, but keep the reasoning, also when resolution fails."""
     session = open_session(recipes_dirs, facts_file)
     query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
-    resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step)
+    resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step,
+                        no_match_hint=_missing_plugin_hint)
     try:
         result = _build(resolver.resolve(query.tags, query.inputs), query, session)
     except CmxError as exc:

@@ -142,12 +142,15 @@ def paused_gc() -> Iterator[None]:
 
 class Resolver:
     """Resolves queries against a catalog; with ``step_lookup`` (``Registry.step``) each
-    step's type is looked up and its arguments checked against the type's schema."""
+    step's type is looked up and its arguments checked against the type's schema.
+    ``no_match_hint(tags)`` adds to a no-match error (the engine names a missing plugin)."""
 
-    def __init__(self, catalog: Catalog, facts: FactStore, step_lookup: StepLookup | None = None) -> None:
+    def __init__(self, catalog: Catalog, facts: FactStore, step_lookup: StepLookup | None = None,
+                 no_match_hint: Callable[[tuple[str, ...]], str] | None = None) -> None:
         self.catalog = catalog
         self.facts = facts
         self.step_lookup = step_lookup
+        self.no_match_hint = no_match_hint
         self.nodes: dict[str, ResolvedNode] = {}
         self.memo: dict[_NodeKey, str] = {}
         self.decisions: list[Decision] = []
@@ -290,7 +293,8 @@ class Resolver:
             return accepted[0]
         if not accepted:
             decision.candidates[:] = _with_hints(decision.candidates, seen, positive, negative)
-        raise ResolveError(_selection_error(tags, accepted, decision.candidates, self.catalog))
+        hint = self.no_match_hint(tags) if self.no_match_hint is not None and not accepted else ""
+        raise ResolveError(_selection_error(tags, accepted, decision.candidates, self.catalog, hint))
 
     # -- variations -----------------------------------------------------------------------
 
@@ -588,7 +592,7 @@ def _variation_tags(recipe: Recipe) -> list[str]:
 
 
 def _selection_error(tags: tuple[str, ...], accepted: list[tuple[Recipe, dict[str, Any]]],
-                     candidates: list[Candidate], catalog: Catalog | None = None) -> str:
+                     candidates: list[Candidate], catalog: Catalog | None = None, hint: str = "") -> str:
     query = ",".join(tags)
     if accepted:
         names = "; ".join(f"{r.name} ({r.path}): {_why_accepted(r, chosen)}" for r, chosen in accepted)
@@ -599,14 +603,10 @@ def _selection_error(tags: tuple[str, ...], accepted: list[tuple[Recipe, dict[st
         hints = "".join(did_you_mean(t.lstrip("_"), known) for t in tags if not t.startswith("-"))
         if catalog is not None and len(tags) == 1:  # perhaps a misspelt name: cmx run NAME
             hints += did_you_mean(tags[0], catalog.listed, n=1).replace("did you mean", "or the recipe")
-        from cmx_core.plugin_hints import missing_plugin_hint
-
-        return f"no recipe has any of the tags '{query}'{hints}{missing_plugin_hint(tags)} (see 'cmx list recipes')"
+        return f"no recipe has any of the tags '{query}'{hints}{hint} (see 'cmx list recipes')"
     shown = "; ".join(f"{c.name}: {c.reason}" for c in rejected[:6])
     more = f"; and {len(rejected) - 6} more" if len(rejected) > 6 else ""
-    from cmx_core.plugin_hints import missing_plugin_hint
-
-    return (f"no recipe matches tags '{query}'{missing_plugin_hint(tags)}; candidates: {shown}{more} "
+    return (f"no recipe matches tags '{query}'{hint}; candidates: {shown}{more} "
             f"(run 'cmx explain --tags={query}')")
 
 
