@@ -88,3 +88,13 @@ def test_a_missing_module_names_the_extra_and_its_install_command(cli: Callable[
     assert result.code != 0
     assert "No module named 'transformers'; it comes with the extra 'llm' of cmx-mlperf: " \
            "cmx plugins install 'cmx-mlperf[llm]'" in result.err
+
+
+def test_options_that_set_the_environment_are_undone_when_main_returns(cli: Callable[..., Any]) -> None:
+    """An in-process ``main()`` (a test, an API user) leaves no --disable-plugin or --strict behind."""
+    import os
+
+    assert "mlperf" not in _loaded(cli, "--disable-plugin", "mlperf", "--strict")
+    for name in ("CMX_DISABLE_PLUGINS", "CMX_STRICT", "CMX_STRICT_PLUGINS"):
+        assert name not in os.environ, name
+    assert "mlperf" in _loaded(cli)  # and the next call loads every plugin again

@@ -67,6 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     previous = signal.signal(signal.SIGTERM, _terminate)  # a CI cancel cleans up like Ctrl-C
     previous_hup = signal.signal(signal.SIGHUP, _terminate)  # so does a closed terminal
+    import os
+
+    options_env = {name: os.environ.get(name) for name in OPTION_ENV}
     try:
         replay_key = None
         if args_list[:1] == ["run"]:
@@ -88,6 +91,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGHUP, previous_hup)
+        _restore_env(options_env)
+
+
+OPTION_ENV = ("CMX_STRICT_PLUGINS", "CMX_STRICT", "CMX_DISABLE_PLUGINS")
+"""Variables ``--strict``, ``--strict-plugins`` and ``--disable-plugin`` set for the command
+(and the processes it starts); restored when an in-process ``main()`` returns."""
+
+
+def _restore_env(before: dict[str, str | None]) -> None:
+    """Undo what the options set, so a later in-process call (a test, an API user) starts clean;
+    a changed plugin selection also forgets the loaded registry."""
+    import os
+
+    changed = False
+    for name, value in before.items():
+        if os.environ.get(name) == value:
+            continue
+        changed = changed or name == "CMX_DISABLE_PLUGINS"
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    if changed:
+        from cmx_core.plugins import reset_registry
+
+        reset_registry()
 
 
 def _terminate(signum: int, frame: Any) -> None:
