@@ -187,10 +187,10 @@ class _Run:
         finally:
             os.close(pid_fd)
         if got.stop != "exited":
-            proc.kill()
+            _kill_unreaped(proc.pid)
             self.groups.kill_all()
             drain(out_fd, err_fd, got, self.limits.output_bytes)
-        _, status, _ = os.wait4(proc.pid, 0)
+        status = _reap(proc)
         wall = time.monotonic() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
         if child is not None and child_fd is not None:
@@ -330,3 +330,22 @@ def _has_file_at(work: Path, size: int) -> bool:
             elif entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size >= size:
                 return True
     return False
+
+
+def _kill_unreaped(pid: int) -> None:
+    """SIGKILL without ``Popen.kill``, which polls first and may reap the process, leaving
+    :func:`_reap` nothing to wait for (the exit status would be lost)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> int:
+    """The raw wait status of ``proc``; one that something else already reaped is rebuilt from
+    the return code Popen recorded."""
+    try:
+        return os.wait4(proc.pid, 0)[1]
+    except ChildProcessError:
+        code = proc.returncode if proc.returncode is not None else 1
+        return -code if code < 0 else code << 8
