@@ -24,6 +24,11 @@ HOST_FIELDS = ("name",)
 MEASURED_SECTIONS = ("mlperf", "cost")
 """Sections whose values are measured: their keys must agree, not their values."""
 
+RETRY_KEYS = ("attempts",)
+"""Keys of a measured section that appear only when the measurement was repeated (a LoadGen
+run recalibrated and retried on a loaded machine): whether a retry was needed is itself
+measured, so two runs of one plan may differ in them."""
+
 
 def comparable(document: Mapping[str, Any]) -> dict[str, Any]:
     """``document`` without ids, times, host-side paths, measured values and host fields."""
@@ -35,11 +40,11 @@ def comparable(document: Mapping[str, Any]) -> dict[str, Any]:
     kept["provenance"] = {k: v for k, v in (document.get("provenance") or {}).items() if k != "lock_digest"}
     for key in MEASURED_SECTIONS:
         if key in document:
-            kept[key] = sorted(document[key] or ())
+            kept[key] = sorted(k for k in document[key] or () if k not in RETRY_KEYS)
     kept["outputs"] = sorted(document.get("outputs") or ())
     if isinstance(document.get("system"), Mapping):
         kept["system"] = {k: v for k, v in document["system"].items() if k not in HOST_FIELDS}
     return kept
 
 
-__all__ = ["HOST_FIELDS", "MEASURED_SECTIONS", "VOLATILE_KEYS", "comparable"]
+__all__ = ["HOST_FIELDS", "MEASURED_SECTIONS", "RETRY_KEYS", "VOLATILE_KEYS", "comparable"]

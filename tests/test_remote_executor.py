@@ -202,6 +202,9 @@ def test_comparable_drops_only_what_differs_between_two_runs_of_one_plan() -> No
              "cost": {"energy_j": 4.0}, "outputs": {"sorted": "/far/s"}, "system": {"name": "node-b",
                                                                                   "cpu": {"model": "X"}}}
     assert comparable(base) == comparable(other)
+    retried = {**base, "mlperf": {"result_validity": "VALID", "attempts": [{"number": 1}, {"number": 2}]}}
+    assert comparable(retried) == comparable({**base, "mlperf": {"result_validity": "VALID"}})
+    assert comparable(retried) != comparable({**base, "mlperf": {"attempts": []}})
     for changed in ({"status": "invalid"}, {"system": {"name": "node-a", "cpu": {"model": "Y"}}},
                     {"metrics": {"rate": {"value": 10.0, "unit": "s", "higher_is_better": False}}},
                     {"provenance": {"lock_digest": "d1", "query": {"tags": ["other"]}}}):
