@@ -18,7 +18,7 @@ Example, a step type in a plugin::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -349,6 +349,16 @@ class Executor:
     what would make the run fail on its input (an unknown container template, say).
     ``describe`` (optional) says, for ``cmx plan``, how the plan would run: for a container
     the image tag, the GPUs requested, the mounts, the network and the limits.
+
+    ``run_many`` (optional) runs many prepared requests as one batch (a Slurm job array, Ray
+    tasks over one connection): ``cmx sweep`` calls it once with every point's request (each
+    with its own run directory, lock and run id, all with the same settings) and the sweep's
+    ``-j`` as the most points to run at once, and records each outcome as ``run`` would be.
+    It returns one :class:`ExecutionOutcome` per request, in order; a failed point is an
+    outcome with ``error``, not an exception. It raises a :class:`cmx_core.errors.CmxError`
+    only when the batch as a whole cannot run (every point is then an error result), and
+    :class:`cmx_core.errors.Interrupted` after cancelling what it started on Ctrl-C. Without
+    it, a sweep runs one ``cmx run`` process per point.
     """
 
     name: str
@@ -358,6 +368,7 @@ class Executor:
     check_plan: Callable[[Plan, ExecutorSettings], None] | None = None
     describe: Callable[[Plan, ExecutorSettings], Mapping[str, Any]] | None = None
     capabilities: Capabilities = field(default_factory=Capabilities)
+    run_many: Callable[[Sequence[ExecutionRequest], int], tuple[ExecutionOutcome, ...]] | None = None
     version: str = ""
     plugin: str = ""
 

@@ -2,13 +2,23 @@
 
 A matrix is ``--matrix KEY=V1,V2,...`` (repeatable): the points are the cartesian product
 of the axes in the order given, or, with ``--zip``, the axes taken side by side (they must
-be equally long). Every point is a separate ``cmx run`` process (so a point that crashes,
-hangs until its executor's limit or leaks state cannot touch the others, and ``-j N`` runs
-N at once), whose result is indexed in the store like any run and carries
-``provenance.sweep = {id, index, point}``. Each point's run directory is
-``<data>/sweeps/<id>/point-<N>/`` (its stderr beside it, ``point-<N>.log``). The manifest,
-``<data>/sweeps/<id>.json``, lists each point's inputs, status, run id and result path;
-``cmx results compare --sweep ID`` reads it. A failed point does not stop the others.
+be equally long). Every point is one run whose result is indexed in the store like any run
+and carries ``provenance.sweep = {id, index, point}``; its run directory is
+``<data>/sweeps/<id>/point-<N>/``. How the points run depends on the executor:
+
+* one with a batch entry (``Executor.run_many``: cmx-slurm's job array, cmx-ray's tasks over
+  one connection) gets every point at once, planned and recorded in this process
+  (:mod:`cmx_core.sweep_batch`), ``-j N`` as the most points running at once: starting a
+  ``cmx run`` per point would cost seconds each on top of the scheduler's own latency;
+* any other (local, docker, k8s...) runs each point as a separate ``cmx run`` process (so a
+  point that crashes, hangs until its executor's limit or leaks state cannot touch the
+  others, and ``-j N`` runs N at once), its stderr beside its run directory,
+  ``point-<N>.log``. So do ``run_options`` the batch path does not know and a given ``env``
+  (the points' process environment).
+
+The manifest, ``<data>/sweeps/<id>.json``, lists each point's inputs, status, run id and
+result path; ``cmx results compare --sweep ID`` reads it. A failed point does not stop the
+others.
 """
 
 from __future__ import annotations
@@ -23,11 +33,18 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx_core.datautil import atomic_write
 from cmx_core.errors import ResultsError, UsageError
 from cmx_core.runids import new_run_id
+from cmx_core.sweep_batch import PointOutcome
+
+if TYPE_CHECKING:
+    from cmx_core.sweep_batch import BatchSweep
+
+__all__ = ["MAX_POINTS", "SWEEPS_DIR", "Axis", "PointOutcome", "SweepResult", "new_sweep_id", "parse_axes",
+           "point_command", "points", "read_manifest", "run_sweep"]
 
 SWEEPS_DIR = "sweeps"
 MAX_POINTS = 10_000
@@ -39,25 +56,6 @@ class Axis:
 
     key: str
     values: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class PointOutcome:
-    """How one point ended: ``status`` is the result's (``valid``, ``error`` ...) or
-    ``failed`` when the point's process wrote no result."""
-
-    index: int
-    point: Mapping[str, str]
-    status: str
-    exit_code: int
-    run_id: str | None = None
-    result_path: str | None = None
-    message: str = ""
-    wall_s: float = 0.0
-
-    @property
-    def failed(self) -> bool:
-        return self.exit_code != 0
 
 
 @dataclass(frozen=True)
@@ -132,8 +130,10 @@ def point_command(tags: str, inputs: Mapping[str, str], sweep: Mapping[str, Any]
 def run_sweep(tags: str, base_inputs: Mapping[str, str], matrix: Sequence[dict[str, str]], *,
               data_dir: Path, run_options: Sequence[str] = (), jobs: int = 1,
               executor: str | None = None, on_point: Callable[[PointOutcome, int], None] | None = None,
-              env: Mapping[str, str] | None = None) -> SweepResult:
-    """Run every point (``jobs`` at once) and write the manifest; never raises for a failed point."""
+              env: Mapping[str, str] | None = None, batch: bool = True) -> SweepResult:
+    """Run every point (``jobs`` at once) and write the manifest; never raises for a failed point.
+    ``batch=False`` runs one ``cmx run`` process per point even where the executor has a
+    batch entry (to compare the two paths)."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
     overlap = sorted(set(base_inputs) & {k for p in matrix[:1] for k in p})
@@ -143,6 +143,14 @@ def run_sweep(tags: str, base_inputs: Mapping[str, str], matrix: Sequence[dict[s
     folder = data_dir / SWEEPS_DIR / sweep_id
     folder.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
+    together = _batch(sweep_id, folder, tags, base_inputs, matrix, run_options, jobs, executor, env) \
+        if batch else None
+    if together is not None:
+        from cmx_core.sweep_batch import run_points
+
+        return _finish(SweepResult(sweep_id, tags, run_points(together, on_point), data_dir / SWEEPS_DIR /
+                                   f"{sweep_id}.json", time.monotonic() - began, executor, dict(base_inputs),
+                                   tuple(matrix[0]) if matrix else ()))
     done: list[PointOutcome] = []
 
     def one(index: int) -> PointOutcome:
@@ -158,10 +166,31 @@ def run_sweep(tags: str, base_inputs: Mapping[str, str], matrix: Sequence[dict[s
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         outcomes = tuple(pool.map(one, range(len(matrix))))
-    result = SweepResult(sweep_id, tags, outcomes, data_dir / SWEEPS_DIR / f"{sweep_id}.json",
-                         time.monotonic() - began, executor, dict(base_inputs), tuple(matrix[0]) if matrix else ())
+    return _finish(SweepResult(sweep_id, tags, outcomes, data_dir / SWEEPS_DIR / f"{sweep_id}.json",
+                               time.monotonic() - began, executor, dict(base_inputs),
+                               tuple(matrix[0]) if matrix else ()))
+
+
+def _finish(result: SweepResult) -> SweepResult:
+    """Write the manifest."""
     atomic_write(result.manifest, json.dumps(result.to_json(), indent=2, sort_keys=True))
     return result
+
+
+def _batch(sweep_id: str, folder: Path, tags: str, base_inputs: Mapping[str, str],
+           matrix: Sequence[dict[str, str]], run_options: Sequence[str], jobs: int, executor: str | None,
+           env: Mapping[str, str] | None) -> BatchSweep | None:
+    """The batch of this sweep when its executor has a batch entry and the batch path knows
+    every run option (None: one ``cmx run`` process per point)."""
+    from cmx_core.sweep_batch import BatchSweep, batch_executor, parse_point_options
+
+    options = parse_point_options(run_options)
+    if env is not None or options is None or not matrix:
+        return None
+    chosen = batch_executor(options.executor_name(executor))
+    if chosen is None:
+        return None
+    return BatchSweep(sweep_id, folder, tags, base_inputs, matrix, chosen, options, jobs)
 
 
 def _run_point(index: int, point: Mapping[str, str], command: list[str], run_dir: Path,
