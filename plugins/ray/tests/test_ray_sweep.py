@@ -1,17 +1,23 @@
-"""A 12-point `cmx sweep` through the Ray executor (every point a normal stored run), and the
-batch path for sweeps (cmx_ray.batch): each point its own result, Ctrl-C cancels every task."""
+"""`cmx sweep --executor ray`: the points go through cmx-ray's batch entry (cmx_ray.batch, one
+connection, `-j N` the most tasks at once), every point a normal stored run with its sweep
+provenance; a failing point does not stop the others and counts in the exit status; the
+results equal those of one `cmx run` process per point; Ctrl-C cancels every task."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cmx_core import paths
-from cmx_core.sweep import parse_axes, points, run_sweep
+from cmx_core.cli.main import main
+from cmx_core.result_compare import comparable
+from cmx_core.results.store import ResultStore
+from cmx_core.sweep import SweepResult, parse_axes, points, read_manifest, run_sweep
 
 SLOW = """\
 name: test-ray-batch-slow
@@ -25,18 +31,143 @@ steps:
 """
 
 
-def test_a_12_point_sweep_on_ray(ray_head: str, cmx_home: Path) -> None:
+EXITS = """\
+name: test-ray-sweep-exit
+tags: [test, sweep, rayexit]
+summary: exits with the code it is given
+inputs:
+  code: {type: integer, default: 0, min: 0, max: 9}
+steps:
+  - uses: shell
+    with: {cmd: [sh, -c, "exit {{ inputs.code }}"]}
+"""
+
+
+def _ray(address: str) -> list[str]:
+    return ["--executor", "ray", "--executor-opt", f"address={address}", "--executor-opt", "env=CMX_HOME"]
+
+
+def _point_logs(result: SweepResult) -> list[Path]:
+    """The stderr files of per-point `cmx run` processes (the batch path starts none)."""
+    return sorted((result.manifest.parent / result.sweep_id).glob("point-*.log"))
+
+
+@pytest.fixture
+def batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of each cmx_ray.batch.run_batch call (the real one runs)."""
+    from cmx_ray import batch
+
+    calls: list[int] = []
+    real = batch.run_batch
+
+    def counted(requests: Sequence[Any], settings: Any = None, **kwargs: Any) -> Any:
+        calls.append(len(requests))
+        return real(requests, settings, **kwargs)
+
+    monkeypatch.setattr(batch, "run_batch", counted)
+    return calls
+
+
+def test_a_12_point_sweep_on_ray_is_one_batch(ray_head: str, cmx_home: Path, batches: list[int]) -> None:
     matrix = points(parse_axes(["size=5,10,20", "repeats=1,2,3,4"]))
-    options = ["--executor", "ray", "--executor-opt", f"address={ray_head}", "--executor-opt", "env=CMX_HOME"]
     result = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=3, executor="ray",
-                       run_options=options)
+                       run_options=_ray(ray_head))
     assert result.failed == 0, [p.message for p in result.points if p.failed]
     assert len(result.points) == 12
+    assert batches == [12] and _point_logs(result) == []  # one batch over one connection, no cmx run each
+    store = ResultStore(paths.results_db())
+    for point in result.points:
+        assert point.result_path is not None and point.run_id is not None
+        document = store.get(point.run_id).document
+        assert document["provenance"]["sweep"] == {"id": result.sweep_id, "index": point.index,
+                                                   "point": point.point}
+        assert document["status"] == "valid"
+        assert document["provenance"]["query"]["inputs"]["repeats"] == int(point.point["repeats"])
+        assert any(Path(a["path"]).name == "ray-job.json" for a in document["artifacts"])  # it ran as a Ray task
+        job = json.loads((Path(point.result_path).parent / "ray-job.json").read_text())
+        assert job["cluster"] == ray_head and job["exit_code"] == 0
+    assert [p["run_id"] for p in read_manifest(paths.data_dir(), result.sweep_id)["points"]] == \
+        [p.run_id for p in result.points]
+
+
+def test_a_failing_point_does_not_stop_the_others_and_counts(ray_head: str, cmx_home: Path, tmp_path: Path,
+                                                              batches: list[int]) -> None:
+    (tmp_path / "exits.yaml").write_text(EXITS)
+    options = ["--recipes", str(tmp_path), *_ray(ray_head)]
+    matrix = [{"code": c} for c in ("0", "3", "0", "12")]  # 3: the step fails; 12: the plan refuses it
+    result = run_sweep("test,sweep,rayexit", {}, matrix, data_dir=paths.data_dir(), jobs=2, executor="ray",
+                       run_options=options)
+    assert result.failed == 2 and batches == [3]  # the refused point never reached Ray
+    assert [(p.status, p.exit_code != 0) for p in result.points] == [
+        ("completed", False), ("error", True), ("completed", False), ("failed", True)]
+    assert result.points[1].run_id and "exit" in result.points[1].message  # a stored error result
+    refused = result.points[3]
+    assert refused.run_id is None and refused.exit_code == 2 and "code" in refused.message
+    code = main(["sweep", "--tags=test,sweep,rayexit", "--recipes", str(tmp_path), "--matrix", "code=3,0,4",
+                 *_ray(ray_head), "-j", "2", "--json"])
+    assert code == 2  # the exit status is the number of failed points
+
+
+def _same_run(document: dict[str, Any]) -> dict[str, Any]:
+    kept = comparable(document)
+    kept["provenance"] = {**kept["provenance"], "sweep": {**kept["provenance"]["sweep"], "id": "sw-"}}
+    return kept
+
+
+def test_the_batch_results_equal_one_process_per_point(ray_head: str, cmx_home: Path, batches: list[int]) -> None:
+    matrix = points(parse_axes(["size=5,9", "repeats=1,2"]))
+    together = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=2, executor="ray",
+                         run_options=_ray(ray_head))
+    apart = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=2, executor="ray",
+                      run_options=_ray(ray_head), batch=False)
+    assert together.failed == apart.failed == 0
+    assert batches == [4] and _point_logs(together) == [] and len(_point_logs(apart)) == 4
+    for a, b in zip(together.points, apart.points, strict=True):
+        assert a.result_path is not None and b.result_path is not None
+        first = json.loads(Path(a.result_path).read_text())
+        second = json.loads(Path(b.result_path).read_text())
+        assert _same_run(first) == _same_run(second)
+
+
+def test_j_bounds_the_tasks_running_at_once(ray_head: str, cmx_home: Path) -> None:
+    """With -j 1 each point's far run starts after the previous one ended (the far results'
+    own times; nothing here depends on how fast the machine is)."""
+    matrix = points(parse_axes(["size=3,4,6"]))
+    result = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=1, executor="ray",
+                       run_options=_ray(ray_head))
+    assert result.failed == 0
+    spans = []
     for point in result.points:
         assert point.result_path is not None
-        document = json.loads(Path(point.result_path).read_text())
-        assert document["provenance"]["sweep"]["point"] == point.point and document["status"] == "valid"
-        assert any(Path(a["path"]).name == "ray-job.json" for a in document["artifacts"])  # it ran as a Ray task
+        far = json.loads((Path(point.result_path).parent / "remote" / "result.json").read_text())
+        spans.append((far["timing"]["started_at"], far["timing"]["finished_at"]))
+    assert all(spans[i][1] <= spans[i + 1][0] for i in range(len(spans) - 1)), spans
+
+
+def test_ctrl_c_cancels_a_sweeps_batch_and_leaves_no_point_marked(
+        ray_head: str, cmx_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        mentioning: Callable[[str], list[int]]) -> None:
+    from cmx_ray import executor
+
+    from cmx_core.errors import Interrupted
+
+    (tmp_path / "s.yaml").write_text(SLOW)
+
+    def interrupted(self: object, handle: object) -> None:
+        deadline = time.monotonic() + 60
+        while not mentioning("38.4127") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(executor.RayExecutor, "wait", interrupted)
+    with pytest.raises(Interrupted, match="Ray tasks were cancelled"):
+        run_sweep("test,ray,batchslow", {}, [{"n": "1"}, {"n": "2"}], data_dir=paths.data_dir(), jobs=2,
+                  executor="ray", run_options=["--recipes", str(tmp_path), *_ray(ray_head)])
+    assert list((paths.data_dir() / "inflight").glob("*.json")) == []
+    deadline = time.monotonic() + 30
+    while mentioning("38.4127") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert mentioning("38.4127") == []
 
 
 def test_a_batch_runs_every_point_over_one_connection_and_each_result_is_the_points_own(

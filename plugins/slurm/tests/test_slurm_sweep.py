@@ -1,25 +1,137 @@
-"""A 12-point `cmx sweep` through the Slurm executor: every point a normal stored run."""
+"""`cmx sweep --executor slurm`: the points go through cmx-slurm's batch entry, one job array
+(`-j N` its throttle), and every point is a normal stored run with its sweep provenance; a
+failing point does not stop the others and counts in the exit status; the results equal
+those of one `cmx run` process per point."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 from cmx_slurm.testing import Cluster
 
 from cmx_core import paths
-from cmx_core.sweep import parse_axes, points, run_sweep
+from cmx_core.cli.main import main
+from cmx_core.result_compare import comparable
+from cmx_core.results.store import ResultStore
+from cmx_core.sweep import SweepResult, parse_axes, points, read_manifest, run_sweep
+
+SLURM = ["--executor", "slurm", "--executor-opt", "poll_s=0.2"]
+
+EXITS = """\
+name: test-slurm-sweep-exit
+tags: [test, sweep, slurmexit]
+summary: exits with the code it is given
+inputs:
+  code: {type: integer, default: 0, min: 0, max: 9}
+steps:
+  - uses: shell
+    with: {cmd: [sh, -c, "exit {{ inputs.code }}"]}
+"""
 
 
-def test_a_12_point_sweep_on_slurm(slurm: Cluster, cmx_home: Path) -> None:
+def _job(result_path: str | None) -> dict[str, Any]:
+    assert result_path is not None
+    record = json.loads((Path(result_path).parent / "remote-stage" / "slurm-job.json").read_text())
+    assert isinstance(record, dict)
+    return record
+
+
+def _point_logs(result: SweepResult) -> list[Path]:
+    """The stderr files of per-point `cmx run` processes (the batch path starts none)."""
+    return sorted((result.manifest.parent / result.sweep_id).glob("point-*.log"))
+
+
+def test_a_12_point_sweep_on_slurm_is_one_job_array(slurm: Cluster, cmx_home: Path) -> None:
     matrix = points(parse_axes(["size=5,10,20", "repeats=1,2,3,4"]))
     result = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="slurm",
-                       run_options=["--executor", "slurm", "--executor-opt", "poll_s=0.2"])
+                       run_options=SLURM)
     assert result.failed == 0, [p.message for p in result.points if p.failed]
-    assert len(result.points) == 12
+    assert len(result.points) == 12 and _point_logs(result) == []
+    records = [_job(p.result_path) for p in result.points]
+    assert len({r["array"] for r in records}) == 1  # one sbatch for the whole sweep
+    assert [r["job_id"] for r in records] == [f"{records[0]['array']}_{i}" for i in range(12)]
+    assert "--array=0-11%4" in records[0]["sbatch"]  # -j 4 is the array's throttle
+    store = ResultStore(paths.results_db())
     for point in result.points:
-        assert point.result_path is not None
-        document = json.loads(Path(point.result_path).read_text())
-        assert document["provenance"]["sweep"]["point"] == point.point and document["status"] == "valid"
-        logs = [a["path"] for a in document["artifacts"] if a["kind"] == "log"]
-        assert any("slurm-" in Path(p).name for p in logs)  # it really went through sbatch
+        assert point.run_id is not None and point.result_path is not None
+        document = store.get(point.run_id).document
+        assert document["provenance"]["sweep"] == {"id": result.sweep_id, "index": point.index,
+                                                   "point": point.point}
+        assert document["status"] == "valid"
+        assert document["provenance"]["query"]["inputs"]["size"] == int(point.point["size"])
+        assert json.loads(Path(point.result_path).read_text())["run_id"] == point.run_id
+        logs = [Path(a["path"]).name for a in document["artifacts"] if a["kind"] == "log"]
+        assert "slurm-job.json" in logs  # it really went through sbatch
+    manifest = read_manifest(paths.data_dir(), result.sweep_id)
+    assert [p["run_id"] for p in manifest["points"]] == [p.run_id for p in result.points]
+
+
+def test_a_failing_point_does_not_stop_the_others_and_counts(slurm: Cluster, cmx_home: Path,
+                                                              tmp_path: Path) -> None:
+    (tmp_path / "exits.yaml").write_text(EXITS)
+    options = ["--recipes", str(tmp_path), *SLURM]
+    matrix = [{"code": c} for c in ("0", "3", "0", "12")]  # 3: the step fails; 12: the plan refuses it
+    result = run_sweep("test,sweep,slurmexit", {}, matrix, data_dir=paths.data_dir(), jobs=4,
+                       executor="slurm", run_options=options)
+    assert result.failed == 2
+    assert [(p.status, p.exit_code != 0) for p in result.points] == [
+        ("completed", False), ("error", True), ("completed", False), ("failed", True)]
+    assert result.points[1].run_id and "exit" in result.points[1].message  # a stored error result
+    refused = result.points[3]
+    assert refused.run_id is None and refused.exit_code == 2 and "code" in refused.message
+    assert refused.message.startswith("cmx: error: ") and "\n" not in refused.message
+    assert len({_job(p.result_path)["array"] for p in result.points[:3]}) == 1
+    code = main(["sweep", "--tags=test,sweep,slurmexit", "--recipes", str(tmp_path), "--matrix", "code=0,3,4",
+                 *SLURM, "-j", "3", "--json"])
+    assert code == 2  # the exit status is the number of failed points
+
+
+def _same_run(document: dict[str, Any]) -> dict[str, Any]:
+    kept = comparable(document)
+    kept["provenance"] = {**kept["provenance"], "sweep": {**kept["provenance"]["sweep"], "id": "sw-"}}
+    return kept
+
+
+def test_the_batch_results_equal_one_process_per_point(slurm: Cluster, cmx_home: Path) -> None:
+    matrix = points(parse_axes(["size=5,9", "repeats=1,2"]))
+    together = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="slurm",
+                         run_options=SLURM)
+    apart = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="slurm",
+                      run_options=SLURM, batch=False)
+    assert together.failed == apart.failed == 0
+    assert _point_logs(together) == [] and len(_point_logs(apart)) == 4  # the two paths really differ
+    assert len({_job(p.result_path)["array"] for p in together.points}) == 1
+    assert len({_job(p.result_path)["job_id"] for p in apart.points}) == 4
+    for a, b in zip(together.points, apart.points, strict=True):
+        assert a.result_path is not None and b.result_path is not None
+        first = json.loads(Path(a.result_path).read_text())
+        second = json.loads(Path(b.result_path).read_text())
+        assert _same_run(first) == _same_run(second)
+
+
+@pytest.mark.parametrize("jobs", [1, 12])
+def test_the_throttle_is_left_out_when_j_covers_every_point(slurm: Cluster, cmx_home: Path, jobs: int) -> None:
+    from cmx_slurm.array import run_many
+    from cmx_slurm.settings import SlurmSettings
+
+    from cmx_core import engine
+    from cmx_core.api import ExecutionRequest
+    from cmx_core.runids import new_run_id
+
+    session = engine.open_session()
+    requests = []
+    for size in (3, 4):
+        plan = engine.plan("demo,sort", {"size": size, "repeats": 1}, session=session)
+        run_dir = paths.data_dir() / f"j{jobs}" / f"point-{size}"
+        run_dir.mkdir(parents=True)
+        engine.write_lock(run_dir, plan, session.registry)
+        requests.append(ExecutionRequest(plan=plan, facts=session.facts, registry=session.registry,
+                                         run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id(),
+                                         settings=SlurmSettings(poll_s=0.2)))
+    outcomes = run_many(requests, jobs)
+    assert [o.error for o in outcomes] == [None, None]
+    sbatch = json.loads((requests[0].run_dir / "remote-stage" / "slurm-job.json").read_text())["sbatch"]
+    assert ("--array=0-1%1" if jobs == 1 else "--array=0-1") in sbatch

@@ -10,6 +10,11 @@ the cluster's CPUs allow) and folds each far result into its
     outcomes = run_batch(requests, RaySettings(address="head:6379"))
     # the caller records each one (cmx_core.recording.record_run), as the engine does
 
+With ``max_parallel=N`` (``cmx sweep --executor ray -j N`` calls :func:`run_many`, the
+executor's batch entry) at most N tasks are submitted at a time: the next is submitted when
+the oldest one still submitted has ended, so the points end in order and a long point holds
+the later ones back; without it every task is submitted at once.
+
 Ctrl-C cancels every task that has not ended. A task's ``timeout_s`` counts from when the
 batch starts waiting for it, so a task queued behind others may get more than that.
 """
@@ -19,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from cmx_core.api import ExecutionOutcome, ExecutionRequest, Interrupted, UsageError
+from cmx_core.api import ExecutionOutcome, ExecutionRequest, Interrupted, JobStatus, RemoteJob, UsageError
 from cmx_core.remote import fold
 from cmx_ray import cluster
 from cmx_ray.executor import RayExecutor, RayHandle, refuse_missing
@@ -27,11 +32,14 @@ from cmx_ray.resources import task_resources
 from cmx_ray.settings import RaySettings
 
 
-def run_batch(requests: Sequence[ExecutionRequest],
-              settings: RaySettings | None = None) -> tuple[ExecutionOutcome, ...]:
-    """Run every request as a Ray task, all submitted at once; outcomes in request order."""
+def run_batch(requests: Sequence[ExecutionRequest], settings: RaySettings | None = None, *,
+              max_parallel: int | None = None) -> tuple[ExecutionOutcome, ...]:
+    """Run every request as a Ray task (all submitted at once, or at most ``max_parallel`` at
+    a time); outcomes in request order."""
     if not requests:
         raise UsageError("run_batch: give at least one run")
+    if max_parallel is not None and max_parallel < 1:
+        raise UsageError(f"run_batch: max_parallel={max_parallel!r}: use at least 1")
     chosen = settings if settings is not None else requests[0].settings
     if not isinstance(chosen, RaySettings):
         raise UsageError(f"run_batch: settings must be RaySettings, not {type(chosen).__name__}")
@@ -44,13 +52,30 @@ def run_batch(requests: Sequence[ExecutionRequest],
         started = time.time()
         handles: list[RayHandle] = []
         try:
-            handles = [executor.submit_checked(job, check_cluster=False) for job in jobs]
-            statuses = [executor.wait(handle) for handle in handles]
+            statuses = _submit_and_wait(executor, jobs, handles, max_parallel or len(jobs))
         except (KeyboardInterrupt, Interrupted):
             _cancel_all(handles)
             raise Interrupted(f"interrupted; the batch's {len(handles)} Ray tasks were cancelled") from None
         return tuple(fold(job, status, executor.fetch(handle, job), started, executor.name)
                      for job, handle, status in zip(jobs, handles, statuses, strict=True))
+
+
+def run_many(requests: Sequence[ExecutionRequest], max_parallel: int) -> tuple[ExecutionOutcome, ...]:
+    """The executor's batch entry: :func:`run_batch` with each request's own settings."""
+    return run_batch(requests, max_parallel=max_parallel)
+
+
+def _submit_and_wait(executor: RayExecutor, jobs: Sequence[RemoteJob], handles: list[RayHandle],
+                     window: int) -> list[JobStatus]:
+    """Keep ``window`` tasks submitted (the first ``window`` at once), waiting for them in
+    order; ``handles`` grows as tasks are submitted (what Ctrl-C must cancel)."""
+    handles.extend(executor.submit_checked(job, check_cluster=False) for job in jobs[:window])
+    statuses: list[JobStatus] = []
+    for index in range(len(jobs)):
+        statuses.append(executor.wait(handles[index]))
+        if len(handles) < len(jobs):
+            handles.append(executor.submit_checked(jobs[len(handles)], check_cluster=False))
+    return statuses
 
 
 def _cancel_all(handles: Sequence[RayHandle]) -> None:

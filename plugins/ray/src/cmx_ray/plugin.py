@@ -3,7 +3,7 @@ when a ray run or plan needs it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
@@ -32,9 +32,15 @@ def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
     return RayExecutor().describe(plan, settings)
 
 
+def _run_many(requests: Sequence[ExecutionRequest], max_parallel: int) -> tuple[ExecutionOutcome, ...]:
+    from cmx_ray.batch import run_many
+
+    return run_many(requests, max_parallel)
+
+
 @hookimpl
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     from cmx_ray.settings import RaySettings
 
     register(Executor(name="ray", summary=SUMMARY, run=_execute, settings=RaySettings,
-                      check_plan=_check_plan, describe=_describe))
+                      check_plan=_check_plan, describe=_describe, run_many=_run_many))

@@ -11,6 +11,8 @@ its output in that run's stage directory. The scheduler starts as many at once a
 
 ``wait_array`` waits for every task with one squeue call per interval; ``cancel_array``
 cancels the whole array. ``max_parallel`` maps to sbatch's ``%N`` array throttle.
+:func:`run_many` is both steps, the executor's batch entry (``Executor.run_many``) that
+``cmx sweep --executor slurm -j N`` calls, with N as the throttle.
 """
 
 from __future__ import annotations
@@ -86,6 +88,13 @@ def collect(array: ArrayJob) -> tuple[ExecutionOutcome, ...]:
     statuses = wait_array(array)
     return tuple(fold(job, status, Fetched(logs=_logs(job.stage_dir)), array.submitted, "slurm")
                  for job, status in zip(array.jobs, statuses, strict=True))
+
+
+def run_many(requests: Sequence[ExecutionRequest], max_parallel: int) -> tuple[ExecutionOutcome, ...]:
+    """Submit the requests as one array, at most ``max_parallel`` tasks running at once (no
+    throttle when that covers them all), and wait for every outcome."""
+    throttle = max_parallel if max_parallel < len(requests) else None
+    return collect(submit_array(requests, max_parallel=throttle))
 
 
 def cancel_array(array: ArrayJob) -> None:

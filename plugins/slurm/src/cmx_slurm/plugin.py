@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
@@ -31,9 +31,15 @@ def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
     return SlurmExecutor().describe(plan, settings)
 
 
+def _run_many(requests: Sequence[ExecutionRequest], max_parallel: int) -> tuple[ExecutionOutcome, ...]:
+    from cmx_slurm.array import run_many
+
+    return run_many(requests, max_parallel)
+
+
 @hookimpl
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     from cmx_slurm.settings import SlurmSettings
 
     register(Executor(name="slurm", summary=SUMMARY, run=_execute, settings=SlurmSettings,
-                      check_plan=_check_plan, describe=_describe))
+                      check_plan=_check_plan, describe=_describe, run_many=_run_many))
