@@ -173,10 +173,14 @@ def test_an_ok_run_reports_its_resources(sandbox: Box, site: Site) -> None:
 
 
 def test_the_program_runs_as_a_non_root_user(sandbox: Box, site: Site) -> None:
-    result = sandbox.run(site.spec(["sh", "-c", "id -u; id -g; cat /proc/self/status | grep CapEff"]))
-    uid, gid, caps = result.text().splitlines()
+    keys = "^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):"
+    result = sandbox.run(site.spec(["sh", "-c", f"id -u; id -g; grep -E '{keys}' /proc/self/status"]))
+    uid, gid, *fields = result.text().splitlines()
     assert result.ok and uid != "0" and gid != "0", result
-    assert caps.split()[-1] == "0000000000000000"
+    status = dict(line.split(":\t") for line in fields)
+    # no capability held, none an exec could grant (empty bounding set), no setuid gain
+    assert status == {"CapPrm": "0000000000000000", "CapEff": "0000000000000000", "CapBnd": "0000000000000000",
+                      "CapAmb": "0000000000000000", "NoNewPrivs": "1"}, status
     if os.geteuid() == 0:
         assert (uid, gid) == ("65534", "65534")
 

@@ -9,6 +9,7 @@ private ``/tmp``, the work directory (read-write) and the inputs (read-only). No
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -124,13 +125,17 @@ def identity_files(uid: int, gid: int) -> tuple[bytes, bytes]:
     return passwd.encode(), group.encode()
 
 
+@functools.lru_cache(maxsize=1)
+def _host_top_level() -> tuple[str, ...]:
+    """The names of :data:`TOP_LEVEL` this host has (looked up once: a session asks per run)."""
+    return tuple(name for name in TOP_LEVEL if os.path.exists(f"/{name}"))
+
+
 def host_path(spec: SandboxSpec, inside: str) -> str | None:
     """The host path behind ``inside`` (an absolute path in the sandbox), if it is mounted."""
     table = [("/usr", "/usr"), (os.path.normpath(spec.work_path), os.fspath(spec.work_dir))]
     table += [(os.path.normpath(t), h) for h, t in dict(spec.ro_binds).items()]
-    for name in TOP_LEVEL:
-        if (Path("/") / name).exists():
-            table.append((f"/{name}", str(Path("/") / name)))
+    table += [(f"/{name}", f"/{name}") for name in _host_top_level()]
     path = os.path.normpath(inside)
     best = max((entry for entry in table if path == entry[0] or path.startswith(entry[0] + "/")),
                key=lambda entry: len(entry[0]), default=None)

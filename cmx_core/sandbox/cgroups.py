@@ -51,6 +51,8 @@ class RunGroups:
     """The groups of one run, by controller; empty when none could be made."""
 
     dirs: dict[str, Path] = field(default_factory=dict)
+    memory_files: tuple[Path, ...] | None = None
+    """The memory group's limit files (the swap one where the kernel has it), once known."""
 
     @classmethod
     def create(cls, wanted: tuple[str, ...]) -> RunGroups:
@@ -94,8 +96,10 @@ class RunGroups:
         group = self.dirs.get("memory")
         if group is None:
             return False
-        swap = group / "memory.memsw.limit_in_bytes"
-        files = [group / "memory.limit_in_bytes", *([swap] if swap.exists() else [])]
+        if self.memory_files is None:  # looked up once: a session resizes before every run
+            swap = group / "memory.memsw.limit_in_bytes"
+            self.memory_files = (group / "memory.limit_in_bytes", *((swap,) if swap.exists() else ()))
+        files = self.memory_files
         current = _read_int(files[0]) or 0
         try:
             for path in (files if limit <= current else files[::-1]):

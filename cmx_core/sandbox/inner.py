@@ -5,7 +5,8 @@ It serves one request at a time from the control socket (its fd is the one argum
 session's ``/tmp`` and ``/dev/shm``, fork, and in the child take the request's stdin, stdout
 and stderr (passed as file descriptors), reset the OOM score the runner protects itself
 with, lower the rlimits, enter the work dir and drop to the non-root user without any capability
-(what ``setpriv`` does for a single run, done here to save an exec) and exec the program.
+(what ``setpriv`` does for a single run, done here to save an exec; the empty bounding set
+and ``no_new_privs`` are set once, on the runner, and inherited) and exec the program.
 The host reads the output, enforces the limits and kills what is left; the wait status,
 sent back when the program has exited, is the one message per run. The runner itself keeps
 only the capabilities these steps need. It never runs anything the host did not ask for, and the program's user cannot
@@ -26,6 +27,9 @@ LIBC = ctypes.CDLL(None, use_errno=True)
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 SCRATCH = ("/tmp", "/dev/shm")
+_DROPPED = (("CapEff", "0000000000000000"), ("CapPrm", "0000000000000000"), ("CapBnd", "0000000000000000"),
+            ("CapAmb", "0000000000000000"), ("NoNewPrivs", "1"))
+"""What ``/proc/self/status`` must say of a program's process before its exec."""
 
 
 def _empty(folder: str) -> None:
@@ -49,21 +53,29 @@ def _read(path: str) -> str:
         return handle.read()
 
 
-def _drop(uid: int, gid: int) -> None:
-    """Become ``uid``:``gid`` for good, as ``setpriv --reuid --regid --clear-groups --inh-caps=-all
-    --bounding-set=-all --no-new-privs`` does: every capability gone from the bounding set, no
-    supplementary group, all three uids and gids changed (which clears the permitted, effective
-    and ambient sets), and no privilege to gain by any later exec."""
+def _seal() -> None:
+    """Once, in the runner: every capability out of the bounding set and no privilege to gain
+    by any exec, for the runner and, inherited, for every program it starts. The runner keeps
+    the capabilities it holds (the bounding set only limits what an exec may grant) and never
+    execs itself, so this costs it nothing; done once here instead of once per program."""
     last = int(_read("/proc/sys/kernel/cap_last_cap"))
     for cap in range(last + 1):
         if LIBC.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), f"could not drop capability {cap} from the bounding set")
+    if LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "could not set no_new_privs")
+
+
+def _drop(uid: int, gid: int) -> None:
+    """Become ``uid``:``gid`` for good, as ``setpriv --reuid --regid --clear-groups --inh-caps=-all
+    --bounding-set=-all --no-new-privs`` does: no supplementary group and all three uids and
+    gids changed (which clears the permitted, effective and ambient sets); the empty bounding
+    set and no_new_privs come from the runner (:func:`_seal`). Checked before the exec."""
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
-    if LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "could not set no_new_privs")
-    if os.getresuid() != (uid, uid, uid) or "CapEff:\t0000000000000000" not in _read("/proc/self/status"):
+    status = _read("/proc/self/status")
+    if os.getresuid() != (uid, uid, uid) or any(f"{key}:\t{value}" not in status for key, value in _DROPPED):
         raise OSError("the drop to the sandbox user did not take")
 
 
@@ -89,6 +101,7 @@ def _child(request: dict[str, object], fds: list[int]) -> None:
 
 
 def serve(control: socket.socket) -> None:
+    _seal()
     control.send(b'{"ready": true}')
     while True:
         try:
