@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Sequence
 from itertools import chain
 from pathlib import Path
-from typing import NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from cmx_core import paths, reads
 from cmx_core.catalog_index import (
@@ -36,6 +36,9 @@ from cmx_core.catalog_index import (
 )
 from cmx_core.errors import CmxError, UsageError
 from cmx_core.recipe import Recipe, recipe_from_data
+
+if TYPE_CHECKING:
+    from cmx_core.recipe_scan import RecipeScan
 
 __all__ = [
     "INDEX_FORMAT", "RACY_NS", "RACY_WHOLE_SECONDS_NS", "SUFFIXES", "Catalog", "Index", "Listed",
@@ -85,6 +88,9 @@ class Catalog:
         self._listed: dict[str, Listed] | None = None
         self._shadowed_listed: dict[str, list[Listed]] | None = None
         self._built: dict[tuple[str, str], Recipe] = {}
+        self.scans: dict[int, RecipeScan] = {}
+        """The resolver's per-recipe scans of the recipes built here (id -> scan): they live
+        as long as the recipes do (:mod:`cmx_core.recipe_scan`)."""
         self._by_tag: dict[str, list[int]] = {}
         self._added = False
 

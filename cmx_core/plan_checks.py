@@ -9,11 +9,11 @@ and what to do, so ``cmx plan`` says OK only when the run cannot fail on its tem
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
 from cmx_core.errors import ResolveError
-from cmx_core.recipe import Recipe, dotted_key, line_of
+from cmx_core.recipe import Recipe, StepSpec, dotted_key, line_of
 from cmx_core.template_refs import Ref, template_info
 
 #: Every name a step's or an output's template can read at run time (see execute.py).
@@ -25,6 +25,8 @@ JINJA_GLOBALS = frozenset({"range", "dict", "lipsum", "cycler", "joiner", "names
 _FIELDS = {"node": ("dir", "id"), "run": ("dir",)}
 
 KeyPath = tuple[str | int, ...]
+Found = tuple[tuple[str, KeyPath], ...]
+"""Template strings with their key paths (``("steps", 0, "with", "cmd", 1)``)."""
 
 
 dotted = dotted_key
@@ -42,18 +44,37 @@ class Scope(NamedTuple):
     kept: tuple[str, ...] = ()  # the ids of the node's steps whose when: holds, in order
 
 
-def check_node_templates(recipe: Recipe, scope: Scope, kept: tuple[str, ...]) -> None:
-    """Check each kept step's ``with:`` (seeing the earlier kept steps) and ``outputs.*.value``."""
+def check_node_templates(recipe: Recipe, scope: Scope, kept: tuple[str, ...],
+                         steps_found: Sequence[Found] | None = None,
+                         outputs_found: Sequence[tuple[str, Found]] | None = None) -> None:
+    """Check each kept step's ``with:`` (seeing the earlier kept steps) and ``outputs.*.value``.
+    ``steps_found`` (per step) and ``outputs_found`` are the recipe's templates as
+    :func:`step_templates` and :func:`value_templates` find them (the resolver scans a recipe
+    once); without them the recipe is scanned here."""
+    if steps_found is None:
+        steps_found = [step_templates(step) for step in recipe.steps]
+    if outputs_found is None:
+        outputs_found = [(name, value_templates(spec.value, ("outputs", name, "value")))
+                         for name, spec in recipe.outputs.items() if spec.value is not None]
     position = 0
-    for step in recipe.steps:
+    for step, found in zip(recipe.steps, steps_found, strict=True):
         if position < len(kept) and kept[position] == step.id:
             position += 1
-            found = _templates(step.with_, ("steps", step.index, "with"), [])
             if found:
                 _check(recipe, found, scope._replace(steps=kept[:position - 1], kept=kept))
-    for name, spec in recipe.outputs.items():
-        if spec.value is not None:
-            check_value(recipe, spec.value, ("outputs", name, "value"), scope._replace(steps=kept, kept=kept))
+    for _name, found in outputs_found:
+        if found:
+            _check(recipe, found, scope._replace(steps=kept, kept=kept))
+
+
+def step_templates(step: StepSpec) -> Found:
+    """The template strings of a step's ``with:``, with their key paths."""
+    return value_templates(step.with_, ("steps", step.index, "with")) if step.with_ else ()
+
+
+def value_templates(value: object, keypath: KeyPath) -> Found:
+    """The template strings inside ``value`` (found at ``keypath``), with their key paths."""
+    return tuple(_templates(value, keypath, []))
 
 
 def check_dep_templates(recipe: Recipe, value: object, keypath: KeyPath, scope: Scope) -> None:
@@ -67,7 +88,7 @@ def check_value(recipe: Recipe, value: object, keypath: KeyPath, scope: Scope) -
     _check(recipe, _templates(value, keypath, []), scope)
 
 
-def _check(recipe: Recipe, found: list[tuple[str, KeyPath]], scope: Scope) -> None:
+def _check(recipe: Recipe, found: Sequence[tuple[str, KeyPath]], scope: Scope) -> None:
     for text, where in found:
         info = template_info(text)
         if info.error:

@@ -9,9 +9,10 @@ actual outputs folded into its key at run time (``volatile``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Hashable, Mapping
+from hashlib import sha256
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -168,26 +169,42 @@ def _build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping
                 shadowed: Mapping[str, list[str]] | None, measuring_steps: frozenset[str]) -> Plan:
     built: dict[str, PlanNode] = {}
     digests = _Digests()
+    of = digests.of
+    format_part = canonical_digest(KEY_FORMAT)
     for node_id in _topological(resolution):
         rnode = resolution.nodes[node_id]
+        recipe = rnode.recipe
         versions = {s.uses: step_versions.get(s.uses, "?") for s in rnode.steps}
         volatile = tuple(a for a, d in rnode.deps.items() if not built[d].cacheable or built[d].volatile)
+        deps = {alias: built[dep].cache_key for alias, dep in rnode.deps.items()}
+        paths = _path_stats(rnode)
+        env = _allowed_env(rnode)
         values: dict[str, Any] = {
             "format": KEY_FORMAT,
-            "recipe": rnode.recipe.digest,
+            "recipe": recipe.digest,
             "inputs": rnode.inputs,
             "variations": rnode.variations,
-            "deps": {alias: built[dep].cache_key for alias, dep in rnode.deps.items()},
+            "deps": deps,
             "facts": rnode.facts_used,
             "steps": versions,
-            "paths": _path_stats(rnode),
-            "env": _allowed_env(rnode),
+            "paths": paths,
+            "env": env,
         }
-        parts = {k: digests.of(v) for k, v in values.items()}
-        key = canonical_digest(parts)[:32]
+        parts = {  # the same digests as {k: digests.of(v)}: the unique parts skip the memo
+            "format": format_part,
+            "recipe": canonical_digest(recipe.digest),
+            "inputs": of(rnode.inputs),
+            "variations": of(rnode.variations),
+            "deps": canonical_digest(deps) if deps else of(deps),
+            "facts": of(rnode.facts_used),
+            "steps": of(versions),
+            "paths": of(paths),
+            "env": of(env),
+        }
+        key = _key_digest(parts)
         measures = _measures(rnode.steps, measuring_steps)
-        status, reason = _status(rnode.recipe, measures, volatile, key, cache)
-        built[node_id] = PlanNode(rnode.id, rnode.recipe, rnode.variations, rnode.inputs, rnode.deps,
+        status, reason = _status(recipe, measures, volatile, key, cache)
+        built[node_id] = PlanNode(rnode.id, recipe, rnode.variations, rnode.inputs, rnode.deps,
                                   rnode.steps, key, parts, values, rnode.requires, rnode.facts_used,
                                   versions, rnode.container, volatile, status, reason, measures)
     return Plan(query, tuple(built.values()), facts_source, facts_file,
@@ -196,12 +213,35 @@ def _build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 _SCALARS = frozenset({str, int, bool, type(None)})  # not float: 0.0 == -0.0, but their JSON differs
+_C_ENCODE = None if c_make_encoder is None else c_make_encoder(
+    {}, str, encode_basestring_ascii, None, ":", ",", True, False, True)
+"""``_ENCODER``'s own C encoder, made once: ``encode`` makes a new one on every call. Its
+circular-reference markers are a dict it empties again after each value it encodes."""
 
 
 def canonical_digest(value: Any) -> str:
     """:func:`cmx_core.datautil.digest`, the same text hashed, with one encoder made once
     (``json.dumps`` with options builds a new encoder on every call)."""
-    return hashlib.sha256(_ENCODER.encode(value).encode()).hexdigest()
+    if value.__class__ is str:
+        return sha256(encode_basestring_ascii(value).encode()).hexdigest()
+    if _C_ENCODE is None:
+        return sha256(_ENCODER.encode(value).encode()).hexdigest()
+    try:
+        text = "".join(_C_ENCODE(value, 0))
+    except BaseException:
+        _C_ENCODE.markers.clear()  # a failed value leaves its marks
+        raise
+    return sha256(text.encode()).hexdigest()
+
+
+_KEY_TEXT = ('{{"deps":"{deps}","env":"{env}","facts":"{facts}","format":"{format}","inputs":"{inputs}",'
+             '"paths":"{paths}","recipe":"{recipe}","steps":"{steps}","variations":"{variations}"}}')
+"""The canonical JSON of a node's key parts (each a hex digest: nothing to escape), keys sorted."""
+
+
+def _key_digest(parts: Mapping[str, str]) -> str:
+    """``canonical_digest(parts)[:32]`` of the nine key parts, the text written directly."""
+    return sha256(_KEY_TEXT.format_map(parts).encode()).hexdigest()[:32]
 
 
 class _Digests:

@@ -1,0 +1,62 @@
+"""What the resolver reads of a recipe that no node's inputs can change, worked out once.
+
+Every node of a recipe walks the same steps and outputs: the template strings inside each
+step's ``with:`` (for the plan-time template checks), the facts those templates name (they go
+into the node's key), and whether the step's arguments passed its step type's schema. A
+:class:`RecipeScan` holds them; :func:`scan_of` keeps one per recipe in the catalog that built
+the recipe (``Catalog.scans``), so a session planning many nodes, or planning again, walks
+each recipe's data once. What depends on a node (its scope, its facts' values) is still
+checked per node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from cmx_core.plan_checks import Found, step_templates, value_templates
+from cmx_core.recipe import Recipe, StepSpec
+from cmx_core.template import fact_names
+
+if TYPE_CHECKING:
+    from cmx_core.providers import StepType
+
+@dataclass
+class RecipeScan:
+    """One recipe's templates and fact names, per step in file order; ``passed`` (position of
+    a step -> the step type whose parameters its ``with:`` satisfied) fills in as nodes check
+    their steps."""
+
+    recipe: Recipe
+    templates: tuple[Found, ...]
+    facts: tuple[tuple[str, ...], ...]  # per step: the facts it reads or returns, sorted
+    output_templates: tuple[tuple[str, Found], ...]  # (output name, its value's templates)
+    output_facts: tuple[tuple[str, ...], ...]  # per output with a value: its facts, sorted
+    passed: dict[int, StepType] = field(default_factory=dict)
+
+
+def scan_of(recipe: Recipe, scans: dict[int, RecipeScan]) -> RecipeScan:
+    """The scan of ``recipe``, from ``scans`` (by identity: a rebuilt recipe is scanned anew)."""
+    known = scans.get(id(recipe))
+    if known is None or known.recipe is not recipe:
+        known = scans[id(recipe)] = scan(recipe)
+    return known
+
+
+def scan(recipe: Recipe) -> RecipeScan:
+    outputs = [(name, spec.value) for name, spec in recipe.outputs.items() if spec.value is not None]
+    return RecipeScan(
+        recipe,
+        tuple(step_templates(step) for step in recipe.steps),
+        tuple(tuple(sorted(fact_names(step.with_) | facts_step_names(step))) for step in recipe.steps),
+        tuple((name, value_templates(value, ("outputs", name, "value"))) for name, value in outputs),
+        tuple(tuple(sorted(fact_names(value))) for _name, value in outputs),
+    )
+
+
+def facts_step_names(step: StepSpec) -> set[str]:
+    """The facts a built-in ``cmx.facts`` step returns: they belong in the node's key."""
+    if step.uses != "cmx.facts":
+        return set()
+    names = step.with_.get("names") or []
+    return {names} if isinstance(names, str) else {str(n) for n in names if isinstance(n, str)}
