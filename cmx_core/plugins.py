@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -80,6 +80,9 @@ class Registry:
         """True when exactly the built-ins and the selected entry points were loaded."""
         self.selection_warnings: list[str] = []
         """Names in CMX_LOAD_PLUGINS / CMX_DISABLE_PLUGINS that are not installed."""
+        self.on_failure: Callable[[str], None] | None = None
+        """Told one warning line when a plugin fails after loading (a registration hook
+        raised when its kind was first asked for); the CLI's registry prints it to stderr."""
 
     def _kind(self, kind: str) -> dict[str, Any]:
         if kind not in self._collected:
@@ -188,11 +191,16 @@ def get_registry(*, strict: bool | None = None, reload: bool = False) -> Registr
         if strict is None:
             strict = os.environ.get("CMX_STRICT_PLUGINS", "") not in ("", "0")
         _REGISTRY = load_registry(strict=strict)
-        import sys
-
         for line in load_warnings(_REGISTRY):
-            print(line, file=sys.stderr)
+            _print_warning(line)
+        _REGISTRY.on_failure = _print_warning
     return _REGISTRY
+
+
+def _print_warning(line: str) -> None:
+    import sys
+
+    print(line, file=sys.stderr)
 
 
 SLOW_IMPORT_S = 0.1
@@ -206,8 +214,7 @@ def load_warnings(registry: Registry) -> list[str]:
     lines = [f"cmx: warning: {text}" for text in registry.selection_warnings]
     for name, info in registry.plugins.items():
         if info.error and info.traceback is not None:
-            lines.append(f"cmx: warning: plugin '{name}' ({info.distribution} {info.version}) failed to load: "
-                         f"{info.error}; `cmx plugins info {name}` shows the traceback")
+            lines.append(_failure_line(name, info))
     return lines
 
 
@@ -501,8 +508,16 @@ def _fail(registry: Registry, plugin: str, exc: BaseException) -> None:
     import traceback
 
     info = registry.plugins[plugin]
+    already = info.error is not None
     registry.plugins[plugin] = dataclasses.replace(info, error=_one_line(exc),
                                                    traceback="".join(traceback.format_exception(exc)))
+    if registry.on_failure is not None and not already:
+        registry.on_failure(_failure_line(plugin, registry.plugins[plugin]))
+
+
+def _failure_line(name: str, info: PluginInfo) -> str:
+    return (f"cmx: warning: plugin '{name}' ({info.distribution} {info.version}) failed to load: "
+            f"{info.error}; `cmx plugins info {name}` shows the traceback")
 
 
 def prune_resources(referenced: frozenset[str], dry_run: bool = False) -> list[str]:

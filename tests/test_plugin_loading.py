@@ -1,8 +1,8 @@
-"""Load problems are visible: a plugin that fails to import is a one-line warning on every
-command that loads plugins (naming it and `cmx plugins info NAME`, which shows the
-traceback), strict mode lists every failure, CMX_DISABLE_PLUGINS turns one off, a misspelt
-CMX_LOAD_PLUGINS name is a warning, and `cmx plugins list` shows each import time and names a
-plugin over 100 ms.
+"""Load problems are visible: a plugin that fails to import, or whose registration hook
+raises, is a one-line warning on every command that loads plugins (naming it and `cmx
+plugins info NAME`, which shows the traceback), strict mode lists every failure,
+CMX_DISABLE_PLUGINS turns one off, a misspelt CMX_LOAD_PLUGINS name is a warning, and `cmx
+plugins list` shows each import time and names a plugin over 100 ms.
 
 The plugins are real distributions to importlib.metadata: a site directory on PYTHONPATH with
 their ``*.dist-info`` (METADATA, entry_points.txt) and modules, loaded by a cmx subprocess."""
@@ -43,6 +43,16 @@ _setup()
 """
 
 
+FAILS_TO_REGISTER = """\
+from cmx_core.api import hookimpl
+
+
+@hookimpl
+def cmx_register_steps(register):
+    raise RuntimeError("step table is corrupt")
+"""
+
+
 def _distribution(site: Path, name: str, module: str) -> None:
     package = f"cmx_{name}"
     (site / package).mkdir(parents=True)
@@ -65,6 +75,7 @@ def site(tmp_path: Path) -> Path:
     _distribution(site, "slowpoke", SLOW)
     _distribution(site, "broken", BROKEN)
     _distribution(site, "alsobroken", "import cmx_no_such_dependency\n")
+    _distribution(site, "badhook", FAILS_TO_REGISTER)
     return site
 
 
@@ -85,6 +96,17 @@ def test_a_failed_plugin_is_a_one_line_warning_on_a_run(site: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_a_plugin_whose_registration_hook_fails_is_a_one_line_warning_on_a_run(site: Path) -> None:
+    done = cmx(site, "run", "recipe", "--tags=detect,os", "--json")  # imports fine; fails once steps are asked for
+    assert done.returncode == 0, done.stderr
+    json.loads(done.stdout)
+    lines = [line for line in done.stderr.splitlines() if "'badhook'" in line]
+    assert lines == ["cmx: warning: plugin 'badhook' (cmx-badhook 0.2.0) failed to load: RuntimeError: step table "
+                     "is corrupt; `cmx plugins info badhook` shows the traceback"]
+    info = json.loads(cmx(site, "plugins", "info", "badhook", "--json").stdout)
+    assert "in cmx_register_steps" in info["traceback"]
+
+
 def test_plugins_info_shows_the_traceback(site: Path) -> None:
     done = cmx(site, "plugins", "info", "broken", "--json")
     assert done.returncode == 0, done.stderr
@@ -101,15 +123,16 @@ def test_strict_mode_lists_every_failure(site: Path) -> None:
     assert done.returncode == 2
     error = [line for line in done.stderr.splitlines() if line.startswith("cmx: error:")]
     assert len(error) == 1
-    assert "2 plugins failed to load (strict plugin mode)" in error[0]
+    assert "3 plugins failed to load (strict plugin mode)" in error[0]
     assert "'alsobroken': ModuleNotFoundError" in error[0] and "'broken': ImportError" in error[0]
+    assert "'badhook': RuntimeError: step table is corrupt" in error[0]
 
 
 def test_disable_plugins_turns_single_plugins_off(site: Path) -> None:
-    done = cmx(site, "plugins", "list", "--json", CMX_DISABLE_PLUGINS="broken,alsobroken")
+    done = cmx(site, "plugins", "list", "--json", CMX_DISABLE_PLUGINS="broken,alsobroken,badhook")
     assert done.returncode == 0, done.stderr
     names = {p["name"] for p in json.loads(done.stdout)["plugins"]}
-    assert "slowpoke" in names and not names & {"broken", "alsobroken"}
+    assert "slowpoke" in names and not names & {"broken", "alsobroken", "badhook"}
     assert "failed to load" not in done.stderr
 
 

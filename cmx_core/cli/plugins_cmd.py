@@ -238,7 +238,11 @@ def _loaded_plugin(name: str) -> Any:
     """The PluginInfo of the loaded (or failed) plugin of entry-point name ``name``, or None."""
     from cmx_core.plugins import get_registry
 
-    return get_registry().plugins.get(name) if name != "cmx-core" else None
+    if name == "cmx-core":
+        return None
+    registry = get_registry()
+    registry.collect_all()  # a registration hook that raises shows only once it is called
+    return registry.plugins.get(name)
 
 
 def _loaded_of_distribution(distribution: str) -> Any:
