@@ -101,6 +101,22 @@ def make_step_context(
     )
 
 
+def processes_with(marker: str, *, at_start: bool = False) -> list[int]:
+    """PIDs of the live processes but this one whose command line (its arguments joined by
+    spaces) contains ``marker``, or starts with it: for "nothing is left running" checks."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if line.startswith(marker) if at_start else marker in line:
+            found.append(int(entry.name))
+    return found
+
+
 # --------------------------------------------------------------------------- the kit
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from cmx_core.testing import processes_with
+
 SLEEPER = """
 name: sleeper
 tags: [sleeper]
@@ -27,19 +29,6 @@ steps:
 """
 
 KILLS = 30
-
-
-def _step_pids(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:  # the step itself once exec'd (not setpriv about to exec it)
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                if cmdline.startswith(marker):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 def _wait_for(condition: Callable[[], bool], timeout_s: float = 60.0) -> bool:
@@ -62,10 +51,11 @@ def test_kill_9_mid_step_leaves_nothing_running_and_every_run_recorded(cli: Call
         proc = subprocess.Popen([sys.executable, "-m", "cmx_core", "run", "recipe", "--tags=sleeper",
                                  "--recipes", directory, f"--n={n}"], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
-        assert _wait_for(lambda m=marker: bool(_step_pids(m))), f"kill {n}: the step never started"
+        assert _wait_for(lambda m=marker: bool(processes_with(m, at_start=True))), f"kill {n}: the step never started"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        assert _wait_for(lambda m=marker: not _step_pids(m), 10.0), f"kill {n}: the step outlived cmx"
+        gone = _wait_for(lambda m=marker: not processes_with(m, at_start=True), 10.0)
+        assert gone, f"kill {n}: the step outlived cmx"
     listed = cli("results", "list", "--status", "error", "--limit", "100", "--json")  # the one cmx command
     assert listed.code == 0, listed.err
     runs = json.loads(listed.out)["runs"]

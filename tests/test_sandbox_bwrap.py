@@ -23,6 +23,7 @@ from cmx_core.api import Limits, SandboxResult, SandboxSpec, UsageError, Verdict
 from cmx_core.sandbox import bwrap_args
 from cmx_core.sandbox.bubblewrap import BubblewrapSandbox
 from cmx_core.sandbox.session import BubblewrapSession, session_unavailable
+from cmx_core.testing import processes_with
 
 SLACK_S = 5.0
 """How late past its limit a time-limit verdict may arrive (a loaded 2-core machine)."""
@@ -136,20 +137,6 @@ def site(tmp_path: Path) -> Site:
     secret = tmp_path / "secret.txt"
     secret.write_text(f"SECRET-{token}\n")
     return Site(tmp_path, work, public, answers, secret, token)
-
-
-def _alive_with(marker: str) -> list[int]:
-    """PIDs of live processes whose command line contains ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if marker.encode() in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def _out(result: SandboxResult) -> str:
@@ -287,7 +274,7 @@ def test_a_fork_bomb_is_capped_and_leaves_nothing_behind(sandbox: Box, site: Sit
     assert result.verdict is Verdict.TIME_LIMIT, result
     assert "refused" in result.text()
     assert result.wall_s < 4 + SLACK_S
-    assert _alive_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_allocating_past_the_memory_limit_is_a_memory_verdict(sandbox: Box, site: Site) -> None:
@@ -315,7 +302,7 @@ def test_a_daemonized_child_does_not_outlive_the_run(sandbox: Box, site: Site) -
     script = f"setsid sleep {marker} < /dev/null > /dev/null 2>&1 & (nohup sleep {marker} &) ; echo started"
     result = sandbox.run(site.spec(["sh", "-c", script]))
     assert result.ok and result.text() == "started\n", result
-    assert _alive_with(f"sleep\0{marker}") == []
+    assert processes_with(f"sleep {marker}") == []
 
 
 def test_a_huge_file_is_stopped_at_the_size_cap(sandbox: Box, site: Site) -> None:

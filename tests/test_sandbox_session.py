@@ -16,6 +16,7 @@ import pytest
 
 from cmx_core.api import Limits, SandboxSpec, UsageError, Verdict
 from cmx_core.sandbox.session import BubblewrapSession, session_unavailable
+from cmx_core.testing import processes_with
 
 PY = "/usr/bin/python3"
 
@@ -45,18 +46,6 @@ def _spec(root: Path, name: str, argv: list[str], **limits: float) -> SandboxSpe
     return SandboxSpec(argv=argv, work_dir=work, limits=Limits(**{"wall_s": 10.0, **limits}))  # type: ignore[arg-type]
 
 
-def _alive_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 def _running(pid: int) -> bool:
     """Whether ``pid`` is a live process (not gone, not a zombie waiting for its reaper)."""
     try:
@@ -79,7 +68,7 @@ def test_nothing_of_one_run_is_left_for_the_next(session: BubblewrapSession, roo
     first = session.run(_spec(root, "a", ["sh", "-c", f"touch /tmp/left /dev/shm/left 2>/dev/null; "
                                                       f"setsid sleep {marker} >/dev/null 2>&1 & echo ok"]))
     assert first.verdict is Verdict.OK and first.text() == "ok\n", first
-    assert _alive_with(f"sleep\0{marker}") == []  # killed before run() returned
+    assert processes_with(f"sleep {marker}") == []  # killed before run() returned
     second = session.run(_spec(root, "b", ["sh", "-c", "ls -A /tmp /dev/shm; ps -eo comm"]))
     assert second.verdict is Verdict.OK, second
     lines = second.text().split()

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from cmx_core.errors import CmxError, StepFailed, UsageError
+from cmx_core.testing import processes_with
 from cmx_mlperf.harness.mllog import parse_detail, parse_lines
 from cmx_mlperf.harness.step import run_step
 
@@ -161,7 +162,6 @@ def test_timeout_kills_the_child(cmx_home: Path, cmx_step_context: Any) -> None:
 
 def test_interrupt_kills_the_child_and_keeps_no_result(cmx_home: Path, tmp_path: Path) -> None:
     import _thread
-    import os
     import threading
 
     from cmx_core.errors import Interrupted
@@ -179,15 +179,7 @@ def test_interrupt_kills_the_child_and_keeps_no_result(cmx_home: Path, tmp_path:
     assert (log_dir / "INTERRUPTED").is_file()
     assert not (log_dir / "child_report.json").exists()
     spec_path = str(log_dir / "spec.json")
-    alive = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).endswith(spec_path)]
-    assert alive == []
-
-
-def _cmdline(pid: str) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
-    except OSError:
-        return ""
+    assert processes_with(spec_path) == []
 
 
 def test_each_test_gets_a_fresh_directory(cmx_home: Path, tmp_path: Path) -> None:
