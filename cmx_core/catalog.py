@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Sequence
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from cmx_core import paths, reads
 from cmx_core.catalog_index import (
@@ -91,6 +91,8 @@ class Catalog:
         self.scans: dict[int, RecipeScan] = {}
         """The resolver's per-recipe scans of the recipes built here (id -> scan): they live
         as long as the recipes do (:mod:`cmx_core.recipe_scan`)."""
+        self.selections: dict[tuple[str, ...], Any] = {}
+        """The resolver's candidates per query (tags -> its selection); :meth:`add` clears them."""
         self._by_tag: dict[str, list[int]] = {}
         self._added = False
 
@@ -188,6 +190,7 @@ class Catalog:
 
     def add(self, item: Listed) -> None:
         self._added = True
+        self.selections.clear()
         if item.name in self.listed:
             self.shadowed_listed.setdefault(item.name, []).append(item)
         else:

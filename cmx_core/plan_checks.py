@@ -9,7 +9,7 @@ and what to do, so ``cmx plan`` says OK only when the run cannot fail on its tem
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from cmx_core.errors import ResolveError
@@ -100,16 +100,24 @@ def _check(recipe: Recipe, found: Sequence[tuple[str, KeyPath]], scope: Scope) -
 
 
 def _templates(value: object, keypath: KeyPath, found: list[tuple[str, KeyPath]]) -> list[tuple[str, KeyPath]]:
-    """Every template string inside ``value`` with its key path, appended to ``found``."""
+    """Every template string inside ``value`` with its key path, appended to ``found`` (a key
+    path is built only for a template or a nested container, not for every plain leaf)."""
     if value.__class__ is str:
         if "{{" in value or "{%" in value:
             found.append((value, keypath))
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            _templates(item, (*keypath, str(key)), found)
+        return found
+    if isinstance(value, Mapping):
+        items: Iterable[tuple[str | int, object]] = ((str(k), v) for k, v in value.items())
     elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            _templates(item, (*keypath, i), found)
+        items = enumerate(value)
+    else:
+        return found
+    for key, item in items:
+        if item.__class__ is str:
+            if "{{" in item or "{%" in item:
+                found.append((item, (*keypath, key)))
+        elif isinstance(item, (Mapping, list, tuple)):
+            _templates(item, (*keypath, key), found)
     return found
 
 

@@ -252,6 +252,8 @@ class _Digests:
         self._memo: dict[Hashable, str] = {}
 
     def of(self, value: Any) -> str:
+        if value.__class__ is dict and not value:  # most inputs, facts, paths and env
+            return _EMPTY_DIGEST
         key = _memo_key(value)
         if key is None:
             return canonical_digest(value)
@@ -259,6 +261,9 @@ class _Digests:
         if known is None:
             known = self._memo[key] = canonical_digest(value)
         return known
+
+
+_EMPTY_DIGEST = canonical_digest({})
 
 
 def _memo_key(value: Any) -> Hashable | None:

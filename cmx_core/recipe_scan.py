@@ -12,10 +12,10 @@ checked per node.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cmx_core.plan_checks import Found, step_templates, value_templates
-from cmx_core.recipe import Recipe, StepSpec
+from cmx_core.recipe import Recipe, StepSpec, VariationSpec
 from cmx_core.template import fact_names
 
 if TYPE_CHECKING:
@@ -32,6 +32,11 @@ class RecipeScan:
     facts: tuple[tuple[str, ...], ...]  # per step: the facts it reads or returns, sorted
     output_templates: tuple[tuple[str, Found], ...]  # (output name, its value's templates)
     output_facts: tuple[tuple[str, ...], ...]  # per output with a value: its facts, sorted
+    groups: tuple[str, ...]  # the variation groups, in file order
+    order: dict[str, int]  # variation spec name -> its position in the file
+    default_variations: tuple[VariationSpec, ...]  # the non-parametric ones with default: true
+    defaults: dict[str, Any] | None = None
+    """The typed input defaults, once a node has coerced them (see :func:`fixed_defaults`)."""
     passed: dict[int, StepType] = field(default_factory=dict)
 
 
@@ -51,7 +56,20 @@ def scan(recipe: Recipe) -> RecipeScan:
         tuple(tuple(sorted(fact_names(step.with_) | facts_step_names(step))) for step in recipe.steps),
         tuple((name, value_templates(value, ("outputs", name, "value"))) for name, value in outputs),
         tuple(tuple(sorted(fact_names(value))) for _name, value in outputs),
+        tuple(recipe.groups()),
+        {name: i for i, name in enumerate(recipe.variations)},
+        tuple(var for var in recipe.variations.values() if var.default and not var.parametric),
     )
+
+
+_FIXED = frozenset({str, int, float, bool})
+
+
+def fixed_defaults(recipe: Recipe, values: dict[str, Any]) -> bool:
+    """Whether coerced defaults ``values`` may be reused by every node of ``recipe``: plain
+    scalars, and no ``path`` input (its ``~`` expands with the environment of the moment)."""
+    return all(spec.type != "path" for spec in recipe.inputs.values()) and \
+        all(value.__class__ in _FIXED for value in values.values())
 
 
 def facts_step_names(step: StepSpec) -> set[str]:

@@ -33,7 +33,7 @@ from cmx_core.plan_checks import (
 )
 from cmx_core.providers import StepType
 from cmx_core.recipe import DepSpec, Recipe, StepSpec, VariationSpec, line_of
-from cmx_core.recipe_scan import RecipeScan, scan_of
+from cmx_core.recipe_scan import RecipeScan, fixed_defaults, scan_of
 from cmx_core.settings import did_you_mean
 from cmx_core.step_params import check_step_params
 from cmx_core.template import render_value
@@ -104,6 +104,14 @@ SELF_DEPTH = 100
 """How many times one recipe may be on a dependency path (with other variations or inputs)."""
 
 
+class _Selection(NamedTuple):
+    """What a query's tags select in a catalog, before a dep's ``version:`` chooses."""
+
+    seen: dict[str, Recipe]  # name -> every recipe with one of the tags
+    candidates: tuple[Candidate, ...]
+    accepted: tuple[tuple[Recipe, dict[str, Any]], ...]  # with the variations the tags choose
+
+
 class ResolvedNode(NamedTuple):
     """One node of the resolved graph."""
 
@@ -161,6 +169,7 @@ class Resolver:
         self.step_lookup = step_lookup
         self.no_match_hint = no_match_hint
         self._scans = catalog.scans
+        self._selections: dict[tuple[str, ...], _Selection] = catalog.selections
         self.nodes: dict[str, ResolvedNode] = {}
         self.memo: dict[_NodeKey, str] = {}
         self.decisions: list[Decision] = []
@@ -198,27 +207,32 @@ class Resolver:
     # -- one node -------------------------------------------------------------------------
 
     def _node(self, need: _Need) -> _NodeWalk:
-        tags, raw_inputs, origin, path = need[:4]
+        tags, path = need.tags, need.path
         decision = Decision(tags, path)
         self.decisions.append(decision)
         recipe, chosen = self._select(tags, decision, need.version, need.where)
-        variations, groups = self._variations(recipe, chosen, decision)
-        inputs = self._inputs(recipe, variations, raw_inputs, origin)
+        scanned = scan_of(recipe, self._scans)
+        variations, groups = self._variations(recipe, chosen, decision, scanned)
+        inputs = self._inputs(recipe, variations, need.inputs, need.origin, scanned)
         memo_key = (recipe.name, _frozen(variations), _frozen(inputs))
-        self._check_cycle(memo_key, recipe, variations, decision)
-        if memo_key in self.memo:
-            decision.node_id = self.memo[memo_key]
-            return self.memo[memo_key]
+        if memo_key in self._active or self._on_path.get(recipe.name, 0) >= SELF_DEPTH:
+            self._check_cycle(memo_key, recipe, variations, decision)
+        known = self.memo.get(memo_key)
+        if known is not None:
+            decision.node_id = known
+            return known
         used: dict[str, Any] = {}
         context = self._context(inputs, groups, variations, used)
         requires = self._check_requires(recipe, variations, used)
-        scope = Scope(RUN_NAMES, tuple(groups), self._available_facts())
+        scope = Scope(RUN_NAMES, scanned.groups, self._available_facts())
         self._enter(memo_key)
         deps, skipped = yield from self._deps(recipe, variations, context, Path(recipe.name, path), decision, scope)
         self._leave(memo_key)
-        outputs = {alias: tuple(self.nodes[dep].recipe.outputs) for alias, dep in deps.items()}
-        scope = scope._replace(deps=outputs, skipped_deps=skipped)
-        steps = self._steps(recipe, context, decision, used, scope)
+        if deps or skipped:
+            nodes = self.nodes
+            outputs = {alias: tuple(nodes[dep].recipe.outputs) for alias, dep in deps.items()}
+            scope = Scope(RUN_NAMES, scanned.groups, scope.facts, outputs, skipped)
+        steps = self._steps(recipe, context, decision, used, scope, scanned)
         node_id = self._node_id(recipe, variations)
         container = recipe.container
         for name in variations:
@@ -279,21 +293,12 @@ class Resolver:
         """The one recipe the tags (and a dep's ``version:`` constraint) choose."""
         positive = [t.lstrip("_") for t in tags if not t.startswith("-")]
         negative = {t[1:] for t in tags if t.startswith("-")}
-        seen: dict[str, Recipe] = {}
-        for tag in positive:
-            for recipe in self.catalog.with_tag(tag):
-                seen.setdefault(recipe.name, recipe)
-        accepted: list[tuple[Recipe, dict[str, Any]]] = []
-        for recipe in sorted(seen.values(), key=lambda r: r.name):
-            reason, chosen = _match(recipe, positive, negative)
-            why = reason or "all tags match"
-            decision.candidates.append(Candidate(recipe.name, recipe.source, reason is None, why))
-            if reason is None:
-                accepted.append((recipe, chosen))
-        for name, winner in seen.items():
-            for shadow in self.catalog.shadowed_listed.get(name, []):
-                decision.candidates.append(Candidate(shadow.name, shadow.source, False,
-                                                     f"shadowed by {winner.source} ({winner.path})"))
+        selection = self._selections.get(tags)
+        if selection is None:
+            selection = self._selections[tags] = self._candidates(positive, negative, decision)
+        seen = selection.seen
+        decision.candidates.extend(selection.candidates)
+        accepted = list(selection.accepted)
         if version and accepted:
             return resolve_versions.choose(accepted, version, where, decision)
         if len(accepted) > 1:
@@ -306,11 +311,38 @@ class Resolver:
         hint = self.no_match_hint(tags) if self.no_match_hint is not None and not accepted else ""
         raise ResolveError(_selection_error(tags, accepted, decision.candidates, self.catalog, hint))
 
+    def _candidates(self, positive: list[str], negative: set[str], decision: Decision) -> _Selection:
+        """Every recipe with one of the ``positive`` tags, why each is taken or rejected, and
+        the shadowed definitions of their names: the same for every node asking these tags.
+        Tags that give a variation two values are an error, with the candidates before it
+        in ``decision``."""
+        seen: dict[str, Recipe] = {}
+        for tag in positive:
+            for recipe in self.catalog.with_tag(tag):
+                seen.setdefault(recipe.name, recipe)
+        candidates: list[Candidate] = []
+        accepted: list[tuple[Recipe, dict[str, Any]]] = []
+        for recipe in sorted(seen.values(), key=lambda r: r.name):
+            try:
+                reason, chosen = _match(recipe, positive, negative)
+            except ResolveError:
+                decision.candidates.extend(candidates)
+                raise
+            candidates.append(Candidate(recipe.name, recipe.source, reason is None, reason or "all tags match"))
+            if reason is None:
+                accepted.append((recipe, chosen))
+        shadowed = self.catalog.shadowed_listed
+        for name, winner in seen.items():
+            for shadow in shadowed.get(name, ()):
+                candidates.append(Candidate(shadow.name, shadow.source, False,
+                                            f"shadowed by {winner.source} ({winner.path})"))
+        return _Selection(seen, tuple(candidates), tuple(accepted))
+
     # -- variations -----------------------------------------------------------------------
 
-    def _variations(self, recipe: Recipe, chosen: dict[str, Any], decision: Decision
+    def _variations(self, recipe: Recipe, chosen: dict[str, Any], decision: Decision, scanned: RecipeScan
                     ) -> tuple[dict[str, Any], dict[str, str | None]]:
-        groups: dict[str, str | None] = {g: None for g in recipe.groups()}
+        groups: dict[str, str | None] = dict.fromkeys(scanned.groups)
         for name, value in chosen.items():
             var = recipe.variations[_var_key(recipe, name)]
             shown = name if value is True else f"{name}.{value}"
@@ -323,9 +355,7 @@ class Resolver:
                     )
                 groups[var.group] = name
         selected = dict(chosen)
-        for var in recipe.variations.values():
-            if not var.default or var.parametric:
-                continue
+        for var in scanned.default_variations:
             if var.group and groups[var.group] is None:
                 groups[var.group] = var.name
                 selected[var.name] = True
@@ -335,16 +365,21 @@ class Resolver:
                 decision.variations.append((var.name, "default (ungrouped)"))
         if len(selected) < 2:
             return selected, groups
-        order = {name: i for i, name in enumerate(recipe.variations)}
+        order = scanned.order
         ordered = sorted(selected.items(), key=lambda kv: order[_var_key(recipe, kv[0])])
         return dict(ordered), groups
 
     # -- inputs ---------------------------------------------------------------------------
 
     def _inputs(self, recipe: Recipe, variations: Mapping[str, Any], raw: Mapping[str, Any],
-                origin: str) -> dict[str, Any]:
-        values = {n: s.coerce(s.default, f"{recipe.path}: inputs.{n}.default")
-                  for n, s in recipe.inputs.items() if s.default is not None}
+                origin: str, scanned: RecipeScan) -> dict[str, Any]:
+        if scanned.defaults is not None:
+            values = dict(scanned.defaults)
+        else:
+            values = {n: s.coerce(s.default, f"{recipe.path}: inputs.{n}.default")
+                      for n, s in recipe.inputs.items() if s.default is not None}
+            if fixed_defaults(recipe, values):
+                scanned.defaults = dict(values)
         forced: dict[str, tuple[Any, str]] = {}
         for name, value in variations.items():
             var = recipe.variations[_var_key(recipe, name)]
@@ -425,10 +460,9 @@ class Resolver:
         return deps, {alias: why for alias, why in skipped.items() if alias not in deps}
 
     def _steps(self, recipe: Recipe, context: dict[str, Any], decision: Decision,
-               used: dict[str, Any], scope: Scope) -> tuple[StepSpec, ...]:
+               used: dict[str, Any], scope: Scope, scanned: RecipeScan) -> tuple[StepSpec, ...]:
         """The steps whose ``when`` holds, each checked against its step type, and every
         template of the node checked against what it will be able to read."""
-        scanned = scan_of(recipe, self._scans)
         steps = recipe.steps
         kept_at = [at for at, step in enumerate(steps) if self._keep(recipe, step, at, context, decision, scanned)]
         kept = tuple(steps[at] for at in kept_at)
