@@ -154,14 +154,18 @@ def run_points(batch: BatchSweep, on_point: Callable[[PointOutcome, int], None] 
     settings_options = batch.options.settings_options()
     outcomes: dict[int, PointOutcome] = {}
     prepared: list[Prepared] = []
-    for index, point in enumerate(batch.matrix):
-        try:
-            prepared.append(_prepare(batch, session, index, point, settings_options))
-        except CmxError as exc:
-            outcomes[index] = _unplanned(index, point, exc)
-    if prepared:
-        for index, outcome in zip((p.index for p in prepared), _run(batch, session, prepared), strict=True):
-            outcomes[index] = outcome
+    try:
+        for index, point in enumerate(batch.matrix):
+            try:
+                prepared.append(_prepare(batch, session, index, point, settings_options))
+            except CmxError as exc:
+                outcomes[index] = _unplanned(index, point, exc)
+        if prepared:
+            for index, outcome in zip((p.index for p in prepared), _run(batch, session, prepared), strict=True):
+                outcomes[index] = outcome
+    finally:  # recorded, failed or interrupted (Ctrl-C while planning too): no point stays marked
+        for item in prepared:
+            inflight.clear(item.request.run_id)
     ordered = tuple(outcomes[i] for i in range(len(batch.matrix)))
     if on_point is not None:
         for outcome in ordered:
@@ -206,25 +210,22 @@ def _run(batch: BatchSweep, session: Session, prepared: Sequence[Prepared]) -> l
     requests = [p.request for p in prepared]
     started = time.time()
     try:
-        try:
-            results: Sequence[ExecutionOutcome] = batch.chosen.run_many(requests, batch.jobs)
-        except Interrupted:
-            raise
-        except CmxError as exc:  # the batch itself could not run: an error result for every point
-            error = RunError(f"{batch.chosen.name} executor: {exc}", exit_code=exc.exit_code)
-            results = [failed_outcome(started, error) for _ in requests]
-        if len(results) != len(requests):
-            raise CmxError(f"{batch.chosen.name} executor: run_many returned {len(results)} outcomes for "
-                           f"{len(requests)} runs; it must return one per run, in order")
-        events = registry_events(session.registry)
-        recorded = []
-        for item, outcome in zip(prepared, results, strict=True):
-            path, document = record_run(item.request, outcome, item.provenance, events)
-            recorded.append(_point_outcome(item, outcome, path, document, batch.matrix[item.index]))
-        return recorded
-    finally:
-        for item in prepared:  # interrupted or not: nothing of this process stays marked
-            inflight.clear(item.request.run_id)
+        results: Sequence[ExecutionOutcome] = batch.chosen.run_many(requests, batch.jobs)
+    except Interrupted:
+        raise
+    except CmxError as exc:  # the batch itself could not run: an error result for every point
+        error = RunError(f"{batch.chosen.name} executor: {exc}", exit_code=exc.exit_code)
+        results = [failed_outcome(started, error) for _ in requests]
+    if len(results) != len(requests):
+        raise CmxError(f"{batch.chosen.name} executor: run_many returned {len(results)} outcomes for "
+                       f"{len(requests)} runs; it must return one per run, in order")
+    events = registry_events(session.registry)
+    recorded = []
+    for item, outcome in zip(prepared, results, strict=True):
+        path, document = record_run(item.request, outcome, item.provenance, events)
+        inflight.clear(item.request.run_id)
+        recorded.append(_point_outcome(item, outcome, path, document, batch.matrix[item.index]))
+    return recorded
 
 
 def _point_outcome(item: Prepared, outcome: ExecutionOutcome, path: Path, document: Mapping[str, Any],
