@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import marshal
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -88,6 +88,7 @@ class Catalog:
         self._listed: dict[str, Listed] | None = None
         self._shadowed_listed: dict[str, list[Listed]] | None = None
         self._built: dict[tuple[str, str], Recipe] = {}
+        self._variation_names: dict[tuple[str, str], Collection[str]] = {}
         self.scans: dict[int, RecipeScan] = {}
         """The resolver's per-recipe scans of the recipes built here (id -> scan): they live
         as long as the recipes do (:mod:`cmx_core.recipe_scan`)."""
@@ -199,16 +200,30 @@ class Catalog:
     def build(self, item: Listed) -> Recipe:
         key = (item.path, item.digest)
         if key not in self._built:
-            blob = item.blob
-            if isinstance(blob, tuple):
-                offset, length = blob
-                blob = self.blobs[offset:offset + length]
-            try:
-                data = marshal.loads(blob)
-            except (EOFError, ValueError, TypeError) as exc:
-                raise _corrupt_data(exc) from None
-            self._built[key] = recipe_from_data(data, Path(item.path), item.digest, item.source)
+            self._built[key] = recipe_from_data(self._data(item), Path(item.path), item.digest, item.source)
         return self._built[key]
+
+    def _data(self, item: Listed) -> dict[str, Any]:
+        blob = item.blob
+        if isinstance(blob, tuple):
+            offset, length = blob
+            blob = self.blobs[offset:offset + length]
+        try:
+            return cast("dict[str, Any]", marshal.loads(blob))
+        except (EOFError, ValueError, TypeError) as exc:
+            raise _corrupt_data(exc) from None
+
+    def variation_names(self, item: Listed) -> Collection[str]:
+        """The names of a listed recipe's variations, in file order, read from its data
+        without building it (the resolver matches every candidate of a common tag by them)."""
+        key = (item.path, item.digest)
+        built = self._built.get(key)
+        if built is not None:
+            return built.variations.keys()
+        names = self._variation_names.get(key)
+        if names is None:
+            names = self._variation_names[key] = dict.fromkeys(self._data(item).get("variations") or ()).keys()
+        return names
 
     @property
     def recipes(self) -> dict[str, Recipe]:
@@ -228,9 +243,13 @@ class Catalog:
 
     def with_tag(self, tag: str) -> list[Recipe]:
         """The effective recipes that have ``tag``, in walk order."""
+        return [self.build(item) for item in self.listed_with_tag(tag)]
+
+    def listed_with_tag(self, tag: str) -> list[Listed]:
+        """The effective recipes that have ``tag``, in walk order, not built."""
         if self._added:  # changed by add(): answer from the listing
-            return [self.build(i) for i in self._listed.values() if tag in i.tags]  # type: ignore[union-attr]
-        return [self.build(self._item(n)) for n in self._tag_index().get(tag, ())]
+            return [i for i in self._listed.values() if tag in i.tags]  # type: ignore[union-attr]
+        return [self._item(n) for n in self._tag_index().get(tag, ())]
 
     def _tag_index(self) -> dict[str, list[int]]:
         """Tag -> entry numbers of the effective recipes that have it, in walk order: one pass

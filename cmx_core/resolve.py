@@ -15,13 +15,16 @@ receives their node ids, and :meth:`Resolver._walk` drives them from an explicit
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Collection, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
+from operator import attrgetter
+from pathlib import PurePath
 from typing import Any, NamedTuple
 
 from cmx_core import requirements, resolve_versions
-from cmx_core.catalog import Catalog
+from cmx_core.catalog import Catalog, Listed
 from cmx_core.errors import CmxError, ResolveError, UsageError
 from cmx_core.expr import MISSING, ExpressionError, compile_expression
 from cmx_core.facts import FactStore
@@ -32,7 +35,7 @@ from cmx_core.plan_checks import (
     check_node_templates,
 )
 from cmx_core.providers import StepType
-from cmx_core.recipe import DepSpec, Recipe, StepSpec, VariationSpec, line_of
+from cmx_core.recipe import DepSpec, Recipe, StepSpec, line_of
 from cmx_core.recipe_scan import RecipeScan, fixed_defaults, scan_of
 from cmx_core.settings import did_you_mean
 from cmx_core.step_params import check_step_params
@@ -100,6 +103,8 @@ _NodeWalk = Generator[_Need, str, str]
 _NodeKey = tuple[str, Any, Any]
 """(recipe name, frozen variations, frozen inputs): nodes with equal keys are one node."""
 
+_NAME = attrgetter("name")
+
 SELF_DEPTH = 100
 """How many times one recipe may be on a dependency path (with other variations or inputs)."""
 
@@ -107,7 +112,7 @@ SELF_DEPTH = 100
 class _Selection(NamedTuple):
     """What a query's tags select in a catalog, before a dep's ``version:`` chooses."""
 
-    seen: dict[str, Recipe]  # name -> every recipe with one of the tags
+    seen: dict[str, Listed]  # name -> every recipe with one of the tags (most not built)
     candidates: tuple[Candidate, ...]
     accepted: tuple[tuple[Recipe, dict[str, Any]], ...]  # with the variations the tags choose
 
@@ -307,7 +312,7 @@ class Resolver:
         if len(accepted) == 1:
             return accepted[0]
         if not accepted:
-            decision.candidates[:] = _with_hints(decision.candidates, seen, positive, negative)
+            decision.candidates[:] = _with_hints(decision.candidates, seen, positive, negative, self.catalog)
         hint = self.no_match_hint(tags) if self.no_match_hint is not None and not accepted else ""
         raise ResolveError(_selection_error(tags, accepted, decision.candidates, self.catalog, hint))
 
@@ -316,26 +321,28 @@ class Resolver:
         the shadowed definitions of their names: the same for every node asking these tags.
         Tags that give a variation two values are an error, with the candidates before it
         in ``decision``."""
-        seen: dict[str, Recipe] = {}
+        catalog = self.catalog
+        seen: dict[str, Listed] = {}
         for tag in positive:
-            for recipe in self.catalog.with_tag(tag):
-                seen.setdefault(recipe.name, recipe)
+            for item in catalog.listed_with_tag(tag):
+                seen.setdefault(item.name, item)
         candidates: list[Candidate] = []
         accepted: list[tuple[Recipe, dict[str, Any]]] = []
-        for recipe in sorted(seen.values(), key=lambda r: r.name):
+        variation_names = catalog.variation_names
+        for item in sorted(seen.values(), key=_NAME):
             try:
-                reason, chosen = _match(recipe, positive, negative)
+                reason, chosen = _match(item.name, item.tags, partial(variation_names, item), positive, negative)
             except ResolveError:
                 decision.candidates.extend(candidates)
                 raise
-            candidates.append(Candidate(recipe.name, recipe.source, reason is None, reason or "all tags match"))
+            candidates.append(Candidate(item.name, item.source, reason is None, reason or "all tags match"))
             if reason is None:
-                accepted.append((recipe, chosen))
-        shadowed = self.catalog.shadowed_listed
+                accepted.append((catalog.build(item), chosen))
+        shadowed = catalog.shadowed_listed
         for name, winner in seen.items():
             for shadow in shadowed.get(name, ()):
                 candidates.append(Candidate(shadow.name, shadow.source, False,
-                                            f"shadowed by {winner.source} ({winner.path})"))
+                                            f"shadowed by {winner.source} ({PurePath(winner.path)})"))
         return _Selection(seen, tuple(candidates), tuple(accepted))
 
     # -- variations -----------------------------------------------------------------------
@@ -587,55 +594,62 @@ def _var_key(recipe: Recipe, selected: str) -> str:
     return selected if selected in recipe.variations else f"{selected}.#"
 
 
-def _match(recipe: Recipe, positive: list[str], negative: set[str],
-           hint: bool = False) -> tuple[str | None, dict[str, Any]]:
-    """Why ``recipe`` does not match the tags (None if it does) and the variations chosen.
-    ``hint`` adds a did-you-mean (difflib: too slow for every candidate of a common tag)."""
-    excluded = negative.intersection(recipe.tags) if negative else None
+def _match(name: str, tags: Collection[str], variations: Callable[[], Collection[str]], positive: list[str],
+           negative: set[str], hint: bool = False) -> tuple[str | None, dict[str, Any]]:
+    """Why recipe ``name`` does not match the tags (None if it does) and the variations chosen.
+    ``variations()`` gives its variation names, asked only when a tag is not one of ``tags``
+    (a candidate is matched without building it). ``hint`` adds a did-you-mean (difflib: too
+    slow for every candidate of a common tag)."""
+    excluded = negative.intersection(tags) if negative else None
     if excluded:
         return f"has excluded tag '{min(excluded)}'", {}
     chosen: dict[str, Any] = {}
+    names: Collection[str] | None = None
     for tag in positive:
-        if tag in recipe.tags:
+        if tag in tags:
             continue
-        var = _variation_for(recipe, tag)
+        if names is None:
+            names = variations()
+        var = _variation_for(names, tag)
         if var is None:
-            close = did_you_mean(tag, (*recipe.tags, *_variation_tags(recipe))) if hint else ""
+            close = did_you_mean(tag, (*tags, *_variation_tags(names))) if hint else ""
             return f"lacks tag '{tag}' (neither a tag nor a variation of it{close})", {}
-        name, value = var
-        if name in chosen and chosen[name] != value:
-            raise ResolveError(f"tags give variation '{name}' of {recipe.name} two values: {chosen[name]} and {value}")
-        chosen[name] = value
+        key, value = var
+        if key in chosen and chosen[key] != value:
+            raise ResolveError(f"tags give variation '{key}' of {name} two values: {chosen[key]} and {value}")
+        chosen[key] = value
     return None, chosen
 
 
-def _with_hints(candidates: list[Candidate], seen: Mapping[str, Recipe], positive: list[str],
-                negative: set[str], shown: int = 6) -> list[Candidate]:
+def _with_hints(candidates: list[Candidate], seen: Mapping[str, Listed], positive: list[str],
+                negative: set[str], catalog: Catalog, shown: int = 6) -> list[Candidate]:
     """The candidates with a did-you-mean added to the first ``shown`` tag rejections (the
     ones a selection error prints)."""
     out: list[Candidate] = []
     for cand in candidates:
-        recipe = seen.get(cand.name)
-        if shown and recipe is not None and recipe.source == cand.source and cand.reason.startswith("lacks tag"):
-            cand = cand._replace(reason=_match(recipe, positive, negative, hint=True)[0] or cand.reason)
+        item = seen.get(cand.name)
+        if shown and item is not None and item.source == cand.source and cand.reason.startswith("lacks tag"):
+            variations = partial(catalog.variation_names, item)
+            cand = cand._replace(reason=_match(item.name, item.tags, variations, positive, negative, hint=True)[0]
+                                 or cand.reason)
             shown -= 1
         out.append(cand)
     return out
 
 
-def _variation_for(recipe: Recipe, tag: str) -> tuple[str, Any] | None:
-    spec: VariationSpec | None = recipe.variations.get(tag)
-    if spec is not None and not spec.parametric:
+def _variation_for(variations: Collection[str], tag: str) -> tuple[str, Any] | None:
+    """The variation ``tag`` selects (name, value) among ``variations`` (their names)."""
+    if tag in variations and not tag.endswith(".#"):  # a parametric one is selected as stem.value
         return tag, True
     stem, _, value = tag.partition(".")  # stems have no dots; values may (lr.0.01, v.1.2.3)
-    if stem and value and f"{stem}.#" in recipe.variations:
+    if stem and value and f"{stem}.#" in variations:
         return stem, value
     return None
 
 
-def _variation_tags(recipe: Recipe) -> list[str]:
+def _variation_tags(variations: Collection[str]) -> list[str]:
     """The tags that select a variation: its name, or ``stem.`` for a parametric one."""
-    return [name[:-1] if name.endswith(".#") else name for name in recipe.variations]
+    return [name[:-1] if name.endswith(".#") else name for name in variations]
 
 
 def _selection_error(tags: tuple[str, ...], accepted: list[tuple[Recipe, dict[str, Any]]],

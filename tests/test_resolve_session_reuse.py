@@ -137,3 +137,18 @@ def test_templates_keep_their_key_paths() -> None:
         ("{{ a }}", ("steps", 0, "with", "s")),
     )
     assert value_templates("{{ b }}", ("outputs", "o", "value")) == (("{{ b }}", ("outputs", "o", "value")),)
+
+
+def test_candidates_are_matched_without_building_them(tmp_path: Path) -> None:
+    many = {f"r{i}": f"name: r{i}\ntags: [common, t{i}]\nsummary: r\nvariations:\n  v{i}: {{}}\n  bs.#: {{}}\n"
+                     "steps:\n  - {uses: shell, with: {cmd: [echo]}}\n" for i in range(20)}
+    session = engine.open_session([write(tmp_path / "r", many)])
+    plan = engine.plan("common,v7,bs.2", session=session)
+    assert [(n.id, dict(n.variations)) for n in plan.nodes] == [("r7", {"v7": True, "bs": "2"})]
+    assert len(session.catalog._built) == 1  # the 19 others were rejected by their names alone
+    reasons = {c.name: c.reason for c in plan.decisions[0].candidates}
+    assert reasons["r7"] == "all tags match"
+    assert reasons["r3"] == "lacks tag 'v7' (neither a tag nor a variation of it)"
+    with pytest.raises(CmxError, match=r"r0: lacks tag 'v00' \(neither a tag nor a variation of it; "
+                                       r"did you mean 'v0'\?\)"):
+        engine.plan("common,v00", session=session)
