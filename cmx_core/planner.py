@@ -306,8 +306,11 @@ def _allowed_env(rnode: ResolvedNode) -> dict[str, str | None]:
 
     names: set[str] = set()
     for step in rnode.steps:
-        allow = step.with_.get("env_allow") or ()
-        names.update(str(n) for n in ([allow] if isinstance(allow, str) else allow))
+        allow = step.with_.get("env_allow")
+        if allow:
+            names.update(str(n) for n in ([allow] if isinstance(allow, str) else allow))
+    if not names:
+        return {}
     for name in names:
         reads.env(name)
     return {name: os.environ.get(name) for name in sorted(names)}

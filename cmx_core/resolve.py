@@ -230,9 +230,13 @@ class Resolver:
         context = self._context(inputs, groups, variations, used)
         requires = self._check_requires(recipe, variations, used)
         scope = Scope(RUN_NAMES, scanned.groups, self._available_facts())
-        self._enter(memo_key)
-        deps, skipped = yield from self._deps(recipe, variations, context, Path(recipe.name, path), decision, scope)
-        self._leave(memo_key)
+        specs = _dep_specs(recipe, variations)
+        deps: dict[str, str] = {}
+        skipped: dict[str, str] = {}
+        if specs:  # a leaf is never on the path of a node below it: no generator, no path cell
+            self._enter(memo_key)
+            deps, skipped = yield from self._deps(recipe, specs, context, Path(recipe.name, path), decision, scope)
+            self._leave(memo_key)
         if deps or skipped:
             nodes = self.nodes
             outputs = {alias: tuple(nodes[dep].recipe.outputs) for alias, dep in deps.items()}
@@ -439,14 +443,11 @@ class Resolver:
                 )
         return combined
 
-    def _deps(self, recipe: Recipe, variations: Mapping[str, Any], context: dict[str, Any],
+    def _deps(self, recipe: Recipe, specs: list[DepSpec], context: dict[str, Any],
               path: Path, decision: Decision, scope: Scope
               ) -> Generator[_Need, str, tuple[dict[str, str], dict[str, str]]]:
         """The deps in the plan (alias -> node id) and those a false ``when`` left out
         (alias -> why), for the template checks."""
-        specs: list[DepSpec] = list(recipe.deps)
-        for name in variations:
-            specs.extend(recipe.variations[_var_key(recipe, name)].deps)
         deps: dict[str, str] = {}
         skipped: dict[str, str] = {}
         file = str(recipe.path)  # formatted once per node, not per dep
@@ -573,6 +574,14 @@ def _frozen(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return (list, tuple(_frozen(v) for v in value))
     return (str, str(value))  # as JSON's default=str writes it
+
+
+def _dep_specs(recipe: Recipe, variations: Mapping[str, Any]) -> list[DepSpec]:
+    """The recipe's deps, then those of its selected variations."""
+    specs: list[DepSpec] = list(recipe.deps)
+    for name in variations:
+        specs.extend(recipe.variations[_var_key(recipe, name)].deps)
+    return specs
 
 
 def _missing_input(recipe: Recipe, name: str, kind: str, origin: str) -> str:
