@@ -1,6 +1,7 @@
 """Per-run overhead of the scale-out executors beyond their scheduler's own latency (prints
-numbers; asserts nothing about time). One function per executor (``bench_slurm`` now; a
-``bench_ray`` can sit beside it and be added to ``BENCHES``).
+numbers; asserts nothing about time). One function per executor (``bench_slurm`` here; Ray's
+numbers, measured against the same far commands run without Ray, are
+``benchmarks/bench_scale_ray.py``, which ``--executor ray`` runs).
 
 Slurm, for a sweep of N points of the demo chain (``demo,sort``, size 1000 + i):
 
@@ -15,9 +16,22 @@ Slurm, for a sweep of N points of the demo chain (``demo,sort``, size 1000 + i):
   them), and its share of the delay between the last script ending and the outcomes being
   back (end detection by polling, and folding). The far command's own time, ``ended -
   launched``, is printed beside it.
+* **sweep**: the same N points through ``cmx sweep`` (``cmx_core.sweep.run_sweep`` with
+  ``--executor slurm`` and ``-j N``, in this process), which plans every point, hands them to
+  cmx-slurm's batch entry (one job array) and records each result. Measured like the array,
+  so its staging (``submitted - t0``) also holds the planning of every point (checked as
+  ``cmx plan`` would), the locks and the in-flight marks, and its tail the recording of every
+  result and the manifest.
 * **sequential**: ``engine.run(..., executor="slurm")`` K times; overhead = wall - (started -
   sbatch returned) - (ended - launched), the far command's own time (the near engine's plan,
   lock and record are counted as overhead here).
+
+How cost grows: the array's and the sweep's staging and recording are linear in N (one
+stage directory, lock, plan and result per point), their sbatch is one call whatever N is and
+the end detection (at most one poll interval) is shared by all points, so their overhead per
+point does not grow with N; the scheduler's latency per point grows with N / CPUs, the wait
+for a free CPU, which is the scheduler's and not counted. One ``cmx run`` per point costs a
+whole Python start, plan and record per point (the sequential figure's near side).
 
 Goal: Slurm <= 1 s per point beyond the sbatch-to-start latency.
 
@@ -107,6 +121,38 @@ def _slurm_array(points: int, base: Path) -> dict[str, Any]:
     }
 
 
+def _slurm_sweep(points: int, data_dir: Path) -> dict[str, Any]:
+    """The N points through ``cmx sweep --executor slurm -j N`` (run_sweep in this process)."""
+    from cmx_core.sweep import run_sweep
+
+    matrix = [{"size": str(3000 + i)} for i in range(points)]
+    t0 = time.time()
+    result = run_sweep("demo,sort", {"repeats": "1"}, matrix, data_dir=data_dir, jobs=points, executor="slurm",
+                       run_options=["--executor", "slurm"])
+    back = time.time()
+    run_dirs = [data_dir / "sweeps" / result.sweep_id / f"point-{p.index}" for p in result.points]
+    stages = [d / "remote-stage" for d in run_dirs]
+    arrays = {json.loads((s / "slurm-job.json").read_text())["array"] for s in stages}
+    submitted = min((s / "slurm-job.json").stat().st_mtime for s in stages)  # written as sbatch returned
+    started = [_stamp(s / "started") for s in stages]
+    launched = [_stamp(s / "launched") for s in stages]
+    ended = [_stamp(s / "ended", 1) for s in stages]
+    script_extra = statistics.median(la - s for s, la in zip(started, launched, strict=True))
+    staging = submitted - t0
+    tail = back - max(ended)
+    return {
+        "points": points, "failed": result.failed, "job_arrays": len(arrays), "wall_s": back - t0,
+        "latency_median_s": statistics.median(s - submitted for s in started),
+        "latency_max_s": max(s - submitted for s in started),
+        "far_command_median_s": statistics.median(e - la for la, e in zip(launched, ended, strict=True)),
+        "staging_per_point_s": staging / points,
+        "script_extra_median_s": script_extra,
+        "end_detect_and_record_s": tail,
+        "overhead_per_point_s": staging / points + script_extra + tail / points,
+        "goal_per_point_s": 1.0,
+    }
+
+
 def _slurm_sequential(runs: int) -> dict[str, Any]:
     from cmx_core import engine
 
@@ -138,7 +184,10 @@ def bench_slurm(points: int, sequential: int) -> dict[str, Any]:
         from cmx_core import engine
 
         engine.run("demo,sort", {"size": 10, "repeats": 1}, executor="local")  # warm imports and caches
+        from cmx_core import paths
+
         return {"array": _slurm_array(points, work / "sweep"),
+                "sweep": _slurm_sweep(points, paths.data_dir()),
                 "sequential": _slurm_sequential(sequential) if sequential else None}
     finally:
         if cluster is not None:
@@ -147,7 +196,14 @@ def bench_slurm(points: int, sequential: int) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-BENCHES: dict[str, Callable[[int, int], dict[str, Any]]] = {"slurm": bench_slurm}
+def bench_ray(points: int, sequential: int) -> dict[str, Any]:
+    """The Ray numbers: ``benchmarks/bench_scale_ray.py`` (a private head on 127.0.0.1)."""
+    import bench_scale_ray  # beside this file: its directory is on sys.path when run as a script
+
+    return bench_scale_ray.bench_ray(points, sequential)
+
+
+BENCHES: dict[str, Callable[[int, int], dict[str, Any]]] = {"slurm": bench_slurm, "ray": bench_ray}
 
 
 def main() -> None:

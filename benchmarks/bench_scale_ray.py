@@ -18,11 +18,22 @@ files through the object store. A negative difference is within the noise of a l
   pool as wide as the head's CPUs, in blocks of 10 points, baseline and Ray in turn (each Ray
   block one ``run_batch``, all its tasks submitted at once); overhead per point = (ray wall -
   baseline wall) / N.
+* **sweep** (``cmx sweep --executor ray -j N``: ``cmx_core.sweep.run_sweep`` in this process,
+  which plans every point, hands them all to cmx-ray's batch entry and records each result):
+  one N-point sweep of the demo chain, against N far commands run by the baseline as above
+  (half before the sweep, half after, so a load drift hits both); overhead per point = (sweep
+  wall - baseline wall) / N. Here the baseline's requests are made before its clock starts,
+  so the sweep's planning, locks and recording count as its overhead.
 * the bare Ray task round trip (submit + get of a no-op), the scheduler's own latency.
+
+How cost grows: the batch and the sweep submit every task over one connection and plan,
+stage and record each point once, so their work per point does not depend on N; the
+points wait for the head's CPUs, which the baseline's pool as wide as them waits for too.
 
 Goal: Ray <= 0.2 s per point.
 
     .venv/bin/python benchmarks/bench_scale_ray.py [--points 100] [--sequential 6]
+    .venv/bin/python benchmarks/bench_scale.py --executor ray    # the same numbers
 
 CMX_HOME is a temporary directory so the benchmark leaves your cache alone.
 """
@@ -200,6 +211,36 @@ def _batch(points: int, address: str, work: Path, block: int = 10) -> dict[str, 
             "baseline_wall_s": base_wall, "overhead_per_point_s": (ray_wall - base_wall) / points}
 
 
+def _sweep(points: int, address: str, work: Path) -> dict[str, Any]:
+    """One N-point ``cmx sweep --executor ray -j N`` against the baseline's N far commands."""
+    from cmx_ray.settings import RaySettings
+
+    from cmx_core import paths
+    from cmx_core.sweep import run_sweep
+
+    settings = RaySettings(address=address, env=("CMX_HOME",))
+    baseline = _baseline_executor()
+
+    def base_block(first: int, count: int) -> tuple[float, int]:
+        requests = _requests([30_000 + first + i for i in range(count)], work / "sweep-baseline", settings)
+        began = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=HEAD_CPUS) as pool:
+            outcomes = list(pool.map(baseline.run, requests))
+        return time.perf_counter() - began, sum(o.error is not None for o in outcomes)
+
+    half = points // 2
+    before, failed_before = base_block(0, half)
+    options = ["--executor", "ray", "--executor-opt", f"address={address}", "--executor-opt", "env=CMX_HOME"]
+    began = time.perf_counter()
+    result = run_sweep("demo,sort", {"repeats": "1"}, [{"size": str(40_000 + i)} for i in range(points)],
+                       data_dir=paths.data_dir(), jobs=points, executor="ray", run_options=options)
+    sweep_wall = time.perf_counter() - began
+    after, failed_after = base_block(half, points - half)
+    return {"points": points, "failed": result.failed + failed_before + failed_after, "parallel": HEAD_CPUS,
+            "sweep_wall_s": sweep_wall, "baseline_wall_s": before + after,
+            "overhead_per_point_s": (sweep_wall - before - after) / points}
+
+
 def _connect(opts: dict[str, str], tries: int = 4) -> None:
     """The first run, retried a few times: a head on a loaded machine may listen before its
     GCS accepts drivers."""
@@ -216,17 +257,13 @@ def _connect(opts: dict[str, str], tries: int = 4) -> None:
             time.sleep(5.0)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--points", type=int, default=100, help="points of the batched sweep (0: none)")
-    parser.add_argument("--sequential", type=int, default=6, help="single runs of each executor, interleaved")
-    args = parser.parse_args()
-    home = tempfile.mkdtemp(prefix="cmx-bench-ray-")
-    os.environ["CMX_HOME"] = home
+def bench_ray(points: int, sequential: int) -> dict[str, Any]:
+    """The Ray numbers, with a private head started and stopped here (CMX_HOME must be set)."""
     from cmx_ray import cluster
 
     from cmx_core import engine
 
+    home = os.environ["CMX_HOME"]
     _register_baseline()
     temp = tempfile.mkdtemp(prefix="cmx-bench-ray-head-")
     head, address, started = _start_head(temp)
@@ -240,15 +277,28 @@ def main() -> None:
             noop = ray.remote(lambda: None)
             ray.get(noop.remote())
             bare = statistics.median(_timed(lambda: ray.get(noop.remote())) for _ in range(20))
-        numbers = {"ray_head_start_s": started, "bare_task_round_trip_s": bare,
-                   "sequential": _sequential(args.sequential, opts) if args.sequential else None,
-                   "batch": _batch(args.points, address, Path(home) / "batch") if args.points else None,
-                   "goal_per_point_s": 0.2}
+        return {"ray_head_start_s": started, "bare_task_round_trip_s": bare,
+                "sequential": _sequential(sequential, opts) if sequential else None,
+                "batch": _batch(points, address, Path(home) / "batch") if points else None,
+                "sweep": _sweep(points, address, Path(home) / "sweep") if points else None,
+                "goal_per_point_s": 0.2}
     finally:
         cluster.disconnect()
         _stop_head(head, temp)
-        shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--points", type=int, default=100, help="points of the batched sweep (0: none)")
+    parser.add_argument("--sequential", type=int, default=6, help="single runs of each executor, interleaved")
+    args = parser.parse_args()
+    home = tempfile.mkdtemp(prefix="cmx-bench-ray-")
+    os.environ["CMX_HOME"] = home
+    try:
+        numbers = bench_ray(args.points, args.sequential)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     print(json.dumps(numbers, indent=2))
 
 
