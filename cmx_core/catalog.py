@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import marshal
 import os
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -25,6 +25,7 @@ from cmx_core.catalog_index import (
     _FILES,
     _NAMES,
     _TAGS,
+    _VARIATIONS,
     INDEX_FORMAT,
     RACY_NS,
     RACY_WHOLE_SECONDS_NS,
@@ -63,6 +64,7 @@ class Listed(NamedTuple):
     path: str
     digest: str
     blob: bytes | tuple[int, int]  # the marshalled data, or (offset, length) in Catalog.blobs
+    variations: tuple[str, ...] = ()  # the variation names, in file order
 
 
 class Catalog:
@@ -88,7 +90,6 @@ class Catalog:
         self._listed: dict[str, Listed] | None = None
         self._shadowed_listed: dict[str, list[Listed]] | None = None
         self._built: dict[tuple[str, str], Recipe] = {}
-        self._variation_names: dict[tuple[str, str], Collection[str]] = {}
         self.scans: dict[int, RecipeScan] = {}
         """The resolver's per-recipe scans of the recipes built here (id -> scan): they live
         as long as the recipes do (:mod:`cmx_core.recipe_scan`)."""
@@ -170,8 +171,10 @@ class Catalog:
             lo, hi = base + rec[_BOUNDS][i] + _DIGEST_LEN, base + rec[_BOUNDS][i + 1]
             digest = buf[lo - _DIGEST_LEN:lo].hex()
             blob = (lo, hi - lo) if buf is self.blobs else buf[lo:hi]
+            variations = rec[_VARIATIONS][i]
             item = self._items[number] = _new_listed(Listed, (
-                rec[_NAMES][i], tuple(rec[_TAGS][i].split(",")), label, _join(directory, rec[_FILES][i]), digest, blob))
+                rec[_NAMES][i], tuple(rec[_TAGS][i].split(",")), label, _join(directory, rec[_FILES][i]), digest, blob,
+                tuple(variations.split(",")) if variations else ()))
         return item
 
     @property
@@ -200,30 +203,16 @@ class Catalog:
     def build(self, item: Listed) -> Recipe:
         key = (item.path, item.digest)
         if key not in self._built:
-            self._built[key] = recipe_from_data(self._data(item), Path(item.path), item.digest, item.source)
+            blob = item.blob
+            if isinstance(blob, tuple):
+                offset, length = blob
+                blob = self.blobs[offset:offset + length]
+            try:
+                data = marshal.loads(blob)
+            except (EOFError, ValueError, TypeError) as exc:
+                raise _corrupt_data(exc) from None
+            self._built[key] = recipe_from_data(data, Path(item.path), item.digest, item.source)
         return self._built[key]
-
-    def _data(self, item: Listed) -> dict[str, Any]:
-        blob = item.blob
-        if isinstance(blob, tuple):
-            offset, length = blob
-            blob = self.blobs[offset:offset + length]
-        try:
-            return cast("dict[str, Any]", marshal.loads(blob))
-        except (EOFError, ValueError, TypeError) as exc:
-            raise _corrupt_data(exc) from None
-
-    def variation_names(self, item: Listed) -> Collection[str]:
-        """The names of a listed recipe's variations, in file order, read from its data
-        without building it (the resolver matches every candidate of a common tag by them)."""
-        key = (item.path, item.digest)
-        built = self._built.get(key)
-        if built is not None:
-            return built.variations.keys()
-        names = self._variation_names.get(key)
-        if names is None:
-            names = self._variation_names[key] = dict.fromkeys(self._data(item).get("variations") or ()).keys()
-        return names
 
     @property
     def recipes(self) -> dict[str, Recipe]:

@@ -1,10 +1,10 @@
 """The persistent recipe index: one record per directory, validated by stat, so a check
 never re-parses an unchanged file.
 
-The index (``<cache>/index/recipes.v5``, stdlib ``marshal``: plain data only, no code is
+The index (``<cache>/index/recipes.v7``, stdlib ``marshal``: plain data only, no code is
 ever loaded from it) keeps one record per directory, in columns: the directory's (device,
 inode, mtime), its recipe file names and subdirectory names, each file's mtime, size,
-recipe name, tags and load error. A directory whose stat is as recorded has the same
+recipe name, tags, variation names and load error. A directory whose stat is as recorded has the same
 entries, so a check only stats its files (relative to the open directory) and compares the
 mtime and size tuples with the recorded ones, in C. A directory that changed is listed
 again and only the files whose (mtime, size) changed are parsed. The digests and validated
@@ -36,7 +36,7 @@ from cmx_core.recipe_check import validate_recipe_data
 from cmx_core.recipe_load import digest_of
 from cmx_core.recipe_yaml import parse_yaml
 
-INDEX_FORMAT = 6
+INDEX_FORMAT = 7  # 7: the variation names column (the resolver matches candidates by them)
 SUFFIXES = (".yaml", ".yml")
 #: A directory whose mtime is this close to the check (or later) is not trusted by its mtime
 #: next time, only listed again: file systems stamp with a coarse clock, so an entry added in
@@ -55,9 +55,10 @@ _SIZES = 4     # each file's st_size (-1: stat failed)
 _NAMES = 5     # each file's recipe name, None for a file that failed to load
 _ERRORS = 6    # ((file index, message), ...) for the files that failed to load
 _TAGS = 7      # each file's tags, comma-joined (a tag has no comma; one string unmarshals fast)
-_BOUNDS = 8    # where each file's data starts in the chunk, and where the last one ends
-_OFFSET = 9    # where the chunk starts in the data region; per file: sha256 (32 bytes), marshalled data
-_RECORD_LEN = 10
+_VARIATIONS = 8  # each file's variation names in file order, comma-joined (no name has a comma)
+_BOUNDS = 9    # where each file's data starts in the chunk, and where the last one ends
+_OFFSET = 10   # where the chunk starts in the data region; per file: sha256 (32 bytes), marshalled data
+_RECORD_LEN = 11
 _DIGEST_LEN = 32
 # A segment is one scanned directory: (directory, record, buffer, chunk offset in buffer).
 Record = tuple[Any, ...]
@@ -308,40 +309,42 @@ def _unchanged(directory: str, fd: int | None, rec: Record) -> list[tuple[str, t
 
 
 def _chunk(parts: list[int | tuple[Any, ...] | None], known: Segment | None
-           ) -> tuple[tuple[tuple[str, ...], tuple[int, ...]], bytes]:
-    """A relisted directory's (tags, bounds) columns and its data chunk. ``parts`` holds, per
-    file, an index into the known record (unchanged file), a freshly parsed entry, or None (the
-    file could not be stat'ed). A file that failed to load has no data."""
+           ) -> tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]], bytes]:
+    """A relisted directory's (tags, variations, bounds) columns and its data chunk. ``parts``
+    holds, per file, an index into the known record (unchanged file), a freshly parsed entry,
+    or None (the file could not be stat'ed). A file that failed to load has no data."""
     tags: list[str] = []
+    variations: list[str] = []
     bounds = [0]
     blobs: list[bytes] = []
     for part in parts:
         if part is None:
-            entry_tags, blob = "", b""
+            entry_tags, entry_variations, blob = "", "", b""
         elif type(part) is int:
             _directory, rec, buf, base = known  # type: ignore[misc]
-            entry_tags = rec[_TAGS][part]
+            entry_tags, entry_variations = rec[_TAGS][part], rec[_VARIATIONS][part]
             blob = buf[base + rec[_BOUNDS][part]:base + rec[_BOUNDS][part + 1]]
         else:
-            _name, parsed_tags, digest, data, error = part  # type: ignore[misc]
-            entry_tags = ",".join(parsed_tags)
+            _name, parsed_tags, digest, data, error, parsed_variations = part  # type: ignore[misc]
+            entry_tags, entry_variations = ",".join(parsed_tags), ",".join(parsed_variations)
             blob = b"" if error is not None else bytes.fromhex(digest) + data
         tags.append(entry_tags)
+        variations.append(entry_variations)
         blobs.append(blob)
         bounds.append(bounds[-1] + len(blob))
-    return (tuple(tags), tuple(bounds)), b"".join(blobs)
+    return (tuple(tags), tuple(variations), tuple(bounds)), b"".join(blobs)
 
 
 def _check_record(rec: Any, region: int) -> None:
     """Raise ValueError unless ``rec`` has a directory record's shape and fits the region."""
     if type(rec) is not tuple or len(rec) != _RECORD_LEN:
         raise ValueError("bad record")
-    dkey, files, subdirs, mtimes, sizes, names, errors, tags, bounds, offset = rec
+    dkey, files, subdirs, mtimes, sizes, names, errors, tags, variations, bounds, offset = rec
     n = len(files)
     if not (type(files) is tuple and type(subdirs) is tuple and type(mtimes) is tuple and type(sizes) is tuple
             and type(names) is tuple and type(errors) is tuple and type(tags) is tuple
-            and type(bounds) is tuple and type(offset) is int
-            and len(mtimes) == len(sizes) == len(names) == len(tags) == len(bounds) - 1 == n
+            and type(variations) is tuple and type(bounds) is tuple and type(offset) is int
+            and len(mtimes) == len(sizes) == len(names) == len(tags) == len(variations) == len(bounds) - 1 == n
             and bounds[0] == 0 and offset >= 0 and offset + bounds[-1] <= region
             and (dkey is None or (type(dkey) is tuple and len(dkey) == 3))):
         raise ValueError("bad record")
@@ -367,23 +370,27 @@ def _unreadable(path: str, exc: OSError) -> str:
     return f"{path}: cannot read: {exc.strerror}"
 
 
-def _parse(path: str) -> tuple[str | None, tuple[str, ...], str, bytes | None, str | None]:
-    """(recipe name, tags, digest, marshalled data, None) or (None, (), digest, None, error)."""
+Parsed = tuple[str | None, tuple[str, ...], str, bytes | None, str | None, tuple[str, ...]]
+"""(recipe name, tags, digest, marshalled data, None, variation names), or for a file that
+failed to load (None, (), digest, None, error, ())."""
+
+
+def _parse(path: str) -> Parsed:
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
     except OSError as exc:
-        return None, (), "", None, f"{path}: cannot read: {exc.strerror}"
+        return None, (), "", None, f"{path}: cannot read: {exc.strerror}", ()
     digest = digest_of(raw)
     try:
         data = parse_yaml(raw, Path(path))
         validate_recipe_data(data, Path(path))
     except CmxError as exc:
-        return None, (), digest, None, str(exc)
+        return None, (), digest, None, str(exc), ()
     data = _plain(data)
     tags = data["tags"]
     tags = tuple(split_tags(tags) if isinstance(tags, str) else [str(t) for t in tags])
-    return data["name"], tags, digest, marshal.dumps(data), None
+    return data["name"], tags, digest, marshal.dumps(data), None, tuple(data.get("variations") or ())
 
 
 def _plain(value: Any) -> Any:

@@ -21,7 +21,7 @@ from cmx_core.template import fact_names
 if TYPE_CHECKING:
     from cmx_core.providers import StepType
 
-@dataclass
+@dataclass(slots=True)
 class RecipeScan:
     """One recipe's templates and fact names, per step in file order; ``passed`` (position of
     a step -> the step type whose parameters its ``with:`` satisfied) fills in as nodes check

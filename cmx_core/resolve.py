@@ -18,7 +18,6 @@ import os
 from collections.abc import Callable, Collection, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from operator import attrgetter
 from pathlib import PurePath
 from typing import Any, NamedTuple
@@ -316,7 +315,7 @@ class Resolver:
         if len(accepted) == 1:
             return accepted[0]
         if not accepted:
-            decision.candidates[:] = _with_hints(decision.candidates, seen, positive, negative, self.catalog)
+            decision.candidates[:] = _with_hints(decision.candidates, seen, positive, negative)
         hint = self.no_match_hint(tags) if self.no_match_hint is not None and not accepted else ""
         raise ResolveError(_selection_error(tags, accepted, decision.candidates, self.catalog, hint))
 
@@ -332,10 +331,9 @@ class Resolver:
                 seen.setdefault(item.name, item)
         candidates: list[Candidate] = []
         accepted: list[tuple[Recipe, dict[str, Any]]] = []
-        variation_names = catalog.variation_names
         for item in sorted(seen.values(), key=_NAME):
             try:
-                reason, chosen = _match(item.name, item.tags, partial(variation_names, item), positive, negative)
+                reason, chosen = _match(item.name, item.tags, item.variations, positive, negative)
             except ResolveError:
                 decision.candidates.extend(candidates)
                 raise
@@ -603,25 +601,22 @@ def _var_key(recipe: Recipe, selected: str) -> str:
     return selected if selected in recipe.variations else f"{selected}.#"
 
 
-def _match(name: str, tags: Collection[str], variations: Callable[[], Collection[str]], positive: list[str],
+def _match(name: str, tags: Collection[str], variations: Collection[str], positive: list[str],
            negative: set[str], hint: bool = False) -> tuple[str | None, dict[str, Any]]:
-    """Why recipe ``name`` does not match the tags (None if it does) and the variations chosen.
-    ``variations()`` gives its variation names, asked only when a tag is not one of ``tags``
-    (a candidate is matched without building it). ``hint`` adds a did-you-mean (difflib: too
-    slow for every candidate of a common tag)."""
+    """Why recipe ``name`` does not match the tags (None if it does) and the variations chosen,
+    from its ``tags`` and ``variations`` (names) as the catalog lists them: a candidate is
+    matched without building it. ``hint`` adds a did-you-mean (difflib: too slow for every
+    candidate of a common tag)."""
     excluded = negative.intersection(tags) if negative else None
     if excluded:
         return f"has excluded tag '{min(excluded)}'", {}
     chosen: dict[str, Any] = {}
-    names: Collection[str] | None = None
     for tag in positive:
         if tag in tags:
             continue
-        if names is None:
-            names = variations()
-        var = _variation_for(names, tag)
+        var = _variation_for(variations, tag)
         if var is None:
-            close = did_you_mean(tag, (*tags, *_variation_tags(names))) if hint else ""
+            close = did_you_mean(tag, (*tags, *_variation_tags(variations))) if hint else ""
             return f"lacks tag '{tag}' (neither a tag nor a variation of it{close})", {}
         key, value = var
         if key in chosen and chosen[key] != value:
@@ -631,16 +626,15 @@ def _match(name: str, tags: Collection[str], variations: Callable[[], Collection
 
 
 def _with_hints(candidates: list[Candidate], seen: Mapping[str, Listed], positive: list[str],
-                negative: set[str], catalog: Catalog, shown: int = 6) -> list[Candidate]:
+                negative: set[str], shown: int = 6) -> list[Candidate]:
     """The candidates with a did-you-mean added to the first ``shown`` tag rejections (the
     ones a selection error prints)."""
     out: list[Candidate] = []
     for cand in candidates:
         item = seen.get(cand.name)
         if shown and item is not None and item.source == cand.source and cand.reason.startswith("lacks tag"):
-            variations = partial(catalog.variation_names, item)
-            cand = cand._replace(reason=_match(item.name, item.tags, variations, positive, negative, hint=True)[0]
-                                 or cand.reason)
+            hinted = _match(item.name, item.tags, item.variations, positive, negative, hint=True)[0]
+            cand = cand._replace(reason=hinted or cand.reason)
             shown -= 1
         out.append(cand)
     return out

@@ -193,12 +193,22 @@ def _bad_record(raw: bytes) -> bytes:
     return b"CMXI" + len(head).to_bytes(8, "little") + head
 
 
+def _previous_record_shape(raw: bytes) -> bytes:
+    """Format 6's records (no variation names column) under the current format number."""
+    size = int.from_bytes(raw[4:12], "little")
+    table = marshal.loads(raw[12:12 + size])
+    table["dirs"] = {d: rec[:8] + rec[9:] for d, rec in table["dirs"].items()}
+    head = marshal.dumps(table)
+    return b"CMXI" + len(head).to_bytes(8, "little") + head + raw[12 + size:]
+
+
 def _older_format(raw: bytes) -> bytes:
     head = marshal.dumps({"format": 4, "files": {}})
     return b"CMXI" + len(head).to_bytes(8, "little") + head
 
 
-@pytest.mark.parametrize("damage", [_truncate_data, _truncate_table, _bad_record, _older_format])
+@pytest.mark.parametrize("damage", [_truncate_data, _truncate_table, _bad_record, _previous_record_shape,
+                                    _older_format])
 def test_a_corrupt_or_truncated_index_is_rebuilt_with_a_warning(tree, cmx_home, capsys, damage) -> None:
     index_file = _index_file(cmx_home)
     capsys.readouterr()
@@ -264,3 +274,24 @@ def test_a_fact_nobody_provides_is_one_line_without_the_plugin_registry(monkeypa
     monkeypatch.setattr(cmx_core.plugins, "get_registry", lambda *a, **k: pytest.fail("asked the registry"))
     with pytest.raises(ResolveError, match="no loaded plugin provides fact 'nope'"):
         FactStore({}).get("nope")
+
+
+def test_the_index_lists_each_recipes_variation_names_and_keeps_them_current(tmp_path, cmx_home) -> None:
+    directory = tmp_path / "r"
+    directory.mkdir()
+    recipe = directory / "v.yaml"
+    recipe.write_text("name: v\ntags: [v]\nsummary: v\nvariations:\n  fast: {}\n  bs.#: {}\n  bert-99.9: {}\n")
+    (directory / "plain.yaml").write_text("name: plain\ntags: [v]\nsummary: p\n")
+    _age(directory, recipe, directory / "plain.yaml")
+    for _ in range(2):  # parsed, then from the index
+        catalog = load_catalog(sources=[Source("test", directory)])
+        assert catalog.listed["v"].variations == ("fast", "bs.#", "bert-99.9")
+        assert catalog.listed["plain"].variations == ()
+        assert tuple(catalog.get("v").variations) == catalog.listed["v"].variations
+    recipe.write_text("name: v\ntags: [v]\nsummary: v\nvariations:\n  slow: {}\n")
+    (directory / "new.yaml").write_text("name: new\ntags: [n]\nsummary: n\nvariations:\n  x: {}\n")
+    _age(directory, recipe, directory / "new.yaml")
+    catalog = load_catalog(sources=[Source("test", directory)])
+    assert catalog.stats["parsed"] == 2
+    assert [(n, item.variations) for n, item in sorted(catalog.listed.items())] == [
+        ("new", ("x",)), ("plain", ()), ("v", ("slow",))]
