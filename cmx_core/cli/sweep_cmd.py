@@ -20,7 +20,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "sweep", parents=[common], help="run a recipe over a matrix of inputs, one stored run per point",
         description="Run the recipe selected by --tags once per point of the matrix (the cartesian "
                     "product of the --matrix axes, or with --zip the axes side by side), each point a "
-                    "normal run in its own process, on any executor. Fixed inputs: --KEY=VALUE. A failed "
+                    "normal run, on any executor (slurm and ray take the points as one batch; the others run "
+                    "each point as its own cmx run process). Fixed inputs: --KEY=VALUE. A failed "
                     "point does not stop the others; the exit status is the number of failed points "
                     f"(at most {MAX_EXIT}). `cmx results compare --sweep ID` tabulates the points.")
     sweep.add_argument("noun", nargs="?", choices=["recipe"], help=argparse.SUPPRESS)
