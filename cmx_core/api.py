@@ -64,7 +64,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.plugins import Registry, get_sandbox
     from cmx_core.remote import Fetched, JobStatus, RemoteExecutor, RemoteJob
     from cmx_core.resources import NO_RESOURCES, Resources, node_resources, plan_resources
-    from cmx_core.result_compare import comparable
+    from cmx_core.result_compare import comparable, comparable_across_sweeps
     from cmx_core.sandbox import Limits, Sandbox, SandboxBackend, SandboxResult, SandboxSpec, SandboxUser, Verdict
     from cmx_core.secrets import TOKEN_PATTERNS, is_secret_name
 
@@ -79,6 +79,7 @@ __all__ = [
     "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
     "validate_document", "plan_plugins", "require_extra",  # noqa: F822 - lazy
     "Resources", "NO_RESOURCES", "node_resources", "plan_resources", "comparable",
+    "comparable_across_sweeps",
     "is_secret_name", "TOKEN_PATTERNS",
     "get_sandbox", "Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict",
 ]
@@ -95,7 +96,7 @@ _LAZY = {
     "get_sandbox": "cmx_core.plugins",
     "require_extra": "cmx_core.plugin_extras",
     **dict.fromkeys(("Resources", "NO_RESOURCES", "node_resources", "plan_resources"), "cmx_core.resources"),
-    "comparable": "cmx_core.result_compare",
+    "comparable": "cmx_core.result_compare", "comparable_across_sweeps": "cmx_core.result_compare",
     "is_secret_name": "cmx_core.secrets", "TOKEN_PATTERNS": "cmx_core.secrets",
     **dict.fromkeys(("Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict"),
                     "cmx_core.sandbox"),

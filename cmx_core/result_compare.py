@@ -47,4 +47,24 @@ def comparable(document: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
-__all__ = ["HOST_FIELDS", "MEASURED_SECTIONS", "RETRY_KEYS", "VOLATILE_KEYS", "comparable"]
+def comparable_across_sweeps(document: Mapping[str, Any], *, ignore_plugins: frozenset[str] = frozenset()
+                             ) -> dict[str, Any]:
+    """:func:`comparable` for a sweep point held against the same point of another sweep:
+    also without the sweep's id, the engine's git commit (a process reads it once, so a commit
+    to the checkout between two sweeps changes it) and the plugins named in ``ignore_plugins``
+    (one a test loads in its own process only)."""
+    kept = comparable(document)
+    provenance = dict(kept.get("provenance") or {})
+    if isinstance(provenance.get("sweep"), Mapping):
+        provenance["sweep"] = {**provenance["sweep"], "id": None}
+    if ignore_plugins and isinstance(provenance.get("plugins"), list):
+        provenance["plugins"] = [p for p in provenance["plugins"] if p.get("name") not in ignore_plugins]
+    kept["provenance"] = provenance
+    software = kept.get("software")
+    if isinstance(software, Mapping) and isinstance(software.get("engine"), Mapping):
+        engine = {k: v for k, v in software["engine"].items() if k != "git_commit"}
+        kept["software"] = {**software, "engine": engine}
+    return kept
+
+
+__all__ = ["HOST_FIELDS", "MEASURED_SECTIONS", "RETRY_KEYS", "VOLATILE_KEYS", "comparable", "comparable_across_sweeps"]

@@ -209,3 +209,20 @@ def test_comparable_drops_only_what_differs_between_two_runs_of_one_plan() -> No
                     {"metrics": {"rate": {"value": 10.0, "unit": "s", "higher_is_better": False}}},
                     {"provenance": {"lock_digest": "d1", "query": {"tags": ["other"]}}}):
         assert comparable({**base, **changed}) != comparable(base), changed
+
+
+def test_comparable_across_sweeps_drops_the_sweep_id_and_engine_commit_only() -> None:
+    from cmx_core.api import comparable_across_sweeps
+
+    base = {"status": "valid", "provenance": {"sweep": {"id": "sw-1", "index": 0, "point": {"n": "1"}},
+                                              "plugins": [{"name": "cmx-core"}, {"name": "test-exec"}]},
+            "software": {"engine": {"version": "0.1.0", "git_commit": "abc"}}}
+    other = {**base, "provenance": {**base["provenance"], "sweep": {"id": "sw-2", "index": 0, "point": {"n": "1"}},
+                                    "plugins": [{"name": "cmx-core"}]},
+             "software": {"engine": {"version": "0.1.0", "git_commit": "def"}}}
+    assert comparable_across_sweeps(base, ignore_plugins=frozenset({"test-exec"})) == \
+        comparable_across_sweeps(other, ignore_plugins=frozenset({"test-exec"}))
+    assert comparable_across_sweeps(base) != comparable_across_sweeps(other)  # the plugin lists differ
+    moved = {**other, "provenance": {**other["provenance"], "sweep": {"id": "sw-2", "index": 1, "point": {"n": "2"}}}}
+    assert comparable_across_sweeps(moved, ignore_plugins=frozenset({"test-exec"})) != \
+        comparable_across_sweeps(base, ignore_plugins=frozenset({"test-exec"}))

@@ -16,10 +16,12 @@ import pytest
 from cmx_core import paths, plugins
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, hookimpl
 from cmx_core.errors import CmxError, Interrupted
-from cmx_core.result_compare import comparable
+from cmx_core.result_compare import comparable_across_sweeps
 from cmx_core.results.store import ResultStore
 from cmx_core.sweep import SweepResult, parse_axes, points, read_manifest, run_sweep
 from cmx_core.sweep_batch import PointOptions, parse_point_options
+
+TEST_PLUGIN = frozenset({"batching-exec"})  # loaded in this process only
 
 EXITS = """\
 name: test-sweep-batch-exit
@@ -67,18 +69,6 @@ def _point_logs(result: SweepResult) -> list[Path]:
     return sorted((result.manifest.parent / result.sweep_id).glob("point-*.log"))
 
 
-def _same_run(document: dict[str, Any]) -> dict[str, Any]:
-    """All but the sweep's id, the engine's commit (read once per process) and this test's
-    executor plugin (loaded in this process only)."""
-    kept = comparable(document)
-    listed = [p for p in kept["provenance"]["plugins"] if p["name"] != "batching-exec"]
-    kept["provenance"] = {**kept["provenance"], "sweep": {**kept["provenance"]["sweep"], "id": "sw-"},
-                          "plugins": listed}
-    kept["software"] = {**kept["software"], "engine": {k: v for k, v in kept["software"]["engine"].items()
-                                                       if k != "git_commit"}}
-    return kept
-
-
 def test_a_12_point_sweep_is_one_batch_of_stored_runs(batching: _Batching, cli: Callable[..., Any]) -> None:
     result = cli("sweep", "--tags=demo,sort", "--matrix", "size=5,10,20", "--matrix", "repeats=1,2,3,4",
                  "--executor", "batching", "-j", "3", "--json")
@@ -110,8 +100,8 @@ def test_the_batch_results_equal_one_process_per_point(batching: _Batching) -> N
     for a, b in zip(together.points, apart.points, strict=True):
         assert (a.status, a.exit_code) == (b.status, b.exit_code) == ("valid", 0)
         assert a.result_path is not None and b.result_path is not None
-        one = _same_run(json.loads(Path(a.result_path).read_text()))
-        other = _same_run(json.loads(Path(b.result_path).read_text()))
+        one = comparable_across_sweeps(json.loads(Path(a.result_path).read_text()), ignore_plugins=TEST_PLUGIN)
+        other = comparable_across_sweeps(json.loads(Path(b.result_path).read_text()), ignore_plugins=TEST_PLUGIN)
         assert {k: (one.get(k), other.get(k)) for k in {*one, *other} if one.get(k) != other.get(k)} == {}
 
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from cmx_core import paths
+from cmx_core.api import comparable_across_sweeps
 from cmx_core.cli.main import main
-from cmx_core.result_compare import comparable
 from cmx_core.results.store import ResultStore
 from cmx_core.sweep import SweepResult, parse_axes, points, read_manifest, run_sweep
 
@@ -108,16 +108,6 @@ def test_a_failing_point_does_not_stop_the_others_and_counts(ray_head: str, cmx_
     assert code == 2  # the exit status is the number of failed points
 
 
-def _same_run(document: dict[str, Any]) -> dict[str, Any]:
-    """What must agree between the two paths: all but the sweep's id and the engine's commit
-    (read once per process: a commit to the checkout between the two sweeps changes it)."""
-    kept = comparable(document)
-    kept["provenance"] = {**kept["provenance"], "sweep": {**kept["provenance"]["sweep"], "id": "sw-"}}
-    engine = {k: v for k, v in kept["software"]["engine"].items() if k != "git_commit"}
-    kept["software"] = {**kept["software"], "engine": engine}
-    return kept
-
-
 def test_the_batch_results_equal_one_process_per_point(ray_head: str, cmx_home: Path, batches: list[int]) -> None:
     matrix = points(parse_axes(["size=5,9", "repeats=1,2"]))
     together = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=2, executor="ray",
@@ -130,7 +120,7 @@ def test_the_batch_results_equal_one_process_per_point(ray_head: str, cmx_home: 
         assert a.result_path is not None and b.result_path is not None
         first = json.loads(Path(a.result_path).read_text())
         second = json.loads(Path(b.result_path).read_text())
-        one, other = _same_run(first), _same_run(second)
+        one, other = comparable_across_sweeps(first), comparable_across_sweeps(second)
         assert {k: (one.get(k), other.get(k)) for k in {*one, *other} if one.get(k) != other.get(k)} == {}
 
 

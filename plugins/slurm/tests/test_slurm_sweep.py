@@ -13,8 +13,8 @@ import pytest
 from cmx_slurm.testing import Cluster
 
 from cmx_core import paths
+from cmx_core.api import comparable_across_sweeps
 from cmx_core.cli.main import main
-from cmx_core.result_compare import comparable
 from cmx_core.results.store import ResultStore
 from cmx_core.sweep import SweepResult, parse_axes, points, read_manifest, run_sweep
 
@@ -89,16 +89,6 @@ def test_a_failing_point_does_not_stop_the_others_and_counts(slurm: Cluster, cmx
     assert code == 2  # the exit status is the number of failed points
 
 
-def _same_run(document: dict[str, Any]) -> dict[str, Any]:
-    """What must agree between the two paths: all but the sweep's id and the engine's commit
-    (read once per process: a commit to the checkout between the two sweeps changes it)."""
-    kept = comparable(document)
-    kept["provenance"] = {**kept["provenance"], "sweep": {**kept["provenance"]["sweep"], "id": "sw-"}}
-    engine = {k: v for k, v in kept["software"]["engine"].items() if k != "git_commit"}
-    kept["software"] = {**kept["software"], "engine": engine}
-    return kept
-
-
 def test_the_batch_results_equal_one_process_per_point(slurm: Cluster, cmx_home: Path) -> None:
     matrix = points(parse_axes(["size=5,9", "repeats=1,2"]))
     together = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="slurm",
@@ -113,7 +103,7 @@ def test_the_batch_results_equal_one_process_per_point(slurm: Cluster, cmx_home:
         assert a.result_path is not None and b.result_path is not None
         first = json.loads(Path(a.result_path).read_text())
         second = json.loads(Path(b.result_path).read_text())
-        one, other = _same_run(first), _same_run(second)
+        one, other = comparable_across_sweeps(first), comparable_across_sweeps(second)
         assert {k: (one.get(k), other.get(k)) for k in {*one, *other} if one.get(k) != other.get(k)} == {}
 
 
