@@ -231,3 +231,21 @@ def test_failing_server_does_not_crash_loadgen(
     params["sut_params"] = {**sut_params, "fail_on_errors": True}  # or the run fails with the reason
     with pytest.raises(StepFailed, match="5 of 10 samples: HTTP 500"):
         run_step(cmx_step_context(params=params))
+
+
+def test_a_client_hanging_up_is_silent_and_other_server_errors_are_one_line(capsys: pytest.CaptureFixture[str]
+                                                                           ) -> None:
+    from cmx_mlperf.llm.test_server import _Server
+
+    where = ("127.0.0.1", 4711)
+    for error in (ConnectionResetError(104, "Connection reset by peer"), BrokenPipeError(32, "Broken pipe")):
+        try:
+            raise error
+        except OSError:
+            _Server.handle_error(None, None, where)  # type: ignore[arg-type]
+    assert capsys.readouterr().err == ""
+    try:
+        raise ValueError("bad body")
+    except ValueError:
+        _Server.handle_error(None, None, where)  # type: ignore[arg-type]
+    assert capsys.readouterr().err == "loopback server: a request from 127.0.0.1:4711 failed: ValueError('bad body')\n"

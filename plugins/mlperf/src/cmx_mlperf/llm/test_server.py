@@ -267,6 +267,15 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     backend: _Backend
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-request (a timed-out or cancelled query) is no fault of
+        the server and prints nothing; anything else is one line on stderr, not a traceback."""
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionResetError, BrokenPipeError)):
+            return
+        print(f"loopback server: a request from {client_address[0]}:{client_address[1]} failed: {error!r}",
+              file=sys.stderr)
+
 
 class LoopbackServer:
     """The server on 127.0.0.1 (a free port unless ``port`` is given), on a daemon thread."""
