@@ -6,8 +6,14 @@ and delete Job, ConfigMap and PVC; list pods by ``job-name``; read a pod's log),
 Its "kubelet" runs a created Job's container command on this machine as a child process
 (the image is not pulled): each volume's mountPath is mapped to a private directory (the
 ConfigMap's files written into its own), in the command's arguments and environment, which
-is what the container would see. The child's output is the pod log; its exit code sets the
-Job's Complete/Failed condition. Deleting the Job kills the child's process group."""
+is what the container would see; ``$(NAME)`` in them is expanded from the container's env
+as Kubernetes does. The child's output is the pod log; its exit code sets the Job's
+Complete/Failed condition. An Indexed Job (``completionMode: Indexed``) runs its
+``completions`` indexes, ``parallelism`` pods at a time (the next index started as one
+ends), each pod with the ``batch.kubernetes.io/job-completion-index`` annotation (and env
+from its fieldRef); the status counts ``succeeded``/``failed`` and ``completedIndexes``/
+``failedIndexes``, with ``backoffLimitPerIndex`` each index failing on its own. Deleting the
+Job kills its children's process groups."""
 
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,26 +34,129 @@ from urllib.parse import parse_qs, urlparse
 _ROUTE = re.compile(r"^/(?:api/v1|apis/batch/v1)/namespaces/([^/]+)/([a-z]+)(?:/([^/]+))?(?:/(status|log))?$")
 
 
+INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+def expand(text: str, env: dict[str, str]) -> str:
+    """Kubernetes' rule for ``$(NAME)`` in a container's command, args and env values:
+    replaced when NAME is defined, left as it is when not; ``$$`` is one ``$``."""
+    def one(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        return env.get(match.group(1), match.group(0))
+
+    return _VAR.sub(one, text)
+
+
+def ranges(indexes: list[int]) -> str:
+    """``[0, 1, 2, 4]`` as the Job status writes it: ``"0-2,4"``."""
+    parts: list[str] = []
+    for i in sorted(indexes):
+        if parts and int(parts[-1].split("-")[-1]) == i - 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{i}"
+        else:
+            parts.append(str(i))
+    return ",".join(parts)
+
+
 @dataclass
 class Pod:
     name: str
     process: subprocess.Popen[bytes]
     log: Path
+    index: int | None = None
+
+
+@dataclass
+class JobRun:
+    """A created Job's pods: an Indexed Job starts ``min(parallelism, completions)`` at a
+    time and the next index as one ends; each index may fail ``backoffLimitPerIndex``
+    times more; without it the Job fails at the first failure over ``backoffLimit``."""
+
+    spec: dict[str, Any]
+    pods: list[Pod] = field(default_factory=list)
+    waiting: list[int] = field(default_factory=list)
+    succeeded: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    failures: dict[int, int] = field(default_factory=dict)
+    counted: set[str] = field(default_factory=set)
+    ended: str | None = None  # "Complete", "Failed"
+    reason: str = ""
+
+    @property
+    def indexed(self) -> bool:
+        return self.spec.get("completionMode") == "Indexed"
 
 
 @dataclass
 class StandIn:
-    """The server's state; ``calls`` records (method, path) for assertions."""
+    """The server's state; ``calls`` records (method, path) and ``created`` each created
+    object's body, for assertions; ``peak`` is the most pods that ever ran at once."""
 
     root: Path
     objects: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
-    pods: dict[str, Pod] = field(default_factory=dict)
+    pods: dict[str, JobRun] = field(default_factory=dict)
     calls: list[tuple[str, str]] = field(default_factory=list)
+    created: list[dict[str, Any]] = field(default_factory=list)
+    peak: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def start_pod(self, namespace: str, job: dict[str, Any]) -> None:
+    def start_job(self, namespace: str, job: dict[str, Any]) -> None:
         name = job["metadata"]["name"]
-        spec = job["spec"]["template"]["spec"]
+        run = JobRun(job["spec"])
+        run.waiting = list(range(int(run.spec.get("completions", 1)))) if run.indexed else [0]
+        self.pods[name] = run
+        self._advance(namespace, name, run)
+        threading.Thread(target=self._kubelet, args=(namespace, name, run), daemon=True).start()
+
+    def _kubelet(self, namespace: str, name: str, run: JobRun) -> None:
+        while True:
+            with self.lock:
+                if self.pods.get(name) is not run or run.ended:
+                    return
+                self._advance(namespace, name, run)
+            time.sleep(0.05)
+
+    def _advance(self, namespace: str, name: str, run: JobRun) -> None:
+        """Account for ended pods, then start waiting indexes while there is room."""
+        for pod in run.pods:
+            code = pod.process.poll()
+            index = pod.index or 0
+            if code is None or pod.name in run.counted:
+                continue
+            run.counted.add(pod.name)
+            if code == 0:
+                run.succeeded.append(index)
+                continue
+            run.failures[index] = run.failures.get(index, 0) + 1
+            per_index = run.spec.get("backoffLimitPerIndex")
+            if run.indexed and per_index is not None:
+                if run.failures[index] > per_index:
+                    run.failed.append(index)
+                else:
+                    run.waiting.insert(0, index)
+            elif sum(run.failures.values()) > int(run.spec.get("backoffLimit", 6)):
+                run.failed.append(index)
+                run.ended, run.reason = "Failed", "BackoffLimitExceeded"
+                self._kill(run)
+                return
+            else:
+                run.waiting.insert(0, index)
+        running = [p for p in run.pods if p.process.poll() is None]
+        room = int(run.spec.get("parallelism", 1)) - len(running)
+        while room > 0 and run.waiting:
+            self._start_pod(namespace, name, run, run.waiting.pop(0))
+            room -= 1
+            running.append(run.pods[-1])
+            self.peak = max(self.peak, sum(len([p for p in r.pods if p.process.poll() is None])
+                                           for r in self.pods.values()))
+        if not running and not run.waiting:
+            run.ended = "Complete" if not run.failed else "Failed"
+            run.reason = "Exited" if not run.indexed else ("" if not run.failed else "FailedIndexes")
+
+    def _start_pod(self, namespace: str, name: str, run: JobRun, index: int) -> None:
+        spec = run.spec["template"]["spec"]
         container = spec["containers"][0]
         base = Path(tempfile.mkdtemp(prefix=f"pod-{name}-", dir=self.root))
         mapping: dict[str, str] = {}
@@ -65,28 +175,69 @@ class StandIn:
                 text = text.replace(far, near)
             return text
 
-        env = {"PATH": os.environ["PATH"]}
-        env.update({e["name"]: mapped(e["value"]) for e in container.get("env", []) if "value" in e})
+        annotations = {INDEX_ANNOTATION: str(index)} if run.indexed else {}
+        defined: dict[str, str] = {}
+        for item in container.get("env", []):
+            if "value" in item:
+                defined[item["name"]] = expand(item["value"], defined)
+            elif "valueFrom" in item:
+                path = item["valueFrom"]["fieldRef"]["fieldPath"]
+                found = re.fullmatch(r"metadata\.annotations\['([^']+)'\]", path)
+                defined[item["name"]] = annotations.get(found.group(1), "") if found else ""
+        env = {"PATH": os.environ["PATH"], **{k: mapped(v) for k, v in defined.items()}}
+        argv = [mapped(expand(a, defined)) for a in [*container["command"], *container.get("args", [])]]
         log = base / "pod.log"
         with open(log, "wb") as out:
-            process = subprocess.Popen([mapped(a) for a in container["command"]], env=env, stdout=out,
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        self.pods[name] = Pod(f"{name}-pod0", process, log)
+            process = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, start_new_session=True)
+        run.pods.append(Pod(f"{name}-{index}-pod{len(run.pods)}", process, log,
+                            index if run.indexed else None))
 
     def job_status(self, name: str) -> dict[str, Any]:
-        pod = self.pods.get(name)
-        code = pod.process.poll() if pod else None
-        if code is None:
-            return {"active": 1}
-        kind = "Complete" if code == 0 else "Failed"
-        return {"succeeded" if code == 0 else "failed": 1,
-                "conditions": [{"type": kind, "status": "True", "reason": "Exited", "message": f"exit {code}"}]}
+        run = self.pods.get(name)
+        if run is None:
+            return {}
+        with self.lock:
+            active = len([p for p in run.pods if p.process.poll() is None])
+            status: dict[str, Any] = {"active": active, "succeeded": len(run.succeeded), "failed": len(run.failed)}
+            if run.indexed:
+                status.update(completedIndexes=ranges(run.succeeded), failedIndexes=ranges(run.failed))
+            if run.ended:
+                last = run.pods[-1].process.returncode if run.pods else None
+                message = f"exit {last}" if not run.indexed else f"{len(run.failed)} index(es) failed"
+                status["conditions"] = [{"type": run.ended, "status": "True", "reason": run.reason or "Completed",
+                                         "message": message}]
+            return status
+
+    def pod_items(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        run = self.pods.get(job)
+        items = []
+        for number, pod in enumerate(run.pods if run else ()):
+            code = pod.process.poll()
+            phase = "Running" if code is None else ("Succeeded" if code == 0 else "Failed")
+            state = {"running": {}} if code is None else {"terminated": {"exitCode": code}}
+            annotations = {INDEX_ANNOTATION: str(pod.index)} if pod.index is not None else {}
+            items.append({"metadata": {"name": pod.name, "namespace": namespace, "labels": {"job-name": job},
+                                       "annotations": annotations,
+                                       "creationTimestamp": f"2026-01-01T00:{number // 60:02d}:{number % 60:02d}Z"},
+                          "status": {"phase": phase, "containerStatuses": [
+                              {"name": "cmx", "ready": False, "restartCount": 0, "image": "standin",
+                               "imageID": "", "state": state}]}})
+        return items
+
+    def find_pod(self, name: str) -> Pod | None:
+        return next((p for r in self.pods.values() for p in r.pods if p.name == name), None)
+
+    def _kill(self, run: JobRun) -> None:
+        for pod in run.pods:
+            if pod.process.poll() is None:
+                os.killpg(pod.process.pid, signal.SIGKILL)
+                pod.process.wait()
 
     def stop_pod(self, name: str) -> None:
-        pod = self.pods.pop(name, None)
-        if pod and pod.process.poll() is None:
-            os.killpg(pod.process.pid, signal.SIGKILL)
-            pod.process.wait()
+        run = self.pods.pop(name, None)
+        if run is not None:
+            self._kill(run)
 
     def stop_all(self) -> None:
         for name in list(self.pods):
@@ -128,21 +279,21 @@ def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
                     return
                 body["metadata"].update(namespace=namespace, uid=f"uid-{len(state.objects)}")
                 state.objects[key] = body
+                state.created.append(json.loads(json.dumps(body)))
                 if kind == "jobs":
-                    state.start_pod(namespace, body)
+                    state.start_job(namespace, body)
             self._send(201, body)
 
         def do_GET(self) -> None:
             namespace, kind, name, sub, query = self._route()
             if kind == "pods" and name is None:
                 job = query.get("labelSelector", [""])[0].removeprefix("job-name=")
-                pod = state.pods.get(job)
-                items = [{"metadata": {"name": pod.name, "namespace": namespace, "labels": {"job-name": job},
-                                       "creationTimestamp": "2026-01-01T00:00:00Z"}}] if pod else []
+                with state.lock:
+                    items = state.pod_items(namespace, job)
                 self._send(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
                 return
             if kind == "pods" and sub == "log":
-                pod = next((p for p in state.pods.values() if p.name == name), None)
+                pod = state.find_pod(str(name))
                 if pod is None:
                     self._missing(f"pod {name}")
                     return

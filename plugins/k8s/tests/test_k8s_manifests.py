@@ -55,10 +55,12 @@ def test_the_image_is_cmx_dockers_content_addressed_tag(cmx_home: Path) -> None:
 def test_a_sweep_is_one_indexed_job() -> None:
     settings = K8sSettings(pvc="")
     gpus = GpuRequest("h100", 1, "nvidia", "NVIDIA-H100-80GB-HBM3")
-    built = manifests.sweep_manifests("cmx-sweep-1", "img:1", ["{}", '{"a": 1}', "{}"], ["cmx"], settings, gpus)
-    manifests.validate(built)
+    built = manifests.sweep_manifests("cmx-sweep-1", "img:1", ["{}", '{"a": 1}', "{}"], ["cmx"], settings, gpus,
+                                      parallelism=2)
+    manifests.validate(built)  # backoffLimitPerIndex is in the 1.37 schema
     spec = built.job["spec"]
-    assert spec["completionMode"] == "Indexed" and spec["completions"] == 3
+    assert spec["completionMode"] == "Indexed" and spec["completions"] == 3 and spec["parallelism"] == 2
+    assert spec["backoffLimitPerIndex"] == 0 and "backoffLimit" not in spec  # a failed index ends only itself
     assert sorted(built.config_map["data"]) == ["lock-0.json", "lock-1.json", "lock-2.json"]
     command = spec["template"]["spec"]["containers"][0]["command"]
     assert "/cmx/inputs/lock-$(CMX_POINT_INDEX).json" in command
@@ -66,6 +68,13 @@ def test_a_sweep_is_one_indexed_job() -> None:
     assert {"name": "CMX_POINT_INDEX", "valueFrom": {"fieldRef": {
         "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}} in env
     assert built.pvc is None
+
+
+def test_backoff_limit_per_index_is_checked_by_the_schema() -> None:
+    built = manifests.sweep_manifests("cmx-sweep-2", "img:1", ["{}"], ["cmx"], K8sSettings(pvc=""), None)
+    built.job["spec"]["backoffLimitPerIndex"] = "none"
+    with pytest.raises(CmxError, match=r"invalid at spec.backoffLimitPerIndex: 'none' is not of type"):
+        manifests.validate(built)
 
 
 def test_an_invalid_manifest_is_refused_with_its_path() -> None:

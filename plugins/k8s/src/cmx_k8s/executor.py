@@ -37,7 +37,7 @@ from cmx_k8s.settings import K8sSettings
 if TYPE_CHECKING:
     from cmx_core.api import Plan
 
-_LOG_TAIL = 10
+LOG_TAIL = 10
 
 
 @dataclass
@@ -61,7 +61,7 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
 
     def check_plan(self, plan: Plan, settings: ExecutorSettings) -> None:
         assert isinstance(settings, K8sSettings)
-        _check_settings(settings)
+        check_settings(settings)
         with_plan_resources(plan, settings)
         image_for(plan, settings)
 
@@ -98,7 +98,7 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
         request = job.request
         settings = request.settings
         assert isinstance(settings, K8sSettings)
-        _check_settings(settings)
+        check_settings(settings)
         settings, accelerator = with_plan_resources(request.plan, settings)
         gpus = gpu_request(request.plan, request.facts.try_get("gpus"), settings.gpus, settings.gpu_product,
                            accelerator)
@@ -110,15 +110,7 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
         files = tuple(manifests.write(built, request.run_dir / "k8s", as_json=True))
         batch, core = clients(settings)
         handle = K8sHandle(name, settings.namespace, batch, core, settings, files)
-        try:
-            if built.pvc is not None:
-                _ensure_pvc(core, built.pvc, settings.namespace)
-            core.create_namespaced_config_map(settings.namespace, built.config_map)
-            batch.create_namespaced_job(settings.namespace, built.job)
-        except Exception as exc:  # noqa: BLE001 - the client raises ApiException, urllib3 and OS errors
-            _delete(handle)
-            raise CmxError(f"cannot create the Job in namespace {settings.namespace}: "
-                           f"{_reason(exc)}") from None
+        apply(handle, built)
         return handle
 
     def wait(self, handle: K8sHandle) -> JobStatus:
@@ -126,9 +118,9 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
         deadline = time.monotonic() + limit + 60 if limit else None  # the Job's own deadline, then ours
         while True:
             status = handle.batch.read_namespaced_job_status(handle.name, handle.namespace).status
-            ended = _ended(status)
-            if ended is not None:
-                return ended
+            finished = ended(status)
+            if finished is not None:
+                return finished
             if deadline is not None and time.monotonic() > deadline:
                 self.cancel(handle)
                 return JobStatus("timeout", None, f"Job {handle.name} still running after {limit} s; deleted")
@@ -147,11 +139,24 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
                     raise CmxError(f"k8s executor: {frame.error}")
                 framing.write_files(frame.files, job.local_output)
         finally:
-            _delete(handle)
+            delete(handle)
         return Fetched(logs=(log_path, *handle.files))
 
     def cancel(self, handle: K8sHandle) -> None:
-        _delete(handle)
+        delete(handle)
+
+
+def apply(handle: K8sHandle, built: manifests.RunManifests) -> None:
+    """Create the PVC (when missing), the ConfigMap and the Job; on failure delete what was
+    created and raise a CmxError."""
+    try:
+        if built.pvc is not None:
+            _ensure_pvc(handle.core, built.pvc, handle.namespace)
+        handle.core.create_namespaced_config_map(handle.namespace, built.config_map)
+        handle.batch.create_namespaced_job(handle.namespace, built.job)
+    except Exception as exc:  # noqa: BLE001 - the client raises ApiException, urllib3 and OS errors
+        delete(handle)
+        raise CmxError(f"cannot create the Job in namespace {handle.namespace}: {_reason(exc)}") from None
 
 
 def with_plan_resources(plan: Plan, settings: K8sSettings) -> tuple[K8sSettings, str | None]:
@@ -227,7 +232,7 @@ def _in_cluster() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
 
 
-def _check_settings(settings: K8sSettings) -> None:
+def check_settings(settings: K8sSettings) -> None:
     if settings.kubeconfig and not Path(settings.kubeconfig).is_file():
         raise UsageError(f"k8s executor option kubeconfig={settings.kubeconfig!r}: no such file; "
                          "give the path of a kubeconfig")
@@ -240,7 +245,7 @@ def _check_settings(settings: K8sSettings) -> None:
         raise UsageError("k8s executor option cmx='': give how the image starts cmx, e.g. cmx")
 
 
-def _ended(status: Any) -> JobStatus | None:
+def ended(status: Any) -> JobStatus | None:
     for condition in status.conditions or ():
         if condition.status != "True":
             continue
@@ -274,7 +279,7 @@ def _ensure_pvc(core: Any, pvc: dict[str, Any], namespace: str) -> None:
         core.create_namespaced_persistent_volume_claim(namespace, pvc)
 
 
-def _delete(handle: K8sHandle) -> None:
+def delete(handle: K8sHandle) -> None:
     """Delete the Job (its pods with it) and the ConfigMap; a missing one is fine."""
     from kubernetes.client.exceptions import ApiException
 

@@ -74,8 +74,12 @@ def config_map(name: str, settings: K8sSettings, data: Mapping[str, str]) -> dic
 
 
 def job_manifest(name: str, image: str, command: Sequence[str], settings: K8sSettings, gpus: GpuRequest | None,
-                 env: Mapping[str, str], completions: int | None = None) -> dict[str, Any]:
-    """The Job; with ``completions`` an Indexed Job whose index is ``$CMX_POINT_INDEX``."""
+                 env: Mapping[str, str], completions: int | None = None,
+                 parallelism: int | None = None) -> dict[str, Any]:
+    """The Job; with ``completions`` an Indexed Job whose index is ``$CMX_POINT_INDEX``, at
+    most ``parallelism`` pods at once (default: all), each index failing on its own
+    (``backoffLimitPerIndex``, the retries of ``backoff_limit``; no Job-wide backoffLimit,
+    which would end every index at the first failure)."""
     resources: dict[str, dict[str, Any]] = {"limits": {}, "requests": {}}
     for key, value in (("cpu", settings.cpus), ("memory", settings.memory)):
         if value:
@@ -108,7 +112,10 @@ def job_manifest(name: str, image: str, command: Sequence[str], settings: K8sSet
     if settings.timeout_s:
         spec["activeDeadlineSeconds"] = settings.timeout_s
     if completions is not None:
-        spec.update(completionMode="Indexed", completions=completions, parallelism=completions)
+        del spec["backoffLimit"]
+        spec.update(completionMode="Indexed", completions=completions,
+                    parallelism=min(parallelism or completions, completions),
+                    backoffLimitPerIndex=settings.backoff_limit)
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": settings.namespace,
                          "labels": {RUN_LABEL: name, "app.kubernetes.io/managed-by": "cmx"}},
@@ -121,15 +128,20 @@ def run_manifests(name: str, image: str, lock: str, command: Sequence[str], sett
                         job_manifest(name, image, container_command(settings, command), settings, gpus, env))
 
 
+SWEEP_LOCK = f"{INPUTS}/lock-$({INDEX_ENV}).json"
+
+
 def sweep_manifests(name: str, image: str, locks: Sequence[str], cmx: Sequence[str], settings: K8sSettings,
-                    gpus: GpuRequest | None) -> RunManifests:
+                    gpus: GpuRequest | None, *, command: Sequence[str] | None = None,
+                    env: Mapping[str, str] | None = None, parallelism: int | None = None) -> RunManifests:
     """An Indexed Job over ``locks``: index i runs ``lock-i.json`` (Kubernetes expands
-    ``$(CMX_POINT_INDEX)`` in the command; no shell is involved)."""
+    ``$(CMX_POINT_INDEX)`` in the command; no shell is involved). ``command`` is the far
+    command with :data:`SWEEP_LOCK` as its lock (default: :func:`far_argv` of ``cmx``)."""
     data = {f"lock-{i}.json": text for i, text in enumerate(locks)}
-    command = far_argv(cmx, lock=f"{INPUTS}/lock-$({INDEX_ENV}).json")
+    far = list(command) if command is not None else far_argv(cmx, lock=SWEEP_LOCK)
     return RunManifests(config_map(name, settings, data), pvc_manifest(settings),
-                        job_manifest(name, image, container_command(settings, command), settings, gpus, {},
-                                     completions=len(locks)))
+                        job_manifest(name, image, container_command(settings, far), settings, gpus, env or {},
+                                     completions=len(locks), parallelism=parallelism))
 
 
 def validate(manifests: RunManifests) -> None:

@@ -3,7 +3,7 @@ client is imported only when a k8s plan or run needs it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
@@ -18,6 +18,12 @@ def _execute(request: ExecutionRequest) -> ExecutionOutcome:
     from cmx_k8s.executor import K8sExecutor
 
     return K8sExecutor().run(request)
+
+
+def _run_many(requests: Sequence[ExecutionRequest], jobs: int) -> tuple[ExecutionOutcome, ...]:
+    from cmx_k8s.sweep import run_many
+
+    return run_many(requests, jobs)
 
 
 def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
@@ -37,4 +43,4 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     from cmx_k8s.settings import K8sSettings
 
     register(Executor(name="k8s", summary=SUMMARY, run=_execute, settings=K8sSettings,
-                      check_plan=_check_plan, describe=_describe))
+                      check_plan=_check_plan, describe=_describe, run_many=_run_many))

@@ -1,0 +1,212 @@
+"""Many runs as one Kubernetes Indexed Job: the k8s executor's batch entry
+(``Executor.run_many``), which ``cmx sweep --executor k8s -j N`` calls.
+
+Every request is prepared as a single run is (its stage directory and ``lock.json``); one
+ConfigMap holds ``lock-<i>.json`` for every point, and one Indexed Job (``completions: N``,
+``parallelism: min(N, -j)``, ``backoffLimitPerIndex`` so that a failed point does not end the
+others) runs index *i* on lock *i*. When every index has ended, each index's pod log (pods
+by ``job-name``, index by the ``batch.kubernetes.io/job-completion-index`` annotation) is
+unpacked into that point's ``<run dir>/remote`` as :meth:`K8sExecutor.fetch` does, and
+folded into its outcome. The Job and ConfigMap are deleted at the end and on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from cmx_core.api import CmxError, ExecutionOutcome, ExecutionRequest, Fetched, JobStatus, RemoteJob
+from cmx_core.errors import Interrupted, UsageError
+from cmx_core.remote import fold
+from cmx_k8s import framing, manifests
+from cmx_k8s.executor import (
+    LOG_TAIL,
+    K8sExecutor,
+    K8sHandle,
+    apply,
+    check_settings,
+    clients,
+    delete,
+    ended,
+    image_for,
+    with_plan_resources,
+)
+from cmx_k8s.gpu import gpu_request
+from cmx_k8s.settings import K8sSettings
+
+
+@dataclass(frozen=True)
+class SweepJob:
+    """The applied Indexed Job and, in index order, each point's prepared job."""
+
+    handle: K8sHandle
+    jobs: tuple[RemoteJob, ...]
+    submitted: float
+
+
+def run_many(requests: Sequence[ExecutionRequest], jobs: int) -> tuple[ExecutionOutcome, ...]:
+    """Run ``requests`` as one Indexed Job, at most ``jobs`` pods at once; one outcome per
+    request, in order. Ctrl-C deletes the Job and raises Interrupted."""
+    sweep = submit(requests, jobs)
+    try:
+        try:
+            status = wait(sweep)
+        except (KeyboardInterrupt, Interrupted):
+            delete(sweep.handle)
+            raise Interrupted(f"interrupted; the k8s Indexed Job {sweep.handle.name} was deleted") from None
+        return collect(sweep, status)
+    finally:
+        delete(sweep.handle)
+
+
+def submit(requests: Sequence[ExecutionRequest], jobs: int) -> SweepJob:
+    """Prepare every request, build and validate the ConfigMap, PVC and Indexed Job, apply them."""
+    if not requests:
+        raise UsageError("k8s run_many: give at least one run")
+    settings = requests[0].settings
+    assert isinstance(settings, K8sSettings)
+    check_settings(settings)
+    for request in requests:
+        with_plan_resources(request.plan, settings)  # each point's plan must fit one pod
+    first = requests[0]
+    settings, accelerator = with_plan_resources(first.plan, settings)
+    gpus = gpu_request(first.plan, first.facts.try_get("gpus"), settings.gpus, settings.gpu_product, accelerator)
+    executor = K8sExecutor()
+    prepared = tuple(executor.prepare(r) for r in requests)
+    parallelism = max(1, min(jobs, len(prepared)))
+    if settings.timeout_s:  # the Job's deadline covers every wave of points
+        settings = _with_timeout(settings, settings.timeout_s * math.ceil(len(prepared) / parallelism))
+    name = manifests.job_name(f"sweep-{first.run_id}")
+    built = manifests.sweep_manifests(
+        name, _image(requests, settings), [(j.stage_dir / "lock.json").read_text(encoding="utf-8") for j in prepared],
+        (), settings, gpus, command=indexed_command(prepared), env=prepared[0].env, parallelism=parallelism)
+    manifests.validate(built)
+    for job in prepared:
+        _write_job(built.job, job.request.run_dir / "k8s")
+    batch, core = clients(settings)
+    handle = K8sHandle(name, settings.namespace, batch, core, settings, ())
+    submitted = time.time()
+    apply(handle, built)
+    return SweepJob(handle, prepared, submitted)
+
+
+def indexed_command(jobs: Sequence[RemoteJob]) -> list[str]:
+    """The far command every index runs: each point's own with its lock replaced by
+    ``lock-$(CMX_POINT_INDEX).json`` (any other ``$`` escaped as ``$$``, which Kubernetes
+    turns back into one). The points must agree on the rest."""
+    commands = {tuple(_indexed(job.command)) for job in jobs}
+    if len(commands) != 1:
+        raise CmxError("k8s executor: the sweep's points need different far commands; one Indexed Job runs one")
+    return list(commands.pop())
+
+
+def wait(sweep: SweepJob) -> JobStatus:
+    """Poll the Job's status every ``poll_s`` until every index has ended."""
+    handle = sweep.handle
+    limit = handle.settings.timeout_s
+    deadline = time.monotonic() + limit + 60 if limit else None
+    while True:
+        status = handle.batch.read_namespaced_job_status(handle.name, handle.namespace).status
+        finished = ended(status) if _conditions_final(status) else None
+        if finished is not None:
+            return finished
+        if deadline is not None and time.monotonic() > deadline:
+            delete(handle)
+            return JobStatus("timeout", None, f"Job {handle.name} still running after {limit} s; deleted")
+        time.sleep(handle.settings.poll_s)
+
+
+def collect(sweep: SweepJob, job_status: JobStatus) -> tuple[ExecutionOutcome, ...]:
+    """Each index's pod log unpacked into its point's output and folded into its outcome."""
+    handle = sweep.handle
+    pods = _pods_by_index(handle)
+    outcomes = []
+    for index, job in enumerate(sweep.jobs):
+        log_path = job.request.run_dir / "pod.log"
+        pod = pods.get(index)
+        log = str(handle.core.read_namespaced_pod_log(pod.metadata.name, handle.namespace)) if pod else ""
+        log_path.write_text(log, encoding="utf-8")
+        status = _point_status(log, job, handle.settings, pod, job_status)
+        fetched = Fetched(logs=(log_path, *_files(job)))
+        outcomes.append(fold(job, status, fetched, sweep.submitted, "k8s"))
+    return tuple(outcomes)
+
+
+def _point_status(log: str, job: RemoteJob, settings: K8sSettings, pod: Any, job_status: JobStatus) -> JobStatus:
+    """How point ``job`` ended: its frame's exit code (the frame unpacked), else why not,
+    with the log's last lines."""
+    try:
+        frame = framing.read_frame(log, int(settings.max_result_mb * 1e6))
+    except CmxError as exc:
+        return JobStatus("failed", 1, str(exc))
+    if frame is not None and not frame.error:
+        framing.write_files(frame.files, job.local_output)
+        return JobStatus("completed" if frame.exit_code == 0 else "failed", frame.exit_code)
+    if frame is not None:
+        return JobStatus("failed", frame.exit_code, f"k8s executor: {frame.error}")
+    if pod is None:
+        if job_status.state == "timeout":
+            return job_status
+        why = job_status.message or job_status.state
+        return JobStatus("lost", None, f"no pod ran this index; the Job ended: {why}")
+    tail = " | ".join([line.strip() for line in log.splitlines() if line.strip()][-LOG_TAIL:]) or "the pod wrote no log"
+    if job_status.state == "timeout":
+        return JobStatus("timeout", _exit_code(pod), tail)
+    return JobStatus("failed", _exit_code(pod), tail)
+
+
+def _pods_by_index(handle: K8sHandle) -> dict[int, Any]:
+    """The newest pod of each completion index."""
+    pods = handle.core.list_namespaced_pod(handle.namespace, label_selector=f"job-name={handle.name}").items
+    newest: dict[int, Any] = {}
+    for pod in sorted(pods, key=lambda p: str(p.metadata.creation_timestamp or "")):
+        index = (pod.metadata.annotations or {}).get("batch.kubernetes.io/job-completion-index")
+        if index is not None and str(index).isdigit():
+            newest[int(index)] = pod
+    return newest
+
+
+def _exit_code(pod: Any) -> int | None:
+    for container in getattr(pod.status, "container_statuses", None) or ():
+        terminated = getattr(container.state, "terminated", None)
+        if terminated is not None:
+            return int(terminated.exit_code)
+    return None
+
+
+def _conditions_final(status: Any) -> bool:
+    """A Complete or Failed condition (not yet FailureTarget or SuccessCriteriaMet)."""
+    return any(c.status == "True" and c.type in ("Complete", "Failed") for c in status.conditions or ())
+
+
+def _indexed(command: Sequence[str]) -> list[str]:
+    return [manifests.SWEEP_LOCK if arg == manifests.FAR_LOCK else arg.replace("$", "$$") for arg in command]
+
+
+def _image(requests: Sequence[ExecutionRequest], settings: K8sSettings) -> str:
+    images = {image_for(r.plan, settings) for r in (requests if not settings.image else requests[:1])}
+    if len(images) != 1:
+        raise CmxError(f"k8s executor: the sweep's points need different images ({', '.join(sorted(images))}); "
+                       "one Indexed Job runs one; give image=")
+    return images.pop()
+
+
+def _with_timeout(settings: K8sSettings, seconds: int) -> K8sSettings:
+    return replace(settings, timeout_s=seconds)
+
+
+def _write_job(job: dict[str, Any], directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "job.json"
+    path.write_text(json.dumps(job, indent=2), encoding="utf-8")
+    return path
+
+
+def _files(job: RemoteJob) -> tuple[Path, ...]:
+    path = job.request.run_dir / "k8s" / "job.json"
+    return (path,) if path.is_file() else ()
