@@ -181,3 +181,45 @@ def test_ctrl_c_deletes_the_indexed_job(cluster: tuple[Path, standin.StandIn], c
     assert list((paths.data_dir() / "inflight").glob("*.json")) == []
     assert len(started) == 2 and [p.process.poll() for p in started] == [-9, -9]  # both pods killed
     _nothing_left(state)
+
+
+def test_the_standin_expands_variables_as_kubernetes_does() -> None:
+    env = {"CMX_POINT_INDEX": "7", "A": "x"}
+    assert standin.expand("lock-$(CMX_POINT_INDEX).json", env) == "lock-7.json"
+    assert standin.expand("$$(A) $(A) $(UNSET) $$", env) == "$(A) x $(UNSET) $"
+    assert standin.ranges([4, 0, 2, 1]) == "0-2,4" and standin.ranges([]) == ""
+
+
+def test_the_standin_runs_an_indexed_job_index_by_index(cluster: tuple[Path, standin.StandIn],
+                                                        tmp_path: Path) -> None:
+    """Through the real client: index i exits with code i, two pods at a time (indexes 0
+    and 1 each wait until both have started); each index fails on its own
+    (backoffLimitPerIndex), and the status counts them."""
+    from cmx_k8s import manifests
+    from cmx_k8s.executor import clients
+    from cmx_k8s.settings import K8sSettings
+
+    kubeconfig, state = cluster
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    settings = K8sSettings(kubeconfig=str(kubeconfig), pvc="")
+    built = manifests.sweep_manifests("cmx-standin", "img:1", ["{}"] * 3, (), settings, None, parallelism=2)
+    built.job["spec"]["template"]["spec"]["containers"][0]["command"] = [
+        "sh", "-c", f"touch {gate}/$(CMX_POINT_INDEX); until [ $$(ls {gate} | wc -l) -ge 2 ]; "
+        "do sleep 0.05; done; echo index $(CMX_POINT_INDEX) 'costs $$5'; exit $(CMX_POINT_INDEX)"]
+    manifests.validate(built)
+    batch, core = clients(settings)
+    core.create_namespaced_config_map("default", built.config_map)
+    batch.create_namespaced_job("default", built.job)
+    deadline = time.monotonic() + 60
+    while not (status := batch.read_namespaced_job_status("cmx-standin", "default").status).conditions:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert [(c.type, c.reason) for c in status.conditions] == [("Failed", "FailedIndexes")]
+    assert (status.succeeded, status.failed, status.completed_indexes, status.failed_indexes) == (1, 2, "0", "1-2")
+    assert state.peak == 2
+    pods = core.list_namespaced_pod("default", label_selector="job-name=cmx-standin").items
+    indexes = sorted(p.metadata.annotations["batch.kubernetes.io/job-completion-index"] for p in pods)
+    assert indexes == ["0", "1", "2"]
+    logs = sorted(core.read_namespaced_pod_log(p.metadata.name, "default") for p in pods)
+    assert logs == [f"index {i} costs $5\n" for i in range(3)]

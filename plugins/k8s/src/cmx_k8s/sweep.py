@@ -54,12 +54,10 @@ def run_many(requests: Sequence[ExecutionRequest], jobs: int) -> tuple[Execution
     request, in order. Ctrl-C deletes the Job and raises Interrupted."""
     sweep = submit(requests, jobs)
     try:
-        try:
-            status = wait(sweep)
-        except (KeyboardInterrupt, Interrupted):
-            delete(sweep.handle)
-            raise Interrupted(f"interrupted; the k8s Indexed Job {sweep.handle.name} was deleted") from None
-        return collect(sweep, status)
+        return collect(sweep, wait(sweep))
+    except (KeyboardInterrupt, Interrupted):
+        delete(sweep.handle)
+        raise Interrupted(f"interrupted; the k8s Indexed Job {sweep.handle.name} was deleted") from None
     finally:
         delete(sweep.handle)
 
