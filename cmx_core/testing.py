@@ -117,6 +117,22 @@ def processes_with(marker: str, *, at_start: bool = False) -> list[int]:
     return found
 
 
+def exit_code_recipe(name: str, tag: str) -> str:
+    """A recipe (YAML text) tagged ``test, sweep, <tag>`` whose one shell step exits with its
+    integer input ``code`` (0 to 9; a larger one is refused when the point is planned): for
+    tests of failed and refused sweep points."""
+    return textwrap.dedent(f"""\
+        name: {name}
+        tags: [test, sweep, {tag}]
+        summary: exits with the code it is given
+        inputs:
+          code: {{type: integer, default: 0, min: 0, max: 9}}
+        steps:
+          - uses: shell
+            with: {{cmd: [sh, -c, "exit {{{{ inputs.code }}}}"]}}
+        """)
+
+
 # --------------------------------------------------------------------------- the kit
 
 

@@ -15,17 +15,9 @@ from cmx_core import paths
 from cmx_core.errors import UsageError
 from cmx_core.results.store import ResultStore
 from cmx_core.sweep import Axis, parse_axes, points
+from cmx_core.testing import exit_code_recipe
 
-EXITS = """\
-name: test-sweep-exit
-tags: [test, sweep, exit]
-summary: exits with the code it is given
-inputs:
-  code: {type: integer, default: 0, min: 0, max: 9}
-steps:
-  - uses: shell
-    with: {cmd: [sh, -c, "exit {{ inputs.code }}"]}
-"""
+EXITS = exit_code_recipe("test-sweep-exit", "exit")
 
 
 def test_axes_and_points() -> None:

@@ -20,19 +20,11 @@ from cmx_core.result_compare import comparable_across_sweeps
 from cmx_core.results.store import ResultStore
 from cmx_core.sweep import SweepResult, parse_axes, points, read_manifest, run_sweep
 from cmx_core.sweep_batch import PointOptions, parse_point_options
+from cmx_core.testing import exit_code_recipe
 
 TEST_PLUGIN = frozenset({"batching-exec"})  # loaded in this process only
 
-EXITS = """\
-name: test-sweep-batch-exit
-tags: [test, sweep, batchexit]
-summary: exits with the code it is given
-inputs:
-  code: {type: integer, default: 0, min: 0, max: 9}
-steps:
-  - uses: shell
-    with: {cmd: [sh, -c, "exit {{ inputs.code }}"]}
-"""
+EXITS = exit_code_recipe("test-sweep-batch-exit", "batchexit")
 
 
 class _Batching:

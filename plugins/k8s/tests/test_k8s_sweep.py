@@ -21,17 +21,9 @@ from cmx_core.api import comparable_across_sweeps
 from cmx_core.cli.main import main
 from cmx_core.results.store import ResultStore
 from cmx_core.sweep import SweepResult, parse_axes, points, run_sweep
+from cmx_core.testing import exit_code_recipe
 
-EXITS = """\
-name: test-k8s-sweep-exit
-tags: [test, sweep, k8sexit]
-summary: exits with the code it is given
-inputs:
-  code: {type: integer, default: 0, min: 0, max: 9}
-steps:
-  - uses: shell
-    with: {cmd: [sh, -c, "exit {{ inputs.code }}"]}
-"""
+EXITS = exit_code_recipe("test-k8s-sweep-exit", "k8sexit")
 
 SLOW = """\
 name: test-k8s-sweep-slow

@@ -18,6 +18,7 @@ from cmx_core.api import comparable_across_sweeps
 from cmx_core.cli.main import main
 from cmx_core.results.store import ResultStore
 from cmx_core.sweep import SweepResult, parse_axes, points, read_manifest, run_sweep
+from cmx_core.testing import exit_code_recipe
 
 SLOW = """\
 name: test-ray-batch-slow
@@ -31,16 +32,7 @@ steps:
 """
 
 
-EXITS = """\
-name: test-ray-sweep-exit
-tags: [test, sweep, rayexit]
-summary: exits with the code it is given
-inputs:
-  code: {type: integer, default: 0, min: 0, max: 9}
-steps:
-  - uses: shell
-    with: {cmd: [sh, -c, "exit {{ inputs.code }}"]}
-"""
+EXITS = exit_code_recipe("test-ray-sweep-exit", "rayexit")
 
 
 def _ray(address: str) -> list[str]:

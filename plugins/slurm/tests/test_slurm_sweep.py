@@ -17,19 +17,11 @@ from cmx_core.api import comparable_across_sweeps
 from cmx_core.cli.main import main
 from cmx_core.results.store import ResultStore
 from cmx_core.sweep import SweepResult, parse_axes, points, read_manifest, run_sweep
+from cmx_core.testing import exit_code_recipe
 
 SLURM = ["--executor", "slurm", "--executor-opt", "poll_s=0.2"]
 
-EXITS = """\
-name: test-slurm-sweep-exit
-tags: [test, sweep, slurmexit]
-summary: exits with the code it is given
-inputs:
-  code: {type: integer, default: 0, min: 0, max: 9}
-steps:
-  - uses: shell
-    with: {cmd: [sh, -c, "exit {{ inputs.code }}"]}
-"""
+EXITS = exit_code_recipe("test-slurm-sweep-exit", "slurmexit")
 
 
 def _job(result_path: str | None) -> dict[str, Any]:
