@@ -79,10 +79,17 @@ def _submit_and_wait(executor: RayExecutor, jobs: Sequence[RemoteJob], handles: 
 
 
 def _cancel_all(handles: Sequence[RayHandle]) -> None:
+    """Cancel every task without force (each kills its child's process group and ends), then
+    force only those still running after 10 s. A force-cancel of a task that has already ended
+    can abort the driver inside Ray's core worker ("Tried to complete task that was not
+    pending", seen once here), taking this process with it."""
     import ray
 
-    for handle in handles:
-        ray.cancel(handle.ref, force=False)
-    ray.wait([h.ref for h in handles], num_returns=len(handles), timeout=10.0)
-    for handle in handles:
-        ray.cancel(handle.ref, force=True)
+    refs = [handle.ref for handle in handles]
+    for ref in refs:
+        ray.cancel(ref, force=False)
+    _, running = ray.wait(refs, num_returns=len(refs), timeout=10.0)
+    for ref in running:
+        ray.cancel(ref, force=True)
+    if running:
+        ray.wait(running, num_returns=len(running), timeout=10.0)
