@@ -284,8 +284,8 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
 
     inflight.reap()  # runs a killed cmx left behind are recorded as interrupted
     session.cache.clean_staging()
-    provenance = _provenance(lock_digest, session, sweep)
-    inflight.mark(run_id, run_dir, _interrupted_document(request, provenance))
+    provenance = run_provenance(lock_digest, session, sweep)
+    inflight.mark(run_id, run_dir, interrupted_document(request, provenance))
     try:
         result_path, document, exit_code = _execute(chosen, request, provenance, session)
     finally:
@@ -302,14 +302,15 @@ def executor_settings(chosen: Executor, options: Mapping[str, Any]) -> ExecutorS
     return parse_settings(chosen.name, chosen.settings, options)
 
 
-def _provenance(lock_digest: str, session: Session, sweep: Mapping[str, Any] | None) -> Any:
+def run_provenance(lock_digest: str, session: Session, sweep: Mapping[str, Any] | None) -> Any:
+    """The provenance of a run: the lock's digest, the loaded plugins, the sweep point (if any)."""
     from cmx_core.recording import Provenance
 
     return Provenance(lock_digest, [(p["name"], p["distribution"], p["version"])
                                     for p in _plugins(session.registry)], sweep)
 
 
-def _interrupted_document(request: ExecutionRequest, provenance: Any) -> dict[str, Any]:
+def interrupted_document(request: ExecutionRequest, provenance: Any) -> dict[str, Any]:
     """The error result the run gets if its cmx is killed before it records one."""
     from cmx_core.inflight import INTERRUPTED
     from cmx_core.recording import failed_outcome, run_record

@@ -18,7 +18,6 @@ engine records an executor's own failure. Ctrl-C cancels the batch and raises
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -194,8 +193,9 @@ def _prepare(batch: BatchSweep, session: Session, index: int, point: Mapping[str
     request = ExecutionRequest(plan=the_plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
                                lock_path=run_dir / "lock.json", run_id=new_run_id(), settings=settings,
                                use_cache=not batch.options.no_cache)
-    provenance = _provenance(lock_digest, session, {"id": batch.sweep_id, "index": index, "point": dict(point)})
-    inflight.mark(request.run_id, run_dir, _interrupted_document(request, provenance))
+    provenance = engine.run_provenance(lock_digest, session,
+                                       {"id": batch.sweep_id, "index": index, "point": dict(point)})
+    inflight.mark(request.run_id, run_dir, engine.interrupted_document(request, provenance))
     return Prepared(index, request, provenance)
 
 
@@ -257,25 +257,6 @@ def _unplanned(index: int, point: Mapping[str, str], exc: CmxError) -> PointOutc
     """A point whose plan failed: no run, exit code and message as ``cmx run`` would give."""
     message = " ".join(str(exc).split("\n")[0].split())
     return PointOutcome(index, point, "failed", exc.exit_code or 1, message=f"cmx: error: {message}"[:300])
-
-
-def _provenance(lock_digest: str, session: Session, sweep: Mapping[str, Any]) -> Provenance:
-    """The engine's provenance of a run: the lock's digest, the loaded plugins, the sweep."""
-    from cmx_core.recording import Provenance
-
-    plugins = [(p.name, p.distribution, p.version) for p in session.registry.plugins.values() if not p.error]
-    return Provenance(lock_digest, plugins, sweep)
-
-
-def _interrupted_document(request: ExecutionRequest, provenance: Provenance) -> dict[str, Any]:
-    """The error result the point gets if this process is killed before it records one."""
-    from cmx_core.inflight import INTERRUPTED
-    from cmx_core.providers import RunError
-    from cmx_core.recording import failed_outcome, run_record
-    from cmx_core.results.document import build_document
-
-    error = RunError(INTERRUPTED.format(pid=os.getpid()), exit_code=130)
-    return build_document(run_record(request, failed_outcome(time.time(), error), provenance, {}))
 
 
 def _write_json(path: Path, value: Any) -> None:
