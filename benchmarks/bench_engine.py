@@ -117,7 +117,7 @@ def generate_fanout(directory: Path, count: int) -> None:
 
 def plan_ms(directories: list[Path], tags: str, nodes: int, repeat: int) -> float:
     """The median time to resolve and plan ``tags`` in a session over ``directories``."""
-    from cmx_core import engine
+    from cmx_core.run import engine
 
     session = engine.open_session(directories)
     plan = engine.plan(tags, session=session)
@@ -128,7 +128,7 @@ def plan_ms(directories: list[Path], tags: str, nodes: int, repeat: int) -> floa
 def first_plan_ms(directories: list[Path], tags: str, nodes: int, repeat: int) -> float:
     """The median time of what one command pays: open a session (the index is warm), build
     the recipes the plan reads and plan once, nothing reused from an earlier plan."""
-    from cmx_core import engine
+    from cmx_core.run import engine
 
     def once() -> None:
         plan = engine.plan(tags, session=engine.open_session(directories))
@@ -193,7 +193,7 @@ def main() -> int:
         rows.append(("python -c pass (baseline)", median_ms(
             lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), args.repeat), None))
 
-        from cmx_core.catalog import Source, load_catalog
+        from cmx_core.catalog.catalog import Source, load_catalog
 
         flat = root / "flat"
         generate_flat(flat, 10_000)
@@ -211,7 +211,7 @@ def main() -> int:
 
         graph = root / "graph"
         generate_graph(graph, 500)
-        from cmx_core import engine
+        from cmx_core.run import engine
 
         session = engine.open_session([graph])
         plan = engine.plan("graph,node0", session=session)

@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cmx_mlperf.power.nvml import NvmlSource
-from cmx_mlperf.power.rapl import RaplSource
-from cmx_mlperf.power.reading import PowerSource
-from cmx_mlperf.power.replay import NvmlRecordingReplay
-from cmx_mlperf.power.sampler import PowerSampler
+from cmx_core.telemetry.nvml import NvmlSource
+from cmx_core.telemetry.rapl import RaplSource
+from cmx_core.telemetry.reading import PowerSource
+from cmx_core.telemetry.replay import NvmlRecordingReplay
+from cmx_core.telemetry.sampler import PowerSampler
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "plugins" / "mlperf" / "tests" / "fixtures" / "power" / "h200-1x-session.json"

@@ -13,7 +13,7 @@ CHILD = r'''
 import time, sys, json
 t = time.perf_counter
 # what the engine has imported anyway before it writes a result
-import cmx_core.providers, cmx_core.errors, json, hashlib, pathlib, datetime, re
+import cmx_core.providers.types, cmx_core.errors, json, hashlib, pathlib, datetime, re
 from pathlib import Path
 db, run_dir = Path(sys.argv[1]), Path(sys.argv[2])
 a = t()
@@ -30,7 +30,7 @@ doc = build_document(record)
 d = t()
 validate_document(doc)
 e = t()
-path = write_result(run_dir, doc)
+path = write_result(run_dir, doc, suites=None)
 f = t()
 ResultStore(db).index(doc, path)
 g = t()

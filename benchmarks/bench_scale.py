@@ -16,7 +16,7 @@ Slurm, for a sweep of N points of the demo chain (``demo,sort``, size 1000 + i):
   them), and its share of the delay between the last script ending and the outcomes being
   back (end detection by polling, and folding). The far command's own time, ``ended -
   launched``, is printed beside it.
-* **sweep**: the same N points through ``cmx sweep`` (``cmx_core.sweep.run_sweep`` with
+* **sweep**: the same N points through ``cmx sweep`` (``cmx_core.sweep.runner.run_sweep`` with
   ``--executor slurm`` and ``-j N``, in this process), which plans every point, hands them to
   cmx-slurm's batch entry (one job array) and records each result. Measured like the array,
   so its staging (``submitted - t0``) also holds the planning of every point (checked as
@@ -61,9 +61,9 @@ from typing import Any
 
 def _requests(sizes: list[int], base: Path, settings: Any) -> list[Any]:
     """A prepared run (plan, run directory, lock) per size."""
-    from cmx_core import engine
     from cmx_core.api import ExecutionRequest
-    from cmx_core.runids import new_run_id
+    from cmx_core.run import engine
+    from cmx_core.run.runids import new_run_id
 
     session = engine.open_session()
     requests = []
@@ -123,7 +123,7 @@ def _slurm_array(points: int, base: Path) -> dict[str, Any]:
 
 def _slurm_sweep(points: int, data_dir: Path) -> dict[str, Any]:
     """The N points through ``cmx sweep --executor slurm -j N`` (run_sweep in this process)."""
-    from cmx_core.sweep import run_sweep
+    from cmx_core.sweep.runner import run_sweep
 
     matrix = [{"size": str(3000 + i)} for i in range(points)]
     t0 = time.time()
@@ -154,7 +154,7 @@ def _slurm_sweep(points: int, data_dir: Path) -> dict[str, Any]:
 
 
 def _slurm_sequential(runs: int) -> dict[str, Any]:
-    from cmx_core import engine
+    from cmx_core.run import engine
 
     overheads, latencies, far = [], [], []
     for size in [5000 + i for i in range(runs)]:
@@ -181,7 +181,7 @@ def bench_slurm(points: int, sequential: int) -> dict[str, Any]:
         cluster = start_private(work)
         os.environ["SLURM_CONF"] = cluster.conf
     try:
-        from cmx_core import engine
+        from cmx_core.run import engine
 
         engine.run("demo,sort", {"size": 10, "repeats": 1}, executor="local")  # warm imports and caches
         from cmx_core import paths

@@ -18,7 +18,7 @@ files through the object store. A negative difference is within the noise of a l
   pool as wide as the head's CPUs, in blocks of 10 points, baseline and Ray in turn (each Ray
   block one ``run_batch``, all its tasks submitted at once); overhead per point = (ray wall -
   baseline wall) / N.
-* **sweep** (``cmx sweep --executor ray -j N``: ``cmx_core.sweep.run_sweep`` in this process,
+* **sweep** (``cmx sweep --executor ray -j N``: ``cmx_core.sweep.runner.run_sweep`` in this process,
   which plans every point, hands them all to cmx-ray's batch entry and records each result):
   one N-point sweep of the demo chain, against N far commands run by the baseline as above
   (half before the sweep, half after, so a load drift hits both); overhead per point = (sweep
@@ -134,8 +134,8 @@ def _baseline_executor() -> Any:
 
 
 def _register_baseline() -> None:
-    from cmx_core import plugins
     from cmx_core.api import hookimpl
+    from cmx_core.plugins import loader as plugins
 
     baseline = _baseline_executor()
 
@@ -154,7 +154,7 @@ def _timed(fn: Callable[[], object]) -> float:
 
 
 def _sequential(runs: int, opts: dict[str, str]) -> dict[str, Any]:
-    from cmx_core import engine
+    from cmx_core.run import engine
 
     rayed: list[float] = []
     base: list[float] = []
@@ -169,9 +169,9 @@ def _sequential(runs: int, opts: dict[str, str]) -> dict[str, Any]:
 
 
 def _requests(sizes: Sequence[int], base: Path, settings: Any) -> list[Any]:
-    from cmx_core import engine
     from cmx_core.api import ExecutionRequest
-    from cmx_core.runids import new_run_id
+    from cmx_core.run import engine
+    from cmx_core.run.runids import new_run_id
 
     session = engine.open_session()
     requests = []
@@ -216,7 +216,7 @@ def _sweep(points: int, address: str, work: Path) -> dict[str, Any]:
     from cmx_ray.settings import RaySettings
 
     from cmx_core import paths
-    from cmx_core.sweep import run_sweep
+    from cmx_core.sweep.runner import run_sweep
 
     settings = RaySettings(address=address, env=("CMX_HOME",))
     baseline = _baseline_executor()
@@ -244,8 +244,8 @@ def _sweep(points: int, address: str, work: Path) -> dict[str, Any]:
 def _connect(opts: dict[str, str], tries: int = 4) -> None:
     """The first run, retried a few times: a head on a loaded machine may listen before its
     GCS accepts drivers."""
-    from cmx_core import engine
     from cmx_core.errors import UsageError
+    from cmx_core.run import engine
 
     for attempt in range(tries):
         try:
@@ -261,7 +261,7 @@ def bench_ray(points: int, sequential: int) -> dict[str, Any]:
     """The Ray numbers, with a private head started and stopped here (CMX_HOME must be set)."""
     from cmx_ray import cluster
 
-    from cmx_core import engine
+    from cmx_core.run import engine
 
     home = os.environ["CMX_HOME"]
     _register_baseline()

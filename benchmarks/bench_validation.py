@@ -18,7 +18,7 @@ CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 from pathlib import Path
-from cmx_core.plugins import load_registry
+from cmx_core.plugins.loader import load_registry
 from cmx_core.results.examples import H100_FACTS, example_document, mlperf_part
 from cmx_core.results.validate import validate_document
 registry = load_registry()

@@ -33,40 +33,51 @@ from cmx_core.errors import (
     StepFailed,
     UsageError,
 )
-from cmx_core.hookspecs import hookimpl
-from cmx_core.providers import (
-    Artifact,
+from cmx_core.plugins.hookspecs import hookimpl
+from cmx_core.plugins.registry import ExecutionRequest, Executor
+from cmx_core.providers.types import (
     CachedMeasurement,
-    Capabilities,
     Command,
     Detector,
     ExecutionOutcome,
-    ExecutionRequest,
-    Executor,
     ExecutorSettings,
     Exporter,
-    Metric,
     NodeResult,
     NoSettings,
-    ResultPart,
     RunError,
     StepContext,
-    StepOutput,
     StepType,
     Suite,
 )
+from cmx_core.providers.values import Artifact, Capabilities, Metric, ResultPart, StepOutput
 
 if TYPE_CHECKING:  # the lazy names, for type checkers
-    from cmx_core.engine import plan_plugins
-    from cmx_core.facts import FactStore
-    from cmx_core.planner import Plan, PlanNode
-    from cmx_core.plugin_extras import require_extra
-    from cmx_core.plugins import Registry, get_sandbox
-    from cmx_core.remote import Fetched, JobStatus, RemoteExecutor, RemoteJob
-    from cmx_core.resources import NO_RESOURCES, Resources, node_resources, plan_resources
-    from cmx_core.result_compare import comparable, comparable_across_sweeps
-    from cmx_core.sandbox import Limits, Sandbox, SandboxBackend, SandboxResult, SandboxSpec, SandboxUser, Verdict
-    from cmx_core.secrets import TOKEN_PATTERNS, is_secret_name
+    from cmx_core.facts.store import FactStore
+    from cmx_core.paths import cache_dir, data_dir
+    from cmx_core.plan.planner import Plan, PlanNode
+    from cmx_core.plugins.extras import require_extra
+    from cmx_core.plugins.loader import get_registry, get_sandbox
+    from cmx_core.plugins.registry import Registry
+    from cmx_core.recipes.resources import NO_RESOURCES, Resources, node_resources, plan_resources
+    from cmx_core.results.comparable import comparable, comparable_across_sweeps
+    from cmx_core.results.secrets import TOKEN_PATTERNS, is_secret_name
+    from cmx_core.run.engine import plan_plugins, write_lock
+    from cmx_core.run.remote import Fetched, JobStatus, RemoteExecutor, RemoteJob, fold
+    from cmx_core.sandbox import (
+        Limits,
+        Sandbox,
+        SandboxBackend,
+        SandboxResult,
+        SandboxSpec,
+        SandboxUser,
+        Verdict,
+        check_spec,
+    )
+    from cmx_core.sandbox.cpus import pick_cpus
+    from cmx_core.sandbox.session import BubblewrapSession, session_unavailable
+    from cmx_core.sandbox.verdict import Ending, decide
+    from cmx_core.sweep.runner import point_command, run_sweep
+    from cmx_core.telemetry.energy import Meter
 
 __all__ = [
     "Artifact", "CacheError", "CachedMeasurement", "Capabilities", "CmxError", "Command", "Detector",
@@ -82,24 +93,35 @@ __all__ = [
     "comparable_across_sweeps",
     "is_secret_name", "TOKEN_PATTERNS",
     "get_sandbox", "Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict",
+    # what the in-tree plugins reached past the API for, before the layers issue (#27)
+    "cache_dir", "data_dir", "get_registry", "write_lock", "fold", "check_spec", "pick_cpus", "BubblewrapSession",
+    "session_unavailable", "Ending", "decide", "point_command", "run_sweep",
+    "Meter",
 ]
 
 _LAZY = {
-    "run": "cmx_core.engine", "plan": "cmx_core.engine", "explain": "cmx_core.engine",
-    "list_recipes": "cmx_core.engine", "detect_facts": "cmx_core.engine",
+    "run": "cmx_core.run.engine", "plan": "cmx_core.run.engine", "explain": "cmx_core.run.engine",
+    "list_recipes": "cmx_core.run.engine", "detect_facts": "cmx_core.run.engine",
     "validate_document": "cmx_core.results.validate",
-    "plan_plugins": "cmx_core.engine",
-    "RemoteExecutor": "cmx_core.remote", "RemoteJob": "cmx_core.remote", "JobStatus": "cmx_core.remote",
-    "Fetched": "cmx_core.remote",
-    "Plan": "cmx_core.planner", "PlanNode": "cmx_core.planner", "Registry": "cmx_core.plugins",
-    "FactStore": "cmx_core.facts",
-    "get_sandbox": "cmx_core.plugins",
-    "require_extra": "cmx_core.plugin_extras",
-    **dict.fromkeys(("Resources", "NO_RESOURCES", "node_resources", "plan_resources"), "cmx_core.resources"),
-    "comparable": "cmx_core.result_compare", "comparable_across_sweeps": "cmx_core.result_compare",
-    "is_secret_name": "cmx_core.secrets", "TOKEN_PATTERNS": "cmx_core.secrets",
-    **dict.fromkeys(("Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict"),
-                    "cmx_core.sandbox"),
+    "plan_plugins": "cmx_core.run.engine",
+    "RemoteExecutor": "cmx_core.run.remote", "RemoteJob": "cmx_core.run.remote", "JobStatus": "cmx_core.run.remote",
+    "Fetched": "cmx_core.run.remote",
+    "Plan": "cmx_core.plan.planner", "PlanNode": "cmx_core.plan.planner", "Registry": "cmx_core.plugins.registry",
+    "FactStore": "cmx_core.facts.store",
+    "get_sandbox": "cmx_core.plugins.loader",
+    "require_extra": "cmx_core.plugins.extras",
+    **dict.fromkeys(("Resources", "NO_RESOURCES", "node_resources", "plan_resources"), "cmx_core.recipes.resources"),
+    "comparable": "cmx_core.results.comparable", "comparable_across_sweeps": "cmx_core.results.comparable",
+    "is_secret_name": "cmx_core.results.secrets", "TOKEN_PATTERNS": "cmx_core.results.secrets",
+    **dict.fromkeys(("Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict",
+                     "check_spec"), "cmx_core.sandbox"),
+    "cache_dir": "cmx_core.paths", "data_dir": "cmx_core.paths", "get_registry": "cmx_core.plugins.loader",
+    "write_lock": "cmx_core.run.engine",
+    "fold": "cmx_core.run.remote", "pick_cpus": "cmx_core.sandbox.cpus",
+    **dict.fromkeys(("BubblewrapSession", "session_unavailable"), "cmx_core.sandbox.session"),
+    **dict.fromkeys(("Ending", "decide"), "cmx_core.sandbox.verdict"),
+    **dict.fromkeys(("point_command", "run_sweep"), "cmx_core.sweep.runner"),
+    "Meter": "cmx_core.telemetry.energy",
 }
 
 

@@ -7,6 +7,8 @@ nothing else is caught there, so a programming error still shows its traceback.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class CmxError(Exception):
     """Base of every user-facing error; ``str(err)`` is the one line that is printed."""
@@ -84,3 +86,17 @@ class Interrupted(CmxError):
     """The run was interrupted (Ctrl-C); nothing half-written was kept."""
 
     exit_code = 130
+
+
+def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str:
+    """``; did you mean 'x'?`` (or ``'x' or 'y'``) for the choices close to ``word``, else ``""``.
+
+    One helper for every "unknown name" message: tags, variations, inputs, recipe names,
+    commands, plugin names and executor options (:func:`difflib.get_close_matches`, cutoff 0.6).
+    """
+    import difflib  # deferred: every command imports this module, a hint is only for an error
+
+    close = difflib.get_close_matches(word, sorted(set(choices)), n=n)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"

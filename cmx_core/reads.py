@@ -4,7 +4,7 @@ While a run that may leave a warm-run memo is recorded (:func:`recording`), each
 reports what it reads as it reads it: the catalog its recipe directories and files, the
 cache each entry's metadata and recorded paths, the planner the ``path`` inputs and the
 variables steps let through, the fact store each fact's fingerprint function or value and
-its cache file, the executor each step validator it consulted. The memo (:mod:`cmx_core.replay_record`) is this
+its cache file, the executor each step validator it consulted. The memo (:mod:`cmx_core.run.replay_record`) is this
 log, so a new kind of dependency is recorded where it is read or the run is not
 replayable: nothing has to remember to list it afterwards. Anything that cannot be checked
 again by name (a closure as a fingerprint, a facts file, a failing detector) is reported
@@ -135,7 +135,7 @@ def env(name: str) -> None:
 def fact(name: str, check: dict[str, Any]) -> None:
     """How to check again that fact ``name`` still has the value the run used: a
     fingerprint function's reference and result, or a detect function's reference and the
-    digest of its value (see :mod:`cmx_core.replay`)."""
+    digest of its value (see :mod:`cmx_core.run.replay`)."""
     log = active()
     if log is not None:
         log.facts.setdefault(name, {"name": name, **check})

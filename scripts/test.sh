@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what it needs into .venv, starts the
 # services the tests need (a private Docker engine; it needs root for apt-get and dockerd),
-# runs ruff and mypy, then pytest over cmx-core and every plugin, and stops what it started by PID.
+# runs ruff, mypy and lint-imports, then pytest over cmx-core and every plugin, and stops what it
+# started by PID.
 #
 #   bash scripts/test.sh [pytest args...]      # every test directory (what .ci/run calls)
 #   bash scripts/test.sh PATH... [pytest args]  # only the given test paths (an existing file or
@@ -40,6 +41,10 @@ if [ "$venv_py" != "3.10" ]; then
   echo "scripts/test.sh: mypy (Python $venv_py)" >&2
   .venv/bin/mypy --python-version "$venv_py"
 fi
+# the layer contract (docs/architecture.md): cmx-core's layers import only downwards and the
+# plugins' src only cmx_core.api and cmx_core.errors (pyproject's [tool.importlinter])
+echo "scripts/test.sh: lint-imports" >&2
+.venv/bin/lint-imports --no-cache
 
 if [ "$(id -u)" = "0" ]; then
   cmx_docker_start "$W" || echo "scripts/test.sh: no Docker engine; container tests will say why" >&2

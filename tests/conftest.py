@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cmx_core.cli.main import main
-from cmx_core.plugins import reset_registry
+from cmx_core.plugins.loader import reset_registry
 
 
 @pytest.fixture(autouse=True)

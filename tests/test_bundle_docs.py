@@ -12,8 +12,8 @@ import pytest
 
 from cmx_core.bundle.pack import MAX_FILE_BYTES, BundleOptions, create_bundle
 from cmx_core.bundle.verdict import DEFAULT_TOLERANCE
-from cmx_core.lock import DRIFT_CLASSES, HARDWARE_FACTS
-from cmx_core.secrets import REDACTED, filtered_environment, is_secret_name, redact
+from cmx_core.results.secrets import REDACTED, filtered_environment, is_secret_name, redact
+from cmx_core.run.lock import DRIFT_CLASSES, HARDWARE_FACTS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -53,7 +53,7 @@ def test_allow_list_and_redaction() -> None:
 
 
 def test_links_and_large_files_are_skipped_with_a_reason(cmx_home: Path, tmp_path: Path) -> None:
-    from cmx_core import engine
+    from cmx_core.run import engine
 
     run_dir = engine.run(["demo", "sort"], {"size": 5, "repeats": 1}).run_dir
     (run_dir / "big.bin").write_bytes(b"x" * 200_000)
@@ -69,8 +69,8 @@ def test_links_and_large_files_are_skipped_with_a_reason(cmx_home: Path, tmp_pat
 
 
 def test_hardware_class_labels_in_results_md() -> None:
-    from cmx_core.hardware import from_system
     from cmx_core.results.facts_map import system_section
+    from cmx_core.results.hardware import from_system
 
     text = " ".join((DOCS / "results.md").read_text().split())
     facts = Path(__file__).resolve().parent.parent / "examples" / "facts"

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 import cmx_core
+import cmx_core.api
 from cmx_core import paths
-from cmx_core.cache import ENTRY_REF, META, Cache
+from cmx_core.cache.store import ENTRY_REF, META, Cache
 
 RECIPE = """
 name: writer
@@ -31,14 +32,14 @@ steps:
 def cached(recipes: Any) -> tuple[Path, Path]:
     """A committed entry of ``writer``: (its recipes dir, its meta.json)."""
     recipes("writer", RECIPE)
-    result = cmx_core.run("writer", recipes_dirs=[recipes.dir])
+    result = cmx_core.api.run("writer", recipes_dirs=[recipes.dir])
     assert result.status == "completed"
     (entry,) = Cache().entries()
     return recipes.dir, entry.path / META
 
 
 def status(recipes_dir: Path) -> tuple[str, str]:
-    root = cmx_core.plan("writer", recipes_dirs=[recipes_dir]).root
+    root = cmx_core.api.plan("writer", recipes_dirs=[recipes_dir]).root
     return root.cache_status, root.cache_reason
 
 
@@ -61,7 +62,7 @@ def test_a_tampered_meta_is_a_miss_with_the_reason(cached: tuple[Path, Path], ca
     state, reason = status(recipes_dir)
     assert state == "miss" and reason == f"{META} does not match its digest (tampered or damaged)"
     assert "cmx cache rm" in capsys.readouterr().err
-    assert cmx_core.run("writer", recipes_dirs=[recipes_dir]).status == "completed"  # recomputed, replaced
+    assert cmx_core.api.run("writer", recipes_dirs=[recipes_dir]).status == "completed"  # recomputed, replaced
     assert status(recipes_dir) == ("hit", "hit")
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cmx_core.bundle.verdict import judge
-from cmx_core.providers import Metric, ResultPart
+from cmx_core.providers.values import Metric, ResultPart
 from cmx_core.results.compare import NOISE_UNKNOWN, compare_samples
 from cmx_core.results.examples import example_document
 

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from cmx_core import plugins
 from cmx_core.api import Capabilities, Metric, ResultPart, StepOutput, StepType, hookimpl
+from cmx_core.plugins import loader as plugins
 from cmx_core.testing import (
     IsolatedEnv,
     StepSample,
@@ -95,7 +95,7 @@ def test_output_problems_validate_the_result_document() -> None:
 
 
 def test_recipes_are_planned_with_stand_ins_for_required_inputs(tmp_path: Path, monkeypatch) -> None:
-    from cmx_core.kit.checks import plan_problems, required_inputs
+    from cmx_core.testing.checks import plan_problems, required_inputs
 
     recipe = tmp_path / "recipes" / "needs.yaml"
     recipe.parent.mkdir()

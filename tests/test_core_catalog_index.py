@@ -1,4 +1,4 @@
-"""The recipe index (``cmx_core.catalog``): a check re-parses exactly the files that changed
+"""The recipe index (``cmx_core.catalog.catalog``): a check re-parses exactly the files that changed
 (modified in place, added, removed, in a replaced or just-modified directory), lists only the
 directories that changed, leaves the index file alone when nothing did, and rebuilds a
 corrupt or truncated index with a one-line warning."""
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core import catalog as catalog_module
-from cmx_core import catalog_index as catalog_index_module
-from cmx_core.catalog import INDEX_FORMAT, Index, Source, load_catalog
+from cmx_core.catalog import catalog as catalog_module
+from cmx_core.catalog import index as catalog_index_module
+from cmx_core.catalog.catalog import INDEX_FORMAT, Index, Source, load_catalog
 from cmx_core.errors import CmxError
 
 OLD_NS = 1_600_000_000 * 10**9  # 2020: a directory this old is trusted by its mtime (not racy)
@@ -252,12 +252,12 @@ def test_shadowing_and_tags_across_sources(tmp_path, cmx_home) -> None:
 
 def test_plugin_recipe_paths_are_handed_in_not_fetched(tmp_path, monkeypatch) -> None:
     """The catalog is given the plugins' recipe directories; it never asks the registry."""
-    import cmx_core.plugins
+    import cmx_core.plugins.loader
 
     def no_registry(*args: object, **kwargs: object) -> None:
         raise AssertionError("load_catalog asked the plugin registry")
 
-    monkeypatch.setattr(cmx_core.plugins, "get_registry", no_registry)
+    monkeypatch.setattr(cmx_core.plugins.loader, "get_registry", no_registry)
     plugin_dir = tmp_path / "plugin-recipes"
     plugin_dir.mkdir()
     (plugin_dir / "p.yaml").write_text("name: from-plugin\ntags: [p]\nsummary: x\n")
@@ -267,11 +267,11 @@ def test_plugin_recipe_paths_are_handed_in_not_fetched(tmp_path, monkeypatch) ->
 
 
 def test_a_fact_nobody_provides_is_one_line_without_the_plugin_registry(monkeypatch) -> None:
-    import cmx_core.plugins
+    import cmx_core.plugins.loader
     from cmx_core.errors import ResolveError
-    from cmx_core.facts import FactStore
+    from cmx_core.facts.store import FactStore
 
-    monkeypatch.setattr(cmx_core.plugins, "get_registry", lambda *a, **k: pytest.fail("asked the registry"))
+    monkeypatch.setattr(cmx_core.plugins.loader, "get_registry", lambda *a, **k: pytest.fail("asked the registry"))
     with pytest.raises(ResolveError, match="no loaded plugin provides fact 'nope'"):
         FactStore({}).get("nope")
 

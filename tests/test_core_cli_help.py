@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from cmx_core import command_index
+from cmx_core.plugins import command_index
 
 
 def test_help_lists_core_and_plugin_commands(cli) -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 import cmx_core
-from cmx_core.catalog import Index, Source, load_catalog
+import cmx_core.api
+from cmx_core.catalog.catalog import Index, Source, load_catalog
 from cmx_core.errors import ResolveError
-from cmx_core.expr import ExpressionError, compile_expression
+from cmx_core.recipes.expr import ExpressionError, compile_expression
 
 CHAIN = {
     "top": """
@@ -62,7 +63,7 @@ def chain(recipes):
 
 
 def test_variations_defaults_parametric_and_deps(chain) -> None:
-    plan = cmx_core.plan("top,batch.16", recipes_dirs=[chain])
+    plan = cmx_core.api.plan("top,batch.16", recipes_dirs=[chain])
     root = plan.root
     assert root.id == "top"
     assert dict(root.variations) == {"cpu": True, "batch": "16"}
@@ -74,17 +75,17 @@ def test_variations_defaults_parametric_and_deps(chain) -> None:
 
 
 def test_when_condition_and_variation_inputs(chain) -> None:
-    plan = cmx_core.plan(["top", "gpu", "fp16"], recipes_dirs=[chain])
+    plan = cmx_core.api.plan(["top", "gpu", "fp16"], recipes_dirs=[chain])
     assert plan.root.deps["extra"] == "leaf"  # shared node: same recipe, variations and inputs
     assert plan.root.inputs["mode"] == "slow"
     assert plan.root.facts_used["os.name"] == "linux"
 
 
 def test_plan_is_deterministic_and_keys_change_with_inputs(chain) -> None:
-    first = cmx_core.plan("top", {"n": "3"}, recipes_dirs=[chain]).to_json()
-    second = cmx_core.plan("top", {"n": "3"}, recipes_dirs=[chain]).to_json()
+    first = cmx_core.api.plan("top", {"n": "3"}, recipes_dirs=[chain]).to_json()
+    second = cmx_core.api.plan("top", {"n": "3"}, recipes_dirs=[chain]).to_json()
     assert first == second
-    other = cmx_core.plan("top", {"n": "5"}, recipes_dirs=[chain]).to_json()
+    other = cmx_core.api.plan("top", {"n": "5"}, recipes_dirs=[chain]).to_json()
     keys = {n["id"]: n["cache"]["key"] for n in first["nodes"]}
     other_keys = {n["id"]: n["cache"]["key"] for n in other["nodes"]}
     assert keys["leaf"] == other_keys["leaf"]
@@ -94,9 +95,9 @@ def test_plan_is_deterministic_and_keys_change_with_inputs(chain) -> None:
 def test_exact_tag_match_breaks_a_tie(recipes) -> None:
     recipes("a", "name: a\ntags: [x, y]\nsummary: a\n")
     recipes("b", "name: b\ntags: [x, y, z]\nsummary: b\n")
-    assert cmx_core.plan("x,y", recipes_dirs=[recipes.dir]).root.id == "a"
-    assert cmx_core.plan("x,y,z", recipes_dirs=[recipes.dir]).root.id == "b"
-    assert cmx_core.plan("x,-z", recipes_dirs=[recipes.dir]).root.id == "a"
+    assert cmx_core.api.plan("x,y", recipes_dirs=[recipes.dir]).root.id == "a"
+    assert cmx_core.api.plan("x,y,z", recipes_dirs=[recipes.dir]).root.id == "b"
+    assert cmx_core.api.plan("x,-z", recipes_dirs=[recipes.dir]).root.id == "a"
 
 
 def test_shadowing_precedence(recipes, tmp_path, monkeypatch) -> None:
@@ -105,10 +106,10 @@ def test_shadowing_precedence(recipes, tmp_path, monkeypatch) -> None:
     env_dir.mkdir()
     (env_dir / "d.yaml").write_text("name: detect-os\ntags: [detect, os]\nsummary: from env\n")
     monkeypatch.setenv("CMX_RECIPES_PATH", str(env_dir))
-    plan = cmx_core.plan("detect,os", recipes_dirs=[recipes.dir])
+    plan = cmx_core.api.plan("detect,os", recipes_dirs=[recipes.dir])
     assert plan.root.recipe.summary == "mine" and plan.root.recipe.source == "--recipes"
     assert len(plan.shadowed["detect-os"]) >= 2  # the env one and the core/plugin one
-    plan = cmx_core.plan("detect,os")
+    plan = cmx_core.api.plan("detect,os")
     assert plan.root.recipe.summary == "from env"
 
 
@@ -170,10 +171,10 @@ def test_requires_against_a_facts_file(recipes, tmp_path) -> None:
     recipes("g", "name: g\ntags: [g]\nsummary: g\nrequires: {accelerator: h100}\n")
     facts = tmp_path / "h100.json"
     facts.write_text(json.dumps({"facts": {"accelerator": ["h100"], "os": {"name": "linux"}}}))
-    assert cmx_core.plan("g", recipes_dirs=[recipes.dir], facts_file=facts).facts_source == str(facts)
+    assert cmx_core.api.plan("g", recipes_dirs=[recipes.dir], facts_file=facts).facts_source == str(facts)
     facts.write_text(json.dumps({"facts": {"accelerator": []}}))
     with pytest.raises(ResolveError, match=r"requires accelerator h100; this machine has: none \(facts from"):
-        cmx_core.plan("g", recipes_dirs=[recipes.dir], facts_file=facts)
+        cmx_core.api.plan("g", recipes_dirs=[recipes.dir], facts_file=facts)
 
 
 def test_core_recipes_validate_against_the_published_schema() -> None:
@@ -181,7 +182,7 @@ def test_core_recipes_validate_against_the_published_schema() -> None:
     import yaml
 
     schema = json.loads((Path(cmx_core.__file__).parent / "schemas" / "recipe.schema.json").read_text())
-    from cmx_core.catalog import core_recipes_dir
+    from cmx_core.catalog.catalog import core_recipes_dir
 
     files = sorted(core_recipes_dir().rglob("*.yaml"))
     assert files

@@ -13,9 +13,10 @@ from types import SimpleNamespace
 import pytest
 
 import cmx_core
-from cmx_core import plugins
+import cmx_core.api
 from cmx_core.api import StepType, hookimpl
-from cmx_core.cache import Cache
+from cmx_core.cache.store import Cache
+from cmx_core.plugins import loader as plugins
 
 CACHED = "name: c\ntags: [c]\nsummary: cached\nsteps: [{uses: shell, with: {cmd: [\"true\"]}}]\ncache: {expires: 1s}\n"
 
@@ -23,7 +24,7 @@ CACHED = "name: c\ntags: [c]\nsummary: cached\nsteps: [{uses: shell, with: {cmd:
 @pytest.mark.parametrize("meta", ["[]", '{"key": "K", "created": "x"}', '{"key": "K", "paths": {"/x": 5}}'])
 def test_corrupt_cache_metadata_is_handled_without_tracebacks(cli, recipes, meta) -> None:
     recipes("c", CACHED)
-    first = cmx_core.run("c", recipes_dirs=[recipes.dir])
+    first = cmx_core.api.run("c", recipes_dirs=[recipes.dir])
     [entry] = Cache().entries()
     (entry.path / "meta.json").write_text(meta.replace("K", entry.key))
     for args in (("cache", "list", "--json"), ("plan", "--tags=c", "--recipes", recipes.dir),
@@ -37,7 +38,7 @@ def test_corrupt_cache_metadata_is_handled_without_tracebacks(cli, recipes, meta
 
 def test_prune_removes_expired_entries(cli, recipes) -> None:
     recipes("c", CACHED)
-    cmx_core.run("c", recipes_dirs=[recipes.dir])
+    cmx_core.api.run("c", recipes_dirs=[recipes.dir])
     assert json.loads(cli("cache", "prune", "--json").out) == {"pruned": []}
     time.sleep(1.2)
     assert len(json.loads(cli("cache", "prune", "--json").out)["pruned"]) == 1
@@ -46,9 +47,9 @@ def test_prune_removes_expired_entries(cli, recipes) -> None:
 def test_parametric_values_with_dots_and_conflicting_values(recipes) -> None:
     recipes("p", "name: p\ntags: [p]\nsummary: p\ninputs: {lr: {type: number, default: 1}}\n"
                  "variations:\n  lr.#: {inputs: {lr: '#'}}\n")
-    assert cmx_core.plan("p,lr.0.01", recipes_dirs=[recipes.dir]).root.inputs["lr"] == 0.01
+    assert cmx_core.api.plan("p,lr.0.01", recipes_dirs=[recipes.dir]).root.inputs["lr"] == 0.01
     with pytest.raises(cmx_core.api.ResolveError, match=r"two values: 0\.1 and 0\.2"):
-        cmx_core.plan("p,lr.0.1,lr.0.2", recipes_dirs=[recipes.dir])
+        cmx_core.api.plan("p,lr.0.1,lr.0.2", recipes_dirs=[recipes.dir])
 
 
 def test_sigterm_cleans_up_like_ctrl_c(recipes, tmp_path, cmx_home) -> None:
@@ -81,7 +82,7 @@ def test_list_and_show_report_broken_recipe_files(cli, recipes) -> None:
 
 def test_lock_replay_reuses_the_recipe_dirs_of_the_run(cli, recipes) -> None:
     recipes("mine", "name: mine\ntags: [mine]\nsummary: only in --recipes\n")
-    run = cmx_core.run("mine", recipes_dirs=[recipes.dir])
+    run = cmx_core.api.run("mine", recipes_dirs=[recipes.dir])
     replay = cli("run", "--lock", run.run_dir / "lock.json")
     assert replay.code == 0, replay.err
 
@@ -109,10 +110,10 @@ def test_a_step_validator_refusing_an_entry_forces_a_rerun(recipes, tmp_path, mo
     monkeypatch.setattr(plugins, "_REGISTRY", registry)
     recipes("v", "name: v\ntags: [v]\nsummary: v\nsteps: [{uses: val.step}]\noutputs: [v]\n")
     for _ in range(2):
-        cmx_core.run("v", recipes_dirs=[recipes.dir])
+        cmx_core.api.run("v", recipes_dirs=[recipes.dir])
     assert runs.read_text().count("run") == 1
     verdict["ok"] = False
-    cmx_core.run("v", recipes_dirs=[recipes.dir])
+    cmx_core.api.run("v", recipes_dirs=[recipes.dir])
     assert runs.read_text().count("run") == 2
 
 
@@ -122,8 +123,8 @@ def test_a_when_condition_keys_only_the_fact_path_it_reads(recipes, tmp_path) ->
     recipes("x", "name: x\ntags: [x]\nsummary: x\n")
     facts = tmp_path / "f.json"
     facts.write_text(json.dumps({"facts": {"memory": {"total_bytes": 10, "available_bytes": 1}}}))
-    first = cmx_core.plan("m", recipes_dirs=[recipes.dir], facts_file=facts).root
+    first = cmx_core.api.plan("m", recipes_dirs=[recipes.dir], facts_file=facts).root
     facts.write_text(json.dumps({"facts": {"memory": {"total_bytes": 10, "available_bytes": 7}}}))
-    second = cmx_core.plan("m", recipes_dirs=[recipes.dir], facts_file=facts).root
+    second = cmx_core.api.plan("m", recipes_dirs=[recipes.dir], facts_file=facts).root
     assert first.facts_used == {"memory.total_bytes": 10}
     assert first.cache_key == second.cache_key

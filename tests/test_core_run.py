@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 import cmx_core
-from cmx_core.cache import Cache
-from cmx_core.providers import StepContext
+import cmx_core.api
+from cmx_core.cache.store import Cache
+from cmx_core.providers.types import StepContext
 
 COUNTER = """
 name: counter
@@ -42,18 +43,18 @@ def test_cache_hit_no_cache_refresh(recipes, tmp_path) -> None:
     recipes("counter", COUNTER)
     log = tmp_path / "log.txt"
     kwargs = {"recipes_dirs": [recipes.dir]}
-    first = cmx_core.run("counter", {"log": str(log)}, **kwargs)
+    first = cmx_core.api.run("counter", {"log": str(log)}, **kwargs)
     assert first.document["outputs"]["value"] == "x" and _runs(log) == 1
     out_file = Path(first.document["outputs"]["file"])
     assert out_file.read_text() == "x\n" and "/cache/entries/" in str(out_file)
-    cmx_core.run("counter", {"log": str(log)}, **kwargs)
+    cmx_core.api.run("counter", {"log": str(log)}, **kwargs)
     assert _runs(log) == 1  # hit
-    assert cmx_core.plan("counter", {"log": str(log)}, **kwargs).root.cache_status == "hit"
-    cmx_core.run("counter", {"log": str(log)}, use_cache=False, **kwargs)
+    assert cmx_core.api.plan("counter", {"log": str(log)}, **kwargs).root.cache_status == "hit"
+    cmx_core.api.run("counter", {"log": str(log)}, use_cache=False, **kwargs)
     assert _runs(log) == 2
-    cmx_core.run("counter", {"log": str(log)}, refresh=True, **kwargs)
+    cmx_core.api.run("counter", {"log": str(log)}, refresh=True, **kwargs)
     assert _runs(log) == 3
-    cmx_core.run("counter", {"log": str(log), "label": "y"}, **kwargs)
+    cmx_core.api.run("counter", {"log": str(log), "label": "y"}, **kwargs)
     assert _runs(log) == 4  # another key
     assert len(Cache().entries()) == 2
 
@@ -61,22 +62,22 @@ def test_cache_hit_no_cache_refresh(recipes, tmp_path) -> None:
 def test_hit_is_invalidated_when_a_recorded_path_changes(recipes, tmp_path) -> None:
     recipes("counter", COUNTER)
     log = tmp_path / "log.txt"
-    first = cmx_core.run("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
+    first = cmx_core.api.run("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
     Path(first.document["outputs"]["file"]).write_text("tampered, longer\n")
-    plan = cmx_core.plan("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
+    plan = cmx_core.api.plan("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
     assert plan.root.cache_status == "miss" and "recorded path changed" in plan.root.cache_reason
-    cmx_core.run("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
+    cmx_core.api.run("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
     assert _runs(log) == 2
 
 
 def test_corrupt_cache_entry_is_recomputed(recipes, tmp_path, capsys) -> None:
     recipes("counter", COUNTER)
     log = tmp_path / "log.txt"
-    cmx_core.run("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
+    cmx_core.api.run("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
     [entry] = Cache().entries()
     (entry.path / "meta.json").write_text("{ not json")
     capsys.readouterr()
-    cmx_core.run("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
+    cmx_core.api.run("counter", {"log": str(log)}, recipes_dirs=[recipes.dir])
     assert f"cache entry {entry.path} is corrupt" in capsys.readouterr().err
     assert _runs(log) == 2
     [fresh] = Cache().entries()
@@ -85,7 +86,7 @@ def test_corrupt_cache_entry_is_recomputed(recipes, tmp_path, capsys) -> None:
 
 def test_cache_cli_list_show_rm_prune(recipes, tmp_path, cli) -> None:
     recipes("counter", COUNTER)
-    cmx_core.run("counter", {"log": str(tmp_path / "l")}, recipes_dirs=[recipes.dir])
+    cmx_core.api.run("counter", {"log": str(tmp_path / "l")}, recipes_dirs=[recipes.dir])
     listing = json.loads(cli("cache", "list", "--json").out)
     assert [row["recipe"] for row in listing] == ["counter"]
     key = listing[0]["key"]
@@ -141,8 +142,8 @@ def test_steps_get_read_only_snapshots_and_only_declared_outputs_leave(recipes) 
     sys.path.insert(0, str(Path(__file__).parent))
     try:
         with pytest.raises(cmx_core.api.StepFailed, match="TypeError"):
-            cmx_core.run("mut", recipes_dirs=[recipes.dir])
-        result = cmx_core.run("consumer", recipes_dirs=[recipes.dir])
+            cmx_core.api.run("mut", recipes_dirs=[recipes.dir])
+        result = cmx_core.api.run("consumer", recipes_dirs=[recipes.dir])
     finally:
         sys.path.remove(str(Path(__file__).parent))
     assert result.document["outputs"] == {"seen": ["declared"]}
@@ -159,7 +160,7 @@ def test_parallel_jobs_overlap_independent_nodes(recipes, tmp_path) -> None:
             cache: false
         """)
     recipes("both", "name: both\ntags: [both]\nsummary: both\ndeps: [{tags: [a]}, {tags: [b]}]\ncache: false\n")
-    cmx_core.run("both", recipes_dirs=[recipes.dir], jobs=2)
+    cmx_core.api.run("both", recipes_dirs=[recipes.dir], jobs=2)
     span = lambda n: (float((tmp_path / f"{n}.start").read_text()), float((tmp_path / f"{n}.end").read_text()))  # noqa: E731
     (a0, a1), (b0, b1) = span("a"), span("b")
     assert a0 < b1 and b0 < a1  # the two sleeps overlapped
@@ -227,8 +228,8 @@ def test_run_writes_nothing_in_the_current_directory(tmp_path, cmx_home) -> None
 def test_demo_chain_result_validates_and_compares(cli, cmx_home) -> None:
     import jsonschema
 
-    first = cmx_core.run("demo,sort,size.5000")
-    second = cmx_core.run("demo,sort,heap,with-system,size.5000")
+    first = cmx_core.api.run("demo,sort,size.5000")
+    second = cmx_core.api.run("demo,sort,heap,with-system,size.5000")
     schema = json.loads((Path(cmx_core.__file__).parent / "schemas" / "result.schema.json").read_text())
     for result in (first, second):
         jsonschema.validate(result.document, schema)
@@ -250,7 +251,7 @@ def test_lock_replay_and_drift_refusal(cli, recipes, tmp_path) -> None:
     recipes("leaf", "name: leaf\ntags: [leaf]\nsummary: leaf\nsteps: [{uses: shell, with: {cmd: [\"true\"]}}]\n")
     recipes("top", "name: top\ntags: [top]\nsummary: top\ninputs: {n: {type: integer, default: 1}}\n"
                    "deps: [{tags: [leaf]}]\ncache: false\n")
-    first = cmx_core.run("top", {"n": "7"}, recipes_dirs=[recipes.dir])
+    first = cmx_core.api.run("top", {"n": "7"}, recipes_dirs=[recipes.dir])
     lock = first.run_dir / "lock.json"
     replayed = cli("run", "--lock", lock, "--recipes", recipes.dir, "--json")
     assert replayed.code == 0, replayed.err
@@ -337,7 +338,7 @@ def test_key_covers_path_input_content_and_allowed_env(recipes, tmp_path, monkey
     src.write_text("one")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("FOO", "a")
-    run = lambda: cmx_core.run("reader", {"src": "in.txt"}, recipes_dirs=[recipes.dir]).document["outputs"]["v"]  # noqa: E731
+    run = lambda: cmx_core.api.run("reader", {"src": "in.txt"}, recipes_dirs=[recipes.dir]).document["outputs"]["v"]  # noqa: E731
     assert run() == "one-a"  # a relative path is resolved against the working directory
     src.write_text("two, longer")
     assert run() == "two, longer-a"
@@ -363,9 +364,9 @@ def test_facts_a_step_reads_are_checked_on_a_hit(recipes, tmp_path) -> None:
     facts.write_text(json.dumps({"facts": {"os": {"name": "linux", "kernel": "1.0"}}}))
     sys.path.insert(0, str(Path(__file__).parent))
     try:
-        first = cmx_core.run("kern", recipes_dirs=[recipes.dir], facts_file=facts)
+        first = cmx_core.api.run("kern", recipes_dirs=[recipes.dir], facts_file=facts)
         facts.write_text(json.dumps({"facts": {"os": {"name": "linux", "kernel": "2.0"}}}))
-        second = cmx_core.run("kern", recipes_dirs=[recipes.dir], facts_file=facts)
+        second = cmx_core.api.run("kern", recipes_dirs=[recipes.dir], facts_file=facts)
     finally:
         sys.path.remove(str(Path(__file__).parent))
     assert first.document["outputs"]["kernel"] == "1.0"
@@ -377,8 +378,8 @@ def test_cmx_facts_step_is_keyed_by_the_facts_it_returns(recipes, tmp_path) -> N
                    "outputs: [os]\n")
     facts = tmp_path / "facts.json"
     facts.write_text(json.dumps({"facts": {"os": {"name": "linux", "kernel": "9.9"}}}))
-    here = cmx_core.run("osf", recipes_dirs=[recipes.dir])
-    there = cmx_core.run("osf", recipes_dirs=[recipes.dir], facts_file=facts)
+    here = cmx_core.api.run("osf", recipes_dirs=[recipes.dir])
+    there = cmx_core.api.run("osf", recipes_dirs=[recipes.dir], facts_file=facts)
     assert there.document["outputs"]["os"]["kernel"] == "9.9"
     assert here.plan.root.cache_key != there.plan.root.cache_key
 
@@ -408,6 +409,6 @@ def test_cached_node_over_an_uncached_dep_hits_on_the_next_run(recipes, tmp_path
     recipes("over", f"name: over\ntags: [over]\nsummary: cached over uncached\ndeps: [{{tags: [fresh]}}]\n"
                     f"steps: [{{uses: shell, with: {{cmd: [sh, -c, 'echo run >> \"$1\"', sh, '{tmp_path}/log']}}}}]\n")
     for _ in range(3):
-        cmx_core.run("over", recipes_dirs=[recipes.dir])
+        cmx_core.api.run("over", recipes_dirs=[recipes.dir])
     assert _runs(tmp_path / "log") == 1
     assert len(Cache().entries()) == 1

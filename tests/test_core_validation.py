@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core.catalog import Source, load_catalog
+from cmx_core.catalog.catalog import Source, load_catalog
 from cmx_core.errors import RecipeError, UsageError
-from cmx_core.expr import ExpressionError, compile_expression
-from cmx_core.recipe import CLI_RESERVED_INPUTS, InputSpec
-from cmx_core.recipe_load import load_recipe_file
+from cmx_core.recipes.expr import ExpressionError, compile_expression
+from cmx_core.recipes.load import load_recipe_file
+from cmx_core.recipes.model import CLI_RESERVED_INPUTS, InputSpec
 
 HEADER = """
 name: {name}

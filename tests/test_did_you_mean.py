@@ -1,5 +1,5 @@
 """"Did you mean" in every unknown-name error: tags, variations, inputs, commands, choices,
-plugin names and executor options, all from one helper (``cmx_core.settings.did_you_mean``)."""
+plugin names and executor options, all from one helper (``cmx_core.run.settings.did_you_mean``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cmx_core.settings import did_you_mean
+from cmx_core.errors import did_you_mean
 
 SORTER = """
 name: sorter

@@ -37,7 +37,7 @@ def test_tutorial_recipe_reports_ns_per_loop(cli: Callable[..., Any], tmp_path: 
 
 
 def test_tutorial_claims_match_the_schema() -> None:
-    from cmx_core.builtin import SHELL_PARAMS_SCHEMA
+    from cmx_core.builtin.plugin import SHELL_PARAMS_SCHEMA
 
     spec = SHELL_PARAMS_SCHEMA["properties"]["metrics"]["additionalProperties"]
     assert {"regex", "json", "kv", "unit", "higher_is_better"} == set(spec["properties"])

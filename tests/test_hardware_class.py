@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core.hardware import from_system, of_document
 from cmx_core.results.facts_map import system_section
+from cmx_core.results.hardware import from_system, of_document
 
 FACTS = Path(__file__).resolve().parent.parent / "examples" / "facts"
 
@@ -48,7 +48,7 @@ def test_no_accelerator_and_partial_system() -> None:
 
 @pytest.mark.parametrize("fixture", ["h100-sxm-8x", "l4-1x"])
 def test_every_result_records_it(cmx_home: Path, fixture: str) -> None:
-    from cmx_core import engine
+    from cmx_core.run import engine
 
     result = engine.run(["demo", "sort"], {"size": 5, "repeats": 1}, facts_file=FACTS / f"{fixture}.json")
     recorded = result.document["system"]["hardware_class"]

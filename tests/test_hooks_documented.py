@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core import hookspecs
+from cmx_core.plugins import hookspecs
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "plugins.md"

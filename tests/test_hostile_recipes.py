@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from cmx_core.errors import RecipeError
-from cmx_core.recipe_yaml import MAX_DEPTH, MAX_FILE_BYTES, parse_yaml
+from cmx_core.recipes.yaml_lines import MAX_DEPTH, MAX_FILE_BYTES, parse_yaml
 
 
 def _bomb(levels: int) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import cmx_core
+import cmx_core.api
 
 LEAF = ('name: leaf\ntags: [leaf]\nsummary: leaf\nrequires: {os.name: linux}\n'
         'steps: [{uses: shell, with: {cmd: ["true"]}}]\n')
@@ -20,7 +21,7 @@ TOP = ("name: top\ntags: [top]\nsummary: top\ninputs: {n: {type: integer, defaul
 def locked_run(recipes: Any) -> Path:
     recipes("leaf", LEAF)
     recipes("top", TOP)
-    return Path(cmx_core.run("top", {"n": "7"}, recipes_dirs=[recipes.dir]).run_dir) / "lock.json"
+    return Path(cmx_core.api.run("top", {"n": "7"}, recipes_dirs=[recipes.dir]).run_dir) / "lock.json"
 
 
 def edit_lock(lock: Path, node_id: str, field: str, key: str, value: Any) -> None:
@@ -77,7 +78,7 @@ def test_a_lock_without_recipe_text_still_names_the_file(cli: Callable[..., Any]
 
 
 def test_variations_and_step_versions_are_named_and_an_unexplained_key_is_listed() -> None:
-    from cmx_core.lock import _node_diffs
+    from cmx_core.run.lock import _node_diffs
 
     old = [{"id": "a", "variations": {"cpu": True}, "steps": {"shell": "1"}, "cache_key": "k1"},
            {"id": "b", "cache_key": "k1", "inputs": {"p": "/x"}}]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core import engine, plugins
+from cmx_core.plugins import loader as plugins
+from cmx_core.run import engine
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "cmx-textstats"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cmx_core.errors import CmxError
-from cmx_core.plan_checks import PlanCheckError
-from cmx_core.template_refs import _jinja_info, template_info
+from cmx_core.recipes.template_checks import PlanCheckError
+from cmx_core.recipes.template_refs import _jinja_info, template_info
 
 SENTINEL = """
 name: sentinel
@@ -173,7 +173,7 @@ def test_plan_accepts(case, cli, recipes, bad_recipe) -> None:
 
 def _shipped() -> list[tuple[str, list[str], dict[str, str]]]:
     """Each shipped recipe's default query and one per variation, required inputs filled."""
-    from cmx_core.engine import open_session
+    from cmx_core.run.engine import open_session
 
     queries = []
     for recipe in open_session().catalog.recipes.values():
@@ -186,7 +186,7 @@ def _shipped() -> list[tuple[str, list[str], dict[str, str]]]:
 
 
 def test_every_shipped_recipe_passes_the_plan_checks() -> None:
-    from cmx_core.engine import plan
+    from cmx_core.run.engine import plan
 
     facts = Path(__file__).resolve().parents[1] / "examples" / "facts" / "h100-sxm-8x.json"
     planned, refused = set(), {}
@@ -206,8 +206,8 @@ def test_every_shipped_recipe_passes_the_plan_checks() -> None:
 
 
 def test_every_shipped_step_matches_its_schema() -> None:
-    from cmx_core.engine import open_session
-    from cmx_core.step_params import check_step_params
+    from cmx_core.resolve.step_params import check_step_params
+    from cmx_core.run.engine import open_session
 
     session = open_session()
     checked = 0
@@ -238,8 +238,8 @@ def test_fast_path_agrees_with_jinja(text: str) -> None:
 
 def test_shipped_templates_fast_path_agrees_with_jinja() -> None:
     from cmx_core.datautil import iter_strings
-    from cmx_core.engine import open_session
-    from cmx_core.template import is_template
+    from cmx_core.recipes.template import is_template
+    from cmx_core.run.engine import open_session
 
     texts = set()
     for recipe in open_session().catalog.recipes.values():

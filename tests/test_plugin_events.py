@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from cmx_core import plugins
 from cmx_core.api import hookimpl
-from cmx_core.events import registry_events
+from cmx_core.plugins import loader as plugins
+from cmx_core.plugins.events import registry_events
 
 
 def _observer(log: list[str], tag: str, *, fail: bool = False, **opts: bool) -> SimpleNamespace:

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from cmx_core import plugins
 from cmx_core.api import StepType, hookimpl
 from cmx_core.errors import UsageError
-from cmx_core.plugin_extras import missing_module_hint, missing_requirements, require_extra
-from cmx_core.plugin_hints import missing_plugin_hint
+from cmx_core.plugins import loader as plugins
+from cmx_core.plugins.extras import missing_module_hint, missing_requirements, require_extra
+from cmx_core.plugins.hints import missing_plugin_hint
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = """\
@@ -60,7 +60,7 @@ def test_an_installed_plugin_that_failed_to_load_is_named(registry_file: Path, m
 def test_the_shipped_registry_names_cmx_mlperf_for_the_headline_query(monkeypatch: pytest.MonkeyPatch,
                                                                       tmp_path: Path) -> None:
     monkeypatch.setenv("CMX_REGISTRY", str(ROOT / "registry.yaml"))
-    from cmx_core import plugin_install
+    from cmx_core.plugins import install as plugin_install
 
     monkeypatch.setattr(plugin_install, "installed_distributions", lambda: {})  # as with cmx-mlperf uninstalled
     assert missing_plugin_hint(["mlperf", "inference", "llama"]) == (
@@ -105,7 +105,7 @@ def test_require_extra_names_the_extra_and_a_pastable_command(extra_dist: str) -
 
 def test_the_plan_check_names_each_step_type_whose_extra_is_missing(extra_dist: str, tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from cmx_core import engine
+    from cmx_core.run import engine
 
     @hookimpl
     def cmx_register_steps(register):  # type: ignore[no-untyped-def]
@@ -126,7 +126,7 @@ def test_the_plan_check_names_each_step_type_whose_extra_is_missing(extra_dist: 
 def test_extras_for_names_the_extra_a_literal_with_value_needs(extra_dist: str, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """``StepType.extras_for``: the extras a step needs for what its ``with:`` selects (a SUT)."""
-    from cmx_core import engine
+    from cmx_core.run import engine
 
     def needs(with_: Any) -> tuple[str, ...]:
         return ("llm",) if with_.get("sut") == "big" else ("ok",)

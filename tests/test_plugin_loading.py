@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core import plugins
+from cmx_core.plugins import loader as plugins
 
 CLI = "import sys; from cmx_core.cli.main import main; sys.exit(main())"
 

@@ -7,10 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from cmx_core import engine, plugins
 from cmx_core.api import Metric, ResultPart, StepOutput, StepType, hookimpl
 from cmx_core.errors import CmxError, ResultsError
-from cmx_core.plugin_parts import merge_parts
+from cmx_core.plugins import loader as plugins
+from cmx_core.providers.parts import merge_parts
+from cmx_core.run import engine
 
 
 def _part(status: str = "completed", **kwargs: object) -> ResultPart:

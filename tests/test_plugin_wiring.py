@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from cmx_core.hookspecs import hookimpl
-from cmx_core.plugins import get_registry
+from cmx_core.plugins.hookspecs import hookimpl
+from cmx_core.plugins.loader import get_registry
 
 FAILS = """
 name: fails
@@ -78,7 +78,7 @@ def _raises_missing_module(ctx: Any) -> Any:
 def test_a_missing_module_names_the_extra_and_its_install_command(cli: Callable[..., Any], recipes: Any) -> None:
     from dataclasses import replace
 
-    from cmx_core.providers import StepType
+    from cmx_core.providers.types import StepType
 
     registry = get_registry()
     step = StepType(name="test.needs-transformers", summary="raises", run=_raises_missing_module)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core import plugins
 from cmx_core.cli.main import main
 from cmx_core.cli.plugins_cmd import Scaffold, core_requirement
+from cmx_core.plugins import loader as plugins
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -187,7 +187,7 @@ def test_printed_commands_are_shell_quoted(tmp_path: Path, capsys: pytest.Captur
 
 def test_offline_without_the_build_backend_names_it(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from cmx_core import plugin_install
+    from cmx_core.plugins import install as plugin_install
 
     monkeypatch.setattr(plugin_install, "backend_available", lambda: False)  # a venv without hatchling
     monkeypatch.setenv("PIP_NO_INDEX", "1")
@@ -224,7 +224,7 @@ def test_new_scaffolds_the_package(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_new_validates_the_recipe_with_cmx(tmp_path: Path) -> None:
-    from cmx_core.recipe_load import load_recipe_file
+    from cmx_core.recipes.load import load_recipe_file
 
     target = tmp_path / "cmx-demo"
     assert main(["plugins", "new", "cmx-demo", "--dir", str(tmp_path)]) == 0

@@ -8,10 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from cmx_core import api, plugins
+from cmx_core import api
 from cmx_core.api import Detector, StepType, hookimpl
 from cmx_core.cli.main import main
 from cmx_core.errors import PluginError
+from cmx_core.plugins import loader as plugins
 
 
 def _step_plugin(step: str) -> SimpleNamespace:

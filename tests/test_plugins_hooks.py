@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from cmx_core import api, plugins
+from cmx_core import api
 from cmx_core.api import (
     Command,
     Detector,
@@ -31,6 +31,7 @@ from cmx_core.api import (
     hookimpl,
 )
 from cmx_core.cli.main import main
+from cmx_core.plugins import loader as plugins
 
 RECIPE = """\
 name: hooktest-echo
@@ -224,7 +225,7 @@ def test_cmx_register_exporters_adds_an_export_format(
 
 def test_cmx_register_suites_adds_a_suite_and_its_section(recorder: Recorder) -> None:
     from cmx_core.errors import ResultsError
-    from cmx_core.providers import ResultPart
+    from cmx_core.providers.values import ResultPart
     from cmx_core.results.examples import example_document
     from cmx_core.results.validate import validate_document
 
@@ -248,13 +249,13 @@ def test_plugins_list_shows_the_hooks(recorder: Recorder, capsys: pytest.Capture
 
 
 def _hook_names() -> list[str]:
-    from cmx_core import hookspecs
+    from cmx_core.plugins import hookspecs
 
     return [n for n in vars(hookspecs) if n.startswith("cmx_")]
 
 
 def test_cmx_node_failed_reaches_the_plugin_through_the_event_sink(recorder: Recorder) -> None:
-    from cmx_core.events import registry_events
+    from cmx_core.plugins.events import registry_events
 
     registry_events(plugins.get_registry())("cmx_node_failed", node_id="n1", recipe="hooktest-echo",
                                             error="step 1 exited 3", wall_s=0.5)

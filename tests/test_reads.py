@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core import engine, reads
-from cmx_core.cache import META
+from cmx_core import reads
+from cmx_core.cache.store import META
+from cmx_core.run import engine
 
 RECIPE = """
 name: reader

@@ -1,4 +1,4 @@
-"""A recipe's ``resources:`` section (cmx_core/resources.py, docs/recipes.md "Resources"):
+"""A recipe's ``resources:`` section (cmx_core/recipes/resources.py, docs/recipes.md "Resources"):
 the documented example loads as documented, a variation's keys replace the recipe's, a plan
 asks per key for the largest of its nodes, and each documented bad value is refused at load
 time naming the file, line and key (exit 2 from the CLI, one line). The executor columns of
@@ -17,10 +17,10 @@ import jsonschema
 import pytest
 import yaml
 
-from cmx_core import engine
 from cmx_core.errors import RecipeError
-from cmx_core.recipe_load import load_recipe_file
-from cmx_core.resources import NO_RESOURCES, Resources, node_resources, plan_resources
+from cmx_core.recipes.load import load_recipe_file
+from cmx_core.recipes.resources import NO_RESOURCES, Resources, node_resources, plan_resources
+from cmx_core.run import engine
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "recipes.md"
@@ -81,7 +81,7 @@ def test_a_selected_variation_replaces_the_recipes_keys_and_a_plan_takes_the_lar
 
 
 def test_other_units_read_the_same() -> None:
-    from cmx_core.resources import parse_resources
+    from cmx_core.recipes.resources import parse_resources
 
     assert {parse_resources({"memory": m}).memory_bytes for m in ("64G", "64Gi", "64GB", "64g", "65536M")} \
         == {64 << 30}

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from cmx_core import engine, plugins
 from cmx_core.api import Executor, hookimpl
 from cmx_core.errors import StepFailed, UsageError
+from cmx_core.plugins import loader as plugins
 from cmx_core.results import store, validate, writer
+from cmx_core.run import engine
 
 
 def test_a_run_validates_its_result_once(cmx_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,11 +9,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from cmx_core import plugins
 from cmx_core.api import Detector, StepType, hookimpl
 from cmx_core.cli.main import main
 from cmx_core.cli.registry_cmd import check_registry
-from cmx_core.registry import check_installed, read_registry
+from cmx_core.plugins import loader as plugins
+from cmx_core.plugins.registry_check import check_installed
+from cmx_core.plugins.registry_yaml import read_registry
 
 ENTRY = """\
 schema_version: 1

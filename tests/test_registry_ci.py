@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core.registry import read_registry
+from cmx_core.plugins.registry_yaml import read_registry
 from cmx_core.testing import IsolatedEnv
 
 pytestmark = pytest.mark.slow
@@ -103,7 +103,7 @@ def test_plugin_stands_alone(case: Case, core_wheel: Path, tmp_path: Path) -> No
     probe = _run(env, ["-c", textwrap.dedent("""\
         import json
         from importlib.metadata import entry_points
-        from cmx_core.plugins import load_registry
+        from cmx_core.plugins.loader import load_registry
         registry = load_registry(strict=True)
         print(json.dumps({
             "entry_points": sorted((e.name, e.dist.metadata["Name"]) for e in entry_points(group="cmx")),

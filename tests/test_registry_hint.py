@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core import api, plugins
+from cmx_core import api
 from cmx_core.cli.main import main
 from cmx_core.errors import PluginError
-from cmx_core.registry import install_hint
+from cmx_core.plugins import loader as plugins
+from cmx_core.plugins.registry_yaml import install_hint
 
 RECIPE = """\
 name: needs-loadgen

@@ -10,13 +10,7 @@ import jsonschema
 import pytest
 import yaml
 
-from cmx_core.registry import (
-    SCHEMA_PATH,
-    RegistryError,
-    read_registry,
-    registry_path,
-    validate_file,
-)
+from cmx_core.plugins.registry_yaml import SCHEMA_PATH, RegistryError, read_registry, registry_path, validate_file
 
 ROOT = Path(__file__).resolve().parent.parent
 

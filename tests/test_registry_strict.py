@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core import plugins
 from cmx_core.cli.registry_cmd import check_registry
+from cmx_core.plugins import loader as plugins
 
 ENTRY = """\
 schema_version: 1

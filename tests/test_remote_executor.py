@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
-from cmx_core import engine, paths, plugins
+from cmx_core import paths
 from cmx_core.errors import StepFailed, UsageError
-from cmx_core.result_compare import comparable
+from cmx_core.plugins import loader as plugins
+from cmx_core.results.comparable import comparable
 from cmx_core.results.store import ResultStore
+from cmx_core.run import engine
 from tests.remote_plugin import subprocess_executor
 
 NOOP = """\

@@ -1,4 +1,4 @@
-"""The warm-run replay (cmx_core.replay): an identical ``cmx run`` whose nodes are all cache
+"""The warm-run replay (cmx_core.run.replay): an identical ``cmx run`` whose nodes are all cache
 hits is written again from its memo without loading plugins — and anything the outcome
 depends on that changed sends it back to the full path."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core import replay
-from cmx_core.refs import reference, resolve
+from cmx_core.providers.refs import reference, resolve
+from cmx_core.run import replay
 
 REPLAYED = "replayed without loading plugins"
 WRITTEN = "warm-run memo"
@@ -205,7 +205,7 @@ def test_a_deleted_working_directory_means_the_full_path(cli, recipes, tmp_path,
 def _change_during_run(monkeypatch, change) -> None:
     """Make ``change()`` happen after the run and before its memo is written (what another
     cmx process could do at that moment)."""
-    from cmx_core.replay_record import Recorder
+    from cmx_core.run.replay_record import Recorder
 
     original = Recorder._write
 
@@ -347,9 +347,9 @@ def test_a_facts_file_leaves_no_memo(cli, tmp_path) -> None:
 
 
 def test_a_third_party_event_observer_prevents_the_memo() -> None:
-    from cmx_core.hookspecs import hookimpl
-    from cmx_core.plugins import load_registry
-    from cmx_core.replay_record import NotReplayable, _check_events
+    from cmx_core.plugins.hookspecs import hookimpl
+    from cmx_core.plugins.loader import load_registry
+    from cmx_core.run.replay_record import NotReplayable, _check_events
 
     class Observer:
         @hookimpl
@@ -384,7 +384,7 @@ def test_the_replay_loads_neither_plugins_nor_pluggy(cmx_home) -> None:
     """A real process: the replay's import set stays small (this is what makes it fast)."""
     code = (
         "import sys; from cmx_core.cli.main import main; rc = main(['run', 'recipe', '--tags=detect,os', '-v']);"
-        "heavy = sorted(m for m in ('pluggy', 'cmx_core.engine', 'cmx_core.providers', 'cmx_detect.plugin',"
+        "heavy = sorted(m for m in ('pluggy', 'cmx_core.run.engine', 'cmx_core.providers.types', 'cmx_detect.plugin',"
         " 'argparse', 'pathlib', 'typing', 'inspect', 'dataclasses') if m in sys.modules);"
         "print(rc, heavy, file=sys.stderr)"
     )

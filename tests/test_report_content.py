@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cmx_core.providers import Metric, ResultPart
+from cmx_core.providers.values import Metric, ResultPart
 from cmx_core.report import plots
 from cmx_core.report.collect import ReportData, _latency_figures, score_rows
 from cmx_core.report.html import render

@@ -1,4 +1,4 @@
-"""``requires:`` semantics (cmx_core.requirements): equality, version prefixes, packaging
+"""``requires:`` semantics (cmx_core.resolve.requirements): equality, version prefixes, packaging
 version ranges, numeric bounds, list indexes in fact paths, and malformed comparisons; then
 through ``cmx plan --facts`` against the saved facts of the H100, L4 and A100-MIG fixtures."""
 
@@ -10,8 +10,8 @@ import pytest
 
 from cmx_core.cli.main import main
 from cmx_core.errors import UsageError
-from cmx_core.plugins import reset_registry
-from cmx_core.requirements import MISSING, as_version, lookup, satisfied
+from cmx_core.plugins.loader import reset_registry
+from cmx_core.resolve.requirements import MISSING, as_version, lookup, satisfied
 
 FACTS = Path(__file__).resolve().parent.parent / "examples" / "facts"
 

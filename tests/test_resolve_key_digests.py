@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from cmx_core import engine
 from cmx_core.datautil import digest
-from cmx_core.planner import _Digests, _memo_key, canonical_digest
+from cmx_core.plan.planner import _Digests, _memo_key, canonical_digest
+from cmx_core.run import engine
 
 RECIPES = {
     "top": "name: top\ntags: [top]\nsummary: t\ninputs:\n  n: {type: integer, default: 3}\n"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core import engine
 from cmx_core.errors import ResolveError
-from cmx_core.resolve import SELF_DEPTH
+from cmx_core.resolve.resolver import SELF_DEPTH
+from cmx_core.run import engine
 
 STEP = "steps:\n  - {uses: shell, with: {cmd: [echo, x]}}\n"
 

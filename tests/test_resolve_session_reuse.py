@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core import engine
 from cmx_core.errors import CmxError
-from cmx_core.plan_checks import PlanCheckError, value_templates
-from cmx_core.planner import canonical_digest
-from cmx_core.resolve import paused_gc
+from cmx_core.plan.planner import canonical_digest
+from cmx_core.recipes.template_checks import PlanCheckError, value_templates
+from cmx_core.resolve.resolver import paused_gc
+from cmx_core.run import engine
 
 RECIPES = {
     "top": "name: top\ntags: [top]\nsummary: t\ninputs:\n  n: {type: integer, default: 3}\n"

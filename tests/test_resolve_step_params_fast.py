@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from cmx_core import engine
-from cmx_core.recipe import Recipe, StepSpec
-from cmx_core.step_params import _fast_check, _is_supported, _Validator
+from cmx_core.recipes.model import Recipe, StepSpec
+from cmx_core.resolve.step_params import _fast_check, _is_supported, _Validator
+from cmx_core.run import engine
 
 MUTANTS: list[Any] = [1, 2.5, True, None, "", "x", "{{ inputs.n }}", "a {{ node.dir }}", [], ["a", 1], {}, {"k": "v"}]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cmx_core import template
-from cmx_core.template import TemplateError, render_value
+from cmx_core.recipes import template
+from cmx_core.recipes.template import TemplateError, render_value
 
 
 def test_the_same_text_is_parsed_once_and_renders_each_context() -> None:

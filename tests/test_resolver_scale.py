@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core import engine
-from cmx_core.catalog import Source, load_catalog
+from cmx_core.catalog.catalog import Source, load_catalog
 from cmx_core.errors import ResolveError
+from cmx_core.run import engine
 
 STEP = "steps:\n  - {uses: shell, with: {cmd: [echo, x]}}\n"
 

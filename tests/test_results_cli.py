@@ -13,7 +13,7 @@ import pytest
 from cmx_core import paths
 from cmx_core.cli import results_cmd
 from cmx_core.errors import ResultsError
-from cmx_core.providers import Metric, ResultPart
+from cmx_core.providers.values import Metric, ResultPart
 from cmx_core.results import ResultStore, write_result
 from cmx_core.results.examples import H100_FACTS, example_document, mlperf_part
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cmx_core.errors import ResultsError
-from cmx_core.providers import Metric, ResultPart
+from cmx_core.providers.values import Metric, ResultPart
 from cmx_core.results import ResultStore, compare_documents, write_result
 from cmx_core.results.examples import example_document, mlperf_part
 

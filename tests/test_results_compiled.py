@@ -118,7 +118,7 @@ def test_an_unwritable_cache_only_costs_the_compile(monkeypatch: pytest.MonkeyPa
 WARM = """
 import json, sys, time
 from pathlib import Path
-from cmx_core.plugins import load_registry
+from cmx_core.plugins.loader import load_registry
 from cmx_core.results.examples import example_document, mlperf_part
 from cmx_core.results.validate import validate_document
 suites = load_registry().suites

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cmx_core.errors import ResultsError
-from cmx_core.providers import Metric, ResultPart
+from cmx_core.providers.values import Metric, ResultPart
 from cmx_core.results import validate_document
 from cmx_core.results.document import json_safe, utc_timestamp
 from cmx_core.results.examples import (

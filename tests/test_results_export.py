@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cmx_core.errors import ResultsError, UsageError
-from cmx_core.providers import Exporter
+from cmx_core.providers.types import Exporter
 from cmx_core.results import ResultStore, flatten, write_result
 from cmx_core.results.examples import H100_FACTS, MINIMAL_FACTS, example_document, mlperf_part
 from cmx_core.results.export import export_results, formats
@@ -111,7 +111,7 @@ def test_unknown_format_and_bad_destination(tmp_path: Path) -> None:
 
 
 def _demo_plugin(calls: list[tuple[list[Mapping[str, Any]], list[Path], Path]]) -> types.ModuleType:
-    from cmx_core.hookspecs import hookimpl
+    from cmx_core.plugins.hookspecs import hookimpl
 
     def export(documents: list[Mapping[str, Any]], run_dirs: list[Path], dest: Path) -> None:
         calls.append((documents, run_dirs, dest))
@@ -130,7 +130,7 @@ def _demo_plugin(calls: list[tuple[list[Mapping[str, Any]], list[Path], Path]]) 
 
 
 def test_plugin_exporter_from_the_plugin_manager(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cmx_core.plugins import load_registry
+    from cmx_core.plugins.loader import load_registry
 
     monkeypatch.setenv("CMX_LOAD_PLUGINS", "")
     calls: list[Any] = []

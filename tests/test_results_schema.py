@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from cmx_core.errors import ResultsError
-from cmx_core.providers import Metric, ResultPart
+from cmx_core.providers.values import Metric, ResultPart
 from cmx_core.results import SCHEMA_PATH, validate_document
 from cmx_core.results.envelope import ENVELOPE_KEYS
 from cmx_core.results.examples import H100_FACTS, example_document, mlperf_part

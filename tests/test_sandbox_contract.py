@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from cmx_core import api, plugins
+from cmx_core import api
 from cmx_core.api import Limits, SandboxBackend, SandboxResult, SandboxSpec, SandboxUser, UsageError, Verdict, hookimpl
+from cmx_core.plugins import loader as plugins
 from cmx_core.sandbox import check_spec
 from cmx_core.sandbox.bwrap_args import check_program, host_path
 from cmx_core.sandbox.verdict import Ending, decide

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from cmx_core import plugins
 from cmx_core.api import Suite, hookimpl
 from cmx_core.errors import ResultsError
+from cmx_core.plugins import loader as plugins
 from cmx_core.results.examples import example_document
 from cmx_core.results.validate import validate_document
 
@@ -213,7 +213,7 @@ def test_a_result_of_a_suite_no_plugin_provides_names_the_plugin_that_would(
 
 
 def test_a_suite_nobody_claims_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cmx_core.providers import ResultPart
+    from cmx_core.providers.values import ResultPart
 
     part = ResultPart(status="completed", benchmark={"suite": "wordcount", "task": "t"})
     document = example_document(tmp_path, part=part)
@@ -299,7 +299,8 @@ def _entry(suites: str) -> str:
 def test_registry_claims_of_suites_are_checked_against_the_plugin(
     helm_registry: plugins.Registry, tmp_path: Path
 ) -> None:
-    from cmx_core.registry import check_installed, read_registry
+    from cmx_core.plugins.registry_check import check_installed
+    from cmx_core.plugins.registry_yaml import read_registry
 
     path = tmp_path / "registry.yaml"
     path.write_text(_entry("[helm]"), encoding="utf-8")

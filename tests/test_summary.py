@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from cmx_core.cli.numbers import fmt_number
-from cmx_core.cli.summary import run_summary
+from cmx_core.results.numbers import fmt_number
+from cmx_core.results.summary import run_summary
 
 BLOCKERS = ["the run lasted 12 s, below the scenario's 600 s minimum duration (min_duration_ms=600000)",
             "the accuracy run is missing: run with --mode=AccuracyOnly and give its log"]

@@ -14,7 +14,7 @@ import pytest
 from cmx_core import paths
 from cmx_core.errors import UsageError
 from cmx_core.results.store import ResultStore
-from cmx_core.sweep import Axis, parse_axes, points
+from cmx_core.sweep.runner import Axis, parse_axes, points
 from cmx_core.testing import exit_code_recipe
 
 EXITS = exit_code_recipe("test-sweep-exit", "exit")

@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
-from cmx_core import paths, plugins
+from cmx_core import paths
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, hookimpl
 from cmx_core.errors import CmxError, Interrupted
-from cmx_core.result_compare import comparable_across_sweeps
+from cmx_core.plugins import loader as plugins
+from cmx_core.results.comparable import comparable_across_sweeps
 from cmx_core.results.store import ResultStore
-from cmx_core.sweep import SweepResult, parse_axes, points, read_manifest, run_sweep
-from cmx_core.sweep_batch import PointOptions, parse_point_options
+from cmx_core.sweep.batch import PointOptions, parse_point_options
+from cmx_core.sweep.runner import SweepResult, parse_axes, points, read_manifest, run_sweep
 from cmx_core.testing import exit_code_recipe
 
 TEST_PLUGIN = frozenset({"batching-exec"})  # loaded in this process only

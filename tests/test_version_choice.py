@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core import engine
 from cmx_core.errors import ResolveError, UsageError
+from cmx_core.run import engine
 
 STEP = "steps:\n  - {uses: shell, with: {cmd: [echo, x]}}\n"
 

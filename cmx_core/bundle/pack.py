@@ -20,7 +20,7 @@ from typing import Any
 from cmx_core.bundle import CRATE, ENVIRONMENT, MANIFEST, RECIPES, RUNS, SIGNATURE
 from cmx_core.bundle.manifest import BundledRun, FileEntry, Manifest
 from cmx_core.errors import UsageError
-from cmx_core.secrets import DEFAULT_ENV_ALLOW, filtered_environment, redact, secret_values
+from cmx_core.results.secrets import DEFAULT_ENV_ALLOW, filtered_environment, redact, secret_values
 
 MAX_FILE_BYTES = 512 << 20
 """A run file larger than this is left out and listed under ``skipped`` with its size."""
@@ -76,7 +76,7 @@ def create_bundle(run_dirs: Sequence[Path], output: Path, options: BundleOptions
 
 
 def _add_run(run_dir: Path, members: dict[str, bytes], skipped: dict[str, str], limit: int) -> BundledRun:
-    from cmx_core.hardware import of_document
+    from cmx_core.results.hardware import of_document
 
     if not (run_dir / "result.json").is_file() or not (run_dir / "lock.json").is_file():
         raise UsageError(f"{run_dir}: not a run directory (it needs result.json and lock.json); "

@@ -48,7 +48,7 @@ class ReplayReport:
 
 def replay_bundle(bundle: VerifiedBundle, options: ReplayOptions) -> ReplayReport:
     from cmx_core import paths
-    from cmx_core.lock import check_drift_classes
+    from cmx_core.run.lock import check_drift_classes
 
     check_drift_classes(options.allow_drift)
     originals = {r.run_id: json.loads(bundle.members[f"{RUNS}/{r.dir}/result.json"]) for r in bundle.manifest.runs}
@@ -95,9 +95,9 @@ def _check_hardware(originals: Mapping[str, Mapping[str, Any]], options: ReplayO
     """Refuse to run on another hardware class unless ``hardware`` drift is allowed."""
     if "hardware" in options.allow_drift:
         return
-    from cmx_core.engine import detect_facts
-    from cmx_core.hardware import from_system, of_document
     from cmx_core.results.facts_map import system_section
+    from cmx_core.results.hardware import from_system, of_document
+    from cmx_core.run.engine import detect_facts
 
     here = from_system(system_section(detect_facts(facts_file=facts_file)))
     for run_id, document in originals.items():
@@ -110,7 +110,7 @@ def _check_hardware(originals: Mapping[str, Mapping[str, Any]], options: ReplayO
 
 def _replay_one(bundle: VerifiedBundle, directory: str, staging: Path, recipes_dir: Path | None,
                 options: ReplayOptions) -> dict[str, Any]:
-    from cmx_core import engine
+    from cmx_core.run import engine
 
     lock = json.loads(bundle.members[f"{RUNS}/{directory}/lock.json"])
     query = lock["query"]

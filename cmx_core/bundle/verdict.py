@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cmx_core.hardware import of_document
 from cmx_core.results.compare import NOISE_UNKNOWN, Samples, noise_verdict, samples_of
+from cmx_core.results.hardware import of_document
 
 ReplayVerdict = Literal["reproduced", "within noise", "differs", "not comparable"]
 _ORDER: tuple[ReplayVerdict, ...] = ("reproduced", "within noise", "differs", "not comparable")

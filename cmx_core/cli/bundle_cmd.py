@@ -15,7 +15,7 @@ from cmx_core.errors import UsageError
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    from cmx_core.drift import DRIFT_CLASSES
+    from cmx_core.run.drift import DRIFT_CLASSES
 
     bundle = sub.add_parser("bundle", parents=[common], help="pack, verify, import and replay runs for someone else")
     actions = bundle.add_subparsers(dest="action", metavar="ACTION", parser_class=type(bundle), required=True)
@@ -70,7 +70,7 @@ def _print(args: argparse.Namespace, data: Any, lines: list[str]) -> None:
 
 def cmd_create(args: argparse.Namespace) -> int:
     from cmx_core.bundle.pack import BundleOptions, create_bundle
-    from cmx_core.secrets import DEFAULT_ENV_ALLOW
+    from cmx_core.results.secrets import DEFAULT_ENV_ALLOW
 
     if args.sign and not args.key:
         raise UsageError("--sign needs a key: --key PATH (a private ssh key) or CMX_SIGNING_KEY")
@@ -140,7 +140,7 @@ def _print_replay(report: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from cmx_core.cli.numbers import fmt_number
+    from cmx_core.results.numbers import fmt_number
 
     console = Console(highlight=False)
     for judgement in report.judgements:

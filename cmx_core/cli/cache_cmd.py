@@ -44,7 +44,7 @@ def add_verify(actions: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Re-hash each entry's declared outputs against the digests recorded when it was written."""
-    from cmx_core.cache import Cache
+    from cmx_core.cache.store import Cache
 
     cache = Cache()
     entries = [cache.find(args.key)] if args.key else cache.entries()
@@ -70,7 +70,7 @@ def _row(entry: Any) -> dict[str, Any]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from cmx_core.cache import Cache
+    from cmx_core.cache.store import Cache
 
     entries = [e for e in Cache().entries() if not args.recipe or e.recipe == args.recipe]
     rows = [_row(e) for e in entries]
@@ -84,7 +84,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from cmx_core.cache import Cache
+    from cmx_core.cache.store import Cache
 
     entry = Cache().find(args.key)
     doc = {**_row(entry), "meta": entry.meta, "size_bytes": entry.size_bytes()}
@@ -93,7 +93,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
-    from cmx_core.cache import Cache
+    from cmx_core.cache.store import Cache
 
     cache = Cache()
     if args.all:
@@ -111,8 +111,8 @@ def cmd_rm(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from cmx_core.cache import Cache
-    from cmx_core.recipe import parse_duration
+    from cmx_core.cache.store import Cache
+    from cmx_core.recipes.model import parse_duration
 
     age = None
     if args.older_than is not None:
@@ -121,7 +121,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
             raise UsageError(f"--older-than {args.older_than!r}: expected a duration like 7d or 12h")
     cache = Cache()
     removed = cache.prune(older_than_s=age)
-    from cmx_core.replay import prune_memos
+    from cmx_core.run.replay import prune_memos
 
     prune_memos(str(cache.root), older_than_s=age)
     resources = _prune_resources(cache, args.dry_run) if args.images else None
@@ -139,7 +139,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 def _prune_resources(cache: Any, dry_run: bool) -> list[str]:
     """The plugins' ``cmx_prune_resources`` with every string the remaining entries' outputs hold."""
-    from cmx_core.plugins import prune_resources
+    from cmx_core.plugins.loader import prune_resources
 
     referenced: set[str] = set()
     for entry in cache.entries():

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
-from cmx_core.cli.summary import run_summary
 from cmx_core.errors import UsageError
+from cmx_core.results.summary import run_summary
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
     run.add_argument("--output", metavar="DIR", help="run directory (default: in the cmx data dir)")
     _executor_options(run)
     run.add_argument("--lock", metavar="FILE", help="replay a run's lock.json; refuse if anything resolves differently")
-    from cmx_core.drift import DRIFT_CLASSES
+    from cmx_core.run.drift import DRIFT_CLASSES
 
     run.add_argument("--allow-drift", action="append", default=[], metavar="CLASS", choices=sorted(DRIFT_CLASSES),
                      help="with --lock: let this class of drift through: " + "; ".join(
@@ -134,7 +134,7 @@ def positional_tags(words: list[str], recipes_dirs: list[str]) -> str | None:
     if not tags:
         return None
     if len(tags) == 1:
-        from cmx_core.engine import show_recipe
+        from cmx_core.run.engine import show_recipe
 
         try:
             return ",".join(show_recipe(tags[0], recipes_dirs=recipes_dirs).tags)
@@ -155,7 +155,7 @@ def parse_executor_options(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from cmx_core.engine import plan_view
+    from cmx_core.run.engine import plan_view
 
     result = plan_view(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
                        executor="docker" if args.container else args.executor,
@@ -168,7 +168,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from cmx_core.engine import explain
+    from cmx_core.run.engine import explain
 
     result = explain(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts)
     if args.json:
@@ -203,7 +203,7 @@ def _explain_text(result: Any) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from cmx_core.cli.progress import Progress
-    from cmx_core.engine import run
+    from cmx_core.run.engine import run
 
     executor = "docker" if args.container else args.executor
     words, args.extra = split_words(args.extra)
@@ -261,22 +261,22 @@ def _sweep_point(text: str | None) -> dict[str, Any] | None:
 
 
 def _replay_observer(args: argparse.Namespace) -> Any:
-    """A recorder for the warm-run memo (see cmx_core.replay) when this invocation is one the
+    """A recorder for the warm-run memo (see cmx_core.run.replay) when this invocation is one the
     replay can reproduce: the default cache, executor and run directory, no facts file."""
-    from cmx_core.replay import disabled
+    from cmx_core.run.replay import disabled
 
     if disabled() or args.replay_key is None or args.no_cache \
             or args.refresh or args.lock or args.facts or args.output or args.sweep_point \
             or args.executor not in (None, "local") \
             or args.container or args.executor_opt:
         return None
-    from cmx_core.replay_record import Recorder
+    from cmx_core.run.replay_record import Recorder
 
     return Recorder(args.argv, args.replay_key, args.recipes, json_output=args.json, verbose=args.verbose)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from cmx_core.engine import list_recipes
+    from cmx_core.run.engine import list_recipes
 
     errors: list[str] = []
     recipes = list_recipes(args.tags, recipes_dirs=args.recipes, errors=errors)
@@ -294,7 +294,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from cmx_core.cli.recipe_doc import recipe_json, recipe_markdown
-    from cmx_core.engine import show_recipe
+    from cmx_core.run.engine import show_recipe
 
     recipe = show_recipe(args.name, recipes_dirs=args.recipes)
     if args.json:

@@ -43,13 +43,15 @@ def is_stream(dest: str) -> bool:
 
 def write_export(fmt: str, dest: str, results: Sequence[StoredResult]) -> str:
     """Export ``results`` to ``dest``; returns what was written (``-`` for stdout)."""
-    from cmx_core.results.export import export_results
+    from cmx_core.plugins.loader import get_registry
+    from cmx_core.results.export import BUILTIN_FORMATS, export_results
 
+    exporters = {} if fmt in BUILTIN_FORMATS else get_registry().exporters
     if not is_stream(dest):
         target = Path(os.path.realpath(dest)) if os.path.islink(dest) else Path(dest)
-        return str(export_results(fmt, target, results))
+        return str(export_results(fmt, target, results, exporters))
     with tempfile.TemporaryDirectory(prefix="cmx-export-") as scratch:
-        written = export_results(fmt, Path(scratch) / f"results.{fmt}", results)
+        written = export_results(fmt, Path(scratch) / f"results.{fmt}", results, exporters)
         if not written.is_file():
             raise UsageError(f"export format {fmt!r} writes a directory; give a directory as DEST, not {dest}")
         data = written.read_bytes()

@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({"name": "cmx", "version": __version__}))
         return 0
     if args_list in TOP_HELP:
-        from cmx_core.command_index import read_help, terminal_width
+        from cmx_core.plugins.command_index import read_help, terminal_width
 
         text = read_help(terminal_width())
         if text is not None:  # argparse, the plugins and their summaries are not needed
@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         replay_key = None
         if args_list[:1] == ["run"]:
-            from cmx_core.replay import invocation_key, try_replay
+            from cmx_core.run.replay import invocation_key, try_replay
 
             replay_key = invocation_key(args_list)  # before _dispatch changes the environment
             code = try_replay(args_list, replay_key)
@@ -114,7 +114,7 @@ def _restore_env(before: dict[str, str | None]) -> None:
         else:
             os.environ[name] = value
     if changed:
-        from cmx_core.plugins import reset_registry
+        from cmx_core.plugins.loader import reset_registry
 
         reset_registry()
 
@@ -129,7 +129,7 @@ def _disable_plugins(args_list: list[str]) -> None:
     names = [a.split("=", 1)[1] for a in args_list if a.startswith("--disable-plugin=")]
     names += [args_list[i + 1] for i, a in enumerate(args_list[:-1]) if a == "--disable-plugin"]
     if names:
-        from cmx_core.plugins import disable_plugins
+        from cmx_core.plugins.loader import disable_plugins
 
         disable_plugins(names)
 
@@ -147,7 +147,7 @@ def _dispatch(args_list: list[str], replay_key: str | None = None) -> int:
     command = next((a for a in args_list if not a.startswith("-")), None)
     parser = build_parser(command)
     if args_list in TOP_HELP:
-        from cmx_core.command_index import terminal_width, write_help
+        from cmx_core.plugins.command_index import terminal_width, write_help
 
         text = parser.format_help()
         write_help(terminal_width(), text)

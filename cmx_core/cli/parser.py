@@ -27,7 +27,7 @@ def _choice_hint(message: str) -> str:
     """"Did you mean" for argparse's ``invalid choice: 'rn' (choose from 'run', ...)``."""
     import re
 
-    from cmx_core.settings import did_you_mean
+    from cmx_core.errors import did_you_mean
 
     found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
     if found is None:
@@ -83,7 +83,7 @@ def build_parser(command: str | None = None) -> Parser:
         return parser
     for name, (_, _, summary) in COMMAND_MODULES.items():
         sub.add_parser(name, help=summary)  # names and summaries are all top-level help needs
-    from cmx_core.command_index import read_summaries
+    from cmx_core.plugins.command_index import read_summaries
 
     cached = read_summaries()
     if cached is not None and command not in {name for name, _ in cached}:
@@ -109,7 +109,7 @@ def _add_command(name: str, sub: Any, common: argparse.ArgumentParser) -> None:
 
 def _add_plugin_commands(sub: Any, common: argparse.ArgumentParser, selected: str | None) -> None:
     """Plugin commands: the ``selected`` one fully configured, the others by name only."""
-    from cmx_core.plugins import get_registry, remember_commands
+    from cmx_core.plugins.loader import get_registry, remember_commands
 
     registry = get_registry()
     remember_commands(registry)

@@ -21,7 +21,7 @@ from cmx_core.errors import CmxError, StepFailed, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from cmx_core.registry import Entry, RegistryFile
+    from cmx_core.plugins.registry_yaml import Entry, RegistryFile
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "plugin"
 _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -88,7 +88,7 @@ def _emit(args: argparse.Namespace, document: Any, text: str) -> None:
 
 def installed_summary() -> dict[str, Any]:
     """What ``cmx plugins list --json`` prints: every loaded plugin and the conflicts."""
-    from cmx_core.plugins import get_registry
+    from cmx_core.plugins.loader import get_registry
 
     loaded = get_registry()
     loaded.collect_all()
@@ -121,7 +121,7 @@ def _capabilities(loaded: Any, plugin: str) -> dict[str, list[str]]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from cmx_core.plugins import SLOW_IMPORT_S
+    from cmx_core.plugins.loader import SLOW_IMPORT_S
 
     summary = installed_summary()
     for plugin in summary["plugins"]:
@@ -156,8 +156,8 @@ def _list_text(summary: dict[str, Any]) -> str:
 
 
 def entry_document(entry: Any, installed: dict[str, str], registry: RegistryFile | None = None) -> dict[str, Any]:
-    from cmx_core.plugin_install import wheel_install_hint
-    from cmx_core.registry import normalize
+    from cmx_core.plugins.install import wheel_install_hint
+    from cmx_core.plugins.registry_yaml import normalize
 
     install_hint = wheel_install_hint(registry, entry) if registry is not None else f"cmx plugins install {entry.name}"
 
@@ -177,7 +177,7 @@ def _installed_versions() -> dict[str, str]:
     """Normalised distribution -> version of everything that declares a ``cmx`` entry point."""
     from importlib import metadata
 
-    from cmx_core.registry import normalize
+    from cmx_core.plugins.registry_yaml import normalize
 
     found: dict[str, str] = {}
     for entry in metadata.entry_points(group="cmx"):
@@ -187,7 +187,7 @@ def _installed_versions() -> dict[str, str]:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from cmx_core.registry import read_registry
+    from cmx_core.plugins.registry_yaml import read_registry
 
     registry = read_registry()
     installed = _installed_versions()
@@ -199,10 +199,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from cmx_core.registry import read_registry
+    from cmx_core.plugins.registry_yaml import read_registry
 
     registry = read_registry()
-    from cmx_core.plugin_install import find_entry
+    from cmx_core.plugins.install import find_entry
 
     loaded = _loaded_plugin(args.name)
     if find_entry(registry, args.name) is None and loaded is not None:
@@ -236,7 +236,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def _loaded_plugin(name: str) -> Any:
     """The PluginInfo of the loaded (or failed) plugin of entry-point name ``name``, or None."""
-    from cmx_core.plugins import get_registry
+    from cmx_core.plugins.loader import get_registry
 
     if name == "cmx-core":
         return None
@@ -247,8 +247,8 @@ def _loaded_plugin(name: str) -> Any:
 
 def _loaded_of_distribution(distribution: str) -> Any:
     """The first plugin of ``distribution`` that failed to load, or None."""
-    from cmx_core.plugins import get_registry
-    from cmx_core.registry import normalize
+    from cmx_core.plugins.loader import get_registry
+    from cmx_core.plugins.registry_yaml import normalize
 
     registry = get_registry()
     registry.collect_all()
@@ -271,8 +271,8 @@ def _info_unlisted(args: argparse.Namespace, info: Any) -> int:
 
 def executor_settings(distribution: str) -> dict[str, list[dict[str, str]]]:
     """The settings of each executor the installed ``distribution`` registers."""
-    from cmx_core.plugins import get_registry
-    from cmx_core.settings import describe_settings
+    from cmx_core.plugins.loader import get_registry
+    from cmx_core.run.settings import describe_settings
 
     registry = get_registry()
     owners = {name for name, info in registry.plugins.items() if info.distribution == distribution}
@@ -285,30 +285,30 @@ def executor_settings(distribution: str) -> dict[str, list[dict[str, str]]]:
 
 def install_command(names: list[str], *, editable: bool = False, upgrade: bool = False) -> list[str]:
     """The pip command installing registry entries ``names`` (and the plugins they need)."""
-    from cmx_core.plugin_install import install_command as command
-    from cmx_core.registry import read_registry
+    from cmx_core.plugins.install import install_command as command
+    from cmx_core.plugins.registry_yaml import read_registry
 
     return command(read_registry(), names, editable=editable, upgrade=upgrade)
 
 
 def _require(registry: RegistryFile, name: str) -> Entry:
     """The registry entry of ``name`` (registry, distribution or entry-point name)."""
-    from cmx_core.plugin_install import require_entry
+    from cmx_core.plugins.install import require_entry
 
     return require_entry(registry, name)
 
 
 def uninstall_command(names: list[str]) -> list[str]:
     """The pip command removing installed plugins; one that is not installed is refused."""
-    from cmx_core.plugin_install import uninstall_command as command
-    from cmx_core.registry import read_registry
+    from cmx_core.plugins.install import uninstall_command as command
+    from cmx_core.plugins.registry_yaml import read_registry
 
     return command(read_registry(), names)
 
 
 def run_pip(command: list[str]) -> None:
     """Run pip, streaming its output to stderr (stdout stays for ``--json``)."""
-    from cmx_core.plugin_install import shell_line
+    from cmx_core.plugins.install import shell_line
 
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True) as process:
@@ -337,8 +337,8 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
 def _after_pip(args: argparse.Namespace, command: list[str], names: list[str]) -> int:
     import importlib
 
-    from cmx_core.plugin_install import shell_line
-    from cmx_core.plugins import reset_registry
+    from cmx_core.plugins.install import shell_line
+    from cmx_core.plugins.loader import reset_registry
 
     importlib.invalidate_caches()
     reset_registry()

@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from cmx_core.hookspecs import hookimpl
+from cmx_core.plugins.hookspecs import hookimpl
 
 
 class Progress:
@@ -25,7 +25,7 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self.enabled:
-            from cmx_core.plugins import get_registry
+            from cmx_core.plugins.loader import get_registry
 
             get_registry().manager.register(self, name="cmx-progress")
         return self
@@ -38,7 +38,7 @@ class Progress:
 
             logging.getLogger("cmx.step").removeHandler(self._step_log)
         if self.enabled:
-            from cmx_core.plugins import get_registry
+            from cmx_core.plugins.loader import get_registry
 
             manager = get_registry().manager
             if manager.is_registered(self):

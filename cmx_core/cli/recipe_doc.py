@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cmx_core.recipe import CLI_RESERVED_INPUTS, Recipe
+from cmx_core.recipes.model import CLI_RESERVED_INPUTS, Recipe
 
 
 def input_option(name: str) -> str:

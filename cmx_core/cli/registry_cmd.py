@@ -51,7 +51,8 @@ class CheckReport:
 
 def check_registry(path: Path | None = None, *, installed: bool = True) -> CheckReport:
     """Schema, consistency and (with ``installed``) claims-vs-reality problems of a registry."""
-    from cmx_core.registry import RegistryFile, check_installed, is_packaged, registry_path, validate_file
+    from cmx_core.plugins.registry_check import check_installed
+    from cmx_core.plugins.registry_yaml import RegistryFile, is_packaged, registry_path, validate_file
 
     path = path or registry_path()
     report = CheckReport(path, packaged=is_packaged(path))
@@ -59,7 +60,7 @@ def check_registry(path: Path | None = None, *, installed: bool = True) -> Check
     report.problems.extend(problems)
     report.entries = len(entries)
     if installed and entries:
-        from cmx_core.plugins import get_registry
+        from cmx_core.plugins.loader import get_registry
 
         found, checked = check_installed(RegistryFile(path, tuple(entries)), get_registry())
         report.problems.extend(found)

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cmx_core.cli.numbers import fmt_number
 from cmx_core.errors import UsageError
+from cmx_core.results.numbers import fmt_number
 
 if TYPE_CHECKING:
     from cmx_core.cli.listing import Listing
@@ -120,7 +120,7 @@ def _console() -> Any:
 # -- handlers ---------------------------------------------------------------------------
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from cmx_core.inflight import reap
+    from cmx_core.run.inflight import reap
 
     reap()  # runs a killed cmx left behind appear, as interrupted errors
     from cmx_core.cli.listing import chosen_format, render
@@ -192,7 +192,7 @@ def _report_handler(name: str) -> Any:
 def _compare_sweep(args: argparse.Namespace) -> int:
     from cmx_core import paths
     from cmx_core.results.sweep_table import sweep_table
-    from cmx_core.sweep import read_manifest
+    from cmx_core.sweep.runner import read_manifest
 
     if args.runs:
         raise UsageError("cmx results compare: give runs or --sweep ID, not both")
@@ -259,7 +259,7 @@ def _show(document: dict[str, Any], path: Path, fmt: str | None = None) -> None:
     from rich.console import Console
 
     from cmx_core.cli.listing import chosen_format, render
-    from cmx_core.cli.summary import reason_lines
+    from cmx_core.results.summary import reason_lines
 
     console = Console(highlight=False, soft_wrap=True)
     bench, system, timing = document["benchmark"], document["system"], document["timing"]
@@ -290,7 +290,7 @@ def _show(document: dict[str, Any], path: Path, fmt: str | None = None) -> None:
 
 def _metrics_listing(document: dict[str, Any]) -> Listing:
     from cmx_core.cli.listing import Listing
-    from cmx_core.cli.summary import metric_text
+    from cmx_core.results.summary import metric_text
 
     bench, rows = document["benchmark"], []
     for name, metric in document["metrics"].items():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from cmx_core.cli.listing import Listing
-from cmx_core.cli.numbers import fmt_number
+from cmx_core.results.numbers import fmt_number
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""``cmx sweep``: argument parsing and printing for :mod:`cmx_core.sweep`."""
+"""``cmx sweep``: argument parsing and printing for :mod:`cmx_core.sweep.runner`."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def run_options(args: argparse.Namespace) -> list[str]:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from cmx_core import paths
     from cmx_core.cli.core_cmds import parse_inputs
-    from cmx_core.sweep import parse_axes, points, run_sweep
+    from cmx_core.sweep.runner import parse_axes, points, run_sweep
 
     matrix = points(parse_axes(args.matrix), zipped=args.zip)
     inputs = parse_inputs(args.extra)
@@ -82,9 +82,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def _plan_every_point(args: argparse.Namespace, inputs: dict[str, str], matrix: list[dict[str, str]]) -> None:
     """Resolve and check each point's plan first: a bad input, value or executor setting
     stops the sweep before anything runs (exit 2), naming the point."""
-    from cmx_core import engine
     from cmx_core.cli.core_cmds import parse_executor_options
     from cmx_core.errors import CmxError
+    from cmx_core.run import engine
 
     session = engine.open_session(args.recipes, args.facts)
     options = parse_executor_options(args.executor_opt)

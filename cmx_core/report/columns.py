@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cmx_core.errors import UsageError
-from cmx_core.hardware import of_document
+from cmx_core.results.hardware import of_document
 
 _SCAN_LIMIT = 100_000
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from cmx_core.errors import ResultsError
-from cmx_core.hardware import of_document
+from cmx_core.results.hardware import of_document
 
 Verdict = Literal["baseline", "better", "worse", "same", "within noise", "missing", "units differ",
                   "direction differs"]

@@ -12,13 +12,14 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import ResultsError
-from cmx_core.hardware import from_system
 from cmx_core.results import facts_map
 from cmx_core.results.gitinfo import engine_git_commit
+from cmx_core.results.hardware import from_system
 from cmx_core.results.validate import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from cmx_core.providers import CachedMeasurement, ResultPart
+    from cmx_core.providers.types import CachedMeasurement
+    from cmx_core.providers.values import ResultPart
 
 _BENCHMARK_KEYS = (
     "suite", "suite_version", "task", "scenario", "mode", "division", "variant",

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from cmx_core.providers import Metric, ResultPart
+from cmx_core.providers.values import Metric, ResultPart
 from cmx_core.results.document import RunRecord
 
 MINIMAL_FACTS: dict[str, Any] = {

@@ -18,7 +18,7 @@ from cmx_core.errors import ResultsError, UsageError
 from cmx_core.results.writer import atomic_write_text
 
 if TYPE_CHECKING:
-    from cmx_core.providers import Exporter
+    from cmx_core.providers.types import Exporter
     from cmx_core.results.records import StoredResult
 
 _GIB = float(1 << 30)
@@ -129,19 +129,11 @@ BUILTIN_FORMATS = {
 }
 
 
-def plugin_exporters() -> dict[str, Exporter]:
-    """Exporters registered by plugins (empty when the plugin manager is unavailable)."""
-    try:
-        from cmx_core.plugins import get_registry
-    except ImportError:
-        return {}
-    return dict(get_registry().exporters)
-
-
 def formats(exporters: Mapping[str, Exporter] | None = None) -> dict[str, str]:
-    """``{format name: summary}``: the built-ins, then plugins' (built-ins win a clash)."""
+    """``{format name: summary}``: the built-ins, then the plugins' ``exporters`` (the
+    registry's, handed in; built-ins win a clash)."""
     found = dict(BUILTIN_FORMATS)
-    for name, exporter in (plugin_exporters() if exporters is None else exporters).items():
+    for name, exporter in (exporters or {}).items():
         found.setdefault(name, exporter.summary)
     return found
 
@@ -152,7 +144,8 @@ def export_results(
     results: Sequence[StoredResult],
     exporters: Mapping[str, Exporter] | None = None,
 ) -> Path:
-    """Write ``results`` to ``dest`` in format ``fmt``; return what was written.
+    """Write ``results`` to ``dest`` in format ``fmt``; return what was written. A format
+    other than the built-ins comes from ``exporters`` (the registry's, handed in).
 
     For ``json``/``csv`` an existing directory ``dest`` gets ``results.<fmt>`` inside it.
     """
@@ -165,7 +158,7 @@ def export_results(
         target = dest / f"results.{fmt}" if dest.is_dir() else dest
         atomic_write_text(target, builtin[fmt](results))
         return target
-    found = plugin_exporters() if exporters is None else dict(exporters)
+    found = dict(exporters or {})
     if fmt not in found:
         known = ", ".join(sorted(set(BUILTIN_FORMATS) | set(found)))
         raise UsageError(f"unknown export format {fmt!r}; known formats: {known}")

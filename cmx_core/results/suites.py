@@ -8,7 +8,7 @@ cmx-core, so no suite may claim one of its keys.
 from __future__ import annotations
 
 from cmx_core.errors import PluginError
-from cmx_core.providers import Suite
+from cmx_core.providers.types import Suite
 from cmx_core.results.envelope import ENVELOPE_KEYS, SECTION_PATTERN
 
 TYPE_CHECKING = False

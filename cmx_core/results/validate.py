@@ -6,7 +6,7 @@ validators compiled on first use and cached (:mod:`cmx_core.results.compiled`), 
 validating costs well under a millisecond and never imports ``jsonschema``. Three rules
 JSON Schema cannot say are checked by hand afterwards.
 
-``suites`` (name -> :class:`~cmx_core.providers.Suite`, e.g. ``registry.suites``) makes the
+``suites`` (name -> :class:`~cmx_core.providers.types.Suite`, e.g. ``registry.suites``) makes the
 check complete: ``benchmark.suite`` must be a loaded suite (else the message names the
 plugin that would provide it), every section must belong to a loaded suite and match its
 schema, and a suite's section must be present for the statuses it says. Without ``suites``
@@ -18,6 +18,7 @@ stored results use that, so results of a suite whose plugin was uninstalled stay
 from __future__ import annotations
 
 from cmx_core.errors import ResultsError
+from cmx_core.providers.table import ProviderTable
 from cmx_core.results import SCHEMA_VERSION  # re-exported
 from cmx_core.results.envelope import ENVELOPE_KEYS, SECTION_PATTERN, schema_file
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from cmx_core.providers import Suite
+    from cmx_core.providers.types import Suite
     from cmx_core.results.compiled import Validator
 
 __all__ = ["SCHEMA_VERSION", "validate_document"]
@@ -129,7 +130,7 @@ def _check_suite(
     name = document["benchmark"]["suite"]
     suite = suites.get(name)
     if suite is None:
-        raise ResultsError(f"{source}: invalid result document: {_unknown_suite(name)}")
+        raise ResultsError(f"{source}: invalid result document: {_unknown_suite(name, suites)}")
     owners = {s.section: s for s in suites.values() if s.section}
     for key, value in sections.items():
         owner = owners.get(key)
@@ -162,14 +163,9 @@ def _check_section(suite: Suite, key: str, value: Any, source: str) -> None:
         ) from None
 
 
-def _unknown_suite(name: str) -> str:
-    """``$.benchmark.suite 'helm' ...; plugin cmx-helm provides it: cmx plugins install ...``."""
-    hint = ""
-    try:
-        from cmx_core.registry import install_hint
-
-        hint = install_hint("suite", name)
-    except ImportError:
-        pass
+def _unknown_suite(name: str, suites: Mapping[str, Suite]) -> str:
+    """``$.benchmark.suite 'helm' ...; plugin cmx-helm provides it: cmx plugins install ...``
+    (the hint comes with the suites, when a registry handed them in as a ProviderTable)."""
+    hint = suites.missing_hint(name) if isinstance(suites, ProviderTable) else ""
     return (f"$.benchmark.suite {name!r} is a suite no loaded plugin provides"
             + (f"; {hint}" if hint else "; no plugin in registry.yaml claims it"))

@@ -16,17 +16,13 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from cmx_core.providers import Suite
-
-INSTALLED: Any = type("Installed", (), {"__repr__": lambda self: "INSTALLED"})()
-"""Transitional default of ``write_result(suites=...)``: the process-wide registry's suites.
-Callers hand their registry's suites instead (the engine: ``session.registry.suites``)."""
+    from cmx_core.providers.types import Suite
 
 __all__ = ["RESULT_FILE", "atomic_write_text", "dumps", "write_result"]
 
 
 def write_result(
-    run_dir: Path, document: Mapping[str, Any], *, suites: Mapping[str, Suite] | None = INSTALLED
+    run_dir: Path, document: Mapping[str, Any], *, suites: Mapping[str, Suite] | None
 ) -> Path:
     """Validate ``document`` once against the envelope and ``suites`` (name -> Suite, e.g.
     ``registry.suites``; None checks the envelope only), then write it to
@@ -37,10 +33,6 @@ def write_result(
     """
     from pathlib import Path
 
-    if suites is INSTALLED:
-        from cmx_core.plugins import get_registry
-
-        suites = get_registry().suites
     target = Path(run_dir) / RESULT_FILE
     validate_document(document, source=str(target), suites=suites)
     text = dumps(document, source=str(target))

@@ -67,7 +67,7 @@ def test_dynamic_conditions_are_reported_and_facts_used(collection: Path) -> Non
 
 def test_cm_matching_rule() -> None:
     scope = EnvScope({"CM_X": "x"}, "CM")
-    from cmx_core.expr import compile_expression
+    from cmx_core.recipes.expr import compile_expression
 
     def holds(mapping: dict[str, list[str]], value: str | None) -> bool:
         inputs = {} if value is None else {"x": value}

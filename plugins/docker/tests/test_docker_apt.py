@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cmx_docker import aptlock, templates
+from cmx_docker import aptlock, aptpins, templates
 from cmx_docker.build import ensure_image
 from cmx_docker.context import image_spec
 from cmx_docker.digests import DigestMemo
@@ -39,7 +39,7 @@ def _apt_only(template_dir: Path, name: str) -> Path:
 
 
 def _edit_lock(folder: Path, drop: str | None = None, version: tuple[str, str] | None = None) -> None:
-    lock = folder / aptlock.APT_LOCK
+    lock = folder / aptpins.APT_LOCK
     lines = []
     for line in lock.read_text().splitlines():
         if drop and line.startswith(f"{drop}="):
@@ -65,24 +65,24 @@ def test_every_shipped_template_pins_what_it_installs_and_names_no_mirror() -> N
         if not template.install_cmx:
             continue
         assert template.apt is not None, f"{name} has no apt.lock"
-        aptlock.check_covers(template.apt, aptlock.requested(template.params.get("apt_packages")))
+        aptpins.check_covers(template.apt, aptpins.requested(template.params.get("apt_packages")))
         text = template.apt.path.read_text()
         assert "://" not in text and not re.search(r"\b[a-z0-9-]+\.(org|com|net)\b", text), name
         assert "# list bookworm-security:" in text and "# list bookworm-updates:" in text, name
 
 
 def test_a_bad_lock_line_names_the_file_and_line(tmp_path: Path) -> None:
-    lock = tmp_path / "t" / aptlock.APT_LOCK
+    lock = tmp_path / "t" / aptpins.APT_LOCK
     lock.parent.mkdir()
     lock.write_text("# header\npython3=3.11.2-1+b1\npython3 3.11\n")
     with pytest.raises(TemplateError, match=r"apt\.lock:3: 'python3 3\.11' is not a pin; write NAME=VERSION"):
-        aptlock.read_lock(lock)
+        aptpins.read_lock(lock)
     lock.write_text("python3=1\npython3=2\n")
     with pytest.raises(TemplateError, match=r"apt\.lock:2: python3 is pinned twice"):
-        aptlock.read_lock(lock)
+        aptpins.read_lock(lock)
     lock.write_text("# nothing\n")
     with pytest.raises(TemplateError, match=r"pins nothing; record it: python -m cmx_docker\.aptlock t"):
-        aptlock.read_lock(lock)
+        aptpins.read_lock(lock)
 
 
 def test_the_apt_pins_are_part_of_the_tag(home: Path, template_dir: Path) -> None:
@@ -104,7 +104,7 @@ def test_a_lock_that_misses_a_requested_package_or_is_absent_is_refused(home: Pa
     with pytest.raises(TemplateError, match=r"apt\.lock: pins no version of libgomp1 .*python -m cmx_docker\.aptlock "
                                             r"aptmiss"):
         image_spec("aptmiss", None, DigestMemo(None))
-    (folder / aptlock.APT_LOCK).unlink()
+    (folder / aptpins.APT_LOCK).unlink()
     with pytest.raises(TemplateError, match=r"apt\.lock: missing; the template's Dockerfile installs apt packages, "
                                             r"which must be pinned: record the lock with"):
         image_spec("aptmiss", None, DigestMemo(None))
@@ -146,8 +146,8 @@ def test_a_version_the_mirror_no_longer_has_is_refused_with_the_fix(engine, base
 
 def test_the_recorder_pins_the_closure_of_what_the_template_asks(engine, base_image, template_dir: Path) -> None:  # type: ignore[no-untyped-def]
     folder = _copy_python(template_dir, "aptrec")
-    (folder / aptlock.APT_LOCK).unlink()
+    (folder / aptpins.APT_LOCK).unlink()
     path, body = aptlock.record("aptrec")
-    lock = aptlock.read_lock(path)
+    lock = aptpins.read_lock(path)
     assert {"python3", "python3-venv", "python3.11", "libpython3.11-stdlib"} <= lock.names()
     assert "# list bookworm-security:" in body and "://" not in body

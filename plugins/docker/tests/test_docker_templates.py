@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cmx_core.errors import CmxError, UsageError
-from cmx_core.remote import far_arguments
+from cmx_core.run.remote import far_arguments
 from cmx_core.testing import execution_request
 from cmx_docker import context, runopts, templates
 from cmx_docker.base import apt_mirror
@@ -300,7 +300,7 @@ def test_mlperf_llama_gpu_variations_plan_their_vllm_image(tmp_path: Path, home:
                                                            arch: str) -> None:
     pytest.importorskip("cmx_mlperf", reason="cmx-mlperf (plugins/mlperf) provides mlperf,inference,llama")
     from cmx_core.api import plan
-    from cmx_core.plugins import get_registry
+    from cmx_core.plugins.loader import get_registry
     from cmx_docker.executor import plan_plugins
 
     facts = tmp_path / "facts.json"
@@ -329,7 +329,7 @@ def test_mlperf_llama_gpu_variations_plan_their_vllm_image(tmp_path: Path, home:
 
 def test_network_only_when_a_step_type_declares_it(tmp_path: Path, home: Path) -> None:
     from cmx_core.api import plan
-    from cmx_core.plugins import get_registry
+    from cmx_core.plugins.loader import get_registry
     from cmx_docker.executor import plan_needs_network
 
     recipes = tmp_path / "recipes"
@@ -367,8 +367,8 @@ def test_plan_refuses_an_unknown_container_template_before_anything_runs(tmp_pat
 def test_plan_shows_the_image_tag_gpus_mounts_and_network_of_a_gpu_recipe(tmp_path: Path, home: Path) -> None:
     pytest.importorskip("cmx_mlperf", reason="cmx-mlperf (plugins/mlperf) provides mlperf,inference,llama")
     from cmx_core.api import plan
-    from cmx_core.engine import plan_view
-    from cmx_core.plugins import get_registry
+    from cmx_core.plugins.loader import get_registry
+    from cmx_core.run.engine import plan_view
     from cmx_docker.executor import plan_plugins
 
     facts = tmp_path / "facts.json"

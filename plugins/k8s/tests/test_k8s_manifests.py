@@ -13,8 +13,8 @@ from cmx_k8s import manifests
 from cmx_k8s.gpu import GpuRequest, label_value
 from cmx_k8s.settings import K8sSettings
 
-from cmx_core import engine
 from cmx_core.errors import CmxError, UsageError
+from cmx_core.run import engine
 
 FACTS = Path(__file__).resolve().parents[3] / "examples" / "facts" / "h100-sxm-8x.json"
 

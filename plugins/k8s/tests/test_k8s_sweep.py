@@ -20,7 +20,7 @@ from cmx_core import paths
 from cmx_core.api import comparable_across_sweeps
 from cmx_core.cli.main import main
 from cmx_core.results.store import ResultStore
-from cmx_core.sweep import SweepResult, parse_axes, points, run_sweep
+from cmx_core.sweep.runner import SweepResult, parse_axes, points, run_sweep
 from cmx_core.testing import exit_code_recipe
 
 EXITS = exit_code_recipe("test-k8s-sweep-exit", "k8sexit")

@@ -41,7 +41,7 @@ def _validate_with_the_plugins_suite(part: Any) -> None:
     import tempfile
     from pathlib import Path
 
-    from cmx_core.plugins import load_registry
+    from cmx_core.plugins.loader import load_registry
     from cmx_core.results.examples import example_document
     from cmx_core.results.validate import validate_document
 

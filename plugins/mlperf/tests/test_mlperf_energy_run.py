@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 
-from cmx_core.plugins import Registry, load_registry
+from cmx_core.plugins.loader import load_registry
+from cmx_core.plugins.registry import Registry
 from cmx_core.results.examples import H100_FACTS, example_document
 from cmx_core.results.validate import validate_document
+from cmx_core.telemetry.energy import open_source
+from cmx_core.telemetry.sampler import SERIES_FILE
 from cmx_mlperf.harness.child import REPORT
 from cmx_mlperf.harness.step import run_step
-from cmx_mlperf.power.energy import open_source
-from cmx_mlperf.power.sampler import SERIES_FILE
 
 TOKENS = {"model_name": "llama3.1-8b", "sut_params": {"tokens_per_sample": 8, "total_sample_count": 64}}
 

@@ -13,7 +13,8 @@ import jsonschema
 import pytest
 
 from cmx_core.errors import ResultsError
-from cmx_core.plugins import Registry, load_registry
+from cmx_core.plugins.loader import load_registry
+from cmx_core.plugins.registry import Registry
 from cmx_core.results import SCHEMA_PATH
 from cmx_core.results.examples import H100_FACTS, example_document, mlperf_part
 from cmx_core.results.validate import validate_document

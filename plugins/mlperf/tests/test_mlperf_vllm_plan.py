@@ -88,7 +88,7 @@ def test_serve_args_carry_the_split_and_the_batch_limits() -> None:
 # --- the recipe renders the same rule (cmx plan) -------------------------------------------
 
 def _rendered(tags: str, inputs: dict[str, Any], facts: str) -> dict[str, Any]:
-    from cmx_core.engine import plan_view
+    from cmx_core.run.engine import plan_view
 
     view = plan_view(tags, inputs, facts_file=FACTS / f"{facts}.json").to_json()
     root = next(n for n in view["nodes"] if n["recipe"] == "mlperf-inference-llama")

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from cmx_core import engine
 from cmx_core.api import comparable
 from cmx_core.errors import CmxError, StepFailed, UsageError
+from cmx_core.run import engine
 from tests.test_remote_executor import NOOP
 
 H100_FACTS = Path(__file__).resolve().parents[3] / "examples" / "facts" / "h100-sxm-8x.json"
@@ -73,7 +73,7 @@ def test_node_facts_come_from_the_node(cmx_home: Path, ray_head: str, monkeypatc
 
 
 def test_the_conformance_kit(cmx_home: Path, ray_head: str) -> None:
-    from cmx_core.plugins import get_registry
+    from cmx_core.plugins.loader import get_registry
     from cmx_core.testing import executor_problems, executor_run_problems
 
     assert executor_problems(get_registry(), "ray") == []

@@ -17,7 +17,7 @@ from cmx_core import paths
 from cmx_core.api import comparable_across_sweeps
 from cmx_core.cli.main import main
 from cmx_core.results.store import ResultStore
-from cmx_core.sweep import SweepResult, parse_axes, points, read_manifest, run_sweep
+from cmx_core.sweep.runner import SweepResult, parse_axes, points, read_manifest, run_sweep
 from cmx_core.testing import exit_code_recipe
 
 SLOW = """\
@@ -163,9 +163,9 @@ def test_a_batch_runs_every_point_over_one_connection_and_each_result_is_the_poi
     from cmx_ray.batch import run_batch
     from cmx_ray.settings import RaySettings
 
-    from cmx_core import engine
     from cmx_core.api import ExecutionRequest
-    from cmx_core.runids import new_run_id
+    from cmx_core.run import engine
+    from cmx_core.run.runids import new_run_id
 
     settings = RaySettings(address=ray_head, env=("CMX_HOME",))
     session = engine.open_session()
@@ -195,10 +195,10 @@ def test_ctrl_c_cancels_every_task_of_a_batch_and_their_processes(ray_head: str,
     from cmx_ray.batch import run_batch
     from cmx_ray.settings import RaySettings
 
-    from cmx_core import engine
     from cmx_core.api import ExecutionRequest
     from cmx_core.errors import Interrupted
-    from cmx_core.runids import new_run_id
+    from cmx_core.run import engine
+    from cmx_core.run.runids import new_run_id
 
     (tmp_path / "s.yaml").write_text(SLOW)
     settings = RaySettings(address=ray_head, env=("CMX_HOME",))

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from cmx_slurm.testing import Cluster
 
-from cmx_core import engine
 from cmx_core.api import comparable
 from cmx_core.errors import StepFailed
+from cmx_core.run import engine
 
 NOOP = """\
 name: test-slurm-noop

@@ -14,7 +14,7 @@ from cmx_slurm.executor import resources_for
 from cmx_slurm.settings import SlurmSettings
 from cmx_slurm.testing import Cluster
 
-from cmx_core import engine
+from cmx_core.run import engine
 from tests.test_recipe_resources import doc_mapping, doc_recipe, write_recipe
 
 TWO_NODES = """\

@@ -16,7 +16,7 @@ from cmx_core import paths
 from cmx_core.api import comparable_across_sweeps
 from cmx_core.cli.main import main
 from cmx_core.results.store import ResultStore
-from cmx_core.sweep import SweepResult, parse_axes, points, read_manifest, run_sweep
+from cmx_core.sweep.runner import SweepResult, parse_axes, points, read_manifest, run_sweep
 from cmx_core.testing import exit_code_recipe
 
 SLURM = ["--executor", "slurm", "--executor-opt", "poll_s=0.2"]
@@ -104,9 +104,9 @@ def test_the_throttle_is_left_out_when_j_covers_every_point(slurm: Cluster, cmx_
     from cmx_slurm.array import run_many
     from cmx_slurm.settings import SlurmSettings
 
-    from cmx_core import engine
     from cmx_core.api import ExecutionRequest
-    from cmx_core.runids import new_run_id
+    from cmx_core.run import engine
+    from cmx_core.run.runids import new_run_id
 
     session = engine.open_session()
     requests = []

@@ -10,9 +10,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cmx_alebench.runner import Call, Ending, Ran
-from cmx_core.api import Limits, SandboxResult, SandboxSpec, get_sandbox
-from cmx_core.sandbox.cpus import pick_cpus
-from cmx_core.sandbox.session import BubblewrapSession, session_unavailable
+from cmx_core.api import (
+    BubblewrapSession,
+    Limits,
+    SandboxResult,
+    SandboxSpec,
+    get_sandbox,
+    pick_cpus,
+    session_unavailable,
+)
 
 _ENDINGS = {"ok": Ending.EXITED, "error": Ending.EXITED, "time_limit": Ending.TIME, "memory_limit": Ending.MEMORY,
             "output_limit": Ending.OUTPUT, "killed": Ending.SIGNALED}

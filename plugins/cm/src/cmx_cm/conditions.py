@@ -20,7 +20,7 @@ from typing import Any
 TRUE_WORDS = ("yes", "on", "true", "1")
 FALSE_WORDS = ("no", "off", "false", "0")
 
-# Host keys CM sets in detect-os that cmx has as facts (cmx_core.sysfacts / cmx-detect).
+# Host keys CM sets in detect-os that cmx has as facts (cmx_core.facts.system / cmx-detect).
 FACT_KEYS = {"HOST_OS_TYPE": "facts.os.name"}
 
 

@@ -66,6 +66,6 @@ def cmx_recipe_paths() -> list[Path]:
     if not value.strip():
         return []
     from cmx_cm.collection import live_paths
-    from cmx_core.paths import cache_dir
+    from cmx_core.api import cache_dir
 
     return live_paths(value, cache_dir())

@@ -68,8 +68,7 @@ def _live(only: list[str], refresh: bool) -> tuple[dict[str, Any], dict[str, str
     """This machine through cmx-core's fact store (cached, fingerprinted), so ``cmx detect``
     sees every plugin's detectors; falls back to this plugin's own table."""
     try:
-        from cmx_core.facts import FactStore
-        from cmx_core.plugins import get_registry
+        from cmx_core.api import FactStore, get_registry
     except ImportError:  # a cmx-core without the fact store
         from cmx_detect.detectors import run_all
         from cmx_detect.source import LiveSource

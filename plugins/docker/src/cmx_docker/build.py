@@ -55,7 +55,7 @@ class ImageRecord:
 
 
 def docker_cache() -> Path:
-    from cmx_core.paths import cache_dir
+    from cmx_core.api import cache_dir
 
     return cache_dir() / "docker"
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmx_docker import aptlock, lockfile, templates
+from cmx_docker import aptpins, lockfile, templates
 from cmx_docker.digests import DigestMemo, stat_fingerprint
 from cmx_docker.engine import Endpoint, inspect_image
 from cmx_docker.errors import ContextError, TemplateError
@@ -186,8 +186,8 @@ def _apt(template: templates.Template, params: Mapping[str, Any]) -> dict[str, A
     """The pins and suites the shared apt step installs from (:mod:`cmx_docker.aptlock`)."""
     if template.apt is None:  # an apt-get install in the rendered Dockerfile is refused (_check_apt)
         return {"pins": [], "suites": "true"}
-    aptlock.check_covers(template.apt, aptlock.requested(params.get("apt_packages")))
-    return {"pins": [str(pin) for pin in template.apt.pins], "suites": aptlock.suites_sh(aptlock.DEBIAN_SUITE)}
+    aptpins.check_covers(template.apt, aptpins.requested(params.get("apt_packages")))
+    return {"pins": [str(pin) for pin in template.apt.pins], "suites": aptpins.suites_sh(aptpins.DEBIAN_SUITE)}
 
 
 def _context_files(template: templates.Template) -> tuple[tuple[str, Path], ...]:
@@ -208,7 +208,7 @@ def _check_apt(template: templates.Template, dockerfile: str) -> None:
     """A Dockerfile that runs ``apt-get install`` needs the template's ``apt.lock``: floating apt
     content would change under an unchanged tag."""
     if template.apt is None and "apt-get install" in dockerfile:
-        raise TemplateError(f"{template.directory / aptlock.APT_LOCK}: missing; the template's Dockerfile installs "
+        raise TemplateError(f"{template.directory / aptpins.APT_LOCK}: missing; the template's Dockerfile installs "
                             "apt packages, which must be pinned: record the lock with python -m cmx_docker.aptlock "
                             f"{template.name} (and install through _apt.j2)")
 

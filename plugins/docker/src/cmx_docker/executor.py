@@ -118,7 +118,7 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
 
     @staticmethod
     def _registry() -> Registry:
-        from cmx_core.plugins import get_registry
+        from cmx_core.api import get_registry
 
         return get_registry()
 
@@ -305,7 +305,7 @@ def _container_cache(user: str) -> Path:
     """The cmx cache the container uses: the host's own cache when the container runs as the
     host user; a dedicated persistent cache owned by the container user when the host user
     is root (the container never runs as root, and root's cache is not writable to it)."""
-    from cmx_core.paths import cache_dir
+    from cmx_core.api import cache_dir
 
     if os.getuid() != 0:
         return cache_dir()

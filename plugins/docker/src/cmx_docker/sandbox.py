@@ -25,9 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import Limits, SandboxResult, SandboxSpec, UsageError
-from cmx_core.sandbox import check_spec
-from cmx_core.sandbox.verdict import Ending, decide
+from cmx_core.api import Ending, Limits, SandboxResult, SandboxSpec, UsageError, check_spec, decide
 from cmx_docker.engine import Endpoint, find_endpoint, sdk_client
 from cmx_docker.owner import owner_labels
 from cmx_docker.reaper import reap

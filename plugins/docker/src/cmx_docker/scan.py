@@ -1,14 +1,14 @@
 """The secret scan of a build context, run before every build: a context holding a secret is
 refused with one line naming the file, and nothing is built.
 
-What counts as a secret (the rules of :mod:`cmx_core.secrets`, which bundles and reports use
+What counts as a secret (the rules of :mod:`cmx_core.results.secrets`, which bundles and reports use
 too; nothing here repeats them):
 
 * the value of any variable of this process's environment whose name says it is one
-  (``cmx_core.secrets.is_secret_name``: ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``,
+  (``cmx_core.results.secrets.is_secret_name``: ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``,
   ``*API_KEY*``, ``*CREDENTIAL*`` ...), 8 characters or longer here (a shorter value would
   match by chance in the bytes of a wheel): what a user has exported must never be baked in;
-* text in one of the token formats ``cmx_core.secrets.TOKEN_PATTERNS`` knows (a private key
+* text in one of the token formats ``cmx_core.results.secrets.TOKEN_PATTERNS`` knows (a private key
   block, an AWS access key id, Hugging Face, GitHub, OpenAI-style and Slack tokens);
 * a file named like a credentials store (``.env``, ``.netrc``, ``.pypirc``,
   ``.git-credentials``, ``credentials``, ``.aws_credentials``, ``id_rsa``, ``id_ed25519``).

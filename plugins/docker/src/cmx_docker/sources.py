@@ -51,9 +51,9 @@ def checkout_root() -> Path:
     if explicit:
         root = Path(explicit)
     else:
-        import cmx_core
+        from cmx_core import api
 
-        root = Path(cmx_core.__file__).resolve().parent.parent
+        root = Path(api.__file__).resolve().parent.parent
     if _project_name(root) != "cmx-core":
         raise ContextError(
             f"{root} is not a cmx source checkout (no pyproject.toml naming cmx-core); "

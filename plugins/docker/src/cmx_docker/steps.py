@@ -19,7 +19,7 @@ BASE_PARAMS = {"suite": "Debian suite for debootstrap (default bookworm)"}
 
 def build_step(ctx: StepContext) -> Mapping[str, Any]:
     """Outputs ``image`` (tag), ``image_id``, ``digest``, ``runtime`` and ``built``."""
-    from cmx_core.plugins import get_registry
+    from cmx_core.api import get_registry
     from cmx_docker.build import ensure_image
     from cmx_docker.executor import detector_plugins
 

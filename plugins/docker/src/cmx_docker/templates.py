@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmx_docker.aptlock import APT_LOCK, AptLock, read_lock
+from cmx_docker.aptpins import APT_LOCK, AptLock, read_lock
 from cmx_docker.errors import TemplateError
 from cmx_docker.lockfile import LockSpec, parse_spec
 

@@ -182,7 +182,7 @@ def image_for(plan: Plan, settings: K8sSettings) -> str:
     the plugin registry, so cmx-k8s imports no other plugin), with ``image_prefix`` before it."""
     if settings.image:
         return settings.image
-    from cmx_core.plugins import get_registry
+    from cmx_core.api import get_registry
 
     docker = get_registry().executors.get("docker")
     if docker is None or docker.describe is None:
@@ -196,8 +196,7 @@ def image_for(plan: Plan, settings: K8sSettings) -> str:
 
 def render_plan(plan: Plan, settings: K8sSettings, image: str, gpus: GpuRequest | None, directory: Path) -> list[Path]:
     """The plan's lock and manifests, validated, written into ``directory``."""
-    from cmx_core.engine import write_lock
-    from cmx_core.plugins import get_registry
+    from cmx_core.api import get_registry, write_lock
 
     directory.mkdir(parents=True, exist_ok=True)
     write_lock(directory, plan, get_registry())
@@ -297,8 +296,7 @@ def delete(handle: K8sHandle) -> None:
 
 def _plan_gpus(plan: Plan) -> Any:
     """The ``gpus`` fact the plan was resolved against (its facts file, or this machine)."""
-    from cmx_core.api import FactStore
-    from cmx_core.plugins import get_registry
+    from cmx_core.api import FactStore, get_registry
 
     detectors = get_registry().detectors
     store = FactStore.from_file(plan.facts_file, detectors) if plan.facts_file else FactStore(detectors)

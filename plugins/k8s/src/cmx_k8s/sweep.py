@@ -20,9 +20,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import CmxError, ExecutionOutcome, ExecutionRequest, Fetched, JobStatus, RemoteJob
+from cmx_core.api import CmxError, ExecutionOutcome, ExecutionRequest, Fetched, JobStatus, RemoteJob, fold
 from cmx_core.errors import Interrupted, UsageError
-from cmx_core.remote import fold
 from cmx_k8s import framing, manifests
 from cmx_k8s.executor import (
     LOG_TAIL,

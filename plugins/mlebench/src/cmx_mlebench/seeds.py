@@ -61,8 +61,7 @@ def _read(path: str | None) -> dict[str, Any] | None:
 
 def run_members(ctx: StepContext, competitions: Sequence[str], seeds: int) -> list[dict[str, Any]]:
     """Run every pair; for each, its point, run id, status and report (``None`` without one)."""
-    from cmx_core import paths
-    from cmx_core.sweep import point_command, run_sweep
+    from cmx_core.api import data_dir, point_command, run_sweep
 
     base = {k: str(ctx.params[k]) for k in PASSED if ctx.params.get(k) not in (None, "")}
     matrix = [{"competition": c, "seed": str(s)} for c in competitions for s in range(seeds)]
@@ -76,7 +75,7 @@ def run_members(ctx: StepContext, competitions: Sequence[str], seeds: int) -> li
     # takes an input value with a space (``--agent_cmd=python x.py``) for the noun. Name the noun
     # where this cmx-core leaves it out.
     options = [] if "recipe" in point_command("x", {}, {}, []) else ["recipe"]
-    sweep = run_sweep(ATTEMPT_TAGS, base, matrix, data_dir=paths.data_dir(), run_options=options, jobs=jobs,
+    sweep = run_sweep(ATTEMPT_TAGS, base, matrix, data_dir=data_dir(), run_options=options, jobs=jobs,
                       on_point=progress)
     members = []
     for point in sweep.points:

@@ -8,7 +8,7 @@ the cluster's CPUs allow) and folds each far result into its
 :class:`~cmx_core.api.ExecutionOutcome`, in the order of the requests::
 
     outcomes = run_batch(requests, RaySettings(address="head:6379"))
-    # the caller records each one (cmx_core.recording.record_run), as the engine does
+    # the caller records each one (cmx_core.run.recording.record_run), as the engine does
 
 With ``max_parallel=N`` (``cmx sweep --executor ray -j N`` calls :func:`run_many`, the
 executor's batch entry) at most N tasks are submitted at a time: the next is submitted when
@@ -24,8 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from cmx_core.api import ExecutionOutcome, ExecutionRequest, Interrupted, JobStatus, RemoteJob, UsageError
-from cmx_core.remote import fold
+from cmx_core.api import ExecutionOutcome, ExecutionRequest, Interrupted, JobStatus, RemoteJob, UsageError, fold
 from cmx_ray import cluster
 from cmx_ray.executor import RayExecutor, RayHandle, refuse_missing
 from cmx_ray.resources import task_resources

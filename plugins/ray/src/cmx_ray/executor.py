@@ -196,8 +196,7 @@ def _far_task() -> Any:
 
 def _plan_gpus(plan: Plan) -> Any:
     """The ``gpus`` fact the plan was resolved against (its facts file, or this machine)."""
-    from cmx_core.api import FactStore
-    from cmx_core.plugins import get_registry
+    from cmx_core.api import FactStore, get_registry
 
     detectors = get_registry().detectors
     store = FactStore.from_file(plan.facts_file, detectors) if plan.facts_file else FactStore(detectors)

@@ -1,7 +1,7 @@
 """What a plan asks of a Ray cluster: CPUs, GPUs, memory and the ``accelerator_type:<X>``
 resource.
 
-The settings win, then the plan's ``resources:`` (:mod:`cmx_core.resources`: ``cpus`` ->
+The settings win, then the plan's ``resources:`` (:mod:`cmx_core.recipes.resources`: ``cpus`` ->
 ``num_cpus``, ``gpus`` -> ``num_gpus``, ``memory`` -> ``memory`` in bytes, ``accelerator`` ->
 ``accelerator_type``, ``time`` -> the task's timeout), then what its requirements imply. A
 Ray task is one process on one node, so a plan asking for more than one node or task is

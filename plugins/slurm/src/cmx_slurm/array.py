@@ -7,7 +7,7 @@ its output in that run's stage directory. The scheduler starts as many at once a
 
     array = submit_array(requests, SlurmSettings(time="10"))
     outcomes = collect(array)          # waits; one ExecutionOutcome per request, in order
-    # the caller records each one (cmx_core.recording.record_run), as the engine does
+    # the caller records each one (cmx_core.run.recording.record_run), as the engine does
 
 ``wait_array`` waits for every task with one squeue call per interval; ``cancel_array``
 cancels the whole array. ``max_parallel`` maps to sbatch's ``%N`` array throttle.
@@ -23,9 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx_core.api import ExecutionOutcome, ExecutionRequest, Fetched, JobStatus, RemoteJob
+from cmx_core.api import ExecutionOutcome, ExecutionRequest, Fetched, JobStatus, RemoteJob, fold
 from cmx_core.errors import Interrupted, UsageError
-from cmx_core.remote import fold
 from cmx_slurm import poll, script, slurmcli
 from cmx_slurm.executor import JOB_RECORD, SlurmExecutor, resources_for, settings_of, with_log_tail
 from cmx_slurm.settings import SlurmSettings

@@ -25,7 +25,7 @@ from cmx_core.api import ExecutionRequest, ExecutorSettings, Fetched, JobStatus,
 from cmx_core.api import plan_resources as asked_by
 from cmx_core.errors import UsageError
 from cmx_slurm import poll, script, slurmcli
-from cmx_slurm.plugin import SUMMARY
+from cmx_slurm.about import SUMMARY
 from cmx_slurm.resources import Resources, plan_resources
 from cmx_slurm.settings import SlurmSettings
 

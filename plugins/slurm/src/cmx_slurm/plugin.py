@@ -6,11 +6,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
+from cmx_slurm.about import SUMMARY
 
 if TYPE_CHECKING:
     from cmx_core.api import Plan
 
-SUMMARY = "Submit the plan as a Slurm batch job (sbatch; srun with N tasks; the run dir must be shared)"
 
 
 def _execute(request: ExecutionRequest) -> ExecutionOutcome:

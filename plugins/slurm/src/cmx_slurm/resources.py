@@ -1,7 +1,7 @@
 """What a job asks Slurm for, from the plan and the settings, as sbatch arguments.
 
 Three sources, the first that says something wins: the executor settings
-(``--executor-opt``), the plan's ``resources:`` (:mod:`cmx_core.resources`: ``nodes`` ->
+(``--executor-opt``), the plan's ``resources:`` (:mod:`cmx_core.recipes.resources`: ``nodes`` ->
 ``--nodes``, ``tasks_per_node`` -> ``--ntasks-per-node``, ``cpus`` -> ``--cpus-per-task``,
 ``memory`` -> ``--mem`` in MiB, ``time`` -> ``--time`` in minutes, ``gpus`` -> ``--gres=gpu:N``,
 ``accelerator`` -> ``--constraint``), then what the plan's requirements imply: an accelerator

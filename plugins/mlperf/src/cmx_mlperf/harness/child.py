@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cmx_core.api import Meter
 from cmx_core.errors import CmxError, StepFailed
 from cmx_mlperf.harness import accuracy as acc
 from cmx_mlperf.harness.calibrate import budget_for, calibrate, derive
 from cmx_mlperf.harness.config import Derived, conf_model_key, needs_calibration, user_conf
 from cmx_mlperf.harness.spec import LoadgenSpec
-from cmx_mlperf.power.energy import Meter
 
 REPORT = "child_report.json"
 ERROR = "child_error.txt"

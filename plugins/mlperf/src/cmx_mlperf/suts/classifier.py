@@ -124,7 +124,7 @@ def _int(params: Mapping[str, Any], key: str, default: int | None) -> int | None
 def _cache_dir(params: Mapping[str, Any]) -> Path:
     if params.get("cache_dir"):
         return Path(str(params["cache_dir"])).expanduser()
-    from cmx_core.paths import cache_dir
+    from cmx_core.api import cache_dir
 
     return cache_dir() / "mlperf"
 

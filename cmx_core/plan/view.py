@@ -1,0 +1,111 @@
+"""What ``cmx plan`` shows beyond the DAG: each step's settings rendered as far as they can be
+before anything runs, and how the chosen executor would run the plan (for a container: the
+image tag, the GPUs requested, the mounts, the network and the limits).
+
+A template over inputs, variations and facts is rendered with the real values. What only
+the run knows (a dep's outputs, an earlier step's outputs, the node's and the run's
+directories) is shown as a placeholder such as ``<deps.model.path>``; a template that cannot
+be rendered with placeholders in it is shown as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cmx_core.errors import CmxError
+from cmx_core.facts.store import FactStore
+from cmx_core.plan.facts_view import FactsView, groups_of
+from cmx_core.plan.planner import Plan, PlanNode
+from cmx_core.recipes.model import StepSpec
+from cmx_core.recipes.template import render_value
+
+
+class Unknown:
+    """A value only the run knows; renders as ``<path>`` and lets templates reach into it."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def __getattr__(self, name: str) -> Unknown:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return Unknown(f"{self._path}.{name}")
+
+    def __getitem__(self, key: Any) -> Unknown:
+        return Unknown(f"{self._path}[{key!r}]")
+
+    def __str__(self) -> str:
+        return f"<{self._path}>"
+
+    __repr__ = __str__
+
+
+@dataclass(frozen=True)
+class PlanView:
+    """A plan with its rendered step settings and its executor's description."""
+
+    plan: Plan
+    executor: str
+    execution: Mapping[str, Any] = field(default_factory=dict)
+    steps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """node id -> step id -> the rendered ``with:``."""
+
+    def to_json(self) -> dict[str, Any]:
+        document = self.plan.to_json()
+        for node in document["nodes"]:
+            for step in node["steps"]:
+                step["rendered"] = _plain(self.steps.get(node["id"], {}).get(step["id"]))
+        document["executor"] = {"name": self.executor, **_plain(dict(self.execution))}
+        return document
+
+    def render_text(self) -> str:
+        def detail(node: PlanNode, step: StepSpec) -> list[str]:
+            rendered = self.steps.get(node.id, {}).get(step.id) or {}
+            return [f"{key}: {_show(value)}" for key, value in rendered.items()]
+
+        lines = [self.plan.render_tree(detail), f"executor: {self.executor}"]
+        lines += [f"    {key}: {_show(value)}" for key, value in self.execution.items()]
+        return "\n".join(lines)
+
+
+def view(plan: Plan, facts: FactStore, executor: str, execution: Mapping[str, Any]) -> PlanView:
+    """The plan's view: every step's ``with:`` rendered as far as the plan allows."""
+    steps = {node.id: {step.id: preview_params(node, step.with_, facts) for step in node.steps}
+             for node in plan.nodes}
+    return PlanView(plan, executor, execution, steps)
+
+
+def preview_params(node: PlanNode, params: Mapping[str, Any], facts: FactStore) -> dict[str, Any]:
+    """``params`` rendered with the node's inputs, variations and facts, and placeholders
+    for what only the run knows; a value that cannot be rendered so stays as written."""
+    context = {
+        "inputs": node.inputs, "variation": groups_of(node), "variations": list(node.variations),
+        "facts": FactsView(facts), "deps": {alias: Unknown(f"deps.{alias}") for alias in node.deps},
+        "steps": Unknown("steps"), "node": Unknown("node"), "run": Unknown("run"),
+    }
+    rendered = {}
+    for key, value in params.items():
+        try:
+            rendered[key] = render_value(value, context, f"{node.recipe.path}: with.{key}")
+        except (CmxError, TypeError, ValueError, AttributeError):
+            rendered[key] = value
+    return rendered
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Unknown):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _show(value: Any) -> str:
+    import json
+
+    plain = _plain(value)
+    return plain if isinstance(plain, str) else json.dumps(plain, default=str)

@@ -1,0 +1,302 @@
+"""Typed providers that plugins register, and the values that flow through them.
+
+These dataclasses are cmx-core's public plugin API (re-exported from :mod:`cmx_core.api`).
+A plugin registers providers from its registration hooks (see :mod:`cmx_core.plugins.hookspecs`);
+``cmx plugins`` lists and validates them without running anything.
+
+Example, a step type in a plugin::
+
+    from cmx_core.api import StepType, StepContext, StepOutput, hookimpl
+
+    def _hello(ctx: StepContext) -> StepOutput:
+        return StepOutput(outputs={"greeting": f"hello {ctx.params['who']}"})
+
+    @hookimpl
+    def cmx_register_steps(register):
+        register(StepType(name="demo.hello", summary="Say hello", run=_hello))
+"""
+
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from cmx_core.providers.parts import merge_parts
+from cmx_core.providers.table import ProviderTable  # noqa: F401 - re-exported
+from cmx_core.providers.values import Artifact, Capabilities, ResultPart, StepOutput
+
+if TYPE_CHECKING:
+    import argparse
+    import logging
+
+@dataclass(frozen=True)
+class StepContext:
+    """The immutable snapshot a step runs with.
+
+    ``params`` are the step's rendered ``with:`` values; ``inputs`` the recipe's typed inputs;
+    ``deps`` maps each dep alias to that dep's declared outputs; ``facts`` are the detected
+    facts. All mappings are read-only (nested values too). ``work_dir`` is the step's own
+    directory (inside the cache entry being staged when the node is cached, else inside the
+    run directory); ``log_dir`` is where captured stdout/stderr go.
+    """
+
+    node_id: str
+    recipe: str
+    params: Mapping[str, Any]
+    inputs: Mapping[str, Any]
+    deps: Mapping[str, Mapping[str, Any]]
+    facts: Mapping[str, Any]
+    variations: Mapping[str, Any]
+    work_dir: Path
+    log_dir: Path
+    run_dir: Path
+    cache_dir: Path
+    timeout_s: float | None = None
+    log: logging.Logger = field(default_factory=lambda: _step_logger())
+    recipe_dir: Path | None = None
+    """The directory of the recipe file: a python step imports a module kept there without
+    ``PYTHONPATH``."""
+
+
+def _step_logger() -> logging.Logger:
+    """A logger that imports :mod:`logging` only when a step actually logs."""
+    return _LazyLogger()  # type: ignore[return-value]
+
+
+class _LazyLogger:
+    def __getattr__(self, name: str) -> Any:
+        import logging
+
+        return getattr(logging.getLogger("cmx.step"), name)
+
+
+@dataclass(frozen=True)
+class StepType:
+    """A step type recipes can ``use:``.
+
+    ``run`` takes a :class:`StepContext` and returns a :class:`StepOutput` or a mapping of
+    outputs; it raises :class:`cmx_core.errors.StepFailed` for a failure the user should see
+    as one line. ``params`` documents the accepted ``with:`` keys (name -> description); when
+    it is not empty, unknown keys in a recipe are refused at plan time. ``validate`` (optional)
+    checks a cache hit's outputs still hold (return False to rebuild). ``version`` is filled
+    by cmx with the providing distribution's version and feeds every cache key.
+
+    ``measures`` says the step is a measurement (a benchmark) rather than a producer (a
+    build, a detection, a download): a node with a measuring step is never served from the
+    cache unless its recipe says ``cache: {measurements: true}``, and then the cache entry
+    keeps the whole result part and the new result is labelled as a cached measurement.
+    ``params_schema`` (optional) is the JSON Schema of the rendered ``with:`` mapping; the
+    plan checks every step's literal arguments against it, so ``cmx plan`` fails where the
+    run would. ``examples`` are sample ``with:`` mappings (documentation the conformance kit
+    checks against ``params`` and ``params_schema``). ``extras`` names the distribution
+    extras the step needs (``("llm",)`` for ``cmx-mlperf[llm]``): the plan checks that
+    their requirements are installed and names the install command when they are not.
+    """
+
+    name: str
+    summary: str
+    run: Callable[[StepContext], StepOutput | Mapping[str, Any]]
+    params: Mapping[str, str] = field(default_factory=dict)
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    validate: Callable[[Mapping[str, Any]], bool] | None = None
+    version: str = ""
+    plugin: str = ""
+    measures: bool = False
+    params_schema: Mapping[str, Any] | None = None
+    examples: tuple[Mapping[str, Any], ...] = ()
+    extras: tuple[str, ...] = ()
+    extras_for: Callable[[Mapping[str, Any]], tuple[str, ...]] | None = None
+    """The extras a step needs for its literal ``with:`` values (a SUT chosen by name), beyond
+    ``extras``: called when the plan is made, with the step's unrendered ``with:`` mapping."""
+
+
+@dataclass(frozen=True)
+class Detector:
+    """Produces one top-level fact (``facts.<name>``), e.g. ``os``, ``cpu``, ``gpus``.
+
+    ``detect`` returns JSON-serialisable data (a dataclass is converted with ``asdict``) and
+    must never raise for missing hardware: no GPU is an empty list with a reason. Results are
+    cached for ``ttl_s`` seconds (None: for the process only) and invalidated when
+    ``fingerprint()`` (e.g. a driver version or a binary's path/size/mtime) changes.
+    ``check(value, where)`` (optional) validates a value a recipe's ``requires`` compares
+    with this fact (e.g. a known accelerator tag) and raises a CmxError naming ``where``.
+    ``returns`` (optional) is the JSON type of the fact (``dict``, ``list``, ``str``...): the
+    conformance kit calls ``detect`` and checks its value has that type.
+    """
+
+    name: str
+    summary: str
+    detect: Callable[[], Any]
+    fingerprint: Callable[[], str] | None = None
+    ttl_s: float | None = None
+    check: Callable[[Any, str], Any] | None = None
+    returns: type | tuple[type, ...] | None = None
+    version: str = ""
+    plugin: str = ""
+
+
+@dataclass(frozen=True)
+class ExecutorSettings:
+    """Base class of an executor's typed settings (Snakemake's ``ExecutorSettingsBase``).
+
+    An executor declares a frozen dataclass deriving from this one; each field is one
+    ``--executor-opt KEY=VALUE``, converted to the field's type (``str``, ``int``,
+    ``float``, ``bool``, a ``Literal`` of choices, ``X | None``, ``tuple[str, ...]`` from a
+    comma list). The help ``cmx plugins info`` shows comes from the field's
+    ``metadata={"help": ...}``. An unknown key or a bad value is a one-line usage error
+    naming the executor and the key (:func:`cmx_core.run.settings.parse_settings`).
+
+    Example::
+
+        @dataclass(frozen=True)
+        class SlurmSettings(ExecutorSettings):
+            partition: str | None = field(default=None, metadata={"help": "sbatch --partition"})
+            poll_s: float = field(default=5.0, metadata={"help": "seconds between squeue polls"})
+    """
+
+
+@dataclass(frozen=True)
+class NoSettings(ExecutorSettings):
+    """The settings of an executor that takes none."""
+
+
+@dataclass(frozen=True)
+class CachedMeasurement:
+    """Where a measurement served from the cache was really taken: the run that measured it
+    and when. A result built from it says so (``provenance.cached_measurement``)."""
+
+    run_id: str
+    measured_at: str
+    cache_key: str
+
+
+NodeStatus = Literal["ran", "cached", "failed"]
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """What happened to one plan node."""
+
+    node_id: str
+    recipe: str
+    status: NodeStatus
+    wall_s: float
+    cache_key: str
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    parts: tuple[ResultPart, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+    cached_measurement: CachedMeasurement | None = None
+
+
+@dataclass(frozen=True)
+class RunError:
+    """Why a run failed: a message and, when a step failed, the node and step.
+    ``exit_code`` is what ``cmx run`` exits with: 1 for a failed run, 2 when the run
+    refused its input."""
+
+    message: str
+    node: str | None = None
+    step: str | None = None
+    exit_code: int = 1
+
+
+@dataclass(frozen=True)
+class ExecutionOutcome:
+    """What an executor returns; the engine alone builds, validates, writes and indexes the
+    result document from it.
+
+    ``nodes`` are in plan order (only those that ran or were served). ``facts`` is the
+    snapshot of the machine the plan ran on when that is not this one (a remote executor
+    fills it from the far side; None means the request's own facts). ``system`` holds
+    extra ``system`` keys the executor knows (a container's image record); ``logs`` are
+    files worth keeping (kept as artifacts of kind ``log``).
+    """
+
+    nodes: tuple[NodeResult, ...]
+    root_outputs: Mapping[str, Any]
+    started: float
+    finished: float
+    error: RunError | None = None
+    facts: Mapping[str, Any] | None = None
+    system: Mapping[str, Any] = field(default_factory=dict)
+    artifacts: tuple[Artifact, ...] = ()
+    logs: tuple[Path, ...] = ()
+
+    def result_part(self) -> ResultPart | None:
+        """The result part of the run: the one part, or all parts merged by section
+        (:func:`cmx_core.providers.parts.merge_parts`); parts that disagree are a ResultsError."""
+        parts = [(node.node_id, part) for node in self.nodes for part in node.parts]
+        if len(parts) <= 1:
+            return parts[0][1] if parts else None
+        return merge_parts(parts)
+
+    def cached_measurement(self) -> CachedMeasurement | None:
+        """The cache provenance of the node whose result part is the run's."""
+        for node in reversed(self.nodes):
+            if node.parts:
+                return node.cached_measurement
+        return None
+
+    def all_artifacts(self) -> list[Artifact]:
+        return [a for node in self.nodes for a in node.artifacts] + list(self.artifacts)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A benchmark suite a plugin provides, and the JSON Schema of its result section.
+
+    ``name`` is the value of ``benchmark.suite`` (``mlperf-inference``); ``section`` the
+    top-level key of the result document the suite owns (``mlperf``); ``schema`` the JSON
+    Schema of that section (checked when the suite is registered, then composed into the
+    result validator). ``required_for`` lists the statuses for which a result of this suite
+    must carry its section.
+
+    Example::
+
+        register(Suite(name="helm", summary="HELM scenarios", section="helm",
+                       schema={"type": "object", "required": ["scenario"],
+                               "properties": {"scenario": {"type": "string"}}}))
+    """
+
+    name: str
+    summary: str
+    section: str
+    schema: Mapping[str, Any]
+    required_for: tuple[str, ...] = ("valid", "invalid")
+    version: str = ""
+    plugin: str = ""
+
+
+@dataclass(frozen=True)
+class Command:
+    """A ``cmx`` subcommand added by a plugin.
+
+    ``configure`` adds arguments to its argparse parser; ``run`` gets the parsed namespace and
+    returns the exit code. ``--json`` is added for you; honour it by printing one JSON document.
+    """
+
+    name: str
+    summary: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    version: str = ""
+    plugin: str = ""
+
+
+@dataclass(frozen=True)
+class Exporter:
+    """A ``cmx results export --format NAME`` format.
+
+    ``export`` gets the selected result documents (each with its run directory under the
+    key ``"_run_dir"`` removed before validation: pass ``run_dirs`` instead) and writes into
+    ``dest``. It raises a :class:`cmx_core.errors.CmxError` for bad input.
+    """
+
+    name: str
+    summary: str
+    export: Callable[[list[Mapping[str, Any]], list[Path], Path], None]
+    version: str = ""
+    plugin: str = ""

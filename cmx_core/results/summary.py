@@ -1,0 +1,75 @@
+"""The text summary ``cmx run`` prints (import-light: the warm-run replay prints it too).
+
+Honest by construction: each value in its own unit (never converted or renamed), a null
+metric as "not measured (why)", and every invalid or not-submittable reason in full.
+"""
+
+from __future__ import annotations
+
+import json
+
+from cmx_core.results.numbers import fmt_number
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+KEY_METRICS = ("tokens_per_second", "samples_per_second", "queries_per_second", "completed_samples_per_second",
+               "ttft_p99_ns", "tpot_p99_ns", "latency_p99_ns", "latency_p90_ns", "top1", "rouge1", "rougeL")
+"""Metrics shown after the primary one in the run summary (the rest are in result.json)."""
+
+PER_QUERY = ("latency", "ttft", "tpot")
+"""Metric name prefixes that only a latency-bound scenario measures."""
+
+
+def run_summary(doc: dict[str, Any], path: Any) -> str:
+    bench = doc.get("benchmark", {})
+    lines = [f"{doc['status'].upper()}  {bench.get('task') or doc['software']['recipe']['name']}"
+             f"  ({fmt_number(doc['timing']['wall_s'])} s)  run {doc['run_id'][:8]}"]
+    metrics = doc.get("metrics") or {}
+    shown = shown_metrics(metrics, bench.get("primary_metric"))
+    for name in shown:
+        lines.append(f"  {name:<28} {metric_text(name, metrics[name], bench)}")
+    if len(metrics) > len(shown):
+        lines.append(f"  ({len(metrics) - len(shown)} more metrics: cmx results show {doc['run_id'][:8]})")
+    lines += reason_lines(doc)
+    if not metrics:
+        for key, value in (doc.get("outputs") or {}).items():
+            text = json.dumps(value, default=str)
+            lines.append(f"  {key}: {text if len(text) < 100 else text[:97] + '...'}")
+    lines.append(f"result: {path}")
+    return "\n".join(lines)
+
+
+def shown_metrics(metrics: dict[str, Any], primary: str | None) -> list[str]:
+    """The primary metric, then the key ones, then others up to six in all."""
+    shown = [primary] if primary in metrics else []
+    shown += [name for name in KEY_METRICS if name in metrics and name not in shown]
+    shown += [name for name in metrics if name not in shown][: max(0, 6 - len(shown))]
+    return [name for name in shown if name is not None]
+
+
+def metric_text(name: str, metric: dict[str, Any], bench: dict[str, Any]) -> str:
+    """``7.31 ns``, ``200,000 items`` or ``not measured (why)``."""
+    value, unit = metric.get("value"), metric.get("unit", "")
+    if not isinstance(value, (int, float)):
+        return f"not measured ({null_reason(name, bench)})"
+    return f"{fmt_number(value):>14} {unit}"
+
+
+def null_reason(name: str, bench: dict[str, Any]) -> str:
+    """Why a metric has no value, as far as the result document tells."""
+    scenario = bench.get("scenario")
+    if scenario == "Offline" and name.startswith(PER_QUERY):
+        return "the Offline scenario has no per-query latency; run the Server scenario for it"
+    return "the run recorded no value for it"
+
+
+def reason_lines(doc: dict[str, Any]) -> list[str]:
+    """Every invalid reason and every submission blocker, each on its own line, in full."""
+    lines = [f"  invalid: {reason}" for reason in doc.get("invalid_reasons") or []]
+    blockers = (doc.get("mlperf") or {}).get("submission_blockers") or []
+    if blockers:
+        lines.append(f"  not submittable ({len(blockers)} reason{'s' if len(blockers) > 1 else ''}):")
+        lines += [f"    - {blocker}" for blocker in blockers]
+    return lines

@@ -1,0 +1,485 @@
+"""The typed Python API: everything the CLI does is a function here.
+
+>>> from cmx_core import api
+>>> result = api.run(tags=["detect", "os"])          # doctest: +SKIP
+>>> result.document["status"]                              # doctest: +SKIP
+'completed'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from cmx_core import paths
+from cmx_core.cache.store import Cache
+from cmx_core.catalog.catalog import Catalog, load_catalog
+from cmx_core.datautil import digest
+from cmx_core.errors import CmxError, Interrupted, UsageError
+from cmx_core.facts.store import FactStore
+from cmx_core.plan.planner import Plan, PlanNode, PlanQuery, build_plan
+from cmx_core.plugins.loader import get_registry
+from cmx_core.plugins.registry import ExecutionRequest, Executor, Registry
+from cmx_core.providers.types import ExecutorSettings, RunError
+from cmx_core.recipes.model import Recipe, split_tags
+from cmx_core.resolve.decision import Decision
+from cmx_core.resolve.resolver import Resolution, Resolver
+from cmx_core.run.runids import new_run_id, run_dir_name
+
+if TYPE_CHECKING:
+    from cmx_core.plan.view import PlanView
+
+
+class Session(NamedTuple):
+    """What one command needs: plugins, the catalog, facts and the cache."""
+
+    registry: Registry
+    catalog: Catalog
+    facts: FactStore
+    cache: Cache
+    recipes_dirs: tuple[Path, ...]
+    facts_file: Path | None
+
+
+def resolve_recipes_dirs(recipes_dirs: Sequence[str | Path]) -> tuple[Path, ...]:
+    """``--recipes`` directories as absolute paths (``~`` expanded, symlinks resolved)."""
+    return tuple(Path(d).expanduser().resolve() for d in recipes_dirs)
+
+
+def open_session(recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None) -> Session:
+    registry = get_registry()
+    dirs = resolve_recipes_dirs(recipes_dirs)
+    catalog = load_catalog(dirs, plugin_paths=registry.recipe_paths)
+    if strict_mode():
+        catalog.raise_errors()
+    facts = FactStore.from_file(Path(facts_file), registry.detectors) if facts_file else FactStore(registry.detectors)
+    return Session(registry, catalog, facts, Cache(), dirs, Path(facts_file) if facts_file else None)
+
+
+def strict_mode() -> bool:
+    """``--strict`` (``CMX_STRICT``) or a CI environment (``CI`` set): broken recipe files
+    are errors rather than warnings."""
+    return any(os.environ.get(name, "") not in ("", "0", "false") for name in ("CMX_STRICT", "CI"))
+
+
+def _tags(tags: str | Sequence[str]) -> tuple[str, ...]:
+    return tuple(split_tags(tags) if isinstance(tags, str) else [t.strip() for t in tags if t.strip()])
+
+
+def plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
+         recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None,
+         session: Session | None = None, executor: str | None = None,
+         options: Mapping[str, Any] | None = None) -> Plan:
+    """Resolve ``tags`` into a plan without running anything, and check it the way a run
+    would: the executor that would run it (``executor``, or the default) is chosen, its
+    settings (``options``) are parsed and its ``check_plan`` is called."""
+    session = session or open_session(recipes_dirs, facts_file)
+    the_plan = _resolve_plan(tags, inputs, session)
+    _checked_executor(session, the_plan, executor, options)
+    return the_plan
+
+
+def plan_view(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
+              recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None,
+              executor: str | None = None, options: Mapping[str, Any] | None = None) -> PlanView:
+    """What ``cmx plan`` shows: the checked plan, each step's settings rendered as far as
+    they can be before anything runs, and how the chosen executor would run it."""
+    from cmx_core.plan.view import view
+
+    session = open_session(recipes_dirs, facts_file)
+    the_plan = _resolve_plan(tags, inputs, session)
+    chosen, settings = _checked_executor(session, the_plan, executor, options)
+    execution = chosen.describe(the_plan, settings) if chosen.describe is not None else {}
+    return view(the_plan, session.facts, chosen.name, execution)
+
+
+def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, session: Session) -> Plan:
+    query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
+    resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step,
+                        no_match_hint=_missing_plugin_hint)
+    try:
+        resolution = resolver.resolve(query.tags, query.inputs)
+    except CmxError as exc:
+        if not session.catalog.errors:
+            raise
+        message = " ".join(str(exc).split("\n")[0].split())
+        raise UsageError(f"{message}; a recipe file that failed to load may be the one meant: "
+                         f"{session.catalog.errors_line()}") from None
+    session.catalog.warn_errors()  # the plan did not need them: a warning each, once
+    the_plan = _build(resolution, query, session)
+    from cmx_core.plugins.extras import check_plan_extras
+
+    check_plan_extras(the_plan, session.registry)  # a missing extra is named now, not mid-run
+    return the_plan
+
+
+def _missing_plugin_hint(tags: tuple[str, ...]) -> str:
+    """The plugin the registry says answers a query no installed recipe does (lazy import)."""
+    from cmx_core.plugins.hints import missing_plugin_hint
+
+    return missing_plugin_hint(tags)
+
+
+def _checked_executor(session: Session, the_plan: Plan, executor: str | None,
+                      options: Mapping[str, Any] | None) -> tuple[Executor, ExecutorSettings]:
+    """The executor that would run the plan, its parsed settings, and its ``check_plan``
+    passed: what ``cmx plan`` and ``cmx run`` both check before anything runs."""
+    chosen = _executor(session, the_plan, executor)
+    settings = executor_settings(chosen, options or {})
+    if chosen.check_plan is not None:
+        chosen.check_plan(the_plan, settings)
+    return chosen, settings
+
+
+def _build(resolution: Resolution, query: PlanQuery, session: Session) -> Plan:
+    """The plan of a resolution: cache keys and would-hit status per node."""
+    versions = {name: step.version for name, step in session.registry.steps.items()}
+    shadowed = {name: [i.path for i in lst] for name, lst in session.catalog.shadowed_listed.items()}
+    measuring = frozenset(name for name, step in session.registry.steps.items() if step.measures)
+    return build_plan(resolution, query, versions, session.facts.source, session.facts_file,
+                      session.cache, shadowed, measuring)
+
+
+# -- explain ------------------------------------------------------------------------------
+
+
+@dataclass
+class Explanation:
+    """Why each candidate and variation was taken or rejected; why a node misses the cache."""
+
+    decisions: list[Decision]
+    plan: Plan | None
+    error: str | None
+    misses: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "error": self.error,
+            "decisions": [
+                {"query": list(d.query), "chain": list(d.chain), "node": d.node_id,
+                 "candidates": [c._asdict() for c in d.candidates],
+                 "variations": [{"name": n, "why": w} for n, w in d.variations],
+                 "skipped": [{"what": n, "why": w} for n, w in d.skipped]}
+                for d in self.decisions
+            ],
+            "cache": {n.id: {"status": n.cache_status, "reason": n.cache_reason,
+                             "changed": self.misses.get(n.id, [])}
+                      for n in (self.plan.nodes if self.plan else ())},
+        }
+
+
+def explain(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
+            recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None) -> Explanation:
+    """Resolve like :func:`plan`, but keep the reasoning, also when resolution fails."""
+    session = open_session(recipes_dirs, facts_file)
+    query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
+    resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step,
+                        no_match_hint=_missing_plugin_hint)
+    try:
+        result = _build(resolver.resolve(query.tags, query.inputs), query, session)
+    except CmxError as exc:
+        return Explanation(resolver.decisions, None, str(exc))
+    misses = {n.id: cache_miss_reasons(session.cache, n) for n in result.nodes if n.cache_status == "miss"}
+    return Explanation(resolver.decisions, result, None, misses)
+
+
+def cache_miss_reasons(cache: Cache, node: PlanNode) -> list[str]:
+    """Which parts of the key differ from the newest entry of the same recipe."""
+    previous = cache.previous_for(node.recipe.name)
+    if previous is None:
+        return ["no earlier cache entry of this recipe"]
+    old_parts = previous.meta.get("key_parts", {})
+    old_values = previous.meta.get("key_values", {})
+    reasons = []
+    for part, new in node.key_parts.items():
+        if old_parts.get(part) == new:
+            continue
+        detail = _value_diff(old_values.get(part), node.key_values.get(part))
+        reasons.append(f"{part} changed" + (f": {detail}" if detail else ""))
+    return reasons or [f"entry {previous.key[:12]} is no longer valid"]
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _value_diff(old: Any, new: Any) -> str:
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(set(old) | set(new))
+        changed = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in keys
+                   if _canonical(old.get(k)) != _canonical(new.get(k))]
+        return "; ".join(changed[:5])
+    return "" if old is None else f"{str(old)[:40]!r} -> {str(new)[:40]!r}"
+
+
+# -- run ----------------------------------------------------------------------------------
+
+
+class RunResult(NamedTuple):
+    run_id: str
+    run_dir: Path
+    result_path: Path
+    document: dict[str, Any]
+    plan: Plan
+    session: Session | None = None
+    """What the run used (plugins, catalog, facts), for callers that inspect it further."""
+
+    @property
+    def status(self) -> str:
+        return str(self.document.get("status"))
+
+
+def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
+        recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None,
+        jobs: int = 1, use_cache: bool = True, refresh: bool = False,
+        output: str | Path | None = None, executor: str | None = None,
+        options: Mapping[str, Any] | None = None, lock: str | Path | None = None,
+        allow_drift: Sequence[str] = (), sweep: Mapping[str, Any] | None = None,
+        on_plan: Callable[[Plan], None] | None = None) -> RunResult:
+    """Resolve, run and record. Raises StepFailed (after writing the error result) when a
+    step fails, CmxError for bad input; returns the written, indexed result otherwise.
+    With ``lock``, the lockfile's query is replayed and any drift is refused (``allow_drift``
+    names classes of drift that are allowed: ``remote`` for the far side of a remote
+    executor, which detects its own facts and may lack the executor's plugin). ``executor``
+    None means ``docker`` when the recipe (or a selected variation) declares a container,
+    else ``local``; ``options`` are the executor's settings (``--executor-opt``), checked
+    against its settings class. ``sweep`` (``{"id", "index", "point"}``) marks the run as
+    one point of a ``cmx sweep`` (``provenance.sweep``). ``on_plan`` is handed the checked
+    plan before anything runs (the CLI prints it on a terminal)."""
+    if jobs < 1:
+        raise UsageError(f"-j must be at least 1, got {jobs}")
+    locked = None
+    if lock:
+        from cmx_core.run.lock import check_drift_classes, read_lock
+
+        check_drift_classes(allow_drift)
+        locked = read_lock(Path(lock))
+        recipes_dirs = recipes_dirs or locked["query"].get("recipes_dirs") or ()
+        if "remote" not in allow_drift:
+            facts_file = facts_file or locked["query"].get("facts_file")
+    elif allow_drift:
+        raise UsageError("--allow-drift applies to --lock FILE only")
+    session = open_session(recipes_dirs, facts_file)
+    the_plan = replay(locked, Path(lock), session, allow_drift) if locked and lock else \
+        _resolve_plan(tags, inputs, session)
+    chosen, settings = _checked_executor(session, the_plan, executor, options)
+    if on_plan is not None:
+        on_plan(the_plan)
+    from cmx_core.results.store import ResultStore
+
+    ResultStore(paths.results_db()).check()  # a corrupt store fails now, not after the benchmark
+    run_id = new_run_id()
+    run_dir = _make_run_dir(run_id, the_plan.root.recipe.name, output)
+    _write_json(run_dir / "plan.json", the_plan.to_json())
+    lock_digest = write_lock(run_dir, the_plan, session.registry)
+    request = ExecutionRequest(
+        plan=the_plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
+        lock_path=run_dir / "lock.json", run_id=run_id, settings=settings, jobs=jobs,
+        use_cache=use_cache, refresh=refresh,
+    )
+    from cmx_core.run import inflight
+
+    inflight.reap()  # runs a killed cmx left behind are recorded as interrupted
+    session.cache.clean_staging()
+    provenance = run_provenance(lock_digest, session, sweep)
+    inflight.mark(run_id, run_dir, interrupted_document(request, provenance))
+    try:
+        result_path, document, exit_code = _execute(chosen, request, provenance, session)
+    finally:
+        inflight.clear(run_id)
+    if document.get("status") == "error":
+        raise _run_failure(document, result_path, exit_code)
+    return RunResult(run_id, run_dir, result_path, document, the_plan, session)
+
+
+def executor_settings(chosen: Executor, options: Mapping[str, Any]) -> ExecutorSettings:
+    """The executor's settings from ``--executor-opt`` values (checked, converted)."""
+    from cmx_core.run.settings import parse_settings
+
+    return parse_settings(chosen.name, chosen.settings, options)
+
+
+def run_provenance(lock_digest: str, session: Session, sweep: Mapping[str, Any] | None) -> Any:
+    """The provenance of a run: the lock's digest, the loaded plugins, the sweep point (if any)."""
+    from cmx_core.run.recording import Provenance
+
+    return Provenance(lock_digest, [(p["name"], p["distribution"], p["version"])
+                                    for p in _plugins(session.registry)], sweep)
+
+
+def interrupted_document(request: ExecutionRequest, provenance: Any) -> dict[str, Any]:
+    """The error result the run gets if its cmx is killed before it records one."""
+    from cmx_core.results.document import build_document
+    from cmx_core.run.inflight import INTERRUPTED
+    from cmx_core.run.recording import failed_outcome, run_record
+
+    error = RunError(INTERRUPTED.format(pid=os.getpid()), exit_code=130)
+    return build_document(run_record(request, failed_outcome(time.time(), error), provenance, {}))
+
+
+def _execute(chosen: Executor, request: ExecutionRequest, provenance: Any,
+             session: Session) -> tuple[Path, dict[str, Any], int]:
+    """Run the executor and record whatever happened: its outcome, or its own failure.
+    Returns the result's path and document and the exit code of a failure."""
+    from cmx_core.plugins.events import registry_events
+    from cmx_core.run.recording import failed_outcome, record_run
+
+    started = time.time()
+    try:
+        outcome = chosen.run(request)
+    except Interrupted:
+        raise
+    except CmxError as exc:  # the executor itself failed: still an error result
+        outcome = failed_outcome(started, RunError(f"{chosen.name} executor: {exc}", exit_code=exc.exit_code))
+    path, document = record_run(request, outcome, provenance, registry_events(session.registry))
+    return path, document, outcome.error.exit_code if outcome.error else 1
+
+
+def _run_failure(document: Mapping[str, Any], result_path: Path, exit_code: int = 1) -> CmxError:
+    """The error for a recorded run whose status is ``error``: a failed step (exit 1, or 2
+    when it refused its input), or a suite that reported errors while still measuring."""
+    from cmx_core.errors import StepFailed
+    from cmx_core.run.execute import NodeFailed
+
+    error = document.get("error")
+    if error:
+        failed: CmxError = NodeFailed(error.get("node") or "?", error.get("step") or "?",
+                                      error.get("message", "failed"))
+        if error.get("node") is None:
+            failed = StepFailed(error.get("message", "failed"))
+        failed.exit_code = exit_code
+    else:
+        reasons = document.get("invalid_reasons") or ["no reason given"]
+        more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+        task = document.get("benchmark", {}).get("task", "the run")
+        failed = StepFailed(f"{task} reported errors: {reasons[0]}{more}")
+    failed.result_path = result_path  # type: ignore[attr-defined]
+    return failed
+
+
+def _executor(session: Session, the_plan: Plan, name: str | None) -> Executor:
+    """The executor to use; a recipe declaring a container defaults to ``docker``."""
+    from cmx_core.plugins.registry import missing_provider_message
+
+    if name is None:
+        name = "docker" if the_plan.container else "local"
+        if name == "docker" and name not in session.registry.executors:
+            raise UsageError(
+                f"recipe {the_plan.root.recipe.name} runs in container '{the_plan.container}': "
+                f"{missing_provider_message('executor', 'docker')} (or pass --executor local)")
+    chosen = session.registry.executors.get(name)
+    if chosen is None:
+        raise UsageError(missing_provider_message("executor", name))
+    return chosen
+
+
+def replay(locked: Mapping[str, Any], lock_path: Path, session: Session,
+           allow_drift: Sequence[str] = ()) -> Plan:
+    """Resolve a lockfile's (already read) query; a ResolveError if anything differs
+    (beyond the ``allow_drift`` classes)."""
+    from cmx_core.run.lock import check_drift, lock_document
+
+    query = locked["query"]
+    the_plan = _resolve_plan(query.get("tags", []), query.get("inputs", {}), session)
+    check_drift(locked, lock_document(the_plan, _plugins(session.registry, the_plan)), lock_path,
+                allow=allow_drift)
+    return the_plan
+
+
+def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:
+    if output is not None:
+        run_dir = Path(output).expanduser().resolve()
+        if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+            raise UsageError(f"--output {run_dir}: exists and is not an empty directory; choose a new one")
+    else:
+        run_dir = paths.runs_dir() / run_dir_name(recipe, run_id)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def write_lock(run_dir: Path, the_plan: Plan, registry: Registry) -> str:
+    """The lockfile of the resolved run; returns its digest."""
+    from cmx_core.run.lock import lock_document
+
+    lock = lock_document(the_plan, _plugins(registry, the_plan))
+    _write_json(run_dir / "lock.json", lock)
+    return digest(lock)
+
+
+def _plugins(registry: Registry, the_plan: Plan | None = None) -> list[dict[str, Any]]:
+    """The loaded plugins; with a plan, each says whether the plan uses it (``used``)."""
+    used = plan_plugins(the_plan, registry) if the_plan is not None else set()
+    listed: list[dict[str, Any]] = []
+    for p in registry.plugins.values():
+        if not p.error:
+            entry: dict[str, Any] = {"name": p.name, "distribution": p.distribution, "version": p.version}
+            if the_plan is not None:
+                entry["used"] = p.name in used
+            listed.append(entry)
+    return listed
+
+
+def plan_plugins(the_plan: Plan, registry: Registry) -> set[str]:
+    """The plugins whose recipes, step types or detectors the plan uses."""
+    used = {"cmx-core"}
+    for node in the_plan.nodes:
+        source = str(node.recipe.source or "")
+        if source.startswith("plugin:"):
+            used.add(source.split(":", 1)[1])
+        for step in node.steps:
+            provider = registry.steps.get(step.uses)
+            if provider is not None:
+                used.add(provider.plugin)
+        for fact in node.facts_used:
+            detector = registry.detectors.get(str(fact).split(".")[0])
+            if detector is not None:
+                used.add(detector.plugin)
+    return used
+
+
+def _write_json(path: Path, value: Any) -> None:
+    from cmx_core.datautil import atomic_write
+
+    atomic_write(path, json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+# -- catalog and facts --------------------------------------------------------------------
+
+
+def list_recipes(tags: str | Sequence[str] = (), *, recipes_dirs: Sequence[str | Path] = (),
+                 errors: list[str] | None = None) -> list[Recipe]:
+    """Effective recipes having every given tag, sorted by name; the load errors of broken
+    recipe files are appended to ``errors`` when given, else raised."""
+    catalog = load_catalog(tuple(Path(d) for d in recipes_dirs), plugin_paths=get_registry().recipe_paths)
+    if errors is None:
+        catalog.raise_errors()
+    else:
+        errors.extend(catalog.errors.values())
+    wanted = set(_tags(tags))
+    return sorted((r for r in catalog.recipes.values() if wanted <= set(r.tags)), key=lambda r: r.name)
+
+
+def show_recipe(name: str, *, recipes_dirs: Sequence[str | Path] = ()) -> Recipe:
+    catalog = load_catalog(tuple(Path(d) for d in recipes_dirs), plugin_paths=get_registry().recipe_paths)
+    recipe = catalog.get(name)
+    if recipe is None:
+        first = next(iter(catalog.errors.values()), "")
+        broken = f"; {len(catalog.errors)} recipe file(s) failed to load, first: {first}" \
+            if catalog.errors else ""
+        from cmx_core.errors import did_you_mean
+
+        hint = did_you_mean(name, catalog.listed, n=1)
+        raise UsageError(f"no recipe named '{name}'{hint} (see 'cmx list recipes'){broken}")
+    return recipe
+
+
+def detect_facts(names: Sequence[str] | None = None, *, facts_file: str | Path | None = None) -> dict[str, Any]:
+    """Run detectors (or read a facts file) and return ``{name: value}``."""
+    registry = get_registry()
+    store = FactStore.from_file(Path(facts_file)) if facts_file else FactStore(registry.detectors)
+    return {name: store.try_get(name) for name in (names or store.available())}

@@ -1,0 +1,358 @@
+"""The base of every executor that runs a plan somewhere else (a container, a Slurm job, a
+Ray task, a Kubernetes Job): :class:`RemoteExecutor`.
+
+The split follows ReFrame's scheduler/launcher and Snakemake's ``RemoteExecutor``: the base
+decides *what* runs on the far side and how its result comes back; a subclass says only
+*how to get it there* with four methods:
+
+* :meth:`~RemoteExecutor.submit` starts the job for a :class:`RemoteJob` and returns a
+  handle (a container id, a Slurm job id...);
+* :meth:`~RemoteExecutor.wait` blocks until it ends and returns a :class:`JobStatus`;
+* :meth:`~RemoteExecutor.fetch` brings the far run directory (``job.far_output``) back into
+  ``job.local_output`` (nothing to do on a shared file system) and returns what else to
+  keep: logs, artifacts, ``system`` keys;
+* :meth:`~RemoteExecutor.cancel` stops the job (Ctrl-C, SIGTERM).
+
+What the far side runs is always ``cmx run --lock lock.json --allow-drift=remote
+--executor local --output DIR --json``: the lock written for this run is shipped, so the far
+side cannot resolve a different graph (other recipes, versions, variations, inputs, steps or
+plugins are refused there); only the facts may differ, because the far side detects its
+own. The far engine writes ``result.json``, ``nodes.json`` and ``facts.json``; the base
+folds them back into a typed :class:`~cmx_core.providers.types.ExecutionOutcome` carrying the
+far node's facts, and the near engine records it under this run's id, once.
+
+A minimal executor::
+
+    class Subprocess(RemoteExecutor[subprocess.Popen[bytes]]):
+        name = "subprocess"
+        summary = "run the plan in a child process"
+
+        def submit(self, job):
+            return subprocess.Popen(list(job.command), env={**os.environ, **job.env})
+
+        def wait(self, handle):
+            code = handle.wait()
+            return JobStatus("completed" if code == 0 else "failed", code)
+
+        def fetch(self, handle, job):
+            return Fetched()  # same file system: the far run directory is already here
+
+        def cancel(self, handle):
+            handle.kill()
+
+    @hookimpl
+    def cmx_register_executors(register):
+        register(Subprocess().executor())
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+from cmx_core.errors import CmxError, Interrupted
+from cmx_core.plugins.registry import ExecutionRequest, Executor
+from cmx_core.providers.types import (
+    CachedMeasurement,
+    ExecutionOutcome,
+    ExecutorSettings,
+    NodeResult,
+    NoSettings,
+    RunError,
+)
+from cmx_core.providers.values import Artifact, Capabilities, Metric, ResultPart
+from cmx_core.results.envelope import ENGINE_KEYS
+from cmx_core.results.gitinfo import ENGINE_COMMIT_ENV, engine_git_commit
+
+H = TypeVar("H")
+JobState = Literal["completed", "failed", "timeout", "oom", "cancelled", "lost"]
+
+REMOTE_DIR = "remote"
+"""Where the far run directory lands inside the local run directory."""
+
+STAGE_DIR = "remote-stage"
+"""What the base ships to the far side: ``lock.json`` (and what a subclass adds)."""
+
+
+
+@dataclass(frozen=True)
+class RemoteJob:
+    """One job to start: the command line of the far side and where things are.
+
+    ``stage_dir`` holds what is shipped (``lock.json``); ``far_lock`` and ``far_output``
+    are the paths the far side sees (the same as the local ones on a shared file system,
+    or where a subclass mounts or copies them); ``local_output`` is where :meth:`fetch`
+    puts the far run directory; ``env`` the variables the far side needs."""
+
+    request: ExecutionRequest
+    command: tuple[str, ...]
+    stage_dir: Path
+    far_lock: str
+    far_output: str
+    local_output: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """How a job ended. ``message`` is the scheduler's or engine's own words."""
+
+    state: JobState
+    exit_code: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What :meth:`RemoteExecutor.fetch` brings back besides the far run directory."""
+
+    logs: tuple[Path, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+    system: Mapping[str, Any] = field(default_factory=dict)
+
+
+class RemoteExecutor(ABC, Generic[H]):
+    """Subclass it, set ``name``, ``summary`` (and ``settings``, ``capabilities``), implement
+    :meth:`submit`, :meth:`wait`, :meth:`fetch` and :meth:`cancel`; register
+    :meth:`executor`. Override :meth:`cmx_command`, :meth:`far_paths` or :meth:`job_env`
+    where the far side differs from this machine."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    runs_on_this_host: ClassVar[bool] = False
+    """True when the far side runs on this machine (a container): the result's ``system``
+    (name, CPU, memory, GPUs, OS) then comes from this host's facts, since a container's
+    hostname is random and its ``/proc/meminfo`` ignores its limits; the far facts keep
+    what describes the software (Python, torch, CUDA runtime, the container itself)."""
+    settings: ClassVar[type[ExecutorSettings]] = NoSettings
+    capabilities: ClassVar[Capabilities] = Capabilities()
+
+    # -- what a subclass implements ------------------------------------------------------
+
+    @abstractmethod
+    def submit(self, job: RemoteJob) -> H:
+        """Start ``job`` and return its handle; raise a CmxError when it cannot start."""
+
+    @abstractmethod
+    def wait(self, handle: H) -> JobStatus:
+        """Block until the job ends."""
+
+    @abstractmethod
+    def fetch(self, handle: H, job: RemoteJob) -> Fetched:
+        """Bring ``job.far_output`` into ``job.local_output`` (if they differ)."""
+
+    @abstractmethod
+    def cancel(self, handle: H) -> None:
+        """Stop the job; called on Ctrl-C or SIGTERM while waiting."""
+
+    # -- what a subclass may override ----------------------------------------------------
+
+    def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
+        """How the far side starts cmx."""
+        return ("cmx",)
+
+    def far_paths(self, request: ExecutionRequest, stage_dir: Path, local_output: Path) -> tuple[str, str]:
+        """(lock path, output directory) as the far side sees them; the local paths by
+        default (a shared file system, a bind mount at the same path)."""
+        return str(stage_dir / "lock.json"), str(local_output)
+
+    def job_env(self, request: ExecutionRequest) -> dict[str, str]:
+        """Variables for the far side. By default its results store is a scratch one inside
+        the stage directory: the near engine indexes the result, once."""
+        return {"CMX_DATA_DIR": str(request.run_dir / STAGE_DIR / "data")}
+
+    def check_plan(self, plan: Any, settings: ExecutorSettings) -> None:
+        """Refuse at plan time what would make the job fail on its input."""
+
+    def describe(self, plan: Any, settings: ExecutorSettings) -> Mapping[str, Any]:
+        """How the job would run, for ``cmx plan`` (the far command line by default)."""
+        return {"far side": "cmx run --lock lock.json --allow-drift=remote --executor local --json"}
+
+    # -- the template method -------------------------------------------------------------
+
+    def executor(self) -> Executor:
+        """The provider to register from ``cmx_register_executors``."""
+        return Executor(name=self.name, summary=self.summary, run=self.run, settings=self.settings,
+                        check_plan=self.check_plan, describe=self.describe, capabilities=self.capabilities)
+
+    def run(self, request: ExecutionRequest) -> ExecutionOutcome:
+        """Ship the lock, submit, wait (cancelling on Ctrl-C), fetch, fold the result back."""
+        job = self.prepare(request)
+        started = time.time()
+        handle = self.submit(job)
+        try:
+            status = self.wait(handle)
+        except (KeyboardInterrupt, Interrupted):
+            self.cancel(handle)
+            raise Interrupted(f"interrupted; the {self.name} job was cancelled") from None
+        fetched = self.fetch(handle, job)
+        outcome = fold(job, status, fetched, started, self.name)
+        if self.runs_on_this_host and outcome.facts is not None:
+            outcome = replace(outcome, facts=with_host_machine(outcome.facts, request.facts.snapshot(MACHINE_FACTS)))
+        return outcome
+
+    def prepare(self, request: ExecutionRequest) -> RemoteJob:
+        """Stage ``lock.json`` and build the far side's command line."""
+        stage = request.run_dir / STAGE_DIR
+        stage.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(request.lock_path, stage / "lock.json")
+        local_output = request.run_dir / REMOTE_DIR
+        far_lock, far_output = self.far_paths(request, stage, local_output)
+        command = (*self.cmx_command(request), *far_arguments(request, far_lock, far_output))
+        env = self.job_env(request)
+        commit = engine_git_commit()
+        if commit:  # the far side's cmx may be a wheel without .git
+            env = {**env, ENGINE_COMMIT_ENV: commit}
+        return RemoteJob(request, command, stage, far_lock, far_output, local_output, env)
+
+
+def far_arguments(request: ExecutionRequest, far_lock: str, far_output: str) -> list[str]:
+    """``run --lock … --allow-drift=remote --executor local --output … --json`` and the
+    request's own switches."""
+    argv = ["run", "--lock", far_lock, "--allow-drift=remote", "--executor", "local",
+            "--output", far_output, "--json"]
+    if request.jobs > 1:
+        argv += ["-j", str(request.jobs)]
+    if not request.use_cache:
+        argv.append("--no-cache")
+    if request.refresh:
+        argv.append("--refresh")
+    return argv
+
+
+# -- folding the far result back ----------------------------------------------------------
+
+MACHINE_FACTS = ("host", "cpu", "memory", "gpus", "accelerator", "os")
+"""The facts that describe the machine rather than the software on it."""
+
+
+def with_host_machine(far: Mapping[str, Any], host: Mapping[str, Any]) -> dict[str, Any]:
+    """The far facts with the machine's own taken from this host (``runs_on_this_host``)."""
+    merged = {k: v for k, v in far.items() if k not in MACHINE_FACTS}
+    merged.update({k: host[k] for k in MACHINE_FACTS if k in host})
+    return merged
+
+
+
+def fold(job: RemoteJob, status: JobStatus, fetched: Fetched, started: float, executor: str) -> ExecutionOutcome:
+    """The typed outcome of the far run, read from what it wrote; an error outcome saying
+    how the job ended when it wrote no result."""
+    out = job.local_output
+    document = _read_json(out / "result.json")
+    finished = time.time()
+    if not isinstance(document, dict) or status.state in ("timeout", "oom", "cancelled", "lost"):
+        why = _job_end(status)
+        wrote = "without writing " + str(out / "result.json") if not isinstance(document, dict) else \
+            "(its result is not trusted)"
+        refused = far_refusal(fetched.logs) if not isinstance(document, dict) else None
+        detail = f": the far side refused the plan: {refused}" if refused else \
+            (f": {status.message}" if status.message else "")
+        return ExecutionOutcome(nodes=(), root_outputs={}, started=started, finished=finished,
+                                error=RunError(f"{executor} job {why} {wrote}{detail}",
+                                               exit_code=2 if refused and status.exit_code == 2 else 1),
+                                logs=fetched.logs, artifacts=fetched.artifacts, system=fetched.system)
+    facts = _read_json(out / "facts.json")
+    nodes = _nodes(_read_json(out / "nodes.json"), document, out)
+    error = document.get("error")
+    return ExecutionOutcome(
+        nodes=nodes, root_outputs=dict(document.get("outputs") or {}), started=started, finished=finished,
+        error=RunError(str(error.get("message")), error.get("node"), error.get("step")) if error else None,
+        facts=facts if isinstance(facts, dict) else None, system=fetched.system,
+        artifacts=fetched.artifacts, logs=fetched.logs,
+    )
+
+
+FAR_ERROR = "cmx: error: "
+
+
+def far_refusal(logs: Sequence[Path]) -> str | None:
+    """The far ``cmx``'s own one-line error from the job's logs (the last one), e.g. a plan
+    made with ``--facts`` for a node that lacks what it requires: "recipe X requires
+    accelerator h100; this machine has: l4". None when the logs hold none."""
+    found = None
+    for log in logs:
+        try:
+            text = log.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith(FAR_ERROR):
+                found = line[len(FAR_ERROR):].strip()[:500]
+    return found
+
+
+def _job_end(status: JobStatus) -> str:
+    return {"completed": f"exited with code {status.exit_code}", "failed": f"failed with code {status.exit_code}",
+            "timeout": "exceeded its time limit", "oom": "was killed for running out of memory",
+            "cancelled": "was cancelled", "lost": "was lost"}[status.state]
+
+
+def _nodes(listed: Any, document: Mapping[str, Any], out: Path) -> tuple[NodeResult, ...]:
+    """Per-node results from the far ``nodes.json``; the result part and artifacts go to
+    the node that produced them (the last one, the root, runs last)."""
+    rows = listed if isinstance(listed, list) else []
+    part = part_of(document)
+    artifacts = tuple(_artifacts(document, out))
+    results = []
+    for index, row in enumerate(rows):
+        last = index == len(rows) - 1
+        cached = row.get("cached_measurement")
+        results.append(NodeResult(
+            node_id=str(row["node_id"]), recipe=str(row.get("recipe", "")), status=row.get("status", "ran"),
+            wall_s=float(row.get("wall_s", 0.0)), cache_key=str(row.get("cache_key", "")),
+            parts=(part,) if part and last else (), artifacts=artifacts if last else (),
+            cached_measurement=CachedMeasurement(**cached) if last and isinstance(cached, dict) else None,
+        ))
+    return tuple(results)
+
+
+def part_of(document: Mapping[str, Any]) -> ResultPart | None:
+    """The result part a far result document carries (None for a plain completed run with
+    no metrics and no suite of its own)."""
+    benchmark = dict(document.get("benchmark") or {})
+    metrics = {str(k): Metric(v.get("value"), str(v.get("unit")), bool(v.get("higher_is_better")))
+               for k, v in dict(document.get("metrics") or {}).items()}
+    sections = {k: v for k, v in document.items() if k not in ENGINE_KEYS}
+    software = document.get("software") or {}
+    extra = {k: software[k] for k in ("framework", "framework_version", "packages") if software.get(k)}
+    if extra:
+        sections["software"] = extra
+    status = document.get("status")
+    if status not in ("valid", "invalid", "partial", "completed"):
+        return None  # an error result (its error travels in ExecutionOutcome.error)
+    if (status == "completed" and not metrics and not sections
+                             and benchmark.get("suite") in (None, "custom")):
+        return None
+    return ResultPart(status=status, benchmark={k: v for k, v in benchmark.items() if v is not None},
+                      metrics=metrics, invalid_reasons=tuple(document.get("invalid_reasons") or ()),
+                      sections=sections, notes=str(document.get("notes") or ""))
+
+
+def _artifacts(document: Mapping[str, Any], out: Path) -> list[Artifact]:
+    """The far artifacts as local paths: relative ones under the fetched run directory;
+    absolute ones (the far cache) where they exist here too."""
+    found = []
+    for item in document.get("artifacts") or ():
+        path = Path(str(item["path"]))
+        local = path if path.is_absolute() else out / path
+        if not local.is_file():
+            raise CmxError(f"{out / 'result.json'}: artifact {path} did not come back from the far side; "
+                           "the executor's fetch must bring it")
+        found.append(Artifact(local, str(item.get("kind", "file"))))
+    return found
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+__all__: Sequence[str] = ("Fetched", "JobStatus", "RemoteExecutor", "RemoteJob", "far_arguments", "fold", "part_of")

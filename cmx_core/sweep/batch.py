@@ -1,0 +1,267 @@
+"""A sweep through an executor's batch entry (``Executor.run_many``): every point planned in
+this process, all of them handed to the executor at once, each outcome recorded as a run.
+
+``cmx sweep --executor slurm`` (one job array) and ``--executor ray`` (Ray tasks over one
+connection) take this path; an executor without ``run_many`` keeps one ``cmx run`` process
+per point (:mod:`cmx_core.sweep.runner`). A point here gets what such a process would give it: one
+engine session plans every point (its plan checked as ``cmx plan`` would, for the chosen
+executor), writes its ``plan.json`` and ``lock.json`` into ``<data>/sweeps/<id>/point-<N>/``
+and marks it in flight; the outcomes are recorded (``result.json``, ``nodes.json``,
+``facts.json``, the index row) with ``provenance.sweep = {id, index, point}``, exactly as
+:func:`cmx_core.run.engine.run` records a run. A point whose planning fails is a failed point
+with its one-line message; the others still run. A failure of the batch as a whole (a
+scheduler that refuses the array) is recorded as an error result for every point, as the
+engine records an executor's own failure. Ctrl-C cancels the batch and raises
+:class:`~cmx_core.errors.Interrupted`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cmx_core.errors import CmxError, Interrupted, UsageError
+
+if TYPE_CHECKING:
+    from cmx_core.plugins.registry import ExecutionRequest, Executor
+    from cmx_core.providers.types import ExecutionOutcome
+    from cmx_core.run.engine import Session
+    from cmx_core.run.recording import Provenance
+
+
+@dataclass(frozen=True)
+class PointOutcome:
+    """How one point ended: ``status`` is the result's (``valid``, ``error`` ...) or
+    ``failed`` when the point's process wrote no result."""
+
+    index: int
+    point: Mapping[str, str]
+    status: str
+    exit_code: int
+    run_id: str | None = None
+    result_path: str | None = None
+    message: str = ""
+    wall_s: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return self.exit_code != 0
+
+
+@dataclass(frozen=True)
+class PointOptions:
+    """The ``cmx run`` options a sweep hands every point, as the batch path understands them."""
+
+    recipes: tuple[str, ...] = ()
+    facts: str | None = None
+    no_cache: bool = False
+    container: bool = False
+    executor: str | None = None
+    executor_opts: tuple[str, ...] = ()
+
+    def executor_name(self, given: str | None) -> str | None:
+        return given or ("docker" if self.container else self.executor)
+
+    def settings_options(self) -> dict[str, str]:
+        """``--executor-opt KEY=VALUE`` as a mapping; a malformed one is a one-line UsageError."""
+        options: dict[str, str] = {}
+        for pair in self.executor_opts:
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise UsageError(f"--executor-opt {pair!r}: expected KEY=VALUE, e.g. memory=8g")
+            options[key.strip()] = value
+        return options
+
+
+_VALUED = {"--recipes": "recipes", "--facts": "facts", "--executor": "executor", "--executor-opt": "executor_opts"}
+_FLAGS = {"--no-cache": "no_cache", "--container": "container"}
+
+
+def parse_point_options(argv: Sequence[str]) -> PointOptions | None:
+    """``run_options`` as :class:`PointOptions`; None when they hold anything else (only a
+    ``cmx run`` process understands it: the sweep then runs one per point)."""
+    found: dict[str, Any] = {"recipes": [], "executor_opts": []}
+    pending = list(argv)
+    while pending:
+        arg = pending.pop(0)
+        name, sep, value = arg.partition("=")
+        if name in _FLAGS and not sep:
+            found[_FLAGS[name]] = True
+            continue
+        if name not in _VALUED:
+            return None
+        if not sep:
+            if not pending:
+                return None
+            value = pending.pop(0)
+        field_name = _VALUED[name]
+        if isinstance(found.get(field_name), list):
+            found[field_name].append(value)
+        else:
+            found[field_name] = value
+    return PointOptions(recipes=tuple(found.pop("recipes")), executor_opts=tuple(found.pop("executor_opts")),
+                        **found)
+
+
+def batch_executor(name: str | None) -> Executor | None:
+    """The registered executor ``name`` when it has a batch entry (None: it has none, or
+    no executor was named, which means local or docker)."""
+    if name is None:
+        return None
+    from cmx_core.plugins.loader import get_registry
+
+    chosen = get_registry().executors.get(name)
+    return chosen if chosen is not None and chosen.run_many is not None else None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A point ready to run: its request and what its result's provenance says."""
+
+    index: int
+    request: ExecutionRequest
+    provenance: Provenance
+
+
+@dataclass(frozen=True)
+class BatchSweep:
+    """One sweep's batch: where its points go and how they run."""
+
+    sweep_id: str
+    folder: Path
+    tags: str
+    base_inputs: Mapping[str, str]
+    matrix: Sequence[Mapping[str, str]]
+    chosen: Executor
+    options: PointOptions
+    jobs: int
+
+
+def run_points(batch: BatchSweep, on_point: Callable[[PointOutcome, int], None] | None = None
+               ) -> tuple[PointOutcome, ...]:
+    """Plan every point, run the planned ones as one batch, record each; outcomes in order."""
+    from cmx_core import paths
+    from cmx_core.results.store import ResultStore
+    from cmx_core.run import engine, inflight
+
+    session = engine.open_session(batch.options.recipes, batch.options.facts)
+    ResultStore(paths.results_db()).check()  # a corrupt store fails now, not after the batch
+    inflight.reap()
+    session.cache.clean_staging()
+    settings_options = batch.options.settings_options()
+    outcomes: dict[int, PointOutcome] = {}
+    prepared: list[Prepared] = []
+    try:
+        for index, point in enumerate(batch.matrix):
+            try:
+                prepared.append(_prepare(batch, session, index, point, settings_options))
+            except CmxError as exc:
+                outcomes[index] = _unplanned(index, point, exc)
+        if prepared:
+            for index, outcome in zip((p.index for p in prepared), _run(batch, session, prepared), strict=True):
+                outcomes[index] = outcome
+    finally:  # recorded, failed or interrupted (Ctrl-C while planning too): no point stays marked
+        for item in prepared:
+            inflight.clear(item.request.run_id)
+    ordered = tuple(outcomes[i] for i in range(len(batch.matrix)))
+    if on_point is not None:
+        for outcome in ordered:
+            on_point(outcome, len(ordered))
+    return ordered
+
+
+def _prepare(batch: BatchSweep, session: Session, index: int, point: Mapping[str, str],
+             settings_options: Mapping[str, str]) -> Prepared:
+    """Plan and check the point (as ``cmx plan`` would), write its plan and lock into its
+    run directory and mark it in flight."""
+    from cmx_core.plugins.registry import ExecutionRequest
+    from cmx_core.run import engine, inflight
+    from cmx_core.run.runids import new_run_id
+
+    inputs = {key.replace("-", "_"): value for key, value in {**batch.base_inputs, **point}.items()}
+    the_plan = engine.plan(batch.tags, inputs, session=session, executor=batch.chosen.name,
+                           options=settings_options)
+    settings = engine.executor_settings(batch.chosen, settings_options)
+    run_dir = (batch.folder / f"point-{index}").resolve()
+    if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+        raise UsageError(f"{run_dir}: exists and is not an empty directory; run the sweep again (a new id)")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(run_dir / "plan.json", the_plan.to_json())
+    lock_digest = engine.write_lock(run_dir, the_plan, session.registry)
+    request = ExecutionRequest(plan=the_plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
+                               lock_path=run_dir / "lock.json", run_id=new_run_id(), settings=settings,
+                               use_cache=not batch.options.no_cache)
+    provenance = engine.run_provenance(lock_digest, session,
+                                       {"id": batch.sweep_id, "index": index, "point": dict(point)})
+    inflight.mark(request.run_id, run_dir, engine.interrupted_document(request, provenance))
+    return Prepared(index, request, provenance)
+
+
+def _run(batch: BatchSweep, session: Session, prepared: Sequence[Prepared]) -> list[PointOutcome]:
+    """The batch entry once for every prepared point, then each outcome recorded."""
+    from cmx_core.plugins.events import registry_events
+    from cmx_core.providers.types import RunError
+    from cmx_core.run import inflight
+    from cmx_core.run.recording import failed_outcome, record_run
+
+    assert batch.chosen.run_many is not None
+    requests = [p.request for p in prepared]
+    started = time.time()
+    try:
+        results: Sequence[ExecutionOutcome] = batch.chosen.run_many(requests, batch.jobs)
+    except Interrupted:
+        raise
+    except CmxError as exc:  # the batch itself could not run: an error result for every point
+        error = RunError(f"{batch.chosen.name} executor: {exc}", exit_code=exc.exit_code)
+        results = [failed_outcome(started, error) for _ in requests]
+    if len(results) != len(requests):
+        raise CmxError(f"{batch.chosen.name} executor: run_many returned {len(results)} outcomes for "
+                       f"{len(requests)} runs; it must return one per run, in order")
+    events = registry_events(session.registry)
+    recorded = []
+    for item, outcome in zip(prepared, results, strict=True):
+        path, document = record_run(item.request, outcome, item.provenance, events)
+        inflight.clear(item.request.run_id)
+        recorded.append(_point_outcome(item, outcome, path, document, batch.matrix[item.index]))
+    return recorded
+
+
+def _point_outcome(item: Prepared, outcome: ExecutionOutcome, path: Path, document: Mapping[str, Any],
+                   point: Mapping[str, str]) -> PointOutcome:
+    """What a ``cmx run`` of the point would have exited with and said."""
+    status = str(document.get("status"))
+    exit_code = 0
+    message = ""
+    if status == "error":
+        exit_code = outcome.error.exit_code if outcome.error else 1
+        message = _error_line(document)
+    return PointOutcome(item.index, point, status, exit_code, run_id=str(document.get("run_id")),
+                        result_path=str(path), message=message,
+                        wall_s=max(0.0, (outcome.finished or time.time()) - outcome.started))
+
+
+def _error_line(document: Mapping[str, Any]) -> str:
+    error = document.get("error")
+    if isinstance(error, Mapping):
+        where = ": ".join(str(error[k]) for k in ("node", "step") if error.get(k))
+        text = f"{where}: {error.get('message')}" if where else str(error.get("message"))
+    else:
+        reasons = document.get("invalid_reasons") or ["no reason given"]
+        text = f"reported errors: {reasons[0]}"
+    return "cmx: error: " + " ".join(text.split())[:300]
+
+
+def _unplanned(index: int, point: Mapping[str, str], exc: CmxError) -> PointOutcome:
+    """A point whose plan failed: no run, exit code and message as ``cmx run`` would give."""
+    message = " ".join(str(exc).split("\n")[0].split())
+    return PointOutcome(index, point, "failed", exc.exit_code or 1, message=f"cmx: error: {message}"[:300])
+
+
+def _write_json(path: Path, value: Any) -> None:
+    from cmx_core.datautil import atomic_write
+
+    atomic_write(path, json.dumps(value, indent=2, sort_keys=True, default=str))

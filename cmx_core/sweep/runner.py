@@ -1,0 +1,241 @@
+"""``cmx sweep``: one normal run per point of a parameter matrix, on any executor.
+
+A matrix is ``--matrix KEY=V1,V2,...`` (repeatable): the points are the cartesian product
+of the axes in the order given, or, with ``--zip``, the axes taken side by side (they must
+be equally long). Every point is one run whose result is indexed in the store like any run
+and carries ``provenance.sweep = {id, index, point}``; its run directory is
+``<data>/sweeps/<id>/point-<N>/``. How the points run depends on the executor:
+
+* one with a batch entry (``Executor.run_many``: cmx-slurm's job array, cmx-ray's tasks over
+  one connection) gets every point at once, planned and recorded in this process
+  (:mod:`cmx_core.sweep.batch`), ``-j N`` as the most points running at once: starting a
+  ``cmx run`` per point would cost seconds each on top of the scheduler's own latency;
+* any other (local, docker, k8s...) runs each point as a separate ``cmx run`` process (so a
+  point that crashes, hangs until its executor's limit or leaks state cannot touch the
+  others, and ``-j N`` runs N at once), its stderr beside its run directory,
+  ``point-<N>.log``. So do ``run_options`` the batch path does not know and a given ``env``
+  (the points' process environment).
+
+The manifest, ``<data>/sweeps/<id>.json``, lists each point's inputs, status, run id and
+result path; ``cmx results compare --sweep ID`` reads it. A failed point does not stop the
+others.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cmx_core.datautil import atomic_write
+from cmx_core.errors import ResultsError, UsageError
+from cmx_core.run.runids import new_run_id
+from cmx_core.sweep.batch import PointOutcome
+
+if TYPE_CHECKING:
+    from cmx_core.sweep.batch import BatchSweep
+
+__all__ = ["MAX_POINTS", "SWEEPS_DIR", "Axis", "PointOutcome", "SweepResult", "new_sweep_id", "parse_axes",
+           "point_command", "points", "read_manifest", "run_sweep"]
+
+SWEEPS_DIR = "sweeps"
+MAX_POINTS = 10_000
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One ``--matrix KEY=V1,V2`` argument."""
+
+    key: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    sweep_id: str
+    tags: str
+    points: tuple[PointOutcome, ...]
+    manifest: Path
+    wall_s: float
+    executor: str | None = None
+    inputs: Mapping[str, str] = field(default_factory=dict)
+    axes: tuple[str, ...] = ()
+
+    @property
+    def failed(self) -> int:
+        return sum(p.failed for p in self.points)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sweep_id": self.sweep_id, "tags": self.tags, "executor": self.executor, "axes": list(self.axes),
+                "inputs": dict(self.inputs), "points": [asdict(p) for p in self.points],
+                "failed": self.failed, "wall_s": round(self.wall_s, 3), "manifest": str(self.manifest)}
+
+
+def parse_axes(pairs: Sequence[str]) -> tuple[Axis, ...]:
+    """``KEY=V1,V2`` arguments as axes; a bad one is a one-line UsageError."""
+    axes: list[Axis] = []
+    for pair in pairs:
+        key, sep, values = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        parts = tuple(v.strip() for v in values.split(","))
+        if not sep or not key or not values.strip() or any(not v for v in parts):
+            raise UsageError(f"--matrix {pair!r}: expected KEY=V1,V2,... with non-empty values, "
+                             "e.g. --matrix scenario=Offline,Server")
+        if any(a.key == key for a in axes):
+            raise UsageError(f"--matrix {key}: given twice; list all its values in one --matrix")
+        axes.append(Axis(key, parts))
+    if not axes:
+        raise UsageError("cmx sweep: give at least one --matrix KEY=V1,V2,...")
+    return tuple(axes)
+
+
+def points(axes: Sequence[Axis], zipped: bool = False) -> list[dict[str, str]]:
+    """The points of the matrix: the cartesian product, or the zipped axes."""
+    if zipped:
+        lengths = {a.key: len(a.values) for a in axes}
+        if len(set(lengths.values())) > 1:
+            shown = ", ".join(f"{k} has {n}" for k, n in lengths.items())
+            raise UsageError(f"cmx sweep --zip: every --matrix needs the same number of values ({shown})")
+        rows = list(zip(*(a.values for a in axes), strict=True))
+    else:
+        total = 1
+        for axis in axes:
+            total *= len(axis.values)
+        if total > MAX_POINTS:
+            raise UsageError(f"cmx sweep: the matrix has {total} points, more than {MAX_POINTS}; split it")
+        rows = list(itertools.product(*(a.values for a in axes)))
+    return [{a.key: value for a, value in zip(axes, row, strict=True)} for row in rows]
+
+
+def new_sweep_id() -> str:
+    return "sw-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + new_run_id()[:8]
+
+
+def point_command(tags: str, inputs: Mapping[str, str], sweep: Mapping[str, Any],
+                  run_options: Sequence[str]) -> list[str]:
+    """The ``cmx run`` argument list of one point (no shell: values travel as arguments)."""
+    return [sys.executable, "-m", "cmx_core", "run", "recipe", f"--tags={tags}",
+            f"--sweep-point={json.dumps(sweep, sort_keys=True)}", *run_options,
+            *(f"--{key}={value}" for key, value in inputs.items())]
+
+
+def run_sweep(tags: str, base_inputs: Mapping[str, str], matrix: Sequence[dict[str, str]], *,
+              data_dir: Path, run_options: Sequence[str] = (), jobs: int = 1,
+              executor: str | None = None, on_point: Callable[[PointOutcome, int], None] | None = None,
+              env: Mapping[str, str] | None = None, batch: bool = True) -> SweepResult:
+    """Run every point (``jobs`` at once) and write the manifest; never raises for a failed point.
+    ``batch=False`` runs one ``cmx run`` process per point even where the executor has a
+    batch entry (to compare the two paths)."""
+    if jobs < 1:
+        raise UsageError(f"-j must be at least 1, got {jobs}")
+    overlap = sorted(set(base_inputs) & {k for p in matrix[:1] for k in p})
+    if overlap:
+        raise UsageError(f"cmx sweep: {', '.join(overlap)} is both an input and a --matrix axis; give it once")
+    sweep_id = new_sweep_id()
+    folder = data_dir / SWEEPS_DIR / sweep_id
+    folder.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
+    together = _batch(sweep_id, folder, tags, base_inputs, matrix, run_options, jobs, executor, env) \
+        if batch else None
+    if together is not None:
+        from cmx_core.sweep.batch import run_points
+
+        return _finish(SweepResult(sweep_id, tags, run_points(together, on_point), data_dir / SWEEPS_DIR /
+                                   f"{sweep_id}.json", time.monotonic() - began, executor, dict(base_inputs),
+                                   tuple(matrix[0]) if matrix else ()))
+    done: list[PointOutcome] = []
+
+    def one(index: int) -> PointOutcome:
+        point = matrix[index]
+        sweep = {"id": sweep_id, "index": index, "point": point}
+        run_dir = folder / f"point-{index}"
+        command = point_command(tags, {**base_inputs, **point}, sweep, [*run_options, "--output", str(run_dir)])
+        outcome = _run_point(index, point, command, run_dir, env)
+        done.append(outcome)
+        if on_point is not None:
+            on_point(outcome, len(matrix))
+        return outcome
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        outcomes = tuple(pool.map(one, range(len(matrix))))
+    return _finish(SweepResult(sweep_id, tags, outcomes, data_dir / SWEEPS_DIR / f"{sweep_id}.json",
+                               time.monotonic() - began, executor, dict(base_inputs),
+                               tuple(matrix[0]) if matrix else ()))
+
+
+def _finish(result: SweepResult) -> SweepResult:
+    """Write the manifest."""
+    atomic_write(result.manifest, json.dumps(result.to_json(), indent=2, sort_keys=True))
+    return result
+
+
+def _batch(sweep_id: str, folder: Path, tags: str, base_inputs: Mapping[str, str],
+           matrix: Sequence[dict[str, str]], run_options: Sequence[str], jobs: int, executor: str | None,
+           env: Mapping[str, str] | None) -> BatchSweep | None:
+    """The batch of this sweep when its executor has a batch entry and the batch path knows
+    every run option (None: one ``cmx run`` process per point)."""
+    from cmx_core.sweep.batch import BatchSweep, batch_executor, parse_point_options
+
+    options = parse_point_options(run_options)
+    if env is not None or options is None or not matrix:
+        return None
+    chosen = batch_executor(options.executor_name(executor))
+    if chosen is None:
+        return None
+    return BatchSweep(sweep_id, folder, tags, base_inputs, matrix, chosen, options, jobs)
+
+
+def _run_point(index: int, point: Mapping[str, str], command: list[str], run_dir: Path,
+               env: Mapping[str, str] | None) -> PointOutcome:
+    """Run one point's ``cmx run`` and read the result it wrote into ``run_dir`` (an error
+    result too: a failed step still records one); ``failed`` when it wrote none."""
+    started = time.monotonic()
+    log = run_dir.with_suffix(".log")
+    with open(log, "wb") as stderr:
+        proc = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+                              env=dict(env) if env is not None else os.environ.copy(), check=False)
+    wall = time.monotonic() - started
+    document = _document(run_dir / "result.json")
+    message = "" if proc.returncode == 0 else _last_line(log)
+    if document is None:
+        return PointOutcome(index, point, "failed", proc.returncode or 1, message=message, wall_s=wall)
+    return PointOutcome(index, point, str(document.get("status")), proc.returncode,
+                        run_id=str(document.get("run_id")), result_path=str(run_dir / "result.json"),
+                        message=message, wall_s=wall)
+
+
+def _document(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) and "run_id" in value else None
+
+
+def _last_line(log: Path) -> str:
+    lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+def read_manifest(data_dir: Path, sweep_id: str) -> dict[str, Any]:
+    """A sweep's manifest, or a one-line ResultsError naming what to do."""
+    if not sweep_id.startswith("sw-") or "/" in sweep_id or sweep_id in ("sw-",):
+        raise ResultsError(f"--sweep {sweep_id!r}: not a sweep id (they look like sw-20261201-120000-1a2b3c4d)")
+    path = data_dir / SWEEPS_DIR / f"{sweep_id}.json"
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: no such sweep; `ls {path.parent}` lists the sweeps") from None
+    except (OSError, ValueError) as exc:
+        raise ResultsError(f"{path}: not a readable sweep manifest ({exc}); run the sweep again") from None
+    if not isinstance(value, dict) or not isinstance(value.get("points"), list):
+        raise ResultsError(f"{path}: not a sweep manifest (no points); run the sweep again")
+    return value
