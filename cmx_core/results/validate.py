@@ -18,7 +18,6 @@ stored results use that, so results of a suite whose plugin was uninstalled stay
 from __future__ import annotations
 
 from cmx_core.errors import ResultsError
-from cmx_core.providers.table import ProviderTable
 from cmx_core.results import SCHEMA_VERSION  # re-exported
 from cmx_core.results.envelope import ENVELOPE_KEYS, SECTION_PATTERN, schema_file
 
@@ -166,6 +165,9 @@ def _check_section(suite: Suite, key: str, value: Any, source: str) -> None:
 def _unknown_suite(name: str, suites: Mapping[str, Suite]) -> str:
     """``$.benchmark.suite 'helm' ...; plugin cmx-helm provides it: cmx plugins install ...``
     (the hint comes with the suites, when a registry handed them in as a ProviderTable)."""
+    # deferred: an error path only, and the warm replay validates results without typing
+    from cmx_core.providers.table import ProviderTable
+
     hint = suites.missing_hint(name) if isinstance(suites, ProviderTable) else ""
     return (f"$.benchmark.suite {name!r} is a suite no loaded plugin provides"
             + (f"; {hint}" if hint else "; no plugin in registry.yaml claims it"))
