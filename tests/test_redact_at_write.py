@@ -63,7 +63,9 @@ def test_a_printed_env_token_never_reaches_the_bundle(cli: Callable[..., Any], r
 def test_json_files_stay_json_and_numbers_stay_numbers(tmp_path: Path) -> None:
     (tmp_path / "out.json").write_text(json.dumps({"n": 12345, "note": "key 12345 here"}))
     (tmp_path / "log.txt").write_text("value 12345\n")
+    (tmp_path / "log.txt").chmod(0o750)
     changed = redact_tree(tmp_path, ["12345"])
+    assert (tmp_path / "log.txt").stat().st_mode & 0o777 == 0o750
     assert changed == ["log.txt", "out.json"]
     assert json.loads((tmp_path / "out.json").read_text()) == {"n": 12345, "note": f"key {REDACTED} here"}
     assert (tmp_path / "log.txt").read_text() == f"value {REDACTED}\n"

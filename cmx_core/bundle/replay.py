@@ -61,9 +61,10 @@ class ReplayReport:
 
     @property
     def verdict(self) -> str:
-        """``differs`` when any lock's replay differs, else the first lock's verdict."""
-        verdicts = [j.verdict for j in self.judgements]
-        return "differs" if "differs" in verdicts else (verdicts[0] if verdicts else "not comparable")
+        """The worst lock's verdict (``differs`` worst of all); ``not comparable`` for none."""
+        from cmx_core.bundle.verdict import worst
+
+        return worst([j.verdict for j in self.judgements])
 
 
 def replay_bundle(bundle: VerifiedBundle, options: ReplayOptions) -> ReplayReport:

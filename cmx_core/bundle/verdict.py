@@ -71,6 +71,11 @@ class Judgement:
                 "metrics": [m.to_json() for m in self.metrics]}
 
 
+def worst(verdicts: Sequence[ReplayVerdict]) -> ReplayVerdict:
+    """The worst of ``verdicts`` by :data:`_ORDER`; ``not comparable`` for none."""
+    return max(verdicts, key=_ORDER.index) if verdicts else "not comparable"
+
+
 def judge(original: Sequence[Mapping[str, Any]], replay: Sequence[Mapping[str, Any]],
           tolerance: float = DEFAULT_TOLERANCE) -> Judgement:
     """Judge the replays of one lock against the original repeats of it."""

@@ -160,7 +160,9 @@ def redact_tree(root: Path, secrets: Sequence[str], max_bytes: int = REDACT_FILE
             except ValueError:
                 pass
         if clean != data:
+            mode = path.stat().st_mode & 0o7777
             atomic_write(path, clean)
+            path.chmod(mode)  # an executable script the step wrote stays executable
             changed.append(path.relative_to(root).as_posix())
     return changed
 
