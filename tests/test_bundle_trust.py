@@ -124,6 +124,11 @@ def test_the_setting_and_the_config_file(signed: dict[str, Any], cli: Callable[.
     monkeypatch.setenv("CMX_REQUIRE_SIGNATURE", "1")
     none = cli("bundle", "verify", signed["bundle"])
     assert none.code == 2 and "no allowed signers" in none.err and len(none.err_lines) == 1
+    monkeypatch.setenv("CMX_ALLOWED_SIGNERS", str(signed["signers"]))
+    by_env = cli("bundle", "verify", signed["bundle"], "--json")
+    assert by_env.code == 0 and json.loads(by_env.out)["signature_checked"] is True, by_env.err
+    assert cli("bundle", "verify", signed["unsigned"]).code == 2
+    monkeypatch.delenv("CMX_ALLOWED_SIGNERS")
     from cmx_core import paths
 
     (paths.data_dir()).mkdir(parents=True, exist_ok=True)
