@@ -78,3 +78,18 @@ def test_hardware_class_labels_in_results_md() -> None:
                         ("l4-1x", "1x l4 22GiB pcie drv535 |")):
         label = from_system(system_section(json.loads((facts / f"{name}.json").read_text())["facts"])).label
         assert label.startswith(shown) and shown in text
+
+
+def test_replay_trust_and_bounds_claims_match_the_code() -> None:
+    from cmx_core.bundle.members import MAX_MEMBER_BYTES, MAX_MEMBERS, MAX_TOTAL_BYTES
+    from cmx_core.bundle.replay import MIN_REPEATS
+    from cmx_core.bundle.trust import REQUIRE_ENV, SIGNERS_ENV, SIGNERS_FILE
+    from cmx_core.results.noise import CONFIDENCE, MIN_SAMPLES, RESAMPLES, SEED
+
+    text = " ".join((DOCS / "bundles.md").read_text().split())
+    assert MIN_REPEATS == MIN_SAMPLES == 3 and "at least 3" in text and "fewer than 3 samples" in text
+    assert (CONFIDENCE, RESAMPLES, SEED) == (0.95, 2000, 0) and "2000 resamples, seed 0" in text
+    assert "bootstrap 95 % interval of the relative difference of the medians" in text
+    assert MAX_TOTAL_BYTES == 16 << 30 and MAX_MEMBERS == 100000 and MAX_MEMBER_BYTES == 4 << 30
+    assert "16 GiB" in text and "100000" in text and "4 GiB" in text
+    assert f"{REQUIRE_ENV}=1" in text and SIGNERS_ENV in text and f"data/{SIGNERS_FILE}" in text

@@ -1,6 +1,7 @@
 """Noise-aware comparison: repeats form a distribution (median, min..max); a difference is
 real only beyond the noise; one sample a side says "1 sample, noise unknown"; runs from other
-hardware classes carry a warning; the replay verdicts follow the same rules."""
+hardware classes carry a warning; the replay verdicts follow the bootstrap rule of
+cmx_core.results.noise."""
 
 from __future__ import annotations
 
@@ -93,9 +94,10 @@ def test_cli_columns_of_repeats_and_warning(cli: Callable[..., Any], tmp_path: P
 
 @pytest.mark.parametrize(("before", "after", "verdict"), [
     ((100.0, 100.0), (100.0, 100.0), "reproduced"),
-    ((100.0, 101.0), (103.0, 104.0), "reproduced"),           # inside ±5% of the median
-    ((90.0, 110.0), (108.0, 112.0), "within noise"),          # outside ±5%, but the ranges overlap
-    ((99.0, 100.0), (150.0, 151.0), "differs"),
+    ((100.0, 101.0, 102.0), (101.0, 102.0, 103.0), "reproduced"),   # the interval inside ±5%
+    ((90.0, 100.0, 110.0), (108.0, 110.0, 112.0), "within noise"),  # the interval overlaps the band
+    ((99.0, 100.0, 101.0), (150.0, 151.0, 152.0), "differs"),
+    ((99.0, 100.0), (150.0, 151.0), "inconclusive"),                # 2 samples a side: too few
 ])
 def test_replay_verdicts(tmp_path: Path, before: tuple[float, ...], after: tuple[float, ...], verdict: str) -> None:
     original = [_doc(tmp_path, f"o{i}", v) for i, v in enumerate(before)]
@@ -112,6 +114,6 @@ def test_replay_not_comparable_and_noise_unknown(tmp_path: Path) -> None:
     missing = judge([_doc(tmp_path, "o", 1.0)], [_doc(tmp_path, "r", None)])
     assert missing.verdict == "not comparable"
     far = judge([_doc(tmp_path, "o", 100.0)], [_doc(tmp_path, "r", 200.0)])
-    assert far.verdict == "differs" and NOISE_UNKNOWN in far.metrics[0].reason
+    assert far.verdict == "inconclusive" and "at least 3" in far.metrics[0].reason  # never differs
     status = judge([_doc(tmp_path, "o", 1.0)], [_doc(tmp_path, "r", 1.0, status="invalid")])
     assert status.verdict == "differs" and "status" in status.reason

@@ -20,7 +20,7 @@ from typing import Any
 from cmx_core.bundle import CRATE, ENVIRONMENT, MANIFEST, RECIPES, RUNS, SIGNATURE
 from cmx_core.bundle.manifest import BundledRun, FileEntry, Manifest
 from cmx_core.errors import UsageError
-from cmx_core.results.secrets import DEFAULT_ENV_ALLOW, filtered_environment, redact, secret_values
+from cmx_core.results.secrets import DEFAULT_ENV_ALLOW, filtered_environment, redact_bytes, secret_values
 
 MAX_FILE_BYTES = 512 << 20
 """A run file larger than this is left out and listed under ``skipped`` with its size."""
@@ -57,7 +57,7 @@ def create_bundle(run_dirs: Sequence[Path], output: Path, options: BundleOptions
     runs = [_add_run(Path(d), members, skipped, options.max_file_bytes) for d in run_dirs]
     _check_unique(runs)
     for name in list(members):
-        clean = _redact_bytes(members[name], secrets)
+        clean = redact_bytes(members[name], secrets)
         if clean != members[name]:
             members[name] = clean
             redacted.append(name)
@@ -122,17 +122,6 @@ def _check_unique(runs: Sequence[BundledRun]) -> None:
         if run.dir in seen or run.run_id in seen.values():
             raise UsageError(f"run {run.run_id} ({run.dir}) is given twice; name each run once")
         seen[run.dir] = run.run_id
-
-
-def _redact_bytes(data: bytes, secrets: Sequence[str]) -> bytes:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        for value in secrets:
-            data = data.replace(value.encode(), b"[REDACTED]")
-        return data
-    clean = redact(text, secrets)
-    return data if clean == text else clean.encode("utf-8")
 
 
 def _environment(options: BundleOptions) -> bytes:

@@ -7,6 +7,13 @@ The locks are copied into a private staging directory under the cache: the copy 
 query at recipes that exist here (``--recipes``, the lock's own directories when they exist,
 else the recipe files the bundle carries) and drops a facts file that does not exist here
 (the replay then detects this machine's facts). Nothing else of the lock changes.
+
+The bundle's runs of one lock (digest) are the original's repeats. Each lock is replayed
+``repeats`` times (default: as many times as the original was measured, and at least
+:data:`MIN_REPEATS`), so both sides are distributions. Each replay's result records
+``provenance.replay_of`` (the original run and its lock digest): a replay's own lock names
+other recipe paths, so without it ``cmx results compare --repeats`` could not find its
+original.
 """
 
 from __future__ import annotations
@@ -33,6 +40,12 @@ class ReplayOptions:
     facts_file: str | None = None
     tolerance: float = DEFAULT_TOLERANCE
     options: Mapping[str, Any] = field(default_factory=dict)
+    repeats: int | None = None
+    """Replays of each lock; None: as many as the original's repeats, at least MIN_REPEATS."""
+
+
+MIN_REPEATS = 3
+"""The default number of replays of a lock is at least this (the noise rule needs 3 a side)."""
 
 
 @dataclass(frozen=True)
@@ -42,28 +55,69 @@ class ReplayReport:
     judgements: tuple[Judgement, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"bundle": self.bundle, "replays": [{"original": o, "replay": r} for o, r in self.replays],
+        return {"bundle": self.bundle, "verdict": self.verdict,
+                "replays": [{"original": o, "replay": r} for o, r in self.replays],
                 "comparisons": [j.to_json() for j in self.judgements]}
+
+    @property
+    def verdict(self) -> str:
+        """The worst lock's verdict (``differs`` worst of all); ``not comparable`` for none."""
+        from cmx_core.bundle.verdict import worst
+
+        return worst([j.verdict for j in self.judgements])
 
 
 def replay_bundle(bundle: VerifiedBundle, options: ReplayOptions) -> ReplayReport:
     from cmx_core import paths
+    from cmx_core.errors import UsageError
     from cmx_core.run.lock import check_drift_classes
 
     check_drift_classes(options.allow_drift)
+    if options.repeats is not None and options.repeats < 1:
+        raise UsageError(f"--repeats {options.repeats}: give 1 or more replays of each lock")
     originals = {r.run_id: json.loads(bundle.members[f"{RUNS}/{r.dir}/result.json"]) for r in bundle.manifest.runs}
+    groups = _groups(bundle)
     staging_root = paths.cache_dir() / "bundle-replay"
     staging_root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="replay-", dir=staging_root))
     try:
         recipes_dir = _bundled_recipes(bundle, staging)
         _check_hardware(originals, options, _facts_file(bundle, options))
-        replays = [(run.run_id, _replay_one(bundle, run.dir, staging, recipes_dir, options))
-                   for run in bundle.manifest.runs]
+        replayed = []
+        for group in groups:
+            count = options.repeats or max(MIN_REPEATS, len(group))
+            first = group[0]
+            for index in range(count):
+                document = _replay_one(bundle, first.dir, staging / str(index), recipes_dir, options)
+                replayed.append((first.run_id, _mark_replay(document, originals[first.run_id], bundle)))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return ReplayReport(str(bundle.path), tuple((o, r["run_id"]) for o, r in replays),
-                        tuple(_judgements(originals, replays, options.tolerance)))
+    judgements = [judge([originals[r.run_id] for r in group], [d for o, d in replayed if o == group[0].run_id],
+                        options.tolerance) for group in groups]
+    return ReplayReport(str(bundle.path), tuple((o, d["run_id"]) for o, d in replayed), tuple(judgements))
+
+
+def _groups(bundle: VerifiedBundle) -> list[list[Any]]:
+    """The bundle's runs by lock digest (the repeats of one lock), in bundle order."""
+    groups: dict[str, list[Any]] = {}
+    for run in bundle.manifest.runs:
+        groups.setdefault(run.lock_digest or f"run:{run.run_id}", []).append(run)
+    return list(groups.values())
+
+
+def _mark_replay(document: Mapping[str, Any], original: Mapping[str, Any], bundle: VerifiedBundle) -> dict[str, Any]:
+    """The replay's result with ``provenance.replay_of``, rewritten in place and re-indexed."""
+    from cmx_core import paths
+    from cmx_core.results.store import ResultStore
+    from cmx_core.results.writer import write_result
+
+    replay_of = {"run_id": original["run_id"], "lock_digest": original["provenance"].get("lock_digest"),
+                 "bundle_sha256": bundle.sha256}
+    marked = {**document, "provenance": {**document["provenance"], "replay_of": replay_of}}
+    store = ResultStore(paths.results_db())
+    _, path = store.resolve(str(document["run_id"]))
+    store.index(marked, write_result(path.parent, marked, suites=None), validated=True)
+    return marked
 
 
 def _bundled_recipes(bundle: VerifiedBundle, staging: Path) -> Path | None:
@@ -127,16 +181,3 @@ def _replay_one(bundle: VerifiedBundle, directory: str, staging: Path, recipes_d
     result = engine.run((), lock=path, allow_drift=list(options.allow_drift), executor=options.executor,
                         facts_file=options.facts_file, options=dict(options.options))
     return result.document
-
-
-def _judgements(originals: Mapping[str, Mapping[str, Any]], replays: Sequence[tuple[str, Mapping[str, Any]]],
-                tolerance: float) -> list[Judgement]:
-    """One judgement per lock digest: its original repeats against its replays."""
-    groups: dict[str, tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]] = {}
-    for original_id, replayed in replays:
-        original = originals[original_id]
-        key = original["provenance"].get("lock_digest") or original_id
-        before, after = groups.setdefault(key, ([], []))
-        before.append(original)
-        after.append(replayed)
-    return [judge(before, after, tolerance) for before, after in groups.values()]

@@ -53,6 +53,41 @@ def verify(manifest: bytes, signature: bytes, allowed_signers: Path, identity: s
     return _last_line(done.stdout.decode(errors="replace"))
 
 
+def check(manifest: bytes, signature: bytes, bundle: Path) -> str:
+    """Check that ``signature`` is a good signature of ``manifest`` by *some* key (``ssh-keygen
+    -Y check-novalidate``: no allowed signers, so it says nothing about who); returns the key
+    (``ED25519 key SHA256:...``). A ResultsError for garbage or a signature of anything else."""
+    if shutil.which("ssh-keygen") is None:
+        return "an unknown key (ssh-keygen is missing, so the signature could not be read)"
+    done = _run_on(signature, ["-Y", "check-novalidate", "-n", SIGNATURE_NAMESPACE], manifest)
+    if done.returncode != 0:
+        raise ResultsError(f"{bundle}: member cmx-bundle.json.sig is not a good signature of the manifest "
+                           f"(garbage, or made for other bytes): {_last_line(done.stderr.decode(errors='replace'))}")
+    line = _last_line(done.stdout.decode(errors="replace"))
+    return line.split(" with ", 1)[1] if " with " in line else line
+
+
+def principal(signature: bytes, allowed_signers: Path, bundle: Path) -> str:
+    """The principal of ``allowed_signers`` whose key made ``signature``; a ResultsError when
+    the key is not in the file (an unknown key)."""
+    if not allowed_signers.is_file():
+        raise UsageError(f"--allowed-signers {allowed_signers}: no such file")
+    done = _run_on(signature, ["-Y", "find-principals", "-f", str(allowed_signers)], b"")
+    names = done.stdout.decode(errors="replace").split()
+    if done.returncode != 0 or not names:
+        raise ResultsError(f"{bundle}: member cmx-bundle.json.sig: signed by a key that is not in {allowed_signers} "
+                           "(an unknown key): refused")
+    return names[0]
+
+
+def _run_on(signature: bytes, args: list[str], stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    with tempfile.TemporaryDirectory(prefix="cmx-verify-") as tmp:
+        sig = Path(tmp) / "manifest.sig"
+        sig.write_bytes(signature)
+        return subprocess.run([_ssh_keygen(), *args, "-s", str(sig)], input=stdin, capture_output=True,
+                              timeout=_TIMEOUT_S, check=False)
+
+
 def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else "no message"

@@ -1,12 +1,18 @@
 """The verdict on a replay: the original run's metrics (its repeats in the bundle form a
-distribution) against the replay's, each with the tolerance band that applies.
+distribution) against the replay's repeats, judged by one stated rule
+(:data:`cmx_core.results.noise.RULE`, a bootstrap interval of the relative difference of
+the medians) against the tolerance band ``±tolerance``.
 
-* ``reproduced``: every metric's replay median lies in the band: the original's median ±
-  ``tolerance`` (relative; exact for a zero).
-* ``within noise``: outside the band, but inside the noise: the ranges of the repeats overlap
-  (needs two or more samples on a side; with one on each the noise is unknown).
-* ``differs``: beyond the band and the noise, or the run's status changed.
+* ``reproduced``: the interval lies inside the band (or every value is the same number);
+* ``within noise``: the interval overlaps the band's edge: the difference is not resolved
+  beyond the noise;
+* ``inconclusive``: fewer samples than the rule needs on a side (never ``differs``);
+* ``differs``: the interval lies wholly outside the band, or the run's status changed;
 * ``not comparable``: another hardware class, a metric missing, or units or direction differ.
+
+A run's verdict: another hardware class makes it ``not comparable``; else any metric that
+``differs`` makes it ``differs``; else the worst of ``not comparable``, ``inconclusive``,
+``within noise`` and ``reproduced``, in that order.
 """
 
 from __future__ import annotations
@@ -15,11 +21,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cmx_core.results.compare import NOISE_UNKNOWN, Samples, noise_verdict, samples_of
+from cmx_core.results.compare import Samples, samples_of
 from cmx_core.results.hardware import of_document
+from cmx_core.results.noise import RULE, judge_noise
 
-ReplayVerdict = Literal["reproduced", "within noise", "differs", "not comparable"]
-_ORDER: tuple[ReplayVerdict, ...] = ("reproduced", "within noise", "differs", "not comparable")
+ReplayVerdict = Literal["reproduced", "within noise", "inconclusive", "differs", "not comparable"]
+_ORDER: tuple[ReplayVerdict, ...] = ("reproduced", "within noise", "inconclusive", "not comparable", "differs")
+"""Metric verdicts from best to worst: the run takes its worst metric's."""
 
 DEFAULT_TOLERANCE = 0.05
 """Relative half-width of the band a replayed metric must fall in to count as reproduced."""
@@ -34,13 +42,18 @@ class MetricJudgement:
     band: tuple[float, float] | None
     verdict: ReplayVerdict
     reason: str
+    effect: float | None = None
+    """Relative difference of the medians, replay vs original (0.5 = 50 % higher)."""
+    interval: tuple[float, float] | None = None
+    """The rule's interval of ``effect`` (absolute units when the original median is 0)."""
 
     def to_json(self) -> dict[str, Any]:
         def side(s: Samples | None) -> dict[str, Any] | None:
             return None if s is None else {"median": s.median, "low": s.low, "high": s.high, "samples": s.n}
 
         return {"name": self.name, "unit": self.unit, "original": side(self.original), "replay": side(self.replay),
-                "band": list(self.band) if self.band else None, "verdict": self.verdict, "reason": self.reason}
+                "band": list(self.band) if self.band else None, "verdict": self.verdict, "reason": self.reason,
+                "effect": self.effect, "interval": list(self.interval) if self.interval else None}
 
 
 @dataclass(frozen=True)
@@ -50,10 +63,17 @@ class Judgement:
     original_runs: tuple[str, ...]
     replay_runs: tuple[str, ...]
     metrics: tuple[MetricJudgement, ...]
+    tolerance: float = DEFAULT_TOLERANCE
 
     def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "reason": self.reason, "original_runs": list(self.original_runs),
-                "replay_runs": list(self.replay_runs), "metrics": [m.to_json() for m in self.metrics]}
+        return {"verdict": self.verdict, "reason": self.reason, "rule": RULE, "tolerance": self.tolerance,
+                "original_runs": list(self.original_runs), "replay_runs": list(self.replay_runs),
+                "metrics": [m.to_json() for m in self.metrics]}
+
+
+def worst(verdicts: Sequence[ReplayVerdict]) -> ReplayVerdict:
+    """The worst of ``verdicts`` by :data:`_ORDER`; ``not comparable`` for none."""
+    return max(verdicts, key=_ORDER.index) if verdicts else "not comparable"
 
 
 def judge(original: Sequence[Mapping[str, Any]], replay: Sequence[Mapping[str, Any]],
@@ -64,7 +84,7 @@ def judge(original: Sequence[Mapping[str, Any]], replay: Sequence[Mapping[str, A
                             tolerance) for n in names)
     verdict, reason = _overall(original, replay, metrics)
     return Judgement(verdict, reason, tuple(d["run_id"] for d in original), tuple(d["run_id"] for d in replay),
-                     metrics)
+                     metrics, tolerance)
 
 
 def _overall(original: Sequence[Mapping[str, Any]], replay: Sequence[Mapping[str, Any]],
@@ -80,7 +100,7 @@ def _overall(original: Sequence[Mapping[str, Any]], replay: Sequence[Mapping[str
         return "not comparable", "neither side reports a metric"
     worst = max(metrics, key=lambda m: _ORDER.index(m.verdict))
     if worst.verdict == "reproduced":
-        return "reproduced", f"all {len(metrics)} metric(s) inside their tolerance band"
+        return "reproduced", f"all {len(metrics)} metric(s) reproduced"
     count = sum(m.verdict == worst.verdict for m in metrics)
     return worst.verdict, f"{count} of {len(metrics)} metric(s) {worst.verdict}, e.g. {worst.name}: {worst.reason}"
 
@@ -99,12 +119,6 @@ def _metric(name: str, before: Sequence[Mapping[str, Any] | None], after: Sequen
                                f"unit or direction differs: {first['unit']} -> {other['unit']}")
     half = abs(original.median) * tolerance
     band = (original.median - half, original.median + half)
-    if band[0] <= replay.median <= band[1]:
-        return MetricJudgement(name, unit, original, replay, band, "reproduced",
-                               f"{replay.median:.6g} in {band[0]:.6g}..{band[1]:.6g} (±{tolerance:.0%})")
-    noise, how = noise_verdict(original, replay, bool(first["higher_is_better"]))
-    if noise in ("within noise", "same"):
-        return MetricJudgement(name, unit, original, replay, band, "within noise", how)
-    outside = f"{replay.median:.6g} outside {band[0]:.6g}..{band[1]:.6g} (±{tolerance:.0%})"
-    return MetricJudgement(name, unit, original, replay, band, "differs",
-                           f"{outside}; {NOISE_UNKNOWN}" if how == NOISE_UNKNOWN else f"{outside}; {how}")
+    noise = judge_noise(original.values, replay.values, tolerance)
+    return MetricJudgement(name, unit, original, replay, band, noise.verdict, noise.reason, noise.effect,
+                           noise.interval)

@@ -12,7 +12,8 @@ from typing import Any
 
 from cmx_core.bundle import MANIFEST, SIGNATURE
 from cmx_core.bundle.manifest import Manifest, parse_manifest
-from cmx_core.bundle.members import read_members
+from cmx_core.bundle.members import Limits, read_members
+from cmx_core.bundle.trust import TrustPolicy
 from cmx_core.errors import ResultsError
 
 
@@ -25,24 +26,37 @@ class VerifiedBundle:
     manifest: Manifest
     members: Mapping[str, bytes]
     signature: str
+    signature_checked: bool = False
+    """The signature verified against the reader's allowed signers (else nothing says who made it)."""
+
+    @property
+    def unchecked_note(self) -> str | None:
+        """What a reader is told when no signature was checked; None when one was."""
+        if self.signature_checked:
+            return None
+        what = "the bundle is unsigned" if self.signature == "unsigned" else f"the bundle is {self.signature}"
+        return (f"{self.path}: signature not checked ({what}): nothing says who made it; configure allowed "
+                "signers and --require-signature (docs/bundles.md, Trust)")
 
     def to_json(self) -> dict[str, Any]:
         return {"bundle": str(self.path), "sha256": self.sha256, "verified": True,
                 "members": len(self.members), "signature": self.signature,
+                "signature_checked": self.signature_checked,
                 "runs": [dict(r.__dict__) for r in self.manifest.runs],
                 "redacted": list(self.manifest.redacted), "skipped": dict(self.manifest.skipped)}
 
 
-def verify_bundle(path: Path, allowed_signers: Path | None = None, identity: str | None = None) -> VerifiedBundle:
-    """Verify ``path``; with ``allowed_signers`` (and ``identity``) the signature must verify."""
-    members = read_members(path)
+def verify_bundle(path: Path, trust: TrustPolicy | None = None, bounds: Limits | None = None) -> VerifiedBundle:
+    """Verify ``path``'s members (within ``bounds``), then its signature under the reader's
+    ``trust`` policy."""
+    members = read_members(path, bounds)
     if MANIFEST not in members:
         raise ResultsError(f"{path}: member {MANIFEST} is missing; not a cmx bundle (or it was altered)")
     manifest = parse_manifest(members[MANIFEST], str(path))
     _check_files(path, manifest, members)
     _check_signature_member(path, manifest, members)
-    signature = _signature(path, members, allowed_signers, identity)
-    return VerifiedBundle(path, _file_sha256(path), manifest, members, signature)
+    signature, checked = _signature(path, members, trust or TrustPolicy())
+    return VerifiedBundle(path, _file_sha256(path), manifest, members, signature, checked)
 
 
 def _check_files(path: Path, manifest: Manifest, members: Mapping[str, bytes]) -> None:
@@ -67,18 +81,23 @@ def _check_signature_member(path: Path, manifest: Manifest, members: Mapping[str
         raise ResultsError(f"{path}: member {SIGNATURE} is not in the manifest (added: the bundle was made unsigned)")
 
 
-def _signature(path: Path, members: Mapping[str, bytes], allowed: Path | None, identity: str | None) -> str:
+def _signature(path: Path, members: Mapping[str, bytes], trust: TrustPolicy) -> tuple[str, bool]:
+    """The signature's status and whether it was checked against trusted keys; a
+    ResultsError for a signature that is garbage, by an untrusted key, bad, or missing when
+    the policy requires one."""
     from cmx_core.bundle import sign
 
-    if allowed is None:
-        return "signed, not checked (give --allowed-signers and --identity)" if SIGNATURE in members else "unsigned"
     if SIGNATURE not in members:
-        raise ResultsError(f"{path}: member {SIGNATURE} is missing: the bundle is not signed")
-    if not identity:
-        from cmx_core.errors import UsageError
-
-        raise UsageError("--allowed-signers needs --identity (the signer's principal in that file)")
-    return "verified: " + sign.verify(members[MANIFEST], members[SIGNATURE], allowed, identity, path)
+        if trust.require:
+            raise ResultsError(f"{path}: member {SIGNATURE} is missing: the bundle is not signed (or its signature "
+                               "was stripped), and a signature is required")
+        return "unsigned", False
+    key = sign.check(members[MANIFEST], members[SIGNATURE], path)  # garbage is refused under any policy
+    if trust.allowed_signers is None:
+        return f"signed by {key}, not checked", False
+    identity = trust.identity or sign.principal(members[SIGNATURE], trust.allowed_signers, path)
+    return "verified: " + sign.verify(members[MANIFEST], members[SIGNATURE], trust.allowed_signers, identity,
+                                      path), True
 
 
 def _file_sha256(path: Path) -> str:

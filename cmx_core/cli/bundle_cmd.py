@@ -35,6 +35,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         action.add_argument("bundle", metavar="FILE", help="the bundle (.tar.gz)")
         action.add_argument("--allowed-signers", metavar="FILE", help="ssh allowed_signers: the signature must verify")
         action.add_argument("--identity", metavar="ID", help="with --allowed-signers: the signer's principal")
+        action.add_argument("--require-signature", action="store_true",
+                            help="refuse a bundle whose signature does not verify against the allowed signers "
+                                 "(as CMX_REQUIRE_SIGNATURE=1; see docs/bundles.md#trust)")
+        action.add_argument("--max-bytes", type=int, default=None, metavar="N",
+                            help="refuse a bundle whose members hold more bytes (default 16 GiB; "
+                                 "CMX_BUNDLE_MAX_BYTES)")
+        action.add_argument("--max-members", type=int, default=None, metavar="N",
+                            help="refuse a bundle with more members (default 100000; CMX_BUNDLE_MAX_MEMBERS)")
         action.set_defaults(handler=handler)
         if name == "replay":
             _replay_options(action, sorted(DRIFT_CLASSES))
@@ -49,15 +57,24 @@ def _replay_options(parser: argparse.ArgumentParser, classes: list[str]) -> None
     parser.add_argument("--facts", metavar="FILE", help="use a saved facts file instead of probing this machine")
     parser.add_argument("--tolerance", type=float, default=None, metavar="FRACTION",
                         help="relative half-width of the reproduced band (default 0.05)")
+    parser.add_argument("--repeats", type=int, default=None, metavar="N",
+                        help="replays of each lock (default: as many as the original's repeats, at least 3)")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a replay differs from its original")
 
 
 def _verified(args: argparse.Namespace) -> Any:
+    from cmx_core.bundle.members import limits
+    from cmx_core.bundle.trust import policy
     from cmx_core.bundle.verify import verify_bundle
 
-    if args.identity and not args.allowed_signers:
-        raise UsageError("--identity needs --allowed-signers FILE")
-    signers = Path(args.allowed_signers) if args.allowed_signers else None
-    return verify_bundle(Path(args.bundle), signers, args.identity)
+    trust = policy(args.allowed_signers, args.identity, args.require_signature)
+    return verify_bundle(Path(args.bundle), trust, limits(args.max_bytes, args.max_members))
+
+
+def _warn_unchecked(verified: Any) -> None:
+    """Say plainly, on stderr after the command's output, that no signature was checked."""
+    if verified.unchecked_note:
+        print(f"warning: {verified.unchecked_note}", file=sys.stderr)
 
 
 def _print(args: argparse.Namespace, data: Any, lines: list[str]) -> None:
@@ -101,6 +118,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     verified = _verified(args)
     _print(args, verified.to_json(), [f"{verified.path}: verified, {len(verified.members)} member(s), "
                                       f"{len(verified.manifest.runs)} run(s), {verified.signature}"])
+    _warn_unchecked(verified)
     return 0
 
 
@@ -109,10 +127,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     from cmx_core.bundle.importer import import_bundle
     from cmx_core.results.store import ResultStore
 
-    done = import_bundle(_verified(args), ResultStore(paths.results_db()), paths.runs_dir())
+    verified = _verified(args)
+    done = import_bundle(verified, ResultStore(paths.results_db()), paths.runs_dir())
     lines = [f"imported {run_id} -> {run_dir}" for run_id, run_dir in done.imported]
     lines += [f"already in the store: {run_id}" for run_id in done.already]
-    _print(args, done.to_json(), lines)
+    _print(args, {**done.to_json(), "signature": verified.signature,
+                  "signature_checked": verified.signature_checked}, lines)
+    _warn_unchecked(verified)
     return 0
 
 
@@ -126,13 +147,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise UsageError(f"--tolerance {tolerance}: give a fraction from 0 to 1, e.g. 0.05")
     options = ReplayOptions(executor=args.executor, allow_drift=tuple(args.allow_drift), recipes=tuple(args.recipes),
                             facts_file=args.facts, tolerance=tolerance,
-                            options=parse_executor_options(args.executor_opt))
-    report = replay_bundle(_verified(args), options)
+                            options=parse_executor_options(args.executor_opt), repeats=args.repeats)
+    if args.repeats is not None and args.repeats < 1:
+        raise UsageError(f"--repeats {args.repeats}: give 1 or more replays of each lock")
+    verified = _verified(args)
+    report = replay_bundle(verified, options)
     if args.json:
-        _print(args, report.to_json(), [])
+        _print(args, {**report.to_json(), "signature": verified.signature,
+                      "signature_checked": verified.signature_checked}, [])
     else:
         _print_replay(report)
-    return 0
+    _warn_unchecked(verified)
+    return 1 if args.check and report.verdict == "differs" else 0
 
 
 def _print_replay(report: Any) -> None:
@@ -140,9 +166,11 @@ def _print_replay(report: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from cmx_core.results.noise import RULE
     from cmx_core.results.numbers import fmt_number
 
     console = Console(highlight=False)
+    console.print(f"rule: {escape(RULE)}")
     for judgement in report.judgements:
         console.print(f"[bold]{escape(judgement.verdict)}[/]: {escape(judgement.reason)}")
         table = Table(title=f"original {', '.join(judgement.original_runs)[:40]} vs replay "

@@ -70,7 +70,8 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -
                    help="two or more run ids or prefixes; RUN,RUN,... is one column of repeats")
     p.add_argument("--sweep", metavar="ID", help="the points of a `cmx sweep`, one row per point")
     p.add_argument("--repeats", action="store_true",
-                   help="add to each column the stored runs with its lock digest and hardware class")
+                   help="add to each column the stored runs with its lock digest and hardware class "
+                        "(one RUN: that run's repeats beside its replays from `cmx bundle replay`)")
     _finish(p, cmd_compare)
     _add_report_parsers(sub, leaf)
 
@@ -156,7 +157,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     if args.sweep:
         return _compare_sweep(args)
-    if len(args.runs) < 2:
+    if len(args.runs) < (1 if args.repeats else 2):
         raise UsageError("cmx results compare: give two or more runs, or --sweep ID")
     from cmx_core.report.columns import column_documents
     from cmx_core.results.compare import compare_samples
@@ -313,6 +314,8 @@ def _cell_text(cell: Cell) -> str:
         text += f" {cell.verdict}"
     if cell.samples > 1 and cell.low is not None and cell.high is not None:
         text += f"\n[n={cell.samples} {fmt_number(cell.low)}..{fmt_number(cell.high)}]"
+    if cell.noise and cell.verdict != "baseline":
+        text += f"\n({cell.noise})"
     return _styled(text, _VERDICT_STYLE.get(cell.verdict))
 
 

@@ -1,5 +1,10 @@
 """The columns of a comparison: ``RUN`` or ``RUN,RUN,...`` (repeats of one run), and with
-``with_repeats`` every stored run sharing a column's lock digest and hardware class."""
+``with_repeats`` every stored run sharing a column's lock digest and hardware class.
+
+A replay (``provenance.replay_of``, from ``cmx bundle replay``) counts under its original's
+lock digest, on its own side: the replays of a run are repeats of one another, not of the
+original. With ``with_repeats`` and one column given, the other side is added as the second
+column: a run and its replays (or a replay and its original), side by side."""
 
 from __future__ import annotations
 
@@ -25,21 +30,43 @@ def column_documents(store: Any, specs: Sequence[str], *, with_repeats: bool = F
             extra = repeats_of(store, column[0], exclude=taken)
             taken.update(d["run_id"] for d in extra)
             column.extend(extra)
+        if len(columns) == 1:
+            other = repeats_of(store, columns[0][0], exclude=taken, side=_other_side(columns[0][0]))
+            if not other:
+                raise UsageError(f"cmx results compare --repeats {specs[0]}: no replay or original of it is stored; "
+                                 "give two or more runs")
+            columns.append(other)
     return columns
 
 
-def repeats_of(store: Any, document: Mapping[str, Any], exclude: set[str]) -> list[dict[str, Any]]:
-    """Stored runs of the same lock (digest) on the same hardware class, oldest first."""
-    digest = document["provenance"].get("lock_digest")
-    if not digest:
+def lock_key(document: Mapping[str, Any]) -> tuple[str, str]:
+    """``(lock digest, side)``: a replay's is its original's digest and ``replay``."""
+    provenance = document["provenance"]
+    replay_of = provenance.get("replay_of")
+    if replay_of:
+        return replay_of.get("lock_digest") or f"run:{replay_of['run_id']}", "replay"
+    return provenance.get("lock_digest") or f"run:{document['run_id']}", "original"
+
+
+def _other_side(document: Mapping[str, Any]) -> str:
+    return "original" if lock_key(document)[1] == "replay" else "replay"
+
+
+def repeats_of(store: Any, document: Mapping[str, Any], exclude: set[str],
+               side: str | None = None) -> list[dict[str, Any]]:
+    """Stored runs of the same lock (digest) on the same hardware class, oldest first; on
+    ``side`` (``original`` or ``replay``), by default the document's own."""
+    digest, own = lock_key(document)
+    if digest.startswith("run:") and side is None:
         return []
+    wanted = (digest, side or own)
     hardware = of_document(document).id
     found = []
     for summary in reversed(store.list(limit=_SCAN_LIMIT, recipe=document["software"]["recipe"]["name"])):
         if summary.run_id in exclude:
             continue
         other = store.get(summary.run_id).document
-        if other["provenance"].get("lock_digest") == digest and of_document(other).id == hardware:
+        if lock_key(other) == wanted and of_document(other).id == hardware:
             found.append(other)
     return found
 
@@ -47,10 +74,10 @@ def repeats_of(store: Any, document: Mapping[str, Any], exclude: set[str]) -> li
 def group_by_lock(documents: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
     """Documents grouped by (lock digest, hardware class), groups in order of first appearance
     (a document without a lock digest is a group of its own)."""
-    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
     for document in documents:
-        digest = document["provenance"].get("lock_digest") or f"run:{document['run_id']}"
-        groups.setdefault((digest, of_document(document).id), []).append(document)
+        digest, side = lock_key(document)
+        groups.setdefault((digest, side, of_document(document).id), []).append(document)
     return list(groups.values())
 
 

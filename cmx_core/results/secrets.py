@@ -6,14 +6,24 @@ like a well-known token format (``hf_...``, ``ghp_...``, ``AKIA...``, ``-----BEG
 KEY-----``). :func:`redact` replaces both with :data:`REDACTED`; :func:`filtered_environment`
 keeps only allow-listed variables and redacts the secret ones among them. Other publishers
 (e.g. cmx-docker checking build args) can call these functions too.
+
+A run redacts at write time too (:func:`redact_tree`, :func:`redact_data`, called by the
+recording of a run): the values of *its own* secret-named variables and any token shape are
+replaced in its logs, outputs and result before they are kept, so a bundle made later from a
+shell without those variables holds none of them.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 REDACTED = "[REDACTED]"
 
@@ -100,3 +110,65 @@ def filtered_environment(env: Mapping[str, str], allow: Iterable[str] = DEFAULT_
             redacted.append(name)
         kept[name] = value
     return Environment(kept, tuple(dropped), tuple(redacted))
+
+
+def redact_bytes(data: bytes, secrets: Sequence[str]) -> bytes:
+    """``data`` redacted as UTF-8 text (values and token shapes); other bytes: the values only."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        for value in secrets:
+            data = data.replace(value.encode(), REDACTED.encode())
+        return data
+    clean = redact(text, secrets)
+    return data if clean == text else clean.encode("utf-8")
+
+
+def redact_data(value: Any, secrets: Sequence[str]) -> Any:
+    """JSON data with every string redacted (numbers, keys and structure kept)."""
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, Mapping):
+        return {k: redact_data(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_data(v, secrets) for v in value]
+    return value
+
+
+REDACT_FILE_BYTES = 512 << 20
+"""A run file larger than this is not rewritten at write time (a bundle leaves it out)."""
+
+
+def redact_tree(root: Path, secrets: Sequence[str], max_bytes: int = REDACT_FILE_BYTES) -> list[str]:
+    """Redact every regular file under ``root`` in place (a ``.json`` file as JSON data, so
+    its numbers and structure stay valid); each rewrite is atomic. Returns the relative
+    names of the files changed."""
+    import json
+
+    from cmx_core.datautil import atomic_write
+
+    changed = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+        if path.stat().st_size > max_bytes:
+            continue
+        data = path.read_bytes()
+        clean = redact_bytes(data, secrets)
+        if clean != data and path.suffix == ".json":
+            try:
+                clean = (json.dumps(redact_data(json.loads(data), secrets), indent=2, ensure_ascii=False)
+                         + "\n").encode("utf-8")
+            except ValueError:
+                pass
+        if clean != data:
+            mode = path.stat().st_mode & 0o7777
+            atomic_write(path, clean)
+            path.chmod(mode)  # an executable script the step wrote stays executable
+            changed.append(path.relative_to(root).as_posix())
+    return changed
+
+
+def run_secrets(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The secret values a run must not write: those of its own environment (``os.environ``)."""
+    import os
+
+    return secret_values(os.environ if env is None else env)

@@ -49,21 +49,27 @@ def record_run(request: ExecutionRequest, outcome: ExecutionOutcome, provenance:
     """Write ``result.json`` (validated once), ``nodes.json`` and ``facts.json``; index the
     result; return its path and document. A document that fails validation (a suite
     section that breaks its schema, say) is recorded as an error result instead."""
+    from cmx_core.results.secrets import redact_data, redact_tree, run_secrets
+
+    secrets = run_secrets()  # the run's own secret values: never kept in what it writes
+    redact_tree(request.run_dir, secrets)  # the logs and outputs its steps wrote
     facts = dict(outcome.facts) if outcome.facts is not None else request.facts.snapshot(SYSTEM_FACTS)
-    _write_json(request.run_dir / NODES_FILE, [_node_json(n) for n in outcome.nodes])
+    _write_json(request.run_dir / NODES_FILE, redact_data([_node_json(n) for n in outcome.nodes], secrets))
     _write_json(request.run_dir / FACTS_FILE, facts)
     record = run_record(request, outcome, provenance, facts)
-    path, document = _write(request, record)
+    path, document = _write(request, record, secrets)
     _index(document, path)
     events("cmx_result_written", path=path, document=document)
     return path, document
 
 
-def _write(request: ExecutionRequest, record: RunRecord) -> tuple[Path, dict[str, Any]]:
+def _write(request: ExecutionRequest, record: RunRecord,
+           secrets: Sequence[str] = ()) -> tuple[Path, dict[str, Any]]:
     from cmx_core.results.document import build_document
+    from cmx_core.results.secrets import redact_data
     from cmx_core.results.writer import write_result
 
-    document = build_document(record)
+    document = redact_data(build_document(record), secrets)
     try:
         return write_result(request.run_dir, document, suites=request.registry.suites), document
     except ResultsError as exc:

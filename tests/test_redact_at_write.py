@@ -1,0 +1,72 @@
+"""Redaction at write time (#35 b): a run replaces the values of its own secret-named
+environment variables, and any known token shape, in the logs, outputs and result it writes;
+a bundle made later from a shell without that variable holds none of them."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cmx_core.results.secrets import REDACTED, redact_data, redact_tree
+
+SECRET = "s3cr3t-Value-0f-the-run-42"
+SHAPED = "hf_" + "Q" * 32
+RECIPE = """
+name: leaky
+tags: [leaky]
+summary: a step that prints its token
+steps:
+  - uses: shell
+    measures: true
+    with:
+      cmd: ["sh", "-c", "echo token=$MY_SERVICE_TOKEN also {shaped}; echo NOTE=$MY_SERVICE_TOKEN; echo ITEMS=3"]
+      env_allow: [MY_SERVICE_TOKEN]
+      metrics:
+        items: {{kv: ITEMS, unit: items}}
+"""
+
+
+def _members(bundle: Path) -> dict[str, bytes]:
+    with tarfile.open(bundle) as archive:
+        return {m.name: archive.extractfile(m).read() for m in archive if m.isfile()}  # type: ignore[union-attr]
+
+
+def test_a_printed_env_token_never_reaches_the_bundle(cli: Callable[..., Any], recipes: Any, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    recipes("leaky", RECIPE.format(shaped=SHAPED))
+    monkeypatch.setenv("MY_SERVICE_TOKEN", SECRET)
+    done = cli("run", "recipe", "--tags=leaky", "--recipes", recipes.dir, "--json")
+    assert done.code == 0, done.err
+    document = json.loads(done.out)
+    monkeypatch.delenv("MY_SERVICE_TOKEN")  # the bundling shell does not know the value
+    bundle = tmp_path / "b.tar.gz"
+    created = cli("bundle", "create", document["run_id"], "-o", bundle, "--json")
+    assert created.code == 0, created.err
+    members = _members(bundle)
+    logs = [data for name, data in members.items() if name.endswith("stdout.txt")]
+    assert logs and all(REDACTED.encode() in log for log in logs)
+    for name, data in members.items():
+        assert SECRET.encode() not in data and SHAPED.encode() not in data, name
+    # the run directory itself holds no copy either: redacted when written, not when bundled
+    from cmx_core import paths
+
+    for path in paths.runs_dir().rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_json_files_stay_json_and_numbers_stay_numbers(tmp_path: Path) -> None:
+    (tmp_path / "out.json").write_text(json.dumps({"n": 12345, "note": "key 12345 here"}))
+    (tmp_path / "log.txt").write_text("value 12345\n")
+    (tmp_path / "log.txt").chmod(0o750)
+    changed = redact_tree(tmp_path, ["12345"])
+    assert (tmp_path / "log.txt").stat().st_mode & 0o777 == 0o750
+    assert changed == ["log.txt", "out.json"]
+    assert json.loads((tmp_path / "out.json").read_text()) == {"n": 12345, "note": f"key {REDACTED} here"}
+    assert (tmp_path / "log.txt").read_text() == f"value {REDACTED}\n"
+    assert redact_data({"a": [SHAPED, 1.5]}, ()) == {"a": [REDACTED, 1.5]}
