@@ -82,3 +82,32 @@ def test_the_readme_cost_section_names_what_exists() -> None:
     assert anchor.group(1) in headings
     bench = (root / "benchmarks" / "bench_alebench.py").read_text()
     assert '"--cases", type=int, default=50' in bench and 'default="trivial.py"' in bench
+
+
+def test_rank_rules_as_described(doc: str, tmp_path: Path) -> None:
+    """The rank section's hand-checked rows and the property test's size, read from the tests that check them."""
+    from importlib import util
+
+    here = Path(__file__).parent
+
+    def module(name: str):  # type: ignore[no-untyped-def]
+        spec = util.spec_from_file_location(name, here / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        loaded = util.module_from_spec(spec)
+        spec.loader.exec_module(loaded)
+        return loaded
+
+    prop, hand = module("test_alebench_rank_property"), module("test_alebench_standings")
+    assert prop.N_STANDINGS == 10_000 and "10,000 random AtCoder-form standings" in doc and "0 differences" in doc
+    (tmp_path / "s.csv").write_text(hand.ISSUE_STANDINGS)
+    (tmp_path / "p.csv").write_text(hand.ISSUE_PERFORMANCE)
+    groups, table = load_standings(tmp_path / "s.csv"), load_performance(tmp_path / "p.csv")
+    for total, rank, performance, words in [(85000, 5, 2300, "85000 gets rank 5 and performance 2300"),
+                                            (120000, 1, 3133, "120000 gets rank 1 and 3133"),
+                                            (70000, 8, 1850, "70000 gets rank 8 and 1850"),
+                                            (5, 11, 0, "5 points get rank 11")]:
+        spot = place(total, groups)
+        assert (spot.rank, table.performance(spot.rank_for_performance)) == (rank, performance)
+        assert words in " ".join(doc.split())
+    assert max(table.values) == 3000 and "above the table's 3000" in doc
+    assert "1850.5 gives 1850" in doc and round(1850.5) == 1850
