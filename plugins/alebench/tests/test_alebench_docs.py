@@ -111,3 +111,14 @@ def test_rank_rules_as_described(doc: str, tmp_path: Path) -> None:
         assert words in " ".join(doc.split())
     assert max(table.values) == 3000 and "above the table's 3000" in doc
     assert "1850.5 gives 1850" in doc and round(1850.5) == 1850
+
+
+def test_tester_protocol_as_described(doc: str) -> None:
+    from cmx_alebench.tools import read_tester
+
+    words = " ".join(doc.split())
+    assert "a tester that exits non-zero is WRONG_ANSWER even when it printed a score" in words
+    assert read_tester(b"Score = 5\n", 1).score is None
+    assert "one that exits 0 without a score line is WRONG_ANSWER too" in words
+    assert read_tester(b"ok\n", 0).wrong_answer is not None
+    assert "a prefix match: text may follow it" in words and read_tester(b"Score = 5 ok\nx\n", 0).score == 5

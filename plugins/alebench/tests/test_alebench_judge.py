@@ -122,3 +122,25 @@ def test_a_worker_judges_its_cases_in_one_sandbox_session(problem: Problem, inpu
     per_call = _judge(problem, "trivial.py", "python", seeds, input_cache, tmp_path / "b", sessions=False)
     assert one.judge_result is per_call.judge_result is JudgeResult.ACCEPTED
     assert [(c.seed, c.absolute_score) for c in one.cases] == [(c.seed, c.absolute_score) for c in per_call.cases]
+
+
+@pytest.mark.parametrize(("tester_tail", "verdict", "message"), [
+    # a score, then exit 1: ALE-Bench's WRONG_ANSWER, not an accepted case
+    ('print("Score = 900", file=sys.stderr)\nsys.exit(1)\n', JudgeResult.WRONG_ANSWER, "the tester exited 1"),
+    # exit 0 and no score line: WRONG_ANSWER too, not an internal error
+    ('print("all fine", file=sys.stderr)\n', JudgeResult.WRONG_ANSWER, "no 'Score = N' line"),
+    # a prefix match of the score line, with text after it and a line after that
+    ('print("Score = 77 (debug)", file=sys.stderr)\nprint("done", file=sys.stderr)\n', JudgeResult.ACCEPTED, ""),
+])
+def test_tester_exit_and_score_line_decide_the_verdict(problem: Problem, input_cache: Path, tmp_path: Path,
+                                                       tester_tail: str, verdict: JudgeResult, message: str) -> None:
+    """A copy of cmx001 whose tester is replaced, judged on the real sandbox with the trivial solution."""
+    root = tmp_path / "p"
+    shutil.copytree(problem.root, root)
+    (root / "tools" / "tester.py").write_text("import sys\n" + tester_tail)
+    from cmx_alebench.problem import load_problem
+
+    copy = load_problem(root)
+    ev = _judge(copy, "trivial.py", "python", [0], input_cache, tmp_path / "w")
+    assert ev.cases[0].judge_result is verdict and message in ev.cases[0].message
+    assert ev.absolute_score == (77 if verdict is JudgeResult.ACCEPTED else 0)

@@ -112,12 +112,12 @@ class Judge:
         (test_dir / "input.txt").write_bytes(case_input)
         (test_dir / "output.txt").write_bytes(ran.stdout)
         tested = runner.run(self.tools.tester_call(test_dir))
-        verdict = read_tester(tested.stderr, tested.exit_code)
         time_s, memory = ran.execution_time_s, ran.memory_bytes
-        if verdict.wrong_answer is not None:
-            return CaseResult(seed, JudgeResult.WRONG_ANSWER, 0, time_s, memory, verdict.wrong_answer)
-        if verdict.score is None or tested.ending is not Ending.EXITED:
-            return CaseResult(seed, JudgeResult.INTERNAL_ERROR, 0, time_s, memory, verdict.problem or tested.reason)
+        if tested.ending is not Ending.EXITED:      # the tester broke its own limits or could not run
+            return CaseResult(seed, JudgeResult.INTERNAL_ERROR, 0, time_s, memory, f"tester: {tested.reason}")
+        verdict = read_tester(tested.stderr, tested.exit_code)
+        if verdict.score is None:
+            return CaseResult(seed, JudgeResult.WRONG_ANSWER, 0, time_s, memory, verdict.wrong_answer or "")
         return CaseResult(seed, JudgeResult.ACCEPTED, verdict.score, time_s, memory, "")
 
     def _limit_verdict(self, seed: int, ran: Ran) -> CaseResult | None:

@@ -1,6 +1,6 @@
 """A problem's generator and tester as calls: ``tools/gen.py SEED`` prints one input;
-``tools/tester.py INPUT OUTPUT`` ends its stderr with ``Score = N`` (``wrong answer: ...``
-means WA). Both run confined like the solution, with ``tools/`` mounted read-only at ``/tools``."""
+``tools/tester.py INPUT OUTPUT`` prints ``Score = N`` on stderr and exits 0 (see
+:func:`read_tester`). Both run confined like the solution, with ``tools/`` mounted read-only at ``/tools``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from cmx_core.errors import UsageError
 
 TOOLS_AT = "/tools"
 TOOL_LIMITS = CallLimits(wall_s=60.0, cpu_s=60.0, memory_bytes=2 << 30, output_bytes=64 << 20)
-SCORE_LINE = re.compile(r"^Score\s*=\s*(-?\d+)\s*$")
+SCORE_PREFIX = re.compile(r"^Score = (-?\d+)")
 
 
 @dataclass(frozen=True)
@@ -43,22 +43,22 @@ class Tools:
 
 @dataclass(frozen=True)
 class TesterVerdict:
-    """What the tester's stderr says: a score, a wrong answer, or neither (an internal error)."""
+    """What the tester says: a score (accepted), or why the output is a wrong answer."""
 
     score: int | None
     wrong_answer: str | None
-    problem: str | None
 
 
 def read_tester(stderr: bytes, exit_code: int | None) -> TesterVerdict:
-    """Parse the tester protocol: a ``wrong answer:`` line wins; else the last line must be ``Score = N``."""
+    """The real testers' protocol (§3.5): the score is the last stderr line that starts with
+    ``Score = `` followed by an integer; a non-zero exit is WRONG_ANSWER even with a score
+    printed, and an exit 0 without a score line is WRONG_ANSWER too."""
     lines = [line.strip() for line in stderr.decode("utf-8", errors="replace").splitlines() if line.strip()]
-    for line in lines:
-        if line.lower().startswith("wrong answer:"):
-            return TesterVerdict(None, line, None)
-    match = SCORE_LINE.match(lines[-1]) if lines else None
-    if match is None:
-        last = lines[-1] if lines else "(no stderr)"
-        return TesterVerdict(None, None,
-                             f"tester's last stderr line is not 'Score = N' (exit {exit_code}): {last[:200]}")
-    return TesterVerdict(int(match.group(1)), None, None)
+    told = next((line for line in lines if line.lower().startswith("wrong answer")), None)
+    scores = [m.group(1) for m in (SCORE_PREFIX.match(line) for line in lines) if m is not None]
+    last = lines[-1][:200] if lines else "(no stderr)"
+    if exit_code != 0:
+        return TesterVerdict(None, told or f"the tester exited {exit_code}: {last}")
+    if not scores:
+        return TesterVerdict(None, told or f"the tester printed no 'Score = N' line: {last}")
+    return TesterVerdict(int(scores[-1]), None)
