@@ -144,3 +144,45 @@ def test_tester_exit_and_score_line_decide_the_verdict(problem: Problem, input_c
     ev = _judge(copy, "trivial.py", "python", [0], input_cache, tmp_path / "w")
     assert ev.cases[0].judge_result is verdict and message in ev.cases[0].message
     assert ev.absolute_score == (77 if verdict is JudgeResult.ACCEPTED else 0)
+
+
+def test_a_memory_killed_run_past_the_time_limit_is_mle(problem: Problem) -> None:
+    """The verdict order itself: a run the memory cgroup killed whose time also passed TL is MLE, not TLE."""
+    from cmx_alebench.runner import Ending, Ran
+
+    judge = Judge(SandboxRunner(), problem, language("python"))
+    slow_oom = Ran(Ending.MEMORY, None, wall_s=3.1, cpu_s=2.5, memory_bytes=256 << 20, stdout=b"", stderr=b"",
+                   reason="memory limit reached; the kernel killed 1 process(es)")
+    verdict = judge._limit_verdict(0, slow_oom)
+    assert verdict is not None and verdict.judge_result is JudgeResult.MEMORY_LIMIT_EXCEEDED
+    slow = Ran(Ending.TIME, None, wall_s=3.2, cpu_s=3.1, memory_bytes=10 << 20, stdout=b"", stderr=b"", reason="wall")
+    verdict = judge._limit_verdict(0, slow)
+    assert verdict is not None and verdict.judge_result is JudgeResult.TIME_LIMIT_EXCEEDED
+
+
+def test_a_memory_hog_is_mle_20_of_20_beside_another_judge(problem: Problem, input_cache: Path,
+                                                           tmp_path: Path) -> None:
+    """mle.py on 20 cases while a second judge runs greedy.py (CPU-bound for 0.8 s a case) beside it."""
+    import threading
+
+    seeds = list(range(20))
+    beside_done = threading.Event()
+    beside_verdicts: list[JudgeResult] = []
+
+    def beside() -> None:
+        round_ = 0
+        while not beside_done.is_set():
+            ev = _judge(problem, "greedy.py", "python", [0, 1], input_cache, tmp_path / f"beside{round_}")
+            beside_verdicts.append(ev.judge_result)
+            round_ += 1
+
+    thread = threading.Thread(target=beside)
+    thread.start()
+    try:
+        ev = _judge(problem, "mle.py", "python", seeds, input_cache, tmp_path / "hog")
+    finally:
+        beside_done.set()
+        thread.join()
+    verdicts = [c.judge_result for c in ev.cases]
+    assert verdicts == [JudgeResult.MEMORY_LIMIT_EXCEEDED] * 20, [(c.judge_result, c.message) for c in ev.cases]
+    assert beside_verdicts and all(v is JudgeResult.ACCEPTED for v in beside_verdicts)
