@@ -40,6 +40,25 @@ def sandbox_ready() -> None:
         unavailable(f"the bubblewrap sandbox cannot run here: {problem}")
 
 
+DEBIAN_RUST = ("cargo", "rustc", "librust-rand-dev", "librust-rand-chacha-dev", "librust-itertools-dev")
+
+
+@pytest.fixture(scope="session")
+def debian_rust() -> None:
+    """Debian's cargo and the librust-*-dev crates cmx002's tools need (installed with apt when root)."""
+    from cmx_alebench.problem import shipped_dir
+    from cmx_alebench.rust_build import DEBIAN_REGISTRY, missing_crates
+
+    def ready() -> bool:
+        manifest = shipped_dir() / "cmx002" / "tools" / "Cargo.toml"
+        return Path("/usr/bin/cargo").is_file() and not missing_crates(manifest, DEBIAN_REGISTRY)
+
+    if not ready() and os.geteuid() == 0:
+        _apt(*DEBIAN_RUST)
+    if not ready():
+        unavailable(f"Debian's {', '.join(DEBIAN_RUST)} are needed to build cmx002's tools")
+
+
 @pytest.fixture(scope="session")
 def problem() -> Problem:
     return find_problem("cmx001", [])

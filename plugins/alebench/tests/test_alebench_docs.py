@@ -33,7 +33,7 @@ def test_limits_and_priority(doc: str, problem: Problem) -> None:
 
 def test_languages_and_solutions(doc: str) -> None:
     assert all(f"`{name}`" in doc for name in languages.NAMES)
-    named = set(re.findall(r"`([a-z]+\.(?:py|cpp|rs))`", doc)) - {"gen.py", "tester.py"}
+    named = set(re.findall(r"`([a-z]+\.(?:py|cpp|rs))`", doc)) - {"gen.py", "tester.py", "tester.rs", "vis.rs"}
     assert named == {p.name for p in shipped_solutions().iterdir() if p.suffix in (".py", ".cpp", ".rs")}
     greedy = (shipped_solutions() / "greedy.py").read_text()
     assert "BUDGET_S = 0.8" in greedy and "0.8 s budget" in doc
@@ -122,3 +122,31 @@ def test_tester_protocol_as_described(doc: str) -> None:
     assert "one that exits 0 without a score line is WRONG_ANSWER too" in words
     assert read_tester(b"ok\n", 0).wrong_answer is not None
     assert "a prefix match: text may follow it" in words and read_tester(b"Score = 5 ok\nx\n", 0).score == 5
+
+
+def test_importing_as_described(doc: str) -> None:
+    from cmx_alebench import importer, rust_build, tools
+    from cmx_alebench.problem import shipped_dir, shipped_solutions
+
+    words = " ".join(doc.split())
+    assert "cmx ale-bench import" in doc and f"`{tools.BUILT_RECORD}`" in doc
+    assert f"`{rust_build.DEBIAN_REGISTRY}`" in doc and "`CMX_ALEBENCH_CARGO`" in doc
+    assert importer.imported_dir(Path("C")) == Path("C/alebench/problems")
+    assert "`alebench/problems/<problem_id>`" in doc
+    assert "`<cache>/alebench/tools/<digest>`" in doc
+    assert rust_build.BINARIES == ("gen", "tester", "vis")
+    assert f"crates not in {rust_build.DEBIAN_REGISTRY}: proconio, svg" in doc
+    crate = shipped_dir() / "cmx002" / "tools"
+    assert {p.name for p in (crate / "src" / "bin").iterdir()} == {"gen.rs", "tester.rs", "vis.rs"}
+    assert rust_build.direct_dependencies(crate / "Cargo.toml") == ["itertools", "rand", "rand_chacha"]
+    assert "(rust, rand_chacha, itertools)" not in words and "rand, rand_chacha, itertools" in words
+    for package in ("librust-rand-dev", "librust-rand-chacha-dev", "librust-itertools-dev"):
+        assert package in words
+    names = {p.stem for p in (shipped_solutions() / "cmx002").iterdir()}
+    assert names == {"ac", "wa", "re", "tle", "mle", "ole", "ce"}
+    assert "AC (a nearest-neighbour tour), WA, RE, TLE, MLE, OLE and CE" in words
+    problem = load_problem(shipped_dir() / "cmx002")
+    assert json.loads((problem.root / "data.json").read_text())["standings_source"] == "synthetic"
+    assert "reactive problems are not judged" not in words
+    assert "runs the solution itself (`tester SOLUTION...`)" in words
+    assert "MLE on all 20" in words

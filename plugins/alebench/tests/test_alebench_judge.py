@@ -186,3 +186,89 @@ def test_a_memory_hog_is_mle_20_of_20_beside_another_judge(problem: Problem, inp
     verdicts = [c.judge_result for c in ev.cases]
     assert verdicts == [JudgeResult.MEMORY_LIMIT_EXCEEDED] * 20, [(c.judge_result, c.message) for c in ev.cases]
     assert beside_verdicts and all(v is JudgeResult.ACCEPTED for v in beside_verdicts)
+
+
+REACTIVE_TESTER = '''
+"""A reactive tester: a hidden number from the input; the solution guesses, the tester answers
+<, > or =. Score = 1000 - 10 x guesses. Runs the solution itself: tester SOLUTION... < input."""
+import subprocess
+import sys
+
+hidden = sum(int(t) for t in sys.stdin.read().split()) % 1000
+child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+guesses = 0
+while True:
+    line = child.stdout.readline()
+    if not line:
+        print("wrong answer: the solution ended before guessing the number", file=sys.stderr)
+        sys.exit(1)
+    try:
+        guess = int(line)
+    except ValueError:
+        print(f"wrong answer: {line.strip()!r} is not a guess", file=sys.stderr)
+        child.kill()
+        sys.exit(1)
+    guesses += 1
+    answer = "=" if guess == hidden else ("<" if hidden < guess else ">")
+    child.stdin.write(answer + "\\n")
+    child.stdin.flush()
+    if answer == "=":
+        break
+child.wait()
+print(f"Score = {max(0, 1000 - 10 * guesses)}", file=sys.stderr)
+'''
+
+BISECT = '''
+import sys
+low, high = 0, 999
+while True:
+    guess = (low + high) // 2
+    print(guess, flush=True)
+    answer = sys.stdin.readline().strip()
+    if answer == "=":
+        break
+    if answer == "<":
+        high = guess - 1
+    else:
+        low = guess + 1
+'''
+
+
+def _bisect_guesses(hidden: int) -> int:
+    low, high, count = 0, 999, 0
+    while True:
+        guess, count = (low + high) // 2, count + 1
+        if guess == hidden:
+            return count
+        low, high = (low, guess - 1) if hidden < guess else (guess + 1, high)
+
+
+@pytest.mark.parametrize(("code", "verdict", "message"), [
+    (BISECT, JudgeResult.ACCEPTED, ""),
+    ('print("many", flush=True)\n', JudgeResult.WRONG_ANSWER, "'many' is not a guess"),
+    ("pass\n", JudgeResult.WRONG_ANSWER, "ended before guessing"),
+    ("while True:\n    pass\n", JudgeResult.TIME_LIMIT_EXCEEDED, "execution time"),
+])
+def test_a_reactive_problem_runs_the_solution_under_its_tester(problem: Problem, tmp_path: Path, code: str,
+                                                               verdict: JudgeResult, message: str) -> None:
+    """The tester runs the solution itself inside the case's call (one sandbox call per case)."""
+    import json
+
+    from cmx_alebench.problem import load_problem
+
+    root = tmp_path / "reactive"
+    shutil.copytree(problem.root, root)
+    data = json.loads((root / "data.json").read_text())
+    data["metadata"]["problem_type"] = "reactive"
+    (root / "data.json").write_text(json.dumps(data))
+    (root / "tools" / "tester.py").write_text(REACTIVE_TESTER)
+    reactive = load_problem(root)
+    runner = SandboxRunner()
+    inputs = case_inputs(runner, reactive, [0], tmp_path / "cache")
+    judge = Judge(runner, reactive, language("python"))
+    ev = judge.evaluate(code, inputs, "public", False, tmp_path / "w")
+    case = ev.cases[0]
+    assert case.judge_result is verdict and message in case.message, case.message
+    if verdict is JudgeResult.ACCEPTED:
+        hidden = sum(int(t) for t in inputs[0].split()) % 1000
+        assert case.absolute_score == 1000 - 10 * _bisect_guesses(hidden)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from cmx_core.api import Capabilities, StepContext, StepOutput, StepType, Suite, hookimpl
+from cmx_core.api import Capabilities, Command, StepContext, StepOutput, StepType, Suite, hookimpl
 
 SECTION_SCHEMA = Path(__file__).parent / "schemas" / "ale_bench.schema.json"
 
@@ -48,6 +49,25 @@ def cmx_register_suites(register: Callable[[Suite], None]) -> None:
     register(Suite(name="ale-bench", summary="ALE-Bench: AtCoder-style heuristic problems, scored, ranked and rated",
                    section="ale_bench", schema=json.loads(SECTION_SCHEMA.read_text(encoding="utf-8")),
                    required_for=("valid", "invalid")))
+
+
+def _configure(parser: Any) -> None:
+    from cmx_alebench.cli import configure
+
+    configure(parser)
+
+
+def _run_command(args: Any) -> int:
+    from cmx_alebench.cli import run
+
+    return run(args)
+
+
+@hookimpl
+def cmx_register_commands(register: Callable[[Command], None]) -> None:
+    register(Command(name="ale-bench", summary="ALE-Bench problem packages: import PATH... (zip or directory; "
+                     "builds the Rust tools/ crate offline into the cmx cache)", configure=_configure,
+                     run=_run_command))
 
 
 @hookimpl

@@ -16,29 +16,77 @@ TOOL_LIMITS = CallLimits(wall_s=60.0, cpu_s=60.0, memory_bytes=2 << 30, output_b
 SCORE_PREFIX = re.compile(r"^Score = (-?\d+)")
 
 
+BUILT_RECORD = "cmx-tools.json"
+"""Written by ``cmx ale-bench import`` beside data.json: where the Rust tools' binaries are."""
+
+
 @dataclass(frozen=True)
 class Tools:
-    """Where a problem's generator and tester are."""
+    """Where a problem's generator and tester are: ``tools/gen.py`` and ``tools/tester.py``, or
+    the ``gen`` and ``tester`` binaries built from its Rust ``tools/`` crate (``binary``)."""
 
     folder: Path
+    binary: bool = False
 
     @classmethod
     def of(cls, problem_root: Path) -> Tools:
         folder = problem_root / "tools"
-        for name in ("gen.py", "tester.py"):
-            if not (folder / name).is_file():
-                raise UsageError(f"{folder / name}: missing; cmx-alebench runs a problem's tools/gen.py and "
-                                 "tools/tester.py (a Rust tools/ crate must be built into them first)")
-        return cls(folder)
+        if all((folder / name).is_file() for name in ("gen.py", "tester.py")):
+            return cls(folder)
+        record = problem_root / BUILT_RECORD
+        if record.is_file():
+            return cls(_built_bin_dir(record), binary=True)
+        if (folder / "Cargo.toml").is_file():
+            raise UsageError(f"{folder / 'Cargo.toml'}: the Rust tools are not built; import the package first "
+                             f"(cmx ale-bench import {problem_root})")
+        raise UsageError(f"{folder}: neither tools/gen.py and tools/tester.py nor a Rust tools/ crate (Cargo.toml)")
 
     def gen_call(self, seed: int, work_dir: Path) -> Call:
+        """The generator for one seed: ``gen.py SEED`` prints it; the Rust ``gen seeds.txt``
+        writes ``in/0000.txt`` (see :meth:`generated`)."""
+        if self.binary:
+            (work_dir / "seeds.txt").write_text(f"{seed}\n", encoding="utf-8")
+            return Call(argv=(f"{TOOLS_AT}/gen", "seeds.txt"), work_dir=work_dir, limits=TOOL_LIMITS,
+                        binds={str(self.folder): TOOLS_AT})
         return Call(argv=("/usr/bin/python3", f"{TOOLS_AT}/gen.py", str(seed)), work_dir=work_dir,
                     limits=TOOL_LIMITS, binds={str(self.folder): TOOLS_AT})
 
+    def generated(self, stdout: bytes, work_dir: Path) -> bytes:
+        """The input a generator call made: its stdout, or the Rust gen's ``in/0000.txt``."""
+        if not self.binary:
+            return stdout
+        path = work_dir / "in" / "0000.txt"
+        return path.read_bytes() if path.is_file() else b""
+
     def tester_call(self, work_dir: Path) -> Call:
         """The tester over ``input.txt`` and ``output.txt`` in ``work_dir``."""
-        return Call(argv=("/usr/bin/python3", f"{TOOLS_AT}/tester.py", "input.txt", "output.txt"),
-                    work_dir=work_dir, limits=TOOL_LIMITS, binds={str(self.folder): TOOLS_AT})
+        argv = (f"{TOOLS_AT}/tester",) if self.binary else ("/usr/bin/python3", f"{TOOLS_AT}/tester.py")
+        return Call(argv=(*argv, "input.txt", "output.txt"), work_dir=work_dir, limits=TOOL_LIMITS,
+                    binds={str(self.folder): TOOLS_AT})
+
+    def reactive_call(self, solution: tuple[str, ...], work_dir: Path, limits: CallLimits,
+                      binds: dict[str, str], env: dict[str, str], case_input: bytes) -> Call:
+        """A reactive case: the tester reads the input on stdin and runs the solution itself
+        (``tester SOLUTION...``), as the real reactive testers do."""
+        argv = (f"{TOOLS_AT}/tester",) if self.binary else ("/usr/bin/python3", f"{TOOLS_AT}/tester.py")
+        return Call(argv=(*argv, *solution), work_dir=work_dir, limits=limits,
+                    binds={**binds, str(self.folder): TOOLS_AT}, env=env, stdin=case_input)
+
+
+def _built_bin_dir(record: Path) -> Path:
+    import json
+
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+        folder = Path(str(data["bin_dir"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        raise UsageError(f"{record}: not the record 'cmx ale-bench import' writes (bin_dir); import the package "
+                         "again") from None
+    missing = [name for name in ("gen", "tester") if not (folder / name).is_file()]
+    if missing:
+        raise UsageError(f"{record}: the built tools in {folder} lack {', '.join(missing)} (the cache was cleared?); "
+                         "import the package again")
+    return folder
 
 
 @dataclass(frozen=True)
