@@ -40,6 +40,20 @@ def sandbox_ready() -> None:
         unavailable(f"the bubblewrap sandbox cannot run here: {problem}")
 
 
+@pytest.fixture(scope="session")
+def libraries_installed() -> None:
+    """Boost, Eigen and GMP headers for the judge toolchain (installed with apt when root)."""
+    from cmx_alebench import toolchain
+
+    def ready() -> bool:
+        return bool(toolchain.boost_version() and toolchain.eigen_version() and toolchain.gmp_version())
+
+    if not ready() and os.geteuid() == 0:
+        _apt("libboost-dev", "libeigen3-dev", "libgmp-dev")
+    if not ready():
+        unavailable("libboost-dev, libeigen3-dev and libgmp-dev are needed for the judge toolchain test")
+
+
 DEBIAN_RUST = ("cargo", "rustc", "librust-rand-dev", "librust-rand-chacha-dev", "librust-itertools-dev")
 
 

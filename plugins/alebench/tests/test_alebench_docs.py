@@ -150,3 +150,21 @@ def test_importing_as_described(doc: str) -> None:
     assert "reactive problems are not judged" not in words
     assert "runs the solution itself (`tester SOLUTION...`)" in words
     assert "MLE on all 20" in words
+
+
+def test_toolchain_as_described(doc: str) -> None:
+    from cmx_alebench import toolchain
+
+    words = " ".join(doc.split())
+    before, _ = toolchain.cpp_flags("gnu++20")
+    assert before[1:5] == ["-O2", "-DONLINE_JUDGE", "-DATCODER", "-march=native"]
+    assert "-O2 -DONLINE_JUDGE -DATCODER -march=native" in words and "`-lgmpxx -lgmp`" in words
+    assert set(toolchain.libraries()) == {"gxx", "cpp23", "march", "boost", "gmp", "eigen", "atcoder_library",
+                                          "notes"}
+    for key in ("gxx", "cpp23", "march", "boost", "gmp", "eigen", "atcoder_library"):
+        assert f"`{key}`" in doc
+    assert "**The AtCoder Library is not packaged by Debian**" in words and "not packaged" in toolchain.ATCODER_NOTE
+    assert "/opt/ac-library" in toolchain.ATCODER_DIRS and "`/opt/ac-library`" in doc
+    root = DOC.parents[1] / "containers" / "ale-bench-judge"
+    assert (root / "template.yaml").is_file() and not (root / "apt.lock").exists()
+    assert "Its `apt.lock` is not recorded yet" in words

@@ -19,7 +19,7 @@ STEP_PARAMS: dict[str, str] = {
     "problems": "lite: comma-separated problem ids, or 'all'",
     "problems_dir": "comma-separated folders holding problem directories, searched before the shipped ones",
     "code": "the solution's source file (lite: a file for every problem, or a folder of <problem_id>.<ext>)",
-    "language": "python, cpp17, cpp20 or rust",
+    "language": "python, cpp17, cpp20, cpp23 (where g++ has it) or rust",
     "mode": "public (the public cases) or private (the private cases, with rank and performance)",
     "lite": "use the lite seed lists and standings and judge a set of problems",
     "num_workers": "cases judged in parallel (at most the machine's cores)",

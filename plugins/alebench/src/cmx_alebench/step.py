@@ -16,7 +16,7 @@ from cmx_alebench.report import ProblemRun, result_part, section
 from cmx_alebench.runner import Runner
 from cmx_core.api import Artifact, StepContext, StepOutput, UsageError
 
-EXTENSIONS = {"python": ".py", "cpp17": ".cpp", "cpp20": ".cpp", "rust": ".rs"}
+EXTENSIONS = {"python": ".py", "cpp17": ".cpp", "cpp20": ".cpp", "cpp23": ".cpp", "rust": ".rs"}
 MAX_CODE_BYTES = 512 << 10
 
 
