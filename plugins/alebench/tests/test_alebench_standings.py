@@ -151,3 +151,27 @@ def test_issue_groups_end_at_the_next_groups_start(tmp_path: Path) -> None:
 ])
 def test_half_to_even(tmp_path: Path, table: str, rank: float, performance: int) -> None:
     assert load_performance(_csv(tmp_path, "p.csv", table)).performance(rank) == performance
+
+
+def test_a_minimize_problem_is_ranked_like_a_maximize_one(tmp_path: Path) -> None:
+    """score_type: minimize changes nothing in the ranking (ALE-Bench has no lower-is-better
+    branch): five points on cmx001's tables beat only the score-0 row, as for maximize."""
+    import json
+    import shutil
+
+    from cmx_alebench.evaluate import rate
+    from cmx_alebench.judge import CaseResult, summarize
+    from cmx_alebench.problem import load_problem, shipped_dir
+    from cmx_alebench.verdicts import JudgeResult
+
+    root = tmp_path / "cmx001"
+    shutil.copytree(shipped_dir() / "cmx001", root)
+    data = json.loads((root / "data.json").read_text())
+    evaluation = summarize("private", [CaseResult(1000, JudgeResult.ACCEPTED, 5, 0.1, None, "")], True)
+    ranks = {}
+    for score_type in ("maximize", "minimize"):
+        data["metadata"]["score_type"] = score_type
+        (root / "data.json").write_text(json.dumps(data))
+        rated = rate(load_problem(root), evaluation, 0, False)
+        ranks[score_type] = (rated.rank, rated.performance)
+    assert ranks["minimize"] == ranks["maximize"] == (31, 0)   # the score-0 row's rank 31, performance 0
