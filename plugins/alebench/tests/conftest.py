@@ -54,6 +54,15 @@ def libraries_installed() -> None:
         unavailable("libboost-dev, libeigen3-dev and libgmp-dev are needed for the judge toolchain test")
 
 
+@pytest.fixture(scope="session")
+def judge_image() -> str:
+    """The built ale-bench-judge image (CMX_ALEBENCH_JUDGE_IMAGE) on the engine DOCKER_HOST names."""
+    image = os.environ.get("CMX_ALEBENCH_JUDGE_IMAGE", "")
+    if not image or not os.environ.get("DOCKER_HOST"):
+        unavailable("set CMX_ALEBENCH_JUDGE_IMAGE (the built ale-bench-judge image) and DOCKER_HOST")
+    return image
+
+
 DEBIAN_RUST = ("cargo", "rustc", "librust-rand-dev", "librust-rand-chacha-dev", "librust-itertools-dev")
 
 

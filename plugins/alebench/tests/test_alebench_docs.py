@@ -166,5 +166,7 @@ def test_toolchain_as_described(doc: str) -> None:
     assert "**The AtCoder Library is not packaged by Debian**" in words and "not packaged" in toolchain.ATCODER_NOTE
     assert "/opt/ac-library" in toolchain.ATCODER_DIRS and "`/opt/ac-library`" in doc
     root = DOC.parents[1] / "containers" / "ale-bench-judge"
-    assert (root / "template.yaml").is_file() and not (root / "apt.lock").exists()
-    assert "Its `apt.lock` is not recorded yet" in words
+    assert (root / "template.yaml").is_file() and (root / "apt.lock").is_file()
+    assert "python -m cmx_docker.aptlock ale-bench-judge" in (root / "apt.lock").read_text().splitlines()[0]
+    assert "Its `apt.lock` was recorded with `python -m cmx_docker.aptlock ale-bench-judge`" in words
+    assert "`DockerRunner(image=REF, host_usr=False)`" in doc and "`CMX_ALEBENCH_JUDGE_IMAGE`" in doc

@@ -112,16 +112,36 @@ def test_the_judge_image_template_holds_the_same_libraries() -> None:
     assert re.search(r"include \"_apt.j2\"", dockerfile)          # the pinned apt closure (apt.lock) installs them
 
 
-def test_the_judge_image_template_renders_and_waits_for_its_apt_lock(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """cmx-docker renders the template (strict undefined) and refuses to build it, naming the
-    missing apt.lock and the command that records it."""
+def test_the_judge_image_template_renders_with_every_package_pinned(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """cmx-docker renders the template (strict undefined) with its recorded apt.lock: each
+    toolchain package is installed at a pinned version."""
     pytest.importorskip("cmx_docker")
     from cmx_docker.context import image_spec
     from cmx_docker.digests import DigestMemo
-    from cmx_docker.errors import TemplateError
 
     monkeypatch.setenv("CMX_HOME", str(tmp_path))
-    with pytest.raises(TemplateError, match=r"ale-bench-judge/apt\.lock: missing.*python -m cmx_docker\.aptlock "
-                                            r"ale-bench-judge"):
-        image_spec("ale-bench-judge", None, DigestMemo(None))
+    spec = image_spec("ale-bench-judge", None, DigestMemo(None))
+    for package in ("g++-12", "libboost-dev", "libgmp-dev", "libeigen3-dev", "rustc", "python3-numpy"):
+        assert re.search(rf"'{re.escape(package)}=[^']+'", spec.dockerfile), package
+    assert "/etc/ale-bench-judge-libraries.txt" in spec.dockerfile
+
+
+def test_boost_eigen_solution_is_accepted_with_the_judge_image(judge_image: str, problem: Problem,
+                                                               input_cache: Path, tmp_path: Path) -> None:
+    """The docker judge on the ale-bench-judge image's own /usr (not the host's): compile with
+    its g++ 12, Boost, Eigen and GMP, run, test. The image is the one CMX_ALEBENCH_JUDGE_IMAGE
+    names (built by cmx-docker: ensure_image('ale-bench-judge')), on the engine DOCKER_HOST names."""
+    from cmx_alebench.docker_runner import DockerRunner
+
+    image = judge_image
+
+    runner = DockerRunner(image=str(image), host_usr=False)
+    libraries = runner.client.containers.run(str(image), ["cat", "/etc/ale-bench-judge-libraries.txt"],
+                                             network_mode="none", remove=True).decode()
+    assert "atcoder-library=not packaged" in libraries and re.search(r"^boost=1\.\d+", libraries, re.M)
+    inputs = case_inputs(SandboxRunner(), problem, [0, 1], input_cache)
+    for lang in ("cpp20", "cpp23"):
+        ev = Judge(runner, problem, language(lang)).evaluate(LIBRARIES_CPP, inputs, "public", False, tmp_path / lang)
+        assert ev.judge_result is JudgeResult.ACCEPTED, (lang, ev.compile_message, [c.message for c in ev.cases])
+        assert ev.absolute_score > 0
