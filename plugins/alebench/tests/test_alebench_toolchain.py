@@ -139,7 +139,7 @@ def test_boost_eigen_solution_is_accepted_with_the_judge_image(judge_image: str,
     runner = DockerRunner(image=str(image), host_usr=False)
     libraries = runner.client.containers.run(str(image), ["cat", "/etc/ale-bench-judge-libraries.txt"],
                                              network_mode="none", remove=True).decode()
-    assert "atcoder-library=not packaged" in libraries and re.search(r"^boost=1\.\d+", libraries, re.M)
+    assert "atcoder-library=not packaged" in libraries and re.search(r"^boost=1\.\d+$", libraries, re.M)
     inputs = case_inputs(SandboxRunner(), problem, [0, 1], input_cache)
     for lang in ("cpp20", "cpp23"):
         ev = Judge(runner, problem, language(lang)).evaluate(LIBRARIES_CPP, inputs, "public", False, tmp_path / lang)
