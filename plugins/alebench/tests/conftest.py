@@ -41,6 +41,48 @@ def sandbox_ready() -> None:
 
 
 @pytest.fixture(scope="session")
+def libraries_installed() -> None:
+    """Boost, Eigen and GMP headers for the judge toolchain (installed with apt when root)."""
+    from cmx_alebench import toolchain
+
+    def ready() -> bool:
+        return bool(toolchain.boost_version() and toolchain.eigen_version() and toolchain.gmp_version())
+
+    if not ready() and os.geteuid() == 0:
+        _apt("libboost-dev", "libeigen3-dev", "libgmp-dev")
+    if not ready():
+        unavailable("libboost-dev, libeigen3-dev and libgmp-dev are needed for the judge toolchain test")
+
+
+@pytest.fixture(scope="session")
+def judge_image() -> str:
+    """The built ale-bench-judge image (CMX_ALEBENCH_JUDGE_IMAGE) on the engine DOCKER_HOST names."""
+    image = os.environ.get("CMX_ALEBENCH_JUDGE_IMAGE", "")
+    if not image or not os.environ.get("DOCKER_HOST"):
+        unavailable("set CMX_ALEBENCH_JUDGE_IMAGE (the built ale-bench-judge image) and DOCKER_HOST")
+    return image
+
+
+DEBIAN_RUST = ("cargo", "rustc", "librust-rand-dev", "librust-rand-chacha-dev", "librust-itertools-dev")
+
+
+@pytest.fixture(scope="session")
+def debian_rust() -> None:
+    """Debian's cargo and the librust-*-dev crates cmx002's tools need (installed with apt when root)."""
+    from cmx_alebench.problem import shipped_dir
+    from cmx_alebench.rust_build import DEBIAN_REGISTRY, missing_crates
+
+    def ready() -> bool:
+        manifest = shipped_dir() / "cmx002" / "tools" / "Cargo.toml"
+        return Path("/usr/bin/cargo").is_file() and not missing_crates(manifest, DEBIAN_REGISTRY)
+
+    if not ready() and os.geteuid() == 0:
+        _apt(*DEBIAN_RUST)
+    if not ready():
+        unavailable(f"Debian's {', '.join(DEBIAN_RUST)} are needed to build cmx002's tools")
+
+
+@pytest.fixture(scope="session")
 def problem() -> Problem:
     return find_problem("cmx001", [])
 

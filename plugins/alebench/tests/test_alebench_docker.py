@@ -133,3 +133,15 @@ def test_docker_judge_without_an_engine_is_a_usage_error(tmp_path: Path) -> None
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
                           check=False)
     assert "--judge docker: no container engine answers" in proc.stdout and "--judge sandbox" in proc.stdout
+
+
+def test_an_oom_kill_wins_over_a_time_verdict() -> None:
+    """The container's OOMKilled is read before any time verdict: a hog the cgroup killed after
+    running past its wall limit is MLE (client-side: the ending of the engine's facts)."""
+    from cmx_alebench.docker_runner import _ending
+    from cmx_alebench.runner import Ending
+
+    assert _ending(137, None, oom=True, timed_out=True, full=False, exit_code=137)[0] is Ending.MEMORY
+    assert _ending(137, 9, oom=True, timed_out=False, full=False, exit_code=137)[0] is Ending.MEMORY
+    assert _ending(124, None, oom=False, timed_out=False, full=False, exit_code=124)[0] is Ending.TIME
+    assert _ending(137, None, oom=False, timed_out=True, full=False, exit_code=137)[0] is Ending.TIME

@@ -33,7 +33,7 @@ def test_limits_and_priority(doc: str, problem: Problem) -> None:
 
 def test_languages_and_solutions(doc: str) -> None:
     assert all(f"`{name}`" in doc for name in languages.NAMES)
-    named = set(re.findall(r"`([a-z]+\.(?:py|cpp|rs))`", doc)) - {"gen.py", "tester.py"}
+    named = set(re.findall(r"`([a-z]+\.(?:py|cpp|rs))`", doc)) - {"gen.py", "tester.py", "tester.rs", "vis.rs"}
     assert named == {p.name for p in shipped_solutions().iterdir() if p.suffix in (".py", ".cpp", ".rs")}
     greedy = (shipped_solutions() / "greedy.py").read_text()
     assert "BUDGET_S = 0.8" in greedy and "0.8 s budget" in doc
@@ -82,3 +82,91 @@ def test_the_readme_cost_section_names_what_exists() -> None:
     assert anchor.group(1) in headings
     bench = (root / "benchmarks" / "bench_alebench.py").read_text()
     assert '"--cases", type=int, default=50' in bench and 'default="trivial.py"' in bench
+
+
+def test_rank_rules_as_described(doc: str, tmp_path: Path) -> None:
+    """The rank section's hand-checked rows and the property test's size, read from the tests that check them."""
+    from importlib import util
+
+    here = Path(__file__).parent
+
+    def module(name: str):  # type: ignore[no-untyped-def]
+        spec = util.spec_from_file_location(name, here / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        loaded = util.module_from_spec(spec)
+        spec.loader.exec_module(loaded)
+        return loaded
+
+    prop, hand = module("test_alebench_rank_property"), module("test_alebench_standings")
+    assert prop.N_STANDINGS == 10_000 and "10,000 random AtCoder-form standings" in doc and "0 differences" in doc
+    (tmp_path / "s.csv").write_text(hand.ISSUE_STANDINGS)
+    (tmp_path / "p.csv").write_text(hand.ISSUE_PERFORMANCE)
+    groups, table = load_standings(tmp_path / "s.csv"), load_performance(tmp_path / "p.csv")
+    for total, rank, performance, words in [(85000, 5, 2300, "85000 gets rank 5 and performance 2300"),
+                                            (120000, 1, 3133, "120000 gets rank 1 and 3133"),
+                                            (70000, 8, 1850, "70000 gets rank 8 and 1850"),
+                                            (5, 11, 0, "5 points get rank 11")]:
+        spot = place(total, groups)
+        assert (spot.rank, table.performance(spot.rank_for_performance)) == (rank, performance)
+        assert words in " ".join(doc.split())
+    assert max(table.values) == 3000 and "above the table's 3000" in doc
+    assert "1850.5 gives 1850" in doc and round(1850.5) == 1850
+
+
+def test_tester_protocol_as_described(doc: str) -> None:
+    from cmx_alebench.tools import read_tester
+
+    words = " ".join(doc.split())
+    assert "a tester that exits non-zero is WRONG_ANSWER even when it printed a score" in words
+    assert read_tester(b"Score = 5\n", 1).score is None
+    assert "one that exits 0 without a score line is WRONG_ANSWER too" in words
+    assert read_tester(b"ok\n", 0).wrong_answer is not None
+    assert "a prefix match: text may follow it" in words and read_tester(b"Score = 5 ok\nx\n", 0).score == 5
+
+
+def test_importing_as_described(doc: str) -> None:
+    from cmx_alebench import importer, rust_build, tools
+    from cmx_alebench.problem import shipped_dir, shipped_solutions
+
+    words = " ".join(doc.split())
+    assert "cmx ale-bench import" in doc and f"`{tools.BUILT_RECORD}`" in doc
+    assert f"`{rust_build.DEBIAN_REGISTRY}`" in doc and "`CMX_ALEBENCH_CARGO`" in doc
+    assert importer.imported_dir(Path("C")) == Path("C/alebench/problems")
+    assert "`alebench/problems/<problem_id>`" in doc
+    assert "`<cache>/alebench/tools/<digest>`" in doc
+    assert rust_build.BINARIES == ("gen", "tester", "vis")
+    assert f"crates not in {rust_build.DEBIAN_REGISTRY}: proconio, svg" in doc
+    crate = shipped_dir() / "cmx002" / "tools"
+    assert {p.name for p in (crate / "src" / "bin").iterdir()} == {"gen.rs", "tester.rs", "vis.rs"}
+    assert rust_build.direct_dependencies(crate / "Cargo.toml") == ["itertools", "rand", "rand_chacha"]
+    assert "(rust, rand_chacha, itertools)" not in words and "rand, rand_chacha, itertools" in words
+    for package in ("librust-rand-dev", "librust-rand-chacha-dev", "librust-itertools-dev"):
+        assert package in words
+    names = {p.stem for p in (shipped_solutions() / "cmx002").iterdir()}
+    assert names == {"ac", "wa", "re", "tle", "mle", "ole", "ce"}
+    assert "AC (a nearest-neighbour tour), WA, RE, TLE, MLE, OLE and CE" in words
+    problem = load_problem(shipped_dir() / "cmx002")
+    assert json.loads((problem.root / "data.json").read_text())["standings_source"] == "synthetic"
+    assert "reactive problems are not judged" not in words
+    assert "runs the solution itself (`tester SOLUTION...`)" in words
+    assert "MLE on all 20" in words
+
+
+def test_toolchain_as_described(doc: str) -> None:
+    from cmx_alebench import toolchain
+
+    words = " ".join(doc.split())
+    before, _ = toolchain.cpp_flags("gnu++20")
+    assert before[1:5] == ["-O2", "-DONLINE_JUDGE", "-DATCODER", "-march=native"]
+    assert "-O2 -DONLINE_JUDGE -DATCODER -march=native" in words and "`-lgmpxx -lgmp`" in words
+    assert set(toolchain.libraries()) == {"gxx", "cpp23", "march", "boost", "gmp", "eigen", "atcoder_library",
+                                          "notes"}
+    for key in ("gxx", "cpp23", "march", "boost", "gmp", "eigen", "atcoder_library"):
+        assert f"`{key}`" in doc
+    assert "**The AtCoder Library is not packaged by Debian**" in words and "not packaged" in toolchain.ATCODER_NOTE
+    assert "/opt/ac-library" in toolchain.ATCODER_DIRS and "`/opt/ac-library`" in doc
+    root = DOC.parents[1] / "containers" / "ale-bench-judge"
+    assert (root / "template.yaml").is_file() and (root / "apt.lock").is_file()
+    assert "python -m cmx_docker.aptlock ale-bench-judge" in (root / "apt.lock").read_text().splitlines()[0]
+    assert "Its `apt.lock` was recorded with `python -m cmx_docker.aptlock ale-bench-judge`" in words
+    assert "`DockerRunner(image=REF, host_usr=False)`" in doc and "`CMX_ALEBENCH_JUDGE_IMAGE`" in doc

@@ -122,3 +122,153 @@ def test_a_worker_judges_its_cases_in_one_sandbox_session(problem: Problem, inpu
     per_call = _judge(problem, "trivial.py", "python", seeds, input_cache, tmp_path / "b", sessions=False)
     assert one.judge_result is per_call.judge_result is JudgeResult.ACCEPTED
     assert [(c.seed, c.absolute_score) for c in one.cases] == [(c.seed, c.absolute_score) for c in per_call.cases]
+
+
+@pytest.mark.parametrize(("tester_tail", "verdict", "message"), [
+    # a score, then exit 1: ALE-Bench's WRONG_ANSWER, not an accepted case
+    ('print("Score = 900", file=sys.stderr)\nsys.exit(1)\n', JudgeResult.WRONG_ANSWER, "the tester exited 1"),
+    # exit 0 and no score line: WRONG_ANSWER too, not an internal error
+    ('print("all fine", file=sys.stderr)\n', JudgeResult.WRONG_ANSWER, "no 'Score = N' line"),
+    # a prefix match of the score line, with text after it and a line after that
+    ('print("Score = 77 (debug)", file=sys.stderr)\nprint("done", file=sys.stderr)\n', JudgeResult.ACCEPTED, ""),
+])
+def test_tester_exit_and_score_line_decide_the_verdict(problem: Problem, input_cache: Path, tmp_path: Path,
+                                                       tester_tail: str, verdict: JudgeResult, message: str) -> None:
+    """A copy of cmx001 whose tester is replaced, judged on the real sandbox with the trivial solution."""
+    root = tmp_path / "p"
+    shutil.copytree(problem.root, root)
+    (root / "tools" / "tester.py").write_text("import sys\n" + tester_tail)
+    from cmx_alebench.problem import load_problem
+
+    copy = load_problem(root)
+    ev = _judge(copy, "trivial.py", "python", [0], input_cache, tmp_path / "w")
+    assert ev.cases[0].judge_result is verdict and message in ev.cases[0].message
+    assert ev.absolute_score == (77 if verdict is JudgeResult.ACCEPTED else 0)
+
+
+def test_a_memory_killed_run_past_the_time_limit_is_mle(problem: Problem) -> None:
+    """The verdict order itself: a run the memory cgroup killed whose time also passed TL is MLE, not TLE."""
+    from cmx_alebench.runner import Ending, Ran
+
+    judge = Judge(SandboxRunner(), problem, language("python"))
+    slow_oom = Ran(Ending.MEMORY, None, wall_s=3.1, cpu_s=2.5, memory_bytes=256 << 20, stdout=b"", stderr=b"",
+                   reason="memory limit reached; the kernel killed 1 process(es)")
+    verdict = judge._limit_verdict(0, slow_oom)
+    assert verdict is not None and verdict.judge_result is JudgeResult.MEMORY_LIMIT_EXCEEDED
+    slow = Ran(Ending.TIME, None, wall_s=3.2, cpu_s=3.1, memory_bytes=10 << 20, stdout=b"", stderr=b"", reason="wall")
+    verdict = judge._limit_verdict(0, slow)
+    assert verdict is not None and verdict.judge_result is JudgeResult.TIME_LIMIT_EXCEEDED
+
+
+def test_a_memory_hog_is_mle_20_of_20_beside_another_judge(problem: Problem, input_cache: Path,
+                                                           tmp_path: Path) -> None:
+    """mle.py on 20 cases while a second judge runs greedy.py (CPU-bound for 0.8 s a case) beside it."""
+    import threading
+
+    seeds = list(range(20))
+    beside_done = threading.Event()
+    beside_verdicts: list[JudgeResult] = []
+
+    def beside() -> None:
+        round_ = 0
+        while not beside_done.is_set():
+            ev = _judge(problem, "greedy.py", "python", [0, 1], input_cache, tmp_path / f"beside{round_}")
+            beside_verdicts.append(ev.judge_result)
+            round_ += 1
+
+    thread = threading.Thread(target=beside)
+    thread.start()
+    try:
+        ev = _judge(problem, "mle.py", "python", seeds, input_cache, tmp_path / "hog")
+    finally:
+        beside_done.set()
+        thread.join()
+    verdicts = [c.judge_result for c in ev.cases]
+    assert verdicts == [JudgeResult.MEMORY_LIMIT_EXCEEDED] * 20, [(c.judge_result, c.message) for c in ev.cases]
+    assert beside_verdicts and all(v is JudgeResult.ACCEPTED for v in beside_verdicts)
+
+
+REACTIVE_TESTER = '''
+"""A reactive tester: a hidden number from the input; the solution guesses, the tester answers
+<, > or =. Score = 1000 - 10 x guesses. Runs the solution itself: tester SOLUTION... < input."""
+import subprocess
+import sys
+
+hidden = sum(int(t) for t in sys.stdin.read().split()) % 1000
+child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+guesses = 0
+while True:
+    line = child.stdout.readline()
+    if not line:
+        print("wrong answer: the solution ended before guessing the number", file=sys.stderr)
+        sys.exit(1)
+    try:
+        guess = int(line)
+    except ValueError:
+        print(f"wrong answer: {line.strip()!r} is not a guess", file=sys.stderr)
+        child.kill()
+        sys.exit(1)
+    guesses += 1
+    answer = "=" if guess == hidden else ("<" if hidden < guess else ">")
+    child.stdin.write(answer + "\\n")
+    child.stdin.flush()
+    if answer == "=":
+        break
+child.wait()
+print(f"Score = {max(0, 1000 - 10 * guesses)}", file=sys.stderr)
+'''
+
+BISECT = '''
+import sys
+low, high = 0, 999
+while True:
+    guess = (low + high) // 2
+    print(guess, flush=True)
+    answer = sys.stdin.readline().strip()
+    if answer == "=":
+        break
+    if answer == "<":
+        high = guess - 1
+    else:
+        low = guess + 1
+'''
+
+
+def _bisect_guesses(hidden: int) -> int:
+    low, high, count = 0, 999, 0
+    while True:
+        guess, count = (low + high) // 2, count + 1
+        if guess == hidden:
+            return count
+        low, high = (low, guess - 1) if hidden < guess else (guess + 1, high)
+
+
+@pytest.mark.parametrize(("code", "verdict", "message"), [
+    (BISECT, JudgeResult.ACCEPTED, ""),
+    ('print("many", flush=True)\n', JudgeResult.WRONG_ANSWER, "'many' is not a guess"),
+    ("pass\n", JudgeResult.WRONG_ANSWER, "ended before guessing"),
+    ("while True:\n    pass\n", JudgeResult.TIME_LIMIT_EXCEEDED, "execution time"),
+])
+def test_a_reactive_problem_runs_the_solution_under_its_tester(problem: Problem, tmp_path: Path, code: str,
+                                                               verdict: JudgeResult, message: str) -> None:
+    """The tester runs the solution itself inside the case's call (one sandbox call per case)."""
+    import json
+
+    from cmx_alebench.problem import load_problem
+
+    root = tmp_path / "reactive"
+    shutil.copytree(problem.root, root)
+    data = json.loads((root / "data.json").read_text())
+    data["metadata"]["problem_type"] = "reactive"
+    (root / "data.json").write_text(json.dumps(data))
+    (root / "tools" / "tester.py").write_text(REACTIVE_TESTER)
+    reactive = load_problem(root)
+    runner = SandboxRunner()
+    inputs = case_inputs(runner, reactive, [0], tmp_path / "cache")
+    judge = Judge(runner, reactive, language("python"))
+    ev = judge.evaluate(code, inputs, "public", False, tmp_path / "w")
+    case = ev.cases[0]
+    assert case.judge_result is verdict and message in case.message, case.message
+    if verdict is JudgeResult.ACCEPTED:
+        hidden = sum(int(t) for t in inputs[0].split()) % 1000
+        assert case.absolute_score == 1000 - 10 * _bisect_guesses(hidden)

@@ -52,7 +52,7 @@ def _edit(root: Path, change: dict[str, object]) -> None:
     ({"seeds.public": ["a"]}, "seeds.public must be a list of integers"),
     ({"metadata.relative_score_type": "median"}, "relative_score_type 'median'"),
     ({"metadata.relative_score_type": "max"}, "relative_max_score"),
-    ({"metadata.problem_type": "reactive"}, "reactive problems are not judged"),
+    ({"metadata.problem_type": "interactive"}, "problem_type"),
     ({"metadata.problem_id": "Bad Id"}, "problem_id 'Bad Id'"),
     ({"standings_source": "kaggle"}, "standings_source 'kaggle'"),
 ])

@@ -92,14 +92,18 @@ def test_relative_results_missing_column_is_a_usage_error(tmp_path: Path) -> Non
         load_contestants(path, 2)
 
 
-@pytest.mark.parametrize(("stderr", "score", "wa", "problem"), [
-    (b"debug\nScore = 1234\n", 1234, None, None),
-    (b"Score = 5\n\n", 5, None, None),
-    (b"wrong answer: bad line\nScore = 0\n", None, "wrong answer: bad line", None),
-    (b"Score = 5\ntrailing\n", None, None, "trailing"),
-    (b"", None, None, "(no stderr)"),
+@pytest.mark.parametrize(("stderr", "exit_code", "score", "wa"), [
+    (b"debug\nScore = 1234\n", 0, 1234, None),
+    (b"Score = 5\n\n", 0, 5, None),
+    (b"Score = 5\ntrailing\n", 0, 5, None),                        # a prefix match, not the last line
+    (b"Score = 12 (seed 3)\n", 0, 12, None),                       # a prefix match: the rest of the line is free
+    (b"Score = 1\nScore = 7\n", 0, 7, None),                       # the last score line counts
+    (b"Score = 900\n", 1, None, "the tester exited 1: Score = 900"),  # a score and a non-zero exit: WA
+    (b"wrong answer: bad line\n", 1, None, "wrong answer: bad line"),
+    (b"", 0, None, "the tester printed no 'Score = N' line: (no stderr)"),   # no score line: WA, not IE
+    (b"Score: 5\n", 0, None, "the tester printed no 'Score = N' line: Score: 5"),
+    (b"score = 5\n", 0, None, "the tester printed no 'Score = N' line: score = 5"),
 ])
-def test_tester_protocol(stderr: bytes, score: int | None, wa: str | None, problem: str | None) -> None:
-    verdict = read_tester(stderr, 0)
-    assert verdict.score == score and verdict.wrong_answer == wa
-    assert (verdict.problem is None) if problem is None else (problem in (verdict.problem or ""))
+def test_tester_protocol(stderr: bytes, exit_code: int, score: int | None, wa: str | None) -> None:
+    verdict = read_tester(stderr, exit_code)
+    assert (verdict.score, verdict.wrong_answer) == (score, wa)

@@ -360,7 +360,8 @@ def test_plan_refuses_an_unknown_container_template_before_anything_runs(tmp_pat
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.strip().splitlines() == [
             "cmx: error: container template 'nosuch' not found in "
-            f"[{str(templates.template_dirs()[0])!r}]; known templates: cpu-torch, cuda-torch, python, vllm"]
+            f"[{str(templates.template_dirs()[0])!r}]; known templates: ale-bench-judge, cpu-torch, cuda-torch, "
+            "python, vllm"]
     assert not (tmp_path / "h" / "data" / "runs").exists()  # refused before a run directory exists
 
 

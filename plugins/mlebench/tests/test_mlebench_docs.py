@@ -74,3 +74,21 @@ def test_offline_competitions_and_pool() -> None:
     assert "pool of 19 simple baseline" in DOC
     assert len(pool.classifiers()) == 19 and len(pool.regressors()) == 19
     assert "(22\ncompetition ids" in DOC and len(splits.lite_ids()) == 22
+
+
+def test_answers_created_at_and_preparer_paths_as_described() -> None:
+    """The reading of answers, created_at and prepared_as, stated in the doc, are in the code
+    (their behaviour is tested in test_mlebench_answers.py)."""
+    import inspect
+
+    from cmx_mlebench import prepare, report
+
+    words = " ".join(DOC.split())
+    assert 'float_precision="round_trip"' in words and 'float_precision="round_trip"' in inspect.getsource(grading)
+    assert "a `.jsonl` as a list of its lines' JSON objects" in words
+    assert '".jsonl"' in inspect.getsource(grading.load_answers)
+    assert "`created_at` is a `datetime`" in words and report.CompetitionReport.__annotations__["created_at"] in (
+        "datetime", report.datetime)
+    for path in ("built", "as-is", "mlebench-preparer"):
+        assert f"`{path}`" in words and path in inspect.getsource(prepare)
+    assert "`prepare(raw, public, private)`" in words

@@ -72,14 +72,15 @@ def ensure_image(client: Any, ref: str = JUDGE_IMAGE) -> str:
     return ref
 
 
-def container_config(call: Call, meta_dir: Path, image: str = JUDGE_IMAGE) -> dict[str, Any]:
-    """The keyword arguments of ``containers.run`` for one call (pure: tested without an engine)."""
+def container_config(call: Call, meta_dir: Path, image: str = JUDGE_IMAGE, host_usr: bool = True) -> dict[str, Any]:
+    """The keyword arguments of ``containers.run`` for one call (pure: tested without an engine).
+    ``host_usr=False`` runs the image's own ``/usr`` (the ``ale-bench-judge`` toolchain image)."""
     from docker.types import Mount
 
     limits = call.limits
     script = _SCRIPT.format(wall=f"{limits.wall_s:g}", cpu=int(limits.cpu_s + 0.999), fsize=limits.output_bytes,
                             fmt=PROFILE_FORMAT)
-    mounts = [Mount("/usr", "/usr", type="bind", read_only=True),
+    mounts = [*([Mount("/usr", "/usr", type="bind", read_only=True)] if host_usr else []),
               Mount("/work", os.fspath(call.work_dir), type="bind"),
               Mount("/judge", os.fspath(meta_dir), type="bind"),
               *(Mount(inside, host, type="bind", read_only=True) for host, inside in call.binds.items())]
@@ -98,7 +99,7 @@ class DockerRunner:
 
     name = "docker"
 
-    def __init__(self, image: str = JUDGE_IMAGE) -> None:
+    def __init__(self, image: str = JUDGE_IMAGE, host_usr: bool = True) -> None:
         try:
             import docker
         except ImportError:
@@ -110,7 +111,8 @@ class DockerRunner:
             raise UsageError(f"--judge docker: no container engine answers at "
                              f"{os.environ.get('DOCKER_HOST', 'the default socket')} ({exc}); start one or use "
                              "--judge sandbox") from None
-        self.image = ensure_image(self.client, image)
+        self.host_usr = host_usr
+        self.image = ensure_image(self.client, image) if host_usr else image
 
     def run(self, call: Call) -> Ran:
         with tempfile.TemporaryDirectory(prefix="judge-") as meta:
@@ -118,7 +120,7 @@ class DockerRunner:
             (meta_dir / "stdin").write_bytes(call.stdin)
             _hand_over(call.work_dir, meta_dir)
             started = time.monotonic()
-            container = self.client.containers.run(**container_config(call, meta_dir, self.image))
+            container = self.client.containers.run(**container_config(call, meta_dir, self.image, self.host_usr))
             try:
                 timed_out = False
                 try:
@@ -177,10 +179,10 @@ def read_outcome(meta: Path, code: int, wall: float, oom: bool, timed_out: bool,
 
 def _ending(code: int, signal: int | None, oom: bool, timed_out: bool, full: bool,
             exit_code: int) -> tuple[Ending, str]:
-    if timed_out or (code in (124, 137) and not oom):
-        return Ending.TIME, f"timeout ended the program (container exit {code})"
-    if oom or (signal == 9 and code == 137):
+    if oom:     # the memory cgroup's kill decides before any time verdict (a slowed hog is MLE, not TLE)
         return Ending.MEMORY, "the container's memory cgroup killed the program"
+    if timed_out or code in (124, 137):
+        return Ending.TIME, f"timeout ended the program (container exit {code})"
     if signal == 24:
         return Ending.TIME, "CPU-time limit reached (SIGXCPU)"
     if signal == 25 or (full and exit_code != 0):

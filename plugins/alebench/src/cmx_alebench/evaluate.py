@@ -68,7 +68,7 @@ def rate(problem: Problem, evaluation: Evaluation, index: int, lite: bool) -> Ra
                          f"{problem.root}: relative_results.csv is missing, so the relative score cannot be computed")
         evaluation, standings = _relative(problem, evaluation, relative_path)
         total = evaluation.relative_score or 0
-    spot = place(total, standings, meta.maximize or meta.relative_score_type is not None)
+    spot = place(total, standings)
     performance = load_performance(problem.root / "performance.csv").performance(spot.rank_for_performance)
     return Rated(index, evaluation, spot.rank, performance, None)
 

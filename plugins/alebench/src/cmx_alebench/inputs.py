@@ -19,8 +19,11 @@ from cmx_core.errors import StepFailed
 
 
 def problem_digest(problem: Problem) -> str:
-    """sha256 over data.json and every file of tools/ (names and bytes)."""
+    """sha256 over data.json, the built-tools record and every file of tools/ (names and bytes)."""
     digest = hashlib.sha256((problem.root / "data.json").read_bytes())
+    record = problem.root / "cmx-tools.json"
+    if record.is_file():
+        digest.update(record.read_bytes())
     for path in sorted((problem.root / "tools").rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             digest.update(path.relative_to(problem.root).as_posix().encode() + b"\0" + path.read_bytes())
@@ -44,10 +47,12 @@ def case_inputs(runner: Runner, problem: Problem, seeds: Sequence[int], cache: P
 def _generate(runner: Runner, tools: Tools, seed: int, folder: Path) -> bytes:
     with tempfile.TemporaryDirectory(dir=folder, prefix="gen-") as work:
         ran = runner.run(tools.gen_call(seed, Path(work)))
-    if ran.ending is not Ending.EXITED or ran.exit_code != 0 or not ran.stdout:
-        raise StepFailed(f"{tools.folder}/gen.py {seed} failed: {ran.reason}; "
+        made = tools.generated(ran.stdout, Path(work))
+    if ran.ending is not Ending.EXITED or ran.exit_code != 0 or not made:
+        name = "gen" if tools.binary else "gen.py"
+        raise StepFailed(f"{tools.folder}/{name} {seed} failed: {ran.reason}; "
                          f"{ran.stderr.decode(errors='replace').strip()[-200:]}")
-    return ran.stdout
+    return made
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -103,6 +103,8 @@ class Judge:
         run_dir, test_dir = case_dir / "run", case_dir / "test"
         run_dir.mkdir(parents=True, exist_ok=True)
         test_dir.mkdir(parents=True, exist_ok=True)
+        if self.problem.metadata.problem_type == "reactive":
+            return self._reactive_case(build_dir, seed, case_input, run_dir, runner)
         ran = runner.run(Call(argv=self.language.run, work_dir=run_dir, limits=self.limits,
                                    binds={**self.language.binds, str(build_dir): "/sol"}, env=self.language.env,
                                    stdin=case_input))
@@ -112,15 +114,33 @@ class Judge:
         (test_dir / "input.txt").write_bytes(case_input)
         (test_dir / "output.txt").write_bytes(ran.stdout)
         tested = runner.run(self.tools.tester_call(test_dir))
-        verdict = read_tester(tested.stderr, tested.exit_code)
         time_s, memory = ran.execution_time_s, ran.memory_bytes
-        if verdict.wrong_answer is not None:
-            return CaseResult(seed, JudgeResult.WRONG_ANSWER, 0, time_s, memory, verdict.wrong_answer)
-        if verdict.score is None or tested.ending is not Ending.EXITED:
-            return CaseResult(seed, JudgeResult.INTERNAL_ERROR, 0, time_s, memory, verdict.problem or tested.reason)
+        if tested.ending is not Ending.EXITED:      # the tester broke its own limits or could not run
+            return CaseResult(seed, JudgeResult.INTERNAL_ERROR, 0, time_s, memory, f"tester: {tested.reason}")
+        verdict = read_tester(tested.stderr, tested.exit_code)
+        if verdict.score is None:
+            return CaseResult(seed, JudgeResult.WRONG_ANSWER, 0, time_s, memory, verdict.wrong_answer or "")
         return CaseResult(seed, JudgeResult.ACCEPTED, verdict.score, time_s, memory, "")
 
-    def _limit_verdict(self, seed: int, ran: Ran) -> CaseResult | None:
+    def _reactive_case(self, build_dir: Path, seed: int, case_input: bytes, run_dir: Path,
+                       runner: Runner) -> CaseResult:
+        """A reactive case, as ALE-Bench judges one: the tester gets the input on stdin and runs
+        the solution itself (``tester SOLUTION...``); the call carries the case's limits, and the
+        tester's exit and score line give the verdict."""
+        call = self.tools.reactive_call(self.language.run, run_dir, self.limits,
+                                        {**self.language.binds, str(build_dir): "/sol"}, dict(self.language.env),
+                                        case_input)
+        ran = runner.run(call)
+        early = self._limit_verdict(seed, ran, reactive=True)
+        if early is not None:
+            return early
+        verdict = read_tester(ran.stderr, ran.exit_code)
+        if verdict.score is None:
+            return CaseResult(seed, JudgeResult.WRONG_ANSWER, 0, ran.execution_time_s, ran.memory_bytes,
+                              verdict.wrong_answer or "")
+        return CaseResult(seed, JudgeResult.ACCEPTED, verdict.score, ran.execution_time_s, ran.memory_bytes, "")
+
+    def _limit_verdict(self, seed: int, ran: Ran, reactive: bool = False) -> CaseResult | None:
         """The verdict of a run that broke a limit or failed, else None (the tester decides)."""
         tl, ml = self.problem.constraints.time_limit_s, self.problem.constraints.memory_limit_bytes
         time_s, memory = ran.execution_time_s, ran.memory_bytes
@@ -130,12 +150,17 @@ class Judge:
 
         if ran.ending is Ending.FAILED:
             return case(JudgeResult.INTERNAL_ERROR, ran.reason)
-        if ran.ending is Ending.TIME or time_s > tl:
-            return case(JudgeResult.TIME_LIMIT_EXCEEDED, f"execution time {time_s:.3f} s > {tl:g} s ({ran.reason})")
+        # memory before time: a program the memory cgroup killed (its oom_kill count, which the
+        # sandbox reads into the MEMORY ending) is MLE even when, slowed by reclaim on a loaded
+        # machine, it also ran past the time limit
         if ran.ending is Ending.MEMORY or (memory is not None and memory > ml):
             return case(JudgeResult.MEMORY_LIMIT_EXCEEDED, f"memory limit of {ml} bytes exceeded ({ran.reason})")
+        if ran.ending is Ending.TIME or time_s > tl:
+            return case(JudgeResult.TIME_LIMIT_EXCEEDED, f"execution time {time_s:.3f} s > {tl:g} s ({ran.reason})")
         if ran.ending is Ending.OUTPUT:
             return case(JudgeResult.OUTPUT_LIMIT_EXCEEDED, ran.reason)
+        if reactive:       # the tester's exit code is the tester protocol's, read by the caller
+            return None
         if ran.ending is Ending.SIGNALED or ran.exit_code != 0:
             tail = ran.stderr.decode("utf-8", errors="replace").strip()[-300:]
             return case(JudgeResult.RUNTIME_ERROR, f"{ran.reason}: {tail}" if tail else ran.reason)

@@ -33,8 +33,13 @@ class Language:
 
 
 def _cpp(name: str, std: str) -> Language:
-    return Language(name, "main.cpp",
-                    ("/usr/bin/g++", f"-std={std}", "-O2", "-o", f"{BUILD}/a.out", f"{BUILD}/main.cpp"),
+    """g++ with ALE-Bench's judge flags and libraries where installed (see :mod:`cmx_alebench.toolchain`)."""
+    from cmx_alebench.toolchain import GXX, cpp_flags, gxx_accepts
+
+    if std == "gnu++23" and not gxx_accepts(std):
+        raise UsageError(f"--language {name}: this g++ ({GXX}) does not accept -std={std}; pick cpp20")
+    before, after = cpp_flags(std)
+    return Language(name, "main.cpp", (GXX, *before, "-o", f"{BUILD}/a.out", f"{BUILD}/main.cpp", *after),
                     (f"{SOL}/a.out",))
 
 
@@ -64,7 +69,7 @@ def _rust() -> Language:
 PY_CHECK = "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])"
 """Python's "compile": a syntax check (a syntax error is a COMPILATION_ERROR), writing nothing."""
 
-NAMES = ("python", "cpp17", "cpp20", "rust")
+NAMES = ("python", "cpp17", "cpp20", "cpp23", "rust")
 
 
 def language(name: str) -> Language:
@@ -76,6 +81,8 @@ def language(name: str) -> Language:
         return _cpp(name, "gnu++17")
     if name == "cpp20":
         return _cpp(name, "gnu++20")
+    if name == "cpp23":
+        return _cpp(name, "gnu++23")
     if name == "rust":
         return _rust()
     raise UsageError(f"--language {name!r} is not supported; pick one of {', '.join(NAMES)}")

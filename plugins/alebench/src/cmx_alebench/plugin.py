@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from cmx_core.api import Capabilities, StepContext, StepOutput, StepType, Suite, hookimpl
+from cmx_core.api import Capabilities, Command, StepContext, StepOutput, StepType, Suite, hookimpl
 
 SECTION_SCHEMA = Path(__file__).parent / "schemas" / "ale_bench.schema.json"
 
@@ -18,7 +19,7 @@ STEP_PARAMS: dict[str, str] = {
     "problems": "lite: comma-separated problem ids, or 'all'",
     "problems_dir": "comma-separated folders holding problem directories, searched before the shipped ones",
     "code": "the solution's source file (lite: a file for every problem, or a folder of <problem_id>.<ext>)",
-    "language": "python, cpp17, cpp20 or rust",
+    "language": "python, cpp17, cpp20, cpp23 (where g++ has it) or rust",
     "mode": "public (the public cases) or private (the private cases, with rank and performance)",
     "lite": "use the lite seed lists and standings and judge a set of problems",
     "num_workers": "cases judged in parallel (at most the machine's cores)",
@@ -48,6 +49,25 @@ def cmx_register_suites(register: Callable[[Suite], None]) -> None:
     register(Suite(name="ale-bench", summary="ALE-Bench: AtCoder-style heuristic problems, scored, ranked and rated",
                    section="ale_bench", schema=json.loads(SECTION_SCHEMA.read_text(encoding="utf-8")),
                    required_for=("valid", "invalid")))
+
+
+def _configure(parser: Any) -> None:
+    from cmx_alebench.cli import configure
+
+    configure(parser)
+
+
+def _run_command(args: Any) -> int:
+    from cmx_alebench.cli import run
+
+    return run(args)
+
+
+@hookimpl
+def cmx_register_commands(register: Callable[[Command], None]) -> None:
+    register(Command(name="ale-bench", summary="ALE-Bench problem packages: import PATH... (zip or directory; "
+                     "builds the Rust tools/ crate offline into the cmx cache)", configure=_configure,
+                     run=_run_command))
 
 
 @hookimpl

@@ -156,8 +156,6 @@ def load_problem(root: Path) -> Problem:
     if not isinstance(data, Mapping):
         raise UsageError(f"{where}: must hold a JSON object")
     metadata = _metadata(data, where)
-    if metadata.problem_type == "reactive":
-        raise UsageError(f"{where}: reactive problems are not judged by cmx-alebench yet; pick a batch problem")
     if not (root / "standings_scores.csv").is_file() or not (root / "performance.csv").is_file():
         raise UsageError(f"{root}: standings_scores.csv and performance.csv are required beside data.json")
     return Problem(root=root, metadata=metadata, constraints=_constraints(data, where), seeds=_seeds(data, where),

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cmx_alebench import __version__
+from cmx_alebench import __version__, toolchain
 from cmx_alebench.evaluate import Rated
 from cmx_alebench.judge import CaseResult, Evaluation
 from cmx_alebench.problem import Problem
@@ -58,6 +58,7 @@ def section(runs: Sequence[ProblemRun], *, judge: str, language: str, private: b
     return {"judge": judge, "judge_version": JUDGE_VERSION, "code_language": language, "lite": lite,
             "mode": "private_eval" if private else "public_eval", "num_workers": num_workers, "repeats": repeats,
             "standings_source": _source(runs), "problems": [_entry(run) for run in runs],
+            "toolchain": toolchain.libraries(),
             "resource_usage": {"num_case_eval": cases, "num_call_public_eval": 0 if private else len(runs) * repeats,
                                "num_call_private_eval": len(runs) * repeats if private else 0,
                                "execution_time_case_eval": round(seconds, 6)}}

@@ -16,7 +16,7 @@ from cmx_alebench.report import ProblemRun, result_part, section
 from cmx_alebench.runner import Runner
 from cmx_core.api import Artifact, StepContext, StepOutput, UsageError
 
-EXTENSIONS = {"python": ".py", "cpp17": ".cpp", "cpp20": ".cpp", "rust": ".rs"}
+EXTENSIONS = {"python": ".py", "cpp17": ".cpp", "cpp20": ".cpp", "cpp23": ".cpp", "rust": ".rs"}
 MAX_CODE_BYTES = 512 << 10
 
 
@@ -92,6 +92,17 @@ def _code(p: Params, problem: Problem) -> str:
         raise UsageError(f"--code {path}: not UTF-8 text; submit a source file") from None
 
 
+def _tools_built(problem: Problem, cache: Path) -> Problem:
+    """A problem whose Rust tools/ crate is not built yet is imported first (built once, cached)."""
+    from cmx_alebench.importer import import_package
+    from cmx_alebench.tools import BUILT_RECORD
+
+    tools = problem.root / "tools"
+    if (problem.root / BUILT_RECORD).is_file() or (tools / "gen.py").is_file() or not (tools / "Cargo.toml").is_file():
+        return problem
+    return load_problem(import_package(problem.root, cache).dest)
+
+
 def make_runner(judge: str) -> Runner:
     if judge == "docker":
         from cmx_alebench.docker_runner import DockerRunner
@@ -103,8 +114,14 @@ def make_runner(judge: str) -> Runner:
 
 
 def run_step(ctx: StepContext) -> StepOutput:
+    from dataclasses import replace
+
+    from cmx_alebench.importer import imported_dir
+
     p = parse(ctx.params)
-    problems = _problems(p)
+    # after --problems_dir, before the shipped ones: what 'cmx ale-bench import' installed
+    p = replace(p, problems_dirs=(*p.problems_dirs, imported_dir(ctx.cache_dir)))
+    problems = [_tools_built(problem, ctx.cache_dir) for problem in _problems(p)]
     codes = {problem.problem_id: _code(p, problem) for problem in problems}
     lang = language(p.language)
     runner = make_runner(p.judge)

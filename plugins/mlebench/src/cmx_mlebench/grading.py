@@ -1,6 +1,9 @@
 """Grading one submission as MLE-bench does: the submission exists when it is a ``.csv``
-file; its score is the grader's value rounded to 5 decimals; any exception of the grader
-(an invalid submission or anything else) leaves it without a score, and the reason is kept.
+file; it is read with ``float_precision="round_trip"`` (as MLE-bench's ``read_csv``), the
+answers too when they are a ``.csv``, and a ``.jsonl`` answers file is handed to the grader
+as a list of its lines' JSON objects (MLE-bench's ``load_answers``); its score is the
+grader's value rounded to 5 decimals; any exception of the grader (an invalid submission or
+anything else) leaves it without a score, and the reason is kept.
 
 Beyond MLE-bench, a submission that is a symbolic link or larger than ``MAX_SUBMISSION_BYTES``
 is not read (an agent could point ``submission.csv`` at the answers), and the private
@@ -9,13 +12,16 @@ answers are checked against the split's checksums before they are used.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import stat
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
+from cmx_core.errors import UsageError
 from cmx_mlebench.checksums import verify
 from cmx_mlebench.competition import Competition
 from cmx_mlebench.leaderboard import read_leaderboard
@@ -32,8 +38,42 @@ class Scored:
     reason: str | None
 
 
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def read_csv(path: Path) -> Any:
+    """``pandas.read_csv`` as MLE-bench calls it: floats parsed round-trip exact."""
+    import pandas as pd
+
+    return pd.read_csv(path, float_precision="round_trip")
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    """One JSON value per non-empty line; a malformed line is a one-line UsageError naming it."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the answers ({exc.strerror})") from None
+    values = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            values.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{path}:{number}: not a JSON line ({exc.msg}); the answers need one JSON object "
+                             "a line") from None
+    return values
+
+
+def load_answers(path: Path) -> Any:
+    """The answers as MLE-bench's ``load_answers`` gives them: a DataFrame for ``.csv``, a list
+    of JSON objects for ``.jsonl``; any other kind is a one-line UsageError naming the file."""
+    if path.suffix == ".csv":
+        try:
+            return read_csv(path)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{path}: the answers are not a readable CSV ({_one_line(exc)})") from None
+    if path.suffix == ".jsonl":
+        return read_jsonl(path)
+    raise UsageError(f"{path}: answers must be a .csv or .jsonl file (the competition's dataset.answers)")
 
 
 def _submission_problem(path: Path) -> tuple[bool, str | None]:
@@ -55,16 +95,14 @@ def _submission_problem(path: Path) -> tuple[bool, str | None]:
 
 def score_submission(competition: Competition, path: Path) -> Scored:
     """The rounded score, or ``None`` with the reason."""
-    import pandas as pd
-
     exists, problem = _submission_problem(path)
     if problem is not None:
         return Scored(None, exists, problem)
     try:
-        submission = pd.read_csv(path)
+        submission = read_csv(path)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is an invalid submission
         return Scored(None, True, f"submission is not a readable CSV: {_one_line(exc)}")
-    answers = pd.read_csv(competition.answers)
+    answers = load_answers(competition.answers)
     grade = competition.grade_fn()
     try:
         value = float(grade(submission, answers))
@@ -87,7 +125,7 @@ def grade(competition: Competition, path: Path, *, checksums: Path | None, leade
     if not scored.exists and why_missing:
         reason = f"{reason}: {why_missing}"
     return build_report(competition.id, scored.score, limits, exists=scored.exists, reason=reason,
-                        submission_path=str(path), created_at=now_iso(),
+                        submission_path=str(path), created_at=datetime.now(),
                         leaderboard_source=leaderboard_source or competition.config.leaderboard_source, seed=seed)
 
 

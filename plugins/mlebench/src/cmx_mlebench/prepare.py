@@ -9,6 +9,14 @@
   the node records the split's checksums (and checks the competition's own MLE-bench
   ``checksums.yaml`` first when it has per-file ``public``/``private`` maps). Its definition
   comes from ``--competitions-dir`` (MLE-bench's ``mlebench/competitions``).
+* A competition with raw data in ``--data-dir`` (``<data-dir>/<id>/raw``) but no prepared
+  split is prepared by MLE-bench's own preparer (the definition's ``preparer``, e.g.
+  ``mlebench.competitions.<id>.prepare:prepare``) when the ``mlebench`` package is
+  importable: ``prepare(raw, public, private)`` writes the split into the node's directory
+  (the cmx cache; the raw data is read in place). Without ``mlebench`` it is a one-line error.
+
+``prepared_as`` says which path prepared the data: ``built`` (an offline competition),
+``as-is`` (a prepared split in ``--data-dir``) or ``mlebench-preparer``.
 
 A cache hit is re-checked against the recorded checksums (:func:`still_valid`), so a changed
 split is prepared again rather than served.
@@ -34,7 +42,7 @@ from cmx_mlebench.offline.pool import pool_scores
 class Prepared:
     competition: Competition
     checksums: Path
-    prepared_as: str  # built | as-is
+    prepared_as: str  # built | as-is | mlebench-preparer
 
     def outputs(self) -> dict[str, Any]:
         c = self.competition
@@ -61,6 +69,8 @@ def prepare(competition: str, node_dir: Path, *, data_dir: object = "", competit
     if data is not None and (data / competition / "prepared" / "public").is_dir() \
             and (data / competition / "prepared" / "private").is_dir():
         return _as_is(competition, data, definitions, node_dir)
+    if data is not None and (data / competition / "raw").is_dir():
+        return with_mlebench_preparer(competition, data / competition / "raw", definitions, node_dir)
     if is_builtin(competition):
         return build(competition, node_dir)
     where = f" in {data}" if data is not None else " (no --data-dir given)"
@@ -90,6 +100,34 @@ def _as_is(competition: str, data: Path, definitions: Path | None, node_dir: Pat
     checksums = node_dir / "checksums.yaml"
     write_checksums(checksums, prepared)
     return Prepared(found, checksums, "as-is")
+
+
+def with_mlebench_preparer(competition: str, raw: Path, definitions: Path | None, node_dir: Path) -> Prepared:
+    """Run the definition's own preparer (MLE-bench's) over ``raw`` into ``node_dir``."""
+    import importlib.util
+
+    definition = _definition(competition, definitions)
+    if importlib.util.find_spec("mlebench") is None:
+        raise UsageError(f"{raw}: raw data without a prepared split, and the mlebench package is not importable; "
+                         f"install MLE-bench (pip install -e mle-bench) or prepare the split with it "
+                         f"(mlebench prepare -c {competition})")
+    found = load_competition(definition, node_dir / "data")
+    preparer = load_function(found.config.preparer, f"{definition / 'config.yaml'}: preparer")
+    found.public_dir.mkdir(parents=True, exist_ok=True)
+    found.private_dir.mkdir(parents=True, exist_ok=True)
+    preparer(raw, found.public_dir, found.private_dir)
+    prepared = found.data_root / competition / "prepared"
+    theirs = definition / "checksums.yaml"
+    if theirs.is_file():
+        _check_theirs(prepared, theirs)
+    if not found.leaderboard.is_file():
+        raise UsageError(f"{found.leaderboard}: missing; the competition's definition needs its leaderboard.csv")
+    if not found.answers.is_file():
+        raise UsageError(f"{found.answers}: the preparer {found.config.preparer} did not write the answers that "
+                         "the config's dataset.answers names")
+    checksums = node_dir / "checksums.yaml"
+    write_checksums(checksums, prepared)
+    return Prepared(found, checksums, "mlebench-preparer")
 
 
 def _check_theirs(prepared: Path, path: Path) -> None:

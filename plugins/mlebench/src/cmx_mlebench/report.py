@@ -9,6 +9,7 @@ the thresholds and says why it has no score.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
 from cmx_mlebench.thresholds import Thresholds
@@ -45,7 +46,10 @@ def medals(score: float | None, limits: Thresholds) -> Medals:
 @dataclass(frozen=True)
 class CompetitionReport:
     """MLE-bench's ``CompetitionReport`` fields, plus why a submission has no score
-    (``reason``), the leaderboard's size and source, and the seed of an agent run."""
+    (``reason``), the leaderboard's size and source, and the seed of an agent run.
+
+    ``created_at`` is a ``datetime`` as in MLE-bench (``datetime.now()``, the local time
+    without a zone) and :meth:`to_dict` writes it as MLE-bench does, ``created_at.isoformat()``."""
 
     competition_id: str
     score: float | None
@@ -61,7 +65,7 @@ class CompetitionReport:
     submission_exists: bool
     valid_submission: bool
     is_lower_better: bool
-    created_at: str
+    created_at: datetime
     submission_path: str
     reason: str | None
     leaderboard_teams: int
@@ -69,11 +73,11 @@ class CompetitionReport:
     seed: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "created_at": self.created_at.isoformat()}
 
 
 def build_report(competition_id: str, score: float | None, limits: Thresholds, *, exists: bool, reason: str | None,
-                 submission_path: str, created_at: str, leaderboard_source: str,
+                 submission_path: str, created_at: datetime, leaderboard_source: str,
                  seed: int | None = None) -> CompetitionReport:
     won = medals(score, limits)
     return CompetitionReport(

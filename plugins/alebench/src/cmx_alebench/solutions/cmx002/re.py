@@ -1,0 +1,2 @@
+"""cmx002 test solution: raises (RUNTIME_ERROR)."""
+raise SystemExit(3)

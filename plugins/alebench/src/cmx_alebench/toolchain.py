@@ -1,0 +1,99 @@
+"""The judge's C++ toolchain as ALE-Bench's judge has it, read from a root filesystem.
+
+ALE-Bench compiles C++ with g++ 12 plus the AtCoder Library, Boost, GMP and Eigen, with
+``-march=native``, and judge version 202510 adds C++23. cmx compiles with the ``g++`` of the
+judge's root (the host's ``/usr`` for the sandbox judge, the same for the docker judge; the
+``containers/ale-bench-judge`` image holds the same Debian packages), adds ``-march=native``,
+``-DONLINE_JUDGE -DATCODER``, Eigen's include path and GMP's libraries where they are
+installed, and offers ``cpp23`` where that g++ accepts ``-std=gnu++23``. Which libraries the
+toolchain holds is recorded in every result (``ale_bench.toolchain``); the AtCoder Library is
+not packaged by Debian, so it is recorded as absent unless ``/opt/ac-library`` (ALE-Bench's
+path) or ``/usr/include/atcoder`` holds it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+GXX = "/usr/bin/g++"
+ATCODER_DIRS = ("/opt/ac-library", "/usr/include")
+ATCODER_NOTE = ("the AtCoder Library is not packaged by Debian; ALE-Bench's judge images have it at "
+                "/opt/ac-library, where cmx uses it when present")
+
+
+def _define(path: Path, name: str) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    match = re.search(rf"^#\s*define\s+{name}\s+(\S+)", text, re.M)
+    return match.group(1).strip('"') if match else None
+
+
+def boost_version(root: Path = Path("/")) -> str | None:
+    value = _define(root / "usr/include/boost/version.hpp", "BOOST_LIB_VERSION")
+    return value.replace("_", ".") if value else None
+
+
+def gmp_version(root: Path = Path("/")) -> str | None:
+    include = root / "usr/include"
+    header = next((p for p in (include / "gmp.h", *sorted(include.glob("*/gmp.h"))) if p.is_file()), None)
+    if header is None or not (root / "usr/include/gmpxx.h").is_file():
+        return None
+    parts = [_define(header, f"__GNU_MP_VERSION{suffix}") for suffix in ("", "_MINOR", "_PATCHLEVEL")]
+    return ".".join(p for p in parts if p) or None
+
+
+def eigen_version(root: Path = Path("/")) -> str | None:
+    macros = root / "usr/include/eigen3/Eigen/src/Core/util/Macros.h"
+    parts = [_define(macros, f"EIGEN_{part}_VERSION") for part in ("WORLD", "MAJOR", "MINOR")]
+    return ".".join(p for p in parts if p) if all(parts) else None
+
+
+def atcoder_dir(root: Path = Path("/")) -> str | None:
+    for folder in ATCODER_DIRS:
+        if (root / folder.lstrip("/") / "atcoder" / "all").is_file():
+            return folder
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def gxx_accepts(std: str, gxx: str = GXX) -> bool:
+    try:
+        done = subprocess.run([gxx, f"-std={std}", "-fsyntax-only", "-x", "c++", "-"], input="int main(){}\n",
+                              capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+@functools.lru_cache(maxsize=2)
+def gxx_version(gxx: str = GXX) -> str | None:
+    try:
+        done = subprocess.run([gxx, "-dumpfullversion"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+def cpp_flags(std: str, root: Path = Path("/")) -> tuple[list[str], list[str]]:
+    """(flags before the source, libraries after it) for ``g++ -std=STD``."""
+    before = [f"-std={std}", "-O2", "-DONLINE_JUDGE", "-DATCODER", "-march=native"]
+    if eigen_version(root):
+        before.append("-I/usr/include/eigen3")
+    library = atcoder_dir(root)
+    if library and library != "/usr/include":
+        before.append(f"-I{library}")
+    after = ["-lgmpxx", "-lgmp"] if gmp_version(root) else []
+    return before, after
+
+
+def libraries(root: Path = Path("/")) -> dict[str, Any]:
+    """What the toolchain holds, as every result records it."""
+    return {"gxx": gxx_version(), "cpp23": gxx_accepts("gnu++23"), "march": "native",
+            "boost": boost_version(root), "gmp": gmp_version(root), "eigen": eigen_version(root),
+            "atcoder_library": atcoder_dir(root), "notes": [] if atcoder_dir(root) else [ATCODER_NOTE]}
