@@ -24,9 +24,13 @@ def unavailable(reason: str) -> None:
 
 
 def _apt(*packages: str) -> None:
+    """``apt-get install``, after ``apt-get update`` when the first try fails (a fresh machine
+    has no package lists)."""
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "install", "-y", "-qq", *packages], capture_output=True, env=env, timeout=600,
-                   check=False)
+    install = ["apt-get", "install", "-y", "-qq", *packages]
+    if subprocess.run(install, capture_output=True, env=env, timeout=600, check=False).returncode != 0:
+        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, env=env, timeout=600, check=False)
+        subprocess.run(install, capture_output=True, env=env, timeout=600, check=False)
 
 
 @pytest.fixture(scope="session")
@@ -55,12 +59,31 @@ def libraries_installed() -> None:
 
 
 @pytest.fixture(scope="session")
-def judge_image() -> str:
-    """The built ale-bench-judge image (CMX_ALEBENCH_JUDGE_IMAGE) on the engine DOCKER_HOST names."""
+def judge_image(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The ale-bench-judge image on the engine DOCKER_HOST names: CMX_ALEBENCH_JUDGE_IMAGE when
+    set, else built here by cmx-docker (``ensure_image``) on the debootstrap base, whose rootfs
+    is cached under CMX_TEST_CACHE when set (scripts/test.sh sets it)."""
     image = os.environ.get("CMX_ALEBENCH_JUDGE_IMAGE", "")
-    if not image or not os.environ.get("DOCKER_HOST"):
-        unavailable("set CMX_ALEBENCH_JUDGE_IMAGE (the built ale-bench-judge image) and DOCKER_HOST")
-    return image
+    if not os.environ.get("DOCKER_HOST"):
+        unavailable("no Docker engine: DOCKER_HOST names none (scripts/test.sh starts one as root)")
+    if image:
+        return image
+    from cmx_docker.base import ensure_base
+    from cmx_docker.build import ensure_image
+    from cmx_docker.engine import find_endpoint
+    from cmx_docker.errors import ImageUnavailable
+
+    home = tmp_path_factory.mktemp("judge-image-home")
+    cache = Path(os.environ.get("CMX_TEST_CACHE") or home / "rootfs")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CMX_HOME", str(home))
+        try:
+            endpoint = find_endpoint()
+            ensure_base(endpoint, cache)
+            return ensure_image("ale-bench-judge", endpoint=endpoint).tag
+        except ImageUnavailable as exc:
+            unavailable(f"cannot build the ale-bench-judge image: {exc}")
+            raise
 
 
 DEBIAN_RUST = ("cargo", "rustc", "librust-rand-dev", "librust-rand-chacha-dev", "librust-itertools-dev")

@@ -20,7 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from cmx_alebench.importer import import_package
-    from cmx_core.paths import cache_dir
+    from cmx_core.api import cache_dir
 
     cache = cache_dir()
     dest = Path(args.dest).expanduser() if args.dest else None
