@@ -159,6 +159,18 @@ def test_an_ok_run_reports_its_resources(sandbox: Box, site: Site) -> None:
     assert {"memory=cgroup", "processes=cgroup", "file_size=rlimit"} <= set(result.enforced)
 
 
+def test_inputs_at_their_own_paths_inside_the_private_tmp_and_the_work_dir(sandbox: Box, site: Site) -> None:
+    """An input bound deep inside the sandbox's tmpfs /tmp or inside the work dir's mount (a
+    venv of a checkout under /tmp or /home, bound at its own path): the directories leading
+    to it are made 0755, so the non-root user reaches it and reads it, and cannot write it."""
+    spec = replace(site.spec(["sh", "-c", "cat /tmp/ci/x/.venv/train.csv /work/u/cmx/.venv/train.csv; "
+                                          "stat -c %a /tmp/ci /work/u; touch /tmp/ci/x/.venv/new || echo ro"]),
+                   ro_binds={str(site.public): "/tmp/ci/x/.venv", str(site.public) + "/": "/work/u/cmx/.venv"})
+    result = sandbox.run(spec)
+    assert result.ok, _out(result)
+    assert result.text().splitlines() == ["id,x", "1,2", "id,x", "1,2", "755", "755", "ro"]
+
+
 def test_the_program_runs_as_a_non_root_user(sandbox: Box, site: Site) -> None:
     keys = "^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):"
     result = sandbox.run(site.spec(["sh", "-c", f"id -u; id -g; grep -E '{keys}' /proc/self/status"]))

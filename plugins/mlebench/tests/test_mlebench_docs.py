@@ -66,6 +66,22 @@ def test_the_sandbox_paths() -> None:
     assert "/mlebench/baselines/baseline.py" in DOC and (offline.BASELINES / "baseline.py").is_file()
 
 
+def test_the_refused_environment_paths_are_the_codes() -> None:
+    para = DOC[DOC.index("The agent's environment may live anywhere"):]
+    para = " ".join(para[:para.index("\n\n")].split())
+    listed = set(re.findall(r"`(/[a-z/]+)`", para[para.index("Only a path"):para.index("is refused")]))
+    assert listed == set(agent.MLEBENCH_PATHS)
+    assert {f"`{top}`" for top in agent.NOT_MOUNTABLE} <= set(re.findall(r"`/[a-z]+`", para))
+    example = re.search(r"\(`(--agent-env: (/\S+) collides with MLE-bench's (\S+) in the sandbox); ", para)
+    assert example is not None
+    try:
+        agent.check_env_path(Path(example[2]))
+    except Exception as exc:  # noqa: BLE001 - the doc quotes its message
+        assert str(exc).startswith(example[1])
+    else:
+        raise AssertionError(f"{example[2]} was accepted")
+
+
 def test_offline_competitions_and_pool() -> None:
     for name, task in datasets.TASKS.items():
         label = {"accuracy": "accuracy, higher", "rmse": "RMSE, lower", "auc": "ROC AUC, higher"}[task.metric]
