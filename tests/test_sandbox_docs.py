@@ -47,3 +47,12 @@ def test_the_benchmark_has_the_ways_the_table_shows() -> None:
     for way in ("bare", "sandbox", "session", "docker"):
         assert f'"{way}"' in bench, way
     assert "| Command | bare | sandbox per run | session run | docker container |" in DOC
+
+
+def test_the_no_cgroup_memory_path_is_as_documented() -> None:
+    from cmx_core.sandbox import bubblewrap, watchdog
+
+    assert f"every {bubblewrap.WATCH_TICK_S:g} s the parent sums the RSS" in DOC
+    assert watchdog.PR_SET_CHILD_SUBREAPER == 36 and "`PR_SET_CHILD_SUBREAPER`" in DOC
+    code = Path(bubblewrap.__file__).read_text()
+    assert "RLIMIT_AS" not in code and '"memory=watchdog-rss"' in code and "`memory=watchdog-rss`" in DOC

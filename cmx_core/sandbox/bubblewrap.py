@@ -1,4 +1,5 @@
-"""The default sandbox backend: bubblewrap namespaces, cgroup v1 limits, rlimits as fallback.
+"""The default sandbox backend: bubblewrap namespaces, cgroup v1 limits; without cgroups an RSS
+watchdog, rusage and rlimits (``watchdog.py``).
 
 How a run goes: the cgroups are made and limited; ``bwrap`` starts with ``--block-fd``, so
 its sandbox process waits, fully set up, before the program starts; the parent learns that
@@ -13,6 +14,7 @@ and the cgroups are emptied and removed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -23,6 +25,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -31,12 +34,16 @@ from cmx_core.sandbox.bwrap_args import bwrap_args, check_program, gpu_devices, 
 from cmx_core.sandbox.capture import Captured, drain, pump
 from cmx_core.sandbox.cgroups import RunGroups
 from cmx_core.sandbox.cpus import pick_cpus
-from cmx_core.sandbox.result import SandboxResult, Verdict
+from cmx_core.sandbox.result import SandboxResult
 from cmx_core.sandbox.spec import Limits, SandboxSpec, check_spec
 from cmx_core.sandbox.verdict import Ending, decide
+from cmx_core.sandbox.watchdog import MemoryWatchdog, Usage, subreaper
 
 START_TIMEOUT_S = 10.0
 """How long bubblewrap may take to build the sandbox before the run is an error."""
+
+WATCH_TICK_S = 0.02
+"""How often the RSS watchdog looks at the run's processes (no memory cgroup)."""
 
 SCAN_LIMIT = 10_000
 """Directory entries looked at when searching the work dir for a file at the size bound."""
@@ -132,6 +139,11 @@ class _Run:
         self.as_root = as_root
         self.groups = groups
         self.enforced = enforced
+        self.watched = not groups.has("memory")
+        """No memory cgroup: the RSS watchdog bounds memory, rusage measures the peak and CPU."""
+        self.reaping = False
+        self.watchdog: MemoryWatchdog | None = None
+        self.usage: Usage | None = None
 
     def go(self) -> SandboxResult:
         uid, gid = (self.spec.user.uid, self.spec.user.gid) if self.as_root else (os.getuid(), os.getgid())
@@ -144,13 +156,18 @@ class _Run:
                           block_fd=block_r, status_fd=status_w, tmp_bytes=tmp_bytes)
         argv[0] = shutil.which("bwrap") or "bwrap"
         stdin = _stdin(self.spec.stdin)
+        with subreaper() if self.watched else contextlib.nullcontext(False) as reaping:
+            return self._start(argv, stdin, (passwd_r, group_r, block_r, status_w), block_w, status_r, reaping)
+
+    def _start(self, argv: list[str], stdin: IO[bytes] | int, fds: tuple[int, int, int, int], block_w: int,
+               status_r: int, reaping: bool) -> SandboxResult:
+        self.reaping = reaping
         try:
             proc = subprocess.Popen(
                 [*argv, *self.spec.argv], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=self.spec.full_env(), pass_fds=(passwd_r, group_r, block_r, status_w),
-                start_new_session=True, cwd="/")
+                env=self.spec.full_env(), pass_fds=fds, start_new_session=True, cwd="/")
         finally:
-            for fd in (passwd_r, group_r, block_r, status_w):
+            for fd in fds:
                 os.close(fd)
             if stdin is not subprocess.DEVNULL:
                 stdin.close()  # type: ignore[union-attr]
@@ -183,19 +200,34 @@ class _Run:
         pid_fd = os.pidfd_open(proc.pid)
         try:
             got = pump(pid_fd, out_fd, err_fd, cap=self.limits.output_bytes, deadline=deadline,
-                       check=self._cpu_check() if child is not None else None)
+                       check=self._checks(child), tick_s=WATCH_TICK_S if self.watchdog else 0.1)
         finally:
             os.close(pid_fd)
         if got.stop != "exited":
             _kill_unreaped(proc.pid)
             self.groups.kill_all()
             drain(out_fd, err_fd, got, self.limits.output_bytes)
-        status = _reap(proc)
+        status, usage = _reap(proc)
         wall = time.monotonic() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
         if child is not None and child_fd is not None:
             _wait_namespace_gone(child, child_fd)
+            if self.reaping:  # the sandbox's PID 1, orphaned by bwrap, is this process's child now
+                usage = usage.merge(_reap_orphan(child))
+        self.usage = usage
         return self._result(got, status, wall)
+
+    def _checks(self, child: int | None) -> Callable[[], str | None] | None:
+        """What the parent's loop checks each tick: the run's CPU time (cgroup) and, without a
+        memory cgroup, the process tree's resident memory."""
+        if child is None:
+            return None
+        if self.watched:
+            self.watchdog = MemoryWatchdog(child, self.limits.memory_bytes)
+        checks = [check for check in (self._cpu_check(), self.watchdog) if check is not None]
+        if not checks:
+            return None
+        return lambda: next((word for word in (check() for check in checks) if word), None)
 
     def _confine(self, pid: int) -> None:
         """Cgroups, rlimits and CPUs for the waiting sandbox process (it has started nothing yet)."""
@@ -211,8 +243,7 @@ class _Run:
             _lower(pid, resource.RLIMIT_CPU, seconds, seconds + 1)  # SIGXCPU, then SIGKILL a second later
             self.enforced.append("cpu_s=rlimit" + ("+cgroup" if self.groups.has("cpuacct") else ""))
         if limits.memory_bytes is not None and "memory=cgroup" not in self.enforced:
-            _lower(pid, resource.RLIMIT_AS, limits.memory_bytes)
-            self.enforced.append("memory=rlimit-as")
+            self.enforced.append("memory=watchdog-rss")  # see watchdog.py: not an address-space rlimit
         if limits.processes is not None and "processes=cgroup" not in self.enforced:
             _lower(pid, resource.RLIMIT_NPROC, limits.processes)
             self.enforced.append("processes=rlimit-nproc")
@@ -228,6 +259,12 @@ class _Run:
     def _result(self, got: Captured, status: int, wall: float) -> SandboxResult:
         cpu = self.groups.cpu_seconds()
         peak = self.groups.peak_memory()
+        watched_peak = None
+        if self.watched:
+            sampled = self.watchdog.peak if self.watchdog else 0
+            peak = watched_peak = max(sampled, self.usage.peak_rss_bytes if self.usage else 0) or None
+        if cpu is None and self.usage is not None and self.reaping:
+            cpu = self.usage.cpu_s
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
         stderr = bytes(got.stderr)
         setup_error = None
@@ -235,10 +272,8 @@ class _Run:
             setup_error = stderr.decode(errors="replace").strip().splitlines()[0]
         big = bool(code) and _has_file_at(Path(self.spec.work_dir), self.limits.output_bytes)
         ending = Ending(stop=got.stop, status=status, oom_kills=self.groups.oom_kills(), cpu_s=cpu or 0.0,
-                        big_file=big, setup_error=setup_error)
+                        big_file=big, setup_error=setup_error, watched_peak=watched_peak)
         verdict, exit_code, sig, reason = decide(ending, self.limits)
-        if verdict is Verdict.ERROR and "memory=rlimit-as" in self.enforced:
-            reason += " (memory is bounded by RLIMIT_AS here: an allocation past it fails inside the program)"
         return SandboxResult(verdict=verdict, exit_code=exit_code, signal=sig, wall_s=wall, cpu_s=cpu,
                              peak_memory_bytes=peak, stdout=bytes(got.stdout), stderr=stderr,
                              truncated=got.truncated, reason=reason, backend=BubblewrapSandbox.name,
@@ -341,11 +376,22 @@ def _kill_unreaped(pid: int) -> None:
         pass
 
 
-def _reap(proc: subprocess.Popen[bytes]) -> int:
-    """The raw wait status of ``proc``; one that something else already reaped is rebuilt from
-    the return code Popen recorded."""
+def _reap(proc: subprocess.Popen[bytes]) -> tuple[int, Usage]:
+    """The raw wait status and rusage of ``proc``; one that something else already reaped is
+    rebuilt from the return code Popen recorded (and no usage)."""
     try:
-        return os.wait4(proc.pid, 0)[1]
+        _, status, usage = os.wait4(proc.pid, 0)
+        return status, Usage.of(usage)
     except ChildProcessError:
         code = proc.returncode if proc.returncode is not None else 1
-        return -code if code < 0 else code << 8
+        return (-code if code < 0 else code << 8), Usage(0, 0.0)
+
+
+def _reap_orphan(pid: int) -> Usage | None:
+    """The rusage of the sandbox's PID 1 (it has exited) where it became this subreaper's
+    child; None where bwrap's outer process reaped it first (its usage is then in bwrap's)."""
+    try:
+        got, _, usage = os.wait4(pid, os.WNOHANG)
+    except ChildProcessError:
+        return None
+    return Usage.of(usage) if got == pid else None
