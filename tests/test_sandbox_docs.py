@@ -56,3 +56,16 @@ def test_the_no_cgroup_memory_path_is_as_documented() -> None:
     assert watchdog.PR_SET_CHILD_SUBREAPER == 36 and "`PR_SET_CHILD_SUBREAPER`" in DOC
     code = Path(bubblewrap.__file__).read_text()
     assert "RLIMIT_AS" not in code and '"memory=watchdog-rss"' in code and "`memory=watchdog-rss`" in DOC
+
+
+def test_the_start_errors_are_the_codes() -> None:
+    from cmx_core.sandbox import bubblewrap
+
+    text = " ".join(DOC.split("### Where the sandbox cannot start", 1)[1].split("###", 1)[0].split())
+    assert "bwrap is not installed; install the bubblewrap package (apt-get install -y bubblewrap)" in text
+    for knob, (bad, _) in bubblewrap.USERNS_KNOBS.items():
+        name = ".".join(Path(knob).relative_to("/proc/sys").parts)
+        assert f"`{name}` = {bad}" in text, name
+    code = Path(bubblewrap.__file__).read_text()
+    assert "unprivileged user namespaces are restricted (" in code and "run as root or" in code
+    assert '"bwrap cannot create a user namespace as this user' in " ".join(code.split())

@@ -106,6 +106,8 @@ def test_the_user_has_no_cgroup_and_a_checkout_in_its_home(user: User) -> None:
     probe = user.run("python -c 'import os, cmx_core, cmx_mlebench; print(os.geteuid(), cmx_core.__file__)'")
     uid, where = probe.stdout.split()
     assert int(uid) == pwd.getpwnam(user.name).pw_uid != 0 and where.startswith(str(user.checkout))
+    ready = user.run("python -c 'from cmx_core.api import get_sandbox; print(get_sandbox(\"bubblewrap\").available())'")
+    assert ready.stdout.strip() == "None", ready.stderr  # the trial bwrap --unshare-user ran as the user
 
 
 def test_the_documented_mlebench_command_grades_every_seed(user: User) -> None:

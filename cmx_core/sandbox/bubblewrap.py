@@ -15,6 +15,7 @@ and the cgroups are emptied and removed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -32,6 +33,7 @@ from typing import IO
 from cmx_core.errors import UsageError
 from cmx_core.sandbox.bwrap_args import bwrap_args, check_program, gpu_devices, identity_files
 from cmx_core.sandbox.capture import Captured, drain, pump
+from cmx_core.sandbox.cgroup2 import V2Groups
 from cmx_core.sandbox.cgroups import RunGroups
 from cmx_core.sandbox.cpus import pick_cpus
 from cmx_core.sandbox.result import SandboxResult
@@ -63,13 +65,7 @@ class BubblewrapSandbox:
             if not Path("/usr/bin/setpriv").exists():
                 return "/usr/bin/setpriv (util-linux) is missing; it drops root inside the sandbox"
             return None
-        for knob in ("/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/unprivileged_userns_clone"):
-            try:
-                if Path(knob).read_text().strip() == "0":
-                    return f"unprivileged user namespaces are disabled ({knob} is 0); run as root or enable them"
-            except OSError:
-                continue
-        return None
+        return _userns_problem()
 
     def run(self, spec: SandboxSpec) -> SandboxResult:
         check_spec(spec)
@@ -81,7 +77,7 @@ class BubblewrapSandbox:
         as_root = os.geteuid() == 0
         if as_root:
             _hand_over(Path(spec.work_dir), spec.user.uid, spec.user.gid)
-        groups = RunGroups.create(_controllers(spec.limits))
+        groups = make_groups(_controllers(spec.limits))
         try:
             cpus = pick_cpus(spec.limits.cpus) if spec.limits.cpus is not None else None
             enforced = _limit_groups(groups, spec.limits, cpus)
@@ -89,6 +85,37 @@ class BubblewrapSandbox:
         finally:
             groups.kill_all()
             groups.remove()
+
+
+USERNS_KNOBS = {"/proc/sys/user/max_user_namespaces": ("0", "sysctl -w user.max_user_namespaces=15000"),
+                "/proc/sys/kernel/unprivileged_userns_clone": ("0", "sysctl -w kernel.unprivileged_userns_clone=1"),
+                "/proc/sys/kernel/apparmor_restrict_unprivileged_userns":
+                    ("1", "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or give bwrap an AppArmor "
+                          "profile that allows userns")}
+"""Kernel settings that stop a non-root bwrap: path -> (the value that stops it, what to set)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _userns_problem() -> str | None:
+    """Why a non-root bwrap cannot make its user namespace here, else None: a knob set against
+    it, or (checked once per process) a trial ``bwrap --unshare-user`` that fails."""
+    for knob, (bad, fix) in USERNS_KNOBS.items():
+        try:
+            if Path(knob).read_text().strip() == bad:
+                return f"unprivileged user namespaces are restricted ({knob} is {bad}); run as root or {fix}"
+        except OSError:
+            continue
+    trial = [shutil.which("bwrap") or "bwrap", "--unshare-user", "--ro-bind", "/", "/", "true"]
+    try:
+        done = subprocess.run(trial, capture_output=True, text=True, timeout=START_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not start ({exc}); reinstall the bubblewrap package"
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[0]
+        return (f"bwrap cannot create a user namespace as this user ({said}); run as root, or allow "
+                "unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=0 where "
+                "AppArmor restricts them)")
+    return None
 
 
 def _hand_over(work: Path, uid: int, gid: int) -> None:
@@ -107,14 +134,31 @@ def _controllers(limits: Limits) -> tuple[str, ...]:
     return ("memory", "cpuacct", *(name for name, limit in optional.items() if limit is not None))
 
 
-def _limit_groups(groups: RunGroups, limits: Limits, cpus: list[int] | None) -> list[str]:
+Groups = RunGroups | V2Groups
+
+
+def make_groups(wanted: tuple[str, ...]) -> Groups:
+    """The run's cgroups: v1 where its controllers are mounted and writable (root on a v1 or
+    hybrid host), else a group under the unified (v2) hierarchy with the controllers it can
+    have (root on a v2 host, or a subtree delegated to this user); empty where neither."""
+    v1 = RunGroups.create(wanted)
+    if v1.dirs:
+        return v1
+    v2 = V2Groups.create(wanted)
+    if v2.controllers:
+        return v2
+    v2.remove()
+    return v1
+
+
+def _limit_groups(groups: Groups, limits: Limits, cpus: list[int] | None) -> list[str]:
     enforced = []
     if limits.memory_bytes is not None and groups.set_memory(limits.memory_bytes):
-        enforced.append("memory=cgroup")
+        enforced.append(f"memory={groups.kind}")
     if limits.processes is not None and groups.set_processes(limits.processes):
-        enforced.append("processes=cgroup")
+        enforced.append(f"processes={groups.kind}")
     if cpus is not None and groups.set_cpus(cpus):
-        enforced.append("cpus=cgroup")
+        enforced.append(f"cpus={groups.kind}")
     return enforced
 
 
@@ -131,7 +175,7 @@ def _lower(pid: int, which: int, soft: int, hard: int | None = None) -> None:
 class _Run:
     """One run's processes, pipes and measurements."""
 
-    def __init__(self, spec: SandboxSpec, as_root: bool, groups: RunGroups, enforced: list[str],
+    def __init__(self, spec: SandboxSpec, as_root: bool, groups: Groups, enforced: list[str],
                  cpus: list[int] | None) -> None:
         self.spec = spec
         self.cpus = cpus
@@ -242,14 +286,17 @@ class _Run:
             seconds = math.ceil(limits.cpu_s)
             _lower(pid, resource.RLIMIT_CPU, seconds, seconds + 1)  # SIGXCPU, then SIGKILL a second later
             self.enforced.append("cpu_s=rlimit" + ("+cgroup" if self.groups.has("cpuacct") else ""))
-        if limits.memory_bytes is not None and "memory=cgroup" not in self.enforced:
+        if limits.memory_bytes is not None and not self._by_cgroup("memory"):
             self.enforced.append("memory=watchdog-rss")  # see watchdog.py: not an address-space rlimit
-        if limits.processes is not None and "processes=cgroup" not in self.enforced:
+        if limits.processes is not None and not self._by_cgroup("processes"):
             _lower(pid, resource.RLIMIT_NPROC, limits.processes)
             self.enforced.append("processes=rlimit-nproc")
-        if self.cpus is not None and "cpus=cgroup" not in self.enforced:
+        if self.cpus is not None and not self._by_cgroup("cpus"):
             os.sched_setaffinity(pid, self.cpus)
             self.enforced.append("cpus=affinity")
+
+    def _by_cgroup(self, limit: str) -> bool:
+        return f"{limit}={self.groups.kind}" in self.enforced
 
     def _cpu_check(self) -> _CpuCheck | None:
         if self.limits.cpu_s is None or not self.groups.has("cpuacct"):
@@ -283,7 +330,7 @@ class _Run:
 class _CpuCheck:
     """The whole run's CPU time from the cpuacct group (RLIMIT_CPU bounds each process only)."""
 
-    def __init__(self, groups: RunGroups, limit_s: float) -> None:
+    def __init__(self, groups: Groups, limit_s: float) -> None:
         self.groups = groups
         self.limit_s = limit_s
 

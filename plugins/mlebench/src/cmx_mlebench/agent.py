@@ -34,7 +34,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cmx_core.api import Limits, SandboxResult, SandboxSpec, UsageError, get_sandbox
+from cmx_core.api import Limits, Sandbox, SandboxResult, SandboxSpec, UsageError, get_sandbox
 from cmx_mlebench.container import ContainerSettings
 from cmx_mlebench.offline import BASELINES
 
@@ -195,12 +195,19 @@ def build_spec(settings: AgentSettings, competition: str, public: Path, work: Pa
     return spec, not_applied
 
 
-def run_agent(settings: AgentSettings, competition: str, public: Path, work: Path) -> AgentRun:
-    """Run the agent once; what it did is in the result's verdict, never an exception."""
+def check_sandbox(settings: AgentSettings) -> Sandbox:
+    """The settings' sandbox backend, or a one-line UsageError that says why it cannot run here
+    (bubblewrap missing, user namespaces restricted...) and what to install or set."""
     sandbox = get_sandbox(settings.sandbox)
     why = sandbox.available()
     if why is not None:
         raise UsageError(f"sandbox '{settings.sandbox}' cannot run here: {why}")
+    return sandbox
+
+
+def run_agent(settings: AgentSettings, competition: str, public: Path, work: Path) -> AgentRun:
+    """Run the agent once; what it did is in the result's verdict, never an exception."""
+    sandbox = check_sandbox(settings)
     spec, not_applied = build_spec(settings, competition, public, work)
     result = sandbox.run(spec)
     (work / "agent.stdout").write_bytes(result.stdout)
