@@ -69,3 +69,15 @@ def test_the_start_errors_are_the_codes() -> None:
     code = Path(bubblewrap.__file__).read_text()
     assert "unprivileged user namespaces are restricted (" in code and "run as root or" in code
     assert '"bwrap cannot create a user namespace as this user' in " ".join(code.split())
+
+
+def test_the_cgroup_v2_files_are_the_codes() -> None:
+    from cmx_core.sandbox import cgroup2
+
+    text = DOC.split("**cgroup v2.**", 1)[1].split("\n\n", 1)[0]
+    code = Path(cgroup2.__file__).read_text()
+    for name in ("memory.max", "memory.swap.max", "pids.max", "cpuset.cpus", "cpu.max", "memory.peak",
+                 "memory.events", "cpu.stat", "cgroup.kill", "cgroup.events", "cgroup.subtree_control"):
+        assert f"`{name}`" in text and f'"{name}"' in code, name
+    assert cgroup2.V2Groups.kind == "cgroup-v2" and "`memory=cgroup-v2`" in text
+    assert cgroup2.PERIOD_US == 100_000 and "per\n100 ms period" in text
