@@ -35,7 +35,8 @@ say "installing into $home/cmx/.venv as $user"
 as_user "/usr/bin/python3 -m venv .venv && .venv/bin/python -m pip install -q --progress-bar off pytest \
   -e . -e 'plugins/mlebench[test]' -e 'plugins/alebench[test]'"
 say "running the sandbox, MLE-bench and ALE-Bench tests as $user (uid $(id -u "$user"))"
-quoted=$(printf ' %q' "$@")
+extra=""
+[ "$#" -gt 0 ] && extra=$(printf ' %q' "$@")
 as_user ".venv/bin/python -m pytest -q -rs -p no:cacheprovider --import-mode=importlib \
-  tests/test_sandbox_*.py plugins/mlebench/tests plugins/alebench/tests${quoted% }"
+  tests/test_sandbox_*.py plugins/mlebench/tests plugins/alebench/tests$extra"
 say "done in $((SECONDS - started)) s"
