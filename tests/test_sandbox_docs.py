@@ -81,3 +81,13 @@ def test_the_cgroup_v2_files_are_the_codes() -> None:
         assert f"`{name}`" in text and f'"{name}"' in code, name
     assert cgroup2.V2Groups.kind == "cgroup-v2" and "`memory=cgroup-v2`" in text
     assert cgroup2.PERIOD_US == 100_000 and "per\n100 ms period" in text
+
+
+def test_the_unprivileged_section_is_the_tests() -> None:
+    text = DOC.split("### As users run it", 1)[1].split("\n## ", 1)[0]
+    test = (ROOT / "tests" / "test_sandbox_unprivileged.py").read_text()
+    assert '"memory": "watchdog-rss"' in text and '{"memory": "watchdog-rss", "processes": "rlimit-nproc",' in test
+    assert "--competition=sklearn-diabetes" in text and "--competition=sklearn-diabetes" in test
+    assert '["MEMORY_LIMIT_EXCEEDED"] * 20' in test and "20 times out of\n20" in text
+    assert "scripts/test-as-user.sh" in (ROOT / ".ci" / "run").read_text()
+    assert (ROOT / "scripts" / "test-as-user.sh").is_file()
