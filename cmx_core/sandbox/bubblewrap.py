@@ -266,6 +266,7 @@ class _Run:
         memory cgroup, the process tree's resident memory."""
         if child is None:
             return None
+        self.watched = self.watched or not self.groups.has("memory")  # a memory group that refused the pid
         if self.watched:
             self.watchdog = MemoryWatchdog(child, self.limits.memory_bytes)
         checks = [check for check in (self._cpu_check(), self.watchdog) if check is not None]

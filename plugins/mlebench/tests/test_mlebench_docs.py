@@ -4,6 +4,7 @@ the pool size, the offline competitions and their directions, the lite split's s
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -90,3 +91,14 @@ def test_offline_competitions_and_pool() -> None:
     assert "pool of 19 simple baseline" in DOC
     assert len(pool.classifiers()) == 19 and len(pool.regressors()) == 19
     assert "(22\ncompetition ids" in DOC and len(splits.lite_ids()) == 22
+
+
+def test_the_agent_result_names_its_enforcement() -> None:
+    from cmx_mlebench import steps
+
+    text = " ".join(DOC.split())
+    assert "`limits.enforced_by`" in text and '`{"memory": "watchdog-rss", "processes": "rlimit-nproc", ...}`' in text
+    code = Path(steps.__file__).read_text()
+    assert '"limits": {"enforced_by": run.result.enforced_by}' in code
+    schema = json.loads((Path(steps.__file__).parent / "schemas" / "mle_bench.schema.json").read_text())
+    assert "limits" in schema["$defs"]["agent"]["required"]
