@@ -91,3 +91,12 @@ def test_the_unprivileged_section_is_the_tests() -> None:
     assert '["MEMORY_LIMIT_EXCEEDED"] * 20' in test and "20 times out of\n20" in text
     assert "scripts/test-as-user.sh" in (ROOT / ".ci" / "run").read_text()
     assert (ROOT / "scripts" / "test-as-user.sh").is_file()
+
+
+def test_the_root_is_remounted_read_only_as_documented(tmp_path: Path) -> None:
+    spec = SandboxSpec(argv=["true"], work_dir=tmp_path)
+    args = bwrap_args.bwrap_args(spec, as_root=False, passwd_fd=3, group_fd=4, block_fd=5, status_fd=6,
+                                 tmp_bytes=1 << 20)
+    at = args.index("--remount-ro")
+    assert args[at + 1] == "/" and at > args.index("--bind")  # after every mount it is built of
+    assert "(`--remount-ro /`)" in DOC

@@ -247,12 +247,14 @@ class _Run:
                        check=self._checks(child), tick_s=WATCH_TICK_S if self.watchdog else 0.1)
         finally:
             os.close(pid_fd)
+        stopped = time.monotonic()
         if got.stop != "exited":
             _kill_unreaped(proc.pid)
             self.groups.kill_all()
             drain(out_fd, err_fd, got, self.limits.output_bytes)
         status, usage = _reap(proc)
-        wall = time.monotonic() - started
+        # a run stopped for a limit ran until that moment, not through the clean-up after it
+        wall = (time.monotonic() if got.stop == "exited" else stopped) - started
         proc.returncode = os.waitstatus_to_exitcode(status)
         if child is not None and child_fd is not None:
             _wait_namespace_gone(child, child_fd)

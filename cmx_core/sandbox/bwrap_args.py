@@ -101,6 +101,7 @@ def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: in
     if spec.shm_bytes is not None:
         args += ["--perms", "1777", "--size", str(spec.shm_bytes), "--tmpfs", "/dev/shm"]
     args += _mounts(spec, gpu_devices(spec.gpus))
+    args += ["--remount-ro", "/"]  # the root tmpfs: a non-root caller's user namespace owns it, so it was writable
     args += ["--chdir", os.path.normpath(spec.work_path), *NAMESPACES, "--hostname", "sandbox",
              "--die-with-parent", "--new-session"]
     if not as_root:
