@@ -252,7 +252,10 @@ class _Run:
             _kill_unreaped(proc.pid)
             self.groups.kill_all()
             drain(out_fd, err_fd, got, self.limits.output_bytes)
-        status, usage = _reap(proc)
+        status, outer = _reap(proc)
+        # only the CPU time of bwrap's own rusage: its ru_maxrss holds this process's peak RSS
+        # (the kernel carries the parent's high-water mark through fork and exec)
+        usage = Usage(0, outer.cpu_s)
         # a run stopped for a limit ran until that moment, not through the clean-up after it
         wall = (time.monotonic() if got.stop == "exited" else stopped) - started
         proc.returncode = os.waitstatus_to_exitcode(status)

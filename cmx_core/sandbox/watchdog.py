@@ -13,7 +13,9 @@ space far beyond what they touch. Instead:
   outer process exits without waiting for the sandbox's PID 1, which then becomes this
   process's child, so ``wait4`` gives its rusage, and with it the program's (a process's
   rusage includes the children it waited for, and PID 1 waits for all of them). That is the
-  peak RSS (``ru_maxrss``) and CPU time of a run no tick could see, such as a short spike; a
+  peak RSS (``ru_maxrss``) and CPU time of a run no tick could see, such as a short spike (only
+  PID 1's: bwrap's own ``ru_maxrss`` carries this process's high-water mark, which the kernel
+  copies through fork and exec, so it is never read); a
   peak over the limit after exit is a ``memory_limit`` verdict too, so a verdict means the
   same as with a cgroup.
 """

@@ -130,9 +130,11 @@ class Judge:
 
         if ran.ending is Ending.FAILED:
             return case(JudgeResult.INTERNAL_ERROR, ran.reason)
+        if ran.ending is Ending.MEMORY:  # the memory limit stopped it: its time is not the program's to judge
+            return case(JudgeResult.MEMORY_LIMIT_EXCEEDED, f"memory limit of {ml} bytes exceeded ({ran.reason})")
         if ran.ending is Ending.TIME or time_s > tl:
             return case(JudgeResult.TIME_LIMIT_EXCEEDED, f"execution time {time_s:.3f} s > {tl:g} s ({ran.reason})")
-        if ran.ending is Ending.MEMORY or (memory is not None and memory > ml):
+        if memory is not None and memory > ml:
             return case(JudgeResult.MEMORY_LIMIT_EXCEEDED, f"memory limit of {ml} bytes exceeded ({ran.reason})")
         if ran.ending is Ending.OUTPUT:
             return case(JudgeResult.OUTPUT_LIMIT_EXCEEDED, ran.reason)
