@@ -9,6 +9,9 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+import pytest
 
 from cmx_core.sandbox.spec import Limits
 from cmx_core.sandbox.verdict import Ending, Verdict, decide
@@ -85,3 +88,30 @@ def test_a_peak_over_the_limit_after_exit_is_a_memory_verdict_as_with_a_cgroup()
     assert verdict is Verdict.MEMORY_LIMIT and code == 0 and "rusage" in reason
     assert decide(Ending(stop="exited", status=0, watched_peak=256 << 20), LIMITS)[0] is Verdict.OK
     assert decide(Ending(stop="exited", status=0, watched_peak=None), LIMITS)[0] is Verdict.OK  # a cgroup's run
+
+
+def test_a_no_cgroup_peak_is_the_programs_not_cmxs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole no-cgroup path (the empty groups a non-root user gets): after this process
+    itself has held 300 MiB, a small program's peak is still small (bwrap's own ru_maxrss
+    carries the parent's high-water mark through fork and exec, so it is never read), and a
+    300 MiB one is a memory verdict with its peak measured."""
+    from cmx_core.api import SandboxSpec
+    from cmx_core.sandbox import bubblewrap
+    from cmx_core.sandbox.cgroups import RunGroups
+
+    if bubblewrap.BubblewrapSandbox().available() or not os.path.exists("/usr/bin/python3"):
+        pytest.skip("the bubblewrap sandbox cannot run here")
+    monkeypatch.setattr(bubblewrap, "make_groups", lambda wanted: RunGroups())
+    ballast = bytearray(300 << 20)
+    ballast[::4096] = b"x" * (len(ballast) // 4096)
+    box = bubblewrap.BubblewrapSandbox()
+    small = box.run(SandboxSpec(argv=["/usr/bin/python3", "-c", "print(1)"], work_dir=tmp_path,
+                                limits=Limits(wall_s=30, memory_bytes=256 << 20)))
+    del ballast
+    assert small.ok, small
+    assert small.peak_memory_bytes is not None and small.peak_memory_bytes < 100 << 20, small.peak_memory_bytes
+    assert small.enforced_by["memory"] == "watchdog-rss" and small.cpu_s is not None
+    big = box.run(SandboxSpec(argv=["/usr/bin/python3", "-c", "b = bytearray(300 << 20); b[::4096] = b'x' * 76800"],
+                              work_dir=tmp_path, limits=Limits(wall_s=30, memory_bytes=256 << 20)))
+    assert big.verdict is Verdict.MEMORY_LIMIT and big.peak_memory_bytes is not None
+    assert big.peak_memory_bytes > 256 << 20
