@@ -5,6 +5,7 @@ that records its arguments (the real pip is not run: no network, no minutes)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ STAND_IN = "#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/../calls.txt\"\n"
 
 
 def _tree(tmp_path: Path) -> Path:
-    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "install.sh", tmp_path / "scripts" / "install.sh")
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     (tmp_path / "plugins" / "p").mkdir(parents=True)
@@ -27,9 +28,10 @@ def _tree(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _install(tree: Path) -> str:
-    done = subprocess.run(["bash", str(tree / "scripts" / "install.sh")], capture_output=True, text=True,
-                          timeout=60, check=False)
+def _install(tree: Path, *args: str) -> str:
+    env = {**os.environ, "CMX_INSTALL_NO_APT": "1"}
+    done = subprocess.run(["bash", str(tree / "scripts" / "install.sh"), *args], capture_output=True, text=True,
+                          timeout=60, check=False, env=env)
     assert done.returncode == 0, done.stderr
     return done.stderr
 
@@ -48,3 +50,21 @@ def test_second_install_is_skipped_until_a_pyproject_changes(tmp_path: Path) -> 
     assert "up to date" in second and len(_calls(tree)) == 2
     (tree / "plugins" / "p" / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '2'\n")
     assert "2/2 cmx-core" in _install(tree) and len(_calls(tree)) == 4
+
+
+def test_a_test_install_satisfies_the_main_job_but_not_the_reverse(tmp_path: Path) -> None:
+    """One stamp for both modes (#36 item 6): scripts/benchmark.sh (a plain install) right after
+    scripts/test.sh (a --test install) installs nothing; a test install after a plain one does."""
+    tree = _tree(tmp_path)
+    assert "2/2 cmx-core" in _install(tree, "--test") and len(_calls(tree)) == 2
+    assert "[test]" in _calls(tree)[1]
+    assert "up to date" in _install(tree) and len(_calls(tree)) == 2
+    plain = _tree(tmp_path / "plain")
+    _install(plain)
+    assert "2/2 cmx-core" in _install(plain, "--test") and len(_calls(plain)) == 4
+    assert "up to date" in _install(plain) and "up to date" in _install(plain, "--test")
+
+
+def test_benchmark_and_test_scripts_use_the_same_install() -> None:
+    assert "bash scripts/install.sh\n" in (ROOT / "scripts" / "benchmark.sh").read_text()
+    assert "bash scripts/install.sh --test\n" in (ROOT / "scripts" / "test.sh").read_text()

@@ -152,11 +152,24 @@ def test_an_ok_run_reports_its_resources(sandbox: Box, site: Site) -> None:
     assert result.verdict is Verdict.OK, result
     assert (result.exit_code, result.signal, result.stdout) == (0, None, b"49999995000000\n")
     assert result.wall_s > 0 and not result.truncated and result.backend == "bubblewrap"
-    if os.geteuid() != 0:
-        return  # no cgroups: CPU time and peak memory are not measured
     assert result.cpu_s is not None and result.cpu_s >= 0.05  # the program's own time, not only bwrap's
     assert result.peak_memory_bytes is not None and result.peak_memory_bytes >= 64 << 20  # the touched 64 MiB
+    if os.geteuid() != 0:  # no cgroups: the RSS watchdog, and the peak and CPU time from wait4's rusage
+        assert {"memory=watchdog-rss", "processes=rlimit-nproc", "file_size=rlimit"} <= set(result.enforced)
+        return
     assert {"memory=cgroup", "processes=cgroup", "file_size=rlimit"} <= set(result.enforced)
+
+
+def test_inputs_at_their_own_paths_inside_the_private_tmp_and_the_work_dir(sandbox: Box, site: Site) -> None:
+    """An input bound deep inside the sandbox's tmpfs /tmp or inside the work dir's mount (a
+    venv of a checkout under /tmp or /home, bound at its own path): the directories leading
+    to it are made 0755, so the non-root user reaches it and reads it, and cannot write it."""
+    spec = replace(site.spec(["sh", "-c", "cat /tmp/ci/x/.venv/train.csv /work/u/cmx/.venv/train.csv; "
+                                          "stat -c %a /tmp/ci /work/u; touch /tmp/ci/x/.venv/new || echo ro"]),
+                   ro_binds={str(site.public): "/tmp/ci/x/.venv", str(site.public) + "/": "/work/u/cmx/.venv"})
+    result = sandbox.run(spec)
+    assert result.ok, _out(result)
+    assert result.text().splitlines() == ["id,x", "1,2", "id,x", "1,2", "755", "755", "ro"]
 
 
 def test_the_program_runs_as_a_non_root_user(sandbox: Box, site: Site) -> None:
@@ -280,7 +293,11 @@ def test_a_fork_bomb_is_capped_and_leaves_nothing_behind(sandbox: Box, site: Sit
 def test_allocating_past_the_memory_limit_is_a_memory_verdict(sandbox: Box, site: Site) -> None:
     result = sandbox.run(site.spec([PY, "-c", "x = b'x' * (512 << 20)"], memory_bytes=128 << 20))
     assert result.verdict is Verdict.MEMORY_LIMIT, result
-    assert result.peak_memory_bytes is not None and result.peak_memory_bytes <= 128 << 20
+    assert result.peak_memory_bytes is not None
+    if "memory=watchdog-rss" in result.enforced:  # no cgroup: killed once the RSS it saw passed the limit
+        assert result.peak_memory_bytes > 128 << 20 and "bytes resident; killed" in result.reason
+    else:  # the cgroup never lets the charge pass the limit
+        assert result.peak_memory_bytes <= 128 << 20
 
 
 def test_running_past_the_wall_limit_is_a_time_verdict(sandbox: Box, site: Site) -> None:

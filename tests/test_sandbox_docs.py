@@ -47,3 +47,56 @@ def test_the_benchmark_has_the_ways_the_table_shows() -> None:
     for way in ("bare", "sandbox", "session", "docker"):
         assert f'"{way}"' in bench, way
     assert "| Command | bare | sandbox per run | session run | docker container |" in DOC
+
+
+def test_the_no_cgroup_memory_path_is_as_documented() -> None:
+    from cmx_core.sandbox import bubblewrap, watchdog
+
+    assert f"every {bubblewrap.WATCH_TICK_S:g} s the parent sums the RSS" in DOC
+    assert watchdog.PR_SET_CHILD_SUBREAPER == 36 and "`PR_SET_CHILD_SUBREAPER`" in DOC
+    code = Path(bubblewrap.__file__).read_text()
+    assert "RLIMIT_AS" not in code and '"memory=watchdog-rss"' in code and "`memory=watchdog-rss`" in DOC
+
+
+def test_the_start_errors_are_the_codes() -> None:
+    from cmx_core.sandbox import bubblewrap
+
+    text = " ".join(DOC.split("### Where the sandbox cannot start", 1)[1].split("###", 1)[0].split())
+    assert "bwrap is not installed; install the bubblewrap package (apt-get install -y bubblewrap)" in text
+    for knob, (bad, _) in bubblewrap.USERNS_KNOBS.items():
+        name = ".".join(Path(knob).relative_to("/proc/sys").parts)
+        assert f"`{name}` = {bad}" in text, name
+    code = Path(bubblewrap.__file__).read_text()
+    assert "unprivileged user namespaces are restricted (" in code and "run as root or" in code
+    assert '"bwrap cannot create a user namespace as this user' in " ".join(code.split())
+
+
+def test_the_cgroup_v2_files_are_the_codes() -> None:
+    from cmx_core.sandbox import cgroup2
+
+    text = DOC.split("**cgroup v2.**", 1)[1].split("\n\n", 1)[0]
+    code = Path(cgroup2.__file__).read_text()
+    for name in ("memory.max", "memory.swap.max", "pids.max", "cpuset.cpus", "cpu.max", "memory.peak",
+                 "memory.events", "cpu.stat", "cgroup.kill", "cgroup.events", "cgroup.subtree_control"):
+        assert f"`{name}`" in text and f'"{name}"' in code, name
+    assert cgroup2.V2Groups.kind == "cgroup-v2" and "`memory=cgroup-v2`" in text
+    assert cgroup2.PERIOD_US == 100_000 and "per\n100 ms period" in text
+
+
+def test_the_unprivileged_section_is_the_tests() -> None:
+    text = DOC.split("### As users run it", 1)[1].split("\n## ", 1)[0]
+    test = (ROOT / "tests" / "test_sandbox_unprivileged.py").read_text()
+    assert '"memory": "watchdog-rss"' in text and '{"memory": "watchdog-rss", "processes": "rlimit-nproc",' in test
+    assert "--competition=sklearn-diabetes" in text and "--competition=sklearn-diabetes" in test
+    assert '["MEMORY_LIMIT_EXCEEDED"] * 20' in test and "20 times out of\n20" in text
+    assert "scripts/test-as-user.sh" in (ROOT / ".ci" / "run").read_text()
+    assert (ROOT / "scripts" / "test-as-user.sh").is_file()
+
+
+def test_the_root_is_remounted_read_only_as_documented(tmp_path: Path) -> None:
+    spec = SandboxSpec(argv=["true"], work_dir=tmp_path)
+    args = bwrap_args.bwrap_args(spec, as_root=False, passwd_fd=3, group_fd=4, block_fd=5, status_fd=6,
+                                 tmp_bytes=1 << 20)
+    at = args.index("--remount-ro")
+    assert args[at + 1] == "/" and at > args.index("--bind")  # after every mount it is built of
+    assert "(`--remount-ro /`)" in DOC

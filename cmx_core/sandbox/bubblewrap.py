@@ -1,4 +1,5 @@
-"""The default sandbox backend: bubblewrap namespaces, cgroup v1 limits, rlimits as fallback.
+"""The default sandbox backend: bubblewrap namespaces, cgroup v1 limits; without cgroups an RSS
+watchdog, rusage and rlimits (``watchdog.py``).
 
 How a run goes: the cgroups are made and limited; ``bwrap`` starts with ``--block-fd``, so
 its sandbox process waits, fully set up, before the program starts; the parent learns that
@@ -13,6 +14,8 @@ and the cgroups are emptied and removed.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import math
 import os
@@ -23,20 +26,26 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 from cmx_core.errors import UsageError
 from cmx_core.sandbox.bwrap_args import bwrap_args, check_program, gpu_devices, identity_files
 from cmx_core.sandbox.capture import Captured, drain, pump
+from cmx_core.sandbox.cgroup2 import V2Groups
 from cmx_core.sandbox.cgroups import RunGroups
 from cmx_core.sandbox.cpus import pick_cpus
-from cmx_core.sandbox.result import SandboxResult, Verdict
+from cmx_core.sandbox.result import SandboxResult
 from cmx_core.sandbox.spec import Limits, SandboxSpec, check_spec
 from cmx_core.sandbox.verdict import Ending, decide
+from cmx_core.sandbox.watchdog import MemoryWatchdog, Usage, subreaper
 
 START_TIMEOUT_S = 10.0
 """How long bubblewrap may take to build the sandbox before the run is an error."""
+
+WATCH_TICK_S = 0.02
+"""How often the RSS watchdog looks at the run's processes (no memory cgroup)."""
 
 SCAN_LIMIT = 10_000
 """Directory entries looked at when searching the work dir for a file at the size bound."""
@@ -56,13 +65,7 @@ class BubblewrapSandbox:
             if not Path("/usr/bin/setpriv").exists():
                 return "/usr/bin/setpriv (util-linux) is missing; it drops root inside the sandbox"
             return None
-        for knob in ("/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/unprivileged_userns_clone"):
-            try:
-                if Path(knob).read_text().strip() == "0":
-                    return f"unprivileged user namespaces are disabled ({knob} is 0); run as root or enable them"
-            except OSError:
-                continue
-        return None
+        return _userns_problem()
 
     def run(self, spec: SandboxSpec) -> SandboxResult:
         check_spec(spec)
@@ -74,7 +77,7 @@ class BubblewrapSandbox:
         as_root = os.geteuid() == 0
         if as_root:
             _hand_over(Path(spec.work_dir), spec.user.uid, spec.user.gid)
-        groups = RunGroups.create(_controllers(spec.limits))
+        groups = make_groups(_controllers(spec.limits))
         try:
             cpus = pick_cpus(spec.limits.cpus) if spec.limits.cpus is not None else None
             enforced = _limit_groups(groups, spec.limits, cpus)
@@ -82,6 +85,37 @@ class BubblewrapSandbox:
         finally:
             groups.kill_all()
             groups.remove()
+
+
+USERNS_KNOBS = {"/proc/sys/user/max_user_namespaces": ("0", "sysctl -w user.max_user_namespaces=15000"),
+                "/proc/sys/kernel/unprivileged_userns_clone": ("0", "sysctl -w kernel.unprivileged_userns_clone=1"),
+                "/proc/sys/kernel/apparmor_restrict_unprivileged_userns":
+                    ("1", "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or give bwrap an AppArmor "
+                          "profile that allows userns")}
+"""Kernel settings that stop a non-root bwrap: path -> (the value that stops it, what to set)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _userns_problem() -> str | None:
+    """Why a non-root bwrap cannot make its user namespace here, else None: a knob set against
+    it, or (checked once per process) a trial ``bwrap --unshare-user`` that fails."""
+    for knob, (bad, fix) in USERNS_KNOBS.items():
+        try:
+            if Path(knob).read_text().strip() == bad:
+                return f"unprivileged user namespaces are restricted ({knob} is {bad}); run as root or {fix}"
+        except OSError:
+            continue
+    trial = [shutil.which("bwrap") or "bwrap", "--unshare-user", "--ro-bind", "/", "/", "true"]
+    try:
+        done = subprocess.run(trial, capture_output=True, text=True, timeout=START_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not start ({exc}); reinstall the bubblewrap package"
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[0]
+        return (f"bwrap cannot create a user namespace as this user ({said}); run as root, or allow "
+                "unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=0 where "
+                "AppArmor restricts them)")
+    return None
 
 
 def _hand_over(work: Path, uid: int, gid: int) -> None:
@@ -100,14 +134,31 @@ def _controllers(limits: Limits) -> tuple[str, ...]:
     return ("memory", "cpuacct", *(name for name, limit in optional.items() if limit is not None))
 
 
-def _limit_groups(groups: RunGroups, limits: Limits, cpus: list[int] | None) -> list[str]:
+Groups = RunGroups | V2Groups
+
+
+def make_groups(wanted: tuple[str, ...]) -> Groups:
+    """The run's cgroups: v1 where its controllers are mounted and writable (root on a v1 or
+    hybrid host), else a group under the unified (v2) hierarchy with the controllers it can
+    have (root on a v2 host, or a subtree delegated to this user); empty where neither."""
+    v1 = RunGroups.create(wanted)
+    if v1.dirs:
+        return v1
+    v2 = V2Groups.create(wanted)
+    if v2.controllers:
+        return v2
+    v2.remove()
+    return v1
+
+
+def _limit_groups(groups: Groups, limits: Limits, cpus: list[int] | None) -> list[str]:
     enforced = []
     if limits.memory_bytes is not None and groups.set_memory(limits.memory_bytes):
-        enforced.append("memory=cgroup")
+        enforced.append(f"memory={groups.kind}")
     if limits.processes is not None and groups.set_processes(limits.processes):
-        enforced.append("processes=cgroup")
+        enforced.append(f"processes={groups.kind}")
     if cpus is not None and groups.set_cpus(cpus):
-        enforced.append("cpus=cgroup")
+        enforced.append(f"cpus={groups.kind}")
     return enforced
 
 
@@ -124,7 +175,7 @@ def _lower(pid: int, which: int, soft: int, hard: int | None = None) -> None:
 class _Run:
     """One run's processes, pipes and measurements."""
 
-    def __init__(self, spec: SandboxSpec, as_root: bool, groups: RunGroups, enforced: list[str],
+    def __init__(self, spec: SandboxSpec, as_root: bool, groups: Groups, enforced: list[str],
                  cpus: list[int] | None) -> None:
         self.spec = spec
         self.cpus = cpus
@@ -132,6 +183,11 @@ class _Run:
         self.as_root = as_root
         self.groups = groups
         self.enforced = enforced
+        self.watched = not groups.has("memory")
+        """No memory cgroup: the RSS watchdog bounds memory, rusage measures the peak and CPU."""
+        self.reaping = False
+        self.watchdog: MemoryWatchdog | None = None
+        self.usage: Usage | None = None
 
     def go(self) -> SandboxResult:
         uid, gid = (self.spec.user.uid, self.spec.user.gid) if self.as_root else (os.getuid(), os.getgid())
@@ -144,13 +200,18 @@ class _Run:
                           block_fd=block_r, status_fd=status_w, tmp_bytes=tmp_bytes)
         argv[0] = shutil.which("bwrap") or "bwrap"
         stdin = _stdin(self.spec.stdin)
+        with subreaper() if self.watched else contextlib.nullcontext(False) as reaping:
+            return self._start(argv, stdin, (passwd_r, group_r, block_r, status_w), block_w, status_r, reaping)
+
+    def _start(self, argv: list[str], stdin: IO[bytes] | int, fds: tuple[int, int, int, int], block_w: int,
+               status_r: int, reaping: bool) -> SandboxResult:
+        self.reaping = reaping
         try:
             proc = subprocess.Popen(
                 [*argv, *self.spec.argv], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=self.spec.full_env(), pass_fds=(passwd_r, group_r, block_r, status_w),
-                start_new_session=True, cwd="/")
+                env=self.spec.full_env(), pass_fds=fds, start_new_session=True, cwd="/")
         finally:
-            for fd in (passwd_r, group_r, block_r, status_w):
+            for fd in fds:
                 os.close(fd)
             if stdin is not subprocess.DEVNULL:
                 stdin.close()  # type: ignore[union-attr]
@@ -183,19 +244,40 @@ class _Run:
         pid_fd = os.pidfd_open(proc.pid)
         try:
             got = pump(pid_fd, out_fd, err_fd, cap=self.limits.output_bytes, deadline=deadline,
-                       check=self._cpu_check() if child is not None else None)
+                       check=self._checks(child), tick_s=WATCH_TICK_S if self.watchdog else 0.1)
         finally:
             os.close(pid_fd)
+        stopped = time.monotonic()
         if got.stop != "exited":
             _kill_unreaped(proc.pid)
             self.groups.kill_all()
             drain(out_fd, err_fd, got, self.limits.output_bytes)
-        status = _reap(proc)
-        wall = time.monotonic() - started
+        status, outer = _reap(proc)
+        # only the CPU time of bwrap's own rusage: its ru_maxrss holds this process's peak RSS
+        # (the kernel carries the parent's high-water mark through fork and exec)
+        usage = Usage(0, outer.cpu_s)
+        # a run stopped for a limit ran until that moment, not through the clean-up after it
+        wall = (time.monotonic() if got.stop == "exited" else stopped) - started
         proc.returncode = os.waitstatus_to_exitcode(status)
         if child is not None and child_fd is not None:
             _wait_namespace_gone(child, child_fd)
+            if self.reaping:  # the sandbox's PID 1, orphaned by bwrap, is this process's child now
+                usage = usage.merge(_reap_orphan(child))
+        self.usage = usage
         return self._result(got, status, wall)
+
+    def _checks(self, child: int | None) -> Callable[[], str | None] | None:
+        """What the parent's loop checks each tick: the run's CPU time (cgroup) and, without a
+        memory cgroup, the process tree's resident memory."""
+        if child is None:
+            return None
+        self.watched = self.watched or not self.groups.has("memory")  # a memory group that refused the pid
+        if self.watched:
+            self.watchdog = MemoryWatchdog(child, self.limits.memory_bytes)
+        checks = [check for check in (self._cpu_check(), self.watchdog) if check is not None]
+        if not checks:
+            return None
+        return lambda: next((word for word in (check() for check in checks) if word), None)
 
     def _confine(self, pid: int) -> None:
         """Cgroups, rlimits and CPUs for the waiting sandbox process (it has started nothing yet)."""
@@ -210,15 +292,17 @@ class _Run:
             seconds = math.ceil(limits.cpu_s)
             _lower(pid, resource.RLIMIT_CPU, seconds, seconds + 1)  # SIGXCPU, then SIGKILL a second later
             self.enforced.append("cpu_s=rlimit" + ("+cgroup" if self.groups.has("cpuacct") else ""))
-        if limits.memory_bytes is not None and "memory=cgroup" not in self.enforced:
-            _lower(pid, resource.RLIMIT_AS, limits.memory_bytes)
-            self.enforced.append("memory=rlimit-as")
-        if limits.processes is not None and "processes=cgroup" not in self.enforced:
+        if limits.memory_bytes is not None and not self._by_cgroup("memory"):
+            self.enforced.append("memory=watchdog-rss")  # see watchdog.py: not an address-space rlimit
+        if limits.processes is not None and not self._by_cgroup("processes"):
             _lower(pid, resource.RLIMIT_NPROC, limits.processes)
             self.enforced.append("processes=rlimit-nproc")
-        if self.cpus is not None and "cpus=cgroup" not in self.enforced:
+        if self.cpus is not None and not self._by_cgroup("cpus"):
             os.sched_setaffinity(pid, self.cpus)
             self.enforced.append("cpus=affinity")
+
+    def _by_cgroup(self, limit: str) -> bool:
+        return f"{limit}={self.groups.kind}" in self.enforced
 
     def _cpu_check(self) -> _CpuCheck | None:
         if self.limits.cpu_s is None or not self.groups.has("cpuacct"):
@@ -228,6 +312,12 @@ class _Run:
     def _result(self, got: Captured, status: int, wall: float) -> SandboxResult:
         cpu = self.groups.cpu_seconds()
         peak = self.groups.peak_memory()
+        watched_peak = None
+        if self.watched:
+            sampled = self.watchdog.peak if self.watchdog else 0
+            peak = watched_peak = max(sampled, self.usage.peak_rss_bytes if self.usage else 0) or None
+        if cpu is None and self.usage is not None and self.reaping:
+            cpu = self.usage.cpu_s
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
         stderr = bytes(got.stderr)
         setup_error = None
@@ -235,10 +325,8 @@ class _Run:
             setup_error = stderr.decode(errors="replace").strip().splitlines()[0]
         big = bool(code) and _has_file_at(Path(self.spec.work_dir), self.limits.output_bytes)
         ending = Ending(stop=got.stop, status=status, oom_kills=self.groups.oom_kills(), cpu_s=cpu or 0.0,
-                        big_file=big, setup_error=setup_error)
+                        big_file=big, setup_error=setup_error, watched_peak=watched_peak)
         verdict, exit_code, sig, reason = decide(ending, self.limits)
-        if verdict is Verdict.ERROR and "memory=rlimit-as" in self.enforced:
-            reason += " (memory is bounded by RLIMIT_AS here: an allocation past it fails inside the program)"
         return SandboxResult(verdict=verdict, exit_code=exit_code, signal=sig, wall_s=wall, cpu_s=cpu,
                              peak_memory_bytes=peak, stdout=bytes(got.stdout), stderr=stderr,
                              truncated=got.truncated, reason=reason, backend=BubblewrapSandbox.name,
@@ -248,7 +336,7 @@ class _Run:
 class _CpuCheck:
     """The whole run's CPU time from the cpuacct group (RLIMIT_CPU bounds each process only)."""
 
-    def __init__(self, groups: RunGroups, limit_s: float) -> None:
+    def __init__(self, groups: Groups, limit_s: float) -> None:
         self.groups = groups
         self.limit_s = limit_s
 
@@ -341,11 +429,22 @@ def _kill_unreaped(pid: int) -> None:
         pass
 
 
-def _reap(proc: subprocess.Popen[bytes]) -> int:
-    """The raw wait status of ``proc``; one that something else already reaped is rebuilt from
-    the return code Popen recorded."""
+def _reap(proc: subprocess.Popen[bytes]) -> tuple[int, Usage]:
+    """The raw wait status and rusage of ``proc``; one that something else already reaped is
+    rebuilt from the return code Popen recorded (and no usage)."""
     try:
-        return os.wait4(proc.pid, 0)[1]
+        _, status, usage = os.wait4(proc.pid, 0)
+        return status, Usage.of(usage)
     except ChildProcessError:
         code = proc.returncode if proc.returncode is not None else 1
-        return -code if code < 0 else code << 8
+        return (-code if code < 0 else code << 8), Usage(0, 0.0)
+
+
+def _reap_orphan(pid: int) -> Usage | None:
+    """The rusage of the sandbox's PID 1 (it has exited) where it became this subreaper's
+    child; None where bwrap's outer process reaped it first (its usage is then in bwrap's)."""
+    try:
+        got, _, usage = os.wait4(pid, os.WNOHANG)
+    except ChildProcessError:
+        return None
+    return Usage.of(usage) if got == pid else None

@@ -3,8 +3,10 @@
 The sandbox's root is an empty tmpfs holding only: ``/usr`` read-only with the merged-usr
 links (``/bin``, ``/lib``...), the few ``/etc`` files a program's loader and locale need, a
 generated ``/etc/passwd`` and ``/etc/group``, a fresh ``/proc`` and minimal ``/dev``, a
-private ``/tmp``, the work directory (read-write) and the inputs (read-only). Nothing of
-``/root``, ``/home``, the cmx cache or the host's ``/tmp`` exists inside.
+private ``/tmp``, the work directory (read-write) and the inputs (read-only), each at the
+path the spec names: an input may sit inside the private ``/tmp`` or inside the work dir's
+mount (a venv under ``/home/<user>`` bound at its own path). Nothing else of ``/root``,
+``/home``, the cmx cache or the host's ``/tmp`` exists inside.
 """
 
 from __future__ import annotations
@@ -42,21 +44,43 @@ def _root_layout() -> list[str]:
     return args
 
 
-def _parent_dirs(targets: list[str]) -> list[str]:
-    """``--perms 0755 --dir`` for every directory above the mount targets that the layout
-    does not already provide: bwrap creates missing ones 0700 as root, and the non-root
-    sandbox user could not reach its own work dir or inputs through them."""
-    provided = {"usr", "proc", "dev", "tmp", "etc", *TOP_LEVEL}
+READ_ONLY_TOPS = frozenset({"usr", "proc", "dev", "etc", *TOP_LEVEL})
+"""Top-level directories of the layout that are read-only or kernel-made: nothing can be
+created under them, so a mount target's parents there must already exist."""
+
+
+def _parent_dirs(target: str, seen: set[str]) -> list[str]:
+    """``--perms 0755 --dir`` for every directory above ``target`` not made yet: bwrap creates
+    missing ones 0700 as root, and the non-root sandbox user could not reach its own work dir
+    or inputs through them. Parents inside an earlier mount (the sandbox's tmpfs ``/tmp``, a
+    work dir bound at ``/home``) are made there, so an input may live at its own path under
+    them; ``seen`` holds the directories already made or mounted."""
+    parts = Path(target).parts[1:-1]
+    args: list[str] = []
+    if not parts or parts[0] in READ_ONLY_TOPS:
+        return args
+    for depth in range(1, len(parts) + 1):
+        parent = "/" + "/".join(parts[:depth])
+        if parent in seen or parent == "/tmp":
+            continue
+        seen.add(parent)
+        args += ["--perms", "0755", "--dir", parent]
+    return args
+
+
+def _mounts(spec: SandboxSpec, devices: list[str]) -> list[str]:
+    """The work dir, the inputs and the devices, parents before children (a path sorts before
+    everything under it), each preceded by the directories leading to it."""
+    work_path = os.path.normpath(spec.work_path)
+    entries = [(device, "--dev-bind", device) for device in devices]
+    entries.append((work_path, "--bind", os.fspath(spec.work_dir)))
+    entries += [(os.path.normpath(target), "--ro-bind", host) for host, target in dict(spec.ro_binds).items()]
     seen: set[str] = set()
     args: list[str] = []
-    for target in targets:
-        parts = Path(target).parts[1:-1]
-        for depth in range(1, len(parts) + 1):
-            parent = "/" + "/".join(parts[:depth])
-            if parts[0] in provided or parent in seen:
-                continue
-            seen.add(parent)
-            args += ["--perms", "0755", "--dir", parent]
+    for target, kind, host in sorted(entries, key=lambda entry: (entry[0].split("/"), entry[1])):
+        args += _parent_dirs(target, seen)
+        seen.add(target)
+        args += [kind, host, target]
     return args
 
 
@@ -76,16 +100,10 @@ def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: in
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
     if spec.shm_bytes is not None:
         args += ["--perms", "1777", "--size", str(spec.shm_bytes), "--tmpfs", "/dev/shm"]
-    devices = gpu_devices(spec.gpus)
-    work_path = os.path.normpath(spec.work_path)
-    ro_binds = sorted(dict(spec.ro_binds).items(), key=lambda item: item[1])
-    args += _parent_dirs([work_path, *(os.path.normpath(target) for _, target in ro_binds), *devices])
-    for device in devices:
-        args += ["--dev-bind", device, device]
-    args += ["--bind", os.fspath(spec.work_dir), work_path]
-    for host, target in ro_binds:
-        args += ["--ro-bind", host, os.path.normpath(target)]
-    args += ["--chdir", work_path, *NAMESPACES, "--hostname", "sandbox", "--die-with-parent", "--new-session"]
+    args += _mounts(spec, gpu_devices(spec.gpus))
+    args += ["--remount-ro", "/"]  # the root tmpfs: a non-root caller's user namespace owns it, so it was writable
+    args += ["--chdir", os.path.normpath(spec.work_path), *NAMESPACES, "--hostname", "sandbox",
+             "--die-with-parent", "--new-session"]
     if not as_root:
         args += ["--unshare-user", "--disable-userns"]
     if as_root and keep_caps is not None:

@@ -50,6 +50,9 @@ def _read_int(path: Path) -> int | None:
 class RunGroups:
     """The groups of one run, by controller; empty when none could be made."""
 
+    kind = "cgroup"
+    """How a result names a limit these groups enforce (``memory=cgroup``: cgroup v1)."""
+
     dirs: dict[str, Path] = field(default_factory=dict)
     memory_files: tuple[Path, ...] | None = None
     """The memory group's limit files (the swap one where the kernel has it), once known."""

@@ -29,7 +29,8 @@ class SandboxResult:
     ``exit_code`` is the program's exit status when it exited, ``signal`` the signal that
     ended it otherwise. ``cpu_s`` is user plus system time of everything the run started and
     ``peak_memory_bytes`` the largest memory charge of the run (page cache included), both
-    read from the run's cgroups; ``None`` where no cgroup could be made (not root). ``stdout`` and
+    read from the run's cgroups, or without them from ``wait4``'s rusage and the memory
+watchdog (``watchdog.py``). ``stdout`` and
     ``stderr`` together hold at most ``Limits.output_bytes``; ``truncated`` says bytes were
     dropped. ``enforced`` names the mechanism behind each limit in this run
     (``memory=cgroup``, ``processes=rlimit``...), so a result says how it was confined.
@@ -47,6 +48,13 @@ class SandboxResult:
     reason: str
     backend: str
     enforced: tuple[str, ...] = ()
+
+    @property
+    def enforced_by(self) -> dict[str, str]:
+        """``enforced`` as a mapping, limit -> mechanism (``{"memory": "cgroup", ...}``); an
+        entry without ``=`` (none so far) maps to ``"yes"``."""
+        pairs = (entry.split("=", 1) if "=" in entry else (entry, "yes") for entry in self.enforced)
+        return {key: value for key, value in pairs}
 
     @property
     def ok(self) -> bool:

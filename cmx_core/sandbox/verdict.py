@@ -17,7 +17,8 @@ class Ending:
     ``stop``: why the parent stopped waiting (``exited``; ``wall``, ``cpu`` or ``output``
     when it killed the run). ``status``: the wait status of the sandbox's outer process;
     bubblewrap exits with the program's code, or 128 + N when signal N ended the program
-    (as a shell reports it). ``oom_kills``: the memory cgroup's count. ``big_file``: a file
+    (as a shell reports it), ``memory`` when the RSS watchdog stopped it. ``oom_kills``: the
+    memory cgroup's count. ``big_file``: a file
     in the work dir reached the file-size bound (a program that ignores SIGXFSZ, as Python
     does, sees EFBIG and exits with an error instead). ``setup_error``: bubblewrap's own
     message when it could not build the sandbox.
@@ -29,6 +30,8 @@ class Ending:
     cpu_s: float = 0.0
     big_file: bool = False
     setup_error: str | None = None
+    watched_peak: int | None = None
+    """The run's peak resident memory where a watchdog (not a cgroup) bounds it, else None."""
 
 
 def _name(sig: int) -> str:
@@ -51,6 +54,16 @@ def decide(ending: Ending, limits: Limits) -> tuple[Verdict, int | None, int | N
         return (Verdict.MEMORY_LIMIT, None, signals.SIGKILL,
                 f"memory limit of {limits.memory_bytes} bytes reached; the kernel killed {ending.oom_kills} "
                 "process(es)")
+    if ending.stop == "memory":
+        return (Verdict.MEMORY_LIMIT, None, signals.SIGKILL,
+                f"memory limit of {limits.memory_bytes} bytes reached: the run's processes held "
+                f"{ending.watched_peak} bytes resident; killed")
+    peak, bound = ending.watched_peak, limits.memory_bytes
+    if peak is not None and bound is not None and peak > bound:
+        code = os.WEXITSTATUS(ending.status) if os.WIFEXITED(ending.status) else None
+        return (Verdict.MEMORY_LIMIT, code, None,
+                f"peak resident memory of {ending.watched_peak} bytes passed the memory limit of "
+                f"{limits.memory_bytes} bytes (rusage of the run, read when it ended)")
     if os.WIFSIGNALED(ending.status):  # the sandbox itself was killed from outside
         sig = os.WTERMSIG(ending.status)
         return Verdict.KILLED, None, sig, f"the sandbox was killed by {_name(sig)}"

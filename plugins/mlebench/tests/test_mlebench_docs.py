@@ -4,6 +4,7 @@ the pool size, the offline competitions and their directions, the lite split's s
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -66,6 +67,22 @@ def test_the_sandbox_paths() -> None:
     assert "/mlebench/baselines/baseline.py" in DOC and (offline.BASELINES / "baseline.py").is_file()
 
 
+def test_the_refused_environment_paths_are_the_codes() -> None:
+    para = DOC[DOC.index("The agent's environment may live anywhere"):]
+    para = " ".join(para[:para.index("\n\n")].split())
+    listed = set(re.findall(r"`(/[a-z/]+)`", para[para.index("Only a path"):para.index("is refused")]))
+    assert listed == set(agent.MLEBENCH_PATHS)
+    assert {f"`{top}`" for top in agent.NOT_MOUNTABLE} <= set(re.findall(r"`/[a-z]+`", para))
+    example = re.search(r"\(`(--agent-env: (/\S+) collides with MLE-bench's (\S+) in the sandbox); ", para)
+    assert example is not None
+    try:
+        agent.check_env_path(Path(example[2]))
+    except Exception as exc:  # noqa: BLE001 - the doc quotes its message
+        assert str(exc).startswith(example[1])
+    else:
+        raise AssertionError(f"{example[2]} was accepted")
+
+
 def test_offline_competitions_and_pool() -> None:
     for name, task in datasets.TASKS.items():
         label = {"accuracy": "accuracy, higher", "rmse": "RMSE, lower", "auc": "ROC AUC, higher"}[task.metric]
@@ -92,3 +109,14 @@ def test_answers_created_at_and_preparer_paths_as_described() -> None:
     for path in ("built", "as-is", "mlebench-preparer"):
         assert f"`{path}`" in words and path in inspect.getsource(prepare)
     assert "`prepare(raw, public, private)`" in words
+
+
+def test_the_agent_result_names_its_enforcement() -> None:
+    from cmx_mlebench import steps
+
+    text = " ".join(DOC.split())
+    assert "`limits.enforced_by`" in text and '`{"memory": "watchdog-rss", "processes": "rlimit-nproc", ...}`' in text
+    code = Path(steps.__file__).read_text()
+    assert '"limits": {"enforced_by": run.result.enforced_by}' in code
+    schema = json.loads((Path(steps.__file__).parent / "schemas" / "mle_bench.schema.json").read_text())
+    assert "limits" in schema["$defs"]["agent"]["required"]

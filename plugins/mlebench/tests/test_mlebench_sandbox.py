@@ -5,13 +5,20 @@ then runs forever) is confined, stopped at its time limit and graded as invalid 
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
+import subprocess
+import sys
+import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cmx_mlebench.agent import AgentSettings, parse_agent_cmd, run_agent
+from cmx_core.errors import UsageError
+from cmx_mlebench.agent import AgentSettings, check_env_path, parse_agent_cmd, run_agent
 from cmx_mlebench.grading import grade
 from cmx_mlebench.prepare import Prepared
 
@@ -110,3 +117,53 @@ def test_an_agent_that_writes_nothing_is_missing_with_the_agents_verdict(built: 
     assert run.result.verdict.value == "error" and run.result.exit_code == 3
     assert not report.submission_exists and "no submission" in str(report.reason)
     assert "the agent ended with error" in str(report.reason) and report.median_threshold > 0
+
+
+def _env_at(where: Path) -> Path:
+    """A real venv at ``where`` (its python the base interpreter's) that sees cmx's own
+    packages through a .pth file: an agent environment at a path of the caller's choosing."""
+    subprocess.run([sys.base_prefix + "/bin/python3", "-m", "venv", "--without-pip", str(where)], check=True)
+    site = next((where / "lib").glob("python3*/site-packages"))
+    (site / "cmx-env.pth").write_text("".join(f"{p}\n" for p in sys.path if p.endswith("site-packages")))
+    return where
+
+
+@pytest.fixture(params=["/tmp", "/home"])
+def env_outside(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """An environment under /tmp or /home, the two directories the sandbox makes private."""
+    if request.param == "/home" and not os.access("/home", os.W_OK):
+        pytest.skip("/home is not writable here (not root): the environment under /home needs it")
+    root = Path(tempfile.mkdtemp(prefix="cmx-env-", dir=request.param))
+    try:
+        yield _env_at(root / "checkout" / ".venv")
+    finally:
+        shutil.rmtree(root)
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_an_agent_environment_under_tmp_or_home_is_bound_at_its_own_path(built: dict[str, Prepared],
+                                                                         tmp_path: Path, env_outside: Path) -> None:
+    base = Path(os.path.realpath(sys.base_prefix))
+    env = (env_outside, *(p for p in (Path(sys.prefix).resolve(), base) if not str(p).startswith("/usr")))
+    probe = "import sys, sklearn; print(sys.prefix)"
+    run, report = _attempt(built["sklearn-diabetes"], tmp_path / "probe", f"python -c '{probe}'", agent_env=env)
+    assert run.result.ok, run.result.text("stderr")
+    assert run.result.text().strip() == str(env_outside)  # its own python, first on PATH, at its own path
+    run, report = _attempt(built["sklearn-diabetes"], tmp_path / "w", BASELINE, seed=1, agent_env=env,
+                           time_limit_s=300)
+    assert run.result.ok, run.result.text("stderr")
+    assert report.valid_submission and report.score is not None
+
+
+@pytest.mark.parametrize(("path", "taken"), [("/home/data", "/home/data"), ("/home/agent/venv", "/home/agent"),
+                                             ("/home", "/home"), ("/mlebench/env", "/mlebench"),
+                                             ("/home/code", "/home/code")])
+def test_an_environment_at_mlebenchs_own_paths_is_refused_naming_which(path: str, taken: str) -> None:
+    with pytest.raises(UsageError, match=f"collides with MLE-bench's {taken} in the sandbox"):
+        check_env_path(Path(path))
+
+
+@pytest.mark.parametrize("path", ["/home/u/cmx/.venv", "/home/u/.pyenv/versions/3.11.7", "/tmp/x/.venv",
+                                  "/opt/venv", "/home/datasets/env", "/usr/local"])
+def test_an_environment_anywhere_else_is_accepted(path: str) -> None:
+    check_env_path(Path(path))

@@ -94,10 +94,17 @@ def container_config(call: Call, meta_dir: Path, image: str = JUDGE_IMAGE, host_
             "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "read_only": True}
 
 
+ENFORCED_BY = {"wall_s": "deadline", "cpu_s": "rlimit", "memory": "cgroup", "processes": "pids-cgroup",
+               "cpus": "nano-cpus", "file_size": "rlimit", "network": "none"}
+"""How the container judge enforces each limit (``container_config``: the engine's memory and pids
+cgroups, one CPU in nano-CPUs, ``ulimit`` in the shell for CPU time and file size)."""
+
+
 class DockerRunner:
     """Runs each call in its own container on the engine ``DOCKER_HOST`` names (or the default one)."""
 
     name = "docker"
+    enforced_by = ENFORCED_BY
 
     def __init__(self, image: str = JUDGE_IMAGE, host_usr: bool = True) -> None:
         try:

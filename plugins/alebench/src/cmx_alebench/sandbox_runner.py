@@ -54,9 +54,15 @@ class SandboxRunner:
     def __init__(self, backend: str = "bubblewrap", sessions: bool = True) -> None:
         self.sandbox = get_sandbox(backend)
         self.sessions = sessions and backend == "bubblewrap" and session_unavailable() is None
+        self.enforced_by: dict[str, str] = {}
+        """How each limit of the calls so far was enforced (limit -> mechanism, as the sandbox says)."""
 
     def run(self, call: Call) -> Ran:
-        return ran_of(self.sandbox.run(spec_of(call)))
+        return self.noted(self.sandbox.run(spec_of(call)))
+
+    def noted(self, result: SandboxResult) -> Ran:
+        self.enforced_by.update(result.enforced_by)
+        return ran_of(result)
 
     @contextmanager
     def lane(self, root: Path, binds: Mapping[str, str]) -> Iterator[SandboxRunner | SessionLane]:
@@ -64,7 +70,7 @@ class SandboxRunner:
             yield self
             return
         with BubblewrapSession(root, binds, cpus=pick_cpus(1)) as session:
-            yield SessionLane(session)
+            yield SessionLane(session, self)
 
 
 class SessionLane:
@@ -72,8 +78,9 @@ class SessionLane:
 
     name = "sandbox"
 
-    def __init__(self, session: BubblewrapSession) -> None:
+    def __init__(self, session: BubblewrapSession, owner: SandboxRunner) -> None:
         self.session = session
+        self.owner = owner
 
     def run(self, call: Call) -> Ran:
-        return ran_of(self.session.run(spec_of(call)))
+        return self.owner.noted(self.session.run(spec_of(call)))

@@ -132,7 +132,7 @@ def run_step(ctx: StepContext) -> StepOutput:
                      "private" if p.private else "public", p.code, p.judge)
         runs.append(ProblemRun(problem, tuple(run_request(request, runner, ctx.cache_dir, ctx.work_dir / "judge"))))
     sec = section(runs, judge=p.judge, language=p.language, private=p.private, lite=p.lite,
-                  num_workers=p.num_workers, repeats=p.repeats)
+                  num_workers=p.num_workers, repeats=p.repeats, enforced_by=getattr(runner, "enforced_by", None))
     final = _final_results(ctx.work_dir, runs, p, codes)
     part = result_part(runs, sec, p.private, p.lite)
     first = runs[0].rated[0]

@@ -7,7 +7,11 @@ writable directory (the agent writes ``/home/submission/submission.csv`` and may
 ``validate_submission`` (``/mlebench/bin``, on ``PATH``) checks a file's format against
 the public sample submission and answers only valid or invalid; the baseline agents are at
 ``/mlebench/baselines``. The agent's Python environment (by default the one cmx runs in)
-is mounted read-only at its own path, its ``bin`` first on ``PATH``.
+is mounted read-only at its own path, its ``bin`` first on ``PATH``, wherever it lives: a
+venv in a checkout under ``/home/<user>`` or ``/tmp`` is bound at that path inside the
+sandbox's ``/home`` (the work dir) or private ``/tmp``. Only a path that collides with
+MLE-bench's own (``/home/data``, ``/home/submission``, ``/home/logs``, ``/home/code``,
+``/home/agent``, ``/home``, ``/mlebench``) is refused, naming which.
 
 Every mount target sits directly in a directory that exists with mode 0755 (``/``,
 ``/home``, or a read-only skeleton of empty directories leading to an environment's path):
@@ -30,7 +34,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cmx_core.api import Limits, SandboxResult, SandboxSpec, UsageError, get_sandbox
+from cmx_core.api import Limits, Sandbox, SandboxResult, SandboxSpec, UsageError, get_sandbox
 from cmx_mlebench.container import ContainerSettings
 from cmx_mlebench.offline import BASELINES
 
@@ -74,6 +78,7 @@ def parse_agent_env(text: object) -> tuple[Path, ...]:
         if not path.is_absolute() or not path.is_dir():
             raise UsageError(f"--agent-env: {path} is not an absolute directory; give the agent's Python "
                              "environment (a venv or prefix), comma separated")
+        check_env_path(path)
     return paths
 
 
@@ -128,16 +133,41 @@ def _layout(work: Path, agent_dir: Path | None) -> tuple[Path, Path]:
     return home, tools
 
 
+MLEBENCH_PATHS = (HOME, DATA, *(f"{HOME}/{name}" for name in HOME_DIRS), TOOLS_ROOT)
+"""The paths the sandbox's MLE-bench layout takes; an agent environment may not be any of
+them, sit inside one of them (other than ``/home`` itself) or contain one."""
+
+NOT_MOUNTABLE = ("/proc", "/dev", "/etc")
+"""Top-level directories the sandbox builds itself, where nothing else can be mounted."""
+
+MADE_BY_SANDBOX = ("home", "tmp", "usr")
+"""Top-level directories the sandbox's layout provides (``/home`` the work dir, ``/tmp`` a
+private tmpfs, ``/usr`` read-only): an environment under them is bound at its own path
+there, and needs no skeleton."""
+
+
+def check_env_path(path: Path) -> None:
+    """A UsageError naming the MLE-bench path that ``path`` (an agent environment) collides with."""
+    text = os.path.normpath(str(path))
+    for taken in MLEBENCH_PATHS:
+        inside = text.startswith(taken + "/") and taken != HOME
+        if text == taken or inside or taken.startswith(text.rstrip("/") + "/"):
+            raise UsageError(f"--agent-env: {text} collides with MLE-bench's {taken} in the sandbox; give an "
+                             f"environment at another path (MLE-bench takes {', '.join(MLEBENCH_PATHS)})")
+    for top in NOT_MOUNTABLE:
+        if text == "/" or text == top or text.startswith(top + "/"):
+            raise UsageError(f"--agent-env: {text} cannot be mounted in the sandbox (the sandbox builds {top} "
+                             "itself); give the agent's environment at another path")
+
+
 def _skeletons(env_paths: tuple[Path, ...], work: Path) -> dict[str, str]:
-    """Read-only trees of empty 0755 directories leading to each environment path (see above)."""
+    """Read-only trees of empty 0755 directories leading to each environment path outside the
+    directories the sandbox provides (see above)."""
     binds: dict[str, str] = {}
     for path in env_paths:
+        check_env_path(path)
         parts = path.parts[1:]
-        if not parts or parts[0] in ("home", "mlebench", "usr", "tmp", "proc", "dev", "etc"):
-            hidden = f"/{parts[0]}" if parts else "/"
-            raise UsageError(f"--agent-env: {path} cannot be mounted in the sandbox (it would hide {hidden}); "
-                             "give an environment outside /home, /usr and /tmp")
-        if len(parts) == 1:
+        if len(parts) == 1 or parts[0] in MADE_BY_SANDBOX:
             continue
         skeleton = work / "skeleton" / parts[0]
         inner = skeleton.joinpath(*parts[1:])
@@ -165,12 +195,19 @@ def build_spec(settings: AgentSettings, competition: str, public: Path, work: Pa
     return spec, not_applied
 
 
-def run_agent(settings: AgentSettings, competition: str, public: Path, work: Path) -> AgentRun:
-    """Run the agent once; what it did is in the result's verdict, never an exception."""
+def check_sandbox(settings: AgentSettings) -> Sandbox:
+    """The settings' sandbox backend, or a one-line UsageError that says why it cannot run here
+    (bubblewrap missing, user namespaces restricted...) and what to install or set."""
     sandbox = get_sandbox(settings.sandbox)
     why = sandbox.available()
     if why is not None:
         raise UsageError(f"sandbox '{settings.sandbox}' cannot run here: {why}")
+    return sandbox
+
+
+def run_agent(settings: AgentSettings, competition: str, public: Path, work: Path) -> AgentRun:
+    """Run the agent once; what it did is in the result's verdict, never an exception."""
+    sandbox = check_sandbox(settings)
     spec, not_applied = build_spec(settings, competition, public, work)
     result = sandbox.run(spec)
     (work / "agent.stdout").write_bytes(result.stdout)

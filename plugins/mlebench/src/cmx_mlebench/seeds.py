@@ -133,9 +133,11 @@ def aggregate_part(members: Sequence[Mapping[str, Any]], competitions: Sequence[
 def seeds_step(ctx: StepContext) -> StepOutput:
     competitions, split = _competitions(ctx.params)
     seeds = _seeds(ctx.params)
+    from cmx_mlebench.agent import check_sandbox
     from cmx_mlebench.steps import agent_settings
 
-    agent_settings(ctx.params)  # bad agent settings stop here, once, not in every per-seed run
+    check_sandbox(agent_settings(ctx.params))  # bad agent settings or a sandbox that cannot start stop here,
+    # once, not in every per-seed run
     members = run_members(ctx, competitions, seeds)
     part = aggregate_part(members, competitions, seeds, split)
     reports = [m["report"] for m in members if m["report"] is not None]

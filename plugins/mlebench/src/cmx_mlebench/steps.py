@@ -88,6 +88,7 @@ def attempt_step(ctx: StepContext) -> StepOutput:
              "signal": run.result.signal, "reason": run.result.reason, "wall_s": round(run.result.wall_s, 3),
              "cpu_s": run.result.cpu_s, "peak_memory_bytes": run.result.peak_memory_bytes,
              "sandbox": run.result.backend, "enforced": list(run.result.enforced),
+             "limits": {"enforced_by": run.result.enforced_by},
              "time_limit_s": settings.time_limit_s, "memory_bytes": settings.memory_bytes, "cpus": settings.cpus,
              "container": None if settings.container is None else
              {"shm_size": settings.container.shm_size, "gpus": settings.container.gpus,
