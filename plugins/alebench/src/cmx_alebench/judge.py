@@ -150,13 +150,15 @@ class Judge:
 
         if ran.ending is Ending.FAILED:
             return case(JudgeResult.INTERNAL_ERROR, ran.reason)
-        # memory before time: a program the memory cgroup killed (its oom_kill count, which the
-        # sandbox reads into the MEMORY ending) is MLE even when, slowed by reclaim on a loaded
-        # machine, it also ran past the time limit
-        if ran.ending is Ending.MEMORY or (memory is not None and memory > ml):
+        # a kill by the memory limit before time: a program the memory cgroup (its oom_kill count,
+        # which the sandbox reads into the MEMORY ending) or the RSS watchdog killed is MLE even
+        # when, slowed by reclaim on a loaded machine, it also ran past the time limit
+        if ran.ending is Ending.MEMORY:
             return case(JudgeResult.MEMORY_LIMIT_EXCEEDED, f"memory limit of {ml} bytes exceeded ({ran.reason})")
         if ran.ending is Ending.TIME or time_s > tl:
             return case(JudgeResult.TIME_LIMIT_EXCEEDED, f"execution time {time_s:.3f} s > {tl:g} s ({ran.reason})")
+        if memory is not None and memory > ml:  # a measured peak above the limit, in time
+            return case(JudgeResult.MEMORY_LIMIT_EXCEEDED, f"memory limit of {ml} bytes exceeded ({ran.reason})")
         if ran.ending is Ending.OUTPUT:
             return case(JudgeResult.OUTPUT_LIMIT_EXCEEDED, ran.reason)
         if reactive:       # the tester's exit code is the tester protocol's, read by the caller
