@@ -222,3 +222,23 @@ def test_docs_models_md_lists_every_field_root_and_tokenizer_file() -> None:
 
     (spec,) = [s for s in SPECS if s.name == "models"]
     assert spec.ttl_s == 60.0 and "cached for 60 s" in doc and not spec.replayed
+
+
+def test_cmx_run_detect_model_prints_the_models(hub: tuple[Path, Path, int], cmx_home: Any) -> None:
+    hf_home, snapshot, _n = hub
+    out = _cmx(["run", "recipe", "--tags=detect,model"], _env(hf_home))
+    assert out.returncode == 0, out.stderr
+    result = Path(out.stdout.strip().splitlines()[-1].removeprefix("result: "))
+    (found,) = json.loads(result.read_text())["outputs"]["models"]
+    assert found["path"] == str(snapshot) and found["name"] == "acme/tiny-llama"
+
+
+def test_detected_model_picks_by_tags_and_refuses_a_missing_one() -> None:
+    listed = [{"name": "a", "path": "/a", "tags": ["llama", "llama-tiny"]},
+              {"name": "b", "path": "/b", "tags": ["llama", "llama3.1-8b"]}]
+    assert models.detected_model(listed, "llama3.1-8b")["path"] == "/b"
+    assert models.detected_model(listed, "llama, llama-tiny")["path"] == "/a"
+    with pytest.raises(UsageError, match="no detected model has the tags gemma"):
+        models.detected_model(listed, "gemma")
+    with pytest.raises(UsageError, match="give the tags"):
+        models.detected_model(listed, "")

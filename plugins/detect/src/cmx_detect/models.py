@@ -271,3 +271,18 @@ def select(models: list[Mapping[str, Any]], wanted: list[str]) -> list[Mapping[s
     """The models having every tag of ``wanted`` (a recipe's selection)."""
     need = {t.strip().lower() for t in wanted if t.strip()}
     return [m for m in models if need <= set(m.get("tags") or [])]
+
+
+def detected_model(models: Any, tags: Any) -> dict[str, Any]:
+    """Template function ``detected_model(facts.models, "llama3.1-8b")``: the first detected
+    model having every tag (comma- or space-separated, or a list); none is one UsageError."""
+    wanted = [t for t in (tags.replace(",", " ").split() if isinstance(tags, str) else list(tags or []))]
+    if not wanted:
+        raise UsageError("detected_model: give the tags of the model to use (e.g. llama3.1-8b)")
+    listed = [m for m in (models or []) if isinstance(m, Mapping)]
+    chosen = select(listed, [str(t) for t in wanted])
+    if not chosen:
+        known = "; ".join(f"{m.get('name')}: {','.join(m.get('tags') or [])}" for m in listed) or "none"
+        raise UsageError(f"no detected model has the tags {','.join(wanted)} (detected: {known}); "
+                         "see cmx detect --only models")
+    return dict(chosen[0])
