@@ -56,3 +56,15 @@ def test_a_file_is_verified_by_its_bytes_only(tmp_path: Path, monkeypatch: pytes
     assert references.verify_file(named_alike, "resnet50", "dataset") is None
     with pytest.raises(UsageError, match="not a file"):
         references.verify_file(tmp_path, "resnet50", "dataset")
+
+
+def test_detected_weights_digest_is_what_the_result_records(tiny_llama: Path) -> None:
+    """cmx-detect's weights_digest of a model equals cmx-mlperf's model.sha256 of it, so a
+    digest listed as the reference's verifies a detected model and a run of it alike."""
+    from cmx_detect.models import describe
+    from cmx_mlperf.llm.describe import local_model_info
+
+    detected = describe(tiny_llama)
+    recorded = local_model_info(tiny_llama)
+    assert detected.weights_digest is not None and detected.weights_digest == recorded["sha256"]
+    assert detected.digest != detected.weights_digest  # the manifest covers every file, not only weights

@@ -52,6 +52,7 @@ class Model:
     shards: int
     tokenizer: list[str]
     digest: str
+    weights_digest: str | None
     files: int
     bytes: int
     tags: list[str] = field(default_factory=list)
@@ -128,12 +129,13 @@ def describe(directory: Path, source: str = "path", name: str | None = None, rev
         dtype = str(config.get("torch_dtype") or config.get("dtype"))
     cache = cache or DigestCache(None)
     digest = manifest_digest(directory, files, cache)
+    weights = weights_digest(directory, cache)
     architectures = config.get("architectures")
     architecture = str(architectures[0]) if isinstance(architectures, list) and architectures else None
     model_type = config.get("model_type") if isinstance(config.get("model_type"), str) else None
     model = Model(str(directory), source, name or directory.name, revision, architecture, model_type, parameters,
                   dtype, len(shards) or sum(p.suffix == ".bin" for p in files),
-                  [p.name for p in files if p.name in _TOKENIZER_FILES], digest, len(files),
+                  [p.name for p in files if p.name in _TOKENIZER_FILES], digest, weights, len(files),
                   sum(p.stat().st_size for p in files))
     return Model(**{**asdict(model), "tags": tags(config, parameters, architecture)})
 
@@ -265,6 +267,23 @@ def manifest_digest(directory: Path, files: list[Path] | None = None, cache: Dig
         files = sorted(p for p in directory.rglob("*") if p.is_file() and not _hidden(p.relative_to(directory)))
     text = manifest(directory, files, cache or DigestCache(None))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "*.pt", "*.pth")
+"""The weight files, in order of preference: the first pattern matching a file wins."""
+
+
+def weights_digest(directory: Path, cache: DigestCache | None = None) -> str | None:
+    """The digest of the weight files alone: the sha256 of ``SHA256  NAME`` lines (sha256sum's
+    format) sorted by name, what cmx-mlperf's SUTs record as ``model.sha256`` and reference
+    identity compares (docs/models.md); None without weight files."""
+    cache = cache or DigestCache(None)
+    for pattern in WEIGHT_PATTERNS:
+        found = sorted(p for p in directory.glob(pattern) if p.is_file())
+        if found:
+            listing = "".join(f"{cache.sha256(p)}  {p.name}\n" for p in sorted(found, key=lambda p: p.name))
+            return hashlib.sha256(listing.encode()).hexdigest()
+    return None
 
 
 def select(models: list[Mapping[str, Any]], wanted: list[str]) -> list[Mapping[str, Any]]:
