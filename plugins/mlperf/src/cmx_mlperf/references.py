@@ -4,7 +4,8 @@ step). A checksum not known offline is ``None``: none is ever guessed.
 
 A published checksum is of what its publisher ships (an archive's md5, a file's sha256);
 cmx's own digest of a model's weights is the result's ``model.sha256`` (the sha256 of
-``SHA256  NAME`` lines of the weight files, cmx-detect's ``weights_digest``). Only equal bytes verify: :func:`verify_file` compares a file with
+``SHA256  NAME`` lines of the weight files, cmx-detect's ``weights_digest``). Only equal
+bytes verify: :func:`verify_file` compares a file with
 the published checksum, and :data:`cmx_mlperf.targets.BENCHMARKS` lists the manifest digests
 known to be the reference (none shipped yet: no verified copy was at hand offline).
 """
