@@ -21,6 +21,11 @@ def _double(value: int) -> int:
 def test_a_registered_function_renders_with_its_native_type() -> None:
     api.register_template_function("cmx_test_double", _double)
     api.register_template_function("cmx_test_double", _double)  # the same function again: fine
+    import types
+
+    reloaded = types.FunctionType(_double.__code__, globals(), "_double")  # as a reloaded module defines it
+    assert reloaded is not _double
+    api.register_template_function("cmx_test_double", reloaded)
     assert "cmx_test_double" in template_functions()
     assert render_value("{{ cmx_test_double(inputs.n) }}", {"inputs": {"n": 21}}, "t") == 42
     assert render_value("n={{ cmx_test_double(inputs.n) }}", {"inputs": {"n": 2}}, "t") == "n=4"
@@ -36,6 +41,12 @@ def test_a_name_taken_or_reserved_is_refused() -> None:
     api.register_template_function("cmx_test_taken", _double)
     with pytest.raises(CmxError, match="registered twice"):
         api.register_template_function("cmx_test_taken", lambda v: v)
+
+    def other(value: int) -> int:  # a nested function: another qualified name
+        return value
+
+    with pytest.raises(CmxError, match="registered twice"):
+        api.register_template_function("cmx_test_taken", other)
     for bad in ("inputs", "facts", "not-an-identifier"):
         with pytest.raises(CmxError, match="template function name"):
             api.register_template_function(bad, _double)

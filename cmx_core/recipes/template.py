@@ -29,16 +29,21 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {}
 def register_template_function(name: str, function: Callable[..., Any]) -> None:
     """Make ``function`` callable as ``name(...)`` in every recipe template (a plugin's
     derived settings: typed, unit-tested code a recipe names once instead of a Jinja
-    program). A name is registered once; registering another function under it is an error."""
+    program). A name is registered once; registering a function of another module or name
+    under it is an error (the same function again, as from a reloaded module, is not)."""
     if not name.isidentifier() or name in ("inputs", "variation", "variations", "facts", "deps", "steps",
                                            "node", "run"):
         raise CmxError(f"template function name {name!r}: not an identifier, or a template name")
     known = _FUNCTIONS.get(name)
-    if known is not None and known is not function:
+    if known is not None and _origin(known) != _origin(function):  # a reloaded module may register again
         raise CmxError(f"template function {name!r} is registered twice")
     _FUNCTIONS[name] = function
     if _environment.cache_info().currsize:
         _environment().globals[name] = function
+
+
+def _origin(function: Callable[..., Any]) -> tuple[str, str]:
+    return (getattr(function, "__module__", ""), getattr(function, "__qualname__", repr(function)))
 
 
 def template_functions() -> frozenset[str]:
