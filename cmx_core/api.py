@@ -10,7 +10,8 @@ Providers and values: :class:`StepType`, :class:`Detector`, :class:`Executor`,
 subclasses. Markers: :data:`hookimpl`. Engine entry points (imported lazily):
 ``run``, ``plan``, ``explain``, ``list_recipes``, ``detect_facts``; the types a provider
 is handed (``Plan``, ``PlanNode``, ``Registry``, ``FactStore``); ``plan_plugins(plan,
-registry)``, the plugins a plan uses; the result validator
+registry)``, the plugins a plan uses; ``register_template_function(name, function)``, a
+function recipe templates may call (docs/recipes.md, Templates); the result validator
 ``validate_document(document, source, suites)`` for tools that read or check result documents.
 The sandbox for untrusted code (imported lazily; ``docs/sandbox.md``): ``get_sandbox(name)``,
 :class:`Sandbox`, :class:`SandboxBackend` (what ``cmx_register_sandboxes`` registers),
@@ -59,6 +60,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.plugins.loader import get_registry, get_sandbox
     from cmx_core.plugins.registry import Registry
     from cmx_core.recipes.resources import NO_RESOURCES, Resources, node_resources, plan_resources
+    from cmx_core.recipes.template import register_template_function
     from cmx_core.results.comparable import comparable, comparable_across_sweeps
     from cmx_core.results.secrets import TOKEN_PATTERNS, is_secret_name
     from cmx_core.run.engine import plan_plugins, write_lock
@@ -96,7 +98,7 @@ __all__ = [
     # what the in-tree plugins reached past the API for, before the layers issue (#27)
     "cache_dir", "data_dir", "get_registry", "write_lock", "fold", "check_spec", "pick_cpus", "BubblewrapSession",
     "session_unavailable", "Ending", "decide", "point_command", "run_sweep",
-    "Meter",
+    "Meter", "register_template_function",
 ]
 
 _LAZY = {
@@ -122,6 +124,7 @@ _LAZY = {
     **dict.fromkeys(("Ending", "decide"), "cmx_core.sandbox.verdict"),
     **dict.fromkeys(("point_command", "run_sweep"), "cmx_core.sweep.runner"),
     "Meter": "cmx_core.telemetry.energy",
+    "register_template_function": "cmx_core.recipes.template",
 }
 
 

@@ -8,7 +8,7 @@ native type (a number stays a number, a list stays a list).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -21,6 +21,34 @@ _FACT_REF = re.compile(r"\bfacts(?:\.|\[\s*['\"])([A-Za-z_][A-Za-z0-9_]*)")
 
 class TemplateError(CmxError):
     """A template that cannot be rendered (unknown name, syntax error, sandbox refusal)."""
+
+
+_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+
+
+def register_template_function(name: str, function: Callable[..., Any]) -> None:
+    """Make ``function`` callable as ``name(...)`` in every recipe template (a plugin's
+    derived settings: typed, unit-tested code a recipe names once instead of a Jinja
+    program). A name is registered once; registering a function of another module or name
+    under it is an error (the same function again, as from a reloaded module, is not)."""
+    if not name.isidentifier() or name in ("inputs", "variation", "variations", "facts", "deps", "steps",
+                                           "node", "run"):
+        raise CmxError(f"template function name {name!r}: not an identifier, or a template name")
+    known = _FUNCTIONS.get(name)
+    if known is not None and _origin(known) != _origin(function):  # a reloaded module may register again
+        raise CmxError(f"template function {name!r} is registered twice")
+    _FUNCTIONS[name] = function
+    if _environment.cache_info().currsize:
+        _environment().globals[name] = function
+
+
+def _origin(function: Callable[..., Any]) -> tuple[str, str]:
+    return (getattr(function, "__module__", ""), getattr(function, "__qualname__", repr(function)))
+
+
+def template_functions() -> frozenset[str]:
+    """The names of the registered template functions."""
+    return frozenset(_FUNCTIONS)
 
 
 def is_template(value: Any) -> bool:
@@ -82,4 +110,6 @@ def _environment() -> Any:
     import jinja2
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    return ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
+    env = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
+    env.globals.update(_FUNCTIONS)
+    return env

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from cmx_core.errors import ResolveError
 from cmx_core.recipes.model import Recipe, StepSpec, dotted_key, line_of
+from cmx_core.recipes.template import template_functions
 from cmx_core.recipes.template_refs import Ref, template_info
 
 #: Every name a step's or an output's template can read at run time (see execute.py).
@@ -125,7 +126,7 @@ def _problem(recipe: Recipe, ref: Ref, scope: Scope) -> str | None:
     """Why reading ``ref`` would fail at run time, with what to do; None if it is fine."""
     root = str(ref[0])
     if root not in scope.names:
-        if root in JINJA_GLOBALS:
+        if root in JINJA_GLOBALS or root in template_functions():
             return None
         if root in RUN_NAMES:
             return f"which is not known yet when a dep's with: is rendered (it may read: {', '.join(scope.names)})"

@@ -58,10 +58,11 @@ def test_low_rouge_missing_metric_and_long_outputs_are_blockers() -> None:
 
 
 def test_identity_by_name_digest_parameters_and_dataset() -> None:
-    ok = targets.identity_blockers(
+    # the right name, size and sample count are not enough: no digest, so nothing is verified
+    named = targets.identity_blockers(
         "llama3_1-8b", ["/models/Llama-3.1-8B-Instruct"], 8_030_261_248, None,
         {"name": targets.BENCHMARKS["llama3_1-8b"].dataset}, 13368)
-    assert ok == []
+    assert len(named) == 2 and all("named like the reference" in b and "not verified" in b for b in named)
     tiny = targets.identity_blockers("llama3_1-8b", ["tiny-llama"], 139_584, "ab" * 32, None, 36)
     assert any("not the reference weights meta-llama/Llama-3.1-8B-Instruct" in b for b in tiny)
     assert any("139,584 parameters" in b for b in tiny)
@@ -70,7 +71,7 @@ def test_identity_by_name_digest_parameters_and_dataset() -> None:
     # a name alone does not make 139,584 parameters the 8B model
     renamed = targets.identity_blockers("llama3_1-8b", ["meta-llama/Llama-3.1-8B-Instruct"], 139_584,
                                         None, None, None)
-    assert len(renamed) == 2 and "parameters" in renamed[0]
+    assert len(renamed) == 3 and "not verified" in renamed[0] and "parameters" in renamed[1]
     assert targets.identity_blockers("resnet50", [], None, None, None, None) == []
 
 
@@ -93,6 +94,10 @@ def test_valid_accuracy_run_of_tiny_model_is_flagged(tiny_llama: Path, cmx_home:
     assert any("not the reference dataset" in b for b in blockers)
     assert any("12 samples; the reference dataset has 13368" in b for b in blockers)
     assert mlperf["accuracy_targets"]["variants"]["99"]["met"] is False
+    identity = mlperf["identity"]  # docs/models.md: the result records both identities
+    assert identity["model"]["verdict"] == targets.OTHER and identity["model"]["reference"] == \
+        "meta-llama/Llama-3.1-8B-Instruct"
+    assert identity["dataset"]["verdict"] == targets.OTHER
     rouge1 = next(c for c in mlperf["accuracy_targets"]["variants"]["99"]["checks"] if c["metric"] == "rouge1")
     assert rouge1["value"] == mlperf["accuracy"]["rouge1"] and rouge1["met"] is False
     schema = json.loads(plugin.SECTION_SCHEMA.read_text(encoding="utf-8"))
@@ -106,3 +111,37 @@ def test_noop_llm_performance_run_lists_identity_blockers(cmx_home: Path, cmx_st
     blockers = part.sections["mlperf"]["submission_blockers"]
     assert any("model is not the reference weights" in b and "'noop'" in b for b in blockers), blockers
     assert part.sections["mlperf"]["accuracy_targets"] is None  # no accuracy in a performance run
+
+
+def test_a_directory_named_like_the_reference_with_other_content_is_not_verified(tmp_path: Path) -> None:
+    """Identity is by content (docs/models.md): a copy named Llama-3.1-8B-Instruct whose
+    manifest digest is not a known digest of the reference is 'named like', never 'reference';
+    the same digest listed as the reference's is."""
+    import dataclasses
+    import hashlib
+
+    fake = tmp_path / "Llama-3.1-8B-Instruct"
+    fake.mkdir()
+    (fake / "config.json").write_text('{"model_type": "llama"}')
+    digest = hashlib.sha256((fake / "config.json").read_bytes()).hexdigest()
+    ident = targets.model_identity("llama3_1-8b", [str(fake)], digest)
+    assert ident["verdict"] == targets.NAMED_LIKE and ident["digest"] == digest
+    blockers = targets.identity_blockers("llama3_1-8b", [str(fake)], None, digest, None, None)
+    assert any("not verified" in b and digest in b for b in blockers)
+    assert targets.model_identity("llama3_1-8b", ["my-model"], digest)["verdict"] == targets.OTHER
+    known = dataclasses.replace(targets.BENCHMARKS["llama3_1-8b"], digests=frozenset({digest}))
+    original = targets.BENCHMARKS["llama3_1-8b"]
+    targets.BENCHMARKS["llama3_1-8b"] = known
+    try:
+        assert targets.model_identity("llama3_1-8b", ["any-name"], digest)["verdict"] == targets.REFERENCE
+        assert not any("weights" in b for b in targets.identity_blockers("llama3_1-8b", ["x"], None, digest,
+                                                                         None, None))
+    finally:
+        targets.BENCHMARKS["llama3_1-8b"] = original
+
+
+def test_a_dataset_is_reference_only_by_digest() -> None:
+    name = targets.BENCHMARKS["llama3_1-8b"].dataset
+    assert targets.dataset_identity("llama3_1-8b", {"name": name, "sha256": "ab" * 32})["verdict"] == targets.NAMED_LIKE
+    assert targets.dataset_identity("llama3_1-8b", {"name": "mine"})["verdict"] == targets.OTHER
+    assert targets.dataset_identity("resnet50", {"name": "x"})["verdict"] == targets.UNKNOWN

@@ -1,5 +1,6 @@
 """vLLM's tensor/data parallel choice (cmx_mlperf.llm.vllm_plan) and the llama recipe's
-rendering of the same rule from recorded GPU facts (what `cmx plan` shows)."""
+use of it through the template function mlperf_vllm_split over recorded GPU facts (what
+`cmx plan` shows)."""
 
 from __future__ import annotations
 
@@ -150,3 +151,87 @@ def test_cpu_keeps_its_short_generation_and_gpus_get_the_reference_length(cmx_ho
 def test_an_unsupported_tensor_parallel_is_refused_at_plan_time(cmx_home: Path) -> None:
     with pytest.raises(CmxError, match="tensor_parallel"):
         _rendered("mlperf,inference,llama,h100", {"tensor_parallel": "3"}, "h100-sxm-8x")
+
+
+# --- derive: the typed function the recipe calls (mlperf_vllm_split) ----------------------
+
+GIB = 1 << 30
+
+
+@pytest.mark.parametrize(("gpus", "memory_gib", "weights_gb", "tp", "dp"), [
+    (1, 80, 16.06, 1, 1), (2, 80, 16.06, 1, 2), (4, 80, 16.06, 1, 4), (8, 80, 16.06, 1, 8),
+    (3, 80, 16.06, 1, 3), (8, 24, 16.06, 1, 8),      # an L4: 16.06 <= 0.675 x 25.8 GB
+    (8, 16, 16.06, 2, 4), (8, 8, 16.06, 4, 2),        # smaller GPUs need tensor parallelism
+    (8, 80, 141.0, 4, 2), (8, 141, 141.0, 2, 4), (4, 40, 141.0, 4, 1),
+    (2, 40, 141.0, 2, 1),                             # too big: all GPUs (and says so)
+    (8, 192, 810.0, 8, 1), (1, 80, 0.0, 1, 1),
+])
+def test_derive_over_gpu_counts_and_memory(gpus: int, memory_gib: int, weights_gb: float, tp: int, dp: int) -> None:
+    devices = [{"memory_total_bytes": memory_gib * GIB}] * gpus
+    derived = vllm_plan.derive(devices, model_gb=weights_gb, max_num_seqs=256)
+    assert (derived.tensor_parallel, derived.data_parallel) == (tp, dp)
+    assert derived.concurrency == 256 * dp and derived.gpus == gpus
+    assert derived.gpu_memory_gb == round(memory_gib * GIB / 1e9, 2)
+
+
+def test_the_smallest_gpu_sizes_the_split() -> None:
+    devices = [{"memory_total_bytes": 80 * GIB}] * 7 + [{"memory_total_bytes": 8 * GIB}]
+    assert (vllm_plan.derive(devices, model_gb=16.06).tensor_parallel, vllm_plan.derive(devices).gpus) == (4, 8)
+
+
+def test_derive_for_recipe_reads_the_recipe_inputs() -> None:
+    devices = [{"memory_total_bytes": H100_MEM}] * 8
+    auto = {"model_gb": 0, "model_path": "/m", "tensor_parallel": "auto", "data_parallel": "auto",
+            "max_num_seqs": 64, "concurrency": 0}
+    derived = vllm_plan.derive_for_recipe(devices, auto)
+    assert (derived.tensor_parallel, derived.data_parallel, derived.concurrency) == (1, 8, 512)
+    assert derived.weights_gb == vllm_plan.LLAMA31_8B_GB  # model_path without model_gb: llama3.1-8b
+    fixed = vllm_plan.derive_for_recipe(devices, {**auto, "tensor_parallel": "2", "concurrency": 100})
+    assert (fixed.tensor_parallel, fixed.data_parallel, fixed.concurrency) == (2, 4, 100)
+    assert vllm_plan.derive_for_recipe(devices, {**auto, "model_path": None}).weights_gb == 0
+    with pytest.raises(UsageError, match="model_gb"):
+        vllm_plan.derive_for_recipe(devices, {**auto, "model_gb": "lots"})
+    with pytest.raises(UsageError, match="memory_total_bytes"):
+        vllm_plan.derive([{"name": "H100"}])
+    with pytest.raises(UsageError, match="at least one GPU"):
+        vllm_plan.derive([], model_path="/m")
+
+
+def test_the_template_function_is_registered_and_typed_checks_accept_it() -> None:
+    import cmx_mlperf.plugin  # noqa: F401 - registers mlperf_vllm_split
+    from cmx_core.recipes.template import render_value, template_functions
+
+    assert "mlperf_vllm_split" in template_functions()
+    context = {"facts": {"gpus": {"devices": [{"memory_total_bytes": H100_MEM}] * 8}},
+               "inputs": {"model_path": "/m", "max_num_seqs": 256}}
+    assert render_value("{{ mlperf_vllm_split(facts.gpus.devices, inputs).data_parallel }}", context, "t") == 8
+
+
+def test_the_h100_plan_shows_the_derived_values_with_their_inputs(cmx_home: Path) -> None:
+    rendered = _rendered("mlperf,inference,llama,h100", {"model_path": "/models/llama-3.1-8b"}, "h100-sxm-8x")
+    derived = rendered["derived"]
+    assert derived["inputs"] == {"gpus": 8, "gpu_memory_gb": round(H100_MEM / 1e9, 2), "weights_gb": 16.06}
+    assert (derived["tensor_parallel"], derived["data_parallel"], derived["concurrency"]) == (1, 8, 2048)
+    assert "16.06 GB of weights" in derived["reason"] and "8 GPU(s) // 1" in derived["reason"]
+
+
+def test_cmx_plan_text_shows_the_derived_line(cmx_home: Path) -> None:
+    from cmx_core.run.engine import plan_view
+
+    text = plan_view("mlperf,inference,llama,h100", {"model_path": "/m"},
+                     facts_file=FACTS / "h100-sxm-8x.json").render_text()
+    line = next(x for x in text.splitlines() if "derived:" in x)
+    assert '"tensor_parallel": 1' in line and '"data_parallel": 8' in line and '"gpus": 8' in line
+
+
+def test_the_doc_shows_the_plan_of_the_h100_facts(cmx_home: Path) -> None:
+    """docs/mlperf-vllm.md's derived line is what the plan of h100-sxm-8x.json shows."""
+    doc = (REPO / "docs" / "mlperf-vllm.md").read_text()
+    shown = doc[doc.index("derived: {"):].split("\n```")[0]
+    derived = _rendered("mlperf,inference,llama,h100", {"model_path": "/m"}, "h100-sxm-8x")["derived"]
+    assert json.dumps(derived["inputs"]) in shown.replace("\n", " ")
+    for key in ("tensor_parallel", "data_parallel", "concurrency"):
+        assert f'"{key}": {derived[key]}' in shown
+    assert "mlperf_vllm_split(facts.gpus.devices, inputs)" in doc
+    assert "mlperf_vllm_split(facts.gpus.devices, inputs)" in (
+        REPO / "plugins/mlperf/src/cmx_mlperf/recipes/llama.yaml").read_text()

@@ -36,6 +36,7 @@ class Spec:
     detect: Callable[[Source], Any]
     fingerprint: Callable[[Source], str]
     ttl_s: float | None
+    replayed: bool = True  # False: read from this machine only; --replay and --record leave it out
 
 
 # -- detect functions (imported lazily: importing the plugin must stay cheap) ----------------
@@ -93,6 +94,37 @@ _GPU_MEMO: dict[int, tuple[Source, float, Any]] = {}
 GPU_MEMO_S = 10.0
 
 
+_MODEL_ENV = ("HF_HUB_CACHE", "HF_HOME", "CMX_MODEL_PATHS", "CMX_MLC_MODELS")
+
+
+def _model_env(src: Source) -> dict[str, str]:
+    return {name: value for name in _MODEL_ENV if (value := src.env(name))}
+
+
+def _models(src: Source) -> Any:
+    from cmx_core.api import cache_dir
+    from cmx_detect.models import detect
+
+    return detect(_model_env(src), cache_dir() / "model-digests.json")
+
+
+def fp_models(src: Source) -> str:
+    """The model roots and their mtimes: a new snapshot or directory refreshes the fact."""
+    import os
+
+    from cmx_detect.models import hub_cache
+
+    env = _model_env(src)
+    roots = [hub_cache(env), *(p for p in env.get("CMX_MODEL_PATHS", "").split(os.pathsep) if p)]
+    stamps = []
+    for root in map(str, roots):
+        try:
+            stamps.append(f"{root}:{os.stat(root).st_mtime_ns}")
+        except OSError:
+            stamps.append(f"{root}:-")
+    return ";".join(sorted(env.items()).__repr__().split()) + "|" + ";".join(stamps)
+
+
 def gpus_for(src: Source) -> Any:
     """GPU facts of ``src``; ``gpus`` and ``accelerator`` detected back to back share one
     probe (reused for :data:`GPU_MEMO_S` seconds, so a later re-detection probes again)."""
@@ -120,6 +152,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("accelerator", "Canonical accelerator tags present (h100, a100-80gb, 8xh100...)", _accelerator,
          fp_gpus, DAY_S),
     Spec("torch", "torch version, CUDA/ROCm build, visible devices", _torch, fp_torch, DAY_S),
+    Spec("models", "Model directories on this machine (Hugging Face hub cache, CMX_MODEL_PATHS, MLCommons "
+                   "paths): architecture, parameters, dtype, shards, tokenizer, content digest, tags",
+         _models, fp_models, 60.0, replayed=False),
     Spec("container_engines", "Docker/Podman: sockets, versions, GPU runtimes", _containers, fp_containers, 300.0),
 )
 NAMES: tuple[str, ...] = tuple(s.name for s in SPECS)
@@ -142,7 +177,11 @@ def run_all(src: Source, only: Sequence[str] | None = None) -> tuple[dict[str, A
     :class:`CmxError` and propagates; anything else a detector raises is reported, not fatal."""
     facts: dict[str, Any] = {}
     errors: dict[str, str] = {}
+    from cmx_detect.source import LiveSource
+
     for spec in select(only):
+        if not spec.replayed and type(src) is not LiveSource:
+            continue
         try:
             facts[spec.name] = to_data(spec.detect(src))
         except CmxError:

@@ -8,10 +8,20 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import Command, Detector, hookimpl
+from cmx_core.api import Command, Detector, hookimpl, register_template_function
 from cmx_detect.live import bound
 
 PLUGIN = "cmx-detect"
+
+
+def _detected_model(models: Any, tags: Any) -> Any:
+    """Template function ``detected_model(facts.models, TAGS)`` (docs/models.md)."""
+    from cmx_detect.models import detected_model
+
+    return detected_model(models, tags)
+
+
+register_template_function("detected_model", _detected_model)
 
 
 @hookimpl

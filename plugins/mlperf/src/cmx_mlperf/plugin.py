@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import Exporter, StepContext, StepOutput, StepType, Suite, hookimpl
+from cmx_core.api import Exporter, StepContext, StepOutput, StepType, Suite, hookimpl, register_template_function
 from cmx_mlperf.sut import sut_extras
 
 SECTION_SCHEMA = Path(__file__).parent / "schemas" / "mlperf.schema.json"
@@ -41,7 +41,20 @@ STEP_PARAMS: dict[str, str] = {
     "power_sample_ms": "power sampling period in ms during the LoadGen test (default 100; 0: off)",
     "search_runs": "PeakQPS: LoadGen tests the search may run at most",
     "sweep_points": "PeakQPS: points of the tokens/s-versus-latency curve, up to 1.2 x the peak",
+    "derived": ("settings the recipe derived, with their inputs (vLLM's tensor/data parallelism): "
+                "shown by cmx plan, not read by the step"),
 }
+
+
+def _vllm_split(devices: Any, inputs: Mapping[str, Any]) -> Any:
+    """Template function ``mlperf_vllm_split(facts.gpus.devices, inputs)``: vLLM's TP/DP and
+    request concurrency (:func:`cmx_mlperf.llm.vllm_plan.derive_for_recipe`)."""
+    from cmx_mlperf.llm.vllm_plan import derive_for_recipe
+
+    return derive_for_recipe(devices, inputs)
+
+
+register_template_function("mlperf_vllm_split", _vllm_split)
 
 
 def _run_loadgen(ctx: StepContext) -> StepOutput:

@@ -79,7 +79,8 @@ class Benchmark:
     dataset: str
     dataset_size: int
     aliases: tuple[str, ...] = ()  # other names of the same weights
-    digests: frozenset[str] = field(default_factory=frozenset)  # known sha256 of the weights
+    digests: frozenset[str] = field(default_factory=frozenset)  # known manifest digests of the weights
+    dataset_digests: frozenset[str] = field(default_factory=frozenset)  # known digests of the dataset
 
 
 _CNNDM = "CNN/DailyMail 3.0.0 validation (cnn_eval.json)"
@@ -192,30 +193,78 @@ def _norm(text: str) -> str:
     return text.strip().rstrip("/").lower()
 
 
+#: Identity verdicts (docs/models.md): ``reference`` only when the digest is a known digest of
+#: the reference; a name match alone is ``named-like-reference`` ("not verified").
+REFERENCE, NAMED_LIKE, OTHER, UNKNOWN = "reference", "named-like-reference", "other", "unknown"
+
+
+def model_identity(model: str, names: list[str], digest: Any) -> dict[str, Any]:
+    """What the run's weights are, for the result: the verdict, the digest and the reference
+    they were compared with. ``reference`` needs the digest; a name is never enough."""
+    bench = BENCHMARKS.get(model)
+    shown = digest if isinstance(digest, str) and digest else None
+    if bench is None:
+        return {"verdict": UNKNOWN, "digest": shown, "reference": None}
+    refs = [bench.weights, *bench.aliases]
+    wanted = {_norm(r) for r in refs} | {_norm(r.split("/")[-1]) for r in refs}
+    named = any(_norm(n) in wanted or _norm(n).split("/")[-1] in wanted for n in names if n)
+    by_digest = shown is not None and shown.lower() in bench.digests
+    verdict = REFERENCE if by_digest else (NAMED_LIKE if named else OTHER)
+    return {"verdict": verdict, "digest": shown, "reference": bench.weights,
+            "known_digests": len(bench.digests)}
+
+
+def dataset_identity(model: str, dataset: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The same for the dataset: ``reference`` only when its recorded digest is a known
+    digest of the benchmark's reference dataset (``dataset_digests``)."""
+    bench = BENCHMARKS.get(model)
+    name = (dataset or {}).get("name")
+    raw = (dataset or {}).get("sha256") or (dataset or {}).get("digest")
+    digest = raw if isinstance(raw, str) and raw else None
+    if bench is None:
+        return {"verdict": UNKNOWN, "name": name, "digest": digest, "reference": None}
+    if digest is not None and digest.lower() in bench.dataset_digests:
+        verdict = REFERENCE
+    elif isinstance(name, str) and _norm(name) == _norm(bench.dataset):
+        verdict = NAMED_LIKE
+    else:
+        verdict = OTHER
+    return {"verdict": verdict, "name": name, "digest": digest, "reference": bench.dataset,
+            "known_digests": len(bench.dataset_digests)}
+
+
 def identity_blockers(model: str, names: list[str], parameters: Any, digest: Any,
                       dataset: Mapping[str, Any] | None, total_samples: Any) -> list[str]:
     """Why the run's weights or dataset are not the benchmark's reference ones (empty when
-    nothing says so). ``names``: the model's recorded name, source path or id."""
+    their digests say they are). ``names``: the model's recorded name, source path or id."""
     bench = BENCHMARKS.get(model)
     if bench is None:
         return []
     out: list[str] = []
-    refs = [bench.weights, *bench.aliases]
-    wanted = {_norm(r) for r in refs} | {_norm(r.split("/")[-1]) for r in refs}
-    named = any(_norm(n) in wanted or _norm(n).split("/")[-1] in wanted for n in names if n)
-    by_digest = isinstance(digest, str) and digest.lower() in bench.digests
-    if not (named or by_digest):
+    weights = model_identity(model, names, digest)
+    digest_shown = weights["digest"] or "none recorded"
+    if weights["verdict"] == NAMED_LIKE:
+        out.append(f"model is named like the reference weights {bench.weights}, not verified "
+                   f"(digest: {digest_shown}; {_known(len(bench.digests))})")
+    elif weights["verdict"] == OTHER:
         shown = ", ".join(repr(n) for n in names if n) or "none recorded"
         out.append(f"model is not the reference weights {bench.weights} (name: {shown}; "
-                   f"digest: {digest or 'none recorded'})")
+                   f"digest: {digest_shown})")
     if isinstance(parameters, int) and not isinstance(parameters, bool) and not (
             0.9 * bench.parameters <= parameters <= 1.1 * bench.parameters):
         out.append(f"model has {parameters:,} parameters; the reference weights {bench.weights} "
                    f"have about {bench.parameters:.3g}")
-    name = (dataset or {}).get("name")
-    if not (isinstance(name, str) and _norm(name) == _norm(bench.dataset)):
+    data = dataset_identity(model, dataset)
+    if data["verdict"] == NAMED_LIKE:
+        out.append(f"dataset is named like the reference dataset {bench.dataset}, not verified "
+                   f"(digest: {data['digest'] or 'none recorded'}; {_known(len(bench.dataset_digests))})")
+    elif data["verdict"] == OTHER:
         out.append(f"dataset is not the reference dataset {bench.dataset} "
-                   f"(dataset: {name or 'none recorded'})")
+                   f"(dataset: {data['name'] or 'none recorded'})")
     if isinstance(total_samples, int) and total_samples != bench.dataset_size:
         out.append(f"the QSL holds {total_samples} samples; the reference dataset has {bench.dataset_size}")
     return out
+
+
+def _known(count: int) -> str:
+    return f"{count} known digest(s)" if count else "no digest of it is known offline (docs/models.md)"

@@ -195,6 +195,18 @@ def identity_blockers(model: str, report: dict[str, Any]) -> list[str]:
                                      report.get("total_sample_count"))
 
 
+def identity(model: str, report: dict[str, Any]) -> dict[str, Any]:
+    """The model's and the dataset's identity for the result (docs/models.md): each verdict
+    (``reference`` only by digest, ``named-like-reference`` by name alone, ``other``) with
+    the digest it rests on."""
+    raw = report.get("model_info")
+    info: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    names = [str(v) for v in (info.get("name"), info.get("source"), report.get("model")) if v]
+    dataset = report.get("dataset_info") if isinstance(report.get("dataset_info"), dict) else None
+    return {"model": targets.model_identity(model, names, info.get("sha256") or info.get("digest")),
+            "dataset": targets.dataset_identity(model, dataset)}
+
+
 def _count_blockers(log: DetailLog, model: str, scenario: str) -> list[str]:
     out: list[str] = []
     if scenario == "Offline":
@@ -304,6 +316,7 @@ def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_di
         "summary": summary,
         "calibration": report.get("calibration"),
         "derived_settings": report.get("derived"),
+        "identity": identity(model, report),
         "accuracy": accuracy,
         "warnings": list(log.warnings),
         "errors": list(log.errors),

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cmx_mlperf.llm.cnndm import samples_and_info
 from cmx_mlperf.llm.dataset import SAMPLES
 from cmx_mlperf.llm.errors import raise_if_errors
 from cmx_mlperf.llm.generate import GenerationSettings, LlamaGenerator
@@ -50,6 +51,7 @@ class HfLlmConfig:
     device: str = "cpu"
     dtype: str = "float32"
     fail_on_errors: bool = False  # True: stop() raises SampleErrors listing the failures
+    dataset_path: str | None = None  # a local cnn_eval.json (llm/cnndm.py); None: the built-in set
 
 
 @dataclass(frozen=True)
@@ -77,13 +79,14 @@ class HfLlmSUT:
         self._completed = 0
         self.model_name = model_name or Path(config.model_dir).name or str(config.model_dir)
         self.model_info: dict[str, Any] | None = None
+        self._samples, self.dataset_info = samples_and_info(config.dataset_path)
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self, completer: Any) -> None:
         cfg = self.config
         settings = GenerationSettings(cfg.max_new_tokens, cfg.min_new_tokens, cfg.device, cfg.dtype, cfg.threads)
         self._generator = LlamaGenerator(cfg.model_dir, settings)
-        self._prompts = [self._generator.encode(s.prompt) for s in SAMPLES]
+        self._prompts = [self._generator.encode(s.prompt) for s in self._samples]
         self._warm_up()
         self.model_info = self._model_info()
         self._completer = completer
@@ -157,7 +160,7 @@ class HfLlmSUT:
                 errors += 1
                 continue
             preds.append(str(tokenizer.decode(ids, skip_special_tokens=True)))
-            refs.append(SAMPLES[entry.qsl_idx % len(SAMPLES)].reference)
+            refs.append(self._samples[entry.qsl_idx % len(self._samples)].reference)
             counts.append(len(ids))
         metrics = rouge_metrics(preds, refs, counts)
         metrics["errors"] = float(errors)

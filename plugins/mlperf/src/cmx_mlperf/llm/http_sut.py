@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cmx_mlperf.llm import describe
+from cmx_mlperf.llm.cnndm import samples_and_info
 from cmx_mlperf.llm.dataset import SAMPLES
 from cmx_mlperf.llm.errors import ServerUnreachable, UsageError, raise_if_errors
 from cmx_mlperf.llm.itl import ItlPool
@@ -75,6 +76,7 @@ class OpenAIHttpConfig:
     fail_on_errors: bool = False  # True: stop() raises SampleErrors listing the failures
     model_dir: str = ""  # the served weights, for tokenizer and model_info; empty: the model id if it is a dir
     return_token_ids: bool = True  # ask for the generated ids (vLLM >= 0.10.2); other servers ignore it
+    dataset_path: str | None = None  # a local cnn_eval.json (llm/cnndm.py); None: the built-in set
 
 
 class OpenAIHttpSUT:
@@ -103,7 +105,7 @@ class OpenAIHttpSUT:
         self._engine_note: str | None = None
         self.model_name = config.model
         self.model_info: dict[str, Any] | None = None
-        self.dataset_info: dict[str, Any] = describe.dataset_info()
+        self._samples, self.dataset_info = samples_and_info(config.dataset_path)
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self, completer: Any) -> None:
@@ -172,7 +174,7 @@ class OpenAIHttpSUT:
             sent_first = True
             self._completer.first_token(response_id, ids_to_bytes(ids) if ids else text.encode())
 
-        prompt = SAMPLES[sample_index % len(SAMPLES)].prompt
+        prompt = self._samples[sample_index % len(self._samples)].prompt
         data, n_tokens, reason = FAILED, 0, ""
         try:
             result = stream_completion(self.endpoint, self._body(prompt), self.config.timeout_s, on_first)
@@ -306,7 +308,7 @@ class OpenAIHttpSUT:
             else:
                 preds.append(str(tokenizer.decode(decoded, skip_special_tokens=True)))
                 counts.append(len(decoded))
-            refs.append(SAMPLES[entry.qsl_idx % len(SAMPLES)].reference)
+            refs.append(self._samples[entry.qsl_idx % len(self._samples)].reference)
         metrics = rouge_metrics(preds, refs, counts)
         metrics["errors"] = float(errors)
         return metrics

@@ -1,8 +1,9 @@
 """How ``vllm serve`` is spread over a machine's GPUs: tensor parallelism (TP) and data-parallel
 replicas (DP), and the server's argument list.
 
-The rule (the llama recipe renders the same rule from the detected facts, so ``cmx plan``
-shows the choice; ``test_mlperf_vllm_plan.py`` checks that both agree):
+The rule (the llama recipe calls it once per plan through the template function
+``mlperf_vllm_split(facts.gpus.devices, inputs)`` that cmx-mlperf registers, so ``cmx plan``
+shows the choice and its inputs under the step's ``derived`` setting):
 
 * usable memory of one GPU = its total memory x ``gpu_memory_utilization`` (vLLM's own cap);
 * the weights may take at most ``WEIGHT_SHARE`` of it, the rest is headroom for the KV cache,
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,3 +147,75 @@ def serve_args(settings: ServeSettings, split: Parallelism) -> tuple[str, ...]:
 def concurrency(settings: ServeSettings, split: Parallelism) -> int:
     """Requests in flight that keep every replica's batch full and no more."""
     return settings.max_num_seqs * split.data_parallel
+
+
+# --- the derived settings a recipe reads (template function ``mlperf_vllm_split``) -------------
+
+@dataclass(frozen=True)
+class Derived:
+    """vLLM's split and request concurrency, derived from the machine and the recipe's inputs,
+    with the inputs it was derived from (``cmx plan`` shows :meth:`as_dict`)."""
+
+    gpus: int
+    gpu_memory_gb: float
+    weights_gb: float
+    tensor_parallel: int
+    data_parallel: int
+    concurrency: int
+    reason: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"inputs": {"gpus": self.gpus, "gpu_memory_gb": self.gpu_memory_gb, "weights_gb": self.weights_gb},
+                "tensor_parallel": self.tensor_parallel, "data_parallel": self.data_parallel,
+                "concurrency": self.concurrency, "reason": self.reason}
+
+
+def derive(devices: Sequence[Mapping[str, object]], *, model_gb: float = 0.0, model_path: str | None = None,
+           tensor_parallel: int | None = None, data_parallel: int | None = None, max_num_seqs: int = 256,
+           concurrency: int = 0) -> Derived:
+    """The split for the detected GPU ``devices`` (their ``memory_total_bytes``; the smallest GPU
+    sizes the split): weights of ``model_gb`` GB, else :data:`LLAMA31_8B_GB` when a
+    ``model_path`` is served and 0 for the tiny model; ``concurrency`` 0 means
+    ``max_num_seqs x data_parallel``."""
+    memories = [_memory(device) for device in devices]
+    weights_gb = model_gb or (LLAMA31_8B_GB if model_path else 0.0)
+    split = choose(len(memories), min(memories, default=0), weights_gb * 1e9, tensor_parallel, data_parallel)
+    settings = ServeSettings(model=str(model_path or ""), max_num_seqs=max_num_seqs)
+    return Derived(len(memories), round(min(memories, default=0) / 1e9, 2), round(weights_gb, 2),
+                   split.tensor_parallel, split.data_parallel, concurrency or _concurrency(settings, split),
+                   split.reason)
+
+
+def derive_for_recipe(devices: Sequence[Mapping[str, object]], inputs: Mapping[str, object]) -> Derived:
+    """:func:`derive` over the llama recipe's ``inputs`` (``model_gb``, ``model_path``,
+    ``tensor_parallel`` and ``data_parallel`` (``auto`` or a number), ``max_num_seqs``,
+    ``concurrency``): what the recipe calls as ``mlperf_vllm_split(facts.gpus.devices, inputs)``."""
+    def number(key: str, default: float) -> float:
+        value = inputs.get(key, default)
+        if value in (None, "", "auto"):
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise UsageError(f"mlperf_vllm_split: input {key}={value!r} is not a number")
+        try:
+            return float(value)
+        except ValueError:
+            raise UsageError(f"mlperf_vllm_split: input {key}={value!r} is not a number or auto") from None
+
+    def whole(key: str) -> int | None:
+        value = number(key, 0)
+        return int(value) if value else None
+
+    model_path = inputs.get("model_path")
+    return derive(devices, model_gb=number("model_gb", 0.0), model_path=str(model_path) if model_path else None,
+                  tensor_parallel=whole("tensor_parallel"), data_parallel=whole("data_parallel"),
+                  max_num_seqs=int(number("max_num_seqs", 256)), concurrency=int(number("concurrency", 0)))
+
+
+def _memory(device: Mapping[str, object]) -> int:
+    value = device.get("memory_total_bytes") if isinstance(device, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise UsageError(f"mlperf_vllm_split: a GPU fact without memory_total_bytes: {device!r}")
+    return int(value)
+
+
+_concurrency = concurrency
