@@ -119,13 +119,15 @@ class Resolver:
     ``no_match_hint(tags)`` adds to a no-match error (the engine names a missing plugin)."""
 
     def __init__(self, catalog: Catalog, facts: FactStore, step_lookup: StepLookup | None = None,
-                 no_match_hint: Callable[[tuple[str, ...]], str] | None = None) -> None:
+                 no_match_hint: Callable[[tuple[str, ...]], str] | None = None,
+                 every_candidate: bool = False) -> None:
         self.catalog = catalog
+        self.every_candidate = every_candidate
         self.facts = facts
         self.step_lookup = step_lookup
         self.no_match_hint = no_match_hint
         self._scans = catalog.scans
-        self._selections: dict[tuple[str, ...], _Selection] = catalog.selections
+        self._selections: dict[tuple[bool, tuple[str, ...]], _Selection] = catalog.selections
         self.nodes: dict[str, ResolvedNode] = {}
         self.memo: dict[_NodeKey, str] = {}
         self.decisions: list[Decision] = []
@@ -253,9 +255,12 @@ class Resolver:
         """The one recipe the tags (and a dep's ``version:`` constraint) choose."""
         positive = [t.lstrip("_") for t in tags if not t.startswith("-")]
         negative = {t[1:] for t in tags if t.startswith("-")}
-        selection = self._selections.get(tags)
+        selection = self._selections.get((self.every_candidate, tags))
         if selection is None:
-            selection = self._selections[tags] = self._candidates(positive, negative, decision)
+            selection = self._candidates(positive, negative, decision, every=self.every_candidate)
+            if not selection.accepted and not self.every_candidate:  # the error lists the rejected ones
+                selection = self._candidates(positive, negative, decision, every=True)
+            self._selections[(self.every_candidate, tags)] = selection
         seen = selection.seen
         decision.candidates.extend(selection.candidates)
         accepted = list(selection.accepted)
@@ -271,15 +276,20 @@ class Resolver:
         hint = self.no_match_hint(tags) if self.no_match_hint is not None and not accepted else ""
         raise ResolveError(_selection_error(tags, accepted, decision.candidates, self.catalog, hint))
 
-    def _candidates(self, positive: list[str], negative: set[str], decision: Decision) -> _Selection:
-        """Every recipe with one of the ``positive`` tags, why each is taken or rejected, and
-        the shadowed definitions of their names: the same for every node asking these tags.
-        Tags that give a variation two values are an error, with the candidates before it
-        in ``decision``."""
+    def _candidates(self, positive: list[str], negative: set[str], decision: Decision, every: bool) -> _Selection:
+        """The recipes that every ``positive`` tag selects (``every``: each recipe with one of
+        them, as ``cmx explain`` and a no-match error list them), why each is taken or
+        rejected, and the shadowed definitions of their names: the same for every node asking
+        these tags. Tags that give a variation two values are an error, with the candidates
+        before it in ``decision``."""
         catalog = self.catalog
         seen: dict[str, Listed] = {}
-        for tag in positive:
-            for item in catalog.listed_with_tag(tag):
+        if every:
+            for tag in positive:
+                for item in catalog.listed_with_tag(tag):
+                    seen.setdefault(item.name, item)
+        else:  # from the rarest tag's posting list: the cost grows with the plan
+            for item in catalog.candidates(positive):
                 seen.setdefault(item.name, item)
         candidates: list[Candidate] = []
         accepted: list[tuple[Recipe, dict[str, Any]]] = []

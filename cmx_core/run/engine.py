@@ -179,7 +179,7 @@ def explain(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, 
     session = open_session(recipes_dirs, facts_file)
     query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
     resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step,
-                        no_match_hint=_missing_plugin_hint)
+                        no_match_hint=_missing_plugin_hint, every_candidate=True)
     try:
         result = _build(resolver.resolve(query.tags, query.inputs), query, session)
     except CmxError as exc:
