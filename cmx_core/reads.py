@@ -104,13 +104,17 @@ def tree(top: str | os.PathLike[str], suffixes: tuple[str, ...]) -> None:
     link(top)
     file(top)
     visited: set[tuple[int, int]] = set()
+    real_top = os.path.realpath(top).rstrip(os.sep) + os.sep
     for root, dirs, files in os.walk(top, followlinks=True):
         st = os.stat(root)
         if (st.st_dev, st.st_ino) in visited:
             dirs[:] = []
             continue
         visited.add((st.st_dev, st.st_ino))
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        # as the catalog scans: never follow a symlink out of ``top`` (a link to / is not walked)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and (
+            not os.path.islink(os.path.join(root, d))
+            or (os.path.realpath(os.path.join(root, d)) + os.sep).startswith(real_top)))
         for name in dirs:
             file(os.path.join(root, name))
         for name in sorted(files):

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmx_core import paths, reads
-from cmx_core.datautil import digest, iter_strings
+from cmx_core.datautil import digest, iter_strings, loads_bounded
 from cmx_core.errors import CacheError
 
 META = "meta.json"
@@ -320,7 +320,7 @@ def _record_paths(outputs: Any) -> dict[str, list[int]]:
 def _read_meta(meta_file: Path) -> dict[str, Any] | None:
     """An entry's metadata if it has the expected shape, else None (corrupt)."""
     try:
-        meta = json.loads(meta_file.read_text())
+        meta = loads_bounded(meta_file.read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(meta, dict):

@@ -398,7 +398,11 @@ def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:
             raise UsageError(f"--output {run_dir}: exists and is not an empty directory; choose a new one")
     else:
         run_dir = paths.runs_dir() / run_dir_name(recipe, run_id)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)  # missing parents of --output are created
+    except OSError as exc:
+        what = f"--output {run_dir}" if output is not None else f"the run directory {run_dir}"
+        raise UsageError(f"{what}: cannot create it: {exc.strerror} ({exc.filename})") from None
     return run_dir
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core import paths
+from cmx_core.datautil import loads_bounded
 
 INFLIGHT_DIR = "inflight"
 INTERRUPTED = "interrupted: the cmx process (pid {pid}) ended before the run finished (killed, or the machine stopped)"
@@ -68,7 +69,7 @@ def reap() -> list[str]:
     recorded = []
     for marker in folder.glob("*.json"):
         try:
-            state = json.loads(marker.read_text(encoding="utf-8"))
+            state = loads_bounded(marker.read_text(encoding="utf-8"))
             pid, start, run_dir, document = state["pid"], state["pid_start"], Path(state["run_dir"]), state["document"]
         except (OSError, ValueError, KeyError, TypeError):
             marker.unlink(missing_ok=True)  # a marker cut short by the kill itself: nothing to record
