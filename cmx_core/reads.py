@@ -73,12 +73,14 @@ def active() -> ReadLog | None:
 
 
 def file_state(path: str) -> list[Any]:
-    """``[path, size, mtime_ns]``, or ``[path, None, None]`` when it does not exist."""
+    """``[path, size, mtime_ns, ctime_ns]``, or ``[path, None, None, None]`` when it does not
+    exist. The ctime is the kernel's: an edit in place that puts the size and mtime back
+    (``os.utime``) still changes it."""
     try:
         st = os.stat(path)
     except OSError:
-        return [path, None, None]
-    return [path, st.st_size, st.st_mtime_ns]
+        return [path, None, None, None]
+    return [path, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 # -- what the stages report ----------------------------------------------------------------
