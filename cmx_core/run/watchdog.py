@@ -33,7 +33,7 @@ def kill_marked(token: str) -> list[int]:
     the PIDs it killed."""
     needle = f"{TOKEN_ENV}={token}".encode()
     me = os.getpid()
-    killed = []
+    killed: list[int] = []
     try:
         names = os.listdir("/proc")
     except OSError:
