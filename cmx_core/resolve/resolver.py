@@ -48,6 +48,7 @@ class _Need(NamedTuple):
     path: Path | None
     version: str | None = None  # the dep's ``version:`` constraint
     where: str = ""  # the dep's key path (``recipe.yaml: deps.0``) for errors
+    asker: tuple[Recipe, tuple[str | int, ...]] | None = None  # the recipe and key path of the dep
 
 
 _NodeWalk = Generator[_Need, str, str]
@@ -168,7 +169,14 @@ class Resolver:
         tags, path = need.tags, need.path
         decision = Decision(tags, path)
         self.decisions.append(decision)
-        recipe, chosen = self._select(tags, decision, need.version, need.where)
+        try:
+            recipe, chosen = self._select(tags, decision, need.version, need.where)
+        except ResolveError as exc:
+            if need.asker is None or need.where in str(exc):
+                raise
+            asker, keypath = need.asker  # name the file, line and key of the dep that asked
+            line = line_of(asker.path, (*keypath, "tags"))
+            raise ResolveError(f"{asker.path}:{line}: {'.'.join(map(str, keypath))}.tags: {exc}") from None
         scanned = scan_of(recipe, self._scans)
         variations, groups = self._variations(recipe, chosen, decision, scanned)
         inputs = self._inputs(recipe, variations, need.inputs, need.origin, scanned)
@@ -423,7 +431,7 @@ class Resolver:
             if dep.with_:
                 check_dep_templates(recipe, dep.with_, (*_keypath(dep), "with"), scope)
                 raw = render_value(dep.with_, context, f"{where}.with")
-            node_id = yield _Need(dep.tags, raw, f"{where}.with", path, dep.version, where)
+            node_id = yield _Need(dep.tags, raw, f"{where}.with", path, dep.version, where, (recipe, _keypath(dep)))
             deps[dep.alias] = node_id
         return deps, {alias: why for alias, why in skipped.items() if alias not in deps}
 
@@ -436,6 +444,8 @@ class Resolver:
         kept = tuple(steps[at] for at in kept_at)
         check_node_templates(recipe, scope, tuple(step.id for step in kept), scanned.templates,
                              scanned.output_templates)
+        for step in kept:
+            self._check_plan(recipe, step)
         get = self.facts.get
         for at in kept_at:
             for name in scanned.facts[at]:
@@ -476,6 +486,20 @@ class Resolver:
                     )
         check_step_params(recipe, step, step_type)
         scanned.passed[at] = step_type
+
+    def _check_plan(self, recipe: Recipe, step: StepSpec) -> None:
+        """The step type's own plan-time check (a ``python`` step's function exists), after
+        the templates' checks: it may look at files, so it comes last."""
+        if self.step_lookup is None:
+            return
+        step_type = self.step_lookup(step.uses)
+        if step_type.check_plan is None:
+            return
+        problem = step_type.check_plan(step.with_, recipe.path.parent)
+        if problem is not None:
+            key, message = problem
+            line = line_of(recipe.path, ("steps", step.index, "with", key))
+            raise ResolveError(f"{recipe.path}:{line}: steps.{step.index}.with.{key}: {message}")
 
     def _condition(self, recipe: Recipe, text: str, context: dict[str, Any], keypath: tuple[Any, ...]) -> bool:
         used = context["facts"].used

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,7 +69,15 @@ def strict_mode() -> bool:
 
 
 def _tags(tags: str | Sequence[str]) -> tuple[str, ...]:
-    return tuple(split_tags(tags) if isinstance(tags, str) else [t.strip() for t in tags if t.strip()])
+    """The query's tags; one given twice counts once, with a warning (CM accepts
+    ``--tags=a,a`` too, so it is not an error)."""
+    listed = split_tags(tags) if isinstance(tags, str) else [t.strip() for t in tags if t.strip()]
+    unique = tuple(dict.fromkeys(listed))
+    if len(unique) != len(listed):
+        twice = sorted({t for t in listed if listed.count(t) > 1})
+        print(f"cmx: warning: --tags lists {', '.join(repr(t) for t in twice)} more than once; once is enough",
+              file=sys.stderr)
+    return unique
 
 
 def plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
