@@ -109,15 +109,15 @@ class Cache:
             print(f"cmx: warning: cache entry {path}: {META} does not match its digest (changed after it was "
                   f"written); it will be recomputed (or remove it: cmx cache rm {key})", file=sys.stderr)
             return None, f"{META} does not match its digest (tampered or damaged)"
-        changed_file = _content_changed(meta, path)
-        if changed_file:
-            return None, changed_file
-        meta = resolve_meta(meta, path)
+        stored, meta = meta, resolve_meta(meta, path)
         if expires_s is not None and time.time() - float(meta.get("created", 0)) > expires_s:
             return None, f"expired (older than {expires_s:g} s)"
         changed = _changed_path(meta.get("paths", {}), inside=str(path))
         if changed:
             return None, f"recorded path changed: {changed}"
+        changed = _content_changed(stored, path)  # the stored meta: a refresh rewrites it as stored
+        if changed:
+            return None, changed
         for recorded in meta.get("paths", {}):
             reads.file(recorded)
         if expires_s is not None:
