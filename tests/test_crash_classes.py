@@ -205,3 +205,11 @@ def test_control_characters_in_an_error_are_escaped(recipes: Path, cmx_home: Pat
     line = _one_error(_cmx("plan", "--recipes", recipes, "--tags=bad\x1b[2Jtag\x07"), "no recipe has any of the tags")
     assert "\x1b" not in line and "\x07" not in line
     assert "bad\\x1b[2Jtag\\x07" in line
+
+
+def test_a_result_file_nested_thousands_deep_is_skipped_by_reindex(tmp_path: Path, cmx_home: Path) -> None:
+    run = tmp_path / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "result.json").write_text('{"run_id": ' + _deep(20_000) + "}")
+    proc = _cmx("results", "reindex", tmp_path / "runs")
+    assert "Traceback" not in proc.stderr and "nests deeper than" in proc.stderr, proc.stderr

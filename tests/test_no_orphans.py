@@ -22,7 +22,8 @@ summary: starts grandchildren and waits
 steps:
   - uses: shell
     with:
-      cmd: [sh, -c, 'sleep 300 & echo $! > "$0/in-group.pid"; setsid sleep 301 & echo $! > "$0/escaped.pid"; wait',
+      cmd: [sh, -c, '(sleep 302 & echo $! > "$0/orphan.pid.tmp"; mv "$0/orphan.pid.tmp" "$0/orphan.pid");
+              sleep 300 & echo $! > "$0/in-group.pid"; setsid sleep 301 & echo $! > "$0/escaped.pid"; wait',
             "{{ inputs.where }}"]
 inputs:
   where: {type: string, default: ""}
@@ -58,7 +59,7 @@ def _start(tmp_path: Path, home: Path) -> tuple[subprocess.Popen[bytes], list[in
     proc = subprocess.Popen([sys.executable, "-m", "cmx_core", "run", "recipe", "--recipes", str(recipes),
                              "--tags=spawner", f"--where={where}"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    files = [where / "in-group.pid", where / "escaped.pid"]
+    files = [where / "in-group.pid", where / "escaped.pid", where / "orphan.pid"]
     _wait_for(lambda: all(f.exists() and f.read_text().strip() for f in files) or proc.poll() is not None,
               "the step started its grandchildren")
     assert proc.poll() is None, "cmx ended before the step started its grandchildren"
@@ -75,6 +76,8 @@ def test_sigkill_of_cmx_leaves_no_process_of_the_run(tmp_path: Path) -> None:
     proc, pids = _start(tmp_path, tmp_path / "home")
     try:
         assert all(_alive(p) for p in pids)
+        # the orphan's parent (a subshell) has exited: it was re-parented to cmx, the subreaper
+        assert Path(f"/proc/{pids[2]}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(proc.pid)
         proc.kill()  # SIGKILL: cmx can run no code of its own
         proc.wait(timeout=60)
         _wait_for(lambda: not any(_alive(p) for p in pids), "the grandchildren died with cmx")
