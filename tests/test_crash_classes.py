@@ -119,8 +119,9 @@ def test_the_staging_dir_being_a_file(recipes: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / "cache").mkdir(parents=True)
     (home / "cache" / "staging").write_text("")
-    _one_error(_cmx("run", "recipe", "--recipes", recipes, "--tags=ok", env={"CMX_HOME": str(home)}),
-               str(home / "cache" / "staging"), "File exists")
+    proc = _cmx("run", "recipe", "--recipes", recipes, "--tags=ok", env={"CMX_HOME": str(home)})
+    _one_error(proc, str(home / "cache" / "staging"), "File exists")
+    assert "running" not in proc.stderr and not (home / "data" / "runs").exists()  # refused before the run
 
 
 def test_the_runs_dir_being_a_file_or_read_only(recipes: Path, tmp_path: Path) -> None:

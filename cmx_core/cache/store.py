@@ -233,6 +233,12 @@ class Cache:
         self.clean_staging()
         return removed
 
+    def prepare(self) -> None:
+        """Make the directories a run writes into (staging, entries, locks): one that is a
+        file, or cannot be made, is an OSError naming it before the run starts."""
+        for name in ("staging", "entries", "locks"):
+            (self.root / name).mkdir(parents=True, exist_ok=True)
+
     def clean_staging(self) -> int:
         """Remove the staging directories of processes that are gone (a killed cmx); cheap
         enough for every run's start. Returns how many were removed."""

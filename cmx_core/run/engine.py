@@ -282,6 +282,8 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     from cmx_core.results.store import ResultStore
 
     ResultStore(paths.results_db()).check()  # a corrupt store fails now, not after the benchmark
+    if use_cache:
+        session.cache.prepare()  # a staging dir that is a file fails now, before the run dir
     run_id = new_run_id()
     run_dir = _make_run_dir(run_id, the_plan.root.recipe.name, output)
     _write_json(run_dir / "plan.json", the_plan.to_json())
