@@ -214,3 +214,11 @@ def test_a_result_file_nested_thousands_deep_is_skipped_by_reindex(tmp_path: Pat
     (run / "result.json").write_text('{"run_id": ' + _deep(20_000) + "}")
     proc = _cmx("results", "reindex", tmp_path / "runs")
     assert "Traceback" not in proc.stderr and "nests deeper than" in proc.stderr, proc.stderr
+
+
+def test_control_characters_in_a_warning_are_escaped(recipes: Path, cmx_home: Path) -> None:
+    (recipes / "bad\x1b[2Jname.yaml").write_text("name: [unclosed\n")
+    proc = _cmx("plan", "--recipes", recipes, "--tags=ok")
+    assert proc.returncode == 0, proc.stderr
+    [warning] = [line for line in proc.stderr.splitlines() if "skipped a broken recipe file" in line]
+    assert "\x1b" not in warning and "bad\\x1b[2Jname.yaml" in warning

@@ -35,7 +35,7 @@ from cmx_core.catalog.index import (
     Segment,
     _join,
 )
-from cmx_core.errors import CmxError, UsageError
+from cmx_core.errors import CmxError, UsageError, escape_controls
 from cmx_core.recipes.model import Recipe, recipe_from_data
 
 if TYPE_CHECKING:
@@ -318,8 +318,8 @@ class Catalog:
             return
         self._warned = True
         for message in self.errors.values():
-            print(f"cmx: warning: skipped a broken recipe file: {message} (--strict makes this an error)",
-                  file=sys.stderr)
+            print(f"cmx: warning: skipped a broken recipe file: {escape_controls(message)} "
+                  "(--strict makes this an error)", file=sys.stderr)
 
 
 def _selects(tag: str, item: Listed) -> bool:

@@ -1,7 +1,7 @@
 """The persistent recipe index: one record per directory, validated by stat, so a check
 never re-parses an unchanged file.
 
-The index (``<cache>/index/recipes.v7``, stdlib ``marshal``: plain data only, no code is
+The index (``<cache>/index/recipes.v8``, stdlib ``marshal``: plain data only, no code is
 ever loaded from it) keeps one record per directory, in columns: the directory's (device,
 inode, mtime), its recipe file names and subdirectory names, each file's mtime, size,
 recipe name, tags, variation names and load error. A directory whose stat is as recorded has the same

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from cmx_core import __version__
-from cmx_core.errors import CmxError, UsageError
+from cmx_core.errors import CmxError, UsageError, escape_controls
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -185,15 +185,6 @@ def _os_error_line(exc: OSError) -> str:
         line += ("; cmx keeps its state there (CMX_HOME, CMX_CACHE_DIR, CMX_DATA_DIR): "
                  "make it a writable directory")
     return line
-
-
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) not in "\t\n"}
-
-
-def escape_controls(text: str) -> str:
-    """Control characters (a NUL, a terminal escape) shown as ``\\xNN``: a message quotes
-    recipe text and file names, which must not drive the terminal."""
-    return text.translate(_CONTROL)
 
 
 def _print_error(exc: CmxError, args_list: list[str]) -> None:
