@@ -13,6 +13,12 @@ target is missed.
 * resolve + plan of a 50-node chain inside a 10,000-recipe collection
   sharing the common tag ``gen`` (in-process)                           target <= 100 ms
 * resolve + plan of a 500-dependency fan-out (one root, 500 leaves)       target <= 100 ms
+* resolve + plan of 500 and 5,000-dependency fan-outs over 10,000 recipes that all carry the
+  tag ``get`` (each dep ``{tags: [get, itemN]}``), and a one-dep plan in the same collection
+  (in-process, reported): a dep's candidates come from its rarest tag, so the cost grows
+  with the plan, not with the 10,000 recipes sharing ``get``. ``--write-shared DIR`` writes
+  that collection and prints the whole-process comparison to run with ``farm-bench``
+  (the 500-dep plan must take <= 2x the one-dep plan)
 * resolve + plan of a 10,000-node graph (in-process)                      target <= 1000 ms
 * resolve + plan of a 5,000-deep chain (must plan at all: no RecursionError)
 * growth: plan time of 100, 1,000 and 10,000-node graphs, and microseconds per node
@@ -115,6 +121,23 @@ def generate_fanout(directory: Path, count: int) -> None:
             "steps:\n  - {uses: shell, with: {cmd: [echo, leaf]}}\n")
 
 
+def generate_shared(directory: Path, count: int, fans: tuple[int, ...] = (1, 500, 5_000)) -> None:
+    """``count`` recipes ``item-N`` all tagged ``get`` (and ``itemN``, a variation each), and
+    roots ``fanK`` with K deps ``{tags: [get, itemN]}`` over them."""
+    for i in range(count):
+        sub = directory / f"items{i // 500:03d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        (sub / f"i{i:05d}.yaml").write_text(
+            f"name: item-{i:05d}\ntags: [get, item, item{i}]\nsummary: shared-tag recipe {i}\n"
+            "variations:\n  small: {group: size, default: true}\n  big: {group: size}\n"
+            "steps:\n  - {uses: shell, with: {cmd: [echo, item]}}\n")
+    for fan in fans:
+        deps = "".join(f"  - {{tags: [get, item{i}], as: d{i}}}\n" for i in range(fan))
+        (directory / f"fan{fan}.yaml").write_text(
+            f"name: fan{fan}\ntags: [fan{fan}]\nsummary: {fan} deps sharing the tag get\ndeps:\n{deps}"
+            "steps:\n  - {uses: shell, with: {cmd: [echo, fan]}}\n")
+
+
 def plan_ms(directories: list[Path], tags: str, nodes: int, repeat: int) -> float:
     """The median time to resolve and plan ``tags`` in a session over ``directories``."""
     from cmx_core.run import engine
@@ -153,6 +176,11 @@ def scale_rows(root: Path, flat: Path, repeat: int) -> list[tuple[str, float, fl
     generate_fanout(root / "fan", 500)
     rows.append(("500-dependency fan-out", plan_ms([root / "fan"], "fan", 501, repeat), 100.0))
     rows.append((FIRST, first_plan_ms([root / "fan"], "fan", 501, 3), None))
+    generate_shared(root / "shared", 10_000)
+    for fan in (1, 500, 5_000):
+        rows.append((f"{fan:,}-dep fan-out over 10,000 recipes tagged get",
+                     plan_ms([root / "shared"], f"fan{fan}", fan + 1, max(3, repeat // (fan // 500 or 1))), None))
+        rows.append((FIRST, first_plan_ms([root / "shared"], f"fan{fan}", fan + 1, 3), None))
     per_node = []
     for count in (100, 1_000, 10_000):
         generate_graph(root / f"graph{count}", count)
@@ -173,7 +201,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
     parser.add_argument("--scale-only", action="store_true", help="only the resolver-at-scale figures (issue 17)")
+    parser.add_argument("--write-shared", metavar="DIR", type=Path,
+                        help="write the shared-tag collection to DIR and print the farm-bench commands")
     args = parser.parse_args()
+    if args.write_shared:
+        return write_shared(args.write_shared)
     rows: list[tuple[str, float, float | None]] = []
     compile_sources()
     with tempfile.TemporaryDirectory(prefix="cmx-bench-") as tmp:
@@ -221,6 +253,20 @@ def main() -> int:
         rows += scale_rows(root, flat, args.repeat)
 
     return report(rows, args.check)
+
+
+def write_shared(directory: Path) -> int:
+    """The shared-tag collection and the whole-process commands that compare its plans."""
+    compile_sources()
+    generate_shared(directory / "recipes", 10_000)
+    home = directory / "home"
+    exe = Path(sys.executable).with_name("cmx")
+    cmx = str(exe) if exe.exists() else " ".join(CMX)
+    plan = f"env CMX_HOME={home} {cmx} plan --recipes {directory / 'recipes'} --tags="
+    subprocess.run(f"{plan}fan1".split(), check=True, stdout=subprocess.DEVNULL)  # the index is written
+    print(f"farm-bench -n 5 --vs '{plan}fan1' -- {plan}fan500")
+    print(f"farm-bench -n 5 --vs '{plan}fan1' -- {plan}fan5000")
+    return 0
 
 
 def report(rows: list[tuple[str, float, float | None]], check: bool) -> int:

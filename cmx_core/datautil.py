@@ -90,3 +90,37 @@ def atomic_write(target: str | Path, data: bytes | str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+MAX_JSON_BYTES = 64 << 20
+"""The largest JSON file cmx reads as input (a facts file, a lock, a cache record)."""
+MAX_JSON_DEPTH = 100
+"""How deep a JSON input may nest: deeper data would reach Python's recursion limit later."""
+
+
+class JSONLimitError(ValueError):
+    """A JSON input past :data:`MAX_JSON_BYTES` or :data:`MAX_JSON_DEPTH` (a ValueError, so
+    every reader that treats malformed JSON as such refuses it the same way)."""
+
+
+def loads_bounded(text: str | bytes, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` for input cmx did not write itself, or may find corrupted: too large or
+    nested too deep is a :class:`JSONLimitError` (a ValueError), never a RecursionError."""
+    import json
+
+    if len(text) > max_bytes:
+        raise JSONLimitError(f"larger than {max_bytes:,} bytes")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise JSONLimitError(f"nests deeper than {max_depth} levels") from None
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            raise JSONLimitError(f"nests deeper than {max_depth} levels")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
+    return value

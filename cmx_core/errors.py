@@ -102,3 +102,13 @@ def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str:
     if not close:
         return ""
     return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) not in "\t\n"}
+
+
+def escape_controls(text: str) -> str:
+    """Control characters (a NUL, a terminal escape) shown as ``\\xNN``: a message quotes
+    recipe text and file names, which must not drive the terminal."""
+    return text.translate(_CONTROL)
+

@@ -73,12 +73,14 @@ def active() -> ReadLog | None:
 
 
 def file_state(path: str) -> list[Any]:
-    """``[path, size, mtime_ns]``, or ``[path, None, None]`` when it does not exist."""
+    """``[path, size, mtime_ns, ctime_ns]``, or ``[path, None, None, None]`` when it does not
+    exist. The ctime is the kernel's: an edit in place that puts the size and mtime back
+    (``os.utime``) still changes it."""
     try:
         st = os.stat(path)
     except OSError:
-        return [path, None, None]
-    return [path, st.st_size, st.st_mtime_ns]
+        return [path, None, None, None]
+    return [path, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 # -- what the stages report ----------------------------------------------------------------
@@ -104,13 +106,17 @@ def tree(top: str | os.PathLike[str], suffixes: tuple[str, ...]) -> None:
     link(top)
     file(top)
     visited: set[tuple[int, int]] = set()
+    real_top = os.path.realpath(top).rstrip(os.sep) + os.sep
     for root, dirs, files in os.walk(top, followlinks=True):
         st = os.stat(root)
         if (st.st_dev, st.st_ino) in visited:
             dirs[:] = []
             continue
         visited.add((st.st_dev, st.st_ino))
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        # as the catalog scans: never follow a symlink out of ``top`` (a link to / is not walked)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and (
+            not os.path.islink(os.path.join(root, d))
+            or (os.path.realpath(os.path.join(root, d)) + os.sep).startswith(real_top)))
         for name in dirs:
             file(os.path.join(root, name))
         for name in sorted(files):

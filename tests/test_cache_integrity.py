@@ -103,3 +103,40 @@ def test_a_copied_and_a_moved_cache_still_hit(cached: tuple[Path, Path], tmp_pat
     monkeypatch.setenv("CMX_CACHE_DIR", str(moved))
     assert status(recipes_dir) == ("hit", "hit")
     assert Cache().verify(Cache().entries()[0]) == []
+
+
+def test_an_in_place_edit_with_the_same_size_and_mtime_is_a_miss(cached: tuple[Path, Path], cli: Any) -> None:
+    """Issue 28: the hit checks each output file's (size, mtime, ctime, inode); an edit that
+    restores the size and mtime (``os.utime``) still changes the ctime, so the file is hashed,
+    differs from its digest, and the step runs again."""
+    import os
+
+    recipes_dir, meta_file = cached
+    out = meta_file.parent / "files" / "out.txt"
+    assert cli("run", "recipe", "--recipes", recipes_dir, "--tags=writer").code == 0  # warm: a hit (and a memo)
+    before = os.stat(out)
+    out.write_text("HELLO\n")  # same size
+    os.utime(out, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(out)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    cache_status, reason = status(recipes_dir)
+    assert cache_status == "miss" and reason == "output files/out.txt changed in place " \
+        "(its content no longer matches its digest)"
+    assert cli("run", "recipe", "--recipes", recipes_dir, "--tags=writer").code == 0  # not replayed, not a hit
+    (entry,) = Cache().entries()
+    assert (entry.path / "files" / "out.txt").read_text() == "hello\n"  # the step ran again
+
+
+def test_an_untouched_file_is_not_hashed_again_and_a_moved_one_once(cached: tuple[Path, Path],
+                                                                    monkeypatch: Any) -> None:
+    from cmx_core.cache import store
+
+    recipes_dir, meta_file = cached
+    hashed: list[Path] = []
+    real = store._file_digest
+    monkeypatch.setattr(store, "_file_digest", lambda p: hashed.append(p) or real(p))
+    assert status(recipes_dir) == ("hit", "hit") and hashed == []  # a stat, no read
+    out = meta_file.parent / "files" / "out.txt"
+    out.chmod(0o644 if out.stat().st_mode & 0o777 != 0o644 else 0o600)  # a new ctime, same content
+    assert status(recipes_dir) == ("hit", "hit") and hashed == [out]  # hashed once, matched
+    assert status(recipes_dir) == ("hit", "hit") and hashed == [out]  # the stats were refreshed

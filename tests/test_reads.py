@@ -68,7 +68,7 @@ def test_first_state_wins_and_later_changes_are_caught(tmp_path: Path) -> None:
         reads.file(path)  # absent when first read
         path.write_text("now here")
         reads.file(path)
-    assert log.files[str(path)] == [str(path), None, None]
+    assert log.files[str(path)] == [str(path), None, None, None]
     assert log.changed_since() == f"{path} changed while the run went on"
     os.unlink(path)
     assert log.changed_since() is None

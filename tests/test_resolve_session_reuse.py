@@ -146,7 +146,9 @@ def test_candidates_are_matched_without_building_them(tmp_path: Path) -> None:
     plan = engine.plan("common,v7,bs.2", session=session)
     assert [(n.id, dict(n.variations)) for n in plan.nodes] == [("r7", {"v7": True, "bs": "2"})]
     assert len(session.catalog._built) == 1  # the 19 others were rejected by their names alone
-    reasons = {c.name: c.reason for c in plan.decisions[0].candidates}
+    assert [(c.name, c.reason) for c in plan.decisions[0].candidates] == [("r7", "all tags match")]
+    explained = engine.explain("common,v7,bs.2", recipes_dirs=[tmp_path / "r"])
+    reasons = {c.name: c.reason for c in explained.decisions[0].candidates}  # explain lists every one
     assert reasons["r7"] == "all tags match"
     assert reasons["r3"] == "lacks tag 'v7' (neither a tag nor a variation of it)"
     with pytest.raises(CmxError, match=r"r0: lacks tag 'v00' \(neither a tag nor a variation of it; "

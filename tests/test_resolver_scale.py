@@ -73,11 +73,13 @@ def test_a_500_dep_fan_out_resolves_each_leaf_once(tmp_path: Path) -> None:
 
 
 def test_the_tag_index_answers_like_a_scan(tmp_path: Path) -> None:
-    """Shadowed and broken entries stay out; a tag listed twice counts once; walk order kept."""
+    """Shadowed and broken entries stay out (a tag listed twice in a recipe makes it broken,
+    issue 28); walk order kept."""
     high, low = tmp_path / "high", tmp_path / "low"
     high.mkdir()
     low.mkdir()
-    (high / "a.yaml").write_text(f"name: a\ntags: [x, x, y]\nsummary: s\n{STEP}")
+    (high / "a.yaml").write_text(f"name: a\ntags: [x, y]\nsummary: s\n{STEP}")
+    (high / "d.yaml").write_text(f"name: d\ntags: [x, y, x]\nsummary: a tag twice\n{STEP}")
     (low / "a.yaml").write_text(f"name: a\ntags: [x, z]\nsummary: shadowed\n{STEP}")
     (low / "b.yaml").write_text(f"name: b\ntags: [x]\nsummary: s\n{STEP}")
     (low / "c.yaml").write_text("name: c\ntags: [x]\n: broken: [\n")
@@ -86,3 +88,4 @@ def test_the_tag_index_answers_like_a_scan(tmp_path: Path) -> None:
     assert [r.source for r in catalog.with_tag("x")] == ["high", "low"]
     assert catalog.with_tag("z") == [] and catalog.with_tag("nope") == []
     assert [r.name for r in catalog.with_tag("y")] == ["a"]
+    assert [p.rsplit("/", 1)[1] for p in catalog.errors] == ["d.yaml", "c.yaml"]

@@ -140,6 +140,14 @@ def _metric_text(spec: Mapping[str, Any], text: str) -> Any:
     return None
 
 
+def check_python_step(params: Mapping[str, Any], recipe_dir: Path) -> tuple[str, str] | None:
+    """The plan-time check of a ``python`` step (:mod:`cmx_core.builtin.python_check`, loaded
+    only for a recipe that has one)."""
+    from cmx_core.builtin.python_check import check_python_step as check
+
+    return check(params, recipe_dir)
+
+
 def python_step(ctx: StepContext) -> StepOutput | Mapping[str, Any]:
     """Call ``module:function`` with the step context."""
     target = ctx.params.get("function")
@@ -274,6 +282,7 @@ def cmx_register_steps(register: Callable[[StepType], None]) -> None:
         params_schema=SHELL_PARAMS_SCHEMA,
     ))
     register(StepType(name="python", summary="Call module:function(ctx)", run=python_step,
+                      check_plan=check_python_step,
                       params_schema=PYTHON_PARAMS_SCHEMA))
     register(StepType(name="cmx.facts", summary="Return detected facts as outputs", run=facts_step,
                       params={"names": "fact names"}, params_schema=FACTS_PARAMS_SCHEMA))

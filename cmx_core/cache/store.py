@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmx_core import paths, reads
-from cmx_core.datautil import digest, iter_strings
+from cmx_core.datautil import digest, iter_strings, loads_bounded
 from cmx_core.errors import CacheError
 
 META = "meta.json"
@@ -109,12 +109,15 @@ class Cache:
             print(f"cmx: warning: cache entry {path}: {META} does not match its digest (changed after it was "
                   f"written); it will be recomputed (or remove it: cmx cache rm {key})", file=sys.stderr)
             return None, f"{META} does not match its digest (tampered or damaged)"
-        meta = resolve_meta(meta, path)
+        stored, meta = meta, resolve_meta(meta, path)
         if expires_s is not None and time.time() - float(meta.get("created", 0)) > expires_s:
             return None, f"expired (older than {expires_s:g} s)"
         changed = _changed_path(meta.get("paths", {}), inside=str(path))
         if changed:
             return None, f"recorded path changed: {changed}"
+        changed = _content_changed(stored, path)  # the stored meta: a refresh rewrites it as stored
+        if changed:
+            return None, changed
         for recorded in meta.get("paths", {}):
             reads.file(recorded)
         if expires_s is not None:
@@ -154,6 +157,7 @@ class Cache:
                   "outputs": rebase(meta.get("outputs", {}), here, ENTRY_REF),
                   "paths": {_relative(p, here): v for p, v in _record_paths(meta.get("outputs", {})).items()},
                   "output_digests": _output_digests(meta.get("outputs", {}), here)}
+        stored["stats"] = {rel: _stat_of(os.path.join(here, rel)) for rel in stored["output_digests"]}
         stored = json.loads(json.dumps(stored, default=str))  # the digest is of what is read back
         stored["meta_digest"] = meta_digest(stored)
         (staging.path / META).write_text(json.dumps(stored, indent=1, sort_keys=True))
@@ -228,6 +232,12 @@ class Cache:
                 removed.append(entry)
         self.clean_staging()
         return removed
+
+    def prepare(self) -> None:
+        """Make the directories a run writes into (staging, entries, locks): one that is a
+        file, or cannot be made, is an OSError naming it before the run starts."""
+        for name in ("staging", "entries", "locks"):
+            (self.root / name).mkdir(parents=True, exist_ok=True)
 
     def clean_staging(self) -> int:
         """Remove the staging directories of processes that are gone (a killed cmx); cheap
@@ -304,6 +314,52 @@ def _output_digests(outputs: Any, entry: str) -> dict[str, str]:
     return found
 
 
+def _stat_of(path: str) -> list[int]:
+    """What tells an in-place edit from an untouched file without reading it: size, mtime,
+    ctime (set by the kernel on every write and every ``utime``, so an edit that restores the
+    size and mtime still changes it) and inode."""
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _content_changed(meta: dict[str, Any], entry: Path) -> str | None:
+    """Why an entry's output files are not what was cached (None when they are). A file
+    whose size differs has changed; one whose (mtime, ctime, inode) are as recorded has not;
+    any other (edited in place, or the cache was copied or moved) is hashed once and compared
+    with its digest, and a match refreshes the recorded stats so the next lookup is a stat."""
+    stats, digests = meta.get("stats") or {}, meta.get("output_digests") or {}
+    fresh: dict[str, list[int]] = {}
+    for rel, recorded in stats.items():
+        target = os.path.join(entry, rel)
+        reads.file(target)  # the warm-run replay checks it too (its ctime included)
+        try:
+            now = _stat_of(target)
+        except OSError:
+            return f"output {rel} is missing"
+        if now == recorded:
+            continue
+        if now[0] != recorded[0]:
+            return f"output {rel} changed (size {recorded[0]} -> {now[0]})"
+        if _file_digest(Path(target)) != digests.get(rel):
+            return f"output {rel} changed in place (its content no longer matches its digest)"
+        fresh[rel] = now
+    if fresh:
+        _refresh_stats(entry / META, meta, fresh)
+    return None
+
+
+def _refresh_stats(meta_file: Path, meta: dict[str, Any], fresh: dict[str, list[int]]) -> None:
+    """Record the new stats of files whose content was checked (best effort, atomic)."""
+    from cmx_core.datautil import atomic_write
+
+    updated = {**meta, "stats": {**meta["stats"], **fresh}}
+    updated["meta_digest"] = meta_digest(updated)
+    try:
+        atomic_write(meta_file, json.dumps(updated, indent=1, sort_keys=True))
+    except OSError:
+        pass  # a read-only cache: the next lookup hashes again
+
+
 def _record_paths(outputs: Any) -> dict[str, list[int]]:
     """(size, mtime_ns) of every existing absolute path among the outputs."""
     found: dict[str, list[int]] = {}
@@ -320,7 +376,7 @@ def _record_paths(outputs: Any) -> dict[str, list[int]]:
 def _read_meta(meta_file: Path) -> dict[str, Any] | None:
     """An entry's metadata if it has the expected shape, else None (corrupt)."""
     try:
-        meta = json.loads(meta_file.read_text())
+        meta = loads_bounded(meta_file.read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(meta, dict):
@@ -333,6 +389,10 @@ def _read_meta(meta_file: Path) -> dict[str, Any] | None:
         and all(isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) for x in v) for v in paths.values())
         and isinstance(meta.get("expires_s"), (int, float, type(None)))
         and isinstance(meta.get("facts_read", {}), dict)
+        and isinstance(meta.get("stats", {}), dict)
+        and all(isinstance(v, list) and len(v) == 4 and all(isinstance(x, int) for x in v)
+                for v in dict(meta.get("stats") or {}).values())
+        and isinstance(meta.get("output_digests", {}), dict)
     )
     return meta if shapes_ok else None
 

@@ -35,7 +35,7 @@ from cmx_core.catalog.index import (
     Segment,
     _join,
 )
-from cmx_core.errors import CmxError, UsageError
+from cmx_core.errors import CmxError, UsageError, escape_controls
 from cmx_core.recipes.model import Recipe, recipe_from_data
 
 if TYPE_CHECKING:
@@ -93,9 +93,11 @@ class Catalog:
         self.scans: dict[int, RecipeScan] = {}
         """The resolver's per-recipe scans of the recipes built here (id -> scan): they live
         as long as the recipes do (:mod:`cmx_core.catalog.scan`)."""
-        self.selections: dict[tuple[str, ...], Any] = {}
-        """The resolver's candidates per query (tags -> its selection); :meth:`add` clears them."""
+        self.selections: dict[tuple[bool, tuple[str, ...]], Any] = {}
+        """The resolver's candidates per query ((every candidate?, tags) -> its selection);
+        :meth:`add` clears them."""
         self._by_tag: dict[str, list[int]] = {}
+        self._by_variation: dict[str, list[int]] = {}  # variation name (``bs.#`` for a parametric one)
         self._added = False
 
     # -- filling (load_catalog) ------------------------------------------------------------
@@ -238,26 +240,64 @@ class Catalog:
         """The effective recipes that have ``tag``, in walk order, not built."""
         if self._added:  # changed by add(): answer from the listing
             return [i for i in self._listed.values() if tag in i.tags]  # type: ignore[union-attr]
-        return [self._item(n) for n in self._tag_index().get(tag, ())]
+        return [self._item(n) for n in self._postings()[0].get(tag, ())]
 
-    def _tag_index(self) -> dict[str, list[int]]:
-        """Tag -> entry numbers of the effective recipes that have it, in walk order: one pass
-        over the index's tag column the first time any tag is asked for, so each later lookup
-        is a dict access, not a scan of the whole collection."""
+    def candidates(self, tags: Sequence[str]) -> list[Listed]:
+        """The recipes that every one of ``tags`` can select (as a tag or a variation), in walk
+        order, not built: the rarest tag's posting list, each entry kept only when the other
+        tags select it too (a check of its own tags and variation names). The cost grows with
+        the rarest tag's recipes, not with how many recipes share a common tag."""
+        if not tags:
+            return []
+        if self._added:
+            return [i for i in self._listed.values() if all(_selects(t, i) for t in tags)]  # type: ignore[union-attr]
+        unique = list(dict.fromkeys(tags))
+        rarest = min(unique, key=self._posting_size)
+        others = [t for t in unique if t != rarest]
+        items = (self._item(number) for number in self._posting(rarest))
+        return [item for item in items if all(_selects(t, item) for t in others)]
+
+    def _posting_size(self, tag: str) -> int:
+        """How many entries ``tag`` can select, at most (its tag and variation lists' lengths)."""
+        by_tag, by_variation = self._postings()
+        stem, _, value = tag.partition(".")
+        return (len(by_tag.get(tag, ())) + len(by_variation.get(tag, ()))
+                + (len(by_variation.get(f"{stem}.#", ())) if stem and value else 0))
+
+    def _posting(self, tag: str) -> list[int]:
+        """Entry numbers ``tag`` can select, in walk order (a tag, a variation, a parametric stem)."""
+        by_tag, by_variation = self._postings()
+        lists = [by_tag.get(tag, ())]
+        if not tag.endswith(".#"):
+            lists.append(by_variation.get(tag, ()))
+        stem, _, value = tag.partition(".")
+        if stem and value:
+            lists.append(by_variation.get(f"{stem}.#", ()))
+        lists = [posting for posting in lists if posting]
+        if len(lists) <= 1:
+            return list(lists[0]) if lists else []
+        return sorted(set().union(*lists))
+
+    def _postings(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+        """Tag -> entry numbers of the effective recipes that have it, and variation name ->
+        the same, in walk order: one pass over the index's tag and variation columns the
+        first time any tag is asked for, so each later lookup is a dict access, not a scan of
+        the whole collection."""
         if self._tags is None:
             where, names = self._effective(), self._names
             self._tags = list(chain.from_iterable(seg[2][_TAGS] for seg in self._segments))
-            by_tag = self._by_tag
-            for number, joined in enumerate(self._tags):
-                if where.get(names[number]) != number:  # shadowed, duplicate or broken
-                    continue
-                for tag in joined.split(","):
-                    numbers = by_tag.get(tag)
-                    if numbers is None:
-                        by_tag[tag] = [number]
-                    elif numbers[-1] != number:  # a tag listed twice counts once
-                        numbers.append(number)
-        return self._by_tag
+            variations = list(chain.from_iterable(seg[2][_VARIATIONS] for seg in self._segments))
+            for column, postings in ((self._tags, self._by_tag), (variations, self._by_variation)):
+                for number, joined in enumerate(column):
+                    if not joined or where.get(names[number]) != number:  # shadowed, duplicate or broken
+                        continue
+                    for key in joined.split(","):
+                        numbers = postings.get(key)
+                        if numbers is None:
+                            postings[key] = [number]
+                        elif numbers[-1] != number:  # a tag listed twice counts once
+                            numbers.append(number)
+        return self._by_tag, self._by_variation
 
     def raise_errors(self) -> None:
         """A broken recipe file anywhere in the sources is an error (first one shown)."""
@@ -278,8 +318,19 @@ class Catalog:
             return
         self._warned = True
         for message in self.errors.values():
-            print(f"cmx: warning: skipped a broken recipe file: {message} (--strict makes this an error)",
-                  file=sys.stderr)
+            print(f"cmx: warning: skipped a broken recipe file: {escape_controls(message)} "
+                  "(--strict makes this an error)", file=sys.stderr)
+
+
+def _selects(tag: str, item: Listed) -> bool:
+    """Whether ``tag`` is one of the item's tags or selects one of its variations."""
+    if tag in item.tags:
+        return True
+    variations = item.variations
+    if tag in variations and not tag.endswith(".#"):
+        return True
+    stem, _, value = tag.partition(".")
+    return bool(stem and value and f"{stem}.#" in variations)
 
 
 def _corrupt_data(exc: Exception) -> CmxError:

@@ -1,7 +1,7 @@
 """The persistent recipe index: one record per directory, validated by stat, so a check
 never re-parses an unchanged file.
 
-The index (``<cache>/index/recipes.v7``, stdlib ``marshal``: plain data only, no code is
+The index (``<cache>/index/recipes.v8``, stdlib ``marshal``: plain data only, no code is
 ever loaded from it) keeps one record per directory, in columns: the directory's (device,
 inode, mtime), its recipe file names and subdirectory names, each file's mtime, size,
 recipe name, tags, variation names and load error. A directory whose stat is as recorded has the same
@@ -26,7 +26,7 @@ import sys
 import time
 from functools import partial
 from pathlib import Path
-from stat import S_ISDIR
+from stat import S_ISDIR, S_ISREG
 from typing import Any
 
 from cmx_core.datautil import atomic_write
@@ -36,7 +36,7 @@ from cmx_core.recipes.load import digest_of
 from cmx_core.recipes.model import split_tags
 from cmx_core.recipes.yaml_lines import parse_yaml
 
-INDEX_FORMAT = 7  # 7: the variation names column (the resolver matches candidates by them)
+INDEX_FORMAT = 8  # 8: recipes checked for duplicate tags and timeouts; 7: the variation names column
 SUFFIXES = (".yaml", ".yml")
 #: A directory whose mtime is this close to the check (or later) is not trusted by its mtime
 #: next time, only listed again: file systems stamp with a coarse clock, so an entry added in
@@ -88,6 +88,7 @@ class Index:
         self.dirs: dict[str, Record] = self._read()
         self.fresh: dict[str, Segment] = {}  # what this check saw; becomes the index
         self.parsed = 0
+        self._root = ""
 
     def _read(self) -> dict[str, Record]:
         """The table of directory records.
@@ -97,7 +98,7 @@ class Index:
         try:
             with open(self.path, "rb") as fh:
                 raw = fh.read()  # one read: marshal.load(fh) would read in tiny pieces
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # (a cache dir that is a file: said when written)
             return {}
         except OSError:
             self._warn_corrupt()
@@ -139,6 +140,7 @@ class Index:
         changed files parsed. This is the warm path of every command."""
         segments: list[Segment] = []
         visited: set[tuple[int, int]] | None = None
+        self._root = os.path.realpath(top)  # a symlink is followed only to a place below it
         stack = [top]
         while stack:
             directory = stack.pop()
@@ -199,13 +201,20 @@ class Index:
                 continue
             try:
                 if entry.is_dir():
+                    if entry.is_symlink() and not _below(entry.path, self._root):
+                        continue  # never walk out of the recipe root (a link to / would walk it all)
                     s = entry.stat()
                     subdirs.append((entry.path, (s.st_dev, s.st_ino)))
                     subdir_names.append(name)
                 elif name.endswith(SUFFIXES):
                     s = entry.stat()
                     files.append(name)
-                    stats.append(s)
+                    if entry.is_symlink() and not _below(entry.path, self._root):
+                        stats.append(OSError(0, f"a symlink out of the recipe directory {self._root}"))
+                    elif not S_ISREG(s.st_mode):  # a FIFO would block the read forever
+                        stats.append(OSError(0, "not a regular file (only regular files are read as recipes)"))
+                    else:
+                        stats.append(s)
             except OSError as exc:
                 if name.endswith(SUFFIXES):
                     files.append(name)
@@ -284,6 +293,12 @@ class Index:
             offset += length
         head = marshal.dumps({"format": INDEX_FORMAT, "region": offset, "dirs": table})
         atomic_write(self.path, _MAGIC + len(head).to_bytes(8, "little") + head + b"".join(region))
+
+
+def _below(path: str, root: str) -> bool:
+    """Whether ``path`` really is ``root`` or below it (its symlinks resolved)."""
+    real = os.path.realpath(path)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _unchanged(directory: str, fd: int | None, rec: Record) -> list[tuple[str, tuple[int, int]]] | None:

@@ -104,7 +104,12 @@ def parse_inputs(extra: list[str]) -> dict[str, str]:
         key = key[len("input."):] if key.startswith("input.") else key
         if not key:
             raise UsageError(f"empty input name in {arg!r}")
-        inputs[key.replace("-", "_")] = value
+        key = key.replace("-", "_")
+        if key in inputs and inputs[key] != value:
+            raise UsageError(f"input '{key}' is given twice, as {inputs[key]!r} and {value!r}; give it once")
+        if key in inputs:
+            print(f"cmx: warning: input '{key}' is given twice (both {value!r}); once is enough", file=sys.stderr)
+        inputs[key] = value
     return inputs
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from cmx_core import __version__
-from cmx_core.errors import CmxError, UsageError
+from cmx_core.errors import CmxError, UsageError, escape_controls
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -83,6 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CmxError as exc:
         _print_error(exc, args_list)
         return exc.exit_code
+    except OSError as exc:
+        if exc.filename is None or isinstance(exc, BrokenPipeError):
+            raise
+        _print_error(CmxError(_os_error_line(exc)), args_list)
+        return 2
     except KeyboardInterrupt:
         print("cmx: interrupted", file=sys.stderr)
         return 130
@@ -168,8 +173,22 @@ def _dispatch(args_list: list[str], replay_key: str | None = None) -> int:
     return int(handler(args) or 0)
 
 
+def _os_error_line(exc: OSError) -> str:
+    """A file-system failure nothing below caught (a state directory that is a file or
+    read-only, say) as one line naming the path."""
+    from cmx_core import paths
+
+    where = str(exc.filename)
+    line = f"{where}: {exc.strerror or exc}"
+    roots = (paths.cache_root(), paths.data_root())
+    if any(where == root or where.startswith(root.rstrip("/") + "/") for root in roots):
+        line += ("; cmx keeps its state there (CMX_HOME, CMX_CACHE_DIR, CMX_DATA_DIR): "
+                 "make it a writable directory")
+    return line
+
+
 def _print_error(exc: CmxError, args_list: list[str]) -> None:
-    message = " ".join(str(exc).split("\n")[0].split())
+    message = " ".join(escape_controls(str(exc).split("\n")[0]).split())
     result_path = getattr(exc, "result_path", None)
     if "--json" in args_list:
         import json

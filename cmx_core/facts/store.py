@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core import paths, reads
-from cmx_core.datautil import atomic_write, to_plain
+from cmx_core.datautil import JSONLimitError, atomic_write, loads_bounded, to_plain
 from cmx_core.errors import CmxError, ResolveError
 from cmx_core.providers.table import ProviderTable
 from cmx_core.providers.types import Detector
@@ -167,8 +167,8 @@ def _fingerprint(detector: Detector) -> str:
 
 def _read_cached(path: Path, detector: Detector, fingerprint: str) -> dict[str, Any] | None:
     try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
+        record = loads_bounded(path.read_text())
+    except (OSError, ValueError):  # a JSONLimitError is a ValueError: detect again
         return None
     if not isinstance(record, dict):
         return None
@@ -194,9 +194,11 @@ def load_facts_file(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise CmxError(f"--facts {path}: cannot read: {exc.strerror}") from None
     try:
-        doc = json.loads(text)
+        doc = loads_bounded(text)
     except json.JSONDecodeError as exc:
         raise CmxError(f"--facts {path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except JSONLimitError as exc:
+        raise CmxError(f"--facts {path}: refused: the file {exc}") from None
     facts = doc.get("facts") if isinstance(doc, dict) else None
     if not isinstance(facts, dict):
         raise CmxError(f"--facts {path}: expected a JSON object with a 'facts' object "

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pluggy
 
 from cmx_core import __version__
+from cmx_core.datautil import loads_bounded
 from cmx_core.errors import PluginError
 from cmx_core.plugins import hookspecs
 from cmx_core.plugins.hook_calls import one_line as _one_line
@@ -170,7 +171,7 @@ def _discover() -> list[EntrySpec]:
     fingerprint = discovery_fingerprint()
     cache_file = paths.cache_dir() / DISCOVERY_FILE
     try:
-        record = json.loads(cache_file.read_text())
+        record = loads_bounded(cache_file.read_text())
         if record.get("fingerprint") == fingerprint:
             return [EntrySpec(**e) for e in record["entries"]]
     except (OSError, ValueError, TypeError, KeyError, AttributeError):

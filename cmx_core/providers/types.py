@@ -111,6 +111,10 @@ class StepType:
     extras_for: Callable[[Mapping[str, Any]], tuple[str, ...]] | None = None
     """The extras a step needs for its literal ``with:`` values (a SUT chosen by name), beyond
     ``extras``: called when the plan is made, with the step's unrendered ``with:`` mapping."""
+    check_plan: Callable[[Mapping[str, Any], Path], tuple[str, str] | None] | None = None
+    """A plan-time check of a step's unrendered ``with:`` (and its recipe's directory) that
+    must run none of the step's code: ``(with key, problem)`` for what the run would refuse
+    (the ``python`` step's missing function), else None."""
 
 
 @dataclass(frozen=True)

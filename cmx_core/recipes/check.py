@@ -61,8 +61,12 @@ class _Checker:
         items = split_tags(value) if isinstance(value, str) else value
         if not isinstance(items, list) or not items:
             raise self.fail(keypath, "expected a non-empty list of tags")
+        seen: set[str] = set()
         for i, tag in enumerate(items):
             self.string(tag, (*keypath, i), TAG_RE)
+            if tag in seen:
+                raise self.fail((*keypath, i), f"tag '{tag}' is listed twice")
+            seen.add(tag)
         return items
 
     def number(self, value: Any, keypath: tuple[str | int, ...]) -> float:
@@ -218,8 +222,8 @@ def _check_steps(c: _Checker, steps: Any) -> None:
         _check_templates(c, step.get("with", {}), (*kp, "with"))
         if "when" in step:
             _check_expr(c, step["when"], (*kp, "when"))
-        if "timeout_s" in step:
-            c.number(step["timeout_s"], (*kp, "timeout_s"))
+        if "timeout_s" in step and c.number(step["timeout_s"], (*kp, "timeout_s")) <= 0:
+            raise c.fail((*kp, "timeout_s"), f"must be a positive number of seconds, got {step['timeout_s']}")
         if "measures" in step:
             c.boolean(step["measures"], (*kp, "measures"))
 

@@ -8,12 +8,20 @@ native type (a number stays a number, a list stays a list).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
 from cmx_core.datautil import iter_strings
 from cmx_core.errors import CmxError
+
+MAX_TEMPLATE_CHARS = 1_000_000
+"""The longest string (or list) a template may build: ``'x' * n``, a padded ``ljust(n)``,
+``center(n)``, ``indent(n)`` and the rendered text itself."""
+MAX_TEMPLATE_ITEMS = 100_000
+"""How many items the ``range()`` calls of one rendering may produce together (nested loops
+count each inner range again), so a template cannot loop for hours."""
 
 _SINGLE = re.compile(r"^\{\{(.*)\}\}$", re.DOTALL)
 _FACT_REF = re.compile(r"\bfacts(?:\.|\[\s*['\"])([A-Za-z_][A-Za-z0-9_]*)")
@@ -77,19 +85,34 @@ def _render_string(text: str, context: Mapping[str, Any], where: str) -> Any:
     import jinja2
 
     match = _SINGLE.match(text.strip())
+    token = _budget.set([MAX_TEMPLATE_ITEMS])
     try:
         if match and "{{" not in match.group(1) and "{%" not in text:
             result = _expression(match.group(1).strip())(**context)
             if isinstance(result, jinja2.Undefined):
                 str(result)  # raises UndefinedError with the name
             return result
-        return _template(text).render(**context)
+        return _joined(_template(text).generate(**context))
     except jinja2.TemplateError as exc:
         raise TemplateError(f"{where}: cannot render {text!r}: {exc.message or exc}") from None
     except CmxError:
         raise
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError, MemoryError) as exc:
         raise TemplateError(f"{where}: cannot render {text!r}: {exc}") from None
+    finally:
+        _budget.reset(token)
+
+
+def _joined(pieces: Iterator[str]) -> str:
+    """The rendered text, refused once it grows past :data:`MAX_TEMPLATE_CHARS`."""
+    out: list[str] = []
+    size = 0
+    for piece in pieces:
+        size += len(piece)
+        if size > MAX_TEMPLATE_CHARS:
+            raise _too_big("the rendered text is too long")
+        out.append(piece)
+    return "".join(out)
 
 
 @lru_cache(maxsize=4096)
@@ -105,11 +128,73 @@ def _template(text: str) -> Any:
     return _environment().from_string(text)
 
 
+_budget: ContextVar[list[int]] = ContextVar("cmx_template_budget")
+
+
+def _too_big(what: str) -> Exception:
+    from jinja2.exceptions import SecurityError  # a TemplateError: reported with where it is
+
+    return SecurityError(f"{what}; a template may build at most {MAX_TEMPLATE_CHARS:,} characters "
+                         f"and loop over at most {MAX_TEMPLATE_ITEMS:,} range() items")
+
+
+def _bounded_range(*args: int) -> range:
+    items = range(*args)
+    budget = _budget.get(None)
+    if budget is None:
+        budget = [MAX_TEMPLATE_ITEMS]
+        _budget.set(budget)
+    budget[0] -= len(items)
+    if budget[0] < 0:
+        raise _too_big(f"range({', '.join(map(str, args))}) goes past the template's loop budget")
+    return items
+
+
+def _sized(value: Any) -> int:
+    return len(value) if isinstance(value, (str, bytes, list, tuple)) else 0
+
+
+def _bounded_binop(operator: str, left: Any, right: Any) -> None:
+    """Refuse ``'x' * n`` (either way round) and ``a ** b`` whose result would be huge."""
+    if operator == "*":
+        for seq, n in ((left, right), (right, left)):
+            if _sized(seq) and isinstance(n, int) and _sized(seq) * n > MAX_TEMPLATE_CHARS:
+                raise _too_big(f"a {type(seq).__name__} of {_sized(seq):,} repeated {n:,} times is too long")
+    elif operator == "**" and isinstance(left, int) and isinstance(right, int) and abs(left) > 1 \
+            and right > 0 and right * abs(left).bit_length() > 8 * MAX_TEMPLATE_CHARS:
+        raise _too_big(f"{left} ** {right} is too large a number")
+
+
+def _bounded_width(name: str, original: Any) -> Any:
+    def bounded(value: Any, width: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(width, int) and width > MAX_TEMPLATE_CHARS:
+            raise _too_big(f"{name}({width:,}) is too wide")
+        return original(value, *(() if width is None else (width,)), *args, **kwargs)
+
+    return bounded
+
+
 @lru_cache(maxsize=1)
 def _environment() -> Any:
     import jinja2
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    env = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
+    class Bounded(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "**"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            _bounded_binop(operator, left, right)
+            return super().call_binop(context, operator, left, right)
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+            if getattr(__obj, "__self__", None).__class__ in (str, bytes) and any(
+                    isinstance(a, int) and a > MAX_TEMPLATE_CHARS for a in (*args, *kwargs.values())):
+                raise _too_big(f"{__obj.__name__}({', '.join(map(repr, args))}) asks for too long a string")
+            return super().call(__context, __obj, *args, **kwargs)
+
+    env = Bounded(undefined=jinja2.StrictUndefined, autoescape=False)
+    env.globals["range"] = _bounded_range
+    for name in ("center", "indent", "truncate", "wordwrap"):
+        env.filters[name] = _bounded_width(name, env.filters[name])
     env.globals.update(_FUNCTIONS)
     return env

@@ -116,9 +116,10 @@ def _jinja_info(text: str, native: bool) -> TemplateInfo:
 
     try:
         tree = _environment().parse(text)
-    except jinja2.TemplateSyntaxError as exc:
+        undeclared = meta.find_undeclared_variables(tree)  # compiles: an unknown filter or test fails here
+    except jinja2.TemplateSyntaxError as exc:  # (a TemplateAssertionError is one too)
         return TemplateInfo((), native, None, f"template syntax error: {exc.message or exc}")
-    walker = _Walker(frozenset(meta.find_undeclared_variables(tree)))
+    walker = _Walker(frozenset(undeclared))
     walker.visit(tree)
     return TemplateInfo(tuple(dict.fromkeys(walker.refs)), native, None, walker.error)
 
@@ -140,6 +141,13 @@ class _Walker:
 
         if isinstance(node, nodes.Test) and node.name in self._GUARD_TESTS:
             return  # ``x is defined`` may read what is not there
+        if isinstance(node, (nodes.Test, nodes.Filter)) and self.error is None:
+            from cmx_core.recipes.template import _environment
+
+            known = _environment().tests if isinstance(node, nodes.Test) else _environment().filters
+            if node.name not in known:  # Jinja defers an unknown test in an ``if`` to the run
+                kind = "test" if isinstance(node, nodes.Test) else "filter"
+                self.error = f"template syntax error: No {kind} named '{node.name}'."
         if isinstance(node, (nodes.CondExpr, nodes.If)) and node.test is not None:
             self._visit_guarded(node)
             return

@@ -48,6 +48,7 @@ class _Need(NamedTuple):
     path: Path | None
     version: str | None = None  # the dep's ``version:`` constraint
     where: str = ""  # the dep's key path (``recipe.yaml: deps.0``) for errors
+    asker: tuple[Recipe, tuple[str | int, ...]] | None = None  # the recipe and key path of the dep
 
 
 _NodeWalk = Generator[_Need, str, str]
@@ -119,13 +120,15 @@ class Resolver:
     ``no_match_hint(tags)`` adds to a no-match error (the engine names a missing plugin)."""
 
     def __init__(self, catalog: Catalog, facts: FactStore, step_lookup: StepLookup | None = None,
-                 no_match_hint: Callable[[tuple[str, ...]], str] | None = None) -> None:
+                 no_match_hint: Callable[[tuple[str, ...]], str] | None = None,
+                 every_candidate: bool = False) -> None:
         self.catalog = catalog
+        self.every_candidate = every_candidate
         self.facts = facts
         self.step_lookup = step_lookup
         self.no_match_hint = no_match_hint
         self._scans = catalog.scans
-        self._selections: dict[tuple[str, ...], _Selection] = catalog.selections
+        self._selections: dict[tuple[bool, tuple[str, ...]], _Selection] = catalog.selections
         self.nodes: dict[str, ResolvedNode] = {}
         self.memo: dict[_NodeKey, str] = {}
         self.decisions: list[Decision] = []
@@ -166,7 +169,14 @@ class Resolver:
         tags, path = need.tags, need.path
         decision = Decision(tags, path)
         self.decisions.append(decision)
-        recipe, chosen = self._select(tags, decision, need.version, need.where)
+        try:
+            recipe, chosen = self._select(tags, decision, need.version, need.where)
+        except ResolveError as exc:
+            if need.asker is None or need.where in str(exc):
+                raise
+            asker, keypath = need.asker  # name the file, line and key of the dep that asked
+            line = line_of(asker.path, (*keypath, "tags"))
+            raise ResolveError(f"{asker.path}:{line}: {'.'.join(map(str, keypath))}.tags: {exc}") from None
         scanned = scan_of(recipe, self._scans)
         variations, groups = self._variations(recipe, chosen, decision, scanned)
         inputs = self._inputs(recipe, variations, need.inputs, need.origin, scanned)
@@ -253,9 +263,12 @@ class Resolver:
         """The one recipe the tags (and a dep's ``version:`` constraint) choose."""
         positive = [t.lstrip("_") for t in tags if not t.startswith("-")]
         negative = {t[1:] for t in tags if t.startswith("-")}
-        selection = self._selections.get(tags)
+        selection = self._selections.get((self.every_candidate, tags))
         if selection is None:
-            selection = self._selections[tags] = self._candidates(positive, negative, decision)
+            selection = self._candidates(positive, negative, decision, every=self.every_candidate)
+            if not selection.accepted and not self.every_candidate:  # the error lists the rejected ones
+                selection = self._candidates(positive, negative, decision, every=True)
+            self._selections[(self.every_candidate, tags)] = selection
         seen = selection.seen
         decision.candidates.extend(selection.candidates)
         accepted = list(selection.accepted)
@@ -271,15 +284,20 @@ class Resolver:
         hint = self.no_match_hint(tags) if self.no_match_hint is not None and not accepted else ""
         raise ResolveError(_selection_error(tags, accepted, decision.candidates, self.catalog, hint))
 
-    def _candidates(self, positive: list[str], negative: set[str], decision: Decision) -> _Selection:
-        """Every recipe with one of the ``positive`` tags, why each is taken or rejected, and
-        the shadowed definitions of their names: the same for every node asking these tags.
-        Tags that give a variation two values are an error, with the candidates before it
-        in ``decision``."""
+    def _candidates(self, positive: list[str], negative: set[str], decision: Decision, every: bool) -> _Selection:
+        """The recipes that every ``positive`` tag selects (``every``: each recipe with one of
+        them, as ``cmx explain`` and a no-match error list them), why each is taken or
+        rejected, and the shadowed definitions of their names: the same for every node asking
+        these tags. Tags that give a variation two values are an error, with the candidates
+        before it in ``decision``."""
         catalog = self.catalog
         seen: dict[str, Listed] = {}
-        for tag in positive:
-            for item in catalog.listed_with_tag(tag):
+        if every:
+            for tag in positive:
+                for item in catalog.listed_with_tag(tag):
+                    seen.setdefault(item.name, item)
+        else:  # from the rarest tag's posting list: the cost grows with the plan
+            for item in catalog.candidates(positive):
                 seen.setdefault(item.name, item)
         candidates: list[Candidate] = []
         accepted: list[tuple[Recipe, dict[str, Any]]] = []
@@ -413,7 +431,7 @@ class Resolver:
             if dep.with_:
                 check_dep_templates(recipe, dep.with_, (*_keypath(dep), "with"), scope)
                 raw = render_value(dep.with_, context, f"{where}.with")
-            node_id = yield _Need(dep.tags, raw, f"{where}.with", path, dep.version, where)
+            node_id = yield _Need(dep.tags, raw, f"{where}.with", path, dep.version, where, (recipe, _keypath(dep)))
             deps[dep.alias] = node_id
         return deps, {alias: why for alias, why in skipped.items() if alias not in deps}
 
@@ -426,6 +444,8 @@ class Resolver:
         kept = tuple(steps[at] for at in kept_at)
         check_node_templates(recipe, scope, tuple(step.id for step in kept), scanned.templates,
                              scanned.output_templates)
+        for step in kept:
+            self._check_plan(recipe, step)
         get = self.facts.get
         for at in kept_at:
             for name in scanned.facts[at]:
@@ -466,6 +486,20 @@ class Resolver:
                     )
         check_step_params(recipe, step, step_type)
         scanned.passed[at] = step_type
+
+    def _check_plan(self, recipe: Recipe, step: StepSpec) -> None:
+        """The step type's own plan-time check (a ``python`` step's function exists), after
+        the templates' checks: it may look at files, so it comes last."""
+        if self.step_lookup is None:
+            return
+        step_type = self.step_lookup(step.uses)
+        if step_type.check_plan is None:
+            return
+        problem = step_type.check_plan(step.with_, recipe.path.parent)
+        if problem is not None:
+            key, message = problem
+            line = line_of(recipe.path, ("steps", step.index, "with", key))
+            raise ResolveError(f"{recipe.path}:{line}: steps.{step.index}.with.{key}: {message}")
 
     def _condition(self, recipe: Recipe, text: str, context: dict[str, Any], keypath: tuple[Any, ...]) -> bool:
         used = context["facts"].used

@@ -7,11 +7,11 @@ user's back: a file that is not a readable cmx results database is reported with
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from contextlib import contextmanager
 
+from cmx_core.datautil import loads_bounded
 from cmx_core.errors import ResultsError
 from cmx_core.results import RESULT_FILE
 from cmx_core.results.validate import validate_document
@@ -333,8 +333,8 @@ def _read_document(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsError(f"{path}: cannot read result file ({exc})") from None
     try:
-        document: dict[str, Any] = json.loads(text)
-    except ValueError as exc:
+        document: dict[str, Any] = loads_bounded(text)
+    except ValueError as exc:  # (a JSONLimitError too: too large or too deep)
         raise ResultsError(f"{path}: not valid JSON ({exc})") from None
     validate_document(document, source=str(path))
     return document

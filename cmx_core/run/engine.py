@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,7 +69,15 @@ def strict_mode() -> bool:
 
 
 def _tags(tags: str | Sequence[str]) -> tuple[str, ...]:
-    return tuple(split_tags(tags) if isinstance(tags, str) else [t.strip() for t in tags if t.strip()])
+    """The query's tags; one given twice counts once, with a warning (CM accepts
+    ``--tags=a,a`` too, so it is not an error)."""
+    listed = split_tags(tags) if isinstance(tags, str) else [t.strip() for t in tags if t.strip()]
+    unique = tuple(dict.fromkeys(listed))
+    if len(unique) != len(listed):
+        twice = sorted({t for t in listed if listed.count(t) > 1})
+        print(f"cmx: warning: --tags lists {', '.join(repr(t) for t in twice)} more than once; once is enough",
+              file=sys.stderr)
+    return unique
 
 
 def plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
@@ -179,7 +188,7 @@ def explain(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, 
     session = open_session(recipes_dirs, facts_file)
     query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
     resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step,
-                        no_match_hint=_missing_plugin_hint)
+                        no_match_hint=_missing_plugin_hint, every_candidate=True)
     try:
         result = _build(resolver.resolve(query.tags, query.inputs), query, session)
     except CmxError as exc:
@@ -273,6 +282,8 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     from cmx_core.results.store import ResultStore
 
     ResultStore(paths.results_db()).check()  # a corrupt store fails now, not after the benchmark
+    if use_cache:
+        session.cache.prepare()  # a staging dir that is a file fails now, before the run dir
     run_id = new_run_id()
     run_dir = _make_run_dir(run_id, the_plan.root.recipe.name, output)
     _write_json(run_dir / "plan.json", the_plan.to_json())
@@ -398,7 +409,11 @@ def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:
             raise UsageError(f"--output {run_dir}: exists and is not an empty directory; choose a new one")
     else:
         run_dir = paths.runs_dir() / run_dir_name(recipe, run_id)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)  # missing parents of --output are created
+    except OSError as exc:
+        what = f"--output {run_dir}" if output is not None else f"the run directory {run_dir}"
+        raise UsageError(f"{what}: cannot create it: {exc.strerror} ({exc.filename})") from None
     return run_dir
 
 

@@ -6,7 +6,9 @@ the run would get if it never finished. A run that ends in any way cmx sees (suc
 failure, Ctrl-C) removes its marker. At the start of every later run (and of ``cmx results
 list``), :func:`reap` writes the stored error result, status ``error`` with the reason
 "interrupted", for each marker whose process is gone and whose run wrote no result, and
-indexes it: ``cmx results list --status error`` shows those runs.
+indexes it: ``cmx results list --status error`` shows those runs. The marker also holds the
+token the run's step processes carry (:mod:`cmx_core.run.watchdog`): a process that still
+carries it is killed then, should the run's watchdog have died with cmx.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core import paths
+from cmx_core.datautil import loads_bounded
 
 INFLIGHT_DIR = "inflight"
 INTERRUPTED = "interrupted: the cmx process (pid {pid}) ended before the run finished (killed, or the machine stopped)"
@@ -44,8 +47,10 @@ def mark(run_id: str, run_dir: Path, document: Mapping[str, Any]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     marker = folder / f"{run_id}.json"
     pid = os.getpid()
+    from cmx_core.run.processes import TOKEN
+
     atomic_write(marker, json.dumps({"pid": pid, "pid_start": process_start(pid), "run_dir": str(run_dir),
-                                     "document": document}, default=str))
+                                     "token": TOKEN, "document": document}, default=str))
     return marker
 
 
@@ -68,13 +73,17 @@ def reap() -> list[str]:
     recorded = []
     for marker in folder.glob("*.json"):
         try:
-            state = json.loads(marker.read_text(encoding="utf-8"))
+            state = loads_bounded(marker.read_text(encoding="utf-8"))
             pid, start, run_dir, document = state["pid"], state["pid_start"], Path(state["run_dir"]), state["document"]
         except (OSError, ValueError, KeyError, TypeError):
             marker.unlink(missing_ok=True)  # a marker cut short by the kill itself: nothing to record
             continue
         if _alive(int(pid), start):
             continue
+        if isinstance(state.get("token"), str):  # what its steps started and its watchdog did not kill
+            from cmx_core.run.watchdog import kill_marked
+
+            kill_marked(state["token"])
         if run_dir.is_dir() and not (run_dir / "result.json").exists():
             recorded += _record(document, run_dir)
         marker.unlink(missing_ok=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core import __version__
+from cmx_core.datautil import JSONLimitError, loads_bounded
 from cmx_core.errors import CmxError, ResolveError, UsageError
 from cmx_core.run.drift import DRIFT_CLASSES
 
@@ -42,14 +43,70 @@ def lock_document(plan: Any, plugins: list[dict[str, str]]) -> dict[str, Any]:
 def read_lock(path: Path) -> dict[str, Any]:
     """A lockfile's content; one-line errors for anything that is not one."""
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = loads_bounded(Path(path).read_text())
     except OSError as exc:
         raise CmxError(f"--lock {path}: cannot read: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise CmxError(f"--lock {path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except JSONLimitError as exc:
+        raise CmxError(f"--lock {path}: refused: the file {exc}") from None
+    except UnicodeDecodeError:
+        raise CmxError(f"--lock {path}: not a cmx lockfile (not UTF-8 text)") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("query"), dict) or not isinstance(doc.get("nodes"), list):
         raise CmxError(f"--lock {path}: not a cmx lockfile (expected 'query' and 'nodes'; see a run's lock.json)")
+    problem = shape_problem(doc, LOCK_SHAPE, "")
+    if problem:
+        raise CmxError(f"--lock {path}: not a cmx lockfile: {problem}")
     return doc
+
+
+_TEXT = (str, type(None))
+LOCK_SHAPE: dict[str, Any] = {
+    "query!": {"tags!": [str], "inputs": dict, "recipes_dirs": [str], "facts_file": _TEXT},
+    "nodes!": [{"id!": str, "recipe": str, "version": _TEXT, "digest": _TEXT, "source": _TEXT,
+                "variations": dict, "inputs": dict, "cache_key": _TEXT, "steps": dict, "facts_used": dict,
+                "recipe_text": _TEXT}],
+    "plugins": [{"distribution!": str, "version!": _TEXT}],
+}
+"""The shape of a lockfile as replay reads it: a mapping's keys (``!``: required; others may be
+absent, unknown ones are kept), ``[shape]`` a list of that shape, a type (or tuple of types) a
+leaf. Checked before anything reads it, so a hand-edited lock is one line naming the key."""
+
+_KINDS = {dict: "an object", list: "a list", str: "a string", type(None): "null"}
+
+
+def shape_problem(value: Any, shape: Any, where: str) -> str | None:
+    """What in ``value`` does not have ``shape`` (see :data:`LOCK_SHAPE`), named by key path."""
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return f"{where or 'the document'} must be an object, not {_kind(value)}"
+        for spec_key, inner in shape.items():
+            key = spec_key.rstrip("!")
+            if key not in value:
+                if spec_key.endswith("!"):
+                    return f"{where + '.' if where else ''}{key} is missing"
+                continue
+            problem = shape_problem(value[key], inner, f"{where + '.' if where else ''}{key}")
+            if problem:
+                return problem
+        return None
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return f"{where} must be a list, not {_kind(value)}"
+        for i, item in enumerate(value):
+            problem = shape_problem(item, shape[0], f"{where}[{i}]")
+            if problem:
+                return problem
+        return None
+    kinds = shape if isinstance(shape, tuple) else (shape,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        return f"{where} must be {' or '.join(_KINDS.get(k, k.__name__) for k in kinds)}, not {_kind(value)}"
+    return None
+
+
+def _kind(value: Any) -> str:
+    return _KINDS.get(type(value), type(value).__name__) if not isinstance(value, (int, float)) or \
+        isinstance(value, bool) else f"the number {value}"
 
 
 def _recipe_text(path: Path) -> str | None:

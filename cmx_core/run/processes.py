@@ -5,10 +5,13 @@ node)."""
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cmx_core.errors import StepFailed
+from cmx_core.run.watchdog import TOKEN_ENV
 
 if TYPE_CHECKING:
     import subprocess
@@ -19,13 +22,15 @@ def run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float 
     import subprocess
 
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
+    _guard()
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:
-            proc = subprocess.Popen([*dies_with_cmx(), *argv], cwd=cwd, env=env, stdout=out, stderr=err,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen([*dies_with_cmx(), *argv], cwd=cwd, env={**env, TOKEN_ENV: TOKEN},
+                                    stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as exc:
             raise StepFailed(f"cannot start `{argv[0]}`: {exc.strerror}") from None
         RUNNING.add(proc)
+        _tell(f"+{proc.pid}")
         limit = float(timeout) if timeout else None
         try:
             return proc.wait(timeout=limit)
@@ -37,6 +42,53 @@ def run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float 
             raise
         finally:
             RUNNING.discard(proc)
+            _tell(f"-{proc.pid}")
+
+
+TOKEN = os.urandom(8).hex()
+"""This cmx process's mark on every process its steps start (``CMX_RUN_TOKEN``)."""
+
+_WATCHDOG: list[subprocess.Popen[bytes]] = []
+_PR_SET_CHILD_SUBREAPER = 36
+_LOCK = threading.Lock()
+
+
+def _guard() -> None:
+    """Before the first step of this process: become a child subreaper and start the
+    watchdog (:mod:`cmx_core.run.watchdog`). Where either is unavailable (not Linux), a
+    step's group is still killed on Ctrl-C, SIGTERM and SIGHUP."""
+    with _LOCK:
+        if not _WATCHDOG and sys.platform.startswith("linux"):
+            _start_watchdog()
+
+
+def _start_watchdog() -> None:
+    import subprocess
+
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    source = Path(__file__).with_name("watchdog.py").read_text(encoding="utf-8")
+    try:
+        _WATCHDOG.append(subprocess.Popen([sys.executable, "-S", "-c", source, TOKEN], stdin=subprocess.PIPE,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                          start_new_session=True, close_fds=True))
+    except OSError:
+        pass
+
+
+def _tell(line: str) -> None:
+    """Tell the watchdog a step group started (``+PGID``) or ended (``-PGID``)."""
+    with _LOCK:
+        if _WATCHDOG and _WATCHDOG[0].stdin is not None:
+            try:
+                _WATCHDOG[0].stdin.write(f"{line}\n".encode())
+                _WATCHDOG[0].stdin.flush()
+            except (OSError, ValueError):
+                pass
 
 
 _SETPRIV = "/usr/bin/setpriv"

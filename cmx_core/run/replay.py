@@ -41,7 +41,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-MEMO_FORMAT = 2
+MEMO_FORMAT = 3  # 3: a file state has its ctime
 KEY_ENV_PREFIXES = ("CMX_", "XDG_")
 KEY_ENV_NAMES = ("HOME", "PYTHONPATH", "VIRTUAL_ENV")
 
@@ -199,9 +199,9 @@ def _changed(memo: dict[str, Any]) -> str | None:
     for path, real in memo["links"]:
         if os.path.realpath(os.path.expanduser(path)) != real:
             return f"{path} now points elsewhere"
-    for path, size, mtime in memo["files"]:
-        if file_state(path) != [path, size, mtime]:
-            return f"{path} changed"
+    for state in memo["files"]:
+        if file_state(state[0]) != state:
+            return f"{state[0]} changed"
     for name, value in memo["env"].items():
         if os.environ.get(name) != value:
             return f"${name} changed"

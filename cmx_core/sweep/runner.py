@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cmx_core.datautil import atomic_write
+from cmx_core.datautil import atomic_write, loads_bounded
 from cmx_core.errors import ResultsError, UsageError
 from cmx_core.run.runids import new_run_id
 from cmx_core.sweep.batch import PointOutcome
@@ -214,7 +214,7 @@ def _run_point(index: int, point: Mapping[str, str], command: list[str], run_dir
 
 def _document(path: Path) -> dict[str, Any] | None:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = loads_bounded(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return value if isinstance(value, dict) and "run_id" in value else None
@@ -231,7 +231,7 @@ def read_manifest(data_dir: Path, sweep_id: str) -> dict[str, Any]:
         raise ResultsError(f"--sweep {sweep_id!r}: not a sweep id (they look like sw-20261201-120000-1a2b3c4d)")
     path = data_dir / SWEEPS_DIR / f"{sweep_id}.json"
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = loads_bounded(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such sweep; `ls {path.parent}` lists the sweeps") from None
     except (OSError, ValueError) as exc:

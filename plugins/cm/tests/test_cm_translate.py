@@ -119,3 +119,20 @@ def test_bad_input_is_a_one_line_usage_error(tmp_path: Path) -> None:
         import_collection(tmp_path / "c", tmp_path / "c" / "out")
     with pytest.raises(UsageError, match="not a directory"):
         import_collection(tmp_path / "missing", tmp_path / "out2")
+
+
+def test_repeated_tags_are_kept_once(tmp_path: Path) -> None:
+    """CM accepts a tag listed twice; cmx refuses it in a recipe (issue 28), so the translation
+    keeps each tag once, in the recipe's tags and in each dep's."""
+    write_script(tmp_path, "twice", """
+        alias: twice
+        uid: 0123456789abcdef
+        automation_alias: script
+        tags: [get, twice, get]
+        deps:
+          - tags: detect,os,detect
+    """)
+    recipe = translate(load_script(tmp_path / "twice")).recipe
+    assert len(recipe["tags"]) == len(set(recipe["tags"]))
+    dep_tags = recipe["deps"][0]["tags"]
+    assert len(dep_tags) == len(set(dep_tags)) and "detect" in dep_tags

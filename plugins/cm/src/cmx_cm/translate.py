@@ -208,7 +208,7 @@ class _Translator:
         alias = self.alias_for(dep, tags)
         if target is not None and self.index is not None and self.index.pins(target) and target.alias not in tags:
             tags.insert(len(query.plain), target.alias)
-        out: dict[str, Any] = {"tags": [self.script.flavor, *tags], "as": alias}
+        out: dict[str, Any] = {"tags": list(dict.fromkeys([self.script.flavor, *tags])), "as": alias}  # CM repeats tags
         if when:
             out["when"] = when
         with_ = {k: str(dep[k]) for k in VERSION_KEYS if dep.get(k) not in (None, "")}
