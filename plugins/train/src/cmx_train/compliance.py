@@ -1,12 +1,12 @@
 """MLPerf's compliance checker (``mlperf_logging.compliance_checker``, the training 6.1.0
 rules) run on a time-to-accuracy log.
 
-The package's ``training_6.1.0/common.yaml`` is used as shipped except for the one rule that
-lists MLPerf's own benchmarks: ours (``digits_cnn``, ``resnet``, ``bert``) are not among the
-6.1.0 ones, so that rule is replaced by one naming ours and enqueueing this run's benchmark
-rules (the target accuracy reached at least once, the global batch and the optimiser stated
-once). The division is always ``open``, whose rules the package's ``open_common.yaml`` would
-otherwise re-check against the same benchmark list.
+The package's ``training_6.1.0/common.yaml`` and ``open_common.yaml`` are used as shipped
+except for the rule that lists MLPerf's own benchmarks: ours (``digits_cnn``, ``resnet``,
+``bert``) are not among the 6.1.0 ones, so that rule is replaced by one naming ours and
+enqueueing this run's benchmark rules (the target accuracy reached at least once, the global
+batch, optimiser and seed stated once). The division is always ``open`` (the division rule
+then enqueues the edited ``open_common.yaml`` instead of the package's).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 RULESET = "6.1.0"
 
@@ -27,33 +28,53 @@ class Verdict:
     message: str
 
 
-def _rules(benchmark: str, target: float, folder: Path) -> Path:
+def _load(name: str) -> list[dict[str, Any]]:
     import mlperf_logging.compliance_checker as checker  # type: ignore[import-untyped]
     import yaml
 
-    common = Path(checker.__file__).parent / f"training_{RULESET}" / "common.yaml"
-    records = yaml.safe_load(common.read_text(encoding="utf-8"))
-    ours = folder / f"open_{benchmark}.yaml"
+    path = Path(checker.__file__).parent / f"training_{RULESET}" / name
+    records: list[dict[str, Any]] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return records
+
+
+def _replace(records: list[dict[str, Any]], name: str, **rule: str) -> int:
+    hits = 0
     for record in records:
         key = record.get("KEY") or {}
-        if key.get("NAME") == "submission_benchmark":
-            key["CHECK"] = f" v['value'] == '{benchmark}' "
-            key["POST"] = f" enqueue_config('{ours}') "
-        if key.get("NAME") == "submission_division":
-            key["CHECK"] = " v['value'] == 'open' "
-            key["POST"] = " s['compile_time_mins'] = 240 "
+        if key.get("NAME") == name:
+            key.update(rule)
+            hits += 1
+    return hits
+
+
+def _rules(benchmark: str, target: float, folder: Path) -> Path:
+    """The package's ``common.yaml`` and ``open_common.yaml`` with the benchmark list
+    replaced by ours, and our benchmark's own rules; returns the entry config."""
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    ours, open_common, common = (folder / f"open_{benchmark}.yaml", folder / "open_common.yaml",
+                                 folder / "common.yaml")
+    records = _load("common.yaml")
+    if not _replace(records, "submission_division", CHECK=" v['value'] == 'open' ",
+                    POST=f" enqueue_config('{open_common}'); s['compile_time_mins'] = 240 "):
+        raise RuntimeError(f"mlperf-logging's training_{RULESET}/common.yaml has no submission_division rule")
+    opened = _load("open_common.yaml")
+    if not _replace(opened, "submission_benchmark", CHECK=f" v['value'] == '{benchmark}' ",
+                    POST=f" enqueue_config('{ours}') "):
+        raise RuntimeError(f"mlperf-logging's training_{RULESET}/open_common.yaml has no submission_benchmark rule")
     benchmark_rules = [
         {"KEY": {"NAME": "global_batch_size", "REQ": "EXACTLY_ONE", "CHECK": " v['value'] > 0 "}},
         {"KEY": {"NAME": "opt_name", "REQ": "EXACTLY_ONE", "CHECK": " v['value'] == 'sgd' "}},
         {"KEY": {"NAME": "seed", "REQ": "EXACTLY_ONE"}},
-        {"KEY": {"NAME": "eval_accuracy", "REQ": "AT_LEAST_ONE", "CHECK": ["'epoch_num' in v['metadata']"],
+        {"KEY": {"NAME": "eval_accuracy", "REQ": "AT_LEAST_ONE",
+                 "CHECK": ["'epoch_num' in v['metadata']", "'samples_count' in v['metadata']"],
                  "ATLEAST_ONE_CHECK": f"v['value'] >= {target!r} and v['value'] <= 1.0"}},
     ]
-    folder.mkdir(parents=True, exist_ok=True)
     ours.write_text(yaml.safe_dump(benchmark_rules, sort_keys=False), encoding="utf-8")
-    config = folder / "common.yaml"
-    config.write_text(yaml.safe_dump(records, sort_keys=False), encoding="utf-8")
-    return config
+    open_common.write_text(yaml.safe_dump(opened, sort_keys=False), encoding="utf-8")
+    common.write_text(yaml.safe_dump(records, sort_keys=False), encoding="utf-8")
+    return common
 
 
 def check(log: Path, benchmark: str, target: float, timeout_s: float = 120.0) -> Verdict:

@@ -1,9 +1,11 @@
 """The largest batch that fits: each probe is a fresh launch of two training steps at one
 per-rank batch size; a probe whose allocation fails (CUDA's ``OutOfMemoryError``, the CPU
 allocator's ``can't allocate memory`` under the probe's ``memory_limit_mb`` address-space
-budget) reports ``oom`` instead of failing. The search doubles from 1 until a probe runs out
+budget) reports ``oom`` instead of failing. The search doubles from ``batch_size`` (per rank) until a probe runs out
 of memory or ``max_batch`` is reached, then bisects between the largest fit and the first
-OOM. Any other failure of a probe fails the step."""
+OOM, to within 1/8 of the largest fit (each probe costs a process start). A probe on one rank
+runs without torchrun (``launcher none``: the same worker, one process less). Any other
+failure of a probe fails the step."""
 
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ def _probe(config: TrainConfig, per_rank: int, work: Path, log: Path, found: Fou
     from cmx_train.launch import run
 
     probe = replace(config, batch_size=per_rank, steps=2, warmup_steps=0)
+    if probe.world_size == 1:
+        probe = replace(probe, launcher="none")
     ranks = run(probe, work / f"probe-{per_rank}", log)
     rows = ranks.rows
     oom = [r for r in rows if r.get("oom")]
@@ -53,7 +57,7 @@ def search(config: TrainConfig, work: Path, log: Path) -> Found:
         raise UsageError("train: max-batch on the CPU needs memory_limit_mb > 0 (the budget each probe may use)")
     found = Found()
     cap = max(1, config.max_batch // config.world_size)
-    size = 1
+    size = min(config.batch_size, cap)
     while True:
         if not _probe(config, size, work, log, found):
             break
@@ -63,7 +67,7 @@ def search(config: TrainConfig, work: Path, log: Path) -> Found:
         size = min(size * 2, cap)
     if found.largest_per_rank is not None and found.first_oom is not None:
         low, high = found.largest_per_rank, found.first_oom
-        while high - low > 1:
+        while high - low > max(1, low // 8):
             mid = (low + high) // 2
             if _probe(config, mid, work, log, found):
                 low = mid

@@ -19,7 +19,7 @@ class MlLog:
         self.log: Any = None
         if path is None:
             return
-        from mlperf_logging import mllog  # type: ignore[import-untyped]
+        from mlperf_logging.mllog import constants, mllog  # type: ignore[import-untyped]
 
         logger = logging.getLogger(f"cmx_train.mllog.{id(self)}")
         logger.propagate = False
@@ -28,7 +28,7 @@ class MlLog:
         handler.setFormatter(logging.Formatter("%(message)s"))
         logger.addHandler(handler)
         self.log = mllog.MLLogger(logger=logger)
-        self.c = mllog.constants
+        self.c = constants
 
     def _event(self, key: str, value: Any = None, metadata: dict[str, Any] | None = None) -> None:
         if self.log is not None:
@@ -75,9 +75,9 @@ class MlLog:
             self.log.end(key=self.c.EPOCH_STOP, metadata={"epoch_num": epoch + 1})
             self.log.start(key=self.c.EVAL_START, metadata={"epoch_num": epoch + 1})
 
-    def eval_accuracy(self, epoch: int, accuracy: float) -> None:
+    def eval_accuracy(self, epoch: int, accuracy: float, samples: int) -> None:
         if self.log is not None:
-            self._event(self.c.EVAL_ACCURACY, accuracy, {"epoch_num": epoch + 1})
+            self._event(self.c.EVAL_ACCURACY, accuracy, {"epoch_num": epoch + 1, "samples_count": samples})
             self.log.end(key=self.c.EVAL_STOP, metadata={"epoch_num": epoch + 1})
 
     def run_stop(self, converged: bool) -> None:

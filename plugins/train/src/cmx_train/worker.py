@@ -258,7 +258,7 @@ def _to_accuracy(config: TrainConfig, me: Rank, data: Any, net: Any, step: Any, 
         with torch.no_grad(), autocast():
             predicted = net(data.val_x.to(device)).argmax(dim=1).cpu()
         accuracy = float((predicted == data.val_y).float().mean())
-        log.eval_accuracy(epoch, accuracy)
+        log.eval_accuracy(epoch, accuracy, figures.samples * me.world)
         figures.val_accuracy.append(accuracy)
         figures.epochs = epoch + 1
         if accuracy >= config.target_accuracy:
@@ -281,6 +281,9 @@ def _limit_memory(config: TrainConfig) -> None:
     torch's ``DefaultCPUAllocator: can't allocate memory``, a real out-of-memory."""
     if config.device != "cpu" or config.memory_limit_mb <= 0:
         return
+    import torch
+
+    torch.backends.mkldnn.enabled = False  # oneDNN's own allocation failures read "could not create a primitive"
     with open("/proc/self/statm", encoding="ascii") as f:
         pages = int(f.read().split()[0])
     now = pages * os.sysconf("SC_PAGE_SIZE")
