@@ -18,7 +18,8 @@ import pytest
 CLI_TIMEOUT_S = 240
 
 
-def run_cmx(home: Path, *args: str, timeout: float = CLI_TIMEOUT_S, **extra_env: str) -> subprocess.CompletedProcess[str]:
+def run_cmx(home: Path, *args: str, timeout: float = CLI_TIMEOUT_S,
+            **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CMX_HOME": str(home), "CMX_TRAIN_THREADS": "1", **extra_env}
     return subprocess.run([sys.executable, "-m", "cmx_core", *args], capture_output=True, text=True, env=env,
                           timeout=timeout, check=False)
