@@ -56,6 +56,7 @@ def test_two_slurm_tasks_rendezvous_with_c10d_on_the_first_host(slurm: Any, cli:
     assert section["launcher"] == "torchrun" and section["nodes"] == 2 and section["world_size"] == 2
     assert section["rendezvous"].startswith("c10d ")
     host, port = section["rendezvous"].split()[1].rsplit(":", 1)
+    assert host == section["ranks"][0]["host"]  # the first (here: the only) host of the allocation
     assert 20001 <= int(port) <= 30000  # the Slurm executor's MASTER_PORT (20000 + job id % 10000) + 1
     assert [r["rank"] for r in section["ranks"]] == [0, 1] and all(r["samples"] == 48 for r in section["ranks"])
     assert result["metrics"]["samples_per_second_rank1"]["value"] > 0
