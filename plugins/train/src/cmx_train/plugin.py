@@ -55,7 +55,8 @@ def _k8s_run(args: argparse.Namespace) -> int:
 
 @hookimpl
 def cmx_register_commands(register: Callable[[Command], None]) -> None:
-    register(Command(name="train-k8s", summary="Render and validate the Kubernetes manifests of a multi-node training run",
+    register(Command(name="train-k8s",
+                     summary="Render and validate the Kubernetes manifests of a multi-node training run",
                      configure=_k8s_configure, run=_k8s_run))
 
 
