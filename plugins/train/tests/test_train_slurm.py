@@ -2,7 +2,8 @@
 SLURM_CONF names when it answers, else a private single-node one started here and stopped by
 PID) runs ``train,throughput,nodes.2`` with ``ntasks_per_node=2``; each task's torchrun joins
 the c10d rendezvous on the first host (MASTER_ADDR, port MASTER_PORT+1) and both ranks are
-in the result. Skipped where Slurm cannot run (the reason is printed)."""
+in the result. With ``env-ranks`` the two srun tasks are the ranks themselves (RANK,
+WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the executor). Skipped where Slurm cannot run (the reason is printed)."""
 
 from __future__ import annotations
 
@@ -45,18 +46,23 @@ def slurm() -> Iterator[Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def test_two_slurm_tasks_rendezvous_with_c10d_on_the_first_host(slurm: Any, cli: Any, as_json: Any) -> None:
-    proc = cli("run", "recipe", "--tags=train,throughput,nodes.2", "--batch-size=32", "--steps=3",
+@pytest.mark.parametrize(("tags", "launcher", "rendezvous"), [
+    ("train,throughput,nodes.2", "torchrun", "c10d "),      # one torchrun per task, --nnodes=2
+    ("train,throughput,env-ranks,nodes.2", "env", "tcp://"),  # srun's tasks are the ranks
+])
+def test_two_slurm_tasks_rendezvous_on_the_first_host(slurm: Any, cli: Any, as_json: Any, tags: str, launcher: str,
+                                                      rendezvous: str) -> None:
+    proc = cli("run", "recipe", f"--tags={tags}", "--batch-size=32", "--steps=3",
                "--rdzv-timeout-s=60", "--timeout-s=180", "--executor", "slurm",
                "--executor-opt", "ntasks_per_node=2", "--json", SLURM_CONF=os.environ["SLURM_CONF"])
     assert proc.returncode == 0, proc.stderr
     result = as_json(proc)
     section = result["train"]
     assert result["status"] == "valid"
-    assert section["launcher"] == "torchrun" and section["nodes"] == 2 and section["world_size"] == 2
-    assert section["rendezvous"].startswith("c10d ")
-    host, port = section["rendezvous"].split()[1].rsplit(":", 1)
+    assert section["launcher"] == launcher and section["nodes"] == 2 and section["world_size"] == 2
+    assert section["rendezvous"].startswith(rendezvous)
+    host, port = section["rendezvous"].removeprefix("tcp://").split()[-1].rsplit(":", 1)
     assert host == section["ranks"][0]["host"]  # the first (here: the only) host of the allocation
-    assert 20001 <= int(port) <= 30000  # the Slurm executor's MASTER_PORT (20000 + job id % 10000) + 1
+    assert 20000 <= int(port) <= 30000  # the Slurm executor's MASTER_PORT (20000 + job id % 10000), c10d's + 1
     assert [r["rank"] for r in section["ranks"]] == [0, 1] and all(r["samples"] == 48 for r in section["ranks"])
     assert result["metrics"]["samples_per_second_rank1"]["value"] > 0
