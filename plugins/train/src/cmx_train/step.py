@@ -83,6 +83,8 @@ def _metrics(config: TrainConfig, rows: Sequence[Mapping[str, Any]], baseline: f
         rank_sps = r["samples"] / r["window_s"] if r["window_s"] > 0 else None
         metrics[f"samples_per_second_rank{r['rank']}"] = Metric(rank_sps, "samples/s", True)
         metrics[f"peak_memory_bytes_rank{r['rank']}"] = Metric(r["peak_memory_bytes"], "bytes", False)
+    if config.mode == "throughput":
+        metrics["samples_per_joule"] = Metric(_per_joule(rows, total), "samples/J", True)
     if config.mode == "throughput" and baseline is None and config.world_size == 1:
         baseline = sps  # the 1-process point is its own baseline
     if config.mode == "throughput":
@@ -94,6 +96,16 @@ def _metrics(config: TrainConfig, rows: Sequence[Mapping[str, Any]], baseline: f
         metrics["time_to_accuracy_s"] = Metric(first["time_to_target_s"], "s", False)
         metrics["epochs_to_accuracy"] = Metric(first["epochs_to_target"], "epochs", False)
     return metrics
+
+
+def _per_joule(rows: Sequence[Mapping[str, Any]], samples: int) -> float | None:
+    """Samples per joule over the nodes' energy (each node's local rank 0 read it); None
+    where any node could not read one."""
+    readers = [r for r in rows if r.get("energy_source")]
+    if not readers or any(r.get("energy_j") is None for r in readers):
+        return None
+    joules = sum(float(r["energy_j"]) for r in readers)
+    return samples / joules if joules > 0 else None
 
 
 def _model_info(config: TrainConfig) -> dict[str, Any]:
@@ -188,7 +200,8 @@ def _section(config: TrainConfig, rows: Sequence[Mapping[str, Any]], ranks: Any,
         "launch_wall_s": ranks.wall_s,
         "ranks": [{"rank": r["rank"], "host": r["host"], "samples": r["samples"], "window_s": r["window_s"],
                    "samples_per_second": r["samples"] / r["window_s"] if r["window_s"] > 0 else None,
-                   "peak_memory_bytes": r["peak_memory_bytes"]} for r in rows],
+                   "peak_memory_bytes": r["peak_memory_bytes"], "energy_j": r.get("energy_j"),
+                   "energy_source": r.get("energy_source") or None} for r in rows],
     }
 
 

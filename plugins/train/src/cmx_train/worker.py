@@ -56,6 +56,8 @@ class Figures:
     run_s: float = 0.0
     oom: bool = False
     oom_message: str = ""
+    energy_j: float | None = None  # this node's, read by its local rank 0 over the timed window
+    energy_source: str = ""
 
 
 def rank_from_env() -> Rank:
@@ -157,6 +159,11 @@ def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(config.precision)
     loss_fn = torch.nn.CrossEntropyLoss()
     figures = Figures(rank=me.rank, host=socket.gethostname())
+    from cmx_train.energy import Meter
+
+    meter = Meter(config.device) if me.local_rank == 0 else None
+    if meter is not None:
+        figures.energy_source = meter.source if meter.source != "unavailable" else f"unavailable: {meter.reason}"
     if config.mode == "max-batch":
         _limit_memory(config)
 
@@ -193,7 +200,7 @@ def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
         _to_accuracy(config, me, data, net, step, autocast, figures, log, device, began)
     else:
         try:
-            _timed(config, me, data, step, sync, figures, device)
+            _timed(config, me, data, step, sync, figures, device, meter)
         except (torch.OutOfMemoryError, MemoryError, RuntimeError) as exc:
             if config.mode != "max-batch" or not _is_oom(exc):
                 raise
@@ -218,7 +225,8 @@ def batches(config: TrainConfig, me: Rank, n: int, epoch: int) -> Iterator[Any]:
         yield order[start + me.rank * per: start + (me.rank + 1) * per]
 
 
-def _timed(config: TrainConfig, me: Rank, data: Any, step: Any, sync: Any, figures: Figures, device: Any) -> None:
+def _timed(config: TrainConfig, me: Rank, data: Any, step: Any, sync: Any, figures: Figures, device: Any,
+           meter: Any) -> None:
     total = config.warmup_steps + config.steps
     done, epoch, window_start = 0, 0, 0.0
     while done < total:
@@ -227,6 +235,8 @@ def _timed(config: TrainConfig, me: Rank, data: Any, step: Any, sync: Any, figur
                 sync()
                 _barrier(me)
                 window_start = time.perf_counter()
+                if meter is not None:
+                    meter.start()
             t0 = time.perf_counter()
             figures.losses.append(step(data.train_x[idx].to(device), data.train_y[idx].to(device)))
             sync()
@@ -238,6 +248,8 @@ def _timed(config: TrainConfig, me: Rank, data: Any, step: Any, sync: Any, figur
                 break
         epoch += 1
     figures.window_s = time.perf_counter() - window_start
+    if meter is not None:
+        figures.energy_j = meter.stop()
     figures.epochs = epoch
 
 
