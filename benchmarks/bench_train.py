@@ -6,7 +6,9 @@ sides alike. samples/s is the worker's own figure (global batch x timed steps ov
 slowest rank's timed window) on both sides, so the difference is what running under cmx
 costs the training itself. Goal: cmx within 2 % of plain torchrun (median of the pairs).
 
-Prints numbers; asserts nothing about time.
+Prints numbers; asserts nothing about time. Measured on the shared 2-core box (figures and
+their noise in plugins/train/README.md, "Overhead"): median pair ratio 0.999 at load 11 and
+1.070 at load 8, pairs spreading +-25-50 %, so that box cannot resolve 2 %.
 
     .venv/bin/python benchmarks/bench_train.py [--pairs 5] [--steps 200] [--nproc 2]
 """
