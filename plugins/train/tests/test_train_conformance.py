@@ -1,7 +1,8 @@
 """cmx-core's conformance kit on cmx-train through its installed entry point: hookimpls,
 cmx-core range, provider metadata, light import, every recipe validates and plans, and the
 ``train.run`` step on a 2-rank torchrun sample whose result part makes a schema-valid
-document (the ``train`` section checked by the plugin's own schema)."""
+document (the kit builds it and validates it, the ``train`` section against the plugin's own
+schema)."""
 
 from __future__ import annotations
 
@@ -30,17 +31,4 @@ class TestTrainConformance(PluginConformance):
         section = part.sections["train"]
         assert [r["rank"] for r in section["ranks"]] == [0, 1]
         assert section["world_size"] == 2 and section["launcher"] == "torchrun"
-        _validate(part)
 
-
-def _validate(part: Any) -> None:
-    import tempfile
-    from pathlib import Path
-
-    from cmx_core.plugins import load_registry
-    from cmx_core.results.examples import example_document
-    from cmx_core.results.validate import validate_document
-
-    with tempfile.TemporaryDirectory() as run_dir:
-        document = example_document(Path(run_dir), part=part)
-    validate_document(document, source="train result", suites=load_registry().suites)
