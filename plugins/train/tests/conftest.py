@@ -50,6 +50,31 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cmx-home")
 
 
+@pytest.fixture(scope="session")
+def curve(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict[str, Any]]:
+    """``curve(nproc=, seed=, launcher=)``: the ``train`` section of a 12-step throughput run
+    at global batch 64, run once per session for each argument set and shared by the tests
+    that compare loss curves (each comparison still runs both sides for real)."""
+    from cmx_core.testing import make_step_context
+
+    done: dict[tuple[int, int, str], dict[str, Any]] = {}
+
+    def run(nproc: int = 1, seed: int = 0, launcher: str = "torchrun") -> dict[str, Any]:
+        from cmx_train.step import run_step
+
+        key = (nproc, seed, launcher)
+        if key not in done:
+            params = {"mode": "throughput", "batch_size": 64, "steps": 12, "warmup_steps": 0, "nproc": nproc,
+                      "seed": seed, "launcher": launcher, "timeout_s": 120}
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("CMX_TRAIN_THREADS", "1")
+                context = make_step_context(tmp_path_factory.mktemp("curve"), params=params)
+                done[key] = dict(run_step(context).result.sections["train"])
+        return done[key]
+
+    return run
+
+
 @pytest.fixture
 def train(cmx_step_context: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
     """Run the step with these params (one torch thread a rank: the box is small and shared)."""

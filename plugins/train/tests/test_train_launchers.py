@@ -17,22 +17,21 @@ from cmx_train.launch import plan_launch
 LOSS_RTOL = 1e-4
 
 
-def test_one_process_without_a_launcher_matches_torchrun(train: Any) -> None:
-    plain = train(launcher="none", batch_size=32, steps=5, warmup_steps=0).result.sections["train"]
-    torchrun = train(launcher="torchrun", batch_size=32, steps=5, warmup_steps=0).result.sections["train"]
+def test_one_process_without_a_launcher_matches_torchrun(curve: Any) -> None:
+    plain = curve(nproc=1, seed=3, launcher="none")
+    torchrun = curve(nproc=1, seed=3, launcher="torchrun")
     assert plain["launcher"] == "none" and plain["rendezvous"] == "none"
     assert torchrun["launcher"] == "torchrun" and torchrun["rendezvous"].startswith("c10d standalone")
     assert plain["losses"] == torchrun["losses"]
 
 
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun (Debian: apt-get install openmpi-bin)")
-def test_mpirun_two_ranks_follow_torchrun(train: Any) -> None:
-    mpi = train(launcher="mpirun", nproc=2, batch_size=32, steps=5, warmup_steps=0).result
-    ref = train(launcher="torchrun", nproc=2, batch_size=32, steps=5, warmup_steps=0).result
-    section = mpi.sections["train"]
-    assert mpi.status == "valid" and section["launcher"] == "mpirun"
+def test_mpirun_two_ranks_follow_torchrun(curve: Any) -> None:
+    section = curve(nproc=2, seed=3, launcher="mpirun")
+    ref = curve(nproc=2, seed=3, launcher="torchrun")
+    assert section["launcher"] == "mpirun" and ref["launcher"] == "torchrun"
     assert [r["rank"] for r in section["ranks"]] == [0, 1]
-    for a, b in zip(section["losses"], ref.sections["train"]["losses"], strict=True):
+    for a, b in zip(section["losses"], ref["losses"], strict=True):
         assert math.isclose(a, b, rel_tol=LOSS_RTOL)
 
 
