@@ -53,6 +53,6 @@ say "2/2 cmx-core and the in-tree plugins${extras:+, with the test tools}"
 "${pip[@]}" -e ".${extras}" -e "plugins/detect${extras}" -e "plugins/docker${extras}" -e "plugins/mlperf[llm,vision,plot${extras:+,test}]" \
   -e "plugins/slurm${extras}" -e "plugins/ray${extras}" -e "plugins/k8s${extras}" \
   -e "plugins/mlebench${extras:+[test]}" -e "plugins/cm${extras:+[test]}" \
-  -e "plugins/alebench[docker${extras:+,test}]"
+  -e "plugins/alebench[docker${extras:+,test}]" -e "plugins/train${extras}"
 echo "$stamp" > "$stamp_file"
 say "done in $((SECONDS - started)) s"

@@ -70,7 +70,7 @@ else
 .venv/bin/python -m pytest --import-mode=importlib -p no:cacheprovider \
   tests plugins/detect/tests plugins/docker/tests plugins/mlperf/tests plugins/slurm/tests \
   plugins/ray/tests plugins/k8s/tests plugins/mlebench/tests plugins/cm/tests \
-  plugins/alebench/tests "$@"
+  plugins/alebench/tests plugins/train/tests "$@"
 fi
 status=$?
 set -e

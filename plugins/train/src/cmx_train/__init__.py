@@ -1,0 +1,3 @@
+"""cmx-train: data-parallel training benchmarks (throughput, time to accuracy, largest batch)."""
+
+__version__ = "0.1.0"

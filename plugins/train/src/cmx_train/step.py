@@ -1,0 +1,226 @@
+"""The ``train.run`` step: check the configuration, launch the ranks, and turn what they
+measured into typed metrics and the ``train`` result section."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from cmx_core.api import Artifact, Metric, ResultPart, StepContext, StepOutput
+from cmx_train import __version__
+from cmx_train.config import TrainConfig, parse
+from cmx_train.scaling import baseline_from_sweep
+
+SUITE = "train"
+MODE_NAME = {"throughput": "throughput", "time-to-accuracy": "time_to_accuracy", "max-batch": "max_batch"}
+
+
+def run_step(ctx: StepContext) -> StepOutput:
+    config = parse(ctx.params)
+    work = ctx.work_dir / "train"
+    log = ctx.log_dir / "train-launch.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    if config.mode == "max-batch":
+        from cmx_train.maxbatch import search
+
+        found = search(config, work, log)
+        return _max_batch_output(config, found, work)
+    from cmx_train.launch import run
+
+    ranks = run(config, work, log)
+    return _output(ctx, config, ranks, work)
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (linear interpolation, numpy's default)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    at = (len(ordered) - 1) * q / 100.0
+    low = int(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+
+
+def _step_times(rows: Sequence[Mapping[str, Any]]) -> list[float]:
+    """A global step lasts as long as its slowest rank."""
+    counts = [len(r["step_times_s"]) for r in rows]
+    if not counts:
+        return []
+    return [max(r["step_times_s"][i] for r in rows) for i in range(min(counts))]
+
+
+def honesty(config: TrainConfig) -> list[str]:
+    """Why this run is not an MLPerf Training result (every run here is ``unofficial``)."""
+    reasons = []
+    if config.model == "digits-cnn":
+        reasons.append("digits-cnn on scikit-learn's digits is not an MLPerf Training benchmark")
+    else:
+        reasons.append(f"{config.model} trains on generated data, not the reference data set")
+    if config.mode == "time-to-accuracy" and config.model != "digits-cnn":
+        reasons.append("the target accuracy is not the reference one")
+    if not config.weights:
+        reasons.append("weights initialised at random (seeded)")
+    return reasons
+
+
+def _metrics(config: TrainConfig, rows: Sequence[Mapping[str, Any]], baseline: float | None) -> dict[str, Metric]:
+    window = max(r["window_s"] for r in rows)
+    total = sum(r["samples"] for r in rows)
+    sps = total / window if window > 0 else None
+    times = _step_times(rows)
+    p50, p99 = percentile(times, 50), percentile(times, 99)
+    metrics = {
+        "samples_per_second": Metric(sps, "samples/s", True),
+        "step_time_p50_ms": Metric(None if p50 is None else p50 * 1e3, "ms", False),
+        "step_time_p99_ms": Metric(None if p99 is None else p99 * 1e3, "ms", False),
+        "peak_memory_bytes": Metric(max(r["peak_memory_bytes"] for r in rows), "bytes", False),
+        "final_loss": Metric(rows[0]["losses"][-1] if rows[0]["losses"] else None, "1", False),
+    }
+    for r in rows:
+        rank_sps = r["samples"] / r["window_s"] if r["window_s"] > 0 else None
+        metrics[f"samples_per_second_rank{r['rank']}"] = Metric(rank_sps, "samples/s", True)
+        metrics[f"peak_memory_bytes_rank{r['rank']}"] = Metric(r["peak_memory_bytes"], "bytes", False)
+    if config.mode == "throughput":
+        metrics["samples_per_joule"] = Metric(_per_joule(rows, total), "samples/J", True)
+    if config.mode == "throughput" and baseline is None and config.world_size == 1:
+        baseline = sps  # the 1-process point is its own baseline
+    if config.mode == "throughput":
+        efficiency = sps / (config.world_size * baseline) if sps and baseline else None
+        metrics["scaling_efficiency"] = Metric(efficiency, "ratio", True)
+    if config.mode == "time-to-accuracy":
+        first = rows[0]
+        metrics["val_accuracy"] = Metric(first["val_accuracy"][-1] if first["val_accuracy"] else None, "ratio", True)
+        metrics["time_to_accuracy_s"] = Metric(first["time_to_target_s"], "s", False)
+        metrics["epochs_to_accuracy"] = Metric(first["epochs_to_target"], "epochs", False)
+    return metrics
+
+
+def _per_joule(rows: Sequence[Mapping[str, Any]], samples: int) -> float | None:
+    """Samples per joule over the nodes' energy (each node's local rank 0 read it); None
+    where any node could not read one."""
+    readers = [r for r in rows if r.get("energy_source")]
+    if not readers or any(r.get("energy_j") is None for r in readers):
+        return None
+    joules = sum(float(r["energy_j"]) for r in readers)
+    return samples / joules if joules > 0 else None
+
+
+def _model_info(config: TrainConfig) -> dict[str, Any]:
+    import hashlib
+
+    weights = "path" if config.weights else "random"
+    sha = hashlib.sha256(Path(config.weights).read_bytes()).hexdigest() if config.weights else None
+    return {"name": config.model, "weights": weights, "weights_path": config.weights or None, "weights_sha256": sha}
+
+
+def _output(ctx: StepContext, config: TrainConfig, ranks: Any, work: Path) -> StepOutput:
+    rows = sorted(ranks.rows, key=lambda r: r["rank"])
+    baseline, baseline_from = _baseline(ctx, config)
+    metrics = _metrics(config, rows, baseline)
+    if baseline is None and config.mode == "throughput" and config.world_size == 1:
+        baseline, baseline_from = metrics["samples_per_second"].value, "this run (1 process)"
+    status: Literal["valid", "invalid"] = "valid"
+    reasons: list[str] = []
+    converged = None
+    artifacts = [Artifact(work / "ranks.json", "train_ranks"), Artifact(work / "config.json", "train_config")]
+    compliance = None
+    if config.mode == "time-to-accuracy":
+        converged = rows[0]["time_to_target_s"] is not None
+        if not converged:
+            status = "invalid"
+            reasons.append(f"did not reach target_accuracy {config.target_accuracy} in {config.max_epochs} epochs")
+        mllog = work / "mlperf_log.txt"
+        if mllog.is_file():
+            from cmx_train.compliance import check
+            from cmx_train.mlperf_log import BENCHMARK
+
+            verdict = check(mllog, BENCHMARK[config.model], config.target_accuracy)
+            compliance = {"accepted": verdict.accepted, "ruleset": verdict.ruleset, "message": verdict.message}
+            artifacts.append(Artifact(mllog, "mlperf_log"))
+            if not verdict.accepted and converged:
+                status = "invalid"
+                reasons.append(f"MLPerf compliance checker: {verdict.message}")
+    section = _section(config, rows, ranks, baseline, baseline_from, converged, compliance)
+    (work / "section.json").write_text(json.dumps(section, indent=1), encoding="utf-8")
+    part = ResultPart(status=status, benchmark=_benchmark(config, metrics), metrics=metrics,
+                      invalid_reasons=tuple(reasons), sections={SUITE: section})
+    outputs = {"samples_per_second": metrics["samples_per_second"].value, "world_size": config.world_size,
+               "converged": converged, "status": status, "work_dir": str(work)}
+    return StepOutput(outputs=outputs, result=part, artifacts=tuple(artifacts))
+
+
+def _benchmark(config: TrainConfig, metrics: Mapping[str, Metric]) -> dict[str, Any]:
+    primary = {"throughput": "samples_per_second", "time-to-accuracy": "time_to_accuracy_s",
+               "max-batch": "max_batch_size"}[config.mode]
+    return {"suite": SUITE, "suite_version": __version__, "task": config.model, "scenario": config.precision,
+            "mode": MODE_NAME[config.mode], "division": "unofficial", "primary_metric": primary}
+
+
+def _baseline(ctx: StepContext, config: TrainConfig) -> tuple[float | None, str | None]:
+    if config.baseline_samples_per_s > 0:
+        return config.baseline_samples_per_s, "input baseline_samples_per_s"
+    found = baseline_from_sweep(ctx.run_dir, config)
+    if found is not None:
+        return found
+    return None, None
+
+
+def _section(config: TrainConfig, rows: Sequence[Mapping[str, Any]], ranks: Any, baseline: float | None,
+             baseline_from: str | None, converged: bool | None, compliance: Any) -> dict[str, Any]:
+    return {
+        "mode": config.mode,
+        "model": _model_info(config),
+        "data": "sklearn-digits" if config.model == "digits-cnn" else "generated",
+        "precision": config.precision,
+        "device": config.device,
+        "backend": config.backend,
+        "launcher": ranks.launch.launcher,
+        "rendezvous": ranks.launch.rendezvous,
+        "nproc": config.nproc,
+        "nodes": config.nodes,
+        "world_size": config.world_size,
+        "global_batch_size": config.batch_size,
+        "per_rank_batch_size": config.per_rank_batch,
+        "seed": config.seed,
+        "lr": config.lr,
+        "steps": config.steps if config.mode == "throughput" else None,
+        "warmup_steps": config.warmup_steps if config.mode == "throughput" else None,
+        "target_accuracy": config.target_accuracy if config.mode == "time-to-accuracy" else None,
+        "converged": converged,
+        "epochs": rows[0]["epochs"],
+        "val_accuracy": list(rows[0]["val_accuracy"]),
+        "losses": list(rows[0]["losses"]),
+        "baseline_samples_per_s": baseline,
+        "baseline_from": baseline_from,
+        "compliance": compliance,
+        "unofficial_reasons": honesty(config),
+        "launch_wall_s": ranks.wall_s,
+        "ranks": [{"rank": r["rank"], "host": r["host"], "samples": r["samples"], "window_s": r["window_s"],
+                   "samples_per_second": r["samples"] / r["window_s"] if r["window_s"] > 0 else None,
+                   "peak_memory_bytes": r["peak_memory_bytes"], "energy_j": r.get("energy_j"),
+                   "energy_source": r.get("energy_source") or None} for r in rows],
+    }
+
+
+def _max_batch_output(config: TrainConfig, found: Any, work: Path) -> StepOutput:
+    metrics = {"max_batch_size": Metric(found.largest, "samples", True),
+               "max_batch_size_per_rank": Metric(found.largest_per_rank, "samples", True),
+               "peak_memory_bytes": Metric(found.peak_memory_bytes, "bytes", False)}
+    status: Literal["valid", "invalid"] = "valid" if found.largest is not None else "invalid"
+    reasons = () if found.largest is not None else (f"no batch size fits: {found.first_oom_message}",)
+    section = {"mode": config.mode, "model": _model_info(config),
+               "data": "sklearn-digits" if config.model == "digits-cnn" else "generated",
+               "precision": config.precision, "device": config.device, "backend": config.backend,
+               "launcher": config.launcher, "nproc": config.nproc, "nodes": config.nodes,
+               "world_size": config.world_size, "seed": config.seed, "memory_limit_mb": config.memory_limit_mb,
+               "max_batch": config.max_batch, "oom_seen": found.first_oom is not None,
+               "first_oom_batch_size": found.first_oom, "oom_message": found.first_oom_message,
+               "capped": found.capped, "probes": found.probes, "unofficial_reasons": honesty(config)}
+    (work / "section.json").write_text(json.dumps(section, indent=1), encoding="utf-8")
+    part = ResultPart(status=status, benchmark=_benchmark(config, metrics), metrics=metrics,
+                      invalid_reasons=reasons, sections={SUITE: section})
+    return StepOutput(outputs={"max_batch_size": found.largest, "oom_seen": found.first_oom is not None,
+                               "status": status, "work_dir": str(work)}, result=part)

@@ -1,0 +1,324 @@
+"""One rank of a training run: ``python -m cmx_train.worker CONFIG.json OUT_DIR``.
+
+Started by torchrun (``RANK``/``WORLD_SIZE``/``LOCAL_RANK`` set), by mpirun (OpenMPI's
+``OMPI_COMM_WORLD_*``), by an executor that starts the ranks itself (Slurm's tasks) or
+alone. The ranks gather every rank's figures and each writes ``OUT_DIR/ranks.json``; any rank that
+fails writes ``OUT_DIR/error-rank-N.txt`` (one line) and exits 3, so the launcher can say
+why in one line instead of a traceback per rank.
+
+Data parallel with the *global* batch split evenly: rank r of W takes the r-th slice of every
+global batch of one seeded permutation, DDP averages the gradients, so W ranks take the same
+steps as one rank with the whole batch (up to float summation order).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import resource
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmx_train.config import TrainConfig
+
+RANKS_FILE = "ranks.json"
+EXIT_FAILED = 3
+
+
+@dataclass
+class Rank:
+    rank: int
+    world: int
+    local_rank: int
+
+
+@dataclass
+class Figures:
+    """What one rank measured."""
+
+    rank: int
+    host: str
+    samples: int = 0
+    window_s: float = 0.0
+    step_times_s: list[float] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+    peak_memory_bytes: int = 0
+    epochs: int = 0
+    val_accuracy: list[float] = field(default_factory=list)
+    time_to_target_s: float | None = None
+    epochs_to_target: int | None = None
+    run_s: float = 0.0
+    oom: bool = False
+    oom_message: str = ""
+    energy_j: float | None = None  # this node's, read by its local rank 0 over the timed window
+    energy_source: str = ""
+
+
+def rank_from_env() -> Rank:
+    env = os.environ
+    if "OMPI_COMM_WORLD_RANK" in env and "RANK" not in env:
+        return Rank(int(env["OMPI_COMM_WORLD_RANK"]), int(env["OMPI_COMM_WORLD_SIZE"]),
+                    int(env.get("OMPI_COMM_WORLD_LOCAL_RANK", "0")))
+    return Rank(int(env.get("RANK", "0")), int(env.get("WORLD_SIZE", "1")), int(env.get("LOCAL_RANK", "0")))
+
+
+def main(argv: list[str]) -> int:
+    config = TrainConfig.read(Path(argv[0]))
+    out = Path(argv[1])
+    me = rank_from_env()
+    try:
+        figures = _run(config, me, out)
+    except Exception as exc:  # noqa: BLE001 - one line for the launcher; the traceback stays in the rank's log
+        import traceback
+
+        traceback.print_exc()
+        line = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+        (out / f"error-rank-{me.rank}.txt").write_text(line + "\n", encoding="utf-8")
+        return EXIT_FAILED
+    # every rank holds every rank's figures (all_gather): each writes them, so the task that
+    # hosts global rank 0 need not be the one whose result is kept (c10d assigns ranks)
+    tmp = out / f"{RANKS_FILE}.part-{me.rank}"
+    tmp.write_text(json.dumps(figures, indent=1), encoding="utf-8")
+    tmp.replace(out / RANKS_FILE)
+    return 0
+
+
+def _run(config: TrainConfig, me: Rank, out: Path) -> list[dict[str, Any]]:
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(max(1, int(os.environ.get("CMX_TRAIN_THREADS", "1"))))
+    if me.world != config.world_size:
+        raise RuntimeError(f"world size mismatch: the launcher started {me.world} ranks, "
+                           f"the run needs nproc x nodes = {config.world_size}")
+    device = torch.device("cuda", me.local_rank) if config.device == "cuda" else torch.device("cpu")
+    if config.device == "cuda":
+        torch.cuda.set_device(device)
+    if me.world > 1:
+        _init_group(config, me)
+    try:
+        figures = _train(config, me, out, device)
+        rows = [_as_dict(figures)]
+        if me.world > 1:
+            gathered: list[Any] = [None] * me.world
+            dist.all_gather_object(gathered, rows[0])
+            rows = gathered
+        return rows
+    finally:
+        if me.world > 1 and dist.is_initialized():
+            with contextlib.suppress(Exception):
+                dist.barrier()
+            dist.destroy_process_group()
+
+
+def _init_group(config: TrainConfig, me: Rank) -> None:
+    import torch.distributed as dist
+
+    timeout = datetime.timedelta(seconds=config.rdzv_timeout_s)
+    addr = os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    port = os.environ.setdefault("MASTER_PORT", "29500")
+    os.environ.update(RANK=str(me.rank), WORLD_SIZE=str(me.world), LOCAL_RANK=str(me.local_rank))
+    try:  # env:// keeps torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE) where there is one
+        dist.init_process_group(config.backend, init_method="env://", timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - any rendezvous failure becomes one line
+        raise RuntimeError(f"rendezvous at {addr}:{port} failed for rank {me.rank} of {me.world} within "
+                           f"{config.rdzv_timeout_s:g} s ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+                           ) from None
+
+
+def _as_dict(figures: Figures) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(figures)
+
+
+def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
+    import socket
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from cmx_train import models
+    from cmx_train.mlperf_log import MlLog
+
+    log = MlLog(out / "mlperf_log.txt" if me.rank == 0 and config.mode == "time-to-accuracy" else None, config)
+    log.init_start()
+    data = models.data(config)
+    model, _info = models.build(config)
+    model.to(device)
+    net: torch.nn.Module = DistributedDataParallel(model) if me.world > 1 else model
+    opt = torch.optim.SGD(net.parameters(), lr=config.lr, momentum=0.9)
+    scaler = torch.amp.GradScaler(device.type) if config.precision == "fp16" else None
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(config.precision)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    figures = Figures(rank=me.rank, host=socket.gethostname())
+    from cmx_train.energy import Meter
+
+    meter = Meter(config.device) if me.local_rank == 0 else None
+    if meter is not None:
+        figures.energy_source = meter.source if meter.source != "unavailable" else f"unavailable: {meter.reason}"
+    if config.mode == "max-batch":
+        _limit_memory(config)
+
+    def autocast() -> Any:
+        return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
+
+    def step(x: torch.Tensor, y: torch.Tensor) -> float:
+        opt.zero_grad(set_to_none=True)
+        with autocast():
+            loss = loss_fn(net(x), y)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        value = loss.detach().float()
+        if me.world > 1:
+            dist.all_reduce(value)
+            value /= me.world
+        return float(value)
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    log.params(len(data.train_y), len(data.val_y))
+    log.init_stop()
+    _barrier(me)
+    log.run_start()
+    began = time.perf_counter()
+    if config.mode == "time-to-accuracy":
+        _to_accuracy(config, me, data, net, step, autocast, figures, log, device, began)
+    else:
+        try:
+            _timed(config, me, data, step, sync, figures, device, meter)
+        except (torch.OutOfMemoryError, MemoryError, RuntimeError) as exc:
+            if config.mode != "max-batch" or not _is_oom(exc):
+                raise
+            figures.oom, figures.oom_message = True, " ".join(str(exc).split())[:300]
+    figures.run_s = time.perf_counter() - began
+    figures.peak_memory_bytes = _peak_memory(device)
+    log.run_stop(figures.time_to_target_s is not None)
+    return figures
+
+
+def batches(config: TrainConfig, me: Rank, n: int, epoch: int) -> Iterator[Any]:
+    """The local slices of every full global batch of ``epoch`` (one seeded permutation)."""
+    import torch
+
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
+    per = config.batch_size // me.world if config.mode != "max-batch" else config.batch_size
+    size = per * me.world
+    if n < size:  # a batch bigger than the data set: sample with replacement
+        order = torch.randint(0, n, (size,), generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
+        n = size
+    for start in range(0, n - size + 1, size):
+        yield order[start + me.rank * per: start + (me.rank + 1) * per]
+
+
+def _timed(config: TrainConfig, me: Rank, data: Any, step: Any, sync: Any, figures: Figures, device: Any,
+           meter: Any) -> None:
+    total = config.warmup_steps + config.steps
+    done, epoch, window_start = 0, 0, 0.0
+    while done < total:
+        for idx in batches(config, me, len(data.train_y), epoch):
+            if done == config.warmup_steps:
+                sync()
+                _barrier(me)
+                window_start = time.perf_counter()
+                if meter is not None:
+                    meter.start()
+            t0 = time.perf_counter()
+            figures.losses.append(step(data.train_x[idx].to(device), data.train_y[idx].to(device)))
+            sync()
+            if done >= config.warmup_steps:
+                figures.step_times_s.append(time.perf_counter() - t0)
+                figures.samples += len(idx)
+            done += 1
+            if done == total:
+                break
+        epoch += 1
+    figures.window_s = time.perf_counter() - window_start
+    if meter is not None:
+        figures.energy_j = meter.stop()
+    figures.epochs = epoch
+
+
+def _to_accuracy(config: TrainConfig, me: Rank, data: Any, net: Any, step: Any, autocast: Any, figures: Figures,
+                 log: Any, device: Any, began: float) -> None:
+    import torch
+
+    for epoch in range(config.max_epochs):
+        log.epoch_start(epoch)
+        net.train()
+        for idx in batches(config, me, len(data.train_y), epoch):
+            t0 = time.perf_counter()
+            figures.losses.append(step(data.train_x[idx].to(device), data.train_y[idx].to(device)))
+            figures.step_times_s.append(time.perf_counter() - t0)
+            figures.samples += len(idx)
+        log.epoch_stop(epoch)
+        net.eval()
+        with torch.no_grad(), autocast():
+            predicted = net(data.val_x.to(device)).argmax(dim=1).cpu()
+        accuracy = float((predicted == data.val_y).float().mean())
+        log.eval_accuracy(epoch, accuracy, figures.samples * me.world)
+        figures.val_accuracy.append(accuracy)
+        figures.epochs = epoch + 1
+        if accuracy >= config.target_accuracy:
+            figures.time_to_target_s = time.perf_counter() - began
+            figures.epochs_to_target = epoch + 1
+            break
+    figures.window_s = time.perf_counter() - began
+
+
+def _barrier(me: Rank) -> None:
+    if me.world > 1:
+        import torch.distributed as dist
+
+        dist.barrier()
+
+
+def _limit_memory(config: TrainConfig) -> None:
+    """The max-batch probe's budget on the CPU: the address space may grow by
+    ``memory_limit_mb`` beyond what the process holds now; a bigger allocation fails as
+    torch's ``DefaultCPUAllocator: can't allocate memory``, a real out-of-memory."""
+    if config.device != "cpu" or config.memory_limit_mb <= 0:
+        return
+    import torch
+
+    torch.backends.mkldnn.enabled = False  # oneDNN's own allocation failures read "could not create a primitive"
+    with open("/proc/self/statm", encoding="ascii") as f:
+        pages = int(f.read().split()[0])
+    now = pages * os.sysconf("SC_PAGE_SIZE")
+    limit = now + config.memory_limit_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _is_oom(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" or \
+        "out of memory" in text or "can't allocate memory" in text or "cannot allocate memory" in text
+
+
+def _peak_memory(device: Any) -> int:
+    if device.type == "cuda":
+        import torch
+
+        return int(torch.cuda.max_memory_allocated(device))
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # no interpreter teardown: gloo's threads abort in it now and then
