@@ -18,13 +18,15 @@ stamp_file=.venv/.cmx-install-stamp
 digest=$(cat pyproject.toml plugins/*/pyproject.toml scripts/install.sh | sha256sum | cut -c1-64)
 stamp="$digest mode=${extras}"
 # the tests' system tools, as root: bubblewrap (the sandbox, docs/sandbox.md), headless Chromium
-# (the HTML report is rendered for real, docs/reports.md) and ssh-keygen (signed bundles)
+# (the HTML report is rendered for real, docs/reports.md), ssh-keygen (signed bundles) and
+# OpenMPI's mpirun (cmx-train's mpirun launcher)
 # (CMX_INSTALL_NO_APT=1 skips them: the install script's own tests)
 if [ -n "$extras" ] && [ "$(id -u)" = 0 ] && [ -z "${CMX_INSTALL_NO_APT:-}" ] && command -v apt-get >/dev/null; then
   missing=()
   command -v bwrap >/dev/null || missing+=(bubblewrap)
   command -v chromium >/dev/null || missing+=(chromium)
   command -v ssh-keygen >/dev/null || missing+=(openssh-client)
+  command -v mpirun >/dev/null || missing+=(openmpi-bin)
   if [ "${#missing[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get install -y -qq "${missing[@]}" >/dev/null ||
