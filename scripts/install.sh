@@ -15,12 +15,14 @@ extras=""
 stamp_file=.venv/.cmx-install-stamp
 stamp=$( { cat pyproject.toml plugins/*/pyproject.toml scripts/install.sh; echo "mode=${extras}"; } | sha256sum | cut -c1-64)
 # the tests' system tools, as root: bubblewrap (the sandbox, docs/sandbox.md), headless Chromium
-# (the HTML report is rendered for real, docs/reports.md) and ssh-keygen (signed bundles)
+# (the HTML report is rendered for real, docs/reports.md), ssh-keygen (signed bundles) and
+# Prometheus with promtool (a real server scrapes a run; promtool imports its series, docs/telemetry.md)
 if [ -n "$extras" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   missing=()
   command -v bwrap >/dev/null || missing+=(bubblewrap)
   command -v chromium >/dev/null || missing+=(chromium)
   command -v ssh-keygen >/dev/null || missing+=(openssh-client)
+  { command -v prometheus >/dev/null && command -v promtool >/dev/null; } || missing+=(prometheus)
   if [ "${#missing[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get install -y -qq "${missing[@]}" >/dev/null ||

@@ -21,6 +21,10 @@ class Reading:
     energy_j: float | None = None
     util_pct: float | None = None
     mem_used_mib: float | None = None
+    temperature_c: float | None = None
+    throttle_reasons: int | None = None
+    """The device's clock-throttle reasons bitmask (NVML's ``ClocksEventReasons``), ``None``
+    where the backend has none."""
 
 
 class PowerSource(Protocol):
