@@ -1,7 +1,9 @@
 """The run's telemetry around its executor: start the sampler, let the steps report into it,
 stop it, and fold its ``telemetry`` section (which names the series file) into the outcome.
 
-Only the ``local`` executor is sampled here: a remote executor's far side runs
+A run whose every node was served from the cache ran nothing: it gets no ``telemetry``
+section and no series file (so the warm-run replay, which skips the engine, writes the same
+result). Only the ``local`` executor is sampled here: a remote executor's far side runs
 ``cmx run --lock``, which samples the machine the steps really run on.
 """
 
@@ -56,12 +58,16 @@ def observed(request: ExecutionRequest, executor: str, settings: TelemetrySettin
         yield _unchanged
         return
     from cmx_core.telemetry.collector import RunTelemetry, sampling
+    from cmx_core.telemetry.openmetrics import SERIES_FILE
 
     telemetry = RunTelemetry(request.run_id, request.run_dir, settings)
     telemetry.start()
     section: dict[str, object] = {}
 
     def fold(outcome: ExecutionOutcome) -> ExecutionOutcome:
+        if outcome.nodes and all(node.status == "cached" for node in outcome.nodes):
+            (request.run_dir / SERIES_FILE).unlink(missing_ok=True)  # nothing ran: nothing measured
+            return outcome
         return replace(outcome, telemetry=section)  # the series file is named in the section
 
     try:

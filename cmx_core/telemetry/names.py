@@ -92,3 +92,13 @@ APP_PREFIX = "cmx_app_"
 """Application series (``StepContext.report``, the metrics file) are ``cmx_app_<name>``."""
 
 RUN_LABELS = ("run", "node")
+
+
+def markdown_table() -> str:
+    """The families as the Markdown table docs/telemetry.md carries (a test compares them)."""
+    rows = ["| series | type | unit | labels | what | node_exporter / DCGM |", "|---|---|---|---|---|---|"]
+    for f in FAMILIES:
+        labels = ", ".join((*RUN_LABELS, *f.labels))
+        rows.append(f"| `{f.sample_name}` | {f.kind} | {f.unit or '-'} | {labels} | {f.help} | "
+                    f"{'`' + f.same_as + '`' if f.same_as else '-'} |")
+    return "\n".join(rows)
