@@ -5,8 +5,9 @@ Kubernetes Job) differ in what no executor can keep equal: their ids and times, 
 on the side that ran them, the measured values and the name of the host. :func:`comparable`
 drops exactly that and keeps the rest (status, benchmark, the metrics' names, units and
 directions, the keys of the ``telemetry`` section, the inputs and recipes in provenance,
-the system but its host name, the kinds and names of the artifacts), so ``comparable(a) == comparable(b)`` is the test "the same
-run, elsewhere". The executor tests of cmx and its plugins use it.
+the system but its host name, the kinds and names of the artifacts), so
+``comparable(a) == comparable(b)`` is the test "the same run, elsewhere". The executor tests
+of cmx and its plugins use it.
 """
 
 from __future__ import annotations
