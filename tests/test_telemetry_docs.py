@@ -68,5 +68,16 @@ def test_the_summary_table_lists_what_summaries_produce() -> None:
     assert names == produced
 
 
+def test_the_soak_section_states_the_constants() -> None:
+    from cmx_core.telemetry import soak
+
+    text = " ".join(_section("Soak").split())
+    assert f"first {soak.WARMUP} repetitions" in text
+    assert f"{soak.LEAK_BYTES_PER_REPETITION // 1024} KiB per repetition" in text
+    assert f"{soak.LEAK_FRACTION:.1%} of the first RSS" in text
+    assert f"more than {soak.DRIFT_LIMIT:.0%} either way" in text
+    assert f"fewer than {soak.WARMUP + soak.MIN_REPETITIONS} repetitions" in text
+
+
 def test_the_readme_points_here() -> None:
     assert "docs/telemetry.md" in (ROOT / "README.md").read_text()

@@ -233,6 +233,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                      on_plan=_plan_printer(args), telemetry=telemetry)
     if observer is not None:
         observer.remember(result)
+    from cmx_core.cli.monitor_cmd import print_soak
+
+    print_soak(result.document)
     if args.json:
         _print_json(result.document)
     else:

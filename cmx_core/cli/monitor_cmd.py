@@ -37,9 +37,26 @@ def telemetry_settings(args: argparse.Namespace) -> Any:
         settings = replace(settings, interval_s=check_interval(args.telemetry_interval, "--telemetry-interval"))
     if args.metrics_port is not None:
         settings = replace(settings, metrics_port=check_port(args.metrics_port, "--metrics-port"))
-    if settings.metrics_port is not None and not settings.enabled:
-        raise UsageError("--metrics-port needs telemetry: drop --no-telemetry (or CMX_TELEMETRY=0)")
+    if args.soak is not None:
+        from cmx_core.recipes.durations import parse_duration
+
+        seconds = parse_duration(args.soak)
+        if seconds is None or seconds <= 0:
+            raise UsageError(f"--soak: {args.soak!r} is not a duration (30s, 10m, 2h)")
+        settings = replace(settings, soak_s=seconds)
+    for option, value in (("--metrics-port", settings.metrics_port), ("--soak", settings.soak_s)):
+        if value is not None and not settings.enabled:
+            raise UsageError(f"{option} needs telemetry: drop --no-telemetry (or CMX_TELEMETRY=0)")
     return settings
+
+
+def print_soak(document: dict[str, Any]) -> None:
+    """A soak's verdict, one line on stderr (stdout keeps the one result or JSON document)."""
+    soak = (document.get("telemetry") or {}).get("soak")
+    if isinstance(soak, dict):
+        reasons = "; ".join(soak.get("reasons") or ())
+        print(f"soak: {soak['verdict']} after {soak['repetitions']} repetitions{': ' + reasons if reasons else ''}",
+              file=sys.stderr)
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -337,14 +337,14 @@ def _execute(chosen: Executor, request: ExecutionRequest, provenance: Any,
     from cmx_core.run.recording import failed_outcome, record_run
 
     started = time.time()
-    with observed(request, chosen.name, observe or check_settings(None)) as fold:
+    with observed(request, chosen.name, observe or check_settings(None)) as observation:
         try:
-            outcome = chosen.run(request)
+            outcome = observation.run(lambda: chosen.run(request))
         except Interrupted:
             raise
         except CmxError as exc:  # the executor itself failed: still an error result
             outcome = failed_outcome(started, RunError(f"{chosen.name} executor: {exc}", exit_code=exc.exit_code))
-    outcome = fold(outcome)
+    outcome = observation.fold(outcome)
     path, document = record_run(request, outcome, provenance, registry_events(session.registry))
     return path, document, outcome.error.exit_code if outcome.error else 1
 

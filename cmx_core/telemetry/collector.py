@@ -46,6 +46,8 @@ class TelemetrySettings:
     enabled: bool = True
     interval_s: float = DEFAULT_INTERVAL_S
     metrics_port: int | None = None
+    soak_s: float | None = None
+    """``--soak DURATION``: repeat the plan for this long and judge it (:mod:`.soak`)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> TelemetrySettings:
@@ -55,7 +57,7 @@ class TelemetrySettings:
                                   "CMX_TELEMETRY_INTERVAL_S")
         port_text = env.get("CMX_METRICS_PORT")
         port = check_port(port_text, "CMX_METRICS_PORT") if port_text else None
-        return cls(enabled, interval, port)
+        return cls(enabled, interval, port)  # a soak is asked for on the command line only
 
 
 def check_interval(text: str | float, where: str) -> float:
