@@ -42,6 +42,9 @@ def test_the_settings_are_the_ones_read() -> None:
     env = {"CMX_TELEMETRY_INTERVAL_S": "0.05", "CMX_METRICS_PORT": "9464"}
     assert TelemetrySettings.from_env(env) == TelemetrySettings(True, 0.05, 9464)
     assert "at least 0.05" in settings
+    assert TelemetrySettings.from_env({}).metrics_addr == "127.0.0.1"
+    assert TelemetrySettings.from_env({"CMX_METRICS_ADDR": "0.0.0.0"}).metrics_addr == "0.0.0.0"
+    assert "listens on `127.0.0.1` only, unless `CMX_METRICS_ADDR`" in " ".join(DOC.split())
     for bad, check in (("http", check_port), ("70000", check_port), ("0", check_interval)):
         with pytest.raises(UsageError) as raised:
             check(bad, "--metrics-port" if check is check_port else "--telemetry-interval")

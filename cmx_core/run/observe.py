@@ -30,21 +30,20 @@ def check_settings(settings: TelemetrySettings | None) -> TelemetrySettings:
 
     chosen = settings if settings is not None else TelemetrySettings.from_env()
     if chosen.enabled and chosen.metrics_port is not None:
-        _check_free(chosen.metrics_port)
+        _check_free(chosen.metrics_addr, chosen.metrics_port)
     return chosen
 
 
-def _check_free(port: int) -> None:
+def _check_free(host: str, port: int) -> None:
     import socket
 
     from cmx_core.errors import UsageError
-    from cmx_core.telemetry.exposition import HOST
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         try:
-            probe.bind((HOST, port))
+            probe.bind((host, port))
         except OSError as err:
-            raise UsageError(f"--metrics-port {port}: cannot listen on {HOST}:{port} ({err.strerror})") from None
+            raise UsageError(f"--metrics-port {port}: cannot listen on {host}:{port} ({err.strerror})") from None
 
 
 class Observation:

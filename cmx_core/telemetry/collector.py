@@ -9,7 +9,8 @@ and its reason said once (``telemetry.unavailable``). :meth:`RunTelemetry.stop` 
 
 Settings (docs/telemetry.md): ``CMX_TELEMETRY`` (``0``/``off``/``false`` turns it off, as
 ``cmx run --no-telemetry`` does), ``CMX_TELEMETRY_INTERVAL_S`` (default 1, as
-``--telemetry-interval``) and ``CMX_METRICS_PORT`` (as ``--metrics-port``).
+``--telemetry-interval``), ``CMX_METRICS_PORT`` (as ``--metrics-port``) and
+``CMX_METRICS_ADDR`` (where ``/metrics`` listens; default ``127.0.0.1``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class TelemetrySettings:
     metrics_port: int | None = None
     soak_s: float | None = None
     """``--soak DURATION``: repeat the plan for this long and judge it (:mod:`.soak`)."""
+    metrics_addr: str = "127.0.0.1"
+    """The address ``/metrics`` listens on: loopback, unless ``CMX_METRICS_ADDR`` says
+    otherwise (a Kubernetes pod, whose network is its own, sets ``0.0.0.0``)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> TelemetrySettings:
@@ -57,7 +61,8 @@ class TelemetrySettings:
                                   "CMX_TELEMETRY_INTERVAL_S")
         port_text = env.get("CMX_METRICS_PORT")
         port = check_port(port_text, "CMX_METRICS_PORT") if port_text else None
-        return cls(enabled, interval, port)  # a soak is asked for on the command line only
+        addr = env.get("CMX_METRICS_ADDR") or "127.0.0.1"
+        return cls(enabled, interval, port, metrics_addr=addr)  # a soak is asked for on the command line only
 
 
 def check_interval(text: str | float, where: str) -> float:
@@ -129,7 +134,7 @@ class RunTelemetry:
         if self.settings.metrics_port is not None:
             from cmx_core.telemetry.exposition import Exporter
 
-            self.exporter = Exporter(self, self.settings.metrics_port)
+            self.exporter = Exporter(self, self.settings.metrics_port, self.settings.metrics_addr)
         self._thread = threading.Thread(target=self._loop, name="cmx-telemetry", daemon=True)
         self._thread.start()
 

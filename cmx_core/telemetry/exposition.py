@@ -3,7 +3,8 @@
 
 Every scrape answers the values of the sampler's last round (the same values ``telemetry.om``
 holds for that round), so what Prometheus stores agrees with the run's own file. The server
-listens on the loopback interface only and stops with the run.
+listens on the loopback interface (unless ``CMX_METRICS_ADDR`` names another address: a
+Kubernetes pod's) and stops with the run.
 """
 
 from __future__ import annotations
@@ -57,15 +58,15 @@ class _LatestRound:
 class Exporter:
     """The HTTP server of one run's ``/metrics``."""
 
-    def __init__(self, telemetry: Sampled, port: int) -> None:
+    def __init__(self, telemetry: Sampled, port: int, host: str = HOST) -> None:
         from prometheus_client import CollectorRegistry, start_http_server
 
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_LatestRound(telemetry))
         try:
-            started = start_http_server(port, addr=HOST, registry=self.registry)
+            started = start_http_server(port, addr=host, registry=self.registry)
         except OSError as err:
-            raise UsageError(f"--metrics-port {port}: cannot listen on {HOST}:{port} ({err.strerror})") from None
+            raise UsageError(f"--metrics-port {port}: cannot listen on {host}:{port} ({err.strerror})") from None
         self._server = started[0] if isinstance(started, tuple) else None
         self.port = port
 
