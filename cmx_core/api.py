@@ -42,7 +42,9 @@ from cmx_core.providers.types import (
     ExecutionOutcome,
     ExecutorSettings,
     Exporter,
+    MetricsSink,
     NodeResult,
+    NoMetrics,
     NoSettings,
     RunError,
     StepContext,
@@ -77,6 +79,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.sandbox.session import BubblewrapSession, session_unavailable
     from cmx_core.sandbox.verdict import Ending, decide
     from cmx_core.sweep.runner import point_command, run_sweep
+    from cmx_core.telemetry.collector import TelemetrySettings
     from cmx_core.telemetry.energy import Meter
 
 __all__ = [
@@ -97,6 +100,8 @@ __all__ = [
     "cache_dir", "data_dir", "get_registry", "write_lock", "fold", "check_spec", "pick_cpus", "BubblewrapSession",
     "session_unavailable", "Ending", "decide", "point_command", "run_sweep",
     "Meter",
+    # the run's telemetry (docs/telemetry.md): a step's metrics sink, the sampler's settings
+    "MetricsSink", "NoMetrics", "TelemetrySettings",
 ]
 
 _LAZY = {
@@ -122,6 +127,7 @@ _LAZY = {
     **dict.fromkeys(("Ending", "decide"), "cmx_core.sandbox.verdict"),
     **dict.fromkeys(("point_command", "run_sweep"), "cmx_core.sweep.runner"),
     "Meter": "cmx_core.telemetry.energy",
+    "TelemetrySettings": "cmx_core.telemetry.collector",
 }
 
 

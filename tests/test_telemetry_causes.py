@@ -121,3 +121,11 @@ def test_a_timeout_and_exit_codes() -> None:
     assert exit_signal("`x` exited with code -9: Killed") == 9 and exit_signal("exited with code 139") == 11
     assert exit_signal("exited with code 1") is None
     assert classify("`x` exited with code -9", oom_before=3, oom_after=3) is None  # SIGKILL alone is not OOM
+
+
+def test_results_show_prints_the_cause(cli: Callable[..., Any], recipes: Any) -> None:
+    _recipe(recipes, [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"])
+    result = cli("run", "--recipes", recipes.dir, "--tags=dies", "--json", "--no-telemetry")
+    run_id = json.loads(Path(json.loads(result.out)["result_path"]).read_text())["run_id"]
+    shown = cli("results", "show", run_id)
+    assert "  cause: segfault" in shown.out.splitlines(), shown.out

@@ -242,3 +242,17 @@ def test_amd_smi_series_from_its_recorded_output(tmp_path: Path) -> None:
     assert powered == {str(i) for i in range(7)}  # gpu 7's socket_power is "N/A": no series, no zero
     assert {dict(k[1])["gpu"] for k in series if k[0] == "cmx_gpu_memory_used_bytes"} == {str(i) for i in range(8)}
     assert section["metrics"]["gpu_memory_peak_bytes"]["value"] > 0
+
+
+def test_results_show_prints_the_resource_summaries(cli: Callable[..., Any], recipes: Any) -> None:
+    _python_recipe(recipes)
+    doc = _run_json(cli, recipes, "--telemetry-interval", "0.05")
+    shown = cli("results", "show", doc["run_id"])
+    assert shown.code == 0, shown.err
+    lines = shown.out.splitlines()
+    header = next(line for line in lines if line.startswith("  telemetry: "))
+    assert f"{doc['telemetry']['samples']} samples every 0.05 s in telemetry.om (psutil " in header
+    peak = next(line for line in lines if line.strip().startswith("process_peak_rss_bytes"))
+    assert peak.split()[-1] == "bytes"
+    for reason in doc["telemetry"]["unavailable"]:
+        assert f"    not read: {reason}" in lines
