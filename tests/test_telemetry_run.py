@@ -256,3 +256,25 @@ def test_results_show_prints_the_resource_summaries(cli: Callable[..., Any], rec
     assert peak.split()[-1] == "bytes"
     for reason in doc["telemetry"]["unavailable"]:
         assert f"    not read: {reason}" in lines
+
+
+def test_nvml_temperature_and_throttle_events_from_a_replay(tmp_path: Path) -> None:
+    """A call-for-call replay (the recording format of :mod:`cmx_core.telemetry.record`) of a GPU
+    that heats up and throttles: a thermal slowdown, a recovery, another, then a power cap."""
+    recording = {"calls": {"nvmlDeviceGetCount()": 1, "nvmlDeviceGetName(0)": "NVIDIA H200"},
+                 "series": {"nvmlDeviceGetTemperature(0,0)": [41, 62, 83, 84, 79],
+                            "nvmlDeviceGetCurrentClocksEventReasons(0)": [0x20, 0x1, 0x20, 0x40, 0x4]}}
+    replay = NvmlRecordingReplay(recording)
+    telemetry = RunTelemetry("r3", tmp_path, TelemetrySettings(interval_s=3600.0),
+                             gpu_openers=(lambda: NvmlSource(replay),), rapl_openers=())
+    telemetry.start()
+    for _ in range(3):
+        telemetry.sample()
+    section = telemetry.stop()
+    assert all(replay.remaining(k) == 0 for k in recording["series"])
+    series = openmetrics.read_series(tmp_path / "telemetry.om")
+    events = [v for k, vals in series.items() if k[0] == "cmx_gpu_throttle_events_total" for _, v in vals]
+    assert events == [1.0, 1.0, 2.0, 2.0, 2.0]  # idle (0x1) is no throttle; 0x20 -> 0x40 -> 0x4 is one episode
+    assert section["metrics"]["gpu_throttle_events"] == {"value": 2.0, "unit": "count", "higher_is_better": False}
+    assert section["metrics"]["gpu_temperature_max_celsius"]["value"] == 84.0
+    assert not any(k[0] in ("cmx_gpu_power_watts", "cmx_gpu_energy_joules_total") for k in series)  # not recorded
