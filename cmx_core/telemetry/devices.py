@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cmx_core.telemetry.nvml import THROTTLING
 from cmx_core.telemetry.probes import Point
-from cmx_core.telemetry.reading import PowerSource, Reading, Unavailable, one_line
+from cmx_core.telemetry.reading import THROTTLING, PowerSource, Reading, Unavailable, one_line
 
 MIB = 1024 * 1024
 
@@ -74,7 +73,14 @@ class DeviceProbe:
         self.source.close()
 
 
+NVIDIA_DRIVER = ("/proc/driver/nvidia", "/dev/nvidiactl")
+
+
 def _nvml() -> PowerSource:
+    import os
+
+    if not any(os.path.exists(path) for path in NVIDIA_DRIVER):  # no driver: skip importing pynvml
+        raise Unavailable(f"NVML: no NVIDIA driver on this machine ({' and '.join(NVIDIA_DRIVER)} are absent)")
     from cmx_core.telemetry.nvml import NvmlSource
 
     return NvmlSource()

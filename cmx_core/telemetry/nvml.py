@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any, Protocol
 
-from cmx_core.telemetry.reading import Reading, Unavailable, one_line
+from cmx_core.telemetry.reading import THROTTLING, Reading, Unavailable, one_line  # noqa: F401 - re-exported
 
 MIB = 1024 * 1024
 #: The run sampler's extra calls: temperature (sensor 0, the GPU core) and throttle reasons.
@@ -23,9 +23,6 @@ THROTTLE_CALLS = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurren
 #: The pynvml calls one sampling round makes per device (a recording keeps each as a series).
 ROUND_CALLS = ("nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetPowerUsage",
                "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo", TEMPERATURE, *THROTTLE_CALLS)
-THROTTLING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
-"""The reasons that slow a busy GPU: software power cap, hardware slowdown, software and
-hardware thermal slowdown, power brake (idle and application-clock settings are not)."""
 
 
 class NvmlApi(Protocol):
