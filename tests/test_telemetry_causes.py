@@ -129,3 +129,11 @@ def test_results_show_prints_the_cause(cli: Callable[..., Any], recipes: Any) ->
     run_id = json.loads(Path(json.loads(result.out)["result_path"]).read_text())["run_id"]
     shown = cli("results", "show", run_id)
     assert "  cause: segfault" in shown.out.splitlines(), shown.out
+
+
+def test_a_step_past_its_timeout_records_cause_time_limit(cli: Callable[..., Any], recipes: Any) -> None:
+    (recipes.dir / "dies.yaml").write_text(
+        "name: dies\ntags: [dies]\nsummary: a step that overruns\ncache: false\nsteps:\n"
+        "  - uses: shell\n    with: {cmd: ['sleep', '60'], timeout_s: 0.5}\n")
+    error = _failed(cli, recipes)
+    assert error["cause"] == "time_limit" and "timed out after 0.5 s" in error["evidence"][0], error

@@ -131,6 +131,15 @@ def test_the_off_switch_flag_and_environment(cli: Callable[..., Any], recipes: A
     monkeypatch.setenv("CMX_TELEMETRY", "1")
     monkeypatch.setenv("CMX_TELEMETRY_INTERVAL_S", "0.25")
     assert _run_json(cli, recipes)["telemetry"]["interval_s"] == 0.25
+    assert _run_json(cli, recipes, "--telemetry-interval", "0.1")["telemetry"]["interval_s"] == 0.1  # the flag wins
+
+
+def test_a_run_served_wholly_from_the_cache_has_no_telemetry(cli: Callable[..., Any], recipes: Any) -> None:
+    (recipes.dir / "tele.yaml").write_text("name: tele\ntags: [tele]\nsummary: cached\nsteps:\n"
+                                           "  - uses: shell\n    with: {cmd: ['true']}\n")
+    assert "telemetry" in _run_json(cli, recipes)
+    again = _run_json(cli, recipes)
+    assert "telemetry" not in again and not (Path(_run_dir_of_last()) / "telemetry.om").exists()
 
 
 @pytest.mark.parametrize(("args", "message"), [
