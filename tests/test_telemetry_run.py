@@ -291,3 +291,19 @@ def test_nvml_temperature_and_throttle_events_from_a_replay(tmp_path: Path) -> N
     assert section["metrics"]["gpu_throttle_events"] == {"value": 2.0, "unit": "count", "higher_is_better": False}
     assert section["metrics"]["gpu_temperature_max_celsius"]["value"] == 84.0
     assert not any(k[0] in ("cmx_gpu_power_watts", "cmx_gpu_energy_joules_total") for k in series)  # not recorded
+
+
+def test_results_compare_shows_the_resource_summaries(cli: Callable[..., Any], recipes: Any) -> None:
+    _python_recipe(recipes)
+    first = _run_json(cli, recipes, "--telemetry-interval", "0.05")
+    second = _run_json(cli, recipes, "--telemetry-interval", "0.05")
+    compared = cli("results", "compare", first["run_id"], second["run_id"], "--json")
+    assert compared.code == 0, compared.err
+    rows = {row["name"]: row for row in json.loads(compared.out)["metrics"]}
+    names = list(rows)
+    assert names.index("timing.wall_s") < names.index("telemetry.process_peak_rss_bytes")
+    peak = rows["telemetry.process_peak_rss_bytes"]
+    assert peak["higher_is_better"] is False
+    assert peak["cells"][0]["value"] == first["telemetry"]["metrics"]["process_peak_rss_bytes"]["value"]
+    text = cli("results", "compare", first["run_id"], second["run_id"])
+    assert "telemetry." in text.out  # the table (a narrow one wraps the long names)
