@@ -134,7 +134,12 @@ class RunTelemetry:
         if self.settings.metrics_port is not None:
             from cmx_core.telemetry.exposition import Exporter
 
-            self.exporter = Exporter(self, self.settings.metrics_port, self.settings.metrics_addr)
+            try:
+                self.exporter = Exporter(self, self.settings.metrics_port, self.settings.metrics_addr)
+            except BaseException:
+                for device in self._devices:  # the run does not start: give the libraries back
+                    device.close()
+                raise
         self._thread = threading.Thread(target=self._loop, name="cmx-telemetry", daemon=True)
         self._thread.start()
 
