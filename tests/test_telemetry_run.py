@@ -307,3 +307,10 @@ def test_results_compare_shows_the_resource_summaries(cli: Callable[..., Any], r
     assert peak["cells"][0]["value"] == first["telemetry"]["metrics"]["process_peak_rss_bytes"]["value"]
     text = cli("results", "compare", first["run_id"], second["run_id"])
     assert "telemetry." in text.out  # the table (a narrow one wraps the long names)
+    _recipe(recipes, "- uses: python\n  with: {function: 'tele_step:work'}", name="tele2")  # another lock
+    other = cli("run", "--recipes", recipes.dir, "--tags=tele2", "--json", "--telemetry-interval", "0.05")
+    assert other.code == 0, other.err
+    page = recipes.dir.parent / "report.html"
+    report = cli("results", "report", first["run_id"], json.loads(other.out)["run_id"], "-o", page)
+    assert report.code == 0, report.err
+    assert "telemetry.process_peak_rss_bytes (lower better)" in page.read_text()  # the HTML report's comparison
