@@ -43,7 +43,9 @@ from cmx_core.providers.types import (
     ExecutionOutcome,
     ExecutorSettings,
     Exporter,
+    MetricsSink,
     NodeResult,
+    NoMetrics,
     NoSettings,
     RunError,
     StepContext,
@@ -79,6 +81,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.sandbox.session import BubblewrapSession, session_unavailable
     from cmx_core.sandbox.verdict import Ending, decide
     from cmx_core.sweep.runner import point_command, run_sweep
+    from cmx_core.telemetry.collector import TelemetrySettings
     from cmx_core.telemetry.energy import Meter
 
 __all__ = [
@@ -99,6 +102,8 @@ __all__ = [
     "cache_dir", "data_dir", "get_registry", "write_lock", "fold", "check_spec", "pick_cpus", "BubblewrapSession",
     "session_unavailable", "Ending", "decide", "point_command", "run_sweep",
     "Meter", "register_template_function",
+    # the run's telemetry (docs/telemetry.md): a step's metrics sink, the sampler's settings
+    "MetricsSink", "NoMetrics", "TelemetrySettings",
 ]
 
 _LAZY = {
@@ -125,6 +130,7 @@ _LAZY = {
     **dict.fromkeys(("point_command", "run_sweep"), "cmx_core.sweep.runner"),
     "Meter": "cmx_core.telemetry.energy",
     "register_template_function": "cmx_core.recipes.template",
+    "TelemetrySettings": "cmx_core.telemetry.collector",
 }
 
 

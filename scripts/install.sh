@@ -19,7 +19,8 @@ digest=$(cat pyproject.toml plugins/*/pyproject.toml scripts/install.sh | sha256
 stamp="$digest mode=${extras}"
 # the tests' system tools, as root: bubblewrap (the sandbox, docs/sandbox.md), headless Chromium
 # (the HTML report is rendered for real, docs/reports.md), ssh-keygen (signed bundles) and
-# OpenMPI's mpirun (cmx-train's mpirun launcher)
+# OpenMPI's mpirun (cmx-train's mpirun launcher), and Prometheus with promtool (a real server
+# scrapes a run; promtool imports its series, docs/telemetry.md)
 # (CMX_INSTALL_NO_APT=1 skips them: the install script's own tests)
 if [ -n "$extras" ] && [ "$(id -u)" = 0 ] && [ -z "${CMX_INSTALL_NO_APT:-}" ] && command -v apt-get >/dev/null; then
   missing=()
@@ -27,6 +28,7 @@ if [ -n "$extras" ] && [ "$(id -u)" = 0 ] && [ -z "${CMX_INSTALL_NO_APT:-}" ] &&
   command -v chromium >/dev/null || missing+=(chromium)
   command -v ssh-keygen >/dev/null || missing+=(openssh-client)
   command -v mpirun >/dev/null || missing+=(openmpi-bin)
+  { command -v prometheus >/dev/null && command -v promtool >/dev/null; } || missing+=(prometheus)
   if [ "${#missing[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get install -y -qq "${missing[@]}" >/dev/null ||

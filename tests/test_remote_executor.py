@@ -61,6 +61,8 @@ def test_subprocess_executor_equals_local(registry: plugins.Registry, tmp_path: 
     remote = engine.run(tags, recipes_dirs=dirs, executor="subprocess")
     assert comparable(remote.document) == comparable(local.document)
     assert remote.document["status"] in ("valid", "completed")
+    series = remote.document["telemetry"]["series"]  # the far side's sampler, its file under this run
+    assert series == "remote/telemetry.om" and (remote.run_dir / series).is_file()
     far = json.loads((remote.run_dir / "remote" / "result.json").read_text())
     assert far["run_id"] != remote.run_id  # the far side's own record, folded under the near id
     assert (remote.run_dir / "remote-stage" / "lock.json").read_bytes() == (remote.run_dir / "lock.json").read_bytes()

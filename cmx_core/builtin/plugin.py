@@ -38,6 +38,8 @@ def shell_step(ctx: StepContext) -> StepOutput:
             raise UsageError(f"{ctx.recipe}: shell step cmd[{i}] is {type(arg).__name__} {arg!r}; quote it as a string")
     argv = [str(a) for a in cmd]
     env = _step_env(ctx.params.get("env") or {}, ctx.params.get("env_allow") or ())
+    if ctx.metrics.metrics_file is not None:  # the application metrics channel (docs/telemetry.md)
+        env.setdefault("CMX_METRICS_FILE", str(ctx.metrics.metrics_file))
     timeout = ctx.params.get("timeout_s") or ctx.timeout_s
     stdout_path, stderr_path = ctx.log_dir / "stdout.txt", ctx.log_dir / "stderr.txt"
     returncode = run_process(argv, ctx.work_dir, env, timeout, stdout_path, stderr_path)

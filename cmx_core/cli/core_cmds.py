@@ -39,6 +39,9 @@ def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
                      help="with --lock: let this class of drift through: " + "; ".join(
                          f"{name}: {why.split(':')[0]}" for name, why in sorted(DRIFT_CLASSES.items())))
     run.add_argument("--sweep-point", metavar="JSON", help=argparse.SUPPRESS)  # set by `cmx sweep`
+    from cmx_core.cli.monitor_cmd import add_telemetry_options
+
+    add_telemetry_options(run)
     run.set_defaults(handler=cmd_run, accepts_inputs=True)
 
 
@@ -222,6 +225,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("cmx run: give --tags=... (or --lock FILE to replay a run)")
     if args.lock and (args.tags or args.extra):
         raise UsageError("cmx run: --lock replays the lockfile's own tags and inputs; drop --tags and inputs")
+    from cmx_core.cli.monitor_cmd import telemetry_settings
+
+    telemetry = telemetry_settings(args)
     observer = _replay_observer(args)
     with Progress(enabled=not (args.json or args.quiet), verbose=args.verbose), observer or nullcontext(), \
             stdout_reserved(True):
@@ -229,9 +235,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                      jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
                      output=args.output, executor=executor, lock=args.lock, allow_drift=args.allow_drift,
                      options=parse_executor_options(args.executor_opt), sweep=_sweep_point(args.sweep_point),
-                     on_plan=_plan_printer(args))
+                     on_plan=_plan_printer(args), telemetry=telemetry)
     if observer is not None:
         observer.remember(result)
+    from cmx_core.cli.monitor_cmd import print_soak
+
+    print_soak(result.document)
     if args.json:
         _print_json(result.document)
     else:

@@ -281,6 +281,10 @@ def _show(document: dict[str, Any], path: Path, fmt: str | None = None) -> None:
         + (f"{accel['total_count']} x {accel['name']}" if accel else "no accelerator")
         + f"; {system['os']['distro'] or system['os']['name'] or 'os ?'}", None))
     console.print(f"  timing: {timing['started_at']} -> {timing['finished_at']} ({fmt_number(timing['wall_s'])} s)")
+    from cmx_core.results.summary import telemetry_lines
+
+    for line in telemetry_lines(document):
+        console.print(_styled(line, None))
     if document["metrics"]:
         sys.stdout.flush()
         render(_metrics_listing(document), chosen_format(fmt))

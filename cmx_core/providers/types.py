@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from cmx_core.providers.parts import merge_parts
 from cmx_core.providers.table import ProviderTable  # noqa: F401 - re-exported
@@ -31,6 +31,24 @@ from cmx_core.providers.values import Artifact, Capabilities, ResultPart, StepOu
 if TYPE_CHECKING:
     import argparse
     import logging
+
+class MetricsSink(Protocol):
+    """Where a step's own series go (:meth:`StepContext.report`); the run's telemetry
+    provides one per step (:class:`cmx_core.telemetry.appmetrics.StepMetrics`)."""
+
+    metrics_file: Path | None
+
+    def report(self, name: str, value: float, kind: str = "gauge") -> None: ...
+
+
+class NoMetrics:
+    """The sink of a step that runs without telemetry (``--no-telemetry``): nothing is kept."""
+
+    metrics_file: Path | None = None
+
+    def report(self, name: str, value: float, kind: str = "gauge") -> None:
+        pass
+
 
 @dataclass(frozen=True)
 class StepContext:
@@ -59,6 +77,14 @@ class StepContext:
     recipe_dir: Path | None = None
     """The directory of the recipe file: a python step imports a module kept there without
     ``PYTHONPATH``."""
+    metrics: MetricsSink = field(default_factory=NoMetrics)
+    """The application metrics channel (docs/telemetry.md): :meth:`report` writes to it and
+    ``metrics.metrics_file`` is the file a shell step's ``CMX_METRICS_FILE`` names."""
+
+    def report(self, name: str, value: float, kind: str = "gauge") -> None:
+        """Report the step's own series ``cmx_app_<name>`` (a gauge, or ``kind="counter"``
+        for a running total), e.g. ``ctx.report("completed_queries", 120)``."""
+        self.metrics.report(name, value, kind)
 
 
 def _step_logger() -> logging.Logger:
@@ -205,6 +231,11 @@ class RunError:
     node: str | None = None
     step: str | None = None
     exit_code: int = 1
+    cause: str | None = None
+    """What killed the step when its logs or exit signal show it (``oom``, ``cuda_oom``,
+    ``nccl``, ``segfault``, ``xid``, ``time_limit``, ``disk_full``: docs/telemetry.md)."""
+    evidence: tuple[str, ...] = ()
+    """The log lines (or the exit signal) that show the cause."""
 
 
 @dataclass(frozen=True)
@@ -228,6 +259,8 @@ class ExecutionOutcome:
     system: Mapping[str, Any] = field(default_factory=dict)
     artifacts: tuple[Artifact, ...] = ()
     logs: tuple[Path, ...] = ()
+    telemetry: Mapping[str, Any] | None = None
+    """The run sampler's ``telemetry`` section (added by the engine, docs/telemetry.md)."""
 
     def result_part(self) -> ResultPart | None:
         """The result part of the run: the one part, or all parts merged by section

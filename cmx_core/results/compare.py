@@ -141,6 +141,8 @@ def compare_samples(columns: Sequence[Sequence[Mapping[str, Any]]]) -> Compariso
     documents = [d for column in columns for d in column]
     rows = [_row(name, [[d["metrics"].get(name) for d in c] for c in columns]) for name in _names(documents)]
     rows.append(_row(WALL_TIME, [[_wall_metric(d) for d in c] for c in columns]))
+    rows += [_row(TELEMETRY_PREFIX + name, [[_telemetry_metric(d, name) for d in c] for c in columns])
+             for name in _telemetry_names(documents)]
     return Comparison(runs, tuple(rows), tuple(hardware_warnings(columns) + environment_warnings(columns)))
 
 
@@ -227,6 +229,25 @@ def _hardware_groups(runs: Sequence[RunColumn]) -> dict[str, Any]:
 
 WALL_TIME = "timing.wall_s"
 """The last row of every comparison: the runs' wall time (measured by cmx, lower is better)."""
+
+
+TELEMETRY_PREFIX = "telemetry."
+"""Rows of the runs' resource summaries (the ``telemetry`` section, docs/telemetry.md) are
+named ``telemetry.<metric>`` and follow the run's own metrics and its wall time."""
+
+
+def _telemetry_metric(document: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    metrics = (document.get("telemetry") or {}).get("metrics") or {}
+    metric: Mapping[str, Any] | None = metrics.get(name)
+    return metric
+
+
+def _telemetry_names(documents: Sequence[Mapping[str, Any]]) -> list[str]:
+    names: dict[str, None] = {}
+    for d in documents:
+        for name in (d.get("telemetry") or {}).get("metrics") or ():
+            names.setdefault(name)
+    return list(names)
 
 
 def _wall_metric(document: Mapping[str, Any]) -> dict[str, Any]:

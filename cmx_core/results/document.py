@@ -61,6 +61,10 @@ class RunRecord:
     cached_measurement: CachedMeasurement | None = None
     system_extra: Mapping[str, Any] = field(default_factory=dict)
     sweep: Mapping[str, Any] | None = None
+    telemetry: Mapping[str, Any] | None = None
+    """The run sampler's section (``telemetry`` in the document), when the run was sampled."""
+    error_cause: tuple[str, Sequence[str]] | None = None
+    """``(cause, evidence lines)`` of a failed step whose logs or exit signal show why."""
 
 
 def build_document(record: RunRecord) -> dict[str, Any]:
@@ -85,9 +89,11 @@ def build_document(record: RunRecord) -> dict[str, Any]:
         timing=_timing(record.started_at, record.finished_at),
         artifacts=[_artifact(record.run_dir, path, kind) for path, kind in record.artifacts],
         outputs=json_safe(dict(record.outputs)),
-        error=_error(record.error),
+        error=_error(record.error, record.error_cause),
         provenance=_provenance(record),
     )
+    if record.telemetry is not None:
+        document["telemetry"] = json_safe(dict(record.telemetry))
     if part and part.notes:
         document["notes"] = part.notes
     return document
@@ -197,15 +203,19 @@ def file_sha256(path: Path) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def _error(error: tuple[str, str | None, str | None] | None) -> dict[str, Any] | None:
+def _error(error: tuple[str, str | None, str | None] | None,
+           cause: tuple[str, Sequence[str]] | None = None) -> dict[str, Any] | None:
     if error is None:
         return None
     message, node, step = error
-    return {
+    out: dict[str, Any] = {
         "message": str(message) or "unknown error",
         "node": None if node is None else str(node),
         "step": None if step is None else str(step),
     }
+    if cause is not None:
+        out.update(cause=str(cause[0]), evidence=[str(line) for line in cause[1]])
+    return out
 
 
 def _provenance(record: RunRecord) -> dict[str, Any]:

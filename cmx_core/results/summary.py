@@ -73,3 +73,25 @@ def reason_lines(doc: dict[str, Any]) -> list[str]:
         lines.append(f"  not submittable ({len(blockers)} reason{'s' if len(blockers) > 1 else ''}):")
         lines += [f"    - {blocker}" for blocker in blockers]
     return lines
+
+
+def telemetry_lines(doc: dict[str, Any]) -> list[str]:
+    """``cmx results show``'s lines of the run's telemetry (docs/telemetry.md): the samples,
+    each typed summary in its own unit, what could not be read, and a failure's cause."""
+    lines = []
+    error = doc.get("error") or {}
+    if error.get("cause"):
+        lines.append(f"  cause: {error['cause']}")
+        lines += [f"    {line}" for line in error.get("evidence") or ()]
+    tele = doc.get("telemetry")
+    if not isinstance(tele, dict):
+        return lines
+    lines.append(f"  telemetry: {tele['samples']} samples every {fmt_number(tele['interval_s'])} s in "
+                 f"{tele['series']} ({', '.join(tele['sources'])})")
+    for name, metric in (tele.get("metrics") or {}).items():
+        lines.append(f"    {name:<32} {fmt_number(metric['value']):>14} {metric['unit']}")
+    lines += [f"    not read: {line}" for line in tele.get("unavailable") or ()]
+    soak = tele.get("soak")
+    if isinstance(soak, dict):
+        lines.append(f"    soak: {soak['verdict']} after {soak['repetitions']} repetitions")
+    return lines

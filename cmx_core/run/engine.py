@@ -34,6 +34,7 @@ from cmx_core.run.runids import new_run_id, run_dir_name
 
 if TYPE_CHECKING:
     from cmx_core.plan.view import PlanView
+    from cmx_core.telemetry.collector import TelemetrySettings
 
 
 class Session(NamedTuple):
@@ -249,7 +250,7 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         output: str | Path | None = None, executor: str | None = None,
         options: Mapping[str, Any] | None = None, lock: str | Path | None = None,
         allow_drift: Sequence[str] = (), sweep: Mapping[str, Any] | None = None,
-        on_plan: Callable[[Plan], None] | None = None) -> RunResult:
+        on_plan: Callable[[Plan], None] | None = None, telemetry: TelemetrySettings | None = None) -> RunResult:
     """Resolve, run and record. Raises StepFailed (after writing the error result) when a
     step fails, CmxError for bad input; returns the written, indexed result otherwise.
     With ``lock``, the lockfile's query is replayed and any drift is refused (``allow_drift``
@@ -259,9 +260,13 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     else ``local``; ``options`` are the executor's settings (``--executor-opt``), checked
     against its settings class. ``sweep`` (``{"id", "index", "point"}``) marks the run as
     one point of a ``cmx sweep`` (``provenance.sweep``). ``on_plan`` is handed the checked
-    plan before anything runs (the CLI prints it on a terminal)."""
+    plan before anything runs (the CLI prints it on a terminal). ``telemetry`` says how the
+    run is sampled (None: from the environment, docs/telemetry.md)."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
+    from cmx_core.run.observe import check_settings
+
+    observe = check_settings(telemetry)
     locked = None
     if lock:
         from cmx_core.run.lock import check_drift_classes, read_lock
@@ -300,7 +305,7 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     provenance = run_provenance(lock_digest, session, sweep)
     inflight.mark(run_id, run_dir, interrupted_document(request, provenance))
     try:
-        result_path, document, exit_code = _execute(chosen, request, provenance, session)
+        result_path, document, exit_code = _execute(chosen, request, provenance, session, observe)
     finally:
         inflight.clear(run_id)
     if document.get("status") == "error":
@@ -334,19 +339,23 @@ def interrupted_document(request: ExecutionRequest, provenance: Any) -> dict[str
 
 
 def _execute(chosen: Executor, request: ExecutionRequest, provenance: Any,
-             session: Session) -> tuple[Path, dict[str, Any], int]:
-    """Run the executor and record whatever happened: its outcome, or its own failure.
-    Returns the result's path and document and the exit code of a failure."""
+             session: Session, observe: TelemetrySettings | None = None) -> tuple[Path, dict[str, Any], int]:
+    """Run the executor (sampled: :mod:`cmx_core.run.observe`) and record whatever happened:
+    its outcome, or its own failure. Returns the result's path and document and the exit
+    code of a failure."""
     from cmx_core.plugins.events import registry_events
+    from cmx_core.run.observe import check_settings, observed
     from cmx_core.run.recording import failed_outcome, record_run
 
     started = time.time()
-    try:
-        outcome = chosen.run(request)
-    except Interrupted:
-        raise
-    except CmxError as exc:  # the executor itself failed: still an error result
-        outcome = failed_outcome(started, RunError(f"{chosen.name} executor: {exc}", exit_code=exc.exit_code))
+    with observed(request, chosen.name, observe or check_settings(None)) as observation:
+        try:
+            outcome = observation.run(lambda: chosen.run(request))
+        except Interrupted:
+            raise
+        except CmxError as exc:  # the executor itself failed: still an error result
+            outcome = failed_outcome(started, RunError(f"{chosen.name} executor: {exc}", exit_code=exc.exit_code))
+    outcome = observation.fold(outcome)
     path, document = record_run(request, outcome, provenance, registry_events(session.registry))
     return path, document, outcome.error.exit_code if outcome.error else 1
 

@@ -37,6 +37,8 @@ from cmx_core.providers.values import Artifact, ResultPart, StepOutput
 from cmx_core.recipes.model import StepSpec
 from cmx_core.recipes.template import render_value
 from cmx_core.run.measured import measurement_meta, served, stage_artifacts
+from cmx_core.telemetry.causes import classify, oom_kills
+from cmx_core.telemetry.collector import step_metrics
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -55,7 +57,16 @@ class NodeFailed(StepFailed):
         self.reason = message
         self.wall_s = wall_s
         self.cache_key = cache_key
+        self.cause: str | None = None
+        self.evidence: tuple[str, ...] = ()
         super().__init__(f"{node_id} / step {step_id}: {message}")
+
+    def classified(self, log_dir: Path, oom_before: int | None) -> NodeFailed:
+        """With the cause its logs and exit show (:mod:`cmx_core.telemetry.causes`)."""
+        found = classify(self.reason, sorted(log_dir.glob("*.txt")), oom_before, oom_kills())
+        if found is not None:
+            self.cause, self.evidence = found.cause, found.evidence
+        return self
 
 
 @dataclass(frozen=True)
@@ -94,7 +105,8 @@ def execute_plan(plan: Plan, facts: FactStore, registry: Registry, cache: Cache,
         else:
             _run_parallel(plan, runner, progress.results, jobs)
     except NodeFailed as exc:
-        progress.error = RunError(exc.reason, exc.node_id, exc.step_id, exit_code=exc.exit_code)
+        progress.error = RunError(exc.reason, exc.node_id, exc.step_id, exit_code=exc.exit_code,
+                                  cause=exc.cause, evidence=exc.evidence)
         progress.results[exc.node_id] = NodeResult(exc.node_id, _recipe_of(plan, exc.node_id), "failed",
                                                    exc.wall_s, exc.cache_key)
     except KeyboardInterrupt:
@@ -259,11 +271,13 @@ class NodeRunner:
             deps=deps, facts=facts, variations=freeze(node.variations),
             work_dir=work_dir, log_dir=log_dir, run_dir=self.run_dir, cache_dir=self.cache.root,
             timeout_s=step.timeout_s, recipe_dir=node.recipe.path.parent,
+            metrics=step_metrics(node.id, step.id, log_dir),
         )
+        oom_before = oom_kills()
         try:
             returned = step_type.run(ctx)
         except StepFailed as exc:
-            raise NodeFailed(node.id, step.id, str(exc)) from None
+            raise NodeFailed(node.id, step.id, str(exc)).classified(log_dir, oom_before) from None
         except CmxError as exc:
             raise NodeFailed(node.id, step.id, str(exc), exit_code=exc.exit_code) from None
         except Exception as exc:  # noqa: BLE001 - a plugin bug becomes one line + a saved traceback
@@ -273,7 +287,7 @@ class NodeRunner:
             trace.write_text(traceback.format_exc())
             message = f"{step.uses} raised {type(exc).__name__}: {exc}{self._module_hint(step_type, exc)} " \
                 f"(traceback: {trace})"
-            raise NodeFailed(node.id, step.id, message) from None
+            raise NodeFailed(node.id, step.id, message).classified(log_dir, oom_before) from None
         return returned if isinstance(returned, StepOutput) else StepOutput(outputs=dict(returned))
 
     def _module_hint(self, step_type: StepType, exc: Exception) -> str:

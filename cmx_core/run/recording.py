@@ -103,7 +103,8 @@ def run_record(request: ExecutionRequest, outcome: ExecutionOutcome, provenance:
         lock_digest=provenance.lock_digest,
         error=(error.message, error.node, error.step) if error else None,
         cached_measurement=outcome.cached_measurement(), system_extra=dict(outcome.system),
-        sweep=provenance.sweep,
+        sweep=provenance.sweep, telemetry=outcome.telemetry,
+        error_cause=(error.cause, tuple(error.evidence)) if error and error.cause else None,
     )
 
 

@@ -264,8 +264,22 @@ def fold(job: RemoteJob, status: JobStatus, fetched: Fetched, started: float, ex
         nodes=nodes, root_outputs=dict(document.get("outputs") or {}), started=started, finished=finished,
         error=RunError(str(error.get("message")), error.get("node"), error.get("step")) if error else None,
         facts=facts if isinstance(facts, dict) else None, system=fetched.system,
-        artifacts=fetched.artifacts, logs=fetched.logs,
+        artifacts=fetched.artifacts, logs=fetched.logs, telemetry=_far_telemetry(document, job),
     )
+
+
+def _far_telemetry(document: Mapping[str, Any], job: RemoteJob) -> dict[str, Any] | None:
+    """The far side's ``telemetry`` section (it sampled the machine the steps ran on), its
+    series file named from this side's run directory."""
+    section = document.get("telemetry")
+    if not isinstance(section, dict):
+        return None
+    series = job.local_output / str(section.get("series", ""))
+    try:
+        shown = series.relative_to(job.request.run_dir).as_posix()
+    except ValueError:
+        shown = series.as_posix()
+    return {**section, "series": shown}
 
 
 FAR_ERROR = "cmx: error: "

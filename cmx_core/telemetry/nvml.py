@@ -13,12 +13,16 @@ from __future__ import annotations
 import ctypes
 from typing import Any, Protocol
 
-from cmx_core.telemetry.reading import Reading, Unavailable, one_line
+from cmx_core.telemetry.reading import THROTTLING, Reading, Unavailable, one_line  # noqa: F401 - re-exported
 
 MIB = 1024 * 1024
-#: The pynvml calls one sampling round makes per device.
+#: The run sampler's extra calls: temperature (sensor 0, the GPU core) and throttle reasons.
+TEMPERATURE = "nvmlDeviceGetTemperature"
+TEMPERATURE_GPU = 0
+THROTTLE_CALLS = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
+#: The pynvml calls one sampling round makes per device (a recording keeps each as a series).
 ROUND_CALLS = ("nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetPowerUsage",
-               "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo")
+               "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo", TEMPERATURE, *THROTTLE_CALLS)
 
 
 class NvmlApi(Protocol):
@@ -134,7 +138,23 @@ class NvmlSource:
                        power_w=None if power is None else float(power) / 1000.0,
                        energy_j=None if energy is None else float(energy) / 1000.0,
                        util_pct=_field(util, "gpu"),
-                       mem_used_mib=None if used is None else used / MIB)
+                       mem_used_mib=None if used is None else used / MIB,
+                       temperature_c=self._number(TEMPERATURE, index, TEMPERATURE_GPU),
+                       throttle_reasons=self._throttle(index))
+
+    def _number(self, fn: str, *args: int) -> float | None:
+        try:
+            value = self._api.call(fn, *args)
+        except Exception:  # noqa: BLE001 - NotSupported on this part: absent, never invented
+            return None
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    def _throttle(self, index: int) -> int | None:
+        for fn in THROTTLE_CALLS:  # the new name (driver 535+) first, then the deprecated one
+            value = self._number(fn, index)
+            if value is not None:
+                return int(value)
+        return None
 
     def close(self) -> None:
         try:

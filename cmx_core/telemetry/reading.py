@@ -11,6 +11,12 @@ class Unavailable(Exception):
     source and why (``NVML: pynvml is not importable``)."""
 
 
+THROTTLING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+"""The clock-throttle reasons that slow a busy GPU: software power cap, hardware slowdown,
+software and hardware thermal slowdown, power brake (idle and application-clock settings are
+not). NVML's ``nvmlClocksEventReason*`` bits."""
+
+
 @dataclass(frozen=True)
 class Reading:
     """One device at one instant. ``energy_j`` is the device's cumulative energy counter
@@ -21,6 +27,10 @@ class Reading:
     energy_j: float | None = None
     util_pct: float | None = None
     mem_used_mib: float | None = None
+    temperature_c: float | None = None
+    throttle_reasons: int | None = None
+    """The device's clock-throttle reasons bitmask (NVML's ``ClocksEventReasons``), ``None``
+    where the backend has none."""
 
 
 class PowerSource(Protocol):

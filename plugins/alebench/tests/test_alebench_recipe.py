@@ -44,6 +44,12 @@ def test_public_eval(home: Path) -> None:
     assert doc["metrics"]["score"]["value"] == sum(c["absolute_score"] for c in cases)
     assert doc["metrics"]["rank"]["value"] is None and entry["evaluations"][0]["null_reason"]
     assert any(a["kind"] == "final_results" for a in doc["artifacts"])
+    # the cases judged, on cmx-core's application channel (its docs/telemetry.md)
+    [series] = list(home.rglob(f"*{doc['run_id'][:8]}*/telemetry.om"))
+    judged = [line.split() for line in series.read_text().splitlines()
+              if line.startswith(("cmx_app_cases_judged_total{", "cmx_app_problems_judged_total{"))]
+    last = {fields[0].split("{")[0]: float(fields[1]) for fields in judged}
+    assert last == {"cmx_app_cases_judged_total": len(cases), "cmx_app_problems_judged_total": 1.0}
 
 
 def test_private_eval_rank_and_performance_by_hand(home: Path) -> None:

@@ -101,3 +101,21 @@ def test_bad_options_are_one_line_usage_errors(cmx_home: Path, options: dict[str
     with pytest.raises(UsageError, match=message) as caught:
         engine.plan("demo,sort", executor="k8s", options=options)
     assert "\n" not in str(caught.value)
+
+
+def test_a_metrics_port_adds_prometheus_scrape_annotations() -> None:
+    import kubernetes_validate
+
+    built = manifests.run_manifests("cmx-run-1", "img:1", "{}", ["cmx"], K8sSettings(pvc="", metrics_port=9464), None,
+                                    {})
+    manifests.validate(built)
+    kubernetes_validate.validate(built.job, manifests.SCHEMA_VERSION, strict=True)
+    template = built.job["spec"]["template"]
+    assert template["metadata"]["annotations"] == {"prometheus.io/scrape": "true", "prometheus.io/port": "9464",
+                                                   "prometheus.io/path": "/metrics"}
+    container = template["spec"]["containers"][0]
+    assert container["ports"] == [{"name": "metrics", "containerPort": 9464, "protocol": "TCP"}]
+    env = {v["name"]: v.get("value") for v in container["env"]}
+    assert env["CMX_METRICS_PORT"] == "9464" and env["CMX_METRICS_ADDR"] == "0.0.0.0"  # the pod's own network
+    plain = manifests.run_manifests("cmx-run-2", "img:1", "{}", ["cmx"], K8sSettings(pvc=""), None, {})
+    assert "annotations" not in plain.job["spec"]["template"]["metadata"]

@@ -167,3 +167,24 @@ def test_an_environment_at_mlebenchs_own_paths_is_refused_naming_which(path: str
                                   "/opt/venv", "/home/datasets/env", "/usr/local"])
 def test_an_environment_anywhere_else_is_accepted(path: str) -> None:
     check_env_path(Path(path))
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_the_attempt_reports_the_agent_on_the_application_channel(built: dict[str, Prepared], tmp_path: Path,
+                                                                  cmx_step_context: object) -> None:
+    """cmx-core's docs/telemetry.md: agent running, its elapsed seconds, the submission's state."""
+    from dataclasses import replace
+
+    from cmx_core.telemetry.appmetrics import AppSeries, StepMetrics
+    from cmx_mlebench.steps import attempt_step
+
+    series = AppSeries()
+    make = cmx_step_context  # type: ignore[assignment]
+    ctx = make(params={"agent_cmd": BASELINE, "time_limit_s": 300},  # type: ignore[operator]
+               deps={"competition": built["sklearn-digits"].outputs()})
+    ctx = replace(ctx, metrics=StepMetrics(series, "n/attempt", tmp_path / "app_metrics.txt"))
+    out = attempt_step(ctx)
+    reported = {v.name: v.value for v in series.snapshot()}
+    assert reported["agent_running"] == 0.0 and reported["submission_present"] == 1.0
+    wall = out.result.sections["mle_bench"]["agent"]["wall_s"]  # rounded to ms in the section
+    assert reported["agent_elapsed_seconds"] == pytest.approx(wall, abs=1e-3) and wall > 0

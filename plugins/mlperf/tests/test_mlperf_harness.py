@@ -210,3 +210,21 @@ def test_a_log_without_a_verdict_is_a_failed_run(tmp_path: Path) -> None:
     path.write_text(':::MLLOG {"key": "loadgen_version", "value": "6.0.17"}\n')
     with pytest.raises(CmxError, match="did not finish the test"):
         parse_detail(path)
+
+
+def test_the_step_reports_its_numbers_on_the_application_channel(cmx_home: Path, cmx_step_context: Any) -> None:
+    from dataclasses import replace
+
+    from cmx_core.telemetry.appmetrics import AppSeries, StepMetrics
+
+    series = AppSeries()
+    ctx = cmx_step_context(params={"sut": "noop", "scenario": "Server", "duration_s": 0.5, "target_qps": 500,
+                                   "model_name": "llama3.1-8b",
+                                   "sut_params": {"tokens_per_sample": 8, "total_sample_count": 64}})
+    ctx = replace(ctx, metrics=StepMetrics(series, "n/loadgen", ctx.log_dir / "app_metrics.txt"))
+    part = run_step(ctx).result
+    reported = {v.name: (v.value, v.kind) for v in series.snapshot()}
+    assert reported["completed_queries"] == (float(part.sections["mlperf"]["query_count"]), "counter")
+    assert reported["tokens_per_second"] == (part.metrics["tokens_per_second"].value, "gauge")
+    assert reported["completed_samples_per_second"][0] == part.metrics["completed_samples_per_second"].value
+    assert reported["loadgen_attempts"] == (1.0, "gauge")

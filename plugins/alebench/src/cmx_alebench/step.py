@@ -131,6 +131,9 @@ def run_step(ctx: StepContext) -> StepOutput:
         ctx.log.info("alebench: %s %s evaluation of %s with the %s judge", problem.problem_id,
                      "private" if p.private else "public", p.code, p.judge)
         runs.append(ProblemRun(problem, tuple(run_request(request, runner, ctx.cache_dir, ctx.work_dir / "judge"))))
+        judged = sum(len(rated.evaluation.cases) for run in runs for rated in run.rated)
+        ctx.report("cases_judged", judged, kind="counter")  # the application channel (docs/telemetry.md)
+        ctx.report("problems_judged", len(runs), kind="counter")
     sec = section(runs, judge=p.judge, language=p.language, private=p.private, lite=p.lite,
                   num_workers=p.num_workers, repeats=p.repeats, enforced_by=getattr(runner, "enforced_by", None))
     final = _final_results(ctx.work_dir, runs, p, codes)

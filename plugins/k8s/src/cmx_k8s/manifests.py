@@ -104,11 +104,13 @@ def job_manifest(name: str, image: str, command: Sequence[str], settings: K8sSet
     if completions is not None:
         variables.append({"name": INDEX_ENV, "valueFrom": {"fieldRef": {
             "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}})
-    container = {"name": "cmx", "image": image, "command": list(command), "env": variables,
-                 "volumeMounts": mounts, "resources": {k: v for k, v in resources.items() if v}}
+    container: dict[str, Any] = {"name": "cmx", "image": image, "command": list(command), "env": variables,
+                                 "volumeMounts": mounts, "resources": {k: v for k, v in resources.items() if v}}
     pod["containers"].append(container)
-    spec: dict[str, Any] = {"backoffLimit": settings.backoff_limit, "template": {
-        "metadata": {"labels": {RUN_LABEL: name}}, "spec": pod}}
+    template: dict[str, Any] = {"metadata": {"labels": {RUN_LABEL: name}}, "spec": pod}
+    if settings.metrics_port is not None:
+        _expose_metrics(settings.metrics_port, template, container)
+    spec: dict[str, Any] = {"backoffLimit": settings.backoff_limit, "template": template}
     if settings.timeout_s:
         spec["activeDeadlineSeconds"] = settings.timeout_s
     if completions is not None:
@@ -120,6 +122,17 @@ def job_manifest(name: str, image: str, command: Sequence[str], settings: K8sSet
             "metadata": {"name": name, "namespace": settings.namespace,
                          "labels": {RUN_LABEL: name, "app.kubernetes.io/managed-by": "cmx"}},
             "spec": spec}
+
+
+def _expose_metrics(port: int, template: dict[str, Any], container: dict[str, Any]) -> None:
+    """The far run serves its telemetry on the pod's address (``CMX_METRICS_ADDR``; the pod's
+    network is its own) and the pod carries the ``prometheus.io`` annotations Prometheus'
+    Kubernetes service discovery scrapes by (docs/telemetry.md)."""
+    template["metadata"]["annotations"] = {"prometheus.io/scrape": "true", "prometheus.io/port": str(port),
+                                           "prometheus.io/path": "/metrics"}
+    container["env"] += [{"name": "CMX_METRICS_PORT", "value": str(port)},
+                         {"name": "CMX_METRICS_ADDR", "value": "0.0.0.0"}]
+    container["ports"] = [{"name": "metrics", "containerPort": port, "protocol": "TCP"}]
 
 
 def run_manifests(name: str, image: str, lock: str, command: Sequence[str], settings: K8sSettings,

@@ -38,3 +38,5 @@ class K8sSettings(ExecutorSettings):
     max_result_mb: float = field(default=4.0, metadata={
         "help": "largest far run directory sent back in the pod log, in MB (kubelet rotates logs at 10Mi)"})
     poll_s: float = field(default=2.0, metadata={"help": "seconds between Job status reads"})
+    metrics_port: int | None = field(default=None, metadata={
+        "help": "serve the pod's run telemetry at :PORT/metrics, with prometheus.io scrape annotations"})

@@ -79,8 +79,12 @@ def attempt_step(ctx: StepContext) -> StepOutput:
     competition, checksums, source = competition_from(_dep(ctx))
     work = Path(ctx.work_dir) / "attempt"
     work.mkdir(parents=True, exist_ok=True)
+    ctx.report("agent_running", 1)  # the application channel (docs/telemetry.md)
     run = run_agent(settings, competition.id, competition.public_dir, work)
     verdict = run.result.verdict.value
+    ctx.report("agent_running", 0)
+    ctx.report("agent_elapsed_seconds", run.result.wall_s)
+    ctx.report("submission_present", 1 if run.submission.is_file() else 0)
     why = None if run.result.ok else f"the agent ended with {verdict} ({run.result.reason})"
     report = grade(competition, run.submission, checksums=checksums, leaderboard_source=source,
                    seed=settings.seed, why_missing=why)

@@ -9,7 +9,7 @@ from cmx_core.api import Artifact, ResultPart, StepContext, StepOutput
 from cmx_mlperf.harness import accuracy as acc
 from cmx_mlperf.harness import retry
 from cmx_mlperf.harness.config import OFFICIAL_MIN_DURATION_MS
-from cmx_mlperf.harness.mllog import parse_detail
+from cmx_mlperf.harness.mllog import DetailLog, parse_detail
 from cmx_mlperf.harness.peak_step import run_peak, shown_path
 from cmx_mlperf.harness.result import build_part
 from cmx_mlperf.harness.runner import fresh_log_dir, run_child
@@ -38,9 +38,22 @@ def run_step(ctx: StepContext) -> StepOutput:
             break
         spec = following
     part = build_part(log, spec, child.report, _shown(child.log_dir, ctx.run_dir))
+    _report(ctx, log, part, len(attempts))
     if len(attempts) > 1:  # the run was repeated: every attempt stays in the record
         part = replace(part, sections={**part.sections, "mlperf": {**part.sections["mlperf"], "attempts": attempts}})
     return _output(part, child.log_dir)
+
+
+def _report(ctx: StepContext, log: DetailLog, part: ResultPart, attempts: int) -> None:
+    """The test's numbers on the application channel (cmx-core's docs/telemetry.md): the
+    completed queries, every numeric metric (QPS, tokens/s, latencies) and the attempts."""
+    queries = log.get("result_query_count")
+    if isinstance(queries, (int, float)) and not isinstance(queries, bool):
+        ctx.report("completed_queries", float(queries), kind="counter")
+    for name, metric in part.metrics.items():
+        if isinstance(metric.value, (int, float)) and not isinstance(metric.value, bool):
+            ctx.report(name, float(metric.value))
+    ctx.report("loadgen_attempts", float(attempts))
 
 
 def expected_duration_line(spec: LoadgenSpec, attempt: int) -> str:

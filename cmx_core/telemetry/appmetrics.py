@@ -1,0 +1,126 @@
+"""The application metrics channel: what a step reports of its own progress.
+
+A Python step calls ``ctx.report("completed_queries", 120)`` (or ``kind="counter"`` for a
+running total); a shell or container step appends lines to the file named by the
+environment variable ``CMX_METRICS_FILE``::
+
+    completed_queries 120
+    tokens 5120 counter
+
+one ``NAME VALUE [gauge|counter]`` per line (``NAME``: letters, digits, ``_``; ``VALUE`` a
+number). The sampler reads what was reported at each round; a series is
+``cmx_app_<NAME>`` (``_total`` added to a counter's samples) with the labels ``run``,
+``node`` and ``step`` (``<node id>/<step id>``). A line that does not parse is skipped and
+said once in the result's ``telemetry.unavailable``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmx_core.errors import UsageError
+
+ENV_FILE = "CMX_METRICS_FILE"
+FILE_NAME = "app_metrics.txt"
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+KINDS = ("gauge", "counter")
+
+
+@dataclass(frozen=True)
+class AppValue:
+    """The latest value of one application series."""
+
+    name: str
+    step: str
+    value: float
+    kind: str
+
+
+def check(name: str, value: float, kind: str) -> float:
+    """``value`` as a float, or a :class:`UsageError` naming what is wrong."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise UsageError(f"metric name {name!r}: use letters, digits and _ (not first a digit)")
+    if kind not in KINDS:
+        raise UsageError(f"metric {name}: kind must be gauge or counter, not {kind!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise UsageError(f"metric {name}: value must be a finite number, not {value!r}")
+    return float(value)
+
+
+class AppSeries:
+    """Every application series of a run: reported values and watched metrics files.
+    Thread-safe: steps report from their own threads, the sampler reads from its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[tuple[str, str], AppValue] = {}
+        self._files: dict[Path, tuple[str, int]] = {}
+        self.problems: list[str] = []
+
+    def report(self, step: str, name: str, value: float, kind: str = "gauge") -> None:
+        number = check(name, value, kind)
+        with self._lock:
+            self._values[(name, step)] = AppValue(name, step, number, kind)
+
+    def watch(self, path: Path, step: str) -> None:
+        """Read ``path`` (a step's metrics file) at every round from now on."""
+        with self._lock:
+            self._files.setdefault(path, (step, 0))
+
+    def snapshot(self) -> tuple[AppValue, ...]:
+        """The latest value of every series, after reading what the files gained."""
+        with self._lock:
+            for path, (step, offset) in list(self._files.items()):
+                self._files[path] = (step, self._read_file(path, step, offset))
+            return tuple(self._values.values())
+
+    def _read_file(self, path: Path, step: str, offset: int) -> int:
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return offset
+        except OSError as err:
+            self._problem(f"metrics file {path}: {err.strerror}")
+            return offset
+        complete = data.rfind(b"\n") + 1  # a line still being written waits for the next round
+        for raw in data[:complete].decode("utf-8", "replace").splitlines():
+            self._line(raw, path, step)
+        return offset + complete
+
+    def _line(self, raw: str, path: Path, step: str) -> None:
+        words = raw.split()
+        if not words or words[0].startswith("#"):
+            return
+        try:
+            if len(words) not in (2, 3):
+                raise UsageError("want NAME VALUE [gauge|counter]")
+            kind = words[2] if len(words) == 3 else "gauge"
+            number = check(words[0], float(words[1]), kind)
+        except (UsageError, ValueError) as err:
+            self._problem(f"metrics file {path}: line {raw.strip()[:80]!r} skipped ({err})")
+            return
+        self._values[(words[0], step)] = AppValue(words[0], step, number, kind)
+
+    def _problem(self, text: str) -> None:
+        if not any(p.split(":")[0] == text.split(":")[0] for p in self.problems):
+            self.problems.append(text)  # said once per file
+
+
+class StepMetrics:
+    """What a step's context reports into (:attr:`StepContext.metrics`): one step's view of
+    the run's :class:`AppSeries`, with the metrics file shell steps write."""
+
+    def __init__(self, series: AppSeries, step: str, metrics_file: Path) -> None:
+        self._series = series
+        self.step = step
+        self.metrics_file: Path | None = metrics_file
+        series.watch(metrics_file, step)
+
+    def report(self, name: str, value: float, kind: str = "gauge") -> None:
+        self._series.report(self.step, name, value, kind)

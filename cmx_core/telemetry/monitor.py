@@ -1,0 +1,87 @@
+"""What ``cmx monitor`` writes: a Prometheus scrape config for runs started with
+``--metrics-port``, and a Grafana dashboard (built with ``grafanalib``, the ``monitor``
+extra) of the series the sampler emits, templated by run and node."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+JOB = "cmx"
+DASHBOARD_UID = "cmx-runs"
+SELECTOR = 'run=~"$run", node=~"$node"'
+
+#: (title, unit, [(expr, legend)]): one time-series panel each.
+PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
+    ("Run CPU (cores)", "none", (("cmx_process_cpu_utilization_ratio{%s}", "{{run}} {{node}}"),)),
+    ("Run memory (RSS)", "bytes", (("cmx_process_resident_memory_bytes{%s}", "{{run}} rss"),
+                                    ("cmx_process_resident_memory_peak_bytes{%s}", "{{run}} peak"))),
+    ("Run threads and processes", "none", (("cmx_process_threads{%s}", "{{run}} threads"),
+                                            ("cmx_process_processes{%s}", "{{run}} processes"))),
+    ("Run storage IO", "Bps", (("rate(cmx_process_read_bytes_total{%s}[1m])", "{{run}} read"),
+                               ("rate(cmx_process_written_bytes_total{%s}[1m])", "{{run}} written"))),
+    ("Machine CPU per core", "percentunit", (("cmx_node_cpu_utilization_ratio{%s}", "{{node}} cpu{{cpu}}"),)),
+    ("Machine memory available", "bytes", (("cmx_node_memory_available_bytes{%s}", "{{node}} available"),
+                                            ("cmx_node_memory_total_bytes{%s}", "{{node}} total"))),
+    ("Machine disk and network", "Bps", (("rate(cmx_node_disk_read_bytes_total{%s}[1m])", "{{node}} disk read"),
+                                         ("rate(cmx_node_disk_written_bytes_total{%s}[1m])", "{{node}} disk written"),
+                                         ("rate(cmx_node_network_receive_bytes_total{%s}[1m])", "{{node}} rx"),
+                                         ("rate(cmx_node_network_transmit_bytes_total{%s}[1m])", "{{node}} tx"))),
+    ("GPU utilisation", "percentunit", (("cmx_gpu_utilization_ratio{%s}", "{{node}} gpu{{gpu}}"),)),
+    ("GPU memory used", "bytes", (("cmx_gpu_memory_used_bytes{%s}", "{{node}} gpu{{gpu}}"),)),
+    ("GPU power and temperature", "none", (("cmx_gpu_power_watts{%s}", "gpu{{gpu}} W"),
+                                           ("cmx_gpu_temperature_celsius{%s}", "gpu{{gpu}} °C"))),
+    ("GPU throttle events", "none", (("cmx_gpu_throttle_events_total{%s}", "gpu{{gpu}}"),)),
+    ("Energy", "joule", (("cmx_gpu_energy_joules_total{%s}", "gpu{{gpu}}"),
+                         ("cmx_node_cpu_energy_joules_total{%s}", "cpu {{domain}}"))),
+    ("Application series", "none", (('{__name__=~"cmx_app_.+", %s}', "{{__name__}} {{step}}"),)),
+)
+
+
+def prometheus_config(ports: Sequence[int], *, host: str = "127.0.0.1", interval_s: float = 1.0) -> str:
+    """A ``prometheus.yml`` scraping ``host:PORT/metrics`` for each port."""
+    import yaml
+
+    interval = f"{max(1, round(interval_s * 1000))}ms"
+    config = {
+        "global": {"scrape_interval": interval, "evaluation_interval": interval},
+        "scrape_configs": [{
+            "job_name": JOB, "scrape_interval": interval, "scrape_timeout": interval,
+            "metrics_path": "/metrics",
+            "static_configs": [{"targets": [f"{host}:{port}" for port in ports]}],
+        }],
+    }
+    header = "# written by `cmx monitor prometheus-config` (docs/telemetry.md)\n"
+    return header + yaml.safe_dump(config, sort_keys=False)
+
+
+def panel_queries() -> list[str]:
+    """Every PromQL expression the dashboard's panels run (the dashboard test's input)."""
+    return [expr % SELECTOR for _, _, targets in PANELS for expr, _ in targets]
+
+
+def grafana_dashboard(datasource: str = "Prometheus") -> dict[str, Any]:
+    """The dashboard as Grafana's JSON model."""
+    try:
+        from grafanalib import core as g
+        from grafanalib._gen import DashboardEncoder
+    except ImportError:
+        from cmx_core.errors import UsageError
+
+        raise UsageError("cmx monitor grafana-dashboard needs grafanalib: pip install 'cmx-core[monitor]'") from None
+    templates = [g.Template(name=label, label=label, dataSource=datasource, includeAll=True, multi=True,
+                            query=f"label_values(cmx_telemetry_samples_total, {label})", refresh=2, default="$__all")
+                 for label in ("run", "node")]
+    panels = []
+    for index, (title, unit, targets) in enumerate(PANELS):
+        panels.append(g.TimeSeries(
+            title=title, dataSource=datasource, unit=unit,
+            targets=[g.Target(expr=expr % SELECTOR, legendFormat=legend, refId=chr(ord("A") + i))
+                     for i, (expr, legend) in enumerate(targets)],
+            gridPos=g.GridPos(h=8, w=12, x=12 * (index % 2), y=8 * (index // 2))))
+    dashboard = g.Dashboard(title="cmx runs", uid=DASHBOARD_UID, refresh="5s", time=g.Time("now-1h", "now"),
+                            templating=g.Templating(list=templates), panels=panels,
+                            tags=["cmx"]).auto_panel_ids()
+    model: dict[str, Any] = json.loads(json.dumps(dashboard.to_json_data(), cls=DashboardEncoder))
+    return model
