@@ -37,6 +37,8 @@ PARAMS: dict[str, str] = {
     "variation_script_names": "variation -> the native script it runs instead (a variation's script_name)",
     "tags": "the script's CM tags (customize.py sees them)",
     "timeout_s": "wall-clock limit of the script in seconds",
+    "hooks": "the run-time deps, in CM's lifecycle order (kind, tags, CM conditions, env, variation, version)",
+    "local_env_keys": "the script's local_env_keys (not passed down to its run-time deps)",
 }
 
 
@@ -52,6 +54,19 @@ def _merge(target: dict[str, Any], extra: Mapping[str, Any]) -> None:
             target[key] = value
 
 
+def cm_env(text: Any) -> dict[str, Any]:
+    """The ``cm_env`` input (a JSON object of env keys) as a dict; bad input is one line."""
+    if text in (None, "", "{}"):
+        return {}
+    try:
+        value = json.loads(str(text))
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise StepFailed(f"input cm_env must be a JSON object of env keys, got {str(text)[:80]!r}")
+    return {str(k): v if isinstance(v, list) else str(v) for k, v in value.items()}
+
+
 def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
     """The env and state a script starts with: its inputs, then its deps' results on top."""
     env: dict[str, Any] = {}
@@ -61,6 +76,7 @@ def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
             if value is not None:
                 env[str(key)] = str(value)
     env.update(dict(ctx.params.get("version_env") or {}).get(str(ctx.inputs.get("version") or ""), {}))
+    env.update(cm_env(ctx.inputs.get("cm_env")))
     state: dict[str, Any] = {}
     for alias in ctx.params.get("deps") or []:
         if alias in ctx.deps:
@@ -106,7 +122,11 @@ def request(ctx: StepContext) -> dict[str, Any]:
             "clean_files": list(ctx.params.get("clean_files") or []),
             "script_name": _script_name(ctx),
             "tags": list(ctx.params.get("tags") or []), "variations": [str(v) for v in ctx.variations],
-            "timeout_s": float(timeout) if timeout else None}
+            "timeout_s": float(timeout) if timeout else None,
+            "hooks": _plain(list(ctx.params.get("hooks") or [])),
+            "local_env_keys": list(ctx.params.get("local_env_keys") or []),
+            "recipe_dir": str(ctx.recipe_dir) if ctx.recipe_dir else None,
+            "version_wanted": str(ctx.inputs.get("version") or "")}
 
 
 def run_script(ctx: StepContext) -> StepOutput:
@@ -118,7 +138,7 @@ def run_script(ctx: StepContext) -> StepOutput:
     req_path.write_text(json.dumps(req, indent=2, sort_keys=True))
     res_path.unlink(missing_ok=True)
     log = ctx.log_dir / "cm-script.log"
-    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+    env = {k: v for k, v in os.environ.items() if k in PASSED_ENV or k.startswith("CMX_")}
     with log.open("wb") as handle:
         done = subprocess.run([sys.executable, "-I", "-m", "cmx_cm.runner", str(req_path), str(res_path)],
                               cwd=ctx.work_dir, env=env, stdin=subprocess.DEVNULL, stdout=handle,
@@ -138,7 +158,7 @@ def outputs_of(ctx: StepContext, result: Mapping[str, Any]) -> dict[str, Any]:
 
     new_env = dict(result.get("new_env") or {})
     out: dict[str, Any] = {"new_env": new_env, "new_state": dict(result.get("new_state") or {}),
-                           "version": result.get("version"),
+                           "version": result.get("version"), "lifecycle": list(result.get("lifecycle") or []),
                            "script": {"dir": str(ctx.params["script_dir"]),
                                       "stamp": script_stamp(Path(str(ctx.params["script_dir"])))}}
     for key, value in new_env.items():

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from cmx_cm.conditions import DynamicCondition, EnvScope, dep_condition
+from cmx_cm.conditions import CONDITION_KEYS, DynamicCondition, EnvScope, dep_condition
 from cmx_cm.index import INPUT_RE, TAG_RE, DepQuery, IndexEntry, ScriptIndex, split_tags
 from cmx_cm.meta import ScriptMeta, script_digest
 
@@ -37,6 +37,11 @@ DEP_MAPPED = frozenset({"tags", "names", "env", "enable_if_env", "skip_if_env", 
                         *VERSION_KEYS})
 VARIATION_MAPPED = frozenset({"group", "default", "env", "default_env", *DEP_KINDS, "new_env_keys",
                               "new_state_keys", "base", "description", "script_name", "ad", "add_deps"})
+
+
+ENV_INPUT = {"cm_env": {"type": "string", "default": "{}",
+                        "description": "a JSON object of env keys set for the script as CM's --env.KEY=VALUE "
+                                       "(any key, declared or not; a run-time dep gets its caller's env here)"}}
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,7 @@ class _Translator:
     input_mapping: dict[str, str] = field(default_factory=dict)  # input name -> env key
     script_names: dict[str, str] = field(default_factory=dict)  # variation -> its script_name
     variation_deps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # ad/add_deps copies
+    hooks: list[dict[str, Any]] = field(default_factory=list)  # run-time deps of the variations
 
     @property
     def file(self) -> str:
@@ -188,37 +194,36 @@ class _Translator:
         if not query.plain and not query.variations:
             self.issue(where, "a dep without tags; it is left out")
             return None
-        try:
-            when, dropped = dep_condition(EnvScope(self.env_inputs, self.script.prefix), dep)
-        except DynamicCondition as exc:
-            self.issue(where, f"its condition reads {exc.key}, which is set while the script runs (by customize.py "
-                              "or a dep), not known when cmx plans; the dep is left out")
-            return None
-        for key in dropped:
-            self.issue(f"{where}.skip_if_env", f"skip condition on {key}, which is set while the script runs, is "
-                                               "left out: the dep is not skipped", "approximated")
         target = self.target(query, where)
-        if target is not None and kind in ("post_deps", "posthook_deps") and self.index is not None \
-                and self.index.reaches(target, self.script.alias):
-            self.issue(where, f"{kind[:-1]} {target.alias} depends back on this script (CM runs it afterwards, with "
-                              "this script's env set, so its own deps are skipped); cmx runs deps first, which would "
-                              "be a cycle; the dep is left out")
-            return None
+        hook = kind != "deps"
+        when: str | None = None
+        if not hook:
+            try:
+                when, dropped = dep_condition(EnvScope(self.env_inputs, self.script.prefix), dep)
+            except DynamicCondition:
+                hook, dropped = True, ()
+            hook = hook or bool(dropped)
         tags = [*query.plain, *query.variations]
         alias = self.alias_for(dep, tags)
         if target is not None and self.index is not None and self.index.pins(target) and target.alias not in tags:
             tags.insert(len(query.plain), target.alias)
         out: dict[str, Any] = {"tags": [self.script.flavor, *tags], "as": alias}
-        if when:
+        if hook:
+            out["_hook"] = {"kind": kind, "if": {k: _plain_condition(dep[k]) for k in CONDITION_KEYS
+                                                 if isinstance(dep.get(k), dict)},
+                            "target": target.alias if target is not None else None}
+        elif when:
             out["when"] = when
         with_ = {k: str(dep[k]) for k in VERSION_KEYS if dep.get(k) not in (None, "")}
-        with_.update(self.dep_env(dep, target, where))
+        if hook:  # run-time deps get the caller's env, as in CM: any key, <<<KEY>>> filled in then
+            out["_hook"]["env"] = {str(k): str(v) for k, v in _mapping(dep.get("env")).items()
+                                   if isinstance(v, (str, int, float, bool))}
+        else:
+            with_.update(self.dep_env(dep, target, where))
         if with_:
             out["with"] = with_
         for key in sorted(set(dep) - DEP_MAPPED):
             self.issue(f"{where}.{key}", "dep option with no cmx equivalent (cmx deps see only their own inputs)")
-        if kind != "deps":
-            self.issue(where, f"{kind} run before the script: cmx runs every dep of a node first", "approximated")
         return out
 
     def target(self, query: DepQuery, where: str) -> IndexEntry | None:
@@ -279,7 +284,9 @@ class _Translator:
                 mapped = self.dep(dep, where, kind)
                 names = _tags(dep.get("names")) if isinstance(dep, dict) else []
                 touching = [(v, changes) for n in names for v, changes in touched.get(n, [])]
-                if mapped is not None and touching:
+                if mapped is not None and touching and "_hook" in mapped:
+                    mapped["_hook"]["unless_variations"] = sorted({v for v, _ in touching})
+                elif mapped is not None and touching:
                     guard = "not (" + " or ".join(sorted({f"{v!r} in variations" for v, _ in touching})) + ")"
                     mapped["when"] = f"({mapped['when']}) and {guard}" if mapped.get("when") else guard
                     if len(touching) > 1:
@@ -397,6 +404,11 @@ class _Translator:
         for name in raw:
             flat = self.flattened(str(name), raw)
             mapped = self.variation(str(name), flat, defaults)
+            if mapped is not None and mapped.get("deps"):
+                plain, hooks = split_hooks(mapped.pop("deps"), str(name).removesuffix(".#"))
+                self.hooks.extend(hooks)
+                if plain:
+                    mapped["deps"] = plain
             if mapped is not None:
                 out[str(name)] = mapped
                 keys = [str(k) for k in flat.get("new_env_keys") or []] + \
@@ -429,7 +441,10 @@ class _Translator:
                 self.issue(f"{where}.default_env", "applied as env (CM applies it only when unset)", "approximated")
             for dep in self.deps_of(spec, f"{where}."):
                 test = f"inputs.version == {str(version)!r}"
-                dep["when"] = f"{test} and ({dep['when']})" if dep.get("when") else test
+                if "_hook" in dep:
+                    dep["_hook"]["version"] = str(version)
+                else:
+                    dep["when"] = f"{test} and ({dep['when']})" if dep.get("when") else test
                 deps.append(dep)
             for key in sorted(set(spec) - {"env", "default_env", *DEP_KINDS}):
                 self.issue(f"{where}.{key}", "versions option with no cmx equivalent; left out")
@@ -460,6 +475,28 @@ class _Translator:
             self.issue("local_env_keys", "nothing to do: cmx never passes a script's env down to its deps", "ignored")
         if data.get("uid"):
             self.issue("uid", "kept in the description: cmx selects recipes by tags and name", "ignored")
+
+
+def _plain_condition(value: Mapping[str, Any]) -> dict[str, list[str]]:
+    return {str(k): [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])] for k, v in value.items()}
+
+
+def split_hooks(deps: Sequence[Mapping[str, Any]], variation: str | None = None) -> tuple[list[dict[str, Any]],
+                                                                                          list[dict[str, Any]]]:
+    """The deps the plan runs first, and the run-time deps the step runs at their turn in CM's
+    lifecycle (hooks: their kind, CM conditions, and the variation or version they need)."""
+    plain: list[dict[str, Any]] = []
+    hooks: list[dict[str, Any]] = []
+    for dep in deps:
+        if "_hook" not in dep:
+            plain.append(dict(dep))
+            continue
+        entry = {k: v for k, v in dep.items() if k != "_hook"}
+        entry.update(dep["_hook"])
+        if variation is not None:
+            entry["variation"] = variation
+        hooks.append(entry)
+    return plain, hooks
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -500,6 +537,9 @@ def _outputs(new_env_keys: Sequence[str]) -> dict[str, Any]:
         "version": {"description": "the version customize.py detected, or null", "type": "string"},
         "script": {"description": "the script directory and a stat stamp of its files (revalidates the cache)",
                    "type": "object"},
+        "lifecycle": {"description": "the run-time deps (prehook_deps, posthook_deps, post_deps and deps whose "
+                                     "condition reads run-time env), each with its kind, whether it ran and why",
+                      "type": "array"},
     }
     for key in new_env_keys:
         name = input_name(key)
@@ -555,7 +595,9 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
     deps = t.script_deps()
     version_env, version_deps = t.versions()
     deps.extend(version_deps)
+    deps, hooks = split_hooks(deps)
     variations, var_keys = t.variations()
+    hooks.extend(t.hooks)
     new_env_keys = [str(k) for k in data.get("new_env_keys") or []]
     new_state_keys = [str(k) for k in data.get("new_state_keys") or []]
     t.other_keys()
@@ -575,6 +617,8 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
         "variation_script_names": t.script_names,
         "version_env": version_env,
         "tags": [str(x) for x in _tags(data.get("tags"))],
+        "hooks": sorted(hooks, key=lambda h: DEP_KINDS.index(h["kind"])),
+        "local_env_keys": [str(k) for k in data.get("local_env_keys") or []],
     }
     recipe: dict[str, Any] = {
         "name": name,
@@ -582,7 +626,7 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
         "summary": f"{script.flavor.upper()} script {script.alias} ({data.get('category') or 'uncategorised'})",
         "description": f"Imported from {script.meta_file} (alias {script.alias}, uid {data.get('uid', 'none')}) "
                        "by cmx-cm.",
-        "inputs": dict(sorted(t.inputs.items())),
+        "inputs": dict(sorted({**t.inputs, **ENV_INPUT}.items())),
     }
     if variations:
         recipe["variations"] = variations

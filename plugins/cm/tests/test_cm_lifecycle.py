@@ -1,0 +1,139 @@
+"""CM's lifecycle order through the bridge: deps -> preprocess -> prehook_deps -> run.sh ->
+posthook_deps -> postprocess -> post_deps, each run-time dep decided against the env as it
+is when its turn comes, and every decision recorded in the result's ``lifecycle`` output."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cm_helpers import outputs, write_script
+from cmx_cm.collection import import_collection
+from cmx_cm.conditions import runtime_decision
+
+
+def _logger(name: str, log: Path) -> dict[str, str]:
+    """A script that appends its name to ``log`` from run.sh."""
+    return {"run_sh": f'echo "{name}" >> "{log}"\n'}
+
+
+def _order_collection(root: Path, log: Path) -> None:
+    for name in ("dep", "prehook", "posthook", "post", "never"):
+        write_script(root, f"step-{name}", f"alias: step-{name}\ntags: [step, {name}]\n", **_logger(name, log))
+    write_script(root, "main", """
+        alias: main
+        tags: [main]
+        new_env_keys: [CM_MAIN_*]
+        deps: [{tags: 'step,dep'}]
+        prehook_deps:
+          - tags: step,prehook
+            enable_if_env: {CM_MAIN_PRE: ['yes']}
+          - tags: step,never
+            enable_if_env: {CM_MAIN_RUN: ['yes']}
+        posthook_deps:
+          - tags: step,posthook
+            enable_if_env: {CM_MAIN_RUN: ['yes']}
+        post_deps:
+          - tags: step,post
+            skip_if_env: {CM_MAIN_POSTPROCESSED: ['no']}
+        """, customize=f"""
+        def preprocess(i):
+            open({str(log)!r}, 'a').write('preprocess\\n')
+            i['env']['CM_MAIN_PRE'] = 'yes'
+            return {{'return': 0}}
+
+        def postprocess(i):
+            open({str(log)!r}, 'a').write('postprocess\\n')
+            i['env']['CM_MAIN_POSTPROCESSED'] = 'yes'
+            return {{'return': 0}}
+        """, run_sh=f'echo "run" >> "{log}"\necho "CM_MAIN_RUN=yes" > tmp-run-env.out\n')
+
+
+def test_lifecycle_order_and_run_time_decisions(tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
+    root, out, log = tmp_path / "c" / "script", tmp_path / "out", tmp_path / "order.log"
+    _order_collection(root, log)
+    import_collection(root, out)
+    got = outputs(cmx_cli("run", "recipe", "--tags=cm,main", "--recipes", str(out), "--json"))
+    # step-never's enable_if_env reads CM_MAIN_RUN, which run.sh sets only after prehook time
+    assert log.read_text().split() == ["dep", "preprocess", "prehook", "run", "posthook", "postprocess", "post"]
+    decisions = {(d["kind"], d["tags"]): (d["ran"], d["reason"]) for d in got["lifecycle"]}
+    assert decisions[("prehook_deps", "cm,step,never,step-never")][0] is False
+    assert "does not hold" in decisions[("prehook_deps", "cm,step,never,step-never")][1]
+    assert decisions[("prehook_deps", "cm,step,prehook,step-prehook")][0] is True
+    assert [d["kind"] for d in got["lifecycle"]] == ["prehook_deps", "prehook_deps", "posthook_deps", "post_deps"]
+    assert got["new_env"]["CM_MAIN_RUN"] == "yes"
+
+
+def test_run_time_deps_are_in_the_plan_as_conditional(tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
+    root, out, log = tmp_path / "c" / "script", tmp_path / "out", tmp_path / "order.log"
+    _order_collection(root, log)
+    import_collection(root, out)
+    proc = cmx_cli("plan", "--tags=cm,main", "--recipes", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    main = next(n for n in plan["nodes"] if n["recipe"] == "cm.main")
+    hooks = main["steps"][0]["rendered"]["hooks"]
+    never = next(h for h in hooks if "never" in h["tags"])
+    assert never["kind"] == "prehook_deps" and never["if"] == {"enable_if_env": {"CM_MAIN_RUN": ["yes"]}}
+    assert [h["kind"] for h in hooks] == ["prehook_deps", "prehook_deps", "posthook_deps", "post_deps"]
+    assert [n["recipe"] for n in plan["nodes"]] == ["cm.step-dep", "cm.main"]  # only deps run before the node
+    text = cmx_cli("plan", "--tags=cm,main", "--recipes", str(out))
+    assert text.returncode == 0 and "hooks:" in text.stdout and "step-never" in text.stdout
+    assert not log.exists()  # planning ran nothing
+
+
+def test_post_dep_depending_back_is_skipped_by_the_env(tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
+    """get-gcc's shape: ``post_deps: get,cc-flags``, whose ``get,cc`` dep is skipped when the
+    caller's env has CM_CC_BIN (set by get-cc's run.sh) -- as in CM, where the post dep sees it."""
+    root, out = tmp_path / "c" / "script", tmp_path / "out"
+    write_script(root, "get-cc", """
+        alias: get-cc
+        tags: [get, cc]
+        new_env_keys: [CM_CC_*, +CFLAGS]
+        post_deps: [{tags: 'get,cc-flags'}]
+        """, run_sh='echo "CM_CC_BIN=/usr/bin/cc" > tmp-run-env.out\n')
+    write_script(root, "get-cc-flags", """
+        alias: get-cc-flags
+        tags: [get, cc-flags]
+        new_env_keys: [+CFLAGS]
+        deps: [{tags: 'get,cc', skip_if_env: {CM_CC_BIN: ['on']}}]
+        """, customize="""
+        def postprocess(i):
+            i['env']['+CFLAGS'] = ['-O2 for ' + i['env'].get('CM_CC_BIN', 'none')]
+            return {'return': 0}
+        """)
+    import_collection(root, out)
+    got = outputs(cmx_cli("run", "recipe", "--tags=cm,get,cc", "--recipes", str(out), "--json"))
+    assert got["new_env"]["CM_CC_BIN"] == "/usr/bin/cc"
+    assert got["new_env"]["+CFLAGS"] == ["-O2 for /usr/bin/cc"]
+    assert [(d["kind"], d["ran"]) for d in got["lifecycle"]] == [("post_deps", True)]
+    # run on its own, get-cc-flags takes its dep (no CM_CC_BIN yet): get-cc runs, and its post
+    # dep get-cc-flags, given CM_CC_BIN, skips that dep -- the recursion CM goes through too
+    got = outputs(cmx_cli("run", "recipe", "--tags=cm,get,cc-flags", "--recipes", str(out), "--json"))
+    assert got["lifecycle"][0]["kind"] == "deps" and got["lifecycle"][0]["ran"] is True
+    assert got["new_env"]["+CFLAGS"] == ["-O2 for /usr/bin/cc"]
+
+
+def test_a_dep_that_never_stops_is_refused(tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
+    root, out = tmp_path / "c" / "script", tmp_path / "out"
+    write_script(root, "loop-a", "alias: loop-a\ntags: [loop, a]\npost_deps: [{tags: 'loop,b'}]\n")
+    write_script(root, "loop-b", "alias: loop-b\ntags: [loop, b]\n"
+                                 "deps: [{tags: 'loop,a', skip_if_env: {CM_NEVER_SET: ['on']}}]\n")
+    import_collection(root, out)
+    proc = cmx_cli("run", "recipe", "--tags=cm,loop,a", "--recipes", str(out), "--json", timeout=600)
+    assert proc.returncode == 1, proc.stderr[-800:]
+    assert "depends back" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_runtime_decision_is_cms_rule() -> None:
+    assert runtime_decision({"enable_if_env": {"K": ["yes"]}}, {"K": "on"})[0] is True
+    assert runtime_decision({"enable_if_env": {"K": ["yes"]}}, {"K": "no"})[0] is False
+    assert runtime_decision({"enable_if_env": {"K": ["yes"]}}, {})[0] is False
+    assert runtime_decision({"skip_if_env": {"K": ["on"]}}, {"K": "/usr/bin/cc"})[0] is False
+    assert runtime_decision({"skip_if_env": {"K": ["no"]}}, {})[0] is False  # a missing key is "no"
+    assert runtime_decision({"enable_if_env": {"K": ["a", "b"]}}, {"K": "B"})[0] is True
+    assert runtime_decision({"enable_if_any_env": {"K": ["x"], "L": ["y"]}}, {"L": "y"})[0] is True
+    assert runtime_decision({"skip_if_any_env": {"K": ["x"], "L": ["y"]}}, {"L": "y"})[0] is False
+    assert runtime_decision({}, {}) == (True, "no condition stops it")
