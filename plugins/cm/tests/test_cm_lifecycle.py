@@ -137,3 +137,35 @@ def test_runtime_decision_is_cms_rule() -> None:
     assert runtime_decision({"enable_if_any_env": {"K": ["x"], "L": ["y"]}}, {"L": "y"})[0] is True
     assert runtime_decision({"skip_if_any_env": {"K": ["x"], "L": ["y"]}}, {"L": "y"})[0] is False
     assert runtime_decision({}, {}) == (True, "no condition stops it")
+
+
+def test_combination_variations_apply_when_all_parts_are_selected(tmp_path: Path,
+                                                                   cmx_cli: Callable[..., Any]) -> None:
+    root, out, log = tmp_path / "c" / "script", tmp_path / "out", tmp_path / "order.log"
+    write_script(root, "step-dep", "alias: step-dep\ntags: [step, dep]\n", **_logger("combo-dep", log))
+    write_script(root, "combo", """
+        alias: combo
+        tags: [combo]
+        new_env_keys: [CM_COMBO_*]
+        default_env: {CM_COMBO_D: script-default}
+        variations:
+          a: {env: {CM_COMBO_A: 'yes'}, default_env: {CM_COMBO_D: a-default, CM_COMBO_F: a-default}}
+          b: {env: {CM_COMBO_B: 'yes'}}
+          'a,b':
+            env: {CM_COMBO_BOTH: 'yes'}
+            default_env: {CM_COMBO_D: combo-default, CM_COMBO_E: combo-default}
+            new_env_keys: [CM_BOTH_SEEN]
+            deps: [{tags: 'step,dep'}]
+        """, run_sh='echo "CM_BOTH_SEEN=${CM_COMBO_BOTH:-no}" > tmp-run-env.out\n')
+    import_collection(root, out)
+    only_a = outputs(cmx_cli("run", "recipe", "--tags=cm,combo,a", "--recipes", str(out), "--json"))
+    assert "CM_COMBO_BOTH" not in only_a["new_env"] and "CM_BOTH_SEEN" not in only_a["new_env"]
+    assert not log.exists() and only_a["lifecycle"] == []
+    # a variation's default_env, as CM's: only where the key is unset (the script's default_env set D)
+    assert (only_a["new_env"]["CM_COMBO_D"], only_a["new_env"]["CM_COMBO_F"]) == ("script-default", "a-default")
+    both = outputs(cmx_cli("run", "recipe", "--tags=cm,combo,a,b", "--recipes", str(out), "--json"))
+    assert both["new_env"]["CM_COMBO_BOTH"] == "yes" and both["new_env"]["CM_BOTH_SEEN"] == "yes"
+    # default_env fills only unset keys: the script's own default_env had set CM_COMBO_D
+    assert both["new_env"]["CM_COMBO_D"] == "script-default" and both["new_env"]["CM_COMBO_E"] == "combo-default"
+    assert log.read_text().split() == ["combo-dep"]
+    assert [(d["kind"], d["ran"]) for d in both["lifecycle"]] == [("deps", True)]

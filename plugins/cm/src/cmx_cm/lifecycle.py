@@ -45,6 +45,8 @@ def applies(hook: Mapping[str, Any], variations: Sequence[str], version: str) ->
     """Whether the selected variations and version take ``hook`` at all."""
     if hook.get("variation") and hook["variation"] not in variations:
         return False
+    if not all(v in variations for v in hook.get("all_variations") or []):
+        return False
     if any(v in variations for v in hook.get("unless_variations") or []):
         return False
     return not (hook.get("version") and hook["version"] != version)

@@ -39,6 +39,8 @@ PARAMS: dict[str, str] = {
     "timeout_s": "wall-clock limit of the script in seconds",
     "hooks": "the run-time deps, in CM's lifecycle order (kind, tags, CM conditions, env, variation, version)",
     "local_env_keys": "the script's local_env_keys (not passed down to its run-time deps)",
+    "combinations": "the combination variations (parts, env, default_env, keys, script_name), applied when all "
+                    "their parts are selected",
 }
 
 
@@ -52,6 +54,11 @@ def _merge(target: dict[str, Any], extra: Mapping[str, Any]) -> None:
             target[key] = target[key] + [v for v in value if v not in target[key]]
         else:
             target[key] = value
+
+
+def combinations(ctx: StepContext) -> list[Mapping[str, Any]]:
+    """The combination variations (``a,b``) whose parts are all selected, in file order."""
+    return [c for c in ctx.params.get("combinations") or [] if all(p in ctx.variations for p in c.get("parts") or [])]
 
 
 def cm_env(text: Any) -> dict[str, Any]:
@@ -76,6 +83,10 @@ def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
             if value is not None:
                 env[str(key)] = str(value)
     env.update(dict(ctx.params.get("version_env") or {}).get(str(ctx.inputs.get("version") or ""), {}))
+    for combo in combinations(ctx):
+        env.update(dict(combo.get("env") or {}))
+        for key, value in dict(combo.get("default_env") or {}).items():
+            env.setdefault(str(key), value)
     env.update(cm_env(ctx.inputs.get("cm_env")))
     state: dict[str, Any] = {}
     for alias in ctx.params.get("deps") or []:
@@ -89,10 +100,11 @@ def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
 def _keys(ctx: StepContext) -> tuple[list[str], list[str]]:
     env_keys = [str(k) for k in ctx.params.get("new_env_keys") or []]
     state_keys = [str(k) for k in ctx.params.get("new_state_keys") or []]
-    for variation, extra in dict(ctx.params.get("variation_keys") or {}).items():
-        if variation in ctx.variations:
-            for key in extra:
-                (state_keys if str(key).startswith("state:") else env_keys).append(str(key).removeprefix("state:"))
+    extras = [extra for variation, extra in dict(ctx.params.get("variation_keys") or {}).items()
+              if variation in ctx.variations] + [c.get("keys") or [] for c in combinations(ctx)]
+    for extra in extras:
+        for key in extra:
+            (state_keys if str(key).startswith("state:") else env_keys).append(str(key).removeprefix("state:"))
     return env_keys, state_keys
 
 
@@ -102,6 +114,8 @@ def _script_name(ctx: StepContext) -> str:
     for variation, name in dict(ctx.params.get("variation_script_names") or {}).items():
         if variation in ctx.variations:
             chosen = str(name)
+    for combo in combinations(ctx):
+        chosen = str(combo.get("script_name") or chosen)
     return chosen
 
 

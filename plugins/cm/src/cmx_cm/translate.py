@@ -35,6 +35,8 @@ MAPPED_KEYS = frozenset({"alias", "uid", "tags", "cache", *DEP_KINDS, "input_map
                          "local_env_keys", "predeps", "script_name", "versions"})
 DEP_MAPPED = frozenset({"tags", "names", "env", "enable_if_env", "skip_if_env", "enable_if_any_env", "skip_if_any_env",
                         *VERSION_KEYS})
+COMBINATION_MAPPED = frozenset({"env", "default_env", *DEP_KINDS, "new_env_keys", "new_state_keys", "script_name",
+                                "group", "default", "base", "description"})
 VARIATION_MAPPED = frozenset({"group", "default", "env", "default_env", *DEP_KINDS, "new_env_keys",
                               "new_state_keys", "base", "description", "script_name", "ad", "add_deps"})
 
@@ -98,6 +100,7 @@ class _Translator:
     script_names: dict[str, str] = field(default_factory=dict)  # variation -> its script_name
     variation_deps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # ad/add_deps copies
     hooks: list[dict[str, Any]] = field(default_factory=list)  # run-time deps of the variations
+    combinations: list[dict[str, Any]] = field(default_factory=list)  # combination variations (a,b)
 
     @property
     def file(self) -> str:
@@ -178,7 +181,7 @@ class _Translator:
         self.aliases.append(alias)
         return alias
 
-    def dep(self, dep: Any, where: str, kind: str) -> dict[str, Any] | None:
+    def dep(self, dep: Any, where: str, kind: str, force_hook: bool = False) -> dict[str, Any] | None:
         if not isinstance(dep, dict):
             self.issue(where, "a dep must be a mapping; it is left out")
             return None
@@ -195,7 +198,7 @@ class _Translator:
             self.issue(where, "a dep without tags; it is left out")
             return None
         target = self.target(query, where)
-        hook = kind != "deps"
+        hook = kind != "deps" or force_hook
         when: str | None = None
         if not hook:
             try:
@@ -352,11 +355,39 @@ class _Translator:
                 merged[key] = value
         return merged
 
+    def combination(self, name: str, spec: Mapping[str, Any]) -> None:
+        """A combination variation (``a,b``: taken when all its parts are selected), applied by
+        the step: its ``env`` over the inputs, its ``default_env`` where a key is unset, its
+        deps as run-time deps needing all the parts."""
+        where = f"variations.{name}"
+        parts = [p.strip().lstrip("_") for p in name.split(",") if p.strip()]
+        known = {str(v).removesuffix(".#") for v in _mapping(self.script.data.get("variations")) if "," not in str(v)}
+        if not parts or any(p not in known for p in parts):
+            self.issue(where, "a combination of variations the script does not have; left out")
+            return
+        entry: dict[str, Any] = {"parts": parts}
+        for section in ("env", "default_env"):
+            values = {str(k): _verbatim(str(v)) for k, v in _mapping(spec.get(section)).items()
+                      if self.scalar(v, f"{where}.{section}.{k}")}
+            if values:
+                entry[section] = values
+        keys = [str(k) for k in spec.get("new_env_keys") or []] + \
+            [f"state:{k}" for k in spec.get("new_state_keys") or []]
+        if keys:
+            entry["keys"] = keys
+        if isinstance(spec.get("script_name"), str) and spec["script_name"]:
+            entry["script_name"] = spec["script_name"].removesuffix(".sh")
+        deps = [self.dep(d, f"{where}.{kind}[{i}]", kind, force_hook=True)
+                for kind in DEP_KINDS for i, d in enumerate(spec.get(kind) or [])]
+        for hook in split_hooks([d for d in deps if d is not None])[1]:
+            hook["all_variations"] = parts
+            self.hooks.append(hook)
+        for key in sorted(set(spec) - COMBINATION_MAPPED):
+            self.issue(f"{where}.{key}", "combination variation option with no cmx equivalent")
+        self.combinations.append(entry)
+
     def variation(self, name: str, spec: Mapping[str, Any], defaults: Mapping[str, str]) -> dict[str, Any] | None:
         where = f"variations.{name}"
-        if "," in name:
-            self.issue(where, "a combination variation (selected when all its parts are): cmx has none; left out")
-            return None
         if not VARIATION_RE.match(name):
             self.issue(where, "not a valid cmx variation name; left out")
             return None
@@ -375,14 +406,13 @@ class _Translator:
                 target = self.env_inputs.get(str(key))
                 if target is None or not self.scalar(value, f"{where}.{section}.{key}"):
                     continue
+                if section == "default_env" and ("default" in self.inputs.get(target, {}) or target in inputs):
+                    continue  # CM applies a variation's default_env only where the key is unset: here it is set
                 text = str(value)
                 if "#" in text and not (parametric and text == "#"):
                     self.issue(f"{where}.{section}.{key}", "a value built from the variation's parameter; left out")
                     continue
                 inputs[target] = text
-            if section == "default_env" and spec.get(section):
-                self.issue(f"{where}.default_env", "set as forced inputs (CM applies them only when unset)",
-                           "approximated")
         if inputs:
             out["inputs"] = inputs
         deps = [*self.deps_of(spec, f"{where}."), *self.variation_deps.get(name.removesuffix(".#"), [])]
@@ -403,6 +433,9 @@ class _Translator:
         new_env: dict[str, list[str]] = {}
         for name in raw:
             flat = self.flattened(str(name), raw)
+            if "," in str(name):
+                self.combination(str(name), flat)
+                continue
             mapped = self.variation(str(name), flat, defaults)
             if mapped is not None and mapped.get("deps"):
                 plain, hooks = split_hooks(mapped.pop("deps"), str(name).removesuffix(".#"))
@@ -618,6 +651,7 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
         "version_env": version_env,
         "tags": [str(x) for x in _tags(data.get("tags"))],
         "hooks": sorted(hooks, key=lambda h: DEP_KINDS.index(h["kind"])),
+        "combinations": t.combinations,
         "local_env_keys": [str(k) for k in data.get("local_env_keys") or []],
     }
     recipe: dict[str, Any] = {
