@@ -169,3 +169,16 @@ def test_combination_variations_apply_when_all_parts_are_selected(tmp_path: Path
     assert both["new_env"]["CM_COMBO_D"] == "script-default" and both["new_env"]["CM_COMBO_E"] == "combo-default"
     assert log.read_text().split() == ["combo-dep"]
     assert [(d["kind"], d["ran"]) for d in both["lifecycle"]] == [("deps", True)]
+
+
+def test_keys_not_carried_exactly_are_said_once_during_a_run(collection: Path, tmp_path: Path,
+                                                               cmx_cli: Callable[..., Any]) -> None:
+    out = tmp_path / "out"
+    import_collection(collection, out)
+    for extra, env in ((["--recipes", str(out)], None), ([], {"CMX_CM_PATH": str(collection)})):
+        proc = cmx_cli("run", "recipe", "--tags=cm,demo,dynamic", *extra, "--json", env=env)
+        got = outputs(proc)
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("cmx-cm: cm.demo-dynamic:")]
+        assert len(lines) == 1 and "unknown_cm_key" in lines[0], proc.stderr
+        assert {"key": "unknown_cm_key", "kind": "unmapped",
+                "reason": "script option with no cmx equivalent"} in got["not_exact"]

@@ -39,6 +39,7 @@ PARAMS: dict[str, str] = {
     "timeout_s": "wall-clock limit of the script in seconds",
     "hooks": "the run-time deps, in CM's lifecycle order (kind, tags, CM conditions, env, variation, version)",
     "local_env_keys": "the script's local_env_keys (not passed down to its run-time deps)",
+    "not_exact": "the metadata keys not carried exactly (key, kind, reason): said on stderr when the script runs",
     "combinations": "the combination variations (parts, env, default_env, keys, script_name), applied when all "
                     "their parts are selected",
 }
@@ -143,9 +144,22 @@ def request(ctx: StepContext) -> dict[str, Any]:
             "version_wanted": str(ctx.inputs.get("version") or "")}
 
 
+def say_not_exact(ctx: StepContext) -> None:
+    """One line on stderr naming the keys of this script that the bridge does not carry exactly."""
+    issues = list(ctx.params.get("not_exact") or [])
+    if not issues:
+        return
+    kinds = [str(i.get("kind")) for i in issues]
+    keys = ", ".join(str(i.get("key")) for i in issues[:6]) + (" ..." if len(issues) > 6 else "")
+    print(f"cmx-cm: {ctx.recipe}: {len(issues)} metadata keys not carried exactly ({kinds.count('approximated')} "
+          f"approximated, {kinds.count('unmapped')} left out: {keys}); the result's not_exact output lists them",
+          file=sys.stderr)
+
+
 def run_script(ctx: StepContext) -> StepOutput:
     """Run the script; a failure is one line naming the script and the log."""
     req = request(ctx)
+    say_not_exact(ctx)
     ctx.work_dir.mkdir(parents=True, exist_ok=True)
     ctx.log_dir.mkdir(parents=True, exist_ok=True)
     req_path, res_path = ctx.work_dir / "cm-request.json", ctx.work_dir / "cm-result.json"
@@ -173,6 +187,7 @@ def outputs_of(ctx: StepContext, result: Mapping[str, Any]) -> dict[str, Any]:
     new_env = dict(result.get("new_env") or {})
     out: dict[str, Any] = {"new_env": new_env, "new_state": dict(result.get("new_state") or {}),
                            "version": result.get("version"), "lifecycle": list(result.get("lifecycle") or []),
+                           "not_exact": _plain(list(ctx.params.get("not_exact") or [])),
                            "script": {"dir": str(ctx.params["script_dir"]),
                                       "stamp": script_stamp(Path(str(ctx.params["script_dir"])))}}
     for key, value in new_env.items():

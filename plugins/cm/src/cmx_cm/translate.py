@@ -570,6 +570,9 @@ def _outputs(new_env_keys: Sequence[str]) -> dict[str, Any]:
         "version": {"description": "the version customize.py detected, or null", "type": "string"},
         "script": {"description": "the script directory and a stat stamp of its files (revalidates the cache)",
                    "type": "object"},
+        "not_exact": {"description": "the script's metadata keys this recipe does not carry exactly (key, kind: "
+                                     "unmapped or approximated, reason), as in the import report",
+                      "type": "array"},
         "lifecycle": {"description": "the run-time deps (prehook_deps, posthook_deps, post_deps and deps whose "
                                      "condition reads run-time env), each with its kind, whether it ran and why",
                       "type": "array"},
@@ -635,6 +638,7 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
     new_state_keys = [str(k) for k in data.get("new_state_keys") or []]
     t.other_keys()
     name = recipe_name(script)
+    not_exact = [{"key": i.key, "kind": i.kind, "reason": i.reason} for i in t.issues if i.kind != "ignored"]
     params: dict[str, Any] = {
         "script_dir": str(script.directory),
         "flavor": script.flavor,
@@ -652,6 +656,7 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
         "tags": [str(x) for x in _tags(data.get("tags"))],
         "hooks": sorted(hooks, key=lambda h: DEP_KINDS.index(h["kind"])),
         "combinations": t.combinations,
+        "not_exact": not_exact,
         "local_env_keys": [str(k) for k in data.get("local_env_keys") or []],
     }
     recipe: dict[str, Any] = {
