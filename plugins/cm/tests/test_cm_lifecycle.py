@@ -182,3 +182,27 @@ def test_keys_not_carried_exactly_are_said_once_during_a_run(collection: Path, t
         assert len(lines) == 1 and "unknown_cm_key" in lines[0], proc.stderr
         assert {"key": "unknown_cm_key", "kind": "unmapped",
                 "reason": "script option with no cmx equivalent"} in got["not_exact"]
+
+
+def test_detections_follow_cms_caching_unless_asked(tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
+    """CM re-runs a detect script that is not ``cache: true`` every time; so does the bridge,
+    unless --cache-detections (import) or CMX_CM_CACHE_DETECTIONS (live path) asks otherwise."""
+    root, log = tmp_path / "c" / "script", tmp_path / "runs.log"
+    write_script(root, "detect-thing", "alias: detect-thing\ntags: [detect, thing]\n", **_logger("ran", log))
+
+    def runs(*extra: str, env: dict[str, str] | None = None) -> int:
+        for _ in range(2):
+            outputs(cmx_cli("run", "recipe", "--tags=cm,detect,thing", *extra, "--json", env=env))
+        count = len(log.read_text().split())
+        log.unlink()
+        return count
+
+    plain, cached = tmp_path / "plain", tmp_path / "cached"
+    assert cmx_cli("import", "cm", str(root), "--out", str(plain)).returncode == 0
+    assert runs("--recipes", str(plain)) == 2  # as CM: twice
+    assert cmx_cli("import", "cm", str(root), "--out", str(cached), "--cache-detections", "1d").returncode == 0
+    assert runs("--recipes", str(cached)) == 1
+    assert runs(env={"CMX_CM_PATH": str(root)}) == 2
+    assert runs(env={"CMX_CM_PATH": str(root), "CMX_CM_CACHE_DETECTIONS": "12h"}) == 1
+    bad = cmx_cli("import", "cm", str(root), "--out", str(tmp_path / "bad"), "--cache-detections", "soon")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "duration" in bad.stderr

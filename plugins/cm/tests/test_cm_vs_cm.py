@@ -123,3 +123,29 @@ def test_coverage_report_over_cmx4mlops(cm_venv: Path, tmp_path: Path, cmx_cli: 
     assert (cov["run_attempted"], cov["ran"]) == (5, 5), cov["runs"]
     # scripts with no key unmapped or approximated: 97 of 306 before run-time deps and combinations
     assert cov["fully_mapped"] >= 121, cov["fully_mapped"]
+
+
+VERSION_MISS = """
+import json, sys
+import cmind
+r = cmind.access({"action": "run", "automation": "script", "tags": sys.argv[1], "quiet": True, "out": None,
+                  "version_min": "99"})
+print(json.dumps({"return": r.get("return"), "error": r.get("error")}))
+"""
+
+
+def test_version_range_miss_is_reported_as_cm_reports_it(cm_venv: Path, imported: Path, tmp_path: Path,
+                                                         cmx_cli: Callable[..., Any]) -> None:
+    """get-gcc with --version_min=99 on a gcc-12 machine: CM says 'gcc not found' (return 16)
+    after 'SKIPPED due to version constraints'; cmx fails the same way, in one line."""
+    script = tmp_path / "version_miss.py"
+    script.write_text(VERSION_MISS)
+    done = subprocess.run([str(cm_venv / "bin" / "python"), str(script), "get,gcc"], cwd=tmp_path,
+                          env={**os.environ, "CM_REPOS": str(tmp_path / "cm-repos")}, capture_output=True,
+                          text=True, timeout=600, check=False)
+    reference = json.loads(done.stdout.strip().splitlines()[-1])
+    assert reference["return"] == 16
+    proc = cmx_cli("run", "recipe", "--tags=cm,get,gcc", "--recipes", str(imported), "--version_min=99", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    error = next(line for line in proc.stderr.splitlines() if line.startswith("cmx: error:"))
+    assert reference["error"] in error and "SKIPPED due to version constraints version_min=99" in error

@@ -119,7 +119,10 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
     run_hooks("deps", request, env, state, lifecycle)
     skip = False
     if customize is not None and hasattr(customize, "preprocess"):
-        pre = _check(customize.preprocess({**auto.common_input(env, state), **common}), "preprocess")
+        try:
+            pre = _check(customize.preprocess({**auto.common_input(env, state), **common}), "preprocess")
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc}{auto.version_miss_note(env)}") from None
         skip = bool(pre.get("skip"))
     version = ""
     if not skip:

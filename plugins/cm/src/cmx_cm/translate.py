@@ -485,14 +485,16 @@ class _Translator:
 
     # -- the recipe --------------------------------------------------------------------------
 
-    def cache(self, tags: Sequence[str]) -> Any:
+    def cache(self, tags: Sequence[str], cache_detections: str | None) -> Any:
+        """CM's caching: ``cache: true`` is cached, anything else re-runs every time; with
+        ``cache_detections`` (asked for by the user) a ``detect`` script is cached that long."""
         value = self.script.data.get("cache")
         if value in (True, "yes", "true", "True"):
             return True
-        if "detect" in tags:
-            self.issue("cache", "CM re-runs it every time; cmx caches a detection for a day (cmx's own detect-os "
-                                "does the same)", "approximated")
-            return {"expires": "1d"}
+        if "detect" in tags and cache_detections:
+            self.issue("cache", f"CM re-runs it every time; cached for {cache_detections} as asked "
+                                "(--cache-detections / CMX_CM_CACHE_DETECTIONS)", "approximated")
+            return {"expires": cache_detections}
         return False
 
     def other_keys(self) -> None:
@@ -616,7 +618,8 @@ def _dep_env_keys(data: Mapping[str, Any]) -> tuple[tuple[tuple[str, ...], tuple
     return tuple(found)
 
 
-def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translation:
+def translate(script: ScriptMeta, index: ScriptIndex | None = None,
+              cache_detections: str | None = None) -> Translation:
     """Translate one script; never raises for odd metadata (it goes into the issues). With
     the collection's ``index``, each dep is pinned to the script CM would select."""
     t = _Translator(script, index)
@@ -637,6 +640,7 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
     new_env_keys = [str(k) for k in data.get("new_env_keys") or []]
     new_state_keys = [str(k) for k in data.get("new_state_keys") or []]
     t.other_keys()
+    cache = t.cache(tags, cache_detections)
     name = recipe_name(script)
     not_exact = [{"key": i.key, "kind": i.kind, "reason": i.reason} for i in t.issues if i.kind != "ignored"]
     params: dict[str, Any] = {
@@ -673,5 +677,5 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
         recipe["deps"] = deps
     recipe["steps"] = [{"uses": "cm.script", "with": params}]
     recipe["outputs"] = _outputs(new_env_keys)
-    recipe["cache"] = t.cache(tags)
+    recipe["cache"] = cache
     return Translation(script=script, name=name, recipe=recipe, issues=tuple(t.issues))
