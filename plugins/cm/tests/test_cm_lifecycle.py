@@ -206,3 +206,45 @@ def test_detections_follow_cms_caching_unless_asked(tmp_path: Path, cmx_cli: Cal
     assert runs(env={"CMX_CM_PATH": str(root), "CMX_CM_CACHE_DETECTIONS": "12h"}) == 1
     bad = cmx_cli("import", "cm", str(root), "--out", str(tmp_path / "bad"), "--cache-detections", "soon")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "duration" in bad.stderr
+
+
+def test_variation_alias_state_and_tags_from_env(tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
+    root, out = tmp_path / "c" / "script", tmp_path / "out"
+    write_script(root, "get-lib", """
+        alias: get-lib
+        tags: [get, lib]
+        new_env_keys: [CM_LIB_*]
+        variations:
+          version.#: {env: {CM_LIB_VERSION: '#'}}
+        """)
+    write_script(root, "user", """
+        alias: user
+        tags: [user]
+        new_env_keys: [CM_LIB_*]
+        new_state_keys: [user_*]
+        default_env: {CM_WANTED_LIB: '3.1'}
+        deps:
+          - tags: get,lib
+            update_tags_from_env_with_prefix: {_version.: [CM_WANTED_LIB]}
+        variations:
+          tensorflow: {state: {user_backend: tf}, env: {CM_USER_TF: 'yes'}}
+          tf: {alias: tensorflow}
+        """)
+    result = import_collection(root, out)
+    user = next(t for t in result.translations if t.name == "cm.user")
+    assert not [i for i in user.issues if i.kind != "ignored"], user.issues
+    got = outputs(cmx_cli("run", "recipe", "--tags=cm,user,tf", "--recipes", str(out), "--json"))
+    assert got["new_env"]["CM_LIB_VERSION"] == "3.1"  # the dep's tags got _version.3.1 from the env
+    assert got["new_state"] == {"user_backend": "tf"}  # tf is an alias of tensorflow, whose state it sets
+    assert got["lifecycle"][0]["tags"] == "cm,get,lib,get-lib,version.3.1"
+
+
+def test_the_scripts_own_output_is_shown_with_v(tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
+    root, out = tmp_path / "c" / "script", tmp_path / "out"
+    write_script(root, "chatty", "alias: chatty\ntags: [chatty]\n", run_sh="echo 'hello from run.sh'\n")
+    import_collection(root, out)
+    quiet = cmx_cli("run", "recipe", "--tags=cm,chatty", "--recipes", str(out), "--no-cache")
+    loud = cmx_cli("run", "recipe", "--tags=cm,chatty", "--recipes", str(out), "--no-cache", "-v")
+    assert quiet.returncode == loud.returncode == 0, loud.stderr
+    assert "hello from run.sh" not in quiet.stderr and "hello from run.sh" not in quiet.stdout
+    assert "cmx: cm.chatty | hello from run.sh" in loud.stderr

@@ -58,6 +58,18 @@ def passed_env(env: Mapping[str, Any], prefix: str, local: Sequence[str]) -> dic
     return {k: v for k, v in env.items() if not any(fnmatch.fnmatchcase(k, p) for p in patterns)}
 
 
+def tags_from_env(hook: Mapping[str, Any], dep_env: Mapping[str, Any], env: Mapping[str, Any]) -> list[str]:
+    """CM's ``update_tags_from_env_with_prefix``: ``{"_version.": [KEY]}`` adds the variation
+    ``version.<value>`` for each key set in the dep's env or else the caller's."""
+    out = []
+    for prefix, keys in dict(hook.get("tags_from_env") or {}).items():
+        for key in keys:
+            value = str(dep_env.get(key) or env.get(key) or "").strip()
+            if value:
+                out.append(str(prefix).lstrip("_") + value)
+    return out
+
+
 def _fill(value: str, env: Mapping[str, Any]) -> str:
     return re.sub(r"<<<(.*?)>>>", lambda m: str(env.get(m.group(1), "")), value)
 
@@ -77,6 +89,7 @@ def run_hooks(kind: str, request: Mapping[str, Any], env: MutableMapping[str, An
             continue
         outputs = _run_one(hook, request, env)
         entry["recipe"] = outputs.pop("_recipe", None)
+        entry["tags"] = outputs.pop("_tags", entry["tags"])
         from cmx_cm._shim.cmind.utils import merge_dicts
 
         merge_dicts({"dict1": env, "dict2": dict(outputs.get("new_env") or {}), "append_lists": True,
@@ -91,15 +104,15 @@ def _run_one(hook: Mapping[str, Any], request: Mapping[str, Any], env: Mapping[s
     target = hook.get("target") or ",".join(hook.get("tags") or [])
     dep_env = passed_env(env, prefix, request.get("local_env_keys") or [])
     dep_env.update({k: _fill(str(v), env) for k, v in dict(hook.get("env") or {}).items()})
-    digest = hashlib.sha256(json.dumps([hook.get("tags"), hook.get("with"), dep_env], sort_keys=True,
+    tags = [*(hook.get("tags") or []), *tags_from_env(hook, dep_env, env)]
+    digest = hashlib.sha256(json.dumps([tags, hook.get("with"), dep_env], sort_keys=True,
                                        default=str).encode()).hexdigest()[:12]
     key = f"{target}#{digest}"
     if key in stack or len(stack) >= MAX_DEPTH:
         chain = " > ".join(s.split("#")[0] for s in [*stack, key])
         raise HookFailed(f"{hook.get('kind')} {hook.get('as')} would run {target} again with the same env while "
                          f"it waits for itself ({chain}): it depends back and its conditions did not skip it")
-    argv = [sys.executable, "-m", "cmx_core", "run", "recipe", f"--tags={','.join(hook.get('tags') or [])}", "--json",
-            "-q"]
+    argv = [sys.executable, "-m", "cmx_core", "run", "recipe", f"--tags={','.join(tags)}", "--json", "-q"]
     if request.get("recipe_dir"):
         argv += ["--recipes", str(request["recipe_dir"])]
     argv += [f"--{k}={v}" for k, v in dict(hook.get("with") or {}).items()]
@@ -121,8 +134,9 @@ def _run_one(hook: Mapping[str, Any], request: Mapping[str, Any], env: Mapping[s
         lines = done.stderr.strip().splitlines()
         errors = [line.removeprefix("cmx: error: ") for line in lines if line.startswith("cmx: error: ")]
         last = (errors or lines or [f"exit code {done.returncode}"])[-1]
-        raise HookFailed(f"{hook.get('kind')} {hook.get('as')} (tags {','.join(hook.get('tags') or [])}) failed: "
+        raise HookFailed(f"{hook.get('kind')} {hook.get('as')} (tags {','.join(tags)}) failed: "
                          f"{last}")
     outputs = dict(document["outputs"])
     outputs["_recipe"] = document.get("recipe") or target
+    outputs["_tags"] = ",".join(tags)
     return outputs

@@ -39,6 +39,7 @@ PARAMS: dict[str, str] = {
     "timeout_s": "wall-clock limit of the script in seconds",
     "hooks": "the run-time deps, in CM's lifecycle order (kind, tags, CM conditions, env, variation, version)",
     "local_env_keys": "the script's local_env_keys (not passed down to its run-time deps)",
+    "variation_state": "variation -> the state it sets (a variation's state:)",
     "not_exact": "the metadata keys not carried exactly (key, kind, reason): said on stderr when the script runs",
     "combinations": "the combination variations (parts, env, default_env, keys, script_name), applied when all "
                     "their parts are selected",
@@ -90,6 +91,11 @@ def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
             env.setdefault(str(key), value)
     env.update(cm_env(ctx.inputs.get("cm_env")))
     state: dict[str, Any] = {}
+    for variation, values in dict(ctx.params.get("variation_state") or {}).items():
+        if variation in ctx.variations:
+            _merge(state, _plain(values))
+    for combo in combinations(ctx):
+        _merge(state, _plain(combo.get("state") or {}))
     for alias in ctx.params.get("deps") or []:
         if alias in ctx.deps:
             outputs = _plain(ctx.deps[alias])
@@ -156,6 +162,16 @@ def say_not_exact(ctx: StepContext) -> None:
           file=sys.stderr)
 
 
+def show_output(ctx: StepContext, log: Path) -> None:
+    """With ``cmx run -v``, the script's own output (its step log) on stderr, line by line."""
+    import logging
+
+    if not ctx.log.isEnabledFor(logging.DEBUG) or not log.is_file():
+        return
+    for line in log.read_text(errors="replace").splitlines():
+        ctx.log.debug(f"{ctx.recipe} | {line}")
+
+
 def run_script(ctx: StepContext) -> StepOutput:
     """Run the script; a failure is one line naming the script and the log."""
     req = request(ctx)
@@ -171,6 +187,7 @@ def run_script(ctx: StepContext) -> StepOutput:
         done = subprocess.run([sys.executable, "-I", "-m", "cmx_cm.runner", str(req_path), str(res_path)],
                               cwd=ctx.work_dir, env=env, stdin=subprocess.DEVNULL, stdout=handle,
                               stderr=subprocess.STDOUT, check=False)
+    show_output(ctx, log)
     if not res_path.is_file():
         raise StepFailed(f"{ctx.recipe}: the script runner exited with code {done.returncode} without a result "
                          f"(the script called exit?); see {log}")

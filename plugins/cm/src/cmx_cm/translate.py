@@ -34,11 +34,12 @@ MAPPED_KEYS = frozenset({"alias", "uid", "tags", "cache", *DEP_KINDS, "input_map
                          "default_version", "version_min", "version_max", "version_max_usable", "clean_files",
                          "local_env_keys", "predeps", "script_name", "versions"})
 DEP_MAPPED = frozenset({"tags", "names", "env", "enable_if_env", "skip_if_env", "enable_if_any_env", "skip_if_any_env",
-                        *VERSION_KEYS})
+                        "update_tags_from_env_with_prefix", *VERSION_KEYS})
 COMBINATION_MAPPED = frozenset({"env", "default_env", *DEP_KINDS, "new_env_keys", "new_state_keys", "script_name",
-                                "group", "default", "base", "description"})
+                                "group", "default", "base", "description", "state"})
 VARIATION_MAPPED = frozenset({"group", "default", "env", "default_env", *DEP_KINDS, "new_env_keys",
-                              "new_state_keys", "base", "description", "script_name", "ad", "add_deps"})
+                              "new_state_keys", "base", "description", "script_name", "ad", "add_deps", "alias",
+                              "state"})
 
 
 ENV_INPUT = {"cm_env": {"type": "string", "default": "{}",
@@ -101,6 +102,7 @@ class _Translator:
     variation_deps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # ad/add_deps copies
     hooks: list[dict[str, Any]] = field(default_factory=list)  # run-time deps of the variations
     combinations: list[dict[str, Any]] = field(default_factory=list)  # combination variations (a,b)
+    variation_state: dict[str, dict[str, Any]] = field(default_factory=dict)  # variation -> its state
 
     @property
     def file(self) -> str:
@@ -198,7 +200,8 @@ class _Translator:
             self.issue(where, "a dep without tags; it is left out")
             return None
         target = self.target(query, where)
-        hook = kind != "deps" or force_hook
+        prefixed = _mapping(dep.get("update_tags_from_env_with_prefix"))
+        hook = kind != "deps" or force_hook or bool(prefixed)
         when: str | None = None
         if not hook:
             try:
@@ -218,6 +221,8 @@ class _Translator:
         elif when:
             out["when"] = when
         with_ = {k: str(dep[k]) for k in VERSION_KEYS if dep.get(k) not in (None, "")}
+        if hook and prefixed:
+            out["_hook"]["tags_from_env"] = {str(p): [str(k) for k in _tags(keys)] for p, keys in prefixed.items()}
         if hook:  # run-time deps get the caller's env, as in CM: any key, <<<KEY>>> filled in then
             out["_hook"]["env"] = {str(k): str(v) for k, v in _mapping(dep.get("env")).items()
                                    if isinstance(v, (str, int, float, bool))}
@@ -334,6 +339,11 @@ class _Translator:
     def flattened(self, name: str, variations: Mapping[str, Any], seen: tuple[str, ...] = ()) -> dict[str, Any]:
         """A variation with its ``base`` variations merged in (base first, own keys win)."""
         spec = _mapping(variations.get(name))
+        target = spec.get("alias")
+        if isinstance(target, str) and target in variations and target != name and target not in seen:
+            spec = {**{k: v for k, v in spec.items() if k != "alias"}, "base": [target, *_tags(spec.get("base"))]}
+        elif target is not None:
+            self.issue(f"variations.{name}.alias", f"alias of '{target}', which is unknown or a cycle; ignored")
         merged: dict[str, Any] = {}
         for base in _tags(spec.get("base")):
             if base in seen or base not in variations:
@@ -342,12 +352,12 @@ class _Translator:
             for key, value in self.flattened(base, variations, (*seen, name)).items():
                 if key in ("group", "default"):
                     continue
-                if key in ("env", "default_env"):
+                if key in ("env", "default_env", "state"):
                     merged[key] = {**_mapping(merged.get(key)), **_mapping(value)}
                 elif key in DEP_KINDS or key in ("new_env_keys", "new_state_keys"):
                     merged[key] = [*(merged.get(key) or []), *(value or [])]
         for key, value in spec.items():
-            if key in ("env", "default_env"):
+            if key in ("env", "default_env", "state"):
                 merged[key] = {**_mapping(merged.get(key)), **_mapping(value)}
             elif key in DEP_KINDS or key in ("new_env_keys", "new_state_keys"):
                 merged[key] = [*(merged.get(key) or []), *(value or [])]
@@ -377,6 +387,8 @@ class _Translator:
             entry["keys"] = keys
         if isinstance(spec.get("script_name"), str) and spec["script_name"]:
             entry["script_name"] = spec["script_name"].removesuffix(".sh")
+        if _mapping(spec.get("state")):
+            entry["state"] = _mapping(spec["state"])
         deps = [self.dep(d, f"{where}.{kind}[{i}]", kind, force_hook=True)
                 for kind in DEP_KINDS for i, d in enumerate(spec.get(kind) or [])]
         for hook in split_hooks([d for d in deps if d is not None])[1]:
@@ -450,6 +462,8 @@ class _Translator:
                     new_env[str(name).removesuffix(".#")] = keys
                 if isinstance(flat.get("script_name"), str) and flat["script_name"]:
                     self.script_names[str(name).removesuffix(".#")] = flat["script_name"].removesuffix(".sh")
+                if _mapping(flat.get("state")):
+                    self.variation_state[str(name).removesuffix(".#")] = _mapping(flat["state"])
         return out, new_env
 
     # -- versions ----------------------------------------------------------------------------
@@ -660,6 +674,7 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None,
         "tags": [str(x) for x in _tags(data.get("tags"))],
         "hooks": sorted(hooks, key=lambda h: DEP_KINDS.index(h["kind"])),
         "combinations": t.combinations,
+        "variation_state": t.variation_state,
         "not_exact": not_exact,
         "local_env_keys": [str(k) for k in data.get("local_env_keys") or []],
     }
