@@ -248,3 +248,23 @@ def test_the_scripts_own_output_is_shown_with_v(tmp_path: Path, cmx_cli: Callabl
     assert quiet.returncode == loud.returncode == 0, loud.stderr
     assert "hello from run.sh" not in quiet.stderr and "hello from run.sh" not in quiet.stdout
     assert "cmx: cm.chatty | hello from run.sh" in loud.stderr
+
+
+def test_cm_command_line_env_and_cms_choice(tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
+    root, out = tmp_path / "c" / "script", tmp_path / "out"
+    for alias, sort in (("say-b", 10), ("say-a", 10), ("say-z", 5)):
+        write_script(root, alias, f"alias: {alias}\ntags: [say]\nsort: {sort}\nnew_env_keys: [CM_SAID]\n",
+                     run_sh=f'echo "CM_SAID={alias}:$CM_UNDECLARED" > tmp-run-env.out\n')
+    write_script(root, "other", "alias: other\ntags: [other]\nvariations: {say: {}}\n")
+    assert cmx_cli("import", "cm", str(root), "--out", str(out)).returncode == 0
+    proc = cmx_cli("cm", "run", "script", "--tags=say", "--recipes", str(out), "--env.CM_UNDECLARED=hi", "--json")
+    assert outputs(proc)["new_env"] == {"CM_SAID": "say-z:hi"}  # the lowest sort; a variation 'say' is no match
+    line = next(x for x in proc.stderr.splitlines() if "match 3 scripts" in x)
+    assert "took say-z (sort 5" in line and "not say-a (sort 10), say-b (sort 10)" in line
+    live = cmx_cli("cm", "run", "script", "--tags=say", "--env.CM_UNDECLARED=live", "--json",
+                   env={"CMX_CM_PATH": str(root)})
+    assert outputs(live)["new_env"] == {"CM_SAID": "say-z:live"}
+    for bad in (["--tags=nothing,here"], ["--tags=say", "stray"], []):
+        proc = cmx_cli("cm", "run", "script", *bad, "--recipes", str(out))
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "Traceback" not in proc.stderr
