@@ -39,7 +39,7 @@ COMBINATION_MAPPED = frozenset({"env", "default_env", *DEP_KINDS, "new_env_keys"
                                 "group", "default", "base", "description", "state"})
 VARIATION_MAPPED = frozenset({"group", "default", "env", "default_env", *DEP_KINDS, "new_env_keys",
                               "new_state_keys", "base", "description", "script_name", "ad", "add_deps", "alias",
-                              "state"})
+                              "state", "adr", "add_deps_recursive"})
 
 
 ENV_INPUT = {"cm_env": {"type": "string", "default": "{}",
@@ -319,11 +319,16 @@ class _Translator:
             if "," in str(name) or not VARIATION_RE.match(str(name)):
                 continue
             stem, spec = str(name).removesuffix(".#"), _mapping(spec)
-            for key in ("ad", "add_deps"):
+            for key in ("ad", "add_deps", "adr", "add_deps_recursive"):
+                recursive = key in ("adr", "add_deps_recursive")
+                if recursive and _mapping(spec.get(key)):
+                    self.issue(f"variations.{name}.{key}", "applied to this script's own deps of those names (as "
+                                                           "ad); CM also changes deps of the same names further "
+                                                           "down the tree, which cmx does not", "approximated")
                 for dep_name, changes in _mapping(spec.get(key)).items():
                     if dep_name in names and isinstance(changes, dict):
-                        out.setdefault(str(dep_name), []).append((stem, changes))
-                    else:
+                        _add_change(out.setdefault(str(dep_name), []), stem, changes)
+                    elif not recursive:
                         self.issue(f"variations.{name}.{key}.{dep_name}", "names none of the script's own deps (or "
                                                                           "is not a mapping): a dep another variation "
                                                                           "adds is not changed; ignored")
@@ -557,6 +562,20 @@ def _verbatim(text: str) -> str:
     if ("{{" in text or "{%" in text or "{#" in text) and "endraw" not in text:
         return "{% raw %}" + text + "{% endraw %}"
     return text
+
+
+def _add_change(found: list[tuple[str, dict[str, Any] | None]], stem: str, changes: Mapping[str, Any]) -> None:
+    """One variation's changes to one dep: its ``ad`` and ``adr`` for the same dep merge into one
+    change (tags joined), as CM applies both to the same dep."""
+    for n, (other, before) in enumerate(found):
+        if other == stem and before is not None:
+            merged = {**before, **changes}
+            if "tags" in before and "tags" in changes:
+                merged["tags"] = ",".join([*_tags(before["tags"]), *(t for t in _tags(changes["tags"])
+                                                                      if t not in _tags(before["tags"]))])
+            found[n] = (stem, merged)
+            return
+    found.append((stem, dict(changes)))
 
 
 def _changed(dep: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
