@@ -20,13 +20,16 @@ def _logger(name: str, log: Path) -> dict[str, str]:
 
 
 def _order_collection(root: Path, log: Path) -> None:
-    for name in ("dep", "prehook", "posthook", "post", "never"):
+    for name in ("dep", "dyn", "prehook", "posthook", "post", "never"):
         write_script(root, f"step-{name}", f"alias: step-{name}\ntags: [step, {name}]\n", **_logger(name, log))
     write_script(root, "main", """
         alias: main
         tags: [main]
         new_env_keys: [CM_MAIN_*]
-        deps: [{tags: 'step,dep'}]
+        deps:
+          - tags: step,dyn
+            skip_if_env: {CM_SET_BY_NOBODY: ['yes']}
+          - tags: step,dep
         prehook_deps:
           - tags: step,prehook
             enable_if_env: {CM_MAIN_PRE: ['yes']}
@@ -57,12 +60,15 @@ def test_lifecycle_order_and_run_time_decisions(tmp_path: Path, cmx_cli: Callabl
     import_collection(root, out)
     got = outputs(cmx_cli("run", "recipe", "--tags=cm,main", "--recipes", str(out), "--json"))
     # step-never's enable_if_env reads CM_MAIN_RUN, which run.sh sets only after prehook time
-    assert log.read_text().split() == ["dep", "preprocess", "prehook", "run", "posthook", "postprocess", "post"]
+    # step,dyn's condition reads a key no input declares: a run-time dep, after the planned deps
+    assert log.read_text().split() == ["dep", "dyn", "preprocess", "prehook", "run", "posthook", "postprocess",
+                                       "post"]
     decisions = {(d["kind"], d["tags"]): (d["ran"], d["reason"]) for d in got["lifecycle"]}
     assert decisions[("prehook_deps", "cm,step,never,step-never")][0] is False
     assert "does not hold" in decisions[("prehook_deps", "cm,step,never,step-never")][1]
     assert decisions[("prehook_deps", "cm,step,prehook,step-prehook")][0] is True
-    assert [d["kind"] for d in got["lifecycle"]] == ["prehook_deps", "prehook_deps", "posthook_deps", "post_deps"]
+    assert [d["kind"] for d in got["lifecycle"]] == ["deps", "prehook_deps", "prehook_deps", "posthook_deps",
+                                                     "post_deps"]
     assert got["new_env"]["CM_MAIN_RUN"] == "yes"
 
 
@@ -77,7 +83,7 @@ def test_run_time_deps_are_in_the_plan_as_conditional(tmp_path: Path, cmx_cli: C
     hooks = main["steps"][0]["rendered"]["hooks"]
     never = next(h for h in hooks if "never" in h["tags"])
     assert never["kind"] == "prehook_deps" and never["if"] == {"enable_if_env": {"CM_MAIN_RUN": ["yes"]}}
-    assert [h["kind"] for h in hooks] == ["prehook_deps", "prehook_deps", "posthook_deps", "post_deps"]
+    assert [h["kind"] for h in hooks] == ["deps", "prehook_deps", "prehook_deps", "posthook_deps", "post_deps"]
     assert [n["recipe"] for n in plan["nodes"]] == ["cm.step-dep", "cm.main"]  # only deps run before the node
     text = cmx_cli("plan", "--tags=cm,main", "--recipes", str(out))
     assert text.returncode == 0 and "hooks:" in text.stdout and "step-never" in text.stdout
