@@ -4,7 +4,8 @@ CM evaluates these against the live env dict while it runs. cmx plans first, so 
 can be translated only when every key it reads is known before anything runs: a key that is
 one of the recipe's inputs (its ``default_env``, ``env``, a variation's ``env`` or an
 ``input_mapping`` target) or a host key cmx detects as a fact. A condition on a key that a
-``customize.py`` or a dep sets at run time is *dynamic* and is reported, never guessed.
+``customize.py`` or a dep sets at run time is *dynamic*: the dep becomes a run-time dep,
+decided by :func:`runtime_decision` when its turn comes (:mod:`cmx_cm.lifecycle`).
 
 CM's matching rule (``enable_or_skip_script`` in the CM script automation), reproduced:
 values compare lower-cased; a list holding yes/on/true/1 matches any set value that is not
