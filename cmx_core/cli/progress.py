@@ -81,8 +81,9 @@ class Progress:
             def emit(self, record: logging.LogRecord) -> None:  # the current stderr: rich may proxy it
                 print(f"cmx: {self.format(record)}", file=sys.stderr, flush=True)
 
-        self._step_log = _StderrLines(logging.INFO)
+        level = logging.DEBUG if self.verbose else logging.INFO  # -v: steps' debug lines too
+        self._step_log = _StderrLines(level)
         logger = logging.getLogger("cmx.step")
         logger.addHandler(self._step_log)
-        if logger.level == logging.NOTSET or logger.level > logging.INFO:
-            logger.setLevel(logging.INFO)
+        if logger.level == logging.NOTSET or logger.level > level:
+            logger.setLevel(level)

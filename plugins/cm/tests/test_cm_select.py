@@ -1,5 +1,5 @@
 """Dep selection over a whole collection (cmx_cm.index): the script CM would pick is pinned,
-a dep's env becomes its recipe's inputs, a post_dep that depends back is left out, and a
+a dep's env becomes its recipe's inputs, a post_dep that depends back runs after the script, and a
 script may depend on itself with another variation."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_dep_env_becomes_inputs_of_its_recipe(tmp_path: Path, cmx_home: Path) ->
     assert repo.inputs["cm_unknown"] == "x"
 
 
-def test_post_dep_depending_back_is_left_out(tmp_path: Path, cmx_home: Path) -> None:
+def test_post_dep_depending_back_runs_after_the_script(tmp_path: Path, cmx_home: Path) -> None:
     root, out = tmp_path / "c", tmp_path / "out"
     write_script(root, "get-cc", "alias: get-cc\ntags: [get, cc]\npost_deps: [{tags: 'get,cc-flags'}]\n")
     write_script(root, "get-cc-flags", """
@@ -94,11 +94,13 @@ def test_post_dep_depending_back_is_left_out(tmp_path: Path, cmx_home: Path) -> 
         """)
     result = import_collection(root, out)
     cc = next(t for t in result.translations if t.name == "cm.get-cc")
-    assert "deps" not in cc.recipe
-    left_out = [i for i in cc.issues if i.key == "post_deps[0]"]
-    assert left_out and "depends back" in left_out[0].reason and left_out[0].kind == "unmapped"
+    assert "deps" not in cc.recipe  # a post dep runs after the script (test_cm_lifecycle.py runs it)
+    hooks = cc.recipe["steps"][0]["with"]["hooks"]
+    assert [(h["kind"], h["target"]) for h in hooks] == [("post_deps", "get-cc-flags")]
+    assert not [i for i in cc.issues if i.key == "post_deps[0]"]
+    # get-cc-flags' skip condition reads CM_CC_BIN, set at run time: decided then, not planned
     assert [n.recipe.name for n in api.plan(["cm", "get", "cc-flags"], recipes_dirs=[out]).nodes] == \
-        ["cm.get-cc", "cm.get-cc-flags"]
+        ["cm.get-cc-flags"]
 
 
 def test_self_dep_with_another_variation_plans(tmp_path: Path, cmx_home: Path) -> None:
@@ -158,7 +160,9 @@ def test_variation_changes_or_replaces_a_dep_by_name(tmp_path: Path, cmx_home: P
     newer = app.recipe["variations"]["newer"]["deps"][0]
     assert newer["tags"] == ["cm", "get", "py", "get-py", "v2"] and newer["with"] == {"version_min": "3.8"}
     assert any(i.key == "variations.newer.ad.nothing" for i in app.issues)
-    assert any(i.key == "variations.newer.adr" and i.kind == "unmapped" for i in app.issues)  # down the tree
+    # adr is applied to the own dep like ad (one changed copy), reported: CM also goes down the tree
+    assert any(i.key == "variations.newer.adr" and i.kind == "approximated" for i in app.issues)
+    assert len(app.recipe["variations"]["newer"]["deps"]) == 1
 
     def chosen(*tags: str) -> list[str]:
         return [n.recipe.name for n in api.plan(["cm", "app", *tags], recipes_dirs=[out]).nodes]
@@ -167,3 +171,25 @@ def test_variation_changes_or_replaces_a_dep_by_name(tmp_path: Path, cmx_home: P
     assert chosen("swap") == ["cm.get-other", "cm.app"]  # replaced, as CM's append_deps does
     plan = api.plan(["cm", "app", "newer"], recipes_dirs=[out])
     assert [(n.recipe.name, sorted(n.variations)) for n in plan.nodes] == [("cm.get-py", ["v2"]), ("cm.app", ["newer"])]
+
+
+def test_add_deps_recursive_changes_the_scripts_own_deps(tmp_path: Path, cmx_home: Path) -> None:
+    root, out = tmp_path / "c", tmp_path / "out"
+    write_script(root, "get-cc", "alias: get-cc\ntags: [get, cc]\nvariations: {llvm: {}, gcc: {}}\n")
+    write_script(root, "app", """
+        alias: app
+        tags: [app]
+        deps: [{tags: 'get,cc', names: [compiler]}]
+        variations:
+          with-llvm: {adr: {compiler: {tags: _llvm}}}
+          with-gcc: {add_deps_recursive: {compiler: {tags: _gcc}, absent: {tags: _x}}}
+        """)
+    result = import_collection(root, out)
+    app = next(t for t in result.translations if t.name == "cm.app")
+    kinds = {i.key: i.kind for i in app.issues}
+    assert kinds["variations.with-llvm.adr"] == "approximated"
+    assert "variations.with-gcc.add_deps_recursive.absent" not in kinds  # down the tree in CM: not an error
+    for variation, wanted in (("with-llvm", "llvm"), ("with-gcc", "gcc"), (None, None)):
+        plan = api.plan(["cm", "app", *([variation] if variation else [])], recipes_dirs=[out])
+        cc = next(n for n in plan.nodes if n.recipe.name == "cm.get-cc")
+        assert list(cc.variations) == ([wanted] if wanted else [])

@@ -42,8 +42,9 @@ def test_variations_groups_defaults_base_parametric(collection: Path) -> None:
     assert variations["extra"]["inputs"] == {"cm_demo_mode": "fast", "cm_demo_extra": "yes"}  # base merged in
     assert variations["size.#"]["inputs"] == {"cm_demo_size": "#"}
     assert "fast,extra" not in variations
-    combo = [i for i in t.issues if i.key == "variations.fast,extra"]
-    assert combo and combo[0].kind == "unmapped" and "combination" in combo[0].reason
+    assert not [i for i in t.issues if i.key.startswith("variations.fast,extra")]
+    assert t.recipe["steps"][0]["with"]["combinations"] == [{"parts": ["fast", "extra"],
+                                                            "env": {"CM_DEMO_COMBO": "yes"}}]
     assert t.recipe["steps"][0]["with"]["variation_keys"] == {"extra": ["CM_DEMO_EXTRA"]}
 
 
@@ -51,16 +52,21 @@ def test_deps_conditions_names_and_lifecycle(collection: Path) -> None:
     t = translate(load_script(collection / "demo-tool"))
     deps = t.recipe["deps"]
     assert deps[0] == {"tags": ["cm", "demo", "base"], "as": "base"}
-    assert deps[1]["tags"] == ["cm", "demo", "base"] and "inputs.cm_demo_mode in" in deps[1]["when"]
-    assert any(i.key == "post_deps[0]" and i.kind == "approximated" for i in t.issues)
+    assert len(deps) == 1  # the post dep is not planned before the node: the step runs it afterwards
+    hooks = t.recipe["steps"][0]["with"]["hooks"]
+    assert hooks == [{"tags": ["cm", "demo", "base"], "as": "demo_base", "kind": "post_deps",
+                      "if": {"enable_if_env": {"CM_DEMO_MODE": ["never"]}}, "target": None, "env": {}}]
+    assert not any(i.key == "post_deps[0]" for i in t.issues)
 
 
-def test_dynamic_conditions_are_reported_and_facts_used(collection: Path) -> None:
+def test_run_time_conditions_become_run_time_deps_and_facts_used(collection: Path) -> None:
     t = translate(load_script(collection / "demo-dynamic"))
     deps = t.recipe["deps"]
     assert len(deps) == 1 and deps[0]["when"].startswith("facts.os.name in")  # CM_HOST_OS_TYPE is a fact
-    dropped = [i for i in t.issues if i.key == "prehook_deps[0]"]
-    assert dropped and "CM_SET_AT_RUN_TIME" in dropped[0].reason and dropped[0].kind == "unmapped"
+    hooks = t.recipe["steps"][0]["with"]["hooks"]  # decided at run time, not dropped
+    wanted = {"enable_if_env": {"CM_SET_AT_RUN_TIME": ["yes"]}}
+    assert [(h["kind"], h["if"]) for h in hooks] == [("prehook_deps", wanted)]
+    assert not [i for i in t.issues if i.key == "prehook_deps[0]"]
     unknown = [i for i in t.issues if i.key == "unknown_cm_key"]
     assert unknown and unknown[0].file.endswith("demo-dynamic/_cm.yaml")
 

@@ -61,6 +61,7 @@ class Automation:
     timeout_s: float | None = None
     cmind: _Cmind = field(default_factory=_Cmind)
     tmp_file_ver: str = "tmp-ver.out"
+    version_misses: list[tuple[str, str]] = field(default_factory=list)  # (candidate, version) outside the range
 
     @property
     def logger(self) -> logging.Logger:
@@ -165,7 +166,21 @@ class Automation:
             trial[i["env_path_key"]] = candidate
         result = self._run("run", trial, {}, True)
         version = str(result.get("version", "")) if result.get("return") == 0 else ""
-        return bool(version) and version_ok(version, env, self.prefix)
+        if version and not version_ok(version, env, self.prefix):
+            print(f"    Detected version: {version}\n    SKIPPED due to version constraints ...", flush=True)
+            self.version_misses.append((candidate, version))
+            return False
+        return bool(version)
+
+    def version_miss_note(self, env: Mapping[str, Any]) -> str:
+        """What CM says when candidates were found but none met the constraints ('' if none)."""
+        if not self.version_misses:
+            return ""
+        wanted = ", ".join(f"{k.lower()}={env[f'{self.prefix}_{k}']}" for k in
+                           ("VERSION", "VERSION_MIN", "VERSION_MAX", "VERSION_MAX_USABLE")
+                           if env.get(f"{self.prefix}_{k}"))
+        found = ", ".join(f"{path} {version}" for path, version in self.version_misses[:4])
+        return f" (found {found}: SKIPPED due to version constraints {wanted})"
 
     def parse_version(self, i: dict[str, Any]) -> Result:
         from cmx_cm._shim.cmind.utils import load_txt

@@ -24,6 +24,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="where the recipes go (default: ./cmx-cm-recipes); never inside DIR")
     parser.add_argument("--report", action="store_true",
                         help="also count how many scripts import, plan and (with --run) run here")
+    parser.add_argument("--cache-detections", metavar="DURATION", default=None,
+                        help="cache detect scripts that CM re-runs every time (not cache: true) for DURATION, "
+                             "e.g. 1d (default: as CM, never)")
     parser.add_argument("--run", metavar="ALIAS,...", default="",
                         help="with --report: run these scripts for real (aliases or globs like detect-*; "
                              "ALIAS:_VARIATION selects a variation)")
@@ -36,7 +39,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--run needs --report (it counts the scripts that run here)")
     root = Path(args.directory)
     out = Path(args.out) if args.out else Path.cwd() / "cmx-cm-recipes"
-    result = import_collection(root, out)
+    from cmx_cm.collection import check_duration
+
+    keep = check_duration(args.cache_detections, "--cache-detections") if args.cache_detections else None
+    result = import_collection(root, out, cache_detections=keep)
     document: dict[str, Any] = {k: v for k, v in result.report().items() if k != "issues"}
     document["report"] = str(out / "report.json")
     if args.report:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -123,7 +124,8 @@ def _scan(root: Path, old: Mapping[str, Any], out_dir: Path) -> _Scan:
     return scan
 
 
-def import_collection(root: Path, out_dir: Path, *, reuse: bool = False) -> ImportResult:
+def import_collection(root: Path, out_dir: Path, *, reuse: bool = False,
+                      cache_detections: str | None = None) -> ImportResult:
     """Translate every script under ``root`` into ``out_dir``; with ``reuse``, scripts whose
     stamp is unchanged keep their recipe file and are not parsed again, unless the index of
     the collection (what dep selection reads) changed, which re-translates every script."""
@@ -135,7 +137,7 @@ def import_collection(root: Path, out_dir: Path, *, reuse: bool = False) -> Impo
     old: dict[str, Any] = stored.get("scripts", {})
     scan = _scan(root, old, out_dir)
     index = ScriptIndex(scan.entries.values())
-    if stored and stored.get("index") != index.digest():
+    if stored and (stored.get("index") != index.digest() or stored.get("cache_detections") != cache_detections):
         old = {}
         scan = _scan(root, old, out_dir)
     result = ImportResult(out_dir=out_dir, failed=scan.failed)
@@ -146,11 +148,13 @@ def import_collection(root: Path, out_dir: Path, *, reuse: bool = False) -> Impo
             stamps[key] = old[key]
             result.reused += 1
             continue
-        stamps[key] = _write_one(script, out_dir, stamp, result, index) | {"entry": scan.entries[key].to_json()}
+        stamps[key] = _write_one(script, out_dir, stamp, result, index, cache_detections) | \
+            {"entry": scan.entries[key].to_json()}
     for gone in set(old) - set(stamps):
         (out_dir / old[gone]["file"]).unlink(missing_ok=True)
-    _write_atomic(out_dir / STAMPS, json.dumps({"format": STAMP_FORMAT, "root": str(root), "index": index.digest(),
-                                                "scripts": stamps}, indent=1, sort_keys=True))
+    stored_now = {"format": STAMP_FORMAT, "root": str(root), "index": index.digest(),
+                  "cache_detections": cache_detections, "scripts": stamps}
+    _write_atomic(out_dir / STAMPS, json.dumps(stored_now, indent=1, sort_keys=True))
     if not reuse:
         _write_atomic(out_dir / REPORT, json.dumps(result.report(), indent=2) + "\n")
     return result
@@ -164,8 +168,8 @@ def _refuse_inside(root: Path, out_dir: Path) -> None:
 
 
 def _write_one(script: ScriptMeta, out_dir: Path, stamp: str, result: ImportResult,
-               index: ScriptIndex) -> dict[str, Any]:
-    translation = translate(script, index)
+               index: ScriptIndex, cache_detections: str | None) -> dict[str, Any]:
+    translation = translate(script, index, cache_detections)
     file_name = f"{translation.name}.yaml"
     _write_atomic(out_dir / file_name, recipe_text(translation))
     result.translations.append(translation)
@@ -176,6 +180,23 @@ def live_dir(root: Path, cache_root: Path) -> Path:
     """Where the live translation of ``root`` is kept (one directory per collection)."""
     key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
     return cache_root / "cm-bridge" / key
+
+
+CACHE_ENV = "CMX_CM_CACHE_DETECTIONS"
+DURATION_RE = re.compile(r"^\d+[smhd]$")
+
+
+def check_duration(value: str, where: str) -> str:
+    """A cache lifetime such as ``1d`` or ``12h``; anything else is one line (exit 2)."""
+    if not DURATION_RE.match(value.strip()):
+        raise UsageError(f"{where} {value!r}: expected a duration like 30m, 12h or 1d")
+    return value.strip()
+
+
+def cache_detections() -> str | None:
+    """``CMX_CM_CACHE_DETECTIONS`` for the live path: how long detections are cached (unset: as CM)."""
+    value = os.environ.get(CACHE_ENV, "").strip()
+    return check_duration(value, CACHE_ENV) if value else None
 
 
 def live_paths(value: str, cache_root: Path) -> list[Path]:
@@ -190,7 +211,7 @@ def live_paths(value: str, cache_root: Path) -> list[Path]:
             logging.getLogger("cmx.cm").warning("CMX_CM_PATH: %s is not a directory; skipped", root)
             continue
         out = live_dir(root, cache_root)
-        import_collection(root, out, reuse=True)
+        import_collection(root, out, reuse=True, cache_detections=cache_detections())
         dirs.append(out)
     return dirs
 

@@ -4,7 +4,8 @@ CM evaluates these against the live env dict while it runs. cmx plans first, so 
 can be translated only when every key it reads is known before anything runs: a key that is
 one of the recipe's inputs (its ``default_env``, ``env``, a variation's ``env`` or an
 ``input_mapping`` target) or a host key cmx detects as a fact. A condition on a key that a
-``customize.py`` or a dep sets at run time is *dynamic* and is reported, never guessed.
+``customize.py`` or a dep sets at run time is *dynamic*: the dep becomes a run-time dep,
+decided by :func:`runtime_decision` when its turn comes (:mod:`cmx_cm.lifecycle`).
 
 CM's matching rule (``enable_or_skip_script`` in the CM script automation), reproduced:
 values compare lower-cased; a list holding yes/on/true/1 matches any set value that is not
@@ -105,3 +106,40 @@ def dep_condition(scope: EnvScope, dep: Mapping[str, Any]) -> tuple[str | None, 
             except DynamicCondition as exc:
                 dropped.append(exc.key)
     return (" and ".join(parts) if parts else None), tuple(dropped)
+
+
+def _value_matches(value: Any, wanted: Sequence[Any]) -> bool:
+    """CM's rule for one key against the env value at run time (``enable_or_skip_script``)."""
+    words = [str(v).lower() for v in wanted]
+    text = "" if value is None else str(value).lower()
+    if set(words) & set(TRUE_WORDS):
+        return text not in (*FALSE_WORDS, "")
+    if set(words) & set(FALSE_WORDS):
+        return text in (*FALSE_WORDS, "")
+    if value is None:
+        return "" in words
+    return text in words
+
+
+def runtime_decision(dep: Mapping[str, Any], env: Mapping[str, Any]) -> tuple[bool, str]:
+    """Whether CM runs ``dep`` against ``env`` as it is now, and why (one phrase)."""
+    for key in ("enable_if_env", "enable_if_any_env"):
+        cond = dep.get(key)
+        if isinstance(cond, dict) and cond:
+            hits = [k for k, v in cond.items() if _value_matches(env.get(k), _as_list(v))]
+            ok = len(hits) == len(cond) if key == "enable_if_env" else bool(hits)
+            if not ok:
+                shown = {k: env.get(k) for k in cond}
+                return False, f"{key} {dict(cond)} does not hold (env {shown})"
+    for key in ("skip_if_env", "skip_if_any_env"):
+        cond = dep.get(key)
+        if isinstance(cond, dict) and cond:
+            hits = [k for k, v in cond.items() if _value_matches(env.get(k), _as_list(v))]
+            if (len(hits) == len(cond)) if key == "skip_if_env" else bool(hits):
+                shown = {k: env.get(k) for k in cond}
+                return False, f"{key} {dict(cond)} holds (env {shown})"
+    has_any = any(isinstance(dep.get(k), dict) and dep.get(k) for k in CONDITION_KEYS)
+    return True, "its conditions hold" if has_any else "no condition stops it"
+
+
+CONDITION_KEYS = ("enable_if_env", "enable_if_any_env", "skip_if_env", "skip_if_any_env")

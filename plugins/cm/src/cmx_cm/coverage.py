@@ -34,6 +34,7 @@ class Coverage:
     planned: int = 0
     ran: int = 0
     run_attempted: int = 0
+    fully_mapped: int = 0  # scripts with no key unmapped or approximated (documentation aside)
     import_errors: dict[str, str] = field(default_factory=dict)
     plan_errors: dict[str, str] = field(default_factory=dict)
     runs: list[RunEntry] = field(default_factory=list)
@@ -54,6 +55,7 @@ def coverage(result: ImportResult, out_dir: Path, run_patterns: Sequence[str]) -
     cov = Coverage(scripts=len(result.translations) + len(result.failed))
     errors: list[str] = []
     loaded = {r.name: r for r in api.list_recipes(recipes_dirs=[out_dir], errors=errors)}
+    cov.fully_mapped = sum(all(i.kind == "ignored" for i in t.issues) for t in result.translations)
     for t in result.translations:
         if t.name not in loaded:
             cov.import_errors[t.name] = next((e for e in errors if t.name in e), "not loaded")

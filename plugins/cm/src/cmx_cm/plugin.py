@@ -45,6 +45,20 @@ def cmx_register_steps(register: Callable[[StepType], None]) -> None:
 def cmx_register_commands(register: Callable[[Command], None]) -> None:
     register(Command(name="import", summary="Import a CM/CMX or MLC script collection as cmx recipes (import cm DIR)",
                      configure=_configure, run=_run, plugin=PLUGIN))
+    register(Command(name="cm", summary="CM's command line over imported scripts (cm run script --tags=... "
+                                        "--env.KEY=VALUE)", configure=_configure_cm, run=_run_cm, plugin=PLUGIN))
+
+
+def _configure_cm(parser: Any) -> None:
+    from cmx_cm.cm_cli import configure
+
+    configure(parser)
+
+
+def _run_cm(args: Any) -> int:
+    from cmx_cm.cm_cli import run
+
+    return run(args)
 
 
 def _configure(parser: Any) -> None:

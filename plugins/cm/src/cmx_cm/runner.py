@@ -97,6 +97,7 @@ def _check(result: Any, stage: str) -> dict[str, Any]:
 
 def run(request: Mapping[str, Any]) -> dict[str, Any]:
     from cmx_cm.automation import Automation, version_ok
+    from cmx_cm.lifecycle import run_hooks
     from cmx_cm.native import run_native
 
     directory, work_dir, prefix = Path(request["script_dir"]), Path(request["work_dir"]), request["prefix"]
@@ -114,22 +115,32 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
                       meta=request["meta"], customize=customize, base_env=dict(os.environ),
                       timeout_s=request.get("timeout_s"))
     common = {"script_tags": request.get("tags", []), "variation_tags": request.get("variations", [])}
+    lifecycle: list[dict[str, Any]] = []
+    run_hooks("deps", request, env, state, lifecycle)
     skip = False
     if customize is not None and hasattr(customize, "preprocess"):
-        pre = _check(customize.preprocess({**auto.common_input(env, state), **common}), "preprocess")
+        try:
+            pre = _check(customize.preprocess({**auto.common_input(env, state), **common}), "preprocess")
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc}{auto.version_miss_note(env)}") from None
         skip = bool(pre.get("skip"))
     version = ""
     if not skip:
+        run_hooks("prehook_deps", request, env, state, lifecycle)
         run_native(directory, request.get("script_name", "run"), env, state, work_dir, auto.base_env,
                    request.get("timeout_s"))
+        run_hooks("posthook_deps", request, env, state, lifecycle)
         if customize is not None and hasattr(customize, "postprocess"):
             post = _check(customize.postprocess({**auto.common_input(env, state), **common}), "postprocess")
             version = str(post.get("version", "") or "")
     if version and not version_ok(version, env, prefix):
         wanted = {k: env.get(f"{prefix}_{k.upper()}", "") for k in ("version", "version_min", "version_max")}
         raise RuntimeError(f"detected version {version} does not meet the requested constraints {wanted}")
+    if not skip:
+        run_hooks("post_deps", request, env, state, lifecycle)
     return {"ok": True, "new_env": select(env, request["new_env_keys"]),
-            "new_state": select(state, request["new_state_keys"]), "version": version or None}
+            "new_state": select(state, request["new_state_keys"]), "version": version or None,
+            "lifecycle": lifecycle}
 
 
 def main(argv: Sequence[str]) -> int:

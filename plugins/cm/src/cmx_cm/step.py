@@ -37,6 +37,12 @@ PARAMS: dict[str, str] = {
     "variation_script_names": "variation -> the native script it runs instead (a variation's script_name)",
     "tags": "the script's CM tags (customize.py sees them)",
     "timeout_s": "wall-clock limit of the script in seconds",
+    "hooks": "the run-time deps, in CM's lifecycle order (kind, tags, CM conditions, env, variation, version)",
+    "local_env_keys": "the script's local_env_keys (not passed down to its run-time deps)",
+    "variation_state": "variation -> the state it sets (a variation's state:)",
+    "not_exact": "the metadata keys not carried exactly (key, kind, reason): said on stderr when the script runs",
+    "combinations": "the combination variations (parts, env, default_env, keys, script_name), applied when all "
+                    "their parts are selected",
 }
 
 
@@ -52,6 +58,24 @@ def _merge(target: dict[str, Any], extra: Mapping[str, Any]) -> None:
             target[key] = value
 
 
+def combinations(ctx: StepContext) -> list[Mapping[str, Any]]:
+    """The combination variations (``a,b``) whose parts are all selected, in file order."""
+    return [c for c in ctx.params.get("combinations") or [] if all(p in ctx.variations for p in c.get("parts") or [])]
+
+
+def cm_env(text: Any) -> dict[str, Any]:
+    """The ``cm_env`` input (a JSON object of env keys) as a dict; bad input is one line."""
+    if text in (None, "", "{}"):
+        return {}
+    try:
+        value = json.loads(str(text))
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise StepFailed(f"input cm_env must be a JSON object of env keys, got {str(text)[:80]!r}")
+    return {str(k): v if isinstance(v, list) else str(v) for k, v in value.items()}
+
+
 def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
     """The env and state a script starts with: its inputs, then its deps' results on top."""
     env: dict[str, Any] = {}
@@ -61,7 +85,17 @@ def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
             if value is not None:
                 env[str(key)] = str(value)
     env.update(dict(ctx.params.get("version_env") or {}).get(str(ctx.inputs.get("version") or ""), {}))
+    for combo in combinations(ctx):
+        env.update(dict(combo.get("env") or {}))
+        for key, value in dict(combo.get("default_env") or {}).items():
+            env.setdefault(str(key), value)
+    env.update(cm_env(ctx.inputs.get("cm_env")))
     state: dict[str, Any] = {}
+    for variation, values in dict(ctx.params.get("variation_state") or {}).items():
+        if variation in ctx.variations:
+            _merge(state, _plain(values))
+    for combo in combinations(ctx):
+        _merge(state, _plain(combo.get("state") or {}))
     for alias in ctx.params.get("deps") or []:
         if alias in ctx.deps:
             outputs = _plain(ctx.deps[alias])
@@ -73,10 +107,11 @@ def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
 def _keys(ctx: StepContext) -> tuple[list[str], list[str]]:
     env_keys = [str(k) for k in ctx.params.get("new_env_keys") or []]
     state_keys = [str(k) for k in ctx.params.get("new_state_keys") or []]
-    for variation, extra in dict(ctx.params.get("variation_keys") or {}).items():
-        if variation in ctx.variations:
-            for key in extra:
-                (state_keys if str(key).startswith("state:") else env_keys).append(str(key).removeprefix("state:"))
+    extras = [extra for variation, extra in dict(ctx.params.get("variation_keys") or {}).items()
+              if variation in ctx.variations] + [c.get("keys") or [] for c in combinations(ctx)]
+    for extra in extras:
+        for key in extra:
+            (state_keys if str(key).startswith("state:") else env_keys).append(str(key).removeprefix("state:"))
     return env_keys, state_keys
 
 
@@ -86,6 +121,8 @@ def _script_name(ctx: StepContext) -> str:
     for variation, name in dict(ctx.params.get("variation_script_names") or {}).items():
         if variation in ctx.variations:
             chosen = str(name)
+    for combo in combinations(ctx):
+        chosen = str(combo.get("script_name") or chosen)
     return chosen
 
 
@@ -106,23 +143,51 @@ def request(ctx: StepContext) -> dict[str, Any]:
             "clean_files": list(ctx.params.get("clean_files") or []),
             "script_name": _script_name(ctx),
             "tags": list(ctx.params.get("tags") or []), "variations": [str(v) for v in ctx.variations],
-            "timeout_s": float(timeout) if timeout else None}
+            "timeout_s": float(timeout) if timeout else None,
+            "hooks": _plain(list(ctx.params.get("hooks") or [])),
+            "local_env_keys": list(ctx.params.get("local_env_keys") or []),
+            "recipe_dir": str(ctx.recipe_dir) if ctx.recipe_dir else None,
+            "version_wanted": str(ctx.inputs.get("version") or "")}
+
+
+def say_not_exact(ctx: StepContext) -> None:
+    """One line on stderr naming the keys of this script that the bridge does not carry exactly."""
+    issues = list(ctx.params.get("not_exact") or [])
+    if not issues:
+        return
+    kinds = [str(i.get("kind")) for i in issues]
+    keys = ", ".join(str(i.get("key")) for i in issues[:6]) + (" ..." if len(issues) > 6 else "")
+    print(f"cmx-cm: {ctx.recipe}: {len(issues)} metadata keys not carried exactly ({kinds.count('approximated')} "
+          f"approximated, {kinds.count('unmapped')} left out: {keys}); the result's not_exact output lists them",
+          file=sys.stderr)
+
+
+def show_output(ctx: StepContext, log: Path) -> None:
+    """With ``cmx run -v``, the script's own output (its step log) on stderr, line by line."""
+    import logging
+
+    if not ctx.log.isEnabledFor(logging.DEBUG) or not log.is_file():
+        return
+    for line in log.read_text(errors="replace").splitlines():
+        ctx.log.debug(f"{ctx.recipe} | {line}")
 
 
 def run_script(ctx: StepContext) -> StepOutput:
     """Run the script; a failure is one line naming the script and the log."""
     req = request(ctx)
+    say_not_exact(ctx)
     ctx.work_dir.mkdir(parents=True, exist_ok=True)
     ctx.log_dir.mkdir(parents=True, exist_ok=True)
     req_path, res_path = ctx.work_dir / "cm-request.json", ctx.work_dir / "cm-result.json"
     req_path.write_text(json.dumps(req, indent=2, sort_keys=True))
     res_path.unlink(missing_ok=True)
     log = ctx.log_dir / "cm-script.log"
-    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+    env = {k: v for k, v in os.environ.items() if k in PASSED_ENV or k.startswith("CMX_")}
     with log.open("wb") as handle:
         done = subprocess.run([sys.executable, "-I", "-m", "cmx_cm.runner", str(req_path), str(res_path)],
                               cwd=ctx.work_dir, env=env, stdin=subprocess.DEVNULL, stdout=handle,
                               stderr=subprocess.STDOUT, check=False)
+    show_output(ctx, log)
     if not res_path.is_file():
         raise StepFailed(f"{ctx.recipe}: the script runner exited with code {done.returncode} without a result "
                          f"(the script called exit?); see {log}")
@@ -138,7 +203,8 @@ def outputs_of(ctx: StepContext, result: Mapping[str, Any]) -> dict[str, Any]:
 
     new_env = dict(result.get("new_env") or {})
     out: dict[str, Any] = {"new_env": new_env, "new_state": dict(result.get("new_state") or {}),
-                           "version": result.get("version"),
+                           "version": result.get("version"), "lifecycle": list(result.get("lifecycle") or []),
+                           "not_exact": _plain(list(ctx.params.get("not_exact") or [])),
                            "script": {"dir": str(ctx.params["script_dir"]),
                                       "stamp": script_stamp(Path(str(ctx.params["script_dir"])))}}
     for key, value in new_env.items():

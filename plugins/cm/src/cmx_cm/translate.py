@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from cmx_cm.conditions import DynamicCondition, EnvScope, dep_condition
+from cmx_cm.conditions import CONDITION_KEYS, DynamicCondition, EnvScope, dep_condition
 from cmx_cm.index import INPUT_RE, TAG_RE, DepQuery, IndexEntry, ScriptIndex, split_tags
 from cmx_cm.meta import ScriptMeta, script_digest
 
@@ -34,9 +34,17 @@ MAPPED_KEYS = frozenset({"alias", "uid", "tags", "cache", *DEP_KINDS, "input_map
                          "default_version", "version_min", "version_max", "version_max_usable", "clean_files",
                          "local_env_keys", "predeps", "script_name", "versions"})
 DEP_MAPPED = frozenset({"tags", "names", "env", "enable_if_env", "skip_if_env", "enable_if_any_env", "skip_if_any_env",
-                        *VERSION_KEYS})
+                        "update_tags_from_env_with_prefix", *VERSION_KEYS})
+COMBINATION_MAPPED = frozenset({"env", "default_env", *DEP_KINDS, "new_env_keys", "new_state_keys", "script_name",
+                                "group", "default", "base", "description", "state"})
 VARIATION_MAPPED = frozenset({"group", "default", "env", "default_env", *DEP_KINDS, "new_env_keys",
-                              "new_state_keys", "base", "description", "script_name", "ad", "add_deps"})
+                              "new_state_keys", "base", "description", "script_name", "ad", "add_deps", "alias",
+                              "state", "adr", "add_deps_recursive"})
+
+
+ENV_INPUT = {"cm_env": {"type": "string", "default": "{}",
+                        "description": "a JSON object of env keys set for the script as CM's --env.KEY=VALUE "
+                                       "(any key, declared or not; a run-time dep gets its caller's env here)"}}
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,9 @@ class _Translator:
     input_mapping: dict[str, str] = field(default_factory=dict)  # input name -> env key
     script_names: dict[str, str] = field(default_factory=dict)  # variation -> its script_name
     variation_deps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # ad/add_deps copies
+    hooks: list[dict[str, Any]] = field(default_factory=list)  # run-time deps of the variations
+    combinations: list[dict[str, Any]] = field(default_factory=list)  # combination variations (a,b)
+    variation_state: dict[str, dict[str, Any]] = field(default_factory=dict)  # variation -> its state
 
     @property
     def file(self) -> str:
@@ -172,7 +183,7 @@ class _Translator:
         self.aliases.append(alias)
         return alias
 
-    def dep(self, dep: Any, where: str, kind: str) -> dict[str, Any] | None:
+    def dep(self, dep: Any, where: str, kind: str, force_hook: bool = False) -> dict[str, Any] | None:
         if not isinstance(dep, dict):
             self.issue(where, "a dep must be a mapping; it is left out")
             return None
@@ -188,37 +199,39 @@ class _Translator:
         if not query.plain and not query.variations:
             self.issue(where, "a dep without tags; it is left out")
             return None
-        try:
-            when, dropped = dep_condition(EnvScope(self.env_inputs, self.script.prefix), dep)
-        except DynamicCondition as exc:
-            self.issue(where, f"its condition reads {exc.key}, which is set while the script runs (by customize.py "
-                              "or a dep), not known when cmx plans; the dep is left out")
-            return None
-        for key in dropped:
-            self.issue(f"{where}.skip_if_env", f"skip condition on {key}, which is set while the script runs, is "
-                                               "left out: the dep is not skipped", "approximated")
         target = self.target(query, where)
-        if target is not None and kind in ("post_deps", "posthook_deps") and self.index is not None \
-                and self.index.reaches(target, self.script.alias):
-            self.issue(where, f"{kind[:-1]} {target.alias} depends back on this script (CM runs it afterwards, with "
-                              "this script's env set, so its own deps are skipped); cmx runs deps first, which would "
-                              "be a cycle; the dep is left out")
-            return None
+        prefixed = _mapping(dep.get("update_tags_from_env_with_prefix"))
+        hook = kind != "deps" or force_hook or bool(prefixed)
+        when: str | None = None
+        if not hook:
+            try:
+                when, dropped = dep_condition(EnvScope(self.env_inputs, self.script.prefix), dep)
+            except DynamicCondition:
+                hook, dropped = True, ()
+            hook = hook or bool(dropped)
         tags = [*query.plain, *query.variations]
         alias = self.alias_for(dep, tags)
         if target is not None and self.index is not None and self.index.pins(target) and target.alias not in tags:
             tags.insert(len(query.plain), target.alias)
         out: dict[str, Any] = {"tags": list(dict.fromkeys([self.script.flavor, *tags])), "as": alias}  # CM repeats tags
-        if when:
+        if hook:
+            out["_hook"] = {"kind": kind, "if": {k: _plain_condition(dep[k]) for k in CONDITION_KEYS
+                                                 if isinstance(dep.get(k), dict)},
+                            "target": target.alias if target is not None else None}
+        elif when:
             out["when"] = when
         with_ = {k: str(dep[k]) for k in VERSION_KEYS if dep.get(k) not in (None, "")}
-        with_.update(self.dep_env(dep, target, where))
+        if hook and prefixed:
+            out["_hook"]["tags_from_env"] = {str(p): [str(k) for k in _tags(keys)] for p, keys in prefixed.items()}
+        if hook:  # run-time deps get the caller's env, as in CM: any key, <<<KEY>>> filled in then
+            out["_hook"]["env"] = {str(k): str(v) for k, v in _mapping(dep.get("env")).items()
+                                   if isinstance(v, (str, int, float, bool))}
+        else:
+            with_.update(self.dep_env(dep, target, where))
         if with_:
             out["with"] = with_
         for key in sorted(set(dep) - DEP_MAPPED):
             self.issue(f"{where}.{key}", "dep option with no cmx equivalent (cmx deps see only their own inputs)")
-        if kind != "deps":
-            self.issue(where, f"{kind} run before the script: cmx runs every dep of a node first", "approximated")
         return out
 
     def target(self, query: DepQuery, where: str) -> IndexEntry | None:
@@ -279,7 +292,9 @@ class _Translator:
                 mapped = self.dep(dep, where, kind)
                 names = _tags(dep.get("names")) if isinstance(dep, dict) else []
                 touching = [(v, changes) for n in names for v, changes in touched.get(n, [])]
-                if mapped is not None and touching:
+                if mapped is not None and touching and "_hook" in mapped:
+                    mapped["_hook"]["unless_variations"] = sorted({v for v, _ in touching})
+                elif mapped is not None and touching:
                     guard = "not (" + " or ".join(sorted({f"{v!r} in variations" for v, _ in touching})) + ")"
                     mapped["when"] = f"({mapped['when']}) and {guard}" if mapped.get("when") else guard
                     if len(touching) > 1:
@@ -304,11 +319,16 @@ class _Translator:
             if "," in str(name) or not VARIATION_RE.match(str(name)):
                 continue
             stem, spec = str(name).removesuffix(".#"), _mapping(spec)
-            for key in ("ad", "add_deps"):
+            for key in ("ad", "add_deps", "adr", "add_deps_recursive"):
+                recursive = key in ("adr", "add_deps_recursive")
+                if recursive and _mapping(spec.get(key)):
+                    self.issue(f"variations.{name}.{key}", "applied to this script's own deps of those names (as "
+                                                           "ad); CM also changes deps of the same names further "
+                                                           "down the tree, which cmx does not", "approximated")
                 for dep_name, changes in _mapping(spec.get(key)).items():
                     if dep_name in names and isinstance(changes, dict):
-                        out.setdefault(str(dep_name), []).append((stem, changes))
-                    else:
+                        _add_change(out.setdefault(str(dep_name), []), stem, changes)
+                    elif not recursive:
                         self.issue(f"variations.{name}.{key}.{dep_name}", "names none of the script's own deps (or "
                                                                           "is not a mapping): a dep another variation "
                                                                           "adds is not changed; ignored")
@@ -324,6 +344,11 @@ class _Translator:
     def flattened(self, name: str, variations: Mapping[str, Any], seen: tuple[str, ...] = ()) -> dict[str, Any]:
         """A variation with its ``base`` variations merged in (base first, own keys win)."""
         spec = _mapping(variations.get(name))
+        target = spec.get("alias")
+        if isinstance(target, str) and target in variations and target != name and target not in seen:
+            spec = {**{k: v for k, v in spec.items() if k != "alias"}, "base": [target, *_tags(spec.get("base"))]}
+        elif target is not None:
+            self.issue(f"variations.{name}.alias", f"alias of '{target}', which is unknown or a cycle; ignored")
         merged: dict[str, Any] = {}
         for base in _tags(spec.get("base")):
             if base in seen or base not in variations:
@@ -332,12 +357,12 @@ class _Translator:
             for key, value in self.flattened(base, variations, (*seen, name)).items():
                 if key in ("group", "default"):
                     continue
-                if key in ("env", "default_env"):
+                if key in ("env", "default_env", "state"):
                     merged[key] = {**_mapping(merged.get(key)), **_mapping(value)}
                 elif key in DEP_KINDS or key in ("new_env_keys", "new_state_keys"):
                     merged[key] = [*(merged.get(key) or []), *(value or [])]
         for key, value in spec.items():
-            if key in ("env", "default_env"):
+            if key in ("env", "default_env", "state"):
                 merged[key] = {**_mapping(merged.get(key)), **_mapping(value)}
             elif key in DEP_KINDS or key in ("new_env_keys", "new_state_keys"):
                 merged[key] = [*(merged.get(key) or []), *(value or [])]
@@ -345,11 +370,41 @@ class _Translator:
                 merged[key] = value
         return merged
 
+    def combination(self, name: str, spec: Mapping[str, Any]) -> None:
+        """A combination variation (``a,b``: taken when all its parts are selected), applied by
+        the step: its ``env`` over the inputs, its ``default_env`` where a key is unset, its
+        deps as run-time deps needing all the parts."""
+        where = f"variations.{name}"
+        parts = [p.strip().lstrip("_") for p in name.split(",") if p.strip()]
+        known = {str(v).removesuffix(".#") for v in _mapping(self.script.data.get("variations")) if "," not in str(v)}
+        if not parts or any(p not in known for p in parts):
+            self.issue(where, "a combination of variations the script does not have; left out")
+            return
+        entry: dict[str, Any] = {"parts": parts}
+        for section in ("env", "default_env"):
+            values = {str(k): _verbatim(str(v)) for k, v in _mapping(spec.get(section)).items()
+                      if self.scalar(v, f"{where}.{section}.{k}")}
+            if values:
+                entry[section] = values
+        keys = [str(k) for k in spec.get("new_env_keys") or []] + \
+            [f"state:{k}" for k in spec.get("new_state_keys") or []]
+        if keys:
+            entry["keys"] = keys
+        if isinstance(spec.get("script_name"), str) and spec["script_name"]:
+            entry["script_name"] = spec["script_name"].removesuffix(".sh")
+        if _mapping(spec.get("state")):
+            entry["state"] = _mapping(spec["state"])
+        deps = [self.dep(d, f"{where}.{kind}[{i}]", kind, force_hook=True)
+                for kind in DEP_KINDS for i, d in enumerate(spec.get(kind) or [])]
+        for hook in split_hooks([d for d in deps if d is not None])[1]:
+            hook["all_variations"] = parts
+            self.hooks.append(hook)
+        for key in sorted(set(spec) - COMBINATION_MAPPED):
+            self.issue(f"{where}.{key}", "combination variation option with no cmx equivalent")
+        self.combinations.append(entry)
+
     def variation(self, name: str, spec: Mapping[str, Any], defaults: Mapping[str, str]) -> dict[str, Any] | None:
         where = f"variations.{name}"
-        if "," in name:
-            self.issue(where, "a combination variation (selected when all its parts are): cmx has none; left out")
-            return None
         if not VARIATION_RE.match(name):
             self.issue(where, "not a valid cmx variation name; left out")
             return None
@@ -368,14 +423,13 @@ class _Translator:
                 target = self.env_inputs.get(str(key))
                 if target is None or not self.scalar(value, f"{where}.{section}.{key}"):
                     continue
+                if section == "default_env" and ("default" in self.inputs.get(target, {}) or target in inputs):
+                    continue  # CM applies a variation's default_env only where the key is unset: here it is set
                 text = str(value)
                 if "#" in text and not (parametric and text == "#"):
                     self.issue(f"{where}.{section}.{key}", "a value built from the variation's parameter; left out")
                     continue
                 inputs[target] = text
-            if section == "default_env" and spec.get(section):
-                self.issue(f"{where}.default_env", "set as forced inputs (CM applies them only when unset)",
-                           "approximated")
         if inputs:
             out["inputs"] = inputs
         deps = [*self.deps_of(spec, f"{where}."), *self.variation_deps.get(name.removesuffix(".#"), [])]
@@ -396,7 +450,15 @@ class _Translator:
         new_env: dict[str, list[str]] = {}
         for name in raw:
             flat = self.flattened(str(name), raw)
+            if "," in str(name):
+                self.combination(str(name), flat)
+                continue
             mapped = self.variation(str(name), flat, defaults)
+            if mapped is not None and mapped.get("deps"):
+                plain, hooks = split_hooks(mapped.pop("deps"), str(name).removesuffix(".#"))
+                self.hooks.extend(hooks)
+                if plain:
+                    mapped["deps"] = plain
             if mapped is not None:
                 out[str(name)] = mapped
                 keys = [str(k) for k in flat.get("new_env_keys") or []] + \
@@ -405,6 +467,8 @@ class _Translator:
                     new_env[str(name).removesuffix(".#")] = keys
                 if isinstance(flat.get("script_name"), str) and flat["script_name"]:
                     self.script_names[str(name).removesuffix(".#")] = flat["script_name"].removesuffix(".sh")
+                if _mapping(flat.get("state")):
+                    self.variation_state[str(name).removesuffix(".#")] = _mapping(flat["state"])
         return out, new_env
 
     # -- versions ----------------------------------------------------------------------------
@@ -429,7 +493,10 @@ class _Translator:
                 self.issue(f"{where}.default_env", "applied as env (CM applies it only when unset)", "approximated")
             for dep in self.deps_of(spec, f"{where}."):
                 test = f"inputs.version == {str(version)!r}"
-                dep["when"] = f"{test} and ({dep['when']})" if dep.get("when") else test
+                if "_hook" in dep:
+                    dep["_hook"]["version"] = str(version)
+                else:
+                    dep["when"] = f"{test} and ({dep['when']})" if dep.get("when") else test
                 deps.append(dep)
             for key in sorted(set(spec) - {"env", "default_env", *DEP_KINDS}):
                 self.issue(f"{where}.{key}", "versions option with no cmx equivalent; left out")
@@ -437,14 +504,16 @@ class _Translator:
 
     # -- the recipe --------------------------------------------------------------------------
 
-    def cache(self, tags: Sequence[str]) -> Any:
+    def cache(self, tags: Sequence[str], cache_detections: str | None) -> Any:
+        """CM's caching: ``cache: true`` is cached, anything else re-runs every time; with
+        ``cache_detections`` (asked for by the user) a ``detect`` script is cached that long."""
         value = self.script.data.get("cache")
         if value in (True, "yes", "true", "True"):
             return True
-        if "detect" in tags:
-            self.issue("cache", "CM re-runs it every time; cmx caches a detection for a day (cmx's own detect-os "
-                                "does the same)", "approximated")
-            return {"expires": "1d"}
+        if "detect" in tags and cache_detections:
+            self.issue("cache", f"CM re-runs it every time; cached for {cache_detections} as asked "
+                                "(--cache-detections / CMX_CM_CACHE_DETECTIONS)", "approximated")
+            return {"expires": cache_detections}
         return False
 
     def other_keys(self) -> None:
@@ -462,6 +531,28 @@ class _Translator:
             self.issue("uid", "kept in the description: cmx selects recipes by tags and name", "ignored")
 
 
+def _plain_condition(value: Mapping[str, Any]) -> dict[str, list[str]]:
+    return {str(k): [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])] for k, v in value.items()}
+
+
+def split_hooks(deps: Sequence[Mapping[str, Any]], variation: str | None = None) -> tuple[list[dict[str, Any]],
+                                                                                          list[dict[str, Any]]]:
+    """The deps the plan runs first, and the run-time deps the step runs at their turn in CM's
+    lifecycle (hooks: their kind, CM conditions, and the variation or version they need)."""
+    plain: list[dict[str, Any]] = []
+    hooks: list[dict[str, Any]] = []
+    for dep in deps:
+        if "_hook" not in dep:
+            plain.append(dict(dep))
+            continue
+        entry = {k: v for k, v in dep.items() if k != "_hook"}
+        entry.update(dep["_hook"])
+        if variation is not None:
+            entry["variation"] = variation
+        hooks.append(entry)
+    return plain, hooks
+
+
 def _mapping(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
@@ -471,6 +562,20 @@ def _verbatim(text: str) -> str:
     if ("{{" in text or "{%" in text or "{#" in text) and "endraw" not in text:
         return "{% raw %}" + text + "{% endraw %}"
     return text
+
+
+def _add_change(found: list[tuple[str, dict[str, Any] | None]], stem: str, changes: Mapping[str, Any]) -> None:
+    """One variation's changes to one dep: its ``ad`` and ``adr`` for the same dep merge into one
+    change (tags joined), as CM applies both to the same dep."""
+    for n, (other, before) in enumerate(found):
+        if other == stem and before is not None:
+            merged = {**before, **changes}
+            if "tags" in before and "tags" in changes:
+                merged["tags"] = ",".join([*_tags(before["tags"]), *(t for t in _tags(changes["tags"])
+                                                                      if t not in _tags(before["tags"]))])
+            found[n] = (stem, merged)
+            return
+    found.append((stem, dict(changes)))
 
 
 def _changed(dep: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
@@ -500,6 +605,12 @@ def _outputs(new_env_keys: Sequence[str]) -> dict[str, Any]:
         "version": {"description": "the version customize.py detected, or null", "type": "string"},
         "script": {"description": "the script directory and a stat stamp of its files (revalidates the cache)",
                    "type": "object"},
+        "not_exact": {"description": "the script's metadata keys this recipe does not carry exactly (key, kind: "
+                                     "unmapped or approximated, reason), as in the import report",
+                      "type": "array"},
+        "lifecycle": {"description": "the run-time deps (prehook_deps, posthook_deps, post_deps and deps whose "
+                                     "condition reads run-time env), each with its kind, whether it ran and why",
+                      "type": "array"},
     }
     for key in new_env_keys:
         name = input_name(key)
@@ -540,7 +651,8 @@ def _dep_env_keys(data: Mapping[str, Any]) -> tuple[tuple[tuple[str, ...], tuple
     return tuple(found)
 
 
-def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translation:
+def translate(script: ScriptMeta, index: ScriptIndex | None = None,
+              cache_detections: str | None = None) -> Translation:
     """Translate one script; never raises for odd metadata (it goes into the issues). With
     the collection's ``index``, each dep is pinned to the script CM would select."""
     t = _Translator(script, index)
@@ -555,11 +667,15 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
     deps = t.script_deps()
     version_env, version_deps = t.versions()
     deps.extend(version_deps)
+    deps, hooks = split_hooks(deps)
     variations, var_keys = t.variations()
+    hooks.extend(t.hooks)
     new_env_keys = [str(k) for k in data.get("new_env_keys") or []]
     new_state_keys = [str(k) for k in data.get("new_state_keys") or []]
     t.other_keys()
+    cache = t.cache(tags, cache_detections)
     name = recipe_name(script)
+    not_exact = [{"key": i.key, "kind": i.kind, "reason": i.reason} for i in t.issues if i.kind != "ignored"]
     params: dict[str, Any] = {
         "script_dir": str(script.directory),
         "flavor": script.flavor,
@@ -575,6 +691,11 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
         "variation_script_names": t.script_names,
         "version_env": version_env,
         "tags": [str(x) for x in _tags(data.get("tags"))],
+        "hooks": sorted(hooks, key=lambda h: DEP_KINDS.index(h["kind"])),
+        "combinations": t.combinations,
+        "variation_state": t.variation_state,
+        "not_exact": not_exact,
+        "local_env_keys": [str(k) for k in data.get("local_env_keys") or []],
     }
     recipe: dict[str, Any] = {
         "name": name,
@@ -582,7 +703,7 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
         "summary": f"{script.flavor.upper()} script {script.alias} ({data.get('category') or 'uncategorised'})",
         "description": f"Imported from {script.meta_file} (alias {script.alias}, uid {data.get('uid', 'none')}) "
                        "by cmx-cm.",
-        "inputs": dict(sorted(t.inputs.items())),
+        "inputs": dict(sorted({**t.inputs, **ENV_INPUT}.items())),
     }
     if variations:
         recipe["variations"] = variations
@@ -590,5 +711,5 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None) -> Translati
         recipe["deps"] = deps
     recipe["steps"] = [{"uses": "cm.script", "with": params}]
     recipe["outputs"] = _outputs(new_env_keys)
-    recipe["cache"] = t.cache(tags)
+    recipe["cache"] = cache
     return Translation(script=script, name=name, recipe=recipe, issues=tuple(t.issues))

@@ -1,0 +1,116 @@
+"""``cmx cm run script --tags=TAGS [--env.KEY=VALUE ...] [--KEY=VALUE ...] [-v] [--json]``: CM's
+own command line over an imported collection (``--recipes DIR``) or the live ``CMX_CM_PATH``.
+
+* ``--tags`` are CM tags: plain tags select scripts, ``_name`` their variations. When several
+  scripts match, CM's own choice rule picks one (quiet mode: the lowest ``sort``, then the
+  path), and stderr says which and why; a variation name never matches a script's tag (so
+  ``get,cmake`` is get-cmake, not get-generic-sys-util's ``_cmake``).
+* ``--env.KEY=VALUE`` sets any env key of the script, declared or not (the ``cm_env`` input).
+* ``--KEY=VALUE`` are the script's inputs (``input_mapping`` names, ``version_min``...).
+
+Then it hands over to ``cmx run recipe`` (the same process, ``exec``), pinned to the chosen
+script's recipe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from cmx_core.errors import UsageError
+
+PASS_FLAGS = ("-v", "--verbose", "-q", "--quiet", "-s", "--json", "--no-cache", "--refresh")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=["run"], help="run (as CM's 'cm run script')")
+    parser.add_argument("noun", choices=["script"], help="script")
+    parser.add_argument("rest", nargs=argparse.REMAINDER,
+                        help="--tags=TAGS, --recipes DIR, --env.KEY=VALUE, --KEY=VALUE, -v, --json")
+
+
+def _split(rest: list[str]) -> tuple[str, list[str], dict[str, str], list[str], list[str]]:
+    tags, recipes, inputs, flags = "", list[str](), list[str](), list[str]()
+    env: dict[str, str] = {}
+    pending = list(rest)
+    while pending:
+        arg = pending.pop(0)
+        if arg in PASS_FLAGS:
+            flags.append(arg)
+        elif arg in ("--tags", "--recipes") and pending:
+            value = pending.pop(0)
+            tags, recipes = (value, recipes) if arg == "--tags" else (tags, [*recipes, value])
+        elif arg.startswith("--tags="):
+            tags = arg.split("=", 1)[1]
+        elif arg.startswith("--recipes="):
+            recipes.append(arg.split("=", 1)[1])
+        elif arg.startswith("--env.") and "=" in arg:
+            key, value = arg[len("--env."):].split("=", 1)
+            if not key:
+                raise UsageError(f"{arg!r}: expected --env.KEY=VALUE")
+            env[key] = value
+        elif arg.startswith("--") and "=" in arg:
+            inputs.append(arg)
+        else:
+            raise UsageError(f"cmx cm run script: unrecognized argument {arg!r} (expected --tags=..., --env.KEY=VALUE "
+                             "or --KEY=VALUE)")
+    if not tags.strip():
+        raise UsageError("cmx cm run script: --tags=TAGS is required (CM tags, _name for a variation)")
+    return tags, recipes, env, inputs, flags
+
+
+def _recipe_dirs(recipes: list[str]) -> list[Path]:
+    dirs = [Path(r) for r in recipes]
+    if not dirs and os.environ.get("CMX_CM_PATH", "").strip():
+        from cmx_cm.collection import live_paths
+        from cmx_core.api import cache_dir
+
+        dirs = live_paths(os.environ["CMX_CM_PATH"], cache_dir())
+    if not dirs:
+        raise UsageError("cmx cm run script: give --recipes DIR (from 'cmx import cm') or set CMX_CM_PATH")
+    return dirs
+
+
+def choose(tags: str, dirs: list[Path]) -> tuple[Any, list[Any], Path]:
+    """The script CM would run for ``tags`` over the collections' indexes, the other matches in
+    CM's order, and the recipe directory holding it."""
+    from cmx_cm.collection import STAMPS
+    from cmx_cm.index import IndexEntry, ScriptIndex, split_tags
+
+    query = split_tags([t.strip() for t in tags.split(",") if t.strip()])
+    for directory in dirs:
+        stamps = directory / STAMPS
+        if not stamps.is_file():
+            raise UsageError(f"{directory}: no {STAMPS}; import the collection with 'cmx import cm DIR --out "
+                             f"{directory}'")
+        stored = json.loads(stamps.read_text())
+        entries = [IndexEntry.from_json(s["entry"]) for s in stored.get("scripts", {}).values() if "entry" in s]
+        found = ScriptIndex(entries).select(query)
+        if found:
+            return found[0], found[1:], directory
+    raise UsageError(f"no CM script has tags '{tags}' (plain tags are script tags, _name a variation); "
+                     f"looked in {', '.join(str(d) for d in dirs)}")
+
+
+def run(args: argparse.Namespace) -> NoReturn:
+    rest = list(args.rest or [])
+    if getattr(args, "json", False):
+        rest.append("--json")
+    tags, recipes, env, inputs, flags = _split(rest)
+    dirs = _recipe_dirs(recipes)
+    chosen, others, directory = choose(tags, dirs)
+    if others:
+        names = ", ".join(f"{e.alias} (sort {e.sort})" for e in others)
+        print(f"cmx-cm: tags '{tags}' match {len(others) + 1} scripts; took {chosen.alias} (sort {chosen.sort}, "
+              f"{chosen.path}) by CM's rule in quiet mode: the lowest sort, then the path; not {names}",
+              file=sys.stderr, flush=True)
+    variations = [t.strip()[1:] for t in tags.split(",") if t.strip().startswith("_")]
+    argv = [sys.executable, "-m", "cmx_core", "run", "recipe", f"--tags=cm,{chosen.alias},{','.join(variations)}"
+            .rstrip(","), "--recipes", str(directory), *flags, *inputs]
+    if env:
+        argv.append("--cm_env=" + json.dumps(env, sort_keys=True))
+    os.execv(sys.executable, argv)

@@ -1,0 +1,142 @@
+"""Run-time deps, run by the script runner at their turn in CM's lifecycle.
+
+CM runs a script as: deps -> preprocess -> prehook_deps -> the native script ->
+posthook_deps -> postprocess -> post_deps, and decides each dep's ``enable_if_env`` /
+``skip_if_env`` against the env as it is at that moment. cmx's plan runs a node's deps
+before it, so the bridge keeps in the plan only the ``deps`` whose conditions read inputs;
+every other dep (a hook) is in the step's ``hooks`` parameter, and this module runs it when
+its turn comes: a child ``cmx run recipe`` of the dep's recipe, given the caller's env (less
+CM's local keys) as its ``cm_env`` input, as CM passes its env down. Its ``new_env`` and
+``new_state`` are merged back as CM merges a dep's result. Each decision (ran or skipped,
+and why) is recorded in the result's ``lifecycle`` output.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import Any
+
+from cmx_cm.conditions import runtime_decision
+
+STACK_ENV = "CMX_CM_STACK"
+"""The run-time deps whose runners are waiting (``alias#digest:...``, the digest of the tags,
+inputs and env each was given): the same dep with the same env again would never end, so it
+is refused with the chain (CM recurses until the stack overflows)."""
+LOCAL_KEYS = ("VERSION", "VERSION_MIN", "VERSION_MAX", "VERSION_MAX_USABLE", "DETECTED_VERSION", "INPUT", "OUTPUT",
+              "OUTBASENAME", "OUTDIRNAME", "NAME", "EXTRA_CACHE_TAGS", "TMP_*", "GIT_*", "RENEW_CACHE_ENTRY",
+              "QUIET")
+"""CM's default ``local_env_keys`` (without the prefix): never passed down to a dep."""
+DEFAULT_TIMEOUT_S = 3600.0
+MAX_DEPTH = 16
+
+
+class HookFailed(RuntimeError):
+    """A run-time dep failed; the message is one line."""
+
+
+def applies(hook: Mapping[str, Any], variations: Sequence[str], version: str) -> bool:
+    """Whether the selected variations and version take ``hook`` at all."""
+    if hook.get("variation") and hook["variation"] not in variations:
+        return False
+    if not all(v in variations for v in hook.get("all_variations") or []):
+        return False
+    if any(v in variations for v in hook.get("unless_variations") or []):
+        return False
+    return not (hook.get("version") and hook["version"] != version)
+
+
+def passed_env(env: Mapping[str, Any], prefix: str, local: Sequence[str]) -> dict[str, Any]:
+    """The caller's env a dep gets: all of it but CM's local keys and the script's own."""
+    patterns = [f"{prefix}_{k}" for k in LOCAL_KEYS] + list(local)
+    return {k: v for k, v in env.items() if not any(fnmatch.fnmatchcase(k, p) for p in patterns)}
+
+
+def tags_from_env(hook: Mapping[str, Any], dep_env: Mapping[str, Any], env: Mapping[str, Any]) -> list[str]:
+    """CM's ``update_tags_from_env_with_prefix``: ``{"_version.": [KEY]}`` adds the variation
+    ``version.<value>`` for each key set in the dep's env or else the caller's."""
+    out = []
+    for prefix, keys in dict(hook.get("tags_from_env") or {}).items():
+        for key in keys:
+            value = str(dep_env.get(key) or env.get(key) or "").strip()
+            if value:
+                out.append(str(prefix).lstrip("_") + value)
+    return out
+
+
+def _fill(value: str, env: Mapping[str, Any]) -> str:
+    return re.sub(r"<<<(.*?)>>>", lambda m: str(env.get(m.group(1), "")), value)
+
+
+def run_hooks(kind: str, request: Mapping[str, Any], env: MutableMapping[str, Any],
+              state: MutableMapping[str, Any], record: list[dict[str, Any]]) -> None:
+    """Run the hooks of ``kind`` in order, each decided against ``env`` as it is now."""
+    variations = [str(v) for v in request.get("variations") or []]
+    for hook in request.get("hooks") or []:
+        if hook.get("kind") != kind or not applies(hook, variations, str(request.get("version_wanted") or "")):
+            continue
+        run_it, why = runtime_decision(hook.get("if") or {}, env)
+        entry = {"kind": kind, "as": hook.get("as"), "tags": ",".join(hook.get("tags") or []),
+                 "ran": run_it, "reason": why}
+        record.append(entry)
+        if not run_it:
+            continue
+        outputs = _run_one(hook, request, env)
+        entry["recipe"] = outputs.pop("_recipe", None)
+        entry["tags"] = outputs.pop("_tags", entry["tags"])
+        from cmx_cm._shim.cmind.utils import merge_dicts
+
+        merge_dicts({"dict1": env, "dict2": dict(outputs.get("new_env") or {}), "append_lists": True,
+                     "append_unique": True})
+        merge_dicts({"dict1": state, "dict2": dict(outputs.get("new_state") or {}), "append_lists": True,
+                     "append_unique": True})
+
+
+def _run_one(hook: Mapping[str, Any], request: Mapping[str, Any], env: Mapping[str, Any]) -> dict[str, Any]:
+    prefix = str(request.get("prefix", "CM"))
+    stack = [s for s in os.environ.get(STACK_ENV, "").split(":") if s]
+    target = hook.get("target") or ",".join(hook.get("tags") or [])
+    dep_env = passed_env(env, prefix, request.get("local_env_keys") or [])
+    dep_env.update({k: _fill(str(v), env) for k, v in dict(hook.get("env") or {}).items()})
+    tags = [*(hook.get("tags") or []), *tags_from_env(hook, dep_env, env)]
+    digest = hashlib.sha256(json.dumps([tags, hook.get("with"), dep_env], sort_keys=True,
+                                       default=str).encode()).hexdigest()[:12]
+    key = f"{target}#{digest}"
+    if key in stack or len(stack) >= MAX_DEPTH:
+        chain = " > ".join(s.split("#")[0] for s in [*stack, key])
+        raise HookFailed(f"{hook.get('kind')} {hook.get('as')} would run {target} again with the same env while "
+                         f"it waits for itself ({chain}): it depends back and its conditions did not skip it")
+    argv = [sys.executable, "-m", "cmx_core", "run", "recipe", f"--tags={','.join(tags)}", "--json", "-q"]
+    if request.get("recipe_dir"):
+        argv += ["--recipes", str(request["recipe_dir"])]
+    argv += [f"--{k}={v}" for k, v in dict(hook.get("with") or {}).items()]
+    argv.append("--cm_env=" + json.dumps(dep_env, sort_keys=True))
+    child_env = {**os.environ, STACK_ENV: ":".join([*stack, key])}
+    child_env.pop("PYTHONSAFEPATH", None)
+    timeout = float(request.get("timeout_s") or DEFAULT_TIMEOUT_S)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, env=child_env, stdin=subprocess.DEVNULL,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise HookFailed(f"{hook.get('kind')} {hook.get('as')} ran past {timeout:g} s and was stopped") from None
+    sys.stderr.write(done.stderr)
+    try:
+        document = json.loads(done.stdout) if done.stdout.strip() else {}
+    except ValueError:
+        document = {}
+    if done.returncode != 0 or not isinstance(document, dict) or "outputs" not in document:
+        lines = done.stderr.strip().splitlines()
+        errors = [line.removeprefix("cmx: error: ") for line in lines if line.startswith("cmx: error: ")]
+        last = (errors or lines or [f"exit code {done.returncode}"])[-1]
+        raise HookFailed(f"{hook.get('kind')} {hook.get('as')} (tags {','.join(tags)}) failed: "
+                         f"{last}")
+    outputs = dict(document["outputs"])
+    outputs["_recipe"] = document.get("recipe") or target
+    outputs["_tags"] = ",".join(tags)
+    return outputs
