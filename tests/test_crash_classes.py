@@ -20,8 +20,10 @@ OK = "name: ok\ntags: [ok]\nsummary: fine\nsteps:\n  - {uses: shell, with: {cmd:
 
 def _cmx(*args: str | Path, env: dict[str, str] | None = None,
          timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    # CI set means strict mode (a broken recipe file is an error): these tests give --strict where they mean it
+    base = {k: v for k, v in os.environ.items() if k not in ("CI", "CMX_STRICT")}
     return subprocess.run([sys.executable, "-m", "cmx_core", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, check=False, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+                          timeout=timeout, check=False, env={**base, **(env or {})}, stdin=subprocess.DEVNULL)
 
 
 def _one_error(proc: subprocess.CompletedProcess[str], *expected: str) -> str:
