@@ -25,7 +25,8 @@ def _collection(directory: Path, count: int = COUNT, fan: int = 50) -> Path:
             f"  flavour{i % 7}: {{}}\n  bs.#: {{}}\n"
             "steps:\n  - {uses: shell, with: {cmd: [echo]}}\n")
     deps = "".join(f"  - {{tags: [get28, item{i}], as: d{i}}}\n" for i in range(fan))
-    (directory / "fan.yaml").write_text(f"name: fan\ntags: [fan]\nsummary: f\ndeps:{chr(10) + deps if deps else ' []' + chr(10)}"
+    deps = "\n" + deps if deps else " []\n"  # no deps: an empty list (a bare key is refused)
+    (directory / "fan.yaml").write_text(f"name: fan\ntags: [fan]\nsummary: f\ndeps:{deps}"
                                         "steps:\n  - {uses: shell, with: {cmd: [echo]}}\n")
     return directory
 
