@@ -30,6 +30,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cmx_core.sandbox.cgroups import remove_group_dir
+
 MOUNTINFO = Path("/proc/self/mountinfo")
 OWN = Path("/proc/self/cgroup")
 _COUNTER = itertools.count()
@@ -221,13 +223,5 @@ class V2Groups:
     def remove(self) -> None:
         group, self.dir = self.dir, None
         self.controllers = set()
-        if group is None:
-            return
-        for _ in range(50):  # busy for a moment after its last process exits
-            try:
-                group.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.01)
+        if group is not None:
+            remove_group_dir(group)

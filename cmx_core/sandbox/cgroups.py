@@ -212,13 +212,18 @@ class RunGroups:
 
     def _drop(self, controller: str) -> None:
         group = self.dirs.pop(controller, None)
-        if group is None:
+        if group is not None:
+            remove_group_dir(group)
+
+
+def remove_group_dir(group: Path) -> None:
+    """Remove a cgroup directory (v1 or v2), retrying while the kernel still calls it busy:
+    a group is busy for a moment after its last process exits. Gone already is fine."""
+    for _ in range(50):
+        try:
+            group.rmdir()
             return
-        for _ in range(50):  # a group is busy for a moment after its last process exits
-            try:
-                group.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.01)
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.01)
