@@ -1,8 +1,8 @@
 """The recipe catalog: where recipes are, and the effective recipes after shadowing.
 
 Sources, highest precedence first: ``--recipes`` directories, ``CMX_RECIPES_PATH``
-(os.pathsep-separated), plugins' recipe paths (handed in by the caller), cmx-core's own
-collection. A recipe of the same name in a higher source shadows the lower one (``cmx
+(os.pathsep-separated), added recipe repositories and plugins' recipe paths (both handed in
+by the caller), cmx-core's own collection. A recipe of the same name in a higher source shadows the lower one (``cmx
 explain`` shows what was shadowed). Each source is scanned through the persistent index of
 :mod:`cmx_core.catalog.index`, which never re-parses an unchanged file; the ``Catalog``
 works out shadowing and builds ``Listed`` items and recipes only when a query asks.
@@ -356,10 +356,12 @@ PluginRecipePaths = Sequence[tuple[str, Path]]
 """(plugin name, recipe directory) pairs, as ``Registry.recipe_paths`` gives them."""
 
 
-def default_sources(extra_dirs: Iterable[Path], plugin_paths: PluginRecipePaths) -> list[Source]:
-    """All sources in precedence order: ``--recipes``, ``CMX_RECIPES_PATH``, the plugins'
-    recipe directories (``plugin_paths``, i.e. ``registry.recipe_paths``), the core
-    collection."""
+def default_sources(extra_dirs: Iterable[Path], plugin_paths: PluginRecipePaths,
+                    repo_paths: Sequence[tuple[str, Path]] = ()) -> list[Source]:
+    """All sources in precedence order: ``--recipes``, ``CMX_RECIPES_PATH``, the added
+    recipe repositories (``repo_paths``: (``repo:NAME``, directory) at their pinned
+    commits), the plugins' recipe directories (``plugin_paths``, i.e.
+    ``registry.recipe_paths``), the core collection."""
     sources = [Source("--recipes", Path(d)) for d in extra_dirs]
     reads.env("CMX_RECIPES_PATH")
     env = os.environ.get("CMX_RECIPES_PATH", "")
@@ -367,13 +369,15 @@ def default_sources(extra_dirs: Iterable[Path], plugin_paths: PluginRecipePaths)
         if entry:
             reads.link(entry)
             sources.append(Source("CMX_RECIPES_PATH", Path(entry)))
+    sources += [Source(label, Path(p)) for label, p in repo_paths]
     sources += [Source(f"plugin:{name}", Path(p)) for name, p in plugin_paths]
     sources.append(Source("core", core_recipes_dir()))
     return sources
 
 
 def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None = None,
-                 plugin_paths: PluginRecipePaths | None = None) -> Catalog:
+                 plugin_paths: PluginRecipePaths | None = None,
+                 repo_paths: Sequence[tuple[str, Path]] = ()) -> Catalog:
     """Check the index against the sources, re-parse what changed, apply shadowing.
 
     ``sources`` replaces the default sources altogether; otherwise they are
@@ -384,7 +388,7 @@ def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None =
     if sources is None:
         if plugin_paths is None:
             raise TypeError("load_catalog needs plugin_paths (registry.recipe_paths) or sources")
-        sources = default_sources(extra_dirs, plugin_paths)
+        sources = default_sources(extra_dirs, plugin_paths, repo_paths)
     index = Index(paths.cache_dir() / "index" / f"recipes.v{INDEX_FORMAT}")
     catalog = Catalog()
     catalog.blobs = index.raw

@@ -63,6 +63,7 @@ COMMAND_MODULES: dict[str, tuple[str, str, str]] = {
     "results": ("results_cmd", "add_parser", "list, show, compare and export run results"),
     "plugins": ("plugins_cmd", "add_parser", "list, find, install and scaffold plugins"),
     "registry": ("registry_cmd", "add_parser", "check the plugin registry (registry.yaml)"),
+    "repo": ("repo_cmd", "add_parser", "add, list, update and remove recipe repositories"),
     "bundle": ("bundle_cmd", "add_parser", "pack, verify, import and replay runs for someone else"),
     "completion": ("completion_cmd", "add_parser", "print a shell completion script (bash, zsh or fish)"),
     "monitor": ("monitor_cmd", "add_parser", "Prometheus and Grafana set-up for cmx runs"),

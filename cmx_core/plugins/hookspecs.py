@@ -153,6 +153,24 @@ def cmx_recipe_paths() -> list[Path]:
 
 
 @hookspec
+def cmx_repo_recipes(tree: Path) -> list[Path] | None:
+    """Recognise a recipe repository that is not made of cmx recipes and return the
+    directories of cmx recipes translated from it, or None when it is not yours.
+
+    ``tree`` is a checked-out commit of a repository added with ``cmx repo add``; it never
+    changes. The first plugin returning a list translates it (cmx-cm: a CM/MLC script
+    collection), so adding such a repository needs no import step (docs/repos.md).
+
+    Example::
+
+        @hookimpl
+        def cmx_repo_recipes(tree):
+            return [translate(tree)] if (tree / "manifest.toml").is_file() else None
+    """
+    return None
+
+
+@hookspec
 def cmx_node_started(node_id: str, recipe: str, cached: bool) -> None:
     """Called just before a plan node runs (or is taken from the cache when ``cached``).
 

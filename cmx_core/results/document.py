@@ -61,6 +61,8 @@ class RunRecord:
     cached_measurement: CachedMeasurement | None = None
     system_extra: Mapping[str, Any] = field(default_factory=dict)
     sweep: Mapping[str, Any] | None = None
+    repos: Sequence[Mapping[str, str]] = ()
+    """The added recipe repositories the run's catalog had: name, url, commit, kind."""
     telemetry: Mapping[str, Any] | None = None
     """The run sampler's section (``telemetry`` in the document), when the run was sampled."""
     error_cause: tuple[str, Sequence[str]] | None = None
@@ -236,6 +238,7 @@ def _provenance(record: RunRecord) -> dict[str, Any]:
         "cmx_version": __version__,
         "cached_measurement": _cached_measurement(record),
         **({"sweep": json_safe(dict(record.sweep))} if record.sweep else {}),
+        **({"repos": [json_safe(dict(r)) for r in record.repos]} if record.repos else {}),
     }
 
 

@@ -30,6 +30,7 @@ from cmx_core.providers.types import ExecutorSettings, RunError
 from cmx_core.recipes.model import Recipe, split_tags
 from cmx_core.resolve.decision import Decision
 from cmx_core.resolve.resolver import Resolution, Resolver
+from cmx_core.run.repo_sources import RepoUse, session_repos
 from cmx_core.run.runids import new_run_id, run_dir_name
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ class Session(NamedTuple):
     cache: Cache
     recipes_dirs: tuple[Path, ...]
     facts_file: Path | None
+    repos: tuple[RepoUse, ...] = ()
+    """The added recipe repositories and the commit of each this session uses."""
 
 
 def resolve_recipes_dirs(recipes_dirs: Sequence[str | Path]) -> tuple[Path, ...]:
@@ -53,14 +56,18 @@ def resolve_recipes_dirs(recipes_dirs: Sequence[str | Path]) -> tuple[Path, ...]
     return tuple(Path(d).expanduser().resolve() for d in recipes_dirs)
 
 
-def open_session(recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None) -> Session:
+def open_session(recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None,
+                 repo_pins: Mapping[str, str] | None = None) -> Session:
+    """Plugins, catalog, facts and cache for one command; ``repo_pins`` (repository name ->
+    commit, from a lock) replaces the pinned commits of those recipe repositories."""
     registry = get_registry()
     dirs = resolve_recipes_dirs(recipes_dirs)
-    catalog = load_catalog(dirs, plugin_paths=registry.recipe_paths)
+    repos, repo_paths = session_repos(registry, repo_pins)
+    catalog = load_catalog(dirs, plugin_paths=registry.recipe_paths, repo_paths=repo_paths)
     if strict_mode():
         catalog.raise_errors()
     facts = FactStore.from_file(Path(facts_file), registry.detectors) if facts_file else FactStore(registry.detectors)
-    return Session(registry, catalog, facts, Cache(), dirs, Path(facts_file) if facts_file else None)
+    return Session(registry, catalog, facts, Cache(), dirs, Path(facts_file) if facts_file else None, repos)
 
 
 def strict_mode() -> bool:
@@ -278,7 +285,8 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
             facts_file = facts_file or locked["query"].get("facts_file")
     elif allow_drift:
         raise UsageError("--allow-drift applies to --lock FILE only")
-    session = open_session(recipes_dirs, facts_file)
+    pins = {r["name"]: r["commit"] for r in locked.get("repos", [])} if locked else None
+    session = open_session(recipes_dirs, facts_file, pins)
     the_plan = replay(locked, Path(lock), session, allow_drift) if locked and lock else \
         _resolve_plan(tags, inputs, session)
     chosen, settings = _checked_executor(session, the_plan, executor, options)
@@ -292,7 +300,7 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     run_id = new_run_id()
     run_dir = _make_run_dir(run_id, the_plan.root.recipe.name, output)
     _write_json(run_dir / "plan.json", the_plan.to_json())
-    lock_digest = write_lock(run_dir, the_plan, session.registry)
+    lock_digest = write_lock(run_dir, the_plan, session.registry, session.repos)
     request = ExecutionRequest(
         plan=the_plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
         lock_path=run_dir / "lock.json", run_id=run_id, settings=settings, jobs=jobs,
@@ -325,7 +333,8 @@ def run_provenance(lock_digest: str, session: Session, sweep: Mapping[str, Any] 
     from cmx_core.run.recording import Provenance
 
     return Provenance(lock_digest, [(p["name"], p["distribution"], p["version"])
-                                    for p in _plugins(session.registry)], sweep)
+                                    for p in _plugins(session.registry)], sweep,
+                      tuple(r.to_json() for r in session.repos))
 
 
 def interrupted_document(request: ExecutionRequest, provenance: Any) -> dict[str, Any]:
@@ -406,9 +415,13 @@ def replay(locked: Mapping[str, Any], lock_path: Path, session: Session,
 
     query = locked["query"]
     the_plan = _resolve_plan(query.get("tags", []), query.get("inputs", {}), session)
-    check_drift(locked, lock_document(the_plan, _plugins(session.registry, the_plan)), lock_path,
+    check_drift(locked, lock_document(the_plan, _plugins(session.registry, the_plan), _repos(session)), lock_path,
                 allow=allow_drift)
     return the_plan
+
+
+def _repos(session: Session) -> list[dict[str, str]]:
+    return [r.to_json() for r in session.repos]
 
 
 def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:
@@ -426,11 +439,11 @@ def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:
     return run_dir
 
 
-def write_lock(run_dir: Path, the_plan: Plan, registry: Registry) -> str:
-    """The lockfile of the resolved run; returns its digest."""
+def write_lock(run_dir: Path, the_plan: Plan, registry: Registry, repos: Sequence[RepoUse] = ()) -> str:
+    """The lockfile of the resolved run (with the recipe repositories' commits); returns its digest."""
     from cmx_core.run.lock import lock_document
 
-    lock = lock_document(the_plan, _plugins(registry, the_plan))
+    lock = lock_document(the_plan, _plugins(registry, the_plan), [r.to_json() for r in repos])
     _write_json(run_dir / "lock.json", lock)
     return digest(lock)
 
@@ -475,11 +488,19 @@ def _write_json(path: Path, value: Any) -> None:
 # -- catalog and facts --------------------------------------------------------------------
 
 
+def _catalog(recipes_dirs: Sequence[str | Path]) -> Catalog:
+    """The catalog of ``--recipes``, the environment, the recipe repositories, plugins and core."""
+    registry = get_registry()
+    _repos, repo_paths = session_repos(registry)
+    return load_catalog(tuple(Path(d) for d in recipes_dirs), plugin_paths=registry.recipe_paths,
+                        repo_paths=repo_paths)
+
+
 def list_recipes(tags: str | Sequence[str] = (), *, recipes_dirs: Sequence[str | Path] = (),
                  errors: list[str] | None = None) -> list[Recipe]:
     """Effective recipes having every given tag, sorted by name; the load errors of broken
     recipe files are appended to ``errors`` when given, else raised."""
-    catalog = load_catalog(tuple(Path(d) for d in recipes_dirs), plugin_paths=get_registry().recipe_paths)
+    catalog = _catalog(recipes_dirs)
     if errors is None:
         catalog.raise_errors()
     else:
@@ -489,7 +510,7 @@ def list_recipes(tags: str | Sequence[str] = (), *, recipes_dirs: Sequence[str |
 
 
 def show_recipe(name: str, *, recipes_dirs: Sequence[str | Path] = ()) -> Recipe:
-    catalog = load_catalog(tuple(Path(d) for d in recipes_dirs), plugin_paths=get_registry().recipe_paths)
+    catalog = _catalog(recipes_dirs)
     recipe = catalog.get(name)
     if recipe is None:
         first = next(iter(catalog.errors.values()), "")

@@ -24,7 +24,10 @@ _LABELS = {"variations": "variation", "inputs": "input", "steps": "step type", "
 """How a changed key of a mapping field is named in a drift line (``input n: 4 -> 5``)."""
 
 
-def lock_document(plan: Any, plugins: list[dict[str, str]]) -> dict[str, Any]:
+def lock_document(plan: Any, plugins: list[dict[str, str]],
+                  repos: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
+    """The lock of ``plan``; ``repos`` are the added recipe repositories (name, url,
+    commit, kind), which a replay checks out at these commits."""
     return {
         "cmx_version": __version__,
         "query": {"tags": list(plan.query.tags), "inputs": dict(plan.query.inputs),
@@ -37,6 +40,7 @@ def lock_document(plan: Any, plugins: list[dict[str, str]]) -> dict[str, Any]:
                    "facts_used": dict(n.facts_used), "recipe_text": _recipe_text(n.recipe.path)}
                   for n in plan.nodes],
         "plugins": plugins,
+        "repos": [dict(r) for r in repos],
     }
 
 
@@ -67,6 +71,7 @@ LOCK_SHAPE: dict[str, Any] = {
                 "variations": dict, "inputs": dict, "cache_key": _TEXT, "steps": dict, "facts_used": dict,
                 "recipe_text": _TEXT}],
     "plugins": [{"distribution!": str, "version!": _TEXT}],
+    "repos": [{"name!": str, "url": _TEXT, "commit!": str, "kind": _TEXT}],
 }
 """The shape of a lockfile as replay reads it: a mapping's keys (``!``: required; others may be
 absent, unknown ones are kept), ``[shape]`` a list of that shape, a type (or tuple of types) a

@@ -37,6 +37,7 @@ class Provenance:
     lock_digest: str
     plugins: Sequence[tuple[str, str, str]]
     sweep: Mapping[str, Any] | None = None  # {"id", "index", "point"} of a run that is a sweep point
+    repos: Sequence[Mapping[str, str]] = ()  # the recipe repositories: name, url, commit, kind
 
 
 def failed_outcome(started: float, error: RunError) -> ExecutionOutcome:
@@ -103,7 +104,7 @@ def run_record(request: ExecutionRequest, outcome: ExecutionOutcome, provenance:
         lock_digest=provenance.lock_digest,
         error=(error.message, error.node, error.step) if error else None,
         cached_measurement=outcome.cached_measurement(), system_extra=dict(outcome.system),
-        sweep=provenance.sweep, telemetry=outcome.telemetry,
+        sweep=provenance.sweep, repos=provenance.repos, telemetry=outcome.telemetry,
         error_cause=(error.cause, tuple(error.evidence)) if error and error.cause else None,
     )
 

@@ -191,7 +191,7 @@ def _prepare(batch: BatchSweep, session: Session, index: int, point: Mapping[str
         raise UsageError(f"{run_dir}: exists and is not an empty directory; run the sweep again (a new id)")
     run_dir.mkdir(parents=True, exist_ok=True)
     _write_json(run_dir / "plan.json", the_plan.to_json())
-    lock_digest = engine.write_lock(run_dir, the_plan, session.registry)
+    lock_digest = engine.write_lock(run_dir, the_plan, session.registry, session.repos)
     request = ExecutionRequest(plan=the_plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
                                lock_path=run_dir / "lock.json", run_id=new_run_id(), settings=settings,
                                use_cache=not batch.options.no_cache)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_cm.index import IndexEntry, ScriptIndex
-from cmx_cm.meta import ScriptMeta, load_script, script_dirs, script_stamp
+from cmx_cm.meta import ScriptMeta, find_meta_file, load_script, script_dirs, script_stamp
 from cmx_cm.translate import Issue, Translation, index_entry, translate
 from cmx_core.errors import CmxError, UsageError
 
@@ -214,6 +214,23 @@ def live_paths(value: str, cache_root: Path) -> list[Path]:
         import_collection(root, out, reuse=True, cache_detections=cache_detections())
         dirs.append(out)
     return dirs
+
+
+def is_repository(tree: Path) -> bool:
+    """A CM/MLC repository: a ``script/`` folder with at least one script (``_cm.yaml``,
+    ``_cm.json`` or MLC's ``meta.yaml``)."""
+    scripts = tree / "script"
+    return scripts.is_dir() and any(d.is_dir() and find_meta_file(d) is not None for d in scripts.iterdir())
+
+
+def repo_recipe_dirs(tree: Path, cache_root: Path) -> list[Path] | None:
+    """The translation of a checked-out CM/MLC repository (``cmx repo add``), kept per tree
+    as the live path keeps it per collection; None when ``tree`` is not one."""
+    if not is_repository(tree):
+        return None
+    out = live_dir(tree, cache_root)
+    import_collection(tree, out, reuse=True, cache_detections=cache_detections())
+    return [out]
 
 
 def issues_by_script(translations: Iterable[Translation]) -> Mapping[str, list[Issue]]:

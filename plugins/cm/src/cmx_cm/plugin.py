@@ -1,7 +1,9 @@
 """cmx-cm's hook implementations: the ``cm.script`` step type, the ``cmx import cm`` command
-and, when ``CMX_CM_PATH`` names collections, their live translation as a recipe source.
+and, when ``CMX_CM_PATH`` names collections, their live translation as a recipe source; a
+CM/MLC repository added with ``cmx repo add`` is translated the same way (``cmx_repo_recipes``).
 
-Importing this module is cheap: translation, the step and the CLI are imported when used.
+Importing this module loads the collection translator (``cmx_repo_recipes`` needs it); the
+step and the CLI are imported when used.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import Capabilities, Command, StepContext, StepOutput, StepType, hookimpl
+from cmx_cm.collection import live_paths, repo_recipe_dirs
+from cmx_core.api import Capabilities, Command, StepContext, StepOutput, StepType, cache_dir, hookimpl
 
 PLUGIN = "cmx-cm"
 
@@ -79,7 +82,10 @@ def cmx_recipe_paths() -> list[Path]:
     value = os.environ.get("CMX_CM_PATH", "")
     if not value.strip():
         return []
-    from cmx_cm.collection import live_paths
-    from cmx_core.api import cache_dir
-
     return live_paths(value, cache_dir())
+
+
+@hookimpl
+def cmx_repo_recipes(tree: Path) -> list[Path] | None:
+    """A CM/MLC repository added with ``cmx repo add``: its translation (docs/repos.md)."""
+    return repo_recipe_dirs(tree, cache_dir())

@@ -1,0 +1,109 @@
+"""``cmx repo add|list|update|rm``: recipe repositories, as ``cm pull repo`` / ``mlc pull
+repo`` (docs/repos.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from cmx_core.cli.listing import Listing, add_format_option, chosen_format, render
+from cmx_core.errors import UsageError
+from cmx_core.plugins.loader import get_registry
+from cmx_core.repos import store
+from cmx_core.repos.records import Repo, read_repos
+from cmx_core.run.engine import open_session
+from cmx_core.run.repo_sources import classifier
+
+SHORT = 12
+"""Characters of a commit id shown in listings."""
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    repo = sub.add_parser("repo", parents=[common], help="add, list, update and remove recipe repositories")
+    actions = repo.add_subparsers(dest="action", metavar="ACTION", parser_class=type(repo))
+    add = actions.add_parser("add", parents=[common], help="clone a git repository (URL, path or bundle) "
+                             "and add its recipes, pinned at a commit")
+    add.add_argument("source", metavar="URL|PATH", help="a git URL, a local git repository or a git bundle file")
+    add.add_argument("--ref", metavar="REV", help="branch, tag or commit to pin (default: its HEAD)")
+    add.add_argument("--name", help="the repository's name (default: from the URL or path)")
+    add.set_defaults(handler=cmd_add)
+    listing = actions.add_parser("list", parents=[common], help="the added repositories and their commits")
+    add_format_option(listing)
+    listing.set_defaults(handler=cmd_list)
+    update = actions.add_parser("update", parents=[common], help="fetch and pin the new commit of its ref")
+    update.add_argument("name", nargs="?", help="the repository (default: every one)")
+    update.set_defaults(handler=cmd_update)
+    rm = actions.add_parser("rm", parents=[common], help="remove a repository, its clone and its trees")
+    rm.add_argument("name", help="the repository")
+    rm.set_defaults(handler=cmd_rm)
+    repo.set_defaults(handler=lambda _args: _missing_action())
+
+
+def _missing_action() -> int:
+    raise UsageError("cmx repo: give an action: add, list, update or rm")
+
+
+def _row(repo: Repo) -> dict[str, Any]:
+    return {"name": repo.name, "url": repo.url, "ref": repo.ref, "commit": repo.commit, "kind": repo.kind,
+            "added_at": repo.added_at, "updated_at": repo.updated_at}
+
+
+def _recipe_count(name: str) -> int:
+    """The repository's recipes in the catalog, shadowed ones included."""
+    label = f"repo:{name}"
+    catalog = open_session().catalog
+    items = [*catalog.listed.values(), *(i for group in catalog.shadowed_listed.values() for i in group)]
+    return sum(1 for item in items if item.source == label)
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    repo = store.add(args.source, args.ref, args.name, classifier(get_registry()))
+    count = _recipe_count(repo.name)
+    if count == 0:
+        store.remove(repo.name)
+        raise UsageError(f"repo add {args.source}: no recipes in it at {repo.commit[:SHORT]} (neither cmx "
+                         "recipe files nor a collection a loaded plugin translates); nothing was added")
+    if args.json:
+        print(json.dumps({**_row(repo), "recipes": count}, indent=2))
+    elif not args.quiet:
+        print(f"added {repo.name} at {repo.commit[:SHORT]} ({count} recipes, {repo.kind}) from {repo.url}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    repos = read_repos()
+    fmt = chosen_format(args.format, args.json)
+    if fmt == "json":
+        print(json.dumps({"repos": [_row(r) for r in repos]}, indent=2))
+        return 0
+    rows = tuple((r.name, r.commit[:SHORT], r.kind, r.ref or "HEAD", r.url) for r in repos)
+    render(Listing("recipe repositories", ("NAME", "COMMIT", "KIND", "REF", "SOURCE"), rows), fmt)
+    return 0
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    names = [args.name] if args.name else [r.name for r in read_repos()]
+    classify = classifier(get_registry())
+    moves = [store.update(name, classify) for name in names]
+    if args.json:
+        print(json.dumps({"updated": [{"name": after.name, "from": before.commit, "to": after.commit}
+                                      for before, after in moves]}, indent=2))
+        return 0
+    for before, after in moves:
+        if before.commit == after.commit:
+            print(f"{after.name}: up to date at {after.commit[:SHORT]}")
+        else:
+            print(f"{after.name}: {before.commit[:SHORT]} -> {after.commit[:SHORT]}")
+    if not moves:
+        print("no repositories added; add one with: cmx repo add URL|PATH")
+    return 0
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    repo = store.remove(args.name)
+    if args.json:
+        print(json.dumps({"removed": _row(repo)}, indent=2))
+    else:
+        print(f"removed {repo.name} (was at {repo.commit[:SHORT]})")
+    return 0

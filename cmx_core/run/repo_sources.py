@@ -1,0 +1,83 @@
+"""The added recipe repositories as catalog sources, at their pinned commits or at the
+commits a lock recorded, and the record of them a lock and a result carry.
+
+A tree whose files are cmx recipes is a source as it is; a tree some plugin recognises (the
+``cmx_repo_recipes`` hook: cmx-cm for a CM/MLC script collection) is a source through the
+directories that plugin translates it into, so such a repository needs no import step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmx_core.errors import CmxError
+from cmx_core.plugins.registry import Registry
+from cmx_core.repos import store
+from cmx_core.repos.records import PLAIN, Repo, read_repos
+
+
+@dataclass(frozen=True)
+class RepoUse:
+    """A repository as one session sees it: where it came from and the commit used."""
+
+    name: str
+    url: str
+    commit: str
+    kind: str
+
+    @property
+    def label(self) -> str:
+        """The catalog source label of its recipes (a recipe's ``source``)."""
+        return f"repo:{self.name}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "url": self.url, "commit": self.commit, "kind": self.kind}
+
+
+def translated(registry: Registry, tree: Path) -> tuple[str, list[Path]] | None:
+    """(plugin, recipe directories) of the first plugin that recognises ``tree``."""
+    for impl in registry.hook.cmx_repo_recipes.get_hookimpls():
+        found = impl.function(tree=tree)
+        if found is not None:
+            return impl.plugin_name, [Path(p) for p in found]
+    return None
+
+
+def classifier(registry: Registry) -> store.Classify:
+    """The kind of a tree: the plugin translating it, else ``cmx``."""
+    def classify(tree: Path) -> str:
+        found = translated(registry, tree)
+        return found[0] if found else PLAIN
+    return classify
+
+
+def session_repos(registry: Registry, pins: Mapping[str, str] | None = None
+                  ) -> tuple[tuple[RepoUse, ...], list[tuple[str, Path]]]:
+    """The repositories in use and their (label, directory) sources, each at its pinned
+    commit or at ``pins[name]`` (a lock's commit). A pinned repository that is no longer
+    added is an error naming how to add it back."""
+    pins = dict(pins or {})
+    added = {r.name: r for r in read_repos()}
+    missing = [name for name in pins if name not in added]
+    if missing:
+        raise CmxError(f"the lock uses recipe repository {missing[0]!r} at {pins[missing[0]][:12]}, "
+                       f"which is not added; 'cmx repo add URL --name {missing[0]}' and run again")
+    uses, sources = [], []
+    for repo in added.values():
+        pinned = repo.at(pins[repo.name]) if repo.name in pins else repo
+        use = RepoUse(repo.name, repo.url, pinned.commit, repo.kind)
+        uses.append(use)
+        sources += [(use.label, directory) for directory in _directories(registry, pinned)]
+    return tuple(uses), sources
+
+
+def _directories(registry: Registry, repo: Repo) -> list[Path]:
+    tree = store.tree(repo.name, repo.commit)
+    if repo.kind == PLAIN:
+        return [tree]
+    found = translated(registry, tree)
+    if found is None:
+        raise CmxError(f"repo {repo.name}: no loaded plugin translates it (plugin '{repo.kind}' did when it "
+                       f"was added); install or enable that plugin, or 'cmx repo rm {repo.name}'")
+    return found[1]
