@@ -108,6 +108,19 @@ class Recorder:
         return [self.recipes]
 
     @hookimpl
+    def cmx_repo_recipes(self, tree: Path) -> list[Path] | None:
+        """A repository holding ``hooktest.txt`` (a greeting): one translated recipe."""
+        marker = tree / "hooktest.txt"
+        if not marker.is_file():
+            return None
+        out = self.recipes.parent / "translated" / tree.name
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "hooktest-greet.yaml").write_text(RECIPE.replace("hooktest-echo", "hooktest-greet").replace(
+            "[hooktest, echo]", "[hooktest, greet]").replace("hi", marker.read_text().strip()), encoding="utf-8")
+        self.events.append(("repo", tree.name))
+        return [out]
+
+    @hookimpl
     def cmx_node_started(self, node_id: str, recipe: str, cached: bool) -> None:
         self.events.append(("started", recipe, cached))
 
@@ -260,3 +273,21 @@ def test_cmx_node_failed_reaches_the_plugin_through_the_event_sink(recorder: Rec
     registry_events(plugins.get_registry())("cmx_node_failed", node_id="n1", recipe="hooktest-echo",
                                             error="step 1 exited 3", wall_s=0.5)
     assert ("failed", "hooktest-echo", "step 1 exited 3", True) in recorder.events
+
+
+def test_cmx_repo_recipes_translates_an_added_repository(recorder: Recorder, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+
+    source = tmp_path / "foreign"
+    source.mkdir()
+    (source / "hooktest.txt").write_text("bonjour\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "hooktest.txt"], ["commit", "-q", "-m", "greeting"]):
+        subprocess.run(["git", "-C", str(source), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+                       check=True, capture_output=True)
+    assert main(["repo", "add", str(source), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "hooktest"
+    result = api.run(tags="hooktest,greet")
+    assert result.document["outputs"]["echoed"] == "bonjour"
+    assert result.document["provenance"]["repos"][0]["kind"] == "hooktest"
+    assert [e for e in recorder.events if e[0] == "repo"]  # translated from the checked-out tree
