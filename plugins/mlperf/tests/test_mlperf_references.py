@@ -68,3 +68,16 @@ def test_detected_weights_digest_is_what_the_result_records(tiny_llama: Path) ->
     recorded = local_model_info(tiny_llama)
     assert detected.weights_digest is not None and detected.weights_digest == recorded["sha256"]
     assert detected.digest != detected.weights_digest  # the manifest covers every file, not only weights
+
+
+def test_published_checksums_are_well_formed_and_cite_their_script() -> None:
+    """Each checksum is hex of its algorithm's length; one taken from MLC's scripts names the
+    script's meta file it was read from (the resnet50 weights: both ONNX exports)."""
+    lengths = {"md5": 32, "sha256": 64}
+    for ref in references.REFERENCES:
+        if ref.checksum is not None:
+            assert ref.algorithm in lengths and len(ref.checksum) == lengths[ref.algorithm]
+            assert int(ref.checksum, 16) >= 0 and ref.checksum == ref.checksum.lower()
+    weights = references.references("resnet50", "weights")
+    assert {w.checksum for w in weights} == {"a638cf028b5870da29e09ccc2f7182e7", "f6a4da60cd5f084d97efc2c1ddb10beb"}
+    assert all("script/get-ml-model-resnet50/meta.yaml" in w.source for w in weights)
