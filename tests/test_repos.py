@@ -131,7 +131,7 @@ def test_a_lock_naming_a_removed_repository_says_how_to_add_it(cli: Cli, tmp_pat
     assert cli("repo", "rm", "greetings").code == 0
     again = cli("run", "--lock", str(lock))
     assert again.code == 2 and len(again.err_lines) == 1 and "Traceback" not in again.err
-    assert "recipe repository 'greetings'" in again.err and "cmx repo add URL --name greetings" in again.err
+    assert "recipe repository 'greetings'" in again.err and f"cmx repo add {source} --name greetings" in again.err
 
 
 @pytest.mark.parametrize(("args", "needle"), [

@@ -30,7 +30,7 @@ from cmx_core.providers.types import ExecutorSettings, RunError
 from cmx_core.recipes.model import Recipe, split_tags
 from cmx_core.resolve.decision import Decision
 from cmx_core.resolve.resolver import Resolution, Resolver
-from cmx_core.run.repo_sources import RepoUse, session_repos
+from cmx_core.run.repo_sources import RepoUse, lock_pins, session_repos
 from cmx_core.run.runids import new_run_id, run_dir_name
 
 if TYPE_CHECKING:
@@ -57,9 +57,9 @@ def resolve_recipes_dirs(recipes_dirs: Sequence[str | Path]) -> tuple[Path, ...]
 
 
 def open_session(recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None,
-                 repo_pins: Mapping[str, str] | None = None) -> Session:
-    """Plugins, catalog, facts and cache for one command; ``repo_pins`` (repository name ->
-    commit, from a lock) replaces the pinned commits of those recipe repositories."""
+                 repo_pins: Mapping[str, RepoUse] | None = None) -> Session:
+    """Plugins, catalog, facts and cache for one command; ``repo_pins`` (a lock's recipe
+    repositories by name) replaces the pinned commits of those repositories."""
     registry = get_registry()
     dirs = resolve_recipes_dirs(recipes_dirs)
     repos, repo_paths = session_repos(registry, repo_pins)
@@ -285,8 +285,7 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
             facts_file = facts_file or locked["query"].get("facts_file")
     elif allow_drift:
         raise UsageError("--allow-drift applies to --lock FILE only")
-    pins = {r["name"]: r["commit"] for r in locked.get("repos", [])} if locked else None
-    session = open_session(recipes_dirs, facts_file, pins)
+    session = open_session(recipes_dirs, facts_file, lock_pins(locked))
     the_plan = replay(locked, Path(lock), session, allow_drift) if locked and lock else \
         _resolve_plan(tags, inputs, session)
     chosen, settings = _checked_executor(session, the_plan, executor, options)

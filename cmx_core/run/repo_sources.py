@@ -7,9 +7,11 @@ directories that plugin translates it into, so such a repository needs no import
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cmx_core.errors import CmxError
 from cmx_core.plugins.registry import Registry
@@ -52,20 +54,29 @@ def classifier(registry: Registry) -> store.Classify:
     return classify
 
 
-def session_repos(registry: Registry, pins: Mapping[str, str] | None = None
+def lock_pins(locked: Mapping[str, Any] | None) -> dict[str, RepoUse] | None:
+    """The repositories a lock recorded, by name (None without a lock)."""
+    if locked is None:
+        return None
+    return {r["name"]: RepoUse(r["name"], r.get("url") or "URL", r["commit"], r.get("kind") or PLAIN)
+            for r in locked.get("repos", [])}
+
+
+def session_repos(registry: Registry, pins: Mapping[str, RepoUse] | None = None
                   ) -> tuple[tuple[RepoUse, ...], list[tuple[str, Path]]]:
     """The repositories in use and their (label, directory) sources, each at its pinned
-    commit or at ``pins[name]`` (a lock's commit). A pinned repository that is no longer
-    added is an error naming how to add it back."""
+    commit or at the commit ``pins`` (a lock's, :func:`lock_pins`) gives it. A pinned
+    repository that is no longer added is an error naming the command that adds it back."""
     pins = dict(pins or {})
     added = {r.name: r for r in read_repos()}
-    missing = [name for name in pins if name not in added]
+    missing = [use for name, use in pins.items() if name not in added]
     if missing:
-        raise CmxError(f"the lock uses recipe repository {missing[0]!r} at {pins[missing[0]][:12]}, "
-                       f"which is not added; 'cmx repo add URL --name {missing[0]}' and run again")
+        use = missing[0]
+        raise CmxError(f"the lock uses recipe repository {use.name!r} at {use.commit[:12]}, which is not added "
+                       f"here; 'cmx repo add {shlex.quote(use.url)} --name {use.name}' and run again")
     uses, sources = [], []
     for repo in added.values():
-        pinned = repo.at(pins[repo.name]) if repo.name in pins else repo
+        pinned = repo.at(pins[repo.name].commit) if repo.name in pins else repo
         use = RepoUse(repo.name, repo.url, pinned.commit, repo.kind)
         uses.append(use)
         sources += [(use.label, directory) for directory in _directories(registry, pinned)]
