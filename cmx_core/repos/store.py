@@ -17,13 +17,15 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-from filelock import FileLock
+from typing import TYPE_CHECKING
 
 from cmx_core import paths
 from cmx_core.errors import CmxError, UsageError
 from cmx_core.repos.git import GitFailed, git, resolve_commit
 from cmx_core.repos.records import PLAIN, Repo, check_name, read_repos, write_repos
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 Classify = Callable[[Path], str]
 """The kind of a checked-out tree (``cmx``, or the plugin that translates it)."""
@@ -40,6 +42,8 @@ def clone_dir(name: str) -> Path:
 
 
 def _lock() -> FileLock:
+    from filelock import FileLock  # deferred: heavy, and every session imports this module
+
     repos_root().mkdir(parents=True, exist_ok=True)
     return FileLock(str(repos_root() / ".lock"))
 
