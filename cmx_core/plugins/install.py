@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx_core.errors import UsageError
+from cmx_core.plugins.local_source import build_options, is_local_path, read_local_source
 from cmx_core.plugins.registry_yaml import Entry, RegistryFile, normalize, pip_requirement
 
 PIP = (sys.executable, "-m", "pip")
@@ -92,8 +93,10 @@ def index_disabled() -> bool:
 
 def install_command(registry: RegistryFile, names: list[str], *, editable: bool = False,
                     upgrade: bool = False) -> list[str]:
-    """The pip command installing ``names`` (with extras) and the plugins they need."""
-    wanted = [Wanted.parse(n) for n in names]
+    """The pip command installing ``names`` (with extras) and the plugins they need. A name
+    that is a path (``./cmx-acme``) is a plugin's source directory (:mod:`.local_source`)."""
+    wanted = [Wanted.parse(n) for n in names if not is_local_path(n)]
+    local = [read_local_source(n) for n in names if is_local_path(n)]
     chosen: list[tuple[Entry, Wanted]] = []
     pending = list(wanted)
     while pending:
@@ -117,6 +120,10 @@ def install_command(registry: RegistryFile, names: list[str], *, editable: bool 
             command.append(requirement + item.suffix())
         else:
             command.append(f"{entry.source.index}{item.suffix()}{entry.source.version or ''}")
+    for source in local:
+        options = build_options(source, editable=editable, index_off=index_disabled())
+        command[4:4] = [o for o in options if o not in command]
+        command += source.requirement(editable)
     return command
 
 
