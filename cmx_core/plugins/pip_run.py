@@ -23,6 +23,8 @@ _PROGRESS = ("Processing", "Obtaining", "Collecting", "Building", "Successfully"
              "Looking in", "Found existing", "Uninstalling", "Attempting")
 _MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
 _ERROR_LINE = re.compile(r"^ERROR: (.+)$")
+_NOT_A_CAUSE = (" ", "hint:", "note:", "\u2570", "\u2502", "\u00d7")  # indented, pip's hints and box drawing
+_EXCEPTION = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$")
 
 
 def log_dir() -> Path:
@@ -60,8 +62,11 @@ def failure_cause(lines: Iterable[str]) -> str:
         if found:
             return (f"the build needs the Python module '{found[1]}', which is not installed in this "
                     "environment")
+    raised = [m for m in (_EXCEPTION.match(line) for line in text) if m]
+    if raised:
+        return f"the build failed with {raised[-1][1]}: {raised[-1][2].strip()}"
     errors = [m[1] for m in (_ERROR_LINE.match(line) for line in text) if m]
     if errors:
         return errors[-1].rstrip(".")
-    useful = [line.strip() for line in text if line.strip() and not line.startswith(" ")]
+    useful = [line.strip() for line in text if line.strip() and not line.startswith(_NOT_A_CAUSE)]
     return useful[-1] if useful else "no output"

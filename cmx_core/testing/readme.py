@@ -14,14 +14,16 @@ from pathlib import Path
 import yaml
 
 from cmx_core.plugins.loader import load_registry
+from cmx_core.plugins.registry import Registry
 
 BEGIN = "<!-- cmx:provides -->"
 END = "<!-- /cmx:provides -->"
 
 
-def provides_lines(plugin: str) -> list[str]:
-    """``- KIND: name, name`` for each kind of provider ``plugin`` registers, sorted."""
-    registry = load_registry()
+def provides_lines(plugin: str, registry: Registry | None = None) -> list[str]:
+    """``- KIND: name, name`` for each kind of provider ``plugin`` registers, sorted; from a
+    fresh load of the installed plugins unless ``registry`` is given."""
+    registry = registry or load_registry()
     registry.collect_all()  # providers are registered lazily, on first use
     info = registry.plugins.get(plugin)
     if info is None:
@@ -51,9 +53,9 @@ def readme_block(text: str) -> list[str] | None:
     return [line for line in inside.strip().splitlines() if line.strip()]
 
 
-def readme_problems(plugin: str, readme: Path) -> list[str]:
+def readme_problems(plugin: str, readme: Path, registry: Registry | None = None) -> list[str]:
     """Empty when ``readme``'s provides block lists exactly what ``plugin`` provides."""
-    want = provides_lines(plugin)
+    want = provides_lines(plugin, registry)
     have = readme_block(readme.read_text(encoding="utf-8"))
     paste = "\n".join([BEGIN, *want, END])
     if have is None:
