@@ -60,7 +60,8 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def dev_loop(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+def dev_loop(wheelhouse: Path,
+             tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     home = tmp_path_factory.mktemp("home")
     env = _clean_env(HOME=str(home), PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheelhouse),
                      PIP_DISABLE_PIP_VERSION_CHECK="1", CMX_HOME=str(home / "cmx"))
@@ -80,7 +81,7 @@ def test_the_doc_block_is_the_loop_it_describes() -> None:
 
 
 def test_the_scaffolded_suite_passes_the_kit_in_its_own_venv(dev_loop) -> None:
-    home, done = dev_loop
+    _, done = dev_loop
     summary = re.search(r"(\d+) passed", done.stdout)
     assert summary and int(summary[1]) >= 15 and " failed" not in done.stdout and " error" not in done.stdout
     assert "Traceback" not in done.stderr
