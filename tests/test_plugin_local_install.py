@@ -173,3 +173,20 @@ def test_the_suite_scaffold_registers_its_suite_and_its_readme_is_current(
     assert out.result.status == "valid" and out.result.metrics["items_per_second"].unit == "items/s"
     for name in ("cmx_acme_bench.measure", "cmx_acme_bench.plugin", "cmx_acme_bench"):
         sys.modules.pop(name, None)
+
+
+# --------------------------------------------------------------------------- in-tree --editable
+
+
+def test_an_in_tree_editable_install_offline_builds_here_or_names_the_fix(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    real = local_source.module_available
+    monkeypatch.setattr(local_source, "module_available", lambda name: name != "editables" and real(name))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    code, doc, _ = _dry_run(capsys, "cmx-textstats", "--editable")  # dev-mode-dirs: a plain .pth
+    assert code == 0 and doc is not None and "--no-build-isolation" in doc["command"]
+    code, _, err = _dry_run(capsys, "cmx-mlperf", "--editable")  # hatchling's editables mode
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "'editables' package" in err
+    monkeypatch.delenv("PIP_NO_INDEX")  # with an index, pip's isolated build fetches editables
+    code, doc, _ = _dry_run(capsys, "cmx-mlperf", "--editable")
+    assert code == 0 and doc is not None and "--no-build-isolation" not in doc["command"]

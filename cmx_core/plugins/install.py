@@ -110,7 +110,7 @@ def install_command(registry: RegistryFile, names: list[str], *, editable: bool 
     if upgrade:
         command.append("--upgrade")
     if any(e.source.path for e, _ in chosen):
-        command += _in_tree_build_options()
+        command += _in_tree_build_options(registry, [e for e, _ in chosen if e.source.path], editable)
     for entry, item in chosen:
         if entry.state == "deprecated":
             print(f"cmx: warning: {entry.name} is deprecated; use {entry.deprecated_by}", file=sys.stderr)
@@ -127,13 +127,30 @@ def install_command(registry: RegistryFile, names: list[str], *, editable: bool 
     return command
 
 
-def _in_tree_build_options() -> list[str]:
+def _in_tree_build_options(registry: RegistryFile, entries: list[Entry], editable: bool) -> list[str]:
     if backend_available():
-        return ["--no-build-isolation"]
+        return _editable_options(registry, entries) if editable else ["--no-build-isolation"]
     if index_disabled():
         raise UsageError("in-tree plugins build with hatchling, which is not installed here, and PIP_NO_INDEX "
                          "turns the index off: install it first (pip install hatchling) or unset PIP_NO_INDEX")
     return []
+
+
+def _editable_options(registry: RegistryFile, entries: list[Entry]) -> list[str]:
+    """``--no-build-isolation`` when every in-tree source builds editable with what is here;
+    else, with an index, pip's isolated build (it fetches ``editables``); offline, the error
+    :func:`~cmx_core.plugins.local_source.build_options` gives."""
+    for entry in entries:
+        folder = registry.root / entry.source.path
+        if not (folder / "pyproject.toml").is_file():
+            continue  # no checkout beside the registry: pip_requirement says so
+        try:
+            build_options(read_local_source(str(folder)), editable=True, index_off=index_disabled())
+        except UsageError:
+            if index_disabled():
+                raise
+            return []
+    return ["--no-build-isolation"]
 
 
 def _check_extras(registry: RegistryFile, entry: Entry, item: Wanted) -> None:
