@@ -141,7 +141,7 @@ def _editable_options(registry: RegistryFile, entries: list[Entry]) -> list[str]
     else, with an index, pip's isolated build (it fetches ``editables``); offline, the error
     :func:`~cmx_core.plugins.local_source.build_options` gives."""
     for entry in entries:
-        folder = registry.root / entry.source.path
+        folder = registry.root / (entry.source.path or ".")
         if not (folder / "pyproject.toml").is_file():
             continue  # no checkout beside the registry: pip_requirement says so
         try:
