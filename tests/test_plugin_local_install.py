@@ -190,3 +190,14 @@ def test_an_in_tree_editable_install_offline_builds_here_or_names_the_fix(
     monkeypatch.delenv("PIP_NO_INDEX")  # with an index, pip's isolated build fetches editables
     code, doc, _ = _dry_run(capsys, "cmx-mlperf", "--editable")
     assert code == 0 and doc is not None and "--no-build-isolation" not in doc["command"]
+
+
+def test_the_hello_scaffolds_readme_is_checked_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert main(["plugins", "new", "acme-hi", "--dir", str(tmp_path)]) == 0
+    target = tmp_path / "cmx-acme-hi"
+    monkeypatch.syspath_prepend(str(target / "src"))
+    registry = plugins.load_registry(extra=[("acme-hi", importlib.import_module("cmx_acme_hi.plugin"))])
+    assert readme_problems("acme-hi", target / "README.md", registry) == []
+    assert "readme_problems(\"acme-hi\"" in (target / "tests" / "test_acme_hi_hello.py").read_text()
+    for name in ("cmx_acme_hi.plugin", "cmx_acme_hi"):
+        sys.modules.pop(name, None)
