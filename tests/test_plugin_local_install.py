@@ -120,7 +120,7 @@ def test_a_failed_build_is_one_line_naming_the_cause_and_the_log(tmp_path: Path,
     assert main(["plugins", "install", str(root)]) == 1
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("cmx: error:")]
-    assert len(errors) == 1 and "Traceback" not in err
+    assert len(errors) == 1 and "Traceback" not in err and "Processing " in err  # pip's progress, one line
     assert errors[0].startswith("cmx: error: pip exited 1: ")
     assert "the build failed with ValueError: Missing `tool.hatch.version` configuration" in errors[0]
     log = Path(errors[0].split("the full output is in ", 1)[1].split(" ", 1)[0])
