@@ -11,19 +11,23 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
+import site
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cmx_core.errors import CmxError, StepFailed, UsageError
+from cmx_core.errors import CmxError, UsageError
+from cmx_core.plugins.install import shell_line
+from cmx_core.plugins.pip_run import run_pip as run_pip_quietly
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cmx_core.plugins.registry_yaml import Entry, RegistryFile
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "plugin"
+TEMPLATE_ROOT = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES = TEMPLATE_ROOT / "plugin"
+SUITE_TEMPLATES = TEMPLATE_ROOT / "suite"
 _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 
@@ -63,6 +67,9 @@ def add_parser(subparsers: Any) -> None:
     new.add_argument("--dir", type=Path, default=None,
                      help="parent directory of the new package (default: the current one)")
     new.add_argument("--summary", default=None, help="one-line description")
+    new.add_argument("--suite", action="store_true",
+                     help="scaffold a measuring suite: its result-section schema, a measured step, a recipe "
+                          "with `measures: true` and the conformance test")
 
 
 def common_parents() -> list[argparse.ArgumentParser]:
@@ -307,17 +314,8 @@ def uninstall_command(names: list[str]) -> list[str]:
 
 
 def run_pip(command: list[str]) -> None:
-    """Run pip, streaming its output to stderr (stdout stays for ``--json``)."""
-    from cmx_core.plugins.install import shell_line
-
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True) as process:
-        assert process.stdout is not None
-        for line in process.stdout:
-            sys.stderr.write(line)
-        code = process.wait()
-    if code != 0:
-        raise StepFailed(f"pip exited {code}: {shell_line(command)}")
+    """Run pip, its progress on stderr (stdout stays for ``--json``), a failure in one line."""
+    run_pip_quietly(command, shell_line(command))
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -341,6 +339,8 @@ def _after_pip(args: argparse.Namespace, command: list[str], names: list[str]) -
     from cmx_core.plugins.loader import reset_registry
 
     importlib.invalidate_caches()
+    for folder in site.getsitepackages():  # an editable install's new .pth puts its src/ on sys.path
+        site.addsitedir(folder)
     reset_registry()
     doc: dict[str, Any] = {"command": command, "shell": shell_line(command), "dry_run": args.dry_run,
                            "names": names}
@@ -388,26 +388,29 @@ def core_requirement() -> str:
     return f">={v.major}.{v.minor},<{upper}"
 
 
-def scaffold_plugin(name: str, parent: Path, summary: str | None = None) -> Path:
-    """Render the plugin template into ``parent/cmx-NAME``; refuses a non-empty target."""
-    import jinja2
+def scaffold_plugin(name: str, parent: Path, summary: str | None = None, *, suite: bool = False) -> Path:
+    """Render the plugin template (or, with ``suite``, the suite template) into
+    ``parent/cmx-NAME``; refuses a non-empty target."""
+    import jinja2  # deferred: heavy, only `cmx plugins new` renders templates
 
+    templates = SUITE_TEMPLATES if suite else TEMPLATES
     names = Scaffold.from_name(name, summary)
     target = parent / names.distribution
     if target.exists() and any(target.iterdir()):
         raise UsageError(f"{target} exists and is not empty; choose another --dir or name")
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True,
+        loader=jinja2.FileSystemLoader(str(templates)), keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined, autoescape=False)
-    context = {**vars(names), "step": f"{names.short}.hello",
-               "module": names.package, "test_prefix": names.short.replace("-", "_")}
-    for template in sorted(TEMPLATES.rglob("*.j2")):
-        relative = template.relative_to(TEMPLATES).as_posix()[: -len(".j2")]
+    underscored = names.short.replace("-", "_")
+    context = {**vars(names), "step": f"{names.short}.{'measure' if suite else 'hello'}",
+               "module": names.package, "test_prefix": underscored, "section": underscored}
+    for template in sorted(templates.rglob("*.j2")):
+        relative = template.relative_to(templates).as_posix()[: -len(".j2")]
         relative = relative.replace("PKG", names.package).replace(
             "NAME", context["test_prefix"]).replace("SHORT", names.short)
         out = target / relative
         out.parent.mkdir(parents=True, exist_ok=True)
-        rendered = env.get_template(template.relative_to(TEMPLATES).as_posix()).render(context)
+        rendered = env.get_template(template.relative_to(templates).as_posix()).render(context)
         out.write_text(rendered, encoding="utf-8")
     return target
 
@@ -415,13 +418,13 @@ def scaffold_plugin(name: str, parent: Path, summary: str | None = None) -> Path
 def cmd_new(args: argparse.Namespace) -> int:
     parent = (args.dir or Path.cwd()).expanduser()
     try:
-        target = scaffold_plugin(args.name, parent, args.summary)
+        target = scaffold_plugin(args.name, parent, args.summary, suite=args.suite)
     except OSError as exc:
         raise CmxError(f"cannot write the plugin into {parent}: {exc.strerror}") from None
     files = sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
     _emit(args, {"path": str(target), "files": files},
-          f"created {target}\n  next: pip install -e '{target}[test]' && "
-          f"python -m pytest {target / 'tests'}")
+          f"created {target}\n  next: cmx plugins install --editable {shell_line([f'{target}[test]'])} && "
+          f"python -m pytest {shell_line([str(target / 'tests')])}")
     return 0
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx_core.errors import UsageError
+from cmx_core.plugins.local_source import build_options, is_local_path, read_local_source
 from cmx_core.plugins.registry_yaml import Entry, RegistryFile, normalize, pip_requirement
 
 PIP = (sys.executable, "-m", "pip")
@@ -92,8 +93,10 @@ def index_disabled() -> bool:
 
 def install_command(registry: RegistryFile, names: list[str], *, editable: bool = False,
                     upgrade: bool = False) -> list[str]:
-    """The pip command installing ``names`` (with extras) and the plugins they need."""
-    wanted = [Wanted.parse(n) for n in names]
+    """The pip command installing ``names`` (with extras) and the plugins they need. A name
+    that is a path (``./cmx-acme``) is a plugin's source directory (:mod:`.local_source`)."""
+    wanted = [Wanted.parse(n) for n in names if not is_local_path(n)]
+    local = [read_local_source(n) for n in names if is_local_path(n)]
     chosen: list[tuple[Entry, Wanted]] = []
     pending = list(wanted)
     while pending:
@@ -107,7 +110,7 @@ def install_command(registry: RegistryFile, names: list[str], *, editable: bool 
     if upgrade:
         command.append("--upgrade")
     if any(e.source.path for e, _ in chosen):
-        command += _in_tree_build_options()
+        command += _in_tree_build_options(registry, [e for e, _ in chosen if e.source.path], editable)
     for entry, item in chosen:
         if entry.state == "deprecated":
             print(f"cmx: warning: {entry.name} is deprecated; use {entry.deprecated_by}", file=sys.stderr)
@@ -117,16 +120,37 @@ def install_command(registry: RegistryFile, names: list[str], *, editable: bool 
             command.append(requirement + item.suffix())
         else:
             command.append(f"{entry.source.index}{item.suffix()}{entry.source.version or ''}")
+    for source in local:
+        options = build_options(source, editable=editable, index_off=index_disabled())
+        command[4:4] = [o for o in options if o not in command]
+        command += source.requirement(editable)
     return command
 
 
-def _in_tree_build_options() -> list[str]:
+def _in_tree_build_options(registry: RegistryFile, entries: list[Entry], editable: bool) -> list[str]:
     if backend_available():
-        return ["--no-build-isolation"]
+        return _editable_options(registry, entries) if editable else ["--no-build-isolation"]
     if index_disabled():
         raise UsageError("in-tree plugins build with hatchling, which is not installed here, and PIP_NO_INDEX "
                          "turns the index off: install it first (pip install hatchling) or unset PIP_NO_INDEX")
     return []
+
+
+def _editable_options(registry: RegistryFile, entries: list[Entry]) -> list[str]:
+    """``--no-build-isolation`` when every in-tree source builds editable with what is here;
+    else, with an index, pip's isolated build (it fetches ``editables``); offline, the error
+    :func:`~cmx_core.plugins.local_source.build_options` gives."""
+    for entry in entries:
+        folder = registry.root / (entry.source.path or ".")
+        if not (folder / "pyproject.toml").is_file():
+            continue  # no checkout beside the registry: pip_requirement says so
+        try:
+            build_options(read_local_source(str(folder)), editable=True, index_off=index_disabled())
+        except UsageError:
+            if index_disabled():
+                raise
+            return []
+    return ["--no-build-isolation"]
 
 
 def _check_extras(registry: RegistryFile, entry: Entry, item: Wanted) -> None:

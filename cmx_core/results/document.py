@@ -25,6 +25,10 @@ _BENCHMARK_KEYS = (
     "suite", "suite_version", "task", "scenario", "mode", "division", "variant",
     "mlperf_name", "availability", "primary_metric",
 )
+_OMITTED_WHEN_NULL = ("division", "mlperf_name", "availability")
+"""Keys only some suites have: absent, not ``null``, from the results of the others. MLPerf's
+``mlperf_name`` and ``availability`` belong in its ``mlperf`` section (older results carry
+them here; :mod:`cmx_core.results.suite_fields` reads both)."""
 _SOFTWARE_OVERRIDES = ("framework", "framework_version")
 
 
@@ -126,12 +130,11 @@ def _benchmark(record: RunRecord) -> dict[str, Any]:
     benchmark: dict[str, Any] = dict.fromkeys(_BENCHMARK_KEYS)
     benchmark.update(suite="custom", suite_version=record.recipe_version, task=record.recipe_name)
     part = record.part
-    if part is None:
-        return benchmark
-    benchmark.update(json_safe(dict(part.benchmark)))
-    if benchmark["primary_metric"] is None and len(part.metrics) == 1:
-        benchmark["primary_metric"] = next(iter(part.metrics))
-    return benchmark
+    if part is not None:
+        benchmark.update(json_safe(dict(part.benchmark)))
+        if benchmark["primary_metric"] is None and len(part.metrics) == 1:
+            benchmark["primary_metric"] = next(iter(part.metrics))
+    return {k: v for k, v in benchmark.items() if v is not None or k not in _OMITTED_WHEN_NULL}
 
 
 def _metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:

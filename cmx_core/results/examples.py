@@ -93,7 +93,7 @@ def mlperf_part(samples_per_second: float = 1234.5, p99_ns: int = 41_000_000) ->
         status="valid",
         benchmark={"suite": "mlperf-inference", "suite_version": "5.0", "task": "resnet50",
                    "scenario": "Offline", "mode": "PerformanceOnly", "division": "closed",
-                   "mlperf_name": "resnet", "variant": "99", "primary_metric": "samples_per_second"},
+                   "variant": "99", "primary_metric": "samples_per_second"},
         metrics={
             "samples_per_second": Metric(samples_per_second, "samples/s", True),
             "latency_p99_ns": Metric(p99_ns, "ns", False),
@@ -101,7 +101,8 @@ def mlperf_part(samples_per_second: float = 1234.5, p99_ns: int = 41_000_000) ->
         sections={
             "mlperf": {"result_validity": "VALID", "min_duration_met": True, "min_queries_met": True,
                        "early_stopping_met": True, "perf_constraints_met": True, "query_count": 1,
-                       "loadgen_version": "5.0.4", "effective": {"min_duration_ms": 600_000}},
+                       "loadgen_version": "5.0.4", "effective": {"min_duration_ms": 600_000},
+                       "mlperf_name": "resnet", "availability": "available"},
             "model": {"name": "resnet50-v1.5", "mlperf_name": "resnet", "number_of_parameters": 25_600_000,
                       "weight_data_types": "fp16"},
             "software": {"framework": "pytorch", "framework_version": "2.5.1"},

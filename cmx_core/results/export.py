@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import ResultsError, UsageError
+from cmx_core.results.suite_fields import mlperf_field
 from cmx_core.results.writer import atomic_write_text
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def _open_mlperf(doc: Mapping[str, Any]) -> dict[str, Any]:
         "metrics.accuracy": (metrics.get("accuracy") or {}).get("value"),
         "metrics.units": primary.get("unit"),
         "model.name": model.get("name") or bench["task"],
-        "model.mlperf_name": model.get("mlperf_name") or bench.get("mlperf_name"),
+        "model.mlperf_name": model.get("mlperf_name") or mlperf_field(doc, "mlperf_name"),
         "model.architecture": model.get("architecture"),
         "model.number_of_parameters": model.get("number_of_parameters"),
         "model.weight_data_types": model.get("weight_data_types"),
@@ -110,8 +111,8 @@ def _open_mlperf(doc: Mapping[str, Any]) -> dict[str, Any]:
         "submission.organization": None,
         "submission.division": bench.get("division"),
         "submission.scenario": bench.get("scenario"),
-        "submission.availability": bench.get("availability"),
-        "benchmark.name": bench.get("mlperf_name") or bench["task"],
+        "submission.availability": mlperf_field(doc, "availability"),
+        "benchmark.name": mlperf_field(doc, "mlperf_name") or bench["task"],
         "benchmark.version": bench.get("suite_version"),
         "datetime": doc["created_at"],
         "system.price_per_hour": cost.get("price_per_hour_usd"),

@@ -425,8 +425,13 @@ def test_system_type_input_decides_and_conflicts_are_refused(runs: list[Any]) ->
     datacenter = dict(doc, outputs={**doc["outputs"], "system_type": "datacenter"})
     with pytest.raises(UsageError, match=r"llama3\.1-8b SingleStream has no place .*--system_type=edge$"):
         common.placement(datacenter)
-    edge_model = dict(doc, benchmark={**doc["benchmark"], "mlperf_name": "llama3_1-8b-edge", "scenario": "Offline"})
+    edge_model = dict(doc, benchmark={**doc["benchmark"], "scenario": "Offline"},
+                      mlperf={**doc["mlperf"], "mlperf_name": "llama3_1-8b-edge"})
     assert common.placement(edge_model) == ("llama3.1-8b-edge", "edge")
+    # an older result, with MLPerf's name in `benchmark` and none in its section, reads the same
+    older = dict(edge_model, benchmark={**edge_model["benchmark"], "mlperf_name": "llama3_1-8b-edge"},
+                 mlperf={k: v for k, v in doc["mlperf"].items() if k != "mlperf_name"})
+    assert common.placement(older) == ("llama3.1-8b-edge", "edge")
     with pytest.raises(UsageError, match="is an edge benchmark"):
         common.placement(dict(edge_model, outputs={"system_type": "datacenter"}))
     # CMX_SYSTEM_TYPE (the detected system.type) is the default when the input is auto

@@ -73,7 +73,10 @@ def system_id(doc: Mapping[str, Any]) -> str:
 
 
 def benchmark_name(doc: Mapping[str, Any]) -> str:
-    key = str((doc.get("benchmark") or {}).get("mlperf_name") or doc["benchmark"]["task"])
+    """MLPerf's name of the run's benchmark: ``mlperf.mlperf_name``, else the older
+    ``benchmark.mlperf_name`` (results written before it moved), else the task."""
+    own = (doc.get("mlperf") or {}).get("mlperf_name") or (doc.get("benchmark") or {}).get("mlperf_name")
+    key = str(own or doc["benchmark"]["task"])
     return SUBMISSION_BENCHMARK.get(key, key.replace("_", "."))
 
 

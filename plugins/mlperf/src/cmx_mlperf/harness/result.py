@@ -329,11 +329,11 @@ def build_part(log: DetailLog, spec: LoadgenSpec, report: dict[str, Any], log_di
         mlperf["ttft_ns"] = _nulled(log.ttft_ns()) if errors else log.ttft_ns()
         mlperf["tpot_ns"] = _nulled(log.tpot_ns()) if errors else log.tpot_ns()
     _apply_sut_extra(report.get("sut_extra") or {}, metrics, mlperf)
+    mlperf["mlperf_name"] = cfg.conf_model_key(spec.model_name)  # MLPerf's own name lives in its section
     benchmark = {
         "suite": "mlperf-inference",
         "suite_version": "v6.1",
         "task": report.get("model", spec.model_name),
-        "mlperf_name": cfg.conf_model_key(spec.model_name),
         "scenario": spec.scenario,
         "mode": spec.mode,
         "division": "unofficial",
