@@ -302,7 +302,8 @@ def cmx_register_detectors(register: Callable[[Detector], None]) -> None:
 
 @hookimpl
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
-    register(Executor(name="local", summary="Run on this machine (in-process, -j N threads)", run=_run_local))
+    register(Executor(name="local", summary="Run on this machine (in-process, -j N threads)", run=_run_local,
+                      runs_here=True))
 
 
 def _run_local(request: ExecutionRequest) -> ExecutionOutcome:

@@ -65,6 +65,8 @@ class RunRecord:
     """The run sampler's section (``telemetry`` in the document), when the run was sampled."""
     error_cause: tuple[str, Sequence[str]] | None = None
     """``(cause, evidence lines)`` of a failed step whose logs or exit signal show why."""
+    facts_file: Mapping[str, str] | None = None
+    """``{path, sha256}`` of the ``--facts`` file the run was planned with (``provenance.facts_file``)."""
 
 
 def build_document(record: RunRecord) -> dict[str, Any]:
@@ -236,6 +238,7 @@ def _provenance(record: RunRecord) -> dict[str, Any]:
         "cmx_version": __version__,
         "cached_measurement": _cached_measurement(record),
         **({"sweep": json_safe(dict(record.sweep))} if record.sweep else {}),
+        **({"facts_file": dict(record.facts_file)} if record.facts_file else {}),
     }
 
 

@@ -30,6 +30,7 @@ from cmx_core.providers.types import ExecutorSettings, RunError
 from cmx_core.recipes.model import Recipe, split_tags
 from cmx_core.resolve.decision import Decision
 from cmx_core.resolve.resolver import Resolution, Resolver
+from cmx_core.run.facts_check import check_facts_here, facts_file_ref
 from cmx_core.run.runids import new_run_id, run_dir_name
 
 if TYPE_CHECKING:
@@ -282,6 +283,7 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     the_plan = replay(locked, Path(lock), session, allow_drift) if locked and lock else \
         _resolve_plan(tags, inputs, session)
     chosen, settings = _checked_executor(session, the_plan, executor, options)
+    check_facts_here(session.facts, FactStore(session.registry.detectors), chosen.name, chosen.runs_here)
     if on_plan is not None:
         on_plan(the_plan)
     from cmx_core.results.store import ResultStore
@@ -321,11 +323,13 @@ def executor_settings(chosen: Executor, options: Mapping[str, Any]) -> ExecutorS
 
 
 def run_provenance(lock_digest: str, session: Session, sweep: Mapping[str, Any] | None) -> Any:
-    """The provenance of a run: the lock's digest, the loaded plugins, the sweep point (if any)."""
+    """The provenance of a run: the lock's digest, the loaded plugins, the sweep point and the
+    facts file (if any)."""
     from cmx_core.run.recording import Provenance
 
     return Provenance(lock_digest, [(p["name"], p["distribution"], p["version"])
-                                    for p in _plugins(session.registry)], sweep)
+                                    for p in _plugins(session.registry)], sweep,
+                      facts_file_ref(session.facts_file) if session.facts_file else None)
 
 
 def interrupted_document(request: ExecutionRequest, provenance: Any) -> dict[str, Any]:
@@ -354,10 +358,18 @@ def _execute(chosen: Executor, request: ExecutionRequest, provenance: Any,
         except Interrupted:
             raise
         except CmxError as exc:  # the executor itself failed: still an error result
-            outcome = failed_outcome(started, RunError(f"{chosen.name} executor: {exc}", exit_code=exc.exit_code))
+            outcome = failed_outcome(started, RunError(f"{chosen.name} executor: {exc}",
+                                                       exit_code=executor_exit_code(exc)))
     outcome = observation.fold(outcome)
     path, document = record_run(request, outcome, provenance, registry_events(session.registry))
     return path, document, outcome.error.exit_code if outcome.error else 1
+
+
+def executor_exit_code(exc: CmxError) -> int:
+    """The exit code of a run whose executor raised ``exc``: 2 when it refused its input (a
+    UsageError: no such partition, a bad setting), else 1, a failed run as the README says (an
+    image that does not build, a job that never starts)."""
+    return 2 if isinstance(exc, UsageError) else 1
 
 
 def _run_failure(document: Mapping[str, Any], result_path: Path, exit_code: int = 1) -> CmxError:
