@@ -80,6 +80,9 @@ class StepContext:
     metrics: MetricsSink = field(default_factory=NoMetrics)
     """The application metrics channel (docs/telemetry.md): :meth:`report` writes to it and
     ``metrics.metrics_file`` is the file a shell step's ``CMX_METRICS_FILE`` names."""
+    measures: bool = False
+    """The step is the measurement (its recipe says ``measures: true``, or its type declares
+    ``measures=True``): a ``shell`` step's declared metrics then make the run ``valid``."""
 
     def report(self, name: str, value: float, kind: str = "gauge") -> None:
         """Report the step's own series ``cmx_app_<name>`` (a gauge, or ``kind="counter"``
