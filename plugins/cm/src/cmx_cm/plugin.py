@@ -43,7 +43,8 @@ def cmx_register_steps(register: Callable[[StepType], None]) -> None:
 
 @hookimpl
 def cmx_register_commands(register: Callable[[Command], None]) -> None:
-    register(Command(name="import", summary="Import a CM/CMX or MLC script collection as cmx recipes (import cm DIR)",
+    register(Command(name="import.cm",
+                     summary="Import a CM/CMX or MLC script collection as cmx recipes (import cm DIR)",
                      configure=_configure, run=_run, plugin=PLUGIN))
     register(Command(name="cm", summary="CM's command line over imported scripts (cm run script --tags=... "
                                         "--env.KEY=VALUE)", configure=_configure_cm, run=_run_cm, plugin=PLUGIN))
