@@ -11,6 +11,7 @@ from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from cmx_core.errors import UsageError
+from cmx_core.plan.conditional import of_node
 from cmx_core.resolve.input_hints import unknown_flag
 from cmx_core.results.summary import run_summary
 
@@ -195,6 +196,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def _explain_text(result: Any) -> str:
     lines: list[str] = []
+    shown: set[str | None] = set()
     for decision in result.decisions:
         chain = " > ".join(decision.chain) or "query"
         lines.append(f"{chain}: tags {','.join(decision.query)} -> {decision.node_id or 'unresolved'}")
@@ -205,6 +207,10 @@ def _explain_text(result: Any) -> str:
             lines.append(f"  variation {name}: {why}")
         for what, why in decision.skipped:
             lines.append(f"  skipped {what}: {why}")
+        if decision.node_id not in shown:  # a shared node's conditional deps once
+            shown.add(decision.node_id)
+            conditional = of_node(result.conditional, decision.node_id or "")
+            lines += [f"  conditional dep {dep.describe()}" for dep in conditional]
     if result.plan is not None:
         lines.append("cache:")
         for node in result.plan.nodes:

@@ -19,7 +19,7 @@ Example, a step type in a plugin::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -103,6 +103,30 @@ class _LazyLogger:
 
 
 @dataclass(frozen=True)
+class ConditionalDep:
+    """A dependency that a step runs itself, decided when its turn comes at run time (a CM
+    script's ``prehook_deps``, or a dep whose ``skip_if_env`` reads a key that ``customize.py``
+    sets): not a node of the plan, so ``cmx plan`` and ``cmx explain`` list it as conditional.
+
+    ``stage`` is when its turn comes (``deps``, ``prehook_deps``, ``posthook_deps``,
+    ``post_deps``), ``tags`` what it selects, ``condition`` the rule decided then, in words
+    (``""``: none, it always runs at its turn)."""
+
+    stage: str
+    tags: str
+    condition: str = ""
+    alias: str = ""
+
+    def describe(self) -> str:
+        name = f"{self.alias}: " if self.alias else ""
+        rule = f"if {self.condition}" if self.condition else "always, at its turn"
+        return f"{name}{self.tags} ({self.stage}; decided at run time: {rule})"
+
+    def to_json(self) -> dict[str, str]:
+        return {"stage": self.stage, "tags": self.tags, "condition": self.condition, "alias": self.alias}
+
+
+@dataclass(frozen=True)
 class StepType:
     """A step type recipes can ``use:``.
 
@@ -144,6 +168,9 @@ class StepType:
     """A plan-time check of a step's unrendered ``with:`` (and its recipe's directory) that
     must run none of the step's code: ``(with key, problem)`` for what the run would refuse
     (the ``python`` step's missing function), else None."""
+    conditional_deps: Callable[[Mapping[str, Any]], Sequence[ConditionalDep]] | None = None
+    """The deps the step itself runs, each decided at run time, from its unrendered ``with:``
+    (cmx-cm's hooks): ``cmx plan`` and ``cmx explain`` show them as conditional."""
 
 
 @dataclass(frozen=True)

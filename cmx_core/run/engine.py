@@ -23,6 +23,7 @@ from cmx_core.catalog.catalog import Catalog, load_catalog
 from cmx_core.datautil import digest
 from cmx_core.errors import CmxError, Interrupted, UsageError
 from cmx_core.facts.store import FactStore
+from cmx_core.plan.conditional import ByStep, conditional_deps, of_node
 from cmx_core.plan.planner import Plan, PlanNode, PlanQuery, build_plan
 from cmx_core.plugins.loader import get_registry
 from cmx_core.plugins.registry import ExecutionRequest, Executor, Registry
@@ -106,7 +107,7 @@ def plan_view(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None
     the_plan = _resolve_plan(tags, inputs, session)
     chosen, settings = _checked_executor(session, the_plan, executor, options)
     execution = chosen.describe(the_plan, settings) if chosen.describe is not None else {}
-    return view(the_plan, session.facts, chosen.name, execution)
+    return view(the_plan, session.facts, chosen.name, execution, session.registry.steps)
 
 
 def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, session: Session) -> Plan:
@@ -167,6 +168,8 @@ class Explanation:
     plan: Plan | None
     error: str | None
     misses: dict[str, list[str]] = field(default_factory=dict)
+    conditional: ByStep = field(default_factory=dict)
+    """node id -> step id -> the deps that step runs itself, decided at run time."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -181,6 +184,8 @@ class Explanation:
             "cache": {n.id: {"status": n.cache_status, "reason": n.cache_reason,
                              "changed": self.misses.get(n.id, [])}
                       for n in (self.plan.nodes if self.plan else ())},
+            "conditional_deps": {node: [d.to_json() for d in of_node(self.conditional, node)]
+                                 for node in self.conditional},
         }
 
 
@@ -196,7 +201,8 @@ def explain(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, 
     except CmxError as exc:
         return Explanation(resolver.decisions, None, str(exc))
     misses = {n.id: cache_miss_reasons(session.cache, n) for n in result.nodes if n.cache_status == "miss"}
-    return Explanation(resolver.decisions, result, None, misses)
+    return Explanation(resolver.decisions, result, None, misses,
+                       conditional_deps(result, session.registry.steps))
 
 
 def cache_miss_reasons(cache: Cache, node: PlanNode) -> list[str]:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cmx_cm.hooks_view import conditional_deps
 from cmx_core.api import Capabilities, Command, StepContext, StepOutput, StepType, hookimpl
 
 PLUGIN = "cmx-cm"
@@ -37,7 +38,7 @@ def _params() -> dict[str, str]:
 @hookimpl
 def cmx_register_steps(register: Callable[[StepType], None]) -> None:
     register(StepType(name="cm.script", summary="Run an imported CM/MLC script (customize.py + run.sh)",
-                      run=_run_script, params=_params(), validate=_valid,
+                      run=_run_script, params=_params(), validate=_valid, conditional_deps=conditional_deps,
                       capabilities=Capabilities(runs_untrusted_code=False), plugin=PLUGIN))
 
 
