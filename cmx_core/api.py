@@ -39,6 +39,7 @@ from cmx_core.plugins.registry import ExecutionRequest, Executor
 from cmx_core.providers.types import (
     CachedMeasurement,
     Command,
+    ConditionalDep,
     Detector,
     ExecutionOutcome,
     ExecutorSettings,
@@ -91,7 +92,7 @@ __all__ = [
     "RemoteExecutor", "RemoteJob", "JobStatus", "Fetched",
     "Plan", "PlanNode", "Registry", "FactStore",
     "ResolveError", "ResultPart", "ResultsError", "RunError", "StepContext", "StepFailed",
-    "StepOutput", "StepType", "Suite",
+    "StepOutput", "StepType", "Suite", "ConditionalDep",
     "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
     "validate_document", "plan_plugins", "require_extra",  # noqa: F822 - lazy
     "Resources", "NO_RESOURCES", "node_resources", "plan_resources", "comparable",

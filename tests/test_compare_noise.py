@@ -108,6 +108,12 @@ def test_replay_verdicts(tmp_path: Path, before: tuple[float, ...], after: tuple
     assert judgement.verdict == verdict and judgement.reason
 
 
+def test_replay_on_another_hardware_class_is_not_comparable(tmp_path: Path) -> None:
+    judgement = judge([_doc(tmp_path, "o", 1.0, facts="h100-sxm-8x")], [_doc(tmp_path, "r", 1.0, facts="l4-1x")])
+    assert judgement.verdict == "not comparable"
+    assert "hardware class" in judgement.reason and "accelerator h100 -> l4" in judgement.reason
+
+
 def test_replay_not_comparable_and_noise_unknown(tmp_path: Path) -> None:
     units = judge([_doc(tmp_path, "o", 1.0)], [_doc(tmp_path, "r", 1.0, unit="ms")])
     assert units.verdict == "not comparable" and "unit" in units.metrics[0].reason

@@ -32,8 +32,21 @@ def test_tutorial_recipe_reports_ns_per_loop(cli: Callable[..., Any], tmp_path: 
     assert metric["unit"] == "ns" and metric["higher_is_better"] is False
     assert metric["value"] > 0
     assert doc["benchmark"]["primary_metric"] == "per_loop_ns"
+    assert doc["status"] == "valid"  # measures: true: the step is the benchmark
     text = cli(*args)
     assert "per_loop_ns" in text.out and " ns" in text.out and " ms" not in text.out
+    assert text.out.startswith("VALID ")
+
+
+def test_without_measures_the_run_ends_completed(cli: Callable[..., Any], tmp_path: Path) -> None:
+    recipes = tmp_path / "my-recipes"
+    recipes.mkdir()
+    text = _block("yaml")
+    assert "    measures: true\n" in text
+    (recipes / "timeit-sum.yaml").write_text(text.replace("    measures: true\n", ""))
+    result = cli("run", "--recipes", recipes, "--tags=tutorial,timeit", "--n=10", "--json")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["status"] == "completed"
 
 
 def test_tutorial_claims_match_the_schema() -> None:

@@ -4,6 +4,7 @@ executor's except for what differs between two runs (ids, times, measured values
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -127,6 +128,8 @@ def test_a_plan_made_for_another_node_is_refused_there_with_the_reason(registry:
     assert caught.value.exit_code == 2
     document = json.loads(Path(caught.value.result_path).read_text())  # type: ignore[attr-defined]
     assert document["status"] == "error" and "requires accelerator h100" in document["error"]["message"]
+    assert document["provenance"]["facts_file"] == {"path": str(facts.resolve()),
+                                                    "sha256": hashlib.sha256(facts.read_bytes()).hexdigest()}
 
 
 def test_a_far_failure_is_an_error_result(registry: plugins.Registry, tmp_path: Path) -> None:

@@ -85,7 +85,7 @@ def test_failed_points_do_not_stop_the_others_and_are_counted(cli: Callable[...,
 def test_bad_input_stops_the_sweep_before_any_point_runs(cli: Callable[..., Any]) -> None:
     result = cli("sweep", "--tags=demo,sort", "--matrix", "size=5,oops")
     assert result.code == 2
-    assert result.err_lines[-1].startswith("cmx: error: cmx sweep: point 1 (size=oops): ")
+    assert result.err_lines[-1].startswith("cmx: error: sweep: point 1 (size=oops): ")
     assert not (paths.data_dir() / "sweeps").exists()  # nothing ran, nothing was written
     unknown = cli("sweep", "--tags=demo,sort", "--matrix", "scenario=a,b")
     assert unknown.code == 2 and "unknown input 'scenario'" in unknown.err

@@ -49,7 +49,8 @@ def shell_step(ctx: StepContext) -> StepOutput:
     outputs: dict[str, Any] = {"returncode": returncode, "stdout_path": str(stdout_path)}
     outputs.update(_parse_stdout(stdout_path, ctx.params.get("parse", "none")))
     declared = ctx.params.get("metrics")
-    return StepOutput(outputs=outputs, result=_stdout_metrics(stdout_path, declared) if declared else None)
+    result = _stdout_metrics(stdout_path, declared, ctx.measures) if declared else None
+    return StepOutput(outputs=outputs, result=result)
 
 
 def _step_env(extra: Mapping[str, Any], allow: Any) -> dict[str, str]:
@@ -87,16 +88,18 @@ def _parse_stdout(path: Path, mode: str) -> dict[str, Any]:
     raise UsageError(f"shell step: parse must be none, kv or json, not {mode!r}")
 
 
-def _stdout_metrics(path: Path, declared: Mapping[str, Mapping[str, Any]]) -> ResultPart:
+def _stdout_metrics(path: Path, declared: Mapping[str, Mapping[str, Any]], measures: bool = False) -> ResultPart:
     """The ``metrics:`` a shell step declares, read from its stdout: each by a ``regex`` (its
     first group, or the whole match), a ``json`` key (the last JSON-object line holding it) or
     a ``kv`` key (the last ``KEY=VALUE`` line). The first declared metric is the primary one.
-    A metric that stdout does not give fails the step: no value is invented."""
+    A metric that stdout does not give fails the step: no value is invented. A measuring step
+    (``measures: true``) that gave every metric is ``valid``; any other is ``completed``."""
     text = path.read_text(errors="replace")
     metrics = {name: Metric(_metric_value(name, spec, text, path), str(spec["unit"]),
                             bool(spec.get("higher_is_better", False)))
                for name, spec in declared.items()}
-    return ResultPart(status="completed", benchmark={"primary_metric": next(iter(declared))}, metrics=metrics)
+    return ResultPart(status="valid" if measures else "completed", benchmark={"primary_metric": next(iter(declared))},
+                      metrics=metrics)
 
 
 def _metric_value(name: str, spec: Mapping[str, Any], text: str, path: Path) -> float:
@@ -302,7 +305,8 @@ def cmx_register_detectors(register: Callable[[Detector], None]) -> None:
 
 @hookimpl
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
-    register(Executor(name="local", summary="Run on this machine (in-process, -j N threads)", run=_run_local))
+    register(Executor(name="local", summary="Run on this machine (in-process, -j N threads)", run=_run_local,
+                      runs_here=True))
 
 
 def _run_local(request: ExecutionRequest) -> ExecutionOutcome:

@@ -11,7 +11,13 @@ from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from cmx_core.errors import UsageError
+from cmx_core.plan.conditional import of_node
+from cmx_core.resolve.input_hints import unknown_flag
 from cmx_core.results.summary import run_summary
+
+NOUNS = ("recipe", "script")
+"""The optional word after ``run``, ``plan`` and ``explain``: ``cmx run recipe ...``, or
+``cmx run script ...`` as CM and MLC users type it (an alias)."""
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -25,7 +31,7 @@ def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
                          description="Resolve the recipe selected by --tags (or named, or given as "
                          "words: cmx run recipe \"detect os\") and run it. Inputs: --KEY=VALUE or "
                          "--KEY VALUE for the recipe's declared inputs (or --input.KEY=VALUE).")
-    run.usage = "cmx run [recipe] [NAME | TAGS] [--tags TAGS] [options] [--KEY=VALUE | --KEY VALUE ...]"
+    run.usage = "cmx run [recipe | script] [NAME | TAGS] [--tags TAGS] [options] [--KEY=VALUE | --KEY VALUE ...]"
     _query_options(run, required=False)
     run.add_argument("-j", "--jobs", type=int, default=1, help="independent nodes to run in parallel")
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
@@ -47,7 +53,7 @@ def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def add_plan(sub: Any, common: argparse.ArgumentParser) -> None:
     plan = sub.add_parser("plan", parents=[common], help="print the resolved plan without running it")
-    plan.add_argument("noun", nargs="?", choices=["recipe"], help=argparse.SUPPRESS)
+    plan.add_argument("noun", nargs="?", choices=NOUNS, help=argparse.SUPPRESS)
     _query_options(plan)
     _executor_options(plan)
     plan.set_defaults(handler=cmd_plan, accepts_inputs=True)
@@ -65,7 +71,7 @@ def _executor_options(parser: argparse.ArgumentParser) -> None:
 
 def add_explain(sub: Any, common: argparse.ArgumentParser) -> None:
     explain = sub.add_parser("explain", parents=[common], help="why each recipe, variation and cache decision")
-    explain.add_argument("noun", nargs="?", choices=["recipe"], help=argparse.SUPPRESS)
+    explain.add_argument("noun", nargs="?", choices=NOUNS, help=argparse.SUPPRESS)
     _query_options(explain)
     explain.set_defaults(handler=cmd_explain, accepts_inputs=True)
 
@@ -97,7 +103,9 @@ def parse_inputs(extra: list[str]) -> dict[str, str]:
         arg = pending.pop(0)
         if arg.startswith("--") and "=" not in arg and pending and not pending[0].startswith("-"):
             arg = f"{arg}={pending.pop(0)}"
-        if not arg.startswith("--") or "=" not in arg:
+        if arg.startswith("--") and "=" not in arg:
+            raise UsageError(unknown_flag(arg))
+        if not arg.startswith("--"):
             raise UsageError(f"unrecognized argument {arg!r}: recipe inputs are given as --KEY=VALUE or --KEY VALUE")
         key, value = arg[2:].split("=", 1)
         if key.startswith("env."):
@@ -136,7 +144,7 @@ def split_words(extra: list[str]) -> tuple[list[str], list[str]]:
 def positional_tags(words: list[str], recipes_dirs: list[str]) -> str | None:
     """The tags of ``cmx run [recipe] NAME|TAGS``: a recipe's name gives that recipe's tags;
     other words are tags (``"detect os"``, ``detect,os``). None when there are no words."""
-    if words[:1] == ["recipe"]:
+    if words[:1] and words[0] in NOUNS:
         words = words[1:]
     tags = [t for word in words for t in word.replace(",", " ").split()]
     if not tags:
@@ -188,6 +196,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def _explain_text(result: Any) -> str:
     lines: list[str] = []
+    shown: set[str | None] = set()
     for decision in result.decisions:
         chain = " > ".join(decision.chain) or "query"
         lines.append(f"{chain}: tags {','.join(decision.query)} -> {decision.node_id or 'unresolved'}")
@@ -198,6 +207,10 @@ def _explain_text(result: Any) -> str:
             lines.append(f"  variation {name}: {why}")
         for what, why in decision.skipped:
             lines.append(f"  skipped {what}: {why}")
+        if decision.node_id not in shown:  # a shared node's conditional deps once
+            shown.add(decision.node_id)
+            conditional = of_node(result.conditional, decision.node_id or "")
+            lines += [f"  conditional dep {dep.describe()}" for dep in conditional]
     if result.plan is not None:
         lines.append("cache:")
         for node in result.plan.nodes:
@@ -217,7 +230,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     words, args.extra = split_words(args.extra)
     named = positional_tags(words, args.recipes)
     if named is not None and args.tags:
-        stray = " ".join(words[1:] if words[:1] == ["recipe"] else words)
+        stray = " ".join(words[1:] if words[:1] and words[0] in NOUNS else words)
         raise UsageError(f"cmx run: unrecognized argument {stray!r} next to --tags: give tags as "
                          "words (cmx run recipe \"detect os\") or as --tags, not both")
     args.tags = args.tags or named

@@ -187,6 +187,21 @@ def _os_error_line(exc: OSError) -> str:
     return line
 
 
+def error_line(message: str) -> str:
+    """The stderr line of an error, with one ``cmx: error:`` prefix: a message that names its
+    command (``cmx plan: ...``) reads ``cmx: error: plan: ...``, and a ``cmx: error:`` carried
+    in from another cmx process (a sweep point, a far side) is dropped, never doubled."""
+    import re  # deferred: only an error needs it
+
+    message = re.sub(r"(^|: )cmx: error: ", r"\1", message)
+    while message.startswith("cmx: "):
+        message = message[len("cmx: "):]
+    named = re.match(r"cmx ((?:[a-z][\w-]*)(?: [a-z][\w-]*)*): ", message)
+    if named:
+        message = f"{named.group(1)}: {message[named.end():]}"
+    return f"cmx: error: {message}"
+
+
 def _print_error(exc: CmxError, args_list: list[str]) -> None:
     message = " ".join(escape_controls(str(exc).split("\n")[0]).split())
     result_path = getattr(exc, "result_path", None)
@@ -197,7 +212,7 @@ def _print_error(exc: CmxError, args_list: list[str]) -> None:
         if result_path is not None:
             doc["result_path"] = str(result_path)
         print(json.dumps(doc))
-    print(f"cmx: error: {message}", file=sys.stderr)
+    print(error_line(message), file=sys.stderr)
     if result_path is not None:
         print(f"cmx: the failed run was recorded in {result_path}", file=sys.stderr)
 

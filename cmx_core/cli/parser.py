@@ -88,13 +88,34 @@ def build_parser(command: str | None = None) -> Parser:
     from cmx_core.plugins.command_index import read_summaries
 
     cached = read_summaries()
-    if cached is not None and command not in {name for name, _ in cached}:
-        for name, summary in cached:  # top-level help or an unknown command: no plugin import
+    if cached is not None and command not in {group_of(name) for name, _ in cached}:
+        for name, summary in top_level(cached):  # top-level help or an unknown command: no plugin import
             if name not in sub.choices:
                 sub.add_parser(name, help=summary, description=summary)
         return parser
     _add_plugin_commands(sub, common, command)
     return parser
+
+
+def group_of(name: str) -> str:
+    """The top-level word of a plugin command: ``import`` for ``import.ale-bench``."""
+    return name.split(".", 1)[0]
+
+
+def top_level(commands: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``(name, summary)`` of each top-level command; the members of a group (``import.cm``,
+    ``import.ale-bench``) make one entry: a lone member's summary, else the members' names."""
+    merged: dict[str, list[tuple[str, str]]] = {}
+    for name, summary in commands:
+        group, _, noun = name.partition(".")
+        merged.setdefault(group, []).append((noun, summary))
+    return [(group, _group_summary(group, members)) for group, members in merged.items()]
+
+
+def _group_summary(group: str, members: list[tuple[str, str]]) -> str:
+    if len(members) == 1:
+        return members[0][1]
+    return f"{' | '.join(sorted(noun for noun, _ in members))} (see 'cmx {group} WHAT --help')"
 
 
 def _add_command(name: str, sub: Any, common: argparse.ArgumentParser) -> None:
@@ -115,7 +136,11 @@ def _add_plugin_commands(sub: Any, common: argparse.ArgumentParser, selected: st
 
     registry = get_registry()
     remember_commands(registry)
+    groups: dict[str, Any] = {}
     for command in registry.commands.values():
+        if "." in command.name:
+            _add_grouped(sub, groups, command, selected, registry)
+            continue
         if command.name in sub.choices:
             continue
         parser = sub.add_parser(command.name, help=command.summary, description=command.summary)
@@ -125,3 +150,24 @@ def _add_plugin_commands(sub: Any, common: argparse.ArgumentParser, selected: st
         if not any("--json" in a.option_strings for a in parser._actions):
             parser.add_argument("--json", action="store_true", help="print exactly one JSON document")
         parser.set_defaults(handler=command.run)
+
+
+def _add_grouped(sub: Any, groups: dict[str, Any], command: Any, selected: str | None, registry: Any) -> None:
+    """A plugin command ``GROUP.NOUN`` is ``cmx GROUP NOUN ...``: several plugins share one
+    word (``cmx import cm DIR`` from cmx-cm, ``cmx import ale-bench PATH...`` from
+    cmx-alebench); only the ``selected`` group's members are configured."""
+    group, _, noun = command.name.partition(".")
+    if group not in groups:
+        if group in sub.choices:
+            return  # a core or plain plugin command owns that word
+        members = [(c.name, c.summary) for c in registry.commands.values() if group_of(c.name) == group]
+        summary = top_level(members)[0][1]
+        parser = sub.add_parser(group, help=summary, description=summary)
+        groups[group] = parser.add_subparsers(dest="noun", metavar="WHAT", parser_class=Parser)
+    member = groups[group].add_parser(noun, help=command.summary, description=command.summary)
+    if group != selected:
+        return
+    command.configure(member)
+    if not any("--json" in a.option_strings for a in member._actions):
+        member.add_argument("--json", action="store_true", help="print exactly one JSON document")
+    member.set_defaults(handler=command.run)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import UsageError
+from cmx_core.results.comparability import differences, forced_warnings, refusal
 from cmx_core.results.numbers import fmt_number
 
 if TYPE_CHECKING:
@@ -72,6 +74,9 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -
     p.add_argument("--repeats", action="store_true",
                    help="add to each column the stored runs with its lock digest and hardware class "
                         "(one RUN: that run's repeats beside its replays from `cmx bundle replay`)")
+    p.add_argument("--force", action="store_true",
+                   help="compare runs of different recipes or suites (refused otherwise); each difference "
+                        "is kept as a 'not comparable' warning")
     _finish(p, cmd_compare)
     _add_report_parsers(sub, leaf)
 
@@ -162,7 +167,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from cmx_core.report.columns import column_documents
     from cmx_core.results.compare import compare_samples
 
-    comparison = compare_samples(column_documents(_store(), args.runs, with_repeats=args.repeats))
+    columns = column_documents(_store(), args.runs, with_repeats=args.repeats)
+    found = differences(columns)
+    if found and not args.force:
+        raise UsageError(refusal(found))
+    comparison = compare_samples(columns)
+    if found:
+        comparison = replace(comparison, warnings=(*forced_warnings(found), *comparison.warnings))
     for warning in comparison.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:

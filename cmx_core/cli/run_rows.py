@@ -1,6 +1,8 @@
 """The rows of ``cmx results list``: the index's columns plus each run's variant and the
 inputs it was given (read from its ``result.json``: the index does not hold them). The
-inputs come last: in the plain layout a long value then pads no other column."""
+inputs come last: in the plain layout a long value then pads no other column. A run planned
+with ``--facts FILE`` (``provenance.facts_file``: a remote executor's nodes, not detected
+here) is marked in its status cell, ``FACTS_MARK``."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ SHORT_ID = 12
 """Characters of a run id in the table and plain layouts (any unique prefix is accepted)."""
 COLUMNS = ("run", "created (UTC)", "status", "recipe", "variant", "task", "result", "wall s", "inputs")
 UNREADABLE = "(result.json unreadable)"
+FACTS_MARK = " (--facts)"
 
 
 def listing(runs: list[RunSummary], full_ids: bool = False) -> Listing:
@@ -32,6 +35,7 @@ def row_json(run: RunSummary) -> dict[str, Any]:
     data = run.to_json()
     data["variant"] = None if query is None else _variant(query)
     data["inputs"] = None if query is None else query.get("inputs", {})
+    data["facts_file"] = None if query is None else query.get("facts_file")
     return data
 
 
@@ -40,8 +44,9 @@ def _row(run: RunSummary, full_ids: bool) -> tuple[str, ...]:
     variant = UNREADABLE if query is None else _variant(query) or "-"
     inputs = UNREADABLE if query is None else _inputs(query.get("inputs") or {}) or "-"
     result = f"{fmt_number(run.result)} {run.units}" if run.units else "-"
+    status = run.status + (FACTS_MARK if query and query.get("facts_file") else "")
     return (run.run_id if full_ids else run.run_id[:SHORT_ID], run.created_at[:19].replace("T", " "),
-            run.status, run.recipe, variant, run.task, result, fmt_number(run.wall_s), inputs)
+            status, run.recipe, variant, run.task, result, fmt_number(run.wall_s), inputs)
 
 
 def _query(run: RunSummary) -> dict[str, Any] | None:
@@ -50,6 +55,7 @@ def _query(run: RunSummary) -> dict[str, Any] | None:
         doc = json.loads(run.result_path.read_text(encoding="utf-8"))
         query = dict(doc["provenance"]["query"])
         query["variant"] = (doc.get("benchmark") or {}).get("variant")
+        query["facts_file"] = doc["provenance"].get("facts_file")
         return query
     except (OSError, ValueError, KeyError, TypeError):
         return None

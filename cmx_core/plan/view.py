@@ -5,7 +5,8 @@ image tag, the GPUs requested, the mounts, the network and the limits).
 A template over inputs, variations and facts is rendered with the real values. What only
 the run knows (a dep's outputs, an earlier step's outputs, the node's and the run's
 directories) is shown as a placeholder such as ``<deps.model.path>``; a template that cannot
-be rendered with placeholders in it is shown as written.
+be rendered with placeholders in it is shown as written. A dep that a step runs itself,
+decided at run time, is listed under that step as a ``conditional dep``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from typing import Any
 
 from cmx_core.errors import CmxError
 from cmx_core.facts.store import FactStore
+from cmx_core.plan.conditional import ByStep, conditional_deps
 from cmx_core.plan.facts_view import FactsView, groups_of
 from cmx_core.plan.planner import Plan, PlanNode
+from cmx_core.providers.types import StepType
 from cmx_core.recipes.model import StepSpec
 from cmx_core.recipes.template import render_value
 
@@ -51,30 +54,38 @@ class PlanView:
     execution: Mapping[str, Any] = field(default_factory=dict)
     steps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """node id -> step id -> the rendered ``with:``."""
+    conditional: ByStep = field(default_factory=dict)
+    """node id -> step id -> the deps that step runs itself, decided at run time."""
 
     def to_json(self) -> dict[str, Any]:
         document = self.plan.to_json()
         for node in document["nodes"]:
             for step in node["steps"]:
                 step["rendered"] = _plain(self.steps.get(node["id"], {}).get(step["id"]))
+                step["conditional_deps"] = [d.to_json() for d in self.conditional.get(node["id"], {})
+                                            .get(step["id"], ())]
         document["executor"] = {"name": self.executor, **_plain(dict(self.execution))}
         return document
 
     def render_text(self) -> str:
         def detail(node: PlanNode, step: StepSpec) -> list[str]:
             rendered = self.steps.get(node.id, {}).get(step.id) or {}
-            return [f"{key}: {_show(value)}" for key, value in rendered.items()]
+            lines = [f"{key}: {_show(value)}" for key, value in rendered.items()]
+            return lines + [f"conditional dep {d.describe()}"
+                            for d in self.conditional.get(node.id, {}).get(step.id, ())]
 
         lines = [self.plan.render_tree(detail), f"executor: {self.executor}"]
         lines += [f"    {key}: {_show(value)}" for key, value in self.execution.items()]
         return "\n".join(lines)
 
 
-def view(plan: Plan, facts: FactStore, executor: str, execution: Mapping[str, Any]) -> PlanView:
-    """The plan's view: every step's ``with:`` rendered as far as the plan allows."""
+def view(plan: Plan, facts: FactStore, executor: str, execution: Mapping[str, Any],
+         step_types: Mapping[str, StepType] | None = None) -> PlanView:
+    """The plan's view: every step's ``with:`` rendered as far as the plan allows, and the
+    deps each step runs itself, decided at run time (from ``step_types``)."""
     steps = {node.id: {step.id: preview_params(node, step.with_, facts) for step in node.steps}
              for node in plan.nodes}
-    return PlanView(plan, executor, execution, steps)
+    return PlanView(plan, executor, execution, steps, conditional_deps(plan, step_types or {}))
 
 
 def preview_params(node: PlanNode, params: Mapping[str, Any], facts: FactStore) -> dict[str, Any]:

@@ -352,5 +352,8 @@ class Executor:
     run_many: Callable[[Sequence[ExecutionRequest], int], tuple[ExecutionOutcome, ...]] | None = None
     version: str = ""
     plugin: str = ""
+    runs_here: bool = False
+    """True when the plan runs on this machine (``local``, a container): such a run refuses a
+    ``--facts`` file that contradicts this machine (:mod:`cmx_core.run.facts_check`)."""
 
 

@@ -19,7 +19,7 @@ Example, a step type in a plugin::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -80,6 +80,9 @@ class StepContext:
     metrics: MetricsSink = field(default_factory=NoMetrics)
     """The application metrics channel (docs/telemetry.md): :meth:`report` writes to it and
     ``metrics.metrics_file`` is the file a shell step's ``CMX_METRICS_FILE`` names."""
+    measures: bool = False
+    """The step is the measurement (its recipe says ``measures: true``, or its type declares
+    ``measures=True``): a ``shell`` step's declared metrics then make the run ``valid``."""
 
     def report(self, name: str, value: float, kind: str = "gauge") -> None:
         """Report the step's own series ``cmx_app_<name>`` (a gauge, or ``kind="counter"``
@@ -97,6 +100,30 @@ class _LazyLogger:
         import logging
 
         return getattr(logging.getLogger("cmx.step"), name)
+
+
+@dataclass(frozen=True)
+class ConditionalDep:
+    """A dependency that a step runs itself, decided when its turn comes at run time (a CM
+    script's ``prehook_deps``, or a dep whose ``skip_if_env`` reads a key that ``customize.py``
+    sets): not a node of the plan, so ``cmx plan`` and ``cmx explain`` list it as conditional.
+
+    ``stage`` is when its turn comes (``deps``, ``prehook_deps``, ``posthook_deps``,
+    ``post_deps``), ``tags`` what it selects, ``condition`` the rule decided then, in words
+    (``""``: none, it always runs at its turn)."""
+
+    stage: str
+    tags: str
+    condition: str = ""
+    alias: str = ""
+
+    def describe(self) -> str:
+        name = f"{self.alias}: " if self.alias else ""
+        rule = f"if {self.condition}" if self.condition else "always, at its turn"
+        return f"{name}{self.tags} ({self.stage}; decided at run time: {rule})"
+
+    def to_json(self) -> dict[str, str]:
+        return {"stage": self.stage, "tags": self.tags, "condition": self.condition, "alias": self.alias}
 
 
 @dataclass(frozen=True)
@@ -141,6 +168,9 @@ class StepType:
     """A plan-time check of a step's unrendered ``with:`` (and its recipe's directory) that
     must run none of the step's code: ``(with key, problem)`` for what the run would refuse
     (the ``python`` step's missing function), else None."""
+    conditional_deps: Callable[[Mapping[str, Any]], Sequence[ConditionalDep]] | None = None
+    """The deps the step itself runs, each decided at run time, from its unrendered ``with:``
+    (cmx-cm's hooks): ``cmx plan`` and ``cmx explain`` show them as conditional."""
 
 
 @dataclass(frozen=True)

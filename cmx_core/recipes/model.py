@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cmx_core.errors import UsageError
+from cmx_core.errors import UsageError, did_you_mean
 from cmx_core.recipes.durations import parse_duration
 from cmx_core.recipes.resources import NO_RESOURCES, Resources, parse_resources
 from cmx_core.recipes.yaml_lines import dotted_key, line_of, parse_yaml, yaml_loader
@@ -86,7 +86,21 @@ class InputSpec(NamedTuple):
                 raise UsageError(f"{origin}: input '{self.name}' = {value} is above the maximum {self.max}")
         if self.type == "choice" and value not in self.choices:
             allowed = ", ".join(str(c) for c in self.choices)
-            raise UsageError(f"{origin}: input '{self.name}' = {value!r} is not one of: {allowed}")
+            hint = choice_hint(value, self.choices)
+            where = f"--{self.name.replace('_', '-')}={value}" if origin == "--input" else origin
+            raise UsageError(f"{where}: input '{self.name}' = {value!r} is not one of: {allowed}{hint}")
+
+
+def choice_hint(value: Any, choices: tuple[Any, ...]) -> str:
+    """``; did you mean 'Server'?`` for ``Sever`` (or ``server``): close or equal ignoring case."""
+    by_lower = {str(c).lower(): str(c) for c in choices}
+    same = by_lower.get(str(value).lower())
+    if same is not None:
+        return f"; did you mean '{same}'?"
+    close = did_you_mean(str(value).lower(), by_lower)
+    for lower, shown in by_lower.items():
+        close = close.replace(f"'{lower}'", f"'{shown}'")
+    return close
 
 
 def _convert(spec: InputSpec, value: Any, origin: str) -> Any:

@@ -33,6 +33,7 @@ from cmx_core.recipes.template_checks import RUN_NAMES, Scope, check_dep_templat
 from cmx_core.resolve import requirements
 from cmx_core.resolve import versions as resolve_versions
 from cmx_core.resolve.decision import Candidate, Decision, Path
+from cmx_core.resolve.input_hints import unknown_input
 from cmx_core.resolve.step_params import check_step_params
 
 StepLookup = Callable[[str], StepType]
@@ -371,10 +372,7 @@ class Resolver:
         for key, value in raw.items():
             given = recipe.inputs.get(key)
             if given is None:
-                known = ", ".join(sorted(recipe.inputs)) or "none"
-                hint = did_you_mean(key, recipe.inputs)
-                raise UsageError(f"{origin}: unknown input '{key}' for recipe {recipe.name}{hint} "
-                                 f"(its inputs: {known})")
+                raise UsageError(unknown_input(key, recipe.name, recipe.inputs, origin))
             typed = given.coerce(value, origin)
             if key in forced and forced[key][0] != typed:
                 raise ResolveError(
@@ -398,8 +396,11 @@ class Resolver:
 
     def _check_requires(self, recipe: Recipe, variations: Mapping[str, Any], used: dict[str, Any]) -> dict[str, Any]:
         combined: dict[str, Any] = dict(recipe.requires)
+        required_by: dict[str, str] = {}
         for name in variations:
-            combined.update(recipe.variations[_var_key(recipe, name)].requires)
+            spec = recipe.variations[_var_key(recipe, name)]
+            combined.update(spec.requires)
+            required_by.update(dict.fromkeys(spec.requires, spec.name))
         for key, expected in combined.items():
             self.facts.check_requirement(key.split(".")[0], expected, f"{recipe.path}: requires.{key}")
             have = _fact_path(self.facts, key)
@@ -408,6 +409,7 @@ class Resolver:
                 where = f" (facts from {self.facts.source})" if self.facts.source != "local" else ""
                 raise ResolveError(
                     f"recipe {recipe.name} requires {key} {_show(expected)}; this machine has: {_show(have)}{where}"
+                    f"{requirement_next_step(recipe, required_by.get(key), self.facts.source != 'local')}"
                 )
         return combined
 
@@ -665,6 +667,20 @@ def _why_accepted(recipe: Recipe, chosen: Mapping[str, Any]) -> str:
     parts = [f"variation {n}" if v is True else f"variation {n}.{v}" for n, v in chosen.items()]
     parts.append("has tags " + ",".join(recipe.tags))
     return "; ".join(parts) if len(parts) > 1 else parts[0]
+
+
+def requirement_next_step(recipe: Recipe, variation: str | None, from_file: bool) -> str:
+    """What to do about a requirement this machine misses: plan for a machine that has it
+    (``--facts FILE``), or drop the variation that asks for it, naming what is then used."""
+    plan = "" if from_file else "; to plan for such a machine, give its facts: cmx plan ... --facts FILE"
+    if variation is None:
+        return plan
+    spec = recipe.variations[_var_key(recipe, variation)]
+    members = recipe.groups().get(spec.group or "", []) if spec.group else []
+    fallback = next((m.name for m in members if m.default and m.name != spec.name), None)
+    instead = f" with its default '{fallback}'" if fallback else ""
+    return f"{plan}; or drop '{variation}' from the tags to run here{instead}" if plan else \
+        f"; or drop '{variation}' from the tags to plan{instead}"
 
 
 def _fact_path(store: FactStore, dotted: str) -> Any:

@@ -71,6 +71,8 @@ class RunRecord:
     """The run sampler's section (``telemetry`` in the document), when the run was sampled."""
     error_cause: tuple[str, Sequence[str]] | None = None
     """``(cause, evidence lines)`` of a failed step whose logs or exit signal show why."""
+    facts_file: Mapping[str, str] | None = None
+    """``{path, sha256}`` of the ``--facts`` file the run was planned with (``provenance.facts_file``)."""
 
 
 def build_document(record: RunRecord) -> dict[str, Any]:
@@ -242,6 +244,7 @@ def _provenance(record: RunRecord) -> dict[str, Any]:
         "cached_measurement": _cached_measurement(record),
         **({"sweep": json_safe(dict(record.sweep))} if record.sweep else {}),
         **({"repos": [json_safe(dict(r)) for r in record.repos]} if record.repos else {}),
+        **({"facts_file": dict(record.facts_file)} if record.facts_file else {}),
     }
 
 

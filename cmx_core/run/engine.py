@@ -23,6 +23,7 @@ from cmx_core.catalog.catalog import Catalog, load_catalog
 from cmx_core.datautil import digest
 from cmx_core.errors import CmxError, Interrupted, UsageError
 from cmx_core.facts.store import FactStore
+from cmx_core.plan.conditional import ByStep, conditional_deps, of_node
 from cmx_core.plan.planner import Plan, PlanNode, PlanQuery, build_plan
 from cmx_core.plugins.loader import get_registry
 from cmx_core.plugins.registry import ExecutionRequest, Executor, Registry
@@ -31,6 +32,7 @@ from cmx_core.recipes.model import Recipe, split_tags
 from cmx_core.resolve.decision import Decision
 from cmx_core.resolve.resolver import Resolution, Resolver
 from cmx_core.run.repo_sources import RepoUse, lock_pins, session_repos
+from cmx_core.run.facts_check import check_facts_here, facts_file_ref
 from cmx_core.run.runids import new_run_id, run_dir_name
 
 if TYPE_CHECKING:
@@ -112,7 +114,7 @@ def plan_view(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None
     the_plan = _resolve_plan(tags, inputs, session)
     chosen, settings = _checked_executor(session, the_plan, executor, options)
     execution = chosen.describe(the_plan, settings) if chosen.describe is not None else {}
-    return view(the_plan, session.facts, chosen.name, execution)
+    return view(the_plan, session.facts, chosen.name, execution, session.registry.steps)
 
 
 def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, session: Session) -> Plan:
@@ -173,6 +175,8 @@ class Explanation:
     plan: Plan | None
     error: str | None
     misses: dict[str, list[str]] = field(default_factory=dict)
+    conditional: ByStep = field(default_factory=dict)
+    """node id -> step id -> the deps that step runs itself, decided at run time."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -187,6 +191,8 @@ class Explanation:
             "cache": {n.id: {"status": n.cache_status, "reason": n.cache_reason,
                              "changed": self.misses.get(n.id, [])}
                       for n in (self.plan.nodes if self.plan else ())},
+            "conditional_deps": {node: [d.to_json() for d in of_node(self.conditional, node)]
+                                 for node in self.conditional},
         }
 
 
@@ -202,7 +208,8 @@ def explain(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, 
     except CmxError as exc:
         return Explanation(resolver.decisions, None, str(exc))
     misses = {n.id: cache_miss_reasons(session.cache, n) for n in result.nodes if n.cache_status == "miss"}
-    return Explanation(resolver.decisions, result, None, misses)
+    return Explanation(resolver.decisions, result, None, misses,
+                       conditional_deps(result, session.registry.steps))
 
 
 def cache_miss_reasons(cache: Cache, node: PlanNode) -> list[str]:
@@ -289,6 +296,7 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     the_plan = replay(locked, Path(lock), session, allow_drift) if locked and lock else \
         _resolve_plan(tags, inputs, session)
     chosen, settings = _checked_executor(session, the_plan, executor, options)
+    check_facts_here(session.facts, FactStore(session.registry.detectors), chosen.name, chosen.runs_here)
     if on_plan is not None:
         on_plan(the_plan)
     from cmx_core.results.store import ResultStore
@@ -328,12 +336,14 @@ def executor_settings(chosen: Executor, options: Mapping[str, Any]) -> ExecutorS
 
 
 def run_provenance(lock_digest: str, session: Session, sweep: Mapping[str, Any] | None) -> Any:
-    """The provenance of a run: the lock's digest, the loaded plugins, the sweep point (if any)."""
+    """The provenance of a run: the lock's digest, the loaded plugins, the sweep point and the
+    facts file (if any)."""
     from cmx_core.run.recording import Provenance
 
     return Provenance(lock_digest, [(p["name"], p["distribution"], p["version"])
                                     for p in _plugins(session.registry)], sweep,
-                      tuple(r.to_json() for r in session.repos))
+                      repos=tuple(r.to_json() for r in session.repos),
+                      facts_file=facts_file_ref(session.facts_file) if session.facts_file else None)
 
 
 def interrupted_document(request: ExecutionRequest, provenance: Any) -> dict[str, Any]:
@@ -362,10 +372,18 @@ def _execute(chosen: Executor, request: ExecutionRequest, provenance: Any,
         except Interrupted:
             raise
         except CmxError as exc:  # the executor itself failed: still an error result
-            outcome = failed_outcome(started, RunError(f"{chosen.name} executor: {exc}", exit_code=exc.exit_code))
+            outcome = failed_outcome(started, RunError(f"{chosen.name} executor: {exc}",
+                                                       exit_code=executor_exit_code(exc)))
     outcome = observation.fold(outcome)
     path, document = record_run(request, outcome, provenance, registry_events(session.registry))
     return path, document, outcome.error.exit_code if outcome.error else 1
+
+
+def executor_exit_code(exc: CmxError) -> int:
+    """The exit code of a run whose executor raised ``exc``: 2 when it refused its input (a
+    UsageError: no such partition, a bad setting), else 1, a failed run as the README says (an
+    image that does not build, a job that never starts)."""
+    return 2 if isinstance(exc, UsageError) else 1
 
 
 def _run_failure(document: Mapping[str, Any], result_path: Path, exit_code: int = 1) -> CmxError:

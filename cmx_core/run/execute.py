@@ -272,6 +272,7 @@ class NodeRunner:
             work_dir=work_dir, log_dir=log_dir, run_dir=self.run_dir, cache_dir=self.cache.root,
             timeout_s=step.timeout_s, recipe_dir=node.recipe.path.parent,
             metrics=step_metrics(node.id, step.id, log_dir),
+            measures=step.measures if step.measures is not None else step_type.measures,
         )
         oom_before = oom_kills()
         try:

@@ -21,6 +21,7 @@ from cmx_core.errors import ResultsError
 from cmx_core.facts.store import SYSTEM_FACTS
 from cmx_core.plugins.registry import ExecutionRequest
 from cmx_core.providers.types import ExecutionOutcome, RunError
+from cmx_core.run.facts_check import FactsFileRef
 
 if TYPE_CHECKING:
     from cmx_core.plugins.events import EventSink
@@ -38,6 +39,7 @@ class Provenance:
     plugins: Sequence[tuple[str, str, str]]
     sweep: Mapping[str, Any] | None = None  # {"id", "index", "point"} of a run that is a sweep point
     repos: Sequence[Mapping[str, str]] = ()  # the recipe repositories: name, url, commit, kind
+    facts_file: FactsFileRef | None = None  # the --facts file the run was planned with
 
 
 def failed_outcome(started: float, error: RunError) -> ExecutionOutcome:
@@ -105,6 +107,7 @@ def run_record(request: ExecutionRequest, outcome: ExecutionOutcome, provenance:
         error=(error.message, error.node, error.step) if error else None,
         cached_measurement=outcome.cached_measurement(), system_extra=dict(outcome.system),
         sweep=provenance.sweep, repos=provenance.repos, telemetry=outcome.telemetry,
+        facts_file=provenance.facts_file.to_json() if provenance.facts_file else None,
         error_cause=(error.cause, tuple(error.evidence)) if error and error.cause else None,
     )
 

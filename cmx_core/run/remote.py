@@ -179,7 +179,8 @@ class RemoteExecutor(ABC, Generic[H]):
     def executor(self) -> Executor:
         """The provider to register from ``cmx_register_executors``."""
         return Executor(name=self.name, summary=self.summary, run=self.run, settings=self.settings,
-                        check_plan=self.check_plan, describe=self.describe, capabilities=self.capabilities)
+                        check_plan=self.check_plan, describe=self.describe, capabilities=self.capabilities,
+                        runs_here=self.runs_on_this_host)
 
     def run(self, request: ExecutionRequest) -> ExecutionOutcome:
         """Ship the lock, submit, wait (cancelling on Ctrl-C), fetch, fold the result back."""

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import CmxError, Interrupted, UsageError
+from cmx_core.run.engine import executor_exit_code
 
 if TYPE_CHECKING:
     from cmx_core.plugins.registry import ExecutionRequest, Executor
@@ -216,7 +217,7 @@ def _run(batch: BatchSweep, session: Session, prepared: Sequence[Prepared]) -> l
     except Interrupted:
         raise
     except CmxError as exc:  # the batch itself could not run: an error result for every point
-        error = RunError(f"{batch.chosen.name} executor: {exc}", exit_code=exc.exit_code)
+        error = RunError(f"{batch.chosen.name} executor: {exc}", exit_code=executor_exit_code(exc))
         results = [failed_outcome(started, error) for _ in requests]
     if len(results) != len(requests):
         raise CmxError(f"{batch.chosen.name} executor: run_many returned {len(results)} outcomes for "

@@ -87,6 +87,22 @@ def test_run_time_deps_are_in_the_plan_as_conditional(tmp_path: Path, cmx_cli: C
     assert [n["recipe"] for n in plan["nodes"]] == ["cm.step-dep", "cm.main"]  # only deps run before the node
     text = cmx_cli("plan", "--tags=cm,main", "--recipes", str(out))
     assert text.returncode == 0 and "hooks:" in text.stdout and "step-never" in text.stdout
+    # shown as conditional deps, each with the rule decided at its turn (#34: plan and explain)
+    conditional = main["steps"][0]["conditional_deps"]
+    assert [d["stage"] for d in conditional] == [h["kind"] for h in hooks]
+    never_dep = next(d for d in conditional if "never" in d["tags"])
+    assert never_dep["condition"] == "enable_if_env CM_MAIN_RUN in [yes]"
+    dyn = next(d for d in conditional if "dyn" in d["tags"])
+    assert dyn["stage"] == "deps" and dyn["condition"] == "skip_if_env CM_SET_BY_NOBODY in [yes]"
+    shown = [line.strip() for line in text.stdout.splitlines() if line.strip().startswith("conditional dep ")]
+    assert len(shown) == 5 and any(line.endswith("(prehook_deps; decided at run time: if enable_if_env "
+                                                 "CM_MAIN_RUN in [yes])") for line in shown), shown
+    explained = cmx_cli("explain", "--tags=cm,main", "--recipes", str(out))
+    assert explained.returncode == 0, explained.stderr
+    lines = [line.strip() for line in explained.stdout.splitlines() if line.strip().startswith("conditional dep ")]
+    assert lines == shown
+    as_json = json.loads(cmx_cli("explain", "--tags=cm,main", "--recipes", str(out), "--json").stdout)
+    assert as_json["conditional_deps"][main["id"]] == conditional
     assert not log.exists()  # planning ran nothing
 
 

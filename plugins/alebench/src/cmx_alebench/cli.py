@@ -1,4 +1,5 @@
-"""``cmx ale-bench import PATH... [--dest DIR] [--vendor DIR]`` (see :mod:`cmx_alebench.importer`)."""
+"""``cmx import ale-bench PATH... [--dest DIR] [--vendor DIR]``, also spelt ``cmx ale-bench
+import PATH...`` (see :mod:`cmx_alebench.importer`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ from pathlib import Path
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    """``cmx ale-bench import PATH...``: the action word, then what ``cmx import ale-bench`` takes."""
     parser.add_argument("action", choices=["import"], help="import: check, build and install problem packages")
+    configure_import(parser)
+
+
+def configure_import(parser: argparse.ArgumentParser) -> None:
+    """``cmx import ale-bench PATH...`` (the word ``ale-bench`` is the command group's)."""
     parser.add_argument("paths", metavar="PATH", nargs="+", help="ALE-Bench problem zips or directories")
     parser.add_argument("--dest", metavar="DIR", default=None,
                         help="where the packages go (default: the cmx cache's alebench/problems, which the "

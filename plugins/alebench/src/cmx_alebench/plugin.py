@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cmx_alebench.cli import configure_import
 from cmx_core.api import Capabilities, Command, StepContext, StepOutput, StepType, Suite, hookimpl
 
 SECTION_SCHEMA = Path(__file__).parent / "schemas" / "ale_bench.schema.json"
@@ -68,6 +69,9 @@ def cmx_register_commands(register: Callable[[Command], None]) -> None:
     register(Command(name="ale-bench", summary="ALE-Bench problem packages: import PATH... (zip or directory; "
                      "builds the Rust tools/ crate offline into the cmx cache)", configure=_configure,
                      run=_run_command))
+    register(Command(name="import.ale-bench", summary="Import ALE-Bench problem packages (import ale-bench PATH...: "
+                     "zip or directory; the Rust tools/ crate built offline into the cmx cache)",
+                     configure=configure_import, run=_run_command))
 
 
 @hookimpl

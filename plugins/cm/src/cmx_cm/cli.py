@@ -18,7 +18,8 @@ from cmx_core.errors import UsageError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("noun", choices=["cm"], help="what to import: cm (a CM/CMX or MLC script collection)")
+    """The arguments of ``cmx import cm`` (the word ``cm`` is the command group's: see the
+    ``import.cm`` command in :mod:`cmx_cm.plugin`)."""
     parser.add_argument("directory", metavar="DIR", help="the collection (a folder of script folders) or one script")
     parser.add_argument("--out", metavar="DIR", default=None,
                         help="where the recipes go (default: ./cmx-cm-recipes); never inside DIR")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_cm.collection import live_paths, repo_recipe_dirs
+from cmx_cm.hooks_view import conditional_deps
 from cmx_core.api import Capabilities, Command, StepContext, StepOutput, StepType, cache_dir, hookimpl
 
 PLUGIN = "cmx-cm"
@@ -40,13 +41,14 @@ def _params() -> dict[str, str]:
 @hookimpl
 def cmx_register_steps(register: Callable[[StepType], None]) -> None:
     register(StepType(name="cm.script", summary="Run an imported CM/MLC script (customize.py + run.sh)",
-                      run=_run_script, params=_params(), validate=_valid,
+                      run=_run_script, params=_params(), validate=_valid, conditional_deps=conditional_deps,
                       capabilities=Capabilities(runs_untrusted_code=False), plugin=PLUGIN))
 
 
 @hookimpl
 def cmx_register_commands(register: Callable[[Command], None]) -> None:
-    register(Command(name="import", summary="Import a CM/CMX or MLC script collection as cmx recipes (import cm DIR)",
+    register(Command(name="import.cm",
+                     summary="Import a CM/CMX or MLC script collection as cmx recipes (import cm DIR)",
                      configure=_configure, run=_run, plugin=PLUGIN))
     register(Command(name="cm", summary="CM's command line over imported scripts (cm run script --tags=... "
                                         "--env.KEY=VALUE)", configure=_configure_cm, run=_run_cm, plugin=PLUGIN))

@@ -71,7 +71,7 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
 
     register(Executor(name="docker", summary="Build the recipe's image if needed and run the plan inside it",
                       run=_execute, settings=DockerSettings, check_plan=_check_plan, describe=_describe,
-                      capabilities=_DOCKER))
+                      capabilities=_DOCKER, runs_here=True))
 
 
 def _sandbox() -> Any:

@@ -1,0 +1,92 @@
+"""Honest facts: a run on this machine with another machine's --facts is refused (exit 2,
+one line, nothing stored), a plan with them works, and a run that used a facts file names
+it with its sha256 in the provenance and is marked by ``cmx results list``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cmx_core.errors import UsageError
+from cmx_core.facts.store import FactStore
+from cmx_core.run import engine
+from cmx_core.run.facts_check import check_facts_here, contradictions
+
+FACTS = Path(__file__).resolve().parent.parent / "examples" / "facts"
+
+
+def _store(facts: dict[str, Any]) -> FactStore:
+    return FactStore({}, facts, source="f.json")
+
+
+def test_a_local_run_with_another_machines_facts_is_refused(cli: Callable[..., Any]) -> None:
+    done = cli("run", "recipe", "--tags=demo,sort", "--size=5", "--repeats=1", "--facts", FACTS / "h100-sxm-8x.json")
+    assert done.code == 2 and len(done.err_lines) == 1 and "Traceback" not in done.err, done.err
+    line = done.err_lines[0]
+    assert "describes another machine" in line and "GPUs 8x NVIDIA H100 80GB HBM3, here" in line
+    assert "executor 'local' runs on this one" in line and "--facts is for planning (cmx plan)" in line
+    assert "remote executors" in line and not line.startswith("cmx: error: cmx:")
+    assert json.loads(cli("results", "list", "--json").out)["runs"] == []  # nothing half-written
+    as_json = cli("run", "--tags=demo,sort", "--facts", FACTS / "l4-1x.json", "--json")
+    assert as_json.code == 2 and json.loads(as_json.out)["exit_code"] == 2
+
+
+def test_a_plan_with_them_works(cli: Callable[..., Any]) -> None:
+    done = cli("plan", "--tags=demo,sort", "--facts", FACTS / "h100-sxm-8x.json", "--json")
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["nodes"]
+
+
+def test_this_machines_own_facts_are_accepted_and_named_in_the_provenance(cli: Callable[..., Any],
+                                                                           tmp_path: Path) -> None:
+    facts = tmp_path / "here.json"
+    facts.write_text(json.dumps({"facts": engine.detect_facts()}, default=str))
+    done = cli("run", "--tags=demo,sort", "--size=5", "--repeats=1", "--facts", facts, "--json")
+    assert done.code == 0, done.err
+    document = json.loads(done.out)
+    expected = {"path": str(facts.resolve()), "sha256": hashlib.sha256(facts.read_bytes()).hexdigest()}
+    assert document["provenance"]["facts_file"] == expected
+    plain = cli("run", "--tags=demo,sort", "--size=6", "--repeats=1", "--json")
+    assert "facts_file" not in json.loads(plain.out)["provenance"]
+    listed = {r["run_id"]: r for r in json.loads(cli("results", "list", "--json").out)["runs"]}
+    assert listed[document["run_id"]]["facts_file"] == expected
+    assert listed[json.loads(plain.out)["run_id"]]["facts_file"] is None
+    table = cli("results", "list").out.splitlines()
+    marked = [line for line in table if line.startswith(document["run_id"][:12])]
+    unmarked = [line for line in table if line.startswith(json.loads(plain.out)["run_id"][:12])]
+    assert "(--facts)" in marked[0] and "(--facts)" not in unmarked[0]
+
+
+def test_what_counts_as_a_contradiction() -> None:
+    here = _store({"cpu": {"model": "Test CPU"}, "gpus": {"devices": []}})
+    assert contradictions({"os": {"name": "linux"}}, here) == []  # says nothing about the hardware
+    assert contradictions({"cpu": {"model": "Test CPU"}, "gpus": {"devices": []}}, here) == []
+    assert contradictions({"cpu": {"model": "Other CPU"}}, here) == ["CPU 'Other CPU', here 'Test CPU'"]
+    two = {"gpus": {"devices": [{"name": "NVIDIA L4"}, {"name": "NVIDIA L4"}]}}
+    assert contradictions(two, here) == ["GPUs 2x NVIDIA L4, here none"]
+    assert contradictions({"accelerator": ["l4"]}, here) == ["accelerator l4, here none"]
+    assert contradictions({"cpu": {}}, here) == []  # no model named: nothing to contradict
+
+
+def test_only_executors_that_run_here_refuse() -> None:
+    other = _store({"cpu": {"model": "Other CPU"}})
+    here = _store({"cpu": {"model": "Test CPU"}})
+    check_facts_here(other, here, "slurm", runs_here=False)  # the facts describe the cluster's nodes
+    check_facts_here(FactStore({}), here, "local", runs_here=True)  # detected, not from a file
+    try:
+        check_facts_here(other, here, "docker", runs_here=True)
+    except UsageError as exc:
+        assert "executor 'docker' runs on this one" in str(exc) and "--facts f.json" in str(exc)
+    else:
+        raise AssertionError("a docker run with another machine's facts was not refused")
+
+
+def test_the_executors_say_where_they_run() -> None:
+    from cmx_core.plugins.loader import get_registry
+
+    executors = get_registry().executors
+    assert executors["local"].runs_here and executors["docker"].runs_here
+    assert not any(executors[name].runs_here for name in ("slurm", "ray", "k8s") if name in executors)
