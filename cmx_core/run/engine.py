@@ -31,8 +31,8 @@ from cmx_core.providers.types import ExecutorSettings, RunError
 from cmx_core.recipes.model import Recipe, split_tags
 from cmx_core.resolve.decision import Decision
 from cmx_core.resolve.resolver import Resolution, Resolver
-from cmx_core.run.repo_sources import RepoUse, lock_pins, session_repos
 from cmx_core.run.facts_check import check_facts_here, facts_file_ref
+from cmx_core.run.repo_sources import RepoUse, lock_pins, session_repos
 from cmx_core.run.runids import new_run_id, run_dir_name
 
 if TYPE_CHECKING:
