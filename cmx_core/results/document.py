@@ -12,7 +12,9 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import ResultsError
+from cmx_core.providers.attempts import Attempt
 from cmx_core.results import facts_map
+from cmx_core.results.faults import attempts_section, faults_section
 from cmx_core.results.gitinfo import engine_git_commit
 from cmx_core.results.hardware import from_system
 from cmx_core.results.validate import SCHEMA_VERSION
@@ -65,6 +67,10 @@ class RunRecord:
     """The run sampler's section (``telemetry`` in the document), when the run was sampled."""
     error_cause: tuple[str, Sequence[str]] | None = None
     """``(cause, evidence lines)`` of a failed step whose logs or exit signal show why."""
+    attempts: Sequence[Attempt] = ()
+    """The attempts of steps that failed, were retried or had a fault injected (docs/faults.md)."""
+    injections: Sequence[Mapping[str, Any]] = ()
+    """The faults the run was asked to inject (``provenance.injections``)."""
 
 
 def build_document(record: RunRecord) -> dict[str, Any]:
@@ -94,6 +100,9 @@ def build_document(record: RunRecord) -> dict[str, Any]:
     )
     if record.telemetry is not None:
         document["telemetry"] = json_safe(dict(record.telemetry))
+    if record.attempts or record.injections:
+        document["attempts"] = attempts_section(record.attempts)
+        document["faults"] = faults_section(record.attempts)
     if part and part.notes:
         document["notes"] = part.notes
     return document
@@ -236,6 +245,7 @@ def _provenance(record: RunRecord) -> dict[str, Any]:
         "cmx_version": __version__,
         "cached_measurement": _cached_measurement(record),
         **({"sweep": json_safe(dict(record.sweep))} if record.sweep else {}),
+        **({"injections": json_safe([dict(i) for i in record.injections])} if record.injections else {}),
     }
 
 

@@ -37,6 +37,7 @@ class Provenance:
     lock_digest: str
     plugins: Sequence[tuple[str, str, str]]
     sweep: Mapping[str, Any] | None = None  # {"id", "index", "point"} of a run that is a sweep point
+    injections: Sequence[Mapping[str, Any]] = ()  # the faults the run injects (docs/faults.md)
 
 
 def failed_outcome(started: float, error: RunError) -> ExecutionOutcome:
@@ -105,6 +106,7 @@ def run_record(request: ExecutionRequest, outcome: ExecutionOutcome, provenance:
         cached_measurement=outcome.cached_measurement(), system_extra=dict(outcome.system),
         sweep=provenance.sweep, telemetry=outcome.telemetry,
         error_cause=(error.cause, tuple(error.evidence)) if error and error.cause else None,
+        attempts=outcome.attempts, injections=provenance.injections,
     )
 
 
