@@ -89,9 +89,10 @@ def _shown(values: Sequence[float]) -> str:
     return f"mean {sum(values) / len(values):.3f} s, max {max(values):.3f} s"
 
 
-def fault_report(documents: Iterable[Mapping[str, Any]]) -> FaultReport | None:
-    """The report over result documents (one run, or a sweep's points); None when none of
-    them had a fault or an injection."""
+def fault_report(documents: Iterable[Mapping[str, Any]], expected: int | None = None) -> FaultReport | None:
+    """The report over result documents (one run, or a sweep's points: ``expected`` of them,
+    a point that recorded no result counting as incomplete); None when none of them had a
+    fault or an injection."""
     docs = list(documents)
     faults = [f for d in docs for f in d.get("faults") or ()]
     if not faults and not any((d.get("provenance") or {}).get("injections") for d in docs):
@@ -100,8 +101,21 @@ def fault_report(documents: Iterable[Mapping[str, Any]]) -> FaultReport | None:
     for fault in faults:
         classes[fault["class"]] = classes.get(fault["class"], 0) + 1
     return FaultReport(
-        runs=len(docs), completed=sum(d.get("status") != "error" for d in docs), faults=len(faults),
+        runs=max(expected or 0, len(docs)), completed=sum(d.get("status") != "error" for d in docs), faults=len(faults),
         injected=sum(bool(f.get("injected")) for f in faults), recovered=sum(bool(f.get("recovered")) for f in faults),
         detect_s=tuple(f["detect_s"] for f in faults if f.get("detect_s") is not None),
         recover_s=tuple(f["recover_s"] for f in faults if f.get("recover_s") is not None),
         work_lost_s=sum(float(f.get("work_lost_s") or 0) for f in faults), classes=classes)
+
+
+def attempt_lines(document: Mapping[str, Any]) -> list[str]:
+    """Each recorded attempt of a run, one line each, as ``cmx results show`` prints them."""
+    lines = []
+    for a in document.get("attempts") or ():
+        how = a["fault"] or "succeeded"
+        extra = [f"injected {a['injected']}"] if a.get("injected") else []
+        extra += ["resumed from its checkpoint"] if a.get("resumed") else []
+        extra += [f"work lost {a['work_lost_s']:.2f} s"] if a["fault"] else []
+        lines.append(f"attempt {a['number']} of {a['node']}/{a['step']}: {how} after {a['wall_s']:.2f} s"
+                     + (f" ({'; '.join(extra)})" if extra else ""))
+    return lines
