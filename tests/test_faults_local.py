@@ -280,3 +280,33 @@ def test_the_report_shows_in_results_show_compare_and_html(recipes: Any, cli: Ca
     assert cli("results", "report", *ids, "-o", str(html)).code == 0
     page = html.read_text()
     assert "<h2>Fault tolerance</h2>" in page and "kill-step@0s" in page
+
+
+def test_a_local_sweep_with_a_chaos_file_records_each_point_once_with_its_faults(
+        recipes: Any, cli: Callable[..., Any], tmp_path: Path) -> None:
+    _hog(recipes, "{max: 0}")
+    chaos = tmp_path / "chaos.yaml"
+    chaos.write_text("chaos:\n  - inject: kill-step@0s\n    points: [1]\n")
+    result = cli("sweep", "--recipes", str(recipes.dir), "--tags", "hog-ft", "--matrix", "what=a,b,c",
+                 "--retries", "1", "--chaos", str(chaos), "--json")
+    assert result.code == 0, result.err
+    sweep = json.loads(result.out)
+    assert [p["index"] for p in sweep["points"]] == [0, 1, 2] and sweep["failed"] == 0
+    documents = {p["index"]: _result(Path(p["result_path"]).parent) for p in sweep["points"]}
+    assert len({d["run_id"] for d in documents.values()}) == 3
+    assert [(a["number"], a["fault"]) for a in documents[1]["attempts"]] == [(1, "killed"), (2, None)]
+    assert "attempts" not in documents[0] and "attempts" not in documents[2]
+    assert documents[1]["provenance"]["injections"][0]["spec"] == "kill-step@0s"
+    compared = cli("results", "compare", "--sweep", sweep["sweep_id"], "--json")
+    report = json.loads(compared.out)["fault_tolerance"]
+    assert (report["runs"], report["completed"], report["faults"], report["recovered"]) == (3, 3, 1, 1)
+
+
+def test_a_bad_chaos_file_stops_the_sweep_before_anything_runs(recipes: Any, cli: Callable[..., Any],
+                                                                tmp_path: Path) -> None:
+    _hog(recipes)
+    chaos = tmp_path / "chaos.yaml"
+    chaos.write_text("chaos:\n  - inject: kill-step@0s\n    points: [7]\n")
+    result = cli("sweep", "--recipes", str(recipes.dir), "--tags", "hog-ft", "--matrix", "what=a,b", "--chaos",
+                 str(chaos))
+    assert result.code == 2 and len(result.err_lines) == 1 and "chaos.0.points" in result.err
