@@ -16,10 +16,14 @@ from typing import Any
 
 import pytest
 
+from cmx_core.plugins import loader as plugins
+from cmx_core.providers.recovery import Recovery, RetryPolicy
 from cmx_core.recipes.retries import PolicyError, parse_policy
 from cmx_core.results.validate import validate_document
+from cmx_core.run import engine
 from cmx_core.run.inject import parse_injection
 from cmx_core.sandbox.bubblewrap import make_groups
+from tests.remote_plugin import subprocess_executor
 
 TRAIN = Path(__file__).parent / "fixtures" / "faults" / "train.py"
 STEPS = 20
@@ -310,3 +314,67 @@ def test_a_bad_chaos_file_stops_the_sweep_before_anything_runs(recipes: Any, cli
     result = cli("sweep", "--recipes", str(recipes.dir), "--tags", "hog-ft", "--matrix", "what=a,b", "--chaos",
                  str(chaos))
     assert result.code == 2 and len(result.err_lines) == 1 and "chaos.0.points" in result.err
+
+
+PY_STEP = '''
+from cmx_core.errors import StepFailed
+
+
+def train(ctx):
+    """Attempt 1 saves a checkpoint, leaves a half-written file and fails; attempt 2 resumes."""
+    if ctx.attempt == 1:
+        ctx.save_checkpoint("state.txt", "7")
+        (ctx.checkpoint_dir / ".state.txt.123.tmp").write_text("half")
+        raise StepFailed("lost the node (simulated by the step itself)")
+    assert not (ctx.checkpoint_dir / ".state.txt.123.tmp").exists()
+    return {"resumed_at": int((ctx.checkpoint_dir / "state.txt").read_text())}
+'''
+
+
+def test_a_python_step_gets_its_checkpoint_and_attempt_number(recipes: Any, cli: Callable[..., Any],
+                                                              tmp_path: Path) -> None:
+    (recipes.dir / "ckpt_step.py").write_text(PY_STEP)
+    recipes("ckpt", """
+        name: ckpt
+        tags: [ckpt-ft]
+        summary: a python step with a checkpoint
+        cache: false
+        steps:
+          - uses: python
+            id: train
+            checkpoint: true
+            retries: 1
+            with: {function: 'ckpt_step:train'}
+        outputs: [resumed_at]
+        """)
+    result = cli("run", "--recipes", str(recipes.dir), "--tags", "ckpt-ft", "--output", str(tmp_path / "run"))
+    assert result.code == 0, result.err
+    document = _result(tmp_path / "run")
+    assert document["outputs"]["resumed_at"] == 7
+    assert [(a["fault"], a["resumed"]) for a in document["attempts"]] == [("exit_code", False), (None, True)]
+
+
+SLOW_ONCE = """
+name: slow-once
+tags: [slow-once]
+summary: hangs on its first job, is quick on the next
+cache: false
+inputs:
+  marker: {type: string}
+steps:
+  - uses: shell
+    with: {cmd: [sh, -c, "if [ -e \\"$0\\" ]; then exit 0; fi; : > \\"$0\\"; sleep 60", "{{ inputs.marker }}"]}
+"""
+
+
+def test_a_remote_job_that_times_out_is_resubmitted_by_the_policy(recipes: Any, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded = plugins.load_registry(extra=[("subprocess-exec", subprocess_executor)])
+    monkeypatch.setattr(plugins, "_REGISTRY", loaded)
+    recipes("slow", SLOW_ONCE)
+    result = engine.run("slow-once", {"marker": str(tmp_path / "marker")}, recipes_dirs=[recipes.dir],
+                        executor="subprocess", options={"timeout_s": "15"},  # the 2nd job must start in time
+                        recovery=Recovery(RetryPolicy(1, 0, ("timeout",))))
+    jobs = [(a["step"], a["number"], a["fault"]) for a in result.document["attempts"]]
+    assert jobs == [("subprocess job", 1, "timeout"), ("subprocess job", 2, None)]
+    assert (result.run_dir / "remote-attempt-1").is_dir() and (result.run_dir / "remote" / "result.json").is_file()

@@ -206,6 +206,7 @@ class RemoteExecutor(ABC, Generic[H]):
             attempts.append(Attempt(request.plan.root.id, f"{self.name} job", number, started, time.time(), fault,
                                     outcome.error.message if outcome.error else status.message,
                                     work_lost_s=time.time() - started))
+            set_aside(job.local_output, number)
             time.sleep(policy.wait_s(number))
             number += 1
         if attempts or fault is not None:
@@ -253,6 +254,13 @@ def far_arguments(request: ExecutionRequest, far_lock: str, far_output: str) -> 
     if request.refresh:
         argv.append("--refresh")
     return argv + recovery_arguments(request)
+
+
+def set_aside(output: Path, attempt: int) -> None:
+    """Keep a failed job's far run directory as ``remote-attempt-N`` (the next job needs an
+    empty one)."""
+    if output.exists():
+        output.rename(output.with_name(f"{output.name}-attempt-{attempt}"))
 
 
 def recovery_arguments(request: ExecutionRequest) -> list[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from cmx_ray.executor import retry_options
 
 from cmx_core.providers.recovery import Recovery, RetryPolicy
+from cmx_core.run import engine
 from cmx_core.testing import execution_request
 from cmx_core.testing.chaos import chaos_problems
 
@@ -21,8 +22,6 @@ def test_the_chaos_matrix_on_a_local_ray_cluster(cmx_home: Path, ray_head: str, 
 
 
 def test_max_retries_follows_the_policy(cmx_home: Path, tmp_path: Path) -> None:
-    from cmx_core.run import engine
-
     the_plan = engine.plan("demo,sort")
     plain = execution_request(the_plan, tmp_path / "a")
     assert retry_options(plain) == {"max_retries": 0, "retry_exceptions": False}

@@ -11,6 +11,7 @@ from cmx_slurm.executor import requeue_args
 from cmx_slurm.testing import Cluster
 
 from cmx_core.providers.recovery import Recovery, RetryPolicy
+from cmx_core.run import engine
 from cmx_core.testing import execution_request
 from cmx_core.testing.chaos import chaos_problems
 
@@ -22,8 +23,6 @@ def test_the_chaos_matrix_on_the_loopback_slurm(slurm: Cluster, cmx_home: Path, 
 
 
 def test_requeue_follows_the_policy(cmx_home: Path, tmp_path: Path) -> None:
-    from cmx_core.run import engine
-
     the_plan = engine.plan("demo,sort")
     assert requeue_args(execution_request(the_plan, tmp_path / "a")) == []
     lost = Recovery(RetryPolicy(2, 0, ("node_lost", "preempted")))
