@@ -18,6 +18,7 @@ left out and says why.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -32,6 +33,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
+
+from cmx_ray.cluster import RAY_ENV
+from cmx_slurm.testing import start_private, stop_private
 
 from cmx_core.testing.chaos import CHAOS_TAG, FAULTS, available_faults, chaos_recipe
 
@@ -48,7 +52,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="cmx-bench-faults-"))
     (work / "recipes").mkdir()
     (work / "recipes" / "chaos-matrix.yaml").write_text(chaos_recipe())
-    env = {**os.environ, "CMX_HOME": str(work / "home")}
+    env = {"CMX_HOME": str(work / "home")}  # over the environment of each call (SLURM_CONF is set later)
     rows: list[dict[str, Any]] = []
     for executor in args.executors.split(","):
         with ExitStack() as stack:
@@ -76,7 +80,7 @@ def _pair(values: list[float]) -> str:
 def measure(executor: str, options: list[str], work: Path, env: Mapping[str, str], rounds: int) -> list[dict[str, Any]]:
     base = ["--recipes", str(work / "recipes"), "--tags", f"test,{CHAOS_TAG}", "--executor", executor,
             *(f"--executor-opt={o}" for o in options), "--json"]
-    clean = [_run([*base, "--what=sleep"], env)["timing"]["wall_s"] for _ in range(rounds)]
+    clean = [_run([*base, "--what=clean"], env)["timing"]["wall_s"] for _ in range(rounds)]
     rows = []
     for fault in available_faults():
         detect, recover, wall = [], [], []
@@ -95,7 +99,7 @@ def measure(executor: str, options: list[str], work: Path, env: Mapping[str, str
 
 def _run(args: list[str], env: Mapping[str, str]) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, "-m", "cmx_core", "run", *args], capture_output=True, text=True,
-                          env=dict(env), timeout=300, check=False)
+                          env={**os.environ, **env}, timeout=300, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"cmx run {' '.join(args)}: exit {proc.returncode}: {proc.stderr[-1500:]}")
     document: dict[str, Any] = json.loads(proc.stdout)
@@ -107,11 +111,19 @@ def _local(work: Path, env: Mapping[str, str]) -> Iterator[list[str]]:
     yield []
 
 
+def _standin() -> Any:
+    """The Kubernetes stand-in module of cmx-k8s's tests (a file, not an installed package)."""
+    spec = importlib.util.spec_from_file_location("standin", ROOT / "plugins" / "k8s" / "tests" / "standin.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["standin"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 @contextmanager
 def _k8s(work: Path, env: Mapping[str, str]) -> Iterator[list[str]]:
-    sys.path.insert(0, str(ROOT / "plugins" / "k8s" / "tests"))
-    import standin
-
+    standin = _standin()
     root = work / "standin"
     root.mkdir(exist_ok=True)
     server, state = standin.serve(root)
@@ -127,8 +139,6 @@ def _k8s(work: Path, env: Mapping[str, str]) -> Iterator[list[str]]:
 
 @contextmanager
 def _slurm(work: Path, env: Mapping[str, str]) -> Iterator[list[str]]:
-    from cmx_slurm.testing import start_private, stop_private
-
     home = Path(tempfile.mkdtemp(prefix="cmxslurm-"))  # its own directory: munge checks its parents
     cluster = start_private(home)
     os.environ["SLURM_CONF"] = cluster.conf
@@ -142,8 +152,6 @@ def _slurm(work: Path, env: Mapping[str, str]) -> Iterator[list[str]]:
 
 @contextmanager
 def _ray(work: Path, env: Mapping[str, str]) -> Iterator[list[str]]:
-    from cmx_ray.cluster import RAY_ENV
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])

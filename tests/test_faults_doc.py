@@ -13,6 +13,7 @@ from cmx_core.cli.recovery_opts import chaos_options
 from cmx_core.providers.recovery import FAULT_CLASSES, RetryPolicy
 from cmx_core.results.faults import fault_report
 from cmx_core.run.inject import FAULTS, LOCAL_FAULTS
+from cmx_core.sweep.batch import parse_point_options
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "faults.md"
 TEXT = DOC.read_text(encoding="utf-8")
@@ -30,7 +31,7 @@ def test_the_fault_class_table_lists_every_class() -> None:
 
 def test_the_injection_table_lists_every_local_fault() -> None:
     assert _first_column("## Fault injection") == list(LOCAL_FAULTS)
-    assert set(FAULTS) - set(LOCAL_FAULTS) == {"kill-worker"} and "`kill-worker` is refused" in TEXT
+    assert set(FAULTS) - set(LOCAL_FAULTS) == {"kill-worker"} and "`kill-worker` (killing a cluster's worker" in TEXT
 
 
 def test_every_option_named_exists(cli: Callable[..., Any]) -> None:
@@ -58,3 +59,9 @@ def test_a_point_without_a_result_counts_as_incomplete() -> None:
     report = fault_report([faulted], expected=2)
     assert report is not None and (report.runs, report.completed, report.completeness) == (2, 1, 0.5)
     assert fault_report([{"status": "completed", "provenance": {}}]) is None
+
+
+def test_recovery_options_make_a_sweep_run_a_process_per_point() -> None:
+    assert parse_point_options(["--no-cache"]) is not None  # the batch path knows this one
+    for option in ("--retries=1", "--retry-on=oom", "--retry-backoff=1", "--inject=kill-step@1s"):
+        assert parse_point_options(["--no-cache", option]) is None

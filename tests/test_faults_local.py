@@ -64,7 +64,9 @@ steps:
 HOG_SCRIPT = ("import os, socket, sys\\nwhat = sys.argv[1]\\nif what == 'mem':\\n  b = bytearray(300 << 20)\\n"
               "elif what == 'bad':\\n  sys.exit(2)\\nelif what == 'net':\\n"
               "  socket.create_connection(('127.0.0.1', 9), timeout=5)\\nelif what == 'disk':\\n"
-              "  open('out.bin', 'wb').write(os.urandom(1 << 20))\\nprint('ok')")
+              "  open('out.bin', 'wb').write(os.urandom(1 << 20))\\n"
+              "elif what == 'sleep' and os.environ['CMX_ATTEMPT'] == '1':\\n"
+              "  import time; time.sleep(10)\\nprint('ok')")
 
 
 def _need(why: str | None) -> None:
@@ -199,7 +201,7 @@ def test_a_fault_class_the_policy_does_not_name_is_not_retried(recipes: Any, cli
 
 def test_the_backoff_waits_before_the_retry(recipes: Any, cli: Callable[..., Any], tmp_path: Path) -> None:
     _hog(recipes, "{max: 1, backoff: 0.5s}")
-    result = cli("run", "--recipes", str(recipes.dir), "--tags", "hog-ft", "--what=ok",
+    result = cli("run", "--recipes", str(recipes.dir), "--tags", "hog-ft", "--what=sleep",
                  "--inject", "kill-step@0s", "--output", str(tmp_path / "run"))
     assert result.code == 0, result.err
     [fault] = _result(tmp_path / "run")["faults"]
@@ -249,9 +251,13 @@ def test_bad_injections_are_one_line_exit_2(cli: Callable[..., Any], text: str, 
     assert result.code == 2 and len(result.err_lines) == 1 and problem in result.err
 
 
-def test_kill_worker_needs_a_cluster_executor(cli: Callable[..., Any], tmp_path: Path) -> None:
-    result = cli("run", "--tags", "detect,os", "--inject", "kill-worker", "--output", str(tmp_path / "r"))
-    assert result.code == 2 and "cluster executor" in result.err and not (tmp_path / "r").exists()
+@pytest.mark.parametrize("executor", ["local", "subprocess"])
+def test_kill_worker_is_refused_until_an_executor_can_do_it(cli: Callable[..., Any], tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch, executor: str) -> None:
+    monkeypatch.setattr(plugins, "_REGISTRY", plugins.load_registry(extra=[("subprocess-exec", subprocess_executor)]))
+    result = cli("run", "--tags", "detect,os", "--executor", executor, "--inject", "kill-worker",
+                 "--output", str(tmp_path / "r"))
+    assert result.code == 2 and "not built" in result.err and not (tmp_path / "r").exists()
 
 
 def test_injection_parse() -> None:
@@ -267,7 +273,7 @@ def test_the_report_shows_in_results_show_compare_and_html(recipes: Any, cli: Ca
     ids = []
     for index, inject in enumerate(("kill-step@0s", None)):
         extra = ("--inject", inject) if inject else ()
-        result = cli("run", "--recipes", str(recipes.dir), "--tags", "hog-ft", "--what=ok", *extra,
+        result = cli("run", "--recipes", str(recipes.dir), "--tags", "hog-ft", "--what=sleep", *extra,
                      "--output", str(tmp_path / f"r{index}"), "--json")
         assert result.code == 0, result.err
         ids.append(json.loads(result.out)["run_id"])
@@ -291,7 +297,7 @@ def test_a_local_sweep_with_a_chaos_file_records_each_point_once_with_its_faults
     _hog(recipes, "{max: 0}")
     chaos = tmp_path / "chaos.yaml"
     chaos.write_text("chaos:\n  - inject: kill-step@0s\n    points: [1]\n")
-    result = cli("sweep", "--recipes", str(recipes.dir), "--tags", "hog-ft", "--matrix", "what=a,b,c",
+    result = cli("sweep", "--recipes", str(recipes.dir), "--tags", "hog-ft", "--matrix", "what=a,sleep,c",
                  "--retries", "1", "--chaos", str(chaos), "--json")
     assert result.code == 0, result.err
     sweep = json.loads(result.out)

@@ -5,8 +5,8 @@ went wrong, empty when each point was recorded exactly once with the right attem
 faults and the refused input was not retried.
 
 Everything runs as real ``cmx`` processes (``python -m cmx_core``) against real mechanisms
-(SIGKILL, a memory cgroup, a size-limited tmpfs); each step sleeps a fraction of a second
-at most, and every command is bounded by ``timeout_s``.
+(SIGKILL, a memory cgroup, a size-limited tmpfs); only the first attempt of ``sleep`` waits
+(30 s at most, until its kill), and every command is bounded by ``timeout_s``.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from cmx_core.sandbox.bubblewrap import make_groups
 CHAOS_TAG = "chaos-matrix"
 _SCRIPT = ("import os, sys, time\\nwhat = sys.argv[1]\\nif what == 'oom':\\n  b = bytearray(300 << 20)\\n"
            "elif what == 'bad':\\n  sys.exit(2)\\nelif what == 'disk':\\n"
-           "  open('out.bin', 'wb').write(os.urandom(1 << 20))\\ntime.sleep(0.3)\\nprint('ok')")
+           "  open('out.bin', 'wb').write(os.urandom(1 << 20))\\n"
+           "elif what == 'sleep' and os.environ['CMX_ATTEMPT'] == '1':\\n  time.sleep(30)\\nprint('ok')")
 
 FAULTS: Mapping[str, tuple[str, str]] = {
-    "kill-step": ("kill-step@0.1s", "killed"),
+    "kill-step": ("kill-step@0s", "killed"),
     "oom": ("oom@64M", "oom"),
     "disk-full": ("disk-full@64K", "disk_full"),
 }
