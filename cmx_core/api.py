@@ -105,6 +105,8 @@ __all__ = [
     "Meter", "register_template_function",
     # the run's telemetry (docs/telemetry.md): a step's metrics sink, the sampler's settings
     "MetricsSink", "NoMetrics", "TelemetrySettings",
+    # recovery policies (docs/faults.md): what a cluster executor maps to its scheduler's retries
+    "RetryPolicy", "job_policy", "scheduler_retries",  # noqa: F822 - lazy
 ]
 
 _LAZY = {
@@ -132,6 +134,8 @@ _LAZY = {
     "Meter": "cmx_core.telemetry.energy",
     "register_template_function": "cmx_core.recipes.template",
     "TelemetrySettings": "cmx_core.telemetry.collector",
+    "RetryPolicy": "cmx_core.providers.recovery",
+    **dict.fromkeys(("job_policy", "scheduler_retries"), "cmx_core.run.remote"),
 }
 
 

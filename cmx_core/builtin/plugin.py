@@ -20,6 +20,7 @@ from cmx_core.plugins.hookspecs import hookimpl
 from cmx_core.plugins.registry import ExecutionRequest, Executor
 from cmx_core.providers.types import Detector, ExecutionOutcome, StepContext, StepType
 from cmx_core.providers.values import Metric, ResultPart, StepOutput
+from cmx_core.run import checkpoints, inject
 from cmx_core.run.processes import run_process
 
 BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")
@@ -40,6 +41,12 @@ def shell_step(ctx: StepContext) -> StepOutput:
     env = _step_env(ctx.params.get("env") or {}, ctx.params.get("env_allow") or ())
     if ctx.metrics.metrics_file is not None:  # the application metrics channel (docs/telemetry.md)
         env.setdefault("CMX_METRICS_FILE", str(ctx.metrics.metrics_file))
+    armed = inject.current()
+    if armed is not None and armed.progress_file is not None:  # kill-step@50% reads the step's progress
+        env.setdefault("CMX_METRICS_FILE", str(armed.progress_file))
+    if ctx.checkpoint_dir is not None:  # docs/faults.md
+        env[checkpoints.ENV] = str(ctx.checkpoint_dir)
+    env[checkpoints.ATTEMPT_ENV] = str(ctx.attempt)
     timeout = ctx.params.get("timeout_s") or ctx.timeout_s
     stdout_path, stderr_path = ctx.log_dir / "stdout.txt", ctx.log_dir / "stderr.txt"
     returncode = run_process(argv, ctx.work_dir, env, timeout, stdout_path, stderr_path)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
+from cmx_core.cli.recovery_opts import add_recovery_options, recovery
 from cmx_core.errors import UsageError
 from cmx_core.plan.conditional import of_node
 from cmx_core.resolve.input_hints import unknown_flag
@@ -48,6 +49,7 @@ def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
     from cmx_core.cli.monitor_cmd import add_telemetry_options
 
     add_telemetry_options(run)
+    add_recovery_options(run)
     run.set_defaults(handler=cmd_run, accepts_inputs=True)
 
 
@@ -248,7 +250,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                      jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
                      output=args.output, executor=executor, lock=args.lock, allow_drift=args.allow_drift,
                      options=parse_executor_options(args.executor_opt), sweep=_sweep_point(args.sweep_point),
-                     on_plan=_plan_printer(args), telemetry=telemetry)
+                     on_plan=_plan_printer(args), telemetry=telemetry, recovery=recovery(args))
     if observer is not None:
         observer.remember(result)
     from cmx_core.cli.monitor_cmd import print_soak

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import UsageError
 from cmx_core.results.comparability import differences, forced_warnings, refusal
+from cmx_core.results.faults import attempt_lines, fault_report
 from cmx_core.results.numbers import fmt_number
 
 if TYPE_CHECKING:
@@ -176,11 +177,42 @@ def cmd_compare(args: argparse.Namespace) -> int:
         comparison = replace(comparison, warnings=(*forced_warnings(found), *comparison.warnings))
     for warning in comparison.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    documents = [d for column in column_documents(_store(), args.runs) for d in column]
+    faults = {d["run_id"]: report.to_json() for d in documents if (report := fault_report([d])) is not None}
     if args.json:
-        _print_json(comparison.to_json())
+        _print_json({**comparison.to_json(), **({"fault_tolerance": faults} if faults else {})})
     else:
         _console().print(_compare_table(comparison))
+        for document in documents:
+            for line in _fault_lines([document], title=f"fault tolerance of {document['run_id']}"):
+                print(line)
     return 0
+
+
+def _point_documents(table: Any) -> list[dict[str, Any]]:
+    """The stored documents of a sweep's points (a point whose run left the store has none)."""
+    from cmx_core.errors import ResultsError
+
+    store, documents = _store(), []
+    for row in table.rows:
+        if row.run_id:
+            try:
+                documents.append(store.get(row.run_id).document)
+            except ResultsError:
+                continue
+    return documents
+
+
+def _fault_lines(documents: list[dict[str, Any]], title: str = "fault tolerance", expected: int | None = None,
+                 with_attempts: bool = True) -> list[str]:
+    """The fault-tolerance report (docs/faults.md) of a run or a sweep's points, when any had a fault."""
+    report = fault_report(documents, expected)
+    if report is None:
+        return []
+    lines = [f"  {title}:", *(f"    {line}" for line in report.lines())]
+    if with_attempts and len(documents) == 1:
+        lines += [f"    {line}" for line in attempt_lines(documents[0])]
+    return lines
 
 
 def _add_report_parsers(sub: Any, leaf: dict[str, Any]) -> None:
@@ -209,8 +241,10 @@ def _compare_sweep(args: argparse.Namespace) -> int:
     if args.runs:
         raise UsageError("cmx results compare: give runs or --sweep ID, not both")
     table = sweep_table(read_manifest(paths.data_dir(), args.sweep), _store())
+    documents = _point_documents(table)
+    report = fault_report(documents, len(table.rows))
     if args.json:
-        _print_json(table.to_json())
+        _print_json({**table.to_json(), **({"fault_tolerance": report.to_json()} if report else {})})
         return 0
     from rich.table import Table
 
@@ -222,6 +256,8 @@ def _compare_sweep(args: argparse.Namespace) -> int:
         shown.add_row(str(row.index), *(str(row.point.get(a, "")) for a in table.axes), row.status,
                       *("" if v is None else f"{v:.6g}" for v in values), (row.run_id or row.message)[:SHORT_ID * 3])
     _console().print(shown)
+    for line in _fault_lines(documents, expected=len(table.rows), with_attempts=False):
+        print(line)
     return 0
 
 
@@ -295,6 +331,8 @@ def _show(document: dict[str, Any], path: Path, fmt: str | None = None) -> None:
     from cmx_core.results.summary import telemetry_lines
 
     for line in telemetry_lines(document):
+        console.print(_styled(line, None))
+    for line in _fault_lines([document]):
         console.print(_styled(line, None))
     if document["metrics"]:
         sys.stdout.flush()

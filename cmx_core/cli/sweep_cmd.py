@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from cmx_core.cli.recovery_opts import add_recovery_options, chaos_options, recovery, recovery_options
 from cmx_core.errors import UsageError
 
 #: Exit status of a sweep whose points failed: their number, at most this.
@@ -33,6 +34,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     sweep.add_argument("--facts", metavar="FILE", help="use a saved facts file instead of probing this machine")
     sweep.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     _executor_options(sweep)
+    add_recovery_options(sweep)
+    sweep.add_argument("--chaos", metavar="FILE", default=None,
+                       help="a YAML file whose chaos: section says which points get which --inject faults")
     sweep.set_defaults(handler=cmd_sweep, accepts_inputs=True)
 
 
@@ -51,7 +55,7 @@ def run_options(args: argparse.Namespace) -> list[str]:
         options += ["--executor", args.executor]
     for pair in args.executor_opt:
         options += ["--executor-opt", pair]
-    return options
+    return options + recovery_options(args)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -63,10 +67,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     inputs = parse_inputs(args.extra)
     if args.jobs < 1:
         raise UsageError(f"cmx sweep: -j must be at least 1, got {args.jobs}")
+    recovery(args)  # a bad --retries or --inject stops the sweep before anything runs
+    chaos = chaos_options(args.chaos, len(matrix))
     _plan_every_point(args, inputs, matrix)
     result = run_sweep(args.tags, inputs, matrix, data_dir=paths.data_dir(), run_options=run_options(args),
                        jobs=args.jobs, executor="docker" if args.container else args.executor,
-                       on_point=_progress)
+                       on_point=_progress, point_options=chaos)
     if args.json:
         print(json.dumps(result.to_json(), indent=2, sort_keys=True))
     else:

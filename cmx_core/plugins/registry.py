@@ -19,6 +19,7 @@ import pluggy
 from cmx_core import __version__
 from cmx_core.errors import PluginError
 from cmx_core.plugins.hook_calls import one_line as _one_line
+from cmx_core.providers.recovery import NO_RECOVERY, Recovery
 from cmx_core.providers.table import ProviderTable
 from cmx_core.providers.types import (
     Command,
@@ -311,6 +312,8 @@ class ExecutionRequest:
     jobs: int = 1
     use_cache: bool = True
     refresh: bool = False
+    recovery: Recovery = NO_RECOVERY
+    """The command line's recovery policy and fault injections (docs/faults.md)."""
 
 
 

@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from cmx_core.datautil import atomic_write
+from cmx_core.errors import UsageError
+from cmx_core.providers.attempts import Attempt
 from cmx_core.providers.parts import merge_parts
 from cmx_core.providers.table import ProviderTable  # noqa: F401 - re-exported
 from cmx_core.providers.values import Artifact, Capabilities, ResultPart, StepOutput
@@ -83,6 +86,19 @@ class StepContext:
     measures: bool = False
     """The step is the measurement (its recipe says ``measures: true``, or its type declares
     ``measures=True``): a ``shell`` step's declared metrics then make the run ``valid``."""
+    checkpoint_dir: Path | None = None
+    """The step's checkpoint directory (``checkpoint:`` in its recipe): kept across its
+    attempts, empty on the first (docs/faults.md)."""
+    attempt: int = 1
+    """Which attempt of the step this is (1, then 2... when its recovery policy retries it)."""
+
+    def save_checkpoint(self, name: str, data: bytes | str) -> Path:
+        """Write one checkpoint file atomically (readers see the old file or the new one)."""
+        if self.checkpoint_dir is None:
+            raise UsageError(f"{self.recipe}: the step declares no checkpoint: (add checkpoint: true)")
+        target = self.checkpoint_dir / name
+        atomic_write(target, data)
+        return target
 
     def report(self, name: str, value: float, kind: str = "gauge") -> None:
         """Report the step's own series ``cmx_app_<name>`` (a gauge, or ``kind="counter"``
@@ -291,6 +307,8 @@ class ExecutionOutcome:
     logs: tuple[Path, ...] = ()
     telemetry: Mapping[str, Any] | None = None
     """The run sampler's ``telemetry`` section (added by the engine, docs/telemetry.md)."""
+    attempts: tuple[Attempt, ...] = ()
+    """Every attempt of every step that was retried or failed (docs/faults.md)."""
 
     def result_part(self) -> ResultPart | None:
         """The result part of the run: the one part, or all parts merged by section

@@ -27,6 +27,7 @@ from cmx_core.recipes.model import (
     split_tags,
 )
 from cmx_core.recipes.resources import ResourceError, parse_resources
+from cmx_core.recipes.retries import PolicyError, parse_checkpoint, parse_policy
 from cmx_core.recipes.yaml_lines import fail_at as _fail
 
 
@@ -125,6 +126,7 @@ def validate_recipe_data(data: Any, path: Path) -> None:
     c.mapping(data.get("requires", {}), ("requires",))
     _check_cache(c, data.get("cache", True))
     _check_resources(c, data.get("resources"), ("resources",))
+    _check_policy(c, data, ())
 
 
 def _check_inputs(c: _Checker, inputs: Any) -> None:
@@ -226,6 +228,7 @@ def _check_steps(c: _Checker, steps: Any) -> None:
             raise c.fail((*kp, "timeout_s"), f"must be a positive number of seconds, got {step['timeout_s']}")
         if "measures" in step:
             c.boolean(step["measures"], (*kp, "measures"))
+        _check_policy(c, step, kp)
 
 
 def _check_outputs(c: _Checker, outputs: Any) -> None:
@@ -259,6 +262,17 @@ def _check_resources(c: _Checker, section: Any, kp: tuple[str | int, ...]) -> No
         parse_resources(section)
     except ResourceError as exc:
         raise c.fail((*kp, exc.key) if exc.key else kp, exc.message) from None
+
+
+def _check_policy(c: _Checker, holder: dict[str, Any], kp: tuple[str | int, ...]) -> None:
+    """``retries:`` (recipe or step) and ``checkpoint:`` (step): :mod:`cmx_core.recipes.retries`."""
+    for key, parse in (("retries", parse_policy), ("checkpoint", parse_checkpoint)):
+        if key not in holder:
+            continue
+        try:
+            parse(holder[key])
+        except PolicyError as exc:
+            raise c.fail((*kp, key, exc.key) if exc.key else (*kp, key), exc.message) from None
 
 
 def _check_expr(c: _Checker, text: Any, kp: tuple[str | int, ...]) -> None:

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmx_core.errors import UsageError, did_you_mean
+from cmx_core.providers.recovery import CheckpointSpec, RetryPolicy
 from cmx_core.recipes.durations import parse_duration
 from cmx_core.recipes.resources import NO_RESOURCES, Resources, parse_resources
+from cmx_core.recipes.retries import parse_checkpoint, parse_policy
 from cmx_core.recipes.yaml_lines import dotted_key, line_of, parse_yaml, yaml_loader
 
 __all__ = [
@@ -39,12 +41,12 @@ INPUT_TYPES = ("string", "number", "integer", "boolean", "choice", "path")
 
 TOP_KEYS = {
     "name", "version", "tags", "summary", "description", "inputs", "variations", "deps",
-    "steps", "outputs", "requires", "container", "cache", "resources",
+    "steps", "outputs", "requires", "container", "cache", "resources", "retries",
 }
 INPUT_KEYS = {"type", "default", "min", "max", "choices", "required", "description"}
 VARIATION_KEYS = {"group", "default", "description", "requires", "inputs", "deps", "container", "resources"}
 DEP_KEYS = {"tags", "as", "with", "when", "version"}
-STEP_KEYS = {"uses", "id", "with", "when", "timeout_s", "measures"}
+STEP_KEYS = {"uses", "id", "with", "when", "timeout_s", "measures", "retries", "checkpoint"}
 OUTPUT_KEYS = {"description", "value", "type"}
 
 #: Input names that ``cmx run``/``cmx plan`` take as cmx's own options (``--output`` is the
@@ -54,6 +56,7 @@ CLI_RESERVED_INPUTS = frozenset({
     "refresh", "no_cache", "strict_plugins", "verbose", "executor_opt", "input", "help",
     "allow_drift", "strict", "sweep_point", "quiet", "disable_plugin",
     "metrics_port", "no_telemetry", "telemetry_interval", "soak",
+    "retries", "retry_on", "retry_backoff", "inject", "chaos",
 })
 
 
@@ -194,6 +197,10 @@ class StepSpec(NamedTuple):
     measures: bool | None = None
     """True: this step is a measurement (a benchmark) even if its step type, like ``python``
     or ``shell``, cannot say so; None: as the step type declares."""
+    retries: RetryPolicy | None = None
+    """The step's own recovery policy (None: the recipe's, :mod:`cmx_core.recipes.retries`)."""
+    checkpoint: CheckpointSpec | None = None
+    """A checkpoint directory kept across the step's attempts (docs/faults.md)."""
 
 
 class OutputSpec(NamedTuple):
@@ -233,6 +240,8 @@ class Recipe(NamedTuple):
     source: str = "core"
     resources: Resources = NO_RESOURCES
     """What one run asks a scheduler for (:mod:`cmx_core.recipes.resources`); executors read it."""
+    retries: RetryPolicy | None = None
+    """The recovery policy of every step of the recipe's node (docs/faults.md)."""
 
     def groups(self) -> dict[str, list[VariationSpec]]:
         """Variation groups with their members, in file order."""
@@ -277,6 +286,7 @@ def recipe_from_data(data: Mapping[str, Any], path: Path, digest: str, source: s
         cache=_cache_from_data(data.get("cache", True)),
         source=source,
         resources=parse_resources(data["resources"]) if "resources" in data else NO_RESOURCES,
+        retries=parse_policy(data["retries"]) if "retries" in data else None,
     )
 
 
@@ -335,6 +345,8 @@ def _step_from_data(index: int, spec: Mapping[str, Any]) -> StepSpec:
         when=spec.get("when"),
         timeout_s=float(timeout) if timeout is not None else None,
         measures=bool(spec["measures"]) if "measures" in spec else None,
+        retries=parse_policy(spec["retries"]) if "retries" in spec else None,
+        checkpoint=parse_checkpoint(spec.get("checkpoint")),
     )
 
 

@@ -14,6 +14,7 @@ from cmx_core.errors import UsageError
 from cmx_core.report import plots
 from cmx_core.report.columns import group_by_lock
 from cmx_core.results.compare import Comparison, compare_samples
+from cmx_core.results.faults import FaultReport, fault_report
 from cmx_core.results.hardware import of_document
 
 SCORE_KEYS = ("score", "any_medal", "gold_medal", "silver_medal", "bronze_medal", "above_median", "medal",
@@ -58,6 +59,8 @@ class ReportData:
     sweep: Any | None
     figures: tuple[Figure, ...]
     scores: tuple[Mapping[str, Any], ...] = field(default=())
+    faults: FaultReport | None = None
+    """The fault-tolerance report (docs/faults.md), when a run or point had a fault."""
 
 
 def select(store: Any, selection: Selection) -> tuple[str, list[dict[str, Any]], Any | None]:
@@ -86,7 +89,9 @@ def collect(store: Any, selection: Selection) -> ReportData:
     # a sweep's points differ in their inputs by design: the sweep table is their comparison
     comparison = compare_samples(groups) if len(groups) > 1 and table is None else None
     figures = [*_metric_figures(groups), *_sweep_figures(table), *_latency_figures(documents)]
-    return ReportData(title, tuple(documents), comparison, table, tuple(figures), tuple(score_rows(documents)))
+    faults = fault_report(documents, len(table.rows) if table is not None else None)
+    return ReportData(title, tuple(documents), comparison, table, tuple(figures), tuple(score_rows(documents)),
+                      faults)
 
 
 def primary(document: Mapping[str, Any]) -> str | None:

@@ -12,7 +12,9 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import ResultsError
+from cmx_core.providers.attempts import Attempt
 from cmx_core.results import facts_map
+from cmx_core.results.faults import attempts_section, faults_section
 from cmx_core.results.gitinfo import engine_git_commit
 from cmx_core.results.hardware import from_system
 from cmx_core.results.validate import SCHEMA_VERSION
@@ -73,6 +75,10 @@ class RunRecord:
     """``(cause, evidence lines)`` of a failed step whose logs or exit signal show why."""
     facts_file: Mapping[str, str] | None = None
     """``{path, sha256}`` of the ``--facts`` file the run was planned with (``provenance.facts_file``)."""
+    attempts: Sequence[Attempt] = ()
+    """The attempts of steps that failed, were retried or had a fault injected (docs/faults.md)."""
+    injections: Sequence[Mapping[str, Any]] = ()
+    """The faults the run was asked to inject (``provenance.injections``)."""
 
 
 def build_document(record: RunRecord) -> dict[str, Any]:
@@ -102,6 +108,9 @@ def build_document(record: RunRecord) -> dict[str, Any]:
     )
     if record.telemetry is not None:
         document["telemetry"] = json_safe(dict(record.telemetry))
+    if record.attempts or record.injections:
+        document["attempts"] = attempts_section(record.attempts)
+        document["faults"] = faults_section(record.attempts)
     if part and part.notes:
         document["notes"] = part.notes
     return document
@@ -245,6 +254,7 @@ def _provenance(record: RunRecord) -> dict[str, Any]:
         **({"sweep": json_safe(dict(record.sweep))} if record.sweep else {}),
         **({"repos": [json_safe(dict(r)) for r in record.repos]} if record.repos else {}),
         **({"facts_file": dict(record.facts_file)} if record.facts_file else {}),
+        **({"injections": json_safe([dict(i) for i in record.injections])} if record.injections else {}),
     }
 
 

@@ -27,11 +27,13 @@ from cmx_core.plan.conditional import ByStep, conditional_deps, of_node
 from cmx_core.plan.planner import Plan, PlanNode, PlanQuery, build_plan
 from cmx_core.plugins.loader import get_registry
 from cmx_core.plugins.registry import ExecutionRequest, Executor, Registry
+from cmx_core.providers.recovery import NO_RECOVERY, Recovery
 from cmx_core.providers.types import ExecutorSettings, RunError
 from cmx_core.recipes.model import Recipe, split_tags
 from cmx_core.resolve.decision import Decision
 from cmx_core.resolve.resolver import Resolution, Resolver
 from cmx_core.run.facts_check import check_facts_here, facts_file_ref
+from cmx_core.run.inject import check_injections
 from cmx_core.run.repo_sources import RepoUse, lock_pins, session_repos
 from cmx_core.run.runids import new_run_id, run_dir_name
 
@@ -264,7 +266,8 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         output: str | Path | None = None, executor: str | None = None,
         options: Mapping[str, Any] | None = None, lock: str | Path | None = None,
         allow_drift: Sequence[str] = (), sweep: Mapping[str, Any] | None = None,
-        on_plan: Callable[[Plan], None] | None = None, telemetry: TelemetrySettings | None = None) -> RunResult:
+        on_plan: Callable[[Plan], None] | None = None, telemetry: TelemetrySettings | None = None,
+        recovery: Recovery = NO_RECOVERY) -> RunResult:
     """Resolve, run and record. Raises StepFailed (after writing the error result) when a
     step fails, CmxError for bad input; returns the written, indexed result otherwise.
     With ``lock``, the lockfile's query is replayed and any drift is refused (``allow_drift``
@@ -275,7 +278,8 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     against its settings class. ``sweep`` (``{"id", "index", "point"}``) marks the run as
     one point of a ``cmx sweep`` (``provenance.sweep``). ``on_plan`` is handed the checked
     plan before anything runs (the CLI prints it on a terminal). ``telemetry`` says how the
-    run is sampled (None: from the environment, docs/telemetry.md)."""
+    run is sampled (None: from the environment, docs/telemetry.md). ``recovery`` is the
+    command line's recovery policy and the faults to inject (docs/faults.md)."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
     from cmx_core.run.observe import check_settings
@@ -297,6 +301,7 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         _resolve_plan(tags, inputs, session)
     chosen, settings = _checked_executor(session, the_plan, executor, options)
     check_facts_here(session.facts, FactStore(session.registry.detectors), chosen.name, chosen.runs_here)
+    check_injections(recovery.injections, chosen.name)
     if on_plan is not None:
         on_plan(the_plan)
     from cmx_core.results.store import ResultStore
@@ -311,13 +316,13 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     request = ExecutionRequest(
         plan=the_plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
         lock_path=run_dir / "lock.json", run_id=run_id, settings=settings, jobs=jobs,
-        use_cache=use_cache, refresh=refresh,
+        use_cache=use_cache, refresh=refresh, recovery=recovery,
     )
     from cmx_core.run import inflight
 
     inflight.reap()  # runs a killed cmx left behind are recorded as interrupted
     session.cache.clean_staging()
-    provenance = run_provenance(lock_digest, session, sweep)
+    provenance = run_provenance(lock_digest, session, sweep, recovery)
     inflight.mark(run_id, run_dir, interrupted_document(request, provenance))
     try:
         result_path, document, exit_code = _execute(chosen, request, provenance, session, observe)
@@ -335,15 +340,17 @@ def executor_settings(chosen: Executor, options: Mapping[str, Any]) -> ExecutorS
     return parse_settings(chosen.name, chosen.settings, options)
 
 
-def run_provenance(lock_digest: str, session: Session, sweep: Mapping[str, Any] | None) -> Any:
-    """The provenance of a run: the lock's digest, the loaded plugins, the sweep point and the
-    facts file (if any)."""
+def run_provenance(lock_digest: str, session: Session, sweep: Mapping[str, Any] | None,
+                   recovery: Recovery = NO_RECOVERY) -> Any:
+    """The provenance of a run: the lock's digest, the loaded plugins, the sweep point (if
+    any), the recipe repositories, the facts file (if any) and the faults it injects."""
     from cmx_core.run.recording import Provenance
 
     return Provenance(lock_digest, [(p["name"], p["distribution"], p["version"])
                                     for p in _plugins(session.registry)], sweep,
                       repos=tuple(r.to_json() for r in session.repos),
-                      facts_file=facts_file_ref(session.facts_file) if session.facts_file else None)
+                      facts_file=facts_file_ref(session.facts_file) if session.facts_file else None,
+                      injections=[i.to_json() for i in recovery.injections])
 
 
 def interrupted_document(request: ExecutionRequest, provenance: Any) -> dict[str, Any]:

@@ -32,10 +32,16 @@ from cmx_core.plan.facts_view import FactsView, groups_of
 from cmx_core.plan.planner import Plan, PlanNode
 from cmx_core.plugins.events import EventSink
 from cmx_core.plugins.registry import ExecutionRequest
+from cmx_core.providers.attempts import Attempt
+from cmx_core.providers.recovery import NO_RECOVERY, Recovery
 from cmx_core.providers.types import ExecutionOutcome, NodeResult, RunError, StepContext, StepType
 from cmx_core.providers.values import Artifact, ResultPart, StepOutput
 from cmx_core.recipes.model import StepSpec
 from cmx_core.recipes.template import render_value
+from cmx_core.run import checkpoints, inject
+from cmx_core.run.attempts import AttemptLog, backoff, policy_for, work_lost
+from cmx_core.run.checkpoints import checkpoint_dir
+from cmx_core.run.faults import fault_class
 from cmx_core.run.measured import measurement_meta, served, stage_artifacts
 from cmx_core.telemetry.causes import classify, oom_kills
 from cmx_core.telemetry.collector import step_metrics
@@ -77,6 +83,7 @@ class RunSettings:
     run_id: str
     use_cache: bool = True
     refresh: bool = False
+    recovery: Recovery = NO_RECOVERY
 
 
 @dataclass
@@ -87,7 +94,7 @@ class _Progress:
 
 def run_local(request: ExecutionRequest, events: EventSink) -> ExecutionOutcome:
     """The ``local`` executor: run the plan here, in this process."""
-    settings = RunSettings(request.run_dir, request.run_id, request.use_cache, request.refresh)
+    settings = RunSettings(request.run_dir, request.run_id, request.use_cache, request.refresh, request.recovery)
     return execute_plan(request.plan, request.facts, request.registry, Cache(), events, settings,
                         jobs=request.jobs)
 
@@ -117,7 +124,8 @@ def execute_plan(plan: Plan, facts: FactStore, registry: Registry, cache: Cache,
     ordered = tuple(progress.results[n.id] for n in plan.nodes if n.id in progress.results)
     root = progress.results.get(plan.root.id)
     return ExecutionOutcome(nodes=ordered, root_outputs=root.outputs if root and root.status != "failed" else {},
-                            started=started, finished=time.time(), error=progress.error)
+                            started=started, finished=time.time(), error=progress.error,
+                            attempts=runner.attempts.all())
 
 
 def _recipe_of(plan: Plan, node_id: str) -> str:
@@ -160,6 +168,7 @@ class NodeRunner:
         self.events = events
         self.settings = settings
         self.run_dir = settings.run_dir
+        self.attempts = AttemptLog()
 
     def run(self, node: PlanNode, done: Mapping[str, NodeResult]) -> NodeResult:
         start = time.perf_counter()
@@ -260,18 +269,55 @@ class NodeRunner:
 
     def _run_step(self, node: PlanNode, step: StepSpec, work_dir: Path, deps: Mapping[str, Any],
                   step_outputs: Mapping[str, Mapping[str, Any]], facts: FactsView) -> StepOutput:
+        """The step's attempts under its recovery policy (docs/faults.md): a failed attempt
+        is recorded with its fault class and run again while the policy allows."""
+        policy = policy_for(self.settings.recovery, node.recipe, step)
+        checkpoint = checkpoint_dir(self.run_dir, _safe(node.id), step.id) if step.checkpoint else None
+        number = 1
+        while True:
+            resumed = checkpoints.prepare(checkpoint) if checkpoint is not None else False
+            injections = self.settings.recovery.injections if number == 1 else ()
+            started = time.time()
+            log_dir = self.run_dir / "logs" / _safe(node.id) / step.id / (f"attempt-{number}" if number > 1 else "")
+            with inject.armed(injections, log_dir / "app_metrics.txt") as fired:
+                try:
+                    returned = self._attempt(node, step, work_dir, deps, step_outputs, facts, number, checkpoint,
+                                             log_dir)
+                except NodeFailed as exc:
+                    failure: NodeFailed | None = exc
+                else:
+                    failure = None
+            ended, injected_at = time.time(), fired.fired_at if fired is not None else None
+            injected = ",".join(i.text for i in injections) or None
+            if failure is None:
+                if number > 1 or injected:
+                    self.attempts.add(Attempt(node.id, step.id, number, started, ended, injected=injected,
+                                              injected_at=injected_at, resumed=resumed))
+                if checkpoint is not None and step.checkpoint is not None:
+                    checkpoints.finish(checkpoint, step.checkpoint.keep)
+                return returned
+            fault = fault_class(failure.reason, failure.exit_code, failure.cause, sorted(log_dir.glob("*.txt")))
+            self.attempts.add(Attempt(node.id, step.id, number, started, ended, fault, failure.reason,
+                                      work_lost(started, ended, checkpoint), injected, injected_at, resumed))
+            if not policy.retries(fault, number):
+                raise failure
+            backoff(policy, number)
+            number += 1
+
+    def _attempt(self, node: PlanNode, step: StepSpec, work_dir: Path, deps: Mapping[str, Any],
+                 step_outputs: Mapping[str, Mapping[str, Any]], facts: FactsView, attempt: int,
+                 checkpoint: Path | None, log_dir: Path) -> StepOutput:
         step_type = self.registry.step(step.uses)
         context = self._template_context(node, work_dir, deps, step_outputs, facts)
         where = f"{node.recipe.path}: steps.{step.index}.with"
         params = render_value(dict(step.with_), context, where)
-        log_dir = self.run_dir / "logs" / _safe(node.id) / step.id
         log_dir.mkdir(parents=True, exist_ok=True)
         ctx = StepContext(
             node_id=node.id, recipe=node.recipe.name, params=freeze(params), inputs=freeze(node.inputs),
             deps=deps, facts=facts, variations=freeze(node.variations),
             work_dir=work_dir, log_dir=log_dir, run_dir=self.run_dir, cache_dir=self.cache.root,
             timeout_s=step.timeout_s, recipe_dir=node.recipe.path.parent,
-            metrics=step_metrics(node.id, step.id, log_dir),
+            metrics=step_metrics(node.id, step.id, log_dir), checkpoint_dir=checkpoint, attempt=attempt,
             measures=step.measures if step.measures is not None else step_type.measures,
         )
         oom_before = oom_kills()

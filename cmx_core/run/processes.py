@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cmx_core.errors import StepFailed
+from cmx_core.run import inject
 from cmx_core.run.watchdog import TOKEN_ENV
 
 if TYPE_CHECKING:
@@ -23,9 +24,11 @@ def run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float 
 
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     _guard()
+    injected = inject.current()  # faults armed for this attempt (docs/faults.md)
+    prefix = injected.prefix(cwd) if injected is not None else []
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:
-            proc = subprocess.Popen([*dies_with_cmx(), *argv], cwd=cwd, env={**env, TOKEN_ENV: TOKEN},
+            proc = subprocess.Popen([*dies_with_cmx(), *prefix, *argv], cwd=cwd, env={**env, TOKEN_ENV: TOKEN},
                                     stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as exc:
             raise StepFailed(f"cannot start `{argv[0]}`: {exc.strerror}") from None
@@ -33,6 +36,8 @@ def run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float 
         _tell(f"+{proc.pid}")
         limit = float(timeout) if timeout else None
         try:
+            if injected is not None:
+                injected.started(proc)
             return proc.wait(timeout=limit)
         except subprocess.TimeoutExpired:
             _kill_group(proc)

@@ -40,6 +40,7 @@ class Provenance:
     sweep: Mapping[str, Any] | None = None  # {"id", "index", "point"} of a run that is a sweep point
     repos: Sequence[Mapping[str, str]] = ()  # the recipe repositories: name, url, commit, kind
     facts_file: FactsFileRef | None = None  # the --facts file the run was planned with
+    injections: Sequence[Mapping[str, Any]] = ()  # the faults the run injects (docs/faults.md)
 
 
 def failed_outcome(started: float, error: RunError) -> ExecutionOutcome:
@@ -109,6 +110,7 @@ def run_record(request: ExecutionRequest, outcome: ExecutionOutcome, provenance:
         sweep=provenance.sweep, repos=provenance.repos, telemetry=outcome.telemetry,
         facts_file=provenance.facts_file.to_json() if provenance.facts_file else None,
         error_cause=(error.cause, tuple(error.evidence)) if error and error.cause else None,
+        attempts=outcome.attempts, injections=provenance.injections,
     )
 
 

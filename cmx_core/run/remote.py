@@ -58,6 +58,8 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from cmx_core.errors import CmxError, Interrupted
 from cmx_core.plugins.registry import ExecutionRequest, Executor
+from cmx_core.providers.attempts import Attempt
+from cmx_core.providers.recovery import NO_RETRIES, RetryPolicy
 from cmx_core.providers.types import (
     CachedMeasurement,
     ExecutionOutcome,
@@ -71,7 +73,11 @@ from cmx_core.results.envelope import ENGINE_KEYS
 from cmx_core.results.gitinfo import ENGINE_COMMIT_ENV, engine_git_commit
 
 H = TypeVar("H")
-JobState = Literal["completed", "failed", "timeout", "oom", "cancelled", "lost"]
+JobState = Literal["completed", "failed", "timeout", "oom", "cancelled", "lost", "preempted"]
+
+JOB_FAULTS: Mapping[str, str] = {"lost": "node_lost", "preempted": "preempted", "timeout": "timeout", "oom": "oom"}
+"""The fault class of a job that ended so (docs/faults.md); a job that ran the far engine
+to its end reports its steps' own attempts instead."""
 
 REMOTE_DIR = "remote"
 """Where the far run directory lands inside the local run directory."""
@@ -132,6 +138,10 @@ class RemoteExecutor(ABC, Generic[H]):
     what describes the software (Python, torch, CUDA runtime, the container itself)."""
     settings: ClassVar[type[ExecutorSettings]] = NoSettings
     capabilities: ClassVar[Capabilities] = Capabilities()
+    native_retries: ClassVar[frozenset[str]] = frozenset()
+    """The fault classes the scheduler itself retries once the job asks it to (Slurm's
+    ``--requeue``, Ray's ``max_retries``, a Kubernetes Job's ``backoffLimit``); the base
+    resubmits the job for the other classes its policy names (:func:`job_policy`)."""
 
     # -- what a subclass implements ------------------------------------------------------
 
@@ -183,20 +193,40 @@ class RemoteExecutor(ABC, Generic[H]):
                         runs_here=self.runs_on_this_host)
 
     def run(self, request: ExecutionRequest) -> ExecutionOutcome:
-        """Ship the lock, submit, wait (cancelling on Ctrl-C), fetch, fold the result back."""
+        """Ship the lock, submit, wait (cancelling on Ctrl-C), fetch, fold the result back;
+        resubmit a job that ended with a fault its policy retries and the scheduler does not."""
         job = self.prepare(request)
-        started = time.time()
+        policy, number, attempts = job_policy(request), 1, []
+        while True:
+            started = time.time()
+            status, fetched = self._once(job)
+            outcome = fold(job, status, fetched, started, self.name)
+            fault = JOB_FAULTS.get(status.state) if outcome.error is not None else None
+            if fault is None or fault in self.native_retries or not policy.retries(fault, number):
+                break
+            attempts.append(Attempt(request.plan.root.id, f"{self.name} job", number, started, time.time(), fault,
+                                    outcome.error.message if outcome.error else status.message,
+                                    work_lost_s=time.time() - started))
+            set_aside(job.local_output, number)
+            time.sleep(policy.wait_s(number))
+            number += 1
+        if attempts or fault is not None:
+            last = Attempt(request.plan.root.id, f"{self.name} job", number, started, outcome.finished, fault,
+                           outcome.error.message if fault and outcome.error else "",
+                           work_lost_s=outcome.finished - started if fault else 0.0)
+            outcome = replace(outcome, attempts=(*attempts, last, *outcome.attempts))
+        if self.runs_on_this_host and outcome.facts is not None:
+            outcome = replace(outcome, facts=with_host_machine(outcome.facts, request.facts.snapshot(MACHINE_FACTS)))
+        return outcome
+
+    def _once(self, job: RemoteJob) -> tuple[JobStatus, Fetched]:
         handle = self.submit(job)
         try:
             status = self.wait(handle)
         except (KeyboardInterrupt, Interrupted):
             self.cancel(handle)
             raise Interrupted(f"interrupted; the {self.name} job was cancelled") from None
-        fetched = self.fetch(handle, job)
-        outcome = fold(job, status, fetched, started, self.name)
-        if self.runs_on_this_host and outcome.facts is not None:
-            outcome = replace(outcome, facts=with_host_machine(outcome.facts, request.facts.snapshot(MACHINE_FACTS)))
-        return outcome
+        return status, self.fetch(handle, job)
 
     def prepare(self, request: ExecutionRequest) -> RemoteJob:
         """Stage ``lock.json`` and build the far side's command line."""
@@ -224,7 +254,41 @@ def far_arguments(request: ExecutionRequest, far_lock: str, far_output: str) -> 
         argv.append("--no-cache")
     if request.refresh:
         argv.append("--refresh")
-    return argv
+    return argv + recovery_arguments(request)
+
+
+def set_aside(output: Path, attempt: int) -> None:
+    """Keep a failed job's far run directory as ``remote-attempt-N`` (the next job needs an
+    empty one)."""
+    if output.exists():
+        output.rename(output.with_name(f"{output.name}-attempt-{attempt}"))
+
+
+def recovery_arguments(request: ExecutionRequest) -> list[str]:
+    """The command line's recovery policy and the injections the far engine applies to its
+    steps (docs/faults.md); none for a run that asked for neither."""
+    argv: list[str] = []
+    policy = request.recovery.retries
+    if policy is not None:
+        argv += [f"--retries={policy.max}", f"--retry-on={','.join(policy.on)}",
+                 f"--retry-backoff={policy.backoff_s:g}"]
+    return argv + [f"--inject={i.text}" for i in request.recovery.injections if i.fault in FAR_FAULTS]
+
+
+FAR_FAULTS = ("kill-step", "oom", "disk-full", "partition")
+"""The injections the far side's local executor applies to its steps."""
+
+
+def job_policy(request: ExecutionRequest) -> RetryPolicy:
+    """The recovery policy of the job as a whole: the command line's, else the root recipe's."""
+    return request.recovery.retries or request.plan.root.recipe.retries or NO_RETRIES
+
+
+def scheduler_retries(request: ExecutionRequest, classes: Sequence[str] = ("node_lost", "preempted")) -> int:
+    """How often the scheduler itself may rerun the job for ``classes``: the job policy's
+    ``max`` when it names any of them, else 0 (exit code 2 is never among them)."""
+    policy = job_policy(request)
+    return policy.max if any(c in policy.on for c in classes) else 0
 
 
 # -- folding the far result back ----------------------------------------------------------
@@ -247,7 +311,7 @@ def fold(job: RemoteJob, status: JobStatus, fetched: Fetched, started: float, ex
     out = job.local_output
     document = _read_json(out / "result.json")
     finished = time.time()
-    if not isinstance(document, dict) or status.state in ("timeout", "oom", "cancelled", "lost"):
+    if not isinstance(document, dict) or status.state in ("timeout", "oom", "cancelled", "lost", "preempted"):
         why = _job_end(status)
         wrote = "without writing " + str(out / "result.json") if not isinstance(document, dict) else \
             "(its result is not trusted)"
@@ -263,10 +327,32 @@ def fold(job: RemoteJob, status: JobStatus, fetched: Fetched, started: float, ex
     error = document.get("error")
     return ExecutionOutcome(
         nodes=nodes, root_outputs=dict(document.get("outputs") or {}), started=started, finished=finished,
-        error=RunError(str(error.get("message")), error.get("node"), error.get("step")) if error else None,
+        error=RunError(str(error.get("message")), error.get("node"), error.get("step"),
+                       exit_code=_far_exit(document)) if error else None,
         facts=facts if isinstance(facts, dict) else None, system=fetched.system,
         artifacts=fetched.artifacts, logs=fetched.logs, telemetry=_far_telemetry(document, job),
+        attempts=far_attempts(document),
     )
+
+
+def _far_exit(document: Mapping[str, Any]) -> int:
+    """2 when the far run's last attempt refused its input (``bad_input``), else 1."""
+    faults = [a.get("fault") for a in document.get("attempts") or ()]
+    return 2 if faults and faults[-1] == "bad_input" else 1
+
+
+def far_attempts(document: Mapping[str, Any]) -> tuple[Attempt, ...]:
+    """The attempts the far engine recorded of its steps (``attempts`` of its result)."""
+    found = []
+    for item in document.get("attempts") or ():
+        try:
+            found.append(Attempt(str(item["node"]), str(item["step"]), int(item["number"]), float(item["started"]),
+                                 float(item["ended"]), item.get("fault"), str(item.get("message") or ""),
+                                 float(item.get("work_lost_s") or 0.0), item.get("injected"),
+                                 item.get("injected_at"), bool(item.get("resumed"))))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return tuple(found)
 
 
 def _far_telemetry(document: Mapping[str, Any], job: RemoteJob) -> dict[str, Any] | None:
@@ -305,7 +391,7 @@ def far_refusal(logs: Sequence[Path]) -> str | None:
 def _job_end(status: JobStatus) -> str:
     return {"completed": f"exited with code {status.exit_code}", "failed": f"failed with code {status.exit_code}",
             "timeout": "exceeded its time limit", "oom": "was killed for running out of memory",
-            "cancelled": "was cancelled", "lost": "was lost"}[status.state]
+            "cancelled": "was cancelled", "lost": "was lost", "preempted": "was preempted"}[status.state]
 
 
 def _nodes(listed: Any, document: Mapping[str, Any], out: Path) -> tuple[NodeResult, ...]:
@@ -370,4 +456,5 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-__all__: Sequence[str] = ("Fetched", "JobStatus", "RemoteExecutor", "RemoteJob", "far_arguments", "fold", "part_of")
+__all__: Sequence[str] = ("Fetched", "JobStatus", "RemoteExecutor", "RemoteJob", "far_arguments", "fold", "job_policy",
+                          "part_of", "scheduler_retries")

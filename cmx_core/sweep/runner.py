@@ -130,10 +130,12 @@ def point_command(tags: str, inputs: Mapping[str, str], sweep: Mapping[str, Any]
 def run_sweep(tags: str, base_inputs: Mapping[str, str], matrix: Sequence[dict[str, str]], *,
               data_dir: Path, run_options: Sequence[str] = (), jobs: int = 1,
               executor: str | None = None, on_point: Callable[[PointOutcome, int], None] | None = None,
-              env: Mapping[str, str] | None = None, batch: bool = True) -> SweepResult:
+              env: Mapping[str, str] | None = None, batch: bool = True,
+              point_options: Mapping[int, Sequence[str]] | None = None) -> SweepResult:
     """Run every point (``jobs`` at once) and write the manifest; never raises for a failed point.
     ``batch=False`` runs one ``cmx run`` process per point even where the executor has a
-    batch entry (to compare the two paths)."""
+    batch entry (to compare the two paths). ``point_options`` are more ``cmx run`` options
+    for some points (a chaos file's ``--inject``s; they run one process per point)."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
     overlap = sorted(set(base_inputs) & {k for p in matrix[:1] for k in p})
@@ -144,7 +146,7 @@ def run_sweep(tags: str, base_inputs: Mapping[str, str], matrix: Sequence[dict[s
     folder.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
     together = _batch(sweep_id, folder, tags, base_inputs, matrix, run_options, jobs, executor, env) \
-        if batch else None
+        if batch and not point_options else None
     if together is not None:
         from cmx_core.sweep.batch import run_points
 
@@ -157,7 +159,9 @@ def run_sweep(tags: str, base_inputs: Mapping[str, str], matrix: Sequence[dict[s
         point = matrix[index]
         sweep = {"id": sweep_id, "index": index, "point": point}
         run_dir = folder / f"point-{index}"
-        command = point_command(tags, {**base_inputs, **point}, sweep, [*run_options, "--output", str(run_dir)])
+        extra = (point_options or {}).get(index, ())
+        command = point_command(tags, {**base_inputs, **point}, sweep,
+                                [*run_options, *extra, "--output", str(run_dir)])
         outcome = _run_point(index, point, command, run_dir, env)
         done.append(outcome)
         if on_point is not None:

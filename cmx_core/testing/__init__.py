@@ -149,10 +149,11 @@ class StepSample:
 
 
 def execution_request(plan: Any, run_dir: Path, *, settings: Any = None, jobs: int = 1,
-                      use_cache: bool = True, refresh: bool = False) -> Any:
+                      use_cache: bool = True, refresh: bool = False, recovery: Any = None) -> Any:
     """A real :class:`~cmx_core.api.ExecutionRequest` for ``plan`` (from ``cmx_core.api.plan``)
     as the engine would hand it to an executor: the current registry and facts, ``run_dir``
-    created with the plan's ``lock.json`` in it, a fresh run id."""
+    created with the plan's ``lock.json`` in it, a fresh run id; ``recovery`` the command
+    line's recovery policy and injections (docs/faults.md)."""
     from cmx_core.api import ExecutionRequest, NoSettings
     from cmx_core.facts.store import FactStore
     from cmx_core.plugins.loader import get_registry
@@ -167,7 +168,8 @@ def execution_request(plan: Any, run_dir: Path, *, settings: Any = None, jobs: i
     return ExecutionRequest(plan=plan, facts=facts, registry=registry, run_dir=run_dir,
                             lock_path=run_dir / "lock.json", run_id=new_run_id(),
                             settings=settings if settings is not None else NoSettings(), jobs=jobs,
-                            use_cache=use_cache, refresh=refresh)
+                            use_cache=use_cache, refresh=refresh,
+                            **({"recovery": recovery} if recovery is not None else {}))
 
 
 class PluginConformance:

@@ -28,7 +28,9 @@ from cmx_core.api import (
     RemoteExecutor,
     RemoteJob,
     UsageError,
+    job_policy,
     plan_resources,
+    scheduler_retries,
 )
 from cmx_k8s import framing, manifests
 from cmx_k8s.gpu import GpuRequest, gpu_request
@@ -52,8 +54,14 @@ class K8sHandle:
     files: tuple[Path, ...]
 
 
+def job_retries(request: ExecutionRequest) -> manifests.JobRetries:
+    """The run's recovery policy as the Job's ``backoffLimit`` and ``podFailurePolicy``."""
+    return manifests.JobRetries(job_policy(request).max, scheduler_retries(request) > 0)
+
+
 class K8sExecutor(RemoteExecutor[K8sHandle]):
     name = "k8s"
+    native_retries = frozenset({"node_lost", "preempted"})  # backoffLimit + podFailurePolicy (docs/faults.md)
     summary = "Run the plan as a Kubernetes Job (GPUs as resource limits, nodeSelector on the GPU product)"
     settings = K8sSettings
 
@@ -105,7 +113,7 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
         name = manifests.job_name(request.run_id)
         built = manifests.run_manifests(name, image_for(request.plan, settings),
                                         (job.stage_dir / "lock.json").read_text(encoding="utf-8"),
-                                        job.command, settings, gpus, dict(job.env))
+                                        job.command, settings, gpus, dict(job.env), job_retries(request))
         manifests.validate(built)
         files = tuple(manifests.write(built, request.run_dir / "k8s", as_json=True))
         batch, core = clients(settings)

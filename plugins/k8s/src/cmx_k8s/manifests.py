@@ -73,9 +73,30 @@ def config_map(name: str, settings: K8sSettings, data: Mapping[str, str]) -> dic
             "data": dict(data)}
 
 
+@dataclass(frozen=True)
+class JobRetries:
+    """A run's recovery policy as a Job's (docs/faults.md): ``limit`` the pod failures the
+    Job retries (``backoffLimit``, at least the ``backoff_limit`` setting);
+    ``ignore_disruptions``: a pod lost to a node drain, a preemption or an eviction (the
+    ``DisruptionTarget`` condition) is replaced without counting against it."""
+
+    limit: int = 0
+    ignore_disruptions: bool = False
+
+
+def pod_failure_policy(retries: JobRetries, indexed: bool) -> dict[str, Any]:
+    """Exit code 2 (bad input) fails the Job (an Indexed Job's index) at once, never retried;
+    disruptions are ignored when the policy retries lost nodes or preemptions."""
+    rules: list[dict[str, Any]] = [{"action": "FailIndex" if indexed else "FailJob",
+                                    "onExitCodes": {"containerName": "cmx", "operator": "In", "values": [2]}}]
+    if retries.ignore_disruptions:
+        rules.append({"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]})
+    return {"rules": rules}
+
+
 def job_manifest(name: str, image: str, command: Sequence[str], settings: K8sSettings, gpus: GpuRequest | None,
                  env: Mapping[str, str], completions: int | None = None,
-                 parallelism: int | None = None) -> dict[str, Any]:
+                 parallelism: int | None = None, retries: JobRetries | None = None) -> dict[str, Any]:
     """The Job; with ``completions`` an Indexed Job whose index is ``$CMX_POINT_INDEX``, at
     most ``parallelism`` pods at once (default: all), each index failing on its own
     (``backoffLimitPerIndex``, the retries of ``backoff_limit``; no Job-wide backoffLimit,
@@ -110,14 +131,17 @@ def job_manifest(name: str, image: str, command: Sequence[str], settings: K8sSet
     template: dict[str, Any] = {"metadata": {"labels": {RUN_LABEL: name}}, "spec": pod}
     if settings.metrics_port is not None:
         _expose_metrics(settings.metrics_port, template, container)
-    spec: dict[str, Any] = {"backoffLimit": settings.backoff_limit, "template": template}
+    limit = max(settings.backoff_limit, retries.limit if retries else 0)
+    spec: dict[str, Any] = {"backoffLimit": limit, "template": template}
+    if retries is not None and (limit > 0 or retries.ignore_disruptions):
+        spec["podFailurePolicy"] = pod_failure_policy(retries, completions is not None)
     if settings.timeout_s:
         spec["activeDeadlineSeconds"] = settings.timeout_s
     if completions is not None:
         del spec["backoffLimit"]
         spec.update(completionMode="Indexed", completions=completions,
                     parallelism=min(parallelism or completions, completions),
-                    backoffLimitPerIndex=settings.backoff_limit)
+                    backoffLimitPerIndex=limit)
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": settings.namespace,
                          "labels": {RUN_LABEL: name, "app.kubernetes.io/managed-by": "cmx"}},
@@ -136,9 +160,10 @@ def _expose_metrics(port: int, template: dict[str, Any], container: dict[str, An
 
 
 def run_manifests(name: str, image: str, lock: str, command: Sequence[str], settings: K8sSettings,
-                  gpus: GpuRequest | None, env: Mapping[str, str]) -> RunManifests:
+                  gpus: GpuRequest | None, env: Mapping[str, str], retries: JobRetries | None = None) -> RunManifests:
     return RunManifests(config_map(name, settings, {"lock.json": lock}), pvc_manifest(settings),
-                        job_manifest(name, image, container_command(settings, command), settings, gpus, env))
+                        job_manifest(name, image, container_command(settings, command), settings, gpus, env,
+                                     retries=retries))
 
 
 SWEEP_LOCK = f"{INPUTS}/lock-$({INDEX_ENV}).json"

@@ -29,6 +29,7 @@ from cmx_core.api import (
     RemoteExecutor,
     RemoteJob,
     UsageError,
+    scheduler_retries,
 )
 from cmx_ray import cluster, far
 from cmx_ray.resources import TaskResources, missing, task_resources
@@ -52,8 +53,17 @@ class RayHandle:
     result: far.FarResult | None = None
 
 
+def retry_options(request: ExecutionRequest) -> dict[str, Any]:
+    """Ray's own task retries from the run's recovery policy (docs/faults.md): ``max_retries``
+    reruns the task when its worker or node dies, when the policy retries ``node_lost``;
+    ``retry_exceptions`` stays off: a failed step is retried by the far engine's own policy
+    by fault class, so a refused input (exit code 2) is never retried."""
+    return {"max_retries": scheduler_retries(request, ("node_lost",)), "retry_exceptions": False}
+
+
 class RayExecutor(RemoteExecutor[RayHandle]):
     name = "ray"
+    native_retries = frozenset({"node_lost"})  # max_retries (docs/faults.md)
     summary = "Run the plan as a Ray task (num_cpus, num_gpus, accelerator_type) on a cluster or a private one"
     settings = RaySettings
 
@@ -116,7 +126,7 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         resources = task_resources(job.request.plan, settings, job.request.facts.try_get("gpus"))
         if check_cluster:
             refuse_missing(resources, self.cluster_name)
-        ref = _far_task().options(**resources.ray_options(), max_retries=0, retry_exceptions=False).remote(
+        ref = _far_task().options(**resources.ray_options(), **retry_options(job.request)).remote(
             list(job.command), dict(job.env), (job.stage_dir / "lock.json").read_bytes(),
             int(settings.max_result_mb * 1e6))
         return RayHandle(ref, resources, resources.timeout_s, self.cluster_name)

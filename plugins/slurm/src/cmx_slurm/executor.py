@@ -21,7 +21,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import ExecutionRequest, ExecutorSettings, Fetched, JobStatus, RemoteExecutor, RemoteJob
+from cmx_core.api import (
+    ExecutionRequest,
+    ExecutorSettings,
+    Fetched,
+    JobStatus,
+    RemoteExecutor,
+    RemoteJob,
+    scheduler_retries,
+)
 from cmx_core.api import plan_resources as asked_by
 from cmx_core.errors import UsageError
 from cmx_slurm import poll, script, slurmcli
@@ -64,6 +72,7 @@ class SlurmExecutor(RemoteExecutor[SlurmJob]):
     name = "slurm"
     summary = SUMMARY
     settings = SlurmSettings
+    native_retries = frozenset({"node_lost", "preempted"})  # --requeue (docs/faults.md)
 
     def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
         chosen = settings_of(request.settings).cmx
@@ -89,7 +98,8 @@ class SlurmExecutor(RemoteExecutor[SlurmJob]):
         script.write(stage / script.TASK, script.task_script(job.command, job.env, stage))
         batch = script.write(stage / script.BATCH, script.batch_script(stage, resources.ntasks))
         options = [f"--job-name=cmx-{job.request.plan.root.recipe.name}"[:120], f"--chdir={stage}",
-                   f"--output={stage}/slurm-%j.out", f"--error={stage}/slurm-%j.err", *resources.sbatch_args()]
+                   f"--output={stage}/slurm-%j.out", f"--error={stage}/slurm-%j.err", *resources.sbatch_args(),
+                   *requeue_args(job.request)]
         job_id = slurmcli.sbatch(options, batch)
         record = {"job_id": job_id, "sbatch": ["sbatch", "--parsable", *options, str(batch)],
                   "tasks": resources.ntasks}
@@ -108,6 +118,13 @@ class SlurmExecutor(RemoteExecutor[SlurmJob]):
     def cancel(self, handle: SlurmJob) -> None:
         slurmcli.scancel(handle.job_id)
         poll.wait_gone([handle.job_id])
+
+
+def requeue_args(request: ExecutionRequest) -> list[str]:
+    """``--requeue`` when the job's recovery policy retries a lost node or a preemption:
+    Slurm then puts the job back in the queue itself (docs/faults.md). Slurm counts no
+    requeues per job (``MaxBatchRequeue`` in slurm.conf bounds them cluster-wide)."""
+    return ["--requeue"] if scheduler_retries(request) > 0 else []
 
 
 def with_log_tail(status: JobStatus, err: Path) -> JobStatus:

@@ -23,7 +23,7 @@ RUNNING = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPEND
 
 ENDED: Mapping[str, str] = {
     "COMPLETED": "completed", "FAILED": "failed", "SPECIAL_EXIT": "failed", "TIMEOUT": "timeout",
-    "DEADLINE": "timeout", "OUT_OF_MEMORY": "oom", "CANCELLED": "cancelled", "PREEMPTED": "cancelled",
+    "DEADLINE": "timeout", "OUT_OF_MEMORY": "oom", "CANCELLED": "cancelled", "PREEMPTED": "preempted",
     "NODE_FAIL": "lost", "BOOT_FAIL": "lost", "REVOKED": "lost",
 }
 """Slurm's end states as the base's :class:`JobStatus` states."""

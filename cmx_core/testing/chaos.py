@@ -1,0 +1,133 @@
+"""The chaos matrix every executor's tests run (docs/faults.md): one sweep whose points each
+get one injected fault, retried once, on the executor under test, and one run whose step
+refuses its input (exit code 2) under ``--retries 2``. :func:`chaos_problems` says what
+went wrong, empty when each point was recorded exactly once with the right attempts and
+faults and the refused input was not retried.
+
+Everything runs as real ``cmx`` processes (``python -m cmx_core``) against real mechanisms
+(SIGKILL, a memory cgroup, a size-limited tmpfs); only the first attempt of ``sleep`` waits
+(30 s at most, until its kill), and every command is bounded by ``timeout_s``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cmx_core.sandbox.bubblewrap import make_groups
+
+CHAOS_TAG = "chaos-matrix"
+_SCRIPT = ("import os, sys, time\\nwhat = sys.argv[1]\\nif what == 'oom':\\n  b = bytearray(300 << 20)\\n"
+           "elif what == 'bad':\\n  sys.exit(2)\\nelif what == 'disk':\\n"
+           "  open('out.bin', 'wb').write(os.urandom(1 << 20))\\n"
+           "elif what == 'sleep' and os.environ['CMX_ATTEMPT'] == '1':\\n  time.sleep(30)\\nprint('ok')")
+
+FAULTS: Mapping[str, tuple[str, str]] = {
+    "kill-step": ("kill-step@0s", "killed"),
+    "oom": ("oom@64M", "oom"),
+    "disk-full": ("disk-full@64K", "disk_full"),
+}
+"""Each fault the matrix injects: its ``--inject`` text and the fault class it must show."""
+_INPUT = {"kill-step": "sleep", "oom": "oom", "disk-full": "disk"}
+
+
+def chaos_recipe() -> str:
+    """The recipe (YAML text) of the matrix: one shell step whose input says what it needs."""
+    return textwrap.dedent(f"""\
+        name: chaos-matrix
+        tags: [test, {CHAOS_TAG}]
+        summary: needs memory or disk, sleeps, or refuses its input
+        cache: false
+        inputs:
+          what: {{type: string, default: sleep}}
+        steps:
+          - uses: shell
+            with:
+              cmd: [{sys.executable}, -c, "{_SCRIPT}", "{{{{ inputs.what }}}}"]
+        """)
+
+
+def available_faults() -> list[str]:
+    """The faults this machine can inject: oom needs a writable memory cgroup, disk-full bwrap."""
+    found = ["kill-step"]
+    groups = make_groups(("memory",))
+    try:
+        if groups.set_memory(64 << 20):
+            found.append("oom")
+    finally:
+        groups.remove()
+    if shutil.which("bwrap"):
+        found.append("disk-full")
+    return found
+
+
+def chaos_problems(recipes_dir: Path, executor: str, options: Sequence[str] = (), *,
+                   env: Mapping[str, str] | None = None, faults: Sequence[str] | None = None,
+                   timeout_s: float = 300) -> list[str]:
+    """Run the matrix on ``executor`` (``options``: its ``--executor-opt KEY=VALUE`` pairs)."""
+    (recipes_dir / "chaos-matrix.yaml").write_text(chaos_recipe())
+    chosen = list(faults or available_faults())
+    chaos = recipes_dir.parent / f"chaos-{executor}.yaml"
+    chaos.write_text("chaos:\n" + "".join(f"  - inject: {FAULTS[f][0]}\n    points: [{i}]\n"
+                                          for i, f in enumerate(chosen)))
+    base = ["--recipes", str(recipes_dir), "--executor", executor, *(f"--executor-opt={o}" for o in options)]
+    sweep = _cmx(["sweep", "--tags", f"test,{CHAOS_TAG}", "--matrix", f"what={','.join(_INPUT[f] for f in chosen)}",
+                  "--retries", "1", "--chaos", str(chaos), "--json", *base], env, timeout_s)
+    problems = _sweep_problems(sweep, chosen)
+    bad = _cmx(["run", "--tags", f"test,{CHAOS_TAG}", "--what=bad", "--retries", "2", "--json", *base],
+               env, timeout_s, expect_json=False)
+    return problems + _bad_input_problems(bad, executor)
+
+
+def _cmx(args: list[str], env: Mapping[str, str] | None, timeout_s: float,
+         expect_json: bool = True) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, "-m", "cmx_core", *args], capture_output=True, text=True,
+                          timeout=timeout_s, env={**os.environ, **(env or {})}, check=False)
+    try:
+        value: dict[str, Any] = json.loads(proc.stdout)
+    except ValueError:
+        value = {}
+    value["_exit"], value["_stderr"] = proc.returncode, proc.stderr[-2000:]
+    if expect_json and "points" not in value:
+        raise AssertionError(f"cmx {' '.join(args[:1])} exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return value
+
+
+def _sweep_problems(sweep: Mapping[str, Any], chosen: Sequence[str]) -> list[str]:
+    points = sweep["points"]
+    problems = [] if sorted(p["index"] for p in points) == list(range(len(chosen))) else \
+        [f"points recorded: {[p['index'] for p in points]}"]
+    runs = [p.get("run_id") for p in points]
+    if len(set(runs)) != len(runs) or None in runs:
+        problems.append(f"each point must have its own run: {runs}")
+    for point in points:
+        fault = chosen[point["index"]]
+        document = json.loads(Path(point["result_path"]).read_text())
+        attempts = [(a["number"], a["fault"]) for a in document.get("attempts") or ()]
+        if attempts != [(1, FAULTS[fault][1]), (2, None)]:
+            problems.append(f"point {point['index']} ({fault}): attempts {attempts}, want {FAULTS[fault][1]} "
+                            f"then success")
+        if document["status"] == "error":
+            problems.append(f"point {point['index']} ({fault}): {document['error']['message']}")
+        if not any(i["spec"] == FAULTS[fault][0] for i in document["provenance"].get("injections") or ()):
+            problems.append(f"point {point['index']} ({fault}): the injection is not in its provenance")
+    return problems
+
+
+def _bad_input_problems(run: Mapping[str, Any], executor: str) -> list[str]:
+    if run["_exit"] == 0:
+        return [f"{executor}: a step exiting 2 succeeded"]
+    path = next((line.split(" was recorded in ", 1)[1].strip() for line in run["_stderr"].splitlines()
+                 if " was recorded in " in line), None)
+    if path is None:
+        return [f"{executor}: no result recorded for the refused input: {run['_stderr']}"]
+    document = json.loads(Path(path).read_text())
+    faults = [a["fault"] for a in document.get("attempts") or () if a["fault"] is not None]
+    return [] if faults == ["bad_input"] else [f"{executor}: exit code 2 gave attempts {faults}, want one bad_input"]
