@@ -10,6 +10,10 @@ returns, which is all LoadGen needs.
 
 ``complete_many(response_ids, data)`` is a harness extension beyond the SUT contract: it
 completes many ids with the same bytes in one LoadGen call (used by the no-op SUT).
+
+What it forwarded to LoadGen is tallied (samples, and tokens where the SUT gives them) after
+the LoadGen call, for the test's live progress (:mod:`cmx_mlperf.harness.live`): one
+uncontended lock per call (per batch for ``complete_many``).
 """
 
 from __future__ import annotations
@@ -72,6 +76,8 @@ class LoadgenCompleter:
         self._target = 0
         self._reached = threading.Event()
         self._counting = [False]  # a cell the complete_many closure reads
+        self._done = 0
+        self._tokens = 0
         self.complete_many = self._make_complete_many()
 
     def to_loadgen(self) -> None:
@@ -94,6 +100,7 @@ class LoadgenCompleter:
             self._add(1)
         else:
             lg.QuerySamplesComplete([response])
+            self._tally(1, n_tokens or 0)
 
     def first_token(self, response_id: int, data: bytes) -> None:
         if self._counting[0]:
@@ -105,8 +112,8 @@ class LoadgenCompleter:
     def _make_complete_many(self) -> Any:
         """``complete_many(response_ids, data=b"")`` as a closure over LoadGen's functions:
         the no-op SUT's whole per-query cost, so no attribute lookups on its path."""
-        response, complete, counting, add = (
-            self._lg.QuerySampleResponse, self._lg.QuerySamplesComplete, self._counting, self._add)
+        response, complete, counting, add, tally = (
+            self._lg.QuerySampleResponse, self._lg.QuerySamplesComplete, self._counting, self._add, self._tally)
 
         def complete_many(response_ids: list[int], data: bytes = b"") -> None:
             if data:
@@ -119,6 +126,7 @@ class LoadgenCompleter:
                 add(len(responses))
             else:
                 complete(responses)
+                tally(len(responses), 0)
 
         return complete_many
 
@@ -134,6 +142,16 @@ class LoadgenCompleter:
     @property
     def count(self) -> int:
         return self._count
+
+    def completed(self) -> tuple[int, int]:
+        """Samples and tokens completed to LoadGen so far (not the calibration's)."""
+        with self._lock:
+            return self._done, self._tokens
+
+    def _tally(self, samples: int, tokens: int) -> None:
+        with self._lock:
+            self._done += samples
+            self._tokens += tokens
 
     def _add(self, n: int) -> None:
         with self._lock:

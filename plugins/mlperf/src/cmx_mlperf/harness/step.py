@@ -30,7 +30,7 @@ def run_step(ctx: StepContext) -> StepOutput:
     spec, attempts = original, []
     for number in range(1, retry.MAX_ATTEMPTS + 1):
         ctx.log.info("%s", expected_duration_line(spec, number))
-        child = run_child(spec, fresh_log_dir(ctx.work_dir), timeout)
+        child = run_child(spec, fresh_log_dir(ctx.work_dir), timeout, ctx.metrics.metrics_file)
         log = parse_detail(child.log_dir / DETAIL)
         attempts.append(retry.attempt_record(number, spec, log, _shown(child.log_dir, ctx.run_dir)))
         following = retry.next_spec(original, spec, log, child.report)
