@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cmx_core.cli import progress, progress_line
 from cmx_core.cli.progress import Progress
 from cmx_core.cli.progress_line import number, step_line
 from cmx_core.telemetry.appmetrics import AppValue
@@ -125,3 +126,14 @@ def test_a_node_that_runs_elsewhere_gets_a_line_with_its_elapsed_time(capsys: An
         progress.cmx_node_failed("train", "mlperf-train", "boom", 0.1)
         assert progress.live_lines() == []
     assert "cmx: running train (mlperf-train)" in capsys.readouterr().err
+
+
+def test_the_docs_state_the_rates_and_limits_the_code_has() -> None:
+    root = Path(__file__).resolve().parents[1]
+    text = " ".join((root / "docs" / "telemetry.md").read_text().split())
+    assert progress.PLAIN_EVERY_S == 1.0 and "a plain line is printed once a second per running step" in text
+    assert progress.TERMINAL_EVERY_S == 0.5 and "redrawn in place twice a second" in text
+    assert progress_line.MAX_SERIES == 6 and "at most six series" in text
+    readme = " ".join((root / "README.md").read_text().split())
+    assert "LoadGen's completed samples, samples/s and tokens/s so far" in readme
+    assert "docs/telemetry.md#progress-on-stderr" in readme

@@ -83,3 +83,16 @@ def test_cmx_run_shows_loadgens_progress_on_stderr_with_json(tmp_path: Path) -> 
             if re.match(r"cmx: live-loadgen/step0 \(mlperf.loadgen\) \d+\.\d s: completed_samples \d+, "
                         r"live_samples_per_second \d", ln)]
     assert len(live) >= 2, result.stderr
+
+
+def test_the_llm_sut_reports_tokens_per_second_while_it_runs(
+        tiny_llama: Path, cmx_home: Any, cmx_step_context: Any, tmp_path: Path) -> None:
+    """The main job's SUT (hf-llm on the tiny Llama): its tokens counted live, as LoadGen gets them."""
+    params = {"sut": "hf-llm", "sut_params": {"model_dir": str(tiny_llama), "max_new_tokens": 8, "batch_size": 4},
+              "scenario": "Offline", "model_name": "llama3.1-8b", "duration_s": 2, "min_query_count": 1,
+              "timeout_s": 300}
+    sink = _Sink(tmp_path / "app_metrics.txt")
+    out = run_step(replace(cmx_step_context(params=params), metrics=sink))
+    reports = _reports(sink.metrics_file)
+    assert len(reports) >= 2 and reports[-1]["completed_tokens"] > 0, reports
+    assert reports[-1]["live_tokens_per_second"] > 0 and out.result.metrics["tokens_per_second"].value > 0
