@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
+import select
 import subprocess
 import sys
 import time
@@ -137,3 +139,40 @@ def test_the_docs_state_the_rates_and_limits_the_code_has() -> None:
     readme = " ".join((root / "README.md").read_text().split())
     assert "LoadGen's completed samples, samples/s and tokens/s so far" in readme
     assert "docs/telemetry.md#progress-on-stderr" in readme
+
+
+def _read_until_exit(fd: int, proc: subprocess.Popen[str], deadline_s: float) -> bytes:
+    chunks: list[bytes] = []
+    ends = time.monotonic() + deadline_s
+    while time.monotonic() < ends:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:  # the terminal's other end closed: the process is gone
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    return b"".join(chunks)
+
+
+def test_on_a_terminal_the_line_is_redrawn_and_stdout_keeps_the_json(tmp_path: Path) -> None:
+    recipes = _recipe_dir(tmp_path, 2.5)
+    master, slave = pty.openpty()
+    env = {**os.environ, "CMX_HOME": str(tmp_path / "home"), "TERM": "xterm", "COLUMNS": "200"}
+    proc = subprocess.Popen([sys.executable, "-m", "cmx_core", "run", "--recipes", str(recipes), "--tags=long",
+                             "--json"], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, env=env,
+                            text=True)
+    os.close(slave)
+    try:
+        shown = _read_until_exit(master, proc, 120)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, shown[-2000:]
+    assert json.loads(out)["status"] == "completed"  # the document on stdout, not on the terminal
+    assert re.search(rb"\r\x1b\[2K[^\n]*long-bench/bench \(python\) \d+\.\d s: items_done \d+", shown), shown[-2000:]
+    assert not re.search(rb"\ncmx: long-bench/bench \(python\)", shown)  # redrawn in place, not one line each

@@ -77,10 +77,7 @@ class Progress:
         self._show_step_log()
         if self.tty:
             if self._status is None:
-                from rich.console import Console  # deferred: rich is heavy, only a terminal's running node needs it
-
-                self._status = Console(stderr=True).status(f"running {node_id}")
-                self._status.start()
+                self._status = _terminal_line(f"running {node_id}")
             else:
                 self._status.update(f"running {node_id}")
         else:
@@ -148,3 +145,34 @@ class Progress:
         logger.addHandler(self._step_log)
         if logger.level == logging.NOTSET or logger.level > level:
             logger.setLevel(level)
+
+
+class _TerminalLine:
+    """A spinner and one line of text, redrawn in place on stderr (rich's ``Live``).
+
+    It leaves ``sys.stdout`` alone (``redirect_stdout=False``): ``cmx run`` points
+    ``sys.stdout`` at stderr while the steps run and back afterwards, and a ``Live`` that
+    redirected it would put it back to stderr when it stops, after that: the one ``--json``
+    document would land on stderr."""
+
+    def __init__(self, live: Any, spinner: Any) -> None:
+        self._live = live
+        self._spinner = spinner
+
+    def update(self, text: str) -> None:
+        self._spinner.update(text=text)
+
+    def stop(self) -> None:
+        self._live.stop()
+
+
+def _terminal_line(text: str) -> _TerminalLine:
+    from rich.console import Console  # deferred: rich is heavy, only a terminal's running node needs it
+    from rich.live import Live  # deferred: as above
+    from rich.spinner import Spinner  # deferred: as above
+
+    spinner = Spinner("dots", text=text)
+    live = Live(spinner, console=Console(stderr=True), transient=True, redirect_stdout=False,
+                redirect_stderr=True, refresh_per_second=12.5)
+    live.start()
+    return _TerminalLine(live, spinner)
