@@ -9,8 +9,8 @@ more when the test ends::
     completed_tokens 76800 counter        # a SUT that reports tokens (the LLM SUTs)
     live_tokens_per_second 6316.8
 
-The numbers are what the SUT completed to LoadGen (:meth:`LoadgenCompleter.completed`) over
-the time since the test started. They are progress, not the result: the result's QPS and
+The numbers are what the SUT completed to LoadGen (:meth:`LoadgenCompleter.completed`,
+tallied only while this report is on) over the time since the test started. They are progress, not the result: the result's QPS and
 tokens/s are LoadGen's own, from its logs. A SUT that completes nothing yet reports zeros.
 """
 
@@ -60,6 +60,7 @@ class LiveReport:
     def __enter__(self) -> LiveReport:
         self._began = self._clock()
         if self._path is not None:
+            self._completer.tally(True)
             self._thread = threading.Thread(target=self._loop, name="cmx-loadgen-progress", daemon=True)
             self._thread.start()
         return self
@@ -69,6 +70,7 @@ class LiveReport:
         if self._thread is not None:
             self._thread.join()
             self.write()  # the test's last count
+            self._completer.tally(False)
 
     def _loop(self) -> None:
         while not self._stop.wait(self._every_s):
