@@ -11,7 +11,8 @@ more when the test ends::
 
 The numbers are what the SUT completed to LoadGen (:meth:`LoadgenCompleter.completed`,
 tallied only while this report is on) over the time since the test started. They are
-progress, not the result: the result's QPS and tokens/s are LoadGen's own, from its logs. A SUT that completes nothing yet reports zeros.
+progress, not the result: the result's QPS and tokens/s are LoadGen's own, from its logs.
+A SUT that completes nothing yet reports zeros.
 """
 
 from __future__ import annotations
