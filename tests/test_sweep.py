@@ -98,3 +98,12 @@ def test_compare_needs_runs_or_a_known_sweep(cli: Callable[..., Any]) -> None:
     missing = cli("results", "compare", "--sweep", "sw-20260101-000000-deadbeef")
     assert missing.code == 2 and "no such sweep" in missing.err
     assert "not a sweep id" in cli("results", "compare", "--sweep", "../../etc/passwd").err
+
+
+def test_a_sweeps_progress_is_on_stderr_with_json_and_quiet_with_q(cli: Callable[..., Any]) -> None:
+    shown = cli("sweep", "--tags=demo,sort", "--matrix", "size=5,10", "--json")
+    assert shown.code == 0, shown.err
+    _manifest(shown.out)
+    assert len([ln for ln in shown.err_lines if ln.startswith("cmx sweep: point ")]) == 2
+    quiet = cli("sweep", "-q", "--tags=demo,sort", "--matrix", "size=5,10", "--json")
+    assert quiet.code == 0 and not [ln for ln in quiet.err_lines if ln.startswith("cmx sweep: point ")], quiet.err

@@ -244,7 +244,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     telemetry = telemetry_settings(args)
     observer = _replay_observer(args)
-    with Progress(enabled=not (args.json or args.quiet), verbose=args.verbose), observer or nullcontext(), \
+    with Progress(enabled=not args.quiet, verbose=args.verbose), observer or nullcontext(), \
             stdout_reserved(True):
         result = run(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
                      jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,

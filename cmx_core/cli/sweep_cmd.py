@@ -72,7 +72,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     _plan_every_point(args, inputs, matrix)
     result = run_sweep(args.tags, inputs, matrix, data_dir=paths.data_dir(), run_options=run_options(args),
                        jobs=args.jobs, executor="docker" if args.container else args.executor,
-                       on_point=_progress, point_options=chaos)
+                       on_point=None if args.quiet else _progress, point_options=chaos)
     if args.json:
         print(json.dumps(result.to_json(), indent=2, sort_keys=True))
     else:

@@ -45,6 +45,7 @@ from cmx_core.run.faults import fault_class
 from cmx_core.run.measured import measurement_meta, served, stage_artifacts
 from cmx_core.telemetry.causes import classify, oom_kills
 from cmx_core.telemetry.collector import step_metrics
+from cmx_core.telemetry.live import BOARD
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -322,7 +323,8 @@ class NodeRunner:
         )
         oom_before = oom_kills()
         try:
-            returned = step_type.run(ctx)
+            with BOARD.running(node.id, step.id, step.uses):  # the live progress line (cli/progress.py)
+                returned = step_type.run(ctx)
         except StepFailed as exc:
             raise NodeFailed(node.id, step.id, str(exc)).classified(log_dir, oom_before) from None
         except CmxError as exc:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,9 @@ class AppValue:
     step: str
     value: float
     kind: str
+    at: float = 0.0
+    """When it was reported or read (``time.monotonic()``): the progress line shows a step
+    only what it reported since it started (:mod:`.live`)."""
 
 
 def check(name: str, value: float, kind: str) -> float:
@@ -64,12 +68,18 @@ class AppSeries:
     def report(self, step: str, name: str, value: float, kind: str = "gauge") -> None:
         number = check(name, value, kind)
         with self._lock:
-            self._values[(name, step)] = AppValue(name, step, number, kind)
+            self._values[(name, step)] = AppValue(name, step, number, kind, time.monotonic())
 
     def watch(self, path: Path, step: str) -> None:
         """Read ``path`` (a step's metrics file) at every round from now on."""
         with self._lock:
             self._files.setdefault(path, (step, 0))
+
+    def forget(self, step: str) -> None:
+        """Drop ``step``'s values and files (a progress-only series, once the step ended)."""
+        with self._lock:
+            self._values = {k: v for k, v in self._values.items() if v.step != step}
+            self._files = {p: (s, o) for p, (s, o) in self._files.items() if s != step}
 
     def snapshot(self) -> tuple[AppValue, ...]:
         """The latest value of every series, after reading what the files gained."""
@@ -105,7 +115,7 @@ class AppSeries:
         except (UsageError, ValueError) as err:
             self._problem(f"metrics file {path}: line {raw.strip()[:80]!r} skipped ({err})")
             return
-        self._values[(words[0], step)] = AppValue(words[0], step, number, kind)
+        self._values[(words[0], step)] = AppValue(words[0], step, number, kind, time.monotonic())
 
     def _problem(self, text: str) -> None:
         if not any(p.split(":")[0] == text.split(":")[0] for p in self.problems):

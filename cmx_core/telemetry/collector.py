@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cmx_core.errors import UsageError
-from cmx_core.providers.types import MetricsSink, NoMetrics
+from cmx_core.providers.types import MetricsSink
 from cmx_core.telemetry import openmetrics
 from cmx_core.telemetry.appmetrics import FILE_NAME, AppSeries, StepMetrics
 from cmx_core.telemetry.devices import GPU_OPENERS, RAPL_OPENERS, DeviceProbe, open_probes
+from cmx_core.telemetry.live import BOARD
 from cmx_core.telemetry.openmetrics import Round
 from cmx_core.telemetry.probes import Machine, Point, ProcessTree
 from cmx_core.telemetry.reading import PowerSource, one_line
@@ -215,13 +216,32 @@ def sampling(telemetry: RunTelemetry) -> Iterator[RunTelemetry]:
     """Make ``telemetry`` the run's: steps started meanwhile report into it."""
     _ACTIVE.append(telemetry)
     try:
-        yield telemetry
+        with BOARD.sampled_by(telemetry.app):
+            yield telemetry
     finally:
         _ACTIVE.remove(telemetry)
 
 
 def step_metrics(node_id: str, step_id: str, log_dir: Path) -> MetricsSink:
-    """The metrics sink of a step about to run (:class:`NoMetrics` without telemetry)."""
+    """The metrics sink of a step about to run. Without telemetry what it reports (and what a
+    shell step writes to ``CMX_METRICS_FILE``) feeds only the live progress line."""
     if not _ACTIVE:
-        return NoMetrics()
+        return StepMetrics(BOARD.own, f"{node_id}/{step_id}", log_dir / FILE_NAME)
     return _ACTIVE[-1].step_metrics(node_id, step_id, log_dir)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The run's process tree in the sampler's latest round."""
+
+    cpu_cores: float | None
+    rss_bytes: float | None
+
+
+def latest_usage() -> Usage | None:
+    """What the active run sampler last read of the run's CPU and memory (None when none is)."""
+    latest = _ACTIVE[-1].latest() if _ACTIVE else None
+    if latest is None:
+        return None
+    found = {name: value for name, labels, value in latest.points if not labels}
+    return Usage(found.get("cmx_process_cpu_utilization_ratio"), found.get("cmx_process_resident_memory_bytes"))

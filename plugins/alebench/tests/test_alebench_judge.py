@@ -272,3 +272,14 @@ def test_a_reactive_problem_runs_the_solution_under_its_tester(problem: Problem,
     if verdict is JudgeResult.ACCEPTED:
         hidden = sum(int(t) for t in inputs[0].split()) % 1000
         assert case.absolute_score == 1000 - 10 * _bisect_guesses(hidden)
+
+
+def test_each_case_is_reported_as_it_is_judged(problem: Problem, input_cache: Path, tmp_path: Path) -> None:
+    """The step's live ``cases_judged`` (cmx-core's application channel) comes from here."""
+    seeds = list(problem.seed_list("public", False))
+    runner = SandboxRunner()
+    inputs = case_inputs(runner, problem, seeds, input_cache)
+    seen: list[int] = []
+    judge = Judge(runner, problem, language("python"), num_workers=2, on_case=lambda case: seen.append(case.seed))
+    evaluation = judge.evaluate((SOLUTIONS / "trivial.py").read_text(), inputs, "public", False, tmp_path)
+    assert sorted(seen) == sorted(seeds) == sorted(c.seed for c in evaluation.cases)

@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 
 from cmx_core import api
+from cmx_core.telemetry.openmetrics import read_series
 from cmx_mlperf import plugin
 from cmx_mlperf.harness.peak import REUSE, SWEEP_TOP, Point, Verdict, sweep_targets
 from cmx_mlperf.harness.peak_step import BLOCKER
@@ -85,6 +86,8 @@ def test_peak_search_of_the_cpu_tiny_llama_through_the_recipe(cmx_home: Path) ->
         assert (outcome.run_dir / point["log_dir"] / "mlperf_log_detail.txt").is_file()
     assert len({p["log_dir"] for p in section["points"]}) == len(section["points"])
     _validate(doc["mlperf"])
+    series = {name for name, *_ in read_series(outcome.run_dir / "telemetry.om")}  # each trial's live progress
+    assert {"cmx_app_completed_samples_total", "cmx_app_live_tokens_per_second"} <= series
 
 
 @pytest.mark.slow

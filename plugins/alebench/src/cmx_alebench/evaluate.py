@@ -3,11 +3,12 @@ times, then (private) the relative rescaling, the rank and the performance (§3.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cmx_alebench.inputs import case_inputs
-from cmx_alebench.judge import Evaluation, Judge
+from cmx_alebench.judge import CaseResult, Evaluation, Judge
 from cmx_alebench.languages import Language
 from cmx_alebench.problem import Problem
 from cmx_alebench.relative import load_contestants, rescale
@@ -40,13 +41,14 @@ class Rated:
     null_reason: str | None
 
 
-def run_request(request: Request, runner: Runner, cache: Path, work: Path) -> list[Rated]:
-    """Every repeat of ``request``, judged through ``runner``."""
+def run_request(request: Request, runner: Runner, cache: Path, work: Path,
+                on_case: Callable[[CaseResult], None] | None = None) -> list[Rated]:
+    """Every repeat of ``request``, judged through ``runner`` (``on_case``: each case as it is judged)."""
     problem = request.problem
     kind = "private" if request.private else "public"
     seeds = problem.seed_list(kind, request.lite)
     inputs = case_inputs(runner, problem, seeds, cache)
-    judge = Judge(runner, problem, request.language, request.num_workers)
+    judge = Judge(runner, problem, request.language, request.num_workers, on_case=on_case)
     allow = problem.allow_score_non_ac_private if request.private else False
     rated = []
     for index in range(request.repeats):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,8 +74,10 @@ class Judge:
     """Judges one code in one language on one problem through ``runner``."""
 
     def __init__(self, runner: Runner, problem: Problem, language: Language, num_workers: int = 1,
-                 output_bytes: int = OUTPUT_LIMIT_BYTES) -> None:
+                 output_bytes: int = OUTPUT_LIMIT_BYTES, on_case: Callable[[CaseResult], None] | None = None) -> None:
         self.runner = runner
+        self.on_case = on_case
+        """Called with each case as it is judged, from the worker's thread (live progress)."""
         self.problem = problem
         self.language = language
         self.num_workers = check_workers(num_workers)
@@ -192,8 +194,13 @@ class Judge:
         """One worker's share of the cases, in one lane of the runner (one sandbox for all of them)."""
         root.mkdir(parents=True, exist_ok=True)
         binds = {**self.language.binds, str(build): "/sol", **self.tools.tester_call(root).binds}
+        judged = []
         with lane(self.runner, root, binds) as runner:
-            return [self.run_case(build, s, inputs[s], root / str(s), runner) for s in seeds]
+            for seed in seeds:
+                judged.append(self.run_case(build, seed, inputs[seed], root / str(seed), runner))
+                if self.on_case is not None:
+                    self.on_case(judged[-1])
+        return judged
 
 
 def summarize(kind: str, cases: Sequence[CaseResult], allow_non_ac: bool, compile_message: str = "") -> Evaluation:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cmx_alebench.evaluate import Request, run_request
-from cmx_alebench.judge import check_workers
+from cmx_alebench.judge import CaseResult, check_workers
 from cmx_alebench.languages import NAMES, language
 from cmx_alebench.problem import Problem, find_problem, load_problem
 from cmx_alebench.report import ProblemRun, result_part, section
@@ -103,6 +104,28 @@ def _tools_built(problem: Problem, cache: Path) -> Problem:
     return load_problem(import_package(problem.root, cache).dest)
 
 
+class CasesJudged:
+    """``cases_judged`` on the application channel (docs/telemetry.md) as each case is judged
+    (from the judge's worker threads), and ``problems_judged`` after each problem."""
+
+    def __init__(self, ctx: StepContext) -> None:
+        self._ctx = ctx
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def judged(self, case: CaseResult) -> None:
+        with self._lock:
+            self.count += 1
+            self._ctx.report("cases_judged", self.count, kind="counter")
+
+    def problem_done(self, cases: int, problems: int) -> None:
+        """The exact totals (a solution that did not compile has its cases judged at once)."""
+        with self._lock:
+            self.count = cases
+            self._ctx.report("cases_judged", cases, kind="counter")
+            self._ctx.report("problems_judged", problems, kind="counter")
+
+
 def make_runner(judge: str) -> Runner:
     if judge == "docker":
         from cmx_alebench.docker_runner import DockerRunner
@@ -126,14 +149,14 @@ def run_step(ctx: StepContext) -> StepOutput:
     lang = language(p.language)
     runner = make_runner(p.judge)
     runs = []
+    tally = CasesJudged(ctx)
     for problem in problems:
         request = Request(problem, codes[problem.problem_id], lang, p.private, p.lite, p.num_workers, p.repeats)
         ctx.log.info("alebench: %s %s evaluation of %s with the %s judge", problem.problem_id,
                      "private" if p.private else "public", p.code, p.judge)
-        runs.append(ProblemRun(problem, tuple(run_request(request, runner, ctx.cache_dir, ctx.work_dir / "judge"))))
-        judged = sum(len(rated.evaluation.cases) for run in runs for rated in run.rated)
-        ctx.report("cases_judged", judged, kind="counter")  # the application channel (docs/telemetry.md)
-        ctx.report("problems_judged", len(runs), kind="counter")
+        runs.append(ProblemRun(problem, tuple(run_request(request, runner, ctx.cache_dir, ctx.work_dir / "judge",
+                                                          on_case=tally.judged))))
+        tally.problem_done(sum(len(rated.evaluation.cases) for run in runs for rated in run.rated), len(runs))
     sec = section(runs, judge=p.judge, language=p.language, private=p.private, lite=p.lite,
                   num_workers=p.num_workers, repeats=p.repeats, enforced_by=getattr(runner, "enforced_by", None))
     final = _final_results(ctx.work_dir, runs, p, codes)

@@ -115,7 +115,7 @@ def parse_agent_dir(text: object) -> Path | None:
 
 
 def _layout(work: Path, agent_dir: Path | None) -> tuple[Path, Path]:
-    home = work / "home"
+    home = submission_path(work).parent.parent
     for name in ("data", *HOME_DIRS):
         (home / name).mkdir(parents=True, exist_ok=True)
     if agent_dir is not None:
@@ -212,5 +212,9 @@ def run_agent(settings: AgentSettings, competition: str, public: Path, work: Pat
     result = sandbox.run(spec)
     (work / "agent.stdout").write_bytes(result.stdout)
     (work / "agent.stderr").write_bytes(result.stderr)
-    home = Path(spec.work_dir)
-    return AgentRun(result, home / "submission" / "submission.csv", home, tuple(not_applied))
+    return AgentRun(result, submission_path(work), Path(spec.work_dir), tuple(not_applied))
+
+
+def submission_path(work: Path) -> Path:
+    """Where the agent's submission lands (its home's ``submission/submission.csv``)."""
+    return work / "home" / "submission" / "submission.csv"

@@ -8,9 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.api import Artifact, StepContext, StepOutput, UsageError
-from cmx_mlebench.agent import AgentSettings, parse_agent_cmd, parse_agent_dir, parse_agent_env, run_agent
+from cmx_mlebench.agent import (
+    AgentSettings,
+    parse_agent_cmd,
+    parse_agent_dir,
+    parse_agent_env,
+    run_agent,
+    submission_path,
+)
 from cmx_mlebench.container import ContainerSettings
 from cmx_mlebench.grading import grade
+from cmx_mlebench.live import AgentWatch
 from cmx_mlebench.prepare import competition_from, prepare
 from cmx_mlebench.result import grading_report, report_part, write_json
 
@@ -79,10 +87,9 @@ def attempt_step(ctx: StepContext) -> StepOutput:
     competition, checksums, source = competition_from(_dep(ctx))
     work = Path(ctx.work_dir) / "attempt"
     work.mkdir(parents=True, exist_ok=True)
-    ctx.report("agent_running", 1)  # the application channel (docs/telemetry.md)
-    run = run_agent(settings, competition.id, competition.public_dir, work)
+    with AgentWatch(ctx, submission_path(work)):  # live, on the application channel (docs/telemetry.md)
+        run = run_agent(settings, competition.id, competition.public_dir, work)
     verdict = run.result.verdict.value
-    ctx.report("agent_running", 0)
     ctx.report("agent_elapsed_seconds", run.result.wall_s)
     ctx.report("submission_present", 1 if run.submission.is_file() else 0)
     why = None if run.result.ok else f"the agent ended with {verdict} ({run.result.reason})"

@@ -21,8 +21,10 @@ from typing import Any
 from cmx_core.api import Meter
 from cmx_core.errors import CmxError, StepFailed
 from cmx_mlperf.harness import accuracy as acc
+from cmx_mlperf.harness import live
 from cmx_mlperf.harness.calibrate import budget_for, calibrate, derive
 from cmx_mlperf.harness.config import Derived, conf_model_key, needs_calibration, user_conf
+from cmx_mlperf.harness.live import LiveReport
 from cmx_mlperf.harness.spec import LoadgenSpec
 
 REPORT = "child_report.json"
@@ -105,7 +107,8 @@ def run_test(spec: LoadgenSpec, out_dir: Path) -> dict[str, Any]:
         meter.start()
         began = time.perf_counter()
         try:
-            lg.StartTestWithLogSettings(handle, qsl, settings, log_settings)
+            with LiveReport(completer, live.metrics_file()):  # the test's progress, each second
+                lg.StartTestWithLogSettings(handle, qsl, settings, log_settings)
             report["loadgen_wall_s"] = round(time.perf_counter() - began, 6)
         finally:
             report["energy"] = meter.stop(out_dir)  # joules over the test; power_series.csv

@@ -10,6 +10,11 @@ returns, which is all LoadGen needs.
 
 ``complete_many(response_ids, data)`` is a harness extension beyond the SUT contract: it
 completes many ids with the same bytes in one LoadGen call (used by the no-op SUT).
+
+While the test's live progress is on (:mod:`cmx_mlperf.harness.live`), what it forwarded to
+LoadGen is tallied after the LoadGen call: one ``deque.append`` per call (per batch for
+``complete_many``; a deque's appends and pops are thread-safe without a lock), drained by the
+progress thread each second. With the progress off, the cost is one flag check.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
+from collections import deque
 from typing import Any
 
 
@@ -72,6 +78,10 @@ class LoadgenCompleter:
         self._target = 0
         self._reached = threading.Event()
         self._counting = [False]  # a cell the complete_many closure reads
+        self._tallying = [False]  # a cell: the live progress is on
+        self._samples: deque[int] = deque()
+        self._tokens: deque[int] = deque()
+        self._totals = [0, 0]  # samples, tokens drained so far (the progress thread's)
         self.complete_many = self._make_complete_many()
 
     def to_loadgen(self) -> None:
@@ -94,6 +104,10 @@ class LoadgenCompleter:
             self._add(1)
         else:
             lg.QuerySamplesComplete([response])
+            if self._tallying[0]:
+                self._samples.append(1)
+                if n_tokens:
+                    self._tokens.append(n_tokens)
 
     def first_token(self, response_id: int, data: bytes) -> None:
         if self._counting[0]:
@@ -105,8 +119,9 @@ class LoadgenCompleter:
     def _make_complete_many(self) -> Any:
         """``complete_many(response_ids, data=b"")`` as a closure over LoadGen's functions:
         the no-op SUT's whole per-query cost, so no attribute lookups on its path."""
-        response, complete, counting, add = (
-            self._lg.QuerySampleResponse, self._lg.QuerySamplesComplete, self._counting, self._add)
+        response, complete, counting, add, tallying, samples = (
+            self._lg.QuerySampleResponse, self._lg.QuerySamplesComplete, self._counting, self._add,
+            self._tallying, self._samples)
 
         def complete_many(response_ids: list[int], data: bytes = b"") -> None:
             if data:
@@ -119,6 +134,8 @@ class LoadgenCompleter:
                 add(len(responses))
             else:
                 complete(responses)
+                if tallying[0]:
+                    samples.append(len(responses))
 
         return complete_many
 
@@ -134,6 +151,22 @@ class LoadgenCompleter:
     @property
     def count(self) -> int:
         return self._count
+
+    def tally(self, on: bool) -> None:
+        """Start (or stop) tallying what is completed to LoadGen, from zero when started."""
+        if on:
+            self._samples.clear()
+            self._tokens.clear()
+            self._totals = [0, 0]
+        self._tallying[0] = on
+
+    def completed(self) -> tuple[int, int]:
+        """Samples and tokens completed to LoadGen since :meth:`tally` started (one reader:
+        the progress thread)."""
+        for index, queue in enumerate((self._samples, self._tokens)):
+            while queue:
+                self._totals[index] += queue.popleft()
+        return self._totals[0], self._totals[1]
 
     def _add(self, n: int) -> None:
         with self._lock:

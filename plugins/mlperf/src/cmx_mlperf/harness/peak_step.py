@@ -36,6 +36,8 @@ class Runner:
     work_dir: Path
     run_dir: Path
     timeout_s: float | None
+    metrics_file: Path | None = None
+    """The step's application channel: each trial's LoadGen child reports its progress there."""
     parts: dict[str, ResultPart] = field(default_factory=dict)
     dirs: dict[str, Path] = field(default_factory=dict)
 
@@ -47,7 +49,7 @@ class Runner:
         shown = shown_path(log_dir, self.run_dir)
         log.debug("PeakQPS %s: trying %s", trial.phase, _asked(trial))  # the verdict line is the INFO one
         try:
-            child = run_child(spec, log_dir, self.timeout_s)
+            child = run_child(spec, log_dir, self.timeout_s, self.metrics_file)
             detail = parse_detail(child.log_dir / DETAIL)
         except StepFailed as exc:
             if not self.parts:
@@ -89,10 +91,11 @@ class PeakRun:
     curve_files: tuple[Artifact, ...]
 
 
-def run_peak(spec: LoadgenSpec, work_dir: Path, run_dir: Path, timeout_s: float | None) -> PeakRun:
+def run_peak(spec: LoadgenSpec, work_dir: Path, run_dir: Path, timeout_s: float | None,
+             metrics_file: Path | None = None) -> PeakRun:
     """Search, sweep, write the curve."""
     _ensure_handler()
-    runner = Runner(spec, work_dir, run_dir, timeout_s)
+    runner = Runner(spec, work_dir, run_dir, timeout_s, metrics_file)
     found = search(runner, spec.target_qps, spec.search_runs or DEFAULT_RUNS,
                    spec.sweep_points if spec.sweep_points is not None else DEFAULT_SWEEP, log=_progress)
     chosen = found.peak or found.points[0]

@@ -21,6 +21,7 @@ from typing import Any
 
 from cmx_core.errors import Interrupted, StepFailed, UsageError
 from cmx_mlperf.harness.child import ERROR, EXIT_USER_ERROR, REPORT
+from cmx_mlperf.harness.live import ENV_FILE
 from cmx_mlperf.harness.spec import LoadgenSpec
 
 SPEC = "spec.json"
@@ -48,21 +49,25 @@ def fresh_log_dir(parent: Path, name: str = "loadgen") -> Path:
     raise StepFailed(f"{parent}: cannot create a fresh LoadGen log directory")
 
 
-def _env() -> dict[str, str]:
+def _env(metrics_file: Path | None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
+    if metrics_file is not None:  # the test's live progress (cmx_mlperf.harness.live)
+        env[ENV_FILE] = str(metrics_file)
     return env
 
 
-def run_child(spec: LoadgenSpec, log_dir: Path, timeout_s: float | None = None) -> ChildRun:
-    """Run one LoadGen test in a child process; return its log dir and report."""
+def run_child(spec: LoadgenSpec, log_dir: Path, timeout_s: float | None = None,
+              metrics_file: Path | None = None) -> ChildRun:
+    """Run one LoadGen test in a child process; return its log dir and report. With
+    ``metrics_file`` (the step's application channel) the child reports its progress there."""
     spec_path = log_dir / SPEC
     spec_path.write_text(spec.to_json())
     with open(log_dir / CHILD_LOG, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "cmx_mlperf.harness.child", str(spec_path)],
             cwd=log_dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=_env(), start_new_session=True,
+            env=_env(metrics_file), start_new_session=True,
         )
         try:
             code = _wait(proc, timeout_s)

@@ -30,7 +30,7 @@ def run_step(ctx: StepContext) -> StepOutput:
     spec, attempts = original, []
     for number in range(1, retry.MAX_ATTEMPTS + 1):
         ctx.log.info("%s", expected_duration_line(spec, number))
-        child = run_child(spec, fresh_log_dir(ctx.work_dir), timeout)
+        child = run_child(spec, fresh_log_dir(ctx.work_dir), timeout, ctx.metrics.metrics_file)
         log = parse_detail(child.log_dir / DETAIL)
         attempts.append(retry.attempt_record(number, spec, log, _shown(child.log_dir, ctx.run_dir)))
         following = retry.next_spec(original, spec, log, child.report)
@@ -70,7 +70,7 @@ def expected_duration_line(spec: LoadgenSpec, attempt: int) -> str:
 
 def _peak_step(ctx: StepContext, spec: LoadgenSpec, timeout: float | None) -> StepOutput:
     """Mode PeakQPS: a search of several LoadGen tests (:mod:`cmx_mlperf.harness.peak_step`)."""
-    peak = run_peak(spec, ctx.work_dir, ctx.run_dir, timeout)
+    peak = run_peak(spec, ctx.work_dir, ctx.run_dir, timeout, ctx.metrics.metrics_file)
     out = _output(peak.part, peak.log_dir)
     return replace(out, outputs={**out.outputs, "peak_qps": peak.part.metrics["peak_qps"].value},
                    artifacts=(*out.artifacts, *peak.curve_files))
