@@ -64,6 +64,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.recipes.resources import NO_RESOURCES, Resources, node_resources, plan_resources
     from cmx_core.recipes.template import register_template_function
     from cmx_core.results.comparable import comparable, comparable_across_sweeps
+    from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
+    from cmx_core.results.numbers import fmt_number
     from cmx_core.results.secrets import TOKEN_PATTERNS, is_secret_name
     from cmx_core.run.engine import plan_plugins, write_lock
     from cmx_core.run.remote import Fetched, JobStatus, RemoteExecutor, RemoteJob, fold
@@ -104,6 +106,8 @@ __all__ = [
     "Meter", "register_template_function",
     # the run's telemetry (docs/telemetry.md): a step's metrics sink, the sampler's settings
     "MetricsSink", "NoMetrics", "TelemetrySettings",
+    # output that fits the terminal (#33): tables and the shared number format
+    "Column", "Grid", "fit", "fit_text", "width_for", "fmt_number",
 ]
 
 _LAZY = {
@@ -131,6 +135,8 @@ _LAZY = {
     "Meter": "cmx_core.telemetry.energy",
     "register_template_function": "cmx_core.recipes.template",
     "TelemetrySettings": "cmx_core.telemetry.collector",
+    **dict.fromkeys(("Column", "Grid", "fit", "fit_text", "width_for"), "cmx_core.results.grid"),
+    "fmt_number": "cmx_core.results.numbers",
 }
 
 
