@@ -45,7 +45,8 @@ NUMBER = re.compile(r"(?<![\w.,])-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?(?![\w,]|\.\d
 
 @pytest.fixture
 def world(cli: Callable[..., Any], recipes: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """Four planted runs, a demo-sort run (a cache entry) and a two-point sweep, at 80 columns."""
+    """Four planted runs (the first bundled), a demo-sort run (a cache entry) and a two-point
+    sweep, at 80 columns."""
     monkeypatch.setenv("COLUMNS", str(WIDTH))
     recipes("planted", RECIPE)
     runs = []
@@ -58,7 +59,10 @@ def world(cli: Callable[..., Any], recipes: Any, monkeypatch: pytest.MonkeyPatch
     sweep = cli("sweep", "--tags=planted,throughput", "--recipes", recipes.dir, "--matrix",
                 f"rate={VALUES[0]},{VALUES[2]}", "--json")
     assert sweep.code == 0, sweep.err
-    return {"runs": runs, "sweep": json.loads(sweep.out)["sweep_id"], "dir": str(recipes.dir)}
+    bundle = recipes.dir.parent / "planted.tar.gz"
+    made = cli("bundle", "create", runs[0], "-o", bundle)
+    assert made.code == 0, made.err
+    return {"runs": runs, "sweep": json.loads(sweep.out)["sweep_id"], "dir": str(recipes.dir), "bundle": str(bundle)}
 
 
 def _fits(out: str, width: int = WIDTH) -> None:
@@ -97,6 +101,7 @@ def _table_commands(world: dict[str, Any]) -> list[tuple[str, ...]]:
         ("registry", "check"),
         ("detect", "--replay", "h100-sxm-8x"),
         ("run", "recipe", "--tags=planted,throughput", "--recipes", world["dir"], f"--rate={VALUES[1]}"),
+        ("bundle", "replay", world["bundle"], "--repeats", "1"),
     ]
 
 
@@ -117,6 +122,8 @@ def test_every_table_command_fits_80_columns_and_cuts_no_number(cli: Callable[..
     swept = cli("results", "compare", "--sweep", world["sweep"]).out
     _whole(VALUES[0], swept)
     _whole(VALUES[2], swept)
+    replayed = cli("bundle", "replay", world["bundle"], "--repeats", "1").out
+    _whole(VALUES[0], replayed)  # the original's value, in the replay table
     run = cli("run", "recipe", "--tags=planted,throughput", "--recipes", world["dir"], f"--rate={VALUES[3]}").out
     _whole(VALUES[3], run)
 
