@@ -20,6 +20,7 @@ import pytest
 from cmx_core.report.html import fmt
 from cmx_core.results.grid import Column, Grid, fit, fit_text, hidden_note
 from cmx_core.results.numbers import fmt_number
+from cmx_core.results.sweep_table import SweepRow, SweepTable
 
 WIDTH = 80
 VALUES = (1523751.73, 998877.5, 31415926.25, 2718281.5)
@@ -198,3 +199,13 @@ def test_fit_text_wraps_at_spaces_with_a_hanging_indent() -> None:
 ])
 def test_one_number_format_for_terminal_and_report(value: float | None, shown: str) -> None:
     assert fmt_number(value) == shown == fmt(value)
+
+
+def test_a_narrow_sweep_table_hides_the_run_then_the_last_metrics() -> None:
+    metrics = {f"metric_{i}": "tokens/s" for i in range(4)}
+    rows = (SweepRow(0, {"rate": "8"}, "valid", "0123456789abcdef", dict.fromkeys(metrics, VALUES[2])),)
+    fitted = fit(SweepTable("sw-1", ("rate",), metrics, rows).grid(), 60)
+    names = [f"{m} (tokens/s)" for m in metrics]
+    hidden_metrics = [name for name in names if name in fitted.hidden]
+    assert "run" in fitted.hidden and hidden_metrics and hidden_metrics == names[len(names) - len(hidden_metrics):]
+    assert all(len(line) <= 60 for line in fitted.lines) and fmt_number(VALUES[2]) in NUMBER.findall(fitted.text())
