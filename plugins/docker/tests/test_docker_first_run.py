@@ -2,8 +2,9 @@
 shows the debootstrap base build as the executor's dependency, and the main job's run
 imports the base itself and ends VALID, with no second command.
 
-Against the private engine ``scripts/test.sh`` starts: the base is removed from it first (the
-rootfs tarball stays cached in ``CMX_TEST_CACHE``, so no debootstrap runs again), and the
+Against the private engine ``scripts/test.sh`` starts: the base's tags are removed from it for
+the test (the rootfs tarball stays cached in ``CMX_TEST_CACHE``, so no debootstrap runs
+again; afterwards the tags name the session's base again), and the
 engine's registry must not answer (this machine has none; where one answers the case cannot
 be shown: a skip with the reason, and a failure under ``CI``)."""
 
@@ -40,16 +41,28 @@ def _unavailable(reason: str) -> None:
 MAIN_JOB = ("--tags=mlperf,inference,llama", "--scenario=Offline", "--duration_s=2", "--container")
 
 
-def _remove_base(engine: object, ref: str) -> None:
-    """Untag the local base and its content tag (images built on it keep their layers)."""
+KEEP = ("cmx-test-kept-base", "first-run")
+"""A tag holding the session's base while its own tags are gone, so they can be put back."""
+
+
+@pytest.fixture
+def without_base(engine, base_image):  # type: ignore[no-untyped-def]
+    """The engine without the local base's tags for one test; afterwards they name the
+    session's base image again (other tests compare against its image id)."""
+    ref = templates.load("cpu-torch").base.local
     doc = inspect_image(engine, ref)
-    if doc is None:
-        return
+    assert doc is not None, ref
+    tags, image_id = list(doc.get("RepoTags") or []), str(doc["Id"])
     client = sdk_client(engine)
     try:
-        for tag in doc.get("RepoTags") or []:
+        client.api.tag(image_id, *KEEP)  # the image outlives its own tags
+        for tag in tags:
             client.images.remove(tag, noprune=True)
+        yield base_image
     finally:
+        for tag in tags:
+            client.api.tag(image_id, *tag.rsplit(":", 1), force=True)
+        client.images.remove(":".join(KEEP), noprune=True)
         client.close()
 
 
@@ -58,7 +71,7 @@ def _cmx(*args: str, env: dict[str, str], timeout: float) -> subprocess.Complete
                           timeout=timeout, env=env, check=False, stdin=subprocess.DEVNULL)
 
 
-def test_the_first_container_run_without_a_registry_builds_the_base(engine, base_image) -> None:  # type: ignore[no-untyped-def]
+def test_the_first_container_run_without_a_registry_builds_the_base(engine, without_base) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("cmx_mlperf", reason="cmx-mlperf (plugins/mlperf) provides mlperf,inference,llama")
     template = templates.load("cpu-torch")
     assert template.base.local and template.base.registry
@@ -66,7 +79,6 @@ def test_the_first_container_run_without_a_registry_builds_the_base(engine, base
         _unavailable(f"a registry answers for {template.base.registry} here: a machine without one cannot be shown")
     cache = Path(os.environ.get("CMX_TEST_CACHE") or Path(os.environ["CMX_HOME"]) / "rootfs")
     env = {**os.environ, ROOTFS_CACHE_ENV: str(cache)}  # the tarball the base_image fixture made
-    _remove_base(engine, template.base.local)
     assert inspect_image(engine, template.base.local) is None
     assert needed_base(template, engine) is not None
 
@@ -83,13 +95,14 @@ def test_the_first_container_run_without_a_registry_builds_the_base(engine, base
     doc = json.loads(run.stdout)
     assert doc["status"] == "valid" and doc["mlperf"]["result_validity"] == "VALID"
     rebuilt = inspect_image(engine, template.base.local)
-    assert rebuilt is not None and _labels(rebuilt).get(ROOTFS_LABEL) == base_image.rootfs_digest
+    assert rebuilt is not None and _labels(rebuilt).get(ROOTFS_LABEL) == without_base.rootfs_digest
     assert needed_base(template, engine) is None  # the next plan depends on nothing
 
 
 def test_the_suite_and_the_rootfs_cache_come_from_the_reference_and_the_environment(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert suite_of("cmx-base:bookworm-minbase") == "bookworm" and suite_of("cmx-base:trixie-minbase") == "trixie"
+    assert suite_of("cmx-base:never-built") is None  # not a base cmx makes: the run keeps the hint
     monkeypatch.delenv(ROOTFS_CACHE_ENV, raising=False)
     assert rootfs_cache(tmp_path) == tmp_path / "base"
     monkeypatch.setenv(ROOTFS_CACHE_ENV, str(tmp_path / "shared"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from urllib.parse import quote
 from cmx_docker import templates
 from cmx_docker.base import BaseImage, ensure_base
 from cmx_docker.engine import Endpoint, api_get, inspect_image
+from cmx_docker.errors import ImageUnavailable
 
 BASE_RECIPE_TAGS = "debootstrap,base-image"
 """The tags of the recipe that builds the base by hand (recipes/build-base-image.yaml)."""
@@ -30,6 +32,8 @@ ROOTFS_CACHE_ENV = "CMX_DOCKER_ROOTFS_CACHE"
 """A directory for the debootstrap rootfs tarball (default: the docker cache's ``base/``)."""
 REGISTRY_TIMEOUT_S = 20.0
 """How long the engine may take to say whether its registry has the image."""
+DEBOOTSTRAP_REF = re.compile(r"^cmx-base:([a-z]+)-minbase$")
+"""The local bases cmx can make itself: ``cmx-base:<Debian suite>-minbase``."""
 
 
 @dataclass(frozen=True)
@@ -52,10 +56,10 @@ def rootfs_cache(docker_cache: Path) -> Path:
     return Path(configured) if configured else docker_cache / "base"
 
 
-def suite_of(ref: str) -> str:
-    """``cmx-base:bookworm-minbase`` -> ``bookworm``."""
-    tag = ref.rsplit(":", 1)[-1]
-    return tag.removesuffix("-minbase") or "bookworm"
+def suite_of(ref: str) -> str | None:
+    """``cmx-base:bookworm-minbase`` -> ``bookworm``; None for a base cmx does not make."""
+    found = DEBOOTSTRAP_REF.match(ref)
+    return found.group(1) if found else None
 
 
 def registry_answers(endpoint: Endpoint, ref: str) -> bool:
@@ -72,12 +76,13 @@ def needed_base(template: templates.Template, endpoint: Endpoint) -> BaseBuild |
     """The base build a run of ``template`` depends on, or None: the engine has the local
     or the registry base, the template names no local base, or a registry answers."""
     local, registry = template.base.local, template.base.registry
-    if not local or any(inspect_image(endpoint, ref) is not None for ref in (local, registry) if ref):
+    suite = suite_of(local) if local else None
+    if not local or suite is None or any(inspect_image(endpoint, ref) is not None for ref in (local, registry) if ref):
         return None
     if registry and registry_answers(endpoint, registry):
         return None
     why = f"no registry answers for {registry}" if registry else "the template names no registry image"
-    return BaseBuild(local, suite_of(local), f"{local} is not in {endpoint.runtime} and {why}")
+    return BaseBuild(local, suite, f"{local} is not in {endpoint.runtime} and {why}")
 
 
 def build_base(needed: BaseBuild, endpoint: Endpoint, docker_cache: Path) -> BaseImage:
@@ -85,7 +90,11 @@ def build_base(needed: BaseBuild, endpoint: Endpoint, docker_cache: Path) -> Bas
     print(f"cmx-docker: {needed.reason}: building the debootstrap base {needed.image} first",
           file=sys.stderr, flush=True)
     started = time.perf_counter()
-    base = ensure_base(endpoint, rootfs_cache(docker_cache), suite=needed.suite, ref=needed.image)
+    try:
+        base = ensure_base(endpoint, rootfs_cache(docker_cache), suite=needed.suite, ref=needed.image)
+    except ImageUnavailable as exc:
+        raise ImageUnavailable(f"{needed.reason}, and building the debootstrap base failed: {exc} (it needs root "
+                               f"and debootstrap; by hand: cmx run recipe --tags={BASE_RECIPE_TAGS})") from None
     print(f"cmx-docker: base {base.ref} ({base.image_id[:19]}) ready in {time.perf_counter() - started:.1f} s",
           file=sys.stderr, flush=True)
     return base
