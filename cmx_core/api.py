@@ -65,6 +65,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.recipes.resources import NO_RESOURCES, Resources, node_resources, plan_resources
     from cmx_core.recipes.template import register_template_function
     from cmx_core.results.comparable import comparable, comparable_across_sweeps
+    from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
+    from cmx_core.results.numbers import fmt_number
     from cmx_core.results.secrets import TOKEN_PATTERNS, is_secret_name
     from cmx_core.run.engine import plan_plugins, write_lock
     from cmx_core.run.remote import Fetched, JobStatus, RemoteExecutor, RemoteJob, fold
@@ -107,6 +109,8 @@ __all__ = [
     "MetricsSink", "NoMetrics", "TelemetrySettings",
     # recovery policies (docs/faults.md): what a cluster executor maps to its scheduler's retries
     "RetryPolicy", "job_policy", "scheduler_retries",  # noqa: F822 - lazy
+    # output that fits the terminal (#33): tables and the shared number format
+    "Column", "Grid", "fit", "fit_text", "width_for", "fmt_number",
 ]
 
 _LAZY = {
@@ -136,6 +140,8 @@ _LAZY = {
     "TelemetrySettings": "cmx_core.telemetry.collector",
     "RetryPolicy": "cmx_core.providers.recovery",
     **dict.fromkeys(("job_policy", "scheduler_retries"), "cmx_core.run.remote"),
+    **dict.fromkeys(("Column", "Grid", "fit", "fit_text", "width_for"), "cmx_core.results.grid"),
+    "fmt_number": "cmx_core.results.numbers",
 }
 
 

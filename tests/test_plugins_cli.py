@@ -96,7 +96,7 @@ def test_info_shows_each_executor_setting_with_its_help(capsys: pytest.CaptureFi
     assert [s["name"] for s in settings] == list(DockerSettings.__dataclass_fields__)
     memory = next(s for s in settings if s["name"] == "memory")
     assert memory == {"name": "memory", "type": "str | None", "default": "None", "help": "memory limit, e.g. 8g"}
-    assert main(["plugins", "info", "cmx-docker"]) == 0
+    assert main(["plugins", "info", "cmx-docker", "--wide"]) == 0  # one line a setting (at 80 columns they wrap)
     text = capsys.readouterr().out
     assert "executor docker: --executor-opt KEY=VALUE" in text and "kill the container after this many seconds" in text
 

@@ -260,7 +260,7 @@ def test_amd_smi_series_from_its_recorded_output(tmp_path: Path) -> None:
 def test_results_show_prints_the_resource_summaries(cli: Callable[..., Any], recipes: Any) -> None:
     _python_recipe(recipes)
     doc = _run_json(cli, recipes, "--telemetry-interval", "0.05")
-    shown = cli("results", "show", doc["run_id"])
+    shown = cli("results", "show", doc["run_id"], "--wide")  # one line a reason (80 columns wrap them)
     assert shown.code == 0, shown.err
     lines = shown.out.splitlines()
     header = next(line for line in lines if line.startswith("  telemetry: "))

@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.errors import UsageError
+from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
+from cmx_core.results.noise import RULE
+from cmx_core.results.numbers import fmt_number
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -156,32 +159,26 @@ def cmd_replay(args: argparse.Namespace) -> int:
         _print(args, {**report.to_json(), "signature": verified.signature,
                       "signature_checked": verified.signature_checked}, [])
     else:
-        _print_replay(report)
+        _print_replay(report, width_for(args.wide))
     _warn_unchecked(verified)
     return 1 if args.check and report.verdict == "differs" else 0
 
 
-def _print_replay(report: Any) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    from cmx_core.results.noise import RULE
-    from cmx_core.results.numbers import fmt_number
-
-    console = Console(highlight=False)
-    console.print(f"rule: {escape(RULE)}")
+def _print_replay(report: Any, width: int | None) -> None:
+    """The rule, then each judgement's verdict and its metrics as a table fitted to ``width``."""
+    print(fit_text(f"rule: {RULE}", width))
+    columns = (Column("metric"), Column("unit", breakable=False, drop=1),
+               Column("original", right=True, breakable=False), Column("replay", right=True, breakable=False),
+               Column("band", breakable=False, drop=2),
+               Column("verdict", breakable=False), Column("reason", drop=3))
     for judgement in report.judgements:
-        console.print(f"[bold]{escape(judgement.verdict)}[/]: {escape(judgement.reason)}")
-        table = Table(title=f"original {', '.join(judgement.original_runs)[:40]} vs replay "
-                            f"{', '.join(judgement.replay_runs)[:40]}")
-        for column in ("metric", "unit", "original", "replay", "band", "verdict", "reason"):
-            table.add_column(column)
-        for m in judgement.metrics:
-            band = f"{fmt_number(m.band[0])}..{fmt_number(m.band[1])}" if m.band else "-"
-            table.add_row(escape(m.name), escape(m.unit or ""), _side(m.original, fmt_number),
-                          _side(m.replay, fmt_number), band, escape(m.verdict), escape(m.reason))
-        console.print(table)
+        print(fit_text(f"{judgement.verdict}: {judgement.reason}", width))
+        print(fit_text(f"original {', '.join(judgement.original_runs)} vs replay {', '.join(judgement.replay_runs)}",
+                       width))
+        rows = tuple((m.name, m.unit or "", _side(m.original, fmt_number), _side(m.replay, fmt_number),
+                      f"{fmt_number(m.band[0])}..{fmt_number(m.band[1])}" if m.band else "-", m.verdict, m.reason)
+                     for m in judgement.metrics)
+        sys.stdout.write(fit(Grid(columns, rows), width).text())
 
 
 def _side(samples: Any, fmt: Any) -> str:

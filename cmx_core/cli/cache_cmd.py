@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from cmx_core.errors import UsageError
+from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -53,9 +54,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"checked": len(report), "failed": len(bad), "entries": report}, indent=2))
     else:
-        for row in report:
-            verdict = "ok" if not row["problems"] else "; ".join(row["problems"])
-            print(f"{row['key'][:16]}  {row['recipe']}: {verdict}")
+        grid = Grid((Column("key", breakable=False), Column("recipe"), Column("verdict")),
+                    tuple((str(r["key"])[:16], str(r["recipe"]), "; ".join(r["problems"]) or "ok") for r in report),
+                    header=False)
+        sys.stdout.write(fit(grid, width_for(args.wide)).text())
         print(f"{len(report)} checked, {len(bad)} failed")
     for row in bad:
         print(f"cmx: error: cache entry {row['key']} ({row['path']}): {row['problems'][0]}; "
@@ -77,8 +79,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        for row in rows:
-            print(f"{row['key'][:16]}  {row['created']}  {row['recipe']}")
+        grid = Grid((Column("key", breakable=False), Column("created", breakable=False, drop=1), Column("recipe")),
+                    tuple((r["key"][:16], r["created"], r["recipe"]) for r in rows), header=False)
+        sys.stdout.write(fit(grid, width_for(args.wide)).text())
         print(f"{len(rows)} entr{'y' if len(rows) == 1 else 'ies'}", file=sys.stderr)
     return 0
 
@@ -133,7 +136,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         return 0
     _report(args, "pruned", removed)
     for line in resources or ():
-        print(f"{'would remove' if args.dry_run else 'removed'} {line}")
+        print(fit_text(f"{'would remove' if args.dry_run else 'removed'} {line}", width_for(args.wide)))
     return 0
 
 

@@ -14,6 +14,7 @@ from cmx_core.cli.recovery_opts import add_recovery_options, recovery
 from cmx_core.errors import UsageError
 from cmx_core.plan.conditional import of_node
 from cmx_core.resolve.input_hints import unknown_flag
+from cmx_core.results.grid import Column, Grid, fit, width_for
 from cmx_core.results.summary import run_summary
 
 NOUNS = ("recipe", "script")
@@ -259,7 +260,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result.document)
     else:
-        print(run_summary(result.document, result.result_path))
+        print(run_summary(result.document, result.result_path))  # its last line, `result: PATH`, is read by scripts
     return 0
 
 
@@ -315,10 +316,15 @@ def cmd_list(args: argparse.Namespace) -> int:
         _print_json([{"name": r.name, "version": r.version, "tags": list(r.tags), "summary": r.summary,
                       "source": r.source, "path": str(r.path)} for r in recipes])
         return 2 if errors else 0
-    width = max((len(r.name) for r in recipes), default=4)
-    for r in recipes:
-        print(f"{r.name:<{width}}  {','.join(r.tags):<32}  {r.summary}")
+    sys.stdout.write(fit(recipes_grid(recipes), width_for(args.wide)).text())
     return 2 if errors else 0
+
+
+def recipes_grid(recipes: list[Any]) -> Grid:
+    """Name, tags and summary; the tags and summary wrap on a narrow terminal (no header,
+    as ``cmx list`` has always printed: one recipe a row)."""
+    columns = (Column("name", breakable=False), Column("tags", breakable=False), Column("summary"))
+    return Grid(columns, tuple((r.name, ",".join(r.tags), r.summary) for r in recipes), header=False)
 
 
 def cmd_show(args: argparse.Namespace) -> int:

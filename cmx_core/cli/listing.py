@@ -1,8 +1,10 @@
 """Listings that never cut a value or a path: ``--format table|plain|json|csv``.
 
 ``table`` is a rich table whose cells fold instead of ending in an ellipsis; ``plain`` is
-one line per row, columns padded with two spaces and never truncated (the lines may be
-wider than the terminal: a pipe or ``grep`` gets every value whole); ``csv`` and ``json``
+columns padded with two spaces. Both fit the terminal (``COLUMNS``, 80 when piped) by
+wrapping text cells and hiding the listing's low-value columns, named in a footer; numbers
+are never split (:mod:`cmx_core.results.grid`). ``--wide`` lays every column out whole, one
+line per row (a pipe into ``grep`` then gets every value on its row). ``csv`` and ``json``
 are for programs. Without ``--format`` a terminal at least :data:`WIDE` columns wide gets
 the table and anything else (a pipe, a narrow terminal) the plain layout.
 """
@@ -15,6 +17,8 @@ import shutil
 import sys
 from dataclasses import dataclass
 
+from cmx_core.results.grid import Column, Grid, fit, hidden_note, kept_columns
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TextIO
@@ -26,12 +30,22 @@ WIDE = 100
 
 @dataclass(frozen=True)
 class Listing:
-    """A titled grid of cells; ``right`` names the columns aligned right (numbers)."""
+    """A titled grid of cells; ``right`` names the columns aligned right (numbers), ``whole``
+    the other columns whose words are never split (ids), and ``drop`` the columns that may be
+    hidden on a narrow terminal, the first named going first."""
 
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     right: frozenset[str] = frozenset()
+    whole: frozenset[str] = frozenset()
+    drop: tuple[str, ...] = ()
+
+    def grid(self) -> Grid:
+        ranks = {name: len(self.drop) - i for i, name in enumerate(self.drop)}
+        return Grid(tuple(Column(name, right=name in self.right,
+                                 breakable=name not in self.right and name not in self.whole,
+                                 drop=ranks.get(name, 0)) for name in self.columns), self.rows)
 
 
 def add_format_option(parser: Any) -> None:
@@ -51,8 +65,8 @@ def chosen_format(requested: str | None, json_flag: bool = False, stream: TextIO
     return "table" if out.isatty() and wide else "plain"
 
 
-def render(listing: Listing, fmt: str, out: TextIO | None = None) -> None:
-    """Write ``listing`` to ``out`` (stdout) in ``fmt``."""
+def render(listing: Listing, fmt: str, out: TextIO | None = None, width: int | None = None) -> None:
+    """Write ``listing`` to ``out`` (stdout) in ``fmt``, fitted to ``width`` (None: ``--wide``)."""
     stream = out or sys.stdout
     if fmt == "json":
         rows = [dict(zip(listing.columns, row, strict=True)) for row in listing.rows]
@@ -62,34 +76,37 @@ def render(listing: Listing, fmt: str, out: TextIO | None = None) -> None:
         writer.writerow(listing.columns)
         writer.writerows(listing.rows)
     elif fmt == "table":
-        _table(listing, stream)
+        _table(listing, stream, width)
     else:
-        stream.write(plain(listing))
+        stream.write(plain(listing, width))
 
 
-def plain(listing: Listing) -> str:
-    """Padded columns, nothing truncated; the last column is not padded."""
-    grid = [listing.columns, *listing.rows]
-    widths = [max(len(row[i]) for row in grid) for i in range(len(listing.columns))]
-    lines = []
-    for row in grid:
-        cells = [cell.rjust(w) if name in listing.right else cell.ljust(w)
-                 for cell, w, name in zip(row, widths, listing.columns, strict=True)]
-        lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines) + "\n"
+def plain(listing: Listing, width: int | None = None) -> str:
+    """Padded columns within ``width`` (None: every row on one line); the last column is not padded."""
+    return fit(listing.grid(), width).text()
 
 
-def _table(listing: Listing, stream: TextIO) -> None:
+RICH_GAP, RICH_EDGE = 3, 4
+"""A rich table's cell padding and rules: three characters between columns, four at the edges."""
+
+
+def _table(listing: Listing, stream: TextIO, width: int | None) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
+    grid = listing.grid()
+    kept = kept_columns(grid, width, RICH_GAP, RICH_EDGE)
     table = Table(title=listing.title)
-    for name in listing.columns:
-        longest = max((len(row[listing.columns.index(name)]) for row in listing.rows), default=0)
-        numeric = name in listing.right
-        table.add_column(name, justify="right" if numeric else "left", overflow="fold",
-                         min_width=min(longest, 24) if numeric else None, no_wrap=numeric)
+    for index in kept:
+        column = grid.columns[index]
+        longest = max((len(row[index]) for row in listing.rows), default=0)
+        table.add_column(column.name, justify="right" if column.right else "left", overflow="fold",
+                         min_width=longest if not column.breakable else None, no_wrap=not column.breakable)
     for row in listing.rows:
-        table.add_row(*(escape(cell) for cell in row))
-    Console(file=stream, highlight=False, soft_wrap=False).print(table)
+        table.add_row(*(escape(row[i]) for i in kept))
+    console = Console(file=stream, highlight=False, soft_wrap=False, width=width or 10_000)
+    console.print(table)
+    hidden = tuple(c.name for i, c in enumerate(grid.columns) if i not in kept)
+    if hidden:
+        console.print(escape(hidden_note(hidden)))

@@ -34,7 +34,8 @@ TOP_HELP = (["--help"], ["-h"])
 """The top-level help, printed from its cached text when it is current."""
 
 
-GLOBAL_FLAGS = frozenset({"-v", "--verbose", "-q", "--quiet", "-s", "--json", "--strict", "--strict-plugins"})
+GLOBAL_FLAGS = frozenset({"-v", "--verbose", "-q", "--quiet", "-s", "--json", "--strict", "--strict-plugins",
+                          "--wide"})
 """Options every command takes; given before the command (``cmx -v run ...``) they move after it."""
 
 

@@ -46,6 +46,8 @@ def common_options() -> argparse.ArgumentParser:
                         help="fail on any broken recipe file or plugin (the default when CI is set)")
     common.add_argument("--disable-plugin", action="append", default=[], metavar="NAME",
                         help="do not load plugin NAME (entry-point name; repeatable; as CMX_DISABLE_PLUGINS)")
+    common.add_argument("--wide", action="store_true",
+                        help="tables at their natural width, every column shown (default: fit COLUMNS, 80 when piped)")
     common.add_argument("-v", "--verbose", action="store_true", help="more progress detail on stderr")
     common.add_argument("-q", "--quiet", "-s", dest="quiet", action="store_true",
                         help="no progress on stderr (-s as in CM/MLC); errors are still printed")
@@ -149,6 +151,8 @@ def _add_plugin_commands(sub: Any, common: argparse.ArgumentParser, selected: st
         command.configure(parser)
         if not any("--json" in a.option_strings for a in parser._actions):
             parser.add_argument("--json", action="store_true", help="print exactly one JSON document")
+        if not any("--wide" in a.option_strings for a in parser._actions):
+            parser.add_argument("--wide", action="store_true", help="tables at their natural width, every column")
         parser.set_defaults(handler=command.run)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from cmx_core.errors import CmxError, UsageError
 from cmx_core.plugins.install import shell_line
 from cmx_core.plugins.pip_run import run_pip as run_pip_quietly
+from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def _emit(args: argparse.Namespace, document: Any, text: str) -> None:
     if getattr(args, "json", False):
         print(json.dumps(document, indent=2, sort_keys=True, default=str))
     else:
-        print(text)
+        print(fit_text(text, width_for(getattr(args, "wide", False))))
 
 
 # --------------------------------------------------------------------------- list
@@ -199,9 +200,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     registry = read_registry()
     installed = _installed_versions()
     results = [entry_document(e, installed, registry) for e in registry.search(args.text)]
-    lines = [f"{r['name']:<16} {r['state']:<11} {_installed_label(r['installed']):<18} {r['summary']}" for r in results]
-    _emit(args, {"query": args.text, "results": results},
-          "\n".join(lines) or f"no plugin in the registry matches '{args.text}'")
+    columns = (Column("name", breakable=False), Column("state", breakable=False, drop=1),
+               Column("installed", breakable=False, drop=2), Column("summary"))
+    grid = Grid(columns, tuple((r["name"], r["state"], _installed_label(r["installed"]), r["summary"])
+                               for r in results), header=False)
+    text = fit(grid, width_for(args.wide)).text().rstrip("\n") if results else ""
+    _emit(args, {"query": args.text, "results": results}, text or f"no plugin in the registry matches '{args.text}'")
     return 0
 
 

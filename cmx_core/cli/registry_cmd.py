@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cmx_core.results.grid import fit_text, width_for
+
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -74,9 +76,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
     else:
         for problem in report.problems:
-            print(problem)
+            print(problem)  # one line each, naming the file, entry and key (grep-able)
         verdict = "ok" if report.ok else f"{len(report.problems)} problem(s)"
         shipped = " (the copy shipped with cmx-core: in-tree sources are not compared)" if report.packaged else ""
-        print(f"{report.path}: {report.entries} entries, {report.installed_checked} "
-              f"installed and compared{shipped}: {verdict}")
+        print(fit_text(f"{report.entries} entries, {report.installed_checked} installed and compared{shipped}: "
+                       f"{verdict} ({report.path})", width_for(args.wide)))
     return 0 if report.ok else 2

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from cmx_core.errors import UsageError
 from cmx_core.results.comparability import differences, forced_warnings, refusal
 from cmx_core.results.faults import attempt_lines, fault_report
+from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
 from cmx_core.results.numbers import fmt_number
 
 if TYPE_CHECKING:
@@ -104,6 +105,8 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -
 def _finish(parser: argparse.ArgumentParser, handler: Any) -> None:
     if "--json" not in parser._option_string_actions:  # main.py may add it for us
         parser.add_argument("--json", action="store_true", help="print one JSON document")
+    if "--wide" not in parser._option_string_actions:
+        parser.add_argument("--wide", action="store_true", help="tables at their natural width, every column shown")
     parser.set_defaults(handler=handler)
 
 
@@ -141,7 +144,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if fmt == "json":
         _print_json({"runs": [row_json(r) for r in runs]})
     elif runs:
-        render(listing(runs, full_ids=fmt == "csv"), fmt)
+        render(listing(runs, full_ids=fmt == "csv"), fmt, width=width_for(args.wide))
     elif fmt == "csv":
         render(listing([], full_ids=True), fmt)
     elif store.list(limit=1):
@@ -156,7 +159,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(stored.document)
     else:
-        _show(stored.document, stored.path, args.format)
+        _show(stored.document, stored.path, args.format, width_for(args.wide))
     return 0
 
 
@@ -182,7 +185,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({**comparison.to_json(), **({"fault_tolerance": faults} if faults else {})})
     else:
-        _console().print(_compare_table(comparison))
+        sys.stdout.write(fit(_compare_grid(comparison), width_for(args.wide)).text())
         for document in documents:
             for line in _fault_lines([document], title=f"fault tolerance of {document['run_id']}"):
                 print(line)
@@ -246,19 +249,12 @@ def _compare_sweep(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({**table.to_json(), **({"fault_tolerance": report.to_json()} if report else {})})
         return 0
-    from rich.table import Table
-
-    shown = Table(title=f"sweep {table.sweep_id} ({len(table.rows)} points)")
-    for column in ("#", *table.axes, "status", *(f"{m} ({u})" for m, u in table.metrics.items()), "run"):
-        shown.add_column(column, justify="right" if column not in ("status", "run") else "left")
-    for row in table.rows:
-        values = [row.metrics.get(m) for m in table.metrics]
-        shown.add_row(str(row.index), *(str(row.point.get(a, "")) for a in table.axes), row.status,
-                      *("" if v is None else f"{v:.6g}" for v in values), (row.run_id or row.message)[:SHORT_ID * 3])
-    _console().print(shown)
+    print(f"sweep {table.sweep_id} ({len(table.rows)} points)")
+    sys.stdout.write(fit(table.grid(), width_for(args.wide)).text())
     for line in _fault_lines(documents, expected=len(table.rows), with_attempts=False):
         print(line)
     return 0
+
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -301,45 +297,46 @@ def _styled(text: str, style: str | None) -> str:
     return f"[{style}]{escape(text)}[/]" if style else escape(text)
 
 
-def _show(document: dict[str, Any], path: Path, fmt: str | None = None) -> None:
-    """The run in lines that are never wrapped inside a path or a value (``soft_wrap``);
-    the metrics as a table on a wide terminal, plain padded lines otherwise."""
+def _show(document: dict[str, Any], path: Path, fmt: str | None = None, width: int | None = None) -> None:
+    """The run in lines wrapped at ``width`` at their spaces (None: one line each, ``--wide``;
+    a path is never split, so its own line may run longer); the metrics as a table on a wide
+    terminal, plain padded lines otherwise."""
     from rich.console import Console
 
     from cmx_core.cli.listing import chosen_format, render
-    from cmx_core.results.summary import reason_lines
+    from cmx_core.results.summary import reason_lines, telemetry_lines
 
     console = Console(highlight=False, soft_wrap=True)
+
+    def say(text: str, style: str | None = None) -> None:
+        console.print(_styled(fit_text(text, width), style))
+
     bench, system, timing = document["benchmark"], document["system"], document["timing"]
     status = document["status"]
-    console.print(f"[bold]run {_styled(document['run_id'], None)}[/]  "
-                  f"{_styled(status, _STATUS_STYLE.get(status))}  {_styled(str(path), 'dim')}")
+    console.print(f"[bold]run {_styled(document['run_id'], None)}[/]  {_styled(status, _STATUS_STYLE.get(status))}")
+    say(f"  {path}", "dim")
     for line in reason_lines(document):
-        console.print(_styled(line, "red"))
+        say(line, "red")
     if document["error"]:
         error = document["error"]
-        console.print(f"  error: {_styled(error['message'], 'red')} "
-                      f"(node {error['node'] or '-'}, step {error['step'] or '-'})")
+        say(f"  error: {error['message']} (node {error['node'] or '-'}, step {error['step'] or '-'})", "red")
     shown = {k: v for k, v in bench.items() if v is not None}
-    console.print("  benchmark: " + _styled(", ".join(f"{k}={v}" for k, v in shown.items()), None))
+    say("  benchmark: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
     accel = system["accelerator"]
-    console.print("  system: " + _styled(
-        f"{system['cpu']['model'] or 'cpu ?'}; "
+    say("  system: " + f"{system['cpu']['model'] or 'cpu ?'}; "
         + (f"{accel['total_count']} x {accel['name']}" if accel else "no accelerator")
-        + f"; {system['os']['distro'] or system['os']['name'] or 'os ?'}", None))
-    console.print(f"  timing: {timing['started_at']} -> {timing['finished_at']} ({fmt_number(timing['wall_s'])} s)")
-    from cmx_core.results.summary import telemetry_lines
-
+        + f"; {system['os']['distro'] or system['os']['name'] or 'os ?'}")
+    say(f"  timing: {timing['started_at']} -> {timing['finished_at']} ({fmt_number(timing['wall_s'])} s)")
     for line in telemetry_lines(document):
-        console.print(_styled(line, None))
+        say(line)
     for line in _fault_lines([document]):
-        console.print(_styled(line, None))
+        say(line)
     if document["metrics"]:
         sys.stdout.flush()
-        render(_metrics_listing(document), chosen_format(fmt))
+        render(_metrics_listing(document), chosen_format(fmt), width=width)
     for artifact in document["artifacts"]:
-        console.print(f"  artifact {_styled(artifact['kind'], None)}: {_styled(artifact['path'], None)} "
-                      f"({artifact['size_bytes']:,} bytes, sha256 {artifact['sha256'][:12]})")
+        say(f"  artifact {artifact['kind']}: {artifact['path']} "
+            f"({artifact['size_bytes']:,} bytes, sha256 {artifact['sha256'][:12]})")
 
 
 def _metrics_listing(document: dict[str, Any]) -> Listing:
@@ -352,40 +349,39 @@ def _metrics_listing(document: dict[str, Any]) -> Listing:
         value = fmt_number(metric["value"]) if metric["value"] is not None else metric_text(name, metric, bench)
         rows.append((name + mark, value, metric["unit"],
                      "higher is better" if metric["higher_is_better"] else "lower is better"))
-    return Listing("metrics", ("metric", "value", "unit", "direction"), tuple(rows), frozenset({"value"}))
+    return Listing("metrics", ("metric", "value", "unit", "direction"), tuple(rows), frozenset({"value"}),
+                   whole=frozenset({"unit"}), drop=("direction",))
 
 
 def _cell_text(cell: Cell) -> str:
-    text = fmt_number(cell.value)
+    """The value, its change against the baseline and the verdict; then the spread and the
+    noise note on lines of their own (a narrow column wraps them at their spaces only)."""
+    head = fmt_number(cell.value)
     if cell.delta is not None and cell.verdict != "same":
         sign = "+" if cell.delta >= 0 else ""
-        text += f" ({sign}{fmt_number(cell.delta)}"
-        if cell.delta_pct is not None:
-            text += f", {sign}{cell.delta_pct:.1f}%"
-        text += ")"
+        pct = f", {sign}{cell.delta_pct:.1f}%" if cell.delta_pct is not None else ""
+        head += f" ({sign}{fmt_number(cell.delta)}{pct})"
     if cell.verdict not in ("baseline",):
-        text += f" {cell.verdict}"
+        head += f" {cell.verdict}"
+    lines = [head]
     if cell.samples > 1 and cell.low is not None and cell.high is not None:
-        text += f"\n[n={cell.samples} {fmt_number(cell.low)}..{fmt_number(cell.high)}]"
+        lines.append(f"[n={cell.samples} {fmt_number(cell.low)}..{fmt_number(cell.high)}]")
     if cell.noise and cell.verdict != "baseline":
-        text += f"\n({cell.noise})"
-    return _styled(text, _VERDICT_STYLE.get(cell.verdict))
+        lines.append(f"({cell.noise})")
+    return "\n".join(lines)
 
 
-def _compare_table(comparison: Comparison) -> Any:
-    from rich.table import Table
-
-    table = Table(title=f"compare (baseline {comparison.runs[0].run_id[:SHORT_ID]})")
-    table.add_column("metric")
-    table.add_column("unit")
-    for run in comparison.runs:
+def _compare_grid(comparison: Comparison) -> Grid:
+    """A column a run (the baseline first); on a narrow terminal the last runs are hidden
+    first, named in the footer, and the metric names and notes wrap."""
+    columns = [Column("metric"), Column("unit", breakable=False)]
+    for index, run in enumerate(comparison.runs):
         repeats = f" x{len(run.repeats)}" if len(run.repeats) > 1 else ""
         head = f"{run.run_id[:SHORT_ID]}{repeats}\n{run.recipe} [{run.status}]\n{run.hardware_class}"
-        table.add_column(_styled(head, None), justify="right")
+        columns.append(Column(head, right=True, breakable=False, drop=index if index > 1 else 0))
+    rows = []
     for row in comparison.metrics:
         units = sorted({c.unit for c in row.cells if c.unit})
         arrow = {None: "", True: " (higher better)", False: " (lower better)"}[row.higher_is_better]
-        unit_style = "yellow" if len(units) > 1 else None
-        table.add_row(_styled(row.name + arrow, None), _styled(" / ".join(units), unit_style),
-                      *(_cell_text(c) for c in row.cells))
-    return table
+        rows.append((row.name + arrow, " / ".join(units), *(_cell_text(c) for c in row.cells)))
+    return Grid(tuple(columns), tuple(rows))

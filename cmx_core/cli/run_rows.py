@@ -22,11 +22,14 @@ SHORT_ID = 12
 COLUMNS = ("run", "created (UTC)", "status", "recipe", "variant", "task", "result", "wall s", "inputs")
 UNREADABLE = "(result.json unreadable)"
 FACTS_MARK = " (--facts)"
+LOW_VALUE = ("task", "variant", "created (UTC)", "inputs")
+"""The columns a narrow terminal hides first (``--wide`` shows them); the footer names them."""
 
 
 def listing(runs: list[RunSummary], full_ids: bool = False) -> Listing:
     rows = tuple(_row(r, full_ids) for r in runs)
-    return Listing("runs (newest first)", COLUMNS, rows, frozenset({"result", "wall s"}))
+    return Listing("runs (newest first)", COLUMNS, rows, frozenset({"result", "wall s"}),
+                   whole=frozenset({"run", "created (UTC)", "status", "recipe"}), drop=LOW_VALUE)
 
 
 def row_json(run: RunSummary) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from cmx_core.cli.recovery_opts import add_recovery_options, chaos_options, recovery, recovery_options
 from cmx_core.errors import UsageError
+from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
 
 #: Exit status of a sweep whose points failed: their number, at most this.
 MAX_EXIT = 125
@@ -76,13 +77,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=2, sort_keys=True))
     else:
-        for point in result.points:
-            values = " ".join(f"{k}={v}" for k, v in point.point.items())
-            print(f"{point.index:>4}  {point.status:<9} {values}  {point.run_id or point.message}")
-        print(f"sweep {result.sweep_id}: {len(result.points) - result.failed} of {len(result.points)} points "
-              f"ran, {result.failed} failed, {result.wall_s:.1f} s; `cmx results compare --sweep "
-              f"{result.sweep_id}` compares them")
+        width = width_for(args.wide)
+        sys.stdout.write(fit(points_grid(result.points), width).text())
+        print(fit_text(f"sweep {result.sweep_id}: {len(result.points) - result.failed} of {len(result.points)} "
+                       f"points ran, {result.failed} failed, {result.wall_s:.1f} s; `cmx results compare --sweep "
+                       f"{result.sweep_id}` compares them", width))
     return min(result.failed, MAX_EXIT)
+
+
+def points_grid(points: Any) -> Grid:
+    """One row a point: index, status, its axis values and its run (or why it failed)."""
+    columns = (Column("#", right=True, breakable=False), Column("status", breakable=False),
+               Column("point"), Column("run or message"))
+    rows = tuple((str(p.index), p.status, " ".join(f"{k}={v}" for k, v in p.point.items()),
+                  p.run_id or p.message or "-") for p in points)
+    return Grid(columns, rows)
 
 
 def _plan_every_point(args: argparse.Namespace, inputs: dict[str, str], matrix: list[dict[str, str]]) -> None:

@@ -10,24 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.report.collect import SCORE_KEYS, ReportData, hardware_label, primary
+from cmx_core.results.numbers import fmt_number
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "report.html.j2"
 _VERDICT_CLASS = {"better": "better", "worse": "worse", "within noise": "noise", "missing": "dim", "same": "dim"}
 
 
 def fmt(value: Any) -> str:
-    """A short human form of a number (``-`` for a missing value), as the terminal tables show it."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    if abs(value) >= 1000:
-        return f"{value:,.1f}"
-    if abs(value) >= 1 or value == 0:
-        return f"{value:.3f}".rstrip("0").rstrip(".")
-    return f"{value:.4g}"
+    """A number as the terminal tables show it (:func:`~cmx_core.results.numbers.fmt_number`,
+    ``-`` for a missing value); anything else as its text."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return fmt_number(value)
+    return str(value)
 
 
 def render(data: ReportData) -> str:

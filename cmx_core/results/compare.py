@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from cmx_core.errors import ResultsError
 from cmx_core.results.hardware import of_document
+from cmx_core.results.numbers import fmt_number
 
 Verdict = Literal["baseline", "better", "worse", "same", "within noise", "missing", "units differ",
                   "direction differs"]
@@ -345,4 +346,4 @@ def noise_verdict(base: Samples, other: Samples, higher_is_better: bool) -> tupl
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.4g}"
+    return fmt_number(value)

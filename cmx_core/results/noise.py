@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from cmx_core.results.numbers import fmt_number
+
 NoiseVerdict = Literal["reproduced", "within noise", "differs", "inconclusive"]
 
 MIN_SAMPLES = 3
@@ -57,7 +59,8 @@ def judge_noise(original: Sequence[float], replay: Sequence[float], tolerance: f
     effect = None if absolute else (float(statistics.median(replay)) - base) / abs(base)
     counts = f"{len(original)} vs {len(replay)} samples"
     if len(set(original) | set(replay)) == 1:
-        return NoiseJudgement("reproduced", 0.0, (0.0, 0.0), absolute, f"every value is {original[0]:.6g} ({counts})")
+        every = f"every value is {fmt_number(original[0])} ({counts})"
+        return NoiseJudgement("reproduced", 0.0, (0.0, 0.0), absolute, every)
     if min(len(original), len(replay)) < MIN_SAMPLES:
         shown = "" if effect is None else f"{effect:+.1%} "
         return NoiseJudgement("inconclusive", effect, None, absolute,

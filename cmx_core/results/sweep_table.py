@@ -8,6 +8,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from cmx_core.errors import ResultsError
+from cmx_core.results.grid import Column, Grid
+from cmx_core.results.numbers import fmt_number
+
+SHORT_ID = 12
+"""Characters of a run id in the table (any unique prefix is accepted)."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,19 @@ class SweepTable:
     def to_json(self) -> dict[str, Any]:
         return {"sweep_id": self.sweep_id, "axes": list(self.axes), "metrics": dict(self.metrics),
                 "rows": [asdict(r) for r in self.rows]}
+
+    def grid(self) -> Grid:
+        """One row a point: its axes' values, status, each metric (in the shared number format)
+        and its run; on a narrow terminal the run column goes first, then metrics from the right."""
+        metrics = tuple(self.metrics.items())
+        columns = (Column("#", right=True, breakable=False), *(Column(a, breakable=False) for a in self.axes),
+                   Column("status", breakable=False),
+                   *(Column(f"{m} ({u})", right=True, breakable=False, drop=1 + i) for i, (m, u) in enumerate(metrics)),
+                   Column("run", drop=len(metrics) + 1))
+        rows = tuple((str(row.index), *(str(row.point.get(a, "")) for a in self.axes), row.status,
+                      *(fmt_number(row.metrics.get(m)) for m, _ in metrics),
+                      row.run_id[:SHORT_ID] if row.run_id else (row.message or "-")) for row in self.rows)
+        return Grid(columns, rows)
 
 
 def sweep_table(manifest: Mapping[str, Any], store: Any) -> SweepTable:

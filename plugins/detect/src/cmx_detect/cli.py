@@ -13,6 +13,8 @@ import json
 import sys
 from typing import Any
 
+from cmx_core.api import Column, Grid, fit, fit_text, width_for
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replay", metavar="FIXTURE",
@@ -104,17 +106,16 @@ def run(ns: argparse.Namespace) -> int:
         json.dump({"facts": facts, "errors": errors, "source": source}, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
-        print(render(facts, source))
+        print(render(facts, source, width_for(getattr(ns, "wide", False))))
     for name, message in errors.items():
         print(f"cmx detect: warning: detector '{name}' failed: {message}", file=sys.stderr)
     return 0
 
 
-def render(facts: dict[str, Any], source: str) -> str:
-    """A short human summary, one line per fact."""
+def render(facts: dict[str, Any], source: str, width: int | None = None) -> str:
+    """A short human summary, one row per fact, fitted to ``width`` (None: one line each)."""
     from cmx_detect.summary import summarise
 
-    lines = [f"facts from: {source}"]
-    for name, value in facts.items():
-        lines.append(f"{name:<18} {summarise(name, value)}")
-    return "\n".join(lines)
+    grid = Grid((Column("fact", breakable=False), Column("summary")),
+                tuple((name, summarise(name, value)) for name, value in facts.items()), header=False)
+    return fit_text(f"facts from: {source}", width) + "\n" + fit(grid, width).text().rstrip("\n")

@@ -86,4 +86,13 @@ def summarise(name: str, value: Any) -> str:
     try:
         return _SUMMARIES[name](value)
     except (KeyError, TypeError, AttributeError):
-        return json.dumps(value)[:160]
+        return _generic(value)
+
+
+def _generic(value: Any) -> str:
+    """A fact without its own summary: its shape, never a value cut short (``--json`` has it whole)."""
+    if isinstance(value, dict):
+        return f"{len(value)} field(s): {', '.join(map(str, value))} (--json shows them)"
+    if isinstance(value, list):
+        return f"{len(value)} item(s) (--json shows them)"
+    return json.dumps(value)

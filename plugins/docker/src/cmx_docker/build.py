@@ -25,6 +25,7 @@ from cmx_docker.context import REQUIREMENTS, WHEELS_DIR, ImageSpec, image_spec
 from cmx_docker.digests import DigestMemo
 from cmx_docker.engine import Endpoint, find_endpoint, inspect_image, sdk_client
 from cmx_docker.errors import BuildFailed, ImageUnavailable
+from cmx_docker.firstrun import build_base, needed_base
 from cmx_docker.scan import scan_context
 from cmx_docker.sources import build_wheel, wheelhouse
 
@@ -107,8 +108,15 @@ def verified(spec: ImageSpec, endpoint: Endpoint, doc: Mapping[str, Any] | None)
 def _build_and_record(spec: ImageSpec, endpoint: Endpoint, cache: Path,
                       respec: Callable[[], ImageSpec], rebuild: bool) -> ImageRecord:
     if spec.base_id is None:
-        _pull_base(spec, endpoint)
+        needed = needed_base(spec.template, endpoint)
+        if needed is not None:  # a fresh machine without a registry: the debootstrap base first
+            build_base(needed, endpoint, cache)
+        else:
+            _pull_base(spec, endpoint)
         spec = respec()  # the base now has an id, which the Dockerfile labels
+        doc = None if rebuild else verified(spec, endpoint, inspect_image(endpoint, spec.tag))
+        if doc is not None:  # the same base content as an image built before: reused
+            return _record(spec, endpoint, doc, built=False, build_s=0.0)
     started = time.perf_counter()
     _build(spec, endpoint, cache, nocache=rebuild)
     doc = inspect_image(endpoint, spec.tag)

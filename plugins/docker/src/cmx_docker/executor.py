@@ -36,6 +36,7 @@ from cmx_core.api import (
 from cmx_docker import gpus, runopts, templates
 from cmx_docker.build import ImageRecord, docker_cache, ensure_image
 from cmx_docker.engine import Endpoint, find_endpoint
+from cmx_docker.firstrun import needed_base
 from cmx_docker.job import ContainerJob, start_container
 from cmx_docker.mounts import path_input_mounts
 from cmx_docker.ownership import hand_back
@@ -104,6 +105,7 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
                              plugins=plan_plugins(plan, self._registry())).tag
         except CmxError as exc:
             tag = f"(cannot be computed here: {exc})"
+        depends = _base_dependency(template)
         user = runopts.container_user(settings.user)
         mounts = ["<run dir> (read-write)", f"{_container_cache(user)} (read-write, the cmx cache)"]
         mounts += [f"{Path(d).resolve()} (read-only, recipes)" for d in plan.query.recipes_dirs]
@@ -114,7 +116,8 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
                 "user": user, "mounts": mounts, "memory": values["memory"] or "no limit",
                 "cpus": values["cpus"] or "no limit", "pids": values["pids"] or "no limit",
                 "shm_size": values["shm_size"] or "default",
-                "timeout_s": values["timeout_s"] or "none"}
+                "timeout_s": values["timeout_s"] or "none",
+                **({"depends_on": depends} if depends else {})}
 
     @staticmethod
     def _registry() -> Registry:
@@ -173,6 +176,16 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
 
     def cancel(self, handle: DockerHandle) -> None:
         handle.job.cancel()
+
+
+def _base_dependency(template: templates.Template) -> str | None:
+    """The debootstrap base build the run depends on (a fresh engine, no registry), for ``cmx
+    plan``; None when the base is there or can be pulled, or when no engine answers here."""
+    try:
+        needed = needed_base(template, find_endpoint())
+    except CmxError:
+        return None  # planning on a machine without an engine: the run would say so
+    return needed.describe() if needed else None
 
 
 def _check_gpu_route(wanted: str) -> None:

@@ -41,9 +41,10 @@ def base_step(ctx: StepContext) -> Mapping[str, Any]:
     from cmx_docker.base import ensure_base
     from cmx_docker.build import docker_cache
     from cmx_docker.engine import find_endpoint
+    from cmx_docker.firstrun import rootfs_cache
 
     suite = str(ctx.params.get("suite") or "bookworm")
-    base = ensure_base(find_endpoint(), docker_cache() / "base", suite=suite,
+    base = ensure_base(find_endpoint(), rootfs_cache(docker_cache()), suite=suite,
                        ref=f"cmx-base:{suite}-minbase")
     return {"image": base.ref, "image_id": base.image_id}
 
