@@ -340,6 +340,11 @@ class Executor:
     only when the batch as a whole cannot run (every point is then an error result), and
     :class:`cmx_core.errors.Interrupted` after cancelling what it started on Ctrl-C. Without
     it, a sweep runs one ``cmx run`` process per point.
+
+    ``render_many`` (optional) writes what ``run_many`` would submit for these plans (a
+    sweep's checked points, in order) without running anything: ``cmx sweep ...
+    --executor-opt render=DIR`` calls it instead of running the sweep. It returns the files
+    it wrote.
     """
 
     name: str
@@ -350,6 +355,7 @@ class Executor:
     describe: Callable[[Plan, ExecutorSettings], Mapping[str, Any]] | None = None
     capabilities: Capabilities = field(default_factory=Capabilities)
     run_many: Callable[[Sequence[ExecutionRequest], int], tuple[ExecutionOutcome, ...]] | None = None
+    render_many: Callable[[Sequence[Plan], ExecutorSettings, int], Sequence[Path]] | None = None
     version: str = ""
     plugin: str = ""
 
