@@ -14,13 +14,23 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cmx_core.api import CmxError, ExecutionOutcome, ExecutionRequest, Fetched, JobStatus, RemoteJob, fold
+from cmx_core.api import (
+    CmxError,
+    ExecutionOutcome,
+    ExecutionRequest,
+    ExecutorSettings,
+    Fetched,
+    JobStatus,
+    RemoteJob,
+    fold,
+)
 from cmx_core.errors import Interrupted, UsageError
 from cmx_k8s import framing, manifests
 from cmx_k8s.executor import (
@@ -33,10 +43,15 @@ from cmx_k8s.executor import (
     delete,
     ended,
     image_for,
+    plan_gpus,
+    render_plan,
     with_plan_resources,
 )
-from cmx_k8s.gpu import gpu_request
+from cmx_k8s.gpu import GpuRequest, gpu_request
 from cmx_k8s.settings import K8sSettings
+
+if TYPE_CHECKING:
+    from cmx_core.api import Plan
 
 
 @dataclass(frozen=True)
@@ -48,31 +63,74 @@ class SweepJob:
     submitted: float
 
 
+@dataclass(frozen=True)
+class Shape:
+    """The points (by index) that one Indexed Job runs: a pod template is one shape, so
+    points asking for different CPUs, memory, time, GPUs or image get a Job each."""
+
+    settings: K8sSettings
+    gpus: GpuRequest | None
+    image: str
+    indices: tuple[int, ...]
+
+
+def shapes(plans: Sequence[Plan], settings: K8sSettings, gpus_fact: Any) -> list[Shape]:
+    """The points grouped by what their pod asks for (each point's own ``resources:``), in
+    order of their first point."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    found: dict[tuple[Any, ...], tuple[K8sSettings, GpuRequest | None, str]] = {}
+    for index, plan in enumerate(plans):
+        point, accelerator = with_plan_resources(plan, settings)  # each point's plan must fit one pod
+        gpus = gpu_request(plan, gpus_fact, point.gpus, point.gpu_product, accelerator)
+        image = image_for(plan, settings)
+        key = (point.cpus, point.memory, point.timeout_s, gpus, image)
+        groups.setdefault(key, []).append(index)
+        found.setdefault(key, (point, gpus, image))
+    return [Shape(*found[key], tuple(indices)) for key, indices in groups.items()]
+
+
 def run_many(requests: Sequence[ExecutionRequest], jobs: int) -> tuple[ExecutionOutcome, ...]:
-    """Run ``requests`` as one Indexed Job, at most ``jobs`` pods at once; one outcome per
-    request, in order. Ctrl-C deletes the Job and raises Interrupted."""
-    sweep = submit(requests, jobs)
-    try:
-        return collect(sweep, wait(sweep))
-    except (KeyboardInterrupt, Interrupted):
-        delete(sweep.handle)
-        raise Interrupted(f"interrupted; the k8s Indexed Job {sweep.handle.name} was deleted") from None
-    finally:
-        delete(sweep.handle)
-
-
-def submit(requests: Sequence[ExecutionRequest], jobs: int) -> SweepJob:
-    """Prepare every request, build and validate the ConfigMap, PVC and Indexed Job, apply them."""
+    """Run ``requests`` as one Indexed Job per shape (:func:`shapes`), at most ``jobs`` pods
+    of each at once; one outcome per request, in order. Ctrl-C deletes the Jobs and raises
+    Interrupted."""
     if not requests:
         raise UsageError("k8s run_many: give at least one run")
     settings = requests[0].settings
     assert isinstance(settings, K8sSettings)
     check_settings(settings)
-    for request in requests:
-        with_plan_resources(request.plan, settings)  # each point's plan must fit one pod
+    groups = shapes([r.plan for r in requests], settings, requests[0].facts.try_get("gpus"))
+    sweeps: list[SweepJob] = []
+    try:
+        for group in groups:
+            sweeps.append(submit([requests[i] for i in group.indices], jobs, group))
+        outcomes: dict[int, ExecutionOutcome] = {}
+        for group, sweep in zip(groups, sweeps, strict=True):
+            outcomes.update(zip(group.indices, collect(sweep, wait(sweep)), strict=True))
+        return tuple(outcomes[i] for i in range(len(requests)))
+    except (KeyboardInterrupt, Interrupted):
+        _delete_all(sweeps)
+        names = ", ".join(s.handle.name for s in sweeps)
+        what = f"Indexed Job {names} was" if len(sweeps) == 1 else f"Indexed Jobs {names} were"
+        raise Interrupted(f"interrupted; the k8s {what} deleted") from None
+    finally:
+        _delete_all(sweeps)
+
+
+def _delete_all(sweeps: Sequence[SweepJob]) -> None:
+    for sweep in sweeps:
+        delete(sweep.handle)
+
+
+def submit(requests: Sequence[ExecutionRequest], jobs: int, shape: Shape | None = None) -> SweepJob:
+    """Prepare every request, build and validate the ConfigMaps, PVC and Indexed Job of one
+    shape (default: the first request's, which every request must fit), apply them."""
+    if not requests:
+        raise UsageError("k8s run_many: give at least one run")
     first = requests[0]
-    settings, accelerator = with_plan_resources(first.plan, settings)
-    gpus = gpu_request(first.plan, first.facts.try_get("gpus"), settings.gpus, settings.gpu_product, accelerator)
+    if shape is None:
+        assert isinstance(first.settings, K8sSettings)
+        [shape] = shapes([first.plan], first.settings, first.facts.try_get("gpus"))
+    settings = shape.settings
     executor = K8sExecutor()
     prepared = tuple(executor.prepare(r) for r in requests)
     parallelism = max(1, min(jobs, len(prepared)))
@@ -80,16 +138,47 @@ def submit(requests: Sequence[ExecutionRequest], jobs: int) -> SweepJob:
         settings = _with_timeout(settings, settings.timeout_s * math.ceil(len(prepared) / parallelism))
     name = manifests.job_name(f"sweep-{first.run_id}")
     built = manifests.sweep_manifests(
-        name, _image(requests, settings), [(j.stage_dir / "lock.json").read_text(encoding="utf-8") for j in prepared],
-        (), settings, gpus, command=indexed_command(prepared), env=prepared[0].env, parallelism=parallelism)
+        name, shape.image, [(j.stage_dir / "lock.json").read_text(encoding="utf-8") for j in prepared],
+        (), settings, shape.gpus, command=indexed_command(prepared), env=prepared[0].env, parallelism=parallelism)
     manifests.validate(built)
     for job in prepared:
         _write_job(built.job, job.request.run_dir / "k8s")
     batch, core = clients(settings)
-    handle = K8sHandle(name, settings.namespace, batch, core, settings, ())
+    handle = K8sHandle(name, settings.namespace, batch, core, settings, (),
+                       tuple(str(c["metadata"]["name"]) for c in built.config_maps))
     submitted = time.time()
     apply(handle, built)
     return SweepJob(handle, prepared, submitted)
+
+
+def render_many(plans: Sequence[Plan], settings: ExecutorSettings, jobs: int) -> list[Path]:
+    """``cmx sweep ... --executor-opt render=DIR``: each point's own manifests (what ``cmx
+    plan`` renders for it) in ``DIR/point-<i>/``, and what the sweep would apply, its
+    Indexed Job(s) and ConfigMaps, in ``DIR/sweep-<k>/`` (one per shape), all validated;
+    nothing is applied."""
+    assert isinstance(settings, K8sSettings) and settings.render
+    check_settings(settings)
+    root = Path(settings.render)
+    written: list[Path] = []
+    groups = shapes(plans, settings, plan_gpus(plans[0]) if plans else None)
+    for group in groups:
+        for index in group.indices:
+            written += render_plan(plans[index], group.settings, group.image, group.gpus, root / f"point-{index}")
+    cmx = shlex.split(settings.cmx)
+    for number, group in enumerate(groups):
+        locks = [(root / f"point-{i}" / "lock.json").read_text(encoding="utf-8") for i in group.indices]
+        parallelism = max(1, min(jobs, len(locks)))
+        shaped = group.settings if not group.settings.timeout_s else \
+            _with_timeout(group.settings, group.settings.timeout_s * math.ceil(len(locks) / parallelism))
+        built = manifests.sweep_manifests(manifests.job_name(f"sweep-{plans[group.indices[0]].root.cache_key[:8]}"
+                                                             f"-{number}"), group.image, locks, cmx, shaped,
+                                          group.gpus, parallelism=parallelism)
+        manifests.validate(built)
+        directory = root / f"sweep-{number}"
+        written += manifests.write(built, directory)
+        (directory / "points.json").write_text(json.dumps({"points": list(group.indices)}) + "\n", encoding="utf-8")
+        written.append(directory / "points.json")
+    return written
 
 
 def indexed_command(jobs: Sequence[RemoteJob]) -> list[str]:
@@ -130,7 +219,7 @@ def collect(sweep: SweepJob, job_status: JobStatus) -> tuple[ExecutionOutcome, .
         log_path.write_text(log, encoding="utf-8")
         status = _point_status(log, job, handle.settings, pod, job_status)
         fetched = Fetched(logs=(log_path, *_files(job)))
-        outcomes.append(fold(job, status, fetched, sweep.submitted, "k8s"))
+        outcomes.append(fold(job, status, fetched, sweep.submitted, "k8s", own_timing=True))
     return tuple(outcomes)
 
 
@@ -183,14 +272,6 @@ def _conditions_final(status: Any) -> bool:
 
 def _indexed(command: Sequence[str]) -> list[str]:
     return [manifests.SWEEP_LOCK if arg == manifests.FAR_LOCK else arg.replace("$", "$$") for arg in command]
-
-
-def _image(requests: Sequence[ExecutionRequest], settings: K8sSettings) -> str:
-    images = {image_for(r.plan, settings) for r in (requests if not settings.image else requests[:1])}
-    if len(images) != 1:
-        raise CmxError(f"k8s executor: the sweep's points need different images ({', '.join(sorted(images))}); "
-                       "one Indexed Job runs one; give image=")
-    return images.pop()
 
 
 def _with_timeout(settings: K8sSettings, seconds: int) -> K8sSettings:

@@ -55,7 +55,7 @@ def run_batch(requests: Sequence[ExecutionRequest], settings: RaySettings | None
         except (KeyboardInterrupt, Interrupted):
             _cancel_all(handles)
             raise Interrupted(f"interrupted; the batch's {len(handles)} Ray tasks were cancelled") from None
-        return tuple(fold(job, status, executor.fetch(handle, job), started, executor.name)
+        return tuple(fold(job, status, executor.fetch(handle, job), started, executor.name, own_timing=True)
                      for job, handle, status in zip(jobs, handles, statuses, strict=True))
 
 

@@ -85,7 +85,7 @@ def wait_array(array: ArrayJob) -> tuple[JobStatus, ...]:
 def collect(array: ArrayJob) -> tuple[ExecutionOutcome, ...]:
     """Wait, then fold each point's far result into its :class:`ExecutionOutcome`."""
     statuses = wait_array(array)
-    return tuple(fold(job, status, Fetched(logs=_logs(job.stage_dir)), array.submitted, "slurm")
+    return tuple(fold(job, status, Fetched(logs=_logs(job.stage_dir)), array.submitted, "slurm", own_timing=True)
                  for job, status in zip(array.jobs, statuses, strict=True))
 
 
