@@ -122,3 +122,56 @@ def test_the_throttle_is_left_out_when_j_covers_every_point(slurm: Cluster, cmx_
     assert [o.error for o in outcomes] == [None, None]
     sbatch = json.loads((requests[0].run_dir / "remote-stage" / "slurm-job.json").read_text())["sbatch"]
     assert ("--array=0-1%1" if jobs == 1 else "--array=0-1") in sbatch
+
+
+TIMED = """\
+name: test-slurm-shape-{name}
+tags: [test, slurmshape, {name}]
+summary: sleeps for its input, with a time limit
+inputs:
+  pause: {{type: number, default: 0}}
+resources: {{time: {time}}}
+steps:
+  - uses: shell
+    with: {{cmd: [sleep, "{{{{ inputs.pause }}}}"]}}
+"""
+
+
+def _requests(folder: Path, wanted: list[tuple[str, str]]) -> list[Any]:
+    from cmx_slurm.settings import SlurmSettings
+
+    from cmx_core.run import engine
+    from cmx_core.testing import execution_request
+
+    session = engine.open_session([folder])
+    plans = [engine.plan(f"test,slurmshape,{name}", {"pause": pause}, session=session, executor="slurm")
+             for name, pause in wanted]
+    return [execution_request(plan, folder.parent / "runs" / f"point-{i}", settings=SlurmSettings(poll_s=0.2))
+            for i, plan in enumerate(plans)]
+
+
+def test_points_of_different_shapes_get_an_array_each(slurm: Cluster, cmx_home: Path, tmp_path: Path) -> None:
+    from cmx_slurm.array import run_many, shapes
+
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    for name, time in (("short", "5m"), ("long", "10m")):
+        (recipes / f"{name}.yaml").write_text(TIMED.format(name=name, time=time))
+    requests = _requests(recipes, [("short", "0"), ("long", "0"), ("short", "0")])
+    assert shapes(requests) == [(0, 2), (1,)]
+    outcomes = run_many(requests, 3)
+    assert [o.error for o in outcomes] == [None, None, None]
+    records = [json.loads((r.run_dir / "remote-stage" / "slurm-job.json").read_text()) for r in requests]
+    assert records[0]["array"] == records[2]["array"] != records[1]["array"]  # two arrays
+    assert "--time=5" in records[0]["sbatch"] and "--time=10" in records[1]["sbatch"]  # each its own time
+
+
+def test_each_point_of_an_array_records_its_own_wall_time(slurm: Cluster, cmx_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "short.yaml").write_text(TIMED.format(name="short", time="5m"))
+    # -j 1: the array's throttle runs the second point after the first has slept 2 s
+    result = run_sweep("test,slurmshape,short", {}, [{"pause": "2"}, {"pause": "0"}], data_dir=paths.data_dir(),
+                       jobs=1, executor="slurm", run_options=["--recipes", str(tmp_path), *SLURM])
+    assert result.failed == 0, [p.message for p in result.points]
+    slow, quick = result.points
+    assert slow.wall_s >= 2.0 > quick.wall_s
+    assert len({_job(p.result_path)["array"] for p in result.points}) == 1

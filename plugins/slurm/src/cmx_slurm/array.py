@@ -12,7 +12,8 @@ its output in that run's stage directory. The scheduler starts as many at once a
 ``wait_array`` waits for every task with one squeue call per interval; ``cancel_array``
 cancels the whole array. ``max_parallel`` maps to sbatch's ``%N`` array throttle.
 :func:`run_many` is both steps, the executor's batch entry (``Executor.run_many``) that
-``cmx sweep --executor slurm -j N`` calls, with N as the throttle.
+``cmx sweep --executor slurm -j N`` calls, with N as the throttle: one array per resource
+shape (points whose plans ask for different resources get an array each).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Fetched, JobStatus, RemoteJob, fold
-from cmx_core.errors import Interrupted, UsageError
+from cmx_core.errors import CmxError, Interrupted, UsageError
 from cmx_slurm import poll, script, slurmcli
 from cmx_slurm.executor import JOB_RECORD, SlurmExecutor, resources_for, settings_of, with_log_tail
 from cmx_slurm.settings import SlurmSettings
@@ -44,7 +45,7 @@ class ArrayJob:
 def submit_array(requests: Sequence[ExecutionRequest], settings: SlurmSettings | None = None, *,
                  max_parallel: int | None = None) -> ArrayJob:
     """Stage every request and submit them as one job array; the resources are those of
-    the first request's plan (every point of a sweep has the same shape)."""
+    the first request's plan (:func:`run_many` groups a sweep's points by shape first)."""
     if not requests:
         raise UsageError("submit_array: give at least one run")
     chosen = settings_of(settings if settings is not None else requests[0].settings)
@@ -89,17 +90,51 @@ def collect(array: ArrayJob) -> tuple[ExecutionOutcome, ...]:
                  for job, status in zip(array.jobs, statuses, strict=True))
 
 
+def shapes(requests: Sequence[ExecutionRequest]) -> list[tuple[int, ...]]:
+    """The requests (by index) grouped by the resources their plans ask for (nodes, tasks,
+    CPUs, GPUs, memory, time...), in order of their first request: an array has one shape, so
+    each group is an array of its own."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for index, request in enumerate(requests):
+        resources = resources_for(request.plan, settings_of(request.settings))
+        groups.setdefault((str(resources.ntasks), *resources.sbatch_args()), []).append(index)
+    return [tuple(indices) for indices in groups.values()]
+
+
 def run_many(requests: Sequence[ExecutionRequest], max_parallel: int) -> tuple[ExecutionOutcome, ...]:
-    """Submit the requests as one array, at most ``max_parallel`` tasks running at once (no
-    throttle when that covers them all), and wait for every outcome."""
-    throttle = max_parallel if max_parallel < len(requests) else None
-    return collect(submit_array(requests, max_parallel=throttle))
+    """Submit the requests as one array per shape (:func:`shapes`: each point gets its own
+    resources), at most ``max_parallel`` tasks of each running at once (no throttle when
+    that covers them all), and wait for every outcome; outcomes in request order. Ctrl-C
+    cancels every array."""
+    groups = shapes(requests)
+    arrays: list[ArrayJob] = []
+    outcomes: dict[int, ExecutionOutcome] = {}
+    try:
+        for indices in groups:
+            throttle = max_parallel if max_parallel < len(indices) else None
+            arrays.append(submit_array([requests[i] for i in indices], max_parallel=throttle))
+        for indices, array in zip(groups, arrays, strict=True):
+            outcomes.update(zip(indices, collect(array), strict=True))
+    except (KeyboardInterrupt, Interrupted):
+        for array in arrays:
+            _cancel_quietly(array)
+        raise Interrupted(f"interrupted; slurm job array(s) {', '.join(a.array_id for a in arrays)} "
+                          "were cancelled") from None
+    return tuple(outcomes[i] for i in range(len(requests)))
 
 
 def cancel_array(array: ArrayJob) -> None:
     """Cancel every task of the array and wait (bounded) until they leave the queue."""
     slurmcli.scancel(array.array_id)
     poll.wait_gone(list(array.task_ids))
+
+
+def _cancel_quietly(array: ArrayJob) -> None:
+    """Cancel an array that may have ended (or been cancelled) already."""
+    try:
+        cancel_array(array)
+    except CmxError:
+        pass
 
 
 def _logs(stage: Path) -> tuple[Path, ...]:
