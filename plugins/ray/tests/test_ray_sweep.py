@@ -231,3 +231,28 @@ def test_the_far_task_is_made_once_per_process() -> None:
     from cmx_ray.executor import _far_task
 
     assert _far_task() is _far_task()
+
+
+PAUSE = """\
+name: test-ray-sweep-pause
+tags: [test, ray, sweeppause]
+summary: sleeps for its input
+inputs:
+  pause: {type: number, default: 0}
+steps:
+  - uses: shell
+    with: {cmd: [sleep, "{{ inputs.pause }}"]}
+"""
+
+
+def test_each_point_of_a_batch_records_its_own_wall_time(ray_head: str, cmx_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "pause.yaml").write_text(PAUSE)
+    # -j 1: the second task is submitted when the first has slept 2 s; its own time does not include that
+    result = run_sweep("test,ray,sweeppause", {}, [{"pause": "2"}, {"pause": "0"}], data_dir=paths.data_dir(),
+                       jobs=1, executor="ray", run_options=["--recipes", str(tmp_path), *_ray(ray_head)])
+    assert result.failed == 0, [p.message for p in result.points]
+    slow, quick = result.points
+    assert slow.wall_s >= 2.0 > quick.wall_s
+    for point in result.points:
+        timing = json.loads(Path(str(point.result_path)).read_text())["timing"]
+        assert abs(timing["wall_s"] - point.wall_s) < 0.01  # the stored result says the same
