@@ -52,7 +52,7 @@ def _sweep_args(directory: Path, *extra: str) -> list[str]:
             "--matrix", "n=" + ",".join(str(n) for n in range(1, POINTS + 1)), *extra, "--json"]
 
 
-def _results(manifest: dict[str, Any]) -> dict[int, tuple[dict[str, str], str, int, Any]]:
+def point_results(manifest: dict[str, Any]) -> dict[int, tuple[dict[str, str], str, int, Any]]:
     """Each point's inputs, status, exit code and stored outputs, by index."""
     store = ResultStore(paths.results_db())
     found = {}
@@ -62,7 +62,7 @@ def _results(manifest: dict[str, Any]) -> dict[int, tuple[dict[str, str], str, i
     return found
 
 
-def _successes(folder: Path) -> dict[int, int]:
+def successes(folder: Path) -> dict[int, int]:
     """How many successful results of this sweep each point's run directories hold."""
     counts: dict[int, int] = {}
     for path in folder.glob("point-*/result.json"):
@@ -84,17 +84,13 @@ def _wait_for(predicate: Callable[[], bool], what: str, proc: subprocess.Popen[b
         time.sleep(0.05)
 
 
-def test_a_sweep_killed_halfway_then_resumed_equals_an_uninterrupted_one(
-        cmx_home: Path, recipes: Callable[[str, str], Path]) -> None:
-    directory = recipes("square.yaml", SQUARE).parent
-    whole = subprocess.run(_cmx(*_sweep_args(directory)), capture_output=True, timeout=BOUND_S, check=False)
-    assert whole.returncode == 0, whole.stderr.decode()
-    expected = _results(json.loads(whole.stdout))
-
+def kill_halfway(argv: list[str]) -> Path:
+    """Start the sweep ``argv``, SIGKILL its driver once half of its points are recorded
+    (bounded in time); the sweep's folder."""
     sweeps = paths.data_dir() / "sweeps"
+    sweeps.mkdir(parents=True, exist_ok=True)
     before = {p.name for p in sweeps.iterdir()}
-    driver = subprocess.Popen(_cmx(*_sweep_args(directory, "--pause=0.5")), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    driver = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_for(lambda: len({p.name for p in sweeps.iterdir()} - before) > 0, "sweep directory", driver)
         folder = next(sweeps / name for name in {p.name for p in sweeps.iterdir()} - before)
@@ -106,22 +102,32 @@ def test_a_sweep_killed_halfway_then_resumed_equals_an_uninterrupted_one(
     recorded = {int(p.stem.split("-")[1]) for p in folder.glob("point-[0-9].json")}
     assert POINTS // 2 <= len(recorded) < POINTS, "the kill came halfway"
     assert not (sweeps / f"{folder.name}.json").exists()  # the driver never wrote its manifest
+    return folder
+
+
+def test_a_sweep_killed_halfway_then_resumed_equals_an_uninterrupted_one(
+        cmx_home: Path, recipes: Callable[[str, str], Path]) -> None:
+    directory = recipes("square.yaml", SQUARE).parent
+    whole = subprocess.run(_cmx(*_sweep_args(directory)), capture_output=True, timeout=BOUND_S, check=False)
+    assert whole.returncode == 0, whole.stderr.decode()
+    expected = point_results(json.loads(whole.stdout))
+    folder = kill_halfway(_cmx(*_sweep_args(directory, "--pause=0.5")))
 
     resumed = subprocess.run(_cmx("sweep", "--resume", folder.name, "--json"), capture_output=True,
                              timeout=BOUND_S, check=False)
     assert resumed.returncode == 0, resumed.stderr.decode()
     manifest = json.loads(resumed.stdout)
     assert manifest["sweep_id"] == folder.name
-    got = _results(manifest)
+    got = point_results(manifest)
     assert sorted(got) == sorted(expected) == list(range(POINTS))
     for index in range(POINTS):  # point by point: the same inputs, status and outputs
         assert got[index] == expected[index], index
         assert got[index][3]["square"] == str((index + 1) ** 2)
-    assert _successes(folder) == dict.fromkeys(range(POINTS), 1)  # each point recorded exactly once
+    assert successes(folder) == dict.fromkeys(range(POINTS), 1)  # each point recorded exactly once
     again = subprocess.run(_cmx("sweep", "--resume", folder.name, "--json"), capture_output=True,
                            timeout=BOUND_S, check=False)
-    assert again.returncode == 0 and _results(json.loads(again.stdout)) == got  # nothing left to run
-    assert _successes(folder) == dict.fromkeys(range(POINTS), 1)
+    assert again.returncode == 0 and point_results(json.loads(again.stdout)) == got  # nothing left to run
+    assert successes(folder) == dict.fromkeys(range(POINTS), 1)
 
 
 def test_resume_runs_only_the_points_without_a_successful_result(

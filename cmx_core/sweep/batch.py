@@ -250,26 +250,46 @@ def _run(batch: BatchSweep, session: Session, prepared: Sequence[Prepared]) -> l
     from cmx_core.run import inflight
     from cmx_core.run.recording import failed_outcome, record_run
 
-    assert batch.chosen.run_many is not None
     requests = [p.request for p in prepared]
-    started = time.time()
-    try:
-        results: Sequence[ExecutionOutcome] = batch.chosen.run_many(requests, batch.jobs)
-    except Interrupted:
-        raise
-    except CmxError as exc:  # the batch itself could not run: an error result for every point
-        error = RunError(f"{batch.chosen.name} executor: {exc}", exit_code=exc.exit_code)
-        results = [failed_outcome(started, error) for _ in requests]
-    if len(results) != len(requests):
-        raise CmxError(f"{batch.chosen.name} executor: run_many returned {len(results)} outcomes for "
-                       f"{len(requests)} runs; it must return one per run, in order")
     events = registry_events(session.registry)
-    recorded = []
-    for item, outcome in zip(prepared, results, strict=True):
+    recorded: dict[int, PointOutcome] = {}
+
+    def record(position: int, outcome: ExecutionOutcome) -> None:
+        """Record one point now (its result, index row and sweep record), once."""
+        if not 0 <= position < len(prepared) or position in recorded:
+            raise CmxError(f"{batch.chosen.name} executor: run_each handed over an outcome for run {position} "
+                           f"of {len(prepared)} twice or out of range; it must hand over one per run")
+        item = prepared[position]
         path, document = record_run(item.request, outcome, item.provenance, events)
         inflight.clear(item.request.run_id)
-        recorded.append(_recorded(batch, _point_outcome(item, outcome, path, document, batch.matrix[item.index])))
-    return recorded
+        recorded[position] = _recorded(batch, _point_outcome(item, outcome, path, document,
+                                                             batch.matrix[item.index]))
+
+    started = time.time()
+    try:
+        if batch.chosen.run_each is not None:
+            batch.chosen.run_each(requests, batch.jobs, record)
+        else:
+            assert batch.chosen.run_many is not None
+            results: Sequence[ExecutionOutcome] = batch.chosen.run_many(requests, batch.jobs)
+            if len(results) != len(requests):
+                raise CmxError(f"{batch.chosen.name} executor: run_many returned {len(results)} outcomes for "
+                               f"{len(requests)} runs; it must return one per run, in order")
+            for position, outcome in enumerate(results):
+                record(position, outcome)
+    except Interrupted:
+        raise
+    except CmxError as exc:  # the batch itself could not run: an error result for every point left
+        error = RunError(f"{batch.chosen.name} executor: {exc}", exit_code=exc.exit_code)
+        for position in range(len(prepared)):
+            if position not in recorded:
+                record(position, failed_outcome(started, error))
+    missing = [p for p in range(len(prepared)) if p not in recorded]
+    if missing:
+        error = RunError(f"{batch.chosen.name} executor: handed over no outcome for this run", exit_code=1)
+        for position in missing:
+            record(position, failed_outcome(started, error))
+    return [recorded[p] for p in range(len(prepared))]
 
 
 def _recorded(batch: BatchSweep, outcome: PointOutcome) -> PointOutcome:
