@@ -27,6 +27,13 @@ def _run_many(requests: Sequence[ExecutionRequest], jobs: int) -> tuple[Executio
     return run_many(requests, jobs)
 
 
+def _run_each(requests: Sequence[ExecutionRequest], jobs: int,
+              on_outcome: Callable[[int, ExecutionOutcome], None]) -> None:
+    from cmx_k8s.sweep import run_each
+
+    run_each(requests, jobs, on_outcome)
+
+
 def _render_many(plans: Sequence[Plan], settings: ExecutorSettings, jobs: int) -> list[Path]:
     from cmx_k8s.sweep import render_many
 
@@ -51,4 +58,4 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
 
     register(Executor(name="k8s", summary=SUMMARY, run=_execute, settings=K8sSettings,
                       check_plan=_check_plan, describe=_describe, run_many=_run_many,
-                      render_many=_render_many))
+                      run_each=_run_each, render_many=_render_many))

@@ -1,13 +1,17 @@
-"""Many runs as one Kubernetes Indexed Job: the k8s executor's batch entry
-(``Executor.run_many``), which ``cmx sweep --executor k8s -j N`` calls.
+"""Many runs as Kubernetes Indexed Jobs: the k8s executor's batch entries
+(``Executor.run_many`` and ``run_each``), which ``cmx sweep --executor k8s -j N`` calls.
 
-Every request is prepared as a single run is (its stage directory and ``lock.json``); one
-ConfigMap holds ``lock-<i>.json`` for every point, and one Indexed Job (``completions: N``,
-``parallelism: min(N, -j)``, ``backoffLimitPerIndex`` so that a failed point does not end the
-others) runs index *i* on lock *i*. When every index has ended, each index's pod log (pods
-by ``job-name``, index by the ``batch.kubernetes.io/job-completion-index`` annotation) is
-unpacked into that point's ``<run dir>/remote`` as :meth:`K8sExecutor.fetch` does, and
-folded into its outcome. The Job and ConfigMap are deleted at the end and on Ctrl-C.
+Every request is prepared as a single run is (its stage directory and ``lock.json``); the
+points are grouped by shape (:func:`shapes`: a pod template asks for one set of resources),
+and each group is one Indexed Job (``completions: N``, ``parallelism: min(N, -j)``,
+``backoffLimitPerIndex`` so that a failed point does not end the others) whose index *i*
+runs lock *i*, the locks packed into as many ConfigMaps as they need
+(:func:`cmx_k8s.manifests.pack_locks`). As each index ends (the Job status's
+``completedIndexes``/``failedIndexes``), its pod log (pods by ``job-name``, index by the
+``batch.kubernetes.io/job-completion-index`` annotation) is unpacked into that point's
+``<run dir>/remote`` as :meth:`K8sExecutor.fetch` does, folded into its outcome and handed
+over (the sweep records it then). The Jobs and ConfigMaps are deleted at the end and on
+Ctrl-C. :func:`render_many` writes the same manifests and applies nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import json
 import math
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,6 +97,16 @@ def run_many(requests: Sequence[ExecutionRequest], jobs: int) -> tuple[Execution
     """Run ``requests`` as one Indexed Job per shape (:func:`shapes`), at most ``jobs`` pods
     of each at once; one outcome per request, in order. Ctrl-C deletes the Jobs and raises
     Interrupted."""
+    outcomes: dict[int, ExecutionOutcome] = {}
+    run_each(requests, jobs, outcomes.__setitem__)
+    return tuple(outcomes[i] for i in range(len(requests)))
+
+
+def run_each(requests: Sequence[ExecutionRequest], jobs: int,
+             on_outcome: Callable[[int, ExecutionOutcome], None]) -> None:
+    """:func:`run_many` handing each point's outcome (with its request's index) to
+    ``on_outcome`` as soon as its index has ended (the Job status's ``completedIndexes`` and
+    ``failedIndexes``): the batch entry a sweep uses, recording each point then."""
     if not requests:
         raise UsageError("k8s run_many: give at least one run")
     settings = requests[0].settings
@@ -103,10 +117,8 @@ def run_many(requests: Sequence[ExecutionRequest], jobs: int) -> tuple[Execution
     try:
         for group in groups:
             sweeps.append(submit([requests[i] for i in group.indices], jobs, group))
-        outcomes: dict[int, ExecutionOutcome] = {}
         for group, sweep in zip(groups, sweeps, strict=True):
-            outcomes.update(zip(group.indices, collect(sweep, wait(sweep)), strict=True))
-        return tuple(outcomes[i] for i in range(len(requests)))
+            follow(sweep, _renumbered(group.indices, on_outcome))
     except (KeyboardInterrupt, Interrupted):
         _delete_all(sweeps)
         names = ", ".join(s.handle.name for s in sweeps)
@@ -114,6 +126,12 @@ def run_many(requests: Sequence[ExecutionRequest], jobs: int) -> tuple[Execution
         raise Interrupted(f"interrupted; the k8s {what} deleted") from None
     finally:
         _delete_all(sweeps)
+
+
+def _renumbered(indices: Sequence[int], on_outcome: Callable[[int, ExecutionOutcome], None]
+                ) -> Callable[[int, ExecutionOutcome], None]:
+    """``on_outcome`` for one Job: its completion index turned back into the request's."""
+    return lambda index, outcome: on_outcome(indices[index], outcome)
 
 
 def _delete_all(sweeps: Sequence[SweepJob]) -> None:
@@ -191,36 +209,55 @@ def indexed_command(jobs: Sequence[RemoteJob]) -> list[str]:
     return list(commands.pop())
 
 
-def wait(sweep: SweepJob) -> JobStatus:
-    """Poll the Job's status every ``poll_s`` until every index has ended."""
+def follow(sweep: SweepJob, on_outcome: Callable[[int, ExecutionOutcome], None]) -> None:
+    """Poll the Job every ``poll_s``: each index that has ended (``completedIndexes``,
+    ``failedIndexes``) is collected and handed to ``on_outcome`` at once; when the Job has
+    ended (or its deadline passed: then it is deleted), every index left is."""
     handle = sweep.handle
     limit = handle.settings.timeout_s
     deadline = time.monotonic() + limit + 60 if limit else None
+    handed: set[int] = set()
+
+    def hand(indices: Sequence[int], job_status: JobStatus) -> None:
+        pods = _pods_by_index(handle)
+        for index in indices:
+            handed.add(index)
+            on_outcome(index, _collect_one(sweep, index, pods.get(index), job_status))
+
     while True:
         status = handle.batch.read_namespaced_job_status(handle.name, handle.namespace).status
+        ended_now = (_indexes(status.completed_indexes) | _indexes(status.failed_indexes)) - handed
+        hand(sorted(i for i in ended_now if i < len(sweep.jobs)), JobStatus("failed", None, ""))
         finished = ended(status) if _conditions_final(status) else None
-        if finished is not None:
-            return finished
-        if deadline is not None and time.monotonic() > deadline:
+        if finished is None and deadline is not None and time.monotonic() > deadline:
             delete(handle)
-            return JobStatus("timeout", None, f"Job {handle.name} still running after {limit} s; deleted")
+            finished = JobStatus("timeout", None, f"Job {handle.name} still running after {limit} s; deleted")
+        if finished is not None:
+            hand([i for i in range(len(sweep.jobs)) if i not in handed], finished)
+            return
         time.sleep(handle.settings.poll_s)
 
 
-def collect(sweep: SweepJob, job_status: JobStatus) -> tuple[ExecutionOutcome, ...]:
-    """Each index's pod log unpacked into its point's output and folded into its outcome."""
+def _collect_one(sweep: SweepJob, index: int, pod: Any, job_status: JobStatus) -> ExecutionOutcome:
+    """One index's pod log unpacked into its point's output and folded into its outcome."""
     handle = sweep.handle
-    pods = _pods_by_index(handle)
-    outcomes = []
-    for index, job in enumerate(sweep.jobs):
-        log_path = job.request.run_dir / "pod.log"
-        pod = pods.get(index)
-        log = str(handle.core.read_namespaced_pod_log(pod.metadata.name, handle.namespace)) if pod else ""
-        log_path.write_text(log, encoding="utf-8")
-        status = _point_status(log, job, handle.settings, pod, job_status)
-        fetched = Fetched(logs=(log_path, *_files(job)))
-        outcomes.append(fold(job, status, fetched, sweep.submitted, "k8s", own_timing=True))
-    return tuple(outcomes)
+    job = sweep.jobs[index]
+    log_path = job.request.run_dir / "pod.log"
+    log = str(handle.core.read_namespaced_pod_log(pod.metadata.name, handle.namespace)) if pod else ""
+    log_path.write_text(log, encoding="utf-8")
+    status = _point_status(log, job, handle.settings, pod, job_status)
+    fetched = Fetched(logs=(log_path, *_files(job)))
+    return fold(job, status, fetched, sweep.submitted, "k8s", own_timing=True)
+
+
+def _indexes(ranges: str | None) -> set[int]:
+    """``"0-2,5"`` (a Job status's index ranges) as ``{0, 1, 2, 5}``."""
+    found: set[int] = set()
+    for part in (ranges or "").split(","):
+        first, _, last = part.strip().partition("-")
+        if first.isdigit() and (not last or last.isdigit()):
+            found.update(range(int(first), int(last or first) + 1))
+    return found
 
 
 def _point_status(log: str, job: RemoteJob, settings: K8sSettings, pod: Any, job_status: JobStatus) -> JobStatus:
