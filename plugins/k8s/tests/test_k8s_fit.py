@@ -147,6 +147,10 @@ def test_the_cache_claim_is_shared_by_pods_on_different_nodes(cmx_home: Path) ->
     claim = manifests.pvc_manifest(K8sSettings())
     assert claim is not None and claim["spec"]["accessModes"] == ["ReadWriteMany"]
     _valid(claim)
+    volumes = manifests.job_manifest("cmx-x", "img:1", ["cmx"], K8sSettings(pvc=""), None, {})["spec"]["template"][
+        "spec"]["volumes"]
+    assert {v["name"]: v for v in volumes}["cache"] == {"name": "cache", "emptyDir": {}}  # pvc= : one per pod
+    assert {v["name"]: v for v in volumes}["work"] == {"name": "work", "emptyDir": {}}  # a work volume per point
     with pytest.raises(UsageError, match=r"pvc_access_mode='Everywhere': use one of ReadWriteMany"):
         engine.plan("demo,sort", executor="k8s", options={"image": "img:1", "pvc_access_mode": "Everywhere"})
 
