@@ -166,6 +166,8 @@ def test_resume_refuses_what_it_cannot_change_and_unknown_sweeps(cli: Callable[.
     assert "not a sweep id" in cli("sweep", "--resume", "../x").err
     changed = cli("sweep", "--resume", "sw-20260101-000000-deadbeef", "--matrix", "n=1,2")
     assert changed.code == 2 and "--matrix cannot be changed" in changed.err
+    moved = cli("sweep", "--resume", "sw-20260101-000000-deadbeef", "--executor", "local", "-j", "4")
+    assert moved.code == 2 and "--executor, -j cannot be changed" in moved.err
     assert "give --tags" in cli("sweep", "--matrix", "n=1").err
 
 

@@ -27,8 +27,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "sweep", parents=[common], help="run a recipe over a matrix of inputs, one stored run per point",
         description="Run the recipe selected by --tags once per point of the matrix (the cartesian "
                     "product of the --matrix axes, or with --zip the axes side by side), each point a "
-                    "normal run, on any executor (slurm and ray take the points as one batch; the others run "
-                    "each point as its own cmx run process). Fixed inputs: --KEY=VALUE. A failed "
+                    "normal run, on any executor (slurm, ray and k8s take the points as one batch; the others run "
+                    "each point as its own cmx run process). --resume SWEEP_ID runs only the points of "
+                    "an earlier sweep that have no successful result. Fixed inputs: --KEY=VALUE. A failed "
                     "point does not stop the others; the exit status is the number of failed points "
                     f"(at most {MAX_EXIT}). `cmx results compare --sweep ID` tabulates the points.")
     sweep.add_argument("noun", nargs="?", choices=["recipe"], help=argparse.SUPPRESS)
@@ -86,7 +87,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def _resume(args: argparse.Namespace) -> int:
     """``--resume ID``: the sweep's own definition; anything else given is refused."""
     given = [flag for flag, value in (("--tags", args.tags), ("--matrix", args.matrix), ("--zip", args.zip),
-                                      ("inputs", args.extra), ("--executor-opt", args.executor_opt)) if value]
+                                      ("inputs", args.extra), ("--executor", args.executor),
+                                      ("--executor-opt", args.executor_opt), ("--container", args.container),
+                                      ("--recipes", args.recipes), ("--facts", args.facts),
+                                      ("--no-cache", args.no_cache), ("-j", args.jobs != 1)) if value]
     if given:
         raise UsageError(f"cmx sweep --resume: {', '.join(given)} cannot be changed; the sweep resumes as it "
                          "was defined (start a new sweep to change it)")

@@ -18,7 +18,9 @@ and carries ``provenance.sweep = {id, index, point}``; its run directory is
 
 The manifest, ``<data>/sweeps/<id>.json``, lists each point's inputs, status, run id and
 result path; ``cmx results compare --sweep ID`` reads it. A failed point does not stop the
-others.
+others. The sweep's definition and each point's record, written as the point ends
+(:mod:`cmx_core.sweep.state`), are what :func:`resume_sweep` (``cmx sweep --resume ID``)
+reads to run only the points without a successful result.
 """
 
 from __future__ import annotations
