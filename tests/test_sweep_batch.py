@@ -19,6 +19,7 @@ from cmx_core.errors import CmxError, Interrupted
 from cmx_core.plugins import loader as plugins
 from cmx_core.results.comparable import comparable_across_sweeps
 from cmx_core.results.store import ResultStore
+from cmx_core.run import engine
 from cmx_core.sweep.batch import PointOptions, parse_point_options
 from cmx_core.sweep.runner import SweepResult, parse_axes, points, read_manifest, run_sweep
 from cmx_core.testing import exit_code_recipe
@@ -154,3 +155,19 @@ def test_point_options() -> None:
     assert parse_point_options(["--container"]) == PointOptions(container=True)
     assert PointOptions(container=True).executor_name(None) == "docker"
     assert parse_point_options(["recipe"]) is None and parse_point_options(["--facts"]) is None
+
+
+def test_a_sweep_plans_each_point_once(batching: _Batching, cli: Callable[..., Any],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    planned: list[dict[str, Any]] = []
+    resolve = engine._resolve_plan
+
+    def counting(tags: Any, inputs: Any, session: Any) -> Any:
+        planned.append(dict(inputs or {}))
+        return resolve(tags, inputs, session)
+
+    monkeypatch.setattr(engine, "_resolve_plan", counting)
+    result = cli("sweep", "--tags=demo,sort", "--matrix", "size=3,4,5", "--executor", "batching", "--json")
+    assert result.code == 0, result.err
+    assert batching.calls == [(3, 1)]
+    assert sorted(p["size"] for p in planned) == ["3", "4", "5"]  # the check's plans are the ones that ran

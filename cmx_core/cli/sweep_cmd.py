@@ -5,11 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
+from cmx_core import paths
+from cmx_core.cli.core_cmds import parse_executor_options, parse_inputs
 from cmx_core.cli.recovery_opts import add_recovery_options, chaos_options, recovery, recovery_options
 from cmx_core.errors import UsageError
 from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
+from cmx_core.run.engine import executor_settings
+from cmx_core.sweep.batch import Planned, PointOptions, parse_point_options, plan_points
+from cmx_core.sweep.runner import SweepResult, parse_axes, points, resume_sweep, run_sweep
+from cmx_core.sweep.state import SweepSpec
+
+#: The ``cmx run`` options of a recovery policy, as :func:`recovery_options` writes them.
+RECOVERY_FLAGS = ("--retries=", "--retry-on=", "--retry-backoff=", "--inject=")
 
 #: Exit status of a sweep whose points failed: their number, at most this.
 MAX_EXIT = 125
@@ -22,12 +32,16 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "sweep", parents=[common], help="run a recipe over a matrix of inputs, one stored run per point",
         description="Run the recipe selected by --tags once per point of the matrix (the cartesian "
                     "product of the --matrix axes, or with --zip the axes side by side), each point a "
-                    "normal run, on any executor (slurm and ray take the points as one batch; the others run "
-                    "each point as its own cmx run process). Fixed inputs: --KEY=VALUE. A failed "
+                    "normal run, on any executor (slurm, ray and k8s take the points as one batch; the others run "
+                    "each point as its own cmx run process). --resume SWEEP_ID runs only the points of "
+                    "an earlier sweep that have no successful result. Fixed inputs: --KEY=VALUE. A failed "
                     "point does not stop the others; the exit status is the number of failed points "
                     f"(at most {MAX_EXIT}). `cmx results compare --sweep ID` tabulates the points.")
     sweep.add_argument("noun", nargs="?", choices=["recipe"], help=argparse.SUPPRESS)
-    sweep.add_argument("--tags", required=True, help="comma-separated tags; variation names select variations")
+    sweep.add_argument("--tags", help="comma-separated tags; variation names select variations")
+    sweep.add_argument("--resume", metavar="SWEEP_ID",
+                       help="run only the points of that sweep that have no successful result (its own tags, "
+                            "matrix and options)")
     sweep.add_argument("--matrix", action="append", default=[], metavar="KEY=V1,V2",
                        help="an input and its values (repeatable)")
     sweep.add_argument("--zip", action="store_true", help="take the axes side by side instead of their product")
@@ -60,20 +74,72 @@ def run_options(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from cmx_core import paths
-    from cmx_core.cli.core_cmds import parse_inputs
-    from cmx_core.sweep.runner import parse_axes, points, run_sweep
-
+    if args.resume:
+        return _resume(args)
+    if not args.tags:
+        raise UsageError("cmx sweep: give --tags=... (or --resume SWEEP_ID to finish a sweep)")
     matrix = points(parse_axes(args.matrix), zipped=args.zip)
     inputs = parse_inputs(args.extra)
     if args.jobs < 1:
         raise UsageError(f"cmx sweep: -j must be at least 1, got {args.jobs}")
     recovery(args)  # a bad --retries or --inject stops the sweep before anything runs
     chaos = chaos_options(args.chaos, len(matrix))
-    _plan_every_point(args, inputs, matrix)
-    result = run_sweep(args.tags, inputs, matrix, data_dir=paths.data_dir(), run_options=run_options(args),
-                       jobs=args.jobs, executor="docker" if args.container else args.executor,
-                       on_point=None if args.quiet else _progress, point_options=chaos)
+    executor = "docker" if args.container else args.executor
+    options = run_options(args)
+    planned = plan_points(args.tags, inputs, matrix, range(len(matrix)), _point_options(options), executor)
+    if _renders(args, executor, planned):
+        return 0
+    result = run_sweep(args.tags, inputs, matrix, data_dir=paths.data_dir(), run_options=options,
+                       jobs=args.jobs, executor=executor, on_point=None if args.quiet else _progress,
+                       planned=planned, point_options=chaos)
+    return _report(args, result)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    """``--resume ID``: the sweep's own definition; anything else given is refused."""
+    given = [flag for flag, value in (("--tags", args.tags), ("--matrix", args.matrix), ("--zip", args.zip),
+                                      ("inputs", args.extra), ("--executor", args.executor),
+                                      ("--executor-opt", args.executor_opt), ("--container", args.container),
+                                      ("--recipes", args.recipes), ("--facts", args.facts),
+                                      ("--no-cache", args.no_cache), ("-j", args.jobs != 1),
+                                      ("--chaos", args.chaos), ("--inject", args.inject)) if value]
+    if given:
+        raise UsageError(f"cmx sweep --resume: {', '.join(given)} cannot be changed; the sweep resumes as it "
+                         "was defined (start a new sweep to change it)")
+
+    def check(spec: SweepSpec, indices: Sequence[int]) -> Planned:
+        return plan_points(spec.tags, spec.base_inputs, spec.matrix, indices, _point_options(spec.run_options),
+                           spec.executor)
+
+    result = resume_sweep(args.resume, data_dir=paths.data_dir(), on_point=None if args.quiet else _progress,
+                          plan=check)
+    return _report(args, result)
+
+
+def _point_options(options: Sequence[str]) -> PointOptions:
+    """The options that planning a point needs (the recovery ones matter only when it runs)."""
+    parsed = parse_point_options([o for o in options if not o.startswith(RECOVERY_FLAGS)])
+    assert parsed is not None, "run_options() gives only options the batch path knows"
+    return parsed
+
+
+def _renders(args: argparse.Namespace, executor: str | None, planned: Planned) -> bool:
+    """``--executor-opt render=DIR`` on an executor that renders a sweep (k8s): every point's
+    manifests written there, nothing applied or recorded."""
+    chosen = planned.session.registry.executors.get(executor or "")
+    if chosen is None or chosen.render_many is None or not parse_executor_options(args.executor_opt).get("render"):
+        return False
+    settings = executor_settings(chosen, parse_executor_options(args.executor_opt))
+    written = chosen.render_many([planned.plans[i] for i in sorted(planned.plans)], settings, args.jobs)
+    if args.json:
+        print(json.dumps({"rendered": [str(p) for p in written], "points": len(planned.plans)}, indent=2))
+    else:
+        print(f"cmx sweep: rendered {len(planned.plans)} points' manifests ({len(written)} files) into "
+              f"{parse_executor_options(args.executor_opt)['render']}; nothing was applied")
+    return True
+
+
+def _report(args: argparse.Namespace, result: SweepResult) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=2, sort_keys=True))
     else:
@@ -92,24 +158,6 @@ def points_grid(points: Any) -> Grid:
     rows = tuple((str(p.index), p.status, " ".join(f"{k}={v}" for k, v in p.point.items()),
                   p.run_id or p.message or "-") for p in points)
     return Grid(columns, rows)
-
-
-def _plan_every_point(args: argparse.Namespace, inputs: dict[str, str], matrix: list[dict[str, str]]) -> None:
-    """Resolve and check each point's plan first: a bad input, value or executor setting
-    stops the sweep before anything runs (exit 2), naming the point."""
-    from cmx_core.cli.core_cmds import parse_executor_options
-    from cmx_core.errors import CmxError
-    from cmx_core.run import engine
-
-    session = engine.open_session(args.recipes, args.facts)
-    options = parse_executor_options(args.executor_opt)
-    executor = "docker" if args.container else args.executor
-    for index, point in enumerate(matrix):
-        try:
-            engine.plan(args.tags, {**inputs, **point}, session=session, executor=executor, options=options)
-        except CmxError as exc:
-            values = " ".join(f"{k}={v}" for k, v in point.items())
-            raise UsageError(f"cmx sweep: point {index} ({values}): {exc}") from None
 
 
 def _progress(point: Any, total: int) -> None:

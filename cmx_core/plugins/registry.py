@@ -343,6 +343,16 @@ class Executor:
     only when the batch as a whole cannot run (every point is then an error result), and
     :class:`cmx_core.errors.Interrupted` after cancelling what it started on Ctrl-C. Without
     it, a sweep runs one ``cmx run`` process per point.
+
+    ``run_each`` (optional) is ``run_many`` handing each outcome, with its request's index,
+    to its third argument as soon as it is known (in any order) instead of returning them: the
+    sweep records each point then, so a driver killed mid-batch loses no point that had ended.
+    It must hand over exactly one outcome per request. A sweep uses it over ``run_many``.
+
+    ``render_many`` (optional) writes what ``run_many`` would submit for these plans (a
+    sweep's checked points, in order) without running anything: ``cmx sweep ...
+    --executor-opt render=DIR`` calls it instead of running the sweep. It returns the files
+    it wrote.
     """
 
     name: str
@@ -353,6 +363,8 @@ class Executor:
     describe: Callable[[Plan, ExecutorSettings], Mapping[str, Any]] | None = None
     capabilities: Capabilities = field(default_factory=Capabilities)
     run_many: Callable[[Sequence[ExecutionRequest], int], tuple[ExecutionOutcome, ...]] | None = None
+    run_each: Callable[[Sequence[ExecutionRequest], int, Callable[[int, ExecutionOutcome], None]], None] | None = None
+    render_many: Callable[[Sequence[Plan], ExecutorSettings, int], Sequence[Path]] | None = None
     version: str = ""
     plugin: str = ""
     runs_here: bool = False

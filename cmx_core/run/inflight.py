@@ -61,6 +61,21 @@ def clear(run_id: str) -> None:
         pass
 
 
+def running_under(folder: Path) -> list[int]:
+    """The PIDs of live cmx processes whose in-flight run is in ``folder`` (or below it)."""
+    directory = _dir()
+    pids = []
+    for marker in directory.glob("*.json") if directory.is_dir() else ():
+        try:
+            state = loads_bounded(marker.read_text(encoding="utf-8"))
+            pid, start, run_dir = int(state["pid"]), state["pid_start"], Path(state["run_dir"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if folder.resolve() in run_dir.resolve().parents and _alive(pid, start):
+            pids.append(pid)
+    return pids
+
+
 def _alive(pid: int, start: str | None) -> bool:
     return process_start(pid) is not None and process_start(pid) == start
 

@@ -99,12 +99,13 @@ def _tell(line: str) -> None:
 _SETPRIV = "/usr/bin/setpriv"
 
 
-def dies_with_cmx() -> list[str]:
-    """A prefix that makes the step's process get SIGKILL when cmx dies, even by ``kill -9``
-    (Linux's parent-death signal, set by util-linux ``setpriv`` just before it execs the
-    step: no wrapper process stays). Empty where ``setpriv`` is missing; Ctrl-C, SIGTERM
-    and SIGHUP kill the step's whole process group in any case (:func:`kill_running`)."""
-    return [_SETPRIV, "--pdeathsig", "KILL", "--"] if os.access(_SETPRIV, os.X_OK) else []
+def dies_with_cmx(signal_name: str = "KILL") -> list[str]:
+    """A prefix that makes the step's process get SIGKILL (or ``signal_name``) when cmx dies,
+    even by ``kill -9`` (Linux's parent-death signal, set by util-linux ``setpriv`` just
+    before it execs the step: no wrapper process stays). Empty where ``setpriv`` is missing;
+    Ctrl-C, SIGTERM and SIGHUP kill the step's whole process group in any case
+    (:func:`kill_running`)."""
+    return [_SETPRIV, "--pdeathsig", signal_name, "--"] if os.access(_SETPRIV, os.X_OK) else []
 
 
 RUNNING: set[subprocess.Popen[bytes]] = set()

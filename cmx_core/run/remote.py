@@ -53,6 +53,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
@@ -305,12 +306,17 @@ def with_host_machine(far: Mapping[str, Any], host: Mapping[str, Any]) -> dict[s
 
 
 
-def fold(job: RemoteJob, status: JobStatus, fetched: Fetched, started: float, executor: str) -> ExecutionOutcome:
+def fold(job: RemoteJob, status: JobStatus, fetched: Fetched, started: float, executor: str,
+         own_timing: bool = False) -> ExecutionOutcome:
     """The typed outcome of the far run, read from what it wrote; an error outcome saying
-    how the job ended when it wrote no result."""
+    how the job ended when it wrote no result. ``own_timing`` (a point of a batch: a job
+    array, a batch of Ray tasks, an Indexed Job): the run's start and end are the far
+    run's own, from its result, not the batch's submission and this fold."""
     out = job.local_output
     document = _read_json(out / "result.json")
     finished = time.time()
+    if own_timing and isinstance(document, dict):
+        started, finished = far_timing(document, started, finished)
     if not isinstance(document, dict) or status.state in ("timeout", "oom", "cancelled", "lost", "preempted"):
         why = _job_end(status)
         wrote = "without writing " + str(out / "result.json") if not isinstance(document, dict) else \
@@ -353,6 +359,19 @@ def far_attempts(document: Mapping[str, Any]) -> tuple[Attempt, ...]:
         except (KeyError, TypeError, ValueError):
             continue
     return tuple(found)
+
+
+def far_timing(document: Mapping[str, Any], started: float, finished: float) -> tuple[float, float]:
+    """The far result's ``timing`` as epoch seconds; the given ones where it has none."""
+    timing = document.get("timing")
+    if not isinstance(timing, Mapping):
+        return started, finished
+    try:
+        began = datetime.fromisoformat(str(timing["started_at"]).replace("Z", "+00:00")).timestamp()
+        ended = datetime.fromisoformat(str(timing["finished_at"]).replace("Z", "+00:00")).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return started, finished
+    return (began, ended) if ended >= began else (started, finished)
 
 
 def _far_telemetry(document: Mapping[str, Any], job: RemoteJob) -> dict[str, Any] | None:

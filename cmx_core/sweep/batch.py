@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import CmxError, Interrupted, UsageError
 from cmx_core.run.engine import executor_exit_code
+from cmx_core.sweep.dirs import fresh_run_dir
 
 if TYPE_CHECKING:
+    from cmx_core.plan.planner import Plan
     from cmx_core.plugins.registry import ExecutionRequest, Executor
     from cmx_core.providers.types import ExecutionOutcome
     from cmx_core.run.engine import Session
@@ -140,6 +142,44 @@ class BatchSweep:
     chosen: Executor
     options: PointOptions
     jobs: int
+    indices: tuple[int, ...] = ()
+    """The points to run (a resumed sweep runs only those without a successful result)."""
+    planned: Planned | None = None
+    """The plans the sweep's check made (each point is planned once, not again here)."""
+    on_recorded: Callable[[PointOutcome], PointOutcome] | None = None
+    """Called as soon as a point's result is recorded (the sweep's point record); returns
+    the outcome that stands (an earlier successful one, if the point already had it)."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The checked plans of a sweep's points, by index, and the session that made them."""
+
+    session: Session
+    plans: Mapping[int, Plan]
+
+
+def plan_points(tags: str, base_inputs: Mapping[str, str], matrix: Sequence[Mapping[str, str]],
+                indices: Sequence[int], options: PointOptions, executor: str | None) -> Planned:
+    """Plan and check each point as ``cmx plan`` would (inputs, values, executor settings);
+    the first bad one is a one-line UsageError naming it (exit 2, before anything runs)."""
+    from cmx_core.run import engine
+
+    session = engine.open_session(options.recipes, options.facts)
+    settings_options = options.settings_options()
+    plans: dict[int, Plan] = {}
+    for index in indices:
+        try:
+            plans[index] = engine.plan(tags, point_inputs(base_inputs, matrix[index]), session=session,
+                                       executor=options.executor_name(executor), options=settings_options)
+        except CmxError as exc:
+            values = " ".join(f"{k}={v}" for k, v in matrix[index].items())
+            raise UsageError(f"cmx sweep: point {index} ({values}): {exc}") from None
+    return Planned(session, plans)
+
+
+def point_inputs(base_inputs: Mapping[str, str], point: Mapping[str, str]) -> dict[str, str]:
+    return {key.replace("-", "_"): value for key, value in {**base_inputs, **point}.items()}
 
 
 def run_points(batch: BatchSweep, on_point: Callable[[PointOutcome, int], None] | None = None
@@ -149,7 +189,8 @@ def run_points(batch: BatchSweep, on_point: Callable[[PointOutcome, int], None] 
     from cmx_core.results.store import ResultStore
     from cmx_core.run import engine, inflight
 
-    session = engine.open_session(batch.options.recipes, batch.options.facts)
+    session = batch.planned.session if batch.planned is not None else \
+        engine.open_session(batch.options.recipes, batch.options.facts)
     ResultStore(paths.results_db()).check()  # a corrupt store fails now, not after the batch
     inflight.reap()
     session.cache.clean_staging()
@@ -157,18 +198,19 @@ def run_points(batch: BatchSweep, on_point: Callable[[PointOutcome, int], None] 
     outcomes: dict[int, PointOutcome] = {}
     prepared: list[Prepared] = []
     try:
-        for index, point in enumerate(batch.matrix):
+        for index in batch.indices or range(len(batch.matrix)):
+            point = batch.matrix[index]
             try:
                 prepared.append(_prepare(batch, session, index, point, settings_options))
             except CmxError as exc:
-                outcomes[index] = _unplanned(index, point, exc)
+                outcomes[index] = _recorded(batch, _unplanned(index, point, exc))
         if prepared:
             for index, outcome in zip((p.index for p in prepared), _run(batch, session, prepared), strict=True):
                 outcomes[index] = outcome
     finally:  # recorded, failed or interrupted (Ctrl-C while planning too): no point stays marked
         for item in prepared:
             inflight.clear(item.request.run_id)
-    ordered = tuple(outcomes[i] for i in range(len(batch.matrix)))
+    ordered = tuple(outcomes[i] for i in sorted(outcomes))
     if on_point is not None:
         for outcome in ordered:
             on_point(outcome, len(ordered))
@@ -183,11 +225,11 @@ def _prepare(batch: BatchSweep, session: Session, index: int, point: Mapping[str
     from cmx_core.run import engine, inflight
     from cmx_core.run.runids import new_run_id
 
-    inputs = {key.replace("-", "_"): value for key, value in {**batch.base_inputs, **point}.items()}
-    the_plan = engine.plan(batch.tags, inputs, session=session, executor=batch.chosen.name,
-                           options=settings_options)
+    planned = batch.planned.plans.get(index) if batch.planned is not None else None
+    the_plan = planned or engine.plan(batch.tags, point_inputs(batch.base_inputs, point), session=session,
+                                      executor=batch.chosen.name, options=settings_options)
     settings = engine.executor_settings(batch.chosen, settings_options)
-    run_dir = (batch.folder / f"point-{index}").resolve()
+    run_dir = fresh_run_dir(batch.folder, index).resolve()
     if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
         raise UsageError(f"{run_dir}: exists and is not an empty directory; run the sweep again (a new id)")
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -209,26 +251,50 @@ def _run(batch: BatchSweep, session: Session, prepared: Sequence[Prepared]) -> l
     from cmx_core.run import inflight
     from cmx_core.run.recording import failed_outcome, record_run
 
-    assert batch.chosen.run_many is not None
     requests = [p.request for p in prepared]
-    started = time.time()
-    try:
-        results: Sequence[ExecutionOutcome] = batch.chosen.run_many(requests, batch.jobs)
-    except Interrupted:
-        raise
-    except CmxError as exc:  # the batch itself could not run: an error result for every point
-        error = RunError(f"{batch.chosen.name} executor: {exc}", exit_code=executor_exit_code(exc))
-        results = [failed_outcome(started, error) for _ in requests]
-    if len(results) != len(requests):
-        raise CmxError(f"{batch.chosen.name} executor: run_many returned {len(results)} outcomes for "
-                       f"{len(requests)} runs; it must return one per run, in order")
     events = registry_events(session.registry)
-    recorded = []
-    for item, outcome in zip(prepared, results, strict=True):
+    recorded: dict[int, PointOutcome] = {}
+
+    def record(position: int, outcome: ExecutionOutcome) -> None:
+        """Record one point now (its result, index row and sweep record), once."""
+        if not 0 <= position < len(prepared) or position in recorded:
+            raise CmxError(f"{batch.chosen.name} executor: run_each handed over an outcome for run {position} "
+                           f"of {len(prepared)} twice or out of range; it must hand over one per run")
+        item = prepared[position]
         path, document = record_run(item.request, outcome, item.provenance, events)
         inflight.clear(item.request.run_id)
-        recorded.append(_point_outcome(item, outcome, path, document, batch.matrix[item.index]))
-    return recorded
+        recorded[position] = _recorded(batch, _point_outcome(item, outcome, path, document,
+                                                             batch.matrix[item.index]))
+
+    started = time.time()
+    try:
+        if batch.chosen.run_each is not None:
+            batch.chosen.run_each(requests, batch.jobs, record)
+        else:
+            assert batch.chosen.run_many is not None
+            results: Sequence[ExecutionOutcome] = batch.chosen.run_many(requests, batch.jobs)
+            if len(results) != len(requests):
+                raise CmxError(f"{batch.chosen.name} executor: run_many returned {len(results)} outcomes for "
+                               f"{len(requests)} runs; it must return one per run, in order")
+            for position, outcome in enumerate(results):
+                record(position, outcome)
+    except Interrupted:
+        raise
+    except CmxError as exc:  # the batch itself could not run: an error result for every point left
+        error = RunError(f"{batch.chosen.name} executor: {exc}", exit_code=executor_exit_code(exc))
+        for position in range(len(prepared)):
+            if position not in recorded:
+                record(position, failed_outcome(started, error))
+    missing = [p for p in range(len(prepared)) if p not in recorded]
+    if missing:
+        error = RunError(f"{batch.chosen.name} executor: handed over no outcome for this run", exit_code=1)
+        for position in missing:
+            record(position, failed_outcome(started, error))
+    return [recorded[p] for p in range(len(prepared))]
+
+
+def _recorded(batch: BatchSweep, outcome: PointOutcome) -> PointOutcome:
+    return batch.on_recorded(outcome) if batch.on_recorded is not None else outcome
 
 
 def _point_outcome(item: Prepared, outcome: ExecutionOutcome, path: Path, document: Mapping[str, Any],

@@ -18,7 +18,9 @@ and carries ``provenance.sweep = {id, index, point}``; its run directory is
 
 The manifest, ``<data>/sweeps/<id>.json``, lists each point's inputs, status, run id and
 result path; ``cmx results compare --sweep ID`` reads it. A failed point does not stop the
-others.
+others. The sweep's definition and each point's record, written as the point ends
+(:mod:`cmx_core.sweep.state`), are what :func:`resume_sweep` (``cmx sweep --resume ID``)
+reads to run only the points without a successful result.
 """
 
 from __future__ import annotations
@@ -33,18 +35,26 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cmx_core.datautil import atomic_write, loads_bounded
 from cmx_core.errors import ResultsError, UsageError
+from cmx_core.run.processes import dies_with_cmx
 from cmx_core.run.runids import new_run_id
-from cmx_core.sweep.batch import PointOutcome
-
-if TYPE_CHECKING:
-    from cmx_core.sweep.batch import BatchSweep
+from cmx_core.sweep.batch import BatchSweep, Planned, PointOutcome, batch_executor, parse_point_options, run_points
+from cmx_core.sweep.dirs import fresh_run_dir
+from cmx_core.sweep.state import (
+    SweepSpec,
+    finished_points,
+    holding,
+    read_spec,
+    record_point,
+    wait_for_points,
+    write_spec,
+)
 
 __all__ = ["MAX_POINTS", "SWEEPS_DIR", "Axis", "PointOutcome", "SweepResult", "new_sweep_id", "parse_axes",
-           "point_command", "points", "read_manifest", "run_sweep"]
+           "point_command", "points", "read_manifest", "resume_sweep", "run_sweep"]
 
 SWEEPS_DIR = "sweeps"
 MAX_POINTS = 10_000
@@ -131,48 +141,80 @@ def run_sweep(tags: str, base_inputs: Mapping[str, str], matrix: Sequence[dict[s
               data_dir: Path, run_options: Sequence[str] = (), jobs: int = 1,
               executor: str | None = None, on_point: Callable[[PointOutcome, int], None] | None = None,
               env: Mapping[str, str] | None = None, batch: bool = True,
+              planned: Planned | None = None,
               point_options: Mapping[int, Sequence[str]] | None = None) -> SweepResult:
     """Run every point (``jobs`` at once) and write the manifest; never raises for a failed point.
     ``batch=False`` runs one ``cmx run`` process per point even where the executor has a
-    batch entry (to compare the two paths). ``point_options`` are more ``cmx run`` options
-    for some points (a chaos file's ``--inject``s; they run one process per point)."""
+    batch entry (to compare the two paths). ``planned``: the plans the caller's check made
+    (:func:`~cmx_core.sweep.batch.plan_points`), used instead of planning each point again.
+    ``point_options`` are more ``cmx run`` options for some points (a chaos file's
+    ``--inject``s; they run one process per point)."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
     overlap = sorted(set(base_inputs) & {k for p in matrix[:1] for k in p})
     if overlap:
         raise UsageError(f"cmx sweep: {', '.join(overlap)} is both an input and a --matrix axis; give it once")
-    sweep_id = new_sweep_id()
-    folder = data_dir / SWEEPS_DIR / sweep_id
+    spec = SweepSpec(new_sweep_id(), tags, dict(base_inputs), tuple(matrix), tuple(run_options), jobs, executor)
+    folder = data_dir / SWEEPS_DIR / spec.sweep_id
     folder.mkdir(parents=True, exist_ok=True)
-    began = time.monotonic()
-    together = _batch(sweep_id, folder, tags, base_inputs, matrix, run_options, jobs, executor, env) \
-        if batch and not point_options else None
-    if together is not None:
-        from cmx_core.sweep.batch import run_points
+    write_spec(folder, spec)  # before any point runs: what --resume reads
+    return _run(spec, data_dir, on_point, env, batch and not point_options, planned, point_options or {})
 
-        return _finish(SweepResult(sweep_id, tags, run_points(together, on_point), data_dir / SWEEPS_DIR /
-                                   f"{sweep_id}.json", time.monotonic() - began, executor, dict(base_inputs),
-                                   tuple(matrix[0]) if matrix else ()))
-    done: list[PointOutcome] = []
+
+def resume_sweep(sweep_id: str, *, data_dir: Path, on_point: Callable[[PointOutcome, int], None] | None = None,
+                 env: Mapping[str, str] | None = None, batch: bool = True,
+                 plan: Callable[[SweepSpec, Sequence[int]], Planned] | None = None) -> SweepResult:
+    """Run the points of sweep ``sweep_id`` that have no successful result (as the sweep was
+    defined: its tags, inputs, matrix, options and ``-j``) and write its manifest with every
+    point. ``plan`` checks the points to run first (the CLI's check; None: no check)."""
+    spec = read_spec(data_dir, sweep_id)
+    folder = data_dir / SWEEPS_DIR / sweep_id
+    with holding(folder):
+        wait_for_points(folder)
+        todo = [i for i in range(len(spec.matrix)) if i not in finished_points(folder, spec)]
+    planned = plan(spec, todo) if plan is not None and todo else None
+    return _run(spec, data_dir, on_point, env, batch, planned, {})
+
+
+def _run(spec: SweepSpec, data_dir: Path, on_point: Callable[[PointOutcome, int], None] | None,
+         env: Mapping[str, str] | None, batch: bool, planned: Planned | None,
+         point_options: Mapping[int, Sequence[str]]) -> SweepResult:
+    """Under the sweep's lock, run each point without a successful result; each one's record
+    is written as soon as it ends; then the manifest of every point."""
+    folder = data_dir / SWEEPS_DIR / spec.sweep_id
+    began = time.monotonic()
+    with holding(folder):
+        done = finished_points(folder, spec)
+        todo = tuple(i for i in range(len(spec.matrix)) if i not in done)
+        together = _batch(spec, folder, todo, env, planned) if batch and todo else None
+        ran = run_points(together, on_point) if together is not None else \
+            _run_apart(spec, folder, todo, on_point, env, point_options)
+    outcomes = {**done, **{o.index: o for o in ran}}
+    return _finish(SweepResult(spec.sweep_id, spec.tags, tuple(outcomes[i] for i in sorted(outcomes)),
+                               data_dir / SWEEPS_DIR / f"{spec.sweep_id}.json", time.monotonic() - began,
+                               spec.executor, dict(spec.base_inputs), tuple(spec.matrix[0]) if spec.matrix else ()))
+
+
+def _run_apart(spec: SweepSpec, folder: Path, todo: Sequence[int],
+               on_point: Callable[[PointOutcome, int], None] | None,
+               env: Mapping[str, str] | None,
+               point_options: Mapping[int, Sequence[str]]) -> tuple[PointOutcome, ...]:
+    """One ``cmx run`` process per point, ``jobs`` at once."""
 
     def one(index: int) -> PointOutcome:
-        point = matrix[index]
-        sweep = {"id": sweep_id, "index": index, "point": point}
-        run_dir = folder / f"point-{index}"
-        extra = (point_options or {}).get(index, ())
-        command = point_command(tags, {**base_inputs, **point}, sweep,
-                                [*run_options, *extra, "--output", str(run_dir)])
-        outcome = _run_point(index, point, command, run_dir, env)
-        done.append(outcome)
+        point = spec.matrix[index]
+        sweep = {"id": spec.sweep_id, "index": index, "point": dict(point)}
+        run_dir = fresh_run_dir(folder, index)
+        extra = point_options.get(index, ())
+        command = point_command(spec.tags, {**spec.base_inputs, **point}, sweep,
+                                [*spec.run_options, *extra, "--output", str(run_dir)])
+        outcome = record_point(folder, _run_point(index, point, command, run_dir, env))
         if on_point is not None:
-            on_point(outcome, len(matrix))
+            on_point(outcome, len(spec.matrix))
         return outcome
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        outcomes = tuple(pool.map(one, range(len(matrix))))
-    return _finish(SweepResult(sweep_id, tags, outcomes, data_dir / SWEEPS_DIR / f"{sweep_id}.json",
-                               time.monotonic() - began, executor, dict(base_inputs),
-                               tuple(matrix[0]) if matrix else ()))
+    with ThreadPoolExecutor(max_workers=spec.jobs) as pool:
+        return tuple(pool.map(one, todo))
 
 
 def _finish(result: SweepResult) -> SweepResult:
@@ -181,20 +223,18 @@ def _finish(result: SweepResult) -> SweepResult:
     return result
 
 
-def _batch(sweep_id: str, folder: Path, tags: str, base_inputs: Mapping[str, str],
-           matrix: Sequence[dict[str, str]], run_options: Sequence[str], jobs: int, executor: str | None,
-           env: Mapping[str, str] | None) -> BatchSweep | None:
+def _batch(spec: SweepSpec, folder: Path, todo: Sequence[int], env: Mapping[str, str] | None,
+           planned: Planned | None) -> BatchSweep | None:
     """The batch of this sweep when its executor has a batch entry and the batch path knows
     every run option (None: one ``cmx run`` process per point)."""
-    from cmx_core.sweep.batch import BatchSweep, batch_executor, parse_point_options
-
-    options = parse_point_options(run_options)
-    if env is not None or options is None or not matrix:
+    options = parse_point_options(spec.run_options)
+    if env is not None or options is None or not spec.matrix:
         return None
-    chosen = batch_executor(options.executor_name(executor))
+    chosen = batch_executor(options.executor_name(spec.executor))
     if chosen is None:
         return None
-    return BatchSweep(sweep_id, folder, tags, base_inputs, matrix, chosen, options, jobs)
+    return BatchSweep(spec.sweep_id, folder, spec.tags, spec.base_inputs, spec.matrix, chosen, options, spec.jobs,
+                      tuple(todo), planned, lambda outcome: record_point(folder, outcome))
 
 
 def _run_point(index: int, point: Mapping[str, str], command: list[str], run_dir: Path,
@@ -203,8 +243,9 @@ def _run_point(index: int, point: Mapping[str, str], command: list[str], run_dir
     result too: a failed step still records one); ``failed`` when it wrote none."""
     started = time.monotonic()
     log = run_dir.with_suffix(".log")
-    with open(log, "wb") as stderr:
-        proc = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+    with open(log, "wb") as stderr:  # SIGTERM when this driver dies: the point's cmx records it as interrupted
+        proc = subprocess.run([*dies_with_cmx("TERM"), *command], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=stderr,
                               env=dict(env) if env is not None else os.environ.copy(), check=False)
     wall = time.monotonic() - started
     document = _document(run_dir / "result.json")

@@ -5,7 +5,8 @@ and delete Job, ConfigMap and PVC; list pods by ``job-name``; read a pod's log),
 
 Its "kubelet" runs a created Job's container command on this machine as a child process
 (the image is not pulled): each volume's mountPath is mapped to a private directory (the
-ConfigMap's files written into its own), in the command's arguments and environment, which
+ConfigMap's files written into its own, those of every ConfigMap a ``projected`` volume
+lists too), in the command's arguments and environment, which
 is what the container would see; ``$(NAME)`` in them is expanded from the container's env
 as Kubernetes does. The child's output is the pod log; its exit code sets the Job's
 Complete/Failed condition. An Indexed Job (``completionMode: Indexed``) runs its
@@ -164,8 +165,10 @@ class StandIn:
         for mount in container["volumeMounts"]:
             local = base / mount["name"]
             local.mkdir()
-            config = volumes[mount["name"]].get("configMap")
-            if config:
+            volume = volumes[mount["name"]]
+            sources = [volume["configMap"]] if "configMap" in volume else \
+                [s["configMap"] for s in volume.get("projected", {}).get("sources", []) if "configMap" in s]
+            for config in sources:  # a projected volume: every source's keys in one directory
                 for key, text in self.objects[(namespace, "configmaps", config["name"])]["data"].items():
                     (local / key).write_text(text)
             mapping[mount["mountPath"]] = str(local)

@@ -163,7 +163,7 @@ def test_ctrl_c_deletes_the_indexed_job(cluster: tuple[Path, standin.StandIn], c
             time.sleep(0.1)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sweep, "wait", interrupted)
+    monkeypatch.setattr(sweep, "follow", lambda job, on_outcome: interrupted(job))
     with pytest.raises(Interrupted, match=r"Indexed Job .* was deleted"):
         run_sweep("test,sweep,k8sslow", {}, [{"n": "1"}, {"n": "2"}], data_dir=paths.data_dir(), jobs=2,
                   executor="k8s", run_options=["--recipes", str(tmp_path), *_k8s(kubeconfig)])

@@ -6,6 +6,8 @@ results equal those of one `cmx run` process per point; Ctrl-C cancels every tas
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,6 +21,7 @@ from cmx_core.cli.main import main
 from cmx_core.results.store import ResultStore
 from cmx_core.sweep.runner import SweepResult, parse_axes, points, read_manifest, run_sweep
 from cmx_core.testing import exit_code_recipe
+from tests.test_sweep_resume import POINTS, SQUARE, kill_halfway, point_results, successes
 
 SLOW = """\
 name: test-ray-batch-slow
@@ -231,3 +234,49 @@ def test_the_far_task_is_made_once_per_process() -> None:
     from cmx_ray.executor import _far_task
 
     assert _far_task() is _far_task()
+
+
+PAUSE = """\
+name: test-ray-sweep-pause
+tags: [test, ray, sweeppause]
+summary: sleeps for its input
+inputs:
+  pause: {type: number, default: 0}
+steps:
+  - uses: shell
+    with: {cmd: [sleep, "{{ inputs.pause }}"]}
+"""
+
+
+def test_each_point_of_a_batch_records_its_own_wall_time(ray_head: str, cmx_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "pause.yaml").write_text(PAUSE)
+    # -j 1: the second task is submitted when the first has slept 2 s; its own time does not include that
+    result = run_sweep("test,ray,sweeppause", {}, [{"pause": "2"}, {"pause": "0"}], data_dir=paths.data_dir(),
+                       jobs=1, executor="ray", run_options=["--recipes", str(tmp_path), *_ray(ray_head)])
+    assert result.failed == 0, [p.message for p in result.points]
+    slow, quick = result.points
+    assert slow.wall_s >= 2.0 > quick.wall_s
+    for point in result.points:
+        timing = json.loads(Path(str(point.result_path)).read_text())["timing"]
+        assert abs(timing["wall_s"] - point.wall_s) < 0.01  # the stored result says the same
+
+
+def test_a_ray_sweep_killed_halfway_then_resumed_equals_an_uninterrupted_one(ray_head: str, cmx_home: Path,
+                                                                             tmp_path: Path) -> None:
+    """Each point is recorded as its task ends (the executor's ``run_each``), so a driver
+    killed with SIGKILL mid-batch loses none that had ended; the resume runs the rest."""
+    (tmp_path / "square.yaml").write_text(SQUARE)
+    args = ["sweep", "--tags=test,sweep,square", "--recipes", str(tmp_path), "--no-cache", *_ray(ray_head),
+            "--matrix", "n=" + ",".join(str(n) for n in range(1, POINTS + 1)), "--json"]
+    whole = subprocess.run([sys.executable, "-m", "cmx_core", *args], capture_output=True, timeout=300, check=False)
+    assert whole.returncode == 0, whole.stderr.decode()
+    expected = point_results(json.loads(whole.stdout))
+    folder = kill_halfway([sys.executable, "-m", "cmx_core", *args, "--pause=0.5"])
+    resumed = subprocess.run([sys.executable, "-m", "cmx_core", "sweep", "--resume", folder.name, "--json"],
+                             capture_output=True, timeout=300, check=False)
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    got = point_results(json.loads(resumed.stdout))
+    assert sorted(got) == list(range(POINTS))
+    for index in range(POINTS):
+        assert got[index] == expected[index], index
+    assert successes(folder) == dict.fromkeys(range(POINTS), 1)

@@ -6,6 +6,8 @@ those of one `cmx run` process per point."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from cmx_core.cli.main import main
 from cmx_core.results.store import ResultStore
 from cmx_core.sweep.runner import SweepResult, parse_axes, points, read_manifest, run_sweep
 from cmx_core.testing import exit_code_recipe
+from tests.test_sweep_resume import POINTS, SQUARE, kill_halfway, point_results, successes
 
 SLURM = ["--executor", "slurm", "--executor-opt", "poll_s=0.2"]
 
@@ -122,3 +125,78 @@ def test_the_throttle_is_left_out_when_j_covers_every_point(slurm: Cluster, cmx_
     assert [o.error for o in outcomes] == [None, None]
     sbatch = json.loads((requests[0].run_dir / "remote-stage" / "slurm-job.json").read_text())["sbatch"]
     assert ("--array=0-1%1" if jobs == 1 else "--array=0-1") in sbatch
+
+
+TIMED = """\
+name: test-slurm-shape-{name}
+tags: [test, slurmshape, {name}]
+summary: sleeps for its input, with a time limit
+inputs:
+  pause: {{type: number, default: 0}}
+resources: {{time: {time}}}
+steps:
+  - uses: shell
+    with: {{cmd: [sleep, "{{{{ inputs.pause }}}}"]}}
+"""
+
+
+def _requests(folder: Path, wanted: list[tuple[str, str]]) -> list[Any]:
+    from cmx_slurm.settings import SlurmSettings
+
+    from cmx_core.run import engine
+    from cmx_core.testing import execution_request
+
+    session = engine.open_session([folder])
+    plans = [engine.plan(f"test,slurmshape,{name}", {"pause": pause}, session=session, executor="slurm")
+             for name, pause in wanted]
+    return [execution_request(plan, folder.parent / "runs" / f"point-{i}", settings=SlurmSettings(poll_s=0.2))
+            for i, plan in enumerate(plans)]
+
+
+def test_points_of_different_shapes_get_an_array_each(slurm: Cluster, cmx_home: Path, tmp_path: Path) -> None:
+    from cmx_slurm.array import run_many, shapes
+
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    for name, time in (("short", "5m"), ("long", "10m")):
+        (recipes / f"{name}.yaml").write_text(TIMED.format(name=name, time=time))
+    requests = _requests(recipes, [("short", "0"), ("long", "0"), ("short", "0")])
+    assert shapes(requests) == [(0, 2), (1,)]
+    outcomes = run_many(requests, 3)
+    assert [o.error for o in outcomes] == [None, None, None]
+    records = [json.loads((r.run_dir / "remote-stage" / "slurm-job.json").read_text()) for r in requests]
+    assert records[0]["array"] == records[2]["array"] != records[1]["array"]  # two arrays
+    assert "--time=5" in records[0]["sbatch"] and "--time=10" in records[1]["sbatch"]  # each its own time
+
+
+def test_each_point_of_an_array_records_its_own_wall_time(slurm: Cluster, cmx_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "short.yaml").write_text(TIMED.format(name="short", time="5m"))
+    # -j 1: the array's throttle runs the second point after the first has slept 2 s
+    result = run_sweep("test,slurmshape,short", {}, [{"pause": "2"}, {"pause": "0"}], data_dir=paths.data_dir(),
+                       jobs=1, executor="slurm", run_options=["--recipes", str(tmp_path), *SLURM])
+    assert result.failed == 0, [p.message for p in result.points]
+    slow, quick = result.points
+    assert slow.wall_s >= 2.0 > quick.wall_s
+    assert len({_job(p.result_path)["array"] for p in result.points}) == 1
+
+
+def test_a_slurm_sweep_killed_halfway_then_resumed_equals_an_uninterrupted_one(slurm: Cluster, cmx_home: Path,
+                                                                               tmp_path: Path) -> None:
+    """Each point is recorded as its array task ends (the executor's ``run_each``), so a
+    driver killed with SIGKILL mid-array loses none that had ended; the resume runs the rest
+    (the old array's last tasks end by themselves: their points are run again)."""
+    (tmp_path / "square.yaml").write_text(SQUARE)
+    args = ["sweep", "--tags=test,sweep,square", "--recipes", str(tmp_path), "--no-cache", *SLURM, "-j", "1",
+            "--matrix", "n=" + ",".join(str(n) for n in range(1, POINTS + 1)), "--json"]
+    whole = subprocess.run([sys.executable, "-m", "cmx_core", *args], capture_output=True, timeout=300, check=False)
+    assert whole.returncode == 0, whole.stderr.decode()
+    expected = point_results(json.loads(whole.stdout))
+    folder = kill_halfway([sys.executable, "-m", "cmx_core", *args, "--pause=0.5"])
+    resumed = subprocess.run([sys.executable, "-m", "cmx_core", "sweep", "--resume", folder.name, "--json"],
+                             capture_output=True, timeout=300, check=False)
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    got = point_results(json.loads(resumed.stdout))
+    assert sorted(got) == list(range(POINTS))
+    for index in range(POINTS):
+        assert got[index] == expected[index], index
+    assert successes(folder) == dict.fromkeys(range(POINTS), 1)

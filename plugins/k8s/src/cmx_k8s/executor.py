@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from cmx_core.api import Plan
 
 LOG_TAIL = 10
+ACCESS_MODES = ("ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod", "ReadOnlyMany")
 
 
 @dataclass
@@ -52,6 +53,8 @@ class K8sHandle:
     core: Any
     settings: K8sSettings
     files: tuple[Path, ...]
+    config_maps: tuple[str, ...] = ()
+    """The ConfigMaps to delete with the Job (default: the one named like it)."""
 
 
 def job_retries(request: ExecutionRequest) -> manifests.JobRetries:
@@ -78,7 +81,7 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
         assert isinstance(settings, K8sSettings)
         image = image_for(plan, settings)
         settings, accelerator = with_plan_resources(plan, settings)
-        gpus = gpu_request(plan, _plan_gpus(plan), settings.gpus, settings.gpu_product, accelerator)
+        gpus = gpu_request(plan, plan_gpus(plan), settings.gpus, settings.gpu_product, accelerator)
         shown: dict[str, Any] = {"image": image, "namespace": settings.namespace,
                                  "gpus": f"{gpus.count} x {gpus.resource}" if gpus else "none",
                                  "node selector": f"{gpus.label}={gpus.product}" if gpus and gpus.product else "none",
@@ -160,7 +163,8 @@ def apply(handle: K8sHandle, built: manifests.RunManifests) -> None:
     try:
         if built.pvc is not None:
             _ensure_pvc(handle.core, built.pvc, handle.namespace)
-        handle.core.create_namespaced_config_map(handle.namespace, built.config_map)
+        for item in built.config_maps:
+            handle.core.create_namespaced_config_map(handle.namespace, item)
         handle.batch.create_namespaced_job(handle.namespace, built.job)
     except Exception as exc:  # noqa: BLE001 - the client raises ApiException, urllib3 and OS errors
         delete(handle)
@@ -248,6 +252,9 @@ def check_settings(settings: K8sSettings) -> None:
             raise UsageError(f"k8s executor option {key}={getattr(settings, key):g}: use a number above 0")
     if settings.gpus is not None and settings.gpus < 0:
         raise UsageError(f"k8s executor option gpus={settings.gpus}: use 0 or more")
+    if settings.pvc_access_mode not in ACCESS_MODES:
+        raise UsageError(f"k8s executor option pvc_access_mode={settings.pvc_access_mode!r}: use one of "
+                         f"{', '.join(ACCESS_MODES)}")
     if not shlex.split(settings.cmx):
         raise UsageError("k8s executor option cmx='': give how the image starts cmx, e.g. cmx")
 
@@ -287,13 +294,15 @@ def _ensure_pvc(core: Any, pvc: dict[str, Any], namespace: str) -> None:
 
 
 def delete(handle: K8sHandle) -> None:
-    """Delete the Job (its pods with it) and the ConfigMap; a missing one is fine."""
+    """Delete the Job (its pods with it) and its ConfigMaps; a missing one is fine."""
     from kubernetes.client.exceptions import ApiException
+
+    def config_map(name: str) -> Callable[[], Any]:
+        return lambda: handle.core.delete_namespaced_config_map(name, handle.namespace)
 
     calls: tuple[Callable[[], Any], ...] = (lambda: handle.batch.delete_namespaced_job(handle.name, handle.namespace,
                                                              propagation_policy="Background"),
-                                             lambda: handle.core.delete_namespaced_config_map(handle.name,
-                                                                                              handle.namespace))
+                                             *(config_map(n) for n in handle.config_maps or (handle.name,)))
     for call in calls:
         try:
             call()
@@ -302,7 +311,7 @@ def delete(handle: K8sHandle) -> None:
                 raise CmxError(f"k8s executor: cannot delete {handle.name}: {_reason(exc)}") from None
 
 
-def _plan_gpus(plan: Plan) -> Any:
+def plan_gpus(plan: Plan) -> Any:
     """The ``gpus`` fact the plan was resolved against (its facts file, or this machine)."""
     from cmx_core.api import FactStore, get_registry
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from cmx_core.api import CmxError
+from cmx_core.api import CmxError, UsageError
 from cmx_k8s.framing import wrapper_source
 from cmx_k8s.gpu import GpuRequest
 from cmx_k8s.settings import K8sSettings
@@ -29,16 +29,34 @@ RUN_LABEL = "cmx.dev/run"
 INDEX_ENV = "CMX_POINT_INDEX"
 
 
+CONFIG_MAP_DATA_LIMIT = 1024 * 1024
+"""The most data a ConfigMap may hold (Kubernetes refuses more: 1 MiB)."""
+OBJECT_LIMIT = 1536 * 1024
+"""The largest object etcd stores by default (``--max-request-bytes``, 1.5 MiB)."""
+CONFIG_MAP_FILL = 900 * 1024
+"""How full cmx packs a sweep's ConfigMaps (below the limit: keys and metadata count too)."""
+DEFAULT_CPU = "1"
+DEFAULT_MEMORY = "1Gi"
+"""The requests and limits of a pod whose recipe and settings give no ``cpus``/``memory``:
+never none, which would put the pod in the BestEffort class, first to be evicted."""
+
+
 @dataclass(frozen=True)
 class RunManifests:
-    """The objects of one run, in the order they are applied."""
+    """The objects of one run, in the order they are applied; a sweep's locks may need more
+    than one ConfigMap (``more_config_maps``), projected into one ``/cmx/inputs`` volume."""
 
     config_map: dict[str, Any]
     pvc: dict[str, Any] | None
     job: dict[str, Any]
+    more_config_maps: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def config_maps(self) -> tuple[dict[str, Any], ...]:
+        return (self.config_map, *self.more_config_maps)
 
     def objects(self) -> list[dict[str, Any]]:
-        return [m for m in (self.pvc, self.config_map, self.job) if m is not None]
+        return [m for m in (self.pvc, *self.config_maps, self.job) if m is not None]
 
 
 def job_name(seed: str) -> str:
@@ -64,7 +82,8 @@ def pvc_manifest(settings: K8sSettings) -> dict[str, Any] | None:
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": {"name": settings.pvc, "namespace": settings.namespace,
                          "labels": {"app.kubernetes.io/managed-by": "cmx"}},
-            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": settings.pvc_size}}}}
+            "spec": {"accessModes": [settings.pvc_access_mode],
+                     "resources": {"requests": {"storage": settings.pvc_size}}}}
 
 
 def config_map(name: str, settings: K8sSettings, data: Mapping[str, str]) -> dict[str, Any]:
@@ -96,17 +115,22 @@ def pod_failure_policy(retries: JobRetries, indexed: bool) -> dict[str, Any]:
 
 def job_manifest(name: str, image: str, command: Sequence[str], settings: K8sSettings, gpus: GpuRequest | None,
                  env: Mapping[str, str], completions: int | None = None,
-                 parallelism: int | None = None, retries: JobRetries | None = None) -> dict[str, Any]:
+                 parallelism: int | None = None, retries: JobRetries | None = None,
+                 inputs: Sequence[str] = ()) -> dict[str, Any]:
     """The Job; with ``completions`` an Indexed Job whose index is ``$CMX_POINT_INDEX``, at
     most ``parallelism`` pods at once (default: all), each index failing on its own
     (``backoffLimitPerIndex``, the retries of ``backoff_limit``; no Job-wide backoffLimit,
-    which would end every index at the first failure)."""
+    which would end every index at the first failure). ``inputs``: the ConfigMaps projected
+    into ``/cmx/inputs`` (default: the one named ``name``). CPU and memory are always
+    requested and limited (:data:`DEFAULT_CPU`, :data:`DEFAULT_MEMORY` when nothing asks)."""
     resources: dict[str, dict[str, Any]] = {"limits": {}, "requests": {}}
-    for key, value in (("cpu", settings.cpus), ("memory", settings.memory)):
-        if value:
-            resources["limits"][key] = resources["requests"][key] = value
+    for key, value in (("cpu", settings.cpus or DEFAULT_CPU), ("memory", settings.memory or DEFAULT_MEMORY)):
+        resources["limits"][key] = resources["requests"][key] = value
+    sources = list(inputs) or [name]
+    volume = {"configMap": {"name": name}} if sources == [name] else \
+        {"projected": {"sources": [{"configMap": {"name": n}} for n in sources]}}
     pod: dict[str, Any] = {"restartPolicy": "Never", "containers": [], "volumes": [
-        {"name": "inputs", "configMap": {"name": name}},
+        {"name": "inputs", **volume},
         {"name": "work", "emptyDir": {}},
         {"name": "cache", **({"persistentVolumeClaim": {"claimName": settings.pvc}} if settings.pvc
                              else {"emptyDir": {}})}]}
@@ -175,17 +199,58 @@ def sweep_manifests(name: str, image: str, locks: Sequence[str], cmx: Sequence[s
     """An Indexed Job over ``locks``: index i runs ``lock-i.json`` (Kubernetes expands
     ``$(CMX_POINT_INDEX)`` in the command; no shell is involved). ``command`` is the far
     command with :data:`SWEEP_LOCK` as its lock (default: :func:`far_argv` of ``cmx``)."""
-    data = {f"lock-{i}.json": text for i, text in enumerate(locks)}
+    chunks = pack_locks(locks)
+    names = [name] if len(chunks) == 1 else [f"{name}-{k}" for k in range(len(chunks))]
+    maps = [config_map(n, settings, chunk) for n, chunk in zip(names, chunks, strict=True)]
     far = list(command) if command is not None else far_argv(cmx, lock=SWEEP_LOCK)
-    return RunManifests(config_map(name, settings, data), pvc_manifest(settings),
-                        job_manifest(name, image, container_command(settings, far), settings, gpus, env or {},
-                                     completions=len(locks), parallelism=parallelism))
+    job = job_manifest(name, image, container_command(settings, far), settings, gpus, env or {},
+                       completions=len(locks), parallelism=parallelism, inputs=names)
+    return RunManifests(maps[0], pvc_manifest(settings), job, tuple(maps[1:]))
+
+
+def pack_locks(locks: Sequence[str]) -> list[dict[str, str]]:
+    """The points' locks as ``lock-<i>.json`` keys, packed in order into as many ConfigMaps'
+    data as they need (each below :data:`CONFIG_MAP_FILL`); a lock too large for any
+    ConfigMap is a one-line UsageError naming the point."""
+    chunks: list[dict[str, str]] = [{}]
+    filled = 0
+    for index, text in enumerate(locks):
+        key = f"lock-{index}.json"
+        size = len(key) + len(text.encode("utf-8"))
+        if size > CONFIG_MAP_FILL:
+            raise UsageError(f"k8s executor: point {index}'s lock is {size} bytes, more than a ConfigMap holds "
+                             f"({CONFIG_MAP_FILL} of its {CONFIG_MAP_DATA_LIMIT}-byte limit); make that point's "
+                             "inputs smaller (pass large data as a file on the PVC instead)")
+        if filled + size > CONFIG_MAP_FILL and chunks[-1]:
+            chunks.append({})
+            filled = 0
+        chunks[-1][key] = text
+        filled += size
+    return chunks
+
+
+def check_sizes(manifests: RunManifests) -> None:
+    """Every object within the API server's limits (a ConfigMap's data within 1 MiB, any
+    object within etcd's 1.5 MiB); a one-line UsageError naming the object otherwise."""
+    for item in manifests.objects():
+        size = len(json.dumps(item, separators=(",", ":")).encode("utf-8"))
+        what = f"{item['kind']} {item['metadata']['name']}"
+        if item["kind"] == "ConfigMap":
+            data = sum(len(k) + len(str(v).encode("utf-8")) for k, v in item.get("data", {}).items())
+            if data > CONFIG_MAP_DATA_LIMIT:
+                raise UsageError(f"k8s executor: the {what} holds {data} bytes, over the "
+                                 f"{CONFIG_MAP_DATA_LIMIT}-byte ConfigMap limit; make the inputs smaller")
+        if size > OBJECT_LIMIT:
+            raise UsageError(f"k8s executor: the {what} manifest is {size} bytes, over the {OBJECT_LIMIT}-byte "
+                             "object limit; make the inputs smaller or split the sweep")
 
 
 def validate(manifests: RunManifests) -> None:
-    """Each object against the Kubernetes schema; a CmxError naming the object and path."""
+    """Each object within its size limit (:func:`check_sizes`) and valid against the
+    Kubernetes schema; a CmxError naming the object and path."""
     import kubernetes_validate  # type: ignore[import-untyped]
 
+    check_sizes(manifests)
     for item in manifests.objects():
         try:
             kubernetes_validate.validate(item, SCHEMA_VERSION, strict=True)
@@ -201,7 +266,10 @@ def write(manifests: RunManifests, directory: Path, as_json: bool = False) -> li
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for item in manifests.objects():
-        path = directory / f"{item['kind'].lower()}.{'json' if as_json else 'yaml'}"
+        stem = item["kind"].lower()
+        if item["kind"] == "ConfigMap" and manifests.more_config_maps:
+            stem = f"configmap-{manifests.config_maps.index(item)}"
+        path = directory / f"{stem}.{'json' if as_json else 'yaml'}"
         path.write_text(json.dumps(item, indent=2) if as_json else yaml.safe_dump(item, sort_keys=False, width=120),
                         encoding="utf-8")
         written.append(path)

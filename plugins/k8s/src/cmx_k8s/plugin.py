@@ -4,6 +4,7 @@ client is imported only when a k8s plan or run needs it)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
@@ -26,6 +27,19 @@ def _run_many(requests: Sequence[ExecutionRequest], jobs: int) -> tuple[Executio
     return run_many(requests, jobs)
 
 
+def _run_each(requests: Sequence[ExecutionRequest], jobs: int,
+              on_outcome: Callable[[int, ExecutionOutcome], None]) -> None:
+    from cmx_k8s.sweep import run_each
+
+    run_each(requests, jobs, on_outcome)
+
+
+def _render_many(plans: Sequence[Plan], settings: ExecutorSettings, jobs: int) -> list[Path]:
+    from cmx_k8s.sweep import render_many
+
+    return render_many(plans, settings, jobs)
+
+
 def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
     from cmx_k8s.executor import K8sExecutor
 
@@ -43,4 +57,5 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     from cmx_k8s.settings import K8sSettings
 
     register(Executor(name="k8s", summary=SUMMARY, run=_execute, settings=K8sSettings,
-                      check_plan=_check_plan, describe=_describe, run_many=_run_many))
+                      check_plan=_check_plan, describe=_describe, run_many=_run_many,
+                      run_each=_run_each, render_many=_render_many))

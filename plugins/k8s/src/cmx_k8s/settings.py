@@ -28,8 +28,13 @@ class K8sSettings(ExecutorSettings):
     pvc: str = field(default="cmx-cache", metadata={
         "help": "PersistentVolumeClaim holding datasets, models and the cmx cache (empty: an emptyDir)"})
     pvc_size: str = field(default="200Gi", metadata={"help": "size of the claim when cmx creates it"})
-    cpus: str | None = field(default=None, metadata={"help": "CPU request and limit, e.g. 8"})
-    memory: str | None = field(default=None, metadata={"help": "memory request and limit, e.g. 64Gi"})
+    pvc_access_mode: str = field(default="ReadWriteMany", metadata={
+        "help": "access mode of the claim when cmx creates it: ReadWriteMany lets a sweep's pods on different "
+                "nodes share it (ReadWriteOnce: one node only)"})
+    cpus: str | None = field(default=None, metadata={
+        "help": "CPU request and limit, e.g. 8 (default: the recipe's resources.cpus, else 1)"})
+    memory: str | None = field(default=None, metadata={
+        "help": "memory request and limit, e.g. 64Gi (default: the recipe's resources.memory, else 1Gi)"})
     backoff_limit: int = field(default=0, metadata={"help": "Job backoffLimit: retries of a failed pod"})
     timeout_s: int | None = field(default=None, metadata={
         "help": "Job activeDeadlineSeconds; the run is cancelled (the Job deleted) after it"})

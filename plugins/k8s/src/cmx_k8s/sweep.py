@@ -1,26 +1,40 @@
-"""Many runs as one Kubernetes Indexed Job: the k8s executor's batch entry
-(``Executor.run_many``), which ``cmx sweep --executor k8s -j N`` calls.
+"""Many runs as Kubernetes Indexed Jobs: the k8s executor's batch entries
+(``Executor.run_many`` and ``run_each``), which ``cmx sweep --executor k8s -j N`` calls.
 
-Every request is prepared as a single run is (its stage directory and ``lock.json``); one
-ConfigMap holds ``lock-<i>.json`` for every point, and one Indexed Job (``completions: N``,
-``parallelism: min(N, -j)``, ``backoffLimitPerIndex`` so that a failed point does not end the
-others) runs index *i* on lock *i*. When every index has ended, each index's pod log (pods
-by ``job-name``, index by the ``batch.kubernetes.io/job-completion-index`` annotation) is
-unpacked into that point's ``<run dir>/remote`` as :meth:`K8sExecutor.fetch` does, and
-folded into its outcome. The Job and ConfigMap are deleted at the end and on Ctrl-C.
+Every request is prepared as a single run is (its stage directory and ``lock.json``); the
+points are grouped by shape (:func:`shapes`: a pod template asks for one set of resources),
+and each group is one Indexed Job (``completions: N``, ``parallelism: min(N, -j)``,
+``backoffLimitPerIndex`` so that a failed point does not end the others) whose index *i*
+runs lock *i*, the locks packed into as many ConfigMaps as they need
+(:func:`cmx_k8s.manifests.pack_locks`). As each index ends (the Job status's
+``completedIndexes``/``failedIndexes``), its pod log (pods by ``job-name``, index by the
+``batch.kubernetes.io/job-completion-index`` annotation) is unpacked into that point's
+``<run dir>/remote`` as :meth:`K8sExecutor.fetch` does, folded into its outcome and handed
+over (the sweep records it then). The Jobs and ConfigMaps are deleted at the end and on
+Ctrl-C. :func:`render_many` writes the same manifests and applies nothing.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cmx_core.api import CmxError, ExecutionOutcome, ExecutionRequest, Fetched, JobStatus, RemoteJob, fold
+from cmx_core.api import (
+    CmxError,
+    ExecutionOutcome,
+    ExecutionRequest,
+    ExecutorSettings,
+    Fetched,
+    JobStatus,
+    RemoteJob,
+    fold,
+)
 from cmx_core.errors import Interrupted, UsageError
 from cmx_k8s import framing, manifests
 from cmx_k8s.executor import (
@@ -33,10 +47,15 @@ from cmx_k8s.executor import (
     delete,
     ended,
     image_for,
+    plan_gpus,
+    render_plan,
     with_plan_resources,
 )
-from cmx_k8s.gpu import gpu_request
+from cmx_k8s.gpu import GpuRequest, gpu_request
 from cmx_k8s.settings import K8sSettings
+
+if TYPE_CHECKING:
+    from cmx_core.api import Plan
 
 
 @dataclass(frozen=True)
@@ -48,31 +67,88 @@ class SweepJob:
     submitted: float
 
 
+@dataclass(frozen=True)
+class Shape:
+    """The points (by index) that one Indexed Job runs: a pod template is one shape, so
+    points asking for different CPUs, memory, time, GPUs or image get a Job each."""
+
+    settings: K8sSettings
+    gpus: GpuRequest | None
+    image: str
+    indices: tuple[int, ...]
+
+
+def shapes(plans: Sequence[Plan], settings: K8sSettings, gpus_fact: Any) -> list[Shape]:
+    """The points grouped by what their pod asks for (each point's own ``resources:``), in
+    order of their first point."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    found: dict[tuple[Any, ...], tuple[K8sSettings, GpuRequest | None, str]] = {}
+    for index, plan in enumerate(plans):
+        point, accelerator = with_plan_resources(plan, settings)  # each point's plan must fit one pod
+        gpus = gpu_request(plan, gpus_fact, point.gpus, point.gpu_product, accelerator)
+        image = image_for(plan, settings)
+        key = (point.cpus, point.memory, point.timeout_s, gpus, image)
+        groups.setdefault(key, []).append(index)
+        found.setdefault(key, (point, gpus, image))
+    return [Shape(*found[key], tuple(indices)) for key, indices in groups.items()]
+
+
 def run_many(requests: Sequence[ExecutionRequest], jobs: int) -> tuple[ExecutionOutcome, ...]:
-    """Run ``requests`` as one Indexed Job, at most ``jobs`` pods at once; one outcome per
-    request, in order. Ctrl-C deletes the Job and raises Interrupted."""
-    sweep = submit(requests, jobs)
-    try:
-        return collect(sweep, wait(sweep))
-    except (KeyboardInterrupt, Interrupted):
-        delete(sweep.handle)
-        raise Interrupted(f"interrupted; the k8s Indexed Job {sweep.handle.name} was deleted") from None
-    finally:
-        delete(sweep.handle)
+    """Run ``requests`` as one Indexed Job per shape (:func:`shapes`), at most ``jobs`` pods
+    of each at once; one outcome per request, in order. Ctrl-C deletes the Jobs and raises
+    Interrupted."""
+    outcomes: dict[int, ExecutionOutcome] = {}
+    run_each(requests, jobs, outcomes.__setitem__)
+    return tuple(outcomes[i] for i in range(len(requests)))
 
 
-def submit(requests: Sequence[ExecutionRequest], jobs: int) -> SweepJob:
-    """Prepare every request, build and validate the ConfigMap, PVC and Indexed Job, apply them."""
+def run_each(requests: Sequence[ExecutionRequest], jobs: int,
+             on_outcome: Callable[[int, ExecutionOutcome], None]) -> None:
+    """:func:`run_many` handing each point's outcome (with its request's index) to
+    ``on_outcome`` as soon as its index has ended (the Job status's ``completedIndexes`` and
+    ``failedIndexes``): the batch entry a sweep uses, recording each point then."""
     if not requests:
         raise UsageError("k8s run_many: give at least one run")
     settings = requests[0].settings
     assert isinstance(settings, K8sSettings)
     check_settings(settings)
-    for request in requests:
-        with_plan_resources(request.plan, settings)  # each point's plan must fit one pod
+    groups = shapes([r.plan for r in requests], settings, requests[0].facts.try_get("gpus"))
+    sweeps: list[SweepJob] = []
+    try:
+        for group in groups:
+            sweeps.append(submit([requests[i] for i in group.indices], jobs, group))
+        for group, sweep in zip(groups, sweeps, strict=True):
+            follow(sweep, _renumbered(group.indices, on_outcome))
+    except (KeyboardInterrupt, Interrupted):
+        _delete_all(sweeps)
+        names = ", ".join(s.handle.name for s in sweeps)
+        what = f"Indexed Job {names} was" if len(sweeps) == 1 else f"Indexed Jobs {names} were"
+        raise Interrupted(f"interrupted; the k8s {what} deleted") from None
+    finally:
+        _delete_all(sweeps)
+
+
+def _renumbered(indices: Sequence[int], on_outcome: Callable[[int, ExecutionOutcome], None]
+                ) -> Callable[[int, ExecutionOutcome], None]:
+    """``on_outcome`` for one Job: its completion index turned back into the request's."""
+    return lambda index, outcome: on_outcome(indices[index], outcome)
+
+
+def _delete_all(sweeps: Sequence[SweepJob]) -> None:
+    for sweep in sweeps:
+        delete(sweep.handle)
+
+
+def submit(requests: Sequence[ExecutionRequest], jobs: int, shape: Shape | None = None) -> SweepJob:
+    """Prepare every request, build and validate the ConfigMaps, PVC and Indexed Job of one
+    shape (default: the first request's, which every request must fit), apply them."""
+    if not requests:
+        raise UsageError("k8s run_many: give at least one run")
     first = requests[0]
-    settings, accelerator = with_plan_resources(first.plan, settings)
-    gpus = gpu_request(first.plan, first.facts.try_get("gpus"), settings.gpus, settings.gpu_product, accelerator)
+    if shape is None:
+        assert isinstance(first.settings, K8sSettings)
+        [shape] = shapes([first.plan], first.settings, first.facts.try_get("gpus"))
+    settings = shape.settings
     executor = K8sExecutor()
     prepared = tuple(executor.prepare(r) for r in requests)
     parallelism = max(1, min(jobs, len(prepared)))
@@ -80,16 +156,47 @@ def submit(requests: Sequence[ExecutionRequest], jobs: int) -> SweepJob:
         settings = _with_timeout(settings, settings.timeout_s * math.ceil(len(prepared) / parallelism))
     name = manifests.job_name(f"sweep-{first.run_id}")
     built = manifests.sweep_manifests(
-        name, _image(requests, settings), [(j.stage_dir / "lock.json").read_text(encoding="utf-8") for j in prepared],
-        (), settings, gpus, command=indexed_command(prepared), env=prepared[0].env, parallelism=parallelism)
+        name, shape.image, [(j.stage_dir / "lock.json").read_text(encoding="utf-8") for j in prepared],
+        (), settings, shape.gpus, command=indexed_command(prepared), env=prepared[0].env, parallelism=parallelism)
     manifests.validate(built)
     for job in prepared:
         _write_job(built.job, job.request.run_dir / "k8s")
     batch, core = clients(settings)
-    handle = K8sHandle(name, settings.namespace, batch, core, settings, ())
+    handle = K8sHandle(name, settings.namespace, batch, core, settings, (),
+                       tuple(str(c["metadata"]["name"]) for c in built.config_maps))
     submitted = time.time()
     apply(handle, built)
     return SweepJob(handle, prepared, submitted)
+
+
+def render_many(plans: Sequence[Plan], settings: ExecutorSettings, jobs: int) -> list[Path]:
+    """``cmx sweep ... --executor-opt render=DIR``: each point's own manifests (what ``cmx
+    plan`` renders for it) in ``DIR/point-<i>/``, and what the sweep would apply, its
+    Indexed Job(s) and ConfigMaps, in ``DIR/sweep-<k>/`` (one per shape), all validated;
+    nothing is applied."""
+    assert isinstance(settings, K8sSettings) and settings.render
+    check_settings(settings)
+    root = Path(settings.render)
+    written: list[Path] = []
+    groups = shapes(plans, settings, plan_gpus(plans[0]) if plans else None)
+    for group in groups:
+        for index in group.indices:
+            written += render_plan(plans[index], group.settings, group.image, group.gpus, root / f"point-{index}")
+    cmx = shlex.split(settings.cmx)
+    for number, group in enumerate(groups):
+        locks = [(root / f"point-{i}" / "lock.json").read_text(encoding="utf-8") for i in group.indices]
+        parallelism = max(1, min(jobs, len(locks)))
+        shaped = group.settings if not group.settings.timeout_s else \
+            _with_timeout(group.settings, group.settings.timeout_s * math.ceil(len(locks) / parallelism))
+        built = manifests.sweep_manifests(manifests.job_name(f"sweep-{plans[group.indices[0]].root.cache_key[:8]}"
+                                                             f"-{number}"), group.image, locks, cmx, shaped,
+                                          group.gpus, parallelism=parallelism)
+        manifests.validate(built)
+        directory = root / f"sweep-{number}"
+        written += manifests.write(built, directory)
+        (directory / "points.json").write_text(json.dumps({"points": list(group.indices)}) + "\n", encoding="utf-8")
+        written.append(directory / "points.json")
+    return written
 
 
 def indexed_command(jobs: Sequence[RemoteJob]) -> list[str]:
@@ -102,36 +209,55 @@ def indexed_command(jobs: Sequence[RemoteJob]) -> list[str]:
     return list(commands.pop())
 
 
-def wait(sweep: SweepJob) -> JobStatus:
-    """Poll the Job's status every ``poll_s`` until every index has ended."""
+def follow(sweep: SweepJob, on_outcome: Callable[[int, ExecutionOutcome], None]) -> None:
+    """Poll the Job every ``poll_s``: each index that has ended (``completedIndexes``,
+    ``failedIndexes``) is collected and handed to ``on_outcome`` at once; when the Job has
+    ended (or its deadline passed: then it is deleted), every index left is."""
     handle = sweep.handle
     limit = handle.settings.timeout_s
     deadline = time.monotonic() + limit + 60 if limit else None
+    handed: set[int] = set()
+
+    def hand(indices: Sequence[int], job_status: JobStatus) -> None:
+        pods = _pods_by_index(handle)
+        for index in indices:
+            handed.add(index)
+            on_outcome(index, _collect_one(sweep, index, pods.get(index), job_status))
+
     while True:
         status = handle.batch.read_namespaced_job_status(handle.name, handle.namespace).status
+        ended_now = (_indexes(status.completed_indexes) | _indexes(status.failed_indexes)) - handed
+        hand(sorted(i for i in ended_now if i < len(sweep.jobs)), JobStatus("failed", None, ""))
         finished = ended(status) if _conditions_final(status) else None
-        if finished is not None:
-            return finished
-        if deadline is not None and time.monotonic() > deadline:
+        if finished is None and deadline is not None and time.monotonic() > deadline:
             delete(handle)
-            return JobStatus("timeout", None, f"Job {handle.name} still running after {limit} s; deleted")
+            finished = JobStatus("timeout", None, f"Job {handle.name} still running after {limit} s; deleted")
+        if finished is not None:
+            hand([i for i in range(len(sweep.jobs)) if i not in handed], finished)
+            return
         time.sleep(handle.settings.poll_s)
 
 
-def collect(sweep: SweepJob, job_status: JobStatus) -> tuple[ExecutionOutcome, ...]:
-    """Each index's pod log unpacked into its point's output and folded into its outcome."""
+def _collect_one(sweep: SweepJob, index: int, pod: Any, job_status: JobStatus) -> ExecutionOutcome:
+    """One index's pod log unpacked into its point's output and folded into its outcome."""
     handle = sweep.handle
-    pods = _pods_by_index(handle)
-    outcomes = []
-    for index, job in enumerate(sweep.jobs):
-        log_path = job.request.run_dir / "pod.log"
-        pod = pods.get(index)
-        log = str(handle.core.read_namespaced_pod_log(pod.metadata.name, handle.namespace)) if pod else ""
-        log_path.write_text(log, encoding="utf-8")
-        status = _point_status(log, job, handle.settings, pod, job_status)
-        fetched = Fetched(logs=(log_path, *_files(job)))
-        outcomes.append(fold(job, status, fetched, sweep.submitted, "k8s"))
-    return tuple(outcomes)
+    job = sweep.jobs[index]
+    log_path = job.request.run_dir / "pod.log"
+    log = str(handle.core.read_namespaced_pod_log(pod.metadata.name, handle.namespace)) if pod else ""
+    log_path.write_text(log, encoding="utf-8")
+    status = _point_status(log, job, handle.settings, pod, job_status)
+    fetched = Fetched(logs=(log_path, *_files(job)))
+    return fold(job, status, fetched, sweep.submitted, "k8s", own_timing=True)
+
+
+def _indexes(ranges: str | None) -> set[int]:
+    """``"0-2,5"`` (a Job status's index ranges) as ``{0, 1, 2, 5}``."""
+    found: set[int] = set()
+    for part in (ranges or "").split(","):
+        first, _, last = part.strip().partition("-")
+        if first.isdigit() and (not last or last.isdigit()):
+            found.update(range(int(first), int(last or first) + 1))
+    return found
 
 
 def _point_status(log: str, job: RemoteJob, settings: K8sSettings, pod: Any, job_status: JobStatus) -> JobStatus:
@@ -183,14 +309,6 @@ def _conditions_final(status: Any) -> bool:
 
 def _indexed(command: Sequence[str]) -> list[str]:
     return [manifests.SWEEP_LOCK if arg == manifests.FAR_LOCK else arg.replace("$", "$$") for arg in command]
-
-
-def _image(requests: Sequence[ExecutionRequest], settings: K8sSettings) -> str:
-    images = {image_for(r.plan, settings) for r in (requests if not settings.image else requests[:1])}
-    if len(images) != 1:
-        raise CmxError(f"k8s executor: the sweep's points need different images ({', '.join(sorted(images))}); "
-                       "one Indexed Job runs one; give image=")
-    return images.pop()
 
 
 def _with_timeout(settings: K8sSettings, seconds: int) -> K8sSettings:

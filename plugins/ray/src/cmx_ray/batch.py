@@ -22,7 +22,7 @@ batch starts waiting for it, so a task queued behind others may get more than th
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Interrupted, JobStatus, RemoteJob, UsageError, fold
 from cmx_ray import cluster
@@ -32,9 +32,11 @@ from cmx_ray.settings import RaySettings
 
 
 def run_batch(requests: Sequence[ExecutionRequest], settings: RaySettings | None = None, *,
-              max_parallel: int | None = None) -> tuple[ExecutionOutcome, ...]:
+              max_parallel: int | None = None,
+              on_outcome: Callable[[int, ExecutionOutcome], None] | None = None) -> tuple[ExecutionOutcome, ...]:
     """Run every request as a Ray task (all submitted at once, or at most ``max_parallel`` at
-    a time); outcomes in request order."""
+    a time); outcomes in request order. ``on_outcome`` gets each one (with its request's
+    index) as soon as its task has ended and its result is fetched."""
     if not requests:
         raise UsageError("run_batch: give at least one run")
     if max_parallel is not None and max_parallel < 1:
@@ -50,13 +52,22 @@ def run_batch(requests: Sequence[ExecutionRequest], settings: RaySettings | None
         jobs = [executor.prepare(request) for request in requests]
         started = time.time()
         handles: list[RayHandle] = []
+        outcomes: list[ExecutionOutcome] = []
+
+        def ended(index: int, status: JobStatus) -> None:
+            job = jobs[index]
+            outcome = fold(job, status, executor.fetch(handles[index], job), started, executor.name,
+                           own_timing=True)
+            outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(index, outcome)
+
         try:
-            statuses = _submit_and_wait(executor, jobs, handles, max_parallel or len(jobs))
+            _submit_and_wait(executor, jobs, handles, max_parallel or len(jobs), ended)
         except (KeyboardInterrupt, Interrupted):
             _cancel_all(handles)
             raise Interrupted(f"interrupted; the batch's {len(handles)} Ray tasks were cancelled") from None
-        return tuple(fold(job, status, executor.fetch(handle, job), started, executor.name)
-                     for job, handle, status in zip(jobs, handles, statuses, strict=True))
+        return tuple(outcomes)
 
 
 def run_many(requests: Sequence[ExecutionRequest], max_parallel: int) -> tuple[ExecutionOutcome, ...]:
@@ -64,17 +75,24 @@ def run_many(requests: Sequence[ExecutionRequest], max_parallel: int) -> tuple[E
     return run_batch(requests, max_parallel=max_parallel)
 
 
+def run_each(requests: Sequence[ExecutionRequest], max_parallel: int,
+             on_outcome: Callable[[int, ExecutionOutcome], None]) -> None:
+    """The batch entry a sweep uses: each outcome handed over as soon as its task has ended
+    (the sweep records it then)."""
+    run_batch(requests, max_parallel=max_parallel, on_outcome=on_outcome)
+
+
 def _submit_and_wait(executor: RayExecutor, jobs: Sequence[RemoteJob], handles: list[RayHandle],
-                     window: int) -> list[JobStatus]:
+                     window: int, ended: Callable[[int, JobStatus], None]) -> None:
     """Keep ``window`` tasks submitted (the first ``window`` at once), waiting for them in
-    order; ``handles`` grows as tasks are submitted (what Ctrl-C must cancel)."""
+    order and handing each to ``ended`` as it ends; ``handles`` grows as tasks are submitted
+    (what Ctrl-C must cancel)."""
     handles.extend(executor.submit_checked(job, check_cluster=False) for job in jobs[:window])
-    statuses: list[JobStatus] = []
     for index in range(len(jobs)):
-        statuses.append(executor.wait(handles[index]))
+        status = executor.wait(handles[index])
         if len(handles) < len(jobs):
             handles.append(executor.submit_checked(jobs[len(handles)], check_cluster=False))
-    return statuses
+        ended(index, status)
 
 
 def _cancel_all(handles: Sequence[RayHandle]) -> None:

@@ -38,9 +38,17 @@ def _run_many(requests: Sequence[ExecutionRequest], max_parallel: int) -> tuple[
     return run_many(requests, max_parallel)
 
 
+def _run_each(requests: Sequence[ExecutionRequest], max_parallel: int,
+              on_outcome: Callable[[int, ExecutionOutcome], None]) -> None:
+    from cmx_ray.batch import run_each
+
+    run_each(requests, max_parallel, on_outcome)
+
+
 @hookimpl
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     from cmx_ray.settings import RaySettings
 
     register(Executor(name="ray", summary=SUMMARY, run=_execute, settings=RaySettings,
-                      check_plan=_check_plan, describe=_describe, run_many=_run_many))
+                      check_plan=_check_plan, describe=_describe, run_many=_run_many,
+                      run_each=_run_each))

@@ -12,19 +12,20 @@ its output in that run's stage directory. The scheduler starts as many at once a
 ``wait_array`` waits for every task with one squeue call per interval; ``cancel_array``
 cancels the whole array. ``max_parallel`` maps to sbatch's ``%N`` array throttle.
 :func:`run_many` is both steps, the executor's batch entry (``Executor.run_many``) that
-``cmx sweep --executor slurm -j N`` calls, with N as the throttle.
+``cmx sweep --executor slurm -j N`` calls, with N as the throttle: one array per resource
+shape (points whose plans ask for different resources get an array each).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Fetched, JobStatus, RemoteJob, fold
-from cmx_core.errors import Interrupted, UsageError
+from cmx_core.errors import CmxError, Interrupted, UsageError
 from cmx_slurm import poll, script, slurmcli
 from cmx_slurm.executor import JOB_RECORD, SlurmExecutor, resources_for, settings_of, with_log_tail
 from cmx_slurm.settings import SlurmSettings
@@ -44,7 +45,7 @@ class ArrayJob:
 def submit_array(requests: Sequence[ExecutionRequest], settings: SlurmSettings | None = None, *,
                  max_parallel: int | None = None) -> ArrayJob:
     """Stage every request and submit them as one job array; the resources are those of
-    the first request's plan (every point of a sweep has the same shape)."""
+    the first request's plan (:func:`run_many` groups a sweep's points by shape first)."""
     if not requests:
         raise UsageError("submit_array: give at least one run")
     chosen = settings_of(settings if settings is not None else requests[0].settings)
@@ -70,11 +71,20 @@ def submit_array(requests: Sequence[ExecutionRequest], settings: SlurmSettings |
     return ArrayJob(array_id, jobs, task_ids, submitted, chosen)
 
 
-def wait_array(array: ArrayJob) -> tuple[JobStatus, ...]:
-    """Block until every task has ended (Ctrl-C cancels the array); statuses in order."""
+def wait_array(array: ArrayJob, on_done: Callable[[int, JobStatus], None] | None = None) -> tuple[JobStatus, ...]:
+    """Block until every task has ended (Ctrl-C cancels the array); statuses in order.
+    ``on_done`` gets each task (its index, its status with the log's tail) as it ends."""
     watched = [poll.Watched(t, j.stage_dir) for t, j in zip(array.task_ids, array.jobs, strict=True)]
+    where = {t: i for i, t in enumerate(array.task_ids)}
+
+    def ended(task_id: str, status: JobStatus) -> None:
+        if on_done is not None:
+            index = where[task_id]
+            on_done(index, with_log_tail(status, array.jobs[index].stage_dir / "slurm.out"))
+
     try:
-        found = poll.wait_all(watched, poll.Backoff(array.settings.poll_s, array.settings.poll_max_s))
+        found = poll.wait_all(watched, poll.Backoff(array.settings.poll_s, array.settings.poll_max_s),
+                              on_done=ended)
     except (KeyboardInterrupt, Interrupted):
         cancel_array(array)
         raise Interrupted(f"interrupted; slurm job array {array.array_id} was cancelled") from None
@@ -82,24 +92,81 @@ def wait_array(array: ArrayJob) -> tuple[JobStatus, ...]:
                  for t, j in zip(array.task_ids, array.jobs, strict=True))
 
 
-def collect(array: ArrayJob) -> tuple[ExecutionOutcome, ...]:
-    """Wait, then fold each point's far result into its :class:`ExecutionOutcome`."""
-    statuses = wait_array(array)
-    return tuple(fold(job, status, Fetched(logs=_logs(job.stage_dir)), array.submitted, "slurm")
-                 for job, status in zip(array.jobs, statuses, strict=True))
+def collect(array: ArrayJob, on_outcome: Callable[[int, ExecutionOutcome], None] | None = None
+            ) -> tuple[ExecutionOutcome, ...]:
+    """Wait, folding each point's far result into its :class:`ExecutionOutcome` as its task
+    ends (handed to ``on_outcome`` with its index then); outcomes in order."""
+    outcomes: dict[int, ExecutionOutcome] = {}
+
+    def ended(index: int, status: JobStatus) -> None:
+        job = array.jobs[index]
+        outcomes[index] = fold(job, status, Fetched(logs=_logs(job.stage_dir)), array.submitted, "slurm",
+                               own_timing=True)
+        if on_outcome is not None:
+            on_outcome(index, outcomes[index])
+
+    wait_array(array, ended)
+    return tuple(outcomes[i] for i in range(len(array.jobs)))
+
+
+def shapes(requests: Sequence[ExecutionRequest]) -> list[tuple[int, ...]]:
+    """The requests (by index) grouped by the resources their plans ask for (nodes, tasks,
+    CPUs, GPUs, memory, time...), in order of their first request: an array has one shape, so
+    each group is an array of its own."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for index, request in enumerate(requests):
+        resources = resources_for(request.plan, settings_of(request.settings))
+        groups.setdefault((str(resources.ntasks), *resources.sbatch_args()), []).append(index)
+    return [tuple(indices) for indices in groups.values()]
 
 
 def run_many(requests: Sequence[ExecutionRequest], max_parallel: int) -> tuple[ExecutionOutcome, ...]:
-    """Submit the requests as one array, at most ``max_parallel`` tasks running at once (no
-    throttle when that covers them all), and wait for every outcome."""
-    throttle = max_parallel if max_parallel < len(requests) else None
-    return collect(submit_array(requests, max_parallel=throttle))
+    """Submit the requests as one array per shape (:func:`shapes`: each point gets its own
+    resources), at most ``max_parallel`` tasks of each running at once (no throttle when
+    that covers them all), and wait for every outcome; outcomes in request order. Ctrl-C
+    cancels every array."""
+    outcomes: dict[int, ExecutionOutcome] = {}
+    run_each(requests, max_parallel, outcomes.__setitem__)
+    return tuple(outcomes[i] for i in range(len(requests)))
+
+
+def run_each(requests: Sequence[ExecutionRequest], max_parallel: int,
+             on_outcome: Callable[[int, ExecutionOutcome], None]) -> None:
+    """:func:`run_many` handing each outcome (with its request's index) to ``on_outcome`` as
+    soon as its task has ended: the batch entry a sweep uses, recording each point then."""
+    groups = shapes(requests)
+    arrays: list[ArrayJob] = []
+    try:
+        for indices in groups:
+            throttle = max_parallel if max_parallel < len(indices) else None
+            arrays.append(submit_array([requests[i] for i in indices], max_parallel=throttle))
+        for indices, array in zip(groups, arrays, strict=True):
+            collect(array, _renumbered(indices, on_outcome))
+    except (KeyboardInterrupt, Interrupted):
+        for array in arrays:
+            _cancel_quietly(array)
+        raise Interrupted(f"interrupted; slurm job array(s) {', '.join(a.array_id for a in arrays)} "
+                          "were cancelled") from None
 
 
 def cancel_array(array: ArrayJob) -> None:
     """Cancel every task of the array and wait (bounded) until they leave the queue."""
     slurmcli.scancel(array.array_id)
     poll.wait_gone(list(array.task_ids))
+
+
+def _renumbered(indices: Sequence[int], on_outcome: Callable[[int, ExecutionOutcome], None]
+                ) -> Callable[[int, ExecutionOutcome], None]:
+    """``on_outcome`` for one array: its task index turned back into the request's."""
+    return lambda index, outcome: on_outcome(indices[index], outcome)
+
+
+def _cancel_quietly(array: ArrayJob) -> None:
+    """Cancel an array that may have ended (or been cancelled) already."""
+    try:
+        cancel_array(array)
+    except CmxError:
+        pass
 
 
 def _logs(stage: Path) -> tuple[Path, ...]:

@@ -55,9 +55,10 @@ class Watched:
 
 
 def wait_all(jobs: Sequence[Watched], backoff: Backoff, clock: Callable[[], float] = time.monotonic,
-             ) -> dict[str, JobStatus]:
-    """Block until every job has ended; its :class:`JobStatus` by job id."""
-    done: dict[str, JobStatus] = {}
+             on_done: Callable[[str, JobStatus], None] | None = None) -> dict[str, JobStatus]:
+    """Block until every job has ended; its :class:`JobStatus` by job id. ``on_done`` gets
+    each job as soon as its status is known."""
+    done = _Done(on_done)
     ended_at: dict[str, float] = {}
     settle = Backoff(0.05, 1.0)
     while len(done) < len(jobs):
@@ -81,7 +82,20 @@ def wait_all(jobs: Sequence[Watched], backoff: Backoff, clock: Callable[[], floa
                     done[job.job_id] = _final(job)
         if len(done) < len(jobs):
             time.sleep(TICK_S)
-    return done
+    return dict(done)
+
+
+class _Done(dict[str, JobStatus]):
+    """The statuses found so far; each one handed to ``on_done`` as it is stored."""
+
+    def __init__(self, on_done: Callable[[str, JobStatus], None] | None) -> None:
+        super().__init__()
+        self.on_done = on_done
+
+    def __setitem__(self, job_id: str, status: JobStatus) -> None:
+        super().__setitem__(job_id, status)
+        if self.on_done is not None:
+            self.on_done(job_id, status)
 
 
 def _final(job: Watched) -> JobStatus:
