@@ -17,6 +17,7 @@ import pytest
 
 from cmx_core.api import Limits, SandboxSpec, UsageError, Verdict
 from cmx_core.sandbox.bubblewrap import BubblewrapSandbox
+from cmx_core.sandbox.session import BubblewrapSession, session_unavailable
 from cmx_core.sandbox.verdict import Ending, decide
 
 PY = "/usr/bin/python3"
@@ -149,3 +150,25 @@ def test_the_caught_limits_as_a_pure_function() -> None:
     # a limit that stopped the run still names itself first: a fork bomb killed at the wall limit
     assert decide(Ending(stop="wall", status=9, forks_refused=100), limits)[0] is Verdict.TIME_LIMIT
     assert decide(Ending(stop="exited", status=(128 + 9) << 8, forks_refused=1), limits)[0] is Verdict.KILLED
+
+
+def test_in_a_session_each_run_counts_its_own_refused_forks(box: BubblewrapSandbox, work: Path) -> None:
+    why = session_unavailable()
+    if why:
+        if os.environ.get("CI"):
+            pytest.fail(f"sandbox sessions required in CI: {why}")
+        pytest.skip(why)
+    with BubblewrapSession(work) as session:
+        caught = session.run(_spec(work, CATCH_EAGAIN, processes=8))
+        after = session.run(_spec(work, "print('fine')", processes=8))
+        big = session.run(_spec(work, CATCH_EFBIG, output_bytes=MIB))
+    assert caught.verdict is Verdict.PROCESS_LIMIT and caught.exit_code == 0, caught
+    assert after.ok, after  # the session's pids.events count before the run is the base
+    assert big.verdict is Verdict.OUTPUT_LIMIT and big.exit_code == 0, big
+
+
+def test_a_file_at_the_bound_from_before_the_run_is_not_the_runs(box: BubblewrapSandbox, work: Path) -> None:
+    (work / "given.bin").write_bytes(b"x" * MIB)  # there before: its mtime is older than the run
+    os.utime(work / "given.bin", (1_000_000_000, 1_000_000_000))
+    result = box.run(_spec(work, "print(len(open('given.bin', 'rb').read()))", output_bytes=MIB))
+    assert result.ok and result.text() == f"{MIB}\n", result

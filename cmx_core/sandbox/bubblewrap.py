@@ -200,6 +200,8 @@ class _Run:
         self.reaping = False
         self.watchdog: MemoryWatchdog | None = None
         self.usage: Usage | None = None
+        self.started_ns = time.time_ns()
+        """When the run began (a file at the size bound written since then is the run's)."""
         self.workfs: WorkFs | None = None
         if self.limits.work_bytes is not None:
             targets = [*dict(spec.ro_binds).values(), *gpu_devices(spec.gpus)]
@@ -384,7 +386,7 @@ class _Run:
         setup_error = None
         if code == 1 and stderr.startswith((b"bwrap: ", b"setpriv: ", b"Failed to ")):  # last: systemd-run
             setup_error = stderr.decode(errors="replace").strip().splitlines()[0]
-        big = _has_file_at(Path(self.spec.work_dir), self.limits.output_bytes)  # EFBIG, caught or not
+        big = _has_file_at(Path(self.spec.work_dir), self.limits.output_bytes, self.started_ns)  # EFBIG, caught or not
         ending = Ending(stop=got.stop, status=status, oom_kills=self.groups.oom_kills(), cpu_s=cpu or 0.0,
                         big_file=big, setup_error=setup_error, watched_peak=watched_peak,
                         forks_refused=self.groups.forks_refused(),
@@ -465,8 +467,10 @@ def _child_pid(status_r: int) -> int | None:
         return None
 
 
-def _has_file_at(work: Path, size: int) -> bool:
-    """Whether some regular file under ``work`` has reached ``size`` bytes (links not followed)."""
+def _has_file_at(work: Path, size: int, since_ns: int = 0) -> bool:
+    """Whether some regular file under ``work`` written since ``since_ns`` (its mtime) has
+    reached ``size`` bytes (links not followed): a file the run was stopped at, not one that
+    was there before it."""
     seen = 0
     stack = [work]
     while stack and seen < SCAN_LIMIT:
@@ -478,8 +482,10 @@ def _has_file_at(work: Path, size: int) -> bool:
             seen += 1
             if entry.is_dir(follow_symlinks=False):
                 stack.append(Path(entry.path))
-            elif entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size >= size:
-                return True
+            elif entry.is_file(follow_symlinks=False):
+                info = entry.stat(follow_symlinks=False)
+                if info.st_size >= size and info.st_mtime_ns >= since_ns:
+                    return True
     return False
 
 
