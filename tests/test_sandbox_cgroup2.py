@@ -55,6 +55,7 @@ def test_the_measurements_come_from_the_v2_files(layout: tuple[Path, V2Groups]) 
     assert group.peak_memory() == 301989888 and group.memory_usage() == 41943040
     assert group.oom_kills() == 1  # oom_kill in memory.events
     assert group.cpu_seconds() == pytest.approx(1.234567)  # usage_usec in cpu.stat
+    assert group.forks_refused() == 3  # max in pids.events: forks refused, caught or not
     assert not group.populated() and group.pids() == []
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core.api import SandboxSpec, UsageError
-from cmx_core.sandbox import bwrap_args, cpus, session
+from cmx_core.api import Limits, SandboxSpec, UsageError, Verdict
+from cmx_core.sandbox import bwrap_args, cgroup2, cpus, session, spec, systemd_scope
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "sandbox.md").read_text()
@@ -72,7 +72,6 @@ def test_the_start_errors_are_the_codes() -> None:
 
 
 def test_the_cgroup_v2_files_are_the_codes() -> None:
-    from cmx_core.sandbox import cgroup2
 
     text = DOC.split("**cgroup v2.**", 1)[1].split("\n\n", 1)[0]
     code = Path(cgroup2.__file__).read_text()
@@ -100,3 +99,13 @@ def test_the_root_is_remounted_read_only_as_documented(tmp_path: Path) -> None:
     at = args.index("--remount-ro")
     assert args[at + 1] == "/" and at > args.index("--bind")  # after every mount it is built of
     assert "(`--remount-ro /`)" in DOC
+
+
+def test_every_verdict_and_the_new_mechanisms_are_documented() -> None:
+    for verdict in Verdict:
+        assert f"| `{verdict.value}` |" in DOC, verdict
+    assert f"`{cgroup2.DELEGATED_ENV}`" in DOC and "`kill=cgroup-v2`" in DOC and "`cpu_s=rlimit+cgroup-v2`" in DOC
+    code = (ROOT / "cmx_core" / "sandbox" / "bubblewrap.py").read_text()
+    assert '"work_bytes=tmpfs"' in code and "`work_bytes=tmpfs`" in DOC and '"kill=cgroup-v2"' in code
+    assert "`memory=systemd-scope`" in DOC and "memory=systemd-scope" in systemd_scope.scope_limits(Limits())
+    assert f"default {spec.WORK_BYTES >> 30} GiB" in DOC and Limits().work_bytes == spec.WORK_BYTES

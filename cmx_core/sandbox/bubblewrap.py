@@ -38,8 +38,10 @@ from cmx_core.sandbox.cgroups import RunGroups
 from cmx_core.sandbox.cpus import pick_cpus
 from cmx_core.sandbox.result import SandboxResult
 from cmx_core.sandbox.spec import Limits, SandboxSpec, check_spec
+from cmx_core.sandbox.systemd_scope import UserManager, scope_limits, scope_prefix, user_manager
 from cmx_core.sandbox.verdict import Ending, decide
 from cmx_core.sandbox.watchdog import MemoryWatchdog, Usage, subreaper
+from cmx_core.sandbox.workfs import WorkFs, check_fits, mounted_under
 
 START_TIMEOUT_S = 10.0
 """How long bubblewrap may take to build the sandbox before the run is an error."""
@@ -77,11 +79,14 @@ class BubblewrapSandbox:
         as_root = os.geteuid() == 0
         if as_root:
             _hand_over(Path(spec.work_dir), spec.user.uid, spec.user.gid)
+        if spec.limits.work_bytes is not None:
+            check_fits(Path(spec.work_dir), spec.limits.work_bytes)
         groups = make_groups(_controllers(spec.limits))
+        manager = None if as_root or _has_group(groups) else user_manager()
         try:
             cpus = pick_cpus(spec.limits.cpus) if spec.limits.cpus is not None else None
             enforced = _limit_groups(groups, spec.limits, cpus)
-            return _Run(spec, as_root, groups, enforced, cpus).go()
+            return _Run(spec, as_root, groups, enforced, cpus, manager).go()
         finally:
             groups.kill_all()
             groups.remove()
@@ -145,10 +150,13 @@ def make_groups(wanted: tuple[str, ...]) -> Groups:
     if v1.dirs:
         return v1
     v2 = V2Groups.create(wanted)
-    if v2.controllers:
+    if v2.dir is not None:  # even with no controller: cgroup.kill and cpu.stat
         return v2
-    v2.remove()
     return v1
+
+
+def _has_group(groups: Groups) -> bool:
+    return bool(groups.dirs) if isinstance(groups, RunGroups) else groups.dir is not None
 
 
 def _limit_groups(groups: Groups, limits: Limits, cpus: list[int] | None) -> list[str]:
@@ -159,6 +167,8 @@ def _limit_groups(groups: Groups, limits: Limits, cpus: list[int] | None) -> lis
         enforced.append(f"processes={groups.kind}")
     if cpus is not None and groups.set_cpus(cpus):
         enforced.append(f"cpus={groups.kind}")
+    if isinstance(groups, V2Groups) and groups.dir is not None:
+        enforced.append("kill=cgroup-v2")  # cgroup.kill ends every process of the run
     return enforced
 
 
@@ -176,8 +186,10 @@ class _Run:
     """One run's processes, pipes and measurements."""
 
     def __init__(self, spec: SandboxSpec, as_root: bool, groups: Groups, enforced: list[str],
-                 cpus: list[int] | None) -> None:
+                 cpus: list[int] | None, manager: UserManager | None = None) -> None:
         self.spec = spec
+        self.manager = manager
+        """A systemd user manager to start bwrap in a scope of (``systemd_scope.py``), else None."""
         self.cpus = cpus
         self.limits = spec.limits
         self.as_root = as_root
@@ -188,6 +200,12 @@ class _Run:
         self.reaping = False
         self.watchdog: MemoryWatchdog | None = None
         self.usage: Usage | None = None
+        self.started_ns = time.time_ns()
+        """When the run began (a file at the size bound written since then is the run's)."""
+        self.workfs: WorkFs | None = None
+        if self.limits.work_bytes is not None:
+            targets = [*dict(spec.ro_binds).values(), *gpu_devices(spec.gpus)]
+            self.workfs = WorkFs(Path(spec.work_dir), mounted_under(spec.work_path, targets), self.limits.work_bytes)
 
     def go(self) -> SandboxResult:
         uid, gid = (self.spec.user.uid, self.spec.user.gid) if self.as_root else (os.getuid(), os.getgid())
@@ -197,8 +215,11 @@ class _Run:
         status_r, status_w = os.pipe()
         tmp_bytes = self.limits.memory_bytes or (1 << 30)
         argv = bwrap_args(self.spec, as_root=self.as_root, passwd_fd=passwd_r, group_fd=group_r,
-                          block_fd=block_r, status_fd=status_w, tmp_bytes=tmp_bytes)
+                          block_fd=block_r, status_fd=status_w, tmp_bytes=tmp_bytes,
+                          work_bytes=self.limits.work_bytes)
         argv[0] = shutil.which("bwrap") or "bwrap"
+        if self.manager is not None:
+            argv = [*scope_prefix(self.manager, self.limits), *argv]
         stdin = _stdin(self.spec.stdin)
         with subreaper() if self.watched else contextlib.nullcontext(False) as reaping:
             return self._start(argv, stdin, (passwd_r, group_r, block_r, status_w), block_w, status_r, reaping)
@@ -226,6 +247,9 @@ class _Run:
             if proc.returncode is None:
                 proc.kill()
                 proc.wait()
+            if self.workfs is not None and self.workfs.fd is not None:  # a run that failed before its end
+                os.close(self.workfs.fd)
+                self.workfs.fd = None
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
@@ -238,6 +262,8 @@ class _Run:
         child_fd = None
         if child is not None:
             child_fd = _pidfd(child)
+            if self.manager is not None:
+                self._adopt_scope(child)
             self._confine(child)
         os.write(block_w, b"go")
         deadline = time.monotonic() + self.limits.wall_s
@@ -263,8 +289,21 @@ class _Run:
             _wait_namespace_gone(child, child_fd)
             if self.reaping:  # the sandbox's PID 1, orphaned by bwrap, is this process's child now
                 usage = usage.merge(_reap_orphan(child))
+        if self.workfs is not None:
+            self.workfs.bring_back()
         self.usage = usage
         return self._result(got, status, wall)
+
+    def _adopt_scope(self, child: int) -> None:
+        """The systemd scope bwrap was started in, as the run's group (its limits set by systemd)."""
+        scope = V2Groups.adopt(child)
+        if scope.dir is None:
+            return
+        self.groups.remove()
+        self.groups = scope
+        self.enforced += [entry for entry in scope_limits(self.limits)
+                          if {"memory": "memory", "processes": "pids"}[entry.split("=")[0]] in scope.controllers]
+        self.watched = not scope.has("memory")
 
     def _checks(self, child: int | None) -> Callable[[], str | None] | None:
         """What the parent's loop checks each tick: the run's CPU time (cgroup) and, without a
@@ -272,9 +311,11 @@ class _Run:
         if child is None:
             return None
         self.watched = self.watched or not self.groups.has("memory")  # a memory group that refused the pid
+        if self.manager is not None:  # the scope's memory controller, where the user manager has one
+            self.watched = not self.groups.has("memory")
         if self.watched:
             self.watchdog = MemoryWatchdog(child, self.limits.memory_bytes)
-        checks = [check for check in (self._cpu_check(), self.watchdog) if check is not None]
+        checks = [check for check in (self._cpu_check(), self.watchdog, self._work_check()) if check is not None]
         if not checks:
             return None
         return lambda: next((word for word in (check() for check in checks) if word), None)
@@ -284,14 +325,24 @@ class _Run:
         refused = self.groups.add(pid)
         self.enforced = [e for e in self.enforced if e.split("=")[0] not in
                          {"memory" if c == "memory" else "processes" if c == "pids" else "cpus" for c in refused}]
+        if isinstance(self.groups, V2Groups) and self.groups.dir is None:  # the group refused the pid: gone
+            self.enforced = [e for e in self.enforced if not e.endswith("=cgroup-v2")]
         limits = self.limits
+        if self.workfs is not None:
+            try:
+                owner = self.spec.user.uid if self.as_root else None
+                self.workfs.fill(pid, os.path.normpath(self.spec.work_path), owner)
+            except OSError as exc:
+                raise UsageError(f"sandbox: could not copy work_dir {self.spec.work_dir} into its size-bounded "
+                                 f"tmpfs ({exc}); raise limits.work_bytes or set it to None") from exc
+            self.enforced.append("work_bytes=tmpfs")
         _lower(pid, resource.RLIMIT_CORE, 0)
         _lower(pid, resource.RLIMIT_FSIZE, limits.output_bytes)
         self.enforced.append("file_size=rlimit")
         if limits.cpu_s is not None:
             seconds = math.ceil(limits.cpu_s)
             _lower(pid, resource.RLIMIT_CPU, seconds, seconds + 1)  # SIGXCPU, then SIGKILL a second later
-            self.enforced.append("cpu_s=rlimit" + ("+cgroup" if self.groups.has("cpuacct") else ""))
+            self.enforced.append("cpu_s=rlimit" + (f"+{self.groups.kind}" if self.groups.has("cpuacct") else ""))
         if limits.memory_bytes is not None and not self._by_cgroup("memory"):
             self.enforced.append("memory=watchdog-rss")  # see watchdog.py: not an address-space rlimit
         if limits.processes is not None and not self._by_cgroup("processes"):
@@ -302,7 +353,19 @@ class _Run:
             self.enforced.append("cpus=affinity")
 
     def _by_cgroup(self, limit: str) -> bool:
-        return f"{limit}={self.groups.kind}" in self.enforced
+        """Whether a cgroup (this run's, or its systemd scope) bounds ``limit`` already."""
+        return any(entry.startswith(f"{limit}=") for entry in self.enforced)
+
+    def _work_check(self) -> Callable[[], str | None] | None:
+        """Each tick: note whether the work dir's tmpfs is full (the run goes on; the verdict says it)."""
+        workfs = self.workfs
+        if workfs is None:
+            return None
+
+        def check() -> None:
+            workfs.full()
+
+        return check
 
     def _cpu_check(self) -> _CpuCheck | None:
         if self.limits.cpu_s is None or not self.groups.has("cpuacct"):
@@ -321,11 +384,13 @@ class _Run:
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
         stderr = bytes(got.stderr)
         setup_error = None
-        if code == 1 and stderr.startswith((b"bwrap: ", b"setpriv: ")):
+        if code == 1 and stderr.startswith((b"bwrap: ", b"setpriv: ", b"Failed to ")):  # last: systemd-run
             setup_error = stderr.decode(errors="replace").strip().splitlines()[0]
-        big = bool(code) and _has_file_at(Path(self.spec.work_dir), self.limits.output_bytes)
+        big = _has_file_at(Path(self.spec.work_dir), self.limits.output_bytes, self.started_ns)  # EFBIG, caught or not
         ending = Ending(stop=got.stop, status=status, oom_kills=self.groups.oom_kills(), cpu_s=cpu or 0.0,
-                        big_file=big, setup_error=setup_error, watched_peak=watched_peak)
+                        big_file=big, setup_error=setup_error, watched_peak=watched_peak,
+                        forks_refused=self.groups.forks_refused(),
+                        work_full=self.workfs.full() if self.workfs is not None else False)
         verdict, exit_code, sig, reason = decide(ending, self.limits)
         return SandboxResult(verdict=verdict, exit_code=exit_code, signal=sig, wall_s=wall, cpu_s=cpu,
                              peak_memory_bytes=peak, stdout=bytes(got.stdout), stderr=stderr,
@@ -402,8 +467,10 @@ def _child_pid(status_r: int) -> int | None:
         return None
 
 
-def _has_file_at(work: Path, size: int) -> bool:
-    """Whether some regular file under ``work`` has reached ``size`` bytes (links not followed)."""
+def _has_file_at(work: Path, size: int, since_ns: int = 0) -> bool:
+    """Whether some regular file under ``work`` written since ``since_ns`` (its mtime) has
+    reached ``size`` bytes (links not followed): a file the run was stopped at, not one that
+    was there before it."""
     seen = 0
     stack = [work]
     while stack and seen < SCAN_LIMIT:
@@ -415,8 +482,10 @@ def _has_file_at(work: Path, size: int) -> bool:
             seen += 1
             if entry.is_dir(follow_symlinks=False):
                 stack.append(Path(entry.path))
-            elif entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size >= size:
-                return True
+            elif entry.is_file(follow_symlinks=False):
+                info = entry.stat(follow_symlinks=False)
+                if info.st_size >= size and info.st_mtime_ns >= since_ns:
+                    return True
     return False
 
 

@@ -68,24 +68,29 @@ def _parent_dirs(target: str, seen: set[str]) -> list[str]:
     return args
 
 
-def _mounts(spec: SandboxSpec, devices: list[str]) -> list[str]:
+def _mounts(spec: SandboxSpec, devices: list[str], work_bytes: int | None) -> list[str]:
     """The work dir, the inputs and the devices, parents before children (a path sorts before
-    everything under it), each preceded by the directories leading to it."""
+    everything under it), each preceded by the directories leading to it. With ``work_bytes``
+    the work path is a tmpfs of that size (``workfs.py`` fills it), not a bind of the host's."""
     work_path = os.path.normpath(spec.work_path)
     entries = [(device, "--dev-bind", device) for device in devices]
-    entries.append((work_path, "--bind", os.fspath(spec.work_dir)))
+    if work_bytes is None:
+        entries.append((work_path, "--bind", os.fspath(spec.work_dir)))
+    else:
+        entries.append((work_path, "--tmpfs", str(work_bytes)))
     entries += [(os.path.normpath(target), "--ro-bind", host) for host, target in dict(spec.ro_binds).items()]
     seen: set[str] = set()
     args: list[str] = []
     for target, kind, host in sorted(entries, key=lambda entry: (entry[0].split("/"), entry[1])):
         args += _parent_dirs(target, seen)
         seen.add(target)
-        args += [kind, host, target]
+        args += ["--perms", "0755", "--size", host, "--tmpfs", target] if kind == "--tmpfs" else [kind, host, target]
     return args
 
 
 def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: int, block_fd: int,
-               status_fd: int, tmp_bytes: int, keep_caps: tuple[str, ...] | None = None) -> list[str]:
+               status_fd: int, tmp_bytes: int, keep_caps: tuple[str, ...] | None = None,
+               work_bytes: int | None = None) -> list[str]:
     """``bwrap`` and its options up to (not including) the program's argv.
 
     ``as_root``: cmx runs as root, so bwrap mounts with real root and no user namespace, and
@@ -93,6 +98,7 @@ def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: in
     the program starts. Otherwise a user namespace maps the caller's own (non-root) uid.
     ``keep_caps`` (as root only): start the program as root with just these capabilities and
     without ``setpriv``; a session's runner (``inner.py``) drops each program it starts itself.
+    ``work_bytes``: the work path is a tmpfs of that size (see ``workfs.py``).
     """
     args = ["bwrap", *_root_layout()]
     args += ["--perms", "0644", "--ro-bind-data", str(passwd_fd), "/etc/passwd"]
@@ -100,7 +106,7 @@ def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: in
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
     if spec.shm_bytes is not None:
         args += ["--perms", "1777", "--size", str(spec.shm_bytes), "--tmpfs", "/dev/shm"]
-    args += _mounts(spec, gpu_devices(spec.gpus))
+    args += _mounts(spec, gpu_devices(spec.gpus), work_bytes)
     args += ["--remount-ro", "/"]  # the root tmpfs: a non-root caller's user namespace owns it, so it was writable
     args += ["--chdir", os.path.normpath(spec.work_path), *NAMESPACES, "--hostname", "sandbox",
              "--die-with-parent", "--new-session"]

@@ -27,9 +27,11 @@ import itertools
 import os
 import signal
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cmx_core.errors import UsageError
 from cmx_core.sandbox.cgroups import remove_group_dir
 
 MOUNTINFO = Path("/proc/self/mountinfo")
@@ -39,6 +41,14 @@ _COUNTER = itertools.count()
 CONTROLLER_OF = {"memory": "memory", "pids": "pids", "cpuset": "cpuset", "cpuacct": "cpu"}
 """The v1 names callers ask for -> the v2 controller behind them (``cpuacct``'s CPU time is
 ``cpu.stat``, which every v2 group has; only ``cpu.max`` needs the ``cpu`` controller)."""
+
+DELEGATED_ENV = "CMX_SANDBOX_CGROUP"
+"""A cgroup v2 directory delegated to this user, to make the runs' groups in (default: this
+process's own v2 group, where it is root's or delegated to this user)."""
+
+DELEGATION_FILES = ("cgroup.procs", "cgroup.subtree_control")
+"""What the kernel's cgroup-v2 documentation has a delegatee own, besides the directory
+(``cgroup.threads`` too, which the sandbox does not use)."""
 
 PERIOD_US = 100_000
 """``cpu.max``'s period: a quota of N periods' worth is N CPUs."""
@@ -67,6 +77,36 @@ def own_path(cgroup_file: Path = OWN) -> str | None:
     except OSError:
         return None
     return None
+
+
+def delegated(path: Path) -> bool:
+    """Whether this user may make groups under ``path`` and move processes into them: the
+    directory and its delegation files writable (owned by the user, as the kernel's
+    delegation model has it, or root)."""
+    if not (path / "cgroup.procs").is_file():
+        return False
+    return all(os.access(target, os.W_OK) for target in (path, *(path / name for name in DELEGATION_FILES)))
+
+
+def parent_group(env: Mapping[str, str] | None = None, mountinfo: Path = MOUNTINFO,
+                 cgroup_file: Path = OWN) -> Path | None:
+    """Where a run's v2 group is made: ``$CMX_SANDBOX_CGROUP`` (a UsageError unless it is a
+    directory delegated to this user), else this process's own group on the first cgroup2
+    mount, where this user may write it (root, or a subtree delegated to it, such as a
+    ``systemd-run --user --scope -p Delegate=yes`` scope); None where there is none."""
+    configured = (os.environ if env is None else env).get(DELEGATED_ENV)
+    if configured:
+        path = Path(configured)
+        if not delegated(path):
+            raise UsageError(f"{DELEGATED_ENV}={configured}: not a cgroup v2 directory uid {os.geteuid()} may make "
+                             "groups in (it, cgroup.procs and cgroup.subtree_control must be the user's); "
+                             "delegate it (chown) or unset the variable")
+        return path
+    mounts, own = unified_mounts(mountinfo), own_path(cgroup_file)
+    if not mounts or own is None:
+        return None
+    path = mounts[0] / own.lstrip("/")
+    return path if delegated(path) else None
 
 
 def _read(path: Path) -> str | None:
@@ -101,17 +141,34 @@ class V2Groups:
     dir: Path | None = None
     controllers: set[str] = field(default_factory=set)
     """The v2 controllers enabled in the group (a subset of those its parent offers)."""
+    owned: bool = True
+    """Made here (limits written, removed after the run); False for a group that another
+    made and limited, such as a systemd scope (``adopt``)."""
+
+    @classmethod
+    def adopt(cls, pid: int, mountinfo: Path = MOUNTINFO) -> V2Groups:
+        """The v2 group ``pid`` is in, to measure and end it but not to limit or remove it
+        (a ``systemd-run --user --scope``, whose limits systemd set); empty where unknown."""
+        mounts, own = unified_mounts(mountinfo), own_path(Path(f"/proc/{pid}/cgroup"))
+        if not mounts or own is None:
+            return cls()
+        group = mounts[0] / own.lstrip("/")
+        if not (group / "cgroup.procs").is_file():
+            return cls()
+        offered = set((_read(group / "cgroup.controllers") or "").split())
+        return cls(group, offered & set(CONTROLLER_OF.values()), owned=False)
 
     @classmethod
     def create(cls, wanted: tuple[str, ...], parent: Path | None = None) -> V2Groups:
         """A group under ``parent`` (default: this process's own v2 group on the first cgroup2
-        mount) with the controllers of ``wanted`` the parent can give; empty where the parent
-        is missing or not writable by this user."""
+        mount, or ``$CMX_SANDBOX_CGROUP``: :func:`parent_group`) with the controllers of
+        ``wanted`` the parent can give; empty where the parent is missing or not writable by
+        this user. A group without any controller still ends the run's processes
+        (``cgroup.kill``) and counts its CPU time (``cpu.stat``)."""
         if parent is None:
-            mounts, own = unified_mounts(), own_path()
-            if not mounts or own is None:
+            parent = parent_group()
+            if parent is None:
                 return cls()
-            parent = mounts[0] / own.lstrip("/")
         offered = set((_read(parent / "cgroup.controllers") or "").split())
         need = {CONTROLLER_OF[name] for name in wanted if name in CONTROLLER_OF} & offered
         enabled = set((_read(parent / "cgroup.subtree_control") or "").split())
@@ -135,7 +192,7 @@ class V2Groups:
         return CONTROLLER_OF.get(controller, controller) in self.controllers
 
     def _set(self, controller: str, values: dict[str, str]) -> bool:
-        if self.dir is None or controller not in self.controllers:
+        if self.dir is None or controller not in self.controllers or not self.owned:
             return False
         try:
             for name, value in values.items():
@@ -163,7 +220,7 @@ class V2Groups:
 
     def add(self, pid: int) -> list[str]:
         """Move ``pid`` into the group; every controller is refused together in v2."""
-        if self.dir is None:
+        if self.dir is None or not self.owned:  # an adopted group holds the process already
             return []
         try:
             _write(self.dir / "cgroup.procs", str(pid))
@@ -185,6 +242,12 @@ class V2Groups:
         if self.dir is None or "memory" not in self.controllers:
             return 0
         return _keyed(self.dir / "memory.events").get("oom_kill", 0)
+
+    def forks_refused(self) -> int:
+        """How many forks ``pids.max`` refused (``max`` in ``pids.events``)."""
+        if self.dir is None or "pids" not in self.controllers:
+            return 0
+        return _keyed(self.dir / "pids.events").get("max", 0)
 
     def cpu_seconds(self) -> float | None:
         if self.dir is None:
@@ -223,5 +286,5 @@ class V2Groups:
     def remove(self) -> None:
         group, self.dir = self.dir, None
         self.controllers = set()
-        if group is not None:
+        if group is not None and self.owned:
             remove_group_dir(group)

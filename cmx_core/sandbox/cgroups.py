@@ -189,6 +189,18 @@ class RunGroups:
                     continue
         return []
 
+    def forks_refused(self) -> int:
+        """How many forks ``pids.max`` refused (``max`` in ``pids.events``): a run that caught
+        its EAGAIN still hit the process limit."""
+        group = self.dirs.get("pids")
+        if group is None:
+            return 0
+        try:
+            lines = (group / "pids.events").read_text().splitlines()
+        except OSError:
+            return 0
+        return next((int(line.split()[1]) for line in lines if line.startswith("max ")), 0)
+
     def kill_all(self, timeout_s: float = 5.0, spare: frozenset[int] = frozenset()) -> list[int]:
         """SIGKILL whatever is still in the groups (but ``spare``) until they are empty; the PIDs that were."""
         seen: list[int] = []

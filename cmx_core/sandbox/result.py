@@ -10,14 +10,19 @@ class Verdict(str, enum.Enum):
     """How a sandboxed run ended.
 
     ``time_limit`` covers both the wall-clock and the CPU-time bound; ``output_limit`` both
-    the captured-output cap and the largest-file bound; ``killed`` a signal that no limit
-    explains; ``error`` a non-zero exit (``exit_code``) or a sandbox that could not start.
+    the captured-output cap and the largest-file bound; ``process_limit`` a run whose forks
+    the process limit refused (even when the program caught the error); ``disk_limit`` a
+    run that filled the work dir's total-size bound (``Limits.work_bytes``); ``killed`` a
+    signal that no limit explains; ``error`` a non-zero exit (``exit_code``) or a sandbox
+    that could not start.
     """
 
     OK = "ok"
     TIME_LIMIT = "time_limit"
     MEMORY_LIMIT = "memory_limit"
     OUTPUT_LIMIT = "output_limit"
+    PROCESS_LIMIT = "process_limit"
+    DISK_LIMIT = "disk_limit"
     KILLED = "killed"
     ERROR = "error"
 

@@ -101,6 +101,10 @@ class BubblewrapSession:
         if cpus and self.groups.set_cpus(cpus):
             self.enforced.append("cpus=cgroup")
         self.init_pid = self.runner_pid = 0
+        self.forks_before = 0
+        self.started_ns = 0
+        """When the current run began (``max`` of ``pids.events`` and the file-size check count from there)."""
+        """``max`` of the session's ``pids.events`` before the current run."""
         self.control: socket.socket | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
@@ -224,6 +228,8 @@ class BubblewrapSession:
     def _run(self, spec: SandboxSpec) -> SandboxResult:
         assert self.control is not None
         base, ooms = self._limit(spec)
+        self.forks_before = self.groups.forks_refused()
+        self.started_ns = time.time_ns()
         stdin = _stdin_fd(spec.stdin)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -264,9 +270,10 @@ class BubblewrapSession:
         setup_error = None
         if code == 127 and stderr.startswith(b"sandbox: "):
             setup_error = stderr.decode(errors="replace").strip().splitlines()[0]
-        big = bool(code) and _has_file_at(Path(spec.work_dir), spec.limits.output_bytes)
+        big = _has_file_at(Path(spec.work_dir), spec.limits.output_bytes, self.started_ns)  # EFBIG, caught or not
         ending = Ending(stop=got.stop, status=status, oom_kills=self.groups.oom_kills() - ooms, cpu_s=cpu or 0.0,
-                        big_file=big, setup_error=setup_error)
+                        big_file=big, setup_error=setup_error,
+                        forks_refused=self.groups.forks_refused() - self.forks_before)
         verdict, exit_code, sig, reason = decide(ending, spec.limits)
         return SandboxResult(verdict=verdict, exit_code=exit_code, signal=sig, wall_s=wall, cpu_s=cpu,
                              peak_memory_bytes=None if peak is None else max(peak - base, 0),

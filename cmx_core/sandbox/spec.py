@@ -20,6 +20,9 @@ NOBODY = 65534
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
+WORK_BYTES = 1 << 30
+"""The default bound on the work dir's total size (as the sandbox's ``/tmp`` without a memory limit)."""
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -28,7 +31,9 @@ class Limits:
     ``output_bytes`` caps the captured stdout plus stderr and is also the largest file the
     program may write (``RLIMIT_FSIZE``). ``cpus`` is how many CPUs the run may use (taken
     in turn from those this process may use, see ``cpus.py``), ``cpu_s`` the CPU seconds of
-    the whole run.
+    the whole run. ``work_bytes`` bounds the total size of the work dir (what was there plus
+    what the program writes): it is a tmpfs of that size inside the sandbox, copied back to
+    the host's work dir when the run ends (None: the host directory itself, unbounded).
     """
 
     wall_s: float = 60.0
@@ -37,6 +42,7 @@ class Limits:
     processes: int | None = 64
     output_bytes: int = 16 << 20
     cpus: int | None = None
+    work_bytes: int | None = WORK_BYTES
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,7 @@ def check_limits(limits: Limits) -> None:
     _positive("processes", limits.processes, integer=True, optional=True)
     _positive("output_bytes", limits.output_bytes, integer=True, optional=False)
     _positive("cpus", limits.cpus, integer=True, optional=True)
+    _positive("work_bytes", limits.work_bytes, integer=True, optional=True)
 
 
 def _inside_path(key: str, value: object) -> str:

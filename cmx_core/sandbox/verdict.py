@@ -32,6 +32,10 @@ class Ending:
     setup_error: str | None = None
     watched_peak: int | None = None
     """The run's peak resident memory where a watchdog (not a cgroup) bounds it, else None."""
+    forks_refused: int = 0
+    """How many forks the process limit refused (``max`` in the pids group's ``pids.events``)."""
+    work_full: bool = False
+    """The work dir's size-bounded file system was full at some point of the run."""
 
 
 def _name(sig: int) -> str:
@@ -68,16 +72,31 @@ def decide(ending: Ending, limits: Limits) -> tuple[Verdict, int | None, int | N
         sig = os.WTERMSIG(ending.status)
         return Verdict.KILLED, None, sig, f"the sandbox was killed by {_name(sig)}"
     code = os.WEXITSTATUS(ending.status)
-    if code == 0:
-        return Verdict.OK, 0, None, "exited with 0"
     if 128 < code <= 128 + 64:
         return _by_signal(code - 128, ending, limits)
     if ending.setup_error:
         return Verdict.ERROR, code, None, f"the sandbox could not start the program: {ending.setup_error}"
+    caught = _caught_limit(ending, limits, code)  # the program met a limit and went on (or exited 0)
+    if caught is not None:
+        return caught
+    if code == 0:
+        return Verdict.OK, 0, None, "exited with 0"
+    return Verdict.ERROR, code, None, f"exited with {code}"
+
+
+def _caught_limit(ending: Ending, limits: Limits, code: int) -> tuple[Verdict, int, None, str] | None:
+    """The verdict of a limit the program ran into without dying of it: a fork refused with
+    EAGAIN, the work dir full (ENOSPC), a file at the size bound (EFBIG, SIGXFSZ ignored)."""
+    if ending.forks_refused:
+        return (Verdict.PROCESS_LIMIT, code, None,
+                f"the process limit of {limits.processes} refused {ending.forks_refused} fork(s); exited with {code}")
+    if ending.work_full:
+        return (Verdict.DISK_LIMIT, code, None,
+                f"the work dir's {limits.work_bytes} byte total-size bound was reached; exited with {code}")
     if ending.big_file:
         return (Verdict.OUTPUT_LIMIT, code, None,
                 f"a file reached the {limits.output_bytes} byte file-size limit; exited with {code}")
-    return Verdict.ERROR, code, None, f"exited with {code}"
+    return None
 
 
 def _by_signal(sig: int, ending: Ending, limits: Limits) -> tuple[Verdict, int | None, int | None, str]:

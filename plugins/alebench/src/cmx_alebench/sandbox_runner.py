@@ -21,7 +21,10 @@ from cmx_core.api import (
 )
 
 _ENDINGS = {"ok": Ending.EXITED, "error": Ending.EXITED, "time_limit": Ending.TIME, "memory_limit": Ending.MEMORY,
-            "output_limit": Ending.OUTPUT, "killed": Ending.SIGNALED}
+            "output_limit": Ending.OUTPUT, "killed": Ending.SIGNALED,
+            # ALE-Bench has no process verdict: a refused fork is judged by the exit code and the
+            # output, as ALE-Bench's own container judges it; a full work dir is a file bound, OLE
+            "process_limit": Ending.EXITED, "disk_limit": Ending.OUTPUT}
 
 
 def spec_of(call: Call) -> SandboxSpec:
