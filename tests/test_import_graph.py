@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core.testing.imports import cycles, import_graph
+from cmx_core.testing.imports import cycles, import_graph, undeclared_deferrals
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = {"cmx_core": REPO / "cmx_core"} | {
@@ -28,6 +28,24 @@ def test_no_import_cycle(package: str) -> None:
     graph = import_graph(PACKAGES[package])
     assert sum(len(edges) for edges in graph.values()) > 0  # the walk sees imports at all
     assert cycles(graph) == []
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_every_function_level_import_says_why_it_is_deferred(package: str) -> None:
+    """Imports live at module level (the graph above has no circle to break); one inside a
+    function is kept only to keep a heavy module out of start-up, and says so."""
+    assert undeclared_deferrals(PACKAGES[package]) == []
+
+
+def test_an_import_in_a_function_without_a_reason_is_reported(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text(
+        "def f():\n    import json\n    return json\n\n\n"
+        "def g():\n    import torch  # deferred: heavy, only this step needs it\n    return torch\n\n\n"
+        "def h():\n    # deferred: start-up\n    import yaml\n    return yaml\n")
+    assert undeclared_deferrals(package) == [f"{package / 'a.py'}:2"]
 
 
 def test_type_checking_and_function_imports_are_edges(tmp_path: Path) -> None:

@@ -60,9 +60,9 @@ def test_an_installed_plugin_that_failed_to_load_is_named(registry_file: Path, m
 def test_the_shipped_registry_names_cmx_mlperf_for_the_headline_query(monkeypatch: pytest.MonkeyPatch,
                                                                       tmp_path: Path) -> None:
     monkeypatch.setenv("CMX_REGISTRY", str(ROOT / "registry.yaml"))
-    from cmx_core.plugins import install as plugin_install
+    from cmx_core.plugins import hints
 
-    monkeypatch.setattr(plugin_install, "installed_distributions", lambda: {})  # as with cmx-mlperf uninstalled
+    monkeypatch.setattr(hints, "installed_distributions", lambda: {})  # as with cmx-mlperf uninstalled
     assert missing_plugin_hint(["mlperf", "inference", "llama"]) == (
         "; plugin cmx-mlperf provides recipes tagged mlperf,inference,*: cmx plugins install cmx-mlperf")
 

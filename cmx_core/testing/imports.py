@@ -91,3 +91,27 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
             elif child in on_stack:
                 low[node] = min(low[node], index[child])
     return found
+
+
+DEFERRED = "# deferred:"
+"""The marker of a deliberate function-level import, followed by its reason (start-up speed)."""
+
+
+def undeclared_deferrals(root: Path) -> list[str]:
+    """``path:line`` of each import inside a function under ``root`` without a ``# deferred:``
+    reason on its line or the line above. An import belongs at module level unless deferring it
+    keeps a heavy module out of start-up; the comment says which and why."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for function in ast.walk(ast.parse(text)):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    here = lines[node.lineno - 1]
+                    above = lines[node.lineno - 2].strip() if node.lineno > 1 else ""
+                    if DEFERRED not in here and not above.startswith(DEFERRED):
+                        found.append(f"{path}:{node.lineno}")
+    return sorted(set(found))
