@@ -21,6 +21,7 @@ The sandbox for untrusted code (imported lazily; ``docs/sandbox.md``): ``get_san
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import (
@@ -148,7 +149,5 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     """Engine functions and the result validator, imported on first use."""
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(name)

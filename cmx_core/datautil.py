@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -37,7 +39,7 @@ def to_plain(value: Any) -> Any:
     """Dataclasses, paths, tuples and sets to JSON-ready data (what a detector returns
     becomes what the fact cache stores)."""
     if hasattr(type(value), "__dataclass_fields__") and not isinstance(value, type):
-        import dataclasses
+        import dataclasses  # deferred: start-up: 15 modules not needed to start cmx
 
         return to_plain(dataclasses.asdict(value))
     if isinstance(value, Mapping):
@@ -51,9 +53,6 @@ def to_plain(value: Any) -> Any:
 
 def digest(value: Any) -> str:
     """sha256 of the canonical JSON form of ``value`` (cache keys, fact and output digests)."""
-    import hashlib
-    import json
-
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -106,8 +105,6 @@ class JSONLimitError(ValueError):
 def loads_bounded(text: str | bytes, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """``json.loads`` for input cmx did not write itself, or may find corrupted: too large or
     nested too deep is a :class:`JSONLimitError` (a ValueError), never a RecursionError."""
-    import json
-
     if len(text) > max_bytes:
         raise JSONLimitError(f"larger than {max_bytes:,} bytes")
     try:

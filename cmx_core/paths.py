@@ -28,7 +28,7 @@ def _root(variable: str, under_home: str, platform_dir: str) -> str:
     home = os.environ.get("CMX_HOME")
     if home:
         return os.path.join(_resolved(home), under_home)
-    import platformdirs
+    import platformdirs  # deferred: platformdirs only when this runs (32 modules)
 
     return str(getattr(platformdirs, platform_dir)("cmx", appauthor=False))
 
@@ -44,13 +44,13 @@ def data_root() -> str:
 
 
 def cache_dir() -> Path:
-    from pathlib import Path
+    from pathlib import Path  # deferred: start-up: 7 modules not needed to start cmx
 
     return Path(cache_root())
 
 
 def data_dir() -> Path:
-    from pathlib import Path
+    from pathlib import Path  # deferred: start-up: 7 modules not needed to start cmx
 
     return Path(data_root())
 

@@ -7,20 +7,27 @@ Plugin detectors of the same names (cmx-detect) replace these.
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
+import re
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cmx_core.builtin.python_check import check_python_step as check
 from cmx_core.errors import StepFailed, UsageError
 from cmx_core.facts.system import detect_container, detect_cpu, detect_host, detect_memory, detect_os, detect_python
+from cmx_core.plugins.events import registry_events
 from cmx_core.plugins.hookspecs import hookimpl
 from cmx_core.plugins.registry import ExecutionRequest, Executor
 from cmx_core.providers.types import Detector, ExecutionOutcome, StepContext, StepType
 from cmx_core.providers.values import Metric, ResultPart, StepOutput
 from cmx_core.run import checkpoints, inject
+from cmx_core.run.execute import run_local
 from cmx_core.run.processes import run_process
 
 BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")
@@ -78,7 +85,6 @@ def _tail(path: Path, limit: int = 200) -> str:
 def _parse_stdout(path: Path, mode: str) -> dict[str, Any]:
     if mode == "none":
         return {}
-    import json
 
     text = path.read_text(errors="replace")
     if mode == "json":
@@ -125,8 +131,6 @@ def _metric_value(name: str, spec: Mapping[str, Any], text: str, path: Path) -> 
 
 
 def _metric_text(spec: Mapping[str, Any], text: str) -> Any:
-    import re
-
     if "regex" in spec:
         try:
             found = re.search(str(spec["regex"]), text, re.MULTILINE)
@@ -135,8 +139,6 @@ def _metric_text(spec: Mapping[str, Any], text: str) -> Any:
         return None if found is None else (found.group(1) if found.groups() else found.group(0))
     lines = reversed(text.splitlines())
     if "json" in spec:
-        import json
-
         for line in lines:
             try:
                 value = json.loads(line)
@@ -155,8 +157,6 @@ def _metric_text(spec: Mapping[str, Any], text: str) -> Any:
 def check_python_step(params: Mapping[str, Any], recipe_dir: Path) -> tuple[str, str] | None:
     """The plan-time check of a ``python`` step (:mod:`cmx_core.builtin.python_check`, loaded
     only for a recipe that has one)."""
-    from cmx_core.builtin.python_check import check_python_step as check
-
     return check(params, recipe_dir)
 
 
@@ -187,9 +187,6 @@ def _import_step_module(module_name: str, recipe_dir: Path | None) -> Any:
     on ``sys.path``. A same-named module loaded earlier from somewhere else (another recipe's
     directory) is dropped first, so two recipes each with their own ``bench.py`` get their own.
     The caller holds ``_CWD_LOCK``: ``sys.path`` and ``sys.modules`` are process-wide."""
-    import importlib
-    import sys
-
     top = module_name.partition(".")[0]
     local = recipe_dir is not None and ((recipe_dir / f"{top}.py").is_file()
                                         or (recipe_dir / top / "__init__.py").is_file())
@@ -317,7 +314,4 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
 
 
 def _run_local(request: ExecutionRequest) -> ExecutionOutcome:
-    from cmx_core.plugins.events import registry_events
-    from cmx_core.run.execute import run_local
-
     return run_local(request, registry_events(request.registry))

@@ -12,6 +12,7 @@ from typing import Any
 
 from cmx_core.bundle import RUNS
 from cmx_core.bundle.manifest import BundledRun
+from cmx_core.errors import UsageError
 
 PROFILES = {
     "https://w3id.org/ro/wfrun/process/0.5": ("Process Run Crate", "0.5"),
@@ -23,10 +24,12 @@ _STATUS = {"error": "FailedActionStatus"}
 
 def crate_metadata(members: Mapping[str, bytes], runs: Sequence[BundledRun]) -> bytes:
     try:
+        # deferred: optional rocrate, only when this runs
         from rocrate.model.contextentity import ContextEntity  # type: ignore[import-untyped]
+
+        # deferred: optional rocrate, only when this runs
         from rocrate.rocrate import ROCrate  # type: ignore[import-untyped]
     except ImportError:
-        from cmx_core.errors import UsageError
 
         raise UsageError("cmx bundle create needs the rocrate library: pip install 'rocrate==0.16.0'") from None
 
@@ -58,7 +61,7 @@ def _file_properties(name: str, size: int) -> dict[str, Any]:
 
 def _add_run(crate: Any, run: BundledRun, members: Mapping[str, bytes], entities: Mapping[str, Any],
              language: Any, *, main: bool) -> None:
-    from rocrate.model.contextentity import ContextEntity
+    from rocrate.model.contextentity import ContextEntity  # deferred: rocrate only when this runs (290 modules)
 
     prefix = f"{RUNS}/{run.dir}/"
     plan = entities.get(prefix + "plan.json")

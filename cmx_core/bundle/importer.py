@@ -16,6 +16,8 @@ from typing import Any
 from cmx_core.bundle import RUNS
 from cmx_core.bundle.verify import VerifiedBundle
 from cmx_core.errors import ResultsError, UsageError
+from cmx_core.results.document import utc_timestamp
+from cmx_core.results.validate import validate_document
 
 
 @dataclass(frozen=True)
@@ -28,8 +30,6 @@ class Imported:
 
 
 def import_bundle(bundle: VerifiedBundle, store: Any, runs_dir: Path) -> Imported:
-    from cmx_core.results.validate import validate_document
-
     pending, already = [], []
     for run in bundle.manifest.runs:
         if _stored(store, run.run_id):
@@ -55,8 +55,6 @@ def _stored(store: Any, run_id: str) -> bool:
 
 
 def _with_origin(document: dict[str, Any], bundle: VerifiedBundle) -> dict[str, Any]:
-    from cmx_core.results.document import utc_timestamp
-
     origin = {"kind": "bundle", "bundle": bundle.path.name, "bundle_sha256": bundle.sha256,
               "imported_at": utc_timestamp(datetime.now(timezone.utc)), "created_by": bundle.manifest.cmx_version}
     return {**document, "provenance": {**document["provenance"], "origin": origin}}

@@ -7,6 +7,7 @@ into a staged file renamed over the target at the end: a failure leaves nothing 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -17,9 +18,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from cmx_core import __version__
 from cmx_core.bundle import CRATE, ENVIRONMENT, MANIFEST, RECIPES, RUNS, SIGNATURE
+from cmx_core.bundle.crate import crate_metadata
 from cmx_core.bundle.manifest import BundledRun, FileEntry, Manifest
+from cmx_core.bundle.sign import sign
 from cmx_core.errors import UsageError
+from cmx_core.results.document import utc_timestamp
+from cmx_core.results.hardware import of_document
 from cmx_core.results.secrets import DEFAULT_ENV_ALLOW, filtered_environment, redact_bytes, secret_values
 
 MAX_FILE_BYTES = 512 << 20
@@ -62,22 +68,17 @@ def create_bundle(run_dirs: Sequence[Path], output: Path, options: BundleOptions
             members[name] = clean
             redacted.append(name)
     members[ENVIRONMENT] = _environment(options)
-    from cmx_core.bundle.crate import crate_metadata
 
     members[CRATE] = crate_metadata(members, runs)
     manifest = _manifest(members, runs, redacted, skipped, signed=options.key is not None)
     members[MANIFEST] = manifest.to_bytes()
     if options.key is not None:
-        from cmx_core.bundle.sign import sign
-
         members[SIGNATURE] = sign(members[MANIFEST], options.key)
     _write_tar(output, members)
     return Created(output, manifest)
 
 
 def _add_run(run_dir: Path, members: dict[str, bytes], skipped: dict[str, str], limit: int) -> BundledRun:
-    from cmx_core.results.hardware import of_document
-
     if not (run_dir / "result.json").is_file() or not (run_dir / "lock.json").is_file():
         raise UsageError(f"{run_dir}: not a run directory (it needs result.json and lock.json); "
                          "give run ids from `cmx results list` or run directories")
@@ -104,8 +105,6 @@ def _add_run(run_dir: Path, members: dict[str, bytes], skipped: dict[str, str], 
 def _add_recipes(lock: Mapping[str, Any], members: dict[str, bytes]) -> None:
     """The recipe files of the lock's ``--recipes`` directories (core and plugin recipes come
     with cmx and its plugins), when their content still has the digest the lock recorded."""
-    import hashlib
-
     dirs = [Path(d).resolve() for d in lock.get("query", {}).get("recipes_dirs") or ()]
     for node in lock.get("nodes", []):
         source = Path(str(node.get("source") or ""))
@@ -133,11 +132,6 @@ def _environment(options: BundleOptions) -> bytes:
 
 def _manifest(members: Mapping[str, bytes], runs: Sequence[BundledRun], redacted: Sequence[str],
               skipped: Mapping[str, str], *, signed: bool) -> Manifest:
-    import hashlib
-
-    from cmx_core import __version__
-    from cmx_core.results.document import utc_timestamp
-
     files = {name: FileEntry(hashlib.sha256(data).hexdigest(), len(data)) for name, data in members.items()}
     return Manifest(utc_timestamp(datetime.now(timezone.utc)), __version__, tuple(runs), files,
                     tuple(sorted(redacted)), dict(skipped), signed)

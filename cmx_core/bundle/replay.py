@@ -26,10 +26,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cmx_core import paths
 from cmx_core.bundle import RECIPES, RUNS
-from cmx_core.bundle.verdict import DEFAULT_TOLERANCE, Judgement, judge
+from cmx_core.bundle.verdict import DEFAULT_TOLERANCE, Judgement, judge, worst
 from cmx_core.bundle.verify import VerifiedBundle
-from cmx_core.errors import ResolveError
+from cmx_core.errors import ResolveError, UsageError
+from cmx_core.results.facts_map import system_section
+from cmx_core.results.hardware import from_system, of_document
+from cmx_core.results.store import ResultStore
+from cmx_core.results.writer import write_result
+from cmx_core.run import engine
+from cmx_core.run.engine import detect_facts
+from cmx_core.run.lock import check_drift_classes
 
 
 @dataclass(frozen=True)
@@ -62,16 +70,10 @@ class ReplayReport:
     @property
     def verdict(self) -> str:
         """The worst lock's verdict (``differs`` worst of all); ``not comparable`` for none."""
-        from cmx_core.bundle.verdict import worst
-
         return worst([j.verdict for j in self.judgements])
 
 
 def replay_bundle(bundle: VerifiedBundle, options: ReplayOptions) -> ReplayReport:
-    from cmx_core import paths
-    from cmx_core.errors import UsageError
-    from cmx_core.run.lock import check_drift_classes
-
     check_drift_classes(options.allow_drift)
     if options.repeats is not None and options.repeats < 1:
         raise UsageError(f"--repeats {options.repeats}: give 1 or more replays of each lock")
@@ -107,10 +109,6 @@ def _groups(bundle: VerifiedBundle) -> list[list[Any]]:
 
 def _mark_replay(document: Mapping[str, Any], original: Mapping[str, Any], bundle: VerifiedBundle) -> dict[str, Any]:
     """The replay's result with ``provenance.replay_of``, rewritten in place and re-indexed."""
-    from cmx_core import paths
-    from cmx_core.results.store import ResultStore
-    from cmx_core.results.writer import write_result
-
     replay_of = {"run_id": original["run_id"], "lock_digest": original["provenance"].get("lock_digest"),
                  "bundle_sha256": bundle.sha256}
     marked = {**document, "provenance": {**document["provenance"], "replay_of": replay_of}}
@@ -149,9 +147,6 @@ def _check_hardware(originals: Mapping[str, Mapping[str, Any]], options: ReplayO
     """Refuse to run on another hardware class unless ``hardware`` drift is allowed."""
     if "hardware" in options.allow_drift:
         return
-    from cmx_core.results.facts_map import system_section
-    from cmx_core.results.hardware import from_system, of_document
-    from cmx_core.run.engine import detect_facts
 
     here = from_system(system_section(detect_facts(facts_file=facts_file)))
     for run_id, document in originals.items():
@@ -164,8 +159,6 @@ def _check_hardware(originals: Mapping[str, Mapping[str, Any]], options: ReplayO
 
 def _replay_one(bundle: VerifiedBundle, directory: str, staging: Path, recipes_dir: Path | None,
                 options: ReplayOptions) -> dict[str, Any]:
-    from cmx_core.run import engine
-
     lock = json.loads(bundle.members[f"{RUNS}/{directory}/lock.json"])
     query = lock["query"]
     locked_dirs = [d for d in query.get("recipes_dirs") or () if Path(d).is_dir()]

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cmx_core import paths
 from cmx_core.errors import UsageError
 
 REQUIRE_ENV = "CMX_REQUIRE_SIGNATURE"
@@ -42,8 +43,6 @@ class TrustPolicy:
 def policy(allowed_signers: str | None = None, identity: str | None = None, require: bool = False,
            env: Mapping[str, str] | None = None) -> TrustPolicy:
     """The policy from the command line, then the environment, then the config file."""
-    from cmx_core import paths
-
     env = os.environ if env is None else env
     setting = env.get(REQUIRE_ENV, "").strip().lower()
     if setting not in ("", "0", "1", "true", "false", "yes", "no"):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cmx_core.bundle import MANIFEST, SIGNATURE
+from cmx_core.bundle import MANIFEST, SIGNATURE, sign
 from cmx_core.bundle.manifest import Manifest, parse_manifest
 from cmx_core.bundle.members import Limits, read_members
 from cmx_core.bundle.trust import TrustPolicy
@@ -85,8 +85,6 @@ def _signature(path: Path, members: Mapping[str, bytes], trust: TrustPolicy) -> 
     """The signature's status and whether it was checked against trusted keys; a
     ResultsError for a signature that is garbage, by an untrusted key, bad, or missing when
     the policy requires one."""
-    from cmx_core.bundle import sign
-
     if SIGNATURE not in members:
         if trust.require:
             raise ResultsError(f"{path}: member {SIGNATURE} is missing: the bundle is not signed (or its signature "

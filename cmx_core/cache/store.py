@@ -20,8 +20,10 @@ still hits; an entry without a format-2 digest (an older cmx) is a miss with tha
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -29,8 +31,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from filelock import FileLock
+
 from cmx_core import paths, reads
-from cmx_core.datautil import digest, iter_strings, loads_bounded
+from cmx_core.datautil import atomic_write, digest, iter_strings, loads_bounded
 from cmx_core.errors import CacheError
 
 META = "meta.json"
@@ -129,8 +133,6 @@ class Cache:
     @contextmanager
     def lock(self, key: str) -> Iterator[None]:
         """Hold the per-key lock (other processes computing the same key wait)."""
-        from filelock import FileLock
-
         lock_dir = self.root / "locks"
         lock_dir.mkdir(parents=True, exist_ok=True)
         with FileLock(str(lock_dir / f"{key}.lock")):
@@ -256,8 +258,6 @@ class Cache:
 
 
 def _rmtree(path: Path, ignore_errors: bool = True) -> None:
-    import shutil
-
     shutil.rmtree(path, ignore_errors=ignore_errors)
 
 
@@ -291,8 +291,6 @@ def _relative(path: str, entry: str) -> str:
 
 
 def _file_digest(path: Path) -> str:
-    import hashlib
-
     sha = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -350,8 +348,6 @@ def _content_changed(meta: dict[str, Any], entry: Path) -> str | None:
 
 def _refresh_stats(meta_file: Path, meta: dict[str, Any], fresh: dict[str, list[int]]) -> None:
     """Record the new stats of files whose content was checked (best effort, atomic)."""
-    from cmx_core.datautil import atomic_write
-
     updated = {**meta, "stats": {**meta["stats"], **fresh}}
     updated["meta_digest"] = meta_digest(updated)
     try:

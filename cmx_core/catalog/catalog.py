@@ -10,8 +10,10 @@ works out shadowing and builds ``Listed`` items and recipes only when a query as
 
 from __future__ import annotations
 
+import gc
 import marshal
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from itertools import chain
 from pathlib import Path
@@ -312,8 +314,6 @@ class Catalog:
     def warn_errors(self) -> None:
         """Each broken recipe file as one warning on stderr: the commands that do not need
         it keep working (a broken plugin is isolated the same way)."""
-        import sys
-
         if self._warned:
             return
         self._warned = True
@@ -392,7 +392,6 @@ def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None =
     index = Index(paths.cache_dir() / "index" / f"recipes.v{INDEX_FORMAT}")
     catalog = Catalog()
     catalog.blobs = index.raw
-    import gc
 
     enabled = gc.isenabled()
     gc.disable()  # a check allocates ~10 objects per file and creates no cycles

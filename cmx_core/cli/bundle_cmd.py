@@ -11,15 +11,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cmx_core import paths
+from cmx_core.bundle.importer import import_bundle
+from cmx_core.bundle.members import limits
+from cmx_core.bundle.pack import BundleOptions, create_bundle
+from cmx_core.bundle.replay import ReplayOptions, replay_bundle
+from cmx_core.bundle.trust import policy
+from cmx_core.bundle.verdict import DEFAULT_TOLERANCE
+from cmx_core.bundle.verify import verify_bundle
+from cmx_core.cli.core_cmds import parse_executor_options
 from cmx_core.errors import UsageError
 from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
 from cmx_core.results.noise import RULE
 from cmx_core.results.numbers import fmt_number
+from cmx_core.results.secrets import DEFAULT_ENV_ALLOW
+from cmx_core.results.store import ResultStore
+from cmx_core.run.drift import DRIFT_CLASSES
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    from cmx_core.run.drift import DRIFT_CLASSES
-
     bundle = sub.add_parser("bundle", parents=[common], help="pack, verify, import and replay runs for someone else")
     actions = bundle.add_subparsers(dest="action", metavar="ACTION", parser_class=type(bundle), required=True)
     create = actions.add_parser("create", parents=[common], help="pack run directories into one verified .tar.gz")
@@ -66,10 +76,6 @@ def _replay_options(parser: argparse.ArgumentParser, classes: list[str]) -> None
 
 
 def _verified(args: argparse.Namespace) -> Any:
-    from cmx_core.bundle.members import limits
-    from cmx_core.bundle.trust import policy
-    from cmx_core.bundle.verify import verify_bundle
-
     trust = policy(args.allowed_signers, args.identity, args.require_signature)
     return verify_bundle(Path(args.bundle), trust, limits(args.max_bytes, args.max_members))
 
@@ -89,9 +95,6 @@ def _print(args: argparse.Namespace, data: Any, lines: list[str]) -> None:
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    from cmx_core.bundle.pack import BundleOptions, create_bundle
-    from cmx_core.results.secrets import DEFAULT_ENV_ALLOW
-
     if args.sign and not args.key:
         raise UsageError("--sign needs a key: --key PATH (a private ssh key) or CMX_SIGNING_KEY")
     if args.key and not args.sign:
@@ -111,8 +114,6 @@ def _run_dir(run: str) -> Path:
     """A run directory, or the directory of a stored run id (prefix)."""
     if Path(run).is_dir():
         return Path(run)
-    from cmx_core import paths
-    from cmx_core.results.store import ResultStore
 
     return ResultStore(paths.results_db()).resolve(run)[1].parent
 
@@ -126,10 +127,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from cmx_core import paths
-    from cmx_core.bundle.importer import import_bundle
-    from cmx_core.results.store import ResultStore
-
     verified = _verified(args)
     done = import_bundle(verified, ResultStore(paths.results_db()), paths.runs_dir())
     lines = [f"imported {run_id} -> {run_dir}" for run_id, run_dir in done.imported]
@@ -141,10 +138,6 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from cmx_core.bundle.replay import ReplayOptions, replay_bundle
-    from cmx_core.bundle.verdict import DEFAULT_TOLERANCE
-    from cmx_core.cli.core_cmds import parse_executor_options
-
     tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
     if not 0 <= tolerance < 1:
         raise UsageError(f"--tolerance {tolerance}: give a fraction from 0 to 1, e.g. 0.05")

@@ -8,8 +8,12 @@ import sys
 import time
 from typing import Any
 
+from cmx_core.cache.store import Cache
 from cmx_core.errors import UsageError
+from cmx_core.plugins.loader import prune_resources
+from cmx_core.recipes.model import parse_duration
 from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
+from cmx_core.run.replay import prune_memos
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -45,8 +49,6 @@ def add_verify(actions: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Re-hash each entry's declared outputs against the digests recorded when it was written."""
-    from cmx_core.cache.store import Cache
-
     cache = Cache()
     entries = [cache.find(args.key)] if args.key else cache.entries()
     report = [{"key": e.key, "recipe": e.recipe, "path": str(e.path), "problems": cache.verify(e)} for e in entries]
@@ -72,8 +74,6 @@ def _row(entry: Any) -> dict[str, Any]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from cmx_core.cache.store import Cache
-
     entries = [e for e in Cache().entries() if not args.recipe or e.recipe == args.recipe]
     rows = [_row(e) for e in entries]
     if args.json:
@@ -87,8 +87,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from cmx_core.cache.store import Cache
-
     entry = Cache().find(args.key)
     doc = {**_row(entry), "meta": entry.meta, "size_bytes": entry.size_bytes()}
     print(json.dumps(doc, indent=2, default=str))
@@ -96,8 +94,6 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
-    from cmx_core.cache.store import Cache
-
     cache = Cache()
     if args.all:
         targets = cache.entries()
@@ -114,9 +110,6 @@ def cmd_rm(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from cmx_core.cache.store import Cache
-    from cmx_core.recipes.model import parse_duration
-
     age = None
     if args.older_than is not None:
         age = parse_duration(args.older_than)
@@ -124,7 +117,6 @@ def cmd_prune(args: argparse.Namespace) -> int:
             raise UsageError(f"--older-than {args.older_than!r}: expected a duration like 7d or 12h")
     cache = Cache()
     removed = cache.prune(older_than_s=age)
-    from cmx_core.run.replay import prune_memos
 
     prune_memos(str(cache.root), older_than_s=age)
     resources = _prune_resources(cache, args.dry_run) if args.images else None
@@ -142,8 +134,6 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 def _prune_resources(cache: Any, dry_run: bool) -> list[str]:
     """The plugins' ``cmx_prune_resources`` with every string the remaining entries' outputs hold."""
-    from cmx_core.plugins.loader import prune_resources
-
     referenced: set[str] = set()
     for entry in cache.entries():
         _strings(entry.outputs, referenced)

@@ -11,6 +11,8 @@ import argparse
 import sys
 from typing import Any
 
+from cmx_core.cli.parser import COMMAND_MODULES
+
 SHELLS = ("bash", "zsh", "fish")
 OPTIONS = ("--tags=", "--json", "--verbose", "--quiet", "--recipes", "--no-cache", "--refresh", "--output",
            "--executor", "--executor-opt", "--facts", "--help")
@@ -63,7 +65,5 @@ def script(shell: str, commands: list[str]) -> str:
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
-    from cmx_core.cli.parser import COMMAND_MODULES
-
     sys.stdout.write(script(args.shell, sorted(COMMAND_MODULES)))
     return 0

@@ -10,12 +10,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
+from cmx_core.cli.monitor_cmd import add_telemetry_options, print_soak, telemetry_settings
+from cmx_core.cli.progress import Progress
+from cmx_core.cli.recipe_doc import recipe_json, recipe_markdown
 from cmx_core.cli.recovery_opts import add_recovery_options, recovery
 from cmx_core.errors import UsageError
 from cmx_core.plan.conditional import of_node
 from cmx_core.resolve.input_hints import unknown_flag
 from cmx_core.results.grid import Column, Grid, fit, width_for
 from cmx_core.results.summary import run_summary
+from cmx_core.run.drift import DRIFT_CLASSES
+from cmx_core.run.engine import explain, list_recipes, plan_view, run, show_recipe
+from cmx_core.run.replay import disabled
+from cmx_core.run.replay_record import Recorder
 
 NOUNS = ("recipe", "script")
 """The optional word after ``run``, ``plan`` and ``explain``: ``cmx run recipe ...``, or
@@ -41,13 +48,11 @@ def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
     run.add_argument("--output", metavar="DIR", help="run directory (default: in the cmx data dir)")
     _executor_options(run)
     run.add_argument("--lock", metavar="FILE", help="replay a run's lock.json; refuse if anything resolves differently")
-    from cmx_core.run.drift import DRIFT_CLASSES
 
     run.add_argument("--allow-drift", action="append", default=[], metavar="CLASS", choices=sorted(DRIFT_CLASSES),
                      help="with --lock: let this class of drift through: " + "; ".join(
                          f"{name}: {why.split(':')[0]}" for name, why in sorted(DRIFT_CLASSES.items())))
     run.add_argument("--sweep-point", metavar="JSON", help=argparse.SUPPRESS)  # set by `cmx sweep`
-    from cmx_core.cli.monitor_cmd import add_telemetry_options
 
     add_telemetry_options(run)
     add_recovery_options(run)
@@ -153,8 +158,6 @@ def positional_tags(words: list[str], recipes_dirs: list[str]) -> str | None:
     if not tags:
         return None
     if len(tags) == 1:
-        from cmx_core.run.engine import show_recipe
-
         try:
             return ",".join(show_recipe(tags[0], recipes_dirs=recipes_dirs).tags)
         except UsageError:
@@ -174,8 +177,6 @@ def parse_executor_options(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from cmx_core.run.engine import plan_view
-
     result = plan_view(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
                        executor="docker" if args.container else args.executor,
                        options=parse_executor_options(args.executor_opt))
@@ -187,8 +188,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from cmx_core.run.engine import explain
-
     result = explain(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts)
     if args.json:
         _print_json(result.to_json())
@@ -226,9 +225,6 @@ def _explain_text(result: Any) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from cmx_core.cli.progress import Progress
-    from cmx_core.run.engine import run
-
     executor = "docker" if args.container else args.executor
     words, args.extra = split_words(args.extra)
     named = positional_tags(words, args.recipes)
@@ -241,7 +237,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("cmx run: give --tags=... (or --lock FILE to replay a run)")
     if args.lock and (args.tags or args.extra):
         raise UsageError("cmx run: --lock replays the lockfile's own tags and inputs; drop --tags and inputs")
-    from cmx_core.cli.monitor_cmd import telemetry_settings
 
     telemetry = telemetry_settings(args)
     observer = _replay_observer(args)
@@ -254,7 +249,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                      on_plan=_plan_printer(args), telemetry=telemetry, recovery=recovery(args))
     if observer is not None:
         observer.remember(result)
-    from cmx_core.cli.monitor_cmd import print_soak
 
     print_soak(result.document)
     if args.json:
@@ -293,21 +287,16 @@ def _sweep_point(text: str | None) -> dict[str, Any] | None:
 def _replay_observer(args: argparse.Namespace) -> Any:
     """A recorder for the warm-run memo (see cmx_core.run.replay) when this invocation is one the
     replay can reproduce: the default cache, executor and run directory, no facts file."""
-    from cmx_core.run.replay import disabled
-
     if disabled() or args.replay_key is None or args.no_cache \
             or args.refresh or args.lock or args.facts or args.output or args.sweep_point \
             or args.executor not in (None, "local") \
             or args.container or args.executor_opt:
         return None
-    from cmx_core.run.replay_record import Recorder
 
     return Recorder(args.argv, args.replay_key, args.recipes, json_output=args.json, verbose=args.verbose)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from cmx_core.run.engine import list_recipes
-
     errors: list[str] = []
     recipes = list_recipes(args.tags, recipes_dirs=args.recipes, errors=errors)
     for error in errors:  # the good recipes are still listed; broken files make it exit 2
@@ -328,9 +317,6 @@ def recipes_grid(recipes: list[Any]) -> Grid:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from cmx_core.cli.recipe_doc import recipe_json, recipe_markdown
-    from cmx_core.run.engine import show_recipe
-
     recipe = show_recipe(args.name, recipes_dirs=args.recipes)
     if args.json:
         _print_json(recipe_json(recipe))

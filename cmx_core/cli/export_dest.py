@@ -17,6 +17,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from cmx_core.errors import UsageError
+from cmx_core.plugins.loader import get_registry
+from cmx_core.results.export import BUILTIN_FORMATS, export_results
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,9 +45,6 @@ def is_stream(dest: str) -> bool:
 
 def write_export(fmt: str, dest: str, results: Sequence[StoredResult]) -> str:
     """Export ``results`` to ``dest``; returns what was written (``-`` for stdout)."""
-    from cmx_core.plugins.loader import get_registry
-    from cmx_core.results.export import BUILTIN_FORMATS, export_results
-
     exporters = {} if fmt in BUILTIN_FORMATS else get_registry().exporters
     if not is_stream(dest):
         target = Path(os.path.realpath(dest)) if os.path.islink(dest) else Path(dest)

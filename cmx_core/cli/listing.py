@@ -91,9 +91,9 @@ RICH_GAP, RICH_EDGE = 3, 4
 
 
 def _table(listing: Listing, stream: TextIO, width: int | None) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    from rich.console import Console  # deferred: rich only when this runs (60 modules)
+    from rich.markup import escape  # deferred: rich only when this runs (44 modules)
+    from rich.table import Table  # deferred: rich only when this runs (51 modules)
 
     grid = listing.grid()
     kept = kept_columns(grid, width, RICH_GAP, RICH_EDGE)

@@ -6,10 +6,12 @@ error is one line on stderr; ``--json`` prints exactly one JSON document on stdo
 
 from __future__ import annotations
 
+import os
 import sys
 
-from cmx_core import __version__
+from cmx_core import __version__, paths
 from cmx_core.errors import CmxError, UsageError, escape_controls
+from cmx_core.plugins.command_index import read_help, terminal_width, write_help
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,7 +26,7 @@ def __getattr__(name: str) -> Any:
     """The parser lives in :mod:`cmx_core.cli.parser`; importing it costs argparse, which a
     replayed warm run never needs."""
     if name in _PARSER_NAMES:
-        from cmx_core.cli import parser
+        from cmx_core.cli import parser  # deferred: start-up: pulls filelock, pluggy (179 modules)
 
         return getattr(parser, name)
     raise AttributeError(name)
@@ -53,27 +55,25 @@ def hoist_globals(args: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = hoist_globals(list(sys.argv[1:] if argv is None else argv))
     if "--version" in args_list and "--json" in args_list:
-        import json
+        import json  # deferred: not needed by cmx --help or a replayed warm run
 
         print(json.dumps({"name": "cmx", "version": __version__}))
         return 0
     if args_list in TOP_HELP:
-        from cmx_core.plugins.command_index import read_help, terminal_width
-
         text = read_help(terminal_width())
         if text is not None:  # argparse, the plugins and their summaries are not needed
             sys.stdout.write(text)
             return 0
-    import signal
+    import signal  # deferred: not needed by cmx --help or a replayed warm run
 
     previous = signal.signal(signal.SIGTERM, _terminate)  # a CI cancel cleans up like Ctrl-C
     previous_hup = signal.signal(signal.SIGHUP, _terminate)  # so does a closed terminal
-    import os
 
     options_env = {name: os.environ.get(name) for name in OPTION_ENV}
     try:
         replay_key = None
         if args_list[:1] == ["run"]:
+            # deferred: start-up: 26 modules not needed to start cmx
             from cmx_core.run.replay import invocation_key, try_replay
 
             replay_key = invocation_key(args_list)  # before _dispatch changes the environment
@@ -108,8 +108,6 @@ OPTION_ENV = ("CMX_STRICT_PLUGINS", "CMX_STRICT", "CMX_DISABLE_PLUGINS")
 def _restore_env(before: dict[str, str | None]) -> None:
     """Undo what the options set, so a later in-process call (a test, an API user) starts clean;
     a changed plugin selection also forgets the loaded registry."""
-    import os
-
     changed = False
     for name, value in before.items():
         if os.environ.get(name) == value:
@@ -120,7 +118,7 @@ def _restore_env(before: dict[str, str | None]) -> None:
         else:
             os.environ[name] = value
     if changed:
-        from cmx_core.plugins.loader import reset_registry
+        from cmx_core.plugins.loader import reset_registry  # deferred: start-up: pulls filelock, pluggy (176 modules)
 
         reset_registry()
 
@@ -135,26 +133,22 @@ def _disable_plugins(args_list: list[str]) -> None:
     names = [a.split("=", 1)[1] for a in args_list if a.startswith("--disable-plugin=")]
     names += [args_list[i + 1] for i, a in enumerate(args_list[:-1]) if a == "--disable-plugin"]
     if names:
-        from cmx_core.plugins.loader import disable_plugins
+        from cmx_core.plugins.loader import disable_plugins  # deferred: start-up: pulls filelock, pluggy (176 modules)
 
         disable_plugins(names)
 
 
 def _dispatch(args_list: list[str], replay_key: str | None = None) -> int:
     if "--strict-plugins" in args_list or "--strict" in args_list:
-        import os
-
         os.environ["CMX_STRICT_PLUGINS"] = "1"
         if "--strict" in args_list:
             os.environ["CMX_STRICT"] = "1"
     _disable_plugins(args_list)
-    from cmx_core.cli.parser import build_parser
+    from cmx_core.cli.parser import build_parser  # deferred: start-up: pulls filelock, pluggy (179 modules)
 
     command = next((a for a in args_list if not a.startswith("-")), None)
     parser = build_parser(command)
     if args_list in TOP_HELP:
-        from cmx_core.plugins.command_index import terminal_width, write_help
-
         text = parser.format_help()
         write_help(terminal_width(), text)
         sys.stdout.write(text)
@@ -177,8 +171,6 @@ def _dispatch(args_list: list[str], replay_key: str | None = None) -> int:
 def _os_error_line(exc: OSError) -> str:
     """A file-system failure nothing below caught (a state directory that is a file or
     read-only, say) as one line naming the path."""
-    from cmx_core import paths
-
     where = str(exc.filename)
     line = f"{where}: {exc.strerror or exc}"
     roots = (paths.cache_root(), paths.data_root())
@@ -207,7 +199,7 @@ def _print_error(exc: CmxError, args_list: list[str]) -> None:
     message = " ".join(escape_controls(str(exc).split("\n")[0]).split())
     result_path = getattr(exc, "result_path", None)
     if "--json" in args_list:
-        import json
+        import json  # deferred: not needed by cmx --help or a replayed warm run
 
         doc = {"error": message, "exit_code": exc.exit_code}
         if result_path is not None:

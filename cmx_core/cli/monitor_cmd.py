@@ -6,10 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cmx_core.errors import UsageError
+from cmx_core.recipes.durations import parse_duration
+from cmx_core.telemetry.collector import TelemetrySettings, check_interval, check_port
+from cmx_core.telemetry.monitor import grafana_dashboard, prometheus_config
 
 
 def add_telemetry_options(parser: argparse.ArgumentParser) -> None:
@@ -26,10 +30,6 @@ def add_telemetry_options(parser: argparse.ArgumentParser) -> None:
 def telemetry_settings(args: argparse.Namespace) -> Any:
     """The run's :class:`~cmx_core.telemetry.collector.TelemetrySettings`: the environment's,
     with the command line's options over them (a bad value: one line, exit 2)."""
-    from dataclasses import replace
-
-    from cmx_core.telemetry.collector import TelemetrySettings, check_interval, check_port
-
     settings = TelemetrySettings.from_env()
     if args.no_telemetry:
         settings = replace(settings, enabled=False)
@@ -38,8 +38,6 @@ def telemetry_settings(args: argparse.Namespace) -> Any:
     if args.metrics_port is not None:
         settings = replace(settings, metrics_port=check_port(args.metrics_port, "--metrics-port"))
     if args.soak is not None:
-        from cmx_core.recipes.durations import parse_duration
-
         seconds = parse_duration(args.soak)
         if seconds is None or seconds <= 0:
             raise UsageError(f"--soak: {args.soak!r} is not a duration (30s, 10m, 2h)")
@@ -92,16 +90,11 @@ def _emit(text: str, output: str | None, as_json: bool, what: str) -> int:
 
 
 def cmd_prometheus_config(args: argparse.Namespace) -> int:
-    from cmx_core.telemetry.collector import check_interval, check_port
-    from cmx_core.telemetry.monitor import prometheus_config
-
     ports = [check_port(p, "--port") for p in args.port]
     text = prometheus_config(ports, host=args.host, interval_s=check_interval(args.interval, "--interval"))
     return _emit(text, args.output, args.json, "prometheus config")
 
 
 def cmd_grafana_dashboard(args: argparse.Namespace) -> int:
-    from cmx_core.telemetry.monitor import grafana_dashboard
-
     text = json.dumps(grafana_dashboard(args.datasource), indent=2, sort_keys=True) + "\n"
     return _emit(text, args.output, args.json, "grafana dashboard")

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
+import re
 
 from cmx_core import __version__
-from cmx_core.errors import UsageError
+from cmx_core.errors import UsageError, did_you_mean
+from cmx_core.plugins.command_index import read_summaries
+from cmx_core.plugins.loader import get_registry, remember_commands
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,10 +30,6 @@ class Parser(argparse.ArgumentParser):
 
 def _choice_hint(message: str) -> str:
     """"Did you mean" for argparse's ``invalid choice: 'rn' (choose from 'run', ...)``."""
-    import re
-
-    from cmx_core.errors import did_you_mean
-
     found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
     if found is None:
         return ""
@@ -87,7 +88,6 @@ def build_parser(command: str | None = None) -> Parser:
         return parser
     for name, (_, _, summary) in COMMAND_MODULES.items():
         sub.add_parser(name, help=summary)  # names and summaries are all top-level help needs
-    from cmx_core.plugins.command_index import read_summaries
 
     cached = read_summaries()
     if cached is not None and command not in {group_of(name) for name, _ in cached}:
@@ -121,9 +121,6 @@ def _group_summary(group: str, members: list[tuple[str, str]]) -> str:
 
 
 def _add_command(name: str, sub: Any, common: argparse.ArgumentParser) -> None:
-    import importlib
-    import inspect
-
     module_name, function_name, _ = COMMAND_MODULES[name]
     add = getattr(importlib.import_module(f"cmx_core.cli.{module_name}"), function_name)
     if len(inspect.signature(add).parameters) > 1:
@@ -134,8 +131,6 @@ def _add_command(name: str, sub: Any, common: argparse.ArgumentParser) -> None:
 
 def _add_plugin_commands(sub: Any, common: argparse.ArgumentParser, selected: str | None) -> None:
     """Plugin commands: the ``selected`` one fully configured, the others by name only."""
-    from cmx_core.plugins.loader import get_registry, remember_commands
-
     registry = get_registry()
     remember_commands(registry)
     groups: dict[str, Any] = {}

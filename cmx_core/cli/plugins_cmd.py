@@ -9,18 +9,28 @@ call is typed and usable from Python.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import re
 import site
 import sys
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
+from cmx_core import __version__
+from cmx_core.cli.main import common_options
 from cmx_core.errors import CmxError, UsageError
-from cmx_core.plugins.install import shell_line
+from cmx_core.plugins import install as plugin_install
+from cmx_core.plugins.install import find_entry, require_entry, shell_line, wheel_install_hint
+from cmx_core.plugins.loader import SLOW_IMPORT_S, get_registry, reset_registry
 from cmx_core.plugins.pip_run import run_pip as run_pip_quietly
+from cmx_core.plugins.registry_yaml import normalize, read_registry
 from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
+from cmx_core.run.settings import describe_settings
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,12 +85,6 @@ def add_parser(subparsers: Any) -> None:
 
 def common_parents() -> list[argparse.ArgumentParser]:
     """The options every cmx command takes (``--json``, ``--strict-plugins``...)."""
-    try:
-        from cmx_core.cli.main import common_options
-    except ImportError:  # pragma: no cover - the CLI module is part of cmx-core
-        fallback = argparse.ArgumentParser(add_help=False)
-        fallback.add_argument("--json", action="store_true", help="print one JSON document")
-        return [fallback]
     return [common_options()]
 
 
@@ -96,8 +100,6 @@ def _emit(args: argparse.Namespace, document: Any, text: str) -> None:
 
 def installed_summary() -> dict[str, Any]:
     """What ``cmx plugins list --json`` prints: every loaded plugin and the conflicts."""
-    from cmx_core.plugins.loader import get_registry
-
     loaded = get_registry()
     loaded.collect_all()
     plugins = []
@@ -129,8 +131,6 @@ def _capabilities(loaded: Any, plugin: str) -> dict[str, list[str]]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from cmx_core.plugins.loader import SLOW_IMPORT_S
-
     summary = installed_summary()
     for plugin in summary["plugins"]:
         if plugin["import_ms"] is not None and plugin["import_ms"] > SLOW_IMPORT_S * 1000:
@@ -164,9 +164,6 @@ def _list_text(summary: dict[str, Any]) -> str:
 
 
 def entry_document(entry: Any, installed: dict[str, str], registry: RegistryFile | None = None) -> dict[str, Any]:
-    from cmx_core.plugins.install import wheel_install_hint
-    from cmx_core.plugins.registry_yaml import normalize
-
     install_hint = wheel_install_hint(registry, entry) if registry is not None else f"cmx plugins install {entry.name}"
 
     return {
@@ -183,10 +180,6 @@ def entry_document(entry: Any, installed: dict[str, str], registry: RegistryFile
 
 def _installed_versions() -> dict[str, str]:
     """Normalised distribution -> version of everything that declares a ``cmx`` entry point."""
-    from importlib import metadata
-
-    from cmx_core.plugins.registry_yaml import normalize
-
     found: dict[str, str] = {}
     for entry in metadata.entry_points(group="cmx"):
         if entry.dist is not None:
@@ -195,8 +188,6 @@ def _installed_versions() -> dict[str, str]:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from cmx_core.plugins.registry_yaml import read_registry
-
     registry = read_registry()
     installed = _installed_versions()
     results = [entry_document(e, installed, registry) for e in registry.search(args.text)]
@@ -210,10 +201,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from cmx_core.plugins.registry_yaml import read_registry
-
     registry = read_registry()
-    from cmx_core.plugins.install import find_entry
 
     loaded = _loaded_plugin(args.name)
     if find_entry(registry, args.name) is None and loaded is not None:
@@ -247,8 +235,6 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def _loaded_plugin(name: str) -> Any:
     """The PluginInfo of the loaded (or failed) plugin of entry-point name ``name``, or None."""
-    from cmx_core.plugins.loader import get_registry
-
     if name == "cmx-core":
         return None
     registry = get_registry()
@@ -258,9 +244,6 @@ def _loaded_plugin(name: str) -> Any:
 
 def _loaded_of_distribution(distribution: str) -> Any:
     """The first plugin of ``distribution`` that failed to load, or None."""
-    from cmx_core.plugins.loader import get_registry
-    from cmx_core.plugins.registry_yaml import normalize
-
     registry = get_registry()
     registry.collect_all()
     return next((i for i in registry.plugins.values()
@@ -282,9 +265,6 @@ def _info_unlisted(args: argparse.Namespace, info: Any) -> int:
 
 def executor_settings(distribution: str) -> dict[str, list[dict[str, str]]]:
     """The settings of each executor the installed ``distribution`` registers."""
-    from cmx_core.plugins.loader import get_registry
-    from cmx_core.run.settings import describe_settings
-
     registry = get_registry()
     owners = {name for name, info in registry.plugins.items() if info.distribution == distribution}
     return {name: [row._asdict() for row in describe_settings(executor.settings)]
@@ -296,25 +276,17 @@ def executor_settings(distribution: str) -> dict[str, list[dict[str, str]]]:
 
 def install_command(names: list[str], *, editable: bool = False, upgrade: bool = False) -> list[str]:
     """The pip command installing registry entries ``names`` (and the plugins they need)."""
-    from cmx_core.plugins.install import install_command as command
-    from cmx_core.plugins.registry_yaml import read_registry
-
-    return command(read_registry(), names, editable=editable, upgrade=upgrade)
+    return plugin_install.install_command(read_registry(), names, editable=editable, upgrade=upgrade)
 
 
 def _require(registry: RegistryFile, name: str) -> Entry:
     """The registry entry of ``name`` (registry, distribution or entry-point name)."""
-    from cmx_core.plugins.install import require_entry
-
     return require_entry(registry, name)
 
 
 def uninstall_command(names: list[str]) -> list[str]:
     """The pip command removing installed plugins; one that is not installed is refused."""
-    from cmx_core.plugins.install import uninstall_command as command
-    from cmx_core.plugins.registry_yaml import read_registry
-
-    return command(read_registry(), names)
+    return plugin_install.uninstall_command(read_registry(), names)
 
 
 def run_pip(command: list[str]) -> None:
@@ -337,11 +309,6 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
 
 
 def _after_pip(args: argparse.Namespace, command: list[str], names: list[str]) -> int:
-    import importlib
-
-    from cmx_core.plugins.install import shell_line
-    from cmx_core.plugins.loader import reset_registry
-
     importlib.invalidate_caches()
     for folder in site.getsitepackages():  # an editable install's new .pth puts its src/ on sys.path
         site.addsitedir(folder)
@@ -383,10 +350,6 @@ class Scaffold:
 
 def core_requirement() -> str:
     """The cmx-core range a new plugin should declare: this minor series (0.x) or major."""
-    from packaging.version import Version
-
-    from cmx_core import __version__
-
     v = Version(__version__)
     upper = f"{v.major}.{v.minor + 1}" if v.major == 0 else f"{v.major + 1}"
     return f">={v.major}.{v.minor},<{upper}"

@@ -13,6 +13,7 @@ document) and silent with ``-q``.
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import time
@@ -61,8 +62,6 @@ class Progress:
         if self._status is not None:
             self._status.stop()
         if self._step_log is not None:
-            import logging
-
             logging.getLogger("cmx.step").removeHandler(self._step_log)
         if self.enabled:
             manager = get_registry().manager
@@ -131,7 +130,6 @@ class Progress:
         runs, so a fully cached run never imports :mod:`logging`."""
         if self._step_log is not None:
             return
-        import logging
 
         say = self._say
 

@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cmx_core.cli.plugins_cmd import common_parents
+from cmx_core.plugins.loader import get_registry
+from cmx_core.plugins.registry_check import check_installed
+from cmx_core.plugins.registry_yaml import RegistryFile, is_packaged, registry_path, validate_file
 from cmx_core.results.grid import fit_text, width_for
 
 
@@ -16,7 +20,6 @@ def add_parser(subparsers: Any) -> None:
         "registry", help="check the plugin registry (registry.yaml)",
         description="The plugin registry: what every known plugin provides.")
     sub = parser.add_subparsers(dest="registry_command", metavar="COMMAND", required=True)
-    from cmx_core.cli.plugins_cmd import common_parents
 
     check = sub.add_parser(
         "check", help="validate registry.yaml and what installed plugins really register",
@@ -53,17 +56,12 @@ class CheckReport:
 
 def check_registry(path: Path | None = None, *, installed: bool = True) -> CheckReport:
     """Schema, consistency and (with ``installed``) claims-vs-reality problems of a registry."""
-    from cmx_core.plugins.registry_check import check_installed
-    from cmx_core.plugins.registry_yaml import RegistryFile, is_packaged, registry_path, validate_file
-
     path = path or registry_path()
     report = CheckReport(path, packaged=is_packaged(path))
     problems, entries = validate_file(path)
     report.problems.extend(problems)
     report.entries = len(entries)
     if installed and entries:
-        from cmx_core.plugins.loader import get_registry
-
         found, checked = check_installed(RegistryFile(path, tuple(entries)), get_registry())
         report.problems.extend(found)
         report.installed_checked = checked

@@ -14,11 +14,24 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cmx_core.errors import UsageError
+from cmx_core import paths
+from cmx_core.cli.export_dest import STDOUT, select_runs, write_export
+from cmx_core.cli.listing import Listing, add_format_option, chosen_format, render
+from cmx_core.cli.run_rows import listing, row_json
+from cmx_core.errors import ResultsError, UsageError
+from cmx_core.report import cli
+from cmx_core.report.cli import add_plot, add_report
+from cmx_core.report.columns import column_documents
 from cmx_core.results.comparability import differences, forced_warnings, refusal
+from cmx_core.results.compare import compare_samples
 from cmx_core.results.faults import attempt_lines, fault_report
 from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
 from cmx_core.results.numbers import fmt_number
+from cmx_core.results.store import ResultStore
+from cmx_core.results.summary import metric_text, reason_lines, telemetry_lines
+from cmx_core.results.sweep_table import sweep_table
+from cmx_core.run.inflight import reap
+from cmx_core.sweep.runner import read_manifest
 
 if TYPE_CHECKING:
     from cmx_core.cli.listing import Listing
@@ -58,7 +71,6 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -
     p.add_argument("--limit", type=int, default=20, help="how many runs (default 20; 0: all of them)")
     p.add_argument("--recipe", help="only runs of this recipe")
     p.add_argument("--status", choices=STATUSES, help="only runs with this status")
-    from cmx_core.cli.listing import add_format_option
 
     add_format_option(p)
     _finish(p, cmd_list)
@@ -111,9 +123,6 @@ def _finish(parser: argparse.ArgumentParser, handler: Any) -> None:
 
 
 def _store() -> ResultStore:
-    from cmx_core import paths
-    from cmx_core.results.store import ResultStore
-
     return ResultStore(paths.results_db())
 
 
@@ -122,7 +131,7 @@ def _print_json(data: Any) -> None:
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from rich.console import Console  # deferred: rich only when this runs (45 modules)
 
     return Console(highlight=False)
 
@@ -130,11 +139,7 @@ def _console() -> Any:
 # -- handlers ---------------------------------------------------------------------------
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from cmx_core.run.inflight import reap
-
     reap()  # runs a killed cmx left behind appear, as interrupted errors
-    from cmx_core.cli.listing import chosen_format, render
-    from cmx_core.cli.run_rows import listing, row_json
 
     if args.limit < 0:
         raise UsageError(f"--limit {args.limit}: give a number of runs, or 0 for all of them")
@@ -168,8 +173,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return _compare_sweep(args)
     if len(args.runs) < (1 if args.repeats else 2):
         raise UsageError("cmx results compare: give two or more runs, or --sweep ID")
-    from cmx_core.report.columns import column_documents
-    from cmx_core.results.compare import compare_samples
 
     columns = column_documents(_store(), args.runs, with_repeats=args.repeats)
     found = differences(columns)
@@ -194,8 +197,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _point_documents(table: Any) -> list[dict[str, Any]]:
     """The stored documents of a sweep's points (a point whose run left the store has none)."""
-    from cmx_core.errors import ResultsError
-
     store, documents = _store(), []
     for row in table.rows:
         if row.run_id:
@@ -220,16 +221,12 @@ def _fault_lines(documents: list[dict[str, Any]], title: str = "fault tolerance"
 
 def _add_report_parsers(sub: Any, leaf: dict[str, Any]) -> None:
     """``results report`` and ``results plot`` (cmx_core/report)."""
-    from cmx_core.report.cli import add_plot, add_report
-
     _finish(add_report(sub, leaf), _report_handler("report"))
     _finish(add_plot(sub, leaf), _report_handler("plot"))
 
 
 def _report_handler(name: str) -> Any:
     def handler(args: argparse.Namespace) -> int:
-        from cmx_core.report import cli
-
         result: int = getattr(cli, f"cmd_{name}")(args, _store())
         return result
 
@@ -237,10 +234,6 @@ def _report_handler(name: str) -> Any:
 
 
 def _compare_sweep(args: argparse.Namespace) -> int:
-    from cmx_core import paths
-    from cmx_core.results.sweep_table import sweep_table
-    from cmx_core.sweep.runner import read_manifest
-
     if args.runs:
         raise UsageError("cmx results compare: give runs or --sweep ID, not both")
     table = sweep_table(read_manifest(paths.data_dir(), args.sweep), _store())
@@ -256,10 +249,7 @@ def _compare_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def cmd_export(args: argparse.Namespace) -> int:
-    from cmx_core.cli.export_dest import STDOUT, select_runs, write_export
-
     if args.dest == STDOUT and args.json:
         raise UsageError("cmx results export: DEST '-' writes the export to stdout; drop --json")
     results = select_runs(_store(), args.runs, every=args.every, recipe=args.recipe, status=args.status,
@@ -274,8 +264,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    from cmx_core import paths
-
     store = _store()
     dirs = [Path(d) for d in args.dirs] or [paths.runs_dir()]
     report = store.reindex(dirs)
@@ -292,7 +280,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 # -- human output -----------------------------------------------------------------------
 
 def _styled(text: str, style: str | None) -> str:
-    from rich.markup import escape
+    from rich.markup import escape  # deferred: rich only when this runs (32 modules)
 
     return f"[{style}]{escape(text)}[/]" if style else escape(text)
 
@@ -301,10 +289,8 @@ def _show(document: dict[str, Any], path: Path, fmt: str | None = None, width: i
     """The run in lines wrapped at ``width`` at their spaces (None: one line each, ``--wide``;
     a path is never split, so its own line may run longer); the metrics as a table on a wide
     terminal, plain padded lines otherwise."""
-    from rich.console import Console
+    from rich.console import Console  # deferred: rich only when this runs (45 modules)
 
-    from cmx_core.cli.listing import chosen_format, render
-    from cmx_core.results.summary import reason_lines, telemetry_lines
 
     console = Console(highlight=False, soft_wrap=True)
 
@@ -340,9 +326,6 @@ def _show(document: dict[str, Any], path: Path, fmt: str | None = None, width: i
 
 
 def _metrics_listing(document: dict[str, Any]) -> Listing:
-    from cmx_core.cli.listing import Listing
-    from cmx_core.results.summary import metric_text
-
     bench, rows = document["benchmark"], []
     for name, metric in document["metrics"].items():
         mark = " *" if name == bench.get("primary_metric") else ""

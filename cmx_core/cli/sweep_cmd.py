@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cmx_core import paths
-from cmx_core.cli.core_cmds import parse_executor_options, parse_inputs
+from cmx_core.cli.core_cmds import _executor_options, parse_executor_options, parse_inputs
 from cmx_core.cli.recovery_opts import add_recovery_options, chaos_options, recovery, recovery_options
 from cmx_core.errors import UsageError
 from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
@@ -26,8 +26,6 @@ MAX_EXIT = 125
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    from cmx_core.cli.core_cmds import _executor_options
-
     sweep = sub.add_parser(
         "sweep", parents=[common], help="run a recipe over a matrix of inputs, one stored run per point",
         description="Run the recipe selected by --tags once per point of the matrix (the cartesian "

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core import paths, reads
-from cmx_core.datautil import JSONLimitError, atomic_write, loads_bounded, to_plain
+from cmx_core.datautil import JSONLimitError, atomic_write, digest, loads_bounded, to_plain
 from cmx_core.errors import CmxError, ResolveError
+from cmx_core.providers.refs import reference
 from cmx_core.providers.table import ProviderTable
 from cmx_core.providers.types import Detector
 
@@ -125,8 +126,6 @@ def _report_read(detector: Detector, fingerprint: str, value: Any, cache_file: P
     detecting it again and comparing digests."""
     if reads.active() is None:
         return
-    from cmx_core.datautil import digest
-    from cmx_core.providers.refs import reference
 
     name = detector.name
     if detector.ttl_s:

@@ -7,6 +7,7 @@ calls the uncached ones again, by reference, without loading any plugin.
 from __future__ import annotations
 
 import os
+import platform
 import sys
 
 TYPE_CHECKING = False
@@ -20,8 +21,6 @@ def _read(path: str) -> str:
 
 
 def detect_os() -> dict[str, Any]:
-    import platform
-
     info = _os_release()
     libc_name, libc_version = platform.libc_ver()
     return {
@@ -75,8 +74,6 @@ def detect_memory() -> dict[str, Any]:
 
 
 def detect_python() -> dict[str, Any]:
-    import platform
-
     return {
         "version": platform.python_version(),
         "implementation": platform.python_implementation(),

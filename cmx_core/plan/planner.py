@@ -10,6 +10,7 @@ actual outputs folded into its key at run time (``volatile``).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Hashable, Mapping
 from hashlib import sha256
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
@@ -286,8 +287,6 @@ def _memo_key(value: Any) -> Hashable | None:
 
 def _path_stats(rnode: ResolvedNode) -> dict[str, Any]:
     """[size, mtime_ns] of each ``path`` input that exists: a changed file is a new key."""
-    import os
-
     stats: dict[str, Any] = {}
     for name, spec in rnode.recipe.inputs.items():
         value = rnode.inputs.get(name)
@@ -303,8 +302,6 @@ def _path_stats(rnode: ResolvedNode) -> dict[str, Any]:
 
 def _allowed_env(rnode: ResolvedNode) -> dict[str, str | None]:
     """Values of the host variables steps let through (``env_allow``): they change outputs."""
-    import os
-
     names: set[str] = set()
     for step in rnode.steps:
         allow = step.with_.get("env_allow")

@@ -11,6 +11,7 @@ decided at run time, is listed under that step as a ``conditional dep``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,7 +117,5 @@ def _plain(value: Any) -> Any:
 
 
 def _show(value: Any) -> str:
-    import json
-
     plain = _plain(value)
     return plain if isinstance(plain, str) else json.dumps(plain, default=str)

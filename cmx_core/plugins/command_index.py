@@ -13,7 +13,7 @@ import marshal
 import os
 import sys
 
-from cmx_core import __version__
+from cmx_core import __version__, paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,8 +40,6 @@ def _mtime(path: str) -> int:
 
 
 def _cache_file(name: str = FILE) -> str:
-    from cmx_core import paths
-
     return os.path.join(paths.cache_root(), name)
 
 
@@ -74,7 +72,7 @@ def _read(name: str) -> Any:
 
 
 def _write(name: str, record: dict[str, Any]) -> None:
-    from cmx_core.datautil import atomic_write
+    from cmx_core.datautil import atomic_write  # deferred: start-up: 5 modules not needed to start cmx
 
     try:
         atomic_write(_cache_file(name), marshal.dumps(record))

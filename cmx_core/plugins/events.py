@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cmx_core.plugins.hook_calls import fire as fire_each
+
 if TYPE_CHECKING:
     from cmx_core.plugins.registry import Registry
 
@@ -22,8 +24,6 @@ def registry_events(registry: Registry) -> EventSink:
     plugin and hook, the other plugins' hooks still run, and the run goes on."""
 
     def fire(name: str, /, **kwargs: Any) -> None:
-        from cmx_core.plugins.hook_calls import fire as fire_each
-
         fire_each(getattr(registry.hook, name), kwargs)
 
     return fire

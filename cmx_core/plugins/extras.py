@@ -11,6 +11,7 @@ requirement is a one-line UsageError naming the extra and the command that insta
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from importlib import metadata
 from typing import Any
@@ -25,7 +26,7 @@ class MissingExtra(UsageError):
 def missing_requirements(distribution: str, extra: str) -> list[str]:
     """The requirements of ``distribution[extra]`` that are absent or outside their range; a
     distribution that is not installed or lacks the extra is a UsageError."""
-    from packaging.requirements import Requirement
+    from packaging.requirements import Requirement  # deferred: packaging only when this runs (33 modules)
 
     try:
         dist = metadata.distribution(distribution)
@@ -53,7 +54,7 @@ def missing_requirements(distribution: str, extra: str) -> list[str]:
 def require_extra(distribution: str, extra: str, needed_by: str) -> None:
     """Raise a UsageError naming the extra and its install command when ``distribution[extra]``
     is not fully installed; ``needed_by`` says who needs it (``step type 'mlperf.loadgen'``)."""
-    from cmx_core.plugins.install import shell_line
+    from cmx_core.plugins.install import shell_line  # deferred: start-up: pulls packaging (37 modules)
 
     missing = missing_requirements(distribution, extra)
     if missing:
@@ -102,9 +103,10 @@ def missing_module_hint(distribution: str, module: str) -> str:
     'module'``: ``"; it comes with the extra 'llm': cmx plugins install 'cmx-mlperf[llm]'"``
     when one of the distribution's extras requires the distribution providing ``module``,
     else "". Never raises (it runs on an error path)."""
+    # deferred: packaging only when this runs (33 modules)
     from packaging.requirements import InvalidRequirement, Requirement
 
-    from cmx_core.plugins.install import shell_line
+    from cmx_core.plugins.install import shell_line  # deferred: start-up: pulls packaging (37 modules)
 
     try:
         dist = metadata.distribution(distribution)
@@ -126,8 +128,6 @@ def missing_module_hint(distribution: str, module: str) -> str:
 
 
 def _norm(name: str) -> str:
-    import re
-
     return re.sub(r"[-_.]+", "-", name).lower()
 
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from cmx_core.plugins import loader as plugins
+from cmx_core.plugins.install import installed_distributions, shell_line
+from cmx_core.plugins.registry_yaml import _entries_from, _load_yaml, normalize, registry_path
+
 
 def missing_plugin_hint(tags: Iterable[str]) -> str:
     """``"; plugin cmx-mlperf provides recipes tagged mlperf,inference,*: cmx plugins install
     cmx-mlperf"`` for a query no installed recipe matches but a registry entry would, or ""."""
     wanted = {t.strip() for t in tags if t.strip() and not t.startswith("-")}
     try:
-        from cmx_core.plugins.registry_yaml import _entries_from, _load_yaml, registry_path
 
         entries = _entries_from(_load_yaml(registry_path()), registry_path())
     except Exception:  # noqa: BLE001 - a broken registry must not hide the original error
@@ -33,7 +36,6 @@ def missing_plugin_hint(tags: Iterable[str]) -> str:
         off = _turned_off(entry.distribution)
         return (f"; plugin {entry.name} provides recipes tagged {pattern} and is installed but turned off "
                 f"({off})") if off else ""
-    from cmx_core.plugins.install import shell_line
 
     command = shell_line(["cmx", "plugins", "install", entry.name])
     return f"; plugin {entry.name} provides recipes tagged {pattern}: {command}"
@@ -46,17 +48,11 @@ def _covers(pattern: str, wanted: set[str]) -> bool:
 
 
 def _installed(distribution: str) -> bool:
-    from cmx_core.plugins.install import installed_distributions
-    from cmx_core.plugins.registry_yaml import normalize
-
     return normalize(distribution) in installed_distributions()
 
 
 def _failed_plugin(distribution: str) -> tuple[str, str] | None:
     """(entry-point name, error) of a plugin of ``distribution`` that failed to load."""
-    from cmx_core.plugins import loader as plugins
-    from cmx_core.plugins.registry_yaml import normalize
-
     loaded = plugins._REGISTRY
     if loaded is None:
         return None
@@ -69,9 +65,6 @@ def _failed_plugin(distribution: str) -> tuple[str, str] | None:
 def _turned_off(distribution: str) -> str:
     """How an installed plugin of ``distribution`` is kept from loading (``--disable-plugin``
     / ``CMX_DISABLE_PLUGINS``, or left out of ``CMX_LOAD_PLUGINS``), or ""."""
-    from cmx_core.plugins import loader as plugins
-    from cmx_core.plugins.registry_yaml import normalize
-
     names = {e.name for e in plugins._discover() if normalize(e.distribution) == normalize(distribution)}
     disabled = (plugins._names("CMX_DISABLE_PLUGINS") or set()) & names
     if disabled:

@@ -20,6 +20,8 @@ import sys
 from collections.abc import Generator, Mapping
 from typing import Any
 
+import pluggy
+
 
 def fire(hook: Any, kwargs: Mapping[str, Any]) -> list[str]:
     """Call every implementation of the pluggy hook caller ``hook``; returns the warnings
@@ -59,8 +61,6 @@ def _is_wrapper(impl: Any) -> bool:
 def _outcome(impl: Any) -> Any:
     """What a wrapper's ``yield`` returns: None (new style), a pluggy Result (old style)."""
     if getattr(impl, "hookwrapper", False):
-        import pluggy
-
         return pluggy.Result(None, None)
     return None
 

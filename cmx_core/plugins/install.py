@@ -16,11 +16,14 @@ import os
 import shlex
 import sys
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
-from cmx_core.errors import UsageError
+from packaging.requirements import InvalidRequirement, Requirement
+
+from cmx_core.errors import UsageError, did_you_mean
 from cmx_core.plugins.local_source import build_options, is_local_path, read_local_source
-from cmx_core.plugins.registry_yaml import Entry, RegistryFile, normalize, pip_requirement
+from cmx_core.plugins.registry_yaml import Entry, RegistryFile, _toml, normalize, pip_requirement
 
 PIP = (sys.executable, "-m", "pip")
 
@@ -34,8 +37,6 @@ class Wanted:
 
     @classmethod
     def parse(cls, text: str) -> Wanted:
-        from packaging.requirements import InvalidRequirement, Requirement
-
         try:
             req = Requirement(text)
         except InvalidRequirement:
@@ -55,8 +56,6 @@ def shell_line(command: list[str] | tuple[str, ...]) -> str:
 
 def entry_point_names() -> dict[str, str]:
     """Entry-point name -> normalised distribution of every installed cmx plugin."""
-    from importlib import metadata
-
     return {e.name: normalize(e.dist.metadata["Name"]) for e in metadata.entry_points(group="cmx")
             if e.dist is not None}
 
@@ -75,8 +74,6 @@ def require_entry(registry: RegistryFile, name: str) -> Entry:
     """:func:`find_entry` or a UsageError with a "did you mean"."""
     entry = find_entry(registry, name)
     if entry is None:
-        from cmx_core.errors import did_you_mean
-
         hint = did_you_mean(name, [e.name for e in registry.entries])
         raise UsageError(f"no plugin named '{name}' in {registry.path}{hint}; see `cmx plugins search TEXT`")
     return entry
@@ -165,8 +162,6 @@ def _check_extras(registry: RegistryFile, entry: Entry, item: Wanted) -> None:
 
 
 def _declared_extras(pyproject: Path) -> set[str] | None:
-    from cmx_core.plugins.registry_yaml import _toml
-
     try:
         parsed = _toml(pyproject.read_text(encoding="utf-8"))
     except OSError:
@@ -178,8 +173,6 @@ def _declared_extras(pyproject: Path) -> set[str] | None:
 
 def installed_distributions() -> dict[str, str]:
     """Normalised distribution -> version of everything that declares a ``cmx`` entry point."""
-    from importlib import metadata
-
     return {normalize(e.dist.metadata["Name"]): e.dist.version for e in metadata.entry_points(group="cmx")
             if e.dist is not None}
 
@@ -194,8 +187,6 @@ def uninstall_command(registry: RegistryFile, names: list[str]) -> list[str]:
         entry = find_entry(registry, name)
         dist = normalize(entry.distribution) if entry else points.get(name, normalize(name))
         if dist not in installed:
-            from cmx_core.errors import did_you_mean
-
             known = sorted({*installed, *points})
             hint = did_you_mean(name, known) if entry is None else ""
             raise UsageError(f"'{name}' is not installed, so there is nothing to uninstall{hint} "

@@ -14,16 +14,23 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import os
+import sys
+import time
+import traceback
 from collections.abc import Iterable
+from importlib import metadata
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pluggy
 
-from cmx_core import __version__
-from cmx_core.datautil import loads_bounded
+from cmx_core import __version__, paths
+from cmx_core.datautil import atomic_write, loads_bounded
 from cmx_core.errors import PluginError
 from cmx_core.plugins import hookspecs
+from cmx_core.plugins.command_index import DISCOVERY_FILE, discovery_fingerprint, write_summaries
+from cmx_core.plugins.hook_calls import fire
 from cmx_core.plugins.hook_calls import one_line as _one_line
 from cmx_core.plugins.registry import CORE, PluginInfo, Registry, failure_line
 
@@ -54,8 +61,6 @@ def get_registry(*, strict: bool | None = None, reload: bool = False) -> Registr
 
 
 def _print_warning(line: str) -> None:
-    import sys
-
     print(line, file=sys.stderr)
 
 
@@ -163,11 +168,6 @@ def _discover() -> list[EntrySpec]:
     or removing a distribution changes its site directory's mtime, which invalidates the
     cache.
     """
-    import json
-
-    from cmx_core import paths
-    from cmx_core.plugins.command_index import DISCOVERY_FILE, discovery_fingerprint
-
     fingerprint = discovery_fingerprint()
     cache_file = paths.cache_dir() / DISCOVERY_FILE
     try:
@@ -177,7 +177,6 @@ def _discover() -> list[EntrySpec]:
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         pass
     entries = _scan_entry_points()
-    from cmx_core.datautil import atomic_write
 
     try:
         atomic_write(cache_file, json.dumps({"fingerprint": fingerprint, "entries": [e._asdict() for e in entries]}))
@@ -187,8 +186,6 @@ def _discover() -> list[EntrySpec]:
 
 
 def _scan_entry_points() -> list[EntrySpec]:
-    from importlib import metadata
-
     found = []
     for entry in sorted(metadata.entry_points(group=GROUP), key=lambda e: e.name):
         dist = entry.dist
@@ -204,8 +201,6 @@ def _scan_entry_points() -> list[EntrySpec]:
 
 def remember_commands(registry: Registry) -> None:
     """Record plugin command names and summaries for ``cmx --help`` (see command_index)."""
-    from cmx_core.plugins.command_index import write_summaries
-
     commands = [(c.name, c.summary) for c in registry.commands.values()]
     files = []
     for name in {c.plugin for c in registry.commands.values()}:
@@ -217,15 +212,12 @@ def remember_commands(registry: Registry) -> None:
 
 
 def _load_entry_point(registry: Registry, entry: EntrySpec) -> None:
-    import time
-
     start = time.perf_counter()
     try:
         if entry.refusal:
             raise PluginError(entry.refusal)
         module = entry.load()
     except Exception as exc:  # noqa: BLE001 - any import failure must not stop the CLI
-        import traceback
 
         registry.plugins[entry.name] = PluginInfo(
             entry.name, entry.distribution, entry.version, entry.value, error=_one_line(exc),
@@ -241,7 +233,7 @@ def _check_core_requirement(dist: Any) -> None:
     """Refuse a plugin whose ``cmx-core`` requirement excludes this cmx-core."""
     if dist is None:
         return
-    from packaging.requirements import Requirement
+    from packaging.requirements import Requirement  # deferred: packaging only when this runs (14 modules)
 
     for text in dist.requires or []:
         req = Requirement(text)
@@ -258,7 +250,6 @@ def _add(registry: Registry, name: str, dist: str, version: str, module: object)
         registry.manager.register(module, name=name)
         registry.manager.check_pending()
     except Exception as exc:  # noqa: BLE001 - pluggy validation errors name the hook
-        import traceback
 
         if registry.manager.is_registered(module):
             registry.manager.unregister(module)
@@ -280,6 +271,4 @@ def call_event(name: str, **kwargs: Any) -> None:
     """Fire an event hook of the process-wide registry, one implementation at a time: a
     failing observer is reported on stderr by plugin and hook, never fatal, and never stops
     the other plugins' implementations (:mod:`cmx_core.plugins.hook_calls`)."""
-    from cmx_core.plugins.hook_calls import fire
-
     fire(getattr(get_registry().hook, name), kwargs)

@@ -9,6 +9,7 @@ Loading (entry points, the process-wide registry) is :mod:`cmx_core.plugins.load
 from __future__ import annotations
 
 import dataclasses
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -275,8 +276,6 @@ def _put_suite(registry: Registry, kind: str, target: dict[str, Any], suite: Sui
 
 
 def _fail(registry: Registry, plugin: str, exc: BaseException) -> None:
-    import traceback
-
     info = registry.plugins[plugin]
     already = info.error is not None
     registry.plugins[plugin] = dataclasses.replace(info, error=_one_line(exc),
@@ -288,7 +287,6 @@ def _fail(registry: Registry, plugin: str, exc: BaseException) -> None:
 def failure_line(name: str, info: PluginInfo) -> str:
     return (f"cmx: warning: plugin '{name}' ({info.distribution} {info.version}) failed to load: "
             f"{info.error}; `cmx plugins info {name}` shows the traceback")
-
 
 
 @dataclass(frozen=True)
@@ -314,8 +312,6 @@ class ExecutionRequest:
     refresh: bool = False
     recovery: Recovery = NO_RECOVERY
     """The command line's recovery policy and fault injections (docs/faults.md)."""
-
-
 
 
 @dataclass(frozen=True)

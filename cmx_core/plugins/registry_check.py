@@ -3,10 +3,15 @@ what ``registry.yaml`` claims for them (:mod:`cmx_core.plugins.registry_yaml`)."
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from cmx_core.plugins.registry_yaml import (
     CORE_PLUGIN,
@@ -72,7 +77,7 @@ def _recipe_tags(directory: Path, errors: list[str]) -> list[tuple[Path, tuple[s
 def recipe_tags(path: Path) -> tuple[str, ...]:
     """A recipe file's tags, through cmx-core's recipe loader when it is available."""
     try:
-        from cmx_core.recipes.load import load_recipe_file
+        from cmx_core.recipes.load import load_recipe_file  # deferred: start-up: 14 modules not needed to start cmx
     except ImportError:
         data = _load_yaml(path)
         tags = data.get("tags", []) if isinstance(data, Mapping) else []
@@ -104,8 +109,6 @@ def check_installed(registry_file: RegistryFile, loaded: Registry) -> tuple[list
 def misspelt_distribution(entry: Entry, unlisted: Mapping[str, Installed]) -> Iterator[str]:
     """An entry whose distribution is not installed while an installed plugin no entry lists
     registers what it claims, or has a name one typo away: its ``distribution`` is wrong."""
-    import difflib
-
     wanted = normalize(entry.distribution)
     close = set(difflib.get_close_matches(wanted, list(unlisted), n=3, cutoff=0.85))
     for dist, item in sorted(unlisted.items()):
@@ -137,22 +140,15 @@ def compare_claims(entry: Entry, item: Installed) -> Iterator[tuple[str, str]]:
             yield "provides.recipes", (f"recipe {path.name} (tags {','.join(tags)}) "
                                        "matches none of the entry's patterns")
     yield from published_range_problems(entry, item)
-    if entry.source.index and entry.source.version:
-        from packaging.specifiers import SpecifierSet
-
-        if item.version not in SpecifierSet(entry.source.version):
-            yield "source.version", (f"installed {item.distribution} {item.version} is "
-                                     f"outside '{entry.source.version}'")
+    if entry.source.index and entry.source.version and item.version not in SpecifierSet(entry.source.version):
+        yield "source.version", (f"installed {item.distribution} {item.version} is "
+                                 f"outside '{entry.source.version}'")
 
 
 def published_range_problems(entry: Entry, item: Installed) -> Iterator[tuple[str, str]]:
     """A community (index) entry's ``cmx_core`` must equal the cmx-core requirement in the
     installed distribution's published metadata (in-tree entries are compared with their
     pyproject.toml instead)."""
-    from importlib import metadata
-
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
     if not entry.source.index or not entry.cmx_core:
         return
     try:
@@ -169,8 +165,6 @@ def published_range_problems(entry: Entry, item: Installed) -> Iterator[tuple[st
 
 def installed_core_requirement(dist: Any) -> Any:
     """The SpecifierSet of an installed distribution's unconditional cmx-core requirement."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
     for text in dist.requires or []:
         try:
             req = Requirement(text)

@@ -15,6 +15,7 @@ installed plugins claim with what those plugins really register.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -22,6 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from cmx_core import __version__
 from cmx_core.errors import PluginError, UsageError
 
 ENV_REGISTRY = "CMX_REGISTRY"
@@ -258,7 +263,7 @@ def validate_file(path: Path, *, check_sources: bool = True) -> tuple[list[Probl
     except OSError as exc:
         raise RegistryError(f"{path}: cannot read: {exc.strerror}") from None
     try:
-        import yaml
+        import yaml  # deferred: optional yaml, only when this runs
 
         node = yaml.compose(text, Loader=_loader())
         data = yaml.load(text, Loader=_loader())
@@ -289,7 +294,7 @@ def is_packaged(path: Path) -> bool:
 
 def duplicate_key_problems(path: Path, node: Any) -> Iterator[Problem]:
     """A key written twice in one mapping (YAML keeps the last silently): one problem each."""
-    import yaml
+    import yaml  # deferred: yaml only when this runs (24 modules)
 
     stack = [node] if node is not None else []
     while stack:
@@ -310,21 +315,19 @@ def duplicate_key_problems(path: Path, node: Any) -> Iterator[Problem]:
 
 
 def _loader() -> Any:
-    import yaml
+    import yaml  # deferred: yaml only when this runs (24 modules)
 
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _load_yaml(path: Path) -> Any:
-    import yaml
+    import yaml  # deferred: yaml only when this runs (24 modules)
 
     return yaml.load(path.read_text(encoding="utf-8"), Loader=_loader())
 
 
 def _schema_errors(data: Any) -> list[Any]:
-    import json
-
-    import jsonschema
+    import jsonschema  # deferred: jsonschema only when this runs (81 modules)
 
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)
@@ -440,10 +443,6 @@ def _consistency_problems(
 
 
 def _specifier_problems(entry: Entry) -> Iterator[tuple[str, str]]:
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    from cmx_core import __version__
-
     for key, text in (("cmx_core", entry.cmx_core), ("source.version", entry.source.version)):
         if not text:
             continue
@@ -480,9 +479,6 @@ def _in_tree_problems(
 def _dependency_problems(
     entry: Entry, dependencies: list[str], names: set[str]
 ) -> Iterator[tuple[str, str]]:
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.specifiers import SpecifierSet
-
     core_spec = None
     for text in dependencies:
         try:
@@ -518,6 +514,7 @@ def pip_requirement(registry_file: RegistryFile, entry: Entry) -> str:
 def _toml(text: str) -> dict[str, Any] | None:
     """``text`` parsed as TOML, or None where the standard library has no tomllib (3.10)."""
     try:
+        # deferred: start-up: 6 modules not needed to start cmx
         import tomllib  # type: ignore[import-not-found, unused-ignore]  # 3.11+
     except ModuleNotFoundError:
         return None

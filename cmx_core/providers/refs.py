@@ -12,6 +12,9 @@ Import-light on purpose (the warm-run replay in :mod:`cmx_core.run.replay` uses 
 
 from __future__ import annotations
 
+import importlib
+from functools import partial
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -20,8 +23,6 @@ if TYPE_CHECKING:
 
 def reference(fn: Any) -> list[Any] | None:
     """The reference of ``fn``, or None when ``fn`` cannot be found again by name."""
-    from functools import partial
-
     if isinstance(fn, partial):
         if fn.keywords:
             return None
@@ -47,12 +48,8 @@ def resolve(ref: Any) -> Callable[..., Any]:
     if not isinstance(ref, list) or not ref:
         raise ValueError(f"not a callable reference: {ref!r}")
     if ref[0] == "fn" and len(ref) == 3:
-        import importlib
-
         return getattr(importlib.import_module(str(ref[1])), str(ref[2]))  # type: ignore[no-any-return]
     if ref[0] == "partial" and len(ref) == 3 and isinstance(ref[2], list):
-        from functools import partial
-
         return partial(resolve(ref[1]), *[resolve(arg) for arg in ref[2]])
     raise ValueError(f"not a callable reference: {ref!r}")
 

@@ -19,6 +19,7 @@ Example, a step type in a plugin::
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,8 +114,6 @@ def _step_logger() -> logging.Logger:
 
 class _LazyLogger:
     def __getattr__(self, name: str) -> Any:
-        import logging
-
         return getattr(logging.getLogger("cmx.step"), name)
 
 

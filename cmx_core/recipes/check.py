@@ -9,7 +9,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 from cmx_core.errors import RecipeError, UsageError
+from cmx_core.recipes.expr import ExpressionError, compile_expression
 from cmx_core.recipes.model import (
     DEP_KEYS,
     INPUT_KEYS,
@@ -276,8 +280,6 @@ def _check_policy(c: _Checker, holder: dict[str, Any], kp: tuple[str | int, ...]
 
 
 def _check_expr(c: _Checker, text: Any, kp: tuple[str | int, ...]) -> None:
-    from cmx_core.recipes.expr import ExpressionError, compile_expression
-
     c.string(text, kp)
     try:
         expression = compile_expression(text)
@@ -332,7 +334,7 @@ def _needs_parse(text: str) -> bool:
 @lru_cache(maxsize=4096)
 def _template_syntax_error(text: str) -> str | None:
     """The Jinja2 syntax error of ``text``, or None (cached: recipes share many templates)."""
-    import jinja2
+    import jinja2  # deferred: jinja2 only when this runs (46 modules)
 
     try:
         _jinja_parser().parse(text)
@@ -343,14 +345,12 @@ def _template_syntax_error(text: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def _jinja_parser() -> Any:
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from jinja2.sandbox import ImmutableSandboxedEnvironment  # deferred: jinja2 only when this runs (47 modules)
 
     return ImmutableSandboxedEnvironment()
 
 
 def _check_version(c: _Checker, value: Any) -> None:
-    from packaging.version import InvalidVersion, Version
-
     try:
         Version(str(value))
     except InvalidVersion:
@@ -359,8 +359,6 @@ def _check_version(c: _Checker, value: Any) -> None:
 
 
 def _check_specifier(c: _Checker, text: Any, kp: tuple[str | int, ...]) -> None:
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
     try:
         SpecifierSet(str(text))
     except InvalidSpecifier:

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from cmx_core.recipes.durations import parse_duration
+
 RESOURCE_KEYS = ("nodes", "tasks_per_node", "cpus", "gpus", "memory", "time", "accelerator")
 _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)\s*([KMGT])(?:iB|i|B)?$", re.IGNORECASE)
 _UNIT = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -119,8 +121,6 @@ def _memory(value: Any) -> int | None:
 
 
 def _time(value: Any) -> float | None:
-    from cmx_core.recipes.durations import parse_duration
-
     if value is None:
         return None
     seconds = parse_duration(value) if not isinstance(value, bool) else None

@@ -82,7 +82,7 @@ def fact_names(value: Any) -> set[str]:
 
 
 def _render_string(text: str, context: Mapping[str, Any], where: str) -> Any:
-    import jinja2
+    import jinja2  # deferred: jinja2 only when this runs (63 modules)
 
     match = _SINGLE.match(text.strip())
     token = _budget.set([MAX_TEMPLATE_ITEMS])
@@ -132,6 +132,7 @@ _budget: ContextVar[list[int]] = ContextVar("cmx_template_budget")
 
 
 def _too_big(what: str) -> Exception:
+    # deferred: jinja2 only when this runs (63 modules)
     from jinja2.exceptions import SecurityError  # a TemplateError: reported with where it is
 
     return SecurityError(f"{what}; a template may build at most {MAX_TEMPLATE_CHARS:,} characters "
@@ -176,8 +177,8 @@ def _bounded_width(name: str, original: Any) -> Any:
 
 @lru_cache(maxsize=1)
 def _environment() -> Any:
-    import jinja2
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    import jinja2  # deferred: jinja2 only when this runs (63 modules)
+    from jinja2.sandbox import ImmutableSandboxedEnvironment  # deferred: jinja2 only when this runs (64 modules)
 
     class Bounded(ImmutableSandboxedEnvironment):
         intercepted_binops = frozenset({"*", "**"})

@@ -9,6 +9,7 @@ and what to do, so ``cmx plan`` says OK only when the run cannot fail on its tem
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -188,8 +189,6 @@ def _unknown(problem: str, name: str, known: Collection[str], label: str) -> str
 
 
 def _did_you_mean(name: str, known: Collection[str], prefix: str) -> str:
-    import difflib
-
     close = difflib.get_close_matches(name, [str(k) for k in known], n=1)
     return f"; did you mean {prefix + '.' if prefix else ''}{close[0]}?" if close else ""
 

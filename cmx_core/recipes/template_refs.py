@@ -17,6 +17,8 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
+from cmx_core.recipes.template import _environment
+
 if TYPE_CHECKING:
     from jinja2 import nodes
 
@@ -30,8 +32,6 @@ class TemplateInfo(NamedTuple):
     native: bool  # exactly one ``{{ expression }}``: the value keeps its type
     chain: Ref | None  # the whole template is ``{{ a.b.c }}``: that name
     error: str | None = None
-
-
 
 
 class _Patterns(NamedTuple):
@@ -109,10 +109,9 @@ def _expression_refs(expression: str, tokens: re.Pattern[str]) -> list[Ref] | No
 
 
 def _jinja_info(text: str, native: bool) -> TemplateInfo:
-    import jinja2
-    from jinja2 import meta
+    import jinja2  # deferred: jinja2 only when this runs (63 modules)
+    from jinja2 import meta  # deferred: jinja2 only when this runs (63 modules)
 
-    from cmx_core.recipes.template import _environment
 
     try:
         tree = _environment().parse(text)
@@ -137,13 +136,11 @@ class _Walker:
         self.guarded: list[Ref] = []  # ``x`` inside ``... if x is defined``: may be read
 
     def visit(self, node: nodes.Node) -> None:
-        from jinja2 import nodes
+        from jinja2 import nodes  # deferred: jinja2 only when this runs (63 modules)
 
         if isinstance(node, nodes.Test) and node.name in self._GUARD_TESTS:
             return  # ``x is defined`` may read what is not there
         if isinstance(node, (nodes.Test, nodes.Filter)) and self.error is None:
-            from cmx_core.recipes.template import _environment
-
             known = _environment().tests if isinstance(node, nodes.Test) else _environment().filters
             if node.name not in known:  # Jinja defers an unknown test in an ``if`` to the run
                 kind = "test" if isinstance(node, nodes.Test) else "filter"
@@ -171,7 +168,7 @@ class _Walker:
 
     def _visit_guarded(self, node: nodes.CondExpr | nodes.If) -> None:
         """``a.b if a is defined else c``: the branch taken when ``a`` is defined may read it."""
-        from jinja2 import nodes
+        from jinja2 import nodes  # deferred: jinja2 only when this runs (63 modules)
 
         guards = [_chain(t.node) for t in _conjuncts(node.test) if isinstance(t, nodes.Test) and t.name == "defined"]
         self.visit(node.test)
@@ -204,7 +201,7 @@ class _Walker:
 
 def _conjuncts(test: nodes.Node) -> list[nodes.Node]:
     """The parts of ``a and b and c``."""
-    from jinja2 import nodes
+    from jinja2 import nodes  # deferred: jinja2 only when this runs (63 modules)
 
     if isinstance(test, nodes.And):
         return [*_conjuncts(test.left), *_conjuncts(test.right)]
@@ -213,7 +210,7 @@ def _conjuncts(test: nodes.Node) -> list[nodes.Node]:
 
 def _chain(node: nodes.Node) -> Ref | None:
     """``a.b['c'].d`` as ("a", "b", "c", "d"); None unless ``node`` is such a chain."""
-    from jinja2 import nodes
+    from jinja2 import nodes  # deferred: jinja2 only when this runs (63 modules)
 
     parts: list[str | int] = []
     while True:

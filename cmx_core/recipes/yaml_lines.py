@@ -12,7 +12,7 @@ from cmx_core.errors import Location, RecipeError
 
 def yaml_loader() -> Any:
     """libyaml's C loader when present (10x faster), else the pure-Python one."""
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -32,7 +32,7 @@ def parse_yaml(raw: bytes, path: Path) -> Any:
     included) past :data:`MAX_NODES` nodes or nest past :data:`MAX_DEPTH`. This is
     ``yaml.load`` split in two: the (C) composer builds the node tree once, it is checked,
     then the same tree is constructed."""
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     if len(raw) > MAX_FILE_BYTES:
         raise RecipeError(Location(str(path)), f"the file is {len(raw)} bytes, more than a recipe may be "
@@ -66,7 +66,7 @@ the tag ``no`` stays ``"no"`` (not YAML's false)."""
 def _keep_strings(root: Any) -> None:
     """Re-tag the plain scalars under :data:`STRING_KEYS` as strings before construction
     (quoted scalars and explicit tags are left as they are)."""
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     stack, seen = [root], set()
     while stack:
@@ -89,7 +89,7 @@ def _keep_strings(root: Any) -> None:
 def _check_duplicate_keys(root: Any, path: Path) -> None:
     """Raise a RecipeError for the first mapping that has the same scalar key twice. The
     common case (no duplicates) is one cheap pass; key paths are worked out only on error."""
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     mapping_node, scalar_node = yaml.MappingNode, yaml.ScalarNode
     stack = [root]
@@ -123,7 +123,7 @@ def _check_expanded_size(root: Any, path: Path) -> None:
     """Refuse a tree whose expansion (each alias counted as a copy of what it refers to)
     exceeds :data:`MAX_NODES`, or that nests deeper than :data:`MAX_DEPTH`. Post-order with
     one size per distinct node, so the check itself costs one pass whatever the aliases."""
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     scalar_node, mapping_node = yaml.ScalarNode, yaml.MappingNode
     sizes: dict[int, int] = {}
@@ -152,7 +152,7 @@ def _check_expanded_size(root: Any, path: Path) -> None:
 def _check_not_recursive(root: Any, path: Path) -> None:
     """Refuse an alias inside the node it refers to (``a: &x {b: *x}``): the data would be
     infinitely deep. Only run when some node is shared, i.e. when the file uses aliases."""
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     collections = (yaml.MappingNode, yaml.SequenceNode)
     done: set[int] = set()
@@ -176,7 +176,7 @@ def _check_not_recursive(root: Any, path: Path) -> None:
 
 
 def _children(node: Any) -> list[Any]:
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     if isinstance(node, yaml.MappingNode):
         return [v for _, v in node.value]
@@ -185,7 +185,7 @@ def _children(node: Any) -> list[Any]:
 
 def _keypath_to(root: Any, target: Any) -> tuple[str | int, ...]:
     """The key path from ``root`` to the node ``target`` (for an error message)."""
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(root, ())]
     visited: set[int] = set()
@@ -204,7 +204,7 @@ def _keypath_to(root: Any, target: Any) -> tuple[str | int, ...]:
 
 
 def _raise_duplicate(pairs: list[tuple[Any, Any]], keypath: tuple[str | int, ...], path: Path) -> None:
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     first: dict[tuple[str, str], int] = {}
     for knode, _ in pairs:
@@ -223,7 +223,7 @@ def _raise_duplicate(pairs: list[tuple[Any, Any]], keypath: tuple[str | int, ...
 
 def line_of(path: Path, keypath: tuple[str | int, ...]) -> int:
     """The 1-based line of ``keypath`` in the YAML file (0 if it cannot be found)."""
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     try:
         node = yaml.compose(path.read_bytes(), Loader=yaml_loader())
@@ -239,7 +239,7 @@ def line_of(path: Path, keypath: tuple[str | int, ...]) -> int:
 
 
 def _child_node(node: Any, key: str | int) -> tuple[Any, int] | None:
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     if isinstance(node, yaml.MappingNode):
         for knode, vnode in node.value:

@@ -8,7 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cmx_core.datautil import atomic_write
 from cmx_core.errors import UsageError
+from cmx_core.report.collect import Selection, collect
+from cmx_core.report.html import render
+from cmx_core.report.single import single_plot
 
 
 def _selection_args(parser: argparse.ArgumentParser) -> None:
@@ -35,8 +39,6 @@ def add_plot(sub: Any, leaf: dict[str, Any]) -> argparse.ArgumentParser:
 
 
 def _selection(args: argparse.Namespace) -> Any:
-    from cmx_core.report.collect import Selection
-
     if args.limit < 1:
         raise UsageError(f"--limit {args.limit}: must be at least 1")
     return Selection(tuple(args.runs), args.sweep, args.recipe, args.limit)
@@ -52,10 +54,6 @@ def _output(args: argparse.Namespace, suffixes: tuple[str, ...]) -> Path:
 
 
 def cmd_report(args: argparse.Namespace, store: Any) -> int:
-    from cmx_core.datautil import atomic_write
-    from cmx_core.report.collect import collect
-    from cmx_core.report.html import render
-
     output = _output(args, (".html", ".htm"))
     data = collect(store, _selection(args))
     atomic_write(output, render(data))
@@ -66,9 +64,6 @@ def cmd_report(args: argparse.Namespace, store: Any) -> int:
 
 
 def cmd_plot(args: argparse.Namespace, store: Any) -> int:
-    from cmx_core.datautil import atomic_write
-    from cmx_core.report.single import single_plot
-
     output = _output(args, (".png",))
     title, png = single_plot(store, _selection(args), args.metric)
     atomic_write(output, png)

@@ -10,12 +10,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cmx_core import paths
 from cmx_core.errors import UsageError
 from cmx_core.report import plots
 from cmx_core.report.columns import group_by_lock
 from cmx_core.results.compare import Comparison, compare_samples
 from cmx_core.results.faults import FaultReport, fault_report
 from cmx_core.results.hardware import of_document
+from cmx_core.results.sweep_table import sweep_table
+from cmx_core.sweep.runner import read_manifest
 
 SCORE_KEYS = ("score", "any_medal", "gold_medal", "silver_medal", "bronze_medal", "above_median", "medal",
               "rank", "absolute_score", "relative_score", "valid_submission")
@@ -67,10 +70,6 @@ def select(store: Any, selection: Selection) -> tuple[str, list[dict[str, Any]],
     """The title, documents and (for a sweep) the sweep table."""
     selection.check()
     if selection.sweep:
-        from cmx_core import paths
-        from cmx_core.results.sweep_table import sweep_table
-        from cmx_core.sweep.runner import read_manifest
-
         table = sweep_table(read_manifest(paths.data_dir(), selection.sweep), store)
         documents = [store.get(r.run_id).document for r in table.rows if r.run_id and not r.message]
         return f"sweep {table.sweep_id}", documents, table

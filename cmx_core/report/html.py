@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from cmx_core import __version__
 from cmx_core.report.collect import SCORE_KEYS, ReportData, hardware_label, primary
 from cmx_core.results.numbers import fmt_number
 
@@ -25,10 +26,9 @@ def fmt(value: Any) -> str:
 
 
 def render(data: ReportData) -> str:
-    from jinja2 import FileSystemLoader, StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
+    from jinja2 import FileSystemLoader, StrictUndefined  # deferred: jinja2 only when this runs (24 modules)
+    from jinja2.sandbox import SandboxedEnvironment  # deferred: jinja2 only when this runs (25 modules)
 
-    from cmx_core import __version__
 
     env = SandboxedEnvironment(loader=FileSystemLoader(str(TEMPLATE.parent)), autoescape=True,
                                undefined=StrictUndefined)

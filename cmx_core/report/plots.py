@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cmx_core.errors import UsageError
+
 PERCENTILES = ("p50", "p90", "p95", "p97", "p99", "p99_9")
 """The latency summary keys of the mlperf section, in order."""
 
@@ -31,14 +33,13 @@ class Series:
 
 def _pyplot() -> Any:
     try:
-        import matplotlib
+        import matplotlib  # deferred: optional matplotlib, only when this runs
     except ImportError:
-        from cmx_core.errors import UsageError
 
         raise UsageError("reports and plots need matplotlib: pip install 'cmx-core[report]'") from None
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: matplotlib only when this runs (351 modules)
 
     return plt
 

@@ -14,6 +14,7 @@ receives their node ids, and :meth:`Resolver._walk` drives them from an explicit
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Collection, Generator, Iterator, Mapping
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from cmx_core.errors import CmxError, ResolveError, UsageError, did_you_mean
 from cmx_core.facts.store import FactStore
 from cmx_core.providers.types import StepType
 from cmx_core.recipes.expr import MISSING, ExpressionError, compile_expression
+from cmx_core.recipes.model import CLI_RESERVED_INPUTS as reserved
 from cmx_core.recipes.model import DepSpec, Recipe, StepSpec, line_of
 from cmx_core.recipes.template import render_value
 from cmx_core.recipes.template_checks import RUN_NAMES, Scope, check_dep_templates, check_node_templates
@@ -102,8 +104,6 @@ def paused_gc() -> Iterator[None]:
     collection would traverse every one of those objects at once (about 0.1 s for a
     10,000-node plan), most of them the plan the caller keeps. A cycle among them is still
     collected, by the next full collection."""
-    import gc
-
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -572,8 +572,6 @@ def _dep_specs(recipe: Recipe, variations: Mapping[str, Any]) -> list[DepSpec]:
 
 def _missing_input(recipe: Recipe, name: str, kind: str, origin: str) -> str:
     if origin == "--input":
-        from cmx_core.recipes.model import CLI_RESERVED_INPUTS as reserved
-
         flag = f"--input.{name}" if name in reserved else f"--{name}"
         return f"recipe {recipe.name} needs input '{name}' ({kind}): pass {flag}=VALUE"
     return f"{origin}: the dep's recipe {recipe.name} needs input '{name}' ({kind}); pass it in the dep's with:"

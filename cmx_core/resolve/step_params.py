@@ -10,9 +10,12 @@ do) are checked here without importing anything; any other schema is checked by
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from cmx_core.datautil import iter_strings
 from cmx_core.providers.types import StepType
 from cmx_core.recipes.model import Recipe, StepSpec, line_of
 from cmx_core.recipes.template import is_template
@@ -124,8 +127,6 @@ def _compile(schema: Schema | bool) -> Check:
 
 
 def _compile_string(schema: Schema) -> Check:
-    import re
-
     pattern = re.compile(schema["pattern"]) if "pattern" in schema else None
     low, high = schema.get("minLength"), schema.get("maxLength")
 
@@ -232,7 +233,6 @@ class _Validator:
         allowed = list(schema["enum"]) if "enum" in schema else [schema["const"]] if "const" in schema else None
         if allowed is None or any(value == a and type(value) is type(a) for a in allowed):
             return None
-        import difflib
 
         close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=1)
         hint = f"; did you mean {close[0]}?" if close else ""
@@ -240,12 +240,9 @@ class _Validator:
                         f"{self._about(schema)}{hint}")
 
     def _string(self, value: str, schema: Schema, keypath: KeyPath) -> Problem | None:
-        if "pattern" in schema:
-            import re
-
-            if re.search(schema["pattern"], value) is None:
-                wanted = schema.get("description") or f"the pattern {schema['pattern']}"
-                return keypath, f"{dotted(keypath)} = {value!r} is not {wanted} (step type '{self.uses}')"
+        if "pattern" in schema and re.search(schema["pattern"], value) is None:
+            wanted = schema.get("description") or f"the pattern {schema['pattern']}"
+            return keypath, f"{dotted(keypath)} = {value!r} is not {wanted} (step type '{self.uses}')"
         return _size(keypath, len(value), schema, "minLength", "maxLength", "character")
 
     def _number(self, value: float, schema: Schema, keypath: KeyPath) -> Problem | None:
@@ -382,8 +379,6 @@ def _hint(value: object, schema: Schema, keypath: KeyPath) -> str:
 
 def _jsonschema_problem(value: Mapping[str, object], schema: Schema, keypath: KeyPath) -> Problem | None:
     """A schema beyond the common keywords: ``jsonschema`` decides, when nothing is a template."""
-    from cmx_core.datautil import iter_strings
-
     if any(is_template(text) for text in iter_strings(value)):
         return None
     validator = _compiled(schema)
@@ -400,7 +395,7 @@ _validators: dict[int, tuple[Schema, Any]] = {}
 def _compiled(schema: Schema) -> Any:
     cached = _validators.get(id(schema))
     if cached is None or cached[0] is not schema:
-        import jsonschema
+        import jsonschema  # deferred: jsonschema only when this runs (84 modules)
 
         cls = jsonschema.validators.validator_for(schema)
         cached = _validators[id(schema)] = (schema, cls(schema))

@@ -14,6 +14,8 @@ Importing this package costs nothing: the names below load their module on first
 
 from __future__ import annotations
 
+from importlib import import_module
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -40,12 +42,11 @@ __all__ = ["RESULT_FILE", "SCHEMA_PATH", "SCHEMA_VERSION", *_LAZY]
 
 def __getattr__(name: str) -> Any:
     if name == "SCHEMA_PATH":  # the published schema file (a Path: imports pathlib)
-        from pathlib import Path
+        from pathlib import Path  # deferred: start-up: 7 modules not needed to start cmx
 
         return Path(__file__).resolve().parent.parent / "schemas" / "result.schema.json"
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
 
     return getattr(import_module(f"{__name__}.{module}"), name)

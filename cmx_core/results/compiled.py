@@ -14,8 +14,15 @@ to ``jsonschema`` (tens of milliseconds, same messages' shape) rather than fail 
 
 from __future__ import annotations
 
+import hashlib
+import json
+import marshal
 import os
+import re
 import sys
+
+from cmx_core import paths
+from cmx_core.datautil import atomic_write
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -60,17 +67,12 @@ class _NoDecimal:
 
 def schema_digest(schema: Mapping[str, Any]) -> str:
     """sha256 of the schema's canonical JSON."""
-    import hashlib
-    import json
-
     text = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def cache_key(digest: str) -> str:
     """The cache entry name of a schema digest: generator, revision and Python included."""
-    import hashlib
-
     parts = (digest, GENERATOR, GENERATOR_VERSION, CODEGEN_REVISION, sys.implementation.cache_tag or "")
     return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:32]
 
@@ -105,14 +107,10 @@ def _given(schema: Mapping[str, Any] | None, load: Callable[[], Mapping[str, Any
 
 
 def _cache_file(key: str) -> str:
-    from cmx_core import paths
-
     return os.path.join(paths.cache_root(), CACHE_SUBDIR, f"{key}.bin")
 
 
 def _load(key: str) -> Validator | None:
-    import marshal
-
     try:
         with open(_cache_file(key), "rb") as handle:
             header, _, blob = handle.read().partition(b"\n")
@@ -136,9 +134,7 @@ def _build(schema: Mapping[str, Any], key: str) -> Validator:
 
 def generate(schema: Mapping[str, Any]) -> tuple[str, str]:
     """Python source of a validator for ``schema`` and its entry function's name."""
-    import re
-
-    import fastjsonschema
+    import fastjsonschema  # deferred: fastjsonschema only when this runs (21 modules)
 
     source = fastjsonschema.compile_to_code(dict(schema), use_default=False, use_formats=False)
     source = re.sub(_IMPORT_LINE, "", source, flags=re.MULTILINE)
@@ -162,10 +158,6 @@ def _exec(code: Any, name: str) -> Validator:
 
 
 def _store(key: str, name: str, code: Any) -> None:
-    import marshal
-
-    from cmx_core.datautil import atomic_write
-
     target = _cache_file(key)
     try:
         os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -176,7 +168,7 @@ def _store(key: str, name: str, code: Any) -> None:
 
 def _reference_validator(schema: Mapping[str, Any]) -> Validator:
     """``jsonschema`` as a slow fallback, raising :class:`SchemaViolation` like the generated code."""
-    import jsonschema
+    import jsonschema  # deferred: jsonschema only when this runs (115 modules)
 
     checker = jsonschema.validators.validator_for(schema)(schema)
 

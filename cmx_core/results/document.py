@@ -11,6 +11,7 @@ from enum import Enum
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
+from cmx_core import __version__
 from cmx_core.errors import ResultsError
 from cmx_core.providers.attempts import Attempt
 from cmx_core.results import facts_map
@@ -159,8 +160,6 @@ def _metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _software(record: RunRecord) -> dict[str, Any]:
-    from cmx_core import __version__
-
     software: dict[str, Any] = {
         "python": facts_map.python_version(record.facts),
         "packages": facts_map.packages(record.facts),
@@ -235,8 +234,6 @@ def _error(error: tuple[str, str | None, str | None] | None,
 
 
 def _provenance(record: RunRecord) -> dict[str, Any]:
-    from cmx_core import __version__
-
     return {
         "query": {
             "tags": [str(t) for t in record.tags],

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.providers.values import Metric, ResultPart
-from cmx_core.results.document import RunRecord
+from cmx_core.results.document import RunRecord, build_document
 
 MINIMAL_FACTS: dict[str, Any] = {
     "os": {"name": "linux", "distro": "Debian GNU/Linux", "version": "12", "kernel": "6.1.0-28-cloud-amd64",
@@ -137,6 +137,4 @@ def example_record(run_dir: Path, run_id: str = "3f2a9c1e-0b7d-4e55-9a61-0c1d2e3
 
 def example_document(run_dir: Path, **changes: Any) -> dict[str, Any]:
     """``build_document(example_record(run_dir, **changes))``."""
-    from cmx_core.results.document import build_document
-
     return build_document(example_record(run_dir, **changes))

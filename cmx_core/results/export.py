@@ -9,6 +9,8 @@ recipes) are left out: use the ``json`` format for those.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -172,9 +174,6 @@ def _to_json(results: Sequence[StoredResult]) -> str:
 
 
 def _to_csv(results: Sequence[StoredResult]) -> str:
-    import csv
-    import io
-
     rows = [flatten(r.document) for r in results]
     columns: dict[str, None] = {}
     for row in rows:

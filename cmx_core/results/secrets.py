@@ -16,9 +16,13 @@ shell without those variables holds none of them.
 from __future__ import annotations
 
 import fnmatch
+import json
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from cmx_core.datautil import atomic_write
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -143,10 +147,6 @@ def redact_tree(root: Path, secrets: Sequence[str], max_bytes: int = REDACT_FILE
     """Redact every regular file under ``root`` in place (a ``.json`` file as JSON data, so
     its numbers and structure stay valid); each rewrite is atomic. Returns the relative
     names of the files changed."""
-    import json
-
-    from cmx_core.datautil import atomic_write
-
     changed = []
     for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
         if path.stat().st_size > max_bytes:
@@ -169,6 +169,4 @@ def redact_tree(root: Path, secrets: Sequence[str], max_bytes: int = REDACT_FILE
 
 def run_secrets(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """The secret values a run must not write: those of its own environment (``os.environ``)."""
-    import os
-
     return secret_values(os.environ if env is None else env)

@@ -69,7 +69,7 @@ class ResultStore:
 
     @property
     def path(self) -> Path:
-        from pathlib import Path
+        from pathlib import Path  # deferred: start-up: 7 modules not needed to start cmx
 
         return Path(self._file)
 
@@ -129,7 +129,7 @@ class ResultStore:
             raise self._corrupt(f"unexpected tables {sorted(tables - _TABLES)}")
         if not write:
             return
-        from filelock import FileLock
+        from filelock import FileLock  # deferred: filelock only when this runs (69 modules)
 
         # Two cmx processes creating the store at once: switching to WAL cannot wait on a
         # busy database, so creation is serialised (only ever on the very first writes).
@@ -168,7 +168,7 @@ class ResultStore:
     def reindex(self, dirs: Iterable[Path]) -> ReindexReport:
         """Rebuild the index from run directories: every ``result.json`` up to two levels
         below each of ``dirs`` is validated and indexed; rows whose file is gone are dropped."""
-        from cmx_core.results.records import ReindexReport
+        from cmx_core.results.records import ReindexReport  # deferred: start-up: 26 modules not needed to start cmx
 
         report = ReindexReport()
         found: list[tuple[dict[str, Any], Path]] = []
@@ -210,13 +210,13 @@ class ResultStore:
         if len(rows) > 1:
             shown = ", ".join(r[0] for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
             raise ResultsError(f"run prefix {run!r} is ambiguous: it matches {shown}; give more characters")
-        from pathlib import Path
+        from pathlib import Path  # deferred: start-up: 7 modules not needed to start cmx
 
         return rows[0][0], Path(rows[0][1])
 
     def get(self, run: str) -> StoredResult:
         """Read back and validate the ``result.json`` of a run id or unique prefix."""
-        from cmx_core.results.records import StoredResult
+        from cmx_core.results.records import StoredResult  # deferred: start-up: 26 modules not needed to start cmx
 
         run_id, path = self.resolve(run)
         document = _read_document(path)
@@ -230,7 +230,7 @@ class ResultStore:
     def compare(self, runs: Sequence[str]) -> Any:
         """Compare the metrics of several runs (the first is the baseline): a
         :class:`cmx_core.results.compare.Comparison`."""
-        from cmx_core.results.compare import compare_documents
+        from cmx_core.results.compare import compare_documents  # deferred: start-up: 32 modules not needed to start cmx
 
         return compare_documents([self.get(run).document for run in runs])
 
@@ -245,9 +245,9 @@ class ResultStore:
 
     def list(self, limit: int = 20, recipe: str | None = None, status: str | None = None) -> list[RunSummary]:
         """The newest ``limit`` runs, optionally only one recipe's or one status'."""
-        from pathlib import Path
+        from pathlib import Path  # deferred: start-up: 7 modules not needed to start cmx
 
-        from cmx_core.results.records import RunSummary
+        from cmx_core.results.records import RunSummary  # deferred: start-up: 26 modules not needed to start cmx
 
         where, params = [], []
         if recipe:
@@ -341,7 +341,7 @@ def _read_document(path: Path) -> dict[str, Any]:
 
 
 def _result_files(dirs: Iterable[Path]) -> list[Path]:
-    from pathlib import Path
+    from pathlib import Path  # deferred: start-up: 7 modules not needed to start cmx
 
     found: list[Path] = []
     for base in dirs:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from cmx_core.errors import PluginError
 from cmx_core.providers.types import Suite
+from cmx_core.results import compiled
+from cmx_core.results.compiled import schema_digest
 from cmx_core.results.envelope import ENVELOPE_KEYS, SECTION_PATTERN
 
 TYPE_CHECKING = False
@@ -64,7 +66,6 @@ def section_digest(suite: Suite) -> str:
     held = _DIGESTS.get(id(suite.schema))
     if held is not None and held[0] is suite.schema:
         return held[1]
-    from cmx_core.results.compiled import schema_digest
 
     digest = schema_digest(suite.schema)
     _DIGESTS[id(suite.schema)] = (suite.schema, digest)
@@ -72,8 +73,6 @@ def section_digest(suite: Suite) -> str:
 
 
 def _check_schema(suite: Suite, where: str) -> None:
-    from cmx_core.results import compiled
-
     if not isinstance(suite.schema, dict):
         raise PluginError(f"{where} section schema is a {type(suite.schema).__name__}, not a JSON object")
     try:
@@ -90,7 +89,7 @@ def _check_schema(suite: Suite, where: str) -> None:
 
 def metaschema_problem(schema: Mapping[str, Any]) -> str:
     """Why ``schema`` is not valid under its metaschema (2020-12 unless ``$schema`` says), or ""."""
-    import jsonschema
+    import jsonschema  # deferred: jsonschema only when this runs (87 modules)
 
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)

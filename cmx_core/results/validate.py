@@ -17,8 +17,12 @@ stored results use that, so results of a suite whose plugin was uninstalled stay
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from cmx_core.errors import ResultsError
 from cmx_core.results import SCHEMA_VERSION  # re-exported
+from cmx_core.results.compiled import SchemaViolation, validator
 from cmx_core.results.envelope import ENVELOPE_KEYS, SECTION_PATTERN, schema_file
 
 TYPE_CHECKING = False
@@ -42,8 +46,6 @@ def validate_document(
     ``source`` names the document in the message (a file path, or a run id); ``suites``
     are the loaded suites (see the module docstring for what ``None`` checks).
     """
-    from cmx_core.results.compiled import SchemaViolation
-
     sections = _sections(document)
     envelope = {k: v for k, v in document.items() if k not in sections} if sections else document
     try:
@@ -65,8 +67,6 @@ def _sections(document: Any) -> dict[str, Any]:
 
 def envelope_schema() -> dict[str, Any]:
     """The envelope schema (``schemas/result.schema.json``) as data."""
-    import json
-
     with open(schema_file(), encoding="utf-8") as handle:
         schema: dict[str, Any] = json.load(handle)
     return schema
@@ -74,10 +74,6 @@ def envelope_schema() -> dict[str, Any]:
 
 def _envelope_validator() -> Validator:
     if not _ENVELOPE:
-        import hashlib
-
-        from cmx_core.results.compiled import validator
-
         with open(schema_file(), "rb") as handle:
             digest = hashlib.sha256(handle.read()).hexdigest()
         _ENVELOPE.append(validator(digest=f"envelope:{digest}", load=envelope_schema))
@@ -150,8 +146,7 @@ def _check_suite(
 
 
 def _check_section(suite: Suite, key: str, value: Any, source: str) -> None:
-    from cmx_core.results.compiled import SchemaViolation, validator
-    from cmx_core.results.suites import section_digest
+    from cmx_core.results.suites import section_digest  # deferred: start-up: 40 modules not needed to start cmx
 
     try:
         validator(suite.schema, digest=section_digest(suite))(value)

@@ -20,22 +20,34 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from cmx_core import paths
 from cmx_core.cache.store import Cache
 from cmx_core.catalog.catalog import Catalog, load_catalog
-from cmx_core.datautil import digest
-from cmx_core.errors import CmxError, Interrupted, UsageError
+from cmx_core.datautil import atomic_write, digest
+from cmx_core.errors import CmxError, Interrupted, StepFailed, UsageError, did_you_mean
 from cmx_core.facts.store import FactStore
 from cmx_core.plan.conditional import ByStep, conditional_deps, of_node
 from cmx_core.plan.planner import Plan, PlanNode, PlanQuery, build_plan
+from cmx_core.plan.view import view
+from cmx_core.plugins.events import registry_events
+from cmx_core.plugins.extras import check_plan_extras
 from cmx_core.plugins.loader import get_registry
-from cmx_core.plugins.registry import ExecutionRequest, Executor, Registry
+from cmx_core.plugins.registry import ExecutionRequest, Executor, Registry, missing_provider_message
 from cmx_core.providers.recovery import NO_RECOVERY, Recovery
 from cmx_core.providers.types import ExecutorSettings, RunError
 from cmx_core.recipes.model import Recipe, split_tags
 from cmx_core.resolve.decision import Decision
 from cmx_core.resolve.resolver import Resolution, Resolver
+from cmx_core.results.document import build_document
+from cmx_core.results.store import ResultStore
+from cmx_core.run import inflight
+from cmx_core.run.execute import NodeFailed
 from cmx_core.run.facts_check import check_facts_here, facts_file_ref
+from cmx_core.run.inflight import INTERRUPTED
 from cmx_core.run.inject import check_injections
+from cmx_core.run.lock import check_drift, check_drift_classes, lock_document, read_lock
+from cmx_core.run.observe import check_settings, observed
+from cmx_core.run.recording import Provenance, failed_outcome, record_run, run_record
 from cmx_core.run.repo_sources import RepoUse, lock_pins, session_repos
 from cmx_core.run.runids import new_run_id, run_dir_name
+from cmx_core.run.settings import parse_settings
 
 if TYPE_CHECKING:
     from cmx_core.plan.view import PlanView
@@ -110,8 +122,6 @@ def plan_view(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None
               executor: str | None = None, options: Mapping[str, Any] | None = None) -> PlanView:
     """What ``cmx plan`` shows: the checked plan, each step's settings rendered as far as
     they can be before anything runs, and how the chosen executor would run it."""
-    from cmx_core.plan.view import view
-
     session = open_session(recipes_dirs, facts_file)
     the_plan = _resolve_plan(tags, inputs, session)
     chosen, settings = _checked_executor(session, the_plan, executor, options)
@@ -133,7 +143,6 @@ def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, s
                          f"{session.catalog.errors_line()}") from None
     session.catalog.warn_errors()  # the plan did not need them: a warning each, once
     the_plan = _build(resolution, query, session)
-    from cmx_core.plugins.extras import check_plan_extras
 
     check_plan_extras(the_plan, session.registry)  # a missing extra is named now, not mid-run
     return the_plan
@@ -141,7 +150,7 @@ def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, s
 
 def _missing_plugin_hint(tags: tuple[str, ...]) -> str:
     """The plugin the registry says answers a query no installed recipe does (lazy import)."""
-    from cmx_core.plugins.hints import missing_plugin_hint
+    from cmx_core.plugins.hints import missing_plugin_hint  # deferred: start-up: pulls packaging (14 modules)
 
     return missing_plugin_hint(tags)
 
@@ -282,13 +291,10 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     command line's recovery policy and the faults to inject (docs/faults.md)."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
-    from cmx_core.run.observe import check_settings
 
     observe = check_settings(telemetry)
     locked = None
     if lock:
-        from cmx_core.run.lock import check_drift_classes, read_lock
-
         check_drift_classes(allow_drift)
         locked = read_lock(Path(lock))
         recipes_dirs = recipes_dirs or locked["query"].get("recipes_dirs") or ()
@@ -304,7 +310,6 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     check_injections(recovery.injections, chosen.name)
     if on_plan is not None:
         on_plan(the_plan)
-    from cmx_core.results.store import ResultStore
 
     ResultStore(paths.results_db()).check()  # a corrupt store fails now, not after the benchmark
     if use_cache:
@@ -318,7 +323,6 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         lock_path=run_dir / "lock.json", run_id=run_id, settings=settings, jobs=jobs,
         use_cache=use_cache, refresh=refresh, recovery=recovery,
     )
-    from cmx_core.run import inflight
 
     inflight.reap()  # runs a killed cmx left behind are recorded as interrupted
     session.cache.clean_staging()
@@ -335,8 +339,6 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
 
 def executor_settings(chosen: Executor, options: Mapping[str, Any]) -> ExecutorSettings:
     """The executor's settings from ``--executor-opt`` values (checked, converted)."""
-    from cmx_core.run.settings import parse_settings
-
     return parse_settings(chosen.name, chosen.settings, options)
 
 
@@ -344,8 +346,6 @@ def run_provenance(lock_digest: str, session: Session, sweep: Mapping[str, Any] 
                    recovery: Recovery = NO_RECOVERY) -> Any:
     """The provenance of a run: the lock's digest, the loaded plugins, the sweep point (if
     any), the recipe repositories, the facts file (if any) and the faults it injects."""
-    from cmx_core.run.recording import Provenance
-
     return Provenance(lock_digest, [(p["name"], p["distribution"], p["version"])
                                     for p in _plugins(session.registry)], sweep,
                       repos=tuple(r.to_json() for r in session.repos),
@@ -355,10 +355,6 @@ def run_provenance(lock_digest: str, session: Session, sweep: Mapping[str, Any] 
 
 def interrupted_document(request: ExecutionRequest, provenance: Any) -> dict[str, Any]:
     """The error result the run gets if its cmx is killed before it records one."""
-    from cmx_core.results.document import build_document
-    from cmx_core.run.inflight import INTERRUPTED
-    from cmx_core.run.recording import failed_outcome, run_record
-
     error = RunError(INTERRUPTED.format(pid=os.getpid()), exit_code=130)
     return build_document(run_record(request, failed_outcome(time.time(), error), provenance, {}))
 
@@ -368,10 +364,6 @@ def _execute(chosen: Executor, request: ExecutionRequest, provenance: Any,
     """Run the executor (sampled: :mod:`cmx_core.run.observe`) and record whatever happened:
     its outcome, or its own failure. Returns the result's path and document and the exit
     code of a failure."""
-    from cmx_core.plugins.events import registry_events
-    from cmx_core.run.observe import check_settings, observed
-    from cmx_core.run.recording import failed_outcome, record_run
-
     started = time.time()
     with observed(request, chosen.name, observe or check_settings(None)) as observation:
         try:
@@ -396,9 +388,6 @@ def executor_exit_code(exc: CmxError) -> int:
 def _run_failure(document: Mapping[str, Any], result_path: Path, exit_code: int = 1) -> CmxError:
     """The error for a recorded run whose status is ``error``: a failed step (exit 1, or 2
     when it refused its input), or a suite that reported errors while still measuring."""
-    from cmx_core.errors import StepFailed
-    from cmx_core.run.execute import NodeFailed
-
     error = document.get("error")
     if error:
         failed: CmxError = NodeFailed(error.get("node") or "?", error.get("step") or "?",
@@ -417,8 +406,6 @@ def _run_failure(document: Mapping[str, Any], result_path: Path, exit_code: int 
 
 def _executor(session: Session, the_plan: Plan, name: str | None) -> Executor:
     """The executor to use; a recipe declaring a container defaults to ``docker``."""
-    from cmx_core.plugins.registry import missing_provider_message
-
     if name is None:
         name = "docker" if the_plan.container else "local"
         if name == "docker" and name not in session.registry.executors:
@@ -435,8 +422,6 @@ def replay(locked: Mapping[str, Any], lock_path: Path, session: Session,
            allow_drift: Sequence[str] = ()) -> Plan:
     """Resolve a lockfile's (already read) query; a ResolveError if anything differs
     (beyond the ``allow_drift`` classes)."""
-    from cmx_core.run.lock import check_drift, lock_document
-
     query = locked["query"]
     the_plan = _resolve_plan(query.get("tags", []), query.get("inputs", {}), session)
     check_drift(locked, lock_document(the_plan, _plugins(session.registry, the_plan), _repos(session)), lock_path,
@@ -465,8 +450,6 @@ def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:
 
 def write_lock(run_dir: Path, the_plan: Plan, registry: Registry, repos: Sequence[RepoUse] = ()) -> str:
     """The lockfile of the resolved run (with the recipe repositories' commits); returns its digest."""
-    from cmx_core.run.lock import lock_document
-
     lock = lock_document(the_plan, _plugins(registry, the_plan), [r.to_json() for r in repos])
     _write_json(run_dir / "lock.json", lock)
     return digest(lock)
@@ -504,8 +487,6 @@ def plan_plugins(the_plan: Plan, registry: Registry) -> set[str]:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    from cmx_core.datautil import atomic_write
-
     atomic_write(path, json.dumps(value, indent=2, sort_keys=True, default=str))
 
 
@@ -540,7 +521,6 @@ def show_recipe(name: str, *, recipes_dirs: Sequence[str | Path] = ()) -> Recipe
         first = next(iter(catalog.errors.values()), "")
         broken = f"; {len(catalog.errors)} recipe file(s) failed to load, first: {first}" \
             if catalog.errors else ""
-        from cmx_core.errors import did_you_mean
 
         hint = did_you_mean(name, catalog.listed, n=1)
         raise UsageError(f"no recipe named '{name}'{hint} (see 'cmx list recipes'){broken}")

@@ -16,7 +16,9 @@ Nothing here redirects the process-wide ``sys.stdout``: steps write to their own
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,16 +26,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx_core import __version__, reads
-from cmx_core.cache.store import Cache, CacheEntry, Staging, rebase
+from cmx_core.cache.store import META, Cache, CacheEntry, Staging, rebase
 from cmx_core.datautil import digest, freeze, thaw
 from cmx_core.errors import CmxError, Interrupted, StepFailed
 from cmx_core.facts.store import FactStore
 from cmx_core.plan.facts_view import FactsView, groups_of
 from cmx_core.plan.planner import Plan, PlanNode
 from cmx_core.plugins.events import EventSink
+from cmx_core.plugins.extras import missing_module_hint
 from cmx_core.plugins.registry import ExecutionRequest
 from cmx_core.providers.attempts import Attempt
 from cmx_core.providers.recovery import NO_RECOVERY, Recovery
+from cmx_core.providers.refs import reference
 from cmx_core.providers.types import ExecutionOutcome, NodeResult, RunError, StepContext, StepType
 from cmx_core.providers.values import Artifact, ResultPart, StepOutput
 from cmx_core.recipes.model import StepSpec
@@ -43,6 +47,7 @@ from cmx_core.run.attempts import AttemptLog, backoff, policy_for, work_lost
 from cmx_core.run.checkpoints import checkpoint_dir
 from cmx_core.run.faults import fault_class
 from cmx_core.run.measured import measurement_meta, served, stage_artifacts
+from cmx_core.run.processes import kill_running
 from cmx_core.telemetry.causes import classify, oom_kills
 from cmx_core.telemetry.collector import step_metrics
 from cmx_core.telemetry.live import BOARD
@@ -118,7 +123,6 @@ def execute_plan(plan: Plan, facts: FactStore, registry: Registry, cache: Cache,
         progress.results[exc.node_id] = NodeResult(exc.node_id, _recipe_of(plan, exc.node_id), "failed",
                                                    exc.wall_s, exc.cache_key)
     except KeyboardInterrupt:
-        from cmx_core.run.processes import kill_running
 
         kill_running()
         raise Interrupted("interrupted; no partial result or cache entry was kept") from None
@@ -134,8 +138,6 @@ def _recipe_of(plan: Plan, node_id: str) -> str:
 
 
 def _run_parallel(plan: Plan, runner: NodeRunner, done: dict[str, NodeResult], jobs: int) -> None:
-    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-
     pending = {n.id: n for n in plan.nodes}
     running: dict[Future[NodeResult], str] = {}
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="cmx-node") as pool:
@@ -151,7 +153,6 @@ def _run_parallel(plan: Plan, runner: NodeRunner, done: dict[str, NodeResult], j
                     done[node_id] = future.result()  # re-raises NodeFailed
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
-            from cmx_core.run.processes import kill_running
 
             kill_running()
             raise
@@ -330,7 +331,6 @@ class NodeRunner:
         except CmxError as exc:
             raise NodeFailed(node.id, step.id, str(exc), exit_code=exc.exit_code) from None
         except Exception as exc:  # noqa: BLE001 - a plugin bug becomes one line + a saved traceback
-            import traceback
 
             trace = log_dir / "traceback.txt"
             trace.write_text(traceback.format_exc())
@@ -344,7 +344,6 @@ class NodeRunner:
         info = self.registry.plugins.get(step_type.plugin or "")
         if not isinstance(exc, ModuleNotFoundError) or info is None:
             return ""
-        from cmx_core.plugins.extras import missing_module_hint
 
         return missing_module_hint(info.distribution, exc.name or "")
 
@@ -404,8 +403,6 @@ def _report_validator(step: str, validate: Any, entry_path: Path) -> None:
     """The read recorder must call this validator again on the entry (if it can)."""
     if reads.active() is None:
         return
-    from cmx_core.cache.store import META
-    from cmx_core.providers.refs import reference
 
     ref = reference(validate)
     if ref is None:

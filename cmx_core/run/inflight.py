@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core import paths
-from cmx_core.datautil import loads_bounded
+from cmx_core.datautil import atomic_write, loads_bounded
+from cmx_core.errors import ResultsError
+from cmx_core.results.store import ResultStore
+from cmx_core.results.writer import write_result
+from cmx_core.run.processes import TOKEN
+from cmx_core.run.watchdog import kill_marked
 
 INFLIGHT_DIR = "inflight"
 INTERRUPTED = "interrupted: the cmx process (pid {pid}) ended before the run finished (killed, or the machine stopped)"
@@ -41,13 +46,10 @@ def process_start(pid: int) -> str | None:
 
 def mark(run_id: str, run_dir: Path, document: Mapping[str, Any]) -> Path:
     """Record that ``run_id`` is running in this process; ``document`` is its result if it never finishes."""
-    from cmx_core.datautil import atomic_write
-
     folder = _dir()
     folder.mkdir(parents=True, exist_ok=True)
     marker = folder / f"{run_id}.json"
     pid = os.getpid()
-    from cmx_core.run.processes import TOKEN
 
     atomic_write(marker, json.dumps({"pid": pid, "pid_start": process_start(pid), "run_dir": str(run_dir),
                                      "token": TOKEN, "document": document}, default=str))
@@ -96,7 +98,6 @@ def reap() -> list[str]:
         if _alive(int(pid), start):
             continue
         if isinstance(state.get("token"), str):  # what its steps started and its watchdog did not kill
-            from cmx_core.run.watchdog import kill_marked
 
             kill_marked(state["token"])
         if run_dir.is_dir() and not (run_dir / "result.json").exists():
@@ -106,10 +107,6 @@ def reap() -> list[str]:
 
 
 def _record(document: dict[str, Any], run_dir: Path) -> list[str]:
-    from cmx_core.errors import ResultsError
-    from cmx_core.results.store import ResultStore
-    from cmx_core.results.writer import write_result
-
     try:
         path = write_result(run_dir, document, suites=None)
         ResultStore(paths.results_db()).index(document, path, validated=True)

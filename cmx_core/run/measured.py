@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from cmx_core.datautil import to_plain as json_safe
 from cmx_core.errors import CacheError
 from cmx_core.providers.types import CachedMeasurement
 from cmx_core.providers.values import Artifact, Metric, ResultPart
@@ -25,8 +26,6 @@ ARTIFACTS_DIR = ".artifacts"
 
 def part_to_json(part: ResultPart) -> dict[str, Any]:
     """A result part as JSON data (metrics as objects)."""
-    from cmx_core.datautil import to_plain as json_safe
-
     return {
         "status": part.status, "benchmark": json_safe(dict(part.benchmark)),
         "metrics": {name: asdict(metric) if isinstance(metric, Metric) else json_safe(metric)

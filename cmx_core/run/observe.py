@@ -10,11 +10,16 @@ result). Only the ``local`` executor is sampled here: a remote executor's far si
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from cmx_core.errors import UsageError
+from cmx_core.telemetry.collector import RunTelemetry, TelemetrySettings, sampling
+from cmx_core.telemetry.openmetrics import SERIES_FILE
 
 if TYPE_CHECKING:
     from cmx_core.plugins.registry import ExecutionRequest
@@ -26,8 +31,6 @@ if TYPE_CHECKING:
 def check_settings(settings: TelemetrySettings | None) -> TelemetrySettings:
     """The run's settings (from the environment when not given); a ``--metrics-port``
     already in use is refused now, before anything runs (exit 2)."""
-    from cmx_core.telemetry.collector import TelemetrySettings
-
     chosen = settings if settings is not None else TelemetrySettings.from_env()
     if chosen.enabled and chosen.metrics_port is not None:
         _check_free(chosen.metrics_addr, chosen.metrics_port)
@@ -35,10 +38,6 @@ def check_settings(settings: TelemetrySettings | None) -> TelemetrySettings:
 
 
 def _check_free(host: str, port: int) -> None:
-    import socket
-
-    from cmx_core.errors import UsageError
-
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         try:
             probe.bind((host, port))
@@ -69,7 +68,7 @@ class Observation:
         return outcome
 
     def _repetition(self, outcome: ExecutionOutcome) -> Repetition:
-        from cmx_core.telemetry.soak import Repetition
+        from cmx_core.telemetry.soak import Repetition  # deferred: start-up: 12 modules not needed to start cmx
 
         assert self.telemetry is not None
         self.telemetry.sample()  # the tree's RSS as this repetition ends
@@ -81,7 +80,6 @@ class Observation:
     def fold(self, outcome: ExecutionOutcome) -> ExecutionOutcome:
         if self.telemetry is None:
             return outcome
-        from cmx_core.telemetry.openmetrics import SERIES_FILE
 
         if outcome.nodes and all(node.status == "cached" for node in outcome.nodes):
             (self.request.run_dir / SERIES_FILE).unlink(missing_ok=True)  # nothing ran: nothing measured
@@ -93,7 +91,7 @@ class Observation:
             return
         self.section.update(self.telemetry.stop())
         if self.soak_s is not None:
-            from cmx_core.telemetry.soak import verdict
+            from cmx_core.telemetry.soak import verdict  # deferred: start-up: 12 modules not needed to start cmx
 
             summary = {k: (m["value"], m["unit"], m["higher_is_better"]) for k, m in self.section["metrics"].items()}
             self.section["soak"] = verdict(self.repetitions, self.soak_s, summary)
@@ -104,13 +102,10 @@ def observed(request: ExecutionRequest, executor: str, settings: TelemetrySettin
     """Sample the run while the body runs the executor (through the yielded
     :class:`Observation`)."""
     if settings.soak_s is not None and executor != "local":
-        from cmx_core.errors import UsageError
-
         raise UsageError(f"--soak repeats the plan on the local executor only, not {executor}")
     if not settings.enabled or executor != "local":
         yield Observation(request, None, None)
         return
-    from cmx_core.telemetry.collector import RunTelemetry, sampling
 
     telemetry = RunTelemetry(request.run_id, request.run_dir, settings)
     telemetry.start()

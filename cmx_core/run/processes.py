@@ -4,7 +4,10 @@ node)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -20,8 +23,6 @@ if TYPE_CHECKING:
 
 def run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
                  stdout_path: Path, stderr_path: Path) -> int:
-    import subprocess
-
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     _guard()
     injected = inject.current()  # faults armed for this attempt (docs/faults.md)
@@ -68,10 +69,7 @@ def _guard() -> None:
 
 
 def _start_watchdog() -> None:
-    import subprocess
-
     try:
-        import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
@@ -119,8 +117,6 @@ def kill_running() -> None:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    import signal
-
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:

@@ -16,11 +16,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cmx_core import paths
 from cmx_core.datautil import atomic_write, thaw
 from cmx_core.errors import ResultsError
 from cmx_core.facts.store import SYSTEM_FACTS
 from cmx_core.plugins.registry import ExecutionRequest
 from cmx_core.providers.types import ExecutionOutcome, RunError
+from cmx_core.results.document import RunRecord, build_document
+from cmx_core.results.secrets import redact_data, redact_tree, run_secrets
+from cmx_core.results.store import ResultStore
+from cmx_core.results.writer import write_result
 from cmx_core.run.facts_check import FactsFileRef
 
 if TYPE_CHECKING:
@@ -53,8 +58,6 @@ def record_run(request: ExecutionRequest, outcome: ExecutionOutcome, provenance:
     """Write ``result.json`` (validated once), ``nodes.json`` and ``facts.json``; index the
     result; return its path and document. A document that fails validation (a suite
     section that breaks its schema, say) is recorded as an error result instead."""
-    from cmx_core.results.secrets import redact_data, redact_tree, run_secrets
-
     secrets = run_secrets()  # the run's own secret values: never kept in what it writes
     redact_tree(request.run_dir, secrets)  # the logs and outputs its steps wrote
     facts = dict(outcome.facts) if outcome.facts is not None else request.facts.snapshot(SYSTEM_FACTS)
@@ -69,10 +72,6 @@ def record_run(request: ExecutionRequest, outcome: ExecutionOutcome, provenance:
 
 def _write(request: ExecutionRequest, record: RunRecord,
            secrets: Sequence[str] = ()) -> tuple[Path, dict[str, Any]]:
-    from cmx_core.results.document import build_document
-    from cmx_core.results.secrets import redact_data
-    from cmx_core.results.writer import write_result
-
     document = redact_data(build_document(record), secrets)
     try:
         return write_result(request.run_dir, document, suites=request.registry.suites), document
@@ -89,8 +88,6 @@ def _write(request: ExecutionRequest, record: RunRecord,
 def run_record(request: ExecutionRequest, outcome: ExecutionOutcome, provenance: Provenance,
                facts: Mapping[str, Any]) -> RunRecord:
     """Everything the result document says, from the request and the outcome."""
-    from cmx_core.results.document import RunRecord
-
     plan = request.plan
     root = plan.root
     error = outcome.error
@@ -121,9 +118,6 @@ def _node_json(node: Any) -> dict[str, Any]:
 
 
 def _index(document: dict[str, Any], result_path: Path) -> None:
-    from cmx_core import paths
-    from cmx_core.results.store import ResultStore
-
     ResultStore(paths.results_db()).index(document, result_path, validated=True)  # write_result did
 
 

@@ -87,7 +87,6 @@ STAGE_DIR = "remote-stage"
 """What the base ships to the far side: ``lock.json`` (and what a subclass adds)."""
 
 
-
 @dataclass(frozen=True)
 class RemoteJob:
     """One job to start: the command line of the far side and where things are.
@@ -303,7 +302,6 @@ def with_host_machine(far: Mapping[str, Any], host: Mapping[str, Any]) -> dict[s
     merged = {k: v for k, v in far.items() if k not in MACHINE_FACTS}
     merged.update({k: host[k] for k in MACHINE_FACTS if k in host})
     return merged
-
 
 
 def fold(job: RemoteJob, status: JobStatus, fetched: Fetched, started: float, executor: str,

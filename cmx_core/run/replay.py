@@ -29,13 +29,24 @@ memo). ``CMX_NO_REPLAY=1`` turns it off; ``-v`` says when it was used.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import sys
 import time
 
 from cmx_core import __version__, paths
+from cmx_core.datautil import atomic_write, digest, freeze, to_plain
+from cmx_core.errors import ResultsError
+from cmx_core.plugins.command_index import discovery_fingerprint
 from cmx_core.reads import file_state
+from cmx_core.results.gitinfo import engine_git_commit
+from cmx_core.results.store import ResultStore
+from cmx_core.results.summary import run_summary
+from cmx_core.results.validate import validate_document
+from cmx_core.results.writer import dumps
+from cmx_core.run.runids import new_run_id, run_dir_name, utc_timestamp
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,8 +61,6 @@ def invocation_key(argv: list[str]) -> str | None:
     """What must be identical for a memo to apply: the arguments, where and with what
     interpreter and cmx they run, and the environment cmx itself reads. None when it cannot
     be said (the working directory was deleted)."""
-    import hashlib
-
     try:
         cwd = os.getcwd()
     except OSError:
@@ -139,7 +148,6 @@ def try_replay(argv: list[str], key: str | None) -> int | None:
     memo = _read_memo(key, argv)
     if memo is None:
         return None
-    from cmx_core.errors import ResultsError
 
     why = _why_stale(memo)
     try:
@@ -170,8 +178,6 @@ def _why_stale(memo: dict[str, Any]) -> str | None:
 
 def _read_memo(key: str, argv: list[str]) -> dict[str, Any] | None:
     """The memo of ``key`` if it exists, is signed with this user's key and is for ``argv``."""
-    import hmac
-
     try:
         with open(memo_path(key), "rb") as handle:
             signature, _, body = handle.read().partition(b"\n")
@@ -192,7 +198,6 @@ def _changed(memo: dict[str, Any]) -> str | None:
     deadline = memo.get("deadline")
     if deadline is not None and time.time() >= deadline:
         return "a cache entry or a fact expired"
-    from cmx_core.plugins.command_index import discovery_fingerprint
 
     if memo["discovery"] != discovery_fingerprint():
         return "the installed plugins changed"
@@ -209,7 +214,7 @@ def _changed(memo: dict[str, Any]) -> str | None:
 
 
 def _facts_changed(facts: list[dict[str, Any]]) -> str | None:
-    from cmx_core.providers.refs import resolve
+    from cmx_core.providers.refs import resolve  # deferred: not needed by cmx --help or a replayed warm run
 
     for fact in facts:
         try:
@@ -219,7 +224,6 @@ def _facts_changed(facts: list[dict[str, Any]]) -> str | None:
                 if current != fact["fingerprint"]:
                     return f"fact {fact['name']} changed"
             else:
-                from cmx_core.datautil import digest, to_plain
 
                 if digest(to_plain(resolve(fact["detect_ref"])())) != fact["digest"]:
                     return f"fact {fact['name']} changed"
@@ -232,9 +236,8 @@ def _entries_refused(memo: dict[str, Any]) -> str | None:
     """Why a step validator (e.g. "the image still exists") refuses its cache entry."""
     if not memo["validators"]:
         return None
-    from cmx_core.cache.store import ENTRY_REF, rebase
-    from cmx_core.datautil import freeze
-    from cmx_core.providers.refs import resolve
+    from cmx_core.cache.store import ENTRY_REF, rebase  # deferred: start-up: pulls filelock (77 modules)
+    from cmx_core.providers.refs import resolve  # deferred: not needed by cmx --help or a replayed warm run
 
     for check in memo["validators"]:
         try:
@@ -267,11 +270,6 @@ class _Run:
 
 def _prepare(memo: dict[str, Any], started: float) -> _Run:
     """The new run's directory and validated result; raises if the memo is malformed."""
-    from cmx_core.results.gitinfo import engine_git_commit
-    from cmx_core.results.validate import validate_document
-    from cmx_core.results.writer import dumps
-    from cmx_core.run.runids import new_run_id, run_dir_name, utc_timestamp
-
     recipe = str(memo["recipe"])
     if not recipe or recipe[0] == "." or not all(c.isalnum() or c in "._-" for c in recipe):
         raise ValueError(f"not a recipe name: {recipe!r}")  # it becomes part of a path
@@ -295,9 +293,6 @@ def _prepare(memo: dict[str, Any], started: float) -> _Run:
 
 def _write_run(run: _Run) -> int:
     """Write the run directory, index the result and print what ``cmx run`` prints."""
-    from cmx_core.datautil import atomic_write
-    from cmx_core.results.store import ResultStore
-
     os.makedirs(run.run_dir)
     atomic_write(os.path.join(run.run_dir, "plan.json"), run.plan_json)
     atomic_write(os.path.join(run.run_dir, "lock.json"), run.lock_json)
@@ -314,7 +309,5 @@ def _write_run(run: _Run) -> int:
     if run.json_output:
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
     else:
-        from cmx_core.results.summary import run_summary
-
         print(run_summary(document, result_path))
     return 0

@@ -18,12 +18,16 @@ means no memo, never a wrong replay. The memo is signed (see
 
 from __future__ import annotations
 
+import hmac
 import json
+import sys
 from typing import TYPE_CHECKING, Any
 
 from cmx_core import reads
-from cmx_core.datautil import digest, thaw
+from cmx_core.datautil import atomic_write, digest, thaw
+from cmx_core.plugins.command_index import discovery_fingerprint
 from cmx_core.plugins.hookspecs import hookimpl
+from cmx_core.plugins.loader import get_registry
 from cmx_core.reads import file_state
 from cmx_core.run.replay import MEMO_FORMAT, memo_path, signing_key
 
@@ -60,8 +64,6 @@ class Recorder:
         self._recording = reads.recording()
 
     def __enter__(self) -> Recorder:
-        from cmx_core.plugins.loader import get_registry
-
         self.log = self._recording.__enter__()
         for argument in self.recipes_args:  # the directories as given, before resolution
             reads.link(argument)
@@ -69,8 +71,6 @@ class Recorder:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from cmx_core.plugins.loader import get_registry
-
         self._recording.__exit__(*exc)
         manager = get_registry().manager
         if manager.is_registered(self):
@@ -82,8 +82,6 @@ class Recorder:
 
     def remember(self, result: RunResult) -> None:
         """Write the memo, or (with ``-v``) say why this run cannot be replayed."""
-        import sys
-
         if result.session is None:
             return
         try:
@@ -136,25 +134,19 @@ class Recorder:
         if result.run_id in written or str(result.run_dir) in written:
             raise NotReplayable("the run's own id or directory appears in what it wrote")
         body = json.dumps(memo)  # key order kept: the replayed result.json is the same text
-        import hmac
 
-        from cmx_core.datautil import atomic_write
 
         signature = hmac.new(signing_key(create=True), body.encode(), "sha256").hexdigest()
         atomic_write(memo_path(self.key), f"{signature}\n{body}")
 
 
 def _discovery() -> list[str]:
-    from cmx_core.plugins.command_index import discovery_fingerprint
-
     return discovery_fingerprint()
 
 
 def _code_files(session: Session) -> list[list[Any]]:
     """The source of every module of cmx-core and of the plugins that this run loaded: an
     edited checkout (an editable install keeps its version) must not replay old code."""
-    import sys
-
     packages = {"cmx_core"} | {info.module.partition(".")[0] for info in session.registry.plugins.values()}
     files = {getattr(module, "__file__", None) for name, module in list(sys.modules.items())
              if name.partition(".")[0] in packages}

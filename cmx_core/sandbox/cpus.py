@@ -11,6 +11,8 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from cmx_core.paths import cache_dir
+
 COUNTER = "sandbox-cpus.counter"
 LOCK_TIMEOUT_S = 10.0
 
@@ -33,8 +35,6 @@ def pick_cpus(count: int, state_dir: Path | None = None) -> list[int]:
     if count >= len(allowed):
         return allowed
     if state_dir is None:
-        from cmx_core.paths import cache_dir
-
         state_dir = cache_dir()
     start = _next(state_dir / COUNTER, count)
     return sorted(allowed[(start + i) % len(allowed)] for i in range(count))

@@ -24,8 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cmx_core import paths
+from cmx_core.datautil import atomic_write
 from cmx_core.errors import CmxError, Interrupted, UsageError
+from cmx_core.plugins.events import registry_events
+from cmx_core.plugins.loader import get_registry
+from cmx_core.plugins.registry import ExecutionRequest
+from cmx_core.providers.types import RunError
+from cmx_core.results.store import ResultStore
+from cmx_core.run import engine, inflight
 from cmx_core.run.engine import executor_exit_code
+from cmx_core.run.recording import failed_outcome, record_run
+from cmx_core.run.runids import new_run_id
 from cmx_core.sweep.dirs import fresh_run_dir
 
 if TYPE_CHECKING:
@@ -115,7 +125,6 @@ def batch_executor(name: str | None) -> Executor | None:
     no executor was named, which means local or docker)."""
     if name is None:
         return None
-    from cmx_core.plugins.loader import get_registry
 
     chosen = get_registry().executors.get(name)
     return chosen if chosen is not None and chosen.run_many is not None else None
@@ -163,8 +172,6 @@ def plan_points(tags: str, base_inputs: Mapping[str, str], matrix: Sequence[Mapp
                 indices: Sequence[int], options: PointOptions, executor: str | None) -> Planned:
     """Plan and check each point as ``cmx plan`` would (inputs, values, executor settings);
     the first bad one is a one-line UsageError naming it (exit 2, before anything runs)."""
-    from cmx_core.run import engine
-
     session = engine.open_session(options.recipes, options.facts)
     settings_options = options.settings_options()
     plans: dict[int, Plan] = {}
@@ -185,10 +192,6 @@ def point_inputs(base_inputs: Mapping[str, str], point: Mapping[str, str]) -> di
 def run_points(batch: BatchSweep, on_point: Callable[[PointOutcome, int], None] | None = None
                ) -> tuple[PointOutcome, ...]:
     """Plan every point, run the planned ones as one batch, record each; outcomes in order."""
-    from cmx_core import paths
-    from cmx_core.results.store import ResultStore
-    from cmx_core.run import engine, inflight
-
     session = batch.planned.session if batch.planned is not None else \
         engine.open_session(batch.options.recipes, batch.options.facts)
     ResultStore(paths.results_db()).check()  # a corrupt store fails now, not after the batch
@@ -221,10 +224,6 @@ def _prepare(batch: BatchSweep, session: Session, index: int, point: Mapping[str
              settings_options: Mapping[str, str]) -> Prepared:
     """Plan and check the point (as ``cmx plan`` would), write its plan and lock into its
     run directory and mark it in flight."""
-    from cmx_core.plugins.registry import ExecutionRequest
-    from cmx_core.run import engine, inflight
-    from cmx_core.run.runids import new_run_id
-
     planned = batch.planned.plans.get(index) if batch.planned is not None else None
     the_plan = planned or engine.plan(batch.tags, point_inputs(batch.base_inputs, point), session=session,
                                       executor=batch.chosen.name, options=settings_options)
@@ -246,11 +245,6 @@ def _prepare(batch: BatchSweep, session: Session, index: int, point: Mapping[str
 
 def _run(batch: BatchSweep, session: Session, prepared: Sequence[Prepared]) -> list[PointOutcome]:
     """The batch entry once for every prepared point, then each outcome recorded."""
-    from cmx_core.plugins.events import registry_events
-    from cmx_core.providers.types import RunError
-    from cmx_core.run import inflight
-    from cmx_core.run.recording import failed_outcome, record_run
-
     requests = [p.request for p in prepared]
     events = registry_events(session.registry)
     recorded: dict[int, PointOutcome] = {}
@@ -329,6 +323,4 @@ def _unplanned(index: int, point: Mapping[str, str], exc: CmxError) -> PointOutc
 
 
 def _write_json(path: Path, value: Any) -> None:
-    from cmx_core.datautil import atomic_write
-
     atomic_write(path, json.dumps(value, indent=2, sort_keys=True, default=str))

@@ -157,6 +157,7 @@ class AmdSmiModule:
 def open_amd() -> AmdSmiModule | AmdSmiCli:
     """The module where it imports, else the CLI; :class:`Unavailable` when neither works."""
     try:
+        # deferred: optional amdsmi, only when this runs
         import amdsmi  # type: ignore[import-not-found]
     except ImportError:
         return AmdSmiCli()

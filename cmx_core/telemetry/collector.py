@@ -25,11 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import psutil
+
 from cmx_core.errors import UsageError
 from cmx_core.providers.types import MetricsSink
 from cmx_core.telemetry import openmetrics
 from cmx_core.telemetry.appmetrics import FILE_NAME, AppSeries, StepMetrics
 from cmx_core.telemetry.devices import GPU_OPENERS, RAPL_OPENERS, DeviceProbe, open_probes
+from cmx_core.telemetry.exposition import Exporter
 from cmx_core.telemetry.live import BOARD
 from cmx_core.telemetry.openmetrics import Round
 from cmx_core.telemetry.probes import Machine, Point, ProcessTree
@@ -123,8 +126,6 @@ class RunTelemetry:
 
     def start(self) -> None:
         """Open the probes, take the first round, start the thread (and the exporter)."""
-        import psutil
-
         monotonic = time.monotonic
         self._probes = [("process", ProcessTree(self._root_pid, monotonic)), ("machine", Machine())]
         self._devices, problems = open_probes(*self._openers)
@@ -133,8 +134,6 @@ class RunTelemetry:
         self.sources = ["psutil " + psutil.__version__, *(d.source.name for d in self._devices)]
         self.sample()
         if self.settings.metrics_port is not None:
-            from cmx_core.telemetry.exposition import Exporter
-
             try:
                 self.exporter = Exporter(self, self.settings.metrics_port, self.settings.metrics_addr)
             except BaseException:

@@ -15,6 +15,9 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from cmx_core.telemetry.amd import open_amd
+from cmx_core.telemetry.nvml import NvmlSource
+from cmx_core.telemetry.rapl import RaplSource
 from cmx_core.telemetry.reading import PowerSource, Unavailable
 from cmx_core.telemetry.sampler import SERIES_FILE, PowerSampler, Session, write_series
 
@@ -89,20 +92,14 @@ def _null(base: EnergyReport, reason: str) -> EnergyReport:
 
 
 def _nvml() -> PowerSource:
-    from cmx_core.telemetry.nvml import NvmlSource
-
     return NvmlSource()
 
 
 def _amd() -> PowerSource:
-    from cmx_core.telemetry.amd import open_amd
-
     return open_amd()
 
 
 def _rapl() -> PowerSource:
-    from cmx_core.telemetry.rapl import RaplSource
-
     return RaplSource()
 
 

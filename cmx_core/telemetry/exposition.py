@@ -36,6 +36,7 @@ class _LatestRound:
         self._telemetry = telemetry
 
     def collect(self) -> Iterator[Any]:
+        # deferred: prometheus_client only when this runs (76 modules)
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         latest = self._telemetry.latest()
@@ -59,6 +60,7 @@ class Exporter:
     """The HTTP server of one run's ``/metrics``."""
 
     def __init__(self, telemetry: Sampled, port: int, host: str = HOST) -> None:
+        # deferred: prometheus_client only when this runs (75 modules)
         from prometheus_client import CollectorRegistry, start_http_server
 
         self.registry = CollectorRegistry(auto_describe=False)

@@ -8,6 +8,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from cmx_core.errors import UsageError
+
 JOB = "cmx"
 DASHBOARD_UID = "cmx-runs"
 SELECTOR = 'run=~"$run", node=~"$node"'
@@ -41,7 +43,7 @@ PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
 
 def prometheus_config(ports: Sequence[int], *, host: str = "127.0.0.1", interval_s: float = 1.0) -> str:
     """A ``prometheus.yml`` scraping ``host:PORT/metrics`` for each port."""
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     interval = f"{max(1, round(interval_s * 1000))}ms"
     config = {
@@ -64,10 +66,9 @@ def panel_queries() -> list[str]:
 def grafana_dashboard(datasource: str = "Prometheus") -> dict[str, Any]:
     """The dashboard as Grafana's JSON model."""
     try:
-        from grafanalib import core as g
-        from grafanalib._gen import DashboardEncoder
+        from grafanalib import core as g  # deferred: optional grafanalib, only when this runs
+        from grafanalib._gen import DashboardEncoder  # deferred: optional grafanalib, only when this runs
     except ImportError:
-        from cmx_core.errors import UsageError
 
         raise UsageError("cmx monitor grafana-dashboard needs grafanalib: pip install 'cmx-core[monitor]'") from None
     templates = [g.Template(name=label, label=label, dataSource=datasource, includeAll=True, multi=True,

@@ -54,7 +54,7 @@ class LiveNvml:
 
     def __init__(self) -> None:
         try:
-            import pynvml
+            import pynvml  # deferred: optional pynvml, only when this runs
         except ImportError as err:
             raise Unavailable(f"NVML: pynvml is not importable ({err}; pip install nvidia-ml-py)") from None
         self._nvml: Any = pynvml

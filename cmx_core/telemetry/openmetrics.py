@@ -93,6 +93,7 @@ Series = dict[tuple[str, Labels], list[tuple[float, float]]]
 
 def read_series(path: Path) -> Series:
     """``{(sample name, sorted labels): [(timestamp, value), ...]}`` of an OpenMetrics file."""
+    # deferred: prometheus_client only when this runs (77 modules)
     from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
     out: Series = {}

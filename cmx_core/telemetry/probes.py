@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import psutil
+
 from cmx_core.telemetry.reading import one_line
 
 Labels = tuple[tuple[str, str], ...]
@@ -27,8 +29,6 @@ class ProcessTree:
     """The process ``root_pid`` and its descendants."""
 
     def __init__(self, root_pid: int | None = None, clock: Callable[[], float] = time.monotonic) -> None:
-        import psutil
-
         self._psutil: Any = psutil
         self._root = psutil.Process(root_pid or os.getpid())
         self._known: dict[int, Any] = {self._root.pid: self._root}
@@ -106,8 +106,6 @@ class Machine:
     """The whole machine: CPU per logical core, memory, disk and network counters."""
 
     def __init__(self) -> None:
-        import psutil
-
         self._psutil: Any = psutil
         psutil.cpu_percent(percpu=True)  # the first call only starts the interval
         self._primed = False

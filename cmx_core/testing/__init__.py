@@ -24,19 +24,58 @@ It also offers the ``cmx_home`` and ``cmx_step_context`` fixtures and :class:`Is
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import site
 import subprocess
 import sys
+import tempfile
 import textwrap
+import typing
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pluggy
 import pytest
+from packaging.requirements import Requirement
 
+from cmx_core.api import (
+    Capabilities,
+    ExecutionRequest,
+    ExecutorSettings,
+    NoSettings,
+    ResultPart,
+    StepContext,
+    StepOutput,
+)
 from cmx_core.datautil import freeze
+from cmx_core.errors import CmxError
+from cmx_core.facts.store import FactStore
+from cmx_core.plugins import hookspecs
+from cmx_core.plugins import loader as plugins
+from cmx_core.plugins.loader import get_registry, load_registry
+from cmx_core.recipes.load import load_recipe_file
+from cmx_core.results.document import RunRecord, build_document
+from cmx_core.results.validate import validate_document
+from cmx_core.run import engine
+from cmx_core.run.runids import new_run_id
+from cmx_core.run.settings import convert, describe_settings
+from cmx_core.testing.checks import (
+    detector_problems,
+    example_problems,
+    fact_name_problems,
+    metric_value_problems,
+    own,
+    plan_problems,
+    recipe_files,
+    required_inputs,
+    requirement_problems,
+)
 
 HEAVY_MODULES = (
     "torch", "numpy", "pandas", "scipy", "sklearn", "transformers", "jsonschema", "rich",
@@ -88,8 +127,6 @@ def make_step_context(
     timeout_s: float | None = None,
 ) -> Any:
     """A StepContext as the engine builds it: frozen mappings, fresh work/log/run dirs."""
-    from cmx_core.api import StepContext
-
     dirs = {name: base / name for name in ("work", "logs", "run", "cache")}
     for directory in dirs.values():
         directory.mkdir(parents=True, exist_ok=True)
@@ -154,12 +191,6 @@ def execution_request(plan: Any, run_dir: Path, *, settings: Any = None, jobs: i
     as the engine would hand it to an executor: the current registry and facts, ``run_dir``
     created with the plan's ``lock.json`` in it, a fresh run id; ``recovery`` the command
     line's recovery policy and injections (docs/faults.md)."""
-    from cmx_core.api import ExecutionRequest, NoSettings
-    from cmx_core.facts.store import FactStore
-    from cmx_core.plugins.loader import get_registry
-    from cmx_core.run import engine
-    from cmx_core.run.runids import new_run_id
-
     registry = get_registry()
     run_dir.mkdir(parents=True, exist_ok=True)
     facts = FactStore.from_file(plan.facts_file, registry.detectors) if plan.facts_file \
@@ -219,8 +250,6 @@ class PluginConformance:
     @pytest.fixture
     def conformance_registry(self, cmx_home: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         """The plugin (and the plugins it requires) loaded the way ``cmx`` loads them."""
-        from cmx_core.plugins.loader import load_registry
-
         assert self.plugin, f"{type(self).__name__}.plugin must name the cmx entry point"
         monkeypatch.setenv("CMX_LOAD_PLUGINS", ",".join((self.plugin, *self.requires_plugins)))
         registry = load_registry()
@@ -236,10 +265,6 @@ class PluginConformance:
         assert entry.dist is not None, f"entry point '{self.plugin}' belongs to no distribution"
 
     def test_hookimpls_match_hookspecs(self) -> None:
-        import pluggy
-
-        from cmx_core.plugins import hookspecs
-
         manager = pluggy.PluginManager(hookspecs.PROJECT)
         manager.add_hookspecs(hookspecs)
         module = _entry_point(self.plugin).load()
@@ -249,8 +274,6 @@ class PluginConformance:
         assert hooks, f"plugin '{self.plugin}' implements no cmx hook"
 
     def test_accepts_this_cmx_core(self) -> None:
-        from cmx_core.testing.checks import requirement_problems
-
         problems = requirement_problems(_entry_point(self.plugin).dist)
         assert not problems, "\n".join(problems)
 
@@ -261,21 +284,15 @@ class PluginConformance:
         assert not conformance_registry.conflicts, conformance_registry.conflicts
 
     def test_provider_metadata(self, conformance_registry: Any) -> None:
-        from cmx_core.testing.checks import fact_name_problems
-
         problems = provider_problems(conformance_registry, self.plugin)
         problems += fact_name_problems(conformance_registry, self.plugin)
         assert not problems, "\n".join(problems)
 
     def test_detectors_return_their_declared_types(self, conformance_registry: Any) -> None:
-        from cmx_core.testing.checks import detector_problems
-
         problems = detector_problems(conformance_registry, self.plugin)
         assert not problems, "\n".join(problems)
 
     def test_step_examples_match_their_schemas(self, conformance_registry: Any, tmp_path: Path) -> None:
-        from cmx_core.testing.checks import example_problems
-
         (tmp_path / "inputs").mkdir(exist_ok=True)
         samples = {}
         for name in _own(conformance_registry, "steps", self.plugin):
@@ -286,10 +303,6 @@ class PluginConformance:
         assert not problems, "\n".join(problems)
 
     def test_recipes_plan(self, conformance_registry: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        from cmx_core.plugins import loader as plugins
-        from cmx_core.recipes.load import load_recipe_file
-        from cmx_core.testing.checks import plan_problems, recipe_files, required_inputs
-
         monkeypatch.setattr(plugins, "_REGISTRY", conformance_registry)
         problems: list[str] = []
         for path in recipe_files(conformance_registry, self.plugin):
@@ -317,8 +330,6 @@ class PluginConformance:
             f"give a StepSample (step_samples) or a reason (unsampled_steps) for: {missing}")
 
     def test_steps_run_on_samples(self, conformance_registry: Any, tmp_path: Path) -> None:
-        from cmx_core.api import StepOutput
-
         ran = 0
         (tmp_path / "inputs").mkdir(exist_ok=True)
         for name, step in _own(conformance_registry, "steps", self.plugin).items():
@@ -344,8 +355,6 @@ class PluginConformance:
         assert not problems, "\n".join(problems)
 
     def test_executors_run_the_demo_chain(self, conformance_registry: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-        from cmx_core.plugins import loader as plugins
-
         monkeypatch.setattr(plugins, "_REGISTRY", conformance_registry)
         for name in _own(conformance_registry, "executors", self.plugin):
             if name in self.unrun_executors:
@@ -374,8 +383,6 @@ class PluginConformance:
 
 
 def _entry_point(name: str) -> Any:
-    from importlib import metadata
-
     found = [e for e in metadata.entry_points(group="cmx") if e.name == name]
     assert found, f"no entry point '{name}' in group 'cmx'; is the plugin installed?"
     assert len(found) == 1, f"entry point '{name}' is declared by several distributions"
@@ -383,8 +390,6 @@ def _entry_point(name: str) -> Any:
 
 
 def _core_requirement(dist: Any) -> Any:
-    from packaging.requirements import Requirement
-
     for text in dist.requires or []:
         req = Requirement(text)
         if req.name.replace("_", "-").lower() == "cmx-core" and req.marker is None:
@@ -393,8 +398,6 @@ def _core_requirement(dist: Any) -> Any:
 
 
 def _own(registry: Any, kind: str, plugin: str) -> dict[str, Any]:
-    from cmx_core.testing.checks import own
-
     return own(registry, kind, plugin)
 
 
@@ -403,8 +406,6 @@ _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789._-")
 
 def provider_problems(registry: Any, plugin: str) -> list[str]:
     """Metadata problems of every provider ``plugin`` registered (empty: all valid)."""
-    from cmx_core.api import Capabilities
-
     problems: list[str] = []
     callables = {"steps": ("run", "validate"), "detectors": ("detect", "fingerprint"),
                  "executors": ("run",), "commands": ("configure", "run"),
@@ -437,12 +438,6 @@ def executor_problems(registry: Any, plugin: str) -> list[str]:
     :class:`~cmx_core.api.ExecutorSettings` dataclass (frozen, as its base is), a setting
     without help or of a type ``--executor-opt`` cannot give, a ``check_plan`` that is not
     callable."""
-    import dataclasses
-
-    from cmx_core.api import ExecutorSettings
-    from cmx_core.errors import CmxError
-    from cmx_core.run.settings import describe_settings
-
     problems: list[str] = []
     for name, executor in _own(registry, "executors", plugin).items():
         where = f"executor '{name}'"
@@ -466,12 +461,6 @@ def executor_problems(registry: Any, plugin: str) -> list[str]:
 
 def _unparsable_settings(where: str, cls: Any) -> list[str]:
     """Every setting must accept the text of its own default (``--executor-opt k=<default>``)."""
-    import dataclasses
-    import typing
-
-    from cmx_core.errors import CmxError
-    from cmx_core.run.settings import convert
-
     problems = []
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
@@ -488,9 +477,6 @@ def executor_run_problems(executor: str, options: Mapping[str, str]) -> list[str
     """Run cmx-core's demo chain (``demo,sort`` on 2,000 integers) with ``executor`` and the
     local executor; the two results must agree on everything but ids, times and measured
     values, and the executor's must be a recorded, indexed, schema-valid result."""
-    from cmx_core.errors import CmxError
-    from cmx_core.run import engine
-
     inputs = {"size": "2000", "repeats": "1"}
     try:
         theirs = engine.run("demo,sort", inputs, executor=executor, options=options)
@@ -540,8 +526,6 @@ def recipe_problems(registry: Any, plugin: str) -> list[str]:
 
 def recipe_step_types(path: Path) -> list[str]:
     """The ``uses:`` values of a recipe file, loaded and validated by cmx-core."""
-    from cmx_core.recipes.load import load_recipe_file
-
     recipe = load_recipe_file(path)
     return [step.uses for step in recipe.steps]
 
@@ -549,8 +533,6 @@ def recipe_step_types(path: Path) -> list[str]:
 def output_problems(step: str, output: Any, sample: StepSample,
                     suites: Mapping[str, Any] | None = None) -> list[str]:
     """What is wrong with a step's output (empty: nothing)."""
-    from cmx_core.api import ResultPart
-
     problems: list[str] = []
     outputs = dict(output.outputs)
     for name in sample.expect_outputs:
@@ -565,8 +547,6 @@ def output_problems(step: str, output: Any, sample: StepSample,
         if not isinstance(part, ResultPart):
             problems.append(f"step '{step}': result must be a ResultPart, not {type(part)}")
         else:
-            from cmx_core.testing.checks import metric_value_problems
-
             for mname, metric in part.metrics.items():
                 if not getattr(metric, "unit", ""):
                     problems.append(f"step '{step}': metric '{mname}' has no unit")
@@ -581,16 +561,7 @@ def result_part_problems(step: str, output: Any, suites: Mapping[str, Any] | Non
     current registry's when ``suites`` is None), so a suite nobody provides and a section
     that breaks its suite's schema are problems. The current registry is loaded fresh, not
     through the process-wide one, so a narrowed ``CMX_LOAD_PLUGINS`` is never cached."""
-    import tempfile
-    from datetime import datetime, timezone
-
-    from cmx_core.errors import CmxError
-    from cmx_core.results.document import RunRecord, build_document
-    from cmx_core.results.validate import validate_document
-
     if suites is None:
-        from cmx_core.plugins.loader import load_registry
-
         suites = load_registry().suites
     now = datetime.now(timezone.utc)
     with tempfile.TemporaryDirectory() as run_dir:
@@ -644,8 +615,6 @@ class IsolatedEnv:
         return env
 
     def _inherit(self) -> None:
-        import site
-
         parents = [p for p in site.getsitepackages() if Path(p).is_dir()]
         code = self.run_python(["-c", "import site; print(site.getsitepackages()[0])"])
         target = Path(code.stdout.strip())

@@ -9,6 +9,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import Requirement
+
+from cmx_core import __version__
+from cmx_core.datautil import to_plain
+from cmx_core.errors import CmxError
+from cmx_core.facts.store import FactStore
+from cmx_core.plugins.extras import MissingExtra
+from cmx_core.recipes.load import load_recipe_file
+from cmx_core.run import engine
+
 FACT_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 """A fact a recipe can reach as ``facts.NAME`` in a template or a condition: no dot (a path
 separator there) and no dash (a subtraction)."""
@@ -21,10 +31,6 @@ def own(registry: Any, kind: str, plugin: str) -> dict[str, Any]:
 
 def requirement_problems(dist: Any) -> list[str]:
     """The distribution must require cmx-core through a closed range holding this cmx-core."""
-    from packaging.requirements import Requirement
-
-    from cmx_core import __version__
-
     name = dist.metadata["Name"]
     reqs = [Requirement(t) for t in dist.requires or []]
     core = [r for r in reqs if r.name.replace("_", "-").lower() == "cmx-core" and r.marker is None]
@@ -52,8 +58,6 @@ def detector_problems(registry: Any, plugin: str) -> list[str]:
     """Call each detector of ``plugin`` through a fresh fact store (the caller gives it a
     private cache): it must not fail, must return JSON data and, when it declares
     ``returns``, a value of that type."""
-    from cmx_core.facts.store import FactStore
-
     problems: list[str] = []
     for name, detector in own(registry, "detectors", plugin).items():
         store = FactStore({name: detector}, use_cache=False)
@@ -96,9 +100,8 @@ def example_problems(registry: Any, plugin: str, samples: Mapping[str, Mapping[s
 
 
 def _one_example(name: str, step: Any, label: str, example: dict[str, Any]) -> list[str]:
-    import jsonschema
+    import jsonschema  # deferred: jsonschema only when this runs (47 modules)
 
-    from cmx_core.datautil import to_plain
 
     problems = []
     unknown = sorted(set(example) - set(step.params)) if step.params else []
@@ -145,8 +148,6 @@ def required_inputs(path: Path, work: Path) -> dict[str, Any]:
     """Stand-in values for a recipe's required inputs that have no default, so the plan can be
     made: a directory under ``work`` for a path, a choice's first value, the minimum (or 1)
     for a number, ``"conformance"`` for a string. Give real ones with ``recipe_sample``."""
-    from cmx_core.recipes.load import load_recipe_file
-
     values: dict[str, Any] = {}
     for name, spec in load_recipe_file(path).inputs.items():
         if not spec.required or spec.default is not None:
@@ -168,15 +169,10 @@ def required_inputs(path: Path, work: Path) -> dict[str, Any]:
 def plan_problems(path: Path, inputs: Mapping[str, Any], facts_file: Path | None) -> list[str]:
     """Plan the recipe of ``path`` by its name (through the current process-wide registry)
     with ``inputs`` and, when given, the fixture ``facts_file``."""
-    from cmx_core.errors import CmxError
-    from cmx_core.recipes.load import load_recipe_file
-    from cmx_core.run import engine
-
     try:
         recipe = load_recipe_file(path)
     except CmxError as exc:
         return [str(exc).splitlines()[0]]
-    from cmx_core.plugins.extras import MissingExtra
 
     try:
         plan = engine.plan(",".join(recipe.tags), dict(inputs), facts_file=facts_file)

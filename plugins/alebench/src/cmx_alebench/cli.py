@@ -7,6 +7,8 @@ import argparse
 import json
 from pathlib import Path
 
+from cmx_core.api import cache_dir
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """``cmx ale-bench import PATH...``: the action word, then what ``cmx import ale-bench`` takes."""
@@ -26,8 +28,7 @@ def configure_import(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cmx_alebench.importer import import_package
-    from cmx_core.api import cache_dir
+    from cmx_alebench.importer import import_package  # deferred: start-up: 12 modules not needed to start cmx
 
     cache = cache_dir()
     dest = Path(args.dest).expanduser() if args.dest else None

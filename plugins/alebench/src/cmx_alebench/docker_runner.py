@@ -59,7 +59,7 @@ def skeleton_tar() -> bytes:
 
 def ensure_image(client: Any, ref: str = JUDGE_IMAGE) -> str:
     """Import the skeleton image unless the engine has it; return its reference."""
-    import docker.errors
+    import docker.errors  # deferred: docker only when this runs (259 modules)
 
     try:
         client.images.get(ref)
@@ -75,7 +75,7 @@ def ensure_image(client: Any, ref: str = JUDGE_IMAGE) -> str:
 def container_config(call: Call, meta_dir: Path, image: str = JUDGE_IMAGE, host_usr: bool = True) -> dict[str, Any]:
     """The keyword arguments of ``containers.run`` for one call (pure: tested without an engine).
     ``host_usr=False`` runs the image's own ``/usr`` (the ``ale-bench-judge`` toolchain image)."""
-    from docker.types import Mount
+    from docker.types import Mount  # deferred: docker only when this runs (259 modules)
 
     limits = call.limits
     script = _SCRIPT.format(wall=f"{limits.wall_s:g}", cpu=int(limits.cpu_s + 0.999), fsize=limits.output_bytes,
@@ -108,7 +108,7 @@ class DockerRunner:
 
     def __init__(self, image: str = JUDGE_IMAGE, host_usr: bool = True) -> None:
         try:
-            import docker
+            import docker  # deferred: optional docker, only when this runs
         except ImportError:
             raise UsageError("--judge docker needs the docker SDK: pip install 'cmx-alebench[docker]'") from None
         try:

@@ -13,6 +13,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cmx_alebench.toolchain import GXX, cpp_flags, gxx_accepts
 from cmx_core.errors import UsageError
 
 SOL = "/sol"
@@ -34,8 +35,6 @@ class Language:
 
 def _cpp(name: str, std: str) -> Language:
     """g++ with ALE-Bench's judge flags and libraries where installed (see :mod:`cmx_alebench.toolchain`)."""
-    from cmx_alebench.toolchain import GXX, cpp_flags, gxx_accepts
-
     if std == "gnu++23" and not gxx_accepts(std):
         raise UsageError(f"--language {name}: this g++ ({GXX}) does not accept -std={std}; pick cpp20")
     before, after = cpp_flags(std)

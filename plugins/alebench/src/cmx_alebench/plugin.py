@@ -6,11 +6,12 @@ Importing this module costs next to nothing: the judge loads when a step runs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cmx_alebench.cli import configure_import
+from cmx_alebench.cli import configure, configure_import, run
 from cmx_core.api import Capabilities, Command, StepContext, StepOutput, StepType, Suite, hookimpl
 
 SECTION_SCHEMA = Path(__file__).parent / "schemas" / "ale_bench.schema.json"
@@ -30,7 +31,7 @@ STEP_PARAMS: dict[str, str] = {
 
 
 def _evaluate(ctx: StepContext) -> StepOutput:
-    from cmx_alebench.step import run_step
+    from cmx_alebench.step import run_step  # deferred: start-up: 73 modules not needed to start cmx
 
     return run_step(ctx)
 
@@ -45,22 +46,16 @@ def cmx_register_steps(register: Callable[[StepType], None]) -> None:
 
 @hookimpl
 def cmx_register_suites(register: Callable[[Suite], None]) -> None:
-    import json
-
     register(Suite(name="ale-bench", summary="ALE-Bench: AtCoder-style heuristic problems, scored, ranked and rated",
                    section="ale_bench", schema=json.loads(SECTION_SCHEMA.read_text(encoding="utf-8")),
                    required_for=("valid", "invalid")))
 
 
 def _configure(parser: Any) -> None:
-    from cmx_alebench.cli import configure
-
     configure(parser)
 
 
 def _run_command(args: Any) -> int:
-    from cmx_alebench.cli import run
-
     return run(args)
 
 

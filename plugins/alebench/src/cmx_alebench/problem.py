@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -164,8 +165,6 @@ def load_problem(root: Path) -> Problem:
 
 def _long(meta: Metadata) -> bool:
     """Whether the contest ran a day or more (ALE-Bench then scores non-AC private cases)."""
-    from datetime import datetime
-
     if not meta.start_at or not meta.end_at:
         return False
     try:

@@ -70,6 +70,7 @@ def direct_dependencies(manifest: Path) -> list[str]:
 
 def _toml(text: str, where: Path) -> dict[str, Any]:
     try:
+        # deferred: start-up: 8 modules not needed to start cmx
         import tomllib  # type: ignore[import-not-found, unused-ignore]  # 3.11+
     except ImportError:  # Python 3.10: the [dependencies] table read line by line
         return {"dependencies": _dependencies_by_line(text)}

@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from cmx_alebench.docker_runner import DockerRunner
 from cmx_alebench.evaluate import Request, run_request
+from cmx_alebench.importer import import_package, imported_dir
 from cmx_alebench.judge import CaseResult, check_workers
 from cmx_alebench.languages import NAMES, language
-from cmx_alebench.problem import Problem, find_problem, load_problem
+from cmx_alebench.problem import Problem, find_problem, load_problem, shipped_dir
 from cmx_alebench.report import ProblemRun, result_part, section
 from cmx_alebench.runner import Runner
+from cmx_alebench.sandbox_runner import SandboxRunner
+from cmx_alebench.tools import BUILT_RECORD
 from cmx_core.api import Artifact, StepContext, StepOutput, UsageError
 
 EXTENSIONS = {"python": ".py", "cpp17": ".cpp", "cpp20": ".cpp", "cpp23": ".cpp", "rust": ".rs"}
@@ -69,8 +73,6 @@ def parse(params: Mapping[str, Any]) -> Params:
 
 def _problems(p: Params) -> list[Problem]:
     if p.problems == ("all",):
-        from cmx_alebench.problem import shipped_dir
-
         roots = [c for d in (*p.problems_dirs, shipped_dir()) if d.is_dir() for c in sorted(d.iterdir())
                  if (c / "data.json").is_file()]
         seen: dict[str, Problem] = {}
@@ -95,9 +97,6 @@ def _code(p: Params, problem: Problem) -> str:
 
 def _tools_built(problem: Problem, cache: Path) -> Problem:
     """A problem whose Rust tools/ crate is not built yet is imported first (built once, cached)."""
-    from cmx_alebench.importer import import_package
-    from cmx_alebench.tools import BUILT_RECORD
-
     tools = problem.root / "tools"
     if (problem.root / BUILT_RECORD).is_file() or (tools / "gen.py").is_file() or not (tools / "Cargo.toml").is_file():
         return problem
@@ -128,19 +127,12 @@ class CasesJudged:
 
 def make_runner(judge: str) -> Runner:
     if judge == "docker":
-        from cmx_alebench.docker_runner import DockerRunner
-
         return DockerRunner()
-    from cmx_alebench.sandbox_runner import SandboxRunner
 
     return SandboxRunner()
 
 
 def run_step(ctx: StepContext) -> StepOutput:
-    from dataclasses import replace
-
-    from cmx_alebench.importer import imported_dir
-
     p = parse(ctx.params)
     # after --problems_dir, before the shipped ones: what 'cmx ale-bench import' installed
     p = replace(p, problems_dirs=(*p.problems_dirs, imported_dir(ctx.cache_dir)))

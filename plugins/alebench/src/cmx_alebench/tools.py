@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,8 +75,6 @@ class Tools:
 
 
 def _built_bin_dir(record: Path) -> Path:
-    import json
-
     try:
         data = json.loads(record.read_text(encoding="utf-8"))
         folder = Path(str(data["bin_dir"]))

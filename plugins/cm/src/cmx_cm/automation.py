@@ -15,6 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from cmx_cm._shim import cmind
+from cmx_cm._shim.cmind.utils import compare_versions, load_txt
 from cmx_cm.native import ScriptError, run_native
 
 Result = dict[str, Any]
@@ -27,16 +29,12 @@ class _Cmind:
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("cmx.cm.script"))
 
     def access(self, i: dict[str, Any]) -> Result:
-        from cmx_cm._shim import cmind
-
         result: Result = cmind.access(i)
         return result
 
 
 def version_ok(detected: str, env: Mapping[str, Any], prefix: str) -> bool:
     """CM's constraint check: ``VERSION`` exact, ``VERSION_MIN`` <=, ``VERSION_MAX`` >=."""
-    from cmx_cm._shim.cmind.utils import compare_versions
-
     wanted = str(env.get(f"{prefix}_VERSION", ""))
     low = str(env.get(f"{prefix}_VERSION_MIN", ""))
     high = str(env.get(f"{prefix}_VERSION_MAX", ""))
@@ -183,8 +181,6 @@ class Automation:
         return f" (found {found}: SKIPPED due to version constraints {wanted})"
 
     def parse_version(self, i: dict[str, Any]) -> Result:
-        from cmx_cm._shim.cmind.utils import load_txt
-
         path = str(self.work_dir / (i.get("file_name") or self.tmp_file_ver))
         result: Result = load_txt(file_name=path, check_if_exists=True, split=True, match_text=i["match_text"],
                                   fail_if_no_match="version was not detected")

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cmx_cm.collection import check_duration, import_collection
+from cmx_cm.coverage import coverage
 from cmx_core.errors import UsageError
 
 
@@ -34,21 +36,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cmx_cm.collection import import_collection
-
     if args.run and not args.report:
         raise UsageError("--run needs --report (it counts the scripts that run here)")
     root = Path(args.directory)
     out = Path(args.out) if args.out else Path.cwd() / "cmx-cm-recipes"
-    from cmx_cm.collection import check_duration
 
     keep = check_duration(args.cache_detections, "--cache-detections") if args.cache_detections else None
     result = import_collection(root, out, cache_detections=keep)
     document: dict[str, Any] = {k: v for k, v in result.report().items() if k != "issues"}
     document["report"] = str(out / "report.json")
     if args.report:
-        from cmx_cm.coverage import coverage
-
         runs = [p.strip() for p in args.run.split(",") if p.strip()]
         document["coverage"] = coverage(result, out, runs).to_json()
         (out / "coverage.json").write_text(json.dumps(document["coverage"], indent=2) + "\n")

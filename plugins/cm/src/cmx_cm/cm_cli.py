@@ -21,6 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from cmx_cm.collection import STAMPS, live_paths
+from cmx_cm.index import IndexEntry, ScriptIndex, split_tags
+from cmx_core.api import cache_dir
 from cmx_core.errors import UsageError
 
 PASS_FLAGS = ("-v", "--verbose", "-q", "--quiet", "-s", "--json", "--no-cache", "--refresh")
@@ -66,9 +69,6 @@ def _split(rest: list[str]) -> tuple[str, list[str], dict[str, str], list[str], 
 def _recipe_dirs(recipes: list[str]) -> list[Path]:
     dirs = [Path(r) for r in recipes]
     if not dirs and os.environ.get("CMX_CM_PATH", "").strip():
-        from cmx_cm.collection import live_paths
-        from cmx_core.api import cache_dir
-
         dirs = live_paths(os.environ["CMX_CM_PATH"], cache_dir())
     if not dirs:
         raise UsageError("cmx cm run script: give --recipes DIR (from 'cmx import cm') or set CMX_CM_PATH")
@@ -78,9 +78,6 @@ def _recipe_dirs(recipes: list[str]) -> list[Path]:
 def choose(tags: str, dirs: list[Path]) -> tuple[Any, list[Any], Path]:
     """The script CM would run for ``tags`` over the collections' indexes, the other matches in
     CM's order, and the recipe directory holding it."""
-    from cmx_cm.collection import STAMPS
-    from cmx_cm.index import IndexEntry, ScriptIndex, split_tags
-
     query = split_tags([t.strip() for t in tags.split(",") if t.strip()])
     for directory in dirs:
         stamps = directory / STAMPS

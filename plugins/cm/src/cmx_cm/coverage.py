@@ -10,12 +10,14 @@
 from __future__ import annotations
 
 import fnmatch
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cmx_cm.collection import ImportResult
+from cmx_core import api
 from cmx_core.errors import CmxError
 
 
@@ -50,8 +52,6 @@ def _one_line(exc: BaseException) -> str:
 
 
 def coverage(result: ImportResult, out_dir: Path, run_patterns: Sequence[str]) -> Coverage:
-    from cmx_core import api
-
     cov = Coverage(scripts=len(result.translations) + len(result.failed))
     errors: list[str] = []
     loaded = {r.name: r for r in api.list_recipes(recipes_dirs=[out_dir], errors=errors)}
@@ -84,10 +84,6 @@ def run_pattern(text: str) -> tuple[str, list[str]]:
 
 def _run_one(cov: Coverage, name: str, tags: list[str] | None, variations: list[str], out_dir: Path) -> None:
     """Run one imported script for real (its tags plus the variations asked for) and count it."""
-    import time
-
-    from cmx_core import api
-
     shown = ":".join([name, *("_" + v for v in variations)])
     cov.run_attempted += 1
     if tags is None or name in cov.plan_errors:

@@ -23,6 +23,7 @@ import sys
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
+from cmx_cm._shim.cmind.utils import merge_dicts
 from cmx_cm.conditions import runtime_decision
 
 STACK_ENV = "CMX_CM_STACK"
@@ -90,7 +91,6 @@ def run_hooks(kind: str, request: Mapping[str, Any], env: MutableMapping[str, An
         outputs = _run_one(hook, request, env)
         entry["recipe"] = outputs.pop("_recipe", None)
         entry["tags"] = outputs.pop("_tags", entry["tags"])
-        from cmx_cm._shim.cmind.utils import merge_dicts
 
         merge_dicts({"dict1": env, "dict2": dict(outputs.get("new_env") or {}), "append_lists": True,
                      "append_unique": True})

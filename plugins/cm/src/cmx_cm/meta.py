@@ -42,7 +42,7 @@ class ScriptMeta:
 
 
 def _yaml_load(text: str) -> Any:
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return yaml.load(text, Loader=loader)
@@ -63,7 +63,7 @@ def load_script(directory: Path) -> ScriptMeta:
     if found is None:
         raise UsageError(f"{directory}: no _cm.yaml, _cm.json or meta.yaml; point at a CM or MLC script directory")
     path, flavor = found
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     try:
         text = path.read_text(encoding="utf-8")

@@ -12,6 +12,8 @@ from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from cmx_cm._shim.cmind.utils import convert_env_to_dict, merge_dicts
+
 TMP_ENV = "tmp-run-env.out"
 TMP_STATE = "tmp-run-state.json"
 TMP_STATE_IN = "tmp-state.json"
@@ -51,8 +53,6 @@ def process_env(env: Mapping[str, Any], base: Mapping[str, str]) -> dict[str, st
 
 def merge_outputs(work_dir: Path, env: MutableMapping[str, Any], state: MutableMapping[str, Any]) -> None:
     """Fold the files a native script wrote into env and state (lists appended, unique)."""
-    from cmx_cm._shim.cmind.utils import convert_env_to_dict, merge_dicts
-
     state_file = work_dir / TMP_STATE
     if state_file.is_file():
         try:

@@ -13,28 +13,24 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cmx_cm.cm_cli import configure, run
 from cmx_cm.collection import live_paths, repo_recipe_dirs
 from cmx_cm.hooks_view import conditional_deps
+from cmx_cm.step import PARAMS, run_script, still_valid
 from cmx_core.api import Capabilities, Command, StepContext, StepOutput, StepType, cache_dir, hookimpl
 
 PLUGIN = "cmx-cm"
 
 
 def _run_script(ctx: StepContext) -> StepOutput:
-    from cmx_cm.step import run_script
-
     return run_script(ctx)
 
 
 def _valid(outputs: Mapping[str, Any]) -> bool:
-    from cmx_cm.step import still_valid
-
     return still_valid(outputs)
 
 
 def _params() -> dict[str, str]:
-    from cmx_cm.step import PARAMS
-
     return PARAMS
 
 
@@ -55,25 +51,23 @@ def cmx_register_commands(register: Callable[[Command], None]) -> None:
 
 
 def _configure_cm(parser: Any) -> None:
-    from cmx_cm.cm_cli import configure
 
     configure(parser)
 
 
 def _run_cm(args: Any) -> int:
-    from cmx_cm.cm_cli import run
 
     return run(args)
 
 
 def _configure(parser: Any) -> None:
-    from cmx_cm.cli import configure
+    from cmx_cm.cli import configure  # deferred: start-up: 4 modules not needed to start cmx
 
     configure(parser)
 
 
 def _run(args: Any) -> int:
-    from cmx_cm.cli import run
+    from cmx_cm.cli import run  # deferred: start-up: 4 modules not needed to start cmx
 
     return run(args)
 

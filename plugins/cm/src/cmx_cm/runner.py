@@ -13,9 +13,11 @@ from __future__ import annotations
 import builtins
 import copy
 import fnmatch
+import getpass
 import importlib.util
 import json
 import os
+import platform
 import re
 import struct
 import sys
@@ -24,6 +26,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
+
+from cmx_cm.automation import Automation, version_ok
+from cmx_cm.lifecycle import run_hooks
+from cmx_cm.native import run_native
 
 SHIM = Path(__file__).parent / "_shim"
 
@@ -40,8 +46,6 @@ def _no_prompt(prompt: object = "", *args: object, **kwargs: object) -> NoReturn
 
 def os_info() -> dict[str, Any]:
     """CM's ``os_info`` for a Linux/macOS host (the fields scripts read)."""
-    import platform
-
     name = "darwin" if platform.system().lower().startswith("darwin") else "linux"
     bits = str(8 * struct.calcsize("P"))
     try:
@@ -96,10 +100,6 @@ def _check(result: Any, stage: str) -> dict[str, Any]:
 
 
 def run(request: Mapping[str, Any]) -> dict[str, Any]:
-    from cmx_cm.automation import Automation, version_ok
-    from cmx_cm.lifecycle import run_hooks
-    from cmx_cm.native import run_native
-
     directory, work_dir, prefix = Path(request["script_dir"]), Path(request["work_dir"]), request["prefix"]
     env: dict[str, Any] = copy.deepcopy(dict(request["env"]))
     state: dict[str, Any] = copy.deepcopy(dict(request["state"]))
@@ -147,7 +147,6 @@ def main(argv: Sequence[str]) -> int:
     request_path, result_path = Path(argv[0]), Path(argv[1])
     sys.path.insert(0, str(SHIM))
     builtins.input = _no_prompt
-    import getpass
 
     getpass.getpass = _no_prompt
     request = json.loads(request_path.read_text())

@@ -11,6 +11,7 @@ comes back is filtered by ``new_env_keys`` and returned as typed outputs: ``new_
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cmx_cm.meta import load_script, script_stamp
+from cmx_cm.translate import input_name
 from cmx_core.api import StepContext, StepFailed, StepOutput
 
 PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME", "SHELL", "TERM", "VIRTUAL_ENV")
@@ -131,7 +134,6 @@ def request(ctx: StepContext) -> dict[str, Any]:
     directory = Path(str(ctx.params["script_dir"]))
     if not directory.is_dir():
         raise StepFailed(f"{ctx.recipe}: script directory {directory} is gone; import the collection again")
-    from cmx_cm.meta import load_script
 
     env, state = script_env(ctx)
     env_keys, state_keys = _keys(ctx)
@@ -164,8 +166,6 @@ def say_not_exact(ctx: StepContext) -> None:
 
 def show_output(ctx: StepContext, log: Path) -> None:
     """With ``cmx run -v``, the script's own output (its step log) on stderr, line by line."""
-    import logging
-
     if not ctx.log.isEnabledFor(logging.DEBUG) or not log.is_file():
         return
     for line in log.read_text(errors="replace").splitlines():
@@ -198,9 +198,6 @@ def run_script(ctx: StepContext) -> StepOutput:
 
 
 def outputs_of(ctx: StepContext, result: Mapping[str, Any]) -> dict[str, Any]:
-    from cmx_cm.meta import script_stamp
-    from cmx_cm.translate import input_name
-
     new_env = dict(result.get("new_env") or {})
     out: dict[str, Any] = {"new_env": new_env, "new_state": dict(result.get("new_state") or {}),
                            "version": result.get("version"), "lifecycle": list(result.get("lifecycle") or []),
@@ -217,8 +214,6 @@ def outputs_of(ctx: StepContext, result: Mapping[str, Any]) -> dict[str, Any]:
 def still_valid(outputs: Mapping[str, Any]) -> bool:
     """A cache hit is good while the script's files are unchanged and the file the script
     said it depends on (``*_GET_DEPENDENT_CACHED_PATH``, CM's stale-detection key) exists."""
-    from cmx_cm.meta import script_stamp
-
     script = outputs.get("script") or {}
     directory = Path(str(script.get("dir", "")))
     if not directory.is_dir() or script_stamp(directory) != script.get("stamp"):

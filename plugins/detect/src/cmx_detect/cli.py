@@ -10,10 +10,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
-from cmx_core.api import Column, Grid, fit, fit_text, width_for
+from cmx_core.api import Column, FactStore, Grid, fit, fit_text, get_registry, width_for
+from cmx_core.errors import UsageError
+from cmx_detect.cuda import check_override
+from cmx_detect.detectors import NAMES, run_all, select
+from cmx_detect.record import RecordingSource
+from cmx_detect.replay import FixtureSource, resolve_fixture
+from cmx_detect.summary import summarise
+from cmx_detect.tags import parse_override
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -32,14 +41,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def collect(replay: str | None, only: list[str], refresh: bool = False,
             record: str | None = None) -> tuple[dict[str, Any], dict[str, str], str]:
     """Facts, errors and the source name, from a fixture or from this machine."""
-    from cmx_detect.detectors import run_all, select
-
     select(only)  # validates --only names early
     if record:
         return _record(record, replay, only)
     if replay:
-        from cmx_detect.replay import FixtureSource, resolve_fixture
-
         src = FixtureSource(resolve_fixture(replay))
         facts, errors = run_all(src, only)
         return facts, errors, src.name
@@ -48,12 +53,6 @@ def collect(replay: str | None, only: list[str], refresh: bool = False,
 
 
 def _record(directory: str, replay: str | None, only: list[str]) -> tuple[dict[str, Any], dict[str, str], str]:
-    from pathlib import Path
-
-    from cmx_core.errors import UsageError
-    from cmx_detect.detectors import run_all
-    from cmx_detect.record import RecordingSource
-
     if replay:
         raise UsageError("--record and --replay exclude each other: record this machine, or replay a fixture")
     target = Path(directory)
@@ -68,16 +67,7 @@ def _record(directory: str, replay: str | None, only: list[str]) -> tuple[dict[s
 
 def _live(only: list[str], refresh: bool) -> tuple[dict[str, Any], dict[str, str]]:
     """This machine through cmx-core's fact store (cached, fingerprinted), so ``cmx detect``
-    sees every plugin's detectors; falls back to this plugin's own table."""
-    try:
-        from cmx_core.api import FactStore, get_registry
-    except ImportError:  # a cmx-core without the fact store
-        from cmx_detect.detectors import run_all
-        from cmx_detect.source import LiveSource
-
-        return run_all(LiveSource(), only)
-    from cmx_detect.detectors import NAMES
-
+    sees every plugin's detectors."""
     detectors = dict(get_registry().detectors)
     _check_overrides()
     store = FactStore(detectors, use_cache=not refresh)
@@ -88,11 +78,6 @@ def _live(only: list[str], refresh: bool) -> tuple[dict[str, Any], dict[str, str
 
 def _check_overrides() -> None:
     """Bad ``CMX_OVERRIDE_*`` values are usage errors (exit 2), not detector failures."""
-    import os
-
-    from cmx_detect.cuda import check_override
-    from cmx_detect.tags import parse_override
-
     if os.environ.get("CMX_OVERRIDE_ACCELERATOR") is not None:
         parse_override(os.environ["CMX_OVERRIDE_ACCELERATOR"])
     if os.environ.get("CMX_OVERRIDE_CUDA") is not None:
@@ -114,8 +99,6 @@ def run(ns: argparse.Namespace) -> int:
 
 def render(facts: dict[str, Any], source: str, width: int | None = None) -> str:
     """A short human summary, one row per fact, fitted to ``width`` (None: one line each)."""
-    from cmx_detect.summary import summarise
-
     grid = Grid((Column("fact", breakable=False), Column("summary")),
                 tuple((name, summarise(name, value)) for name, value in facts.items()), header=False)
     return fit_text(f"facts from: {source}", width) + "\n" + fit(grid, width).text().rstrip("\n")

@@ -15,6 +15,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
+from cmx_core.errors import UsageError
 from cmx_detect.facts import CudaFacts, CudaSelection, CudaToolkit, RejectedCandidate
 from cmx_detect.fingerprints import CUDA_ENV_HOMES, CUDA_STANDARD_ROOTS
 from cmx_detect.source import Source
@@ -182,8 +183,6 @@ def detect_cuda(src: Source) -> CudaFacts:
 
 def check_override(value: str) -> str:
     """The stripped ``CMX_OVERRIDE_CUDA`` value, or a usage error for a malformed one."""
-    from cmx_core.errors import UsageError
-
     value = value.strip()
     if value and not re.fullmatch(r"\d+(\.\d+){0,2}", value):
         raise UsageError(f"CMX_OVERRIDE_CUDA={value}: expected a CUDA version such as 12.4 (or empty for none)")

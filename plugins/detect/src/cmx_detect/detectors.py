@@ -8,12 +8,17 @@ that only checks fingerprints imports none of the parsers.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cmx_core.errors import CmxError
+from cmx_core.api import cache_dir
+from cmx_core.errors import CmxError, UsageError
+from cmx_detect.containers import detect_container_engines
 from cmx_detect.convert import to_data
+from cmx_detect.cuda import detect_cuda
 from cmx_detect.fingerprints import (
     fp_containers,
     fp_cpu,
@@ -24,7 +29,10 @@ from cmx_detect.fingerprints import (
     fp_python,
     fp_torch,
 )
-from cmx_detect.source import Source
+from cmx_detect.models import detect, hub_cache
+from cmx_detect.source import LiveSource, Source
+from cmx_detect.system import detect_cpu, detect_memory, detect_os, detect_python
+from cmx_detect.torchinfo import detect_torch
 
 DAY_S = 86400.0
 
@@ -42,32 +50,27 @@ class Spec:
 # -- detect functions (imported lazily: importing the plugin must stay cheap) ----------------
 
 def _os(src: Source) -> Any:
-    from cmx_detect.system import detect_os
     return detect_os(src)
 
 
 def _cpu(src: Source) -> Any:
-    from cmx_detect.system import detect_cpu
     return detect_cpu(src)
 
 
 def _memory(src: Source) -> Any:
-    from cmx_detect.system import detect_memory
     return detect_memory(src)
 
 
 def _python(src: Source) -> Any:
-    from cmx_detect.system import detect_python
     return detect_python(src)
 
 
 def _cuda(src: Source) -> Any:
-    from cmx_detect.cuda import detect_cuda
     return detect_cuda(src)
 
 
 def _gpus(src: Source) -> Any:
-    from cmx_detect.gpus import visible_gpus
+    from cmx_detect.gpus import visible_gpus  # deferred: start-up: 18 modules not needed to start cmx
     return visible_gpus(src, gpus_for(src))
 
 
@@ -76,17 +79,16 @@ def _node_gpus(src: Source) -> Any:
 
 
 def _accelerator(src: Source) -> Any:
+    # deferred: start-up: 18 modules not needed to start cmx
     from cmx_detect.gpus import detect_accelerator, visible_gpus
     return detect_accelerator(src, visible_gpus(src, gpus_for(src)))
 
 
 def _torch(src: Source) -> Any:
-    from cmx_detect.torchinfo import detect_torch
     return detect_torch(src)
 
 
 def _containers(src: Source) -> Any:
-    from cmx_detect.containers import detect_container_engines
     return detect_container_engines(src)
 
 
@@ -102,18 +104,11 @@ def _model_env(src: Source) -> dict[str, str]:
 
 
 def _models(src: Source) -> Any:
-    from cmx_core.api import cache_dir
-    from cmx_detect.models import detect
-
     return detect(_model_env(src), cache_dir() / "model-digests.json")
 
 
 def fp_models(src: Source) -> str:
     """The model roots and their mtimes: a new snapshot or directory refreshes the fact."""
-    import os
-
-    from cmx_detect.models import hub_cache
-
     env = _model_env(src)
     roots = [hub_cache(env), *(p for p in env.get("CMX_MODEL_PATHS", "").split(os.pathsep) if p)]
     stamps = []
@@ -128,9 +123,7 @@ def fp_models(src: Source) -> str:
 def gpus_for(src: Source) -> Any:
     """GPU facts of ``src``; ``gpus`` and ``accelerator`` detected back to back share one
     probe (reused for :data:`GPU_MEMO_S` seconds, so a later re-detection probes again)."""
-    import time
-
-    from cmx_detect.gpus import detect_gpus
+    from cmx_detect.gpus import detect_gpus  # deferred: start-up: 18 modules not needed to start cmx
 
     now = time.monotonic()
     hit = _GPU_MEMO.get(id(src))
@@ -166,8 +159,6 @@ def select(only: Sequence[str] | None) -> list[Spec]:
         return list(SPECS)
     unknown = [n for n in only if n not in NAMES]
     if unknown:
-        from cmx_core.errors import UsageError
-
         raise UsageError(f"--only {','.join(only)}: unknown detector '{unknown[0]}'; known: {', '.join(NAMES)}")
     return [s for s in SPECS if s.name in only]
 
@@ -177,7 +168,6 @@ def run_all(src: Source, only: Sequence[str] | None = None) -> tuple[dict[str, A
     :class:`CmxError` and propagates; anything else a detector raises is reported, not fatal."""
     facts: dict[str, Any] = {}
     errors: dict[str, str] = {}
-    from cmx_detect.source import LiveSource
 
     for spec in select(only):
         if not spec.replayed and type(src) is not LiveSource:

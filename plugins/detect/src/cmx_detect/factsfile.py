@@ -22,6 +22,7 @@ from cmx_detect.facts import (
     PythonFacts,
     TorchFacts,
 )
+from cmx_detect.tags import check_tag
 
 TYPES: dict[str, type] = {
     "os": OsFacts, "cpu": CpuFacts, "memory": MemoryFacts, "python": PythonFacts, "cuda": CudaFacts,
@@ -54,8 +55,6 @@ def _typed(path: Path, name: str, value: Any) -> Any:
 
 
 def check_accelerator(value: Any, where: str) -> list[str]:
-    from cmx_detect.tags import check_tag
-
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
         raise FactsError(f"{where}: expected a list of tags such as [\"h100\"], got {json.dumps(value)[:40]}")
     return [check_tag(t, f"{where}[{i}]") for i, t in enumerate(value)]

@@ -8,6 +8,7 @@ environment (including the ``CMX_OVERRIDE_*`` values). It costs only ``stat`` ca
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import posixpath
 import sys
@@ -88,8 +89,6 @@ VISIBILITY_VARS = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_
 
 def fp_gpus(src: Source) -> str:
     """Driver version (``/proc/driver/nvidia/version``), device nodes, tools, libraries."""
-    import importlib.util
-
     tools = [p for t in _GPU_TOOLS for p in src.which_all(t)]
     nodes = [n for n in src.listdir("/dev") if n.startswith(("nvidia", "kfd"))]
     try:
@@ -103,8 +102,6 @@ def fp_gpus(src: Source) -> str:
 
 def torch_paths() -> list[str]:
     """torch's ``version.py`` (changes with every install), found without importing torch."""
-    import importlib.util
-
     try:
         spec = importlib.util.find_spec("torch")
     except (ImportError, ValueError):

@@ -7,6 +7,8 @@ cmx-core's warm-run replay can check a fact's fingerprint by reference —
 
 from __future__ import annotations
 
+from cmx_detect.source import LiveSource
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -20,7 +22,5 @@ _SOURCE: list[Source] = []
 def bound(fn: Callable[[Source], Any]) -> Any:
     """``fn(live source)``; the live source is created on first use."""
     if not _SOURCE:
-        from cmx_detect.source import LiveSource
-
         _SOURCE.append(LiveSource())
     return fn(_SOURCE[0])

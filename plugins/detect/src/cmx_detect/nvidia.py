@@ -40,7 +40,6 @@ ARCHITECTURES = {2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing"
                  8: "Ada Lovelace", 9: "Hopper", 10: "Blackwell"}
 
 
-
 def device(index: int, name: str, **kw: Any) -> GpuDevice:
     """A :class:`GpuDevice` tagged by name, memory and (when given) PCI id and compute capability."""
     ident = Identity(pci_device_id=kw.get("pci_device_id"), compute_capability=kw.get("compute_capability"))

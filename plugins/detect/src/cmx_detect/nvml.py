@@ -50,7 +50,7 @@ class LiveNvml:
 
     def __init__(self) -> None:
         try:
-            import pynvml
+            import pynvml  # deferred: optional pynvml, only when this runs
         except ImportError as err:
             raise NvmlCallError("ImportError", f"pynvml not importable: {err}") from None
         self._nvml = pynvml

@@ -9,15 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.api import Command, Detector, hookimpl, register_template_function
+from cmx_detect.detectors import SPECS
 from cmx_detect.live import bound
+from cmx_detect.models import detected_model
+from cmx_detect.tags import check_tag
 
 PLUGIN = "cmx-detect"
 
 
 def _detected_model(models: Any, tags: Any) -> Any:
     """Template function ``detected_model(facts.models, TAGS)`` (docs/models.md)."""
-    from cmx_detect.models import detected_model
-
     return detected_model(models, tags)
 
 
@@ -26,8 +27,6 @@ register_template_function("detected_model", _detected_model)
 
 @hookimpl
 def cmx_register_detectors(register: Callable[[Detector], None]) -> None:
-    from cmx_detect.detectors import SPECS
-
     for spec in SPECS:
         register(Detector(name=spec.name, summary=spec.summary, detect=partial(bound, spec.detect),
                           fingerprint=partial(bound, spec.fingerprint), ttl_s=spec.ttl_s, plugin=PLUGIN,
@@ -36,8 +35,6 @@ def cmx_register_detectors(register: Callable[[Detector], None]) -> None:
 
 def _check_accelerator(value: Any, where: str) -> None:
     """``requires: {accelerator: TAG}`` must name a known tag (see the README's table)."""
-    from cmx_detect.tags import check_tag
-
     check_tag(str(value), where)
 
 
@@ -48,13 +45,13 @@ def cmx_register_commands(register: Callable[[Command], None]) -> None:
 
 
 def _configure(parser: Any) -> None:
-    from cmx_detect.cli import configure
+    from cmx_detect.cli import configure  # deferred: start-up: 13 modules not needed to start cmx
 
     configure(parser)
 
 
 def _run(args: Any) -> int:
-    from cmx_detect.cli import run
+    from cmx_detect.cli import run  # deferred: start-up: 13 modules not needed to start cmx
 
     return run(args)
 

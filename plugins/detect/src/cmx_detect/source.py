@@ -9,7 +9,9 @@ parsing code after the source is the same for both.
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import sys
 from abc import ABC, abstractmethod
 from collections import namedtuple
@@ -200,7 +202,7 @@ class LiveSource(Source):
         when the loader can find ``libnvidia-ml.so.1`` (a file check, no child, otherwise)."""
         where = nvml_library()
         if where is None:
-            from cmx_detect.nvml import NvmlCallError
+            from cmx_detect.nvml import NvmlCallError  # deferred: start-up: 12 modules not needed to start cmx
 
             raise NvmlCallError("NVMLError_LibraryNotFound", NVML_NOT_FOUND, 12)
         return nvml_in_subprocess(NVML_TIMEOUT_S)
@@ -216,6 +218,7 @@ def _executable_in(directory: str, name: str) -> str | None:
 def run_command(argv: Sequence[str], timeout_s: float) -> ProbeResult:
     """Run ``argv`` with a timeout; never raises. The child gets its own session so that a
     timeout kills it and everything it started; output is decoded leniently."""
+    # deferred: start-up: 13 modules not needed to start cmx
     import subprocess  # here, not at import: fingerprints import this module on every command
 
     args = tuple(str(a) for a in argv)
@@ -236,8 +239,6 @@ def run_command(argv: Sequence[str], timeout_s: float) -> ProbeResult:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    import signal
-
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -245,7 +246,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _drain(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-    import subprocess
+    import subprocess  # deferred: start-up: 13 modules not needed to start cmx
 
     try:
         return proc.communicate(timeout=2)
@@ -277,9 +278,7 @@ def nvml_library(ld_cache: str = "/etc/ld.so.cache") -> str | None:
 
 
 def nvml_in_subprocess(timeout_s: float) -> NvmlSession:
-    import json
-
-    from cmx_detect.nvml import NvmlCallError, RecordedNvml
+    from cmx_detect.nvml import NvmlCallError, RecordedNvml  # deferred: start-up: 12 modules not needed to start cmx
 
     result = run_command([sys.executable, "-c", NVML_CHILD], timeout_s)
     line = next((x for x in result.stdout.splitlines() if x.startswith("CMX-NVML ")), None)
@@ -295,7 +294,7 @@ def nvml_in_subprocess(timeout_s: float) -> NvmlSession:
 
 def python_value() -> dict[str, Any]:
     """The running interpreter, as recorded under ``values.python`` in fixtures."""
-    import platform
+    import platform  # deferred: not needed by cmx --help or a replayed warm run
 
     return {
         "version": platform.python_version(),

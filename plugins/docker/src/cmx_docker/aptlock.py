@@ -9,6 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from cmx_core.errors import CmxError
 from cmx_docker import templates
 from cmx_docker.aptpins import APT_LOCK, DEBIAN_SUITE, PIN_LINE, RECORD_SH, requested, suites_sh
 from cmx_docker.context import resolve_base
@@ -43,8 +44,6 @@ def record(name: str) -> tuple[Path, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from cmx_core.errors import CmxError
-
     parser = argparse.ArgumentParser(prog="python -m cmx_docker.aptlock", description=__doc__.splitlines()[0])
     parser.add_argument("template", nargs="+")
     args = parser.parse_args(argv)

@@ -21,6 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
+from cmx_core.api import cache_dir
 from cmx_docker.context import REQUIREMENTS, WHEELS_DIR, ImageSpec, image_spec
 from cmx_docker.digests import DigestMemo
 from cmx_docker.engine import Endpoint, find_endpoint, inspect_image, sdk_client
@@ -56,8 +59,6 @@ class ImageRecord:
 
 
 def docker_cache() -> Path:
-    from cmx_core.api import cache_dir
-
     return cache_dir() / "docker"
 
 
@@ -78,7 +79,6 @@ def ensure_image(template: str, accelerator: str | None = None,
     doc = None if rebuild else verified(spec, endpoint, inspect_image(endpoint, spec.tag))
     if doc is not None:
         return _record(spec, endpoint, doc, built=False, build_s=0.0)
-    from filelock import FileLock
 
     (cache / "locks").mkdir(parents=True, exist_ok=True)
     with FileLock(str(cache / "locks" / f"{spec.tag.replace(':', '-')}.lock")):
@@ -161,8 +161,8 @@ def _pull_base(spec: ImageSpec, endpoint: Endpoint) -> None:
         name, _, tag = ref.rpartition(":")
         ref = f"{name if name and '/' not in tag else ref}@{spec.template.base.digest}"
     print(f"cmx-docker: pulling {ref}", file=sys.stderr)
-    import docker.errors
-    import requests
+    import docker.errors  # deferred: docker only when this runs (194 modules)
+    import requests  # deferred: requests only when this runs (130 modules)
 
     client = sdk_client(endpoint)
     try:
@@ -227,8 +227,8 @@ def _link(path: Path, folder: Path) -> Path:
 
 
 def _stream_build(spec: ImageSpec, endpoint: Endpoint, ctx: Path, nocache: bool) -> None:
-    import docker.errors
-    import requests
+    import docker.errors  # deferred: docker only when this runs (194 modules)
+    import requests  # deferred: requests only when this runs (130 modules)
 
     client = sdk_client(endpoint)
     lines: list[str] = []

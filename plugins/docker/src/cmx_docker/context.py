@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from cmx_docker import aptpins, lockfile, templates
 from cmx_docker.digests import DigestMemo, stat_fingerprint
 from cmx_docker.engine import Endpoint, inspect_image
@@ -144,8 +146,6 @@ def _pins(template: templates.Template, packages: tuple[LocalPackage, ...]) -> l
 
 def _without(pins: list[str], overrides: tuple[str, ...]) -> list[str]:
     """Host pins minus the distributions a template pins itself (the template wins)."""
-    from packaging.utils import canonicalize_name
-
     own = {canonicalize_name(o.split("==")[0].split("[")[0]) for o in overrides}
     return [p for p in pins if canonicalize_name(p.split("==")[0]) not in own]
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from cmx_docker.errors import ContextError
 
 _SKIP_DIRS = {"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache", "build",
               "dist", ".venv"}
@@ -109,10 +112,6 @@ def tree_files(root: Path, include: Iterable[str]) -> list[Path]:
 
 def tracked_files(root: Path, include: tuple[str, ...]) -> list[Path]:
     """``git ls-files`` of ``include`` (paths relative to ``root``, maybe ``../``)."""
-    import subprocess
-
-    from cmx_docker.errors import ContextError
-
     if not include:
         return []
     try:

@@ -131,6 +131,6 @@ def inspect_image(endpoint: Endpoint, ref: str) -> dict[str, Any] | None:
 
 def sdk_client(endpoint: Endpoint, timeout: int = 3600) -> Any:
     """A ``docker.DockerClient`` for the endpoint (the SDK is imported here, lazily)."""
-    import docker
+    import docker  # deferred: docker only when this runs (239 modules)
 
     return docker.DockerClient(base_url=endpoint.url, version="auto", timeout=timeout)

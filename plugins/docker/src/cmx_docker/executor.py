@@ -32,9 +32,14 @@ from cmx_core.api import (
     JobStatus,
     RemoteExecutor,
     RemoteJob,
+    cache_dir,
+    get_registry,
 )
+from cmx_core.api import plan_plugins as used_by_plan
 from cmx_docker import gpus, runopts, templates
 from cmx_docker.build import ImageRecord, docker_cache, ensure_image
+from cmx_docker.context import image_spec
+from cmx_docker.digests import DigestMemo
 from cmx_docker.engine import Endpoint, find_endpoint
 from cmx_docker.firstrun import needed_base
 from cmx_docker.job import ContainerJob, start_container
@@ -42,6 +47,7 @@ from cmx_docker.mounts import path_input_mounts
 from cmx_docker.ownership import hand_back
 from cmx_docker.reaper import reap
 from cmx_docker.settings import DockerSettings
+from cmx_docker.sources import checkout_root, plugin_sources
 
 if TYPE_CHECKING:
     from cmx_core.api import Plan, Registry
@@ -92,9 +98,6 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
     def describe(self, plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
         """The image tag (content-addressed: computed, nothing built), GPUs, mounts, network
         and limits the container would get, for ``cmx plan``."""
-        from cmx_docker.context import image_spec
-        from cmx_docker.digests import DigestMemo
-
         assert isinstance(settings, DockerSettings)
         name, accelerator = choose_template(plan, settings, self._registry())
         template = templates.load(name)
@@ -121,8 +124,6 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
 
     @staticmethod
     def _registry() -> Registry:
-        from cmx_core.api import get_registry
-
         return get_registry()
 
     def job_env(self, request: ExecutionRequest) -> dict[str, str]:
@@ -215,8 +216,6 @@ def template_for_needs(plan: Plan, registry: Registry, accelerator: str | None) 
     templates when the plan needs an accelerator and the CPU ones otherwise; the fewest
     plugins first, then by name. ``python`` (which installs whatever the plan uses, without
     extras) when none does."""
-    from cmx_core.api import plan_plugins as used_by_plan
-
     used = used_by_plan(plan, registry) - {"cmx-core", "docker", "detect"}
     fits = []
     for name in templates.available():
@@ -253,9 +252,6 @@ def plan_plugins(plan: Plan, registry: Registry) -> tuple[str, ...]:
     """The plugins the image needs: those the plan uses (its recipes', step types' and
     facts' providers), and the host's detector plugins that the checkout holds (so facts
     inside match the host's)."""
-    from cmx_core.api import plan_plugins as used_by_plan
-    from cmx_docker.sources import checkout_root, plugin_sources
-
     needed = used_by_plan(plan, registry) | set(detector_plugins(registry))
     needed &= set(plugin_sources(checkout_root()))
     needed -= {"cmx-core", "docker"}
@@ -266,8 +262,6 @@ def detector_plugins(registry: Registry) -> tuple[str, ...]:
     """The host's detector plugins that the checkout holds: every image gets them (so facts
     inside match the host's), and ``--tags=build,image`` builds with them, so a pre-built
     image is the one a run uses."""
-    from cmx_docker.sources import checkout_root, plugin_sources
-
     available = plugin_sources(checkout_root())
     return tuple(sorted({d.plugin for d in registry.detectors.values() if d.plugin in available} - {"cmx-core"}))
 
@@ -318,8 +312,6 @@ def _container_cache(user: str) -> Path:
     """The cmx cache the container uses: the host's own cache when the container runs as the
     host user; a dedicated persistent cache owned by the container user when the host user
     is root (the container never runs as root, and root's cache is not writable to it)."""
-    from cmx_core.api import cache_dir
-
     if os.getuid() != 0:
         return cache_dir()
     return docker_cache() / f"container-cache-{user.replace(':', '-')}"

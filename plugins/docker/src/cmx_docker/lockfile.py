@@ -28,7 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import Requirement
+
 from cmx_docker.errors import TemplateError
+from cmx_docker.sources import _pyproject_requires
 
 PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64")
 """The image's platform tags (Debian bookworm: glibc 2.36), as the wheelhouse fetches them."""
@@ -116,15 +119,11 @@ def check_lock(path: Path, pins: Sequence[Pin], packages: Sequence[str], needed:
 
 def requirement_names(lines: Sequence[str]) -> list[str]:
     """Distribution names of requirement lines (``name[extra]>=1; marker`` -> ``name``)."""
-    from packaging.requirements import Requirement
-
     return [Requirement(line).name for line in lines]
 
 
 def cmx_requirements(requires: Sequence[str], own: set[str], extras: Sequence[str] = ()) -> list[str]:
     """The requirement lines (markers applied for ``extras``) that are not cmx's own packages."""
-    from packaging.requirements import Requirement
-
     out = []
     for line in requires:
         req = Requirement(line)
@@ -140,8 +139,6 @@ def cmx_requirements(requires: Sequence[str], own: set[str], extras: Sequence[st
 def cmx_lines(packages: Sequence[Any]) -> list[str]:
     """Requirement lines of the cmx ``packages`` (:class:`~cmx_docker.sources.LocalPackage`),
     from their pyprojects with their extras, without the packages themselves."""
-    from cmx_docker.sources import _pyproject_requires
-
     own = {canonical(p.dist) for p in packages}
     lines: list[str] = []
     for pkg in packages:

@@ -14,14 +14,13 @@ import tempfile
 from pathlib import Path
 
 from cmx_docker import lockfile, templates
+from cmx_docker.digests import DigestMemo
 from cmx_docker.errors import TemplateError
+from cmx_docker.sources import local_packages
 
 
 def cmx_lines(template: templates.Template) -> list[str]:
     """Requirement lines of the cmx packages the template installs (not the packages)."""
-    from cmx_docker.digests import DigestMemo
-    from cmx_docker.sources import local_packages
-
     with tempfile.TemporaryDirectory(prefix="cmx-lock-memo-") as tmp:
         packages = local_packages(template.plugins, DigestMemo(Path(tmp) / "digests.json"))
     return lockfile.cmx_lines(packages)

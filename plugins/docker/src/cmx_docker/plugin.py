@@ -17,6 +17,8 @@ from cmx_core.api import (
     StepType,
     hookimpl,
 )
+from cmx_docker.settings import DockerSettings
+from cmx_docker.steps import BASE_PARAMS, BUILD_PARAMS, base_step, build_step
 
 if TYPE_CHECKING:
     from cmx_core.api import Plan
@@ -25,39 +27,33 @@ _DOCKER = Capabilities(needs_docker=True)
 
 
 def _build(ctx: StepContext) -> Any:
-    from cmx_docker.steps import build_step
-
     return build_step(ctx)
 
 
 def _base(ctx: StepContext) -> Any:
-    from cmx_docker.steps import base_step
-
     return base_step(ctx)
 
 
 def _execute(request: ExecutionRequest) -> ExecutionOutcome:
-    from cmx_docker.executor import DockerExecutor
+    from cmx_docker.executor import DockerExecutor  # deferred: start-up: pulls packaging, psutil (150 modules)
 
     return DockerExecutor().run(request)
 
 
 def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
-    from cmx_docker.executor import DockerExecutor
+    from cmx_docker.executor import DockerExecutor  # deferred: start-up: pulls packaging, psutil (150 modules)
 
     DockerExecutor().check_plan(plan, settings)
 
 
 def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
-    from cmx_docker.executor import DockerExecutor
+    from cmx_docker.executor import DockerExecutor  # deferred: start-up: pulls packaging, psutil (150 modules)
 
     return DockerExecutor().describe(plan, settings)
 
 
 @hookimpl
 def cmx_register_steps(register: Callable[[StepType], None]) -> None:
-    from cmx_docker.steps import BASE_PARAMS, BUILD_PARAMS
-
     register(StepType(name="docker.build", summary="Build (or reuse) an image from a container template",
                       run=_build, params=BUILD_PARAMS, capabilities=_DOCKER))
     register(StepType(name="docker.base", summary="Import a registry-free Debian base image (debootstrap)",
@@ -67,15 +63,13 @@ def cmx_register_steps(register: Callable[[StepType], None]) -> None:
 
 @hookimpl
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
-    from cmx_docker.settings import DockerSettings
-
     register(Executor(name="docker", summary="Build the recipe's image if needed and run the plan inside it",
                       run=_execute, settings=DockerSettings, check_plan=_check_plan, describe=_describe,
                       capabilities=_DOCKER, runs_here=True))
 
 
 def _sandbox() -> Any:
-    from cmx_docker.sandbox import DockerSandbox
+    from cmx_docker.sandbox import DockerSandbox  # deferred: start-up: pulls packaging (39 modules)
 
     return DockerSandbox()
 
@@ -88,7 +82,7 @@ def cmx_register_sandboxes(register: Callable[[SandboxBackend], None]) -> None:
 
 @hookimpl
 def cmx_prune_resources(referenced: frozenset[str], dry_run: bool) -> list[str]:
-    from cmx_docker.prune import prune_images
+    from cmx_docker.prune import prune_images  # deferred: start-up: pulls packaging (37 modules)
 
     return prune_images(referenced, dry_run)
 

@@ -9,15 +9,14 @@ is a string in a remaining cache entry's outputs (a ``docker.build`` step's ``im
 from __future__ import annotations
 
 from cmx_docker.build import CONTENT_LABEL
-from cmx_docker.engine import sdk_client
+from cmx_docker.engine import find_endpoint, sdk_client
 from cmx_docker.errors import EngineUnavailable
 
 
 def prune_images(referenced: frozenset[str], dry_run: bool) -> list[str]:
     """One line per image removed (or that would be); nothing when no engine answers."""
-    import docker.errors
+    import docker.errors  # deferred: docker only when this runs (194 modules)
 
-    from cmx_docker.engine import find_endpoint
 
     try:
         endpoint = find_endpoint()

@@ -18,7 +18,7 @@ from cmx_docker.engine import Endpoint, sdk_client
 def reap(endpoint: Endpoint) -> list[str]:
     """Force-remove this host's ``org.cmx.owner-*`` containers whose owner is gone; returns
     their names."""
-    import docker.errors
+    import docker.errors  # deferred: docker only when this runs (236 modules)
 
     client = sdk_client(endpoint, timeout=60)
     removed: list[str] = []

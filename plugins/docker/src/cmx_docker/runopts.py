@@ -64,7 +64,7 @@ class RunOptions:
 
     def sdk_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``DockerClient.containers.run`` / ``create``."""
-        from docker.types import DeviceRequest
+        from docker.types import DeviceRequest  # deferred: docker only when this runs (203 modules)
 
         kwargs: dict[str, Any] = {
             "image": self.image, "command": list(self.command), "user": self.user,

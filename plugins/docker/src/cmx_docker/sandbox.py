@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.api import Ending, Limits, SandboxResult, SandboxSpec, UsageError, check_spec, decide
+from cmx_docker.build import ensure_image
 from cmx_docker.engine import Endpoint, find_endpoint, sdk_client
 from cmx_docker.owner import owner_labels
 from cmx_docker.reaper import reap
@@ -72,14 +73,13 @@ class DockerSandbox:
     def _image(self, endpoint: Endpoint) -> str:
         if self.settings.image:
             return self.settings.image
-        from cmx_docker.build import ensure_image
 
         return ensure_image("python", endpoint=endpoint).tag
 
 
 def container_kwargs(spec: SandboxSpec, settings: DockerSandboxSettings, image: str) -> dict[str, Any]:
     """``containers.create`` keyword arguments for ``spec`` (checked, never run, in tests)."""
-    from docker.types import DeviceRequest, Ulimit
+    from docker.types import DeviceRequest, Ulimit  # deferred: docker only when this runs (194 modules)
 
     limits = spec.limits
     volumes = {os.fspath(spec.work_dir): {"bind": spec.work_path, "mode": "rw"}}
@@ -153,7 +153,7 @@ class _Run:
         self.peak: int | None = None
 
     def go(self) -> SandboxResult:
-        import docker.errors
+        import docker.errors  # deferred: docker only when this runs (194 modules)
 
         client = sdk_client(self.endpoint, timeout=60)
         container = None
@@ -180,7 +180,7 @@ class _Run:
             client.close()
 
     def _supervise(self, container: Any, output: _Output, started: float) -> tuple[str, int]:
-        import requests
+        import requests  # deferred: requests only when this runs (130 modules)
 
         limits: Limits = self.spec.limits
         while True:

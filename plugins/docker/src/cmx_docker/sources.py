@@ -14,6 +14,7 @@ no credentials and no network for Python packages.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import re
 import shutil
@@ -24,6 +25,10 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from cmx_core import api
 from cmx_docker.digests import DigestMemo, tree_digest, tree_files
 from cmx_docker.errors import ContextError
 
@@ -48,12 +53,7 @@ class LocalPackage:
 def checkout_root() -> Path:
     """The cmx source checkout: ``CMX_SOURCE_DIR``, else where ``cmx_core`` is imported from."""
     explicit = os.environ.get("CMX_SOURCE_DIR")
-    if explicit:
-        root = Path(explicit)
-    else:
-        from cmx_core import api
-
-        root = Path(api.__file__).resolve().parent.parent
+    root = Path(explicit) if explicit else Path(api.__file__).resolve().parent.parent
     if _project_name(root) != "cmx-core":
         raise ContextError(
             f"{root} is not a cmx source checkout (no pyproject.toml naming cmx-core); "
@@ -131,9 +131,6 @@ def pinned_closure(packages: list[LocalPackage]) -> list[str]:
     """``name==version`` for every run-time dependency (transitively, with the requested
     extras) of ``packages``, pinned to this host's installed versions; the packages
     themselves are left out."""
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
     own = {canonicalize_name(p.dist) for p in packages}
     sources = {canonicalize_name(p.dist): p.source for p in packages}
     pins: dict[str, str] = {}
@@ -165,9 +162,9 @@ def _pyproject_requires(source: Path) -> list[str]:
     """``Requires-Dist``-style lines from a package's pyproject: its dependencies, and each
     optional dependency with an ``extra == "NAME"`` marker."""
     if sys.version_info >= (3, 11):
-        import tomllib
+        import tomllib  # deferred: start-up: 4 modules not needed to start cmx
     else:  # Python 3.10: the same parser, from its backport (a dependency there)
-        import tomli as tomllib
+        import tomli as tomllib  # deferred: tomli may be absent; only when this runs
 
     project = tomllib.loads((source / "pyproject.toml").read_text()).get("project", {})
     lines = list(project.get("dependencies", []))
@@ -220,8 +217,6 @@ def _isolated_copy(pkg: LocalPackage, tree: Path) -> Path:
 
 
 def _has_hatchling() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("hatchling") is not None
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cmx_core.api import StepContext
+from cmx_core.api import StepContext, get_registry
 from cmx_core.errors import UsageError
 
 BUILD_PARAMS = {
@@ -19,9 +19,8 @@ BASE_PARAMS = {"suite": "Debian suite for debootstrap (default bookworm)"}
 
 def build_step(ctx: StepContext) -> Mapping[str, Any]:
     """Outputs ``image`` (tag), ``image_id``, ``digest``, ``runtime`` and ``built``."""
-    from cmx_core.api import get_registry
-    from cmx_docker.build import ensure_image
-    from cmx_docker.executor import detector_plugins
+    from cmx_docker.build import ensure_image  # deferred: start-up: pulls packaging (36 modules)
+    from cmx_docker.executor import detector_plugins  # deferred: start-up: pulls packaging, psutil (151 modules)
 
     template = str(ctx.params.get("template") or "")
     if not template:
@@ -38,10 +37,10 @@ def build_step(ctx: StepContext) -> Mapping[str, Any]:
 
 def base_step(ctx: StepContext) -> Mapping[str, Any]:
     """Outputs ``image`` and ``image_id`` of the imported debootstrap base."""
-    from cmx_docker.base import ensure_base
-    from cmx_docker.build import docker_cache
-    from cmx_docker.engine import find_endpoint
-    from cmx_docker.firstrun import rootfs_cache
+    from cmx_docker.base import ensure_base  # deferred: start-up: 12 modules not needed to start cmx
+    from cmx_docker.build import docker_cache  # deferred: start-up: pulls packaging (36 modules)
+    from cmx_docker.engine import find_endpoint  # deferred: start-up: 8 modules not needed to start cmx
+    from cmx_docker.firstrun import rootfs_cache  # deferred: start-up: pulls packaging (32 modules)
 
     suite = str(ctx.params.get("suite") or "bookworm")
     base = ensure_base(find_endpoint(), rootfs_cache(docker_cache()), suite=suite,

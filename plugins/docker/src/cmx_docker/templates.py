@@ -114,7 +114,7 @@ def load(name: str) -> Template:
 
 
 def _parse(name: str, meta: Path) -> Template:
-    import yaml
+    import yaml  # deferred: yaml only when this runs (20 modules)
 
     try:
         data = yaml.safe_load(meta.read_text()) or {}
@@ -159,8 +159,8 @@ def _run_defaults(meta: Path, data: Mapping[str, Any]) -> RunDefaults:
 
 def render(template: Template, variables: Mapping[str, Any]) -> str:
     """Render the template's Dockerfile with ``variables`` (sandboxed, strict undefined)."""
-    import jinja2
-    from jinja2.sandbox import SandboxedEnvironment
+    import jinja2  # deferred: jinja2 only when this runs (24 modules)
+    from jinja2.sandbox import SandboxedEnvironment  # deferred: jinja2 only when this runs (25 modules)
 
     loader = jinja2.FileSystemLoader([str(template.directory),
                                       str(template.directory.parent / SHARED)])

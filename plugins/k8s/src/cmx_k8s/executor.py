@@ -12,6 +12,7 @@ the plan's lock) and applies nothing.
 from __future__ import annotations
 
 import math
+import os
 import shlex
 import time
 from collections.abc import Callable
@@ -23,14 +24,17 @@ from cmx_core.api import (
     CmxError,
     ExecutionRequest,
     ExecutorSettings,
+    FactStore,
     Fetched,
     JobStatus,
     RemoteExecutor,
     RemoteJob,
     UsageError,
+    get_registry,
     job_policy,
     plan_resources,
     scheduler_retries,
+    write_lock,
 )
 from cmx_k8s import framing, manifests
 from cmx_k8s.gpu import GpuRequest, gpu_request
@@ -194,7 +198,6 @@ def image_for(plan: Plan, settings: K8sSettings) -> str:
     the plugin registry, so cmx-k8s imports no other plugin), with ``image_prefix`` before it."""
     if settings.image:
         return settings.image
-    from cmx_core.api import get_registry
 
     docker = get_registry().executors.get("docker")
     if docker is None or docker.describe is None:
@@ -208,8 +211,6 @@ def image_for(plan: Plan, settings: K8sSettings) -> str:
 
 def render_plan(plan: Plan, settings: K8sSettings, image: str, gpus: GpuRequest | None, directory: Path) -> list[Path]:
     """The plan's lock and manifests, validated, written into ``directory``."""
-    from cmx_core.api import get_registry, write_lock
-
     directory.mkdir(parents=True, exist_ok=True)
     write_lock(directory, plan, get_registry())
     lock = (directory / "lock.json").read_text(encoding="utf-8")
@@ -222,7 +223,7 @@ def render_plan(plan: Plan, settings: K8sSettings, image: str, gpus: GpuRequest 
 
 def clients(settings: K8sSettings) -> tuple[Any, Any]:
     """(BatchV1Api, CoreV1Api) for the configured cluster."""
-    from kubernetes import client, config
+    from kubernetes import client, config  # deferred: kubernetes only when this runs (511 modules)
 
     try:
         if settings.kubeconfig or not _in_cluster():
@@ -238,8 +239,6 @@ def clients(settings: K8sSettings) -> tuple[Any, Any]:
 
 
 def _in_cluster() -> bool:
-    import os
-
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
 
 
@@ -283,7 +282,7 @@ def _pod_log(handle: K8sHandle) -> str:
 
 
 def _ensure_pvc(core: Any, pvc: dict[str, Any], namespace: str) -> None:
-    from kubernetes.client.exceptions import ApiException
+    from kubernetes.client.exceptions import ApiException  # deferred: kubernetes only when this runs (511 modules)
 
     try:
         core.read_namespaced_persistent_volume_claim(pvc["metadata"]["name"], namespace)
@@ -295,7 +294,7 @@ def _ensure_pvc(core: Any, pvc: dict[str, Any], namespace: str) -> None:
 
 def delete(handle: K8sHandle) -> None:
     """Delete the Job (its pods with it) and its ConfigMaps; a missing one is fine."""
-    from kubernetes.client.exceptions import ApiException
+    from kubernetes.client.exceptions import ApiException  # deferred: kubernetes only when this runs (511 modules)
 
     def config_map(name: str) -> Callable[[], Any]:
         return lambda: handle.core.delete_namespaced_config_map(name, handle.namespace)
@@ -313,8 +312,6 @@ def delete(handle: K8sHandle) -> None:
 
 def plan_gpus(plan: Plan) -> Any:
     """The ``gpus`` fact the plan was resolved against (its facts file, or this machine)."""
-    from cmx_core.api import FactStore, get_registry
-
     detectors = get_registry().detectors
     store = FactStore.from_file(plan.facts_file, detectors) if plan.facts_file else FactStore(detectors)
     return store.try_get("gpus")

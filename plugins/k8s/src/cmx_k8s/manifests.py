@@ -248,6 +248,7 @@ def check_sizes(manifests: RunManifests) -> None:
 def validate(manifests: RunManifests) -> None:
     """Each object within its size limit (:func:`check_sizes`) and valid against the
     Kubernetes schema; a CmxError naming the object and path."""
+    # deferred: kubernetes_validate only when this runs (73 modules)
     import kubernetes_validate  # type: ignore[import-untyped]
 
     check_sizes(manifests)

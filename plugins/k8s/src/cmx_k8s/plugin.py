@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
+from cmx_k8s.settings import K8sSettings
 
 if TYPE_CHECKING:
     from cmx_core.api import Plan
@@ -16,12 +17,14 @@ SUMMARY = "Run the plan as a Kubernetes Job (GPUs as resource limits, nodeSelect
 
 
 def _execute(request: ExecutionRequest) -> ExecutionOutcome:
+    # deferred: start-up: pulls packaging, yaml… (179 modules)
     from cmx_k8s.executor import K8sExecutor
 
     return K8sExecutor().run(request)
 
 
 def _run_many(requests: Sequence[ExecutionRequest], jobs: int) -> tuple[ExecutionOutcome, ...]:
+    # deferred: start-up: pulls packaging, yaml… (180 modules)
     from cmx_k8s.sweep import run_many
 
     return run_many(requests, jobs)
@@ -29,24 +32,28 @@ def _run_many(requests: Sequence[ExecutionRequest], jobs: int) -> tuple[Executio
 
 def _run_each(requests: Sequence[ExecutionRequest], jobs: int,
               on_outcome: Callable[[int, ExecutionOutcome], None]) -> None:
+    # deferred: start-up: pulls packaging, yaml… (180 modules)
     from cmx_k8s.sweep import run_each
 
     run_each(requests, jobs, on_outcome)
 
 
 def _render_many(plans: Sequence[Plan], settings: ExecutorSettings, jobs: int) -> list[Path]:
+    # deferred: start-up: pulls packaging, yaml… (180 modules)
     from cmx_k8s.sweep import render_many
 
     return render_many(plans, settings, jobs)
 
 
 def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
+    # deferred: start-up: pulls packaging, yaml… (179 modules)
     from cmx_k8s.executor import K8sExecutor
 
     K8sExecutor().check_plan(plan, settings)
 
 
 def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+    # deferred: start-up: pulls packaging, yaml… (179 modules)
     from cmx_k8s.executor import K8sExecutor
 
     return K8sExecutor().describe(plan, settings)
@@ -54,8 +61,6 @@ def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
 
 @hookimpl
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
-    from cmx_k8s.settings import K8sSettings
-
     register(Executor(name="k8s", summary=SUMMARY, run=_execute, settings=K8sSettings,
                       check_plan=_check_plan, describe=_describe, run_many=_run_many,
                       run_each=_run_each, render_many=_render_many))

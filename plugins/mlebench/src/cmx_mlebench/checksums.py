@@ -39,7 +39,7 @@ def split_digests(prepared: Path) -> dict[str, Any]:
 
 
 def write_checksums(path: Path, prepared: Path) -> dict[str, Any]:
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     digests = split_digests(prepared)
     path.write_text(yaml.safe_dump(digests, sort_keys=True), encoding="utf-8")
@@ -47,7 +47,7 @@ def write_checksums(path: Path, prepared: Path) -> dict[str, Any]:
 
 
 def read_checksums(path: Path) -> dict[str, Any]:
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))

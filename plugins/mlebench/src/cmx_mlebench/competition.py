@@ -76,7 +76,7 @@ def parse_config(data: Any, source: str) -> CompetitionConfig:
 
 
 def read_config(path: Path) -> CompetitionConfig:
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))

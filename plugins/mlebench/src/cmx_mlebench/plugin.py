@@ -7,6 +7,8 @@ imported only when a step runs.
 
 from __future__ import annotations
 
+import importlib
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -36,15 +38,13 @@ AGENT = {
 
 def _lazy(module: str, function: str) -> Callable[[StepContext], StepOutput]:
     def run(ctx: StepContext) -> StepOutput:
-        import importlib
-
         return getattr(importlib.import_module(module), function)(ctx)  # type: ignore[no-any-return]
 
     return run
 
 
 def _still_valid(outputs: Mapping[str, Any]) -> bool:
-    from cmx_mlebench.prepare import still_valid
+    from cmx_mlebench.prepare import still_valid  # deferred: start-up: 12 modules not needed to start cmx
 
     return still_valid(outputs)
 
@@ -70,8 +70,6 @@ def cmx_register_steps(register: Callable[[StepType], None]) -> None:
 
 @hookimpl
 def cmx_register_suites(register: Callable[[Suite], None]) -> None:
-    import json
-
     register(Suite(name="mle-bench", summary="MLE-bench competitions: medals against the leaderboard, seed aggregates",
                    section="mle_bench", schema=json.loads(SECTION_SCHEMA.read_text(encoding="utf-8")),
                    required_for=("valid", "invalid", "partial")))

@@ -24,6 +24,7 @@ split is prepared again rather than served.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from cmx_mlebench.checksums import mismatches, read_checksums, write_checksums
 from cmx_mlebench.competition import Competition, check_id, load_competition, load_function
 from cmx_mlebench.leaderboard import leaderboard_csv
 from cmx_mlebench.offline import DEFINITIONS, is_builtin
+from cmx_mlebench.offline.datasets import write_raw
 from cmx_mlebench.offline.pool import pool_scores
 
 
@@ -104,8 +106,6 @@ def _as_is(competition: str, data: Path, definitions: Path | None, node_dir: Pat
 
 def with_mlebench_preparer(competition: str, raw: Path, definitions: Path | None, node_dir: Path) -> Prepared:
     """Run the definition's own preparer (MLE-bench's) over ``raw`` into ``node_dir``."""
-    import importlib.util
-
     definition = _definition(competition, definitions)
     if importlib.util.find_spec("mlebench") is None:
         raise UsageError(f"{raw}: raw data without a prepared split, and the mlebench package is not importable; "
@@ -131,7 +131,7 @@ def with_mlebench_preparer(competition: str, raw: Path, definitions: Path | None
 
 
 def _check_theirs(prepared: Path, path: Path) -> None:
-    import yaml
+    import yaml  # deferred: yaml only when this runs (26 modules)
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -151,7 +151,6 @@ def build(competition: str, node_dir: Path) -> Prepared:
     shutil.copytree(DEFINITIONS / competition, definition, dirs_exist_ok=True)
     found = load_competition(definition, node_dir / "data")
     raw = node_dir / "data" / competition / "raw"
-    from cmx_mlebench.offline.datasets import write_raw
 
     write_raw(competition, raw)
     preparer = load_function(found.config.preparer, f"{definition / 'config.yaml'}: preparer")

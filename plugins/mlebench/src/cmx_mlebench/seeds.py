@@ -16,11 +16,23 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import Artifact, Metric, ResultPart, StepContext, StepOutput, UsageError
+from cmx_core.api import (
+    Artifact,
+    Metric,
+    ResultPart,
+    StepContext,
+    StepOutput,
+    UsageError,
+    data_dir,
+    point_command,
+    run_sweep,
+)
+from cmx_mlebench.agent import check_sandbox
 from cmx_mlebench.aggregate import MeanSem, SeedTally, mean_sem, tally
 from cmx_mlebench.competition import check_id
 from cmx_mlebench.result import SECTION, SUITE, grading_report, write_json
 from cmx_mlebench.splits import SPLITS, split_competitions
+from cmx_mlebench.steps import agent_settings
 
 ATTEMPT_TAGS = "mle-bench,attempt"
 PASSED = ("agent_cmd", "time_limit_s", "memory_gb", "cpus", "processes", "sandbox", "agent_env", "agent_dir",
@@ -61,8 +73,6 @@ def _read(path: str | None) -> dict[str, Any] | None:
 
 def run_members(ctx: StepContext, competitions: Sequence[str], seeds: int) -> list[dict[str, Any]]:
     """Run every pair; for each, its point, run id, status and report (``None`` without one)."""
-    from cmx_core.api import data_dir, point_command, run_sweep
-
     base = {k: str(ctx.params[k]) for k in PASSED if ctx.params.get(k) not in (None, "")}
     matrix = [{"competition": c, "seed": str(s)} for c in competitions for s in range(seeds)]
     jobs = max(1, int(ctx.params.get("jobs") or 1))
@@ -133,8 +143,6 @@ def aggregate_part(members: Sequence[Mapping[str, Any]], competitions: Sequence[
 def seeds_step(ctx: StepContext) -> StepOutput:
     competitions, split = _competitions(ctx.params)
     seeds = _seeds(ctx.params)
-    from cmx_mlebench.agent import check_sandbox
-    from cmx_mlebench.steps import agent_settings
 
     check_sandbox(agent_settings(ctx.params))  # bad agent settings or a sandbox that cannot start stop here,
     # once, not in every per-seed run

@@ -8,11 +8,14 @@ when a step runs or an export is requested.
 
 from __future__ import annotations
 
+import importlib
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from cmx_core.api import Exporter, StepContext, StepOutput, StepType, Suite, hookimpl, register_template_function
+from cmx_mlperf.llm.vllm_plan import derive_for_recipe
 from cmx_mlperf.sut import sut_extras
 
 SECTION_SCHEMA = Path(__file__).parent / "schemas" / "mlperf.schema.json"
@@ -49,8 +52,6 @@ STEP_PARAMS: dict[str, str] = {
 def _vllm_split(devices: Any, inputs: Mapping[str, Any]) -> Any:
     """Template function ``mlperf_vllm_split(facts.gpus.devices, inputs)``: vLLM's TP/DP and
     request concurrency (:func:`cmx_mlperf.llm.vllm_plan.derive_for_recipe`)."""
-    from cmx_mlperf.llm.vllm_plan import derive_for_recipe
-
     return derive_for_recipe(devices, inputs)
 
 
@@ -58,15 +59,13 @@ register_template_function("mlperf_vllm_split", _vllm_split)
 
 
 def _run_loadgen(ctx: StepContext) -> StepOutput:
-    from cmx_mlperf.harness.step import run_step
+    from cmx_mlperf.harness.step import run_step  # deferred: start-up: 30 modules not needed to start cmx
 
     return run_step(ctx)
 
 
 def _lazy_export(module: str) -> Callable[[list[Mapping[str, Any]], list[Path], Path], None]:
     def export(docs: list[Mapping[str, Any]], run_dirs: list[Path], dest: Path) -> None:
-        import importlib
-
         importlib.import_module(module).export(docs, run_dirs, dest)
 
     return export
@@ -88,8 +87,6 @@ def cmx_register_steps(register: Callable[[StepType], None]) -> None:
 
 @hookimpl
 def cmx_register_suites(register: Callable[[Suite], None]) -> None:
-    import json
-
     register(
         Suite(
             name="mlperf-inference",

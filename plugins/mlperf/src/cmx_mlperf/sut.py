@@ -32,9 +32,13 @@ The harness keeps the bytes given to the completer referenced until LoadGen's
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+
+from cmx_core.api import require_extra
+from cmx_core.errors import UsageError
 
 
 class Completer(Protocol):
@@ -122,15 +126,10 @@ def sut_extras(params: Mapping[str, Any]) -> tuple[str, ...]:
 
 def make_sut(kind: str, params: Mapping[str, Any]) -> SUT:
     """Create a SUT of ``kind`` from :data:`SUT_FACTORIES` (imports its module lazily)."""
-    import importlib
-
-    from cmx_core.errors import UsageError
-
     target = SUT_FACTORIES.get(kind)
     if target is None:
         known = ", ".join(sorted(SUT_FACTORIES))
         raise UsageError(f"mlperf.loadgen: unknown sut {kind!r}; choose one of: {known}")
-    from cmx_core.api import require_extra
 
     for extra in SUT_EXTRAS.get(kind, ()):
         require_extra("cmx-mlperf", extra, f"mlperf.loadgen sut '{kind}'")

@@ -100,7 +100,7 @@ def _cancel_all(handles: Sequence[RayHandle]) -> None:
     force only those still running after 10 s. A force-cancel of a task that has already ended
     can abort the driver inside Ray's core worker ("Tried to complete task that was not
     pending", seen once here), taking this process with it."""
-    import ray
+    import ray  # deferred: ray only when this runs (513 modules)
 
     refs = [handle.ref for handle in handles]
     for ref in refs:

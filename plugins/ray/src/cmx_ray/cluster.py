@@ -58,7 +58,7 @@ def session(address: str, cluster_cpus: int | None = None) -> Iterator[str]:
     A Ray the caller initialised itself is used as it is (:func:`callers_ray`). Ray reads
     some of :data:`RAY_ENV` when it is imported, so it is imported inside the block."""
     with ray_env():
-        import ray
+        import ray  # deferred: ray only when this runs (552 modules)
 
         if callers_ray():
             yield "the Ray this process already started"
@@ -86,7 +86,7 @@ def callers_ray() -> bool:
 
 def disconnect() -> None:
     """Drop the connection this module made (nothing when it made none)."""
-    import ray
+    import ray  # deferred: ray only when this runs (552 modules)
 
     if _STATE.address is not None:
         ray.shutdown()
@@ -95,7 +95,7 @@ def disconnect() -> None:
 
 def connect(address: str) -> None:
     """Connect to ``address`` and stay connected (later runs reuse the connection)."""
-    import ray
+    import ray  # deferred: ray only when this runs (552 modules)
 
     host = address.split("://")[-1].rsplit(":", 1)[0]
     local: dict[str, Any] = {"_node_ip_address": "127.0.0.1"} if host in ("127.0.0.1", "localhost") else {}
@@ -110,7 +110,7 @@ def connect(address: str) -> None:
 @contextmanager
 def private_cluster(cluster_cpus: int | None) -> Iterator[str]:
     """A local Ray started for the block, with a private temp dir, on 127.0.0.1 only."""
-    import ray
+    import ray  # deferred: ray only when this runs (552 modules)
 
     if cluster_cpus is not None and cluster_cpus < 1:
         raise UsageError(f"ray executor option cluster_cpus={cluster_cpus}: use 1 or more")
@@ -130,7 +130,7 @@ def private_cluster(cluster_cpus: int | None) -> Iterator[str]:
 
 
 def cluster_resources() -> Mapping[str, float]:
-    import ray
+    import ray  # deferred: ray only when this runs (552 modules)
 
     return {str(k): float(v) for k, v in ray.cluster_resources().items()}  # type: ignore[no-untyped-call]
 

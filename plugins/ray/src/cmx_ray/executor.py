@@ -24,11 +24,13 @@ from cmx_core.api import (
     ExecutionOutcome,
     ExecutionRequest,
     ExecutorSettings,
+    FactStore,
     Fetched,
     JobStatus,
     RemoteExecutor,
     RemoteJob,
     UsageError,
+    get_registry,
     scheduler_retries,
 )
 from cmx_ray import cluster, far
@@ -132,8 +134,8 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         return RayHandle(ref, resources, resources.timeout_s, self.cluster_name)
 
     def wait(self, handle: RayHandle) -> JobStatus:
-        import ray
-        from ray import exceptions
+        import ray  # deferred: ray only when this runs (513 modules)
+        from ray import exceptions  # deferred: ray only when this runs (513 modules)
 
         ready, _ = ray.wait([handle.ref], timeout=handle.timeout_s)
         if not ready:
@@ -170,7 +172,7 @@ class RayExecutor(RemoteExecutor[RayHandle]):
     def cancel(self, handle: RayHandle) -> None:
         """``ray.cancel`` first without force (the task kills its child's process group and
         ends), then with ``force=True`` if it has not ended within a few seconds."""
-        import ray
+        import ray  # deferred: ray only when this runs (513 modules)
 
         ray.cancel(handle.ref, force=False)
         ready, _ = ray.wait([handle.ref], timeout=_CANCEL_GRACE_S)
@@ -199,15 +201,13 @@ def refuse_missing(resources: TaskResources, where: str) -> None:
 def _far_task() -> Any:
     """The far task, made once per process: Ray exports a remote function to the cluster
     once per connection (again after a reconnection), not on every submission."""
-    import ray
+    import ray  # deferred: ray only when this runs (513 modules)
 
     return ray.remote(far.run_far)
 
 
 def _plan_gpus(plan: Plan) -> Any:
     """The ``gpus`` fact the plan was resolved against (its facts file, or this machine)."""
-    from cmx_core.api import FactStore, get_registry
-
     detectors = get_registry().detectors
     store = FactStore.from_file(plan.facts_file, detectors) if plan.facts_file else FactStore(detectors)
     return store.try_get("gpus")

@@ -137,8 +137,8 @@ def node_identity() -> dict[str, str]:
     """Where the task ran (kept in the run's ray-job.json log)."""
     identity = {"hostname": socket.gethostname(), "pid": str(os.getpid())}
     try:
-        import ray
-        from ray._private.worker import WORKER_MODE, global_worker
+        import ray  # deferred: optional ray, only when this runs
+        from ray._private.worker import WORKER_MODE, global_worker  # deferred: optional ray, only when this runs
 
         if not ray.is_initialized() or global_worker.mode != WORKER_MODE:
             return identity  # called outside a task (tests, benchmarks): no task to report

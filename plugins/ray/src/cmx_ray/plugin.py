@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
+from cmx_ray.settings import RaySettings
 
 if TYPE_CHECKING:
     from cmx_core.api import Plan
@@ -15,40 +16,38 @@ SUMMARY = "Run the plan as a Ray task (num_cpus, num_gpus, accelerator_type) on 
 
 
 def _execute(request: ExecutionRequest) -> ExecutionOutcome:
-    from cmx_ray.executor import RayExecutor
+    from cmx_ray.executor import RayExecutor  # deferred: start-up: 55 modules not needed to start cmx
 
     return RayExecutor().run(request)
 
 
 def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
-    from cmx_ray.executor import RayExecutor
+    from cmx_ray.executor import RayExecutor  # deferred: start-up: 55 modules not needed to start cmx
 
     RayExecutor().check_plan(plan, settings)
 
 
 def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
-    from cmx_ray.executor import RayExecutor
+    from cmx_ray.executor import RayExecutor  # deferred: start-up: 55 modules not needed to start cmx
 
     return RayExecutor().describe(plan, settings)
 
 
 def _run_many(requests: Sequence[ExecutionRequest], max_parallel: int) -> tuple[ExecutionOutcome, ...]:
-    from cmx_ray.batch import run_many
+    from cmx_ray.batch import run_many  # deferred: start-up: 56 modules not needed to start cmx
 
     return run_many(requests, max_parallel)
 
 
 def _run_each(requests: Sequence[ExecutionRequest], max_parallel: int,
               on_outcome: Callable[[int, ExecutionOutcome], None]) -> None:
-    from cmx_ray.batch import run_each
+    from cmx_ray.batch import run_each  # deferred: start-up: 56 modules not needed to start cmx
 
     run_each(requests, max_parallel, on_outcome)
 
 
 @hookimpl
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
-    from cmx_ray.settings import RaySettings
-
     register(Executor(name="ray", summary=SUMMARY, run=_execute, settings=RaySettings,
                       check_plan=_check_plan, describe=_describe, run_many=_run_many,
                       run_each=_run_each))

@@ -7,47 +7,45 @@ from typing import TYPE_CHECKING, Any
 
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
 from cmx_slurm.about import SUMMARY
+from cmx_slurm.settings import SlurmSettings
 
 if TYPE_CHECKING:
     from cmx_core.api import Plan
 
 
-
 def _execute(request: ExecutionRequest) -> ExecutionOutcome:
-    from cmx_slurm.executor import SlurmExecutor
+    from cmx_slurm.executor import SlurmExecutor  # deferred: start-up: 14 modules not needed to start cmx
 
     return SlurmExecutor().run(request)
 
 
 def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
-    from cmx_slurm.executor import SlurmExecutor
+    from cmx_slurm.executor import SlurmExecutor  # deferred: start-up: 14 modules not needed to start cmx
 
     SlurmExecutor().check_plan(plan, settings)
 
 
 def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
-    from cmx_slurm.executor import SlurmExecutor
+    from cmx_slurm.executor import SlurmExecutor  # deferred: start-up: 14 modules not needed to start cmx
 
     return SlurmExecutor().describe(plan, settings)
 
 
 def _run_many(requests: Sequence[ExecutionRequest], max_parallel: int) -> tuple[ExecutionOutcome, ...]:
-    from cmx_slurm.array import run_many
+    from cmx_slurm.array import run_many  # deferred: start-up: 15 modules not needed to start cmx
 
     return run_many(requests, max_parallel)
 
 
 def _run_each(requests: Sequence[ExecutionRequest], max_parallel: int,
               on_outcome: Callable[[int, ExecutionOutcome], None]) -> None:
-    from cmx_slurm.array import run_each
+    from cmx_slurm.array import run_each  # deferred: start-up: 15 modules not needed to start cmx
 
     run_each(requests, max_parallel, on_outcome)
 
 
 @hookimpl
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
-    from cmx_slurm.settings import SlurmSettings
-
     register(Executor(name="slurm", summary=SUMMARY, run=_execute, settings=SlurmSettings,
                       check_plan=_check_plan, describe=_describe, run_many=_run_many,
                       run_each=_run_each))

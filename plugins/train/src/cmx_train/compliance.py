@@ -29,8 +29,9 @@ class Verdict:
 
 
 def _load(name: str) -> list[dict[str, Any]]:
+    # deferred: mlperf_logging only when this runs (2 modules)
     import mlperf_logging.compliance_checker as checker  # type: ignore[import-untyped]
-    import yaml
+    import yaml  # deferred: yaml only when this runs (26 modules)
 
     path = Path(checker.__file__).parent / f"training_{RULESET}" / name
     records: list[dict[str, Any]] = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -50,7 +51,7 @@ def _replace(records: list[dict[str, Any]], name: str, **rule: str) -> int:
 def _rules(benchmark: str, target: float, folder: Path) -> Path:
     """The package's ``common.yaml`` and ``open_common.yaml`` with the benchmark list
     replaced by ours, and our benchmark's own rules; returns the entry config."""
-    import yaml
+    import yaml  # deferred: yaml only when this runs (26 modules)
 
     folder.mkdir(parents=True, exist_ok=True)
     ours, open_common, common = (folder / f"open_{benchmark}.yaml", folder / "open_common.yaml",

@@ -24,6 +24,7 @@ class Meter:
         self._nvml: Any = None
         if device == "cuda":
             try:
+                # deferred: optional pynvml, only when this runs
                 import pynvml  # type: ignore[import-not-found,unused-ignore]
 
                 pynvml.nvmlInit()

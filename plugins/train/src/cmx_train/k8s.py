@@ -95,6 +95,7 @@ def render(config: TrainConfig, *, name: str, image: str, accelerator: str = "h1
 
 def validate(manifests: Manifests) -> None:
     """Every object against the Kubernetes schema (strict: unknown fields refused)."""
+    # deferred: kubernetes_validate only when this runs (119 modules)
     import kubernetes_validate  # type: ignore[import-untyped]
 
     for item in manifests.objects():
@@ -107,7 +108,7 @@ def validate(manifests: Manifests) -> None:
 
 
 def write(manifests: Manifests, directory: Path) -> list[Path]:
-    import yaml
+    import yaml  # deferred: yaml only when this runs (27 modules)
 
     directory.mkdir(parents=True, exist_ok=True)
     paths = []

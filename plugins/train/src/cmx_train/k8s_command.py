@@ -4,6 +4,11 @@ Light at import: argparse only; the rendering is imported when the command runs.
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
+
+from cmx_train.config import parse
+from cmx_train.k8s import render, validate, write
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,12 +28,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-    from pathlib import Path
-
-    from cmx_train.config import parse
-    from cmx_train.k8s import render, validate, write
-
     config = parse({"model": args.model, "nodes": args.nodes, "nproc": args.nproc, "batch_size": args.batch_size,
                     "precision": args.precision, "steps": args.steps, "device": "cuda", "backend": "nccl"})
     manifests = render(config, name=args.name, image=args.image, accelerator=args.accelerator,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -170,6 +171,4 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 def argv_text(argv: Sequence[str]) -> str:
-    import shlex
-
     return " ".join(shlex.quote(a) for a in argv)

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cmx_core.errors import StepFailed
+from cmx_core.errors import StepFailed, UsageError
 from cmx_train.config import TrainConfig
+from cmx_train.launch import run
 
 
 @dataclass
@@ -30,8 +31,6 @@ class Found:
 
 
 def _probe(config: TrainConfig, per_rank: int, work: Path, log: Path, found: Found) -> bool:
-    from cmx_train.launch import run
-
     probe = replace(config, batch_size=per_rank, steps=2, warmup_steps=0)
     if probe.world_size == 1:
         probe = replace(probe, launcher="none")
@@ -52,8 +51,6 @@ def _probe(config: TrainConfig, per_rank: int, work: Path, log: Path, found: Fou
 
 def search(config: TrainConfig, work: Path, log: Path) -> Found:
     if config.device == "cpu" and config.memory_limit_mb <= 0:
-        from cmx_core.errors import UsageError
-
         raise UsageError("train: max-batch on the CPU needs memory_limit_mb > 0 (the budget each probe may use)")
     found = Found()
     cap = max(1, config.max_batch // config.world_size)

@@ -19,6 +19,7 @@ class MlLog:
         self.log: Any = None
         if path is None:
             return
+        # deferred: mlperf_logging only when this runs (105 modules)
         from mlperf_logging.mllog import constants, mllog  # type: ignore[import-untyped]
 
         logger = logging.getLogger(f"cmx_train.mllog.{id(self)}")

@@ -100,6 +100,7 @@ class BertClassifier(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
+        # deferred: transformers only when this runs (253 modules)
         from transformers import BertConfig, BertForSequenceClassification
 
         self.bert = BertForSequenceClassification(BertConfig(num_labels=2))
@@ -133,7 +134,7 @@ def data(config: TrainConfig) -> Data:
     """The training and validation tensors, the same on every rank (seeded)."""
     gen = torch.Generator().manual_seed(config.seed + 1)
     if config.model == "digits-cnn":
-        from sklearn.datasets import load_digits
+        from sklearn.datasets import load_digits  # deferred: sklearn only when this runs (1242 modules)
 
         digits = load_digits()
         x = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0

@@ -9,17 +9,19 @@ imported only when a step runs.
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 from cmx_core.api import Command, StepContext, StepOutput, StepType, Suite, hookimpl
 from cmx_train.config import PARAMS
+from cmx_train.k8s_command import configure, run
 
 SECTION_SCHEMA = Path(__file__).parent / "schemas" / "train.schema.json"
 
 
 def _run(ctx: StepContext) -> StepOutput:
-    from cmx_train.step import run_step
+    from cmx_train.step import run_step  # deferred: start-up: pulls numpy, pynvml, torch… (1003 modules)
 
     return run_step(ctx)
 
@@ -34,22 +36,16 @@ def cmx_register_steps(register: Callable[[StepType], None]) -> None:
 
 @hookimpl
 def cmx_register_suites(register: Callable[[Suite], None]) -> None:
-    import json
-
     register(Suite(name="train", summary="Training: samples/s, scaling efficiency, time to accuracy, largest batch",
                    section="train", schema=json.loads(SECTION_SCHEMA.read_text(encoding="utf-8")),
                    required_for=("valid", "invalid")))
 
 
 def _k8s_configure(parser: argparse.ArgumentParser) -> None:
-    from cmx_train.k8s_command import configure
-
     configure(parser)
 
 
 def _k8s_run(args: argparse.Namespace) -> int:
-    from cmx_train.k8s_command import run
-
     return run(args)
 
 

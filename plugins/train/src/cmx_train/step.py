@@ -3,6 +3,7 @@ measured into typed metrics and the ``train`` result section."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -10,7 +11,11 @@ from typing import Any, Literal
 
 from cmx_core.api import Artifact, Metric, ResultPart, StepContext, StepOutput
 from cmx_train import __version__
+from cmx_train.compliance import check
 from cmx_train.config import TrainConfig, parse
+from cmx_train.launch import run
+from cmx_train.maxbatch import search
+from cmx_train.mlperf_log import BENCHMARK
 from cmx_train.scaling import baseline_from_sweep
 
 SUITE = "train"
@@ -23,11 +28,8 @@ def run_step(ctx: StepContext) -> StepOutput:
     log = ctx.log_dir / "train-launch.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     if config.mode == "max-batch":
-        from cmx_train.maxbatch import search
-
         found = search(config, work, log)
         return _max_batch_output(config, found, work)
-    from cmx_train.launch import run
 
     ranks = run(config, work, log)
     return _output(ctx, config, ranks, work)
@@ -109,8 +111,6 @@ def _per_joule(rows: Sequence[Mapping[str, Any]], samples: int) -> float | None:
 
 
 def _model_info(config: TrainConfig) -> dict[str, Any]:
-    import hashlib
-
     weights = "path" if config.weights else "random"
     sha = hashlib.sha256(Path(config.weights).read_bytes()).hexdigest() if config.weights else None
     return {"name": config.model, "weights": weights, "weights_path": config.weights or None, "weights_sha256": sha}
@@ -134,9 +134,6 @@ def _output(ctx: StepContext, config: TrainConfig, ranks: Any, work: Path) -> St
             reasons.append(f"did not reach target_accuracy {config.target_accuracy} in {config.max_epochs} epochs")
         mllog = work / "mlperf_log.txt"
         if mllog.is_file():
-            from cmx_train.compliance import check
-            from cmx_train.mlperf_log import BENCHMARK
-
             verdict = check(mllog, BENCHMARK[config.model], config.target_accuracy)
             compliance = {"accepted": verdict.accepted, "ruleset": verdict.ruleset, "message": verdict.message}
             artifacts.append(Artifact(mllog, "mlperf_log"))

@@ -18,14 +18,19 @@ import datetime
 import json
 import os
 import resource
+import socket
 import sys
 import time
+import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cmx_train import models
 from cmx_train.config import TrainConfig
+from cmx_train.energy import Meter
+from cmx_train.mlperf_log import MlLog
 
 RANKS_FILE = "ranks.json"
 EXIT_FAILED = 3
@@ -75,7 +80,6 @@ def main(argv: list[str]) -> int:
     try:
         figures = _run(config, me, out)
     except Exception as exc:  # noqa: BLE001 - one line for the launcher; the traceback stays in the rank's log
-        import traceback
 
         traceback.print_exc()
         line = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
@@ -90,8 +94,8 @@ def main(argv: list[str]) -> int:
 
 
 def _run(config: TrainConfig, me: Rank, out: Path) -> list[dict[str, Any]]:
-    import torch
-    import torch.distributed as dist
+    import torch  # deferred: torch only when this runs (0 modules)
+    import torch.distributed as dist  # deferred: torch only when this runs (0 modules)
 
     torch.set_num_threads(max(1, int(os.environ.get("CMX_TRAIN_THREADS", "1"))))
     if me.world != config.world_size:
@@ -118,7 +122,7 @@ def _run(config: TrainConfig, me: Rank, out: Path) -> list[dict[str, Any]]:
 
 
 def _init_group(config: TrainConfig, me: Rank) -> None:
-    import torch.distributed as dist
+    import torch.distributed as dist  # deferred: torch only when this runs (0 modules)
 
     timeout = datetime.timedelta(seconds=config.rdzv_timeout_s)
     addr = os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
@@ -133,20 +137,14 @@ def _init_group(config: TrainConfig, me: Rank) -> None:
 
 
 def _as_dict(figures: Figures) -> dict[str, Any]:
-    from dataclasses import asdict
-
     return asdict(figures)
 
 
 def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
-    import socket
+    import torch  # deferred: torch only when this runs (0 modules)
+    import torch.distributed as dist  # deferred: torch only when this runs (0 modules)
+    from torch.nn.parallel import DistributedDataParallel  # deferred: torch only when this runs (0 modules)
 
-    import torch
-    import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel
-
-    from cmx_train import models
-    from cmx_train.mlperf_log import MlLog
 
     log = MlLog(out / "mlperf_log.txt" if me.rank == 0 and config.mode == "time-to-accuracy" else None, config)
     log.init_start()
@@ -159,7 +157,6 @@ def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(config.precision)
     loss_fn = torch.nn.CrossEntropyLoss()
     figures = Figures(rank=me.rank, host=socket.gethostname())
-    from cmx_train.energy import Meter
 
     meter = Meter(config.device) if me.local_rank == 0 else None
     if meter is not None:
@@ -213,7 +210,7 @@ def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
 
 def batches(config: TrainConfig, me: Rank, n: int, epoch: int) -> Iterator[Any]:
     """The local slices of every full global batch of ``epoch`` (one seeded permutation)."""
-    import torch
+    import torch  # deferred: torch only when this runs (0 modules)
 
     order = torch.randperm(n, generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
     per = config.batch_size // me.world if config.mode != "max-batch" else config.batch_size
@@ -255,7 +252,7 @@ def _timed(config: TrainConfig, me: Rank, data: Any, step: Any, sync: Any, figur
 
 def _to_accuracy(config: TrainConfig, me: Rank, data: Any, net: Any, step: Any, autocast: Any, figures: Figures,
                  log: Any, device: Any, began: float) -> None:
-    import torch
+    import torch  # deferred: torch only when this runs (0 modules)
 
     for epoch in range(config.max_epochs):
         log.epoch_start(epoch)
@@ -282,7 +279,7 @@ def _to_accuracy(config: TrainConfig, me: Rank, data: Any, net: Any, step: Any, 
 
 def _barrier(me: Rank) -> None:
     if me.world > 1:
-        import torch.distributed as dist
+        import torch.distributed as dist  # deferred: torch only when this runs (0 modules)
 
         dist.barrier()
 
@@ -293,7 +290,7 @@ def _limit_memory(config: TrainConfig) -> None:
     torch's ``DefaultCPUAllocator: can't allocate memory``, a real out-of-memory."""
     if config.device != "cpu" or config.memory_limit_mb <= 0:
         return
-    import torch
+    import torch  # deferred: torch only when this runs (0 modules)
 
     torch.backends.mkldnn.enabled = False  # oneDNN's own allocation failures read "could not create a primitive"
     with open("/proc/self/statm", encoding="ascii") as f:
@@ -311,7 +308,7 @@ def _is_oom(exc: BaseException) -> bool:
 
 def _peak_memory(device: Any) -> int:
     if device.type == "cuda":
-        import torch
+        import torch  # deferred: torch only when this runs (0 modules)
 
         return int(torch.cuda.max_memory_allocated(device))
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024

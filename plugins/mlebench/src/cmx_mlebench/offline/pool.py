@@ -19,18 +19,18 @@ Factory = Callable[[], Any]
 
 
 def _scaled_logreg(c: float) -> Any:
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+    from sklearn.linear_model import LogisticRegression  # deferred: sklearn only when this runs (1505 modules)
+    from sklearn.pipeline import make_pipeline  # deferred: sklearn only when this runs (1427 modules)
+    from sklearn.preprocessing import StandardScaler  # deferred: sklearn only when this runs (1424 modules)
 
     return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=1000))
 
 
 def classifiers() -> list[tuple[str, Factory]]:
-    from sklearn.dummy import DummyClassifier
-    from sklearn.naive_bayes import GaussianNB
-    from sklearn.neighbors import KNeighborsClassifier
-    from sklearn.tree import DecisionTreeClassifier
+    from sklearn.dummy import DummyClassifier  # deferred: sklearn only when this runs (1351 modules)
+    from sklearn.naive_bayes import GaussianNB  # deferred: sklearn only when this runs (1425 modules)
+    from sklearn.neighbors import KNeighborsClassifier  # deferred: sklearn only when this runs (1540 modules)
+    from sklearn.tree import DecisionTreeClassifier  # deferred: sklearn only when this runs (1550 modules)
 
     pool: list[tuple[str, Factory]] = [
         ("dummy-most-frequent", partial(DummyClassifier, strategy="most_frequent")),
@@ -46,10 +46,10 @@ def classifiers() -> list[tuple[str, Factory]]:
 
 
 def regressors() -> list[tuple[str, Factory]]:
-    from sklearn.dummy import DummyRegressor
-    from sklearn.linear_model import Ridge
-    from sklearn.neighbors import KNeighborsRegressor
-    from sklearn.tree import DecisionTreeRegressor
+    from sklearn.dummy import DummyRegressor  # deferred: sklearn only when this runs (1351 modules)
+    from sklearn.linear_model import Ridge  # deferred: sklearn only when this runs (1505 modules)
+    from sklearn.neighbors import KNeighborsRegressor  # deferred: sklearn only when this runs (1540 modules)
+    from sklearn.tree import DecisionTreeRegressor  # deferred: sklearn only when this runs (1550 modules)
 
     pool: list[tuple[str, Factory]] = [
         ("dummy-mean", partial(DummyRegressor, strategy="mean")),
@@ -70,8 +70,8 @@ def pool_scores(competition: str, public: Path, answers: Path,
                 grade: Callable[[Any, Any], float]) -> list[tuple[str, float]]:
     """(model name, rounded score) of every model of the pool (one BLAS thread: on a shared
     machine more threads only contend)."""
-    import pandas as pd
-    from threadpoolctl import threadpool_limits
+    import pandas as pd  # deferred: pandas only when this runs (493 modules)
+    from threadpoolctl import threadpool_limits  # deferred: threadpoolctl only when this runs (7 modules)
 
     task = TASKS[competition]
     train = pd.read_csv(public / "train.csv")

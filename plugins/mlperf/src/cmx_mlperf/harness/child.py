@@ -15,6 +15,7 @@ import gc
 import json
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,11 @@ from cmx_core.errors import CmxError, StepFailed
 from cmx_mlperf.harness import accuracy as acc
 from cmx_mlperf.harness import live
 from cmx_mlperf.harness.calibrate import budget_for, calibrate, derive
+from cmx_mlperf.harness.completer import LoadgenCompleter
 from cmx_mlperf.harness.config import Derived, conf_model_key, needs_calibration, user_conf
 from cmx_mlperf.harness.live import LiveReport
 from cmx_mlperf.harness.spec import LoadgenSpec
+from cmx_mlperf.sut import make_sut
 
 REPORT = "child_report.json"
 ERROR = "child_error.txt"
@@ -73,10 +76,8 @@ def _log_settings(lg: Any, out_dir: Path) -> Any:
 
 def run_test(spec: LoadgenSpec, out_dir: Path) -> dict[str, Any]:
     """Create the SUT, calibrate if needed, run LoadGen, compute accuracy; return the report."""
-    import mlperf_loadgen as lg
+    import mlperf_loadgen as lg  # deferred: mlperf_loadgen only when this runs (1 module)
 
-    from cmx_mlperf.harness.completer import LoadgenCompleter
-    from cmx_mlperf.sut import make_sut
 
     sut = make_sut(spec.sut, spec.sut_params)
     completer = LoadgenCompleter()
@@ -164,8 +165,6 @@ def _sut_name(sut: Any) -> str:
 
 def _describe(sut: Any) -> dict[str, Any]:
     """The model and software facts the SUT and this process know about."""
-    from importlib import metadata
-
     out: dict[str, Any] = {"model": getattr(sut, "model_name", None) or sut.name}
     info = getattr(sut, "model_info", None)
     if isinstance(info, dict):

@@ -70,7 +70,7 @@ class LoadgenCompleter:
     """
 
     def __init__(self) -> None:
-        import mlperf_loadgen as lg
+        import mlperf_loadgen as lg  # deferred: mlperf_loadgen only when this runs (1 module)
 
         self._lg = lg
         self._lock = threading.Lock()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.errors import UsageError
+from cmx_mlperf.sut import SUT_FACTORIES
 
 SCENARIOS = ("Offline", "Server", "SingleStream", "MultiStream")
 MODES = ("PerformanceOnly", "AccuracyOnly", "FindPeakPerformance", "PeakQPS")
@@ -106,8 +107,6 @@ def _boolean(key: str, value: Any) -> bool | None:
 
 def spec_from_params(params: Mapping[str, Any]) -> LoadgenSpec:
     """Validate the step's ``with:`` mapping into a :class:`LoadgenSpec`."""
-    from cmx_mlperf.sut import SUT_FACTORIES
-
     sut = str(params.get("sut") or "")
     if sut not in SUT_FACTORIES:
         raise UsageError(

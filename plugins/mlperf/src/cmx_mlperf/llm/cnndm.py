@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cmx_mlperf.llm.dataset import Sample
+from cmx_mlperf import targets
+from cmx_mlperf.llm import describe
+from cmx_mlperf.llm.dataset import SAMPLES, Sample
 from cmx_mlperf.llm.errors import UsageError
 
 BENCHMARK = "llama3_1-8b"
@@ -39,8 +41,6 @@ class LocalDataset:
 
 def load(path: str | Path) -> LocalDataset:
     """The samples of ``path``; a file that is not such a list is one UsageError."""
-    from cmx_mlperf import targets
-
     file = Path(path).expanduser()
     if not file.is_file():
         raise UsageError(f"dataset {file}: not a file; give the path of cnn_eval.json")
@@ -62,8 +62,6 @@ def load(path: str | Path) -> LocalDataset:
 
 def verify(dataset: LocalDataset, reference: bool) -> dict[str, Any]:
     """The dataset's identity; for a reference run anything but ``reference`` is refused."""
-    from cmx_mlperf import targets
-
     identity = targets.dataset_identity(BENCHMARK, dataset.info())
     if reference and identity["verdict"] != targets.REFERENCE:
         raise UsageError(f"dataset {dataset.path}: refused for a reference run: sha256 {dataset.sha256} is not a "
@@ -74,9 +72,6 @@ def verify(dataset: LocalDataset, reference: bool) -> dict[str, Any]:
 
 def samples_and_info(path: str | None) -> tuple[tuple[Sample, ...], dict[str, Any]]:
     """A SUT's samples and ``dataset_info``: the local file at ``path``, else the built-in set."""
-    from cmx_mlperf.llm import describe
-    from cmx_mlperf.llm.dataset import SAMPLES
-
     if not path:
         return tuple(SAMPLES), describe.dataset_info()
     dataset = load(path)

@@ -9,10 +9,13 @@ on a tiny model, which is what a CPU run measures. Greedy argmax gives the same 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from cmx_mlperf.llm.model_dir import load_llama
 
 TokenCallback = Callable[[int, int], None]
 """``callback(row, token_id)`` for a row of the batch."""
@@ -31,12 +34,9 @@ class LlamaGenerator:
     """A loaded Llama model and tokenizer with a streaming, greedy ``generate``."""
 
     def __init__(self, model_dir: str | Path, settings: GenerationSettings) -> None:
-        import inspect
+        import torch  # deferred: torch only when this runs (1033 modules)
+        from transformers.utils import logging as hf_logging  # deferred: transformers only when this runs (477 modules)
 
-        import torch
-        from transformers.utils import logging as hf_logging
-
-        from cmx_mlperf.llm.model_dir import load_llama
 
         hf_logging.disable_progress_bar()
         if settings.threads:
@@ -97,7 +97,7 @@ class LlamaGenerator:
         return outputs
 
     def _new_cache(self) -> Any:
-        from transformers import DynamicCache
+        from transformers import DynamicCache  # deferred: transformers only when this runs (477 modules)
 
         try:
             return DynamicCache(config=self.model.config)

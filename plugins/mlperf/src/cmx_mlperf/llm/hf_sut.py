@@ -26,10 +26,12 @@ from typing import Any
 
 from cmx_mlperf.llm.cnndm import samples_and_info
 from cmx_mlperf.llm.dataset import SAMPLES
-from cmx_mlperf.llm.errors import raise_if_errors
+from cmx_mlperf.llm.describe import MLPERF_DTYPES, local_model_info
+from cmx_mlperf.llm.errors import UsageError, raise_if_errors
 from cmx_mlperf.llm.generate import GenerationSettings, LlamaGenerator
 from cmx_mlperf.llm.model_dir import NAME_KEY, check_llama_dir
 from cmx_mlperf.llm.params import parse_params
+from cmx_mlperf.llm.rouge import rouge_metrics
 from cmx_mlperf.llm.tokens import ids_from_bytes, ids_to_bytes
 
 log = logging.getLogger("cmx.mlperf.hf_llm")
@@ -103,8 +105,6 @@ class HfLlmSUT:
         """The result's ``model`` section (the harness reads ``model_info``): what the model
         directory says (weights digest, files), with the loaded model's exact parameter count
         and the data type it runs in, named as MLPerf names it (``fp32``, ``bf16``)."""
-        from cmx_mlperf.llm.describe import MLPERF_DTYPES, local_model_info
-
         assert self._generator is not None
         model = self._generator.model
         dtype = str(next(model.parameters()).dtype).replace("torch.", "")
@@ -149,8 +149,6 @@ class HfLlmSUT:
 
     # -- accuracy --------------------------------------------------------------------
     def accuracy(self, entries: list[Any]) -> dict[str, float]:
-        from cmx_mlperf.llm.rouge import rouge_metrics
-
         tokenizer = self._tokenizer()
         preds, refs, counts = [], [], []
         errors = 0
@@ -169,7 +167,7 @@ class HfLlmSUT:
     def _tokenizer(self) -> Any:
         if self._generator is not None:
             return self._generator.tokenizer
-        from transformers import AutoTokenizer
+        from transformers import AutoTokenizer  # deferred: transformers only when this runs (407 modules)
 
         return AutoTokenizer.from_pretrained(self.config.model_dir, local_files_only=True)
 
@@ -225,7 +223,5 @@ def make(params: Mapping[str, Any]) -> HfLlmSUT:
     config = parse_params(HfLlmConfig, params, "hf-llm")
     info = check_llama_dir(config.model_dir)
     if config.batch_size < 1 or config.max_new_tokens < 1:
-        from cmx_mlperf.llm.errors import UsageError
-
         raise UsageError("sut hf-llm: batch_size and max_new_tokens must be at least 1")
     return HfLlmSUT(config, str(info.config.get(NAME_KEY) or ""))

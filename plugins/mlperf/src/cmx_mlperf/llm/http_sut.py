@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import threading
 import time
@@ -42,16 +43,18 @@ from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cmx_mlperf.llm import describe
 from cmx_mlperf.llm.cnndm import samples_and_info
 from cmx_mlperf.llm.dataset import SAMPLES
-from cmx_mlperf.llm.errors import ServerUnreachable, UsageError, raise_if_errors
+from cmx_mlperf.llm.errors import ModelDirError, ServerUnreachable, UsageError, raise_if_errors
 from cmx_mlperf.llm.itl import ItlPool
 from cmx_mlperf.llm.openai_client import Endpoint, RequestFailed, StreamResult, get_json, stream_completion
 from cmx_mlperf.llm.params import parse_params
 from cmx_mlperf.llm.responses import FAILED, ResponseCodec
+from cmx_mlperf.llm.rouge import rouge_metrics
 from cmx_mlperf.llm.token_counts import TokenCountTally
 from cmx_mlperf.llm.tokens import ids_to_bytes
 
@@ -250,8 +253,6 @@ class OpenAIHttpSUT:
 
     def _describe_model(self) -> None:
         """``model_info`` and the tokenizer, from the local model directory when there is one."""
-        from pathlib import Path
-
         self.model_name = self.model
         model_dir = self.config.model_dir or (self.model if self.model and Path(self.model).is_dir() else "")
         if not model_dir:
@@ -292,8 +293,6 @@ class OpenAIHttpSUT:
         """ROUGE of the logged responses: ids decoded with the tokenizer (as the reference
         script does), or the kept text; empty or unreadable entries count as ``errors``.
         ``tokens_per_sample`` counts ids, or the tokenizer-free fallback's ``n_tokens``."""
-        from cmx_mlperf.llm.rouge import rouge_metrics
-
         tokenizer = self._codec.tokenizer
         preds, refs, counts = [], [], []
         errors = 0
@@ -334,13 +333,10 @@ def _encoding_warnings(encodings: dict[str, int]) -> list[str]:
 
 def _load_tokenizer(model_dir: str) -> Any:
     """The served model's tokenizer, loaded once from its directory, offline."""
-    import os
-
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # deferred: transformers only when this runs (393 modules)
 
-    from cmx_mlperf.llm.errors import ModelDirError
 
     try:
         return AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
@@ -366,10 +362,7 @@ def make(params: Mapping[str, Any]) -> OpenAIHttpSUT:
     config = parse_params(OpenAIHttpConfig, params, "openai-http")
     if config.concurrency < 1 or config.max_tokens < 1 or config.timeout_s <= 0:
         raise UsageError("sut openai-http: concurrency and max_tokens must be >= 1 and timeout_s > 0")
-    if config.model_dir:
-        from pathlib import Path
-
-        if not Path(config.model_dir).expanduser().is_dir():
-            raise UsageError(f"sut openai-http: sut_params.model_dir {config.model_dir} is not a directory; "
-                             "set it to the served model's directory or leave it empty")
+    if config.model_dir and not Path(config.model_dir).expanduser().is_dir():
+        raise UsageError(f"sut openai-http: sut_params.model_dir {config.model_dir} is not a directory; "
+                         "set it to the served model's directory or leave it empty")
     return OpenAIHttpSUT(config)

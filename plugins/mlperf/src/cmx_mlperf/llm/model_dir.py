@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+from collections import Counter
 from dataclasses import dataclass
+from math import prod
 from pathlib import Path
 from typing import Any
 
@@ -60,13 +64,11 @@ def load_llama(path: str | Path, device: str = "cpu", dtype: str = "float32") ->
 
     ``dtype=`` is the keyword of transformers >= 4.56 (the ``llm`` extra's floor).
     """
-    import os
-
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     info = check_llama_dir(path)
-    import torch
-    from transformers import AutoTokenizer, LlamaForCausalLM
+    import torch  # deferred: torch only when this runs (1033 modules)
+    from transformers import AutoTokenizer, LlamaForCausalLM  # deferred: transformers only when this runs (477 modules)
 
     torch_dtype = getattr(torch, dtype, None)
     if not isinstance(torch_dtype, torch.dtype):
@@ -112,8 +114,6 @@ def weight_files(root: Path) -> list[Path]:
 
 def weights_digest(root: str | Path) -> WeightsDigest | None:
     """The digest of a model directory's weight files; None when it has none."""
-    import hashlib
-
     files = {p.name: _file_sha256(p) for p in weight_files(Path(root))}
     if not files:
         return None
@@ -122,8 +122,6 @@ def weights_digest(root: str | Path) -> WeightsDigest | None:
 
 
 def _file_sha256(path: Path) -> str:
-    import hashlib
-
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 22), b""):
@@ -145,11 +143,9 @@ def safetensors_stats(root: str | Path) -> TensorStats | None:
     if not files:
         return None
     try:
-        from safetensors import safe_open
+        from safetensors import safe_open  # deferred: optional safetensors, only when this runs
     except ImportError:
         return None
-    from collections import Counter
-    from math import prod
 
     total = 0
     dtypes: Counter[str] = Counter()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cmx_mlperf.llm.openai_client import StreamResult
-from cmx_mlperf.llm.tokens import ids_to_bytes
+from cmx_mlperf.llm.tokens import ids_from_bytes, ids_to_bytes
 
 FAILED = b""
 """The response bytes of a failed sample."""
@@ -76,8 +76,6 @@ class ResponseCodec:
     def decode(self, data: bytes) -> list[int] | str | None:
         """Ids (a tokenizer can turn them into text), the JSON fallback's text, or None for a
         failed or unreadable entry."""
-        from cmx_mlperf.llm.tokens import ids_from_bytes
-
         if not data:
             return None
         if self.tokenizer is not None:

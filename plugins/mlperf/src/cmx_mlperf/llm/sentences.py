@@ -17,6 +17,7 @@ initials, numbers, quotes and brackets, as the tests show case by case.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -96,6 +97,7 @@ def splitter_name() -> str:
 @lru_cache(maxsize=1)
 def _nltk_model_installed() -> bool:
     try:
+        # deferred: optional nltk, only when this runs
         import nltk.data  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - nltk comes with rouge-score
         return False
@@ -109,7 +111,7 @@ def _nltk_model_installed() -> bool:
 @lru_cache(maxsize=1)
 def _splitter() -> Splitter:
     if _nltk_model_installed():
-        import nltk
+        import nltk  # deferred: nltk only when this runs (1868 modules)
 
         def nltk_split(text: str) -> list[str]:
             return list(nltk.sent_tokenize(text))
@@ -120,8 +122,7 @@ def _splitter() -> Splitter:
 
 @lru_cache(maxsize=1)
 def _builtin_tokenizer() -> Splitter:
-    from collections import defaultdict
-
+    # deferred: nltk only when this runs (1868 modules)
     from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer  # type: ignore[import-untyped]
 
     params = PunktParameters()

@@ -40,6 +40,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from cmx_core.errors import CmxError
+from cmx_mlperf import __version__
 from cmx_mlperf.llm.generate import GenerationSettings, LlamaGenerator
 
 FAULT_MODES = ("none", "http500", "bad-json", "drop")
@@ -49,8 +51,6 @@ ENGINE_NAME = "cmx-loopback-test-server"
 
 def engine_version() -> str:
     """What ``GET /version`` answers: the version of the cmx-mlperf package serving it."""
-    from cmx_mlperf import __version__
-
     return __version__
 
 
@@ -343,7 +343,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens-per-chunk", type=int, default=1)
     parser.add_argument("--max-seconds", type=float, default=3600.0, help="exit after this long (bounded)")
     args = parser.parse_args(argv)
-    from cmx_core.errors import CmxError
 
     try:
         shape = StreamShape(usage=not args.no_usage, tokens_per_chunk=args.tokens_per_chunk)

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cmx_mlperf.llm.tiny_llama import build
+
 
 def shared_tiny_llama(tmp_path_factory: Any) -> Path:
     """Build the default tiny Llama once per pytest session (under its base temp dir)."""
-    from cmx_mlperf.llm.tiny_llama import build
-
     dest = Path(tmp_path_factory.getbasetemp()) / "cmx-tiny-llama"
     if (dest / "model.safetensors").is_file():
         return dest

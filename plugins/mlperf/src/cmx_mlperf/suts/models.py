@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.errors import UsageError
+from cmx_mlperf.suts.datasets import digits_split
+from cmx_mlperf.suts.resnet import resnet50
 
 DIGITS_SEED = 0
 DIGITS_EPOCHS = 100
@@ -37,15 +39,14 @@ def _sha256(path: Path) -> str:
 
 
 def _mlp() -> Any:
-    from torch import nn
+    from torch import nn  # deferred: torch only when this runs (1020 modules)
 
     return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
 def _train_digits(path: Path) -> None:
-    import torch
+    import torch  # deferred: torch only when this runs (1020 modules)
 
-    from cmx_mlperf.suts.datasets import digits_split
 
     split = digits_split()
     threads = torch.get_num_threads()
@@ -57,7 +58,7 @@ def _train_digits(path: Path) -> None:
 
 
 def _fit(path: Path, split: Any) -> None:
-    import torch
+    import torch  # deferred: torch only when this runs (1020 modules)
 
     torch.manual_seed(DIGITS_SEED)
     model = _mlp()
@@ -74,7 +75,7 @@ def _fit(path: Path, split: Any) -> None:
 
 
 def load_digits_mlp(cache_dir: Path) -> LoadedModel:
-    import torch
+    import torch  # deferred: torch only when this runs (1020 modules)
 
     path = cache_dir / DIGITS_FILE
     if not path.is_file():
@@ -91,7 +92,7 @@ def load_digits_mlp(cache_dir: Path) -> LoadedModel:
 
 def load_resnet50(model_path: Path) -> LoadedModel:
     """Load ResNet-50 weights; any problem is one :class:`UsageError` line naming the file."""
-    import torch
+    import torch  # deferred: torch only when this runs (1020 modules)
 
     if not model_path.is_file():
         raise UsageError(f"model_path {model_path}: no such file; pass ResNet-50 weights (TorchScript or state_dict)")
@@ -120,9 +121,8 @@ def _is_torchscript(path: Path) -> bool:
 
 
 def _resnet_from_state_dict(path: Path) -> Any:
-    import torch
+    import torch  # deferred: torch only when this runs (1020 modules)
 
-    from cmx_mlperf.suts.resnet import resnet50
 
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)

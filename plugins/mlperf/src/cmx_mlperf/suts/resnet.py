@@ -10,8 +10,8 @@ from typing import Any
 
 
 def _build_classes() -> tuple[Any, Any]:
-    import torch
-    from torch import nn
+    import torch  # deferred: torch only when this runs (1058 modules)
+    from torch import nn  # deferred: torch only when this runs (1058 modules)
 
     class Bottleneck(nn.Module):
         expansion = 4

@@ -69,7 +69,7 @@ def save_json(file_name: str, meta: Any = None, indent: int = 2, sort_keys: bool
 
 
 def load_yaml(file_name: str, check_if_exists: bool = False, encoding: str = "utf8") -> Result:
-    import yaml
+    import yaml  # deferred: yaml only when this runs (24 modules)
 
     if check_if_exists and not os.path.isfile(file_name):
         return {"return": 16, "error": f"{file_name} was not found"}
@@ -78,7 +78,7 @@ def load_yaml(file_name: str, check_if_exists: bool = False, encoding: str = "ut
 
 
 def save_yaml(file_name: str, meta: Any = None, sort_keys: bool = True, encoding: str = "utf8") -> Result:
-    import yaml
+    import yaml  # deferred: yaml only when this runs (24 modules)
 
     with open(file_name, "w", encoding=encoding) as handle:
         yaml.safe_dump({} if meta is None else meta, handle, sort_keys=sort_keys)
