@@ -320,6 +320,13 @@ def test_cm_command_line_env_and_cms_choice(tmp_path: Path, cmx_cli: Callable[..
     assert outputs(proc)["new_env"] == {"CM_SAID": "say-z:hi"}  # the lowest sort; a variation 'say' is no match
     line = next(x for x in proc.stderr.splitlines() if "match 3 scripts" in x)
     assert "took say-z (sort 5" in line and "not say-a (sort 10), say-b (sort 10)" in line
+    explained = cmx_cli("cm", "explain", "script", "--tags=say", "--recipes", str(out))
+    assert explained.returncode == 0, explained.stderr
+    first, second = explained.stdout.splitlines()[:2]
+    assert "took say-z (sort 5" in first and "the lowest sort, then the path" in first
+    assert second.startswith("query: tags cm,say-z -> cm.say-z")
+    as_json = cmx_cli("cm", "explain", "script", "--tags=say", "--recipes", str(out), "--json")
+    assert json.loads(as_json.stdout)["error"] is None and "took say-z" in as_json.stderr
     live = cmx_cli("cm", "run", "script", "--tags=say", "--env.CM_UNDECLARED=live", "--json",
                    env={"CMX_CM_PATH": str(root)})
     assert outputs(live)["new_env"] == {"CM_SAID": "say-z:live"}
