@@ -16,6 +16,7 @@ from cmx_core.cli.recipe_doc import recipe_json, recipe_markdown
 from cmx_core.cli.recovery_opts import add_recovery_options, recovery
 from cmx_core.errors import UsageError
 from cmx_core.plan.conditional import of_node
+from cmx_core.resolve.env_args import ENV_PREFIX
 from cmx_core.resolve.input_hints import unknown_flag
 from cmx_core.results.grid import Column, Grid, fit, width_for
 from cmx_core.results.summary import run_summary
@@ -104,7 +105,8 @@ def _query_options(parser: argparse.ArgumentParser, required: bool = True) -> No
 
 
 def parse_inputs(extra: list[str]) -> dict[str, str]:
-    """``--input.KEY=VALUE``, ``--KEY=VALUE`` and ``--KEY VALUE`` arguments as a dict."""
+    """``--input.KEY=VALUE``, ``--KEY=VALUE`` and ``--KEY VALUE`` arguments as a dict;
+    ``--env.KEY=VALUE`` is kept as ``env.KEY`` for the resolver (cmx_core.resolve.env_args)."""
     inputs: dict[str, str] = {}
     pending = list(extra)
     while pending:
@@ -116,10 +118,9 @@ def parse_inputs(extra: list[str]) -> dict[str, str]:
         if not arg.startswith("--"):
             raise UsageError(f"unrecognized argument {arg!r}: recipe inputs are given as --KEY=VALUE or --KEY VALUE")
         key, value = arg[2:].split("=", 1)
-        if key.startswith("env."):
-            raise UsageError(f"{arg!r}: cmx does not take environment variables on the command line (a step "
-                             "sees only what its recipe allows); declare an input, or list the variable "
-                             "under the shell step's env_allow: and export it")
+        if key.startswith(ENV_PREFIX):  # kept as typed: the resolver gives it to a step that takes env
+            inputs[key] = value
+            continue
         key = key[len("input."):] if key.startswith("input.") else key
         if not key:
             raise UsageError(f"empty input name in {arg!r}")

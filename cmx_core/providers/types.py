@@ -186,6 +186,10 @@ class StepType:
     conditional_deps: Callable[[Mapping[str, Any]], Sequence[ConditionalDep]] | None = None
     """The deps the step itself runs, each decided at run time, from its unrendered ``with:``
     (cmx-cm's hooks): ``cmx plan`` and ``cmx explain`` show them as conditional."""
+    env_input: str = ""
+    """The input that takes the command line's ``--env.KEY=VALUE`` arguments, as a JSON object,
+    on a recipe run with a step of this type (cmx-cm's ``cm_env``: CM's env habit); empty: the
+    step type takes none, and ``--env.`` is refused for its recipes."""
 
 
 @dataclass(frozen=True)

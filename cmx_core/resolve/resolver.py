@@ -35,7 +35,8 @@ from cmx_core.recipes.template_checks import RUN_NAMES, Scope, check_dep_templat
 from cmx_core.resolve import requirements
 from cmx_core.resolve import versions as resolve_versions
 from cmx_core.resolve.decision import Candidate, Decision, Path
-from cmx_core.resolve.input_hints import unknown_input
+from cmx_core.resolve.env_args import fold_env_args
+from cmx_core.resolve.input_hints import COMMAND_LINE, unknown_input
 from cmx_core.resolve.step_params import check_step_params
 
 StepLookup = Callable[[str], StepType]
@@ -369,6 +370,8 @@ class Resolver:
                 spec = recipe.inputs[key]
                 forced[key] = (spec.coerce(forced_value, f"variation '{name}' of {recipe.name}"), name)
         values.update({k: v for k, (v, _) in forced.items()})
+        if origin == COMMAND_LINE:
+            raw = fold_env_args(recipe, raw, self.step_lookup)
         for key, value in raw.items():
             given = recipe.inputs.get(key)
             if given is None:

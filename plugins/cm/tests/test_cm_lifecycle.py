@@ -263,13 +263,50 @@ def test_variation_alias_state_and_tags_from_env(tmp_path: Path, cmx_cli: Callab
 
 def test_the_scripts_own_output_is_shown_with_v(tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
     root, out = tmp_path / "c" / "script", tmp_path / "out"
-    write_script(root, "chatty", "alias: chatty\ntags: [chatty]\n", run_sh="echo 'hello from run.sh'\n")
+    write_script(root, "chatty", "alias: chatty\ntags: [chatty]\n", run_sh="echo 'hello from run.sh'\n",
+                 customize="def preprocess(i):\n    print('hello from customize.py')\n    return {'return': 0}\n")
     import_collection(root, out)
     quiet = cmx_cli("run", "recipe", "--tags=cm,chatty", "--recipes", str(out), "--no-cache")
-    loud = cmx_cli("run", "recipe", "--tags=cm,chatty", "--recipes", str(out), "--no-cache", "-v")
-    assert quiet.returncode == loud.returncode == 0, loud.stderr
-    assert "hello from run.sh" not in quiet.stderr and "hello from run.sh" not in quiet.stdout
-    assert "cmx: cm.chatty | hello from run.sh" in loud.stderr
+    assert quiet.returncode == 0, quiet.stderr
+    assert "hello from" not in quiet.stderr and "hello from" not in quiet.stdout
+    for command in (["run", "recipe", "--tags=cm,chatty"], ["run", "script", "--tags=cm,chatty"],
+                    ["cm", "run", "script", "--tags=chatty"]):
+        loud = cmx_cli(*command, "--recipes", str(out), "--no-cache", "-v")
+        assert loud.returncode == 0, loud.stderr
+        assert "cmx: cm.chatty | hello from customize.py" in loud.stderr, command
+        assert "cmx: cm.chatty | hello from run.sh" in loud.stderr, command
+        assert "hello from" not in loud.stdout
+
+
+def test_env_options_for_bridged_scripts_in_cmx_run(tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
+    """``cmx run script|recipe`` and ``cmx plan`` take ``--env.KEY=VALUE`` for a bridged script
+    (into its ``cm_env``, merged with one given as JSON); a plain cmx recipe refuses it in one line."""
+    root, out = tmp_path / "c" / "script", tmp_path / "out"
+    write_script(root, "say", "alias: say\ntags: [say]\nnew_env_keys: [CM_SAID]\n",
+                 run_sh='echo "CM_SAID=$CM_UNDECLARED:$CM_OTHER" > tmp-run-env.out\n')
+    import_collection(root, out)
+    for noun in ("script", "recipe"):
+        proc = cmx_cli("run", noun, "--tags=cm,say", "--recipes", str(out), "--env.CM_UNDECLARED=hi",
+                       "--env.CM_OTHER=x", "--json")
+        assert proc.returncode == 0, proc.stderr
+        assert outputs(proc)["new_env"] == {"CM_SAID": "hi:x"}
+    merged = cmx_cli("run", "script", "--tags=cm,say", "--recipes", str(out), "--env.CM_UNDECLARED=flag",
+                     '--cm_env={"CM_OTHER": "json", "CM_UNDECLARED": "json"}', "--json")
+    assert outputs(merged)["new_env"] == {"CM_SAID": "flag:json"}  # --env.KEY wins over the JSON's key
+    plan = cmx_cli("plan", "--tags=cm,say", "--recipes", str(out), "--env.CM_UNDECLARED=a=b", "--json")
+    assert plan.returncode == 0, plan.stderr
+    assert json.loads(json.loads(plan.stdout)["nodes"][0]["inputs"]["cm_env"]) == {"CM_UNDECLARED": "a=b"}
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "echo.yaml").write_text("name: echo\ntags: [echo]\nsummary: echoes\ncache: false\n"
+                                     "steps:\n  - {uses: shell, with: {cmd: [echo, hi]}}\n")
+    for bad in (["--env.CM_X=1"], ["--env.=1"]):
+        refused = cmx_cli("run", "script", "--tags=echo", "--recipes", str(plain), *bad)
+        assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    refused = cmx_cli("run", "script", "--tags=echo", "--recipes", str(plain), "--env.CM_X=1")
+    assert "'--env.CM_X=1'" in refused.stderr and "recipe echo" in refused.stderr and "cm.script" in refused.stderr
+    bad_json = cmx_cli("run", "script", "--tags=cm,say", "--recipes", str(out), "--env.CM_X=1", "--cm_env=[1]")
+    assert bad_json.returncode == 2 and "expected a JSON object" in bad_json.stderr, bad_json.stderr
 
 
 def test_cm_command_line_env_and_cms_choice(tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
@@ -283,6 +320,13 @@ def test_cm_command_line_env_and_cms_choice(tmp_path: Path, cmx_cli: Callable[..
     assert outputs(proc)["new_env"] == {"CM_SAID": "say-z:hi"}  # the lowest sort; a variation 'say' is no match
     line = next(x for x in proc.stderr.splitlines() if "match 3 scripts" in x)
     assert "took say-z (sort 5" in line and "not say-a (sort 10), say-b (sort 10)" in line
+    explained = cmx_cli("cm", "explain", "script", "--tags=say", "--recipes", str(out))
+    assert explained.returncode == 0, explained.stderr
+    first, second = explained.stdout.splitlines()[:2]
+    assert "took say-z (sort 5" in first and "the lowest sort, then the path" in first
+    assert second.startswith("query: tags cm,say-z -> cm.say-z")
+    as_json = cmx_cli("cm", "explain", "script", "--tags=say", "--recipes", str(out), "--json")
+    assert json.loads(as_json.stdout)["error"] is None and "took say-z" in as_json.stderr
     live = cmx_cli("cm", "run", "script", "--tags=say", "--env.CM_UNDECLARED=live", "--json",
                    env={"CMX_CM_PATH": str(root)})
     assert outputs(live)["new_env"] == {"CM_SAID": "say-z:live"}

@@ -156,13 +156,15 @@ def test_variation_changes_or_replaces_a_dep_by_name(tmp_path: Path, cmx_home: P
         """)
     result = import_collection(root, out)
     app = next(t for t in result.translations if t.name == "cm.app")
-    assert app.recipe["deps"][0]["when"] == "not ('newer' in variations or 'swap' in variations)"
+    assert app.recipe["deps"][0]["when"] == ("('|python:' not in inputs.cm_adr) and not ('newer' in variations or "
+                                             "'swap' in variations)")  # callers pass no adr for 'python' either
     newer = app.recipe["variations"]["newer"]["deps"][0]
     assert newer["tags"] == ["cm", "get", "py", "get-py", "v2"] and newer["with"] == {"version_min": "3.8"}
     assert any(i.key == "variations.newer.ad.nothing" for i in app.issues)
-    # adr is applied to the own dep like ad (one changed copy), reported: CM also goes down the tree
-    assert any(i.key == "variations.newer.adr" and i.kind == "approximated" for i in app.issues)
+    # adr is applied to the own dep like ad (one changed copy) and handed down the tree, as in CM
+    assert not any(i.key == "variations.newer.adr" for i in app.issues)
     assert len(app.recipe["variations"]["newer"]["deps"]) == 1
+    assert "with" not in app.recipe["deps"][0]  # get-py has no deps for an adr to change: nothing to hand down
 
     def chosen(*tags: str) -> list[str]:
         return [n.recipe.name for n in api.plan(["cm", "app", *tags], recipes_dirs=[out]).nodes]
@@ -187,7 +189,7 @@ def test_add_deps_recursive_changes_the_scripts_own_deps(tmp_path: Path, cmx_hom
     result = import_collection(root, out)
     app = next(t for t in result.translations if t.name == "cm.app")
     kinds = {i.key: i.kind for i in app.issues}
-    assert kinds["variations.with-llvm.adr"] == "approximated"
+    assert "variations.with-llvm.adr" not in kinds  # handed down the tree as in CM (test_cm_vs_cm.py)
     assert "variations.with-gcc.add_deps_recursive.absent" not in kinds  # down the tree in CM: not an error
     for variation, wanted in (("with-llvm", "llvm"), ("with-gcc", "gcc"), (None, None)):
         plan = api.plan(["cm", "app", *([variation] if variation else [])], recipes_dirs=[out])

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cm_helpers import outputs
+from cm_helpers import outputs, write_script
 
 CMIND, CMX4MLOPS = "cmind==4.2.0", "cmx4mlops==1.0.1"
 REFERENCE = Path(__file__).parent / "cm_reference.py"
@@ -67,7 +67,7 @@ def cm_collection(venv: Path) -> Path:
 
 def cm_run(venv: Path, tags: str, tmp: Path) -> dict[str, Any]:
     out = tmp / f"cm-{tags.replace(',', '_')}.json"
-    env = {**os.environ, "CM_REPOS": str(tmp / "cm-repos")}
+    env = {**os.environ, "CM_REPOS": str(tmp / "cm-repos")}  # CM's own 'local' repo is cm-repos/repos/local
     subprocess.run([str(venv / "bin" / "python"), str(REFERENCE), tags, str(out)], cwd=tmp, env=env,
                    capture_output=True, timeout=600, check=False)
     document: dict[str, Any] = json.loads(out.read_text())
@@ -115,7 +115,8 @@ def test_coverage_report_over_cmx4mlops(cm_venv: Path, tmp_path: Path, cmx_cli: 
     proc = cmx_cli("import", "cm", str(cm_collection(cm_venv)), "--out", str(out), "--report",
                    "--run", RUN, "--json", timeout=1800)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    cov = json.loads(proc.stdout)["coverage"]
+    document = json.loads(proc.stdout)
+    cov = document["coverage"]
     assert cov["scripts"] > 300 and cov["imported"] == cov["scripts"]
     assert 0 < cov["planned"] <= cov["imported"]
     # all 306 with cmx4mlops 1.0.1: bert-base-squad's post dep on a missing script is a run-time dep
@@ -124,6 +125,14 @@ def test_coverage_report_over_cmx4mlops(cm_venv: Path, tmp_path: Path, cmx_cli: 
     assert (cov["run_attempted"], cov["ran"]) == (5, 5), cov["runs"]
     # scripts with no key unmapped or approximated: 97 of 306 before run-time deps and combinations
     assert cov["fully_mapped"] >= 126, cov["fully_mapped"]
+    # 262 approximated keys before adr was handed down the tree (200 of them adr), 97 after (13 adr)
+    assert document["issue_counts"]["approximated"] <= 97, document["issue_counts"]
+    report = json.loads((out / "report.json").read_text())
+    adr = [i for i in report["issues"] if i["kind"] == "approximated"
+           and i["key"].endswith((".adr", ".add_deps_recursive"))]
+    assert len(adr) <= 13 and all("parameter" in i["reason"] for i in adr), adr
+    assert document["issue_counts"]["unmapped"] <= 1197, document["issue_counts"]
+    assert any(i["key"] == "variations.llama3_1-405b.adr" and i["kind"] == "unmapped" for i in report["issues"])
 
 
 VERSION_MISS = """
@@ -164,3 +173,42 @@ def test_cm_command_line_takes_the_script_cm_takes(tags: str, cm_venv: Path, imp
     assert got["new_env"], "the comparison must not be between two empty results"
     if tags == "print,hello-world":
         assert "match 4 scripts; took print-hello-world (sort 0" in proc.stderr
+
+
+SCRIPT_HEAD = 'uid: "{uid}"\nautomation_alias: script\nautomation_uid: 5b4e0237da074764\n'
+
+
+def _adr_collection(root: Path) -> None:
+    """adr-top's variation ``pick`` changes, through ``adr``, a dep and a post dep of adr-mid, the
+    script below it (neither is one of adr-top's own deps)."""
+    for n, (alias, tag, var, key) in enumerate((("adr-leaf", "adrleaf", "x", "LEAF"),
+                                                ("adr-late", "adrlate", "y", "LATE"))):
+        variations = f"variations:\n  {var}: {{env: {{CM_{key}_VAR: {var}}}}}\n"
+        write_script(root, alias, f"alias: {alias}\n{SCRIPT_HEAD.format(uid=f'a{n}' * 8)}tags: [{tag}]\n"
+                                  f"new_env_keys: [CM_{key}_*]\n{variations}",
+                     run_sh=f'echo "CM_{key}_SEEN=${{CM_{key}_VAR:-plain}}" > tmp-run-env.out\n')
+    write_script(root, "adr-mid", f"alias: adr-mid\n{SCRIPT_HEAD.format(uid='b2' * 8)}tags: [adrmid]\n"
+                                  "new_env_keys: [CM_LEAF_*, CM_LATE_*]\ndeps:\n  - {tags: adrleaf, names: [leaf]}\n"
+                                  "post_deps:\n  - {tags: adrlate, names: [late]}\n")
+    write_script(root, "adr-top", f"alias: adr-top\n{SCRIPT_HEAD.format(uid='c3' * 8)}tags: [adrtop]\n"
+                                  "new_env_keys: [CM_LEAF_*, CM_LATE_*]\ndeps:\n  - {tags: adrmid}\n"
+                                  "variations:\n  pick: {adr: {leaf: {tags: _x}, late: {tags: _y}}}\n")
+
+
+@pytest.mark.parametrize(("cmx_tags", "cm_tags"), [("cm,adr-top", "adrtop"), ("cm,adr-top,pick", "adrtop,_pick")])
+def test_add_deps_recursive_reaches_the_deps_of_deps_as_in_cm(cmx_tags: str, cm_tags: str, cm_venv: Path,
+                                                              tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
+    """The same hand-written scripts in CM's local repo and imported into cmx: with ``_pick``
+    both run adr-mid's dep with ``_x`` and its post dep with ``_y``; without it, as written."""
+    root = tmp_path / "cm-repos" / "repos" / "local" / "script"
+    _adr_collection(root)
+    reference = cm_run(cm_venv, cm_tags, tmp_path)
+    out = tmp_path / "recipes"
+    assert cmx_cli("import", "cm", str(root), "--out", str(out)).returncode == 0
+    report = json.loads((out / "report.json").read_text())
+    assert not [i for i in report["issues"] if i["kind"] != "ignored"], report["issues"]
+    got = outputs(cmx_cli("run", "recipe", f"--tags={cmx_tags}", "--recipes", str(out), "--json", cwd=tmp_path))
+    assert got["new_env"] == reference["new_env"]
+    assert got["new_state"] == reference["new_state"]
+    seen = "x" if "pick" in cmx_tags else "plain"
+    assert got["new_env"]["CM_LEAF_SEEN"] == seen and got["new_env"]["CM_LATE_SEEN"] == seen.replace("x", "y")

@@ -1,4 +1,4 @@
-"""``cmx cm run script --tags=TAGS [--env.KEY=VALUE ...] [--KEY=VALUE ...] [-v] [--json]``: CM's
+"""``cmx cm run|explain script --tags=TAGS [--env.KEY=VALUE ...] [--KEY=VALUE ...] [-v] [--json]``: CM's
 own command line over an imported collection (``--recipes DIR``) or the live ``CMX_CM_PATH``.
 
 * ``--tags`` are CM tags: plain tags select scripts, ``_name`` their variations. When several
@@ -30,7 +30,9 @@ PASS_FLAGS = ("-v", "--verbose", "-q", "--quiet", "-s", "--json", "--no-cache", 
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["run"], help="run (as CM's 'cm run script')")
+    parser.add_argument("action", choices=["run", "explain"],
+                        help="run (as CM's 'cm run script'), or explain: which script CM's rule takes and why, "
+                             "then cmx's explanation of its plan")
     parser.add_argument("noun", choices=["script"], help="script")
     parser.add_argument("rest", nargs=argparse.REMAINDER,
                         help="--tags=TAGS, --recipes DIR, --env.KEY=VALUE, --KEY=VALUE, -v, --json")
@@ -100,13 +102,15 @@ def run(args: argparse.Namespace) -> NoReturn:
     tags, recipes, env, inputs, flags = _split(rest)
     dirs = _recipe_dirs(recipes)
     chosen, others, directory = choose(tags, dirs)
-    if others:
-        names = ", ".join(f"{e.alias} (sort {e.sort})" for e in others)
+    explaining = args.action == "explain"
+    if others or explaining:
+        names = ", ".join(f"{e.alias} (sort {e.sort})" for e in others) or "no other"
         print(f"cmx-cm: tags '{tags}' match {len(others) + 1} scripts; took {chosen.alias} (sort {chosen.sort}, "
               f"{chosen.path}) by CM's rule in quiet mode: the lowest sort, then the path; not {names}",
-              file=sys.stderr, flush=True)
+              file=sys.stdout if explaining and "--json" not in flags else sys.stderr, flush=True)
     variations = [t.strip()[1:] for t in tags.split(",") if t.strip().startswith("_")]
-    argv = [sys.executable, "-m", "cmx_core", "run", "recipe", f"--tags=cm,{chosen.alias},{','.join(variations)}"
+    command = ["explain"] if explaining else ["run", "recipe"]
+    argv = [sys.executable, "-m", "cmx_core", *command, f"--tags=cm,{chosen.alias},{','.join(variations)}"
             .rstrip(","), "--recipes", str(directory), *flags, *inputs]
     if env:
         argv.append("--cm_env=" + json.dumps(env, sort_keys=True))

@@ -36,6 +36,8 @@ class IndexEntry:
     env_inputs: Mapping[str, str]
     deps: tuple[tuple[str, ...], ...] = ()  # the tags of its top-level deps of every kind
     dep_env: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()  # (dep tags, env keys it passes), all deps
+    dep_names: tuple[str, ...] = ()  # the names of its deps of every kind (what an adr change addresses)
+    adr: tuple[tuple[str, str], ...] = ()  # (dep name, the change as canonical JSON) of its variations' adr
 
     def has_variation(self, tag: str) -> bool:
         """CM's test: the name itself, or a parametric ``stem.#`` whose stem starts it."""
@@ -51,7 +53,9 @@ class IndexEntry:
         return IndexEntry(alias=str(data["alias"]), tags=tuple(data["tags"]), variations=tuple(data["variations"]),
                           sort=int(data["sort"]), path=str(data["path"]), env_inputs=dict(data["env_inputs"]),
                           deps=tuple(tuple(d) for d in data.get("deps", ())),
-                          dep_env=tuple((tuple(t), tuple(k)) for t, k in data.get("dep_env", ())))
+                          dep_env=tuple((tuple(t), tuple(k)) for t, k in data.get("dep_env", ())),
+                          dep_names=tuple(data.get("dep_names", ())),
+                          adr=tuple((str(n), str(c)) for n, c in data.get("adr", ())))
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,33 @@ class ScriptIndex:
                 found = self.select(split_tags(tags))
                 if found:
                     self.passed.setdefault(found[0].alias, set()).update(keys)
+
+        self.adr: dict[str, dict[str, str]] = {}  # dep name -> change id -> the change (JSON), collection-wide
+        for entry in self.entries:
+            for name, change in entry.adr:
+                self.adr.setdefault(name, {})[change_id(change)] = change
+        self._adr_reach: dict[str, bool] = {}
+
+    def recursive_changes(self, name: str) -> list[tuple[str, dict[str, Any]]]:
+        """Every change some script's variation makes through ``adr`` to deps named ``name``
+        (id, change), in a stable order: a dep of that name takes the one its callers pass."""
+        return [(key, json.loads(change)) for key, change in sorted(self.adr.get(name, {}).items())]
+
+    def passes_adr(self, start: IndexEntry) -> bool:
+        """Whether ``start`` or a script below it has a dep some ``adr`` of the collection
+        changes: only then does a dep on it carry its callers' ``add_deps_recursive``."""
+        if not self._adr_reach and self.adr:
+            below = {e.alias: {f[0].alias for f in (self.select(split_tags(t)) for t in e.deps) if f}
+                     for e in self.entries}
+            reach = {e.alias: any(n in self.adr for n in e.dep_names) for e in self.entries}
+            changed = True
+            while changed:  # a fixed point: cycles among scripts are common in CM collections
+                changed = False
+                for alias, targets in below.items():
+                    if not reach[alias] and any(reach.get(t) for t in targets):
+                        reach[alias] = changed = True
+            self._adr_reach = reach
+        return self._adr_reach.get(start.alias, False)
 
     def extra_inputs(self, entry: IndexEntry) -> dict[str, str]:
         """env key -> input name for the keys other scripts pass this one in a dep's ``env``
@@ -154,3 +185,8 @@ def split_tags(tags: Sequence[str]) -> DepQuery:
         else:
             plain.append(tag)
     return DepQuery(tuple(plain), tuple(variations), tuple(excluded), tuple(excluded_variations))
+
+
+def change_id(change: str) -> str:
+    """A short, stable name of one ``adr`` change (its canonical JSON)."""
+    return hashlib.sha256(change.encode()).hexdigest()[:10]

@@ -42,8 +42,13 @@ class HookFailed(RuntimeError):
     """A run-time dep failed; the message is one line."""
 
 
-def applies(hook: Mapping[str, Any], variations: Sequence[str], version: str) -> bool:
-    """Whether the selected variations and version take ``hook`` at all."""
+def applies(hook: Mapping[str, Any], variations: Sequence[str], version: str, adr: str = "") -> bool:
+    """Whether the selected variations, version and the callers' ``add_deps_recursive`` (``adr``,
+    ``|NAME:ID|`` marks) take ``hook`` at all."""
+    if not all(mark in adr for mark in hook.get("adr_needs") or []):
+        return False
+    if any(mark in adr for mark in hook.get("adr_unless") or []):
+        return False
     if hook.get("variation") and hook["variation"] not in variations:
         return False
     if not all(v in variations for v in hook.get("all_variations") or []):
@@ -80,7 +85,9 @@ def run_hooks(kind: str, request: Mapping[str, Any], env: MutableMapping[str, An
     """Run the hooks of ``kind`` in order, each decided against ``env`` as it is now."""
     variations = [str(v) for v in request.get("variations") or []]
     for hook in request.get("hooks") or []:
-        if hook.get("kind") != kind or not applies(hook, variations, str(request.get("version_wanted") or "")):
+        inherited = str(request.get("adr") or "")
+        if hook.get("kind") != kind or not applies(hook, variations, str(request.get("version_wanted") or ""),
+                                                   inherited):
             continue
         run_it, why = runtime_decision(hook.get("if") or {}, env)
         entry = {"kind": kind, "as": hook.get("as"), "tags": ",".join(hook.get("tags") or []),
@@ -105,7 +112,7 @@ def _run_one(hook: Mapping[str, Any], request: Mapping[str, Any], env: Mapping[s
     dep_env = passed_env(env, prefix, request.get("local_env_keys") or [])
     dep_env.update({k: _fill(str(v), env) for k, v in dict(hook.get("env") or {}).items()})
     tags = [*(hook.get("tags") or []), *tags_from_env(hook, dep_env, env)]
-    digest = hashlib.sha256(json.dumps([tags, hook.get("with"), dep_env], sort_keys=True,
+    digest = hashlib.sha256(json.dumps([tags, hook.get("with"), dep_env, request.get("adr") or ""], sort_keys=True,
                                        default=str).encode()).hexdigest()[:12]
     key = f"{target}#{digest}"
     if key in stack or len(stack) >= MAX_DEPTH:
@@ -117,6 +124,8 @@ def _run_one(hook: Mapping[str, Any], request: Mapping[str, Any], env: Mapping[s
         argv += ["--recipes", str(request["recipe_dir"])]
     argv += [f"--{k}={v}" for k, v in dict(hook.get("with") or {}).items()]
     argv.append("--cm_env=" + json.dumps(dep_env, sort_keys=True))
+    if request.get("adr") and hook.get("target"):  # a script of the collection: CM hands adr down to it
+        argv.append(f"--cm_adr={request['adr']}")
     child_env = {**os.environ, STACK_ENV: ":".join([*stack, key])}
     child_env.pop("PYTHONSAFEPATH", None)
     timeout = float(request.get("timeout_s") or DEFAULT_TIMEOUT_S)

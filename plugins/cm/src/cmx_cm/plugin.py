@@ -38,7 +38,7 @@ def _params() -> dict[str, str]:
 def cmx_register_steps(register: Callable[[StepType], None]) -> None:
     register(StepType(name="cm.script", summary="Run an imported CM/MLC script (customize.py + run.sh)",
                       run=_run_script, params=_params(), validate=_valid, conditional_deps=conditional_deps,
-                      capabilities=Capabilities(runs_untrusted_code=False), plugin=PLUGIN))
+                      env_input="cm_env", capabilities=Capabilities(runs_untrusted_code=False), plugin=PLUGIN))
 
 
 @hookimpl

@@ -44,6 +44,7 @@ PARAMS: dict[str, str] = {
     "local_env_keys": "the script's local_env_keys (not passed down to its run-time deps)",
     "variation_state": "variation -> the state it sets (a variation's state:)",
     "not_exact": "the metadata keys not carried exactly (key, kind, reason): said on stderr when the script runs",
+    "adr_marks": "variation -> the |NAME:ID| marks of its add_deps_recursive, handed down with cm_adr",
     "combinations": "the combination variations (parts, env, default_env, keys, script_name), applied when all "
                     "their parts are selected",
 }
@@ -149,7 +150,14 @@ def request(ctx: StepContext) -> dict[str, Any]:
             "hooks": _plain(list(ctx.params.get("hooks") or [])),
             "local_env_keys": list(ctx.params.get("local_env_keys") or []),
             "recipe_dir": str(ctx.recipe_dir) if ctx.recipe_dir else None,
-            "version_wanted": str(ctx.inputs.get("version") or "")}
+            "version_wanted": str(ctx.inputs.get("version") or ""), "adr": handed_down_adr(ctx)}
+
+
+def handed_down_adr(ctx: StepContext) -> str:
+    """CM's ``add_deps_recursive`` this script hands its run-time deps: its callers', then that
+    of its selected variations (``|NAME:ID|`` marks)."""
+    marks = dict(ctx.params.get("adr_marks") or {})
+    return str(ctx.inputs.get("cm_adr") or "") + "".join(str(marks[v]) for v in ctx.variations if v in marks)
 
 
 def say_not_exact(ctx: StepContext) -> None:

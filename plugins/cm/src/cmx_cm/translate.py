@@ -11,13 +11,14 @@ become inputs of their own names; deps of all four lifecycle kinds become cmx de
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cmx_cm.conditions import CONDITION_KEYS, DynamicCondition, EnvScope, dep_condition
-from cmx_cm.index import INPUT_RE, TAG_RE, DepQuery, IndexEntry, ScriptIndex, split_tags
+from cmx_cm.index import INPUT_RE, TAG_RE, DepQuery, IndexEntry, ScriptIndex, change_id, split_tags
 from cmx_cm.meta import ScriptMeta, script_digest
 
 IssueKind = Literal["unmapped", "approximated", "ignored"]
@@ -44,7 +45,10 @@ VARIATION_MAPPED = frozenset({"group", "default", "env", "default_env", *DEP_KIN
 
 ENV_INPUT = {"cm_env": {"type": "string", "default": "{}",
                         "description": "a JSON object of env keys set for the script as CM's --env.KEY=VALUE "
-                                       "(any key, declared or not; a run-time dep gets its caller's env here)"}}
+                                       "(any key, declared or not; a run-time dep gets its caller's env here)"},
+             "cm_adr": {"type": "string", "default": "",
+                        "description": "CM's add_deps_recursive handed down by the callers: |NAME:ID| per change "
+                                       "a caller's variation makes to deps named NAME (set by the bridge)"}}
 
 
 @dataclass(frozen=True)
@@ -228,11 +232,52 @@ class _Translator:
                                    if isinstance(v, (str, int, float, bool))}
         else:
             with_.update(self.dep_env(dep, target, where))
+            if target is not None and self.index is not None and self.index.passes_adr(target):
+                with_["cm_adr"] = self.adr_template()
         if with_:
             out["with"] = with_
         for key in sorted(set(dep) - DEP_MAPPED):
             self.issue(f"{where}.{key}", "dep option with no cmx equivalent (cmx deps see only their own inputs)")
         return out
+
+    def adr_marks(self) -> dict[str, str]:
+        """variation stem -> the ``|NAME:ID|`` marks of its ``adr`` changes (what it hands down)."""
+        return {stem: "".join(f"|{name}:{change_id(change)}|" for name, change in changes)
+                for stem, changes in _adr_changes(self.script.data).items()}
+
+    def adr_template(self) -> str:
+        """A planned dep's ``cm_adr``: the callers' changes, then those of the selected variations."""
+        parts = [f"{{% if {stem!r} in variations %}}{marks}{{% endif %}}" for stem, marks in self.adr_marks().items()]
+        return "{{ inputs.cm_adr }}" + "".join(parts)
+
+    def inherited_copies(self, dep: Mapping[str, Any], mapped: dict[str, Any], names: Sequence[str], where: str,
+                         kind: str) -> list[dict[str, Any]]:
+        """CM's ``add_deps_recursive`` from the callers: for each change some variation of the
+        collection makes to a dep of these names, a copy taken when the callers pass it
+        (``|NAME:ID|`` in ``cm_adr``); the dep as written only when they pass none."""
+        if self.index is None:
+            return []
+        copies: list[dict[str, Any]] = []
+        for name in names:
+            for key, change in self.index.recursive_changes(name):
+                before = len(self.issues)
+                copy = self.dep(_changed(dep, change), f"{where}(adr {name})", kind)
+                del self.issues[before:]  # the original's issues are reported once
+                if copy is None:
+                    continue
+                self.guard(copy, f"'|{name}:{key}|' in inputs.cm_adr", "adr_needs", f"|{name}:{key}|")
+                copies.append(copy)
+            if self.index.recursive_changes(name):
+                self.guard(mapped, f"'|{name}:' not in inputs.cm_adr", "adr_unless", f"|{name}:")
+        return copies
+
+    @staticmethod
+    def guard(mapped: dict[str, Any], test: str, hook_key: str, mark: str) -> None:
+        """Add a plan-time ``when`` test to a planned dep, or its run-time form to a hook."""
+        if "_hook" in mapped:
+            mapped["_hook"].setdefault(hook_key, []).append(mark)
+        else:
+            mapped["when"] = f"({mapped['when']}) and {test}" if mapped.get("when") else test
 
     def target(self, query: DepQuery, where: str) -> IndexEntry | None:
         """The script CM would select for the dep (None without an index or a match); the
@@ -292,14 +337,17 @@ class _Translator:
                 mapped = self.dep(dep, where, kind)
                 names = _tags(dep.get("names")) if isinstance(dep, dict) else []
                 touching = [(v, changes) for n in names for v, changes in touched.get(n, [])]
-                if mapped is not None and touching and "_hook" in mapped:
-                    mapped["_hook"]["unless_variations"] = sorted({v for v, _ in touching})
-                elif mapped is not None and touching:
+                copies = self.inherited_copies(dep, mapped, names, where, kind) \
+                    if mapped is not None and isinstance(dep, dict) else []
+                for target in [mapped, *copies] if mapped is not None and touching else []:
+                    if "_hook" in target:
+                        target["_hook"]["unless_variations"] = sorted({v for v, _ in touching})
+                        continue
                     guard = "not (" + " or ".join(sorted({f"{v!r} in variations" for v, _ in touching})) + ")"
-                    mapped["when"] = f"({mapped['when']}) and {guard}" if mapped.get("when") else guard
-                    if len(touching) > 1:
-                        self.issue(where, "changed by several variations; selected together, each adds its own "
-                                          "changed copy (CM merges the changes into one dep)", "approximated")
+                    target["when"] = f"({target['when']}) and {guard}" if target.get("when") else guard
+                if mapped is not None and len(touching) > 1:
+                    self.issue(where, "changed by several variations; selected together, each adds its own "
+                                      "changed copy (CM merges the changes into one dep)", "approximated")
                 for variation, changes in touching:
                     if changes is not None and isinstance(dep, dict):
                         copy = self.dep(_changed(dep, changes), f"variations.{variation}.ad.{names[0]}", kind)
@@ -307,6 +355,7 @@ class _Translator:
                             self.variation_deps.setdefault(variation, []).append(copy)
                 if mapped is not None:
                     out.append(mapped)
+                out.extend(copies)
         return out
 
     def touched(self) -> dict[str, list[tuple[str, dict[str, Any] | None]]]:
@@ -321,10 +370,14 @@ class _Translator:
             stem, spec = str(name).removesuffix(".#"), _mapping(spec)
             for key in ("ad", "add_deps", "adr", "add_deps_recursive"):
                 recursive = key in ("adr", "add_deps_recursive")
-                if recursive and _mapping(spec.get(key)):
-                    self.issue(f"variations.{name}.{key}", "applied to this script's own deps of those names (as "
-                                                           "ad); CM also changes deps of the same names further "
-                                                           "down the tree, which cmx does not", "approximated")
+                if recursive and "#" in json.dumps(_mapping(spec.get(key)), default=str):
+                    self.issue(f"variations.{name}.{key}", "a change filled in from the variation's parameter: "
+                                                           "applied to this script's own deps of those names (as "
+                                                           "ad), not handed down to the deps' deps as CM does",
+                               "approximated")
+                elif recursive and any(not isinstance(c, dict) for c in _mapping(spec.get(key)).values()):
+                    self.issue(f"variations.{name}.{key}", "an entry that is not a mapping of dep changes; "
+                                                           "ignored")
                 for dep_name, changes in _mapping(spec.get(key)).items():
                     if dep_name in names and isinstance(changes, dict):
                         _add_change(out.setdefault(str(dep_name), []), stem, changes)
@@ -628,6 +681,8 @@ def index_entry(script: ScriptMeta) -> IndexEntry:
                       variations=tuple(str(v) for v in _mapping(script.data.get("variations"))),
                       sort=sort if isinstance(sort, int) else 0, path=str(script.directory),
                       deps=_static_dep_tags(script.data), dep_env=_dep_env_keys(script.data),
+                      dep_names=_dep_names(script.data), adr=tuple(sorted({c for v in _adr_changes(script.data).values()
+                                                                            for c in v})),
                       env_inputs={k: v for k, v in t.env_inputs.items()} | {v: k for k, v in t.input_mapping.items()
                                                                              if v not in t.env_inputs})
 
@@ -636,6 +691,29 @@ def _static_dep_tags(data: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
     """The tags of the script's top-level deps, except those filled in at run time."""
     found = (_tags(d.get("tags")) for kind in DEP_KINDS for d in data.get(kind) or [] if isinstance(d, dict))
     return tuple(tuple(tags) for tags in found if tags and not any("#" in t or "<<<" in t for t in tags))
+
+
+def _dep_names(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of every dep of the script, its variations' and versions' included."""
+    sections = [data, *(_mapping(v) for v in _mapping(data.get("variations")).values()),
+                *(_mapping(v) for v in _mapping(data.get("versions")).values())]
+    return tuple(sorted({n for section in sections for kind in DEP_KINDS for d in section.get(kind) or []
+                         if isinstance(d, dict) for n in _tags(d.get("names"))}))
+
+
+def _adr_changes(data: Mapping[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    """variation stem -> (dep name, change as canonical JSON) of its ``adr``/``add_deps_recursive``;
+    a change filled in from the variation's parameter (``#``) is not one the collection can list."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for name, spec in _mapping(data.get("variations")).items():
+        if "," in str(name) or not VARIATION_RE.match(str(name)):
+            continue
+        for key in ("adr", "add_deps_recursive"):
+            for dep_name, change in _mapping(_mapping(spec).get(key)).items():
+                if isinstance(change, dict) and "#" not in json.dumps(change):
+                    out.setdefault(str(name).removesuffix(".#"), []).append(
+                        (str(dep_name), json.dumps(change, sort_keys=True, default=str)))
+    return out
 
 
 def _dep_env_keys(data: Mapping[str, Any]) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
@@ -696,6 +774,7 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None,
         "variation_state": t.variation_state,
         "not_exact": not_exact,
         "local_env_keys": [str(k) for k in data.get("local_env_keys") or []],
+        "adr_marks": t.adr_marks(),
     }
     recipe: dict[str, Any] = {
         "name": name,
