@@ -159,9 +159,9 @@ def test_toolchain_as_described(doc: str) -> None:
     before, _ = toolchain.cpp_flags("gnu++20")
     assert before[1:5] == ["-O2", "-DONLINE_JUDGE", "-DATCODER", "-march=native"]
     assert "-O2 -DONLINE_JUDGE -DATCODER -march=native" in words and "`-lgmpxx -lgmp`" in words
-    assert set(toolchain.libraries()) == {"gxx", "cpp23", "march", "boost", "gmp", "eigen", "atcoder_library",
-                                          "notes"}
-    for key in ("gxx", "cpp23", "march", "boost", "gmp", "eigen", "atcoder_library"):
+    assert set(toolchain.libraries()) == {"source", "image", "image_id", "gxx", "cpp23", "march", "boost", "gmp",
+                                          "eigen", "atcoder_library", "notes"}
+    for key in ("source", "image", "image_id", "gxx", "cpp23", "march", "boost", "gmp", "eigen", "atcoder_library"):
         assert f"`{key}`" in doc
     assert "**The AtCoder Library is not packaged by Debian**" in words and "not packaged" in toolchain.ATCODER_NOTE
     assert "/opt/ac-library" in toolchain.ATCODER_DIRS and "`/opt/ac-library`" in doc
