@@ -165,6 +165,10 @@ def test_boost_eigen_solution_is_accepted_on_the_image_root(image_root: images.I
     hog = Judge(runner, problem, language("python", chain)).evaluate((SOLUTIONS / "mle.py").read_text(), inputs,
                                                                      "public", False, tmp_path / "m")
     assert hog.judge_result is JudgeResult.MEMORY_LIMIT_EXCEEDED, [c.message for c in hog.cases]
+    rust = Judge(runner, problem, language("rust", chain)).evaluate((SOLUTIONS / "trivial.rs").read_text(), inputs,
+                                                                    "public", False, tmp_path / "r")
+    assert language("rust", chain).compile[0] == "/usr/bin/rustc"                       # type: ignore[index]
+    assert rust.judge_result is JudgeResult.ACCEPTED, (rust.compile_message, [c.message for c in rust.cases])
     recorded = toolchain.libraries(chain)
     assert recorded["source"] == "image" and recorded["image_id"] == image_root.image_id
     assert recorded["gxx"] and recorded["gxx"].startswith("12.") and recorded["cpp23"] is True
