@@ -6,7 +6,8 @@ generated ``/etc/passwd`` and ``/etc/group``, a fresh ``/proc`` and minimal ``/d
 private ``/tmp``, the work directory (read-write) and the inputs (read-only), each at the
 path the spec names: an input may sit inside the private ``/tmp`` or inside the work dir's
 mount (a venv under ``/home/<user>`` bound at its own path). Nothing else of ``/root``,
-``/home``, the cmx cache or the host's ``/tmp`` exists inside.
+``/home``, the cmx cache or the host's ``/tmp`` exists inside. With a spec's ``root_fs`` (an
+exported image root) its ``usr``, top-level links and ``etc`` files take the host's place.
 """
 
 from __future__ import annotations
@@ -28,18 +29,20 @@ ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "local
 NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
 
 
-def _root_layout() -> list[str]:
-    args = ["--ro-bind", "/usr", "/usr"]
+def _root_layout(root_fs: str | None = None) -> list[str]:
+    """``/usr``, the top-level links and the loader's ``/etc`` files of the host (or of ``root_fs``)."""
+    base = Path(root_fs or "/")
+    args = ["--ro-bind", str(base / "usr"), "/usr"]
     for name in TOP_LEVEL:
-        host = Path("/") / name
+        host = base / name
         if host.is_symlink():
             args += ["--symlink", os.readlink(host), f"/{name}"]
         elif host.is_dir():
             args += ["--ro-bind", str(host), f"/{name}"]
     args += ["--perms", "0755", "--dir", "/etc"]  # bwrap would make it 0700: the sandbox user could not enter
     for name in ETC_FILES:
-        host = Path("/etc") / name
-        if host.exists():
+        host = base / "etc" / name
+        if host.exists() or host.is_symlink():
             args += ["--ro-bind", str(host), f"/etc/{name}"]
     return args
 
@@ -100,7 +103,7 @@ def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: in
     without ``setpriv``; a session's runner (``inner.py``) drops each program it starts itself.
     ``work_bytes``: the work path is a tmpfs of that size (see ``workfs.py``).
     """
-    args = ["bwrap", *_root_layout()]
+    args = ["bwrap", *_root_layout(spec.root_fs)]
     args += ["--perms", "0644", "--ro-bind-data", str(passwd_fd), "/etc/passwd"]
     args += ["--perms", "0644", "--ro-bind-data", str(group_fd), "/etc/group"]
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
@@ -149,23 +152,34 @@ def identity_files(uid: int, gid: int) -> tuple[bytes, bytes]:
     return passwd.encode(), group.encode()
 
 
-@functools.lru_cache(maxsize=1)
-def _host_top_level() -> tuple[str, ...]:
-    """The names of :data:`TOP_LEVEL` this host has (looked up once: a session asks per run)."""
-    return tuple(name for name in TOP_LEVEL if os.path.exists(f"/{name}"))
+@functools.lru_cache(maxsize=8)
+def _top_level(root: str) -> tuple[str, ...]:
+    """The names of :data:`TOP_LEVEL` the root has (looked up once: a session asks per run)."""
+    return tuple(name for name in TOP_LEVEL if os.path.lexists(os.path.join(root, name)))
 
 
 def host_path(spec: SandboxSpec, inside: str) -> str | None:
     """The host path behind ``inside`` (an absolute path in the sandbox), if it is mounted."""
-    table = [("/usr", "/usr"), (os.path.normpath(spec.work_path), os.fspath(spec.work_dir))]
+    base = spec.root_fs or "/"
+    table = [("/usr", os.path.join(base, "usr")), (os.path.normpath(spec.work_path), os.fspath(spec.work_dir))]
     table += [(os.path.normpath(t), h) for h, t in dict(spec.ro_binds).items()]
-    table += [(f"/{name}", f"/{name}") for name in _host_top_level()]
+    table += [(f"/{name}", _top_path(base, name)) for name in _top_level(base)]
     path = os.path.normpath(inside)
     best = max((entry for entry in table if path == entry[0] or path.startswith(entry[0] + "/")),
                key=lambda entry: len(entry[0]), default=None)
     if best is None:
         return None
     return best[1] + path[len(best[0]):]
+
+
+def _top_path(base: str, name: str) -> str:
+    """The host path of a top-level entry of ``base``: a merged-usr link resolved inside ``base``
+    (``bin -> usr/bin``), never through the host's own root."""
+    path = os.path.join(base, name)
+    if not os.path.islink(path):
+        return path
+    target = os.readlink(path)
+    return os.path.normpath(os.path.join(base, target.lstrip("/")))
 
 
 def check_program(spec: SandboxSpec) -> None:

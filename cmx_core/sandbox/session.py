@@ -85,15 +85,19 @@ def session_unavailable() -> str | None:
 class BubblewrapSession:
     """One long-lived sandbox rooted at ``root`` (mounted at ``/work``) with ``ro_binds``;
     ``run(spec)`` runs one program whose ``work_dir`` lies under ``root`` and whose inputs are
-    among the session's. Use as a context manager; runs are one at a time (a lock)."""
+    among the session's. Use as a context manager; runs are one at a time (a lock).
+    ``root_fs``: the session's system root (an exported image's, see :class:`SandboxSpec`);
+    every run of the session has it, and the runner is that root's ``python3``."""
 
     def __init__(self, root: str | os.PathLike[str], ro_binds: Mapping[str, str] | None = None, *,
-                 cpus: list[int] | None = None, user: SandboxUser | None = None) -> None:
+                 cpus: list[int] | None = None, user: SandboxUser | None = None,
+                 root_fs: str | None = None) -> None:
         why = session_unavailable()
         if why:
             raise UsageError(f"sandbox session cannot start: {why}")
         self.root = Path(os.path.realpath(root))
         self.binds = dict(ro_binds or {})
+        self.root_fs = root_fs
         self.user = user or SandboxUser(NOBODY, NOBODY)
         self.lock = threading.Lock()
         self.groups = RunGroups.create(("memory", "cpuacct", "pids", *(("cpuset",) if cpus else ())))
@@ -125,7 +129,7 @@ class BubblewrapSession:
         self.control = host_end
         spec = SandboxSpec(argv=["/usr/bin/python3", "-I", "-S", RUNNER_AT, str(inner_end.fileno())],
                            work_dir=str(self.root), work_path=ROOT_AT,
-                           ro_binds={**self.binds, str(RUNNER): RUNNER_AT})
+                           ro_binds={**self.binds, str(RUNNER): RUNNER_AT}, root_fs=self.root_fs)
         check_spec(spec)
         passwd, group = identity_files(self.user.uid, self.user.gid)
         passwd_r, group_r = _data_fd(passwd), _data_fd(group)
@@ -197,6 +201,9 @@ class BubblewrapSession:
             if spec.gpus or spec.shm_bytes is not None:
                 raise UsageError("sandbox session: gpus and shm_bytes are not offered in a session; "
                                  "run such a spec on its own (BubblewrapSandbox().run)")
+            if spec.root_fs != self.root_fs:
+                raise UsageError(f"sandbox session: root_fs {spec.root_fs!r} is not this session's "
+                                 f"({self.root_fs!r}); open a session with it")
             spec = replace(spec, work_path=cwd, ro_binds=self.binds, user=self.user)
             check_spec(spec)
             check_program(spec)

@@ -67,6 +67,9 @@ class SandboxSpec:
     ``shm_bytes`` is the size of ``/dev/shm`` (None: the backend's default). ``gpus`` is the
     GPUs the program may use: 0 none, -1 all, N that many (a container's device request;
     bubblewrap passes ``/dev/nvidia*`` through where the machine has them, refuses otherwise).
+    ``root_fs`` is a host directory holding a whole root filesystem (a container image's,
+    exported): its ``/usr``, merged-usr links and loader files replace the host's, so the
+    program runs that system's compilers and libraries (None: the host's own ``/usr``).
     """
 
     argv: tuple[str, ...] | list[str]
@@ -80,6 +83,7 @@ class SandboxSpec:
     stdin: bytes = b""
     shm_bytes: int | None = None
     gpus: int = 0
+    root_fs: str | None = None
 
     def full_env(self) -> dict[str, str]:
         """The environment the program sees: ``env`` over the minimal defaults."""
@@ -155,6 +159,15 @@ def check_spec(spec: SandboxSpec) -> None:
         raise UsageError(f"sandbox user must be a non-root SandboxUser(uid, gid), got {spec.user!r}")
     check_limits(spec.limits)
     _positive("shm_bytes", spec.shm_bytes, integer=True, optional=True, prefix="sandbox ")
+    _check_root_fs(spec.root_fs)
     gpus: object = spec.gpus
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < -1:
         raise UsageError(f"sandbox gpus must be 0 (none), -1 (all) or a count of GPUs, got {gpus!r}")
+
+
+def _check_root_fs(root_fs: object) -> None:
+    if root_fs is None:
+        return
+    if not isinstance(root_fs, str) or not os.path.isabs(root_fs) or not os.path.isdir(os.path.join(root_fs, "usr")):
+        raise UsageError(f"sandbox root_fs {root_fs!r} is not a root filesystem (an absolute directory holding usr/); "
+                         "export an image's root there or drop the key")

@@ -159,9 +159,9 @@ def test_toolchain_as_described(doc: str) -> None:
     before, _ = toolchain.cpp_flags("gnu++20")
     assert before[1:5] == ["-O2", "-DONLINE_JUDGE", "-DATCODER", "-march=native"]
     assert "-O2 -DONLINE_JUDGE -DATCODER -march=native" in words and "`-lgmpxx -lgmp`" in words
-    assert set(toolchain.libraries()) == {"gxx", "cpp23", "march", "boost", "gmp", "eigen", "atcoder_library",
-                                          "notes"}
-    for key in ("gxx", "cpp23", "march", "boost", "gmp", "eigen", "atcoder_library"):
+    assert set(toolchain.libraries()) == {"source", "image", "image_id", "gxx", "cpp23", "march", "boost", "gmp",
+                                          "eigen", "atcoder_library", "notes"}
+    for key in ("source", "image", "image_id", "gxx", "cpp23", "march", "boost", "gmp", "eigen", "atcoder_library"):
         assert f"`{key}`" in doc
     assert "**The AtCoder Library is not packaged by Debian**" in words and "not packaged" in toolchain.ATCODER_NOTE
     assert "/opt/ac-library" in toolchain.ATCODER_DIRS and "`/opt/ac-library`" in doc
@@ -170,3 +170,18 @@ def test_toolchain_as_described(doc: str) -> None:
     assert "python -m cmx_docker.aptlock ale-bench-judge" in (root / "apt.lock").read_text().splitlines()[0]
     assert "Its `apt.lock` was recorded with `python -m cmx_docker.aptlock ale-bench-judge`" in words
     assert "`DockerRunner(image=REF, host_usr=False)`" in doc and "`CMX_ALEBENCH_JUDGE_IMAGE`" in doc
+
+
+def test_judge_image_as_described(doc: str) -> None:
+    """The --judge_image section: its anchor, the missing-image line, the recorded keys, the module."""
+    from cmx_alebench import judge_image
+
+    words = " ".join(doc.split())
+    headings = [re.sub(r"[^a-z -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", doc, re.M)]
+    assert "the-judge-image-as-the-sandboxs-toolchain" in headings
+    assert "(#the-judge-image-as-the-sandboxs-toolchain)" in words
+    assert " ".join(judge_image.BUILD_HINT.replace("`", "").split()) in words
+    assert "`<cache>/alebench/rootfs/<image ID>`" in words and "`SandboxSpec.root_fs`" in words
+    assert "`tests/test_alebench_judge_image.py`" in words
+    readme = (DOC.parents[1] / "plugins" / "alebench" / "README.md").read_text()
+    assert "| `judge_image.py` |" in readme

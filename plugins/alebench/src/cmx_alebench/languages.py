@@ -2,7 +2,8 @@
 
 The source is compiled in the writable ``/work`` of the compile call; that directory is then
 mounted read-only at ``/sol`` for every case. Rust needs a host toolchain (``rustc`` on PATH): its sysroot is
-mounted read-only at ``/rust``.
+mounted read-only at ``/rust``. With a judge image's toolchain (:class:`~cmx_alebench.toolchain.Toolchain`
+from an exported image root) C++ is that root's g++ and headers, Rust that root's ``/usr/bin/rustc``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cmx_alebench.toolchain import GXX, cpp_flags, gxx_accepts
+from cmx_alebench.toolchain import GXX, HOST, Toolchain
 from cmx_core.errors import UsageError
 
 SOL = "/sol"
@@ -33,11 +34,12 @@ class Language:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def _cpp(name: str, std: str) -> Language:
+def _cpp(name: str, std: str, chain: Toolchain) -> Language:
     """g++ with ALE-Bench's judge flags and libraries where installed (see :mod:`cmx_alebench.toolchain`)."""
-    if std == "gnu++23" and not gxx_accepts(std):
-        raise UsageError(f"--language {name}: this g++ ({GXX}) does not accept -std={std}; pick cpp20")
-    before, after = cpp_flags(std)
+    if std == "gnu++23" and not chain.accepts(std):
+        where = "the host's" if chain.image is None else f"image {chain.image}'s"
+        raise UsageError(f"--language {name}: {where} g++ ({GXX}) does not accept -std={std}; pick cpp20")
+    before, after = chain.flags(std)
     return Language(name, "main.cpp", (GXX, *before, "-o", f"{BUILD}/a.out", f"{BUILD}/main.cpp", *after),
                     (f"{SOL}/a.out",))
 
@@ -55,7 +57,14 @@ def rust_sysroot() -> Path | None:
     return root if (root / "bin" / "rustc").is_file() else None
 
 
-def _rust() -> Language:
+def _rust(chain: Toolchain) -> Language:
+    if chain.image is not None:
+        if not (chain.root / "usr/bin/rustc").exists():
+            raise UsageError(f"--language rust: image {chain.image} has no /usr/bin/rustc; build it from "
+                             "containers/ale-bench-judge")
+        return Language("rust", "main.rs", ("/usr/bin/rustc", "--edition", "2021", "-C", "opt-level=3",
+                                            "-C", "linker=/usr/bin/gcc", "-o", f"{BUILD}/a.out", f"{BUILD}/main.rs"),
+                        (f"{SOL}/a.out",))
     root = rust_sysroot()
     if root is None:
         raise UsageError("--language rust needs rustc on PATH (install Rust with rustup or apt-get install rustc)")
@@ -71,17 +80,17 @@ PY_CHECK = "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])"
 NAMES = ("python", "cpp17", "cpp20", "cpp23", "rust")
 
 
-def language(name: str) -> Language:
-    """The language ``name``; a UsageError lists the choices."""
+def language(name: str, chain: Toolchain = HOST) -> Language:
+    """The language ``name`` compiled with ``chain``; a UsageError lists the choices."""
     if name == "python":
         return Language("python", "main.py", ("/usr/bin/python3", "-c", PY_CHECK, f"{BUILD}/main.py"),
                         ("/usr/bin/python3", f"{SOL}/main.py"), env={"PYTHONDONTWRITEBYTECODE": "1"})
     if name == "cpp17":
-        return _cpp(name, "gnu++17")
+        return _cpp(name, "gnu++17", chain)
     if name == "cpp20":
-        return _cpp(name, "gnu++20")
+        return _cpp(name, "gnu++20", chain)
     if name == "cpp23":
-        return _cpp(name, "gnu++23")
+        return _cpp(name, "gnu++23", chain)
     if name == "rust":
-        return _rust()
+        return _rust(chain)
     raise UsageError(f"--language {name!r} is not supported; pick one of {', '.join(NAMES)}")

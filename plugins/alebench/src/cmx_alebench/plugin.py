@@ -27,6 +27,7 @@ STEP_PARAMS: dict[str, str] = {
     "num_workers": "cases judged in parallel (at most the machine's cores)",
     "repeats": "evaluations of the same code (time-aware solutions score differently each time)",
     "judge": "sandbox (cmx's bubblewrap sandbox) or docker (a fresh container per call, as ALE-Bench)",
+    "judge_image": "sandbox judge: the judge image (tag or ID) whose root filesystem the compile and every run use",
 }
 
 

@@ -52,13 +52,14 @@ def _entry(run: ProblemRun) -> dict[str, Any]:
 
 
 def section(runs: Sequence[ProblemRun], *, judge: str, language: str, private: bool, lite: bool,
-            num_workers: int, repeats: int, enforced_by: dict[str, str] | None = None) -> dict[str, Any]:
+            num_workers: int, repeats: int, enforced_by: dict[str, str] | None = None,
+            chain: toolchain.Toolchain = toolchain.HOST) -> dict[str, Any]:
     cases = sum(len(r.evaluation.cases) for run in runs for r in run.rated)
     seconds = sum(c.execution_time_s for run in runs for r in run.rated for c in r.evaluation.cases)
     return {"judge": judge, "judge_version": JUDGE_VERSION, "code_language": language, "lite": lite,
             "mode": "private_eval" if private else "public_eval", "num_workers": num_workers, "repeats": repeats,
             "standings_source": _source(runs), "problems": [_entry(run) for run in runs],
-            "toolchain": toolchain.libraries(),
+            "toolchain": toolchain.libraries(chain),
             "limits": {"enforced_by": dict(enforced_by or {})},
             "resource_usage": {"num_case_eval": cases, "num_call_public_eval": 0 if private else len(runs) * repeats,
                                "num_call_private_eval": len(runs) * repeats if private else 0,

@@ -19,6 +19,7 @@ from cmx_core.api import (
     pick_cpus,
     session_unavailable,
 )
+from cmx_core.errors import UsageError
 
 _ENDINGS = {"ok": Ending.EXITED, "error": Ending.EXITED, "time_limit": Ending.TIME, "memory_limit": Ending.MEMORY,
             "output_limit": Ending.OUTPUT, "killed": Ending.SIGNALED,
@@ -27,11 +28,12 @@ _ENDINGS = {"ok": Ending.EXITED, "error": Ending.EXITED, "time_limit": Ending.TI
             "process_limit": Ending.EXITED, "disk_limit": Ending.OUTPUT}
 
 
-def spec_of(call: Call) -> SandboxSpec:
-    """The sandbox spec of a judge call: no network, one CPU, the call's limits."""
+def spec_of(call: Call, root_fs: str | None = None) -> SandboxSpec:
+    """The sandbox spec of a judge call: no network, one CPU, the call's limits, the judge's
+    system root (``root_fs``: an exported judge image's; None: the host's ``/usr``)."""
     limits = call.limits
     return SandboxSpec(argv=list(call.argv), work_dir=str(call.work_dir), ro_binds=dict(call.binds),
-                       env=dict(call.env), stdin=call.stdin,
+                       env=dict(call.env), stdin=call.stdin, root_fs=root_fs,
                        limits=Limits(wall_s=limits.wall_s, cpu_s=limits.cpu_s, memory_bytes=limits.memory_bytes,
                                      processes=limits.processes, output_bytes=limits.output_bytes, cpus=1))
 
@@ -50,18 +52,23 @@ class SandboxRunner:
     """Runs each call in a fresh bubblewrap sandbox; ``lane`` keeps one up for a series.
 
     ``sessions=False`` judges every call in a sandbox of its own (the slower way, kept for
-    comparison and for hosts where sessions cannot run: not root, no cgroup v1)."""
+    comparison and for hosts where sessions cannot run: not root, no cgroup v1).
+    ``root_fs`` (bubblewrap only): every call runs with that root filesystem as its system
+    root, read-only (a judge image's, exported by ``judge_image.py``), under the same limits."""
 
     name = "sandbox"
 
-    def __init__(self, backend: str = "bubblewrap", sessions: bool = True) -> None:
+    def __init__(self, backend: str = "bubblewrap", sessions: bool = True, root_fs: str | None = None) -> None:
+        if root_fs is not None and backend != "bubblewrap":
+            raise UsageError(f"a judge image's root filesystem needs the bubblewrap sandbox, not {backend!r}")
         self.sandbox = get_sandbox(backend)
+        self.root_fs = root_fs
         self.sessions = sessions and backend == "bubblewrap" and session_unavailable() is None
         self.enforced_by: dict[str, str] = {}
         """How each limit of the calls so far was enforced (limit -> mechanism, as the sandbox says)."""
 
     def run(self, call: Call) -> Ran:
-        return self.noted(self.sandbox.run(spec_of(call)))
+        return self.noted(self.sandbox.run(spec_of(call, self.root_fs)))
 
     def noted(self, result: SandboxResult) -> Ran:
         self.enforced_by.update(result.enforced_by)
@@ -72,7 +79,7 @@ class SandboxRunner:
         if not self.sessions:
             yield self
             return
-        with BubblewrapSession(root, binds, cpus=pick_cpus(1)) as session:
+        with BubblewrapSession(root, binds, cpus=pick_cpus(1), root_fs=self.root_fs) as session:
             yield SessionLane(session, self)
 
 
@@ -86,4 +93,4 @@ class SessionLane:
         self.owner = owner
 
     def run(self, call: Call) -> Ran:
-        return self.owner.noted(self.session.run(spec_of(call)))
+        return self.owner.noted(self.session.run(spec_of(call, self.owner.root_fs)))

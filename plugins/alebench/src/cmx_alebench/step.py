@@ -13,11 +13,13 @@ from cmx_alebench.docker_runner import DockerRunner
 from cmx_alebench.evaluate import Request, run_request
 from cmx_alebench.importer import import_package, imported_dir
 from cmx_alebench.judge import CaseResult, check_workers
+from cmx_alebench.judge_image import export_root, image_toolchain
 from cmx_alebench.languages import NAMES, language
 from cmx_alebench.problem import Problem, find_problem, load_problem, shipped_dir
 from cmx_alebench.report import ProblemRun, result_part, section
 from cmx_alebench.runner import Runner
 from cmx_alebench.sandbox_runner import SandboxRunner
+from cmx_alebench.toolchain import HOST, Toolchain
 from cmx_alebench.tools import BUILT_RECORD
 from cmx_core.api import Artifact, StepContext, StepOutput, UsageError
 
@@ -38,6 +40,8 @@ class Params:
     num_workers: int
     repeats: int
     judge: str
+    judge_image: str = ""
+    """The judge image whose root filesystem the sandbox judge compiles and runs in ("": the host's)."""
 
 
 def _text(params: Mapping[str, Any], key: str, default: str = "") -> str:
@@ -67,8 +71,12 @@ def parse(params: Mapping[str, Any]) -> Params:
     if repeats < 1:
         raise UsageError(f"--repeats {repeats} must be at least 1")
     dirs = tuple(Path(p) for p in _text(params, "problems_dir").split(",") if p)
+    image = _text(params, "judge_image")
+    if image and judge != "sandbox":
+        raise UsageError(f"--judge_image {image}: only the sandbox judge takes an image's root filesystem; "
+                         "drop --judge=docker (the docker judge runs DockerRunner(image=REF, host_usr=False))")
     return Params(problems, dirs, Path(code), name, mode == "private", lite,
-                  check_workers(int(params.get("num_workers", 1))), repeats, judge)
+                  check_workers(int(params.get("num_workers", 1))), repeats, judge, image)
 
 
 def _problems(p: Params) -> list[Problem]:
@@ -125,10 +133,20 @@ class CasesJudged:
             self._ctx.report("problems_judged", problems, kind="counter")
 
 
-def make_runner(judge: str) -> Runner:
+def make_runner(judge: str, judge_image: str, cache: Path, scratch: Path) -> tuple[Runner, Toolchain]:
+    """The judge's runner and the toolchain it compiles with: the host's, or with ``judge_image``
+    the sandbox rooted in that image's root filesystem (exported into ``cache`` once; the
+    toolchain's probes run in ``scratch``)."""
+    if judge_image:
+        root = export_root(judge_image, cache)
+        runner = SandboxRunner(root_fs=str(root.path))
+        return runner, image_toolchain(root, runner, scratch)
+    return _host_runner(judge), HOST
+
+
+def _host_runner(judge: str) -> Runner:
     if judge == "docker":
         return DockerRunner()
-
     return SandboxRunner()
 
 
@@ -138,19 +156,20 @@ def run_step(ctx: StepContext) -> StepOutput:
     p = replace(p, problems_dirs=(*p.problems_dirs, imported_dir(ctx.cache_dir)))
     problems = [_tools_built(problem, ctx.cache_dir) for problem in _problems(p)]
     codes = {problem.problem_id: _code(p, problem) for problem in problems}
-    lang = language(p.language)
-    runner = make_runner(p.judge)
+    runner, chain = make_runner(p.judge, p.judge_image, ctx.cache_dir, ctx.work_dir / "toolchain")
+    lang = language(p.language, chain)
     runs = []
     tally = CasesJudged(ctx)
     for problem in problems:
         request = Request(problem, codes[problem.problem_id], lang, p.private, p.lite, p.num_workers, p.repeats)
-        ctx.log.info("alebench: %s %s evaluation of %s with the %s judge", problem.problem_id,
-                     "private" if p.private else "public", p.code, p.judge)
+        ctx.log.info("alebench: %s %s evaluation of %s with the %s judge (%s toolchain)", problem.problem_id,
+                     "private" if p.private else "public", p.code, p.judge, chain.image or "host")
         runs.append(ProblemRun(problem, tuple(run_request(request, runner, ctx.cache_dir, ctx.work_dir / "judge",
                                                           on_case=tally.judged))))
         tally.problem_done(sum(len(rated.evaluation.cases) for run in runs for rated in run.rated), len(runs))
     sec = section(runs, judge=p.judge, language=p.language, private=p.private, lite=p.lite,
-                  num_workers=p.num_workers, repeats=p.repeats, enforced_by=getattr(runner, "enforced_by", None))
+                  num_workers=p.num_workers, repeats=p.repeats, enforced_by=getattr(runner, "enforced_by", None),
+                  chain=chain)
     final = _final_results(ctx.work_dir, runs, p, codes)
     part = result_part(runs, sec, p.private, p.lite)
     first = runs[0].rated[0]

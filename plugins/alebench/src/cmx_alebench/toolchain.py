@@ -9,6 +9,10 @@ installed, and offers ``cpp23`` where that g++ accepts ``-std=gnu++23``. Which l
 toolchain holds is recorded in every result (``ale_bench.toolchain``); the AtCoder Library is
 not packaged by Debian, so it is recorded as absent unless ``/opt/ac-library`` (ALE-Bench's
 path) or ``/usr/include/atcoder`` holds it.
+
+A :class:`Toolchain` names the root the judge compiles in: the host's (the default) or the
+root filesystem of a judge image exported into the cmx cache (``judge_image.py``), whose g++
+is asked for its version and C++23 through the judge's own runner, inside that root.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import functools
 import re
 import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,23 +67,29 @@ def atcoder_dir(root: Path = Path("/")) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=4)
-def gxx_accepts(std: str, gxx: str = GXX) -> bool:
-    try:
-        done = subprocess.run([gxx, f"-std={std}", "-fsyntax-only", "-x", "c++", "-"], input="int main(){}\n",
-                              capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
+Probe = Callable[[Sequence[str], str], "tuple[int, str] | None"]
+"""Runs ``argv`` (inside the toolchain's root) with a stdin text: (exit code, stdout), None if it could not run."""
 
 
-@functools.lru_cache(maxsize=2)
-def gxx_version(gxx: str = GXX) -> str | None:
+def host_probe(argv: Sequence[str], stdin: str) -> tuple[int, str] | None:
+    """The host's own programs, run directly."""
     try:
-        done = subprocess.run([gxx, "-dumpfullversion"], capture_output=True, text=True, timeout=30, check=False)
+        done = subprocess.run(list(argv), input=stdin, capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout.strip() or None
+    return done.returncode, done.stdout
+
+
+@functools.lru_cache(maxsize=8)
+def gxx_accepts(std: str, gxx: str = GXX, probe: Probe = host_probe) -> bool:
+    done = probe([gxx, f"-std={std}", "-fsyntax-only", "-x", "c++", "-"], "int main(){}\n")
+    return done is not None and done[0] == 0
+
+
+@functools.lru_cache(maxsize=4)
+def gxx_version(gxx: str = GXX, probe: Probe = host_probe) -> str | None:
+    done = probe([gxx, "-dumpfullversion"], "")
+    return (done[1].strip() or None) if done is not None and done[0] == 0 else None
 
 
 def cpp_flags(std: str, root: Path = Path("/")) -> tuple[list[str], list[str]]:
@@ -92,8 +104,35 @@ def cpp_flags(std: str, root: Path = Path("/")) -> tuple[list[str], list[str]]:
     return before, after
 
 
-def libraries(root: Path = Path("/")) -> dict[str, Any]:
-    """What the toolchain holds, as every result records it."""
-    return {"gxx": gxx_version(), "cpp23": gxx_accepts("gnu++23"), "march": "native",
+@dataclass(frozen=True)
+class Toolchain:
+    """Where the judge's compilers and libraries come from: ``root`` as seen from the host
+    (``/``, or an exported image root), the image it was exported from (``image``, its engine
+    ``image_id``; None for the host) and how programs of that root are run (``probe``)."""
+
+    root: Path = Path("/")
+    image: str | None = None
+    image_id: str | None = None
+    probe: Probe = host_probe
+
+    @property
+    def source(self) -> str:
+        return "host" if self.image is None else "image"
+
+    def accepts(self, std: str) -> bool:
+        return gxx_accepts(std, GXX, self.probe)
+
+    def flags(self, std: str) -> tuple[list[str], list[str]]:
+        return cpp_flags(std, self.root)
+
+
+HOST = Toolchain()
+
+
+def libraries(chain: Toolchain = HOST) -> dict[str, Any]:
+    """What the toolchain holds and where it is from, as every result records it."""
+    root = chain.root
+    return {"source": chain.source, "image": chain.image, "image_id": chain.image_id,
+            "gxx": gxx_version(GXX, chain.probe), "cpp23": chain.accepts("gnu++23"), "march": "native",
             "boost": boost_version(root), "gmp": gmp_version(root), "eigen": eigen_version(root),
             "atcoder_library": atcoder_dir(root), "notes": [] if atcoder_dir(root) else [ATCODER_NOTE]}
