@@ -43,4 +43,5 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     from cmx_k8s.settings import K8sSettings
 
     register(Executor(name="k8s", summary=SUMMARY, run=_execute, settings=K8sSettings,
-                      check_plan=_check_plan, describe=_describe, run_many=_run_many))
+                      check_plan=_check_plan, describe=_describe, run_many=_run_many,
+                      injects=frozenset({"kill-worker"})))  # its kill_worker (docs/faults.md)

@@ -28,11 +28,12 @@ from cmx_core.api import (
     JobStatus,
     RemoteExecutor,
     RemoteJob,
+    WorkerKill,
     scheduler_retries,
 )
 from cmx_core.api import plan_resources as asked_by
 from cmx_core.errors import UsageError
-from cmx_slurm import poll, script, slurmcli
+from cmx_slurm import poll, script, slurmcli, worker
 from cmx_slurm.about import SUMMARY
 from cmx_slurm.resources import Resources, plan_resources
 from cmx_slurm.settings import SlurmSettings
@@ -73,6 +74,7 @@ class SlurmExecutor(RemoteExecutor[SlurmJob]):
     summary = SUMMARY
     settings = SlurmSettings
     native_retries = frozenset({"node_lost", "preempted"})  # --requeue (docs/faults.md)
+    kills_workers = True  # its node set down (cmx_slurm.worker)
 
     def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
         chosen = settings_of(request.settings).cmx
@@ -118,6 +120,9 @@ class SlurmExecutor(RemoteExecutor[SlurmJob]):
     def cancel(self, handle: SlurmJob) -> None:
         slurmcli.scancel(handle.job_id)
         poll.wait_gone([handle.job_id])
+
+    def kill_worker(self, handle: SlurmJob) -> WorkerKill:
+        return worker.kill_worker(handle.job_id, handle.stage)
 
 
 def requeue_args(request: ExecutionRequest) -> list[str]:

@@ -42,4 +42,5 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     from cmx_slurm.settings import SlurmSettings
 
     register(Executor(name="slurm", summary=SUMMARY, run=_execute, settings=SlurmSettings,
-                      check_plan=_check_plan, describe=_describe, run_many=_run_many))
+                      check_plan=_check_plan, describe=_describe, run_many=_run_many,
+                      injects=frozenset({"kill-worker"})))  # its kill_worker (docs/faults.md)
