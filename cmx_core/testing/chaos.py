@@ -30,7 +30,8 @@ _SCRIPT = ("import os, sys, time\\nwhat = sys.argv[1]\\nif what == 'oom':\\n  b 
            "elif what == 'bad':\\n  sys.exit(2)\\nelif what == 'disk':\\n"
            "  open('out.bin', 'wb').write(os.urandom(1 << 20))\\n"
            "elif what == 'sleep' and os.environ['CMX_ATTEMPT'] == '1':\\n  time.sleep(30)\\n"
-           "elif what == 'net':\\n  import socket\\n  socket.socket(socket.AF_INET, socket.SOCK_DGRAM).connect(('127.0.0.1', 9))\\n"
+           "elif what == 'net':\\n  import socket\\n"
+           "  socket.socket(socket.AF_INET, socket.SOCK_DGRAM).connect(('127.0.0.1', 9))\\n"
            "elif what == 'work':\\n  time.sleep(3)\\nprint('ok')")
 
 FAULTS: Mapping[str, tuple[str, str]] = {
@@ -41,7 +42,8 @@ FAULTS: Mapping[str, tuple[str, str]] = {
     "kill-worker": ("kill-worker", "node_lost"),
 }
 """Each fault the matrix injects: its ``--inject`` text and the fault class it must show."""
-_INPUT = {"kill-step": "sleep", "oom": "oom", "disk-full": "disk", "partition": "net", "kill-worker": "work"}
+INPUTS = {"kill-step": "sleep", "oom": "oom", "disk-full": "disk", "partition": "net", "kill-worker": "work"}
+"""The recipe's ``what`` input each fault is injected into."""
 
 
 def chaos_recipe() -> str:
@@ -88,7 +90,7 @@ def chaos_problems(recipes_dir: Path, executor: str, options: Sequence[str] = ()
     chaos.write_text("chaos:\n" + "".join(f"  - inject: {FAULTS[f][0]}\n    points: [{i}]\n"
                                           for i, f in enumerate(chosen)))
     base = ["--recipes", str(recipes_dir), "--executor", executor, *(f"--executor-opt={o}" for o in options)]
-    sweep = _cmx(["sweep", "--tags", f"test,{CHAOS_TAG}", "--matrix", f"what={','.join(_INPUT[f] for f in chosen)}",
+    sweep = _cmx(["sweep", "--tags", f"test,{CHAOS_TAG}", "--matrix", f"what={','.join(INPUTS[f] for f in chosen)}",
                   "--retries", "1", "--chaos", str(chaos), "--json", *base], env, timeout_s)
     problems = _sweep_problems(sweep, chosen)
     bad = _cmx(["run", "--tags", f"test,{CHAOS_TAG}", "--what=bad", "--retries", "2", "--json", *base],
