@@ -51,8 +51,8 @@ def _node_state() -> str:
 
 def test_requeue_follows_the_policy(cmx_home: Path, tmp_path: Path) -> None:
     the_plan = engine.plan("demo,sort")
-    assert requeue_args(execution_request(the_plan, tmp_path / "a")) == []
+    assert requeue_args(execution_request(the_plan, tmp_path / "a")) == ["--no-requeue"]
     lost = Recovery(RetryPolicy(2, 0, ("node_lost", "preempted")))
     assert requeue_args(execution_request(the_plan, tmp_path / "b", recovery=lost)) == ["--requeue"]
     oom = Recovery(RetryPolicy(2, 0, ("oom",)))
-    assert requeue_args(execution_request(the_plan, tmp_path / "c", recovery=oom)) == []
+    assert requeue_args(execution_request(the_plan, tmp_path / "c", recovery=oom)) == ["--no-requeue"]

@@ -128,8 +128,10 @@ class SlurmExecutor(RemoteExecutor[SlurmJob]):
 def requeue_args(request: ExecutionRequest) -> list[str]:
     """``--requeue`` when the job's recovery policy retries a lost node or a preemption:
     Slurm then puts the job back in the queue itself (docs/faults.md). Slurm counts no
-    requeues per job (``MaxBatchRequeue`` in slurm.conf bounds them cluster-wide)."""
-    return ["--requeue"] if scheduler_retries(request) > 0 else []
+    requeues per job (``MaxBatchRequeue`` in slurm.conf bounds them cluster-wide).
+    Otherwise ``--no-requeue``: Slurm's default (``JobRequeue=1``) requeues a batch job whose
+    node failed, a retry the policy did not ask for."""
+    return ["--requeue"] if scheduler_retries(request) > 0 else ["--no-requeue"]
 
 
 def with_log_tail(status: JobStatus, err: Path) -> JobStatus:
