@@ -37,8 +37,11 @@ def test_a_lost_node_the_policy_does_not_name_is_not_retried(slurm: Cluster, cmx
                            f"test,{CHAOS_TAG}", "--what=work", "--retries=1", "--retry-on=oom", "--inject=kill-worker",
                            "--executor=slurm", "--executor-opt=poll_s=0.2", "--json"],
                           capture_output=True, text=True, timeout=300, check=False)
-    document = json.loads(proc.stdout)
-    assert proc.returncode == 1 and document["status"] == "error", proc.stderr[-2000:]
+    recorded = [line.split(" was recorded in ", 1)[1].strip() for line in proc.stderr.splitlines()
+                if " was recorded in " in line]
+    assert proc.returncode == 1 and recorded, proc.stderr[-2000:]
+    document = json.loads(Path(recorded[0]).read_text())
+    assert document["status"] == "error"
     assert [(a["number"], a["fault"], a["injected"]) for a in document["attempts"]] == [(1, "node_lost", "kill-worker")]
     assert "NODE_FAIL" in document["error"]["message"]
     assert _node_state() == "idle"
