@@ -225,6 +225,7 @@ class RemoteExecutor(ABC, Generic[H]):
         job = self.prepare(request)
         policy, number, attempts = job_policy(request), 1, []
         kill = next((i for i in request.recovery.injections if i.fault == "kill-worker"), None)
+        first_started = time.time()
         while True:
             started = time.time()
             status, fetched, struck = self._once(job, kill if number == 1 else None)
@@ -247,7 +248,8 @@ class RemoteExecutor(ABC, Generic[H]):
             last = Attempt(request.plan.root.id, f"{self.name} job", number, started, outcome.finished, fault,
                            outcome.error.message if fault and outcome.error else "",
                            work_lost_s=outcome.finished - started if fault else 0.0, **_struck(kill, struck, number))
-            outcome = replace(outcome, attempts=(*attempts, last, *outcome.attempts))
+            # the run's time spans every job, the lost ones too
+            outcome = replace(outcome, attempts=(*attempts, last, *outcome.attempts), started=first_started)
         if self.runs_on_this_host and outcome.facts is not None:
             outcome = replace(outcome, facts=with_host_machine(outcome.facts, request.facts.snapshot(MACHINE_FACTS)))
         return outcome

@@ -131,6 +131,10 @@ def _sweep_problems(sweep: Mapping[str, Any], chosen: Sequence[str]) -> list[str
                             f"then success")
         if document["status"] == "error":
             problems.append(f"point {point['index']} ({fault}): {document['error']['message']}")
+        spans = [(a["started"], a["ended"]) for a in document.get("attempts") or ()]
+        if spans and document["timing"]["wall_s"] + 0.01 < max(e for _, e in spans) - min(b for b, _ in spans):
+            problems.append(f"point {point['index']} ({fault}): the run's wall time {document['timing']['wall_s']} s "
+                            "does not span its attempts")
         if not any(i["spec"] == FAULTS[fault][0] for i in document["provenance"].get("injections") or ()):
             problems.append(f"point {point['index']} ({fault}): the injection is not in its provenance")
     return problems
