@@ -1,7 +1,8 @@
 """Time to detect and to recover from each injected fault, per executor (docs/faults.md).
 
-For each executor and fault class, ``--rounds`` runs of one shell step with the fault
-injected into its first attempt and ``--retries 1``; each run's ``faults`` entry gives the
+For each executor and fault class (kill-step, oom, disk-full, partition, and kill-worker on
+the executors that kill their workers: Slurm, Kubernetes), ``--rounds`` runs of one shell
+step with the fault injected into its first attempt and ``--retries 1``; each run's ``faults`` entry gives the
 time to detect (from the injection to the attempt's end, as the engine that ran the step
 saw it) and the time to recover (from that end to the next attempt's start); the run's wall
 time is set against a clean run's (the price of the fault, end to end). Prints one row per
@@ -37,10 +38,10 @@ from typing import Any
 from cmx_ray.cluster import RAY_ENV
 from cmx_slurm.testing import start_private, stop_private
 
-from cmx_core.testing.chaos import CHAOS_TAG, FAULTS, available_faults, chaos_recipe
+from cmx_core.api import get_registry
+from cmx_core.testing.chaos import CHAOS_TAG, FAULTS, INPUTS, available_faults, chaos_recipe
 
 ROOT = Path(__file__).resolve().parent.parent
-INPUT = {"kill-step": "sleep", "oom": "oom", "disk-full": "disk"}
 
 
 def main() -> int:
@@ -82,10 +83,10 @@ def measure(executor: str, options: list[str], work: Path, env: Mapping[str, str
             *(f"--executor-opt={o}" for o in options), "--json"]
     clean = [_run([*base, "--what=clean"], env)["timing"]["wall_s"] for _ in range(rounds)]
     rows = []
-    for fault in available_faults():
+    for fault in available_faults("kill-worker" in get_registry().executors[executor].injects):
         detect, recover, wall = [], [], []
         for _ in range(rounds):
-            document = _run([*base, f"--what={INPUT[fault]}", "--retries", "1", "--inject", FAULTS[fault][0]], env)
+            document = _run([*base, f"--what={INPUTS[fault]}", "--retries", "1", "--inject", FAULTS[fault][0]], env)
             [entry] = document["faults"]
             if entry["class"] != FAULTS[fault][1] or not entry["recovered"]:
                 raise SystemExit(f"{executor} {fault}: recorded {entry}")

@@ -70,7 +70,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.results.numbers import fmt_number
     from cmx_core.results.secrets import TOKEN_PATTERNS, is_secret_name
     from cmx_core.run.engine import plan_plugins, write_lock
-    from cmx_core.run.remote import Fetched, JobStatus, RemoteExecutor, RemoteJob, fold
+    from cmx_core.run.remote import Fetched, JobStatus, RemoteExecutor, RemoteJob, WorkerKill, fold
     from cmx_core.sandbox import (
         Limits,
         Sandbox,
@@ -92,7 +92,7 @@ __all__ = [
     "Artifact", "CacheError", "CachedMeasurement", "Capabilities", "CmxError", "Command", "Detector",
     "ExecutionOutcome", "ExecutionRequest", "Executor", "ExecutorSettings", "Exporter", "Interrupted",
     "Metric", "NoSettings", "NodeResult", "PluginError", "RecipeError",
-    "RemoteExecutor", "RemoteJob", "JobStatus", "Fetched",
+    "RemoteExecutor", "RemoteJob", "JobStatus", "Fetched", "WorkerKill",
     "Plan", "PlanNode", "Registry", "FactStore",
     "ResolveError", "ResultPart", "ResultsError", "RunError", "StepContext", "StepFailed",
     "StepOutput", "StepType", "Suite", "ConditionalDep",
@@ -120,7 +120,7 @@ _LAZY = {
     "validate_document": "cmx_core.results.validate",
     "plan_plugins": "cmx_core.run.engine",
     "RemoteExecutor": "cmx_core.run.remote", "RemoteJob": "cmx_core.run.remote", "JobStatus": "cmx_core.run.remote",
-    "Fetched": "cmx_core.run.remote",
+    "Fetched": "cmx_core.run.remote", "WorkerKill": "cmx_core.run.remote",
     "Plan": "cmx_core.plan.planner", "PlanNode": "cmx_core.plan.planner", "Registry": "cmx_core.plugins.registry",
     "FactStore": "cmx_core.facts.store",
     "get_sandbox": "cmx_core.plugins.loader",

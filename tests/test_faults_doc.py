@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cmx_core.api import get_registry
 from cmx_core.cli.recovery_opts import chaos_options
 from cmx_core.providers.recovery import FAULT_CLASSES, RetryPolicy
 from cmx_core.results.faults import fault_report
@@ -29,9 +30,16 @@ def test_the_fault_class_table_lists_every_class() -> None:
     assert sorted(_first_column("### Fault classes")) == sorted(FAULT_CLASSES)
 
 
-def test_the_injection_table_lists_every_local_fault() -> None:
-    assert _first_column("## Fault injection") == list(LOCAL_FAULTS)
-    assert set(FAULTS) - set(LOCAL_FAULTS) == {"kill-worker"} and "`kill-worker` (killing a cluster's worker" in TEXT
+def test_the_injection_table_lists_every_fault() -> None:
+    assert _first_column("## Fault injection") == list(FAULTS)
+    assert set(FAULTS) - set(LOCAL_FAULTS) == {"kill-worker"}
+
+
+def test_kill_worker_is_injected_by_the_executors_the_page_names() -> None:
+    executors = get_registry().executors
+    assert {name for name, e in executors.items() if "kill-worker" in e.injects} == {"slurm", "k8s"}
+    assert "on Slurm the job's node is set down" in TEXT and "on Kubernetes the Job's pod is evicted" in TEXT
+    assert "The\nlocal executor (and `docker`, and Ray for now) has no worker to kill" in TEXT
 
 
 def test_every_option_named_exists(cli: Callable[..., Any]) -> None:

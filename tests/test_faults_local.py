@@ -252,12 +252,13 @@ def test_bad_injections_are_one_line_exit_2(cli: Callable[..., Any], text: str, 
 
 
 @pytest.mark.parametrize("executor", ["local", "subprocess"])
-def test_kill_worker_is_refused_until_an_executor_can_do_it(cli: Callable[..., Any], tmp_path: Path,
+def test_kill_worker_is_refused_where_there_is_no_worker(cli: Callable[..., Any], tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch, executor: str) -> None:
     monkeypatch.setattr(plugins, "_REGISTRY", plugins.load_registry(extra=[("subprocess-exec", subprocess_executor)]))
     result = cli("run", "--tags", "detect,os", "--executor", executor, "--inject", "kill-worker",
                  "--output", str(tmp_path / "r"))
-    assert result.code == 2 and "not built" in result.err and not (tmp_path / "r").exists()
+    assert result.code == 2 and "has no worker to kill" in result.err and not (tmp_path / "r").exists()
+    assert len(result.err_lines) == 1
 
 
 def test_injection_parse() -> None:

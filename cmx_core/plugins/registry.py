@@ -366,5 +366,8 @@ class Executor:
     runs_here: bool = False
     """True when the plan runs on this machine (``local``, a container): such a run refuses a
     ``--facts`` file that contradicts this machine (:mod:`cmx_core.run.facts_check`)."""
+    injects: frozenset[str] = frozenset()
+    """The faults the executor injects itself, beyond those the steps' engine applies
+    (``kill-worker`` for a cluster executor that kills the job's worker: docs/faults.md)."""
 
 

@@ -307,7 +307,7 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         _resolve_plan(tags, inputs, session)
     chosen, settings = _checked_executor(session, the_plan, executor, options)
     check_facts_here(session.facts, FactStore(session.registry.detectors), chosen.name, chosen.runs_here)
-    check_injections(recovery.injections, chosen.name)
+    check_injections(recovery.injections, chosen.name, chosen.injects)
     if on_plan is not None:
         on_plan(the_plan)
 

@@ -13,7 +13,8 @@ step's first attempt (so a recovery policy can show the recovery):
 ``partition``   the step runs in a new network namespace with no route (``unshare --net``)
 ==============  ======================================================================
 
-``kill-worker`` (a cluster's worker killed) is not built yet: every executor refuses it.
+``kill-worker`` (a cluster's worker killed) is injected by the cluster executor itself
+(:meth:`cmx_core.run.remote.RemoteExecutor.kill_worker`); every other executor refuses it.
 """
 
 from __future__ import annotations
@@ -78,12 +79,18 @@ def _size(text: str, when: str) -> int:
     return int(match.group(1)) * _UNITS[match.group(2).upper()]
 
 
-def check_injections(injections: Sequence[Injection], executor: str) -> None:
-    """Refuse faults the executor cannot inject (before anything runs)."""
+def check_injections(injections: Sequence[Injection], executor: str,
+                     own: frozenset[str] = frozenset()) -> None:
+    """Refuse faults the executor cannot inject (before anything runs); ``own``: those the
+    executor injects itself (``kill-worker`` on a cluster executor)."""
     for injection in injections:
+        if injection.fault in own:
+            continue
+        if injection.fault == "kill-worker":
+            raise UsageError(f"--inject {injection.text}: the {executor} executor has no worker to kill; "
+                             "use a cluster executor that kills its worker (slurm, k8s; docs/faults.md)")
         if injection.fault not in LOCAL_FAULTS:
-            raise UsageError(f"--inject {injection.text}: the {executor} executor cannot inject {injection.fault} yet "
-                             "(it needs a cluster executor that kills its worker: not built; docs/faults.md)")
+            raise UsageError(f"--inject {injection.text}: the {executor} executor cannot inject {injection.fault}")
         if injection.fault in ("disk-full", "partition") and shutil.which(_TOOL[injection.fault]) is None:
             raise UsageError(f"--inject {injection.text}: needs `{_TOOL[injection.fault]}` on PATH")
 

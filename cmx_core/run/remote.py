@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -60,7 +61,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 from cmx_core.errors import CmxError, Interrupted
 from cmx_core.plugins.registry import ExecutionRequest, Executor
 from cmx_core.providers.attempts import Attempt
-from cmx_core.providers.recovery import NO_RETRIES, RetryPolicy
+from cmx_core.providers.recovery import NO_RETRIES, Injection, RetryPolicy
 from cmx_core.providers.types import (
     CachedMeasurement,
     ExecutionOutcome,
@@ -115,6 +116,20 @@ class JobStatus:
 
 
 @dataclass(frozen=True)
+class WorkerKill:
+    """What :meth:`RemoteExecutor.kill_worker` did (``--inject kill-worker``): when it struck,
+    when the scheduler took the job as lost (``fault``: ``node_lost``, or ``preempted`` where
+    the scheduler says so), when the job ran again by the scheduler's own retry (None: it did
+    not), and the scheduler's words."""
+
+    struck_at: float
+    lost_at: float
+    restarted_at: float | None
+    fault: str = "node_lost"
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class Fetched:
     """What :meth:`RemoteExecutor.fetch` brings back besides the far run directory."""
 
@@ -161,6 +176,16 @@ class RemoteExecutor(ABC, Generic[H]):
     def cancel(self, handle: H) -> None:
         """Stop the job; called on Ctrl-C or SIGTERM while waiting."""
 
+    kills_workers: ClassVar[bool] = False
+    """True when :meth:`kill_worker` is implemented (``--inject kill-worker`` is then allowed)."""
+
+    def kill_worker(self, handle: H) -> WorkerKill:
+        """Kill the worker that runs the job once it runs (``--inject kill-worker``), and
+        wait (bounded) until the scheduler has taken the job as lost and, when it retries it
+        itself, runs it again. Called in a thread while :meth:`wait` blocks; raise a
+        CmxError when it cannot strike. Only executors with ``kills_workers`` implement it."""
+        raise CmxError(f"the {self.name} executor cannot kill its worker")
+
     # -- what a subclass may override ----------------------------------------------------
 
     def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
@@ -190,43 +215,55 @@ class RemoteExecutor(ABC, Generic[H]):
         """The provider to register from ``cmx_register_executors``."""
         return Executor(name=self.name, summary=self.summary, run=self.run, settings=self.settings,
                         check_plan=self.check_plan, describe=self.describe, capabilities=self.capabilities,
-                        runs_here=self.runs_on_this_host)
+                        runs_here=self.runs_on_this_host,
+                        injects=frozenset({"kill-worker"}) if self.kills_workers else frozenset())
 
     def run(self, request: ExecutionRequest) -> ExecutionOutcome:
         """Ship the lock, submit, wait (cancelling on Ctrl-C), fetch, fold the result back;
-        resubmit a job that ended with a fault its policy retries and the scheduler does not."""
+        resubmit a job that ended with a fault its policy retries and the scheduler does not.
+        With ``--inject kill-worker`` the first job's worker is killed (:meth:`kill_worker`)."""
         job = self.prepare(request)
         policy, number, attempts = job_policy(request), 1, []
+        kill = next((i for i in request.recovery.injections if i.fault == "kill-worker"), None)
+        first_started = time.time()
         while True:
             started = time.time()
-            status, fetched = self._once(job)
+            status, fetched, struck = self._once(job, kill if number == 1 else None)
+            if struck is not None and kill is not None and struck.restarted_at is not None:
+                attempts.append(Attempt(request.plan.root.id, f"{self.name} job", number, started, struck.lost_at,
+                                        struck.fault, struck.message, work_lost_s=struck.struck_at - started,
+                                        injected=kill.text, injected_at=struck.struck_at))
+                number, started = number + 1, struck.restarted_at
             outcome = fold(job, status, fetched, started, self.name)
             fault = JOB_FAULTS.get(status.state) if outcome.error is not None else None
             if fault is None or fault in self.native_retries or not policy.retries(fault, number):
                 break
             attempts.append(Attempt(request.plan.root.id, f"{self.name} job", number, started, time.time(), fault,
                                     outcome.error.message if outcome.error else status.message,
-                                    work_lost_s=time.time() - started))
+                                    work_lost_s=time.time() - started, **_struck(kill, struck, number)))
             set_aside(job.local_output, number)
             time.sleep(policy.wait_s(number))
             number += 1
         if attempts or fault is not None:
             last = Attempt(request.plan.root.id, f"{self.name} job", number, started, outcome.finished, fault,
                            outcome.error.message if fault and outcome.error else "",
-                           work_lost_s=outcome.finished - started if fault else 0.0)
-            outcome = replace(outcome, attempts=(*attempts, last, *outcome.attempts))
+                           work_lost_s=outcome.finished - started if fault else 0.0, **_struck(kill, struck, number))
+            # the run's time spans every job, the lost ones too
+            outcome = replace(outcome, attempts=(*attempts, last, *outcome.attempts), started=first_started)
         if self.runs_on_this_host and outcome.facts is not None:
             outcome = replace(outcome, facts=with_host_machine(outcome.facts, request.facts.snapshot(MACHINE_FACTS)))
         return outcome
 
-    def _once(self, job: RemoteJob) -> tuple[JobStatus, Fetched]:
+    def _once(self, job: RemoteJob, kill: Injection | None) -> tuple[JobStatus, Fetched, WorkerKill | None]:
         handle = self.submit(job)
+        killer = _Killer(self, handle) if kill is not None else None
         try:
             status = self.wait(handle)
         except (KeyboardInterrupt, Interrupted):
             self.cancel(handle)
             raise Interrupted(f"interrupted; the {self.name} job was cancelled") from None
-        return status, self.fetch(handle, job)
+        fetched = self.fetch(handle, job)
+        return status, fetched, killer.result() if killer is not None else None
 
     def prepare(self, request: ExecutionRequest) -> RemoteJob:
         """Stage ``lock.json`` and build the far side's command line."""
@@ -289,6 +326,38 @@ def scheduler_retries(request: ExecutionRequest, classes: Sequence[str] = ("node
     ``max`` when it names any of them, else 0 (exit code 2 is never among them)."""
     policy = job_policy(request)
     return policy.max if any(c in policy.on for c in classes) else 0
+
+
+def _struck(kill: Injection | None, struck: WorkerKill | None, number: int) -> dict[str, Any]:
+    """The injection fields of an attempt the kill struck and the scheduler did not rerun."""
+    if kill is None or struck is None or number != 1:
+        return {}
+    return {"injected": kill.text, "injected_at": struck.struck_at}
+
+
+class _Killer(Generic[H]):
+    """:meth:`RemoteExecutor.kill_worker` in a thread beside the wait for the job."""
+
+    def __init__(self, executor: RemoteExecutor[H], handle: H) -> None:
+        self._executor, self._handle = executor, handle
+        self._done: WorkerKill | None = None
+        self._error: CmxError | None = None
+        self._thread = threading.Thread(target=self._strike, daemon=True, name="cmx-kill-worker")
+        self._thread.start()
+
+    def _strike(self) -> None:
+        try:
+            self._done = self._executor.kill_worker(self._handle)
+        except CmxError as exc:
+            self._error = exc
+
+    def result(self) -> WorkerKill:
+        """What the kill did, once the job has ended; a CmxError when it could not strike."""
+        self._thread.join()
+        if self._error is not None:
+            raise CmxError(f"--inject kill-worker: {self._error}")
+        assert self._done is not None
+        return self._done
 
 
 # -- folding the far result back ----------------------------------------------------------

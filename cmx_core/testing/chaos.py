@@ -5,8 +5,10 @@ went wrong, empty when each point was recorded exactly once with the right attem
 faults and the refused input was not retried.
 
 Everything runs as real ``cmx`` processes (``python -m cmx_core``) against real mechanisms
-(SIGKILL, a memory cgroup, a size-limited tmpfs); only the first attempt of ``sleep`` waits
-(30 s at most, until its kill), and every command is bounded by ``timeout_s``.
+(SIGKILL, a memory cgroup, a size-limited tmpfs, a network namespace without a route, the
+cluster executor's own kill of its worker); only the first attempt of ``sleep`` waits (30 s
+at most, until its kill), ``work`` takes 3 s (long enough for its worker to be killed), and
+every command is bounded by ``timeout_s``.
 """
 
 from __future__ import annotations
@@ -27,15 +29,21 @@ CHAOS_TAG = "chaos-matrix"
 _SCRIPT = ("import os, sys, time\\nwhat = sys.argv[1]\\nif what == 'oom':\\n  b = bytearray(300 << 20)\\n"
            "elif what == 'bad':\\n  sys.exit(2)\\nelif what == 'disk':\\n"
            "  open('out.bin', 'wb').write(os.urandom(1 << 20))\\n"
-           "elif what == 'sleep' and os.environ['CMX_ATTEMPT'] == '1':\\n  time.sleep(30)\\nprint('ok')")
+           "elif what == 'sleep' and os.environ['CMX_ATTEMPT'] == '1':\\n  time.sleep(30)\\n"
+           "elif what == 'net':\\n  import socket\\n"
+           "  socket.socket(socket.AF_INET, socket.SOCK_DGRAM).connect(('127.0.0.1', 9))\\n"
+           "elif what == 'work':\\n  time.sleep(3)\\nprint('ok')")
 
 FAULTS: Mapping[str, tuple[str, str]] = {
     "kill-step": ("kill-step@0s", "killed"),
     "oom": ("oom@64M", "oom"),
     "disk-full": ("disk-full@64K", "disk_full"),
+    "partition": ("partition", "network"),
+    "kill-worker": ("kill-worker", "node_lost"),
 }
 """Each fault the matrix injects: its ``--inject`` text and the fault class it must show."""
-_INPUT = {"kill-step": "sleep", "oom": "oom", "disk-full": "disk"}
+INPUTS = {"kill-step": "sleep", "oom": "oom", "disk-full": "disk", "partition": "net", "kill-worker": "work"}
+"""The recipe's ``what`` input each fault is injected into."""
 
 
 def chaos_recipe() -> str:
@@ -54,8 +62,9 @@ def chaos_recipe() -> str:
         """)
 
 
-def available_faults() -> list[str]:
-    """The faults this machine can inject: oom needs a writable memory cgroup, disk-full bwrap."""
+def available_faults(kill_worker: bool = False) -> list[str]:
+    """The faults this machine can inject: oom needs a writable memory cgroup, disk-full bwrap,
+    partition unshare; ``kill-worker`` when the executor under test kills its workers."""
     found = ["kill-step"]
     groups = make_groups(("memory",))
     try:
@@ -65,20 +74,23 @@ def available_faults() -> list[str]:
         groups.remove()
     if shutil.which("bwrap"):
         found.append("disk-full")
-    return found
+    if shutil.which("unshare"):
+        found.append("partition")
+    return [*found, "kill-worker"] if kill_worker else found
 
 
 def chaos_problems(recipes_dir: Path, executor: str, options: Sequence[str] = (), *,
                    env: Mapping[str, str] | None = None, faults: Sequence[str] | None = None,
-                   timeout_s: float = 300) -> list[str]:
-    """Run the matrix on ``executor`` (``options``: its ``--executor-opt KEY=VALUE`` pairs)."""
+                   timeout_s: float = 300, kill_worker: bool = False) -> list[str]:
+    """Run the matrix on ``executor`` (``options``: its ``--executor-opt KEY=VALUE`` pairs;
+    ``kill_worker``: the executor kills its workers, so the matrix has that cell too)."""
     (recipes_dir / "chaos-matrix.yaml").write_text(chaos_recipe())
-    chosen = list(faults or available_faults())
+    chosen = list(faults or available_faults(kill_worker))
     chaos = recipes_dir.parent / f"chaos-{executor}.yaml"
     chaos.write_text("chaos:\n" + "".join(f"  - inject: {FAULTS[f][0]}\n    points: [{i}]\n"
                                           for i, f in enumerate(chosen)))
     base = ["--recipes", str(recipes_dir), "--executor", executor, *(f"--executor-opt={o}" for o in options)]
-    sweep = _cmx(["sweep", "--tags", f"test,{CHAOS_TAG}", "--matrix", f"what={','.join(_INPUT[f] for f in chosen)}",
+    sweep = _cmx(["sweep", "--tags", f"test,{CHAOS_TAG}", "--matrix", f"what={','.join(INPUTS[f] for f in chosen)}",
                   "--retries", "1", "--chaos", str(chaos), "--json", *base], env, timeout_s)
     problems = _sweep_problems(sweep, chosen)
     bad = _cmx(["run", "--tags", f"test,{CHAOS_TAG}", "--what=bad", "--retries", "2", "--json", *base],
@@ -109,6 +121,9 @@ def _sweep_problems(sweep: Mapping[str, Any], chosen: Sequence[str]) -> list[str
         problems.append(f"each point must have its own run: {runs}")
     for point in points:
         fault = chosen[point["index"]]
+        if not point.get("result_path"):
+            problems.append(f"point {point['index']} ({fault}) recorded no result: {point}")
+            continue
         document = json.loads(Path(point["result_path"]).read_text())
         attempts = [(a["number"], a["fault"]) for a in document.get("attempts") or ()]
         if attempts != [(1, FAULTS[fault][1]), (2, None)]:
@@ -116,6 +131,10 @@ def _sweep_problems(sweep: Mapping[str, Any], chosen: Sequence[str]) -> list[str
                             f"then success")
         if document["status"] == "error":
             problems.append(f"point {point['index']} ({fault}): {document['error']['message']}")
+        spans = [(a["started"], a["ended"]) for a in document.get("attempts") or ()]
+        if spans and document["timing"]["wall_s"] + 0.01 < max(e for _, e in spans) - min(b for b, _ in spans):
+            problems.append(f"point {point['index']} ({fault}): the run's wall time {document['timing']['wall_s']} s "
+                            "does not span its attempts")
         if not any(i["spec"] == FAULTS[fault][0] for i in document["provenance"].get("injections") or ()):
             problems.append(f"point {point['index']} ({fault}): the injection is not in its provenance")
     return problems

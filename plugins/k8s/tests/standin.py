@@ -14,7 +14,14 @@ Complete/Failed condition. An Indexed Job (``completionMode: Indexed``) runs its
 ends), each pod with the ``batch.kubernetes.io/job-completion-index`` annotation (and env
 from its fieldRef); the status counts ``succeeded``/``failed`` and ``completedIndexes``/
 ``failedIndexes``, with ``backoffLimitPerIndex`` each index failing on its own. Deleting the
-Job kills its children's process groups."""
+Job kills its children's process groups.
+
+A pod evicted through the Eviction API (``POST .../pods/NAME/eviction``, as a node drain
+does) is killed and ends ``Failed`` with the ``DisruptionTarget`` condition. The Job's
+``podFailurePolicy`` is honoured as the Job controller does: an ``Ignore`` rule on
+``DisruptionTarget`` replaces such a pod without counting it against ``backoffLimit``, and a
+``FailJob`` rule on exit codes fails the Job at once (reason ``PodFailurePolicy``); other
+failures count against ``backoffLimit``."""
 
 from __future__ import annotations
 
@@ -32,7 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-_ROUTE = re.compile(r"^/(?:api/v1|apis/batch/v1)/namespaces/([^/]+)/([a-z]+)(?:/([^/]+))?(?:/(status|log))?$")
+_ROUTE = re.compile(r"^/(?:api/v1|apis/batch/v1)/namespaces/([^/]+)/([a-z]+)(?:/([^/]+))?(?:/(status|log|eviction))?$")
 
 
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
@@ -67,6 +74,8 @@ class Pod:
     process: subprocess.Popen[bytes]
     log: Path
     index: int | None = None
+    disrupted: bool = False
+    """Evicted (the ``DisruptionTarget`` condition)."""
 
 
 @dataclass
@@ -102,6 +111,8 @@ class StandIn:
     created: list[dict[str, Any]] = field(default_factory=list)
     peak: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    deleted: dict[str, JobRun] = field(default_factory=dict)
+    """Each deleted Job's pods, by name (for assertions after cmx deleted the Job)."""
 
     def start_job(self, namespace: str, job: dict[str, Any]) -> None:
         name = job["metadata"]["name"]
@@ -130,6 +141,15 @@ class StandIn:
             if code == 0:
                 run.succeeded.append(index)
                 continue
+            action = _policy_action(run.spec, pod, code)
+            if action == "Ignore":
+                run.waiting.insert(0, index)
+                continue
+            if action == "FailJob":
+                run.failed.append(index)
+                run.ended, run.reason = "Failed", "PodFailurePolicy"
+                self._kill(run)
+                return
             run.failures[index] = run.failures.get(index, 0) + 1
             per_index = run.spec.get("backoffLimitPerIndex")
             if run.indexed and per_index is not None:
@@ -219,17 +239,29 @@ class StandIn:
             code = pod.process.poll()
             phase = "Running" if code is None else ("Succeeded" if code == 0 else "Failed")
             state = {"running": {}} if code is None else {"terminated": {"exitCode": code}}
+            conditions = [{"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}] \
+                if pod.disrupted else []
             annotations = {INDEX_ANNOTATION: str(pod.index)} if pod.index is not None else {}
             items.append({"metadata": {"name": pod.name, "namespace": namespace, "labels": {"job-name": job},
                                        "annotations": annotations,
                                        "creationTimestamp": f"2026-01-01T00:{number // 60:02d}:{number % 60:02d}Z"},
-                          "status": {"phase": phase, "containerStatuses": [
+                          "status": {"phase": phase, "conditions": conditions, "containerStatuses": [
                               {"name": "cmx", "ready": False, "restartCount": 0, "image": "standin",
                                "imageID": "", "state": state}]}})
         return items
 
     def find_pod(self, name: str) -> Pod | None:
         return next((p for r in self.pods.values() for p in r.pods if p.name == name), None)
+
+    def evict(self, name: str) -> bool:
+        """Evict a running pod: killed, with the DisruptionTarget condition. False: no such pod."""
+        pod = self.find_pod(name)
+        if pod is None or pod.process.poll() is not None:
+            return False
+        pod.disrupted = True
+        os.killpg(pod.process.pid, signal.SIGKILL)
+        pod.process.wait()
+        return True
 
     def _kill(self, run: JobRun) -> None:
         for pod in run.pods:
@@ -241,10 +273,25 @@ class StandIn:
         run = self.pods.pop(name, None)
         if run is not None:
             self._kill(run)
+            self.deleted[name] = run
 
     def stop_all(self) -> None:
         for name in list(self.pods):
             self.stop_pod(name)
+
+
+def _policy_action(spec: dict[str, Any], pod: Pod, code: int) -> str | None:
+    """The action of the first ``podFailurePolicy`` rule a failed pod matches (None: none)."""
+    for rule in (spec.get("podFailurePolicy") or {}).get("rules", ()):
+        exits = rule.get("onExitCodes")
+        if exits is not None and not pod.disrupted:
+            values = set(exits.get("values", ()))
+            if (code in values) == (exits.get("operator", "In") == "In"):
+                return str(rule["action"])
+        for condition in rule.get("onPodConditions", ()):
+            if condition.get("type") == "DisruptionTarget" and pod.disrupted:
+                return str(rule["action"])
+    return None
 
 
 def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
@@ -273,8 +320,17 @@ def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
             return match.group(1), match.group(2), match.group(3), match.group(4), parse_qs(url.query)
 
         def do_POST(self) -> None:
-            namespace, kind, _, _, _ = self._route()
+            namespace, kind, name, sub, _ = self._route()
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if kind == "pods" and sub == "eviction":
+                with state.lock:
+                    evicted = state.evict(str(name))
+                state.calls.append(("EVICT", str(name)))
+                if evicted:
+                    self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
+                else:
+                    self._missing(f"pod {name}")
+                return
             key = (namespace, kind, body["metadata"]["name"])
             with state.lock:
                 if key in state.objects:

@@ -1,9 +1,10 @@
 """Recovery on the Kubernetes executor (docs/faults.md), against the STAND-IN API server
 (standin.py; no real cluster can run here): the chaos matrix (each injected fault recovered
-by the far engine's retry, each point recorded once; exit code 2 never retried), and the
-Job's own policy: ``backoffLimit`` from the recipe's retries, a ``podFailurePolicy`` that
-fails the Job at once on exit code 2 and ignores disruptions, validated against the
-Kubernetes schema."""
+by the far engine's retry, a pod evicted by ``kill-worker`` replaced by the Job itself,
+each point recorded once; exit code 2 never retried), and the Job's own policy:
+``backoffLimit`` from the recipe's retries, a ``podFailurePolicy`` that fails the Job at
+once on exit code 2 and ignores disruptions, validated against the Kubernetes schema and
+honoured by the stand-in."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 import standin
 
+from cmx_core.errors import CmxError
 from cmx_core.run import engine
 from cmx_core.testing.chaos import chaos_problems
 
@@ -36,7 +39,20 @@ def test_the_chaos_matrix_on_the_k8s_standin(cmx_home: Path, tmp_path: Path,
                                              cluster: tuple[Path, standin.StandIn]) -> None:
     recipes = tmp_path / "recipes"
     recipes.mkdir()
-    assert chaos_problems(recipes, "k8s", _opts(cluster[0]), timeout_s=240) == []
+    assert chaos_problems(recipes, "k8s", _opts(cluster[0]), timeout_s=240, kill_worker=True) == []
+    evicted = [name for method, name in cluster[1].calls if method == "EVICT"]
+    assert len(evicted) == 1, cluster[1].calls  # the kill-worker point's pod, once
+
+
+def test_the_job_fails_at_once_on_exit_code_2(cmx_home: Path, tmp_path: Path,
+                                               cluster: tuple[Path, standin.StandIn]) -> None:
+    (tmp_path / "r.yaml").write_text(RETRIED.replace('"exit 0"', '"exit 2"'))
+    options = dict(o.split("=", 1) for o in _opts(cluster[0]))
+    with pytest.raises(CmxError) as failed:
+        engine.run("test,k8s,retried", recipes_dirs=[tmp_path], executor="k8s", options=options)
+    assert failed.value.exit_code == 2
+    [run] = cluster[1].deleted.values()
+    assert (len(run.pods), run.ended, run.reason) == (1, "Failed", "PodFailurePolicy")
 
 
 def test_the_job_carries_the_recipes_policy(cmx_home: Path, tmp_path: Path,

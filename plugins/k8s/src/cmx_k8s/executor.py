@@ -30,13 +30,14 @@ from cmx_core.api import (
     RemoteExecutor,
     RemoteJob,
     UsageError,
+    WorkerKill,
     get_registry,
     job_policy,
     plan_resources,
     scheduler_retries,
     write_lock,
 )
-from cmx_k8s import framing, manifests
+from cmx_k8s import disrupt, framing, manifests
 from cmx_k8s.gpu import GpuRequest, gpu_request
 from cmx_k8s.settings import K8sSettings
 
@@ -69,6 +70,7 @@ def job_retries(request: ExecutionRequest) -> manifests.JobRetries:
 class K8sExecutor(RemoteExecutor[K8sHandle]):
     name = "k8s"
     native_retries = frozenset({"node_lost", "preempted"})  # backoffLimit + podFailurePolicy (docs/faults.md)
+    kills_workers = True  # its pod evicted (cmx_k8s.disrupt)
     summary = "Run the plan as a Kubernetes Job (GPUs as resource limits, nodeSelector on the GPU product)"
     settings = K8sSettings
 
@@ -159,6 +161,9 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
 
     def cancel(self, handle: K8sHandle) -> None:
         delete(handle)
+
+    def kill_worker(self, handle: K8sHandle) -> WorkerKill:
+        return disrupt.evict_running_pod(handle.core, handle.batch, handle.name, handle.namespace)
 
 
 def apply(handle: K8sHandle, built: manifests.RunManifests) -> None:

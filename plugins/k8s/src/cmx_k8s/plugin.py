@@ -63,4 +63,5 @@ def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     register(Executor(name="k8s", summary=SUMMARY, run=_execute, settings=K8sSettings,
                       check_plan=_check_plan, describe=_describe, run_many=_run_many,
-                      run_each=_run_each, render_many=_render_many))
+                      run_each=_run_each, render_many=_render_many,
+                      injects=frozenset({"kill-worker"})))  # its kill_worker (docs/faults.md)

@@ -11,7 +11,10 @@ usual), then prints one frame at the end of the log::
 which the near side's ``fetch`` reads from the pod log and unpacks into ``<run>/remote``.
 Nothing else is needed on the cluster (no shared volume, no object store); the size is
 bounded (``max_result_mb``, under the kubelet's 10 MiB log rotation). This file imports only
-the standard library: the image need not have cmx-k8s installed. It exits with cmx's code.
+the standard library: the image need not have cmx-k8s installed. It exits with cmx's code,
+or 2 when the far run failed on a step that refused its input (its last attempt's fault is
+``bad_input``), so that the Job's ``podFailurePolicy`` fails it at once instead of running
+the pod again (docs/faults.md: exit code 2 is never retried).
 """
 
 from __future__ import annotations
@@ -49,7 +52,17 @@ def main(argv: list[str]) -> int:
     code = subprocess.call(command, stdin=subprocess.DEVNULL)
     sys.stdout.flush()
     print("\n" + frame(code, out_dir, max_bytes), flush=True)
-    return code
+    return 2 if code != 0 and refused_input(out_dir) else code
+
+
+def refused_input(out_dir: Path) -> bool:
+    """True when the far result's last failed attempt is ``bad_input``."""
+    try:
+        document = json.loads((out_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    faults = [a.get("fault") for a in document.get("attempts") or () if isinstance(a, dict) and a.get("fault")]
+    return bool(faults) and faults[-1] == "bad_input"
 
 
 if __name__ == "__main__":

@@ -28,11 +28,12 @@ from cmx_core.api import (
     JobStatus,
     RemoteExecutor,
     RemoteJob,
+    WorkerKill,
     scheduler_retries,
 )
 from cmx_core.api import plan_resources as asked_by
 from cmx_core.errors import UsageError
-from cmx_slurm import poll, script, slurmcli
+from cmx_slurm import poll, script, slurmcli, worker
 from cmx_slurm.about import SUMMARY
 from cmx_slurm.resources import Resources, plan_resources
 from cmx_slurm.settings import SlurmSettings
@@ -73,6 +74,7 @@ class SlurmExecutor(RemoteExecutor[SlurmJob]):
     summary = SUMMARY
     settings = SlurmSettings
     native_retries = frozenset({"node_lost", "preempted"})  # --requeue (docs/faults.md)
+    kills_workers = True  # its node set down (cmx_slurm.worker)
 
     def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
         chosen = settings_of(request.settings).cmx
@@ -119,12 +121,17 @@ class SlurmExecutor(RemoteExecutor[SlurmJob]):
         slurmcli.scancel(handle.job_id)
         poll.wait_gone([handle.job_id])
 
+    def kill_worker(self, handle: SlurmJob) -> WorkerKill:
+        return worker.kill_worker(handle.job_id, handle.stage)
+
 
 def requeue_args(request: ExecutionRequest) -> list[str]:
     """``--requeue`` when the job's recovery policy retries a lost node or a preemption:
     Slurm then puts the job back in the queue itself (docs/faults.md). Slurm counts no
-    requeues per job (``MaxBatchRequeue`` in slurm.conf bounds them cluster-wide)."""
-    return ["--requeue"] if scheduler_retries(request) > 0 else []
+    requeues per job (``MaxBatchRequeue`` in slurm.conf bounds them cluster-wide).
+    Otherwise ``--no-requeue``: Slurm's default (``JobRequeue=1``) requeues a batch job whose
+    node failed, a retry the policy did not ask for."""
+    return ["--requeue"] if scheduler_retries(request) > 0 else ["--no-requeue"]
 
 
 def with_log_tail(status: JobStatus, err: Path) -> JobStatus:

@@ -14,6 +14,8 @@ runs the far side proper (``--output`` the run's ``remote`` directory): its resu
 one folded back. Every other rank runs the same locked plan with its own output directory
 (``remote-rank-N``) and results store, without the cache (each rank must run its steps,
 never take rank 0's entry), so a step that joins a process group finds all its peers.
+A job Slurm requeued (``SLURM_RESTART_COUNT``) first sets rank 0's output of the lost run
+aside as ``remote-attempt-N``: the far side needs an empty one.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ def task_script(command: Sequence[str], env: Mapping[str, str], stage: Path) -> 
         f"{exports}"
         'export RANK="${SLURM_PROCID:-0}" LOCAL_RANK="${SLURM_LOCALID:-0}"\n'
         'if [ "$RANK" = 0 ]; then\n'
+        f'  if [ "${{SLURM_RESTART_COUNT:-0}}" != 0 ] && [ -e {shlex.quote(argv[out_at])} ]; then\n'
+        f'    mv {shlex.quote(argv[out_at])} {shlex.quote(argv[out_at] + "-attempt-")}"$SLURM_RESTART_COUNT"\n'
+        "  fi\n"
         f"  exec {' '.join(shlex.quote(a) for a in argv)}\n"
         "fi\n"
         f'export CMX_DATA_DIR={shlex.quote(str(stage / "data-rank-"))}"$RANK"\n'
