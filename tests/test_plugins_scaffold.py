@@ -1,5 +1,5 @@
 """`cmx plugins new` produces a plugin whose own tests pass right away, installed the way
-its printed next step says (``pip install -e 'DIR[test]'``). The fresh-venv variant, with
+its printed next step says (``cmx plugins install --editable 'DIR[test]'``). The fresh-venv variant, with
 only cmx-core's wheel and the scaffold installed, runs in tests/test_registry_ci.py."""
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ def test_new_plugin_tests_pass_and_its_recipe_runs(
     assert main(["plugins", "new", "tiny-bench", "--dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     target = tmp_path / "cmx-tiny-bench"
-    assert f"pip install -e '{target}[test]'" in out
+    assert f"cmx plugins install --editable '{target}[test]'" in " ".join(out.split())  # wrapped to the terminal
 
     env = IsolatedEnv.create(tmp_path / "venv", inherit=True)
     env.pip("install", "-q", "-e", f"{target}[test]")
     done = env.run_python(["-m", "pytest", "-p", "no:cacheprovider", "-q"], cwd=target,
                           env={"CMX_HOME": str(tmp_path / "home")}, check=False)
     assert done.returncode == 0, done.stdout[-3000:]
-    assert re.search(r"\b16 passed\b", done.stdout), done.stdout[-500:]  # the kit: 14 + 2 executor checks
+    assert re.search(r"\b17 passed\b", done.stdout), done.stdout[-500:]  # the kit: 14 + 2 executor checks + README
 
     done = env.run_python(["-c", CLI, "run", "recipe", "--tags=tiny-bench,hello",
                            "--who=there", "--json"], env={"CMX_HOME": str(tmp_path / "home")})

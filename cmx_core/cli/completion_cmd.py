@@ -20,7 +20,7 @@ RECIPE_COMMANDS = ("run", "plan", "explain", "sweep", "show")
 
 _BASH = r"""# cmx completion for bash (cmx completion bash)
 _cmx_words() {
-  cmx list recipes 2>/dev/null | awk '{print $1; n=split($2, t, ","); for (i=1;i<=n;i++) print t[i]}' | sort -u
+  cmx list recipes --wide 2>/dev/null | awk '{print $1; n=split($2, t, ","); for (i=1;i<=n;i++) print t[i]}' | sort -u
 }
 _cmx() {
   local cur=${COMP_WORDS[COMP_CWORD]}
@@ -37,7 +37,7 @@ complete -o default -o nospace -F _cmx cmx
 _ZSH = "# cmx completion for zsh (cmx completion zsh)\nautoload -U +X bashcompinit && bashcompinit\n"
 _FISH = """# cmx completion for fish (cmx completion fish)
 function __cmx_words
-    cmx list recipes 2>/dev/null | string replace -r '^(\\S+)\\s+(\\S+).*' '$1,$2' | string split ,
+    cmx list recipes --wide 2>/dev/null | string replace -r '^(\\S+)\\s+(\\S+).*' '$1,$2' | string split ,
 end
 complete -c cmx -f -n __fish_use_subcommand -a "__COMMANDS__"
 complete -c cmx -f -n "__fish_seen_subcommand_from __RECIPE_COMMANDS__" -a "(__cmx_words)"

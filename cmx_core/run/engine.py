@@ -21,7 +21,7 @@ from cmx_core import paths
 from cmx_core.cache.store import Cache
 from cmx_core.catalog.catalog import Catalog, load_catalog
 from cmx_core.datautil import atomic_write, digest
-from cmx_core.errors import CmxError, Interrupted, StepFailed, UsageError, did_you_mean
+from cmx_core.errors import CmxError, Interrupted, RecipeError, ResolveError, StepFailed, UsageError, did_you_mean
 from cmx_core.facts.store import FactStore
 from cmx_core.plan.conditional import ByStep, conditional_deps, of_node
 from cmx_core.plan.planner import Plan, PlanNode, PlanQuery, build_plan
@@ -33,6 +33,7 @@ from cmx_core.plugins.registry import ExecutionRequest, Executor, Registry, miss
 from cmx_core.providers.recovery import NO_RECOVERY, Recovery
 from cmx_core.providers.types import ExecutorSettings, RunError
 from cmx_core.recipes.model import Recipe, split_tags
+from cmx_core.recipes.template import TemplateError
 from cmx_core.resolve.decision import Decision
 from cmx_core.resolve.resolver import Resolution, Resolver
 from cmx_core.results.document import build_document
@@ -378,11 +379,16 @@ def _execute(chosen: Executor, request: ExecutionRequest, provenance: Any,
     return path, document, outcome.error.exit_code if outcome.error else 1
 
 
+BAD_INPUT: tuple[type[CmxError], ...] = (UsageError, RecipeError, ResolveError, TemplateError)
+"""What an executor raises when it refuses its input rather than failing on its own."""
+
+
 def executor_exit_code(exc: CmxError) -> int:
     """The exit code of a run whose executor raised ``exc``: 2 when it refused its input (a
-    UsageError: no such partition, a bad setting), else 1, a failed run as the README says (an
-    image that does not build, a job that never starts)."""
-    return 2 if isinstance(exc, UsageError) else 1
+    UsageError: no such partition, a bad setting; a recipe, template or dependency it could
+    not use), else 1, a failed run as the README says (an image that does not build, a job
+    that never starts)."""
+    return 2 if isinstance(exc, BAD_INPUT) else 1
 
 
 def _run_failure(document: Mapping[str, Any], result_path: Path, exit_code: int = 1) -> CmxError:
