@@ -48,11 +48,12 @@ def _run_on_a_terminal(args: list[str]) -> tuple[int, str, str]:
 
 def test_the_plan_is_printed_on_a_terminal_before_the_run(recipes: Callable[[str, str], Path]) -> None:
     recipes("plan-shown", RECIPE)
-    code, _, err = _run_on_a_terminal(["run", "--tags=plan,shown", "--recipes", str(recipes.dir)])  # type: ignore[attr-defined]
+    code, out, err = _run_on_a_terminal(["run", "--tags=plan,shown", "--recipes", str(recipes.dir)])  # type: ignore[attr-defined]
     assert code == 0, err
     assert "plan (1 nodes" in err and "plan-shown" in err.split("plan (1 nodes", 1)[1]
     assert "cache=" in err  # the tree line: node, source, key, cache status
-    assert err.index("plan (1 nodes") < err.index("COMPLETED")  # shown before it ran, the summary after
+    assert err.index("plan (1 nodes") < err.index("done plan-shown")  # shown before it ran
+    assert "COMPLETED" in out  # the summary, on stdout (the progress line no longer takes stdout over)
 
 
 def test_quiet_and_json_and_a_pipe_do_not_print_the_plan(recipes: Callable[[str, str], Path]) -> None:

@@ -31,8 +31,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from filelock import FileLock
-
 from cmx_core import paths, reads
 from cmx_core.datautil import atomic_write, digest, iter_strings, loads_bounded
 from cmx_core.errors import CacheError
@@ -135,6 +133,8 @@ class Cache:
         """Hold the per-key lock (other processes computing the same key wait)."""
         lock_dir = self.root / "locks"
         lock_dir.mkdir(parents=True, exist_ok=True)
+        from filelock import FileLock  # deferred: filelock (and decimal) only when a step is cached
+
         with FileLock(str(lock_dir / f"{key}.lock")):
             yield
 

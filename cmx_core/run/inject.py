@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import UsageError
 from cmx_core.providers.recovery import Injection
-from cmx_core.sandbox.bubblewrap import make_groups
 
 if TYPE_CHECKING:
     import subprocess
@@ -134,6 +133,9 @@ class Armed:
                 self._cleanups.append(thread.join)
 
     def _limit_memory(self, proc: subprocess.Popen[bytes], limit: int) -> None:
+        # deferred: the engine imports this module on every run; bubblewrap pulls filelock
+        from cmx_core.sandbox.bubblewrap import make_groups
+
         groups = make_groups(("memory",))
         if not groups.set_memory(limit) or groups.add(proc.pid):
             groups.remove()

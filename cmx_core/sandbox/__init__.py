@@ -10,7 +10,6 @@ on cmx-core. The built-in backend is :class:`BubblewrapSandbox`; see ``docs/sand
 from __future__ import annotations
 
 from cmx_core.sandbox.backend import DEFAULT_BACKEND, Sandbox, SandboxBackend, pick_backend
-from cmx_core.sandbox.bubblewrap import BubblewrapSandbox
 from cmx_core.sandbox.result import SandboxResult, Verdict
 from cmx_core.sandbox.spec import NOBODY, Limits, SandboxSpec, SandboxUser, check_spec
 
@@ -21,6 +20,9 @@ __all__ = [
 
 
 def _bubblewrap() -> Sandbox:
+    # deferred: every process that loads the plugin registry imports this package; bubblewrap pulls filelock
+    from cmx_core.sandbox.bubblewrap import BubblewrapSandbox
+
     return BubblewrapSandbox()
 
 
