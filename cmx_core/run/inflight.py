@@ -98,18 +98,27 @@ def reap() -> list[str]:
         if _alive(int(pid), start):
             continue
         if isinstance(state.get("token"), str):  # what its steps started and its watchdog did not kill
-
             kill_marked(state["token"])
-        if run_dir.is_dir() and not (run_dir / "result.json").exists():
-            recorded += _record(document, run_dir)
+        if run_dir.is_dir():
+            done = _record(document, run_dir)
+            if done is None:
+                continue  # not recorded (the index busy or unwritable): the marker stays, a later start retries
+            recorded += done
         marker.unlink(missing_ok=True)
     return recorded
 
 
-def _record(document: dict[str, Any], run_dir: Path) -> list[str]:
+def _record(document: dict[str, Any], run_dir: Path) -> list[str] | None:
+    """Write the interrupted run's result and index it; a ``result.json`` already there (the
+    run wrote it, or an earlier reap did, before the kill or a failure cut the indexing short)
+    is indexed as it is, which is idempotent. None when it could not be recorded."""
+    path = run_dir / "result.json"
     try:
+        if path.exists():
+            ResultStore(paths.results_db()).index(loads_bounded(path.read_text(encoding="utf-8")), path)
+            return []
         path = write_result(run_dir, document, suites=None)
         ResultStore(paths.results_db()).index(document, path, validated=True)
-    except (ResultsError, OSError):
-        return []
+    except (ResultsError, OSError, ValueError):
+        return None
     return [str(document.get("run_id"))]
