@@ -105,25 +105,35 @@ def kill_halfway(argv: list[str]) -> Path:
     return folder
 
 
-def test_a_sweep_killed_halfway_then_resumed_equals_an_uninterrupted_one(
-        cmx_home: Path, recipes: Callable[[str, str], Path]) -> None:
-    directory = recipes("square.yaml", SQUARE).parent
-    whole = subprocess.run(_cmx(*_sweep_args(directory)), capture_output=True, timeout=BOUND_S, check=False)
+def resumed_equals_uninterrupted(args: list[str], timeout_s: float = BOUND_S) -> tuple[Path, dict[str, Any]]:
+    """Run the sweep ``args`` (``cmx`` arguments) whole, then again with its driver killed
+    halfway, and resume that one: every point of the resumed sweep equals the uninterrupted
+    one's (inputs, status, exit code, outputs) and each is recorded exactly once. The killed
+    sweep's folder and the resumed manifest; ``timeout_s`` bounds each whole sweep."""
+    whole = subprocess.run(_cmx(*args), capture_output=True, timeout=timeout_s, check=False)
     assert whole.returncode == 0, whole.stderr.decode()
     expected = point_results(json.loads(whole.stdout))
-    folder = kill_halfway(_cmx(*_sweep_args(directory, "--pause=0.5")))
-
+    folder = kill_halfway(_cmx(*args, "--pause=0.5"))
     resumed = subprocess.run(_cmx("sweep", "--resume", folder.name, "--json"), capture_output=True,
-                             timeout=BOUND_S, check=False)
+                             timeout=timeout_s, check=False)
     assert resumed.returncode == 0, resumed.stderr.decode()
     manifest = json.loads(resumed.stdout)
-    assert manifest["sweep_id"] == folder.name
     got = point_results(manifest)
     assert sorted(got) == sorted(expected) == list(range(POINTS))
     for index in range(POINTS):  # point by point: the same inputs, status and outputs
         assert got[index] == expected[index], index
-        assert got[index][3]["square"] == str((index + 1) ** 2)
     assert successes(folder) == dict.fromkeys(range(POINTS), 1)  # each point recorded exactly once
+    return folder, manifest
+
+
+def test_a_sweep_killed_halfway_then_resumed_equals_an_uninterrupted_one(
+        cmx_home: Path, recipes: Callable[[str, str], Path]) -> None:
+    directory = recipes("square.yaml", SQUARE).parent
+    folder, manifest = resumed_equals_uninterrupted(_sweep_args(directory))
+    assert manifest["sweep_id"] == folder.name
+    got = point_results(manifest)
+    for index in range(POINTS):
+        assert got[index][3]["square"] == str((index + 1) ** 2)
     again = subprocess.run(_cmx("sweep", "--resume", folder.name, "--json"), capture_output=True,
                            timeout=BOUND_S, check=False)
     assert again.returncode == 0 and point_results(json.loads(again.stdout)) == got  # nothing left to run

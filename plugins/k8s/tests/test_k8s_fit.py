@@ -8,7 +8,6 @@ each (against the STAND-IN API server, standin.py)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from cmx_core.errors import UsageError
 from cmx_core.run import engine
 from cmx_core.sweep.runner import run_sweep
 from cmx_core.testing import execution_request
-from tests.test_sweep_resume import POINTS, SQUARE, kill_halfway, point_results, successes
+from tests.test_sweep_resume import POINTS, SQUARE, resumed_equals_uninterrupted
 
 FACTS = Path(__file__).resolve().parents[3] / "examples" / "facts" / "h100-sxm-8x.json"
 
@@ -232,15 +231,4 @@ def test_a_k8s_sweep_killed_halfway_then_resumed_equals_an_uninterrupted_one(
     args = ["sweep", "--tags=test,sweep,square", "--recipes", str(tmp_path), "--no-cache", "--executor", "k8s",
             *[a for k, v in options.items() for a in ("--executor-opt", f"{k}={v}")], "-j", "1",
             "--matrix", "n=" + ",".join(str(n) for n in range(1, POINTS + 1)), "--json"]
-    whole = subprocess.run([sys.executable, "-m", "cmx_core", *args], capture_output=True, timeout=300, check=False)
-    assert whole.returncode == 0, whole.stderr.decode()
-    expected = point_results(json.loads(whole.stdout))
-    folder = kill_halfway([sys.executable, "-m", "cmx_core", *args, "--pause=0.5"])
-    resumed = subprocess.run([sys.executable, "-m", "cmx_core", "sweep", "--resume", folder.name, "--json"],
-                             capture_output=True, timeout=300, check=False)
-    assert resumed.returncode == 0, resumed.stderr.decode()
-    got = point_results(json.loads(resumed.stdout))
-    assert sorted(got) == list(range(POINTS))
-    for index in range(POINTS):
-        assert got[index] == expected[index], index
-    assert successes(folder) == dict.fromkeys(range(POINTS), 1)
+    resumed_equals_uninterrupted(args, timeout_s=300)

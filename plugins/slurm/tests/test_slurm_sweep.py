@@ -6,8 +6,6 @@ those of one `cmx run` process per point."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ from cmx_core.cli.main import main
 from cmx_core.results.store import ResultStore
 from cmx_core.sweep.runner import SweepResult, parse_axes, points, read_manifest, run_sweep
 from cmx_core.testing import exit_code_recipe
-from tests.test_sweep_resume import POINTS, SQUARE, kill_halfway, point_results, successes
+from tests.test_sweep_resume import POINTS, SQUARE, resumed_equals_uninterrupted
 
 SLURM = ["--executor", "slurm", "--executor-opt", "poll_s=0.2"]
 
@@ -188,15 +186,4 @@ def test_a_slurm_sweep_killed_halfway_then_resumed_equals_an_uninterrupted_one(s
     (tmp_path / "square.yaml").write_text(SQUARE)
     args = ["sweep", "--tags=test,sweep,square", "--recipes", str(tmp_path), "--no-cache", *SLURM, "-j", "1",
             "--matrix", "n=" + ",".join(str(n) for n in range(1, POINTS + 1)), "--json"]
-    whole = subprocess.run([sys.executable, "-m", "cmx_core", *args], capture_output=True, timeout=300, check=False)
-    assert whole.returncode == 0, whole.stderr.decode()
-    expected = point_results(json.loads(whole.stdout))
-    folder = kill_halfway([sys.executable, "-m", "cmx_core", *args, "--pause=0.5"])
-    resumed = subprocess.run([sys.executable, "-m", "cmx_core", "sweep", "--resume", folder.name, "--json"],
-                             capture_output=True, timeout=300, check=False)
-    assert resumed.returncode == 0, resumed.stderr.decode()
-    got = point_results(json.loads(resumed.stdout))
-    assert sorted(got) == list(range(POINTS))
-    for index in range(POINTS):
-        assert got[index] == expected[index], index
-    assert successes(folder) == dict.fromkeys(range(POINTS), 1)
+    resumed_equals_uninterrupted(args, timeout_s=300)
