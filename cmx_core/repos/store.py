@@ -23,6 +23,7 @@ from cmx_core import paths
 from cmx_core.errors import CmxError, UsageError
 from cmx_core.repos.git import GitFailed, git, resolve_commit
 from cmx_core.repos.records import PLAIN, Repo, check_name, read_repos, write_repos
+from cmx_core.tarsafe import data_filter, extract_all
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -149,7 +150,7 @@ def tree(name: str, commit: str) -> Path:
         archive = staging / "tree.tar"
         git(["archive", "--format=tar", "-o", str(archive), commit], git_dir=clone)
         with tarfile.open(archive) as tar:
-            tar.extractall(staging / "tree", filter="data")
+            extract_all(tar, staging / "tree", data_filter)
         archive.unlink()
         try:
             os.rename(staging / "tree", final)

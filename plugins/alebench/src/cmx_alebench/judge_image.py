@@ -28,6 +28,7 @@ from filelock import FileLock
 
 from cmx_alebench.runner import Call, CallLimits, Ending, Runner
 from cmx_alebench.toolchain import Toolchain
+from cmx_core.api import FilterError, extract_all, tar_filter
 from cmx_core.errors import StepFailed, UsageError
 
 MARKER = ".cmx-rootfs.json"
@@ -113,15 +114,15 @@ def _member(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
     if member.islnk():
         target = os.path.realpath(os.path.join(dest, member.linkname))
         if os.path.commonpath([target, os.path.realpath(dest)]) != os.path.realpath(dest):
-            raise tarfile.LinkOutsideDestinationError(member, target)
-    return tarfile.tar_filter(member, dest)
+            raise FilterError(f"{member.name!r} would link to {target!r}, outside the destination")
+    return tar_filter(member, dest)
 
 
 def unpack(stream: io.RawIOBase, dest: Path) -> None:
     """Unpack a tar stream into ``dest``; a member that would land outside it is a StepFailed."""
     try:
         with tarfile.open(fileobj=stream, mode="r|") as tar:
-            tar.extractall(dest, numeric_owner=True, filter=_member)
+            extract_all(tar, dest, _member, numeric_owner=True)
     except (tarfile.TarError, KeyError) as exc:   # KeyError: a hard link to a member the stream lacks
         raise StepFailed(f"the judge image's filesystem was refused: {exc}") from None
 
