@@ -1,7 +1,7 @@
 """Time to detect and to recover from each injected fault, per executor (docs/faults.md).
 
 For each executor and fault class (kill-step, oom, disk-full, partition, and kill-worker on
-the executors that kill their workers: Slurm, Kubernetes), ``--rounds`` runs of one shell
+the executors that kill their workers: Slurm, Ray, Kubernetes), ``--rounds`` runs of one shell
 step with the fault injected into its first attempt and ``--retries 1``; each run's ``faults`` entry gives the
 time to detect (from the injection to the attempt's end, as the engine that ran the step
 saw it) and the time to recover (from that end to the next attempt's start); the run's wall
@@ -12,8 +12,9 @@ executor and fault (median and max over the rounds) and, with ``--json``, the ra
 
 The cluster executors run on loopback services this script starts and stops by PID: the
 Kubernetes stand-in (plugins/k8s/tests/standin.py), a private single-node Slurm
-(cmx_slurm.testing) and a private Ray head (``ray start --head``). One that cannot start is
-left out and says why.
+(cmx_slurm.testing) and a private Ray cluster of a head without CPUs and two worker nodes,
+each its own raylet (plugins/ray/tests/multinode.py: kill-worker kills a worker's raylet, and
+a new worker node is added after each). One that cannot start is left out and says why.
 """
 
 from __future__ import annotations
@@ -24,13 +25,11 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -58,11 +57,11 @@ def main() -> int:
     for executor in args.executors.split(","):
         with ExitStack() as stack:
             try:
-                options = stack.enter_context(SERVICES[executor](work, env))
+                options, replace_worker = stack.enter_context(SERVICES[executor](work, env))
             except RuntimeError as exc:
                 print(f"{executor}: left out: {exc}", file=sys.stderr)
                 continue
-            rows += measure(executor, options, work, env, args.rounds)
+            rows += measure(executor, options, work, env, args.rounds, replace_worker)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
@@ -78,7 +77,17 @@ def _pair(values: list[float]) -> str:
     return f"{statistics.median(values):.3f} / {max(values):.3f}" if values else "-"
 
 
-def measure(executor: str, options: list[str], work: Path, env: Mapping[str, str], rounds: int) -> list[dict[str, Any]]:
+Service = tuple[list[str], Callable[[], None]]
+"""A started executor's ``--executor-opt`` values, and what to call after a kill-worker run
+(a new worker node where the killed one does not come back)."""
+
+
+def _nothing() -> None:
+    pass
+
+
+def measure(executor: str, options: list[str], work: Path, env: Mapping[str, str], rounds: int,
+            replace_worker: Callable[[], None] = _nothing) -> list[dict[str, Any]]:
     base = ["--recipes", str(work / "recipes"), "--tags", f"test,{CHAOS_TAG}", "--executor", executor,
             *(f"--executor-opt={o}" for o in options), "--json"]
     clean = [_run([*base, "--what=clean"], env)["timing"]["wall_s"] for _ in range(rounds)]
@@ -87,6 +96,8 @@ def measure(executor: str, options: list[str], work: Path, env: Mapping[str, str
         detect, recover, wall = [], [], []
         for _ in range(rounds):
             document = _run([*base, f"--what={INPUTS[fault]}", "--retries", "1", "--inject", FAULTS[fault][0]], env)
+            if fault == "kill-worker":
+                replace_worker()
             [entry] = document["faults"]
             if entry["class"] != FAULTS[fault][1] or not entry["recovered"]:
                 raise SystemExit(f"{executor} {fault}: recorded {entry}")
@@ -108,8 +119,8 @@ def _run(args: list[str], env: Mapping[str, str]) -> dict[str, Any]:
 
 
 @contextmanager
-def _local(work: Path, env: Mapping[str, str]) -> Iterator[list[str]]:
-    yield []
+def _local(work: Path, env: Mapping[str, str]) -> Iterator[Service]:
+    yield [], _nothing
 
 
 def _standin() -> Any:
@@ -123,7 +134,7 @@ def _standin() -> Any:
 
 
 @contextmanager
-def _k8s(work: Path, env: Mapping[str, str]) -> Iterator[list[str]]:
+def _k8s(work: Path, env: Mapping[str, str]) -> Iterator[Service]:
     standin = _standin()
     root = work / "standin"
     root.mkdir(exist_ok=True)
@@ -131,7 +142,7 @@ def _k8s(work: Path, env: Mapping[str, str]) -> Iterator[list[str]]:
     try:
         config = standin.kubeconfig(work / "kubeconfig", server.server_address[1])
         yield [f"kubeconfig={config}", "image=cmx-python:standin", f"python={sys.executable}",
-               f"cmx={sys.executable} -m cmx_core", "poll_s=0.2"]
+               f"cmx={sys.executable} -m cmx_core", "poll_s=0.2"], _nothing
     finally:
         state.stop_all()
         server.shutdown()
@@ -139,12 +150,12 @@ def _k8s(work: Path, env: Mapping[str, str]) -> Iterator[list[str]]:
 
 
 @contextmanager
-def _slurm(work: Path, env: Mapping[str, str]) -> Iterator[list[str]]:
+def _slurm(work: Path, env: Mapping[str, str]) -> Iterator[Service]:
     home = Path(tempfile.mkdtemp(prefix="cmxslurm-"))  # its own directory: munge checks its parents
     cluster = start_private(home)
     os.environ["SLURM_CONF"] = cluster.conf
     try:
-        yield ["poll_s=0.2"]
+        yield ["poll_s=0.2"], _nothing
     finally:
         stop_private(cluster)
         os.environ.pop("SLURM_CONF", None)
@@ -152,32 +163,43 @@ def _slurm(work: Path, env: Mapping[str, str]) -> Iterator[list[str]]:
 
 
 @contextmanager
-def _ray(work: Path, env: Mapping[str, str]) -> Iterator[list[str]]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+def _ray(work: Path, env: Mapping[str, str]) -> Iterator[Service]:
     temp = tempfile.mkdtemp(prefix="cmx-ray-bench-")
-    head = subprocess.Popen([str(Path(sys.executable).parent / "ray"), "start", "--head", "--block",
-                             "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
-                             "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
-                            env={**os.environ, **RAY_ENV}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cluster = subprocess.Popen([sys.executable, str(ROOT / "plugins" / "ray" / "tests" / "multinode.py"), temp, "2"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               env={**os.environ, **RAY_ENV})
     try:
-        deadline = time.monotonic() + 120
-        while not _listening(port):
-            if head.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the ray head did not start")
-            time.sleep(0.2)
-        yield [f"address=127.0.0.1:{port}", "env=CMX_HOME"]
+        address = _answer(cluster, "address")
+        if address is None:
+            raise RuntimeError("the ray cluster did not start")
+
+        def replace_worker() -> None:
+            assert cluster.stdin is not None
+            cluster.stdin.write("add\n")
+            cluster.stdin.flush()
+            _answer(cluster, "added")
+
+        yield [f"address={address}", "env=CMX_HOME"], replace_worker
     finally:
-        head.send_signal(signal.SIGTERM)
+        if cluster.stdin is not None:
+            cluster.stdin.close()
         try:
-            head.wait(timeout=30)
+            cluster.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            head.kill()
-            head.wait()
-        for pid in _mentioning(temp):  # what this head left behind, by PID
+            cluster.kill()
+            cluster.wait()
+        for pid in _mentioning(temp):  # what this cluster left behind, by PID
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _answer(process: subprocess.Popen[str], key: str) -> Any:
+    """The value of ``key`` in the next JSON line of multinode.py (None: it ended first)."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("{") and key in (value := json.loads(line)):
+            return value[key]
+    return None
 
 
 def _mentioning(text: str) -> list[int]:
@@ -189,12 +211,6 @@ def _mentioning(text: str) -> list[int]:
                 if text.encode() in (entry / "cmdline").read_bytes():
                     found.append(int(entry.name))
     return found
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 SERVICES = {"local": _local, "k8s": _k8s, "slurm": _slurm, "ray": _ray}

@@ -37,9 +37,10 @@ def test_the_injection_table_lists_every_fault() -> None:
 
 def test_kill_worker_is_injected_by_the_executors_the_page_names() -> None:
     executors = get_registry().executors
-    assert {name for name, e in executors.items() if "kill-worker" in e.injects} == {"slurm", "k8s"}
+    assert {name for name, e in executors.items() if "kill-worker" in e.injects} == {"slurm", "ray", "k8s"}
     assert "on Slurm the job's node is set down" in TEXT and "on Kubernetes the Job's pod is evicted" in TEXT
-    assert "The\nlocal executor (and `docker`, and Ray for now) has no worker to kill" in TEXT
+    assert "on Ray the raylet of the worker node that runs the task is killed with SIGKILL" in TEXT
+    assert "The\nlocal executor (and `docker`) has no worker to kill" in TEXT
 
 
 def test_every_option_named_exists(cli: Callable[..., Any]) -> None:

@@ -60,6 +60,8 @@ def session(address: str, cluster_cpus: int | None = None) -> Iterator[str]:
     with ray_env():
         import ray  # deferred: ray only when this runs (552 modules)
 
+        cluster_reports_to_stderr()
+
         if callers_ray():
             yield "the Ray this process already started"
             return
@@ -74,6 +76,25 @@ def session(address: str, cluster_cpus: int | None = None) -> Iterator[str]:
             return
         with private_cluster(cluster_cpus) as where:
             yield where
+
+
+def cluster_reports_to_stderr() -> None:
+    """Ray's driver prints what the cluster publishes to it (a raylet that died, with the last
+    lines of its log) on stdout, from a thread of its own, for as long as it stays connected.
+    cmx keeps stdout for its one ``--json`` document, so those reports are marked as errors,
+    which Ray prints on stderr. There is no public switch for it: Ray's printer is wrapped,
+    once per process (ray is pinned in pyproject.toml; the kill-worker tests parse stdout)."""
+    from ray._private import worker  # deferred: ray only when this runs (552 modules)
+
+    original = worker.print_to_stdstream
+    if getattr(original, "cmx_to_stderr", False):
+        return
+
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+        original({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr.cmx_to_stderr = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = to_stderr
 
 
 def callers_ray() -> bool:

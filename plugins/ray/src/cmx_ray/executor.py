@@ -15,6 +15,7 @@ import json
 import os
 import shlex
 import sys
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,10 +31,11 @@ from cmx_core.api import (
     RemoteExecutor,
     RemoteJob,
     UsageError,
+    WorkerKill,
     get_registry,
     scheduler_retries,
 )
-from cmx_ray import cluster, far
+from cmx_ray import cluster, far, worker
 from cmx_ray.resources import TaskResources, missing, task_resources
 from cmx_ray.settings import RaySettings
 
@@ -52,6 +54,9 @@ class RayHandle:
     resources: TaskResources
     timeout_s: float | None
     cluster: str
+    token: str = ""
+    """In the far process's environment (:data:`cmx_ray.worker.TOKEN_ENV`): how kill-worker finds it."""
+    max_retries: int = 0
     result: far.FarResult | None = None
 
 
@@ -66,6 +71,7 @@ def retry_options(request: ExecutionRequest) -> dict[str, Any]:
 class RayExecutor(RemoteExecutor[RayHandle]):
     name = "ray"
     native_retries = frozenset({"node_lost"})  # max_retries (docs/faults.md)
+    kills_workers = True  # the raylet of the task's node killed (cmx_ray.worker)
     summary = "Run the plan as a Ray task (num_cpus, num_gpus, accelerator_type) on a cluster or a private one"
     settings = RaySettings
 
@@ -128,10 +134,14 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         resources = task_resources(job.request.plan, settings, job.request.facts.try_get("gpus"))
         if check_cluster:
             refuse_missing(resources, self.cluster_name)
-        ref = _far_task().options(**resources.ray_options(), **retry_options(job.request)).remote(
-            list(job.command), dict(job.env), (job.stage_dir / "lock.json").read_bytes(),
+        retries, token = retry_options(job.request), uuid.uuid4().hex
+        ref = _far_task().options(**resources.ray_options(), **retries).remote(
+            list(job.command), {**job.env, worker.TOKEN_ENV: token}, (job.stage_dir / "lock.json").read_bytes(),
             int(settings.max_result_mb * 1e6))
-        return RayHandle(ref, resources, resources.timeout_s, self.cluster_name)
+        return RayHandle(ref, resources, resources.timeout_s, self.cluster_name, token, retries["max_retries"])
+
+    def kill_worker(self, handle: RayHandle) -> WorkerKill:
+        return worker.kill_worker(handle.token, handle.ref, handle.max_retries)
 
     def wait(self, handle: RayHandle) -> JobStatus:
         import ray  # deferred: ray only when this runs (513 modules)

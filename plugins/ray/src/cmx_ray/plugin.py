@@ -50,4 +50,4 @@ def _run_each(requests: Sequence[ExecutionRequest], max_parallel: int,
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     register(Executor(name="ray", summary=SUMMARY, run=_execute, settings=RaySettings,
                       check_plan=_check_plan, describe=_describe, run_many=_run_many,
-                      run_each=_run_each))
+                      run_each=_run_each, injects=frozenset({"kill-worker"})))  # cmx_ray.worker
