@@ -70,7 +70,17 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.results.numbers import fmt_number
     from cmx_core.results.secrets import TOKEN_PATTERNS, is_secret_name
     from cmx_core.run.engine import plan_plugins, write_lock
-    from cmx_core.run.remote import Fetched, JobStatus, RemoteExecutor, RemoteJob, WorkerKill, fold
+    from cmx_core.run.remote import (
+        Fetched,
+        JobStatus,
+        LostJobs,
+        RemoteExecutor,
+        RemoteJob,
+        WorkerKill,
+        fold,
+        job_fault,
+        set_aside,
+    )
     from cmx_core.sandbox import (
         Limits,
         Sandbox,
@@ -111,6 +121,8 @@ __all__ = [
     "MetricsSink", "NoMetrics", "TelemetrySettings",
     # recovery policies (docs/faults.md): what a cluster executor maps to its scheduler's retries
     "RetryPolicy", "job_policy", "scheduler_retries",  # noqa: F822 - lazy
+    # a batch that resubmits its lost jobs itself (a Slurm job array's tasks)
+    "LostJobs", "job_fault", "set_aside",
     # output that fits the terminal (#33): tables and the shared number format
     "Column", "Grid", "fit", "fit_text", "width_for", "fmt_number",
     # tar archives unpacked through tarfile's filters, also on a Python that lacks them
@@ -143,7 +155,7 @@ _LAZY = {
     "register_template_function": "cmx_core.recipes.template",
     "TelemetrySettings": "cmx_core.telemetry.collector",
     "RetryPolicy": "cmx_core.providers.recovery",
-    **dict.fromkeys(("job_policy", "scheduler_retries"), "cmx_core.run.remote"),
+    **dict.fromkeys(("job_policy", "scheduler_retries", "LostJobs", "job_fault", "set_aside"), "cmx_core.run.remote"),
     **dict.fromkeys(("Column", "Grid", "fit", "fit_text", "width_for"), "cmx_core.results.grid"),
     "fmt_number": "cmx_core.results.numbers",
     **dict.fromkeys(("extract_all", "data_filter", "tar_filter", "FilterError"), "cmx_core.tarsafe"),

@@ -14,7 +14,9 @@ from cmx_core.cli.recovery_opts import chaos_options
 from cmx_core.providers.recovery import FAULT_CLASSES, RetryPolicy
 from cmx_core.results.faults import fault_report
 from cmx_core.run.inject import FAULTS, LOCAL_FAULTS
+from cmx_core.sweep import runner
 from cmx_core.sweep.batch import parse_point_options
+from cmx_core.sweep.state import SweepSpec
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "faults.md"
 TEXT = DOC.read_text(encoding="utf-8")
@@ -70,7 +72,15 @@ def test_a_point_without_a_result_counts_as_incomplete() -> None:
     assert fault_report([{"status": "completed", "provenance": {}}]) is None
 
 
-def test_recovery_options_make_a_sweep_run_a_process_per_point() -> None:
+def test_a_sweep_with_retries_runs_as_a_batch_only_where_the_batch_resubmits(tmp_path: Path) -> None:
     assert parse_point_options(["--no-cache"]) is not None  # the batch path knows this one
-    for option in ("--retries=1", "--retry-on=oom", "--retry-backoff=1", "--inject=kill-step@1s"):
-        assert parse_point_options(["--no-cache", option]) is None
+    options = parse_point_options(["--no-cache", "--retries=2", "--retry-on=node_lost", "--retry-backoff=1"])
+    assert options is not None and options.recovery().retries == RetryPolicy(2, 1.0, ("node_lost",))
+    assert parse_point_options(["--no-cache", "--inject=kill-step@1s"]) is None  # one process per point
+    executors = get_registry().executors
+    assert {name for name, e in executors.items() if e.batch_retries} == {"slurm"}
+    for executor, batched in (("slurm", True), ("ray", False), ("k8s", False)):
+        spec = SweepSpec("sw-1", "demo,sort", {}, ({"n": "1"},), ("--retries=1",), 1, executor)
+        assert (runner._batch(spec, tmp_path, (0,), None, None) is not None) is batched
+        plain = SweepSpec("sw-1", "demo,sort", {}, ({"n": "1"},), (), 1, executor)
+        assert runner._batch(plain, tmp_path, (0,), None, None) is not None

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.errors import UsageError
-from cmx_core.providers.recovery import RETRYABLE, Recovery, RetryPolicy
+from cmx_core.providers.recovery import RETRYABLE, Recovery
 from cmx_core.recipes.model import parse_yaml
-from cmx_core.recipes.retries import PolicyError, parse_policy
+from cmx_core.recipes.retries import policy_from_options
 from cmx_core.run.inject import FAULTS, parse_injection
 
 
@@ -31,19 +31,7 @@ def add_recovery_options(parser: argparse.ArgumentParser) -> None:
 def recovery(args: argparse.Namespace) -> Recovery:
     """The options as a :class:`Recovery` (a bad value: one line, exit 2)."""
     injections = tuple(parse_injection(text) for text in args.inject)
-    given = {key: value for key, value in (("max", args.retries), ("on", args.retry_on),
-                                           ("backoff", args.retry_backoff)) if value is not None}
-    if not given:
-        return Recovery(None, injections)
-    if "max" not in given:
-        raise UsageError("--retry-on and --retry-backoff need --retries N")
-    if not str(given["max"]).isdigit():
-        raise UsageError(f"--retries {given['max']!r}: use a whole number of retries, e.g. --retries 2")
-    try:
-        policy: RetryPolicy = parse_policy({**given, "max": int(given["max"])})
-    except PolicyError as exc:
-        raise UsageError(f"--retr{'y-' + exc.key if exc.key in ('on', 'backoff') else 'ies'}: {exc.message}") from None
-    return Recovery(policy, injections)
+    return Recovery(policy_from_options(args.retries, args.retry_on, args.retry_backoff), injections)
 
 
 def recovery_options(args: argparse.Namespace) -> list[str]:

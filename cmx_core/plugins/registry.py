@@ -369,5 +369,9 @@ class Executor:
     injects: frozenset[str] = frozenset()
     """The faults the executor injects itself, beyond those the steps' engine applies
     (``kill-worker`` for a cluster executor that kills the job's worker: docs/faults.md)."""
+    batch_retries: bool = False
+    """True when the batch entry applies each run's recovery policy to its lost jobs itself
+    (cmx-slurm resubmits a job array's lost tasks): a sweep with ``--retries`` then runs as
+    one batch; otherwise it runs one ``cmx run`` process per point, whose executor does."""
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cmx_core.errors import UsageError
 from cmx_core.providers.recovery import BAD_INPUT, RETRYABLE, CheckpointSpec, RetryPolicy
 from cmx_core.recipes.durations import parse_duration
 
@@ -45,6 +46,24 @@ def parse_policy(section: Any) -> RetryPolicy:
         raise PolicyError(unknown[0], f"unknown key; use {', '.join(sorted(POLICY_KEYS))}")
     return RetryPolicy(_count(section.get("max", 1)), _backoff(section.get("backoff", 0)),
                        parse_classes(section.get("on", RETRYABLE)))
+
+
+def policy_from_options(retries: str | None, retry_on: str | None, retry_backoff: str | None) -> RetryPolicy | None:
+    """``--retries N [--retry-on A,B] [--retry-backoff D]`` as a policy (None: not given); a
+    bad value is a one-line UsageError naming the option (exit 2). The CLI and a sweep's
+    batch path (which hands the same options to every point) both read them here."""
+    given = {key: value for key, value in (("max", retries), ("on", retry_on), ("backoff", retry_backoff))
+             if value is not None}
+    if not given:
+        return None
+    if "max" not in given:
+        raise UsageError("--retry-on and --retry-backoff need --retries N")
+    if not str(given["max"]).isdigit():
+        raise UsageError(f"--retries {given['max']!r}: use a whole number of retries, e.g. --retries 2")
+    try:
+        return parse_policy({**given, "max": int(given["max"])})
+    except PolicyError as exc:
+        raise UsageError(f"--retr{'y-' + exc.key if exc.key in ('on', 'backoff') else 'ies'}: {exc.message}") from None
 
 
 def _key(key: Any) -> str:

@@ -280,6 +280,53 @@ class RemoteExecutor(ABC, Generic[H]):
         return RemoteJob(request, command, stage, far_lock, far_output, local_output, env)
 
 
+def job_fault(status: JobStatus, outcome: ExecutionOutcome) -> str | None:
+    """The fault class of a job that ended in error by the scheduler's account (a lost node,
+    a preemption, its time or memory limit); None when it did not, or when the far engine ran
+    to its end and reported its steps' own attempts."""
+    return JOB_FAULTS.get(status.state) if outcome.error is not None else None
+
+
+@dataclass
+class LostJobs:
+    """The lost jobs of one run of a batch (a job array's task that the batch resubmits
+    itself), so that its outcome carries every attempt, as :meth:`RemoteExecutor.run`'s does.
+    ``policy``: the run's job policy (:func:`job_policy`)."""
+
+    node: str
+    label: str
+    policy: RetryPolicy
+    first_started: float
+    lost: list[Attempt] = field(default_factory=list)
+
+    @property
+    def number(self) -> int:
+        """The number of the attempt running now."""
+        return len(self.lost) + 1
+
+    def retries(self, fault: str | None) -> bool:
+        """True when the policy retries ``fault`` after this attempt (exit code 2 is no fault)."""
+        return fault is not None and self.policy.retries(fault, self.number)
+
+    def lose(self, started: float, fault: str, message: str) -> float:
+        """Record the attempt that started at ``started`` as lost to ``fault``; the seconds to
+        wait (the policy's backoff) before the next one."""
+        ended = time.time()
+        self.lost.append(Attempt(self.node, self.label, self.number, started, ended, fault, message,
+                                 work_lost_s=ended - started))
+        return self.policy.wait_s(len(self.lost))
+
+    def outcome(self, outcome: ExecutionOutcome, started: float, fault: str | None) -> ExecutionOutcome:
+        """The run's outcome with every attempt: the lost ones, then the last (``fault``: how
+        it ended; None when it succeeded, or failed inside the far engine)."""
+        if not self.lost:
+            return outcome
+        last = Attempt(self.node, self.label, self.number, started, outcome.finished, fault,
+                       outcome.error.message if fault and outcome.error else "",
+                       work_lost_s=outcome.finished - started if fault else 0.0)
+        return replace(outcome, attempts=(*self.lost, last, *outcome.attempts), started=self.first_started)
+
+
 def far_arguments(request: ExecutionRequest, far_lock: str, far_output: str) -> list[str]:
     """``run --lock … --allow-drift=remote --executor local --output … --json`` and the
     request's own switches."""

@@ -30,7 +30,9 @@ from cmx_core.errors import CmxError, Interrupted, UsageError
 from cmx_core.plugins.events import registry_events
 from cmx_core.plugins.loader import get_registry
 from cmx_core.plugins.registry import ExecutionRequest
+from cmx_core.providers.recovery import Recovery
 from cmx_core.providers.types import RunError
+from cmx_core.recipes.retries import policy_from_options
 from cmx_core.results.store import ResultStore
 from cmx_core.run import engine, inflight
 from cmx_core.run.engine import executor_exit_code
@@ -75,6 +77,14 @@ class PointOptions:
     container: bool = False
     executor: str | None = None
     executor_opts: tuple[str, ...] = ()
+    retries: str | None = None
+    retry_on: str | None = None
+    retry_backoff: str | None = None
+
+    def recovery(self) -> Recovery:
+        """The recovery policy every point's run gets (``--retries``...; no injections: a
+        sweep with ``--inject`` runs one process per point)."""
+        return Recovery(policy_from_options(self.retries, self.retry_on, self.retry_backoff))
 
     def executor_name(self, given: str | None) -> str | None:
         return given or ("docker" if self.container else self.executor)
@@ -90,7 +100,8 @@ class PointOptions:
         return options
 
 
-_VALUED = {"--recipes": "recipes", "--facts": "facts", "--executor": "executor", "--executor-opt": "executor_opts"}
+_VALUED = {"--recipes": "recipes", "--facts": "facts", "--executor": "executor", "--executor-opt": "executor_opts",
+           "--retries": "retries", "--retry-on": "retry_on", "--retry-backoff": "retry_backoff"}
 _FLAGS = {"--no-cache": "no_cache", "--container": "container"}
 
 
@@ -236,7 +247,7 @@ def _prepare(batch: BatchSweep, session: Session, index: int, point: Mapping[str
     lock_digest = engine.write_lock(run_dir, the_plan, session.registry, session.repos)
     request = ExecutionRequest(plan=the_plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
                                lock_path=run_dir / "lock.json", run_id=new_run_id(), settings=settings,
-                               use_cache=not batch.options.no_cache)
+                               use_cache=not batch.options.no_cache, recovery=batch.options.recovery())
     provenance = engine.run_provenance(lock_digest, session,
                                        {"id": batch.sweep_id, "index": index, "point": dict(point)})
     inflight.mark(request.run_id, run_dir, engine.interrupted_document(request, provenance))

@@ -231,7 +231,7 @@ def _batch(spec: SweepSpec, folder: Path, todo: Sequence[int], env: Mapping[str,
     if env is not None or options is None or not spec.matrix:
         return None
     chosen = batch_executor(options.executor_name(spec.executor))
-    if chosen is None:
+    if chosen is None or (options.retries is not None and not chosen.batch_retries):
         return None
     return BatchSweep(spec.sweep_id, folder, spec.tags, spec.base_inputs, spec.matrix, chosen, options, spec.jobs,
                       tuple(todo), planned, lambda outcome: record_point(folder, outcome))

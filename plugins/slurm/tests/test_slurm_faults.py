@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from cmx_slurm import worker
 from cmx_slurm.executor import requeue_args
 from cmx_slurm.testing import Cluster
 
@@ -59,3 +61,71 @@ def test_requeue_follows_the_policy(cmx_home: Path, tmp_path: Path) -> None:
     assert requeue_args(execution_request(the_plan, tmp_path / "b", recovery=lost)) == ["--requeue"]
     oom = Recovery(RetryPolicy(2, 0, ("oom",)))
     assert requeue_args(execution_request(the_plan, tmp_path / "c", recovery=oom)) == ["--no-requeue"]
+
+
+def test_array_tasks_lost_with_their_node_are_resubmitted_as_a_new_array(slurm: Cluster, cmx_home: Path,
+                                                                         tmp_path: Path) -> None:
+    """A two-point sweep runs as one job array without Slurm's requeue; its node is set down
+    while both far runs run: both end NODE_FAIL, and the batch resubmits them as a new array
+    (``--array=0,1``) under the policy, so each point is recorded once, with the lost attempt
+    (its far directory kept as ``remote-attempt-1``) and the one that succeeded."""
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "chaos-matrix.yaml").write_text(chaos_recipe())
+    sweep = subprocess.Popen([sys.executable, "-m", "cmx_core", "sweep", "--recipes", str(recipes), "--tags",
+                              f"test,{CHAOS_TAG}", "--matrix", "what=sleep,sleep", "-j", "2", "--retries=1",
+                              "--retry-on=node_lost", "--executor=slurm", "--executor-opt=poll_s=0.2", "--json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        node = _when_running(sweep, "cmx-sweep-chaos-matrix", tasks=2, timeout_s=240)
+        _when_far_runs_began(sweep, cmx_home, points=2, timeout_s=120)
+        down = subprocess.run(["scontrol", "update", f"nodename={node}", "state=down", "reason=cmx test"],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert down.returncode == 0, down.stderr
+        worker.resume(node)
+        out, err = sweep.communicate(timeout=300)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.communicate()
+    assert sweep.returncode == 0, err[-2000:]
+    points = json.loads(out)["points"]
+    assert sorted(p["index"] for p in points) == [0, 1]
+    arrays = set()
+    for point in points:
+        document = json.loads(Path(point["result_path"]).read_text())
+        assert document["status"] == "completed"
+        assert [(a["number"], a["step"], a["fault"]) for a in document["attempts"]] == \
+            [(1, "slurm job", "node_lost"), (2, "slurm job", None)]
+        run_dir = Path(point["result_path"]).parent
+        assert (run_dir / "remote-attempt-1").is_dir(), sorted(p.name for p in run_dir.iterdir())
+        record = json.loads((run_dir / "remote-stage" / "slurm-job.json").read_text())
+        assert "--array=0,1" in record["sbatch"] and "--no-requeue" in record["sbatch"]
+        arrays.add(record["array"])
+    assert len(arrays) == 1  # the two lost tasks went into one new array
+    assert _node_state() == "idle"
+
+
+def _when_far_runs_began(sweep: subprocess.Popen[str], cmx_home: Path, points: int, timeout_s: float) -> None:
+    """Once the far run of ``points`` points has made its run directory (``remote``)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and sweep.poll() is None:
+        if len(list(cmx_home.glob("data/sweeps/*/point-*/remote"))) >= points:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the far runs of {points} points did not begin within {timeout_s:g} s")
+
+
+def _when_running(sweep: subprocess.Popen[str], name: str, tasks: int, timeout_s: float) -> str:
+    """The node once ``tasks`` jobs named ``name`` run there (squeue), while ``sweep`` runs."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and sweep.poll() is None:
+        rows = subprocess.run(["squeue", "-h", "-n", name, "-t", "RUNNING", "-o", "%N"],
+                              capture_output=True, text=True, timeout=60, check=False).stdout.split()
+        if len(rows) >= tasks:
+            return rows[0]
+        time.sleep(0.2)
+    queue = subprocess.run(["squeue", "-h", "-o", "%i %j %T %N %r"], capture_output=True, text=True, timeout=60,
+                           check=False).stdout
+    raise AssertionError(f"{tasks} tasks named {name} did not run within {timeout_s:g} s (sweep exit "
+                         f"{sweep.poll()}); the queue: {queue}")

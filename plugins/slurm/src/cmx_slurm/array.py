@@ -10,7 +10,12 @@ its output in that run's stage directory. The scheduler starts as many at once a
     # the caller records each one (cmx_core.run.recording.record_run), as the engine does
 
 ``wait_array`` waits for every task with one squeue call per interval; ``cancel_array``
-cancels the whole array. ``max_parallel`` maps to sbatch's ``%N`` array throttle.
+cancels the whole array. A task lost to a fault its run's job policy retries (a lost node, a
+preemption, its time limit: docs/faults.md) is resubmitted by :func:`collect` as a task of a
+new array over the same script (``--array=3,7``), after the policy's backoff; its outcome
+then carries every attempt. Slurm's own requeue is off for arrays (``--no-requeue``): the
+batch resubmits, so nothing is retried twice or without a policy. ``max_parallel`` maps to
+sbatch's ``%N`` array throttle.
 :func:`run_many` is both steps, the executor's batch entry (``Executor.run_many``) that
 ``cmx sweep --executor slurm -j N`` calls, with N as the throttle: one array per resource
 shape (points whose plans ask for different resources get an array each).
@@ -24,7 +29,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx_core.api import ExecutionOutcome, ExecutionRequest, Fetched, JobStatus, RemoteJob, fold
+from cmx_core.api import (
+    ExecutionOutcome,
+    ExecutionRequest,
+    Fetched,
+    JobStatus,
+    LostJobs,
+    RemoteJob,
+    fold,
+    job_fault,
+    job_policy,
+    set_aside,
+)
 from cmx_core.errors import CmxError, Interrupted, UsageError
 from cmx_slurm import poll, script, slurmcli
 from cmx_slurm.executor import JOB_RECORD, SlurmExecutor, resources_for, settings_of, with_log_tail
@@ -33,13 +49,19 @@ from cmx_slurm.settings import SlurmSettings
 
 @dataclass(frozen=True)
 class ArrayJob:
-    """A submitted array: its id and, in order, each point's job (``<id>_<i>``)."""
+    """A submitted array: its id and, in order, each of its tasks' job (``<id>_<i>``) and
+    that job's index among the array's first submission (``positions``: a resubmission runs
+    some of them again), the sbatch options and the script (what a resubmission reuses)."""
 
     array_id: str
     jobs: tuple[RemoteJob, ...]
     task_ids: tuple[str, ...]
     submitted: float
     settings: SlurmSettings
+    positions: tuple[int, ...] = ()
+    options: tuple[str, ...] = ()
+    script: Path | None = None
+    ntasks: int = 1
 
 
 def submit_array(requests: Sequence[ExecutionRequest], settings: SlurmSettings | None = None, *,
@@ -58,17 +80,35 @@ def submit_array(requests: Sequence[ExecutionRequest], settings: SlurmSettings |
         script.write(job.stage_dir / script.TASK, script.task_script(job.command, job.env, job.stage_dir))
     home = jobs[0].stage_dir
     batch = script.write(home / "array.sh", script.array_script([j.stage_dir for j in jobs], resources.ntasks))
-    span = f"0-{len(jobs) - 1}" + (f"%{max_parallel}" if max_parallel else "")
-    options = [f"--job-name=cmx-sweep-{requests[0].plan.root.recipe.name}"[:120], f"--array={span}",
-               f"--chdir={home}", f"--output={home}/slurm-%A_%a.array.out", *resources.sbatch_args()]
+    throttle = f"%{max_parallel}" if max_parallel else ""
+    options = [f"--job-name=cmx-sweep-{requests[0].plan.root.recipe.name}"[:120],
+               f"--array=0-{len(jobs) - 1}{throttle}", f"--chdir={home}", f"--output={home}/slurm-%A_%a.array.out",
+               "--no-requeue", *resources.sbatch_args()]
+    return _submit(jobs, tuple(range(len(jobs))), tuple(options), batch, chosen, resources.ntasks)
+
+
+def resubmit(array: ArrayJob, positions: Sequence[int]) -> ArrayJob:
+    """The tasks at ``positions`` (indices of the first submission) as a new array over the
+    same script and options: ``--array=3,7``, with the same throttle."""
+    first = next(o for o in array.options if o.startswith("--array="))
+    throttle = first[first.index("%"):] if "%" in first else ""
+    options = tuple(f"--array={','.join(map(str, positions))}{throttle}" if o == first else o for o in array.options)
+    where = dict(zip(array.positions, array.jobs, strict=True))
+    assert array.script is not None
+    return _submit(tuple(where[p] for p in positions), tuple(positions), options, array.script, array.settings,
+                   array.ntasks)
+
+
+def _submit(jobs: tuple[RemoteJob, ...], positions: tuple[int, ...], options: tuple[str, ...], batch: Path,
+            settings: SlurmSettings, ntasks: int) -> ArrayJob:
     submitted = time.time()
-    array_id = slurmcli.sbatch(options, batch)
-    task_ids = tuple(f"{array_id}_{i}" for i in range(len(jobs)))
-    for index, job in enumerate(jobs):
-        record = {"job_id": task_ids[index], "array": array_id, "index": index, "tasks": resources.ntasks,
+    array_id = slurmcli.sbatch(list(options), batch)
+    task_ids = tuple(f"{array_id}_{p}" for p in positions)
+    for position, job, task_id in zip(positions, jobs, task_ids, strict=True):
+        record = {"job_id": task_id, "array": array_id, "index": position, "tasks": ntasks,
                   "sbatch": ["sbatch", "--parsable", *options, str(batch)]}
         (job.stage_dir / JOB_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    return ArrayJob(array_id, jobs, task_ids, submitted, chosen)
+    return ArrayJob(array_id, jobs, task_ids, submitted, settings, positions, options, batch, ntasks)
 
 
 def wait_array(array: ArrayJob, on_done: Callable[[int, JobStatus], None] | None = None) -> tuple[JobStatus, ...]:
@@ -95,18 +135,34 @@ def wait_array(array: ArrayJob, on_done: Callable[[int, JobStatus], None] | None
 def collect(array: ArrayJob, on_outcome: Callable[[int, ExecutionOutcome], None] | None = None
             ) -> tuple[ExecutionOutcome, ...]:
     """Wait, folding each point's far result into its :class:`ExecutionOutcome` as its task
-    ends (handed to ``on_outcome`` with its index then); outcomes in order."""
+    ends (handed to ``on_outcome`` with its index then); outcomes in order. A task lost to a
+    fault its job policy retries is resubmitted (:func:`resubmit`) until it ends otherwise."""
     outcomes: dict[int, ExecutionOutcome] = {}
+    lost = {i: LostJobs(job.request.plan.root.id, "slurm job", job_policy(job.request), array.submitted)
+            for i, job in enumerate(array.jobs)}
+    current = array
+    while True:
+        again: dict[int, float] = {}
 
-    def ended(index: int, status: JobStatus) -> None:
-        job = array.jobs[index]
-        outcomes[index] = fold(job, status, Fetched(logs=_logs(job.stage_dir)), array.submitted, "slurm",
-                               own_timing=True)
-        if on_outcome is not None:
-            on_outcome(index, outcomes[index])
+        def ended(task: int, status: JobStatus, current: ArrayJob = current, again: dict[int, float] = again) -> None:
+            index = current.positions[task]
+            job = current.jobs[task]
+            outcome = fold(job, status, Fetched(logs=_logs(job.stage_dir)), current.submitted, "slurm",
+                           own_timing=True)
+            fault, record = job_fault(status, outcome), lost[index]
+            if fault is not None and record.retries(fault):
+                again[index] = record.lose(outcome.started, fault, outcome.error.message if outcome.error else "")
+                set_aside(job.local_output, record.number - 1)
+                return
+            outcomes[index] = record.outcome(outcome, outcome.started, fault)
+            if on_outcome is not None:
+                on_outcome(index, outcomes[index])
 
-    wait_array(array, ended)
-    return tuple(outcomes[i] for i in range(len(array.jobs)))
+        wait_array(current, ended)
+        if not again:
+            return tuple(outcomes[i] for i in range(len(array.jobs)))
+        time.sleep(max(again.values()))
+        current = resubmit(array, sorted(again))
 
 
 def shapes(requests: Sequence[ExecutionRequest]) -> list[tuple[int, ...]]:

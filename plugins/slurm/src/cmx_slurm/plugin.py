@@ -48,5 +48,5 @@ def _run_each(requests: Sequence[ExecutionRequest], max_parallel: int,
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     register(Executor(name="slurm", summary=SUMMARY, run=_execute, settings=SlurmSettings,
                       check_plan=_check_plan, describe=_describe, run_many=_run_many,
-                      run_each=_run_each,
+                      run_each=_run_each, batch_retries=True,  # an array's lost tasks resubmitted (array.py)
                       injects=frozenset({"kill-worker"})))  # its kill_worker (docs/faults.md)
