@@ -24,17 +24,15 @@ import importlib.util
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from cmx_ray.cluster import RAY_ENV
 from cmx_slurm.testing import start_private, stop_private
 
 from cmx_core.api import get_registry
@@ -162,55 +160,19 @@ def _slurm(work: Path, env: Mapping[str, str]) -> Iterator[Service]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def _multinode() -> Any:
+    """cmx-ray's test cluster module (plugins/ray/tests/multinode.py: a file, not a package)."""
+    spec = importlib.util.spec_from_file_location("multinode", ROOT / "plugins" / "ray" / "tests" / "multinode.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @contextmanager
 def _ray(work: Path, env: Mapping[str, str]) -> Iterator[Service]:
-    temp = tempfile.mkdtemp(prefix="cmx-ray-bench-")
-    cluster = subprocess.Popen([sys.executable, str(ROOT / "plugins" / "ray" / "tests" / "multinode.py"), temp, "2"],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               env={**os.environ, **RAY_ENV})
-    try:
-        address = _answer(cluster, "address")
-        if address is None:
-            raise RuntimeError("the ray cluster did not start")
-
-        def replace_worker() -> None:
-            assert cluster.stdin is not None
-            cluster.stdin.write("add\n")
-            cluster.stdin.flush()
-            _answer(cluster, "added")
-
-        yield [f"address={address}", "env=CMX_HOME"], replace_worker
-    finally:
-        if cluster.stdin is not None:
-            cluster.stdin.close()
-        try:
-            cluster.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            cluster.kill()
-            cluster.wait()
-        for pid in _mentioning(temp):  # what this cluster left behind, by PID
-            with suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
-
-def _answer(process: subprocess.Popen[str], key: str) -> Any:
-    """The value of ``key`` in the next JSON line of multinode.py (None: it ended first)."""
-    assert process.stdout is not None
-    for line in process.stdout:
-        if line.startswith("{") and key in (value := json.loads(line)):
-            return value[key]
-    return None
-
-
-def _mentioning(text: str) -> list[int]:
-    """PIDs whose command line names ``text`` (this script's own Ray session directory)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            with suppress(OSError):
-                if text.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-    return found
+    with _multinode().running(2) as workers:
+        yield [f"address={workers.address}", "env=CMX_HOME"], workers.add
 
 
 SERVICES = {"local": _local, "k8s": _k8s, "slurm": _slurm, "ray": _ray}

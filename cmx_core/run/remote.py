@@ -235,7 +235,7 @@ class RemoteExecutor(ABC, Generic[H]):
                                         injected=kill.text, injected_at=struck.struck_at))
                 number, started = number + 1, struck.restarted_at
             outcome = fold(job, status, fetched, started, self.name)
-            fault = JOB_FAULTS.get(status.state) if outcome.error is not None else None
+            fault = job_fault(status, outcome)
             if fault is None or fault in self.native_retries or not policy.retries(fault, number):
                 break
             attempts.append(Attempt(request.plan.root.id, f"{self.name} job", number, started, time.time(), fault,

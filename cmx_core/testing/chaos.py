@@ -140,13 +140,22 @@ def _sweep_problems(sweep: Mapping[str, Any], chosen: Sequence[str]) -> list[str
     return problems
 
 
+def recorded_result(stderr: str) -> dict[str, Any] | None:
+    """The result document a failed ``cmx run`` says it recorded (its ``... was recorded in
+    PATH`` line on stderr); None when it names none."""
+    path = next((line.split(" was recorded in ", 1)[1].strip() for line in stderr.splitlines()
+                 if " was recorded in " in line), None)
+    if path is None:
+        return None
+    document: dict[str, Any] = json.loads(Path(path).read_text())
+    return document
+
+
 def _bad_input_problems(run: Mapping[str, Any], executor: str) -> list[str]:
     if run["_exit"] == 0:
         return [f"{executor}: a step exiting 2 succeeded"]
-    path = next((line.split(" was recorded in ", 1)[1].strip() for line in run["_stderr"].splitlines()
-                 if " was recorded in " in line), None)
-    if path is None:
+    document = recorded_result(run["_stderr"])
+    if document is None:
         return [f"{executor}: no result recorded for the refused input: {run['_stderr']}"]
-    document = json.loads(Path(path).read_text())
     faults = [a["fault"] for a in document.get("attempts") or () if a["fault"] is not None]
     return [] if faults == ["bad_input"] else [f"{executor}: exit code 2 gave attempts {faults}, want one bad_input"]

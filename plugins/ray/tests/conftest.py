@@ -4,7 +4,6 @@ every Ray process on the machine), plus an isolated CMX_HOME per test."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -17,6 +16,8 @@ from pathlib import Path
 
 import pytest
 from cmx_ray.cluster import RAY_ENV
+
+from .multinode import Workers, running
 
 START_TIMEOUT_S = 120.0
 
@@ -117,56 +118,10 @@ def ray_head() -> Iterator[str]:
         log.close()
 
 
-class Workers:
-    """A running :mod:`multinode` cluster: its address, and :meth:`add` for another worker."""
-
-    def __init__(self, process: subprocess.Popen[str], address: str) -> None:
-        self.process, self.address = process, address
-
-    def add(self) -> str:
-        """Add a worker node (1 CPU); its node ID."""
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write("add\n")
-        self.process.stdin.flush()
-        return str(_answer(self.process, "added"))
-
-
-def _answer(process: subprocess.Popen[str], key: str) -> object:
-    """The next line of :mod:`multinode` that is a JSON object with ``key`` (Ray may print
-    other lines); None when it ended first."""
-    assert process.stdout is not None
-    for line in process.stdout:
-        if line.startswith("{"):
-            value = json.loads(line)
-            if key in value:
-                return value[key]
-    return None
-
 
 @pytest.fixture(scope="module")
 def ray_workers() -> Iterator[Workers]:
     """A head without CPUs and two worker nodes of 1 CPU, each its own raylet, on 127.0.0.1
     (:mod:`multinode`), for the tests that kill a worker node; stopped by PID afterwards."""
-    temp = tempfile.mkdtemp(prefix="cmx-ray-nodes-")
-    script = Path(__file__).with_name("multinode.py")
-    process = subprocess.Popen([sys.executable, str(script), temp, "2"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=open(Path(temp) / "cluster.log", "w"),  # noqa: SIM115
-                               text=True, env={**os.environ, **RAY_ENV})
-    try:
-        address = _answer(process, "address")
-        if address is None:
-            raise RuntimeError(f"the Ray cluster did not start: {(Path(temp) / 'cluster.log').read_text()[-2000:]}")
-        yield Workers(process, str(address))
-    finally:
-        if process.stdin is not None:
-            process.stdin.close()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        for pid in processes_mentioning(temp):  # what the cluster left behind, by PID
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    with running(2) as workers:
+        yield workers

@@ -7,14 +7,24 @@ separate machines), run in this process so the tests can stop it by PID.
 prints one JSON line ``{"address": ...}`` once every node is up. Then each line ``add`` on
 stdin adds a worker node (answered ``{"added": NODE_ID}``); end of input shuts the cluster
 down. The head has no CPUs, so tasks go to the workers (1 CPU each), and the GCS marks a
-node dead after 3 missed health checks 1 s apart (Ray's defaults are slower)."""
+node dead after 3 missed health checks 1 s apart (Ray's defaults are slower).
+
+:func:`running` is the other side, for the tests' fixture and ``benchmarks/bench_faults.py``:
+it starts this script in a process of its own and stops it, and what it left, by PID."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
 
-from cmx_ray.cluster import ray_env
+from cmx_ray.cluster import RAY_ENV, ray_env
 
 HEALTH = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3,
           "health_check_initial_delay_ms": 1000}
@@ -35,6 +45,69 @@ def main(temp: str, workers: int) -> None:
                 node = cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
                 print(json.dumps({"added": node.node_id}), flush=True)
         cluster.shutdown()
+
+
+class Workers:
+    """A running cluster: its address, and :meth:`add` for another worker node."""
+
+    def __init__(self, process: subprocess.Popen[str], address: str) -> None:
+        self.process, self.address = process, address
+
+    def add(self) -> str:
+        """Add a worker node (1 CPU); its node ID."""
+        assert self.process.stdin is not None
+        self.process.stdin.write("add\n")
+        self.process.stdin.flush()
+        return str(_answer(self.process, "added"))
+
+
+def _answer(process: subprocess.Popen[str], key: str) -> object:
+    """The next line of this script that is a JSON object with ``key`` (Ray may print other
+    lines); None when it ended first."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("{"):
+            value = json.loads(line)
+            if key in value:
+                return value[key]
+    return None
+
+
+@contextmanager
+def running(workers: int = 2) -> Iterator[Workers]:
+    """This cluster with ``workers`` worker nodes, in a private temp dir, for the block."""
+    temp = tempfile.mkdtemp(prefix="cmx-ray-nodes-")
+    log = open(Path(temp) / "cluster.log", "w")  # noqa: SIM115 - kept open for the cluster's life
+    process = subprocess.Popen([sys.executable, __file__, temp, str(workers)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=log, text=True, env={**os.environ, **RAY_ENV})
+    try:
+        address = _answer(process, "address")
+        if address is None:
+            raise RuntimeError(f"the Ray cluster did not start: {(Path(temp) / 'cluster.log').read_text()[-2000:]}")
+        yield Workers(process, str(address))
+    finally:
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+        for pid in _mentioning(temp):  # what the cluster left behind, by PID
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _mentioning(text: str) -> list[int]:
+    """PIDs whose command line names ``text`` (this cluster's own session directory)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with suppress(OSError):
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+    return found
 
 
 if __name__ == "__main__":

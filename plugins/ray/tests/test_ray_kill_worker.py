@@ -7,7 +7,6 @@ task is not retried. A task on the head node is not struck: the run says why."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -15,9 +14,9 @@ from pathlib import Path
 
 from cmx_ray.cluster import RAY_ENV
 
-from cmx_core.testing.chaos import CHAOS_TAG, chaos_problems, chaos_recipe
+from cmx_core.testing.chaos import CHAOS_TAG, chaos_problems, chaos_recipe, recorded_result
 
-from .conftest import Workers
+from .multinode import Workers
 
 _ALIVE_WORKERS = ("import json, sys, ray; ray.init(address=sys.argv[1], _node_ip_address='127.0.0.1', "
                   "log_to_driver=False, configure_logging=False); "
@@ -47,10 +46,8 @@ def test_a_lost_node_the_policy_does_not_name_is_not_retried(ray_workers: Worker
     recipes.mkdir()
     (recipes / "chaos-matrix.yaml").write_text(chaos_recipe())
     proc = _run(recipes, ray_workers.address, "--retries=1", "--retry-on=oom")
-    recorded = [line.split(" was recorded in ", 1)[1].strip() for line in proc.stderr.splitlines()
-                if " was recorded in " in line]
-    assert proc.returncode == 1 and recorded, proc.stderr[-2000:]
-    document = json.loads(Path(recorded[0]).read_text())
+    document = recorded_result(proc.stderr)
+    assert proc.returncode == 1 and document is not None, proc.stderr[-2000:]
     assert document["status"] == "error"
     assert [(a["number"], a["fault"], a["injected"]) for a in document["attempts"]] == [(1, "node_lost", "kill-worker")]
     ray_workers.add()

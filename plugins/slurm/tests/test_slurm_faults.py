@@ -20,7 +20,7 @@ from cmx_slurm.testing import Cluster
 from cmx_core.providers.recovery import Recovery, RetryPolicy
 from cmx_core.run import engine
 from cmx_core.testing import execution_request
-from cmx_core.testing.chaos import CHAOS_TAG, chaos_problems, chaos_recipe
+from cmx_core.testing.chaos import CHAOS_TAG, chaos_problems, chaos_recipe, recorded_result
 
 
 def test_the_chaos_matrix_on_the_loopback_slurm(slurm: Cluster, cmx_home: Path, tmp_path: Path) -> None:
@@ -39,10 +39,8 @@ def test_a_lost_node_the_policy_does_not_name_is_not_retried(slurm: Cluster, cmx
                            f"test,{CHAOS_TAG}", "--what=work", "--retries=1", "--retry-on=oom", "--inject=kill-worker",
                            "--executor=slurm", "--executor-opt=poll_s=0.2", "--json"],
                           capture_output=True, text=True, timeout=300, check=False)
-    recorded = [line.split(" was recorded in ", 1)[1].strip() for line in proc.stderr.splitlines()
-                if " was recorded in " in line]
-    assert proc.returncode == 1 and recorded, proc.stderr[-2000:]
-    document = json.loads(Path(recorded[0]).read_text())
+    document = recorded_result(proc.stderr)
+    assert proc.returncode == 1 and document is not None, proc.stderr[-2000:]
     assert document["status"] == "error"
     assert [(a["number"], a["fault"], a["injected"]) for a in document["attempts"]] == [(1, "node_lost", "kill-worker")]
     assert "NODE_FAIL" in document["error"]["message"]
