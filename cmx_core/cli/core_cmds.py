@@ -16,6 +16,9 @@ from cmx_core.cli.recipe_doc import recipe_json, recipe_markdown
 from cmx_core.cli.recovery_opts import add_recovery_options, recovery
 from cmx_core.errors import UsageError
 from cmx_core.plan.conditional import of_node
+from cmx_core.plan.handoff import FLAG as HANDOFF_FLAG
+from cmx_core.plan.handoff import read_plan
+from cmx_core.plan.planner import Plan
 from cmx_core.resolve.env_args import ENV_PREFIX
 from cmx_core.resolve.input_hints import unknown_flag
 from cmx_core.results.grid import Column, Grid, fit, width_for
@@ -54,6 +57,7 @@ def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
                      help="with --lock: let this class of drift through: " + "; ".join(
                          f"{name}: {why.split(':')[0]}" for name, why in sorted(DRIFT_CLASSES.items())))
     run.add_argument("--sweep-point", metavar="JSON", help=argparse.SUPPRESS)  # set by `cmx sweep`
+    run.add_argument(HANDOFF_FLAG, action="store_true", help=argparse.SUPPRESS)  # set by `cmx sweep`
 
     add_telemetry_options(run)
     add_recovery_options(run)
@@ -239,6 +243,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.lock and (args.tags or args.extra):
         raise UsageError("cmx run: --lock replays the lockfile's own tags and inputs; drop --tags and inputs")
 
+    planned = _handed_plan(args)
     telemetry = telemetry_settings(args)
     observer = _replay_observer(args)
     with Progress(enabled=not args.quiet, verbose=args.verbose), observer or nullcontext(), \
@@ -247,7 +252,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                      jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
                      output=args.output, executor=executor, lock=args.lock, allow_drift=args.allow_drift,
                      options=parse_executor_options(args.executor_opt), sweep=_sweep_point(args.sweep_point),
-                     on_plan=_plan_printer(args), telemetry=telemetry, recovery=recovery(args))
+                     on_plan=_plan_printer(args), telemetry=telemetry, recovery=recovery(args), planned=planned)
     if observer is not None:
         observer.remember(result)
 
@@ -257,6 +262,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(run_summary(result.document, result.result_path))  # its last line, `result: PATH`, is read by scripts
     return 0
+
+
+def _handed_plan(args: argparse.Namespace) -> Plan | None:
+    """The plan ``cmx sweep`` wrote to this point's standard input (``--plan-on-stdin``),
+    after which standard input is /dev/null again, as for any run; None without the option."""
+    if not args.plan_on_stdin:
+        return None
+    if args.lock:
+        raise UsageError(f"cmx run: {HANDOFF_FLAG} and --lock: give one")
+    the_plan = read_plan(sys.stdin.buffer)
+    with open(os.devnull, "rb") as null:
+        os.dup2(null.fileno(), 0)
+    return the_plan
 
 
 def _plan_printer(args: argparse.Namespace) -> Callable[[Any], None] | None:

@@ -54,7 +54,7 @@ OUTPUT_KEYS = {"description", "value", "type"}
 CLI_RESERVED_INPUTS = frozenset({
     "output", "facts", "tags", "lock", "jobs", "executor", "container", "recipes", "json",
     "refresh", "no_cache", "strict_plugins", "verbose", "executor_opt", "input", "help",
-    "allow_drift", "strict", "sweep_point", "quiet", "disable_plugin",
+    "allow_drift", "strict", "sweep_point", "plan_on_stdin", "quiet", "disable_plugin",
     "metrics_port", "no_telemetry", "telemetry_interval", "soak", "wide", "resume",
     "retries", "retry_on", "retry_backoff", "inject", "chaos",
 })

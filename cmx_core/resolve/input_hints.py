@@ -9,7 +9,7 @@ from collections.abc import Collection
 from cmx_core.errors import did_you_mean
 from cmx_core.recipes.model import CLI_RESERVED_INPUTS
 
-HIDDEN = frozenset({"input", "sweep_point"})
+HIDDEN = frozenset({"input", "sweep_point", "plan_on_stdin"})
 """Reserved names that are no option a user types."""
 
 COMMAND_LINE = "--input"

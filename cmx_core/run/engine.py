@@ -277,7 +277,7 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
         options: Mapping[str, Any] | None = None, lock: str | Path | None = None,
         allow_drift: Sequence[str] = (), sweep: Mapping[str, Any] | None = None,
         on_plan: Callable[[Plan], None] | None = None, telemetry: TelemetrySettings | None = None,
-        recovery: Recovery = NO_RECOVERY) -> RunResult:
+        recovery: Recovery = NO_RECOVERY, planned: Plan | None = None) -> RunResult:
     """Resolve, run and record. Raises StepFailed (after writing the error result) when a
     step fails, CmxError for bad input; returns the written, indexed result otherwise.
     With ``lock``, the lockfile's query is replayed and any drift is refused (``allow_drift``
@@ -289,7 +289,10 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     one point of a ``cmx sweep`` (``provenance.sweep``). ``on_plan`` is handed the checked
     plan before anything runs (the CLI prints it on a terminal). ``telemetry`` says how the
     run is sampled (None: from the environment, docs/telemetry.md). ``recovery`` is the
-    command line's recovery policy and the faults to inject (docs/faults.md)."""
+    command line's recovery policy and the faults to inject (docs/faults.md). ``planned`` is
+    the plan of ``tags`` and ``inputs`` already made and checked (``cmx sweep`` hands each
+    point's ``cmx run`` its plan: :mod:`cmx_core.plan.handoff`), run instead of resolving it
+    again."""
     if jobs < 1:
         raise UsageError(f"-j must be at least 1, got {jobs}")
 
@@ -304,8 +307,10 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     elif allow_drift:
         raise UsageError("--allow-drift applies to --lock FILE only")
     session = open_session(recipes_dirs, facts_file, lock_pins(locked))
-    the_plan = replay(locked, Path(lock), session, allow_drift) if locked and lock else \
-        _resolve_plan(tags, inputs, session)
+    if locked and lock:
+        the_plan = replay(locked, Path(lock), session, allow_drift)
+    else:
+        the_plan = _given(planned, tags, inputs) if planned is not None else _resolve_plan(tags, inputs, session)
     chosen, settings = _checked_executor(session, the_plan, executor, options)
     check_facts_here(session.facts, FactStore(session.registry.detectors), chosen.name, chosen.runs_here)
     check_injections(recovery.injections, chosen.name, chosen.injects)
@@ -336,6 +341,16 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     if document.get("status") == "error":
         raise _run_failure(document, result_path, exit_code)
     return RunResult(run_id, run_dir, result_path, document, the_plan, session)
+
+
+def _given(planned: Plan, tags: str | Sequence[str], inputs: Mapping[str, Any] | None) -> Plan:
+    """A plan made elsewhere, if it is the plan of these tags and inputs (else UsageError)."""
+    asked = PlanQuery(_tags(tags), {k: str(v) for k, v in (inputs or {}).items()})
+    made = PlanQuery(planned.query.tags, {k: str(v) for k, v in planned.query.inputs.items()})
+    if asked != made:
+        raise UsageError(f"the plan handed to this run is for --tags={','.join(made.tags)} {dict(made.inputs)}, "
+                         f"not --tags={','.join(asked.tags)} {dict(asked.inputs)}")
+    return planned
 
 
 def executor_settings(chosen: Executor, options: Mapping[str, Any]) -> ExecutorSettings:

@@ -14,7 +14,8 @@ and carries ``provenance.sweep = {id, index, point}``; its run directory is
   point that crashes, hangs until its executor's limit or leaks state cannot touch the
   others, and ``-j N`` runs N at once), its stderr beside its run directory,
   ``point-<N>.log``. So do ``run_options`` the batch path does not know and a given ``env``
-  (the points' process environment).
+  (the points' process environment). A point the sweep has planned already gets that plan
+  on its standard input (:mod:`cmx_core.plan.handoff`), so it is not planned again there.
 
 The manifest, ``<data>/sweeps/<id>.json``, lists each point's inputs, status, run id and
 result path; ``cmx results compare --sweep ID`` reads it. A failed point does not stop the
@@ -39,6 +40,8 @@ from typing import Any
 
 from cmx_core.datautil import atomic_write, loads_bounded
 from cmx_core.errors import ResultsError, UsageError
+from cmx_core.plan.handoff import FLAG as HANDOFF_FLAG
+from cmx_core.plan.handoff import plan_bytes
 from cmx_core.run.processes import dies_with_cmx
 from cmx_core.run.runids import new_run_id
 from cmx_core.sweep.batch import BatchSweep, Planned, PointOutcome, batch_executor, parse_point_options, run_points
@@ -188,7 +191,7 @@ def _run(spec: SweepSpec, data_dir: Path, on_point: Callable[[PointOutcome, int]
         todo = tuple(i for i in range(len(spec.matrix)) if i not in done)
         together = _batch(spec, folder, todo, env, planned) if batch and todo else None
         ran = run_points(together, on_point) if together is not None else \
-            _run_apart(spec, folder, todo, on_point, env, point_options)
+            _run_apart(spec, folder, todo, on_point, env, point_options, planned)
     outcomes = {**done, **{o.index: o for o in ran}}
     return _finish(SweepResult(spec.sweep_id, spec.tags, tuple(outcomes[i] for i in sorted(outcomes)),
                                data_dir / SWEEPS_DIR / f"{spec.sweep_id}.json", time.monotonic() - began,
@@ -198,17 +201,21 @@ def _run(spec: SweepSpec, data_dir: Path, on_point: Callable[[PointOutcome, int]
 def _run_apart(spec: SweepSpec, folder: Path, todo: Sequence[int],
                on_point: Callable[[PointOutcome, int], None] | None,
                env: Mapping[str, str] | None,
-               point_options: Mapping[int, Sequence[str]]) -> tuple[PointOutcome, ...]:
-    """One ``cmx run`` process per point, ``jobs`` at once."""
+               point_options: Mapping[int, Sequence[str]],
+               planned: Planned | None) -> tuple[PointOutcome, ...]:
+    """One ``cmx run`` process per point, ``jobs`` at once; a point planned already is
+    handed its plan."""
 
     def one(index: int) -> PointOutcome:
         point = spec.matrix[index]
         sweep = {"id": spec.sweep_id, "index": index, "point": dict(point)}
         run_dir = fresh_run_dir(folder, index)
-        extra = point_options.get(index, ())
+        the_plan = planned.plans.get(index) if planned is not None else None
+        extra = [*point_options.get(index, ()), *([HANDOFF_FLAG] if the_plan is not None else [])]
         command = point_command(spec.tags, {**spec.base_inputs, **point}, sweep,
                                 [*spec.run_options, *extra, "--output", str(run_dir)])
-        outcome = record_point(folder, _run_point(index, point, command, run_dir, env))
+        handed = plan_bytes(the_plan) if the_plan is not None else None
+        outcome = record_point(folder, _run_point(index, point, command, run_dir, env, handed))
         if on_point is not None:
             on_point(outcome, len(spec.matrix))
         return outcome
@@ -238,13 +245,15 @@ def _batch(spec: SweepSpec, folder: Path, todo: Sequence[int], env: Mapping[str,
 
 
 def _run_point(index: int, point: Mapping[str, str], command: list[str], run_dir: Path,
-               env: Mapping[str, str] | None) -> PointOutcome:
-    """Run one point's ``cmx run`` and read the result it wrote into ``run_dir`` (an error
-    result too: a failed step still records one); ``failed`` when it wrote none."""
+               env: Mapping[str, str] | None, handed: bytes | None = None) -> PointOutcome:
+    """Run one point's ``cmx run`` (``handed``: its plan, written to its standard input) and
+    read the result it wrote into ``run_dir`` (an error result too: a failed step still
+    records one); ``failed`` when it wrote none."""
     started = time.monotonic()
     log = run_dir.with_suffix(".log")
     with open(log, "wb") as stderr:  # SIGTERM when this driver dies: the point's cmx records it as interrupted
-        proc = subprocess.run([*dies_with_cmx("TERM"), *command], stdin=subprocess.DEVNULL,
+        proc = subprocess.run([*dies_with_cmx("TERM"), *command], input=handed,
+                              stdin=subprocess.DEVNULL if handed is None else None,
                               stdout=subprocess.DEVNULL, stderr=stderr,
                               env=dict(env) if env is not None else os.environ.copy(), check=False)
     wall = time.monotonic() - started
