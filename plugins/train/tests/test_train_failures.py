@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from cmx_core.errors import StepFailed, UsageError
+from cmx_core.testing import processes_with
 from cmx_train.config import parse
 from cmx_train.launch import free_port
 
@@ -45,10 +46,15 @@ def test_rendezvous_failure_is_bounded(train: Any, monkeypatch: pytest.MonkeyPat
     assert "within 3 s" in message
 
 
-def test_a_launch_past_its_timeout_is_killed(train: Any) -> None:
+def test_a_launch_past_its_timeout_is_killed_with_every_rank(train: Any, tmp_path: Path) -> None:
     with pytest.raises(StepFailed) as err:
         train(mode="throughput", nproc=2, batch_size=32, steps=100000, timeout_s=5)
     assert "ran past timeout_s 5 s and was killed" in str(err.value)
+    # torchrun's ranks run in sessions of their own: none may train on (they name this test's files)
+    deadline = time.monotonic() + 30
+    while processes_with(str(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_with(str(tmp_path)) == []
 
 
 @pytest.mark.parametrize(("params", "key"), [

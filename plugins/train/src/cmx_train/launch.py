@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from cmx_core.errors import StepFailed, UsageError
 from cmx_train.config import TrainConfig
 from cmx_train.worker import RANKS_FILE
@@ -159,11 +161,22 @@ def _first_error(work: Path, before: str, after: str) -> str:
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """The launch's whole process group: torchrun's or mpirun's ranks too."""
+    """The launch's whole process tree: torchrun's ranks start sessions of their own, so the
+    launcher's process group alone would leave them training on (found while the launcher
+    still holds them, then killed with it)."""
+    try:
+        below = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        below = []
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    for child in below:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
