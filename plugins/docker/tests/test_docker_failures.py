@@ -62,7 +62,7 @@ def _containers(engine: Any, **labels: str) -> list[Any]:
     client = sdk_client(engine)
     try:
         wanted = [f"{k}={v}" if v else k for k, v in labels.items()] or ["org.cmx.owner-pid"]
-        return list(client.containers.list(all=True, filters={"label": wanted}))
+        return list(client.containers.list(all=True, filters={"label": wanted}, ignore_removed=True))
     finally:
         client.close()
 

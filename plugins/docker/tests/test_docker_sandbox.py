@@ -4,6 +4,7 @@ bomb, a process left running, output flood)."""
 
 from __future__ import annotations
 
+import secrets
 import socket
 import threading
 from dataclasses import replace
@@ -38,7 +39,7 @@ def _spec(tmp_path: Path, code: str, **limits: Any) -> SandboxSpec:
 def _left(engine: Any) -> list[Any]:
     client = sdk_client(engine)
     try:
-        return list(client.containers.list(all=True, filters={"label": "org.cmx.sandbox"}))
+        return list(client.containers.list(all=True, filters={"label": "org.cmx.sandbox"}, ignore_removed=True))
     finally:
         client.close()
 
@@ -139,8 +140,9 @@ def test_a_fork_bomb_is_bounded_and_a_leftover_process_dies_with_the_container(b
             "    if pid == 0:\n        time.sleep(30); os._exit(0)\n    kids += 1\nprint('forked', kids)")
     result = box.run(_spec(tmp_path, bomb, processes=16))
     assert result.verdict is Verdict.ERROR and "refused after" in result.text(), result.text()
-    daemon = "import subprocess; subprocess.Popen(['sleep', '300'], start_new_session=True); print('left')"
+    marker = f"300.{secrets.randbelow(9000) + 1000}"  # a sleep of its own: not another suite's on this machine
+    daemon = f"import subprocess; subprocess.Popen(['sleep', '{marker}'], start_new_session=True); print('left')"
     result = box.run(_spec(tmp_path, daemon))
     assert result.verdict is Verdict.OK and result.text() == "left\n"
     assert _left(engine) == []  # the container, and the sleep in it, are gone
-    assert processes_with("sleep 300") == []
+    assert processes_with(f"sleep {marker}") == []

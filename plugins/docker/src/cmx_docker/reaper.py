@@ -38,4 +38,6 @@ def reap(endpoint: Endpoint) -> list[str]:
 
 
 def _labelled(client: Any) -> list[Any]:
-    return list(client.containers.list(all=True, filters={"label": owner.PID}))
+    """cmx's containers; one another cmx removes between the listing and its inspection (its
+    run just ended) is left out, not an error that would stop this run's start."""
+    return list(client.containers.list(all=True, filters={"label": owner.PID}, ignore_removed=True))
