@@ -11,6 +11,7 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,17 +45,31 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def answers(conf: str) -> bool:
-    """True when the cluster of ``conf`` has a usable node."""
+def answers(conf: str, patience_s: float = 60.0) -> bool:
+    """True when the cluster of ``conf`` has a usable node, asked again for ``patience_s``: on
+    a loaded machine slurmctld can time out a query, and a node another test set down and
+    resumed takes a moment to be idle again; neither means there is no cluster."""
     if not shutil.which("sinfo"):
         return False
-    proc = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=30, check=False,
-                          env={**os.environ, "SLURM_CONF": conf})
-    return proc.returncode == 0 and any(state in proc.stdout for state in ("idle", "mix", "alloc"))
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            proc = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=30,
+                                  check=False, env={**os.environ, "SLURM_CONF": conf})
+            if proc.returncode == 0 and any(state in proc.stdout for state in ("idle", "mix", "alloc")):
+                return True
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(2.0)
 
 
 def start_private(work: Path) -> Cluster:
     """Source the service script in bash and start a cluster under ``work`` on free ports."""
+    if not SCRIPT.is_file():
+        raise RuntimeError(f"no service script at {SCRIPT} (an installed cmx-slurm has none): start a Slurm and "
+                           "set SLURM_CONF, or set CMX_SLURM_SERVICE_SCRIPT to a checkout's scripts/services/slurm.sh")
     driver = ('source "$1"; cmx_slurm_start "$2" || exit 3; '
               'echo "$SLURM_CONF $CMX_MUNGED_PID $CMX_SLURMCTLD_PID $CMX_SLURMD_PID"')
     env = {**os.environ, "CMX_SLURMCTLD_PORT": str(free_port()), "CMX_SLURMD_PORT": str(free_port())}
