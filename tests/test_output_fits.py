@@ -70,7 +70,11 @@ def _fits(out: str, width: int = WIDTH) -> None:
     """No line over ``width``, but for a path kept whole on its own line (optionally labelled)."""
     long = [line for line in out.splitlines() if len(line) > width and not _path_line(line)]
     assert not long, f"{len(long)} line(s) over {width} columns, e.g. {long[0]!r}"
-    assert "…" not in out and not re.search(r"\d\.\d+e[-+]\d", out), "a number was shortened"
+    assert "…" not in out, "a value was cut"
+    # The shared format writes only magnitudes below 1e-4 in e-notation (4 significant digits,
+    # e.g. a wall-time difference of 9.5e-05 s); a larger one in it was shortened to fit.
+    shortened = [m for m in re.findall(r"-?\d(?:\.\d+)?e[-+]\d+", out) if abs(float(m)) >= 1e-4]
+    assert not shortened, f"a number was shortened: {shortened}"
 
 
 def _path_line(line: str) -> bool:

@@ -5,6 +5,7 @@ every Ray process on the machine), plus an isolated CMX_HOME per test."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -116,6 +117,7 @@ def ray_head() -> Iterator[str]:
         cluster.disconnect()
         _stop(head, temp)
         log.close()
+        shutil.rmtree(temp, ignore_errors=True)  # the head's session files (hundreds of MB over a suite)
 
 
 

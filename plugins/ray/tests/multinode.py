@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -97,6 +98,7 @@ def running(workers: int = 2) -> Iterator[Workers]:
         for pid in _mentioning(temp):  # what the cluster left behind, by PID
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _mentioning(text: str) -> list[int]:

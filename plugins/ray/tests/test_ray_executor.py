@@ -5,6 +5,7 @@ node, typed settings, plan-time refusal of what the cluster lacks, cancellation 
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,10 @@ from cmx_core.api import comparable
 from cmx_core.errors import CmxError, StepFailed, UsageError
 from cmx_core.run import engine
 from tests.test_remote_executor import NOOP
+
+# A sleep of its own (the test looks for it by its command line): another run of this suite
+# on the same machine has a sleep of another length.
+SLEEP_S = f"47.{secrets.randbelow(9000) + 1000}"
 
 H100_FACTS = Path(__file__).resolve().parents[3] / "examples" / "facts" / "h100-sxm-8x.json"
 
@@ -35,8 +40,8 @@ tags: [test, ray, slow]
 summary: sleeps (cancelled by timeout_s)
 steps:
   - uses: shell
-    with: {cmd: [sleep, "47.3917"]}
-"""
+    with: {cmd: [sleep, "SLEEP_S"]}
+""".replace("SLEEP_S", SLEEP_S)
 
 
 def _opts(address: str, **extra: str) -> dict[str, str]:
@@ -100,9 +105,9 @@ def test_timeout_cancels_the_task_and_its_processes(cmx_home: Path, ray_head: st
     document = json.loads(Path(caught.value.result_path).read_text())  # type: ignore[attr-defined]
     assert "cancelled after 3 s" in document["error"]["message"]
     deadline = time.monotonic() + 20
-    while mentioning("47.3917") and time.monotonic() < deadline:
+    while mentioning(SLEEP_S) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert mentioning("47.3917") == []
+    assert mentioning(SLEEP_S) == []
 
 
 def test_a_far_run_directory_over_the_bound_is_an_error(cmx_home: Path, ray_head: str) -> None:

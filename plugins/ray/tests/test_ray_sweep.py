@@ -6,6 +6,7 @@ results equal those of one `cmx run` process per point; Ctrl-C cancels every tas
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,6 +22,10 @@ from cmx_core.sweep.runner import SweepResult, parse_axes, points, read_manifest
 from cmx_core.testing import exit_code_recipe
 from tests.test_sweep_resume import POINTS, SQUARE, resumed_equals_uninterrupted
 
+# A sleep of its own (the test looks for it by its command line): another run of this suite
+# on the same machine has a sleep of another length.
+SLEEP_S = f"38.{secrets.randbelow(9000) + 1000}"
+
 SLOW = """\
 name: test-ray-batch-slow
 tags: [test, ray, batchslow]
@@ -29,8 +34,8 @@ inputs:
   n: {type: integer}
 steps:
   - uses: shell
-    with: {cmd: [sleep, "38.4127"]}
-"""
+    with: {cmd: [sleep, "SLEEP_S"]}
+""".replace("SLEEP_S", SLEEP_S)
 
 
 EXITS = exit_code_recipe("test-ray-sweep-exit", "rayexit")
@@ -143,7 +148,7 @@ def test_ctrl_c_cancels_a_sweeps_batch_and_leaves_no_point_marked(
 
     def interrupted(self: object, handle: object) -> None:
         deadline = time.monotonic() + 60
-        while not mentioning("38.4127") and time.monotonic() < deadline:
+        while not mentioning(SLEEP_S) and time.monotonic() < deadline:
             time.sleep(0.2)
         raise KeyboardInterrupt
 
@@ -153,9 +158,9 @@ def test_ctrl_c_cancels_a_sweeps_batch_and_leaves_no_point_marked(
                   executor="ray", run_options=["--recipes", str(tmp_path), *_ray(ray_head)])
     assert list((paths.data_dir() / "inflight").glob("*.json")) == []
     deadline = time.monotonic() + 30
-    while mentioning("38.4127") and time.monotonic() < deadline:
+    while mentioning(SLEEP_S) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert mentioning("38.4127") == []
+    assert mentioning(SLEEP_S) == []
 
 
 def test_a_batch_runs_every_point_over_one_connection_and_each_result_is_the_points_own(
@@ -215,7 +220,7 @@ def test_ctrl_c_cancels_every_task_of_a_batch_and_their_processes(ray_head: str,
 
     def interrupted(self: object, handle: object) -> None:
         deadline = time.monotonic() + 60
-        while not mentioning("38.4127") and time.monotonic() < deadline:
+        while not mentioning(SLEEP_S) and time.monotonic() < deadline:
             time.sleep(0.2)  # the far step runs: now press Ctrl-C
         raise KeyboardInterrupt
 
@@ -223,9 +228,9 @@ def test_ctrl_c_cancels_every_task_of_a_batch_and_their_processes(ray_head: str,
     with pytest.raises(Interrupted, match="the batch's 2 Ray tasks were cancelled"):
         run_batch(requests, settings)
     deadline = time.monotonic() + 30
-    while mentioning("38.4127") and time.monotonic() < deadline:
+    while mentioning(SLEEP_S) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert mentioning("38.4127") == []
+    assert mentioning(SLEEP_S) == []
 
 
 def test_the_far_task_is_made_once_per_process() -> None:
