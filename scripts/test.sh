@@ -48,6 +48,13 @@ echo "scripts/test.sh: lint-imports" >&2
 
 if [ "$(id -u)" = "0" ]; then
   cmx_docker_start "$W" || echo "scripts/test.sh: no Docker engine; container tests will say why" >&2
+  # free ports, not Slurm's 6817/6818: another run of this suite (or a real Slurm) on the machine
+  # may hold those, and slurmd would fail to bind
+  read -r ctld_port slurmd_port < <(.venv/bin/python -c 'import socket
+a, b = socket.socket(), socket.socket()
+a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
+print(a.getsockname()[1], b.getsockname()[1])')
+  export CMX_SLURMCTLD_PORT="${CMX_SLURMCTLD_PORT:-$ctld_port}" CMX_SLURMD_PORT="${CMX_SLURMD_PORT:-$slurmd_port}"
   cmx_slurm_start "$SLURM_W" || echo "scripts/test.sh: no Slurm; slurm tests will say why" >&2
 else
   echo "scripts/test.sh: not root, so no private Docker engine is started" >&2
