@@ -33,10 +33,9 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from cmx_slurm.testing import start_private, stop_private
-
 from cmx_core.api import get_registry
 from cmx_core.testing.chaos import CHAOS_TAG, FAULTS, INPUTS, available_faults, chaos_recipe
+from cmx_slurm.testing import start_private, stop_private
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -99,12 +99,11 @@ def _stop_head(head: subprocess.Popen[bytes], temp: str) -> None:
 
 def _baseline_executor() -> Any:
     """The ray executor without Ray: the far task body called in this process."""
+    from cmx_core.api import ExecutionOutcome, ExecutionRequest, JobStatus, RemoteExecutor, RemoteJob
     from cmx_ray import far
     from cmx_ray.executor import RayExecutor, RayHandle, _status
     from cmx_ray.resources import task_resources
     from cmx_ray.settings import RaySettings
-
-    from cmx_core.api import ExecutionOutcome, ExecutionRequest, JobStatus, RemoteExecutor, RemoteJob
 
     class NoRay(RayExecutor):
         name = "noray-baseline"
@@ -213,10 +212,9 @@ def _batch(points: int, address: str, work: Path, block: int = 10) -> dict[str, 
 
 def _sweep(points: int, address: str, work: Path) -> dict[str, Any]:
     """One N-point ``cmx sweep --executor ray -j N`` against the baseline's N far commands."""
-    from cmx_ray.settings import RaySettings
-
     from cmx_core import paths
     from cmx_core.sweep.runner import run_sweep
+    from cmx_ray.settings import RaySettings
 
     settings = RaySettings(address=address, env=("CMX_HOME",))
     baseline = _baseline_executor()
@@ -259,9 +257,8 @@ def _connect(opts: dict[str, str], tries: int = 4) -> None:
 
 def bench_ray(points: int, sequential: int) -> dict[str, Any]:
     """The Ray numbers, with a private head started and stopped here (CMX_HOME must be set)."""
-    from cmx_ray import cluster
-
     from cmx_core.run import engine
+    from cmx_ray import cluster
 
     home = os.environ["CMX_HOME"]
     _register_baseline()

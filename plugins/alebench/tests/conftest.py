@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from cmx_alebench.problem import Problem, find_problem
 
 

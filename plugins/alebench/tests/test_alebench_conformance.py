@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from cmx_alebench.problem import shipped_solutions
 
+from cmx_alebench.problem import shipped_solutions
 from cmx_core.testing import PluginConformance, StepSample
 
 

@@ -13,6 +13,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+
 from cmx_alebench.docker_runner import JUDGE_IMAGE, UID, container_config, read_outcome, skeleton_tar
 from cmx_alebench.inputs import case_inputs
 from cmx_alebench.judge import Judge

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from cmx_alebench import judge, languages, verdicts
 from cmx_alebench.problem import Problem, load_problem, shipped_dir, shipped_solutions
 from cmx_alebench.standings import load_performance, load_standings, place

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from cmx_alebench.importer import import_package
 from cmx_alebench.inputs import case_inputs
 from cmx_alebench.judge import Judge
@@ -25,7 +26,6 @@ from cmx_alebench.problem import load_problem, shipped_dir, shipped_solutions
 from cmx_alebench.rust_build import DEBIAN_REGISTRY
 from cmx_alebench.sandbox_runner import SandboxRunner
 from cmx_alebench.verdicts import JudgeResult
-
 from cmx_core.errors import UsageError
 
 CMX002 = shipped_dir() / "cmx002"

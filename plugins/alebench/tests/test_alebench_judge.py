@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from cmx_alebench.inputs import case_inputs
 from cmx_alebench.judge import Evaluation, Judge
 from cmx_alebench.languages import language, rust_sysroot

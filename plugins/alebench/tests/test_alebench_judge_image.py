@@ -16,6 +16,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+
 from cmx_alebench import judge_image as images
 from cmx_alebench import toolchain
 from cmx_alebench.inputs import case_inputs
@@ -26,7 +27,6 @@ from cmx_alebench.runner import Call, CallLimits
 from cmx_alebench.sandbox_runner import SandboxRunner
 from cmx_alebench.step import parse
 from cmx_alebench.verdicts import JudgeResult
-
 from cmx_core.errors import StepFailed, UsageError
 
 from .test_alebench_toolchain import LIBRARIES_CPP

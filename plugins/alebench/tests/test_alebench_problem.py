@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cmx_alebench.problem import Problem, find_problem, load_problem, shipped_dir
 
+from cmx_alebench.problem import Problem, find_problem, load_problem, shipped_dir
 from cmx_core.errors import UsageError
 
 

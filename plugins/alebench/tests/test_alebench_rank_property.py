@@ -14,8 +14,8 @@ import itertools
 import random
 
 import pytest
-from cmx_alebench.standings import PerformanceTable, group_rows, place
 
+from cmx_alebench.standings import PerformanceTable, group_rows, place
 from cmx_core.errors import UsageError
 
 N_STANDINGS = 10_000

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from cmx_alebench.problem import shipped_dir, shipped_solutions
 from cmx_alebench.standings import load_performance, load_standings, place
 

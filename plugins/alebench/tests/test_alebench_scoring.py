@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from cmx_alebench.judge import CaseResult, summarize
 from cmx_alebench.relative import Contestants, load_contestants, rescale
 from cmx_alebench.scoring import RelativeType, overall_absolute, relative_score
 from cmx_alebench.standings import Group
 from cmx_alebench.tools import read_tester
 from cmx_alebench.verdicts import PRIORITY, JudgeResult, overall
-
 from cmx_core.errors import UsageError
 
 J = JudgeResult

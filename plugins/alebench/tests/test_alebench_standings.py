@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cmx_alebench.standings import Group, load_performance, load_standings, place
 
+from cmx_alebench.standings import Group, load_performance, load_standings, place
 from cmx_core.errors import UsageError
 
 

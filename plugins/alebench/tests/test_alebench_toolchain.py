@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from cmx_alebench import toolchain
 from cmx_alebench.inputs import case_inputs
 from cmx_alebench.judge import Judge

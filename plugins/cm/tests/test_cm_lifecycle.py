@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cm_helpers import outputs, write_script
+
 from cmx_cm.collection import import_collection
 from cmx_cm.conditions import runtime_decision
 

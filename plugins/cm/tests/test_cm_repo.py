@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cm_helpers import outputs
+
 from cmx_cm.plugin import cmx_repo_recipes
 
 Cli = Callable[..., Any]

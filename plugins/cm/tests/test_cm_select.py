@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from cm_helpers import write_script
+
 from cmx_cm.collection import import_collection
 from cmx_cm.index import DepQuery, split_tags
-
 from cmx_core import api
 from cmx_core.errors import CmxError
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 from cm_helpers import write_script
+
 from cmx_cm.collection import import_collection
 from cmx_cm.conditions import EnvScope, all_of
 from cmx_cm.meta import load_script
 from cmx_cm.translate import translate
-
 from cmx_core import api
 from cmx_core.errors import UsageError
 

@@ -16,9 +16,6 @@ import kubernetes_validate
 import pytest
 import standin
 import yaml
-from cmx_k8s import manifests
-from cmx_k8s.settings import K8sSettings
-from cmx_k8s.sweep import shapes
 
 from cmx_core import paths
 from cmx_core.cli.main import main
@@ -26,6 +23,9 @@ from cmx_core.errors import UsageError
 from cmx_core.run import engine
 from cmx_core.sweep.runner import run_sweep
 from cmx_core.testing import execution_request
+from cmx_k8s import manifests
+from cmx_k8s.settings import K8sSettings
+from cmx_k8s.sweep import shapes
 from tests.test_sweep_resume import POINTS, SQUARE, resumed_equals_uninterrupted
 
 FACTS = Path(__file__).resolve().parents[3] / "examples" / "facts" / "h100-sxm-8x.json"

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cmx_k8s import manifests
-from cmx_k8s.gpu import GpuRequest, label_value
-from cmx_k8s.settings import K8sSettings
 
 from cmx_core.errors import CmxError, UsageError
 from cmx_core.run import engine
+from cmx_k8s import manifests
+from cmx_k8s.gpu import GpuRequest, label_value
+from cmx_k8s.settings import K8sSettings
 
 FACTS = Path(__file__).resolve().parents[3] / "examples" / "facts" / "h100-sxm-8x.json"
 

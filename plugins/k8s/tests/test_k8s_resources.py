@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cmx_k8s import manifests
 
 from cmx_core.errors import UsageError
 from cmx_core.run import engine
+from cmx_k8s import manifests
 from tests.test_recipe_resources import doc_mapping, doc_recipe, write_recipe
 
 FACTS = Path(__file__).resolve().parents[3] / "examples" / "facts" / "h100-sxm-8x.json"

@@ -146,9 +146,8 @@ def test_the_batch_results_equal_one_process_per_point(cluster: tuple[Path, stan
 
 def test_ctrl_c_deletes_the_indexed_job(cluster: tuple[Path, standin.StandIn], cmx_home: Path, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from cmx_k8s import sweep
-
     from cmx_core.errors import Interrupted
+    from cmx_k8s import sweep
 
     kubeconfig, state = cluster
     (tmp_path / "s.yaml").write_text(SLOW)

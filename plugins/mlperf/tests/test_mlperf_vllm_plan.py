@@ -168,7 +168,7 @@ GIB = 1 << 30
 ])
 def test_derive_over_gpu_counts_and_memory(gpus: int, memory_gib: int, weights_gb: float, tp: int, dp: int) -> None:
     devices = [{"memory_total_bytes": memory_gib * GIB}] * gpus
-    derived = vllm_plan.derive(devices, model_gb=weights_gb, max_num_seqs=256)
+    derived = vllm_plan.derive(devices, vllm_plan.SplitInputs(model_gb=weights_gb, max_num_seqs=256))
     assert (derived.tensor_parallel, derived.data_parallel) == (tp, dp)
     assert derived.concurrency == 256 * dp and derived.gpus == gpus
     assert derived.gpu_memory_gb == round(memory_gib * GIB / 1e9, 2)
@@ -176,7 +176,8 @@ def test_derive_over_gpu_counts_and_memory(gpus: int, memory_gib: int, weights_g
 
 def test_the_smallest_gpu_sizes_the_split() -> None:
     devices = [{"memory_total_bytes": 80 * GIB}] * 7 + [{"memory_total_bytes": 8 * GIB}]
-    assert (vllm_plan.derive(devices, model_gb=16.06).tensor_parallel, vllm_plan.derive(devices).gpus) == (4, 8)
+    sized = vllm_plan.derive(devices, vllm_plan.SplitInputs(model_gb=16.06))
+    assert (sized.tensor_parallel, vllm_plan.derive(devices).gpus) == (4, 8)
 
 
 def test_derive_for_recipe_reads_the_recipe_inputs() -> None:
@@ -194,7 +195,7 @@ def test_derive_for_recipe_reads_the_recipe_inputs() -> None:
     with pytest.raises(UsageError, match="memory_total_bytes"):
         vllm_plan.derive([{"name": "H100"}])
     with pytest.raises(UsageError, match="at least one GPU"):
-        vllm_plan.derive([], model_path="/m")
+        vllm_plan.derive([], vllm_plan.SplitInputs(model_path="/m"))
 
 
 def test_the_template_function_is_registered_and_typed_checks_accept_it() -> None:

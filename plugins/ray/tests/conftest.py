@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
 from cmx_ray.cluster import RAY_ENV
 
 from .multinode import Workers, running
@@ -70,9 +71,8 @@ def _stop(head: subprocess.Popen[bytes], temp: str) -> None:
 def _first_connection(address: str, deadline: float) -> None:
     """Connect once (the session keeps the connection): a head on a loaded machine listens
     before its GCS takes drivers, so a refused first connection is retried until the deadline."""
-    from cmx_ray import cluster
-
     from cmx_core.errors import UsageError
+    from cmx_ray import cluster
 
     while True:
         try:

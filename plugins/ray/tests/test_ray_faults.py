@@ -7,12 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cmx_ray.executor import retry_options
-
 from cmx_core.providers.recovery import Recovery, RetryPolicy
 from cmx_core.run import engine
 from cmx_core.testing import execution_request
 from cmx_core.testing.chaos import chaos_problems
+from cmx_ray.executor import retry_options
 
 
 def test_the_chaos_matrix_on_a_local_ray_cluster(cmx_home: Path, ray_head: str, tmp_path: Path) -> None:

@@ -12,9 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cmx_ray.cluster import RAY_ENV
-
 from cmx_core.testing.chaos import CHAOS_TAG, chaos_problems, chaos_recipe, recorded_result
+from cmx_ray.cluster import RAY_ENV
 
 from .multinode import Workers
 

@@ -140,9 +140,8 @@ def test_j_bounds_the_tasks_running_at_once(ray_head: str, cmx_home: Path) -> No
 def test_ctrl_c_cancels_a_sweeps_batch_and_leaves_no_point_marked(
         ray_head: str, cmx_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         mentioning: Callable[[str], list[int]]) -> None:
-    from cmx_ray import executor
-
     from cmx_core.errors import Interrupted
+    from cmx_ray import executor
 
     (tmp_path / "s.yaml").write_text(SLOW)
 
@@ -166,12 +165,11 @@ def test_ctrl_c_cancels_a_sweeps_batch_and_leaves_no_point_marked(
 def test_a_batch_runs_every_point_over_one_connection_and_each_result_is_the_points_own(
         ray_head: str, cmx_home: Path) -> None:
     """cmx_ray.batch.run_batch: the sweep path; all tasks submitted at once, outcomes in order."""
-    from cmx_ray.batch import run_batch
-    from cmx_ray.settings import RaySettings
-
     from cmx_core.api import ExecutionRequest
     from cmx_core.run import engine
     from cmx_core.run.runids import new_run_id
+    from cmx_ray.batch import run_batch
+    from cmx_ray.settings import RaySettings
 
     settings = RaySettings(address=ray_head, env=("CMX_HOME",))
     session = engine.open_session()
@@ -197,14 +195,13 @@ def test_a_batch_runs_every_point_over_one_connection_and_each_result_is_the_poi
 def test_ctrl_c_cancels_every_task_of_a_batch_and_their_processes(ray_head: str, cmx_home: Path, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch,
                                                                   mentioning: Callable[[str], list[int]]) -> None:
-    from cmx_ray import executor
-    from cmx_ray.batch import run_batch
-    from cmx_ray.settings import RaySettings
-
     from cmx_core.api import ExecutionRequest
     from cmx_core.errors import Interrupted
     from cmx_core.run import engine
     from cmx_core.run.runids import new_run_id
+    from cmx_ray import executor
+    from cmx_ray.batch import run_batch
+    from cmx_ray.settings import RaySettings
 
     (tmp_path / "s.yaml").write_text(SLOW)
     settings = RaySettings(address=ray_head, env=("CMX_HOME",))

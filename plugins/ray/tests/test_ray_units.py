@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from cmx_ray import far
 from cmx_ray.resources import TaskResources, missing, ray_accelerator_type
 

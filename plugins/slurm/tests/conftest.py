@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from cmx_slurm.testing import Cluster, answers, start_private, stop_private, unavailable
 
 

@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cmx_slurm.array import collect, submit_array
-from cmx_slurm.settings import SlurmSettings
-from cmx_slurm.testing import Cluster
-
 from cmx_core.api import ExecutionRequest
 from cmx_core.plugins.events import registry_events
 from cmx_core.run import engine
 from cmx_core.run.recording import Provenance, record_run
 from cmx_core.run.runids import new_run_id
+from cmx_slurm.array import collect, submit_array
+from cmx_slurm.settings import SlurmSettings
+from cmx_slurm.testing import Cluster
 
 
 def _requests(base: Path, sizes: list[int], settings: SlurmSettings) -> list[ExecutionRequest]:

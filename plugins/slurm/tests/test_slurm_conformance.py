@@ -5,9 +5,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from cmx_slurm.testing import Cluster
-
 from cmx_core.testing import PluginConformance, executor_problems
+from cmx_slurm.testing import Cluster
 
 
 class TestSlurmConformance(PluginConformance):

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from cmx_slurm.testing import Cluster
 
 from cmx_core.api import comparable
 from cmx_core.errors import StepFailed
 from cmx_core.run import engine
+from cmx_slurm.testing import Cluster
 
 NOOP = """\
 name: test-slurm-noop

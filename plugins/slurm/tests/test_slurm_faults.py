@@ -13,14 +13,13 @@ import sys
 import time
 from pathlib import Path
 
-from cmx_slurm import worker
-from cmx_slurm.executor import requeue_args
-from cmx_slurm.testing import Cluster
-
 from cmx_core.providers.recovery import Recovery, RetryPolicy
 from cmx_core.run import engine
 from cmx_core.testing import execution_request
 from cmx_core.testing.chaos import CHAOS_TAG, chaos_problems, chaos_recipe, recorded_result
+from cmx_slurm import worker
+from cmx_slurm.executor import requeue_args
+from cmx_slurm.testing import Cluster
 
 
 def test_the_chaos_matrix_on_the_loopback_slurm(slurm: Cluster, cmx_home: Path, tmp_path: Path) -> None:

@@ -10,11 +10,10 @@ import re
 import subprocess
 from pathlib import Path
 
+from cmx_core.run import engine
 from cmx_slurm.executor import resources_for
 from cmx_slurm.settings import SlurmSettings
 from cmx_slurm.testing import Cluster
-
-from cmx_core.run import engine
 from tests.test_recipe_resources import doc_mapping, doc_recipe, write_recipe
 
 TWO_NODES = """\

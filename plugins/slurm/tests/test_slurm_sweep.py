@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cmx_slurm.testing import Cluster
 
 from cmx_core import paths
 from cmx_core.api import comparable_across_sweeps
@@ -18,6 +17,7 @@ from cmx_core.cli.main import main
 from cmx_core.results.store import ResultStore
 from cmx_core.sweep.runner import SweepResult, parse_axes, points, read_manifest, run_sweep
 from cmx_core.testing import exit_code_recipe
+from cmx_slurm.testing import Cluster
 from tests.test_sweep_resume import POINTS, SQUARE, resumed_equals_uninterrupted
 
 SLURM = ["--executor", "slurm", "--executor-opt", "poll_s=0.2"]
@@ -102,12 +102,11 @@ def test_the_batch_results_equal_one_process_per_point(slurm: Cluster, cmx_home:
 
 @pytest.mark.parametrize("jobs", [1, 12])
 def test_the_throttle_is_left_out_when_j_covers_every_point(slurm: Cluster, cmx_home: Path, jobs: int) -> None:
-    from cmx_slurm.array import run_many
-    from cmx_slurm.settings import SlurmSettings
-
     from cmx_core.api import ExecutionRequest
     from cmx_core.run import engine
     from cmx_core.run.runids import new_run_id
+    from cmx_slurm.array import run_many
+    from cmx_slurm.settings import SlurmSettings
 
     session = engine.open_session()
     requests = []
@@ -139,10 +138,9 @@ steps:
 
 
 def _requests(folder: Path, wanted: list[tuple[str, str]]) -> list[Any]:
-    from cmx_slurm.settings import SlurmSettings
-
     from cmx_core.run import engine
     from cmx_core.testing import execution_request
+    from cmx_slurm.settings import SlurmSettings
 
     session = engine.open_session([folder])
     plans = [engine.plan(f"test,slurmshape,{name}", {"pause": pause}, session=session, executor="slurm")

@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from cmx_core.errors import UsageError
+from cmx_core.run import engine
 from cmx_slurm import script, slurmcli
 from cmx_slurm.poll import Backoff
 from cmx_slurm.resources import plan_resources
 from cmx_slurm.settings import SlurmSettings
-
-from cmx_core.errors import UsageError
-from cmx_core.run import engine
 
 # Lines as scontrol show job -o printed them on the test cluster (shortened).
 COMPLETED = ("JobId=3 JobName=wrap UserId=root(0) JobState=COMPLETED Reason=None Dependency=(null) "
@@ -78,10 +78,9 @@ def test_cmx_plan_describes_the_job(cmx_home: Path) -> None:
 
 
 def test_the_far_command_setting_is_split_like_a_shell(cmx_home: Path, tmp_path: Path) -> None:
-    from cmx_slurm.executor import SlurmExecutor
-
     from cmx_core.api import ExecutionRequest, FactStore
     from cmx_core.plugins.loader import get_registry
+    from cmx_slurm.executor import SlurmExecutor
 
     plan = engine.plan("demo,sort")
     request = ExecutionRequest(plan=plan, facts=FactStore(get_registry().detectors), registry=get_registry(),

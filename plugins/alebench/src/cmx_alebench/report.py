@@ -51,18 +51,30 @@ def _entry(run: ProblemRun) -> dict[str, Any]:
             "repeat_index": first.repeat_index, "evaluations": [_evaluation(r) for r in run.rated]}
 
 
-def section(runs: Sequence[ProblemRun], *, judge: str, language: str, private: bool, lite: bool,
-            num_workers: int, repeats: int, enforced_by: dict[str, str] | None = None,
+@dataclass(frozen=True)
+class JudgeSetup:
+    """How the problems were judged, as the section reports it."""
+
+    judge: str
+    language: str
+    private: bool
+    lite: bool
+    num_workers: int
+    repeats: int
+
+
+def section(runs: Sequence[ProblemRun], setup: JudgeSetup, *, enforced_by: dict[str, str] | None = None,
             chain: toolchain.Toolchain = toolchain.HOST) -> dict[str, Any]:
     cases = sum(len(r.evaluation.cases) for run in runs for r in run.rated)
     seconds = sum(c.execution_time_s for run in runs for r in run.rated for c in r.evaluation.cases)
-    return {"judge": judge, "judge_version": JUDGE_VERSION, "code_language": language, "lite": lite,
-            "mode": "private_eval" if private else "public_eval", "num_workers": num_workers, "repeats": repeats,
-            "standings_source": _source(runs), "problems": [_entry(run) for run in runs],
+    calls = len(runs) * setup.repeats
+    return {"judge": setup.judge, "judge_version": JUDGE_VERSION, "code_language": setup.language, "lite": setup.lite,
+            "mode": "private_eval" if setup.private else "public_eval", "num_workers": setup.num_workers,
+            "repeats": setup.repeats, "standings_source": _source(runs), "problems": [_entry(run) for run in runs],
             "toolchain": toolchain.libraries(chain),
             "limits": {"enforced_by": dict(enforced_by or {})},
-            "resource_usage": {"num_case_eval": cases, "num_call_public_eval": 0 if private else len(runs) * repeats,
-                               "num_call_private_eval": len(runs) * repeats if private else 0,
+            "resource_usage": {"num_case_eval": cases, "num_call_public_eval": 0 if setup.private else calls,
+                               "num_call_private_eval": calls if setup.private else 0,
                                "execution_time_case_eval": round(seconds, 6)}}
 
 

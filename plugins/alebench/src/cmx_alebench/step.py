@@ -16,7 +16,7 @@ from cmx_alebench.judge import CaseResult, check_workers
 from cmx_alebench.judge_image import export_root, image_toolchain
 from cmx_alebench.languages import NAMES, language
 from cmx_alebench.problem import Problem, find_problem, load_problem, shipped_dir
-from cmx_alebench.report import ProblemRun, result_part, section
+from cmx_alebench.report import JudgeSetup, ProblemRun, result_part, section
 from cmx_alebench.runner import Runner
 from cmx_alebench.sandbox_runner import SandboxRunner
 from cmx_alebench.toolchain import HOST, Toolchain
@@ -167,9 +167,8 @@ def run_step(ctx: StepContext) -> StepOutput:
         runs.append(ProblemRun(problem, tuple(run_request(request, runner, ctx.cache_dir, ctx.work_dir / "judge",
                                                           on_case=tally.judged))))
         tally.problem_done(sum(len(rated.evaluation.cases) for run in runs for rated in run.rated), len(runs))
-    sec = section(runs, judge=p.judge, language=p.language, private=p.private, lite=p.lite,
-                  num_workers=p.num_workers, repeats=p.repeats, enforced_by=getattr(runner, "enforced_by", None),
-                  chain=chain)
+    setup = JudgeSetup(p.judge, p.language, p.private, p.lite, p.num_workers, p.repeats)
+    sec = section(runs, setup, enforced_by=getattr(runner, "enforced_by", None), chain=chain)
     final = _final_results(ctx.work_dir, runs, p, codes)
     part = result_part(runs, sec, p.private, p.lite)
     first = runs[0].rated[0]

@@ -17,7 +17,7 @@ from typing import Any
 
 from cmx_cm._shim import cmind
 from cmx_cm._shim.cmind.utils import compare_versions, load_txt
-from cmx_cm.native import ScriptError, run_native
+from cmx_cm.native import ScriptError, ScriptPlace, run_native
 
 Result = dict[str, Any]
 
@@ -81,7 +81,7 @@ class Automation:
 
     def _run(self, name: str, env: dict[str, Any], state: dict[str, Any], detect_version: bool) -> Result:
         try:
-            run_native(self.directory, name, env, state, self.work_dir, self.base_env, self.timeout_s)
+            run_native(ScriptPlace(self.directory, self.work_dir, self.base_env, self.timeout_s), name, env, state)
         except ScriptError as exc:
             return {"return": 2, "error": str(exc)}
         if detect_version and self.customize is not None and hasattr(self.customize, "detect_version"):

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +67,20 @@ def merge_outputs(work_dir: Path, env: MutableMapping[str, Any], state: MutableM
                      "append_lists": True, "append_unique": True})
 
 
-def run_native(directory: Path, name: str, env: MutableMapping[str, Any], state: MutableMapping[str, Any],
-               work_dir: Path, base_env: Mapping[str, str], timeout_s: float | None) -> bool:
+@dataclass(frozen=True)
+class ScriptPlace:
+    """Where a script's native scripts run: the script's ``directory``, the ``work_dir`` they run
+    in, the environment ``base_env`` they extend, and how long one may run (None: no limit)."""
+
+    directory: Path
+    work_dir: Path
+    base_env: Mapping[str, str]
+    timeout_s: float | None = None
+
+
+def run_native(place: ScriptPlace, name: str, env: MutableMapping[str, Any], state: MutableMapping[str, Any]) -> bool:
     """Run ``name`` (``run``, ``install``...) if the script has it; False when it has none."""
+    directory, work_dir, timeout_s = place.directory, place.work_dir, place.timeout_s
     script = directory / script_name(env, directory, name)
     if not script.is_file():
         return False
@@ -77,7 +89,7 @@ def run_native(directory: Path, name: str, env: MutableMapping[str, Any], state:
     (work_dir / TMP_STATE_IN).write_text(json.dumps(state, indent=2, sort_keys=True))
     argv = ["bash", "-c", '. "$1"', "cmx-cm", str(script)]
     try:
-        done = subprocess.run(argv, cwd=work_dir, env=process_env(env, base_env), stdin=subprocess.DEVNULL,
+        done = subprocess.run(argv, cwd=work_dir, env=process_env(env, place.base_env), stdin=subprocess.DEVNULL,
                               timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         raise ScriptError(f"{script} ran past {timeout_s:g} s and was stopped") from None

@@ -29,7 +29,7 @@ from typing import Any, NoReturn
 
 from cmx_cm.automation import Automation, version_ok
 from cmx_cm.lifecycle import run_hooks
-from cmx_cm.native import run_native
+from cmx_cm.native import ScriptPlace, run_native
 
 SHIM = Path(__file__).parent / "_shim"
 
@@ -127,8 +127,8 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
     version = ""
     if not skip:
         run_hooks("prehook_deps", request, env, state, lifecycle)
-        run_native(directory, request.get("script_name", "run"), env, state, work_dir, auto.base_env,
-                   request.get("timeout_s"))
+        place = ScriptPlace(directory, work_dir, auto.base_env, request.get("timeout_s"))
+        run_native(place, request.get("script_name", "run"), env, state)
         run_hooks("posthook_deps", request, env, state, lifecycle)
         if customize is not None and hasattr(customize, "postprocess"):
             post = _check(customize.postprocess({**auto.common_input(env, state), **common}), "postprocess")

@@ -25,7 +25,7 @@ from cmx_core.errors import UsageError
 from cmx_mlebench.checksums import verify
 from cmx_mlebench.competition import Competition
 from cmx_mlebench.leaderboard import read_leaderboard
-from cmx_mlebench.report import CompetitionReport, build_report
+from cmx_mlebench.report import CompetitionReport, ReportOrigin, Submission, build_report
 from cmx_mlebench.thresholds import thresholds
 
 MAX_SUBMISSION_BYTES = 256 << 20
@@ -124,9 +124,9 @@ def grade(competition: Competition, path: Path, *, checksums: Path | None, leade
     reason = scored.reason
     if not scored.exists and why_missing:
         reason = f"{reason}: {why_missing}"
-    return build_report(competition.id, scored.score, limits, exists=scored.exists, reason=reason,
-                        submission_path=str(path), created_at=datetime.now(),
-                        leaderboard_source=leaderboard_source or competition.config.leaderboard_source, seed=seed)
+    submission = Submission(str(path), scored.exists, scored.score, reason)
+    origin = ReportOrigin(datetime.now(), leaderboard_source or competition.config.leaderboard_source, seed)
+    return build_report(competition.id, submission, limits, origin)
 
 
 def _one_line(exc: BaseException) -> str:

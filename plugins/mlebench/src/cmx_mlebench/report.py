@@ -76,14 +76,34 @@ class CompetitionReport:
         return {**asdict(self), "created_at": self.created_at.isoformat()}
 
 
-def build_report(competition_id: str, score: float | None, limits: Thresholds, *, exists: bool, reason: str | None,
-                 submission_path: str, created_at: datetime, leaderboard_source: str,
-                 seed: int | None = None) -> CompetitionReport:
+@dataclass(frozen=True)
+class Submission:
+    """What grading found: the submission's path, whether it exists, and its score or why it has none."""
+
+    path: str
+    exists: bool
+    score: float | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class ReportOrigin:
+    """When the report was made, where the leaderboard came from, and the agent run's seed."""
+
+    created_at: datetime
+    leaderboard_source: str
+    seed: int | None = None
+
+
+def build_report(competition_id: str, submission: Submission, limits: Thresholds,
+                 origin: ReportOrigin) -> CompetitionReport:
+    score = submission.score
     won = medals(score, limits)
     return CompetitionReport(
         competition_id=competition_id, score=score, gold_threshold=limits.gold, silver_threshold=limits.silver,
         bronze_threshold=limits.bronze, median_threshold=limits.median, any_medal=won.any, gold_medal=won.gold,
-        silver_medal=won.silver, bronze_medal=won.bronze, above_median=won.above_median, submission_exists=exists,
-        valid_submission=score is not None, is_lower_better=limits.lower_is_better, created_at=created_at,
-        submission_path=submission_path, reason=reason, leaderboard_teams=limits.teams,
-        leaderboard_source=leaderboard_source, seed=seed)
+        silver_medal=won.silver, bronze_medal=won.bronze, above_median=won.above_median,
+        submission_exists=submission.exists, valid_submission=score is not None,
+        is_lower_better=limits.lower_is_better, created_at=origin.created_at, submission_path=submission.path,
+        reason=submission.reason, leaderboard_teams=limits.teams, leaderboard_source=origin.leaderboard_source,
+        seed=origin.seed)

@@ -71,22 +71,32 @@ def budget_for(duration_s: float | None) -> float:
     return min(3.0, max(0.5, 0.05 * (duration_s if duration_s is not None else 600.0)))
 
 
-def calibrate(
-    sut: Any, completer: LoadgenCompleter, scenario: str, samples_per_query: int,
-    budget_s: float, timeout_s: float, mode: str = "PerformanceOnly",
-) -> Calibration:
+@dataclass(frozen=True)
+class CalibrationSpec:
+    """What :func:`calibrate` measures: the test's ``scenario`` and ``mode``, the samples a
+    MultiStream query holds, about how long to measure (``budget_s``) and how long one batch of
+    samples may take before the SUT is called stuck (``timeout_s``)."""
+
+    scenario: str
+    samples_per_query: int
+    budget_s: float
+    timeout_s: float
+    mode: str = "PerformanceOnly"
+
+
+def calibrate(sut: Any, completer: LoadgenCompleter, measure: CalibrationSpec) -> Calibration:
     """Run the SUT outside LoadGen; ``completer`` is back in LoadGen mode afterwards."""
     loaded = list(range(min(sut.performance_sample_count or sut.total_sample_count,
                             sut.total_sample_count)))
     sut.load_samples(loaded)
     completer.count_only()
     try:
-        probe = _Probe(sut, completer, loaded, timeout_s)
-        if scenario == "Offline" or mode == "AccuracyOnly":
-            return _throughput(probe, scenario, budget_s, mode)
-        if scenario == "Server":
-            return _server(probe, budget_s)
-        return _latency(probe, scenario, samples_per_query, budget_s)
+        probe = _Probe(sut, completer, loaded, measure.timeout_s)
+        if measure.scenario == "Offline" or measure.mode == "AccuracyOnly":
+            return _throughput(probe, measure.scenario, measure.budget_s, measure.mode)
+        if measure.scenario == "Server":
+            return _server(probe, measure.budget_s)
+        return _latency(probe, measure.scenario, measure.samples_per_query, measure.budget_s)
     finally:
         completer.to_loadgen()
         sut.unload_samples(loaded)

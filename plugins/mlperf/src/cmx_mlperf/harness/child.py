@@ -23,7 +23,7 @@ from cmx_core.api import Meter
 from cmx_core.errors import CmxError, StepFailed
 from cmx_mlperf.harness import accuracy as acc
 from cmx_mlperf.harness import live
-from cmx_mlperf.harness.calibrate import budget_for, calibrate, derive
+from cmx_mlperf.harness.calibrate import CalibrationSpec, budget_for, calibrate, derive
 from cmx_mlperf.harness.completer import LoadgenCompleter
 from cmx_mlperf.harness.config import Derived, conf_model_key, needs_calibration, user_conf
 from cmx_mlperf.harness.live import LiveReport
@@ -89,8 +89,9 @@ def run_test(spec: LoadgenSpec, out_dir: Path) -> dict[str, Any]:
         derived = Derived()
         if needs_calibration(spec):
             per_query = (spec.samples_per_query or 8) if spec.scenario == "MultiStream" else 1
-            calibration = calibrate(sut, completer, spec.scenario, per_query,
-                                    budget_for(spec.duration_s), CALIBRATION_TIMEOUT_S, spec.mode)
+            measure = CalibrationSpec(spec.scenario, per_query, budget_for(spec.duration_s), CALIBRATION_TIMEOUT_S,
+                                      spec.mode)
+            calibration = calibrate(sut, completer, measure)
             derived = derive(calibration, spec.duration_s)
             report["calibration"] = calibration.as_dict()
             report["derived"] = {k: v for k, v in derived.__dict__.items() if v is not None}

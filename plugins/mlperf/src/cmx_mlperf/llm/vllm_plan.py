@@ -170,19 +170,32 @@ class Derived:
                 "concurrency": self.concurrency, "reason": self.reason}
 
 
-def derive(devices: Sequence[Mapping[str, object]], *, model_gb: float = 0.0, model_path: str | None = None,
-           tensor_parallel: int | None = None, data_parallel: int | None = None, max_num_seqs: int = 256,
-           concurrency: int = 0) -> Derived:
-    """The split for the detected GPU ``devices`` (their ``memory_total_bytes``; the smallest GPU
-    sizes the split): weights of ``model_gb`` GB, else :data:`LLAMA31_8B_GB` when a
-    ``model_path`` is served and 0 for the tiny model; ``concurrency`` 0 means
+@dataclass(frozen=True)
+class SplitInputs:
+    """The recipe's inputs to :func:`derive`: weights of ``model_gb`` GB, else
+    :data:`LLAMA31_8B_GB` when a ``model_path`` is served and 0 for the tiny model; a fixed
+    ``tensor_parallel`` or ``data_parallel`` (None: derived); ``concurrency`` 0 means
     ``max_num_seqs x data_parallel``."""
+
+    model_gb: float = 0.0
+    model_path: str | None = None
+    tensor_parallel: int | None = None
+    data_parallel: int | None = None
+    max_num_seqs: int = 256
+    concurrency: int = 0
+
+
+def derive(devices: Sequence[Mapping[str, object]], inputs: SplitInputs | None = None) -> Derived:
+    """The split for the detected GPU ``devices`` (their ``memory_total_bytes``; the smallest GPU
+    sizes the split) and the recipe's ``inputs`` (None: every input at its default)."""
+    inputs = inputs or SplitInputs()
     memories = [_memory(device) for device in devices]
-    weights_gb = model_gb or (LLAMA31_8B_GB if model_path else 0.0)
-    split = choose(len(memories), min(memories, default=0), weights_gb * 1e9, tensor_parallel, data_parallel)
-    settings = ServeSettings(model=str(model_path or ""), max_num_seqs=max_num_seqs)
+    weights_gb = inputs.model_gb or (LLAMA31_8B_GB if inputs.model_path else 0.0)
+    split = choose(len(memories), min(memories, default=0), weights_gb * 1e9, inputs.tensor_parallel,
+                   inputs.data_parallel)
+    settings = ServeSettings(model=str(inputs.model_path or ""), max_num_seqs=inputs.max_num_seqs)
     return Derived(len(memories), round(min(memories, default=0) / 1e9, 2), round(weights_gb, 2),
-                   split.tensor_parallel, split.data_parallel, concurrency or _concurrency(settings, split),
+                   split.tensor_parallel, split.data_parallel, inputs.concurrency or _concurrency(settings, split),
                    split.reason)
 
 
@@ -206,9 +219,10 @@ def derive_for_recipe(devices: Sequence[Mapping[str, object]], inputs: Mapping[s
         return int(value) if value else None
 
     model_path = inputs.get("model_path")
-    return derive(devices, model_gb=number("model_gb", 0.0), model_path=str(model_path) if model_path else None,
-                  tensor_parallel=whole("tensor_parallel"), data_parallel=whole("data_parallel"),
-                  max_num_seqs=int(number("max_num_seqs", 256)), concurrency=int(number("concurrency", 0)))
+    return derive(devices, SplitInputs(
+        model_gb=number("model_gb", 0.0), model_path=str(model_path) if model_path else None,
+        tensor_parallel=whole("tensor_parallel"), data_parallel=whole("data_parallel"),
+        max_num_seqs=int(number("max_num_seqs", 256)), concurrency=int(number("concurrency", 0))))
 
 
 def _memory(device: Mapping[str, object]) -> int:
