@@ -100,7 +100,7 @@ def ray_head() -> Iterator[str]:
     head = subprocess.Popen(
         [ray_cli, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
          "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
-        env={**os.environ, **RAY_ENV, "RAY_TMPDIR": temp}, stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, **RAY_ENV, "RAY_TMPDIR": temp, "TMPDIR": temp}, stdout=log, stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -1,7 +1,8 @@
 """A Ray cluster of a head and worker nodes on this machine, all on 127.0.0.1, for the
 kill-worker tests: Ray's own ``ray.cluster_utils.Cluster`` (each node its own raylet, as on
 separate machines), run in this process so the tests can stop it by PID. Everything Ray writes
-goes under the TEMP_DIR this side makes (``RAY_TMPDIR`` too), never the machine's /tmp/ray.
+goes under the TEMP_DIR this side makes (``RAY_TMPDIR`` too), never the machine's /tmp/ray,
+and so do its tasks' temporary files (``TMPDIR``: a task on a killed node never removes its own).
 
     python multinode.py TEMP_DIR WORKERS
 
@@ -102,7 +103,7 @@ def running(workers: int = 2) -> Iterator[Workers]:
     log = open(Path(temp) / "cluster.log", "w")  # noqa: SIM115 - kept open for the cluster's life
     process = subprocess.Popen([sys.executable, __file__, temp, str(workers)], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=log, text=True,
-                               env={**os.environ, **RAY_ENV, "RAY_TMPDIR": temp})
+                               env={**os.environ, **RAY_ENV, "RAY_TMPDIR": temp, "TMPDIR": temp})
     try:
         address = _answer(process, "address")
         if address is None:
