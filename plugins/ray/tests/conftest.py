@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cmx_ray.cluster import RAY_ENV
 
-from .multinode import Workers, ray_temp_dir, running
+from .multinode import Workers, cluster_env, ray_temp_dir, running
 
 START_TIMEOUT_S = 120.0
 
@@ -100,7 +99,7 @@ def ray_head() -> Iterator[str]:
     head = subprocess.Popen(
         [ray_cli, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
          "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
-        env={**os.environ, **RAY_ENV, "RAY_TMPDIR": temp, "TMPDIR": temp}, stdout=log, stderr=subprocess.STDOUT,
+        env=cluster_env(temp), stdout=log, stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -49,6 +49,12 @@ def ray_temp_dir(prefix: str) -> str:
     return tempfile.mkdtemp(prefix=prefix, dir=base)
 
 
+def cluster_env(temp: str) -> dict[str, str]:
+    """The environment of a test cluster in ``temp``: Ray's defaults (``RAY_TMPDIR``) and its
+    tasks' temporary files (``TMPDIR``) there too, so removing ``temp`` removes all it made."""
+    return {**os.environ, **RAY_ENV, "RAY_TMPDIR": temp, "TMPDIR": temp}
+
+
 def main(temp: str, workers: int) -> None:
     # Ray's Cluster writes the head's address to <RAY_TMPDIR>/ray/ray_current_cluster (the
     # machine's /tmp/ray by default, which a machine that never ran Ray lacks, and where another
@@ -103,7 +109,7 @@ def running(workers: int = 2) -> Iterator[Workers]:
     log = open(Path(temp) / "cluster.log", "w")  # noqa: SIM115 - kept open for the cluster's life
     process = subprocess.Popen([sys.executable, __file__, temp, str(workers)], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=log, text=True,
-                               env={**os.environ, **RAY_ENV, "RAY_TMPDIR": temp, "TMPDIR": temp})
+                               env=cluster_env(temp))
     try:
         address = _answer(process, "address")
         if address is None:
