@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what it needs into .venv, starts the
 # services the tests need (a private Docker engine; it needs root for apt-get and dockerd),
-# runs ruff, mypy and lint-imports, then pytest over cmx-core and every plugin, and stops what it
-# started by PID.
+# runs ruff, mypy and lint-imports, then pytest over cmx-core and every plugin with a private,
+# empty TMPDIR and HOME (as on a fresh machine), and stops what it started by PID.
 #
 #   bash scripts/test.sh [pytest args...]      # every test directory (what .ci/run calls)
 #   bash scripts/test.sh PATH... [pytest args]  # only the given test paths (an existing file or
@@ -18,10 +18,12 @@ SLURM_W=$(mktemp -d "${TMPDIR:-/tmp}/cmx-slurm.XXXXXX")
 source scripts/services/docker.sh
 # shellcheck source=scripts/services/slurm.sh
 source scripts/services/slurm.sh
+# shellcheck source=scripts/fresh-env.sh
+source scripts/fresh-env.sh
 cleanup() {
   cmx_slurm_stop || true
   cmx_docker_stop || true
-  rm -rf "$W" "$SLURM_W"
+  rm -rf "$W" "$SLURM_W" ${CMX_FRESH:+"$CMX_FRESH"}
 }
 trap cleanup EXIT
 
@@ -63,6 +65,10 @@ fi
 # a shared place for slow fixtures (e.g. the debootstrap root filesystem) within this run
 export CMX_TEST_CACHE="${CMX_TEST_CACHE:-$W/test-cache}"
 mkdir -p "$CMX_TEST_CACHE"
+
+# pytest sees the machine as a fresh one would (#52): an empty TMPDIR and HOME of this run's own
+# (scripts/fresh-env.sh), so no /tmp/ray, ~/.cache or other leftover of an earlier run counts
+cmx_fresh_env
 
 # with a PATH among the arguments only those paths run; otherwise the default list below
 given_paths=0

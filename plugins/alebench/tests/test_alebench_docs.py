@@ -166,6 +166,8 @@ def test_toolchain_as_described(doc: str) -> None:
         assert f"`{key}`" in doc
     assert "**The AtCoder Library is not packaged by Debian**" in words and "not packaged" in toolchain.ATCODER_NOTE
     assert "/opt/ac-library" in toolchain.ATCODER_DIRS and "`/opt/ac-library`" in doc
+    assert "mounts into the sandbox judge's compile" in words and "def test_a_solution_using_the_installed_atcoder" in (
+        DOC.parents[1] / "plugins" / "alebench" / "tests" / "test_alebench_toolchain.py").read_text()
     root = DOC.parents[1] / "containers" / "ale-bench-judge"
     assert (root / "template.yaml").is_file() and (root / "apt.lock").is_file()
     assert "python -m cmx_docker.aptlock ale-bench-judge" in (root / "apt.lock").read_text().splitlines()[0]

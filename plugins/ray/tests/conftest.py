@@ -10,16 +10,13 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from cmx_ray.cluster import RAY_ENV
-
-from .multinode import Workers, running
+from .multinode import Workers, cluster_env, ray_temp_dir, running
 
 START_TIMEOUT_S = 120.0
 
@@ -94,14 +91,15 @@ def mentioning() -> Callable[[str], list[int]]:
 @pytest.fixture(scope="session")
 def ray_head() -> Iterator[str]:
     """The address of a private Ray head (2 CPUs, no dashboard) for the whole session."""
-    temp = tempfile.mkdtemp(prefix="cmx-ray-test-")
+    temp = ray_temp_dir("cmx-ray-test-")
     port = _free_port()
     ray_cli = str(Path(sys.executable).parent / "ray")
     log = open(Path(temp) / "head.log", "wb")  # noqa: SIM115 - kept open for the head's life
     head = subprocess.Popen(
         [ray_cli, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
          "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
-        env={**os.environ, **RAY_ENV}, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        env=cluster_env(temp), stdout=log, stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not _listening(port):

@@ -1,6 +1,8 @@
 """A Ray cluster of a head and worker nodes on this machine, all on 127.0.0.1, for the
 kill-worker tests: Ray's own ``ray.cluster_utils.Cluster`` (each node its own raylet, as on
-separate machines), run in this process so the tests can stop it by PID.
+separate machines), run in this process so the tests can stop it by PID. Everything Ray writes
+goes under the TEMP_DIR this side makes (``RAY_TMPDIR`` too), never the machine's /tmp/ray,
+and so do its tasks' temporary files (``TMPDIR``: a task on a killed node never removes its own).
 
     python multinode.py TEMP_DIR WORKERS
 
@@ -31,7 +33,33 @@ HEALTH = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3,
           "health_check_initial_delay_ms": 1000}
 
 
+# What Ray puts below its temp dir for a unix socket, at most:
+# /session_<date>_<time>_<usec>_<pid>/sockets/plasma_store.<n>
+RAY_SOCKET_TAIL = 68
+AF_UNIX_MAX = 107
+
+
+def ray_temp_dir(prefix: str) -> str:
+    """A new directory of this test's own for Ray's temp dir: under the tmp dir (``TMPDIR``)
+    when Ray's unix sockets below it fit AF_UNIX's 107 bytes, else under /tmp (a private
+    TMPDIR can be too deep). The caller removes it."""
+    base = tempfile.gettempdir()
+    if len(base) + 1 + len(prefix) + 8 + RAY_SOCKET_TAIL > AF_UNIX_MAX:
+        base = "/tmp"
+    return tempfile.mkdtemp(prefix=prefix, dir=base)
+
+
+def cluster_env(temp: str) -> dict[str, str]:
+    """The environment of a test cluster in ``temp``: Ray's defaults (``RAY_TMPDIR``) and its
+    tasks' temporary files (``TMPDIR``) there too, so removing ``temp`` removes all it made."""
+    return {**os.environ, **RAY_ENV, "RAY_TMPDIR": temp, "TMPDIR": temp}
+
+
 def main(temp: str, workers: int) -> None:
+    # Ray's Cluster writes the head's address to <RAY_TMPDIR>/ray/ray_current_cluster (the
+    # machine's /tmp/ray by default, which a machine that never ran Ray lacks, and where another
+    # Ray's address may be) and removes it at shutdown: RAY_TMPDIR is ``temp`` (see running)
+    Path(temp, "ray").mkdir(exist_ok=True)
     with ray_env():
         from ray.cluster_utils import Cluster
 
@@ -77,10 +105,11 @@ def _answer(process: subprocess.Popen[str], key: str) -> object:
 @contextmanager
 def running(workers: int = 2) -> Iterator[Workers]:
     """This cluster with ``workers`` worker nodes, in a private temp dir, for the block."""
-    temp = tempfile.mkdtemp(prefix="cmx-ray-nodes-")
+    temp = ray_temp_dir("cmx-ray-nodes-")
     log = open(Path(temp) / "cluster.log", "w")  # noqa: SIM115 - kept open for the cluster's life
     process = subprocess.Popen([sys.executable, __file__, temp, str(workers)], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=log, text=True, env={**os.environ, **RAY_ENV})
+                               stdout=subprocess.PIPE, stderr=log, text=True,
+                               env=cluster_env(temp))
     try:
         address = _answer(process, "address")
         if address is None:

@@ -41,7 +41,7 @@ def _cpp(name: str, std: str, chain: Toolchain) -> Language:
         raise UsageError(f"--language {name}: {where} g++ ({GXX}) does not accept -std={std}; pick cpp20")
     before, after = chain.flags(std)
     return Language(name, "main.cpp", (GXX, *before, "-o", f"{BUILD}/a.out", f"{BUILD}/main.cpp", *after),
-                    (f"{SOL}/a.out",))
+                    (f"{SOL}/a.out",), binds=chain.binds())
 
 
 def rust_sysroot() -> Path | None:

@@ -8,7 +8,8 @@ judge's root (the host's ``/usr`` for the sandbox judge, the same for the docker
 installed, and offers ``cpp23`` where that g++ accepts ``-std=gnu++23``. Which libraries the
 toolchain holds is recorded in every result (``ale_bench.toolchain``); the AtCoder Library is
 not packaged by Debian, so it is recorded as absent unless ``/opt/ac-library`` (ALE-Bench's
-path) or ``/usr/include/atcoder`` holds it.
+path) or ``/usr/include/atcoder`` holds it; ``/opt/ac-library`` is then mounted into the compile
+(:func:`cpp_binds`), since the sandbox judge sees only the root's ``/usr``.
 
 A :class:`Toolchain` names the root the judge compiles in: the host's (the default) or the
 root filesystem of a judge image exported into the cmx cache (``judge_image.py``), whose g++
@@ -104,6 +105,15 @@ def cpp_flags(std: str, root: Path = Path("/")) -> tuple[list[str], list[str]]:
     return before, after
 
 
+def cpp_binds(root: Path = Path("/")) -> dict[str, str]:
+    """What the compile must see besides the root's ``/usr``: the AtCoder Library's folder
+    (the sandbox judge mounts only ``/usr`` of the root, so ``-I/opt/ac-library`` alone finds nothing)."""
+    library = atcoder_dir(root)
+    if library is None or library == "/usr/include":
+        return {}
+    return {str(root / library.lstrip("/")): library}
+
+
 @dataclass(frozen=True)
 class Toolchain:
     """Where the judge's compilers and libraries come from: ``root`` as seen from the host
@@ -124,6 +134,9 @@ class Toolchain:
 
     def flags(self, std: str) -> tuple[list[str], list[str]]:
         return cpp_flags(std, self.root)
+
+    def binds(self) -> dict[str, str]:
+        return cpp_binds(self.root)
 
 
 HOST = Toolchain()
