@@ -16,7 +16,9 @@ function recipe templates may call (docs/recipes.md, Templates); the result vali
 The sandbox for untrusted code (imported lazily; ``docs/sandbox.md``): ``get_sandbox(name)``,
 :class:`Sandbox`, :class:`SandboxBackend` (what ``cmx_register_sandboxes`` registers),
 :class:`SandboxSpec`, :class:`Limits`, :class:`SandboxUser`, :class:`SandboxResult`,
-:class:`Verdict`.
+:class:`Verdict`. Faults (``docs/faults.md``): :class:`FaultClass` (how a failed attempt
+failed), :class:`FaultKind` (an injectable fault) and :data:`KILL_WORKER`, the kind a cluster
+executor injects itself (its ``Executor.injects``).
 """
 
 from __future__ import annotations
