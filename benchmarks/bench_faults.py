@@ -33,7 +33,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import get_registry
+from cmx_core.api import KILL_WORKER, get_registry
 from cmx_core.testing.chaos import CHAOS_TAG, FAULTS, INPUTS, available_faults, chaos_recipe
 from cmx_slurm.testing import start_private, stop_private
 
@@ -89,11 +89,11 @@ def measure(executor: str, options: list[str], work: Path, env: Mapping[str, str
             *(f"--executor-opt={o}" for o in options), "--json"]
     clean = [_run([*base, "--what=clean"], env)["timing"]["wall_s"] for _ in range(rounds)]
     rows = []
-    for fault in available_faults("kill-worker" in get_registry().executors[executor].injects):
+    for fault in available_faults(KILL_WORKER in get_registry().executors[executor].injects):
         detect, recover, wall = [], [], []
         for _ in range(rounds):
             document = _run([*base, f"--what={INPUTS[fault]}", "--retries", "1", "--inject", FAULTS[fault][0]], env)
-            if fault == "kill-worker":
+            if fault == KILL_WORKER:
                 replace_worker()
             [entry] = document["faults"]
             if entry["class"] != FAULTS[fault][1] or not entry["recovered"]:

@@ -16,7 +16,9 @@ function recipe templates may call (docs/recipes.md, Templates); the result vali
 The sandbox for untrusted code (imported lazily; ``docs/sandbox.md``): ``get_sandbox(name)``,
 :class:`Sandbox`, :class:`SandboxBackend` (what ``cmx_register_sandboxes`` registers),
 :class:`SandboxSpec`, :class:`Limits`, :class:`SandboxUser`, :class:`SandboxResult`,
-:class:`Verdict`.
+:class:`Verdict`. Faults (``docs/faults.md``): :class:`FaultClass` (how a failed attempt
+failed), :class:`FaultKind` (an injectable fault) and :data:`KILL_WORKER`, the kind a cluster
+executor injects itself (its ``Executor.injects``).
 """
 
 from __future__ import annotations
@@ -58,11 +60,13 @@ from cmx_core.providers.values import Artifact, Capabilities, Metric, ResultPart
 
 if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.facts.store import FactStore
+    from cmx_core.faults.kinds.kill_worker import KILL_WORKER
     from cmx_core.paths import cache_dir, data_dir
     from cmx_core.plan.planner import Plan, PlanNode
     from cmx_core.plugins.extras import require_extra
     from cmx_core.plugins.loader import get_registry, get_sandbox
     from cmx_core.plugins.registry import Registry
+    from cmx_core.providers.recovery import FaultClass, FaultKind
     from cmx_core.recipes.resources import NO_RESOURCES, Resources, node_resources, plan_resources
     from cmx_core.recipes.template import register_template_function
     from cmx_core.results.comparable import comparable, comparable_across_sweeps
@@ -121,6 +125,8 @@ __all__ = [
     "MetricsSink", "NoMetrics", "TelemetrySettings",
     # recovery policies (docs/faults.md): what a cluster executor maps to its scheduler's retries
     "RetryPolicy", "job_policy", "scheduler_retries",  # noqa: F822 - lazy
+    # the typed fault names: a failed attempt's class, an injectable kind, the one a cluster executor owns
+    "FaultClass", "FaultKind", "KILL_WORKER",
     # a batch that resubmits its lost jobs itself (a Slurm job array's tasks)
     "LostJobs", "job_fault", "set_aside",
     # output that fits the terminal (#33): tables and the shared number format
@@ -155,6 +161,8 @@ _LAZY = {
     "register_template_function": "cmx_core.recipes.template",
     "TelemetrySettings": "cmx_core.telemetry.collector",
     "RetryPolicy": "cmx_core.providers.recovery",
+    "FaultClass": "cmx_core.providers.recovery", "FaultKind": "cmx_core.providers.recovery",
+    "KILL_WORKER": "cmx_core.faults.kinds.kill_worker",
     **dict.fromkeys(("job_policy", "scheduler_retries", "LostJobs", "job_fault", "set_aside"), "cmx_core.run.remote"),
     **dict.fromkeys(("Column", "Grid", "fit", "fit_text", "width_for"), "cmx_core.results.grid"),
     "fmt_number": "cmx_core.results.numbers",

@@ -11,9 +11,9 @@ from typing import Any
 
 from cmx_core.api import get_registry
 from cmx_core.cli.recovery_opts import chaos_options
+from cmx_core.faults.registry import INJECTORS
 from cmx_core.providers.recovery import FAULT_CLASSES, RetryPolicy
 from cmx_core.results.faults import fault_report
-from cmx_core.run.inject import FAULTS, LOCAL_FAULTS
 from cmx_core.sweep import runner
 from cmx_core.sweep.batch import parse_point_options
 from cmx_core.sweep.state import SweepSpec
@@ -33,8 +33,8 @@ def test_the_fault_class_table_lists_every_class() -> None:
 
 
 def test_the_injection_table_lists_every_fault() -> None:
-    assert _first_column("## Fault injection") == list(FAULTS)
-    assert set(FAULTS) - set(LOCAL_FAULTS) == {"kill-worker"}
+    assert _first_column("## Fault injection") == list(INJECTORS.kinds)
+    assert set(INJECTORS.kinds) - set(INJECTORS.step_kinds) == {"kill-worker"}
 
 
 def test_kill_worker_is_injected_by_the_executors_the_page_names() -> None:

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from cmx_core.faults.registry import parse_injection
 from cmx_core.plugins import loader as plugins
 from cmx_core.providers.recovery import Recovery, RetryPolicy
 from cmx_core.recipes.retries import PolicyError, parse_policy
 from cmx_core.results.validate import validate_document
 from cmx_core.run import engine
-from cmx_core.run.inject import parse_injection
 from cmx_core.sandbox.bubblewrap import make_groups
 from tests.remote_plugin import subprocess_executor
 

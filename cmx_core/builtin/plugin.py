@@ -21,12 +21,13 @@ from typing import Any
 from cmx_core.builtin.python_check import check_python_step as check
 from cmx_core.errors import StepFailed, UsageError
 from cmx_core.facts.system import detect_container, detect_cpu, detect_host, detect_memory, detect_os, detect_python
+from cmx_core.faults.armed import current as injected
 from cmx_core.plugins.events import registry_events
 from cmx_core.plugins.hookspecs import hookimpl
 from cmx_core.plugins.registry import ExecutionRequest, Executor
 from cmx_core.providers.types import Detector, ExecutionOutcome, StepContext, StepType
 from cmx_core.providers.values import Metric, ResultPart, StepOutput
-from cmx_core.run import checkpoints, inject
+from cmx_core.run import checkpoints
 from cmx_core.run.execute import run_local
 from cmx_core.run.processes import run_process
 
@@ -48,7 +49,7 @@ def shell_step(ctx: StepContext) -> StepOutput:
     env = _step_env(ctx.params.get("env") or {}, ctx.params.get("env_allow") or ())
     if ctx.metrics.metrics_file is not None:  # the application metrics channel (docs/telemetry.md)
         env.setdefault("CMX_METRICS_FILE", str(ctx.metrics.metrics_file))
-    armed = inject.current()
+    armed = injected()
     if armed is not None and armed.progress_file is not None:  # kill-step@50% reads the step's progress
         env.setdefault("CMX_METRICS_FILE", str(armed.progress_file))
     if ctx.checkpoint_dir is not None:  # docs/faults.md

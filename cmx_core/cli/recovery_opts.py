@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.errors import UsageError
+from cmx_core.faults.registry import INJECTORS, parse_injection
 from cmx_core.providers.recovery import RETRYABLE, Recovery
 from cmx_core.recipes.model import parse_yaml
 from cmx_core.recipes.retries import policy_from_options
-from cmx_core.run.inject import FAULTS, parse_injection
 
 
 def add_recovery_options(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +24,7 @@ def add_recovery_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retry-backoff", metavar="DURATION", default=None,
                         help="wait before the first retry (doubled each time), e.g. 5s")
     parser.add_argument("--inject", action="append", default=[], metavar="FAULT[@WHEN]",
-                        help=f"inject a fault into each step's first attempt: {', '.join(FAULTS)} "
+                        help=f"inject a fault into each step's first attempt: {', '.join(INJECTORS.kinds)} "
                              "(kill-step@2s, kill-step@50%%, oom@64M, disk-full@64K)")
 
 

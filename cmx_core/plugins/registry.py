@@ -20,7 +20,7 @@ import pluggy
 from cmx_core import __version__
 from cmx_core.errors import PluginError
 from cmx_core.plugins.hook_calls import one_line as _one_line
-from cmx_core.providers.recovery import NO_RECOVERY, Recovery
+from cmx_core.providers.recovery import NO_RECOVERY, FaultKind, Recovery
 from cmx_core.providers.table import ProviderTable
 from cmx_core.providers.types import (
     Command,
@@ -366,7 +366,7 @@ class Executor:
     runs_here: bool = False
     """True when the plan runs on this machine (``local``, a container): such a run refuses a
     ``--facts`` file that contradicts this machine (:mod:`cmx_core.run.facts_check`)."""
-    injects: frozenset[str] = frozenset()
+    injects: frozenset[FaultKind] = frozenset()
     """The faults the executor injects itself, beyond those the steps' engine applies
     (``kill-worker`` for a cluster executor that kills the job's worker: docs/faults.md)."""
     batch_retries: bool = False

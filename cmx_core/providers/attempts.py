@@ -2,7 +2,7 @@
 
 A step that fails and is retried by its recovery policy has several attempts; each says
 its number, when it started and ended, how it ended (``fault``: a class from
-:data:`cmx_core.recipes.retries.FAULT_CLASSES`, None for the attempt that succeeded), how
+:class:`cmx_core.providers.recovery.FaultClass`, None for the attempt that succeeded), how
 much of its work was lost and, when the fault was injected on purpose, when.
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from cmx_core.providers.recovery import FaultClass
 
 
 @dataclass(frozen=True)
@@ -23,7 +25,7 @@ class Attempt:
     number: int
     started: float
     ended: float
-    fault: str | None = None
+    fault: FaultClass | None = None
     message: str = ""
     work_lost_s: float = 0.0
     injected: str | None = None
@@ -33,7 +35,8 @@ class Attempt:
 
     def to_json(self) -> dict[str, Any]:
         return {"node": self.node, "step": self.step, "number": self.number, "started": round(self.started, 6),
-                "ended": round(self.ended, 6), "wall_s": round(self.ended - self.started, 6), "fault": self.fault,
+                "ended": round(self.ended, 6), "wall_s": round(self.ended - self.started, 6),
+                "fault": self.fault.value if self.fault is not None else None,
                 "message": self.message[:500], "work_lost_s": round(self.work_lost_s, 6),
                 "injected": self.injected,
                 "injected_at": round(self.injected_at, 6) if self.injected_at is not None else None,

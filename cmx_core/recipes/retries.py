@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cmx_core.errors import UsageError
-from cmx_core.providers.recovery import BAD_INPUT, RETRYABLE, CheckpointSpec, RetryPolicy
+from cmx_core.providers.recovery import BAD_INPUT, RETRYABLE, CheckpointSpec, FaultClass, RetryPolicy
 from cmx_core.recipes.durations import parse_duration
 
 POLICY_KEYS = {"max", "backoff", "on"}
@@ -85,7 +85,7 @@ def _backoff(value: Any) -> float:
     return seconds
 
 
-def parse_classes(value: Any) -> tuple[str, ...]:
+def parse_classes(value: Any) -> tuple[FaultClass, ...]:
     """``on:`` (a list, or a comma string from the command line) as known retryable classes."""
     listed = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
     if not isinstance(listed, Sequence) or not listed or not all(isinstance(v, str) and v for v in listed):
@@ -95,7 +95,7 @@ def parse_classes(value: Any) -> tuple[str, ...]:
             raise PolicyError("on", "bad_input (exit code 2) is never retried: fix the input instead")
         if name not in RETRYABLE:
             raise PolicyError("on", f"unknown fault class {name!r}; use {', '.join(RETRYABLE)}")
-    return tuple(dict.fromkeys(listed))
+    return tuple(dict.fromkeys(FaultClass(name) for name in listed))
 
 
 def parse_checkpoint(value: Any) -> CheckpointSpec | None:

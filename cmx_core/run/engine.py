@@ -23,6 +23,7 @@ from cmx_core.catalog.catalog import Catalog, load_catalog
 from cmx_core.datautil import atomic_write, digest
 from cmx_core.errors import CmxError, Interrupted, RecipeError, ResolveError, StepFailed, UsageError, did_you_mean
 from cmx_core.facts.store import FactStore
+from cmx_core.faults.registry import check_injections
 from cmx_core.plan.conditional import ByStep, conditional_deps, of_node
 from cmx_core.plan.planner import Plan, PlanNode, PlanQuery, build_plan
 from cmx_core.plan.view import view
@@ -42,7 +43,6 @@ from cmx_core.run import inflight
 from cmx_core.run.execute import NodeFailed
 from cmx_core.run.facts_check import check_facts_here, facts_file_ref
 from cmx_core.run.inflight import INTERRUPTED
-from cmx_core.run.inject import check_injections
 from cmx_core.run.lock import check_drift, check_drift_classes, lock_document, read_lock
 from cmx_core.run.observe import check_settings, observed
 from cmx_core.run.recording import Provenance, failed_outcome, record_run, run_record

@@ -30,6 +30,8 @@ from cmx_core.cache.store import META, Cache, CacheEntry, Staging, rebase
 from cmx_core.datautil import digest, freeze, thaw
 from cmx_core.errors import CmxError, Interrupted, StepFailed
 from cmx_core.facts.store import FactStore
+from cmx_core.faults.armed import armed
+from cmx_core.faults.classify import fault_class
 from cmx_core.plan.facts_view import FactsView, groups_of
 from cmx_core.plan.planner import Plan, PlanNode
 from cmx_core.plugins.events import EventSink
@@ -42,10 +44,9 @@ from cmx_core.providers.types import ExecutionOutcome, NodeResult, RunError, Ste
 from cmx_core.providers.values import Artifact, ResultPart, StepOutput
 from cmx_core.recipes.model import StepSpec
 from cmx_core.recipes.template import render_value
-from cmx_core.run import checkpoints, inject
+from cmx_core.run import checkpoints
 from cmx_core.run.attempts import AttemptLog, backoff, policy_for, work_lost
 from cmx_core.run.checkpoints import checkpoint_dir
-from cmx_core.run.faults import fault_class
 from cmx_core.run.measured import measurement_meta, served, stage_artifacts
 from cmx_core.run.processes import kill_running
 from cmx_core.telemetry.causes import classify, oom_kills
@@ -281,7 +282,7 @@ class NodeRunner:
             injections = self.settings.recovery.injections if number == 1 else ()
             started = time.time()
             log_dir = self.run_dir / "logs" / _safe(node.id) / step.id / (f"attempt-{number}" if number > 1 else "")
-            with inject.armed(injections, log_dir / "app_metrics.txt") as fired:
+            with armed(injections, log_dir / "app_metrics.txt") as fired:
                 try:
                     returned = self._attempt(node, step, work_dir, deps, step_outputs, facts, number, checkpoint,
                                              log_dir)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cmx_core.errors import StepFailed
-from cmx_core.run import inject
+from cmx_core.faults import armed
 from cmx_core.run.watchdog import TOKEN_ENV
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ def run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float 
                  stdout_path: Path, stderr_path: Path) -> int:
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     _guard()
-    injected = inject.current()  # faults armed for this attempt (docs/faults.md)
+    injected = armed.current()  # faults armed for this attempt (docs/faults.md)
     prefix = injected.prefix(cwd) if injected is not None else []
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:

@@ -59,9 +59,11 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from cmx_core.errors import CmxError, Interrupted
+from cmx_core.faults.kinds.kill_worker import KILL_WORKER
+from cmx_core.faults.registry import INJECTORS
 from cmx_core.plugins.registry import ExecutionRequest, Executor
 from cmx_core.providers.attempts import Attempt
-from cmx_core.providers.recovery import NO_RETRIES, Injection, RetryPolicy
+from cmx_core.providers.recovery import NO_RETRIES, FaultClass, Injection, RetryPolicy
 from cmx_core.providers.types import (
     CachedMeasurement,
     ExecutionOutcome,
@@ -77,7 +79,8 @@ from cmx_core.results.gitinfo import ENGINE_COMMIT_ENV, engine_git_commit
 H = TypeVar("H")
 JobState = Literal["completed", "failed", "timeout", "oom", "cancelled", "lost", "preempted"]
 
-JOB_FAULTS: Mapping[str, str] = {"lost": "node_lost", "preempted": "preempted", "timeout": "timeout", "oom": "oom"}
+JOB_FAULTS: Mapping[str, FaultClass] = {"lost": FaultClass.NODE_LOST, "preempted": FaultClass.PREEMPTED,
+                                        "timeout": FaultClass.TIMEOUT, "oom": FaultClass.OOM}
 """The fault class of a job that ended so (docs/faults.md); a job that ran the far engine
 to its end reports its steps' own attempts instead."""
 
@@ -125,7 +128,7 @@ class WorkerKill:
     struck_at: float
     lost_at: float
     restarted_at: float | None
-    fault: str = "node_lost"
+    fault: FaultClass = FaultClass.NODE_LOST
     message: str = ""
 
 
@@ -153,7 +156,7 @@ class RemoteExecutor(ABC, Generic[H]):
     what describes the software (Python, torch, CUDA runtime, the container itself)."""
     settings: ClassVar[type[ExecutorSettings]] = NoSettings
     capabilities: ClassVar[Capabilities] = Capabilities()
-    native_retries: ClassVar[frozenset[str]] = frozenset()
+    native_retries: ClassVar[frozenset[FaultClass]] = frozenset()
     """The fault classes the scheduler itself retries once the job asks it to (Slurm's
     ``--requeue``, Ray's ``max_retries``, a Kubernetes Job's ``backoffLimit``); the base
     resubmits the job for the other classes its policy names (:func:`job_policy`)."""
@@ -216,7 +219,7 @@ class RemoteExecutor(ABC, Generic[H]):
         return Executor(name=self.name, summary=self.summary, run=self.run, settings=self.settings,
                         check_plan=self.check_plan, describe=self.describe, capabilities=self.capabilities,
                         runs_here=self.runs_on_this_host,
-                        injects=frozenset({"kill-worker"}) if self.kills_workers else frozenset())
+                        injects=frozenset({KILL_WORKER}) if self.kills_workers else frozenset())
 
     def run(self, request: ExecutionRequest) -> ExecutionOutcome:
         """Ship the lock, submit, wait (cancelling on Ctrl-C), fetch, fold the result back;
@@ -224,7 +227,7 @@ class RemoteExecutor(ABC, Generic[H]):
         With ``--inject kill-worker`` the first job's worker is killed (:meth:`kill_worker`)."""
         job = self.prepare(request)
         policy, number, attempts = job_policy(request), 1, []
-        kill = next((i for i in request.recovery.injections if i.fault == "kill-worker"), None)
+        kill = next((i for i in request.recovery.injections if i.fault == KILL_WORKER), None)
         first_started = time.time()
         while True:
             started = time.time()
@@ -280,7 +283,7 @@ class RemoteExecutor(ABC, Generic[H]):
         return RemoteJob(request, command, stage, far_lock, far_output, local_output, env)
 
 
-def job_fault(status: JobStatus, outcome: ExecutionOutcome) -> str | None:
+def job_fault(status: JobStatus, outcome: ExecutionOutcome) -> FaultClass | None:
     """The fault class of a job that ended in error by the scheduler's account (a lost node,
     a preemption, its time or memory limit); None when it did not, or when the far engine ran
     to its end and reported its steps' own attempts."""
@@ -304,11 +307,11 @@ class LostJobs:
         """The number of the attempt running now."""
         return len(self.lost) + 1
 
-    def retries(self, fault: str | None) -> bool:
+    def retries(self, fault: FaultClass | None) -> bool:
         """True when the policy retries ``fault`` after this attempt (exit code 2 is no fault)."""
         return fault is not None and self.policy.retries(fault, self.number)
 
-    def lose(self, started: float, fault: str, message: str) -> float:
+    def lose(self, started: float, fault: FaultClass, message: str) -> float:
         """Record the attempt that started at ``started`` as lost to ``fault``; the seconds to
         wait (the policy's backoff) before the next one."""
         ended = time.time()
@@ -316,7 +319,7 @@ class LostJobs:
                                  work_lost_s=ended - started))
         return self.policy.wait_s(len(self.lost))
 
-    def outcome(self, outcome: ExecutionOutcome, started: float, fault: str | None) -> ExecutionOutcome:
+    def outcome(self, outcome: ExecutionOutcome, started: float, fault: FaultClass | None) -> ExecutionOutcome:
         """The run's outcome with every attempt: the lost ones, then the last (``fault``: how
         it ended; None when it succeeded, or failed inside the far engine)."""
         if not self.lost:
@@ -356,11 +359,7 @@ def recovery_arguments(request: ExecutionRequest) -> list[str]:
     if policy is not None:
         argv += [f"--retries={policy.max}", f"--retry-on={','.join(policy.on)}",
                  f"--retry-backoff={policy.backoff_s:g}"]
-    return argv + [f"--inject={i.text}" for i in request.recovery.injections if i.fault in FAR_FAULTS]
-
-
-FAR_FAULTS = ("kill-step", "oom", "disk-full", "partition")
-"""The injections the far side's local executor applies to its steps."""
+    return argv + [f"--inject={i.text}" for i in request.recovery.injections if i.fault in INJECTORS.step_kinds]
 
 
 def job_policy(request: ExecutionRequest) -> RetryPolicy:
@@ -368,7 +367,8 @@ def job_policy(request: ExecutionRequest) -> RetryPolicy:
     return request.recovery.retries or request.plan.root.recipe.retries or NO_RETRIES
 
 
-def scheduler_retries(request: ExecutionRequest, classes: Sequence[str] = ("node_lost", "preempted")) -> int:
+def scheduler_retries(request: ExecutionRequest,
+                      classes: Sequence[FaultClass] = (FaultClass.NODE_LOST, FaultClass.PREEMPTED)) -> int:
     """How often the scheduler itself may rerun the job for ``classes``: the job policy's
     ``max`` when it names any of them, else 0 (exit code 2 is never among them)."""
     policy = job_policy(request)
@@ -458,7 +458,7 @@ def fold(job: RemoteJob, status: JobStatus, fetched: Fetched, started: float, ex
 def _far_exit(document: Mapping[str, Any]) -> int:
     """2 when the far run's last attempt refused its input (``bad_input``), else 1."""
     faults = [a.get("fault") for a in document.get("attempts") or ()]
-    return 2 if faults and faults[-1] == "bad_input" else 1
+    return 2 if faults and faults[-1] == FaultClass.BAD_INPUT else 1
 
 
 def far_attempts(document: Mapping[str, Any]) -> tuple[Attempt, ...]:
@@ -467,12 +467,17 @@ def far_attempts(document: Mapping[str, Any]) -> tuple[Attempt, ...]:
     for item in document.get("attempts") or ():
         try:
             found.append(Attempt(str(item["node"]), str(item["step"]), int(item["number"]), float(item["started"]),
-                                 float(item["ended"]), item.get("fault"), str(item.get("message") or ""),
+                                 float(item["ended"]), _fault_class(item.get("fault")), str(item.get("message") or ""),
                                  float(item.get("work_lost_s") or 0.0), item.get("injected"),
                                  item.get("injected_at"), bool(item.get("resumed"))))
         except (KeyError, TypeError, ValueError):
             continue
     return tuple(found)
+
+
+def _fault_class(value: Any) -> FaultClass | None:
+    """An attempt's ``fault`` as the far result wrote it (a ValueError when not a class)."""
+    return FaultClass(value) if value is not None else None
 
 
 def far_timing(document: Mapping[str, Any], started: float, finished: float) -> tuple[float, float]:

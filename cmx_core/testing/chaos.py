@@ -23,6 +23,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cmx_core.faults.kinds import disk_full, kill_step, oom, partition
+from cmx_core.faults.kinds.kill_worker import KILL_WORKER
+from cmx_core.providers.recovery import FaultClass, FaultKind
 from cmx_core.sandbox.bubblewrap import make_groups
 
 CHAOS_TAG = "chaos-matrix"
@@ -34,15 +37,16 @@ _SCRIPT = ("import os, sys, time\\nwhat = sys.argv[1]\\nif what == 'oom':\\n  b 
            "  socket.socket(socket.AF_INET, socket.SOCK_DGRAM).connect(('127.0.0.1', 9))\\n"
            "elif what == 'work':\\n  time.sleep(3)\\nprint('ok')")
 
-FAULTS: Mapping[str, tuple[str, str]] = {
-    "kill-step": ("kill-step@0s", "killed"),
-    "oom": ("oom@64M", "oom"),
-    "disk-full": ("disk-full@64K", "disk_full"),
-    "partition": ("partition", "network"),
-    "kill-worker": ("kill-worker", "node_lost"),
+FAULTS: Mapping[FaultKind, tuple[str, FaultClass]] = {
+    kill_step.KIND: ("kill-step@0s", FaultClass.KILLED),
+    oom.KIND: ("oom@64M", FaultClass.OOM),
+    disk_full.KIND: ("disk-full@64K", FaultClass.DISK_FULL),
+    partition.KIND: ("partition", FaultClass.NETWORK),
+    KILL_WORKER: ("kill-worker", FaultClass.NODE_LOST),
 }
 """Each fault the matrix injects: its ``--inject`` text and the fault class it must show."""
-INPUTS = {"kill-step": "sleep", "oom": "oom", "disk-full": "disk", "partition": "net", "kill-worker": "work"}
+INPUTS = {kill_step.KIND: "sleep", oom.KIND: "oom", disk_full.KIND: "disk", partition.KIND: "net",
+          KILL_WORKER: "work"}
 """The recipe's ``what`` input each fault is injected into."""
 
 
@@ -62,21 +66,21 @@ def chaos_recipe() -> str:
         """)
 
 
-def available_faults(kill_worker: bool = False) -> list[str]:
+def available_faults(kill_worker: bool = False) -> list[FaultKind]:
     """The faults this machine can inject: oom needs a writable memory cgroup, disk-full bwrap,
     partition unshare; ``kill-worker`` when the executor under test kills its workers."""
-    found = ["kill-step"]
+    found = [kill_step.KIND]
     groups = make_groups(("memory",))
     try:
         if groups.set_memory(64 << 20):
-            found.append("oom")
+            found.append(oom.KIND)
     finally:
         groups.remove()
     if shutil.which("bwrap"):
-        found.append("disk-full")
+        found.append(disk_full.KIND)
     if shutil.which("unshare"):
-        found.append("partition")
-    return [*found, "kill-worker"] if kill_worker else found
+        found.append(partition.KIND)
+    return [*found, KILL_WORKER] if kill_worker else found
 
 
 def chaos_problems(recipes_dir: Path, executor: str, options: Sequence[str] = (), *,
@@ -85,7 +89,7 @@ def chaos_problems(recipes_dir: Path, executor: str, options: Sequence[str] = ()
     """Run the matrix on ``executor`` (``options``: its ``--executor-opt KEY=VALUE`` pairs;
     ``kill_worker``: the executor kills its workers, so the matrix has that cell too)."""
     (recipes_dir / "chaos-matrix.yaml").write_text(chaos_recipe())
-    chosen = list(faults or available_faults(kill_worker))
+    chosen = [FaultKind(f) for f in faults or available_faults(kill_worker)]
     chaos = recipes_dir.parent / f"chaos-{executor}.yaml"
     chaos.write_text("chaos:\n" + "".join(f"  - inject: {FAULTS[f][0]}\n    points: [{i}]\n"
                                           for i, f in enumerate(chosen)))
@@ -112,7 +116,7 @@ def _cmx(args: list[str], env: Mapping[str, str] | None, timeout_s: float,
     return value
 
 
-def _sweep_problems(sweep: Mapping[str, Any], chosen: Sequence[str]) -> list[str]:
+def _sweep_problems(sweep: Mapping[str, Any], chosen: Sequence[FaultKind]) -> list[str]:
     points = sweep["points"]
     problems = [] if sorted(p["index"] for p in points) == list(range(len(chosen))) else \
         [f"points recorded: {[p['index'] for p in points]}"]
@@ -158,4 +162,5 @@ def _bad_input_problems(run: Mapping[str, Any], executor: str) -> list[str]:
     if document is None:
         return [f"{executor}: no result recorded for the refused input: {run['_stderr']}"]
     faults = [a["fault"] for a in document.get("attempts") or () if a["fault"] is not None]
-    return [] if faults == ["bad_input"] else [f"{executor}: exit code 2 gave attempts {faults}, want one bad_input"]
+    return [] if faults == [FaultClass.BAD_INPUT] else \
+        [f"{executor}: exit code 2 gave attempts {faults}, want one bad_input"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from cmx_core.api import CmxError, WorkerKill
+from cmx_core.api import CmxError, FaultClass, WorkerKill
 
 DEADLINE_S = 600.0
 TICK_S = 0.1
@@ -33,7 +33,7 @@ def evict_running_pod(core: Any, batch: Any, job: str, namespace: str) -> Worker
         time.sleep(TICK_S)
     lost_at = time.time()
     replacement = _running_pod(core, batch, job, namespace, deadline, exclude={victim})
-    return WorkerKill(struck, lost_at, time.time() if replacement else None, "node_lost",
+    return WorkerKill(struck, lost_at, time.time() if replacement else None, FaultClass.NODE_LOST,
                       f"Kubernetes: pod {victim} of Job {job} evicted (DisruptionTarget)"
                       + (f"; the Job started pod {replacement}" if replacement else ""))
 

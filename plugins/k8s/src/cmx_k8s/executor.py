@@ -25,6 +25,7 @@ from cmx_core.api import (
     ExecutionRequest,
     ExecutorSettings,
     FactStore,
+    FaultClass,
     Fetched,
     JobStatus,
     RemoteExecutor,
@@ -69,7 +70,8 @@ def job_retries(request: ExecutionRequest) -> manifests.JobRetries:
 
 class K8sExecutor(RemoteExecutor[K8sHandle]):
     name = "k8s"
-    native_retries = frozenset({"node_lost", "preempted"})  # backoffLimit + podFailurePolicy (docs/faults.md)
+    # backoffLimit + podFailurePolicy (docs/faults.md)
+    native_retries = frozenset({FaultClass.NODE_LOST, FaultClass.PREEMPTED})
     kills_workers = True  # its pod evicted (cmx_k8s.disrupt)
     summary = "Run the plan as a Kubernetes Job (GPUs as resource limits, nodeSelector on the GPU product)"
     settings = K8sSettings

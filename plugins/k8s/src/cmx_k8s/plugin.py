@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
+from cmx_core.api import KILL_WORKER, ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
 from cmx_k8s.settings import K8sSettings
 
 if TYPE_CHECKING:
@@ -64,4 +64,4 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     register(Executor(name="k8s", summary=SUMMARY, run=_execute, settings=K8sSettings,
                       check_plan=_check_plan, describe=_describe, run_many=_run_many,
                       run_each=_run_each, render_many=_render_many,
-                      injects=frozenset({"kill-worker"})))  # its kill_worker (docs/faults.md)
+                      injects=frozenset({KILL_WORKER})))  # its kill_worker (docs/faults.md)

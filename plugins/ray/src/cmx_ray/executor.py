@@ -26,6 +26,7 @@ from cmx_core.api import (
     ExecutionRequest,
     ExecutorSettings,
     FactStore,
+    FaultClass,
     Fetched,
     JobStatus,
     RemoteExecutor,
@@ -65,12 +66,12 @@ def retry_options(request: ExecutionRequest) -> dict[str, Any]:
     reruns the task when its worker or node dies, when the policy retries ``node_lost``;
     ``retry_exceptions`` stays off: a failed step is retried by the far engine's own policy
     by fault class, so a refused input (exit code 2) is never retried."""
-    return {"max_retries": scheduler_retries(request, ("node_lost",)), "retry_exceptions": False}
+    return {"max_retries": scheduler_retries(request, (FaultClass.NODE_LOST,)), "retry_exceptions": False}
 
 
 class RayExecutor(RemoteExecutor[RayHandle]):
     name = "ray"
-    native_retries = frozenset({"node_lost"})  # max_retries (docs/faults.md)
+    native_retries = frozenset({FaultClass.NODE_LOST})  # max_retries (docs/faults.md)
     kills_workers = True  # the raylet of the task's node killed (cmx_ray.worker)
     summary = "Run the plan as a Ray task (num_cpus, num_gpus, accelerator_type) on a cluster or a private one"
     settings = RaySettings

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
+from cmx_core.api import KILL_WORKER, ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
 from cmx_ray.settings import RaySettings
 
 if TYPE_CHECKING:
@@ -50,4 +50,4 @@ def _run_each(requests: Sequence[ExecutionRequest], max_parallel: int,
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     register(Executor(name="ray", summary=SUMMARY, run=_execute, settings=RaySettings,
                       check_plan=_check_plan, describe=_describe, run_many=_run_many,
-                      run_each=_run_each, injects=frozenset({"kill-worker"})))  # cmx_ray.worker
+                      run_each=_run_each, injects=frozenset({KILL_WORKER})))  # cmx_ray.worker

@@ -18,7 +18,7 @@ import time
 
 import psutil
 
-from cmx_core.api import CmxError, WorkerKill
+from cmx_core.api import CmxError, FaultClass, WorkerKill
 
 TOKEN_ENV = "CMX_RAY_TASK"
 """Set in the far process's environment: the submission it belongs to."""
@@ -48,7 +48,7 @@ def kill_worker(token: str, ref: object, retries: int) -> WorkerKill:
     _wait_dead(node_id, deadline)
     lost_at = time.time()
     again = _far_process(token, ref, deadline, exclude=killed) if retries > 0 else None
-    return WorkerKill(struck, lost_at, time.time() if again is not None else None, "node_lost",
+    return WorkerKill(struck, lost_at, time.time() if again is not None else None, FaultClass.NODE_LOST,
                       f"Ray: node {node_id[:12]} lost (its raylet, pid {raylet.pid}, and the {len(killed) - 1} "
                       "processes under it killed); "
                       + ("the task ran again on another node" if again is not None else "the task was not retried"))

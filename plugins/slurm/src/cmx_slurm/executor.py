@@ -24,6 +24,7 @@ from typing import Any
 from cmx_core.api import (
     ExecutionRequest,
     ExecutorSettings,
+    FaultClass,
     Fetched,
     JobStatus,
     RemoteExecutor,
@@ -73,7 +74,7 @@ class SlurmExecutor(RemoteExecutor[SlurmJob]):
     name = "slurm"
     summary = SUMMARY
     settings = SlurmSettings
-    native_retries = frozenset({"node_lost", "preempted"})  # --requeue (docs/faults.md)
+    native_retries = frozenset({FaultClass.NODE_LOST, FaultClass.PREEMPTED})  # --requeue (docs/faults.md)
     kills_workers = True  # its node set down (cmx_slurm.worker)
 
     def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:

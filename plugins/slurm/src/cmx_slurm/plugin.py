@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cmx_core.api import ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
+from cmx_core.api import KILL_WORKER, ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
 from cmx_slurm.about import SUMMARY
 from cmx_slurm.settings import SlurmSettings
 
@@ -49,4 +49,4 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     register(Executor(name="slurm", summary=SUMMARY, run=_execute, settings=SlurmSettings,
                       check_plan=_check_plan, describe=_describe, run_many=_run_many,
                       run_each=_run_each, batch_retries=True,  # an array's lost tasks resubmitted (array.py)
-                      injects=frozenset({"kill-worker"})))  # its kill_worker (docs/faults.md)
+                      injects=frozenset({KILL_WORKER})))  # its kill_worker (docs/faults.md)

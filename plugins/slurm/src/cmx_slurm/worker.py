@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from cmx_core.api import WorkerKill
+from cmx_core.api import FaultClass, WorkerKill
 from cmx_core.errors import CmxError
 from cmx_slurm import slurmcli
 from cmx_slurm.script import ENDED, STARTED
@@ -40,7 +40,7 @@ def kill_worker(job_id: str, stage: Path) -> WorkerKill:
     finally:
         resume(node)
     restarted = _restarted(job_id, stage, first, deadline) if state in REQUEUED else None
-    return WorkerKill(struck, lost_at, restarted, "node_lost",
+    return WorkerKill(struck, lost_at, restarted, FaultClass.NODE_LOST,
                       f"Slurm: node {node} set down ({REASON}); job {job_id} {state or 'ended'}")
 
 

@@ -14,26 +14,27 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from cmx_core.providers.recovery import BAD_INPUT
+from cmx_core.providers.recovery import FaultClass
 from cmx_core.telemetry.causes import exit_signal
 
-_BY_CAUSE = {"oom": "oom", "cuda_oom": "oom", "time_limit": "timeout", "disk_full": "disk_full", "nccl": "network"}
+_BY_CAUSE = {"oom": FaultClass.OOM, "cuda_oom": FaultClass.OOM, "time_limit": FaultClass.TIMEOUT,
+             "disk_full": FaultClass.DISK_FULL, "nccl": FaultClass.NETWORK}
 _NETWORK = re.compile(r"Network is unreachable|No route to host|Temporary failure in name resolution")
 _EXIT = re.compile(r"exited with code (-?\d+)")
 
 
-def fault_class(message: str, exit_code: int, cause: str | None, logs: Sequence[Path] = ()) -> str:
+def fault_class(message: str, exit_code: int, cause: str | None, logs: Sequence[Path] = ()) -> FaultClass:
     """The class of a failure (see the module docstring)."""
     found = _EXIT.search(message)
     if exit_code == 2 or (found is not None and int(found.group(1)) == 2):
-        return BAD_INPUT
+        return FaultClass.BAD_INPUT
     if cause in _BY_CAUSE:
         return _BY_CAUSE[cause]
     if _NETWORK.search(message) or any(_NETWORK.search(_text(log)) for log in logs):
-        return "network"
+        return FaultClass.NETWORK
     if exit_signal(message) is not None:
-        return "killed"
-    return "exit_code"
+        return FaultClass.KILLED
+    return FaultClass.EXIT_CODE
 
 
 def _text(path: Path) -> str:
