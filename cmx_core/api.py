@@ -99,7 +99,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.sandbox.session import BubblewrapSession, session_unavailable
     from cmx_core.sandbox.verdict import Ending, decide
     from cmx_core.sweep.runner import point_command, run_sweep
-    from cmx_core.tarsafe import FilterError, data_filter, extract_all, tar_filter
+    from cmx_core.sandbox.tarsafe import FilterError, data_filter, extract_all, tar_filter
     from cmx_core.telemetry.collector import TelemetrySettings
     from cmx_core.telemetry.energy import Meter
 
@@ -166,7 +166,7 @@ _LAZY = {
     **dict.fromkeys(("job_policy", "scheduler_retries", "LostJobs", "job_fault", "set_aside"), "cmx_core.run.remote"),
     **dict.fromkeys(("Column", "Grid", "fit", "fit_text", "width_for"), "cmx_core.results.grid"),
     "fmt_number": "cmx_core.results.numbers",
-    **dict.fromkeys(("extract_all", "data_filter", "tar_filter", "FilterError"), "cmx_core.tarsafe"),
+    **dict.fromkeys(("extract_all", "data_filter", "tar_filter", "FilterError"), "cmx_core.sandbox.tarsafe"),
 }
 
 

@@ -18,7 +18,7 @@ from cmx_core.testing.imports import import_graph
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "architecture.md"
 BEGIN, END = "<!-- layers:begin (scripts/layers_diagram.py) -->", "<!-- layers:end -->"
-HELPERS = ("errors", "paths", "datautil", "reads", "tarsafe")
+HELPERS = ("errors", "paths", "datautil", "reads")
 """Top-level modules every layer may use; drawn as one box, without arrows."""
 
 

@@ -1,4 +1,4 @@
-"""cmx_core.tarsafe: archives unpack through tarfile's PEP 706 filters, and on a Python whose
+"""cmx_core.sandbox.tarsafe: archives unpack through tarfile's PEP 706 filters, and on a Python whose
 tarfile lacks them (Debian 12's 3.11.2, the interpreter an unprivileged user has there) the
 fallback refuses and changes the same members. Each case runs through the fallback, and
 through tarfile's own filters where this Python has them, and the two must agree. (Named
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core import tarsafe
+from cmx_core.sandbox import tarsafe
 
 
 def _info(name: str, kind: bytes = tarfile.REGTYPE, link: str = "", mode: int = 0o644) -> tarfile.TarInfo:

@@ -23,7 +23,6 @@ from cmx_core import paths
 from cmx_core.errors import CmxError, UsageError
 from cmx_core.repos.git import GitFailed, git, resolve_commit
 from cmx_core.repos.records import PLAIN, Repo, check_name, read_repos, write_repos
-from cmx_core.tarsafe import data_filter, extract_all
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -149,6 +148,10 @@ def tree(name: str, commit: str) -> Path:
     try:
         archive = staging / "tree.tar"
         git(["archive", "--format=tar", "-o", str(archive), commit], git_dir=clone)
+        # every run opens the repo store, only a first checkout unpacks an archive
+        # deferred: the sandbox package that holds tarsafe costs ~14 ms to import
+        from cmx_core.sandbox.tarsafe import data_filter, extract_all
+
         with tarfile.open(archive) as tar:
             extract_all(tar, staging / "tree", data_filter)
         archive.unlink()
