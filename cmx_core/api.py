@@ -1,7 +1,8 @@
 """cmx-core's public API for plugins and scripts. Plugins import only from here.
 
 Providers and values: :class:`StepType`, :class:`Detector`, :class:`Executor`,
-:class:`Command`, :class:`Exporter`, :class:`Suite`, :class:`Capabilities`,
+:class:`Command`, :class:`Exporter`, :class:`Suite`, :class:`Launcher` (with the
+:class:`RankLayout` it is given and the :class:`NodeCommand` it returns), :class:`Capabilities`,
 :class:`StepContext`, :class:`StepOutput`, :class:`ResultPart`, :class:`Metric`,
 :class:`Artifact`. The executor contract: :class:`ExecutionRequest`,
 :class:`ExecutionOutcome`, :class:`NodeResult`, :class:`RunError`,
@@ -45,10 +46,13 @@ from cmx_core.providers.types import (
     ExecutionOutcome,
     ExecutorSettings,
     Exporter,
+    Launcher,
     MetricsSink,
+    NodeCommand,
     NodeResult,
     NoMetrics,
     NoSettings,
+    RankLayout,
     RunError,
     StepContext,
     StepType,
@@ -127,6 +131,8 @@ __all__ = [
     "Column", "Grid", "fit", "fit_text", "width_for", "fmt_number",
     # tar archives unpacked through tarfile's filters, also on a Python that lacks them
     "extract_all", "data_filter", "tar_filter", "FilterError",
+    # launchers (cmx_register_launchers): how a run's ranks start on the nodes an executor placed
+    "Launcher", "RankLayout", "NodeCommand",
 ]
 
 _LAZY = {
