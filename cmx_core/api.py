@@ -138,7 +138,7 @@ __all__ = [
     # launchers (cmx_register_launchers): how a run's ranks start on the nodes an executor placed
     "Launcher", "RankLayout", "NodeCommand",
     # the one ResNet-50 v1.5 of the MLPerf and training suites (torch imported when called)
-    "resnet50",  # noqa: F822 - lazy
+    "resnet50",
 ]
 
 _LAZY = {

@@ -1,3 +1,4 @@
+# mypy: disallow-subclassing-any=False
 """ResNet-50 v1.5 in plain torch: the one definition the MLPerf classifier SUT (cmx-mlperf)
 and the training suite (cmx-train) share, exported as ``cmx_core.api.resnet50``.
 

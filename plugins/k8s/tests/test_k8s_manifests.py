@@ -71,8 +71,8 @@ def test_a_sweep_is_one_indexed_job() -> None:
 
 
 def test_backoff_limit_per_index_is_checked_by_the_schema() -> None:
-    built = manifests.sweep_manifests(manifests.JobSpec("cmx-sweep-2", "img:1", manifests.sweep_command(["cmx"])), ["{}"],
-                                      K8sSettings(pvc=""))
+    spec = manifests.JobSpec("cmx-sweep-2", "img:1", manifests.sweep_command(["cmx"]))
+    built = manifests.sweep_manifests(spec, ["{}"], K8sSettings(pvc=""))
     built.job["spec"]["backoffLimitPerIndex"] = "none"
     with pytest.raises(CmxError, match=r"invalid at spec.backoffLimitPerIndex: 'none' is not of type"):
         manifests.validate(built)

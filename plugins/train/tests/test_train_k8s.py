@@ -93,6 +93,6 @@ def test_each_pod_runs_torchrun_on_the_layout_the_executor_gave_it(cli: Any, tmp
 
 
 def test_a_sweep_refuses_several_nodes_in_one_line(cli: Any, tmp_path: Path) -> None:
-    proc = cli("sweep", "recipe", TAGS, "--nproc=8", "--batch-size=2048,4096", "--executor=k8s",
+    proc = cli("sweep", TAGS, "--nproc=8", "--matrix", "batch_size=2048,4096", "--executor=k8s",
                "--executor-opt", f"render={tmp_path}", "--executor-opt", "nodes=2", "--executor-opt", "image=img:1")
     assert proc.returncode == 2 and "nodes=2: a sweep runs each point as one pod" in proc.stderr, proc.stderr

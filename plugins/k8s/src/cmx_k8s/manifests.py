@@ -149,13 +149,13 @@ class Indexed:
     index_env: str = INDEX_ENV
 
 
-def job_manifest(spec: JobSpec, settings: K8sSettings, indexed: Indexed | None = None) -> dict[str, Any]:
+def job_manifest(job: JobSpec, settings: K8sSettings, indexed: Indexed | None = None) -> dict[str, Any]:
     """The Job; ``indexed``: an Indexed Job whose index is ``$CMX_POINT_INDEX`` (or the
     node rank), each index failing on its own (``backoffLimitPerIndex``, the retries of
     ``backoff_limit``; no Job-wide backoffLimit, which would end every index at the first
     failure). CPU and memory are always requested and limited (:data:`DEFAULT_CPU`,
     :data:`DEFAULT_MEMORY` when nothing asks)."""
-    name, image, command, gpus, env, retries = spec.name, spec.image, spec.command, spec.gpus, spec.env, spec.retries
+    name, image, command, gpus, env, retries = job.name, job.image, job.command, job.gpus, job.env, job.retries
     completions = indexed.completions if indexed is not None else None
     parallelism = indexed.parallelism if indexed is not None else None
     inputs = indexed.inputs if indexed is not None else ()
