@@ -187,12 +187,13 @@ def with_plan_resources(plan: Plan, settings: K8sSettings) -> tuple[K8sSettings,
     """The settings with what they leave unset taken from the plan's ``resources:``
     (``cpus`` -> the cpu limit, ``memory`` -> the memory limit in Mi, ``time`` ->
     activeDeadlineSeconds, ``gpus`` -> the GPU limit), and its accelerator tag. One Job runs
-    one pod: a plan asking for more nodes or tasks is refused."""
+    pod per node (``nodes=``, one by default): a plan asking for more nodes or tasks is refused."""
     asked = plan_resources(plan.nodes)
-    if asked.world_size > 1:
+    if (asked.nodes or 1) > settings.nodes or (asked.tasks_per_node or 1) > 1:
         raise UsageError(f"k8s executor: the plan asks for {asked.nodes or 1} node(s) x {asked.tasks_per_node or 1} "
-                         f"task(s) (resources: in recipe {plan.root.recipe_name}), and a Job here runs one pod; "
-                         "use --executor slurm for a multi-node run")
+                         f"task(s) (resources: in recipe {plan.root.recipe_name}), and a Job here runs one pod "
+                         f"on each of nodes={settings.nodes}; give nodes=N (its launcher starts the ranks of a node) "
+                         "or use --executor slurm")
     return replace(
         settings, cpus=settings.cpus or (str(asked.cpus) if asked.cpus else None),
         memory=settings.memory or (f"{asked.memory_mib}Mi" if asked.memory_mib else None),
