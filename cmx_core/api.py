@@ -1,7 +1,8 @@
 """cmx-core's public API for plugins and scripts. Plugins import only from here.
 
 Providers and values: :class:`StepType`, :class:`Detector`, :class:`Executor`,
-:class:`Command`, :class:`Exporter`, :class:`Suite`, :class:`Capabilities`,
+:class:`Command`, :class:`Exporter`, :class:`Suite`, :class:`Launcher` (with the
+:class:`RankLayout` it is given and the :class:`NodeCommand` it returns), :class:`Capabilities`,
 :class:`StepContext`, :class:`StepOutput`, :class:`ResultPart`, :class:`Metric`,
 :class:`Artifact`. The executor contract: :class:`ExecutionRequest`,
 :class:`ExecutionOutcome`, :class:`NodeResult`, :class:`RunError`,
@@ -47,10 +48,13 @@ from cmx_core.providers.types import (
     ExecutionOutcome,
     ExecutorSettings,
     Exporter,
+    Launcher,
     MetricsSink,
+    NodeCommand,
     NodeResult,
     NoMetrics,
     NoSettings,
+    RankLayout,
     RunError,
     StepContext,
     StepType,
@@ -103,6 +107,10 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.telemetry.collector import TelemetrySettings
     from cmx_core.telemetry.energy import Meter
 
+    def resnet50(num_classes: int = 1000) -> Any:
+        """:func:`cmx_core.builtin.resnet.resnet50` (declared, not imported: ``builtin`` is api's sibling layer)."""
+
+
 __all__ = [
     "Artifact", "CacheError", "CachedMeasurement", "Capabilities", "CmxError", "Command", "Detector",
     "ExecutionOutcome", "ExecutionRequest", "Executor", "ExecutorSettings", "Exporter", "Interrupted",
@@ -133,12 +141,16 @@ __all__ = [
     "Column", "Grid", "fit", "fit_text", "width_for", "fmt_number",
     # tar archives unpacked through tarfile's filters, also on a Python that lacks them
     "extract_all", "data_filter", "tar_filter", "FilterError",
+    # launchers (cmx_register_launchers): how a run's ranks start on the nodes an executor placed
+    "Launcher", "RankLayout", "NodeCommand",
+    # the one ResNet-50 v1.5 of the MLPerf and training suites (torch imported when called)
+    "resnet50",
 ]
 
 _LAZY = {
     "run": "cmx_core.run.engine", "plan": "cmx_core.run.engine", "explain": "cmx_core.run.engine",
     "list_recipes": "cmx_core.run.engine", "detect_facts": "cmx_core.run.engine",
-    "validate_document": "cmx_core.results.validate",
+    "validate_document": "cmx_core.results.validate", "resnet50": "cmx_core.builtin.resnet",
     "plan_plugins": "cmx_core.run.engine",
     "RemoteExecutor": "cmx_core.run.remote", "RemoteJob": "cmx_core.run.remote", "JobStatus": "cmx_core.run.remote",
     "Fetched": "cmx_core.run.remote", "WorkerKill": "cmx_core.run.remote",

@@ -32,7 +32,8 @@ def test_plain_plugins_lists_core_and_installed(capsys: pytest.CaptureFixture[st
     assert main(["plugins"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("cmx-core")
-    assert "steps: cmx.facts, python, shell" in out
+    assert "steps: cmx.facts, python, shell" in " ".join(out.split())  # wrapped to the terminal's width
+    assert "launchers: env, mpirun, none, torchrun" in " ".join(out.split())
 
 
 def test_list_json_has_versions_hooks_and_provides(capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,6 +20,9 @@ from cmx_core.api import (
     ExecutionRequest,
     Executor,
     Exporter,
+    Launcher,
+    NodeCommand,
+    RankLayout,
     SandboxBackend,
     SandboxResult,
     SandboxSpec,
@@ -56,6 +59,7 @@ class Recorder:
 
     def _echo(self, ctx: StepContext) -> StepOutput:
         self.events.append(("step", ctx.params["text"]))
+        self.events.append(("launchers", tuple(sorted(ctx.launchers))))
         return StepOutput(outputs={"echoed": ctx.params["text"]})
 
     def _execute(self, request: ExecutionRequest) -> Path:
@@ -102,6 +106,13 @@ class Recorder:
     @hookimpl
     def cmx_register_sandboxes(self, register: Callable[[SandboxBackend], None]) -> None:
         register(SandboxBackend(name="hooktest-box", summary="runs nothing, recorded", create=lambda: _NoSandbox()))
+
+    @hookimpl
+    def cmx_register_launchers(self, register: Callable[[Launcher], None]) -> None:
+        register(Launcher(name="hooktest-launch", summary="echo the ranks", wrap=self._launch))
+
+    def _launch(self, command: Any, layout: RankLayout) -> NodeCommand:
+        return NodeCommand(("echo", str(layout.world_size), *command), {"RANKS": str(layout.world_size)}, "echo")
 
     @hookimpl
     def cmx_recipe_paths(self) -> list[Path]:
@@ -173,6 +184,15 @@ def test_cmx_register_steps_and_cmx_recipe_paths_run_a_recipe(recorder: Recorder
     assert result.status == "completed"
     assert ("step", "bonjour") in recorder.events
     assert result.document["outputs"]["echoed"] == "bonjour"
+
+
+def test_cmx_register_launchers_reach_the_step_through_its_context(recorder: Recorder) -> None:
+    api.run(tags="hooktest,echo", inputs={"text": "launch"})
+    assert ("launchers", ("env", "hooktest-launch", "mpirun", "none", "torchrun")) in recorder.events
+    launcher = plugins.get_registry().launchers["hooktest-launch"]
+    node = launcher.wrap(("python", "-c", "pass"), RankLayout(nodes=2, procs_per_node=4))
+    assert node == NodeCommand(("echo", "8", "python", "-c", "pass"), {"RANKS": "8"}, "echo")
+    assert launcher.plugin == "hooktest"
 
 
 def test_cmx_node_started_and_cmx_node_finished_see_cache_hits(recorder: Recorder) -> None:
@@ -259,6 +279,8 @@ def test_plugins_list_shows_the_hooks(recorder: Recorder, capsys: pytest.Capture
     assert set(listed["hooktest"]["hooks"]) == set(_hook_names())
     assert listed["hooktest"]["provides"]["steps"] == ["hooktest.echo"]
     assert listed["hooktest"]["provides"]["sandboxes"] == ["hooktest-box"]
+    assert listed["hooktest"]["provides"]["launchers"] == ["hooktest-launch"]
+    assert listed["cmx-core"]["provides"]["launchers"] == ["env", "mpirun", "none", "torchrun"]
 
 
 def _hook_names() -> list[str]:

@@ -1,5 +1,6 @@
 """cmx-core's own plugin: the ``shell``, ``python`` and ``cmx.facts`` step types, minimal
-``os``/``cpu``/``memory``/``python`` detectors, and the ``local`` executor.
+``os``/``cpu``/``memory``/``python`` detectors, the ``local`` executor, and the launchers
+``torchrun``, ``mpirun``, ``env`` and ``none`` (:mod:`cmx_core.builtin.launchers`).
 
 It is registered through the same hooks as any plugin, under the name ``cmx-core``.
 Plugin detectors of the same names (cmx-detect) replace these.
@@ -18,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cmx_core.builtin.launchers import LAUNCHERS
 from cmx_core.builtin.python_check import check_python_step as check
 from cmx_core.errors import StepFailed, UsageError
 from cmx_core.facts.system import detect_container, detect_cpu, detect_host, detect_memory, detect_os, detect_python
@@ -25,7 +27,7 @@ from cmx_core.faults.armed import current as injected
 from cmx_core.plugins.events import registry_events
 from cmx_core.plugins.hookspecs import hookimpl
 from cmx_core.plugins.registry import ExecutionRequest, Executor
-from cmx_core.providers.types import Detector, ExecutionOutcome, StepContext, StepType
+from cmx_core.providers.types import Detector, ExecutionOutcome, Launcher, StepContext, StepType
 from cmx_core.providers.values import Metric, ResultPart, StepOutput
 from cmx_core.run import checkpoints
 from cmx_core.run.execute import run_local
@@ -312,6 +314,12 @@ def cmx_register_detectors(register: Callable[[Detector], None]) -> None:
 def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     register(Executor(name="local", summary="Run on this machine (in-process, -j N threads)", run=_run_local,
                       runs_here=True))
+
+
+@hookimpl
+def cmx_register_launchers(register: Callable[[Launcher], None]) -> None:
+    for launcher in LAUNCHERS:
+        register(launcher)
 
 
 def _run_local(request: ExecutionRequest) -> ExecutionOutcome:

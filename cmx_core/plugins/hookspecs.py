@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from cmx_core.providers.types import Command, Detector, Exporter, StepType, Suite
+from cmx_core.providers.types import Command, Detector, Exporter, Launcher, StepType, Suite
 
 if TYPE_CHECKING:  # not imported at run time: every command imports this module
     from cmx_core.plugins.registry import Executor
@@ -69,6 +69,22 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
         @hookimpl
         def cmx_register_executors(register):
             register(Executor(name="docker", summary="Run inside a container", run=_run))
+    """
+
+
+@hookspec
+def cmx_register_launchers(register: Callable[[Launcher], None]) -> None:
+    """Register launchers: how the ranks of a distributed run start on each node
+    (``torchrun``, ``mpirun``...), composed with any executor, which places the nodes.
+
+    A step names one (``launcher: torchrun``) and finds it in ``StepContext.launchers``;
+    cmx-core registers ``torchrun``, ``mpirun``, ``env`` and ``none``.
+
+    Example::
+
+        @hookimpl
+        def cmx_register_launchers(register):
+            register(Launcher(name="srun", summary="srun -n N", wrap=_srun))
     """
 
 

@@ -28,6 +28,7 @@ from cmx_core.providers.types import (
     ExecutionOutcome,
     ExecutorSettings,
     Exporter,
+    Launcher,
     NoSettings,
     StepType,
     Suite,
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from cmx_core.sandbox.backend import Sandbox, SandboxBackend
 
 CORE = "cmx-core"
-P = TypeVar("P", StepType, Detector, "Executor", Command, Exporter, Suite, "SandboxBackend")
+P = TypeVar("P", StepType, Detector, "Executor", Command, Exporter, Suite, "SandboxBackend", Launcher)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ KINDS = {
     "exporters": "cmx_register_exporters",
     "suites": "cmx_register_suites",
     "sandboxes": "cmx_register_sandboxes",
+    "launchers": "cmx_register_launchers",
 }
 """Provider kinds and their registration hooks."""
 
@@ -116,6 +118,11 @@ class Registry:
     @property
     def executors(self) -> dict[str, Executor]:
         return self._kind("executors")
+
+    @property
+    def launchers(self) -> dict[str, Launcher]:
+        """Launchers by name (``torchrun``, ``mpirun``, ``env``, ``none``: cmx-core's; the plugins')."""
+        return self._kind("launchers")
 
     @property
     def commands(self) -> dict[str, Command]:

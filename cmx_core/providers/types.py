@@ -92,6 +92,9 @@ class StepContext:
     attempts, empty on the first (docs/faults.md)."""
     attempt: int = 1
     """Which attempt of the step this is (1, then 2... when its recovery policy retries it)."""
+    launchers: Mapping[str, Launcher] = field(default_factory=dict)
+    """The registered launchers by name (``cmx_register_launchers``): a step whose ranks
+    start under a launcher (``launcher: torchrun``) looks it up here."""
 
     def save_checkpoint(self, name: str, data: bytes | str) -> Path:
         """Write one checkpoint file atomically (readers see the old file or the new one)."""
@@ -386,5 +389,63 @@ class Exporter:
     name: str
     summary: str
     export: Callable[[list[Mapping[str, Any]], list[Path], Path], None]
+    version: str = ""
+    plugin: str = ""
+
+
+@dataclass(frozen=True)
+class RankLayout:
+    """Where the ranks of one distributed run are, as the executor placed its nodes: ``nodes``
+    nodes of ``procs_per_node`` processes each, this node being ``node_rank``; the rank-0
+    host and port every rank meets at; ``job_id`` names the rendezvous; ``env`` is the
+    environment the executor gave this node (Slurm's ``RANK``/``SLURM_*``, a Kubernetes
+    pod's ``CMX_NODE_RANK``), read by a launcher whose ranks the executor started itself."""
+
+    nodes: int = 1
+    procs_per_node: int = 1
+    master_addr: str = "127.0.0.1"
+    master_port: int = 29500
+    node_rank: int = 0
+    job_id: str = "cmx"
+    rdzv_timeout_s: float = 30.0
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.procs_per_node
+
+
+@dataclass(frozen=True)
+class NodeCommand:
+    """What one node runs: ``argv`` (no shell), the variables added to its environment, and
+    a line saying how its ranks meet (``rendezvous``, recorded with the result)."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    rendezvous: str = "none"
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """How the ranks of one run start on a node (ReFrame's launcher, beside its scheduler):
+    the axis separate from the executor, which decides *where* the nodes are. Any executor
+    composes any launcher: the executor gives the :class:`RankLayout`, the launcher turns a
+    command into what each node runs.
+
+    ``wrap(command, layout)`` takes the command of one rank, interpreter first (``python
+    -m pkg.worker ARGS``), and returns the :class:`NodeCommand` of this node: ``torchrun``
+    puts ``-m torch.distributed.run`` with its rendezvous options before the module,
+    ``mpirun`` puts ``mpirun -np N`` before the command, ``env`` leaves it as it is (the
+    executor started one task per rank). It raises :class:`cmx_core.errors.UsageError` for a
+    layout it cannot run (``mpirun`` over several nodes, a missing ``mpirun``).
+    Registered with ``cmx_register_launchers``; a step names one (``launcher: torchrun``) and
+    finds it in :attr:`StepContext.launchers`."""
+
+    name: str
+    summary: str
+    wrap: Callable[[Sequence[str], RankLayout], NodeCommand]
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    multi_node: bool = True
+    """False when one launch covers one node only (``mpirun`` here, ``none``)."""
     version: str = ""
     plugin: str = ""

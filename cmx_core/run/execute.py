@@ -322,6 +322,7 @@ class NodeRunner:
             timeout_s=step.timeout_s, recipe_dir=node.recipe.path.parent,
             metrics=step_metrics(node.id, step.id, log_dir), checkpoint_dir=checkpoint, attempt=attempt,
             measures=step.measures if step.measures is not None else step_type.measures,
+            launchers=self.registry.launchers,
         )
         oom_before = oom_kills()
         try:

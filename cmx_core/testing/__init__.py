@@ -125,8 +125,10 @@ def make_step_context(
     node_id: str = "conformance",
     recipe: str = "conformance",
     timeout_s: float | None = None,
+    launchers: Mapping[str, Any] | None = None,
 ) -> Any:
-    """A StepContext as the engine builds it: frozen mappings, fresh work/log/run dirs."""
+    """A StepContext as the engine builds it: frozen mappings, fresh work/log/run dirs;
+    ``launchers`` the registered launchers a step looks up (the registry's)."""
     dirs = {name: base / name for name in ("work", "logs", "run", "cache")}
     for directory in dirs.values():
         directory.mkdir(parents=True, exist_ok=True)
@@ -134,7 +136,7 @@ def make_step_context(
         node_id=node_id, recipe=recipe, params=freeze(params or {}),
         inputs=freeze(inputs or {}), deps=freeze(deps or {}), facts=freeze(facts or {}),
         variations=freeze(variations or {}), work_dir=dirs["work"], log_dir=dirs["logs"],
-        run_dir=dirs["run"], cache_dir=dirs["cache"], timeout_s=timeout_s,
+        run_dir=dirs["run"], cache_dir=dirs["cache"], timeout_s=timeout_s, launchers=dict(launchers or {}),
     )
 
 
@@ -339,7 +341,7 @@ class PluginConformance:
             ctx = make_step_context(
                 tmp_path / name, params=sample.params, inputs=sample.inputs,
                 deps=sample.deps, facts=sample.facts, variations=sample.variations,
-                node_id=f"conformance/{name}")
+                node_id=f"conformance/{name}", launchers=conformance_registry.launchers)
             raw = step.run(ctx)
             output = raw if isinstance(raw, StepOutput) else StepOutput(outputs=dict(raw))
             problems = output_problems(name, output, sample, suites=conformance_registry.suites)

@@ -111,7 +111,8 @@ def test_a_200_point_sweep_renders_within_every_size_limit(cmx_home: Path, capsy
 
 def test_large_locks_are_packed_into_several_config_maps() -> None:
     locks = [json.dumps({"point": i, "pad": "x" * 25_000}) for i in range(200)]  # ~25 KB a point, as measured
-    built = manifests.sweep_manifests("cmx-sweep-big", "img:1", locks, ["cmx"], K8sSettings(pvc=""), None)
+    built = manifests.sweep_manifests(manifests.JobSpec("cmx-sweep-big", "img:1", manifests.sweep_command(["cmx"])),
+                                      locks, K8sSettings(pvc=""))
     manifests.validate(built)  # sizes and schema
     assert len(built.config_maps) == 6  # 5 MB of locks: 6 ConfigMaps of at most 900 KiB each
     data = {k: v for item in built.config_maps for k, v in item["data"].items()}
@@ -124,10 +125,11 @@ def test_large_locks_are_packed_into_several_config_maps() -> None:
 def test_a_point_too_large_for_a_config_map_is_a_one_line_error() -> None:
     locks = ["{}", json.dumps({"pad": "x" * 1_000_000})]
     with pytest.raises(UsageError, match=r"point 1's lock is \d+ bytes, more than a ConfigMap holds") as caught:
-        manifests.sweep_manifests("cmx-sweep-huge", "img:1", locks, ["cmx"], K8sSettings(pvc=""), None)
+        manifests.sweep_manifests(manifests.JobSpec("cmx-sweep-huge", "img:1", manifests.sweep_command(["cmx"])),
+                                  locks, K8sSettings(pvc=""))
     assert "\n" not in str(caught.value)
     big = json.dumps({"pad": "x" * 1_100_000})
-    single = manifests.run_manifests("cmx-huge", "img:1", big, ["cmx"], K8sSettings(pvc=""), None, {})
+    single = manifests.run_manifests(manifests.JobSpec("cmx-huge", "img:1", ("cmx",)), big, K8sSettings(pvc=""))
     with pytest.raises(UsageError, match=r"over the 1048576-byte ConfigMap limit"):
         manifests.validate(single)
 
@@ -146,8 +148,8 @@ def test_the_cache_claim_is_shared_by_pods_on_different_nodes(cmx_home: Path) ->
     claim = manifests.pvc_manifest(K8sSettings())
     assert claim is not None and claim["spec"]["accessModes"] == ["ReadWriteMany"]
     _valid(claim)
-    volumes = manifests.job_manifest("cmx-x", "img:1", ["cmx"], K8sSettings(pvc=""), None, {})["spec"]["template"][
-        "spec"]["volumes"]
+    volumes = manifests.job_manifest(manifests.JobSpec("cmx-x", "img:1", ("cmx",)), K8sSettings(pvc=""))["spec"][
+        "template"]["spec"]["volumes"]
     assert {v["name"]: v for v in volumes}["cache"] == {"name": "cache", "emptyDir": {}}  # pvc= : one per pod
     assert {v["name"]: v for v in volumes}["work"] == {"name": "work", "emptyDir": {}}  # a work volume per point
     with pytest.raises(UsageError, match=r"pvc_access_mode='Everywhere': use one of ReadWriteMany"):

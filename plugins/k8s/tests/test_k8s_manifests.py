@@ -55,8 +55,8 @@ def test_the_image_is_cmx_dockers_content_addressed_tag(cmx_home: Path) -> None:
 def test_a_sweep_is_one_indexed_job() -> None:
     settings = K8sSettings(pvc="")
     gpus = GpuRequest("h100", 1, "nvidia", "NVIDIA-H100-80GB-HBM3")
-    built = manifests.sweep_manifests("cmx-sweep-1", "img:1", ["{}", '{"a": 1}', "{}"], ["cmx"], settings, gpus,
-                                      parallelism=2)
+    built = manifests.sweep_manifests(manifests.JobSpec("cmx-sweep-1", "img:1", manifests.sweep_command(["cmx"]),
+                                                         gpus), ["{}", '{"a": 1}', "{}"], settings, parallelism=2)
     manifests.validate(built)  # backoffLimitPerIndex is in the 1.37 schema
     spec = built.job["spec"]
     assert spec["completionMode"] == "Indexed" and spec["completions"] == 3 and spec["parallelism"] == 2
@@ -71,7 +71,8 @@ def test_a_sweep_is_one_indexed_job() -> None:
 
 
 def test_backoff_limit_per_index_is_checked_by_the_schema() -> None:
-    built = manifests.sweep_manifests("cmx-sweep-2", "img:1", ["{}"], ["cmx"], K8sSettings(pvc=""), None)
+    spec = manifests.JobSpec("cmx-sweep-2", "img:1", manifests.sweep_command(["cmx"]))
+    built = manifests.sweep_manifests(spec, ["{}"], K8sSettings(pvc=""))
     built.job["spec"]["backoffLimitPerIndex"] = "none"
     with pytest.raises(CmxError, match=r"invalid at spec.backoffLimitPerIndex: 'none' is not of type"):
         manifests.validate(built)
@@ -79,7 +80,7 @@ def test_backoff_limit_per_index_is_checked_by_the_schema() -> None:
 
 def test_an_invalid_manifest_is_refused_with_its_path() -> None:
     settings = K8sSettings(memory="lots of it", pvc="")
-    built = manifests.run_manifests("cmx-x", "img:1", "{}", ["cmx"], settings, None, {})
+    built = manifests.run_manifests(manifests.JobSpec("cmx-x", "img:1", ("cmx",)), "{}", settings)
     built.job["spec"]["backoffLimit"] = "three"
     with pytest.raises(CmxError, match=r"the Job manifest is invalid at spec.backoffLimit: 'three' is not of type"):
         manifests.validate(built)
@@ -106,8 +107,8 @@ def test_bad_options_are_one_line_usage_errors(cmx_home: Path, options: dict[str
 def test_a_metrics_port_adds_prometheus_scrape_annotations() -> None:
     import kubernetes_validate
 
-    built = manifests.run_manifests("cmx-run-1", "img:1", "{}", ["cmx"], K8sSettings(pvc="", metrics_port=9464), None,
-                                    {})
+    built = manifests.run_manifests(manifests.JobSpec("cmx-run-1", "img:1", ("cmx",)), "{}",
+                                    K8sSettings(pvc="", metrics_port=9464))
     manifests.validate(built)
     kubernetes_validate.validate(built.job, manifests.SCHEMA_VERSION, strict=True)
     template = built.job["spec"]["template"]
@@ -117,5 +118,5 @@ def test_a_metrics_port_adds_prometheus_scrape_annotations() -> None:
     assert container["ports"] == [{"name": "metrics", "containerPort": 9464, "protocol": "TCP"}]
     env = {v["name"]: v.get("value") for v in container["env"]}
     assert env["CMX_METRICS_PORT"] == "9464" and env["CMX_METRICS_ADDR"] == "0.0.0.0"  # the pod's own network
-    plain = manifests.run_manifests("cmx-run-2", "img:1", "{}", ["cmx"], K8sSettings(pvc=""), None, {})
+    plain = manifests.run_manifests(manifests.JobSpec("cmx-run-2", "img:1", ("cmx",)), "{}", K8sSettings(pvc=""))
     assert "annotations" not in plain.job["spec"]["template"]["metadata"]

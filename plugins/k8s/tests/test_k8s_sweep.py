@@ -194,7 +194,8 @@ def test_the_standin_runs_an_indexed_job_index_by_index(cluster: tuple[Path, sta
     gate = tmp_path / "gate"
     gate.mkdir()
     settings = K8sSettings(kubeconfig=str(kubeconfig), pvc="")
-    built = manifests.sweep_manifests("cmx-standin", "img:1", ["{}"] * 3, (), settings, None, parallelism=2)
+    built = manifests.sweep_manifests(manifests.JobSpec("cmx-standin", "img:1", manifests.sweep_command(())),
+                                      ["{}"] * 3, settings, parallelism=2)
     built.job["spec"]["template"]["spec"]["containers"][0]["command"] = [
         "sh", "-c", f"touch {gate}/$(CMX_POINT_INDEX); until [ $$(ls {gate} | wc -l) -ge 2 ]; "
         "do sleep 0.05; done; echo index $(CMX_POINT_INDEX) 'costs $$5'; exit $(CMX_POINT_INDEX)"]

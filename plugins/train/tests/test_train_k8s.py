@@ -1,6 +1,9 @@
-"""``cmx train-k8s`` renders the manifests of a 2-node x 8-GPU ResNet-50 run and validates
-them against the Kubernetes schema: the GPU limits, the data PVC, the hyper-parameters in
-the ConfigMap and the headless Service of the c10d rendezvous; a broken object is refused."""
+"""A multi-node training run on Kubernetes is ``cmx run ... --executor k8s`` with ``launcher:
+torchrun``: the k8s executor renders it through its one manifest builder (``cmx_k8s.manifests``,
+the builder of every suite: ConfigMap with the lock, PVC, headless Service, Indexed Job of one
+pod per node, each validated against the Kubernetes schema), and in each pod the registered
+``torchrun`` launcher turns the rank layout the executor gave the pod into torchrun's c10d
+options. ``cmx train-k8s`` and its builder of its own are gone."""
 
 from __future__ import annotations
 
@@ -11,18 +14,49 @@ from typing import Any
 import pytest
 import yaml
 
-from cmx_core.errors import CmxError
+from cmx_core.api import get_registry
 from cmx_train.config import parse
-from cmx_train.k8s import render, validate
+from cmx_train.launch import plan_launch
+
+pytest.importorskip("cmx_k8s", reason="the k8s executor is cmx-k8s's")
+pytest.importorskip("kubernetes_validate", reason="the manifests are validated with kubernetes-validate")
+
+TAGS = "--tags=train,throughput,resnet50,cuda,bf16,torchrun"
 
 
-def test_two_nodes_by_eight_gpus_resnet50(cli: Any, as_json: Any, tmp_path: Path) -> None:
-    out = tmp_path / "manifests"
-    proc = cli("train-k8s", "--out", str(out), "--model", "resnet50", "--nodes", "2", "--nproc", "8", "--json")
+def _render(cli: Any, out: Path) -> dict[str, Any]:
+    proc = cli("plan", "recipe", TAGS, "--nodes=2", "--nproc=8", "--batch-size=2048", "--executor=k8s",
+               "--executor-opt", f"render={out}", "--executor-opt", "nodes=2", "--executor-opt", "image=img:1",
+               "--executor-opt", "gpus=8", "--executor-opt", "gpu_product=NVIDIA-H100-80GB-HBM3", "--json")
     assert proc.returncode == 0, proc.stderr
-    assert as_json(proc)["kinds"] == ["ConfigMap", "PersistentVolumeClaim", "Service", "Job"]
-    objects = {p.stem: yaml.safe_load(p.read_text()) for p in out.glob("*.yaml")}
-    job, svc, cm, pvc = objects["job"], objects["service"], objects["configmap"], objects["persistentvolumeclaim"]
+    return {p.stem: yaml.safe_load(p.read_text()) for p in out.glob("*.yaml")}
+
+
+def _env(container: dict[str, Any]) -> dict[str, Any]:
+    return {v["name"]: v.get("value", v.get("valueFrom")) for v in container["env"]}
+
+
+def _inputs_of(lock: Any) -> list[dict[str, Any]]:
+    """Every ``inputs`` mapping in the lock (wherever its format keeps them)."""
+    found: list[dict[str, Any]] = []
+    if isinstance(lock, dict):
+        if isinstance(lock.get("inputs"), dict):
+            found.append(lock["inputs"])
+        for value in lock.values():
+            found += _inputs_of(value)
+    elif isinstance(lock, list):
+        for value in lock:
+            found += _inputs_of(value)
+    return found
+
+
+def test_two_nodes_by_eight_gpus_render_through_the_k8s_executor(cli: Any, tmp_path: Path) -> None:
+    out = tmp_path / "manifests"
+    objects = _render(cli, out)
+    assert sorted(objects) == ["configmap", "job", "persistentvolumeclaim", "service"]
+    job, svc, cm = objects["job"], objects["service"], objects["configmap"]
+    name = job["metadata"]["name"]
+    assert job["metadata"]["labels"]["cmx.dev/run"] == name  # cmx_k8s.manifests' own label: the one builder
     assert job["spec"]["completionMode"] == "Indexed" and job["spec"]["completions"] == 2
     assert job["spec"]["parallelism"] == 2
     pod = job["spec"]["template"]["spec"]
@@ -30,28 +64,35 @@ def test_two_nodes_by_eight_gpus_resnet50(cli: Any, as_json: Any, tmp_path: Path
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 8
     assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     assert svc["spec"]["clusterIP"] == "None" and pod["subdomain"] == svc["metadata"]["name"]
-    assert svc["spec"]["selector"] == {"job-name": job["metadata"]["name"]}
-    assert f"--rdzv-endpoint=cmx-train-0.{svc['metadata']['name']}:29400" in container["command"]
-    assert "--nnodes=2" in container["command"] and "--nproc-per-node=8" in container["command"]
-    hyper = json.loads(cm["data"]["config.json"])
-    assert hyper["model"] == "resnet50" and hyper["nodes"] == 2 and hyper["nproc"] == 8
-    assert hyper["backend"] == "nccl" and hyper["device"] == "cuda"
-    volumes = {v["name"]: v for v in pod["volumes"]}
-    assert volumes["data"]["persistentVolumeClaim"]["claimName"] == pvc["metadata"]["name"]
-    assert volumes["config"]["configMap"]["name"] == cm["metadata"]["name"]
-    assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert svc["spec"]["selector"] == {"job-name": name}
+    env = _env(container)
+    assert env["MASTER_ADDR"] == f"{name}-0.{svc['metadata']['name']}" and env["MASTER_PORT"] == "29500"
+    assert env["CMX_NODE_RANK"] == {"fieldRef": {
+        "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
+    lock = json.loads(cm["data"]["lock.json"])
+    assert lock == json.loads((out / "lock.json").read_text())
+    assert any(i.get("launcher") == "torchrun" and i.get("nodes") == 2 and i.get("nproc") == 8
+               for i in _inputs_of(lock))
 
 
-def test_a_broken_manifest_is_refused() -> None:
-    manifests = render(parse({"model": "resnet50", "nodes": 2, "nproc": 8, "batch_size": 256, "device": "cuda",
-                              "backend": "nccl"}), name="t", image="img")
-    validate(manifests)
-    manifests.job["spec"]["completionMode"] = "Sometimes"
-    manifests.job["spec"]["template"]["spec"]["containers"][0]["gpus"] = 8  # not a container field
-    with pytest.raises(CmxError, match="the Job manifest is invalid"):
-        validate(manifests)
+def test_each_pod_runs_torchrun_on_the_layout_the_executor_gave_it(cli: Any, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    objects = _render(cli, tmp_path / "manifests")
+    env = _env(objects["job"]["spec"]["template"]["spec"]["containers"][0])
+    for key in ("MASTER_ADDR", "MASTER_PORT", "CMX_JOB_ID"):
+        monkeypatch.setenv(key, env[key])
+    monkeypatch.setenv("CMX_NODE_RANK", "1")  # what Kubernetes puts in pod 1
+    config = parse({"model": "resnet50", "nodes": 2, "nproc": 8, "batch_size": 2048, "device": "cuda",
+                    "backend": "nccl", "launcher": "torchrun"})
+    launch = plan_launch(config, tmp_path / "c.json", tmp_path, get_registry().launchers)
+    argv = list(launch.argv)
+    endpoint = f"{env['MASTER_ADDR']}:{int(env['MASTER_PORT']) + 1}"
+    assert "--nnodes=2" in argv and "--nproc-per-node=8" in argv and "--rdzv-backend=c10d" in argv
+    assert f"--rdzv-endpoint={endpoint}" in argv and f"--rdzv-id={env['CMX_JOB_ID']}" in argv
+    assert launch.launcher == "torchrun" and launch.rendezvous == f"c10d {endpoint}"
 
 
-def test_bad_values_exit_2(cli: Any, tmp_path: Path) -> None:
-    proc = cli("train-k8s", "--out", str(tmp_path), "--nproc", "8", "--batch-size", "100")
-    assert proc.returncode == 2 and "batch_size 100 is not divisible by the 16 ranks" in proc.stderr, proc.stderr
+def test_a_sweep_refuses_several_nodes_in_one_line(cli: Any, tmp_path: Path) -> None:
+    proc = cli("sweep", TAGS, "--nproc=8", "--matrix", "batch_size=2048,4096", "--executor=k8s",
+               "--executor-opt", f"render={tmp_path}", "--executor-opt", "nodes=2", "--executor-opt", "image=img:1")
+    assert proc.returncode == 2 and "nodes=2: a sweep runs each point as one pod" in proc.stderr, proc.stderr

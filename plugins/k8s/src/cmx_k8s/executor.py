@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from cmx_core.api import Plan
 
 LOG_TAIL = 10
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 ACCESS_MODES = ("ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod", "ReadOnlyMany")
 
 
@@ -122,9 +123,9 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
         gpus = gpu_request(request.plan, request.facts.try_get("gpus"), settings.gpus, settings.gpu_product,
                            accelerator)
         name = manifests.job_name(request.run_id)
-        built = manifests.run_manifests(name, image_for(request.plan, settings),
-                                        (job.stage_dir / "lock.json").read_text(encoding="utf-8"),
-                                        job.command, settings, gpus, dict(job.env), job_retries(request))
+        spec = manifests.JobSpec(name, image_for(request.plan, settings), tuple(job.command), gpus, dict(job.env),
+                                 job_retries(request))
+        built = manifests.run_manifests(spec, (job.stage_dir / "lock.json").read_text(encoding="utf-8"), settings)
         manifests.validate(built)
         files = tuple(manifests.write(built, request.run_dir / "k8s", as_json=True))
         batch, core = clients(settings)
@@ -176,6 +177,8 @@ def apply(handle: K8sHandle, built: manifests.RunManifests) -> None:
             _ensure_pvc(handle.core, built.pvc, handle.namespace)
         for item in built.config_maps:
             handle.core.create_namespaced_config_map(handle.namespace, item)
+        if built.service is not None:  # a multi-node run's rendezvous (manifests.node_set)
+            handle.core.create_namespaced_service(handle.namespace, built.service)
         handle.batch.create_namespaced_job(handle.namespace, built.job)
     except Exception as exc:  # noqa: BLE001 - the client raises ApiException, urllib3 and OS errors
         delete(handle)
@@ -186,12 +189,13 @@ def with_plan_resources(plan: Plan, settings: K8sSettings) -> tuple[K8sSettings,
     """The settings with what they leave unset taken from the plan's ``resources:``
     (``cpus`` -> the cpu limit, ``memory`` -> the memory limit in Mi, ``time`` ->
     activeDeadlineSeconds, ``gpus`` -> the GPU limit), and its accelerator tag. One Job runs
-    one pod: a plan asking for more nodes or tasks is refused."""
+    pod per node (``nodes=``, one by default): a plan asking for more nodes or tasks is refused."""
     asked = plan_resources(plan.nodes)
-    if asked.world_size > 1:
+    if (asked.nodes or 1) > settings.nodes or (asked.tasks_per_node or 1) > 1:
         raise UsageError(f"k8s executor: the plan asks for {asked.nodes or 1} node(s) x {asked.tasks_per_node or 1} "
-                         f"task(s) (resources: in recipe {plan.root.recipe_name}), and a Job here runs one pod; "
-                         "use --executor slurm for a multi-node run")
+                         f"task(s) (resources: in recipe {plan.root.recipe_name}), and a Job here runs one pod "
+                         f"on each of nodes={settings.nodes}; give nodes=N (its launcher starts the ranks of a node) "
+                         "or use --executor slurm")
     return replace(
         settings, cpus=settings.cpus or (str(asked.cpus) if asked.cpus else None),
         memory=settings.memory or (f"{asked.memory_mib}Mi" if asked.memory_mib else None),
@@ -222,8 +226,8 @@ def render_plan(plan: Plan, settings: K8sSettings, image: str, gpus: GpuRequest 
     write_lock(directory, plan, get_registry())
     lock = (directory / "lock.json").read_text(encoding="utf-8")
     name = manifests.job_name(f"{plan.root.recipe_name}-{plan.root.cache_key[:8]}")
-    built = manifests.run_manifests(name, image, lock, manifests.far_argv(shlex.split(settings.cmx)), settings,
-                                    gpus, {})
+    spec = manifests.JobSpec(name, image, tuple(manifests.far_argv(shlex.split(settings.cmx))), gpus)
+    built = manifests.run_manifests(spec, lock, settings)
     manifests.validate(built)
     return [directory / "lock.json", *manifests.write(built, directory)]
 
@@ -256,6 +260,8 @@ def check_settings(settings: K8sSettings) -> None:
     for key in ("max_result_mb", "poll_s"):
         if getattr(settings, key) <= 0:
             raise UsageError(f"k8s executor option {key}={getattr(settings, key):g}: use a number above 0")
+    if settings.nodes < 1:
+        raise UsageError(f"k8s executor option nodes={settings.nodes}: use 1 or more")
     if settings.gpus is not None and settings.gpus < 0:
         raise UsageError(f"k8s executor option gpus={settings.gpus}: use 0 or more")
     if settings.pvc_access_mode not in ACCESS_MODES:
@@ -284,7 +290,8 @@ def _pod_log(handle: K8sHandle) -> str:
     pods = handle.core.list_namespaced_pod(handle.namespace, label_selector=f"job-name={handle.name}").items
     if not pods:
         return ""
-    newest = max(pods, key=lambda p: str(p.metadata.creation_timestamp or ""))
+    first = [p for p in pods if (p.metadata.annotations or {}).get(COMPLETION_INDEX, "0") == "0"] or pods
+    newest = max(first, key=lambda p: str(p.metadata.creation_timestamp or ""))  # a multi-node run: node 0's
     return str(handle.core.read_namespaced_pod_log(newest.metadata.name, handle.namespace))
 
 
@@ -309,6 +316,8 @@ def delete(handle: K8sHandle) -> None:
     calls: tuple[Callable[[], Any], ...] = (lambda: handle.batch.delete_namespaced_job(handle.name, handle.namespace,
                                                              propagation_policy="Background"),
                                              *(config_map(n) for n in handle.config_maps or (handle.name,)))
+    if handle.settings.nodes > 1:  # the multi-node run's headless Service (manifests.node_set)
+        calls += (lambda: handle.core.delete_namespaced_service(f"{handle.name}-nodes", handle.namespace),)
     for call in calls:
         try:
             call()

@@ -1,14 +1,20 @@
 """The manifests of a run: a ConfigMap with the inputs (the lock file), a PVC for datasets,
 models and the cmx cache, and a Job (an Indexed Job for a sweep, each index taking its
 point's lock from the ConfigMap). Plain dicts, validated client-side against the Kubernetes
-schema (``kubernetes-validate``'s bundled schemas work offline)."""
+schema (``kubernetes-validate``'s bundled schemas work offline).
+
+The one builder of every suite's manifests: a multi-node run (``nodes=N``: a training run
+whose launcher is ``torchrun``, say) is an Indexed Job of N pods, one per node, behind a
+headless Service that gives pod 0 the stable name ``<job>-0.<service>``; each pod is told
+its place (:data:`NODE_RANK_ENV`, ``MASTER_ADDR``, ``MASTER_PORT``), from which the step's
+launcher builds what the node runs. No suite renders Kubernetes objects of its own."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +33,8 @@ FAR_OUTPUT = f"{WORK}/remote"
 SCHEMA_VERSION = "1.37.0"
 RUN_LABEL = "cmx.dev/run"
 INDEX_ENV = "CMX_POINT_INDEX"
+NODE_RANK_ENV = "CMX_NODE_RANK"
+"""The node rank of a multi-node run's pod (its Job completion index)."""
 
 
 CONFIG_MAP_DATA_LIMIT = 1024 * 1024
@@ -50,13 +58,15 @@ class RunManifests:
     pvc: dict[str, Any] | None
     job: dict[str, Any]
     more_config_maps: tuple[dict[str, Any], ...] = ()
+    service: dict[str, Any] | None = None
+    """The headless Service of a multi-node run's rendezvous (None for one pod)."""
 
     @property
     def config_maps(self) -> tuple[dict[str, Any], ...]:
         return (self.config_map, *self.more_config_maps)
 
     def objects(self) -> list[dict[str, Any]]:
-        return [m for m in (self.pvc, *self.config_maps, self.job) if m is not None]
+        return [m for m in (self.pvc, *self.config_maps, self.service, self.job) if m is not None]
 
 
 def job_name(seed: str) -> str:
@@ -113,16 +123,42 @@ def pod_failure_policy(retries: JobRetries, indexed: bool) -> dict[str, Any]:
     return {"rules": rules}
 
 
-def job_manifest(name: str, image: str, command: Sequence[str], settings: K8sSettings, gpus: GpuRequest | None,
-                 env: Mapping[str, str], completions: int | None = None,
-                 parallelism: int | None = None, retries: JobRetries | None = None,
-                 inputs: Sequence[str] = ()) -> dict[str, Any]:
-    """The Job; with ``completions`` an Indexed Job whose index is ``$CMX_POINT_INDEX``, at
-    most ``parallelism`` pods at once (default: all), each index failing on its own
-    (``backoffLimitPerIndex``, the retries of ``backoff_limit``; no Job-wide backoffLimit,
-    which would end every index at the first failure). ``inputs``: the ConfigMaps projected
-    into ``/cmx/inputs`` (default: the one named ``name``). CPU and memory are always
-    requested and limited (:data:`DEFAULT_CPU`, :data:`DEFAULT_MEMORY` when nothing asks)."""
+@dataclass(frozen=True)
+class JobSpec:
+    """What a Job runs: its ``name``, the ``image``, the ``command`` in the container (the
+    far cmx, already inside :func:`container_command`), the ``gpus`` each pod asks for, the
+    variables added to its environment and its recovery policy."""
+
+    name: str
+    image: str
+    command: tuple[str, ...]
+    gpus: GpuRequest | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    retries: JobRetries | None = None
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """An Indexed Job of ``completions`` pods, at most ``parallelism`` at once (default:
+    all), each told its index in ``index_env``; ``inputs``: the ConfigMaps projected into
+    ``/cmx/inputs`` (default: the one named like the Job)."""
+
+    completions: int
+    parallelism: int | None = None
+    inputs: tuple[str, ...] = ()
+    index_env: str = INDEX_ENV
+
+
+def job_manifest(job: JobSpec, settings: K8sSettings, indexed: Indexed | None = None) -> dict[str, Any]:
+    """The Job; ``indexed``: an Indexed Job whose index is ``$CMX_POINT_INDEX`` (or the
+    node rank), each index failing on its own (``backoffLimitPerIndex``, the retries of
+    ``backoff_limit``; no Job-wide backoffLimit, which would end every index at the first
+    failure). CPU and memory are always requested and limited (:data:`DEFAULT_CPU`,
+    :data:`DEFAULT_MEMORY` when nothing asks)."""
+    name, image, command, gpus, env, retries = job.name, job.image, job.command, job.gpus, job.env, job.retries
+    completions = indexed.completions if indexed is not None else None
+    parallelism = indexed.parallelism if indexed is not None else None
+    inputs = indexed.inputs if indexed is not None else ()
     resources: dict[str, dict[str, Any]] = {"limits": {}, "requests": {}}
     for key, value in (("cpu", settings.cpus or DEFAULT_CPU), ("memory", settings.memory or DEFAULT_MEMORY)):
         resources["limits"][key] = resources["requests"][key] = value
@@ -146,8 +182,8 @@ def job_manifest(name: str, image: str, command: Sequence[str], settings: K8sSet
     variables: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in {
         "CMX_CACHE_DIR": f"{CACHE}/cmx", "CMX_DATA_DIR": f"{WORK}/data", "HOME": WORK, "PYTHONUNBUFFERED": "1",
         **env}.items()]
-    if completions is not None:
-        variables.append({"name": INDEX_ENV, "valueFrom": {"fieldRef": {
+    if indexed is not None:
+        variables.append({"name": indexed.index_env, "valueFrom": {"fieldRef": {
             "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}})
     container: dict[str, Any] = {"name": "cmx", "image": image, "command": list(command), "env": variables,
                                  "volumeMounts": mounts, "resources": {k: v for k, v in resources.items() if v}}
@@ -183,28 +219,52 @@ def _expose_metrics(port: int, template: dict[str, Any], container: dict[str, An
     container["ports"] = [{"name": "metrics", "containerPort": port, "protocol": "TCP"}]
 
 
-def run_manifests(name: str, image: str, lock: str, command: Sequence[str], settings: K8sSettings,
-                  gpus: GpuRequest | None, env: Mapping[str, str], retries: JobRetries | None = None) -> RunManifests:
-    return RunManifests(config_map(name, settings, {"lock.json": lock}), pvc_manifest(settings),
-                        job_manifest(name, image, container_command(settings, command), settings, gpus, env,
-                                     retries=retries))
+def run_manifests(spec: JobSpec, lock: str, settings: K8sSettings) -> RunManifests:
+    """The objects of one run of ``lock``: ``spec.command`` is the far command; with the
+    ``nodes`` setting above 1, one pod per node and their headless Service (:func:`node_set`)."""
+    wrapped = replace(spec, command=tuple(container_command(settings, spec.command)))
+    maps = config_map(spec.name, settings, {"lock.json": lock})
+    if settings.nodes <= 1:
+        return RunManifests(maps, pvc_manifest(settings), job_manifest(wrapped, settings))
+    service, job = node_set(wrapped, settings)
+    return RunManifests(maps, pvc_manifest(settings), job, service=service)
+
+
+def node_set(spec: JobSpec, settings: K8sSettings) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A multi-node run: the headless Service (``clusterIP: None``, ready or not) and an
+    Indexed Job of ``nodes`` pods that all run at once, pod ``i`` told it is node ``i``
+    (:data:`NODE_RANK_ENV`) and where node 0 is (``MASTER_ADDR=<job>-0.<service>``, the
+    name an Indexed Job's pod 0 has under the Service's subdomain; ``MASTER_PORT``)."""
+    service = f"{spec.name}-nodes"
+    place = {"MASTER_ADDR": f"{spec.name}-0.{service}", "MASTER_PORT": str(settings.master_port),
+             "CMX_NNODES": str(settings.nodes), "CMX_JOB_ID": spec.name}
+    job = job_manifest(replace(spec, env={**place, **spec.env}), settings,
+                       Indexed(settings.nodes, settings.nodes, index_env=NODE_RANK_ENV))
+    job["spec"]["template"]["spec"]["subdomain"] = service
+    svc = {"apiVersion": "v1", "kind": "Service",
+           "metadata": {"name": service, "namespace": settings.namespace, "labels": {RUN_LABEL: spec.name}},
+           "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": {"job-name": spec.name}}}
+    return svc, job
 
 
 SWEEP_LOCK = f"{INPUTS}/lock-$({INDEX_ENV}).json"
 
 
-def sweep_manifests(name: str, image: str, locks: Sequence[str], cmx: Sequence[str], settings: K8sSettings,
-                    gpus: GpuRequest | None, *, command: Sequence[str] | None = None,
-                    env: Mapping[str, str] | None = None, parallelism: int | None = None) -> RunManifests:
+def sweep_command(cmx: Sequence[str]) -> tuple[str, ...]:
+    """The far command of a sweep's index: :func:`far_argv` with :data:`SWEEP_LOCK`."""
+    return tuple(far_argv(cmx, lock=SWEEP_LOCK))
+
+
+def sweep_manifests(spec: JobSpec, locks: Sequence[str], settings: K8sSettings,
+                    parallelism: int | None = None) -> RunManifests:
     """An Indexed Job over ``locks``: index i runs ``lock-i.json`` (Kubernetes expands
-    ``$(CMX_POINT_INDEX)`` in the command; no shell is involved). ``command`` is the far
-    command with :data:`SWEEP_LOCK` as its lock (default: :func:`far_argv` of ``cmx``)."""
+    ``$(CMX_POINT_INDEX)`` in the command; no shell is involved). ``spec.command`` is the far
+    command with :data:`SWEEP_LOCK` as its lock (:func:`sweep_command`)."""
     chunks = pack_locks(locks)
-    names = [name] if len(chunks) == 1 else [f"{name}-{k}" for k in range(len(chunks))]
+    names = [spec.name] if len(chunks) == 1 else [f"{spec.name}-{k}" for k in range(len(chunks))]
     maps = [config_map(n, settings, chunk) for n, chunk in zip(names, chunks, strict=True)]
-    far = list(command) if command is not None else far_argv(cmx, lock=SWEEP_LOCK)
-    job = job_manifest(name, image, container_command(settings, far), settings, gpus, env or {},
-                       completions=len(locks), parallelism=parallelism, inputs=names)
+    job = job_manifest(replace(spec, command=tuple(container_command(settings, spec.command))), settings,
+                       Indexed(len(locks), parallelism, tuple(names)))
     return RunManifests(maps[0], pvc_manifest(settings), job, tuple(maps[1:]))
 
 

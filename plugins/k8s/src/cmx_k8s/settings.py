@@ -43,5 +43,10 @@ class K8sSettings(ExecutorSettings):
     max_result_mb: float = field(default=4.0, metadata={
         "help": "largest far run directory sent back in the pod log, in MB (kubelet rotates logs at 10Mi)"})
     poll_s: float = field(default=2.0, metadata={"help": "seconds between Job status reads"})
+    nodes: int = field(default=1, metadata={
+        "help": "pods of a multi-node run, one per node (an Indexed Job behind a headless Service; each pod's "
+                "launcher, e.g. a train step's launcher: torchrun, meets the others at MASTER_ADDR, pod 0)"})
+    master_port: int = field(default=29500, metadata={
+        "help": "MASTER_PORT of a multi-node run (torchrun's c10d rendezvous listens on the next port)"})
     metrics_port: int | None = field(default=None, metadata={
         "help": "serve the pod's run telemetry at :PORT/metrics, with prometheus.io scrape annotations"})

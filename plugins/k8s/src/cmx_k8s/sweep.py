@@ -81,6 +81,9 @@ class Shape:
 def shapes(plans: Sequence[Plan], settings: K8sSettings, gpus_fact: Any) -> list[Shape]:
     """The points grouped by what their pod asks for (each point's own ``resources:``), in
     order of their first point."""
+    if settings.nodes > 1:
+        raise UsageError(f"k8s executor option nodes={settings.nodes}: a sweep runs each point as one pod of an "
+                         "Indexed Job; run a multi-node point on its own with cmx run")
     groups: dict[tuple[Any, ...], list[int]] = {}
     found: dict[tuple[Any, ...], tuple[K8sSettings, GpuRequest | None, str]] = {}
     for index, plan in enumerate(plans):
@@ -156,8 +159,8 @@ def submit(requests: Sequence[ExecutionRequest], jobs: int, shape: Shape | None 
         settings = _with_timeout(settings, settings.timeout_s * math.ceil(len(prepared) / parallelism))
     name = manifests.job_name(f"sweep-{first.run_id}")
     built = manifests.sweep_manifests(
-        name, shape.image, [(j.stage_dir / "lock.json").read_text(encoding="utf-8") for j in prepared],
-        (), settings, shape.gpus, command=indexed_command(prepared), env=prepared[0].env, parallelism=parallelism)
+        manifests.JobSpec(name, shape.image, tuple(indexed_command(prepared)), shape.gpus, prepared[0].env),
+        [(j.stage_dir / "lock.json").read_text(encoding="utf-8") for j in prepared], settings, parallelism)
     manifests.validate(built)
     for job in prepared:
         _write_job(built.job, job.request.run_dir / "k8s")
@@ -188,9 +191,9 @@ def render_many(plans: Sequence[Plan], settings: ExecutorSettings, jobs: int) ->
         parallelism = max(1, min(jobs, len(locks)))
         shaped = group.settings if not group.settings.timeout_s else \
             _with_timeout(group.settings, group.settings.timeout_s * math.ceil(len(locks) / parallelism))
-        built = manifests.sweep_manifests(manifests.job_name(f"sweep-{plans[group.indices[0]].root.cache_key[:8]}"
-                                                             f"-{number}"), group.image, locks, cmx, shaped,
-                                          group.gpus, parallelism=parallelism)
+        spec = manifests.JobSpec(manifests.job_name(f"sweep-{plans[group.indices[0]].root.cache_key[:8]}-{number}"),
+                                 group.image, manifests.sweep_command(cmx), group.gpus)
+        built = manifests.sweep_manifests(spec, locks, shaped, parallelism)
         manifests.validate(built)
         directory = root / f"sweep-{number}"
         written += manifests.write(built, directory)

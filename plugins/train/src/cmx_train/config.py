@@ -19,7 +19,6 @@ MODES = ("throughput", "time-to-accuracy", "max-batch")
 MODELS = ("digits-cnn", "resnet50", "bert-base")
 PRECISIONS = ("fp32", "bf16", "fp16")
 BACKENDS = ("gloo", "nccl")
-LAUNCHERS = ("torchrun", "mpirun", "env", "none")
 DEVICES = ("cpu", "cuda")
 
 PARAMS: dict[str, str] = {
@@ -29,7 +28,8 @@ PARAMS: dict[str, str] = {
     "precision": "fp32, bf16 or fp16 (torch AMP autocast; fp16 adds a GradScaler)",
     "device": "cpu or cuda",
     "backend": "torch.distributed backend: gloo or nccl",
-    "launcher": "how ranks start: torchrun, mpirun, env (the executor started them: RANK/WORLD_SIZE set) or none",
+    "launcher": "how ranks start, a registered launcher (cmx plugins list): torchrun, mpirun, env (the executor "
+                "started them: RANK/WORLD_SIZE set) or none",
     "nproc": "processes per node",
     "nodes": "nodes (torchrun: --nnodes with the c10d rendezvous on MASTER_ADDR)",
     "batch_size": "global batch size (split evenly over the ranks)",
@@ -100,8 +100,8 @@ class TrainConfig:
         return TrainConfig(**json.loads(path.read_text(encoding="utf-8")))
 
 
-_CHOICES = {"mode": MODES, "model": MODELS, "precision": PRECISIONS, "backend": BACKENDS,
-            "launcher": LAUNCHERS, "device": DEVICES}
+_CHOICES = {"mode": MODES, "model": MODELS, "precision": PRECISIONS, "backend": BACKENDS, "device": DEVICES}
+"""The launcher is not among them: the registered launchers decide (:func:`cmx_train.launch.find_launcher`)."""
 _MIN = {"nproc": 1, "nodes": 1, "batch_size": 1, "steps": 1, "warmup_steps": 0, "seed": 0, "max_epochs": 1,
         "max_batch": 1, "memory_limit_mb": 0, "image_size": 32, "seq_len": 8, "samples": 1, "timeout_s": 1,
         "rdzv_timeout_s": 1, "master_port": 0, "baseline_samples_per_s": 0}

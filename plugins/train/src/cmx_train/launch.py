@@ -1,13 +1,9 @@
-"""Launchers: how the ranks of one training run start (an axis separate from the executor,
-which decides *where* ``cmx run`` itself runs).
-
-* ``torchrun``: ``python -m torch.distributed.run --nproc-per-node N``; one node uses
-  ``--standalone``, several use ``--nnodes`` with the c10d rendezvous on ``MASTER_ADDR``
-  (the first host, as the Slurm executor sets it), one torchrun per node.
-* ``mpirun``: Debian's OpenMPI, ``mpirun -np N``; the worker reads ``OMPI_COMM_WORLD_*``.
-* ``env``: the executor already started one task per rank (Slurm's srun sets ``RANK``,
-  ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``): this task runs one worker in place.
-* ``none``: one process, no process group.
+"""How the ranks of one training run start: the step names a launcher (``launcher:
+torchrun``), finds it among the registered ones (:attr:`StepContext.launchers`: cmx-core's
+``torchrun``, ``mpirun``, ``env``, ``none``, or a plugin's) and hands it the worker's
+command and the run's :class:`RankLayout`; the launcher returns what this node runs. The
+executor decides *where* the nodes are (Slurm's ``MASTER_ADDR``, a Kubernetes pod's
+``CMX_NODE_RANK``): any executor composes any launcher.
 
 Every launch runs in its own session with a wall-clock limit; on expiry the whole process
 group is killed and the error says so, so a rank that waits for a peer never hangs a run.
@@ -18,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -31,6 +26,7 @@ from typing import Any
 
 import psutil
 
+from cmx_core.api import Launcher, RankLayout
 from cmx_core.errors import StepFailed, UsageError
 from cmx_train.config import TrainConfig
 from cmx_train.worker import RANKS_FILE
@@ -70,54 +66,45 @@ def threads_per_rank(config: TrainConfig) -> int:
     return max(1, (os.cpu_count() or 1) // config.nproc)
 
 
-def plan_launch(config: TrainConfig, config_file: Path, out: Path) -> Launch:
+def layout_of(config: TrainConfig, env: Mapping[str, str]) -> RankLayout:
+    """The rank layout of ``config`` on the node the executor started this step on: the
+    rendezvous host is ``master_addr``, else ``MASTER_ADDR`` (the Slurm and k8s executors set
+    it), else this machine; the node rank is ``CMX_NODE_RANK`` (k8s) or ``SLURM_NODEID``."""
+    addr = config.master_addr or env.get("MASTER_ADDR") or "127.0.0.1"
+    port = config.master_port or int(env.get("MASTER_PORT") or 0) or free_port()
+    node_rank = int(env.get("CMX_NODE_RANK") or env.get("SLURM_NODEID") or 0)
+    job_id = env.get("SLURM_JOB_ID") or env.get("CMX_JOB_ID") or "cmx-train"
+    return RankLayout(nodes=config.nodes, procs_per_node=config.nproc, master_addr=addr, master_port=port,
+                      node_rank=node_rank, job_id=job_id, rdzv_timeout_s=config.rdzv_timeout_s, env=env)
+
+
+def find_launcher(name: str, launchers: Mapping[str, Launcher]) -> Launcher:
+    """The registered launcher ``name``, or a one-line UsageError naming the known ones."""
+    found = launchers.get(name)
+    if found is None:
+        raise UsageError(f"train: launcher {name!r} is not a registered launcher "
+                         f"(known: {', '.join(sorted(launchers)) or 'none registered'})")
+    return found
+
+
+def plan_launch(config: TrainConfig, config_file: Path, out: Path, launchers: Mapping[str, Launcher]) -> Launch:
     """The argument list and environment of the launch (no shell)."""
-    worker = [*WORKER, str(config_file), str(out)]
+    launcher = find_launcher(config.launcher, launchers)
     threads = str(threads_per_rank(config))
     env = {**os.environ, "CMX_TRAIN_THREADS": threads, "OMP_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1"}
-    addr = config.master_addr or os.environ.get("MASTER_ADDR") or "127.0.0.1"
-    port = config.master_port or int(os.environ.get("MASTER_PORT") or 0) or free_port()
-    if config.launcher == "none":
-        env.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
-        return Launch((sys.executable, *worker), env, "none", "none")
-    if config.launcher == "env":
-        for key in ("RANK", "WORLD_SIZE"):
-            if key not in os.environ:
-                raise UsageError(f"train: launcher env needs {key} set by the executor (Slurm's srun sets it)")
-        env.update(MASTER_ADDR=addr, MASTER_PORT=str(port))
-        env.setdefault("LOCAL_RANK", os.environ.get("SLURM_LOCALID", "0"))
-        return Launch((sys.executable, *worker), env, "env", f"tcp://{addr}:{port}")
-    if config.launcher == "mpirun":
-        mpirun = shutil.which("mpirun")
-        if mpirun is None:
-            raise UsageError("train: launcher mpirun: no mpirun on PATH (Debian: apt-get install openmpi-bin)")
-        env.update(MASTER_ADDR=addr, MASTER_PORT=str(port), OMPI_MCA_btl="self,tcp",
-                   OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        argv = [mpirun, "-np", str(config.nproc), "--oversubscribe", "--bind-to", "none",
-                *(x for key in ("MASTER_ADDR", "MASTER_PORT", "CMX_TRAIN_THREADS", "OMP_NUM_THREADS", "PATH",
-                                "PYTHONPATH", "OMPI_MCA_btl") if key in env for x in ("-x", key)),
-                sys.executable, *worker]
-        return Launch(tuple(argv), env, "mpirun", f"tcp://{addr}:{port}")
-    run = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={config.nproc}", "--max-restarts=0",
-           "--monitor-interval=0.5"]
-    if config.nodes == 1:
-        run += ["--standalone"]
-        rendezvous = "c10d standalone (127.0.0.1)"
-    else:
-        endpoint = f"{addr}:{port + 1}"
-        run += [f"--nnodes={config.nodes}", "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint}",
-                f"--rdzv-id={os.environ.get('SLURM_JOB_ID', 'cmx-train')}",
-                f"--rdzv-conf=join_timeout={int(config.rdzv_timeout_s)}"]
-        rendezvous = f"c10d {endpoint}"
-    return Launch((*run, *worker), env, "torchrun", rendezvous)
+    try:
+        node = launcher.wrap((sys.executable, *WORKER, str(config_file), str(out)), layout_of(config, env))
+    except UsageError as exc:
+        raise UsageError(f"train: {exc}") from None
+    return Launch(node.argv, {**env, **node.env}, launcher.name, node.rendezvous)
 
 
-def run(config: TrainConfig, work: Path, log: Path) -> Ranks:
+def run(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Launcher]) -> Ranks:
     """Start the ranks, wait at most ``timeout_s``, and read what rank 0 gathered."""
     work.mkdir(parents=True, exist_ok=True)
     config_file = work / "config.json"
     config.write(config_file)
-    launch = plan_launch(config, config_file, work)
+    launch = plan_launch(config, config_file, work, launchers)
     (work / "launch.json").write_text(json.dumps({"argv": list(launch.argv), "launcher": launch.launcher,
                                                   "rendezvous": launch.rendezvous}, indent=1), encoding="utf-8")
     began = time.monotonic()

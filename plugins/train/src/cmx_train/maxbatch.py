@@ -10,10 +10,12 @@ failure of a probe fails the step."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from cmx_core.api import Launcher
 from cmx_core.errors import StepFailed, UsageError
 from cmx_train.config import TrainConfig
 from cmx_train.launch import run
@@ -30,11 +32,12 @@ class Found:
     probes: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _probe(config: TrainConfig, per_rank: int, work: Path, log: Path, found: Found) -> bool:
+def _probe(config: TrainConfig, per_rank: int, work: Path, log: Path, found: Found,
+           launchers: Mapping[str, Launcher]) -> bool:
     probe = replace(config, batch_size=per_rank, steps=2, warmup_steps=0)
     if probe.world_size == 1:
         probe = replace(probe, launcher="none")
-    ranks = run(probe, work / f"probe-{per_rank}", log)
+    ranks = run(probe, work / f"probe-{per_rank}", log, launchers)
     rows = ranks.rows
     oom = [r for r in rows if r.get("oom")]
     entry = {"per_rank_batch_size": per_rank, "oom": bool(oom),
@@ -49,14 +52,14 @@ def _probe(config: TrainConfig, per_rank: int, work: Path, log: Path, found: Fou
     return not oom
 
 
-def search(config: TrainConfig, work: Path, log: Path) -> Found:
+def search(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Launcher]) -> Found:
     if config.device == "cpu" and config.memory_limit_mb <= 0:
         raise UsageError("train: max-batch on the CPU needs memory_limit_mb > 0 (the budget each probe may use)")
     found = Found()
     cap = max(1, config.max_batch // config.world_size)
     size = min(config.batch_size, cap)
     while True:
-        if not _probe(config, size, work, log, found):
+        if not _probe(config, size, work, log, found, launchers):
             break
         if size >= cap:
             found.capped = True
@@ -66,7 +69,7 @@ def search(config: TrainConfig, work: Path, log: Path) -> Found:
         low, high = found.largest_per_rank, found.first_oom
         while high - low > max(1, low // 8):
             mid = (low + high) // 2
-            if _probe(config, mid, work, log, found):
+            if _probe(config, mid, work, log, found, launchers):
                 low = mid
             else:
                 high = mid

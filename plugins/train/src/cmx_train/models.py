@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from cmx_core.api import resnet50
 from cmx_train.config import TrainConfig
 
 
@@ -41,60 +42,6 @@ class DigitsCNN(nn.Module):
         return self.head(self.features(x))
 
 
-class Bottleneck(nn.Module):
-    expansion = 4
-
-    def __init__(self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(inplanes, planes, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(planes)
-        self.conv2 = nn.Conv2d(planes, planes, 3, stride=stride, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(planes)
-        self.conv3 = nn.Conv2d(planes, planes * 4, 1, bias=False)
-        self.bn3 = nn.BatchNorm2d(planes * 4)
-        self.relu = nn.ReLU(inplace=True)
-        self.downsample = downsample
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        identity = x if self.downsample is None else self.downsample(x)
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.relu(self.bn2(self.conv2(out)))
-        return self.relu(self.bn3(self.conv3(out)) + identity)
-
-
-class ResNet50(nn.Module):
-    """ResNet-50 v1.5 with torchvision's parameter names (a torchvision state_dict loads)."""
-
-    def __init__(self, classes: int = 1000) -> None:
-        super().__init__()
-        self.inplanes = 64
-        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        self.relu = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        self.layer1 = self._layer(64, 3)
-        self.layer2 = self._layer(128, 4, stride=2)
-        self.layer3 = self._layer(256, 6, stride=2)
-        self.layer4 = self._layer(512, 3, stride=2)
-        self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(2048, classes)
-
-    def _layer(self, planes: int, blocks: int, stride: int = 1) -> nn.Sequential:
-        down = None
-        if stride != 1 or self.inplanes != planes * 4:
-            down = nn.Sequential(nn.Conv2d(self.inplanes, planes * 4, 1, stride=stride, bias=False),
-                                 nn.BatchNorm2d(planes * 4))
-        layers: list[nn.Module] = [Bottleneck(self.inplanes, planes, stride, down)]
-        self.inplanes = planes * 4
-        layers += [Bottleneck(self.inplanes, planes) for _ in range(1, blocks)]
-        return nn.Sequential(*layers)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(torch.flatten(self.avgpool(x), 1))
-
-
 class BertClassifier(nn.Module):
     """BERT-base (transformers, random init from the base config) with a 2-class head."""
 
@@ -116,7 +63,7 @@ def build(config: TrainConfig) -> tuple[nn.Module, dict[str, Any]]:
     if config.model == "digits-cnn":
         model = DigitsCNN()
     elif config.model == "resnet50":
-        model = ResNet50()
+        model = resnet50()  # cmx-core's one ResNet-50 v1.5, shared with cmx-mlperf's classifier SUT
     else:
         model = BertClassifier()
     info: dict[str, Any] = {"name": config.model, "parameters": sum(p.numel() for p in model.parameters()),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,10 +29,10 @@ def run_step(ctx: StepContext) -> StepOutput:
     log = ctx.log_dir / "train-launch.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     if config.mode == "max-batch":
-        found = search(config, work, log)
+        found = search(config, work, log, ctx.launchers)
         return _max_batch_output(config, found, work)
 
-    ranks = run(config, work, log)
+    ranks = run(config, work, log, ctx.launchers)
     return _output(ctx, config, ranks, work)
 
 
@@ -140,7 +141,7 @@ def _output(ctx: StepContext, config: TrainConfig, ranks: Any, work: Path) -> St
             if not verdict.accepted and converged:
                 status = "invalid"
                 reasons.append(f"MLPerf compliance checker: {verdict.message}")
-    section = _section(config, rows, ranks, baseline, baseline_from, converged, compliance)
+    section = _section(config, rows, ranks, _Judged(baseline, baseline_from, converged, compliance))
     (work / "section.json").write_text(json.dumps(section, indent=1), encoding="utf-8")
     part = ResultPart(status=status, benchmark=_benchmark(config, metrics), metrics=metrics,
                       invalid_reasons=tuple(reasons), sections={SUITE: section})
@@ -165,8 +166,18 @@ def _baseline(ctx: StepContext, config: TrainConfig) -> tuple[float | None, str 
     return None, None
 
 
-def _section(config: TrainConfig, rows: Sequence[Mapping[str, Any]], ranks: Any, baseline: float | None,
-             baseline_from: str | None, converged: bool | None, compliance: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Judged:
+    """What the step concluded about a run, beside the ranks' rows: its scaling baseline and
+    where it came from, whether it converged, the compliance checker's verdict."""
+
+    baseline: float | None
+    baseline_from: str | None
+    converged: bool | None
+    compliance: Any
+
+
+def _section(config: TrainConfig, rows: Sequence[Mapping[str, Any]], ranks: Any, judged: _Judged) -> dict[str, Any]:
     return {
         "mode": config.mode,
         "model": _model_info(config),
@@ -186,13 +197,13 @@ def _section(config: TrainConfig, rows: Sequence[Mapping[str, Any]], ranks: Any,
         "steps": config.steps if config.mode == "throughput" else None,
         "warmup_steps": config.warmup_steps if config.mode == "throughput" else None,
         "target_accuracy": config.target_accuracy if config.mode == "time-to-accuracy" else None,
-        "converged": converged,
+        "converged": judged.converged,
         "epochs": rows[0]["epochs"],
         "val_accuracy": list(rows[0]["val_accuracy"]),
         "losses": list(rows[0]["losses"]),
-        "baseline_samples_per_s": baseline,
-        "baseline_from": baseline_from,
-        "compliance": compliance,
+        "baseline_samples_per_s": judged.baseline,
+        "baseline_from": judged.baseline_from,
+        "compliance": judged.compliance,
         "unofficial_reasons": honesty(config),
         "launch_wall_s": ranks.wall_s,
         "ranks": [{"rank": r["rank"], "host": r["host"], "samples": r["samples"], "window_s": r["window_s"],

@@ -193,11 +193,12 @@ def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
     _barrier(me)
     log.run_start()
     began = time.perf_counter()
+    loop = _Loop(config, me, data, step, device, figures)
     if config.mode == "time-to-accuracy":
-        _to_accuracy(config, me, data, net, step, autocast, figures, log, device, began)
+        _to_accuracy(loop, net, autocast, log, began)
     else:
         try:
-            _timed(config, me, data, step, sync, figures, device, meter)
+            _timed(loop, sync, meter)
         except (torch.OutOfMemoryError, MemoryError, RuntimeError) as exc:
             if config.mode != "max-batch" or not _is_oom(exc):
                 raise
@@ -222,8 +223,21 @@ def batches(config: TrainConfig, me: Rank, n: int, epoch: int) -> Iterator[Any]:
         yield order[start + me.rank * per: start + (me.rank + 1) * per]
 
 
-def _timed(config: TrainConfig, me: Rank, data: Any, step: Any, sync: Any, figures: Figures, device: Any,
-           meter: Any) -> None:
+@dataclass(frozen=True)
+class _Loop:
+    """What both training loops of one rank share: its configuration and place, the data,
+    the one-step function, the device and the figures they fill in."""
+
+    config: TrainConfig
+    me: Rank
+    data: Any
+    step: Any
+    device: Any
+    figures: Figures
+
+
+def _timed(loop: _Loop, sync: Any, meter: Any) -> None:
+    config, me, data, step, device, figures = loop.config, loop.me, loop.data, loop.step, loop.device, loop.figures
     total = config.warmup_steps + config.steps
     done, epoch, window_start = 0, 0, 0.0
     while done < total:
@@ -250,9 +264,10 @@ def _timed(config: TrainConfig, me: Rank, data: Any, step: Any, sync: Any, figur
     figures.epochs = epoch
 
 
-def _to_accuracy(config: TrainConfig, me: Rank, data: Any, net: Any, step: Any, autocast: Any, figures: Figures,
-                 log: Any, device: Any, began: float) -> None:
+def _to_accuracy(loop: _Loop, net: Any, autocast: Any, log: Any, began: float) -> None:
     import torch  # deferred: torch only when this runs (0 modules)
+
+    config, me, data, step, device, figures = loop.config, loop.me, loop.data, loop.step, loop.device, loop.figures
 
     for epoch in range(config.max_epochs):
         log.epoch_start(epoch)
