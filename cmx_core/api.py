@@ -101,9 +101,9 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     )
     from cmx_core.sandbox.cpus import pick_cpus
     from cmx_core.sandbox.session import BubblewrapSession, session_unavailable
+    from cmx_core.sandbox.tarsafe import FilterError, data_filter, extract_all, tar_filter
     from cmx_core.sandbox.verdict import Ending, decide
     from cmx_core.sweep.runner import point_command, run_sweep
-    from cmx_core.sandbox.tarsafe import FilterError, data_filter, extract_all, tar_filter
     from cmx_core.telemetry.collector import TelemetrySettings
     from cmx_core.telemetry.energy import Meter
 
