@@ -64,6 +64,7 @@ from cmx_core.providers.values import Artifact, Capabilities, Metric, ResultPart
 
 if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.facts.store import FactStore
+    from cmx_core.models.resnet import resnet50
     from cmx_core.faults.kinds.kill_worker import KILL_WORKER
     from cmx_core.paths import cache_dir, data_dir
     from cmx_core.plan.planner import Plan, PlanNode
@@ -107,9 +108,6 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.telemetry.collector import TelemetrySettings
     from cmx_core.telemetry.energy import Meter
 
-    def resnet50(num_classes: int = 1000) -> Any:
-        """:func:`cmx_core.builtin.resnet.resnet50` (declared, not imported: ``builtin`` is api's sibling layer)."""
-
 
 __all__ = [
     "Artifact", "CacheError", "CachedMeasurement", "Capabilities", "CmxError", "Command", "Detector",
@@ -150,7 +148,7 @@ __all__ = [
 _LAZY = {
     "run": "cmx_core.run.engine", "plan": "cmx_core.run.engine", "explain": "cmx_core.run.engine",
     "list_recipes": "cmx_core.run.engine", "detect_facts": "cmx_core.run.engine",
-    "validate_document": "cmx_core.results.validate", "resnet50": "cmx_core.builtin.resnet",
+    "validate_document": "cmx_core.results.validate", "resnet50": "cmx_core.models.resnet",
     "plan_plugins": "cmx_core.run.engine",
     "RemoteExecutor": "cmx_core.run.remote", "RemoteJob": "cmx_core.run.remote", "JobStatus": "cmx_core.run.remote",
     "Fetched": "cmx_core.run.remote", "WorkerKill": "cmx_core.run.remote",

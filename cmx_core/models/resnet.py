@@ -2,9 +2,9 @@
 """ResNet-50 v1.5 in plain torch: the one definition the MLPerf classifier SUT (cmx-mlperf)
 and the training suite (cmx-train) share, exported as ``cmx_core.api.resnet50``.
 
-It lives in core because the two suites may not import each other, torchvision (whose
-``resnet50`` it reproduces) cannot be installed next to this torch build, and a separate
-distribution for one model is more machinery than it saves. torch is not a cmx-core
+It lives in core (``models/``, the bottom floor) because the two suites may not import each
+other, torchvision (whose ``resnet50`` it reproduces) cannot be installed next to this torch
+build, and a separate distribution for one model is more machinery than it saves. torch is not a cmx-core
 dependency: it is imported only when :func:`resnet50` is called (by a suite that has it).
 
 Parameter names match torchvision's ``resnet50`` (``conv1``, ``bn1``, ``layer1.0.conv1``,
