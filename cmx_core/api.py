@@ -3,7 +3,7 @@
 Providers and values: :class:`StepType`, :class:`Detector`, :class:`Executor`,
 :class:`Command`, :class:`Exporter`, :class:`Suite`, :class:`Capabilities`,
 :class:`StepContext`, :class:`StepOutput`, :class:`ResultPart`, :class:`Metric`,
-:class:`Artifact`. The executor contract: :class:`ExecutionRequest`,
+:class:`Artifact`. The executor contract: :class:`ExecutionContext`, :class:`ExecutionRequest`,
 :class:`ExecutionOutcome`, :class:`NodeResult`, :class:`RunError`,
 :class:`ExecutorSettings`, and (imported lazily) :class:`RemoteExecutor` with
 :class:`RemoteJob` and :class:`JobStatus`. Errors: :class:`CmxError` and its
@@ -36,7 +36,7 @@ from cmx_core.errors import (
     UsageError,
 )
 from cmx_core.plugins.hookspecs import hookimpl
-from cmx_core.plugins.registry import ExecutionRequest, Executor
+from cmx_core.plugins.registry import ExecutionContext, ExecutionRequest, Executor
 from cmx_core.providers.types import (
     CachedMeasurement,
     Command,
@@ -101,8 +101,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
 
 __all__ = [
     "Artifact", "CacheError", "CachedMeasurement", "Capabilities", "CmxError", "Command", "Detector",
-    "ExecutionOutcome", "ExecutionRequest", "Executor", "ExecutorSettings", "Exporter", "Interrupted",
-    "Metric", "NoSettings", "NodeResult", "PluginError", "RecipeError",
+    "ExecutionContext", "ExecutionOutcome", "ExecutionRequest", "Executor", "ExecutorSettings", "Exporter",
+    "Interrupted", "Metric", "NoSettings", "NodeResult", "PluginError", "RecipeError",
     "RemoteExecutor", "RemoteJob", "JobStatus", "Fetched", "WorkerKill",
     "Plan", "PlanNode", "Registry", "FactStore",
     "ResolveError", "ResultPart", "ResultsError", "RunError", "StepContext", "StepFailed",

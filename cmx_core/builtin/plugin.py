@@ -314,4 +314,4 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
 
 
 def _run_local(request: ExecutionRequest) -> ExecutionOutcome:
-    return run_local(request, registry_events(request.registry))
+    return run_local(request, registry_events(request.context.registry))

@@ -169,7 +169,7 @@ def test_a_batch_runs_every_point_over_one_connection_and_each_result_is_the_poi
     from cmx_ray.batch import run_batch
     from cmx_ray.settings import RaySettings
 
-    from cmx_core.api import ExecutionRequest
+    from cmx_core.api import ExecutionContext, ExecutionRequest
     from cmx_core.run import engine
     from cmx_core.run.runids import new_run_id
 
@@ -181,9 +181,8 @@ def test_a_batch_runs_every_point_over_one_connection_and_each_result_is_the_poi
         run_dir = paths.data_dir() / "batch" / f"point-{size}"
         run_dir.mkdir(parents=True)
         engine.write_lock(run_dir, plan, session.registry)
-        requests.append(ExecutionRequest(plan=plan, facts=session.facts, registry=session.registry,
-                                         run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id(),
-                                         settings=settings))
+        requests.append(ExecutionRequest(ExecutionContext(plan, settings, session.facts, session.registry),
+                                         run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id()))
     outcomes = run_batch(requests, settings)
     assert [o.error for o in outcomes] == [None, None, None]
     for size, request, outcome in zip((7, 11, 13), requests, outcomes, strict=True):
@@ -201,7 +200,7 @@ def test_ctrl_c_cancels_every_task_of_a_batch_and_their_processes(ray_head: str,
     from cmx_ray.batch import run_batch
     from cmx_ray.settings import RaySettings
 
-    from cmx_core.api import ExecutionRequest
+    from cmx_core.api import ExecutionContext, ExecutionRequest
     from cmx_core.errors import Interrupted
     from cmx_core.run import engine
     from cmx_core.run.runids import new_run_id
@@ -215,8 +214,8 @@ def test_ctrl_c_cancels_every_task_of_a_batch_and_their_processes(ray_head: str,
         run_dir = tmp_path / f"point-{index}"
         run_dir.mkdir()
         engine.write_lock(run_dir, plan, session.registry)
-        requests.append(ExecutionRequest(plan=plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
-                                         lock_path=run_dir / "lock.json", run_id=new_run_id(), settings=settings))
+        requests.append(ExecutionRequest(ExecutionContext(plan, settings, session.facts, session.registry),
+                                         run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id()))
 
     def interrupted(self: object, handle: object) -> None:
         deadline = time.monotonic() + 60

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from cmx_slurm.settings import SlurmSettings
 
 from cmx_core.errors import UsageError
 from cmx_core.run import engine
+from cmx_core.testing import execution_context
 
 # Lines as scontrol show job -o printed them on the test cluster (shortened).
 COMPLETED = ("JobId=3 JobName=wrap UserId=root(0) JobState=COMPLETED Reason=None Dependency=(null) "
@@ -73,22 +75,20 @@ def test_cmx_plan_describes_the_job(cmx_home: Path) -> None:
     from cmx_slurm.executor import SlurmExecutor
 
     plan = engine.plan("demo,sort")
-    described = SlurmExecutor().describe(plan, SlurmSettings(ntasks_per_node=2, mem="1G"))
+    described = SlurmExecutor().describe(execution_context(plan, SlurmSettings(ntasks_per_node=2, mem="1G")))
     assert described["tasks"] == 2 and described["sbatch"] == "--nodes=1 --ntasks-per-node=2 --mem=1G"
 
 
 def test_the_far_command_setting_is_split_like_a_shell(cmx_home: Path, tmp_path: Path) -> None:
     from cmx_slurm.executor import SlurmExecutor
 
-    from cmx_core.api import ExecutionRequest, FactStore
-    from cmx_core.plugins.loader import get_registry
+    from cmx_core.api import ExecutionRequest
 
     plan = engine.plan("demo,sort")
-    request = ExecutionRequest(plan=plan, facts=FactStore(get_registry().detectors), registry=get_registry(),
-                               run_dir=tmp_path, lock_path=tmp_path / "lock.json", run_id="x",
-                               settings=SlurmSettings(cmx="'/opt/my env/bin/cmx' --quiet"))
+    context = execution_context(plan, SlurmSettings(cmx="'/opt/my env/bin/cmx' --quiet"))
+    request = ExecutionRequest(context, run_dir=tmp_path, lock_path=tmp_path / "lock.json", run_id="x")
     assert SlurmExecutor().cmx_command(request) == ("/opt/my env/bin/cmx", "--quiet")
-    plain = ExecutionRequest(**{**request.__dict__, "settings": SlurmSettings()})
+    plain = replace(request, context=replace(context, settings=SlurmSettings()))
     assert SlurmExecutor().cmx_command(plain) == (sys.executable, "-m", "cmx_core")
 
 
