@@ -35,7 +35,7 @@ from typing import Any
 
 from cmx_slurm.testing import start_private, stop_private
 
-from cmx_core.api import get_registry
+from cmx_core.plugins.loader import get_registry
 from cmx_core.testing.chaos import CHAOS_TAG, FAULTS, INPUTS, available_faults, chaos_recipe
 
 ROOT = Path(__file__).resolve().parent.parent

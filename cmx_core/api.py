@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.paths import cache_dir, data_dir
     from cmx_core.plan.planner import Plan, PlanNode
     from cmx_core.plugins.extras import require_extra
-    from cmx_core.plugins.loader import get_registry, get_sandbox
+    from cmx_core.plugins.loader import get_sandbox
     from cmx_core.plugins.registry import Registry
     from cmx_core.recipes.resources import NO_RESOURCES, Resources, node_resources, plan_resources
     from cmx_core.recipes.template import register_template_function
@@ -114,7 +114,7 @@ __all__ = [
     "is_secret_name", "TOKEN_PATTERNS",
     "get_sandbox", "Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict",
     # what the in-tree plugins reached past the API for, before the layers issue (#27)
-    "cache_dir", "data_dir", "get_registry", "write_lock", "fold", "check_spec", "pick_cpus", "BubblewrapSession",
+    "cache_dir", "data_dir", "write_lock", "fold", "check_spec", "pick_cpus", "BubblewrapSession",
     "session_unavailable", "Ending", "decide", "point_command", "run_sweep",
     "Meter", "register_template_function",
     # the run's telemetry (docs/telemetry.md): a step's metrics sink, the sampler's settings
@@ -145,7 +145,7 @@ _LAZY = {
     "is_secret_name": "cmx_core.results.secrets", "TOKEN_PATTERNS": "cmx_core.results.secrets",
     **dict.fromkeys(("Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict",
                      "check_spec"), "cmx_core.sandbox"),
-    "cache_dir": "cmx_core.paths", "data_dir": "cmx_core.paths", "get_registry": "cmx_core.plugins.loader",
+    "cache_dir": "cmx_core.paths", "data_dir": "cmx_core.paths",
     "write_lock": "cmx_core.run.engine",
     "fold": "cmx_core.run.remote", "pick_cpus": "cmx_core.sandbox.cpus",
     **dict.fromkeys(("BubblewrapSession", "session_unavailable"), "cmx_core.sandbox.session"),
