@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.cli.recovery_opts import chaos_options
+from cmx_core.plugins.loader import get_registry
 from cmx_core.providers.recovery import FAULT_CLASSES, RetryPolicy
 from cmx_core.results.faults import fault_report
 from cmx_core.run.inject import FAULTS, LOCAL_FAULTS
 from cmx_core.sweep import runner
 from cmx_core.sweep.batch import parse_point_options
 from cmx_core.sweep.state import SweepSpec
-from cmx_core.testing import get_registry
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "faults.md"
 TEXT = DOC.read_text(encoding="utf-8")
