@@ -372,9 +372,9 @@ class Executor:
     It must hand over exactly one outcome per request. A sweep uses it over ``run_many``.
 
     ``render_many`` (optional) writes what ``run_many`` would submit for these contexts (a
-    sweep's checked points, in order, all with the same settings) without running anything: ``cmx sweep ...
-    --executor-opt render=DIR`` calls it instead of running the sweep. It returns the files
-    it wrote.
+    sweep's checked points, in order, all with the same settings) without running anything:
+    ``cmx sweep ... --executor-opt render=DIR`` calls it instead of running the sweep. It
+    returns the files it wrote.
     """
 
     name: str
