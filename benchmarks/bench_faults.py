@@ -33,7 +33,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import KILL_WORKER, get_registry
+from cmx_core.api import KILL_WORKER
+from cmx_core.plugins.loader import get_registry
 from cmx_core.testing.chaos import CHAOS_TAG, FAULTS, INPUTS, available_faults, chaos_recipe
 from cmx_slurm.testing import start_private, stop_private
 

@@ -61,7 +61,7 @@ from typing import Any
 
 def _requests(sizes: list[int], base: Path, settings: Any) -> list[Any]:
     """A prepared run (plan, run directory, lock) per size."""
-    from cmx_core.api import ExecutionRequest
+    from cmx_core.api import ExecutionContext, ExecutionRequest
     from cmx_core.run import engine
     from cmx_core.run.runids import new_run_id
 
@@ -72,9 +72,8 @@ def _requests(sizes: list[int], base: Path, settings: Any) -> list[Any]:
         run_dir = base / f"point-{size}"
         run_dir.mkdir(parents=True)
         engine.write_lock(run_dir, plan, session.registry)
-        requests.append(ExecutionRequest(plan=plan, facts=session.facts, registry=session.registry,
-                                         run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id(),
-                                         settings=settings))
+        requests.append(ExecutionRequest(ExecutionContext(plan, settings, session.facts, session.registry),
+                                         run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id()))
     return requests
 
 

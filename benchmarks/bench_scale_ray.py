@@ -113,9 +113,9 @@ def _baseline_executor() -> Any:
             return RemoteExecutor.run(self, request)
 
         def submit(self, job: RemoteJob) -> RayHandle:
-            settings = job.request.settings
+            settings = job.request.context.settings
             assert isinstance(settings, RaySettings)
-            resources = task_resources(job.request.plan, settings, None)
+            resources = task_resources(job.request.context.plan, settings, None)
             handle = RayHandle(None, resources, None, "none (baseline)")
             env = {"OMP_NUM_THREADS": f"{max(1, int(resources.num_cpus))}", **job.env}  # as Ray sets it for a task
             handle.result = far.run_far(list(job.command), env, (job.stage_dir / "lock.json").read_bytes(),
@@ -168,7 +168,7 @@ def _sequential(runs: int, opts: dict[str, str]) -> dict[str, Any]:
 
 
 def _requests(sizes: Sequence[int], base: Path, settings: Any) -> list[Any]:
-    from cmx_core.api import ExecutionRequest
+    from cmx_core.api import ExecutionContext, ExecutionRequest
     from cmx_core.run import engine
     from cmx_core.run.runids import new_run_id
 
@@ -179,8 +179,8 @@ def _requests(sizes: Sequence[int], base: Path, settings: Any) -> list[Any]:
         run_dir = base / f"point-{size}"
         run_dir.mkdir(parents=True)
         engine.write_lock(run_dir, plan, session.registry)
-        requests.append(ExecutionRequest(plan=plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
-                                         lock_path=run_dir / "lock.json", run_id=new_run_id(), settings=settings))
+        requests.append(ExecutionRequest(ExecutionContext(plan, settings, session.facts, session.registry),
+                                         run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id()))
     return requests
 
 

@@ -4,7 +4,7 @@ Providers and values: :class:`StepType`, :class:`Detector`, :class:`Executor`,
 :class:`Command`, :class:`Exporter`, :class:`Suite`, :class:`Launcher` (with the
 :class:`RankLayout` it is given and the :class:`NodeCommand` it returns), :class:`Capabilities`,
 :class:`StepContext`, :class:`StepOutput`, :class:`ResultPart`, :class:`Metric`,
-:class:`Artifact`. The executor contract: :class:`ExecutionRequest`,
+:class:`Artifact`. The executor contract: :class:`ExecutionContext`, :class:`ExecutionRequest`,
 :class:`ExecutionOutcome`, :class:`NodeResult`, :class:`RunError`,
 :class:`ExecutorSettings`, and (imported lazily) :class:`RemoteExecutor` with
 :class:`RemoteJob` and :class:`JobStatus`. Errors: :class:`CmxError` and its
@@ -39,7 +39,7 @@ from cmx_core.errors import (
     UsageError,
 )
 from cmx_core.plugins.hookspecs import hookimpl
-from cmx_core.plugins.registry import ExecutionRequest, Executor
+from cmx_core.plugins.registry import ExecutionContext, ExecutionRequest, Executor
 from cmx_core.providers.types import (
     CachedMeasurement,
     Command,
@@ -64,12 +64,12 @@ from cmx_core.providers.values import Artifact, Capabilities, Metric, ResultPart
 
 if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.facts.store import FactStore
-    from cmx_core.models.resnet import resnet50
     from cmx_core.faults.kinds.kill_worker import KILL_WORKER
+    from cmx_core.models.resnet import resnet50
     from cmx_core.paths import cache_dir, data_dir
     from cmx_core.plan.planner import Plan, PlanNode
     from cmx_core.plugins.extras import require_extra
-    from cmx_core.plugins.loader import get_registry, get_sandbox
+    from cmx_core.plugins.loader import get_sandbox
     from cmx_core.plugins.registry import Registry
     from cmx_core.providers.recovery import FaultClass, FaultKind
     from cmx_core.recipes.resources import NO_RESOURCES, Resources, node_resources, plan_resources
@@ -111,8 +111,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
 
 __all__ = [
     "Artifact", "CacheError", "CachedMeasurement", "Capabilities", "CmxError", "Command", "Detector",
-    "ExecutionOutcome", "ExecutionRequest", "Executor", "ExecutorSettings", "Exporter", "Interrupted",
-    "Metric", "NoSettings", "NodeResult", "PluginError", "RecipeError",
+    "ExecutionContext", "ExecutionOutcome", "ExecutionRequest", "Executor", "ExecutorSettings", "Exporter",
+    "Interrupted", "Metric", "NoSettings", "NodeResult", "PluginError", "RecipeError",
     "RemoteExecutor", "RemoteJob", "JobStatus", "Fetched", "WorkerKill",
     "Plan", "PlanNode", "Registry", "FactStore",
     "ResolveError", "ResultPart", "ResultsError", "RunError", "StepContext", "StepFailed",
@@ -124,7 +124,7 @@ __all__ = [
     "is_secret_name", "TOKEN_PATTERNS",
     "get_sandbox", "Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict",
     # what the in-tree plugins reached past the API for, before the layers issue (#27)
-    "cache_dir", "data_dir", "get_registry", "write_lock", "fold", "check_spec", "pick_cpus", "BubblewrapSession",
+    "cache_dir", "data_dir", "write_lock", "fold", "check_spec", "pick_cpus", "BubblewrapSession",
     "session_unavailable", "Ending", "decide", "point_command", "run_sweep",
     "Meter", "register_template_function",
     # the run's telemetry (docs/telemetry.md): a step's metrics sink, the sampler's settings
@@ -161,7 +161,7 @@ _LAZY = {
     "is_secret_name": "cmx_core.results.secrets", "TOKEN_PATTERNS": "cmx_core.results.secrets",
     **dict.fromkeys(("Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict",
                      "check_spec"), "cmx_core.sandbox"),
-    "cache_dir": "cmx_core.paths", "data_dir": "cmx_core.paths", "get_registry": "cmx_core.plugins.loader",
+    "cache_dir": "cmx_core.paths", "data_dir": "cmx_core.paths",
     "write_lock": "cmx_core.run.engine",
     "fold": "cmx_core.run.remote", "pick_cpus": "cmx_core.sandbox.cpus",
     **dict.fromkeys(("BubblewrapSession", "session_unavailable"), "cmx_core.sandbox.session"),

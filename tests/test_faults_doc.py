@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import get_registry
 from cmx_core.cli.recovery_opts import chaos_options
 from cmx_core.faults.registry import INJECTORS
+from cmx_core.plugins.loader import get_registry
 from cmx_core.providers.recovery import FAULT_CLASSES, RetryPolicy
 from cmx_core.results.faults import fault_report
 from cmx_core.sweep import runner

@@ -63,7 +63,7 @@ class Recorder:
         return StepOutput(outputs={"echoed": ctx.params["text"]})
 
     def _execute(self, request: ExecutionRequest) -> Path:
-        self.events.append(("executor", request.plan.root.recipe_name))
+        self.events.append(("executor", request.context.plan.root.recipe_name))
         local = plugins.get_registry().executors["local"]
         return local.run(request)
 

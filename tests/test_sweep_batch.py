@@ -38,7 +38,7 @@ class _Batching:
         self.fail = fail
 
     def _one(self, request: ExecutionRequest) -> ExecutionOutcome:
-        local = request.registry.executors["local"]
+        local = request.context.registry.executors["local"]
         return local.run(request)
 
     def _many(self, requests: Sequence[ExecutionRequest], max_parallel: int) -> tuple[ExecutionOutcome, ...]:

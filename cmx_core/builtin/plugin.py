@@ -323,4 +323,4 @@ def cmx_register_launchers(register: Callable[[Launcher], None]) -> None:
 
 
 def _run_local(request: ExecutionRequest) -> ExecutionOutcome:
-    return run_local(request, registry_events(request.registry))
+    return run_local(request, registry_events(request.context.registry))

@@ -19,6 +19,7 @@ from cmx_core.plan.conditional import of_node
 from cmx_core.plan.handoff import FLAG as HANDOFF_FLAG
 from cmx_core.plan.handoff import read_plan
 from cmx_core.plan.planner import Plan
+from cmx_core.plugins.loader import get_registry
 from cmx_core.resolve.env_args import ENV_PREFIX
 from cmx_core.resolve.input_hints import unknown_flag
 from cmx_core.results.grid import Column, Grid, fit, width_for
@@ -312,7 +313,8 @@ def _replay_observer(args: argparse.Namespace) -> Any:
             or args.container or args.executor_opt:
         return None
 
-    return Recorder(args.argv, args.replay_key, args.recipes, json_output=args.json, verbose=args.verbose)
+    return Recorder(args.argv, args.replay_key, args.recipes, get_registry(), json_output=args.json,
+                    verbose=args.verbose)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

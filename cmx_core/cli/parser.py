@@ -148,7 +148,7 @@ def _add_plugin_commands(sub: Any, common: argparse.ArgumentParser, selected: st
             parser.add_argument("--json", action="store_true", help="print exactly one JSON document")
         if not any("--wide" in a.option_strings for a in parser._actions):
             parser.add_argument("--wide", action="store_true", help="tables at their natural width, every column")
-        parser.set_defaults(handler=command.run)
+        parser.set_defaults(handler=command.run, cmx_registry=registry)
 
 
 def _add_grouped(sub: Any, groups: dict[str, Any], command: Any, selected: str | None, registry: Any) -> None:
@@ -169,4 +169,4 @@ def _add_grouped(sub: Any, groups: dict[str, Any], command: Any, selected: str |
     command.configure(member)
     if not any("--json" in a.option_strings for a in member._actions):
         member.add_argument("--json", action="store_true", help="print exactly one JSON document")
-    member.set_defaults(handler=command.run)
+    member.set_defaults(handler=command.run, cmx_registry=registry)

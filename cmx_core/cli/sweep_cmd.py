@@ -128,7 +128,7 @@ def _renders(args: argparse.Namespace, executor: str | None, planned: Planned) -
     if chosen is None or chosen.render_many is None or not parse_executor_options(args.executor_opt).get("render"):
         return False
     settings = executor_settings(chosen, parse_executor_options(args.executor_opt))
-    written = chosen.render_many([planned.plans[i] for i in sorted(planned.plans)], settings, args.jobs)
+    written = chosen.render_many(planned.contexts(settings), args.jobs)
     if args.json:
         print(json.dumps({"rendered": [str(p) for p in written], "points": len(planned.plans)}, indent=2))
     else:

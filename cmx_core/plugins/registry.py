@@ -1,7 +1,8 @@
 """The registry of loaded plugins: every provider by kind and name, and how a plugin's
 registration hook puts its providers there (a core built-in may be replaced, two plugins
-clash). It also holds the executor contract, :class:`Executor` and the
-:class:`ExecutionRequest` an executor is handed, since a request carries the registry.
+clash). It also holds the executor contract, :class:`Executor`, the :class:`ExecutionContext`
+its ``check_plan``, ``describe`` and ``render_many`` are handed and the
+:class:`ExecutionRequest` its ``run`` is handed, since a context carries the registry.
 
 Loading (entry points, the process-wide registry) is :mod:`cmx_core.plugins.loader`.
 """
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from cmx_core.facts.store import FactStore
     from cmx_core.plan.planner import Plan
     from cmx_core.sandbox.backend import Sandbox, SandboxBackend
+    from cmx_core.telemetry.collector import TelemetrySettings
 
 CORE = "cmx-core"
 P = TypeVar("P", StepType, Detector, "Executor", Command, Exporter, Suite, "SandboxBackend", Launcher)
@@ -297,28 +299,50 @@ def failure_line(name: str, info: PluginInfo) -> str:
 
 
 @dataclass(frozen=True)
-class ExecutionRequest:
-    """What an executor is asked to run: a resolved plan and everything it needs.
+class ExecutionContext:
+    """What an executor knows about a plan: handed to ``check_plan`` and ``describe``, and
+    carried by every :class:`ExecutionRequest` (``request.context``) to ``run``.
 
-    ``plan`` is the resolved :class:`cmx_core.plan.planner.Plan`; ``facts`` the
-    :class:`cmx_core.facts.store.FactStore` the plan was resolved against; ``registry`` the loaded
-    plugins. ``lock_path`` is the run's ``lock.json``, already written (a remote executor
-    ships it and runs ``cmx run --lock`` on the far side). ``settings`` is an instance of
-    the executor's own :class:`ExecutorSettings` subclass, already validated.
+    ``plan`` is the resolved :class:`cmx_core.plan.planner.Plan`; ``settings`` an instance of
+    the executor's own :class:`ExecutorSettings` subclass, already validated; ``facts`` the
+    :class:`cmx_core.facts.store.FactStore` the plan was resolved against (a facts file, or
+    this machine); ``registry`` the loaded plugins (another provider, such as the ``docker``
+    executor a cluster executor asks for an image tag, is reached through it, never through a
+    process-wide registry). ``telemetry`` says how the run is sampled (None: from the
+    environment, docs/telemetry.md) and ``recovery`` is the command line's recovery policy and
+    fault injections (docs/faults.md); ``cmx plan`` leaves both at their defaults.
     """
 
     plan: Plan
+    settings: ExecutorSettings
     facts: FactStore
     registry: Registry
+    telemetry: TelemetrySettings | None = None
+    recovery: Recovery = NO_RECOVERY
+
+    @property
+    def gpus(self) -> Any:
+        """The ``gpus`` fact the plan was resolved against (None when not detected)."""
+        return self.facts.try_get("gpus")
+
+
+@dataclass(frozen=True)
+class ExecutionRequest:
+    """What an executor is asked to run: the :class:`ExecutionContext` (plan, settings,
+    facts, registry, telemetry and recovery) and this run's own places and switches.
+
+    ``lock_path`` is the run's ``lock.json``, already written (a remote executor ships it and
+    runs ``cmx run --lock`` on the far side); ``run_dir`` the run directory; ``jobs``,
+    ``use_cache`` and ``refresh`` the command line's ``-j``, ``--no-cache`` and ``--refresh``.
+    """
+
+    context: ExecutionContext
     run_dir: Path
     lock_path: Path
     run_id: str
-    settings: ExecutorSettings = field(default_factory=NoSettings)
     jobs: int = 1
     use_cache: bool = True
     refresh: bool = False
-    recovery: Recovery = NO_RECOVERY
-    """The command line's recovery policy and fault injections (docs/faults.md)."""
 
 
 @dataclass(frozen=True)
@@ -332,10 +356,12 @@ class Executor:
     :class:`cmx_core.errors.CmxError` and recorded as an error result too. ``settings`` is the
     executor's :class:`ExecutorSettings` subclass. Remote executors derive from
     :class:`cmx_core.run.remote.RemoteExecutor`, which implements ``run``. ``check_plan``
-    (optional) is called by ``cmx plan`` and before a run starts, and raises a CmxError for
-    what would make the run fail on its input (an unknown container template, say).
-    ``describe`` (optional) says, for ``cmx plan``, how the plan would run: for a container
-    the image tag, the GPUs requested, the mounts, the network and the limits.
+    (optional) is handed the :class:`ExecutionContext` by ``cmx plan`` and before a run
+    starts, and raises a CmxError for what would make the run fail on its input (an unknown
+    container template, say). ``describe`` (optional) is handed the same context and says, for
+    ``cmx plan``, how the plan would run: for a container the image tag, the GPUs requested,
+    the mounts, the network and the limits. Everything an executor needs comes in the context
+    or the request: no executor asks a process-wide registry.
 
     ``run_many`` (optional) runs many prepared requests as one batch (a Slurm job array, Ray
     tasks over one connection): ``cmx sweep`` calls it once with every point's request (each
@@ -352,22 +378,22 @@ class Executor:
     sweep records each point then, so a driver killed mid-batch loses no point that had ended.
     It must hand over exactly one outcome per request. A sweep uses it over ``run_many``.
 
-    ``render_many`` (optional) writes what ``run_many`` would submit for these plans (a
-    sweep's checked points, in order) without running anything: ``cmx sweep ...
-    --executor-opt render=DIR`` calls it instead of running the sweep. It returns the files
-    it wrote.
+    ``render_many`` (optional) writes what ``run_many`` would submit for these contexts (a
+    sweep's checked points, in order, all with the same settings) without running anything:
+    ``cmx sweep ... --executor-opt render=DIR`` calls it instead of running the sweep. It
+    returns the files it wrote.
     """
 
     name: str
     summary: str
     run: Callable[[ExecutionRequest], ExecutionOutcome]
     settings: type[ExecutorSettings] = NoSettings
-    check_plan: Callable[[Plan, ExecutorSettings], None] | None = None
-    describe: Callable[[Plan, ExecutorSettings], Mapping[str, Any]] | None = None
+    check_plan: Callable[[ExecutionContext], None] | None = None
+    describe: Callable[[ExecutionContext], Mapping[str, Any]] | None = None
     capabilities: Capabilities = field(default_factory=Capabilities)
     run_many: Callable[[Sequence[ExecutionRequest], int], tuple[ExecutionOutcome, ...]] | None = None
     run_each: Callable[[Sequence[ExecutionRequest], int, Callable[[int, ExecutionOutcome], None]], None] | None = None
-    render_many: Callable[[Sequence[Plan], ExecutorSettings, int], Sequence[Path]] | None = None
+    render_many: Callable[[Sequence[ExecutionContext], int], Sequence[Path]] | None = None
     version: str = ""
     plugin: str = ""
     runs_here: bool = False

@@ -95,6 +95,9 @@ class StepContext:
     launchers: Mapping[str, Launcher] = field(default_factory=dict)
     """The registered launchers by name (``cmx_register_launchers``): a step whose ranks
     start under a launcher (``launcher: torchrun``) looks it up here."""
+    detector_plugins: frozenset[str] = frozenset()
+    """The loaded plugins that provide detectors (``cmx-core`` among them): what a step that
+    builds an environment to detect the same facts in (``docker.build``) installs there."""
 
     def save_checkpoint(self, name: str, data: bytes | str) -> Path:
         """Write one checkpoint file atomically (readers see the old file or the new one)."""
@@ -367,6 +370,9 @@ class Command:
 
     ``configure`` adds arguments to its argparse parser; ``run`` gets the parsed namespace and
     returns the exit code. ``--json`` is added for you; honour it by printing one JSON document.
+    The namespace's ``cmx_registry`` is the loaded plugin registry (``cmx_core.api.Registry``),
+    handed to a command that reaches other providers (``cmx detect`` runs every plugin's
+    detectors): a plugin never asks for a process-wide one.
     """
 
     name: str

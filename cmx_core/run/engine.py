@@ -30,7 +30,7 @@ from cmx_core.plan.view import view
 from cmx_core.plugins.events import registry_events
 from cmx_core.plugins.extras import check_plan_extras
 from cmx_core.plugins.loader import get_registry
-from cmx_core.plugins.registry import ExecutionRequest, Executor, Registry, missing_provider_message
+from cmx_core.plugins.registry import ExecutionContext, ExecutionRequest, Executor, Registry, missing_provider_message
 from cmx_core.providers.recovery import NO_RECOVERY, Recovery
 from cmx_core.providers.types import ExecutorSettings, RunError
 from cmx_core.recipes.model import Recipe, split_tags
@@ -126,7 +126,8 @@ def plan_view(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None
     session = open_session(recipes_dirs, facts_file)
     the_plan = _resolve_plan(tags, inputs, session)
     chosen, settings = _checked_executor(session, the_plan, executor, options)
-    execution = chosen.describe(the_plan, settings) if chosen.describe is not None else {}
+    context = ExecutionContext(the_plan, settings, session.facts, session.registry)
+    execution = chosen.describe(context) if chosen.describe is not None else {}
     return view(the_plan, session.facts, chosen.name, execution, session.registry.steps)
 
 
@@ -163,7 +164,7 @@ def _checked_executor(session: Session, the_plan: Plan, executor: str | None,
     chosen = _executor(session, the_plan, executor)
     settings = executor_settings(chosen, options or {})
     if chosen.check_plan is not None:
-        chosen.check_plan(the_plan, settings)
+        chosen.check_plan(ExecutionContext(the_plan, settings, session.facts, session.registry))
     return chosen, settings
 
 
@@ -325,9 +326,8 @@ def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
     _write_json(run_dir / "plan.json", the_plan.to_json())
     lock_digest = write_lock(run_dir, the_plan, session.registry, session.repos)
     request = ExecutionRequest(
-        plan=the_plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
-        lock_path=run_dir / "lock.json", run_id=run_id, settings=settings, jobs=jobs,
-        use_cache=use_cache, refresh=refresh, recovery=recovery,
+        ExecutionContext(the_plan, settings, session.facts, session.registry, observe, recovery), run_dir=run_dir,
+        lock_path=run_dir / "lock.json", run_id=run_id, jobs=jobs, use_cache=use_cache, refresh=refresh,
     )
 
     inflight.reap()  # runs a killed cmx left behind are recorded as interrupted

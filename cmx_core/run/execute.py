@@ -101,9 +101,9 @@ class _Progress:
 
 def run_local(request: ExecutionRequest, events: EventSink) -> ExecutionOutcome:
     """The ``local`` executor: run the plan here, in this process."""
-    settings = RunSettings(request.run_dir, request.run_id, request.use_cache, request.refresh, request.recovery)
-    return execute_plan(request.plan, request.facts, request.registry, Cache(), events, settings,
-                        jobs=request.jobs)
+    context = request.context
+    settings = RunSettings(request.run_dir, request.run_id, request.use_cache, request.refresh, context.recovery)
+    return execute_plan(context.plan, context.facts, context.registry, Cache(), events, settings, jobs=request.jobs)
 
 
 def execute_plan(plan: Plan, facts: FactStore, registry: Registry, cache: Cache, events: EventSink,
@@ -323,6 +323,7 @@ class NodeRunner:
             metrics=step_metrics(node.id, step.id, log_dir), checkpoint_dir=checkpoint, attempt=attempt,
             measures=step.measures if step.measures is not None else step_type.measures,
             launchers=self.registry.launchers,
+            detector_plugins=frozenset(d.plugin for d in self.registry.detectors.values()),
         )
         oom_before = oom_kills()
         try:

@@ -60,7 +60,7 @@ def record_run(request: ExecutionRequest, outcome: ExecutionOutcome, provenance:
     section that breaks its schema, say) is recorded as an error result instead."""
     secrets = run_secrets()  # the run's own secret values: never kept in what it writes
     redact_tree(request.run_dir, secrets)  # the logs and outputs its steps wrote
-    facts = dict(outcome.facts) if outcome.facts is not None else request.facts.snapshot(SYSTEM_FACTS)
+    facts = dict(outcome.facts) if outcome.facts is not None else request.context.facts.snapshot(SYSTEM_FACTS)
     _write_json(request.run_dir / NODES_FILE, redact_data([_node_json(n) for n in outcome.nodes], secrets))
     _write_json(request.run_dir / FACTS_FILE, facts)
     record = run_record(request, outcome, provenance, facts)
@@ -74,7 +74,7 @@ def _write(request: ExecutionRequest, record: RunRecord,
            secrets: Sequence[str] = ()) -> tuple[Path, dict[str, Any]]:
     document = redact_data(build_document(record), secrets)
     try:
-        return write_result(request.run_dir, document, suites=request.registry.suites), document
+        return write_result(request.run_dir, document, suites=request.context.registry.suites), document
     except ResultsError as exc:
         if record.error is not None:
             raise
@@ -82,13 +82,13 @@ def _write(request: ExecutionRequest, record: RunRecord,
     failed = replace(record, part=None, artifacts=[], cached_measurement=None,
                      error=(f"the run's result could not be recorded: {why}", None, None))
     document = build_document(failed)
-    return write_result(request.run_dir, document, suites=request.registry.suites), document
+    return write_result(request.run_dir, document, suites=request.context.registry.suites), document
 
 
 def run_record(request: ExecutionRequest, outcome: ExecutionOutcome, provenance: Provenance,
                facts: Mapping[str, Any]) -> RunRecord:
     """Everything the result document says, from the request and the outcome."""
-    plan = request.plan
+    plan = request.context.plan
     root = plan.root
     error = outcome.error
     artifacts = [(a.path, a.kind) for a in outcome.all_artifacts()] + [(p, "log") for p in outcome.logs]

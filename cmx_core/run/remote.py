@@ -61,7 +61,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 from cmx_core.errors import CmxError, Interrupted
 from cmx_core.faults.kinds.kill_worker import KILL_WORKER
 from cmx_core.faults.registry import INJECTORS
-from cmx_core.plugins.registry import ExecutionRequest, Executor
+from cmx_core.plugins.registry import ExecutionContext, ExecutionRequest, Executor
 from cmx_core.providers.attempts import Attempt
 from cmx_core.providers.recovery import NO_RETRIES, FaultClass, Injection, RetryPolicy
 from cmx_core.providers.types import (
@@ -205,10 +205,10 @@ class RemoteExecutor(ABC, Generic[H]):
         the stage directory: the near engine indexes the result, once."""
         return {"CMX_DATA_DIR": str(request.run_dir / STAGE_DIR / "data")}
 
-    def check_plan(self, plan: Any, settings: ExecutorSettings) -> None:
+    def check_plan(self, context: ExecutionContext) -> None:
         """Refuse at plan time what would make the job fail on its input."""
 
-    def describe(self, plan: Any, settings: ExecutorSettings) -> Mapping[str, Any]:
+    def describe(self, context: ExecutionContext) -> Mapping[str, Any]:
         """How the job would run, for ``cmx plan`` (the far command line by default)."""
         return {"far side": "cmx run --lock lock.json --allow-drift=remote --executor local --json"}
 
@@ -226,14 +226,15 @@ class RemoteExecutor(ABC, Generic[H]):
         resubmit a job that ended with a fault its policy retries and the scheduler does not.
         With ``--inject kill-worker`` the first job's worker is killed (:meth:`kill_worker`)."""
         job = self.prepare(request)
+        context = request.context
         policy, number, attempts = job_policy(request), 1, []
-        kill = next((i for i in request.recovery.injections if i.fault == KILL_WORKER), None)
+        kill = next((i for i in context.recovery.injections if i.fault == KILL_WORKER), None)
         first_started = time.time()
         while True:
             started = time.time()
             status, fetched, struck = self._once(job, kill if number == 1 else None)
             if struck is not None and kill is not None and struck.restarted_at is not None:
-                attempts.append(Attempt(request.plan.root.id, f"{self.name} job", number, started, struck.lost_at,
+                attempts.append(Attempt(context.plan.root.id, f"{self.name} job", number, started, struck.lost_at,
                                         struck.fault, struck.message, work_lost_s=struck.struck_at - started,
                                         injected=kill.text, injected_at=struck.struck_at))
                 number, started = number + 1, struck.restarted_at
@@ -241,20 +242,20 @@ class RemoteExecutor(ABC, Generic[H]):
             fault = job_fault(status, outcome)
             if fault is None or fault in self.native_retries or not policy.retries(fault, number):
                 break
-            attempts.append(Attempt(request.plan.root.id, f"{self.name} job", number, started, time.time(), fault,
+            attempts.append(Attempt(context.plan.root.id, f"{self.name} job", number, started, time.time(), fault,
                                     outcome.error.message if outcome.error else status.message,
                                     work_lost_s=time.time() - started, **_struck(kill, struck, number)))
             set_aside(job.local_output, number)
             time.sleep(policy.wait_s(number))
             number += 1
         if attempts or fault is not None:
-            last = Attempt(request.plan.root.id, f"{self.name} job", number, started, outcome.finished, fault,
+            last = Attempt(context.plan.root.id, f"{self.name} job", number, started, outcome.finished, fault,
                            outcome.error.message if fault and outcome.error else "",
                            work_lost_s=outcome.finished - started if fault else 0.0, **_struck(kill, struck, number))
             # the run's time spans every job, the lost ones too
             outcome = replace(outcome, attempts=(*attempts, last, *outcome.attempts), started=first_started)
         if self.runs_on_this_host and outcome.facts is not None:
-            outcome = replace(outcome, facts=with_host_machine(outcome.facts, request.facts.snapshot(MACHINE_FACTS)))
+            outcome = replace(outcome, facts=with_host_machine(outcome.facts, context.facts.snapshot(MACHINE_FACTS)))
         return outcome
 
     def _once(self, job: RemoteJob, kill: Injection | None) -> tuple[JobStatus, Fetched, WorkerKill | None]:
@@ -355,16 +356,16 @@ def recovery_arguments(request: ExecutionRequest) -> list[str]:
     """The command line's recovery policy and the injections the far engine applies to its
     steps (docs/faults.md); none for a run that asked for neither."""
     argv: list[str] = []
-    policy = request.recovery.retries
+    policy = request.context.recovery.retries
     if policy is not None:
         argv += [f"--retries={policy.max}", f"--retry-on={','.join(policy.on)}",
                  f"--retry-backoff={policy.backoff_s:g}"]
-    return argv + [f"--inject={i.text}" for i in request.recovery.injections if i.fault in INJECTORS.step_kinds]
+    return argv + [f"--inject={i.text}" for i in request.context.recovery.injections if i.fault in INJECTORS.step_kinds]
 
 
 def job_policy(request: ExecutionRequest) -> RetryPolicy:
     """The recovery policy of the job as a whole: the command line's, else the root recipe's."""
-    return request.recovery.retries or request.plan.root.recipe.retries or NO_RETRIES
+    return request.context.recovery.retries or request.context.plan.root.recipe.retries or NO_RETRIES
 
 
 def scheduler_retries(request: ExecutionRequest,

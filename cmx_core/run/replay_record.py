@@ -27,11 +27,11 @@ from cmx_core import reads
 from cmx_core.datautil import atomic_write, digest, thaw
 from cmx_core.plugins.command_index import discovery_fingerprint
 from cmx_core.plugins.hookspecs import hookimpl
-from cmx_core.plugins.loader import get_registry
 from cmx_core.reads import file_state
 from cmx_core.run.replay import MEMO_FORMAT, memo_path, signing_key
 
 if TYPE_CHECKING:
+    from cmx_core.plugins.registry import Registry
     from cmx_core.run.engine import RunResult, Session
 
 RUN_FILES = ("nodes.json", "facts.json")
@@ -50,11 +50,13 @@ class Recorder:
     """Records one ``cmx run`` (its read log; which nodes came from the cache, with which
     outputs) and then writes its memo.
 
-    Registered as a plugin named ``cmx-replay-observer`` for the duration of the run."""
+    Registered as a plugin named ``cmx-replay-observer`` on ``registry`` (the one the run
+    uses, handed over by the command line) for the duration of the run."""
 
-    def __init__(self, argv: list[str], key: str, recipes_args: list[str], *, json_output: bool,
-                 verbose: bool) -> None:
+    def __init__(self, argv: list[str], key: str, recipes_args: list[str], registry: Registry, *,
+                 json_output: bool, verbose: bool) -> None:
         self.argv = list(argv)
+        self.registry = registry
         self.key = key
         self.recipes_args = list(recipes_args)
         self.json_output = json_output
@@ -67,12 +69,12 @@ class Recorder:
         self.log = self._recording.__enter__()
         for argument in self.recipes_args:  # the directories as given, before resolution
             reads.link(argument)
-        get_registry().manager.register(self, name="cmx-replay-observer")
+        self.registry.manager.register(self, name="cmx-replay-observer")
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._recording.__exit__(*exc)
-        manager = get_registry().manager
+        manager = self.registry.manager
         if manager.is_registered(self):
             manager.unregister(self)
 

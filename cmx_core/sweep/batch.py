@@ -29,7 +29,7 @@ from cmx_core.datautil import atomic_write
 from cmx_core.errors import CmxError, Interrupted, UsageError
 from cmx_core.plugins.events import registry_events
 from cmx_core.plugins.loader import get_registry
-from cmx_core.plugins.registry import ExecutionRequest
+from cmx_core.plugins.registry import ExecutionContext, ExecutionRequest
 from cmx_core.providers.recovery import Recovery
 from cmx_core.providers.types import RunError
 from cmx_core.recipes.retries import policy_from_options
@@ -43,7 +43,7 @@ from cmx_core.sweep.dirs import fresh_run_dir
 if TYPE_CHECKING:
     from cmx_core.plan.planner import Plan
     from cmx_core.plugins.registry import ExecutionRequest, Executor
-    from cmx_core.providers.types import ExecutionOutcome
+    from cmx_core.providers.types import ExecutionOutcome, ExecutorSettings
     from cmx_core.run.engine import Session
     from cmx_core.run.recording import Provenance
 
@@ -178,6 +178,11 @@ class Planned:
     session: Session
     plans: Mapping[int, Plan]
 
+    def contexts(self, settings: ExecutorSettings) -> list[ExecutionContext]:
+        """Each point's :class:`ExecutionContext` (in index order) for an executor's ``settings``."""
+        return [ExecutionContext(self.plans[i], settings, self.session.facts, self.session.registry)
+                for i in sorted(self.plans)]
+
 
 def plan_points(tags: str, base_inputs: Mapping[str, str], matrix: Sequence[Mapping[str, str]],
                 indices: Sequence[int], options: PointOptions, executor: str | None) -> Planned:
@@ -245,9 +250,10 @@ def _prepare(batch: BatchSweep, session: Session, index: int, point: Mapping[str
     run_dir.mkdir(parents=True, exist_ok=True)
     _write_json(run_dir / "plan.json", the_plan.to_json())
     lock_digest = engine.write_lock(run_dir, the_plan, session.registry, session.repos)
-    request = ExecutionRequest(plan=the_plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
-                               lock_path=run_dir / "lock.json", run_id=new_run_id(), settings=settings,
-                               use_cache=not batch.options.no_cache, recovery=batch.options.recovery())
+    context = ExecutionContext(the_plan, settings, session.facts, session.registry,
+                               recovery=batch.options.recovery())
+    request = ExecutionRequest(context, run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id(),
+                               use_cache=not batch.options.no_cache)
     provenance = engine.run_provenance(lock_digest, session,
                                        {"id": batch.sweep_id, "index": index, "point": dict(point)})
     inflight.mark(request.run_id, run_dir, engine.interrupted_document(request, provenance))

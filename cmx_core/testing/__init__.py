@@ -34,7 +34,7 @@ import tempfile
 import textwrap
 import typing
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -46,6 +46,7 @@ from packaging.requirements import Requirement
 
 from cmx_core.api import (
     Capabilities,
+    ExecutionContext,
     ExecutionRequest,
     ExecutorSettings,
     NoSettings,
@@ -193,16 +194,24 @@ def execution_request(plan: Any, run_dir: Path, *, settings: Any = None, jobs: i
     as the engine would hand it to an executor: the current registry and facts, ``run_dir``
     created with the plan's ``lock.json`` in it, a fresh run id; ``recovery`` the command
     line's recovery policy and injections (docs/faults.md)."""
-    registry = get_registry()
+    context = execution_context(plan, settings)
+    if recovery is not None:
+        context = replace(context, recovery=recovery)
     run_dir.mkdir(parents=True, exist_ok=True)
+    engine.write_lock(run_dir, plan, context.registry)
+    return ExecutionRequest(context, run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id(),
+                            jobs=jobs, use_cache=use_cache, refresh=refresh)
+
+
+def execution_context(plan: Any, settings: Any = None) -> Any:
+    """A real :class:`~cmx_core.api.ExecutionContext` for ``plan`` (from ``cmx_core.api.plan``)
+    as the engine hands it to an executor's ``check_plan`` and ``describe``: ``settings``
+    (default: none), the current registry, and the facts the plan was made with (its facts
+    file, or this machine)."""
+    registry = get_registry()
     facts = FactStore.from_file(plan.facts_file, registry.detectors) if plan.facts_file \
         else FactStore(registry.detectors)
-    engine.write_lock(run_dir, plan, registry)
-    return ExecutionRequest(plan=plan, facts=facts, registry=registry, run_dir=run_dir,
-                            lock_path=run_dir / "lock.json", run_id=new_run_id(),
-                            settings=settings if settings is not None else NoSettings(), jobs=jobs,
-                            use_cache=use_cache, refresh=refresh,
-                            **({"recovery": recovery} if recovery is not None else {}))
+    return ExecutionContext(plan, settings if settings is not None else NoSettings(), facts, registry)
 
 
 class PluginConformance:

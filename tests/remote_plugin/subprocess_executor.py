@@ -41,11 +41,11 @@ class SubprocessExecutor(RemoteExecutor[Child]):
         return (sys.executable, "-m", "cmx_core")
 
     def submit(self, job: RemoteJob) -> Child:
-        assert isinstance(job.request.settings, SubprocessSettings)
+        assert isinstance(job.request.context.settings, SubprocessSettings)
         with open(job.stage_dir / "job.log", "wb") as log:  # the child keeps its own descriptor
             process = subprocess.Popen(list(job.command), env={**os.environ, **job.env},
                                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-        return Child(process, job.request.settings.timeout_s)
+        return Child(process, job.request.context.settings.timeout_s)
 
     def wait(self, handle: Child) -> JobStatus:
         try:

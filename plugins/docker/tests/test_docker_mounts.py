@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cmx_core.api import plan
-from cmx_core.testing import execution_request
+from cmx_core.testing import execution_context, execution_request
 from cmx_docker.build import ImageRecord
 from cmx_docker.executor import DockerExecutor, container_plan
 from cmx_docker.mounts import path_input_mounts
@@ -65,5 +65,5 @@ def test_the_container_gets_the_model_mount_and_the_plan_shows_it(tmp_path: Path
                         runtime="docker 20.10", content_digest="d", built=False, build_s=0.0)
     volumes = container_plan(job, image, DockerSettings()).options.sdk_kwargs()["volumes"]
     assert volumes[str(model.resolve())] == {"bind": str(model.resolve()), "mode": "ro"}
-    described = DockerExecutor().describe(the_plan, DockerSettings())
+    described = DockerExecutor().describe(execution_context(the_plan, DockerSettings()))
     assert f"{model.resolve()} (read-only, a path input)" in described["mounts"]

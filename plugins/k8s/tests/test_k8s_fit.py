@@ -22,7 +22,7 @@ from cmx_core.cli.main import main
 from cmx_core.errors import UsageError
 from cmx_core.run import engine
 from cmx_core.sweep.runner import run_sweep
-from cmx_core.testing import execution_request
+from cmx_core.testing import execution_context, execution_request
 from cmx_k8s import manifests
 from cmx_k8s.settings import K8sSettings
 from cmx_k8s.sweep import shapes
@@ -175,7 +175,7 @@ def test_points_of_different_shapes_get_a_job_each(cluster: tuple[Path, standin.
     chosen = session.registry.executors["k8s"]
     settings = engine.executor_settings(chosen, options)
     assert isinstance(settings, K8sSettings)
-    groups = shapes(plans, settings, None)
+    groups = shapes([execution_context(plan, settings) for plan in plans], settings)
     assert [(g.settings.cpus, g.settings.memory, g.indices) for g in groups] == [("1", "256Mi", (0, 2)),
                                                                                  ("2", "512Mi", (1,))]
     requests = [execution_request(plan, tmp_path / f"run-{i}", settings=settings) for i, plan in enumerate(plans)]

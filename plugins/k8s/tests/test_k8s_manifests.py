@@ -12,6 +12,7 @@ import yaml
 
 from cmx_core.errors import CmxError, UsageError
 from cmx_core.run import engine
+from cmx_core.testing import execution_context
 from cmx_k8s import manifests
 from cmx_k8s.gpu import GpuRequest, label_value
 from cmx_k8s.settings import K8sSettings
@@ -46,7 +47,7 @@ def test_the_image_is_cmx_dockers_content_addressed_tag(cmx_home: Path) -> None:
     from cmx_docker.settings import DockerSettings
 
     plan = engine.plan("demo,sort")
-    docker_tag = DockerExecutor().describe(plan, DockerSettings())["image"]
+    docker_tag = DockerExecutor().describe(execution_context(plan, DockerSettings()))["image"]
     view = engine.plan_view("demo,sort", executor="k8s", options={"image_prefix": "reg.example.org/x/"})
     assert view.to_json()["executor"]["image"] == f"reg.example.org/x/{docker_tag}"
     assert view.to_json()["executor"]["gpus"] == "none"

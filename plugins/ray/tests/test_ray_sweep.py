@@ -165,7 +165,7 @@ def test_ctrl_c_cancels_a_sweeps_batch_and_leaves_no_point_marked(
 def test_a_batch_runs_every_point_over_one_connection_and_each_result_is_the_points_own(
         ray_head: str, cmx_home: Path) -> None:
     """cmx_ray.batch.run_batch: the sweep path; all tasks submitted at once, outcomes in order."""
-    from cmx_core.api import ExecutionRequest
+    from cmx_core.api import ExecutionContext, ExecutionRequest
     from cmx_core.run import engine
     from cmx_core.run.runids import new_run_id
     from cmx_ray.batch import run_batch
@@ -179,9 +179,8 @@ def test_a_batch_runs_every_point_over_one_connection_and_each_result_is_the_poi
         run_dir = paths.data_dir() / "batch" / f"point-{size}"
         run_dir.mkdir(parents=True)
         engine.write_lock(run_dir, plan, session.registry)
-        requests.append(ExecutionRequest(plan=plan, facts=session.facts, registry=session.registry,
-                                         run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id(),
-                                         settings=settings))
+        requests.append(ExecutionRequest(ExecutionContext(plan, settings, session.facts, session.registry),
+                                         run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id()))
     outcomes = run_batch(requests, settings)
     assert [o.error for o in outcomes] == [None, None, None]
     for size, request, outcome in zip((7, 11, 13), requests, outcomes, strict=True):
@@ -195,7 +194,7 @@ def test_a_batch_runs_every_point_over_one_connection_and_each_result_is_the_poi
 def test_ctrl_c_cancels_every_task_of_a_batch_and_their_processes(ray_head: str, cmx_home: Path, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch,
                                                                   mentioning: Callable[[str], list[int]]) -> None:
-    from cmx_core.api import ExecutionRequest
+    from cmx_core.api import ExecutionContext, ExecutionRequest
     from cmx_core.errors import Interrupted
     from cmx_core.run import engine
     from cmx_core.run.runids import new_run_id
@@ -212,8 +211,8 @@ def test_ctrl_c_cancels_every_task_of_a_batch_and_their_processes(ray_head: str,
         run_dir = tmp_path / f"point-{index}"
         run_dir.mkdir()
         engine.write_lock(run_dir, plan, session.registry)
-        requests.append(ExecutionRequest(plan=plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
-                                         lock_path=run_dir / "lock.json", run_id=new_run_id(), settings=settings))
+        requests.append(ExecutionRequest(ExecutionContext(plan, settings, session.facts, session.registry),
+                                         run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id()))
 
     def interrupted(self: object, handle: object) -> None:
         deadline = time.monotonic() + 60

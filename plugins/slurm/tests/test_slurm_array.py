@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cmx_core.api import ExecutionRequest
+from cmx_core.api import ExecutionContext, ExecutionRequest
 from cmx_core.plugins.events import registry_events
 from cmx_core.run import engine
 from cmx_core.run.recording import Provenance, record_run
@@ -24,8 +24,8 @@ def _requests(base: Path, sizes: list[int], settings: SlurmSettings) -> list[Exe
         run_dir = base / f"point-{size}"
         run_dir.mkdir(parents=True)
         engine.write_lock(run_dir, plan, session.registry)
-        requests.append(ExecutionRequest(plan=plan, facts=session.facts, registry=session.registry, run_dir=run_dir,
-                                         lock_path=run_dir / "lock.json", run_id=new_run_id(), settings=settings))
+        requests.append(ExecutionRequest(ExecutionContext(plan, settings, session.facts, session.registry),
+                                         run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id()))
     return requests
 
 
@@ -45,8 +45,8 @@ def test_an_array_runs_every_point_and_each_result_is_the_points_own(slurm: Clus
         assert json.dumps(recorded).count(f'"size": {size}') >= 1  # each task ran its own point's lock
         record = json.loads((request.run_dir / "remote-stage" / "slurm-job.json").read_text())
         assert record["array"] == array.array_id and record["job_id"] == f"{array.array_id}_{sizes.index(size)}"
-        digest = engine.write_lock(request.run_dir, request.plan, request.registry)
-        path, document = record_run(request, outcome, Provenance(digest, []), registry_events(request.registry))
+        digest = engine.write_lock(request.run_dir, request.context.plan, request.context.registry)
+        path, document = record_run(request, outcome, Provenance(digest, []), registry_events(request.context.registry))
         assert document["status"] == "valid" and path == request.run_dir / "result.json"
         local = engine.run("demo,sort", {"size": size, "repeats": 1}, executor="local")
         assert sorted(document["outputs"]) == sorted(local.document["outputs"])

@@ -102,7 +102,7 @@ def test_the_batch_results_equal_one_process_per_point(slurm: Cluster, cmx_home:
 
 @pytest.mark.parametrize("jobs", [1, 12])
 def test_the_throttle_is_left_out_when_j_covers_every_point(slurm: Cluster, cmx_home: Path, jobs: int) -> None:
-    from cmx_core.api import ExecutionRequest
+    from cmx_core.api import ExecutionContext, ExecutionRequest
     from cmx_core.run import engine
     from cmx_core.run.runids import new_run_id
     from cmx_slurm.array import run_many
@@ -115,9 +115,9 @@ def test_the_throttle_is_left_out_when_j_covers_every_point(slurm: Cluster, cmx_
         run_dir = paths.data_dir() / f"j{jobs}" / f"point-{size}"
         run_dir.mkdir(parents=True)
         engine.write_lock(run_dir, plan, session.registry)
-        requests.append(ExecutionRequest(plan=plan, facts=session.facts, registry=session.registry,
-                                         run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id(),
-                                         settings=SlurmSettings(poll_s=0.2)))
+        requests.append(ExecutionRequest(ExecutionContext(plan, SlurmSettings(poll_s=0.2), session.facts,
+                                                          session.registry),
+                                         run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id()))
     outcomes = run_many(requests, jobs)
     assert [o.error for o in outcomes] == [None, None]
     sbatch = json.loads((requests[0].run_dir / "remote-stage" / "slurm-job.json").read_text())["sbatch"]

@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from cmx_core.errors import UsageError
 from cmx_core.run import engine
+from cmx_core.testing import execution_context
 from cmx_slurm import script, slurmcli
 from cmx_slurm.poll import Backoff
 from cmx_slurm.resources import plan_resources
@@ -73,21 +75,19 @@ def test_cmx_plan_describes_the_job(cmx_home: Path) -> None:
     from cmx_slurm.executor import SlurmExecutor
 
     plan = engine.plan("demo,sort")
-    described = SlurmExecutor().describe(plan, SlurmSettings(ntasks_per_node=2, mem="1G"))
+    described = SlurmExecutor().describe(execution_context(plan, SlurmSettings(ntasks_per_node=2, mem="1G")))
     assert described["tasks"] == 2 and described["sbatch"] == "--nodes=1 --ntasks-per-node=2 --mem=1G"
 
 
 def test_the_far_command_setting_is_split_like_a_shell(cmx_home: Path, tmp_path: Path) -> None:
-    from cmx_core.api import ExecutionRequest, FactStore
-    from cmx_core.plugins.loader import get_registry
+    from cmx_core.api import ExecutionRequest
     from cmx_slurm.executor import SlurmExecutor
 
     plan = engine.plan("demo,sort")
-    request = ExecutionRequest(plan=plan, facts=FactStore(get_registry().detectors), registry=get_registry(),
-                               run_dir=tmp_path, lock_path=tmp_path / "lock.json", run_id="x",
-                               settings=SlurmSettings(cmx="'/opt/my env/bin/cmx' --quiet"))
+    context = execution_context(plan, SlurmSettings(cmx="'/opt/my env/bin/cmx' --quiet"))
+    request = ExecutionRequest(context, run_dir=tmp_path, lock_path=tmp_path / "lock.json", run_id="x")
     assert SlurmExecutor().cmx_command(request) == ("/opt/my env/bin/cmx", "--quiet")
-    plain = ExecutionRequest(**{**request.__dict__, "settings": SlurmSettings()})
+    plain = replace(request, context=replace(context, settings=SlurmSettings()))
     assert SlurmExecutor().cmx_command(plain) == (sys.executable, "-m", "cmx_core")
 
 

@@ -12,10 +12,11 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import Column, FactStore, Grid, fit, fit_text, get_registry, width_for
+from cmx_core.api import Column, Detector, FactStore, Grid, fit, fit_text, width_for
 from cmx_core.errors import UsageError
 from cmx_detect.cuda import check_override
 from cmx_detect.detectors import NAMES, run_all, select
@@ -38,9 +39,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--json", action="store_true", help="print one JSON document")
 
 
-def collect(replay: str | None, only: list[str], refresh: bool = False,
-            record: str | None = None) -> tuple[dict[str, Any], dict[str, str], str]:
-    """Facts, errors and the source name, from a fixture or from this machine."""
+def collect(replay: str | None, only: list[str], refresh: bool = False, record: str | None = None,
+            detectors: Mapping[str, Detector] | None = None) -> tuple[dict[str, Any], dict[str, str], str]:
+    """Facts, errors and the source name, from a fixture or from this machine (through
+    ``detectors``, every loaded plugin's: the command's registry hands them over)."""
     select(only)  # validates --only names early
     if record:
         return _record(record, replay, only)
@@ -48,7 +50,7 @@ def collect(replay: str | None, only: list[str], refresh: bool = False,
         src = FixtureSource(resolve_fixture(replay))
         facts, errors = run_all(src, only)
         return facts, errors, src.name
-    facts, errors = _live(only, refresh)
+    facts, errors = _live(only, refresh, detectors or {})
     return facts, errors, "live"
 
 
@@ -65,10 +67,11 @@ def _record(directory: str, replay: str | None, only: list[str]) -> tuple[dict[s
     return facts, errors, f"live (recorded to {target})"
 
 
-def _live(only: list[str], refresh: bool) -> tuple[dict[str, Any], dict[str, str]]:
+def _live(only: list[str], refresh: bool,
+          detectors: Mapping[str, Detector]) -> tuple[dict[str, Any], dict[str, str]]:
     """This machine through cmx-core's fact store (cached, fingerprinted), so ``cmx detect``
-    sees every plugin's detectors."""
-    detectors = dict(get_registry().detectors)
+    sees every plugin's ``detectors``."""
+    detectors = dict(detectors)
     _check_overrides()
     store = FactStore(detectors, use_cache=not refresh)
     names = only or [*NAMES, *sorted(set(detectors) - set(NAMES))]
@@ -86,7 +89,8 @@ def _check_overrides() -> None:
 
 def run(ns: argparse.Namespace) -> int:
     only = [n.strip() for n in (ns.only or "").split(",") if n.strip()]
-    facts, errors, source = collect(ns.replay, only, getattr(ns, "refresh", False), getattr(ns, "record", None))
+    facts, errors, source = collect(ns.replay, only, getattr(ns, "refresh", False), getattr(ns, "record", None),
+                                    ns.cmx_registry.detectors)
     if getattr(ns, "json", False):
         json.dump({"facts": facts, "errors": errors, "source": source}, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")

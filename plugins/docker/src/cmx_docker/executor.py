@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,15 +25,14 @@ from cmx_core.api import (
     Artifact,
     Capabilities,
     CmxError,
+    ExecutionContext,
     ExecutionOutcome,
     ExecutionRequest,
-    ExecutorSettings,
     Fetched,
     JobStatus,
     RemoteExecutor,
     RemoteJob,
     cache_dir,
-    get_registry,
 )
 from cmx_core.api import plan_plugins as used_by_plan
 from cmx_docker import gpus, runopts, templates
@@ -83,11 +82,12 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
     capabilities = Capabilities(needs_docker=True)
     runs_on_this_host = True  # system (name, CPU, memory) is this host's; the container's limits are recorded beside
 
-    def check_plan(self, plan: Plan, settings: ExecutorSettings) -> None:
+    def check_plan(self, context: ExecutionContext) -> None:
         """An unknown template, a bad option, or GPUs the engine cannot give are refused
         before anything runs."""
+        plan, settings = context.plan, context.settings
         assert isinstance(settings, DockerSettings)
-        name, accelerator = choose_template(plan, settings, self._registry())
+        name, accelerator = choose_template(plan, settings, context.registry)
         template = templates.load(name)
         values = runopts.merge(template.run, settings.run_overrides(), needs_gpu=accelerator is not None,
                                needs_network=False)
@@ -95,17 +95,18 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
         if values["gpus"] and not plan.facts_file:
             _check_gpu_route(str(values["gpus"]))
 
-    def describe(self, plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+    def describe(self, context: ExecutionContext) -> dict[str, Any]:
         """The image tag (content-addressed: computed, nothing built), GPUs, mounts, network
         and limits the container would get, for ``cmx plan``."""
+        plan, settings, registry = context.plan, context.settings, context.registry
         assert isinstance(settings, DockerSettings)
-        name, accelerator = choose_template(plan, settings, self._registry())
+        name, accelerator = choose_template(plan, settings, registry)
         template = templates.load(name)
         values = runopts.merge(template.run, settings.run_overrides(), needs_gpu=accelerator is not None,
-                               needs_network=plan_needs_network(plan, self._registry()))
+                               needs_network=plan_needs_network(plan, registry))
         try:
             tag = image_spec(name, None, DigestMemo(docker_cache() / "digests.json"), accelerator,
-                             plugins=plan_plugins(plan, self._registry())).tag
+                             plugins=plan_plugins(plan, registry)).tag
         except CmxError as exc:
             tag = f"(cannot be computed here: {exc})"
         depends = _base_dependency(template)
@@ -122,10 +123,6 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
                 "timeout_s": values["timeout_s"] or "none",
                 **({"depends_on": depends} if depends else {})}
 
-    @staticmethod
-    def _registry() -> Registry:
-        return get_registry()
-
     def job_env(self, request: ExecutionRequest) -> dict[str, str]:
         return {}  # the container's environment is container_plan's (it takes job.env's engine commit)
 
@@ -137,14 +134,14 @@ class DockerExecutor(RemoteExecutor[DockerHandle]):
             hand_back(Path(request.run_dir))
 
     def submit(self, job: RemoteJob) -> DockerHandle:
-        request = job.request
-        assert isinstance(request.settings, DockerSettings)
-        template, accelerator = choose_template(request.plan, request.settings, request.registry)
+        context = job.request.context
+        assert isinstance(context.settings, DockerSettings)
+        template, accelerator = choose_template(context.plan, context.settings, context.registry)
         endpoint = find_endpoint()
         reap(endpoint)  # containers a killed cmx left behind
         image = ensure_image(template, accelerator, endpoint=endpoint,
-                             plugins=plan_plugins(request.plan, request.registry), rebuild=request.settings.rebuild)
-        planned = container_plan(job, image, request.settings, endpoint)
+                             plugins=plan_plugins(context.plan, context.registry), rebuild=context.settings.rebuild)
+        planned = container_plan(job, image, context.settings, endpoint)
         return DockerHandle(start_container(planned.options, endpoint), image, planned)
 
     def wait(self, handle: DockerHandle) -> JobStatus:
@@ -260,10 +257,15 @@ def plan_plugins(plan: Plan, registry: Registry) -> tuple[str, ...]:
 
 def detector_plugins(registry: Registry) -> tuple[str, ...]:
     """The host's detector plugins that the checkout holds: every image gets them (so facts
-    inside match the host's), and ``--tags=build,image`` builds with them, so a pre-built
-    image is the one a run uses."""
+    inside match the host's), and ``--tags=build,image`` builds with them (its step is handed
+    the same names: :func:`checkout_plugins`), so a pre-built image is the one a run uses."""
+    return checkout_plugins(d.plugin for d in registry.detectors.values())
+
+
+def checkout_plugins(names: Iterable[str]) -> tuple[str, ...]:
+    """Those of the plugins ``names`` that the checkout holds (cmx-core aside), sorted."""
     available = plugin_sources(checkout_root())
-    return tuple(sorted({d.plugin for d in registry.detectors.values() if d.plugin in available} - {"cmx-core"}))
+    return tuple(sorted({name for name in names if name in available} - {"cmx-core"}))
 
 
 def plan_needs_network(plan: Plan, registry: Registry) -> bool:
@@ -280,17 +282,17 @@ def container_plan(job: RemoteJob, image: ImageRecord, settings: DockerSettings,
                    endpoint: Endpoint | None = None) -> ContainerPlan:
     """The container's command, user, mounts, environment and limits (GPUs routed for
     ``endpoint``: device requests on Docker, CDI devices on Podman)."""
-    request = job.request
+    request, plan = job.request, job.request.context.plan
     template = templates.load(image.template)
     values = runopts.merge(template.run, settings.run_overrides(), needs_gpu=image.accelerator is not None,
-                           needs_network=plan_needs_network(request.plan, request.registry))
+                           needs_network=plan_needs_network(plan, request.context.registry))
     run_dir = Path(request.run_dir).resolve()
     user = runopts.container_user(settings.user)
     cache = _container_cache(user)
     mounts = [runopts.Mount(str(run_dir), str(run_dir)), runopts.Mount(str(cache), str(cache))]
-    for directory in request.plan.query.recipes_dirs:
+    for directory in plan.query.recipes_dirs:
         mounts.append(runopts.Mount(str(Path(directory).resolve()), str(Path(directory).resolve()), True))
-    mounts += path_input_mounts(request.plan, (run_dir, cache, *map(Path, request.plan.query.recipes_dirs)))
+    mounts += path_input_mounts(plan, (run_dir, cache, *map(Path, plan.query.recipes_dirs)))
     env = {"CMX_CACHE_DIR": str(cache), "CMX_DATA_DIR": "/tmp/cmx-data", "HOME": "/tmp",
            "PYTHONUNBUFFERED": "1",
            # cmx-core's `container` detector reads these into the result's system.container

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cmx_core.api import (
     Capabilities,
+    ExecutionContext,
     ExecutionOutcome,
     ExecutionRequest,
     Executor,
-    ExecutorSettings,
     SandboxBackend,
     StepContext,
     StepType,
@@ -19,9 +19,6 @@ from cmx_core.api import (
 )
 from cmx_docker.settings import DockerSettings
 from cmx_docker.steps import BASE_PARAMS, BUILD_PARAMS, base_step, build_step
-
-if TYPE_CHECKING:
-    from cmx_core.api import Plan
 
 _DOCKER = Capabilities(needs_docker=True)
 
@@ -40,16 +37,16 @@ def _execute(request: ExecutionRequest) -> ExecutionOutcome:
     return DockerExecutor().run(request)
 
 
-def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
+def _check_plan(context: ExecutionContext) -> None:
     from cmx_docker.executor import DockerExecutor  # deferred: start-up: pulls packaging, psutil (150 modules)
 
-    DockerExecutor().check_plan(plan, settings)
+    DockerExecutor().check_plan(context)
 
 
-def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+def _describe(context: ExecutionContext) -> dict[str, Any]:
     from cmx_docker.executor import DockerExecutor  # deferred: start-up: pulls packaging, psutil (150 modules)
 
-    return DockerExecutor().describe(plan, settings)
+    return DockerExecutor().describe(context)
 
 
 @hookimpl

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cmx_core.api import StepContext, get_registry
+from cmx_core.api import StepContext
 from cmx_core.errors import UsageError
 
 BUILD_PARAMS = {
@@ -20,7 +20,7 @@ BASE_PARAMS = {"suite": "Debian suite for debootstrap (default bookworm)"}
 def build_step(ctx: StepContext) -> Mapping[str, Any]:
     """Outputs ``image`` (tag), ``image_id``, ``digest``, ``runtime`` and ``built``."""
     from cmx_docker.build import ensure_image  # deferred: start-up: pulls packaging (36 modules)
-    from cmx_docker.executor import detector_plugins  # deferred: start-up: pulls packaging, psutil (151 modules)
+    from cmx_docker.executor import checkout_plugins  # deferred: start-up: pulls packaging, psutil (151 modules)
 
     template = str(ctx.params.get("template") or "")
     if not template:
@@ -29,7 +29,7 @@ def build_step(ctx: StepContext) -> Mapping[str, Any]:
     # the plugins a run adds to every image (the host's detectors), so this is the image
     # `--container` uses for a plan whose plugins the template already carries
     record = ensure_image(template, accelerator, rebuild=_flag(ctx.params.get("rebuild")),
-                          plugins=detector_plugins(get_registry()))
+                          plugins=checkout_plugins(ctx.detector_plugins))
     ctx.log.info("image %s (%s)", record.tag, "built" if record.built else "cached")
     return {"image": record.tag, "image_id": record.image_id, "digest": record.digest,
             "runtime": record.runtime, "built": record.built}

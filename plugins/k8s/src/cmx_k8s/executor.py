@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from cmx_core.api import (
     CmxError,
+    ExecutionContext,
     ExecutionRequest,
-    ExecutorSettings,
-    FactStore,
     FaultClass,
     Fetched,
     JobStatus,
@@ -32,7 +31,6 @@ from cmx_core.api import (
     RemoteJob,
     UsageError,
     WorkerKill,
-    get_registry,
     job_policy,
     plan_resources,
     scheduler_retries,
@@ -79,18 +77,20 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
 
     # -- plan time -----------------------------------------------------------------------
 
-    def check_plan(self, plan: Plan, settings: ExecutorSettings) -> None:
+    def check_plan(self, context: ExecutionContext) -> None:
+        settings = context.settings
         assert isinstance(settings, K8sSettings)
         check_settings(settings)
-        with_plan_resources(plan, settings)
-        image_for(plan, settings)
+        with_plan_resources(context.plan, settings)
+        image_for(context, settings)
 
-    def describe(self, plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+    def describe(self, context: ExecutionContext) -> dict[str, Any]:
         """The image, GPUs and node selector; with ``render=DIR`` the manifests written there."""
+        plan, settings = context.plan, context.settings
         assert isinstance(settings, K8sSettings)
-        image = image_for(plan, settings)
+        image = image_for(context, settings)
         settings, accelerator = with_plan_resources(plan, settings)
-        gpus = gpu_request(plan, plan_gpus(plan), settings.gpus, settings.gpu_product, accelerator)
+        gpus = gpu_request(plan, context.gpus, settings.gpus, settings.gpu_product, accelerator)
         shown: dict[str, Any] = {"image": image, "namespace": settings.namespace,
                                  "gpus": f"{gpus.count} x {gpus.resource}" if gpus else "none",
                                  "node selector": f"{gpus.label}={gpus.product}" if gpus and gpus.product else "none",
@@ -99,14 +99,14 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
                                              else f"{manifests.CACHE} (emptyDir)"],
                                  "result": "framed at the end of the pod log (cmx_k8s.podside)"}
         if settings.render:
-            shown["rendered"] = [str(p) for p in render_plan(plan, settings, image, gpus, Path(settings.render))]
+            shown["rendered"] = [str(p) for p in render_plan(context, settings, image, gpus, Path(settings.render))]
         return shown
 
     # -- the run -------------------------------------------------------------------------
 
     def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
-        assert isinstance(request.settings, K8sSettings)
-        return tuple(shlex.split(request.settings.cmx))
+        assert isinstance(request.context.settings, K8sSettings)
+        return tuple(shlex.split(request.context.settings.cmx))
 
     def far_paths(self, request: ExecutionRequest, stage_dir: Path, local_output: Path) -> tuple[str, str]:
         return manifests.FAR_LOCK, manifests.FAR_OUTPUT
@@ -115,15 +115,14 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
         return {}  # the pod's environment is the Job's (manifests.job_manifest)
 
     def submit(self, job: RemoteJob) -> K8sHandle:
-        request = job.request
-        settings = request.settings
+        request, context = job.request, job.request.context
+        settings = context.settings
         assert isinstance(settings, K8sSettings)
         check_settings(settings)
-        settings, accelerator = with_plan_resources(request.plan, settings)
-        gpus = gpu_request(request.plan, request.facts.try_get("gpus"), settings.gpus, settings.gpu_product,
-                           accelerator)
+        settings, accelerator = with_plan_resources(context.plan, settings)
+        gpus = gpu_request(context.plan, context.gpus, settings.gpus, settings.gpu_product, accelerator)
         name = manifests.job_name(request.run_id)
-        spec = manifests.JobSpec(name, image_for(request.plan, settings), tuple(job.command), gpus, dict(job.env),
+        spec = manifests.JobSpec(name, image_for(context, settings), tuple(job.command), gpus, dict(job.env),
                                  job_retries(request))
         built = manifests.run_manifests(spec, (job.stage_dir / "lock.json").read_text(encoding="utf-8"), settings)
         manifests.validate(built)
@@ -203,27 +202,30 @@ def with_plan_resources(plan: Plan, settings: K8sSettings) -> tuple[K8sSettings,
         gpus=settings.gpus if settings.gpus is not None else asked.gpus), asked.accelerator
 
 
-def image_for(plan: Plan, settings: K8sSettings) -> str:
-    """``image=``, else cmx-docker's content-addressed tag of the plan's template (computed
-    by the registered ``docker`` executor's own ``describe``, nothing built: reached through
-    the plugin registry, so cmx-k8s imports no other plugin), with ``image_prefix`` before it."""
+def image_for(context: ExecutionContext, settings: K8sSettings) -> str:
+    """``image=``, else cmx-docker's content-addressed tag of the context's plan's template
+    (computed by the registered ``docker`` executor's own ``describe``, nothing built: reached
+    through the context's registry, so cmx-k8s imports no other plugin), with ``image_prefix``
+    before it."""
     if settings.image:
         return settings.image
 
-    docker = get_registry().executors.get("docker")
+    docker = context.registry.executors.get("docker")
     if docker is None or docker.describe is None:
         raise UsageError("k8s executor: no image= given and no docker executor to compute the image tag; "
                          "install cmx-docker or give image=REPOSITORY:TAG")
-    tag = str(docker.describe(plan, docker.settings()).get("image", ""))
+    tag = str(docker.describe(replace(context, settings=docker.settings())).get("image", ""))
     if not tag or tag.startswith("("):
         raise UsageError(f"k8s executor: the image tag cannot be computed here {tag}; give image=REPOSITORY:TAG")
     return settings.image_prefix + tag
 
 
-def render_plan(plan: Plan, settings: K8sSettings, image: str, gpus: GpuRequest | None, directory: Path) -> list[Path]:
-    """The plan's lock and manifests, validated, written into ``directory``."""
+def render_plan(context: ExecutionContext, settings: K8sSettings, image: str, gpus: GpuRequest | None,
+                directory: Path) -> list[Path]:
+    """The context's plan's lock and manifests, validated, written into ``directory``."""
+    plan = context.plan
     directory.mkdir(parents=True, exist_ok=True)
-    write_lock(directory, plan, get_registry())
+    write_lock(directory, plan, context.registry)
     lock = (directory / "lock.json").read_text(encoding="utf-8")
     name = manifests.job_name(f"{plan.root.recipe_name}-{plan.root.cache_key[:8]}")
     spec = manifests.JobSpec(name, image, tuple(manifests.far_argv(shlex.split(settings.cmx))), gpus)
@@ -324,13 +326,6 @@ def delete(handle: K8sHandle) -> None:
         except ApiException as exc:
             if exc.status != 404:
                 raise CmxError(f"k8s executor: cannot delete {handle.name}: {_reason(exc)}") from None
-
-
-def plan_gpus(plan: Plan) -> Any:
-    """The ``gpus`` fact the plan was resolved against (its facts file, or this machine)."""
-    detectors = get_registry().detectors
-    store = FactStore.from_file(plan.facts_file, detectors) if plan.facts_file else FactStore(detectors)
-    return store.try_get("gpus")
 
 
 def _reason(exc: BaseException) -> str:

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cmx_core.api import KILL_WORKER, ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
+from cmx_core.api import (
+    KILL_WORKER,
+    ExecutionContext,
+    ExecutionOutcome,
+    ExecutionRequest,
+    Executor,
+    hookimpl,
+)
 from cmx_k8s.settings import K8sSettings
-
-if TYPE_CHECKING:
-    from cmx_core.api import Plan
 
 SUMMARY = "Run the plan as a Kubernetes Job (GPUs as resource limits, nodeSelector on the GPU product)"
 
@@ -38,25 +42,25 @@ def _run_each(requests: Sequence[ExecutionRequest], jobs: int,
     run_each(requests, jobs, on_outcome)
 
 
-def _render_many(plans: Sequence[Plan], settings: ExecutorSettings, jobs: int) -> list[Path]:
+def _render_many(contexts: Sequence[ExecutionContext], jobs: int) -> list[Path]:
     # deferred: start-up: pulls packaging, yaml… (180 modules)
     from cmx_k8s.sweep import render_many
 
-    return render_many(plans, settings, jobs)
+    return render_many(contexts, jobs)
 
 
-def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
+def _check_plan(context: ExecutionContext) -> None:
     # deferred: start-up: pulls packaging, yaml… (179 modules)
     from cmx_k8s.executor import K8sExecutor
 
-    K8sExecutor().check_plan(plan, settings)
+    K8sExecutor().check_plan(context)
 
 
-def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+def _describe(context: ExecutionContext) -> dict[str, Any]:
     # deferred: start-up: pulls packaging, yaml… (179 modules)
     from cmx_k8s.executor import K8sExecutor
 
-    return K8sExecutor().describe(plan, settings)
+    return K8sExecutor().describe(context)
 
 
 @hookimpl

@@ -23,13 +23,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cmx_core.api import (
     CmxError,
+    ExecutionContext,
     ExecutionOutcome,
     ExecutionRequest,
-    ExecutorSettings,
     Fetched,
     JobStatus,
     RemoteJob,
@@ -47,15 +47,11 @@ from cmx_k8s.executor import (
     delete,
     ended,
     image_for,
-    plan_gpus,
     render_plan,
     with_plan_resources,
 )
 from cmx_k8s.gpu import GpuRequest, gpu_request
 from cmx_k8s.settings import K8sSettings
-
-if TYPE_CHECKING:
-    from cmx_core.api import Plan
 
 
 @dataclass(frozen=True)
@@ -78,18 +74,19 @@ class Shape:
     indices: tuple[int, ...]
 
 
-def shapes(plans: Sequence[Plan], settings: K8sSettings, gpus_fact: Any) -> list[Shape]:
-    """The points grouped by what their pod asks for (each point's own ``resources:``), in
-    order of their first point."""
+def shapes(contexts: Sequence[ExecutionContext], settings: K8sSettings) -> list[Shape]:
+    """The points (each one's context: its plan, and the facts and registry it was made with)
+    grouped by what their pod asks for (each point's own ``resources:``), in order of their
+    first point."""
     if settings.nodes > 1:
         raise UsageError(f"k8s executor option nodes={settings.nodes}: a sweep runs each point as one pod of an "
                          "Indexed Job; run a multi-node point on its own with cmx run")
     groups: dict[tuple[Any, ...], list[int]] = {}
     found: dict[tuple[Any, ...], tuple[K8sSettings, GpuRequest | None, str]] = {}
-    for index, plan in enumerate(plans):
-        point, accelerator = with_plan_resources(plan, settings)  # each point's plan must fit one pod
-        gpus = gpu_request(plan, gpus_fact, point.gpus, point.gpu_product, accelerator)
-        image = image_for(plan, settings)
+    for index, context in enumerate(contexts):
+        point, accelerator = with_plan_resources(context.plan, settings)  # each point's plan must fit one pod
+        gpus = gpu_request(context.plan, context.gpus, point.gpus, point.gpu_product, accelerator)
+        image = image_for(context, settings)
         key = (point.cpus, point.memory, point.timeout_s, gpus, image)
         groups.setdefault(key, []).append(index)
         found.setdefault(key, (point, gpus, image))
@@ -112,10 +109,10 @@ def run_each(requests: Sequence[ExecutionRequest], jobs: int,
     ``failedIndexes``): the batch entry a sweep uses, recording each point then."""
     if not requests:
         raise UsageError("k8s run_many: give at least one run")
-    settings = requests[0].settings
+    settings = requests[0].context.settings
     assert isinstance(settings, K8sSettings)
     check_settings(settings)
-    groups = shapes([r.plan for r in requests], settings, requests[0].facts.try_get("gpus"))
+    groups = shapes([r.context for r in requests], settings)
     sweeps: list[SweepJob] = []
     try:
         for group in groups:
@@ -149,8 +146,8 @@ def submit(requests: Sequence[ExecutionRequest], jobs: int, shape: Shape | None 
         raise UsageError("k8s run_many: give at least one run")
     first = requests[0]
     if shape is None:
-        assert isinstance(first.settings, K8sSettings)
-        [shape] = shapes([first.plan], first.settings, first.facts.try_get("gpus"))
+        assert isinstance(first.context.settings, K8sSettings)
+        [shape] = shapes([first.context], first.context.settings)
     settings = shape.settings
     executor = K8sExecutor()
     prepared = tuple(executor.prepare(r) for r in requests)
@@ -172,19 +169,23 @@ def submit(requests: Sequence[ExecutionRequest], jobs: int, shape: Shape | None 
     return SweepJob(handle, prepared, submitted)
 
 
-def render_many(plans: Sequence[Plan], settings: ExecutorSettings, jobs: int) -> list[Path]:
+def render_many(contexts: Sequence[ExecutionContext], jobs: int) -> list[Path]:
     """``cmx sweep ... --executor-opt render=DIR``: each point's own manifests (what ``cmx
     plan`` renders for it) in ``DIR/point-<i>/``, and what the sweep would apply, its
     Indexed Job(s) and ConfigMaps, in ``DIR/sweep-<k>/`` (one per shape), all validated;
-    nothing is applied."""
+    nothing is applied. Every point's context has the sweep's settings."""
+    if not contexts:
+        return []
+    settings = contexts[0].settings
     assert isinstance(settings, K8sSettings) and settings.render
     check_settings(settings)
     root = Path(settings.render)
     written: list[Path] = []
-    groups = shapes(plans, settings, plan_gpus(plans[0]) if plans else None)
+    groups = shapes(contexts, settings)
+    plans = [context.plan for context in contexts]
     for group in groups:
         for index in group.indices:
-            written += render_plan(plans[index], group.settings, group.image, group.gpus, root / f"point-{index}")
+            written += render_plan(contexts[index], group.settings, group.image, group.gpus, root / f"point-{index}")
     cmx = shlex.split(settings.cmx)
     for number, group in enumerate(groups):
         locks = [(root / f"point-{i}" / "lock.json").read_text(encoding="utf-8") for i in group.indices]

@@ -41,14 +41,14 @@ def run_batch(requests: Sequence[ExecutionRequest], settings: RaySettings | None
         raise UsageError("run_batch: give at least one run")
     if max_parallel is not None and max_parallel < 1:
         raise UsageError(f"run_batch: max_parallel={max_parallel!r}: use at least 1")
-    chosen = settings if settings is not None else requests[0].settings
+    chosen = settings if settings is not None else requests[0].context.settings
     if not isinstance(chosen, RaySettings):
         raise UsageError(f"run_batch: settings must be RaySettings, not {type(chosen).__name__}")
     executor = RayExecutor()
     with cluster.session(chosen.address, chosen.cluster_cpus) as where:
         executor.cluster_name = where
         first = requests[0]
-        refuse_missing(task_resources(first.plan, chosen, first.facts.try_get("gpus")), where)
+        refuse_missing(task_resources(first.context.plan, chosen, first.context.gpus), where)
         jobs = [executor.prepare(request) for request in requests]
         started = time.time()
         handles: list[RayHandle] = []

@@ -18,14 +18,13 @@ import sys
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cmx_core.api import (
     CmxError,
+    ExecutionContext,
     ExecutionOutcome,
     ExecutionRequest,
-    ExecutorSettings,
-    FactStore,
     FaultClass,
     Fetched,
     JobStatus,
@@ -33,15 +32,11 @@ from cmx_core.api import (
     RemoteJob,
     UsageError,
     WorkerKill,
-    get_registry,
     scheduler_retries,
 )
 from cmx_ray import cluster, far, worker
 from cmx_ray.resources import TaskResources, missing, task_resources
 from cmx_ray.settings import RaySettings
-
-if TYPE_CHECKING:
-    from cmx_core.api import Plan
 
 _LOG_TAIL = 10
 _CANCEL_GRACE_S = 5.0
@@ -81,19 +76,21 @@ class RayExecutor(RemoteExecutor[RayHandle]):
 
     # -- plan time -----------------------------------------------------------------------
 
-    def check_plan(self, plan: Plan, settings: ExecutorSettings) -> None:
+    def check_plan(self, context: ExecutionContext) -> None:
         """Bad settings are refused; when connected (an address, or a Ray this process
         already runs), so is a plan that needs GPUs or an accelerator type the cluster lacks."""
+        settings = context.settings
         assert isinstance(settings, RaySettings)
-        resources = task_resources(plan, settings, _plan_gpus(plan))
+        resources = task_resources(context.plan, settings, context.gpus)
         if not settings.address and not cluster.callers_ray():
             return  # a private cluster has this machine's resources, which the resolver checked
         with cluster.session(settings.address, settings.cluster_cpus) as where:
             refuse_missing(resources, where)
 
-    def describe(self, plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+    def describe(self, context: ExecutionContext) -> dict[str, Any]:
+        settings = context.settings
         assert isinstance(settings, RaySettings)
-        resources = task_resources(plan, settings, _plan_gpus(plan))
+        resources = task_resources(context.plan, settings, context.gpus)
         return {"cluster": settings.address or "a private local cluster for this run",
                 "num_cpus": resources.num_cpus, "num_gpus": resources.num_gpus,
                 "accelerator_type": resources.accelerator_type or "any",
@@ -104,23 +101,23 @@ class RayExecutor(RemoteExecutor[RayHandle]):
     # -- the run -------------------------------------------------------------------------
 
     def run(self, request: ExecutionRequest) -> ExecutionOutcome:
-        assert isinstance(request.settings, RaySettings)
-        with cluster.session(request.settings.address, request.settings.cluster_cpus) as where:
+        assert isinstance(request.context.settings, RaySettings)
+        with cluster.session(request.context.settings.address, request.context.settings.cluster_cpus) as where:
             self.cluster_name = where
             return super().run(request)
 
     def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
-        assert isinstance(request.settings, RaySettings)
-        if request.settings.cmx.strip():
-            return tuple(shlex.split(request.settings.cmx))
+        assert isinstance(request.context.settings, RaySettings)
+        if request.context.settings.cmx.strip():
+            return tuple(shlex.split(request.context.settings.cmx))
         return (sys.executable, "-m", "cmx_core")
 
     def far_paths(self, request: ExecutionRequest, stage_dir: Path, local_output: Path) -> tuple[str, str]:
         return far.LOCK_NAME, far.OUTPUT_NAME  # relative to the task's own directory on the node
 
     def job_env(self, request: ExecutionRequest) -> dict[str, str]:
-        assert isinstance(request.settings, RaySettings)
-        return {name: os.environ[name] for name in request.settings.env if name in os.environ}
+        assert isinstance(request.context.settings, RaySettings)
+        return {name: os.environ[name] for name in request.context.settings.env if name in os.environ}
 
     def submit(self, job: RemoteJob) -> RayHandle:
         return self.submit_checked(job, check_cluster=True)
@@ -128,11 +125,11 @@ class RayExecutor(RemoteExecutor[RayHandle]):
     def submit_checked(self, job: RemoteJob, check_cluster: bool) -> RayHandle:
         """Submit ``job``; ``check_cluster``: first refuse it when the cluster lacks what it
         needs (one query of the cluster's resources; a batch asks once for all its tasks)."""
-        settings = job.request.settings
+        settings = job.request.context.settings
         assert isinstance(settings, RaySettings)
         if settings.max_result_mb <= 0:
             raise UsageError(f"ray executor option max_result_mb={settings.max_result_mb:g}: use a number above 0")
-        resources = task_resources(job.request.plan, settings, job.request.facts.try_get("gpus"))
+        resources = task_resources(job.request.context.plan, settings, job.request.context.gpus)
         if check_cluster:
             refuse_missing(resources, self.cluster_name)
         retries, token = retry_options(job.request), uuid.uuid4().hex
@@ -215,13 +212,6 @@ def _far_task() -> Any:
     import ray  # deferred: ray only when this runs (513 modules)
 
     return ray.remote(far.run_far)
-
-
-def _plan_gpus(plan: Plan) -> Any:
-    """The ``gpus`` fact the plan was resolved against (its facts file, or this machine)."""
-    detectors = get_registry().detectors
-    store = FactStore.from_file(plan.facts_file, detectors) if plan.facts_file else FactStore(detectors)
-    return store.try_get("gpus")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -4,13 +4,17 @@ when a ray run or plan needs it)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cmx_core.api import KILL_WORKER, ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
+from cmx_core.api import (
+    KILL_WORKER,
+    ExecutionContext,
+    ExecutionOutcome,
+    ExecutionRequest,
+    Executor,
+    hookimpl,
+)
 from cmx_ray.settings import RaySettings
-
-if TYPE_CHECKING:
-    from cmx_core.api import Plan
 
 SUMMARY = "Run the plan as a Ray task (num_cpus, num_gpus, accelerator_type) on a cluster or a private one"
 
@@ -21,16 +25,16 @@ def _execute(request: ExecutionRequest) -> ExecutionOutcome:
     return RayExecutor().run(request)
 
 
-def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
+def _check_plan(context: ExecutionContext) -> None:
     from cmx_ray.executor import RayExecutor  # deferred: start-up: 55 modules not needed to start cmx
 
-    RayExecutor().check_plan(plan, settings)
+    RayExecutor().check_plan(context)
 
 
-def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+def _describe(context: ExecutionContext) -> dict[str, Any]:
     from cmx_ray.executor import RayExecutor  # deferred: start-up: 55 modules not needed to start cmx
 
-    return RayExecutor().describe(plan, settings)
+    return RayExecutor().describe(context)
 
 
 def _run_many(requests: Sequence[ExecutionRequest], max_parallel: int) -> tuple[ExecutionOutcome, ...]:

@@ -70,18 +70,18 @@ def submit_array(requests: Sequence[ExecutionRequest], settings: SlurmSettings |
     the first request's plan (:func:`run_many` groups a sweep's points by shape first)."""
     if not requests:
         raise UsageError("submit_array: give at least one run")
-    chosen = settings_of(settings if settings is not None else requests[0].settings)
+    chosen = settings_of(settings if settings is not None else requests[0].context.settings)
     if max_parallel is not None and max_parallel < 1:
         raise UsageError(f"submit_array: max_parallel={max_parallel!r}: use at least 1")
     executor = SlurmExecutor()
     jobs = tuple(executor.prepare(r) for r in requests)
-    resources = resources_for(requests[0].plan, chosen)
+    resources = resources_for(requests[0].context.plan, chosen)
     for job in jobs:
         script.write(job.stage_dir / script.TASK, script.task_script(job.command, job.env, job.stage_dir))
     home = jobs[0].stage_dir
     batch = script.write(home / "array.sh", script.array_script([j.stage_dir for j in jobs], resources.ntasks))
     throttle = f"%{max_parallel}" if max_parallel else ""
-    options = [f"--job-name=cmx-sweep-{requests[0].plan.root.recipe.name}"[:120],
+    options = [f"--job-name=cmx-sweep-{requests[0].context.plan.root.recipe.name}"[:120],
                f"--array=0-{len(jobs) - 1}{throttle}", f"--chdir={home}", f"--output={home}/slurm-%A_%a.array.out",
                "--no-requeue", *resources.sbatch_args()]
     return _submit(jobs, tuple(range(len(jobs))), tuple(options), batch, chosen, resources.ntasks)
@@ -138,7 +138,7 @@ def collect(array: ArrayJob, on_outcome: Callable[[int, ExecutionOutcome], None]
     ends (handed to ``on_outcome`` with its index then); outcomes in order. A task lost to a
     fault its job policy retries is resubmitted (:func:`resubmit`) until it ends otherwise."""
     outcomes: dict[int, ExecutionOutcome] = {}
-    lost = {i: LostJobs(job.request.plan.root.id, "slurm job", job_policy(job.request), array.submitted)
+    lost = {i: LostJobs(job.request.context.plan.root.id, "slurm job", job_policy(job.request), array.submitted)
             for i, job in enumerate(array.jobs)}
     current = array
     while True:
@@ -171,7 +171,7 @@ def shapes(requests: Sequence[ExecutionRequest]) -> list[tuple[int, ...]]:
     each group is an array of its own."""
     groups: dict[tuple[str, ...], list[int]] = {}
     for index, request in enumerate(requests):
-        resources = resources_for(request.plan, settings_of(request.settings))
+        resources = resources_for(request.context.plan, settings_of(request.context.settings))
         groups.setdefault((str(resources.ntasks), *resources.sbatch_args()), []).append(index)
     return [tuple(indices) for indices in groups.values()]
 

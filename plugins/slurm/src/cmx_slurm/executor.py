@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.api import (
+    ExecutionContext,
     ExecutionRequest,
     ExecutorSettings,
     FaultClass,
@@ -78,7 +79,7 @@ class SlurmExecutor(RemoteExecutor[SlurmJob]):
     kills_workers = True  # its node set down (cmx_slurm.worker)
 
     def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
-        chosen = settings_of(request.settings).cmx
+        chosen = settings_of(request.context.settings).cmx
         if chosen is not None:
             argv = tuple(shlex.split(chosen))
             if not argv:
@@ -86,21 +87,21 @@ class SlurmExecutor(RemoteExecutor[SlurmJob]):
             return argv
         return (sys.executable, "-m", "cmx_core")
 
-    def check_plan(self, plan: Any, settings: ExecutorSettings) -> None:
-        resources_for(plan, settings)
+    def check_plan(self, context: ExecutionContext) -> None:
+        resources_for(context.plan, context.settings)
         slurmcli.tool("sbatch")
 
-    def describe(self, plan: Any, settings: ExecutorSettings) -> dict[str, Any]:
-        return {**resources_for(plan, settings).describe(),
+    def describe(self, context: ExecutionContext) -> dict[str, Any]:
+        return {**resources_for(context.plan, context.settings).describe(),
                 "far side": "cmx run --lock lock.json --allow-drift=remote --executor local --json"}
 
     def submit(self, job: RemoteJob) -> SlurmJob:
-        chosen = settings_of(job.request.settings)
-        resources = resources_for(job.request.plan, chosen)
+        chosen = settings_of(job.request.context.settings)
+        resources = resources_for(job.request.context.plan, chosen)
         stage = job.stage_dir
         script.write(stage / script.TASK, script.task_script(job.command, job.env, stage))
         batch = script.write(stage / script.BATCH, script.batch_script(stage, resources.ntasks))
-        options = [f"--job-name=cmx-{job.request.plan.root.recipe.name}"[:120], f"--chdir={stage}",
+        options = [f"--job-name=cmx-{job.request.context.plan.root.recipe.name}"[:120], f"--chdir={stage}",
                    f"--output={stage}/slurm-%j.out", f"--error={stage}/slurm-%j.err", *resources.sbatch_args(),
                    *requeue_args(job.request)]
         job_id = slurmcli.sbatch(options, batch)

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cmx_core.api import KILL_WORKER, ExecutionOutcome, ExecutionRequest, Executor, ExecutorSettings, hookimpl
+from cmx_core.api import (
+    KILL_WORKER,
+    ExecutionContext,
+    ExecutionOutcome,
+    ExecutionRequest,
+    Executor,
+    hookimpl,
+)
 from cmx_slurm.about import SUMMARY
 from cmx_slurm.settings import SlurmSettings
-
-if TYPE_CHECKING:
-    from cmx_core.api import Plan
 
 
 def _execute(request: ExecutionRequest) -> ExecutionOutcome:
@@ -19,16 +23,16 @@ def _execute(request: ExecutionRequest) -> ExecutionOutcome:
     return SlurmExecutor().run(request)
 
 
-def _check_plan(plan: Plan, settings: ExecutorSettings) -> None:
+def _check_plan(context: ExecutionContext) -> None:
     from cmx_slurm.executor import SlurmExecutor  # deferred: start-up: 14 modules not needed to start cmx
 
-    SlurmExecutor().check_plan(plan, settings)
+    SlurmExecutor().check_plan(context)
 
 
-def _describe(plan: Plan, settings: ExecutorSettings) -> dict[str, Any]:
+def _describe(context: ExecutionContext) -> dict[str, Any]:
     from cmx_slurm.executor import SlurmExecutor  # deferred: start-up: 14 modules not needed to start cmx
 
-    return SlurmExecutor().describe(plan, settings)
+    return SlurmExecutor().describe(context)
 
 
 def _run_many(requests: Sequence[ExecutionRequest], max_parallel: int) -> tuple[ExecutionOutcome, ...]:
