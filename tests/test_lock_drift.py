@@ -79,11 +79,12 @@ def test_a_lock_without_recipe_text_still_names_the_file(cli: Callable[..., Any]
 
 def test_variations_and_step_versions_are_named_and_an_unexplained_key_is_listed() -> None:
     from cmx_core.run.lock import _node_diffs
+    from cmx_core.run.lock_records import LockNode
 
     old = [{"id": "a", "variations": {"cpu": True}, "steps": {"shell": "1"}, "cache_key": "k1"},
            {"id": "b", "cache_key": "k1", "inputs": {"p": "/x"}}]
     new = [{"id": "a", "variations": {"gpu": True}, "steps": {"shell": "2"}, "cache_key": "k2"},
            {"id": "b", "cache_key": "k2", "inputs": {"p": "/x"}}]
-    assert _node_diffs(old, new) == [
+    assert _node_diffs([LockNode.from_json(n) for n in old], [LockNode.from_json(n) for n in new]) == [
         "node a: variation cpu: true -> (none)", "node a: variation gpu: (none) -> true",
         "node a: step type shell: \"1\" -> \"2\"", 'node b: cache_key "k1" -> "k2"']

@@ -63,6 +63,7 @@ from cmx_core.recipes.load import load_recipe_file
 from cmx_core.results.document import RunRecord, build_document
 from cmx_core.results.validate import validate_document
 from cmx_core.run import engine
+from cmx_core.run.request import RunRequest
 from cmx_core.run.runids import new_run_id
 from cmx_core.run.settings import convert, describe_settings
 from cmx_core.testing.checks import (
@@ -479,10 +480,10 @@ def executor_run_problems(executor: str, options: Mapping[str, str]) -> list[str
     values, and the executor's must be a recorded, indexed, schema-valid result."""
     inputs = {"size": "2000", "repeats": "1"}
     try:
-        theirs = engine.run("demo,sort", inputs, executor=executor, options=options)
+        theirs = engine.run(RunRequest("demo,sort", inputs, executor=executor, options=options))
     except CmxError as exc:
         return [f"executor '{executor}' cannot run the demo chain: {exc}"]
-    ours = engine.run("demo,sort", inputs, executor="local")
+    ours = engine.run(RunRequest("demo,sort", inputs, executor="local"))
     problems = []
     for key in ("status", "benchmark", "outputs", "invalid_reasons", "error"):
         if key == "outputs":
