@@ -11,8 +11,9 @@ subclasses. Markers: :data:`hookimpl`. Engine entry points (imported lazily):
 ``run`` (keyword arguments: ``run("demo,sort", {"size": 5}, executor="local")``, the fields of
 :class:`RunRequest`), ``run_request(RunRequest(...))``, ``plan``, ``explain``, ``list_recipes``,
 ``detect_facts``; ``run_sweep(SweepRequest(...))``; the types a provider is handed
-(``Plan``, ``PlanNode``, ``Registry``, ``FactStore``); ``plan_plugins(plan, registry)``, the plugins a plan uses; ``register_template_function(name, function)``, a
-function recipe templates may call (docs/recipes.md, Templates); the result validator
+(``Plan``, ``PlanNode``, ``Registry``, ``FactStore``); ``plan_plugins(plan, registry)``, the
+plugins a plan uses; ``register_template_function(name, function)``, a function recipe
+templates may call (docs/recipes.md, Templates); the result validator
 ``validate_document(document, source, suites)`` for tools that read or check result documents.
 The sandbox for untrusted code (imported lazily; ``docs/sandbox.md``): ``get_sandbox(name)``,
 :class:`Sandbox`, :class:`SandboxBackend` (what ``cmx_register_sandboxes`` registers),
