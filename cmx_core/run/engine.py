@@ -24,7 +24,7 @@ from cmx_core.datautil import atomic_write, digest
 from cmx_core.errors import CmxError, Interrupted, RecipeError, ResolveError, StepFailed, UsageError, did_you_mean
 from cmx_core.facts.store import FactStore
 from cmx_core.plan.conditional import ByStep, conditional_deps, of_node
-from cmx_core.plan.planner import Plan, PlanNode, PlanQuery, build_plan
+from cmx_core.plan.planner import FactsOrigin, Plan, PlanNode, PlanQuery, StepTypes, build_plan
 from cmx_core.plan.view import view
 from cmx_core.plugins.events import registry_events
 from cmx_core.plugins.extras import check_plan_extras
@@ -178,8 +178,8 @@ def _build(resolution: Resolution, query: PlanQuery, session: Session) -> Plan:
     versions = {name: step.version for name, step in session.registry.steps.items()}
     shadowed = {name: [i.path for i in lst] for name, lst in session.catalog.shadowed_listed.items()}
     measuring = frozenset(name for name, step in session.registry.steps.items() if step.measures)
-    return build_plan(resolution, query, versions, session.facts.source, session.facts_file,
-                      session.cache, shadowed, measuring)
+    return build_plan(resolution, query, StepTypes(versions, measuring),
+                      FactsOrigin(session.facts.source, session.facts_file), session.cache, shadowed)
 
 
 # -- explain ------------------------------------------------------------------------------

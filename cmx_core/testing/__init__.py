@@ -117,24 +117,24 @@ def cmx_step_context(tmp_path: Path) -> Callable[..., Any]:
 
 def make_step_context(
     base: Path,
+    sample: StepSample | None = None,
     *,
     params: Mapping[str, Any] | None = None,
-    inputs: Mapping[str, Any] | None = None,
-    deps: Mapping[str, Mapping[str, Any]] | None = None,
-    facts: Mapping[str, Any] | None = None,
-    variations: Mapping[str, Any] | None = None,
     node_id: str = "conformance",
     recipe: str = "conformance",
     timeout_s: float | None = None,
 ) -> Any:
-    """A StepContext as the engine builds it: frozen mappings, fresh work/log/run dirs."""
+    """A StepContext as the engine builds it: frozen mappings, fresh work/log/run dirs. The
+    step's params, inputs, deps, facts and variations are the ``sample``'s (none without
+    one); ``params``, when given, replaces its params (most tests give only those)."""
+    given = sample or StepSample()
     dirs = {name: base / name for name in ("work", "logs", "run", "cache")}
     for directory in dirs.values():
         directory.mkdir(parents=True, exist_ok=True)
     return StepContext(
-        node_id=node_id, recipe=recipe, params=freeze(params or {}),
-        inputs=freeze(inputs or {}), deps=freeze(deps or {}), facts=freeze(facts or {}),
-        variations=freeze(variations or {}), work_dir=dirs["work"], log_dir=dirs["logs"],
+        node_id=node_id, recipe=recipe, params=freeze(params if params is not None else given.params),
+        inputs=freeze(given.inputs), deps=freeze(given.deps), facts=freeze(given.facts),
+        variations=freeze(given.variations), work_dir=dirs["work"], log_dir=dirs["logs"],
         run_dir=dirs["run"], cache_dir=dirs["cache"], timeout_s=timeout_s,
     )
 
@@ -186,12 +186,16 @@ class StepSample:
     expect_outputs: Collection[str] = ()
 
 
-def execution_request(plan: Any, run_dir: Path, *, settings: Any = None, jobs: int = 1,
-                      use_cache: bool = True, refresh: bool = False, recovery: Any = None) -> Any:
+def execution_request(plan: Any, run_dir: Path, *, settings: Any = None, recovery: Any = None,
+                      **given: Any) -> Any:
     """A real :class:`~cmx_core.api.ExecutionRequest` for ``plan`` (from ``cmx_core.api.plan``)
     as the engine would hand it to an executor: the current registry and facts, ``run_dir``
     created with the plan's ``lock.json`` in it, a fresh run id; ``recovery`` the command
-    line's recovery policy and injections (docs/faults.md)."""
+    line's recovery policy and injections (docs/faults.md). ``given`` sets the request's
+    other fields by name (``jobs``, ``use_cache``, ``refresh``; by default 1, True, False)."""
+    jobs, use_cache, refresh = given.pop("jobs", 1), given.pop("use_cache", True), given.pop("refresh", False)
+    if given:
+        raise TypeError(f"execution_request() got unexpected keyword arguments: {', '.join(sorted(given))}")
     registry = get_registry()
     run_dir.mkdir(parents=True, exist_ok=True)
     facts = FactStore.from_file(plan.facts_file, registry.detectors) if plan.facts_file \
@@ -337,10 +341,7 @@ class PluginConformance:
             sample = self.step_sample(name, tmp_path / "inputs")
             if sample is None:
                 continue
-            ctx = make_step_context(
-                tmp_path / name, params=sample.params, inputs=sample.inputs,
-                deps=sample.deps, facts=sample.facts, variations=sample.variations,
-                node_id=f"conformance/{name}")
+            ctx = make_step_context(tmp_path / name, sample, node_id=f"conformance/{name}")
             raw = step.run(ctx)
             output = raw if isinstance(raw, StepOutput) else StepOutput(outputs=dict(raw))
             problems = output_problems(name, output, sample, suites=conformance_registry.suites)

@@ -17,7 +17,7 @@ import standin
 
 from cmx_core.errors import CmxError
 from cmx_core.run import engine
-from cmx_core.testing.chaos import chaos_problems
+from cmx_core.testing.chaos import UnderTest, chaos_problems
 
 RETRIED = """\
 name: test-k8s-retried
@@ -39,7 +39,7 @@ def test_the_chaos_matrix_on_the_k8s_standin(cmx_home: Path, tmp_path: Path,
                                              cluster: tuple[Path, standin.StandIn]) -> None:
     recipes = tmp_path / "recipes"
     recipes.mkdir()
-    assert chaos_problems(recipes, "k8s", _opts(cluster[0]), timeout_s=240, kill_worker=True) == []
+    assert chaos_problems(recipes, UnderTest("k8s", _opts(cluster[0]), kill_worker=True), timeout_s=240) == []
     evicted = [name for method, name in cluster[1].calls if method == "EVICT"]
     assert len(evicted) == 1, cluster[1].calls  # the kill-worker point's pod, once
 
