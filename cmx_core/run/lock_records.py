@@ -55,7 +55,8 @@ class LockNode:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> LockNode:
-        return cls(**{f.name: doc.get(f.name) for f in fields(cls)})
+        values: dict[str, Any] = {f.name: doc.get(f.name) for f in fields(cls)}
+        return cls(**values)
 
 
 @dataclass(frozen=True)
