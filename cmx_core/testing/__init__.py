@@ -109,8 +109,8 @@ def cmx_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def cmx_step_context(tmp_path: Path) -> Callable[..., Any]:
     """A factory of :class:`~cmx_core.api.StepContext` objects with private directories."""
 
-    def make(**kwargs: Any) -> Any:
-        return make_step_context(tmp_path / f"step{len(list(tmp_path.iterdir()))}", **kwargs)
+    def make(sample: StepSample | None = None, **kwargs: Any) -> Any:
+        return make_step_context(tmp_path / f"step{len(list(tmp_path.iterdir()))}", sample, **kwargs)
 
     return make
 
@@ -120,21 +120,22 @@ def make_step_context(
     sample: StepSample | None = None,
     *,
     params: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, Any] | None = None,
     node_id: str = "conformance",
-    recipe: str = "conformance",
     timeout_s: float | None = None,
 ) -> Any:
-    """A StepContext as the engine builds it: frozen mappings, fresh work/log/run dirs. The
-    step's params, inputs, deps, facts and variations are the ``sample``'s (none without
-    one); ``params``, when given, replaces its params (most tests give only those)."""
+    """A StepContext as the engine builds it: frozen mappings, fresh work/log/run dirs, of
+    recipe ``conformance`` (``dataclasses.replace`` sets any other field). The step's params,
+    inputs, deps, facts and variations are the ``sample``'s (none without one); ``params``
+    and ``inputs``, when given, replace the sample's (most tests give only those)."""
     given = sample or StepSample()
     dirs = {name: base / name for name in ("work", "logs", "run", "cache")}
     for directory in dirs.values():
         directory.mkdir(parents=True, exist_ok=True)
     return StepContext(
-        node_id=node_id, recipe=recipe, params=freeze(params if params is not None else given.params),
-        inputs=freeze(given.inputs), deps=freeze(given.deps), facts=freeze(given.facts),
-        variations=freeze(given.variations), work_dir=dirs["work"], log_dir=dirs["logs"],
+        node_id=node_id, recipe="conformance", params=freeze(params if params is not None else given.params),
+        inputs=freeze(inputs if inputs is not None else given.inputs), deps=freeze(given.deps),
+        facts=freeze(given.facts), variations=freeze(given.variations), work_dir=dirs["work"], log_dir=dirs["logs"],
         run_dir=dirs["run"], cache_dir=dirs["cache"], timeout_s=timeout_s,
     )
 
