@@ -68,7 +68,7 @@ def _requests(sizes: list[int], base: Path, settings: Any) -> list[Any]:
     session = engine.open_session()
     requests = []
     for size in sizes:
-        plan = engine.plan("demo,sort", {"size": size, "repeats": 1}, session=session)
+        plan = engine.plan_in(session, "demo,sort", {"size": size, "repeats": 1})
         run_dir = base / f"point-{size}"
         run_dir.mkdir(parents=True)
         engine.write_lock(run_dir, plan, session.registry)
