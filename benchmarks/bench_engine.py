@@ -143,9 +143,9 @@ def plan_ms(directories: list[Path], tags: str, nodes: int, repeat: int) -> floa
     from cmx_core.run import engine
 
     session = engine.open_session(directories)
-    plan = engine.plan(tags, session=session)
+    plan = engine.plan_in(session, tags)
     assert len(plan.nodes) == nodes, (tags, len(plan.nodes))
-    return median_ms(lambda: engine.plan(tags, session=session), repeat)
+    return median_ms(lambda: engine.plan_in(session, tags), repeat)
 
 
 def first_plan_ms(directories: list[Path], tags: str, nodes: int, repeat: int) -> float:
@@ -154,7 +154,7 @@ def first_plan_ms(directories: list[Path], tags: str, nodes: int, repeat: int) -
     from cmx_core.run import engine
 
     def once() -> None:
-        plan = engine.plan(tags, session=engine.open_session(directories))
+        plan = engine.plan_in(engine.open_session(directories), tags)
         assert len(plan.nodes) == nodes, (tags, len(plan.nodes))
 
     once()  # the index is written
@@ -246,10 +246,10 @@ def main() -> int:
         from cmx_core.run import engine
 
         session = engine.open_session([graph])
-        plan = engine.plan("graph,node0", session=session)
+        plan = engine.plan_in(session, "graph,node0")
         assert len(plan.nodes) == 500, len(plan.nodes)
         rows.append(("resolve + plan of a 500-node graph",
-                     median_ms(lambda: engine.plan("graph,node0", session=session), args.repeat), 100.0))
+                     median_ms(lambda: engine.plan_in(session, "graph,node0"), args.repeat), 100.0))
         rows += scale_rows(root, flat, args.repeat)
 
     return report(rows, args.check)

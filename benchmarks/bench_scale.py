@@ -22,7 +22,7 @@ Slurm, for a sweep of N points of the demo chain (``demo,sort``, size 1000 + i):
   so its staging (``submitted - t0``) also holds the planning of every point (checked as
   ``cmx plan`` would), the locks and the in-flight marks, and its tail the recording of every
   result and the manifest.
-* **sequential**: ``engine.run(..., executor="slurm")`` K times; overhead = wall - (started -
+* **sequential**: ``engine.run_tags(..., executor="slurm")`` K times; overhead = wall - (started -
   sbatch returned) - (ended - launched), the far command's own time (the near engine's plan,
   lock and record are counted as overhead here).
 
@@ -68,7 +68,7 @@ def _requests(sizes: list[int], base: Path, settings: Any) -> list[Any]:
     session = engine.open_session()
     requests = []
     for size in sizes:
-        plan = engine.plan("demo,sort", {"size": size, "repeats": 1}, session=session)
+        plan = engine.plan_in(session, "demo,sort", {"size": size, "repeats": 1})
         run_dir = base / f"point-{size}"
         run_dir.mkdir(parents=True)
         engine.write_lock(run_dir, plan, session.registry)
@@ -122,12 +122,12 @@ def _slurm_array(points: int, base: Path) -> dict[str, Any]:
 
 def _slurm_sweep(points: int, data_dir: Path) -> dict[str, Any]:
     """The N points through ``cmx sweep --executor slurm -j N`` (run_sweep in this process)."""
-    from cmx_core.sweep.runner import run_sweep
+    from cmx_core.sweep.runner import SweepRequest, run_sweep
 
     matrix = [{"size": str(3000 + i)} for i in range(points)]
     t0 = time.time()
-    result = run_sweep("demo,sort", {"repeats": "1"}, matrix, data_dir=data_dir, jobs=points, executor="slurm",
-                       run_options=["--executor", "slurm"])
+    result = run_sweep(SweepRequest("demo,sort", {"repeats": "1"}, matrix, data_dir=data_dir, jobs=points,
+                                    executor="slurm", run_options=["--executor", "slurm"]))
     back = time.time()
     run_dirs = [data_dir / "sweeps" / result.sweep_id / f"point-{p.index}" for p in result.points]
     stages = [d / "remote-stage" for d in run_dirs]
@@ -158,7 +158,7 @@ def _slurm_sequential(runs: int) -> dict[str, Any]:
     overheads, latencies, far = [], [], []
     for size in [5000 + i for i in range(runs)]:
         start = time.time()
-        run = engine.run("demo,sort", {"size": size, "repeats": 1}, executor="slurm")
+        run = engine.run_tags("demo,sort", {"size": size, "repeats": 1}, executor="slurm")
         wall = time.time() - start
         stage = run.run_dir / "remote-stage"
         latency = _stamp(stage / "started") - (stage / "slurm-job.json").stat().st_mtime
@@ -182,7 +182,7 @@ def bench_slurm(points: int, sequential: int) -> dict[str, Any]:
     try:
         from cmx_core.run import engine
 
-        engine.run("demo,sort", {"size": 10, "repeats": 1}, executor="local")  # warm imports and caches
+        engine.run_tags("demo,sort", {"size": 10, "repeats": 1}, executor="local")  # warm imports and caches
         from cmx_core import paths
 
         return {"array": _slurm_array(points, work / "sweep"),

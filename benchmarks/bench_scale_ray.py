@@ -10,7 +10,7 @@ record), the staging and the far command are the same on both sides (with
 difference is what Ray adds: submission, scheduling, the worker, moving the lock and the
 files through the object store. A negative difference is within the noise of a loaded machine.
 
-* **sequential**: ``engine.run(..., executor=X)`` K times for each of ``ray`` and the
+* **sequential**: ``engine.run_tags(..., executor=X)`` K times for each of ``ray`` and the
   baseline, interleaved (one of each in turn, so a load change on a shared machine hits both);
   overhead = median of the pairwise differences.
 * **batch** (the sweep path, ``cmx_ray.batch.run_batch``): N points of the demo chain as Ray
@@ -160,7 +160,7 @@ def _sequential(runs: int, opts: dict[str, str]) -> dict[str, Any]:
     for i in range(runs):
         for name, size, into in (("ray", 2000 + i, rayed), ("noray-baseline", 4000 + i, base)):
             began = time.perf_counter()
-            engine.run("demo,sort", {"size": size, "repeats": 1}, executor=name, options=opts)
+            engine.run_tags("demo,sort", {"size": size, "repeats": 1}, executor=name, options=opts)
             into.append(time.perf_counter() - began)
     pairs = [r - b for r, b in zip(rayed, base, strict=True)]
     return {"runs": runs, "ray_median_s": statistics.median(rayed), "baseline_median_s": statistics.median(base),
@@ -175,7 +175,7 @@ def _requests(sizes: Sequence[int], base: Path, settings: Any) -> list[Any]:
     session = engine.open_session()
     requests = []
     for size in sizes:
-        plan = engine.plan("demo,sort", {"size": size, "repeats": 1}, session=session)
+        plan = engine.plan_in(session, "demo,sort", {"size": size, "repeats": 1})
         run_dir = base / f"point-{size}"
         run_dir.mkdir(parents=True)
         engine.write_lock(run_dir, plan, session.registry)
@@ -213,7 +213,7 @@ def _batch(points: int, address: str, work: Path, block: int = 10) -> dict[str, 
 def _sweep(points: int, address: str, work: Path) -> dict[str, Any]:
     """One N-point ``cmx sweep --executor ray -j N`` against the baseline's N far commands."""
     from cmx_core import paths
-    from cmx_core.sweep.runner import run_sweep
+    from cmx_core.sweep.runner import SweepRequest, run_sweep
     from cmx_ray.settings import RaySettings
 
     settings = RaySettings(address=address, env=("CMX_HOME",))
@@ -230,8 +230,9 @@ def _sweep(points: int, address: str, work: Path) -> dict[str, Any]:
     before, failed_before = base_block(0, half)
     options = ["--executor", "ray", "--executor-opt", f"address={address}", "--executor-opt", "env=CMX_HOME"]
     began = time.perf_counter()
-    result = run_sweep("demo,sort", {"repeats": "1"}, [{"size": str(40_000 + i)} for i in range(points)],
-                       data_dir=paths.data_dir(), jobs=points, executor="ray", run_options=options)
+    result = run_sweep(SweepRequest("demo,sort", {"repeats": "1"},
+                                    [{"size": str(40_000 + i)} for i in range(points)], data_dir=paths.data_dir(),
+                                    jobs=points, executor="ray", run_options=options))
     sweep_wall = time.perf_counter() - began
     after, failed_after = base_block(half, points - half)
     return {"points": points, "failed": result.failed + failed_before + failed_after, "parallel": HEAD_CPUS,
@@ -247,7 +248,7 @@ def _connect(opts: dict[str, str], tries: int = 4) -> None:
 
     for attempt in range(tries):
         try:
-            engine.run("demo,sort", executor="ray", options=opts)
+            engine.run_tags("demo,sort", executor="ray", options=opts)
             return
         except UsageError:
             if attempt == tries - 1:
@@ -267,7 +268,7 @@ def bench_ray(points: int, sequential: int) -> dict[str, Any]:
     try:
         opts = {"address": address, "env": "CMX_HOME"}
         _connect(opts)  # connect, warm the cache and a worker
-        engine.run("demo,sort", executor="noray-baseline", options=opts)
+        engine.run_tags("demo,sort", executor="noray-baseline", options=opts)
         with cluster.ray_env():
             import ray
 

@@ -9,10 +9,12 @@ Providers and values: :class:`StepType`, :class:`Detector`, :class:`Executor`,
 :class:`ExecutorSettings`, and (imported lazily) :class:`RemoteExecutor` with
 :class:`RemoteJob` and :class:`JobStatus`. Errors: :class:`CmxError` and its
 subclasses. Markers: :data:`hookimpl`. Engine entry points (imported lazily):
-``run``, ``plan``, ``explain``, ``list_recipes``, ``detect_facts``; the types a provider
-is handed (``Plan``, ``PlanNode``, ``Registry``, ``FactStore``); ``plan_plugins(plan,
-registry)``, the plugins a plan uses; ``register_template_function(name, function)``, a
-function recipe templates may call (docs/recipes.md, Templates); the result validator
+``run`` (keyword arguments: ``run("demo,sort", {"size": 5}, executor="local")``, the fields of
+:class:`RunRequest`), ``run_request(RunRequest(...))``, ``plan``, ``explain``, ``list_recipes``,
+``detect_facts``; ``run_sweep(SweepRequest(...))``; the types a provider is handed
+(``Plan``, ``PlanNode``, ``Registry``, ``FactStore``); ``plan_plugins(plan, registry)``, the
+plugins a plan uses; ``register_template_function(name, function)``, a function recipe
+templates may call (docs/recipes.md, Templates); the result validator
 ``validate_document(document, source, suites)`` for tools that read or check result documents.
 The sandbox for untrusted code (imported lazily; ``docs/sandbox.md``): ``get_sandbox(name)``,
 :class:`Sandbox`, :class:`SandboxBackend` (what ``cmx_register_sandboxes`` registers),
@@ -79,6 +81,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.results.numbers import fmt_number
     from cmx_core.results.secrets import TOKEN_PATTERNS, is_secret_name
     from cmx_core.run.engine import plan_plugins, write_lock
+    from cmx_core.run.engine import run as run_request
+    from cmx_core.run.engine import run_tags as run
     from cmx_core.run.remote import (
         Fetched,
         JobStatus,
@@ -90,6 +94,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
         job_fault,
         set_aside,
     )
+    from cmx_core.run.request import RunRequest
     from cmx_core.sandbox import (
         Limits,
         Sandbox,
@@ -104,6 +109,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from cmx_core.sandbox.session import BubblewrapSession, session_unavailable
     from cmx_core.sandbox.tarsafe import FilterError, data_filter, extract_all, tar_filter
     from cmx_core.sandbox.verdict import Ending, decide
+    from cmx_core.sweep.request import SweepRequest
     from cmx_core.sweep.runner import point_command, run_sweep
     from cmx_core.telemetry.collector import TelemetrySettings
     from cmx_core.telemetry.energy import Meter
@@ -117,7 +123,7 @@ __all__ = [
     "Plan", "PlanNode", "Registry", "FactStore",
     "ResolveError", "ResultPart", "ResultsError", "RunError", "StepContext", "StepFailed",
     "StepOutput", "StepType", "Suite", "ConditionalDep",
-    "UsageError", "hookimpl", "run", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
+    "UsageError", "hookimpl", "run", "run_request", "RunRequest", "plan", "explain", "list_recipes", "detect_facts",  # noqa: F822 - lazy
     "validate_document", "plan_plugins", "require_extra",  # noqa: F822 - lazy
     "Resources", "NO_RESOURCES", "node_resources", "plan_resources", "comparable",
     "comparable_across_sweeps",
@@ -125,7 +131,7 @@ __all__ = [
     "get_sandbox", "Sandbox", "SandboxBackend", "SandboxSpec", "Limits", "SandboxUser", "SandboxResult", "Verdict",
     # what the in-tree plugins reached past the API for, before the layers issue (#27)
     "cache_dir", "data_dir", "write_lock", "fold", "check_spec", "pick_cpus", "BubblewrapSession",
-    "session_unavailable", "Ending", "decide", "point_command", "run_sweep",
+    "session_unavailable", "Ending", "decide", "point_command", "run_sweep", "SweepRequest",
     "Meter", "register_template_function",
     # the run's telemetry (docs/telemetry.md): a step's metrics sink, the sampler's settings
     "MetricsSink", "NoMetrics", "TelemetrySettings",
@@ -146,7 +152,8 @@ __all__ = [
 ]
 
 _LAZY = {
-    "run": "cmx_core.run.engine", "plan": "cmx_core.run.engine", "explain": "cmx_core.run.engine",
+    "run": "cmx_core.run.engine:run_tags", "run_request": "cmx_core.run.engine:run",
+    "RunRequest": "cmx_core.run.request", "plan": "cmx_core.run.engine", "explain": "cmx_core.run.engine",
     "list_recipes": "cmx_core.run.engine", "detect_facts": "cmx_core.run.engine",
     "validate_document": "cmx_core.results.validate", "resnet50": "cmx_core.models.resnet",
     "plan_plugins": "cmx_core.run.engine",
@@ -167,6 +174,7 @@ _LAZY = {
     **dict.fromkeys(("BubblewrapSession", "session_unavailable"), "cmx_core.sandbox.session"),
     **dict.fromkeys(("Ending", "decide"), "cmx_core.sandbox.verdict"),
     **dict.fromkeys(("point_command", "run_sweep"), "cmx_core.sweep.runner"),
+    "SweepRequest": "cmx_core.sweep.request",
     "Meter": "cmx_core.telemetry.energy",
     "register_template_function": "cmx_core.recipes.template",
     "TelemetrySettings": "cmx_core.telemetry.collector",
@@ -183,5 +191,6 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     """Engine functions and the result validator, imported on first use."""
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        module, _, attribute = _LAZY[name].partition(":")  # "module:attribute" where the names differ
+        return getattr(importlib.import_module(module), attribute or name)
     raise AttributeError(name)

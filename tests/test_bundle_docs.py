@@ -55,7 +55,7 @@ def test_allow_list_and_redaction() -> None:
 def test_links_and_large_files_are_skipped_with_a_reason(cmx_home: Path, tmp_path: Path) -> None:
     from cmx_core.run import engine
 
-    run_dir = engine.run(["demo", "sort"], {"size": 5, "repeats": 1}).run_dir
+    run_dir = engine.run_tags(["demo", "sort"], {"size": 5, "repeats": 1}).run_dir
     (run_dir / "big.bin").write_bytes(b"x" * 200_000)
     (run_dir / "link").symlink_to("/etc/hostname")
     created = create_bundle([run_dir], tmp_path / "b.tar.gz", BundleOptions(env={}, max_file_bytes=100_000))

@@ -379,7 +379,7 @@ def test_a_remote_job_that_times_out_is_resubmitted_by_the_policy(recipes: Any, 
     loaded = plugins.load_registry(extra=[("subprocess-exec", subprocess_executor)])
     monkeypatch.setattr(plugins, "_REGISTRY", loaded)
     recipes("slow", SLOW_ONCE)
-    result = engine.run("slow-once", {"marker": str(tmp_path / "marker")}, recipes_dirs=[recipes.dir],
+    result = engine.run_tags("slow-once", {"marker": str(tmp_path / "marker")}, recipes_dirs=[recipes.dir],
                         executor="subprocess", options={"timeout_s": "15"},  # the 2nd job must start in time
                         recovery=Recovery(RetryPolicy(1, 0, ("timeout",))))
     jobs = [(a["step"], a["number"], a["fault"]) for a in result.document["attempts"]]

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cmx_core.testing.chaos import chaos_problems
+from cmx_core.testing.chaos import UnderTest, chaos_problems
 
 
 def test_the_chaos_matrix_on_the_local_executor(tmp_path: Path) -> None:
     recipes = tmp_path / "recipes"
     recipes.mkdir()
-    assert chaos_problems(recipes, "local", timeout_s=120) == []
+    assert chaos_problems(recipes, UnderTest("local"), timeout_s=120) == []

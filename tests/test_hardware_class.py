@@ -49,7 +49,7 @@ def test_every_result_records_it(cmx_home: Path) -> None:
     here with another machine's --facts is refused: tests/test_facts_here.py)."""
     from cmx_core.run import engine
 
-    result = engine.run(["demo", "sort"], {"size": 5, "repeats": 1})
+    result = engine.run_tags(["demo", "sort"], {"size": 5, "repeats": 1})
     recorded = result.document["system"]["hardware_class"]
     here = from_system(system_section(engine.detect_facts()))
     assert recorded["id"] == here.id == of_document(result.document).id

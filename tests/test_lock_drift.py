@@ -79,11 +79,38 @@ def test_a_lock_without_recipe_text_still_names_the_file(cli: Callable[..., Any]
 
 def test_variations_and_step_versions_are_named_and_an_unexplained_key_is_listed() -> None:
     from cmx_core.run.lock import _node_diffs
+    from cmx_core.run.lock_records import LockNode
 
     old = [{"id": "a", "variations": {"cpu": True}, "steps": {"shell": "1"}, "cache_key": "k1"},
            {"id": "b", "cache_key": "k1", "inputs": {"p": "/x"}}]
     new = [{"id": "a", "variations": {"gpu": True}, "steps": {"shell": "2"}, "cache_key": "k2"},
            {"id": "b", "cache_key": "k2", "inputs": {"p": "/x"}}]
-    assert _node_diffs(old, new) == [
+    assert _node_diffs([LockNode.from_json(n) for n in old], [LockNode.from_json(n) for n in new]) == [
         "node a: variation cpu: true -> (none)", "node a: variation gpu: (none) -> true",
         "node a: step type shell: \"1\" -> \"2\"", 'node b: cache_key "k1" -> "k2"']
+
+
+def test_a_lock_read_back_is_the_lock_written_and_keeps_its_digest(recipes: Any, cmx_home: Path) -> None:
+    """The typed lock record holds everything ``lock.json`` does: read and written again, it
+    is the same document (so a lock's digest in a result's provenance stays what it was)."""
+    from cmx_core.datautil import digest
+    from cmx_core.run.lock import read_lock
+
+    lock = locked_run(recipes)
+    written = json.loads(lock.read_text())
+    record = read_lock(lock)
+    assert record.to_json() == written and digest(record.to_json()) == digest(written)
+    assert record.query.tags == ("top",) and dict(record.query.inputs) == written["query"]["inputs"]
+    assert [n.id for n in record.nodes] == [n["id"] for n in written["nodes"]]
+
+
+def test_a_run_request_refuses_jobs_below_one_when_built() -> None:
+    from cmx_core.errors import UsageError
+    from cmx_core.run.request import RunRequest
+
+    try:
+        RunRequest("demo,sort", jobs=0)
+    except UsageError as exc:
+        assert str(exc) == "-j must be at least 1, got 0"
+    else:
+        raise AssertionError("RunRequest(jobs=0) was accepted")

@@ -37,14 +37,14 @@ def test_the_shipped_recipe_is_cached_by_default_yet_measures_every_run(textstat
     recipe = EXAMPLE / "src" / "cmx_textstats" / "recipes" / "textstats-count.yaml"
     assert "cache: false" not in recipe.read_text()  # nothing in the recipe needs to say it
     text = _words(tmp_path)
-    first = engine.run("textstats,count", {"path": str(text)})
-    second = engine.run("textstats,count", {"path": str(text)})
+    first = engine.run_tags("textstats,count", {"path": str(text)})
+    second = engine.run_tags("textstats,count", {"path": str(text)})
     for result in (first, second):
         assert set(result.document["metrics"]) == {"lines", "words", "bytes"}
         assert result.document["benchmark"]["task"] == "textstats.count"
         assert result.document["provenance"]["cached_measurement"] is None  # measured again
     text.write_text("one\n", encoding="utf-8")  # and so a changed file is never a stale count
-    assert engine.run("textstats,count", {"path": str(text)}).document["metrics"]["words"]["value"] == 1
+    assert engine.run_tags("textstats,count", {"path": str(text)}).document["metrics"]["words"]["value"] == 1
 
 
 def test_a_recipe_that_asks_gets_the_whole_measurement_labelled_cached(textstats: plugins.Registry,
@@ -56,8 +56,8 @@ def test_a_recipe_that_asks_gets_the_whole_measurement_labelled_cached(textstats
                                          .replace("tags: [textstats, count]", "tags: [textstats, cached]")
                                          + "cache: {measurements: true}\n")
     text = _words(tmp_path)
-    first = engine.run("textstats,cached", {"path": str(text)}, recipes_dirs=[recipes])
-    second = engine.run("textstats,cached", {"path": str(text)}, recipes_dirs=[recipes])
+    first = engine.run_tags("textstats,cached", {"path": str(text)}, recipes_dirs=[recipes])
+    second = engine.run_tags("textstats,cached", {"path": str(text)}, recipes_dirs=[recipes])
     assert first.document["provenance"]["cached_measurement"] is None
     cached = second.document["provenance"]["cached_measurement"]
     assert cached["run_id"] == first.run_id
@@ -68,8 +68,8 @@ def test_a_recipe_that_asks_gets_the_whole_measurement_labelled_cached(textstats
 
 
 def test_a_step_that_does_not_declare_measuring_keeps_its_part_in_the_cache(cmx_home: Path) -> None:
-    first = engine.run("demo,sort", {"repeats": "1"}, recipes_dirs=[_cached_demo(cmx_home)])
-    second = engine.run("demo,sort", {"repeats": "1"}, recipes_dirs=[_cached_demo(cmx_home)])
+    first = engine.run_tags("demo,sort", {"repeats": "1"}, recipes_dirs=[_cached_demo(cmx_home)])
+    second = engine.run_tags("demo,sort", {"repeats": "1"}, recipes_dirs=[_cached_demo(cmx_home)])
     assert second.document["metrics"] == first.document["metrics"]
     assert second.document["provenance"]["cached_measurement"]["run_id"] == first.run_id
 
@@ -87,8 +87,8 @@ def _cached_demo(home: Path) -> Path:
 
 
 def test_the_shipped_benchmark_is_measured_every_run_and_the_plan_says_so(cmx_home: Path) -> None:
-    first = engine.run("demo,sort", {"repeats": "1"})
-    second = engine.run("demo,sort", {"repeats": "1"})
+    first = engine.run_tags("demo,sort", {"repeats": "1"})
+    second = engine.run_tags("demo,sort", {"repeats": "1"})
     assert second.document["provenance"]["cached_measurement"] is None
     assert [n["status"] for n in _nodes(second.run_dir)] == ["cached", "ran"]  # the data set is reused
     assert second.document["metrics"].keys() == first.document["metrics"].keys()

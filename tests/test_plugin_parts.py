@@ -78,7 +78,7 @@ def _use_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_run_with_two_parts_records_both_metrics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "r.yaml").write_text(RECIPE, encoding="utf-8")
     _use_plugin(monkeypatch)
-    outcome = engine.run("two,parts", {}, recipes_dirs=[tmp_path])
+    outcome = engine.run_tags("two,parts", {}, recipes_dirs=[tmp_path])
     assert set(outcome.document["metrics"]) == {"first", "second"}
 
 
@@ -86,5 +86,5 @@ def test_a_run_whose_parts_clash_is_refused(tmp_path: Path, monkeypatch: pytest.
     (tmp_path / "r.yaml").write_text(RECIPE, encoding="utf-8")
     _use_plugin(monkeypatch)
     with pytest.raises(CmxError) as caught:
-        engine.run("two,parts", {"clash": True}, recipes_dirs=[tmp_path])
+        engine.run_tags("two,parts", {"clash": True}, recipes_dirs=[tmp_path])
     assert "report metric 'first'" in str(caught.value)

@@ -33,9 +33,9 @@ def test_every_stage_reports_what_it_read(tmp_path: Path, cmx_home: Path, monkey
     data = tmp_path / "data.txt"
     data.write_text("x")
     monkeypatch.setenv("CMX_TEST_READ", "1")
-    engine.run("reader", {"data": str(data)}, recipes_dirs=[recipes])  # fills the cache
+    engine.run_tags("reader", {"data": str(data)}, recipes_dirs=[recipes])  # fills the cache
     with reads.recording() as log:
-        result = engine.run("reader", {"data": str(data)}, recipes_dirs=[recipes])
+        result = engine.run_tags("reader", {"data": str(data)}, recipes_dirs=[recipes])
     entry = next(iter((cmx_home / "cache" / "entries").glob(f"*/*/{META}")))
     assert str(recipes.resolve() / "reader.yaml") in log.files  # the catalog
     assert str(entry) in log.files  # the cache

@@ -121,5 +121,5 @@ def test_the_local_executor_ignores_the_section(cmx_home: Path, tmp_path: Path) 
     write_recipe(tmp_path, "name: asks-much\ntags: [asks, much]\nsummary: s\n"
                            "resources: {nodes: 4, gpus: 8, memory: 2T, accelerator: h100}\n"
                            "steps:\n  - uses: shell\n    with: {cmd: [echo, ran]}\n")
-    run = engine.run("asks,much", recipes_dirs=[tmp_path], executor="local")
+    run = engine.run_tags("asks,much", recipes_dirs=[tmp_path], executor="local")
     assert run.document["status"] == "completed"

@@ -26,7 +26,7 @@ def test_a_run_validates_its_result_once(cmx_home: Path, monkeypatch: pytest.Mon
 
     monkeypatch.setattr(writer, "validate_document", counting)
     monkeypatch.setattr(store, "validate_document", counting)
-    result = engine.run("demo,data", {"size": "100"})
+    result = engine.run_tags("demo,data", {"size": "100"})
     assert calls == [str(result.result_path)]
     written = json.loads(result.result_path.read_text())
     assert written["run_id"] == result.run_id
@@ -48,7 +48,7 @@ def test_an_executor_that_fails_still_records_an_error_result(cmx_home: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plugins, "_REGISTRY", plugins.load_registry(extra=[("broken-exec", _Broken())]))
     with pytest.raises(StepFailed, match="broken executor: the cluster refused the job") as caught:
-        engine.run("demo,data", {"size": "100"}, executor="broken")
+        engine.run_tags("demo,data", {"size": "100"}, executor="broken")
     assert caught.value.exit_code == 2  # the executor refused its input (a UsageError)
     document = json.loads(Path(caught.value.result_path).read_text())  # type: ignore[attr-defined]
     assert document["status"] == "error" and document["error"]["node"] is None
@@ -70,7 +70,7 @@ def test_an_executor_that_fails_on_its_own_is_a_failed_run_exit_1(cmx_home: Path
     """The README: 1 a run failed (an image that does not build is a failed run), 2 bad input."""
     monkeypatch.setattr(plugins, "_REGISTRY", plugins.load_registry(extra=[("failing-exec", _Failing())]))
     with pytest.raises(StepFailed, match="failing executor: the image did not build") as caught:
-        engine.run("demo,data", {"size": "100"}, executor="failing")
+        engine.run_tags("demo,data", {"size": "100"}, executor="failing")
     assert caught.value.exit_code == 1
     document = json.loads(Path(caught.value.result_path).read_text())  # type: ignore[attr-defined]
     assert document["status"] == "error"

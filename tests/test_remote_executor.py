@@ -58,8 +58,8 @@ def test_subprocess_executor_equals_local(registry: plugins.Registry, tmp_path: 
     if recipe:
         (tmp_path / "r.yaml").write_text(recipe)
         dirs = [tmp_path]
-    local = engine.run(tags, recipes_dirs=dirs, executor="local")
-    remote = engine.run(tags, recipes_dirs=dirs, executor="subprocess")
+    local = engine.run_tags(tags, recipes_dirs=dirs, executor="local")
+    remote = engine.run_tags(tags, recipes_dirs=dirs, executor="subprocess")
     assert comparable(remote.document) == comparable(local.document)
     assert remote.document["status"] in ("valid", "completed")
     series = remote.document["telemetry"]["series"]  # the far side's sampler, its file under this run
@@ -72,7 +72,7 @@ def test_subprocess_executor_equals_local(registry: plugins.Registry, tmp_path: 
 
 
 def test_far_side_uses_its_own_facts(registry: plugins.Registry) -> None:
-    remote = engine.run("demo,sort", executor="subprocess")
+    remote = engine.run_tags("demo,sort", executor="subprocess")
     far_facts = json.loads((remote.run_dir / "remote" / "facts.json").read_text())
     assert remote.document["system"]["cpu"]["model"] == far_facts["cpu"]["model"]
 
@@ -89,7 +89,7 @@ def test_a_far_side_on_this_host_takes_the_machine_from_this_host(registry: plug
                         lambda self, request: {**far_env(self, request), "CMX_SYSTEM_TYPE": "edge"})
     monkeypatch.setattr(subprocess_executor.SubprocessExecutor, "runs_on_this_host", on_this_host)
     monkeypatch.delenv("CMX_SYSTEM_TYPE", raising=False)
-    remote = engine.run("demo,sort", executor="subprocess")
+    remote = engine.run_tags("demo,sort", executor="subprocess")
     far_facts = json.loads((remote.run_dir / "remote" / "facts.json").read_text())
     assert far_facts["host"]["type"] == "edge"
     assert (remote.document["system"]["type"] == "edge") is not on_this_host
@@ -104,7 +104,7 @@ def test_the_far_side_is_told_the_engine_commit(registry: plugins.Registry, monk
     submit = subprocess_executor.SubprocessExecutor.submit
     monkeypatch.setattr(subprocess_executor.SubprocessExecutor, "submit",
                         lambda self, job: seen.append(dict(job.env)) or submit(self, job))
-    remote = engine.run("demo,sort", executor="subprocess")
+    remote = engine.run_tags("demo,sort", executor="subprocess")
     assert engine_git_commit() and seen[0][ENGINE_COMMIT_ENV] == engine_git_commit()
     assert remote.document["software"]["engine"]["git_commit"] == engine_git_commit()
     assert commit_from_env({ENGINE_COMMIT_ENV: seen[0][ENGINE_COMMIT_ENV]}) == engine_git_commit()
@@ -124,7 +124,7 @@ def test_a_plan_made_for_another_node_is_refused_there_with_the_reason(registry:
     assert engine.plan("test,remote,h100", recipes_dirs=[tmp_path], facts_file=facts)  # plans for that node
     with pytest.raises(StepFailed, match=r"the far side refused the plan: recipe test-remote-h100 requires "
                                          r"accelerator h100; this machine has: ") as caught:
-        engine.run("test,remote,h100", recipes_dirs=[tmp_path], facts_file=facts, executor="subprocess")
+        engine.run_tags("test,remote,h100", recipes_dirs=[tmp_path], facts_file=facts, executor="subprocess")
     assert caught.value.exit_code == 2
     document = json.loads(Path(caught.value.result_path).read_text())  # type: ignore[attr-defined]
     assert document["status"] == "error" and "requires accelerator h100" in document["error"]["message"]
@@ -135,7 +135,7 @@ def test_a_plan_made_for_another_node_is_refused_there_with_the_reason(registry:
 def test_a_far_failure_is_an_error_result(registry: plugins.Registry, tmp_path: Path) -> None:
     (tmp_path / "f.yaml").write_text(FAILING)
     with pytest.raises(StepFailed, match="exited with code 3: broken") as caught:
-        engine.run("test,remote,fail", recipes_dirs=[tmp_path], executor="subprocess")
+        engine.run_tags("test,remote,fail", recipes_dirs=[tmp_path], executor="subprocess")
     document = json.loads(Path(caught.value.result_path).read_text())  # type: ignore[attr-defined]
     assert document["status"] == "error"
     assert document["error"]["node"] == "test-remote-fail"
@@ -145,7 +145,7 @@ def test_a_job_that_dies_is_an_error_result(registry: plugins.Registry, tmp_path
     (tmp_path / "s.yaml").write_text(FAILING.replace("test-remote-fail", "test-remote-slow").replace(
         "fail]", "slow]").replace("echo broken >&2; exit 3", "sleep 30"))
     with pytest.raises(StepFailed, match="subprocess job exceeded its time limit without writing") as caught:
-        engine.run("test,remote,slow", recipes_dirs=[tmp_path], executor="subprocess",
+        engine.run_tags("test,remote,slow", recipes_dirs=[tmp_path], executor="subprocess",
                    options={"timeout_s": "2"})
     document = json.loads(Path(caught.value.result_path).read_text())  # type: ignore[attr-defined]
     assert document["status"] == "error" and "killed after 2 s" in document["error"]["message"]
@@ -153,9 +153,9 @@ def test_a_job_that_dies_is_an_error_result(registry: plugins.Registry, tmp_path
 
 def test_settings_are_typed(registry: plugins.Registry) -> None:
     with pytest.raises(UsageError, match=r"subprocess executor option timeout_s='soon': use a number"):
-        engine.run("demo,sort", executor="subprocess", options={"timeout_s": "soon"})
+        engine.run_tags("demo,sort", executor="subprocess", options={"timeout_s": "soon"})
     with pytest.raises(UsageError, match=r"unknown option 'timeout'; did you mean 'timeout_s'\?"):
-        engine.run("demo,sort", executor="subprocess", options={"timeout": "1"})
+        engine.run_tags("demo,sort", executor="subprocess", options={"timeout": "1"})
 
 
 def test_the_documented_executor_is_this_one_and_passes_the_kit(registry: plugins.Registry) -> None:

@@ -34,7 +34,7 @@ def _collection(directory: Path, count: int = COUNT, fan: int = 50) -> Path:
 def test_a_shared_tag_fan_out_looks_only_at_each_dep_s_rarest_tag(tmp_path: Path) -> None:
     directory = _collection(tmp_path / "r")
     session = engine.open_session([directory])
-    plan = engine.plan("fan", session=session)
+    plan = engine.plan_in(session, "fan")
     assert len(plan.nodes) == 51
     # 50 deps over 300 recipes tagged get: the catalog listed the root and the 50 leaves only
     # (the old union of every recipe with one of the tags listed all 301; the collection's own
@@ -47,7 +47,7 @@ def test_a_shared_tag_fan_out_looks_only_at_each_dep_s_rarest_tag(tmp_path: Path
 
 def test_variation_names_have_posting_lists_too(tmp_path: Path) -> None:
     session = engine.open_session([_collection(tmp_path / "r", count=40, fan=0)])
-    plan = engine.plan("item12,big,bs.4", session=session)
+    plan = engine.plan_in(session, "item12,big,bs.4")
     assert [(n.recipe.name, dict(n.variations)) for n in plan.nodes] == [("item-0012", {"big": True, "bs": "4"})]
     catalog = load_catalog(sources=[Source("t", tmp_path / "r")])
     by_flavour = [i.name for i in catalog.candidates(["flavour3", "get28"])]
@@ -63,10 +63,10 @@ def test_explain_and_errors_still_list_every_candidate(tmp_path: Path) -> None:
     candidates = explained.decisions[0].candidates
     assert len(candidates) == 10 and [c.name for c in candidates if c.accepted] == ["item-0003"]
     with pytest.raises(CmxError, match=r"no recipe matches tags 'get28,nope'.*item-0000: lacks tag 'nope'"):
-        engine.plan("get28,nope", session=engine.open_session([directory]))
+        engine.plan_in(engine.open_session([directory]), "get28,nope")
 
 
 def test_an_ambiguous_query_still_names_both(tmp_path: Path) -> None:
     directory = _collection(tmp_path / "r", count=5, fan=0)
     with pytest.raises(CmxError, match=r"tags 'get28,small' match 5 recipes"):
-        engine.plan("get28,small", session=engine.open_session([directory]))
+        engine.plan_in(engine.open_session([directory]), "get28,small")

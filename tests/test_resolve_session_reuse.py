@@ -43,9 +43,9 @@ def shape(plan: engine.Plan) -> list[tuple[object, ...]]:
 
 def test_a_second_plan_in_a_session_is_the_first_one_again(tmp_path: Path) -> None:
     session = engine.open_session([write(tmp_path / "r", RECIPES)])
-    first = engine.plan("top", session=session)
+    first = engine.plan_in(session, "top")
     assert session.catalog.scans and session.catalog.selections  # kept for the next plan
-    second = engine.plan("top", session=session)
+    second = engine.plan_in(session, "top")
     assert shape(second) == shape(first)
     assert {"os"} <= set(first.root.facts_used) and "os" in first.node("mid").facts_used
     assert [(d.query, d.node_id, d.candidates, d.variations) for d in second.decisions] == \
@@ -57,9 +57,9 @@ def test_a_second_plan_in_a_session_is_the_first_one_again(tmp_path: Path) -> No
 def test_a_path_default_expands_home_at_each_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     session = engine.open_session([write(tmp_path / "r", RECIPES)])
     monkeypatch.setenv("HOME", str(tmp_path / "one"))
-    assert engine.plan("top", session=session).root.inputs["where"] == str(tmp_path / "one" / "data")
+    assert engine.plan_in(session, "top").root.inputs["where"] == str(tmp_path / "one" / "data")
     monkeypatch.setenv("HOME", str(tmp_path / "two"))
-    assert engine.plan("top", session=session).root.inputs["where"] == str(tmp_path / "two" / "data")
+    assert engine.plan_in(session, "top").root.inputs["where"] == str(tmp_path / "two" / "data")
 
 
 def test_a_bad_step_argument_is_refused_by_every_plan(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_a_bad_step_argument_is_refused_by_every_plan(tmp_path: Path) -> None:
     session = engine.open_session([write(tmp_path / "r", bad)])
     for _ in range(2):  # a failed check is never remembered as passed
         with pytest.raises(PlanCheckError, match=r"bad\.yaml:\d+: steps\.0\.with\.cmd must be"):
-            engine.plan("bad", session=session)
+            engine.plan_in(session, "bad")
 
 
 def test_a_bad_template_is_refused_by_every_plan(tmp_path: Path) -> None:
@@ -76,7 +76,7 @@ def test_a_bad_template_is_refused_by_every_plan(tmp_path: Path) -> None:
     session = engine.open_session([write(tmp_path / "r", bad)])
     for _ in range(2):
         with pytest.raises(PlanCheckError, match=r"bad\.yaml:5: steps\.0\.with\.cmd\[1\]: .*inputs\.typo"):
-            engine.plan("bad", session=session)
+            engine.plan_in(session, "bad")
 
 
 def test_a_query_error_and_its_candidates_are_the_same_each_time(tmp_path: Path) -> None:
@@ -90,17 +90,17 @@ def test_a_query_error_and_its_candidates_are_the_same_each_time(tmp_path: Path)
     session = engine.open_session([directory])
     for _ in range(2):
         with pytest.raises(CmxError, match="no recipe matches tags 'v,x'"):
-            engine.plan("v,x", session=session)
+            engine.plan_in(session, "v,x")
 
 
 def test_a_recipe_added_to_the_catalog_is_a_candidate_next_time(tmp_path: Path) -> None:
     session = engine.open_session([write(tmp_path / "r", RECIPES)])
-    engine.plan("mid", session=session)
+    engine.plan_in(session, "mid")
     other = write(tmp_path / "o", {"mid2": RECIPES["mid"].replace("name: mid", "name: mid2")})
     extra = engine.open_session([other]).catalog.listed["mid2"]
     session.catalog.add(extra)
     with pytest.raises(CmxError, match="match 2 recipes"):
-        engine.plan("mid", session=session)
+        engine.plan_in(session, "mid")
 
 
 def test_the_gc_pause_leaves_cycles_collectable_and_nothing_frozen() -> None:
@@ -143,7 +143,7 @@ def test_candidates_are_matched_without_building_them(tmp_path: Path) -> None:
     many = {f"r{i}": f"name: r{i}\ntags: [common, t{i}]\nsummary: r\nvariations:\n  v{i}: {{}}\n  bs.#: {{}}\n"
                      "steps:\n  - {uses: shell, with: {cmd: [echo]}}\n" for i in range(20)}
     session = engine.open_session([write(tmp_path / "r", many)])
-    plan = engine.plan("common,v7,bs.2", session=session)
+    plan = engine.plan_in(session, "common,v7,bs.2")
     assert [(n.id, dict(n.variations)) for n in plan.nodes] == [("r7", {"v7": True, "bs": "2"})]
     assert len(session.catalog._built) == 1  # the 19 others were rejected by their names alone
     assert [(c.name, c.reason) for c in plan.decisions[0].candidates] == [("r7", "all tags match")]
@@ -153,4 +153,4 @@ def test_candidates_are_matched_without_building_them(tmp_path: Path) -> None:
     assert reasons["r3"] == "lacks tag 'v7' (neither a tag nor a variation of it)"
     with pytest.raises(CmxError, match=r"r0: lacks tag 'v00' \(neither a tag nor a variation of it; "
                                        r"did you mean 'v0'\?\)"):
-        engine.plan("common,v00", session=session)
+        engine.plan_in(session, "common,v00")

@@ -30,7 +30,7 @@ def chain(directory: Path, count: int, back_to: int | None = None) -> None:
 def test_a_5000_deep_chain_plans_renders_and_serialises(tmp_path: Path) -> None:
     chain(tmp_path / "r", 5_000)
     session = engine.open_session([tmp_path / "r"])
-    plan = engine.plan("chain0", session=session)
+    plan = engine.plan_in(session, "chain0")
     assert len(plan.nodes) == 5_000
     assert [n.id for n in plan.nodes[:2]] == ["chain-04999", "chain-04998"]  # deps first
     assert plan.root.id == "chain-00000"
@@ -46,7 +46,7 @@ def test_a_cycle_5000_links_down_is_named(tmp_path: Path) -> None:
     chain(tmp_path / "r", 5_000, back_to=4_990)
     session = engine.open_session([tmp_path / "r"])
     with pytest.raises(ResolveError, match=r"dependency cycle: chain-04990 -> .* -> chain-04999 -> chain-04990"):
-        engine.plan("chain0", session=session)
+        engine.plan_in(session, "chain0")
 
 
 def test_explain_of_a_deep_chain_gives_each_node_its_path(tmp_path: Path) -> None:

@@ -94,7 +94,7 @@ def test_the_unprivileged_section_is_the_tests() -> None:
 
 def test_the_root_is_remounted_read_only_as_documented(tmp_path: Path) -> None:
     spec = SandboxSpec(argv=["true"], work_dir=tmp_path)
-    args = bwrap_args.bwrap_args(spec, as_root=False, passwd_fd=3, group_fd=4, block_fd=5, status_fd=6,
+    args = bwrap_args.bwrap_args(spec, bwrap_args.BwrapFds(passwd=3, group=4, block=5, status=6), as_root=False,
                                  tmp_bytes=1 << 20)
     at = args.index("--remount-ro")
     assert args[at + 1] == "/" and at > args.index("--bind")  # after every mount it is built of

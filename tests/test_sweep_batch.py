@@ -21,7 +21,7 @@ from cmx_core.results.comparable import comparable_across_sweeps
 from cmx_core.results.store import ResultStore
 from cmx_core.run import engine
 from cmx_core.sweep.batch import PointOptions, parse_point_options
-from cmx_core.sweep.runner import SweepResult, parse_axes, points, read_manifest, run_sweep
+from cmx_core.sweep.runner import SweepRequest, SweepResult, parse_axes, points, read_manifest, run_sweep
 from cmx_core.testing import exit_code_recipe
 
 TEST_PLUGIN = frozenset({"batching-exec"})  # loaded in this process only
@@ -87,9 +87,10 @@ def test_a_12_point_sweep_is_one_batch_of_stored_runs(batching: _Batching, cli: 
 
 def test_the_batch_results_equal_one_process_per_point(batching: _Batching) -> None:
     matrix = points(parse_axes(["size=5,9", "repeats=1,2"]))
-    together = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), executor="batching",
-                         run_options=["--executor", "batching"])
-    apart = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=2, run_options=["--executor", "local"])
+    together = run_sweep(SweepRequest("demo,sort", {}, matrix, data_dir=paths.data_dir(), executor="batching",
+                                      run_options=["--executor", "batching"]))
+    apart = run_sweep(SweepRequest("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=2,
+                                   run_options=["--executor", "local"]))
     assert batching.calls == [(4, 1)] and len(_point_logs(apart)) == 4 and _point_logs(together) == []
     for a, b in zip(together.points, apart.points, strict=True):
         assert (a.status, a.exit_code) == (b.status, b.exit_code) == ("valid", 0)
@@ -103,8 +104,9 @@ def test_failed_and_refused_points_do_not_stop_the_others(batching: _Batching, t
                                                           cli: Callable[..., Any]) -> None:
     (tmp_path / "exits.yaml").write_text(EXITS)
     matrix = [{"code": c} for c in ("0", "3", "0", "12")]  # 3: the step fails; 12: the plan refuses it
-    result = run_sweep("test,sweep,batchexit", {}, matrix, data_dir=paths.data_dir(), executor="batching",
-                       run_options=["--recipes", str(tmp_path), "--executor", "batching"])
+    result = run_sweep(SweepRequest("test,sweep,batchexit", {}, matrix, data_dir=paths.data_dir(),
+                                    executor="batching",
+                                    run_options=["--recipes", str(tmp_path), "--executor", "batching"]))
     assert batching.calls == [(3, 1)]  # the refused point never reached the executor
     assert result.failed == 2
     assert [(p.status, p.exit_code != 0, p.run_id is not None) for p in result.points] == [
@@ -123,8 +125,8 @@ def test_a_batch_that_cannot_run_is_an_error_result_for_every_point(cmx_home: Pa
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     plugin = _Batching(fail=CmxError("the scheduler is down"))
     monkeypatch.setattr(plugins, "_REGISTRY", plugins.load_registry(extra=[("batching-exec", plugin)]))
-    result = run_sweep("demo,sort", {}, [{"size": "5"}, {"size": "6"}], data_dir=paths.data_dir(),
-                       executor="batching", run_options=["--executor", "batching"])
+    result = run_sweep(SweepRequest("demo,sort", {}, [{"size": "5"}, {"size": "6"}], data_dir=paths.data_dir(),
+                                    executor="batching", run_options=["--executor", "batching"]))
     assert result.failed == 2
     store = ResultStore(paths.results_db())
     for point in result.points:
@@ -136,15 +138,15 @@ def test_ctrl_c_in_the_batch_leaves_no_point_marked(cmx_home: Path, monkeypatch:
     plugin = _Batching(fail=Interrupted("interrupted; the batch was cancelled"))
     monkeypatch.setattr(plugins, "_REGISTRY", plugins.load_registry(extra=[("batching-exec", plugin)]))
     with pytest.raises(Interrupted, match="the batch was cancelled"):
-        run_sweep("demo,sort", {}, [{"size": "5"}, {"size": "6"}], data_dir=paths.data_dir(), executor="batching",
-                  run_options=["--executor", "batching"])
+        run_sweep(SweepRequest("demo,sort", {}, [{"size": "5"}, {"size": "6"}], data_dir=paths.data_dir(),
+                               executor="batching", run_options=["--executor", "batching"]))
     assert plugin.calls == [(2, 1)]
     assert list((paths.data_dir() / "inflight").glob("*.json")) == []
 
 
 def test_options_only_cmx_run_knows_keep_one_process_per_point(batching: _Batching) -> None:
-    result = run_sweep("demo,sort", {}, [{"size": "5"}], data_dir=paths.data_dir(), executor="batching",
-                       run_options=["--executor", "batching", "--refresh"])
+    result = run_sweep(SweepRequest("demo,sort", {}, [{"size": "5"}], data_dir=paths.data_dir(),
+                                    executor="batching", run_options=["--executor", "batching", "--refresh"]))
     assert batching.calls == [] and len(_point_logs(result)) == 1
 
 

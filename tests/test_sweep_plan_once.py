@@ -19,7 +19,7 @@ from cmx_core import paths
 from cmx_core.plan.handoff import plan_bytes
 from cmx_core.resolve.resolver import Resolver
 from cmx_core.run import engine
-from cmx_core.sweep.runner import run_sweep
+from cmx_core.sweep.runner import SweepRequest, run_sweep
 
 # Loaded by every Python the test's children start: each resolution they make is a line.
 SPY = """
@@ -67,7 +67,7 @@ def test_each_point_is_resolved_once_in_the_sweep_and_not_again_in_its_process(
 
     # The control: a sweep that was handed no plans (as a plugin's run_sweep call) has each
     # point's process plan it, so the spy does see the children.
-    plain = run_sweep("demo,sort", {}, [{"size": "3"}, {"size": "4"}], data_dir=paths.data_dir())
+    plain = run_sweep(SweepRequest("demo,sort", {}, [{"size": "3"}, {"size": "4"}], data_dir=paths.data_dir()))
     assert plain.failed == 0
     assert _lines(child_resolutions) == ["demo sort", "demo sort"]
 

@@ -20,6 +20,7 @@ from cmx_core.results.validate import validate_document
 from cmx_core.telemetry import names, openmetrics
 from cmx_core.telemetry.amd import AmdSmiCli
 from cmx_core.telemetry.collector import RunTelemetry, TelemetrySettings
+from cmx_core.telemetry.devices import PowerOpeners
 from cmx_core.telemetry.nvml import NvmlSource
 from cmx_core.telemetry.rapl import RaplSource
 from cmx_core.telemetry.replay import NvmlRecordingReplay
@@ -218,8 +219,8 @@ def test_nvml_and_rapl_series_from_a_recording(tmp_path: Path) -> None:
     replay = NvmlRecordingReplay.from_file(H200)
     _rapl_tree(tmp_path / "powercap")
     telemetry = RunTelemetry("r1", tmp_path, TelemetrySettings(interval_s=3600.0),
-                             gpu_openers=(lambda: NvmlSource(replay),),
-                             rapl_openers=(lambda: RaplSource(tmp_path / "powercap"),))
+                             openers=PowerOpeners(gpu=(lambda: NvmlSource(replay),),
+                                                  rapl=(lambda: RaplSource(tmp_path / "powercap"),)))
     telemetry.start()  # round 1; the thread waits an hour, so only the calls below sample
     (tmp_path / "powercap" / "intel-rapl:0" / "energy_uj").write_text("4000000\n")
     rounds = len(recording["t_s"]) - 2  # [0] of the energy series is the source's support probe
@@ -246,7 +247,7 @@ def test_amd_smi_series_from_its_recorded_output(tmp_path: Path) -> None:
     fake.write_text(f"#!{sys.executable}\nimport json\nprint(json.dumps(json.load(open({str(AMD)!r}))['stdout']))\n")
     fake.chmod(0o755)
     telemetry = RunTelemetry("r2", tmp_path, TelemetrySettings(interval_s=3600.0),
-                             gpu_openers=(lambda: AmdSmiCli(str(fake)),), rapl_openers=())
+                             openers=PowerOpeners(gpu=(lambda: AmdSmiCli(str(fake)),), rapl=()))
     telemetry.start()
     section = telemetry.stop()
     assert len(section["devices"]) == 8
@@ -279,7 +280,7 @@ def test_nvml_temperature_and_throttle_events_from_a_replay(tmp_path: Path) -> N
                             "nvmlDeviceGetCurrentClocksEventReasons(0)": [0x20, 0x1, 0x20, 0x40, 0x4]}}
     replay = NvmlRecordingReplay(recording)
     telemetry = RunTelemetry("r3", tmp_path, TelemetrySettings(interval_s=3600.0),
-                             gpu_openers=(lambda: NvmlSource(replay),), rapl_openers=())
+                             openers=PowerOpeners(gpu=(lambda: NvmlSource(replay),), rapl=()))
     telemetry.start()
     for _ in range(3):
         telemetry.sample()

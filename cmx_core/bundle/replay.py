@@ -38,6 +38,7 @@ from cmx_core.results.writer import write_result
 from cmx_core.run import engine
 from cmx_core.run.engine import detect_facts
 from cmx_core.run.lock import check_drift_classes
+from cmx_core.run.request import RunRequest
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,6 @@ def _replay_one(bundle: VerifiedBundle, directory: str, staging: Path, recipes_d
     path = staging / directory / "lock.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(lock, indent=2, sort_keys=True))
-    result = engine.run((), lock=path, allow_drift=list(options.allow_drift), executor=options.executor,
-                        facts_file=options.facts_file, options=dict(options.options))
+    result = engine.run(RunRequest(lock=path, allow_drift=list(options.allow_drift), executor=options.executor,
+                                   facts_file=options.facts_file, options=dict(options.options)))
     return result.document

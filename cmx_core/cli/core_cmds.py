@@ -28,6 +28,7 @@ from cmx_core.run.drift import DRIFT_CLASSES
 from cmx_core.run.engine import explain, list_recipes, plan_view, run, show_recipe
 from cmx_core.run.replay import disabled
 from cmx_core.run.replay_record import Recorder
+from cmx_core.run.request import RunRequest
 
 NOUNS = ("recipe", "script")
 """The optional word after ``run``, ``plan`` and ``explain``: ``cmx run recipe ...``, or
@@ -249,11 +250,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     observer = _replay_observer(args)
     with Progress(enabled=not args.quiet, verbose=args.verbose), observer or nullcontext(), \
             stdout_reserved(True):
-        result = run(args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
-                     jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
-                     output=args.output, executor=executor, lock=args.lock, allow_drift=args.allow_drift,
-                     options=parse_executor_options(args.executor_opt), sweep=_sweep_point(args.sweep_point),
-                     on_plan=_plan_printer(args), telemetry=telemetry, recovery=recovery(args), planned=planned)
+        result = run(RunRequest(
+            args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
+            jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
+            output=args.output, executor=executor, lock=args.lock, allow_drift=args.allow_drift,
+            options=parse_executor_options(args.executor_opt), sweep=_sweep_point(args.sweep_point),
+            telemetry=telemetry, recovery=recovery(args), planned=planned), on_plan=_plan_printer(args))
     if observer is not None:
         observer.remember(result)
 

@@ -15,7 +15,7 @@ from cmx_core.errors import UsageError
 from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
 from cmx_core.run.engine import executor_settings
 from cmx_core.sweep.batch import Planned, PointOptions, parse_point_options, plan_points
-from cmx_core.sweep.runner import SweepResult, parse_axes, points, resume_sweep, run_sweep
+from cmx_core.sweep.runner import SweepRequest, SweepResult, parse_axes, points, resume_sweep, run_sweep
 from cmx_core.sweep.state import SweepSpec
 
 #: The ``cmx run`` options of a recovery policy, as :func:`recovery_options` writes them.
@@ -87,9 +87,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     planned = plan_points(args.tags, inputs, matrix, range(len(matrix)), _point_options(options), executor)
     if _renders(args, executor, planned):
         return 0
-    result = run_sweep(args.tags, inputs, matrix, data_dir=paths.data_dir(), run_options=options,
-                       jobs=args.jobs, executor=executor, on_point=None if args.quiet else _progress,
-                       planned=planned, point_options=chaos)
+    result = run_sweep(SweepRequest(args.tags, inputs, matrix, data_dir=paths.data_dir(), run_options=options,
+                                    jobs=args.jobs, executor=executor, point_options=chaos),
+                       on_point=None if args.quiet else _progress, planned=planned)
     return _report(args, result)
 
 

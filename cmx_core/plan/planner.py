@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
 from hashlib import sha256
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
@@ -155,20 +156,35 @@ def _node_json(node: PlanNode) -> dict[str, Any]:
     }
 
 
-def build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping[str, str],
-               facts_source: str, facts_file: Path | None, cache: Cache | None,
-               shadowed: Mapping[str, list[str]] | None = None,
-               measuring_steps: frozenset[str] = frozenset()) -> Plan:
-    """Compute keys in topological order and, with a cache, each node's would-hit status.
-    ``measuring_steps`` are the step types that declare ``measures=True``."""
+@dataclass(frozen=True)
+class StepTypes:
+    """What the plan needs of the installed step types: each one's version (part of a node's
+    cache key) and those that declare ``measures=True``."""
+
+    versions: Mapping[str, str]
+    measuring: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class FactsOrigin:
+    """Where the plan's facts came from: a description (detected, or the file) and the
+    ``--facts`` file, if one was given."""
+
+    source: str
+    file: Path | None = None
+
+
+def build_plan(resolution: Resolution, query: PlanQuery, steps: StepTypes, facts: FactsOrigin,
+               cache: Cache | None, shadowed: Mapping[str, list[str]] | None = None) -> Plan:
+    """Compute keys in topological order and, with a cache, each node's would-hit status."""
     with paused_gc():
-        return _build_plan(resolution, query, step_versions, facts_source, facts_file, cache, shadowed,
-                           measuring_steps)
+        return _build_plan(resolution, query, steps, facts, cache, shadowed)
 
 
-def _build_plan(resolution: Resolution, query: PlanQuery, step_versions: Mapping[str, str],
-                facts_source: str, facts_file: Path | None, cache: Cache | None,
-                shadowed: Mapping[str, list[str]] | None, measuring_steps: frozenset[str]) -> Plan:
+def _build_plan(resolution: Resolution, query: PlanQuery, steps: StepTypes, facts: FactsOrigin,
+                cache: Cache | None, shadowed: Mapping[str, list[str]] | None) -> Plan:
+    step_versions, measuring_steps = steps.versions, steps.measuring
+    facts_source, facts_file = facts.source, facts.file
     built: dict[str, PlanNode] = {}
     digests = _Digests()
     of = digests.of

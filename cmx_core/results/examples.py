@@ -7,7 +7,7 @@ built-in detectors alone on a small VM.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -25,8 +25,19 @@ MINIMAL_FACTS: dict[str, Any] = {
 }
 
 
-def _gpu(index: int, name: str, tag: str, memory: int, cc: str, vendor: str = "nvidia",
-         mig: list[str] | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _GpuModel:
+    """A kind of GPU as the detector reports it: name, accelerator tag, memory, compute capability, vendor."""
+
+    name: str
+    tag: str
+    memory: int
+    cc: str
+    vendor: str = "nvidia"
+
+
+def _gpu(index: int, model: _GpuModel, mig: list[str] | None = None) -> dict[str, Any]:
+    name, tag, memory, cc, vendor = model.name, model.tag, model.memory, model.cc, model.vendor
     return {
         "index": index, "vendor": vendor, "name": name, "uuid": f"GPU-{index:08d}-0000-0000-0000-000000000000",
         "memory_total_bytes": memory, "compute_capability": cc, "accelerator_tag": tag,
@@ -47,7 +58,7 @@ H100_FACTS: dict[str, Any] = {
             "caches": {"l2_bytes": 234_881_024, "l3_bytes": 220_200_960}},
     "memory": {"total_bytes": 2_164_110_848_000, "available_bytes": 2_121_369_989_120, "swap_total_bytes": 0},
     "gpus": {
-        "devices": [_gpu(i, "NVIDIA H100 80GB HBM3", "h100", 85_520_809_984, "9.0") for i in range(8)],
+        "devices": [_gpu(i, _GpuModel("NVIDIA H100 80GB HBM3", "h100", 85_520_809_984, "9.0")) for i in range(8)],
         "driver_version": "550.54.15", "cuda_driver_version": "12.4", "source": "nvml", "reason": None,
         "interconnect": "nvlink", "rocm_version": None, "notes": [],
     },
@@ -63,7 +74,7 @@ H100_FACTS: dict[str, Any] = {
 A100_MIG_FACTS: dict[str, Any] = {
     **H100_FACTS,
     "gpus": {
-        "devices": [_gpu(0, "NVIDIA A100-SXM4-80GB", "a100", 85_899_345_920, "8.0",
+        "devices": [_gpu(0, _GpuModel("NVIDIA A100-SXM4-80GB", "a100", 85_899_345_920, "8.0"),
                          mig=["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"])],
         "driver_version": "535.183.01", "cuda_driver_version": "12.2", "source": "nvml", "reason": None,
         "interconnect": "nvlink",
@@ -74,7 +85,7 @@ A100_MIG_FACTS: dict[str, Any] = {
 MI300X_FACTS: dict[str, Any] = {
     **H100_FACTS,
     "gpus": {
-        "devices": [_gpu(i, "AMD Instinct MI300X", "mi300x", 206_141_652_992, "gfx942", vendor="amd")
+        "devices": [_gpu(i, _GpuModel("AMD Instinct MI300X", "mi300x", 206_141_652_992, "gfx942", vendor="amd"))
                     for i in range(8)],
         "driver_version": "6.7.0", "cuda_driver_version": None, "source": "amd-smi", "reason": None,
         "interconnect": None, "rocm_version": "6.2.0",

@@ -25,7 +25,7 @@ from cmx_core.errors import CmxError, Interrupted, RecipeError, ResolveError, St
 from cmx_core.facts.store import FactStore
 from cmx_core.faults.registry import check_injections
 from cmx_core.plan.conditional import ByStep, conditional_deps, of_node
-from cmx_core.plan.planner import Plan, PlanNode, PlanQuery, build_plan
+from cmx_core.plan.planner import FactsOrigin, Plan, PlanNode, PlanQuery, StepTypes, build_plan
 from cmx_core.plan.view import view
 from cmx_core.plugins.events import registry_events
 from cmx_core.plugins.extras import check_plan_extras
@@ -44,9 +44,11 @@ from cmx_core.run.execute import NodeFailed
 from cmx_core.run.facts_check import check_facts_here, facts_file_ref
 from cmx_core.run.inflight import INTERRUPTED
 from cmx_core.run.lock import check_drift, check_drift_classes, lock_document, read_lock
+from cmx_core.run.lock_records import Lock
 from cmx_core.run.observe import check_settings, observed
 from cmx_core.run.recording import Provenance, failed_outcome, record_run, run_record
 from cmx_core.run.repo_sources import RepoUse, lock_pins, session_repos
+from cmx_core.run.request import DEFAULT_EXECUTOR, ExecutorChoice, RunRequest
 from cmx_core.run.runids import new_run_id, run_dir_name
 from cmx_core.run.settings import parse_settings
 
@@ -107,14 +109,18 @@ def _tags(tags: str | Sequence[str]) -> tuple[str, ...]:
 
 def plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
          recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None,
-         session: Session | None = None, executor: str | None = None,
-         options: Mapping[str, Any] | None = None) -> Plan:
+         executor: str | None = None, options: Mapping[str, Any] | None = None) -> Plan:
     """Resolve ``tags`` into a plan without running anything, and check it the way a run
     would: the executor that would run it (``executor``, or the default) is chosen, its
     settings (``options``) are parsed and its ``check_plan`` is called."""
-    session = session or open_session(recipes_dirs, facts_file)
+    return plan_in(open_session(recipes_dirs, facts_file), tags, inputs, ExecutorChoice(executor, options or {}))
+
+
+def plan_in(session: Session, tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None,
+            executor: ExecutorChoice = DEFAULT_EXECUTOR) -> Plan:
+    """:func:`plan` in a session already open (``cmx sweep`` plans every point in one)."""
     the_plan = _resolve_plan(tags, inputs, session)
-    _checked_executor(session, the_plan, executor, options)
+    _checked_executor(session, the_plan, executor)
     return the_plan
 
 
@@ -125,7 +131,7 @@ def plan_view(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None
     they can be before anything runs, and how the chosen executor would run it."""
     session = open_session(recipes_dirs, facts_file)
     the_plan = _resolve_plan(tags, inputs, session)
-    chosen, settings = _checked_executor(session, the_plan, executor, options)
+    chosen, settings = _checked_executor(session, the_plan, ExecutorChoice(executor, options or {}))
     context = ExecutionContext(the_plan, settings, session.facts, session.registry)
     execution = chosen.describe(context) if chosen.describe is not None else {}
     return view(the_plan, session.facts, chosen.name, execution, session.registry.steps)
@@ -157,12 +163,12 @@ def _missing_plugin_hint(tags: tuple[str, ...]) -> str:
     return missing_plugin_hint(tags)
 
 
-def _checked_executor(session: Session, the_plan: Plan, executor: str | None,
-                      options: Mapping[str, Any] | None) -> tuple[Executor, ExecutorSettings]:
+def _checked_executor(session: Session, the_plan: Plan,
+                      executor: ExecutorChoice) -> tuple[Executor, ExecutorSettings]:
     """The executor that would run the plan, its parsed settings, and its ``check_plan``
     passed: what ``cmx plan`` and ``cmx run`` both check before anything runs."""
-    chosen = _executor(session, the_plan, executor)
-    settings = executor_settings(chosen, options or {})
+    chosen = _executor(session, the_plan, executor.name)
+    settings = executor_settings(chosen, executor.options)
     if chosen.check_plan is not None:
         chosen.check_plan(ExecutionContext(the_plan, settings, session.facts, session.registry))
     return chosen, settings
@@ -173,8 +179,8 @@ def _build(resolution: Resolution, query: PlanQuery, session: Session) -> Plan:
     versions = {name: step.version for name, step in session.registry.steps.items()}
     shadowed = {name: [i.path for i in lst] for name, lst in session.catalog.shadowed_listed.items()}
     measuring = frozenset(name for name, step in session.registry.steps.items() if step.measures)
-    return build_plan(resolution, query, versions, session.facts.source, session.facts_file,
-                      session.cache, shadowed, measuring)
+    return build_plan(resolution, query, StepTypes(versions, measuring),
+                      FactsOrigin(session.facts.source, session.facts_file), session.cache, shadowed)
 
 
 # -- explain ------------------------------------------------------------------------------
@@ -271,76 +277,77 @@ class RunResult(NamedTuple):
         return str(self.document.get("status"))
 
 
-def run(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
-        recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path | None = None,
-        jobs: int = 1, use_cache: bool = True, refresh: bool = False,
-        output: str | Path | None = None, executor: str | None = None,
-        options: Mapping[str, Any] | None = None, lock: str | Path | None = None,
-        allow_drift: Sequence[str] = (), sweep: Mapping[str, Any] | None = None,
-        on_plan: Callable[[Plan], None] | None = None, telemetry: TelemetrySettings | None = None,
-        recovery: Recovery = NO_RECOVERY, planned: Plan | None = None) -> RunResult:
-    """Resolve, run and record. Raises StepFailed (after writing the error result) when a
-    step fails, CmxError for bad input; returns the written, indexed result otherwise.
-    With ``lock``, the lockfile's query is replayed and any drift is refused (``allow_drift``
-    names classes of drift that are allowed: ``remote`` for the far side of a remote
-    executor, which detects its own facts and may lack the executor's plugin). ``executor``
-    None means ``docker`` when the recipe (or a selected variation) declares a container,
-    else ``local``; ``options`` are the executor's settings (``--executor-opt``), checked
-    against its settings class. ``sweep`` (``{"id", "index", "point"}``) marks the run as
-    one point of a ``cmx sweep`` (``provenance.sweep``). ``on_plan`` is handed the checked
-    plan before anything runs (the CLI prints it on a terminal). ``telemetry`` says how the
-    run is sampled (None: from the environment, docs/telemetry.md). ``recovery`` is the
-    command line's recovery policy and the faults to inject (docs/faults.md). ``planned`` is
-    the plan of ``tags`` and ``inputs`` already made and checked (``cmx sweep`` hands each
-    point's ``cmx run`` its plan: :mod:`cmx_core.plan.handoff`), run instead of resolving it
-    again."""
-    if jobs < 1:
-        raise UsageError(f"-j must be at least 1, got {jobs}")
-
-    observe = check_settings(telemetry)
-    locked = None
-    if lock:
-        check_drift_classes(allow_drift)
-        locked = read_lock(Path(lock))
-        recipes_dirs = recipes_dirs or locked["query"].get("recipes_dirs") or ()
-        if "remote" not in allow_drift:
-            facts_file = facts_file or locked["query"].get("facts_file")
-    elif allow_drift:
-        raise UsageError("--allow-drift applies to --lock FILE only")
+def run(request: RunRequest, on_plan: Callable[[Plan], None] | None = None) -> RunResult:
+    """Resolve, run and record ``request`` (:class:`~cmx_core.run.request.RunRequest` says
+    what each field means). Raises StepFailed (after writing the error result) when a step
+    fails, CmxError for bad input; returns the written, indexed result otherwise. With a
+    lock, the lockfile's query is replayed and any drift is refused. An executor of None
+    means ``docker`` when the recipe (or a selected variation) declares a container, else
+    ``local``; its options are checked against its settings class. ``on_plan`` is handed
+    the checked plan before anything runs (the CLI prints it on a terminal)."""
+    observe = check_settings(request.telemetry)
+    recovery = request.recovery
+    locked, recipes_dirs, facts_file = _locked(request)
     session = open_session(recipes_dirs, facts_file, lock_pins(locked))
-    if locked and lock:
-        the_plan = replay(locked, Path(lock), session, allow_drift)
+    if locked is not None and request.lock:
+        the_plan = replay(locked, Path(request.lock), session, request.allow_drift)
+    elif request.planned is not None:
+        the_plan = _given(request.planned, request.tags, request.inputs)
     else:
-        the_plan = _given(planned, tags, inputs) if planned is not None else _resolve_plan(tags, inputs, session)
-    chosen, settings = _checked_executor(session, the_plan, executor, options)
+        the_plan = _resolve_plan(request.tags, request.inputs, session)
+    chosen, settings = _checked_executor(session, the_plan, request.choice)
     check_facts_here(session.facts, FactStore(session.registry.detectors), chosen.name, chosen.runs_here)
     check_injections(recovery.injections, chosen.name, chosen.injects)
     if on_plan is not None:
         on_plan(the_plan)
 
     ResultStore(paths.results_db()).check()  # a corrupt store fails now, not after the benchmark
-    if use_cache:
+    if request.use_cache:
         session.cache.prepare()  # a staging dir that is a file fails now, before the run dir
     run_id = new_run_id()
-    run_dir = _make_run_dir(run_id, the_plan.root.recipe.name, output)
+    run_dir = _make_run_dir(run_id, the_plan.root.recipe.name, request.output)
     _write_json(run_dir / "plan.json", the_plan.to_json())
     lock_digest = write_lock(run_dir, the_plan, session.registry, session.repos)
-    request = ExecutionRequest(
+    execution = ExecutionRequest(
         ExecutionContext(the_plan, settings, session.facts, session.registry, observe, recovery), run_dir=run_dir,
-        lock_path=run_dir / "lock.json", run_id=run_id, jobs=jobs, use_cache=use_cache, refresh=refresh,
+        lock_path=run_dir / "lock.json", run_id=run_id, jobs=request.jobs, use_cache=request.use_cache,
+        refresh=request.refresh,
     )
 
     inflight.reap()  # runs a killed cmx left behind are recorded as interrupted
     session.cache.clean_staging()
-    provenance = run_provenance(lock_digest, session, sweep, recovery)
-    inflight.mark(run_id, run_dir, interrupted_document(request, provenance))
+    provenance = run_provenance(lock_digest, session, request.sweep, recovery)
+    inflight.mark(run_id, run_dir, interrupted_document(execution, provenance))
     try:
-        result_path, document, exit_code = _execute(chosen, request, provenance, session, observe)
+        result_path, document, exit_code = _execute(chosen, execution, provenance, session, observe)
     finally:
         inflight.clear(run_id)
     if document.get("status") == "error":
         raise _run_failure(document, result_path, exit_code)
     return RunResult(run_id, run_dir, result_path, document, the_plan, session)
+
+
+def _locked(request: RunRequest) -> tuple[Lock | None, Sequence[str | Path], str | Path | None]:
+    """The lock a run replays (None without ``--lock``), and the recipe directories and facts
+    file it runs with: those given, else the lock's (its facts file not for ``remote`` drift)."""
+    if not request.lock:
+        if request.allow_drift:
+            raise UsageError("--allow-drift applies to --lock FILE only")
+        return None, request.recipes_dirs, request.facts_file
+    check_drift_classes(request.allow_drift)
+    locked = read_lock(Path(request.lock))
+    recipes_dirs = request.recipes_dirs or locked.query.recipes_dirs
+    facts_file = request.facts_file
+    if "remote" not in request.allow_drift:
+        facts_file = facts_file or locked.query.facts_file
+    return locked, recipes_dirs, facts_file
+
+
+def run_tags(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, *,
+             on_plan: Callable[[Plan], None] | None = None, **fields: Any) -> RunResult:
+    """``api.run``: :func:`run` with the request's fields as keyword arguments
+    (``api.run("demo,sort", {"size": 5}, executor="local")``); an unknown name is a TypeError."""
+    return run(RunRequest(tags, inputs, **fields), on_plan)
 
 
 def _given(planned: Plan, tags: str | Sequence[str], inputs: Mapping[str, Any] | None) -> Plan:
@@ -359,7 +366,7 @@ def executor_settings(chosen: Executor, options: Mapping[str, Any]) -> ExecutorS
 
 
 def run_provenance(lock_digest: str, session: Session, sweep: Mapping[str, Any] | None,
-                   recovery: Recovery = NO_RECOVERY) -> Any:
+                   recovery: Recovery = NO_RECOVERY) -> Provenance:
     """The provenance of a run: the lock's digest, the loaded plugins, the sweep point (if
     any), the recipe repositories, the facts file (if any) and the faults it injects."""
     return Provenance(lock_digest, [(p["name"], p["distribution"], p["version"])
@@ -369,13 +376,13 @@ def run_provenance(lock_digest: str, session: Session, sweep: Mapping[str, Any] 
                       injections=[i.to_json() for i in recovery.injections])
 
 
-def interrupted_document(request: ExecutionRequest, provenance: Any) -> dict[str, Any]:
+def interrupted_document(request: ExecutionRequest, provenance: Provenance) -> dict[str, Any]:
     """The error result the run gets if its cmx is killed before it records one."""
     error = RunError(INTERRUPTED.format(pid=os.getpid()), exit_code=130)
     return build_document(run_record(request, failed_outcome(time.time(), error), provenance, {}))
 
 
-def _execute(chosen: Executor, request: ExecutionRequest, provenance: Any,
+def _execute(chosen: Executor, request: ExecutionRequest, provenance: Provenance,
              session: Session, observe: TelemetrySettings | None = None) -> tuple[Path, dict[str, Any], int]:
     """Run the executor (sampled: :mod:`cmx_core.run.observe`) and record whatever happened:
     its outcome, or its own failure. Returns the result's path and document and the exit
@@ -439,12 +446,11 @@ def _executor(session: Session, the_plan: Plan, name: str | None) -> Executor:
     return chosen
 
 
-def replay(locked: Mapping[str, Any], lock_path: Path, session: Session,
+def replay(locked: Lock, lock_path: Path, session: Session,
            allow_drift: Sequence[str] = ()) -> Plan:
     """Resolve a lockfile's (already read) query; a ResolveError if anything differs
     (beyond the ``allow_drift`` classes)."""
-    query = locked["query"]
-    the_plan = _resolve_plan(query.get("tags", []), query.get("inputs", {}), session)
+    the_plan = _resolve_plan(locked.query.tags, locked.query.inputs, session)
     check_drift(locked, lock_document(the_plan, _plugins(session.registry, the_plan), _repos(session)), lock_path,
                 allow=allow_drift)
     return the_plan
@@ -471,7 +477,7 @@ def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:
 
 def write_lock(run_dir: Path, the_plan: Plan, registry: Registry, repos: Sequence[RepoUse] = ()) -> str:
     """The lockfile of the resolved run (with the recipe repositories' commits); returns its digest."""
-    lock = lock_document(the_plan, _plugins(registry, the_plan), [r.to_json() for r in repos])
+    lock = lock_document(the_plan, _plugins(registry, the_plan), [r.to_json() for r in repos]).to_json()
     _write_json(run_dir / "lock.json", lock)
     return digest(lock)
 

@@ -91,6 +91,29 @@ class RunSettings:
     use_cache: bool = True
     refresh: bool = False
     recovery: Recovery = NO_RECOVERY
+    jobs: int = 1
+    """How many nodes run at once (``-j``)."""
+
+
+@dataclass(frozen=True)
+class StepScope:
+    """What the steps of one node see: its work directory, its deps' outputs, the outputs of
+    its steps that ran before (filled in as they end) and the facts."""
+
+    work_dir: Path
+    deps: Mapping[str, Any]
+    step_outputs: Mapping[str, Mapping[str, Any]]
+    facts: FactsView
+
+
+@dataclass(frozen=True)
+class Try:
+    """One attempt of a step: its number (1 first), its checkpoint directory (None: the step
+    keeps none) and its log directory."""
+
+    number: int
+    checkpoint: Path | None
+    log_dir: Path
 
 
 @dataclass
@@ -102,13 +125,15 @@ class _Progress:
 def run_local(request: ExecutionRequest, events: EventSink) -> ExecutionOutcome:
     """The ``local`` executor: run the plan here, in this process."""
     context = request.context
-    settings = RunSettings(request.run_dir, request.run_id, request.use_cache, request.refresh, context.recovery)
-    return execute_plan(context.plan, context.facts, context.registry, Cache(), events, settings, jobs=request.jobs)
+    settings = RunSettings(request.run_dir, request.run_id, request.use_cache, request.refresh, context.recovery,
+                           request.jobs)
+    return execute_plan(context.plan, context.facts, context.registry, Cache(), events, settings)
 
 
 def execute_plan(plan: Plan, facts: FactStore, registry: Registry, cache: Cache, events: EventSink,
-                 settings: RunSettings, *, jobs: int = 1) -> ExecutionOutcome:
-    """Run every node; a failure stops scheduling and is recorded in ``error``."""
+                 settings: RunSettings) -> ExecutionOutcome:
+    """Run every node (``settings.jobs`` at once); a failure stops scheduling and is recorded in ``error``."""
+    jobs = settings.jobs
     runner = NodeRunner(plan, facts, registry, cache, events, settings)
     progress = _Progress()
     started = time.time()
@@ -284,8 +309,8 @@ class NodeRunner:
             log_dir = self.run_dir / "logs" / _safe(node.id) / step.id / (f"attempt-{number}" if number > 1 else "")
             with armed(injections, log_dir / "app_metrics.txt") as fired:
                 try:
-                    returned = self._attempt(node, step, work_dir, deps, step_outputs, facts, number, checkpoint,
-                                             log_dir)
+                    returned = self._attempt(node, step, StepScope(work_dir, deps, step_outputs, facts),
+                                             Try(number, checkpoint, log_dir))
                 except NodeFailed as exc:
                     failure: NodeFailed | None = exc
                 else:
@@ -307,9 +332,9 @@ class NodeRunner:
             backoff(policy, number)
             number += 1
 
-    def _attempt(self, node: PlanNode, step: StepSpec, work_dir: Path, deps: Mapping[str, Any],
-                 step_outputs: Mapping[str, Mapping[str, Any]], facts: FactsView, attempt: int,
-                 checkpoint: Path | None, log_dir: Path) -> StepOutput:
+    def _attempt(self, node: PlanNode, step: StepSpec, scope: StepScope, attempt: Try) -> StepOutput:
+        work_dir, deps, facts, log_dir = scope.work_dir, scope.deps, scope.facts, attempt.log_dir
+        step_outputs = scope.step_outputs
         step_type = self.registry.step(step.uses)
         context = self._template_context(node, work_dir, deps, step_outputs, facts)
         where = f"{node.recipe.path}: steps.{step.index}.with"
@@ -320,7 +345,7 @@ class NodeRunner:
             deps=deps, facts=facts, variations=freeze(node.variations),
             work_dir=work_dir, log_dir=log_dir, run_dir=self.run_dir, cache_dir=self.cache.root,
             timeout_s=step.timeout_s, recipe_dir=node.recipe.path.parent,
-            metrics=step_metrics(node.id, step.id, log_dir), checkpoint_dir=checkpoint, attempt=attempt,
+            metrics=step_metrics(node.id, step.id, log_dir), checkpoint_dir=attempt.checkpoint, attempt=attempt.number,
             measures=step.measures if step.measures is not None else step_type.measures,
             launchers=self.registry.launchers,
             detector_plugins=frozenset(d.plugin for d in self.registry.detectors.values()),

@@ -18,34 +18,35 @@ from cmx_core import __version__
 from cmx_core.datautil import JSONLimitError, loads_bounded
 from cmx_core.errors import CmxError, ResolveError, UsageError
 from cmx_core.run.drift import DRIFT_CLASSES
+from cmx_core.run.lock_records import Lock, LockNode, LockPlugin, LockQuery, LockRepo
 
 NODE_FIELDS = ("recipe", "version", "digest", "variations", "inputs", "steps", "cache_key")
 _LABELS = {"variations": "variation", "inputs": "input", "steps": "step type", "facts_used": "fact"}
 """How a changed key of a mapping field is named in a drift line (``input n: 4 -> 5``)."""
 
 
-def lock_document(plan: Any, plugins: list[dict[str, str]],
-                  repos: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
-    """The lock of ``plan``; ``repos`` are the added recipe repositories (name, url,
-    commit, kind), which a replay checks out at these commits."""
-    return {
-        "cmx_version": __version__,
-        "query": {"tags": list(plan.query.tags), "inputs": dict(plan.query.inputs),
-                  "recipes_dirs": [str(d) for d in plan.query.recipes_dirs],
-                  "facts_file": str(plan.facts_file) if plan.facts_file else None},
-        "facts_source": plan.facts_source,
-        "nodes": [{"id": n.id, "recipe": n.recipe.name, "version": n.recipe.version,
-                   "digest": n.recipe.digest, "source": str(n.recipe.path), "variations": dict(n.variations),
-                   "inputs": dict(n.inputs), "cache_key": n.cache_key, "steps": dict(n.step_versions),
-                   "facts_used": dict(n.facts_used), "recipe_text": _recipe_text(n.recipe.path)}
-                  for n in plan.nodes],
-        "plugins": plugins,
-        "repos": [dict(r) for r in repos],
-    }
+def lock_document(plan: Any, plugins: Sequence[Mapping[str, Any]],
+                  repos: Sequence[Mapping[str, str]] = ()) -> Lock:
+    """The lock of ``plan``; ``plugins`` the loaded plugins (name, distribution, version,
+    used); ``repos`` the added recipe repositories (name, url, commit, kind), which a replay
+    checks out at these commits."""
+    return Lock(
+        query=LockQuery(tuple(plan.query.tags), dict(plan.query.inputs), tuple(str(d) for d in plan.query.recipes_dirs),
+                        str(plan.facts_file) if plan.facts_file else None),
+        nodes=tuple(LockNode(id=n.id, recipe=n.recipe.name, version=n.recipe.version, digest=n.recipe.digest,
+                             source=str(n.recipe.path), variations=dict(n.variations), inputs=dict(n.inputs),
+                             cache_key=n.cache_key, steps=dict(n.step_versions), facts_used=dict(n.facts_used),
+                             recipe_text=_recipe_text(n.recipe.path))
+                    for n in plan.nodes),
+        plugins=tuple(LockPlugin.from_json(p) for p in plugins),
+        repos=tuple(LockRepo.from_json(r) for r in repos),
+        cmx_version=__version__,
+        facts_source=plan.facts_source,
+    )
 
 
-def read_lock(path: Path) -> dict[str, Any]:
-    """A lockfile's content; one-line errors for anything that is not one."""
+def read_lock(path: Path) -> Lock:
+    """A lockfile's record; one-line errors for anything that is not one."""
     try:
         doc = loads_bounded(Path(path).read_text())
     except OSError as exc:
@@ -61,7 +62,7 @@ def read_lock(path: Path) -> dict[str, Any]:
     problem = shape_problem(doc, LOCK_SHAPE, "")
     if problem:
         raise CmxError(f"--lock {path}: not a cmx lockfile: {problem}")
-    return doc
+    return Lock.from_json(doc)
 
 
 _TEXT = (str, type(None))
@@ -135,16 +136,16 @@ def check_drift_classes(classes: Sequence[str]) -> None:
             raise UsageError(f"--allow-drift {name!r}: unknown; use one of {', '.join(sorted(DRIFT_CLASSES))}")
 
 
-def check_drift(locked: Mapping[str, Any], current: Mapping[str, Any], path: Path,
+def check_drift(locked: Lock, current: Lock, path: Path,
                 allow: Sequence[str] = ()) -> None:
     """Raise a ResolveError listing what resolves differently from the lock."""
     remote = "remote" in allow
     ignored = _FACT_FIELDS if remote else frozenset()
     if "plugins" in allow:
         ignored = ignored | {"steps", "cache_key"}
-    diffs = _node_diffs(locked["nodes"], current["nodes"], ignored, _fact_drift(allow), facts=not remote)
+    diffs = _node_diffs(locked.nodes, current.nodes, ignored, _fact_drift(allow), facts=not remote)
     if "plugins" not in allow:
-        diffs += _plugin_diffs(locked.get("plugins", []), current["plugins"], used_only=remote)
+        diffs += _plugin_diffs(locked.plugins, current.plugins, used_only=remote)
     if diffs:
         shown = "; ".join(diffs[:4]) + (f"; and {len(diffs) - 4} more" if len(diffs) > 4 else "")
         raise ResolveError(f"--lock {path}: the run would differ from the lock: {shown}")
@@ -155,24 +156,24 @@ def _fact_drift(allow: Sequence[str]) -> frozenset[bool]:
     return frozenset(kind for name, kind in (("hardware", True), ("software", False)) if name in allow)
 
 
-def _facts_explain_key(old: Mapping[str, Any], new: Mapping[str, Any], allowed: frozenset[bool]) -> bool:
+def _facts_explain_key(old: LockNode, new: LockNode, allowed: frozenset[bool]) -> bool:
     """Whether the facts a node used differ, and only in allowed kinds (then its cache key may)."""
-    before, after = dict(old.get("facts_used") or {}), dict(new.get("facts_used") or {})
+    before, after = dict(old.facts_used or {}), dict(new.facts_used or {})
     changed = [k for k in set(before) | set(after) if before.get(k) != after.get(k)]
     return bool(changed) and all((str(k).split(".")[0] in HARDWARE_FACTS) in allowed for k in changed)
 
 
-def _node_diffs(old_nodes: Sequence[Mapping[str, Any]], new_nodes: Sequence[Mapping[str, Any]],
+def _node_diffs(old_nodes: Sequence[LockNode], new_nodes: Sequence[LockNode],
                 ignored: frozenset[str] = frozenset(), facts_allowed: frozenset[bool] = frozenset(),
                 facts: bool = True) -> list[str]:
-    old = {n["id"]: n for n in old_nodes}
-    new = {n["id"]: n for n in new_nodes}
+    old = {n.id: n for n in old_nodes}
+    new = {n.id: n for n in new_nodes}
     diffs = [f"node {i} is gone" for i in old if i not in new] + [f"node {i} is new" for i in new if i not in old]
     for node_id in [i for i in old if i in new]:
         skip = ignored | ({"cache_key"} if _facts_explain_key(old[node_id], new[node_id], facts_allowed) else set())
         found: list[str] = []
         for field in NODE_FIELDS:
-            if field in skip or old[node_id].get(field) == new[node_id].get(field):
+            if field in skip or old[node_id].value_of(field) == new[node_id].value_of(field):
                 continue
             if field == "cache_key" and found:
                 continue  # explained by what is already listed
@@ -183,9 +184,9 @@ def _node_diffs(old_nodes: Sequence[Mapping[str, Any]], new_nodes: Sequence[Mapp
     return diffs
 
 
-def _field_diffs(old: Mapping[str, Any], new: Mapping[str, Any], field: str) -> list[str]:
+def _field_diffs(old: LockNode, new: LockNode, field: str) -> list[str]:
     """One field's change, old -> new: the recipe line for a digest, each key for a mapping."""
-    before, after = old.get(field), new.get(field)
+    before, after = old.value_of(field), new.value_of(field)
     if field == "digest":
         return [f"digest {_short(before)} -> {_short(after)}: " + _recipe_change(old, new)]
     if isinstance(before, Mapping) and isinstance(after, Mapping) and field in _LABELS:
@@ -209,10 +210,10 @@ def _shown(values: Mapping[str, Any], key: str) -> str:
     return _short(values[key]) if key in values else "(none)"
 
 
-def _recipe_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+def _recipe_change(old: LockNode, new: LockNode) -> str:
     """The first changed line of the recipe file, numbered as in the current file."""
-    where = new.get("source") or old.get("source") or "the recipe"
-    before, after = old.get("recipe_text"), new.get("recipe_text")
+    where = new.source or old.source or "the recipe"
+    before, after = old.recipe_text, new.recipe_text
     if not isinstance(before, str) or not isinstance(after, str):
         return f"{where} changed (this lock keeps no recipe text to show the line)"
     old_lines, new_lines = before.splitlines(), after.splitlines()
@@ -231,17 +232,17 @@ def _line(text: str) -> str:
     return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
-def _fact_diffs(old: Mapping[str, Any], new: Mapping[str, Any], allowed: frozenset[bool]) -> list[str]:
+def _fact_diffs(old: LockNode, new: LockNode, allowed: frozenset[bool]) -> list[str]:
     """The facts a node used that changed, except those of a kind ``--allow-drift`` allows."""
-    before, after = dict(old.get("facts_used") or {}), dict(new.get("facts_used") or {})
+    before, after = dict(old.facts_used or {}), dict(new.facts_used or {})
     kept = {k for k in set(before) | set(after) if (str(k).split(".")[0] in HARDWARE_FACTS) not in allowed}
     return _mapping_diffs("fact", {k: v for k, v in before.items() if k in kept},
                           {k: v for k, v in after.items() if k in kept})
 
 
-def _plugin_diffs(old: list[Mapping[str, Any]], new: list[Mapping[str, Any]], used_only: bool = False) -> list[str]:
-    before = {p["distribution"]: p["version"] for p in old if p.get("used", True) or not used_only}
-    after = {p["distribution"]: p["version"] for p in new}
+def _plugin_diffs(old: Sequence[LockPlugin], new: Sequence[LockPlugin], used_only: bool = False) -> list[str]:
+    before = {p.distribution: p.version for p in old if p.used or not used_only}
+    after = {p.distribution: p.version for p in new}
     return [f"plugin {d} {v} -> {after.get(d, 'not installed')}" for d, v in before.items() if after.get(d) != v]
 
 

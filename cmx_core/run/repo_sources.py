@@ -11,12 +11,12 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cmx_core.errors import CmxError
 from cmx_core.plugins.registry import Registry
 from cmx_core.repos import store
 from cmx_core.repos.records import PLAIN, Repo, read_repos
+from cmx_core.run.lock_records import Lock
 
 
 @dataclass(frozen=True)
@@ -54,12 +54,11 @@ def classifier(registry: Registry) -> store.Classify:
     return classify
 
 
-def lock_pins(locked: Mapping[str, Any] | None) -> dict[str, RepoUse] | None:
+def lock_pins(locked: Lock | None) -> dict[str, RepoUse] | None:
     """The repositories a lock recorded, by name (None without a lock)."""
     if locked is None:
         return None
-    return {r["name"]: RepoUse(r["name"], r.get("url") or "URL", r["commit"], r.get("kind") or PLAIN)
-            for r in locked.get("repos", [])}
+    return {r.name: RepoUse(r.name, r.url or "URL", r.commit, r.kind or PLAIN) for r in locked.repos}
 
 
 def session_repos(registry: Registry, pins: Mapping[str, RepoUse] | None = None

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import IO
 
 from cmx_core.errors import UsageError
-from cmx_core.sandbox.bwrap_args import bwrap_args, check_program, gpu_devices, identity_files
-from cmx_core.sandbox.capture import Captured, drain, pump
+from cmx_core.sandbox.bwrap_args import BwrapFds, bwrap_args, check_program, gpu_devices, identity_files
+from cmx_core.sandbox.capture import Captured, Child, drain, pump
 from cmx_core.sandbox.cgroup2 import V2Groups
 from cmx_core.sandbox.cgroups import RunGroups
 from cmx_core.sandbox.cpus import pick_cpus
@@ -214,9 +214,8 @@ class _Run:
         block_r, block_w = os.pipe()
         status_r, status_w = os.pipe()
         tmp_bytes = self.limits.memory_bytes or (1 << 30)
-        argv = bwrap_args(self.spec, as_root=self.as_root, passwd_fd=passwd_r, group_fd=group_r,
-                          block_fd=block_r, status_fd=status_w, tmp_bytes=tmp_bytes,
-                          work_bytes=self.limits.work_bytes)
+        argv = bwrap_args(self.spec, BwrapFds(passwd_r, group_r, block_r, status_w), as_root=self.as_root,
+                          tmp_bytes=tmp_bytes, work_bytes=self.limits.work_bytes)
         argv[0] = shutil.which("bwrap") or "bwrap"
         if self.manager is not None:
             argv = [*scope_prefix(self.manager, self.limits), *argv]
@@ -269,7 +268,7 @@ class _Run:
         deadline = time.monotonic() + self.limits.wall_s
         pid_fd = os.pidfd_open(proc.pid)
         try:
-            got = pump(pid_fd, out_fd, err_fd, cap=self.limits.output_bytes, deadline=deadline,
+            got = pump(Child(pid_fd, out_fd, err_fd), cap=self.limits.output_bytes, deadline=deadline,
                        check=self._checks(child), tick_s=WATCH_TICK_S if self.watchdog else 0.1)
         finally:
             os.close(pid_fd)

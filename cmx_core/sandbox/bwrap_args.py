@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from cmx_core.errors import UsageError
@@ -91,9 +92,20 @@ def _mounts(spec: SandboxSpec, devices: list[str], work_bytes: int | None) -> li
     return args
 
 
-def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: int, block_fd: int,
-               status_fd: int, tmp_bytes: int, keep_caps: tuple[str, ...] | None = None,
-               work_bytes: int | None = None) -> list[str]:
+@dataclass(frozen=True)
+class BwrapFds:
+    """The file descriptors bwrap is handed: the ``/etc/passwd`` and ``/etc/group`` it binds
+    (``--ro-bind-data``), the pipe it waits on before starting the program (``--block-fd``)
+    and the one it writes its JSON status to (``--json-status-fd``)."""
+
+    passwd: int
+    group: int
+    block: int
+    status: int
+
+
+def bwrap_args(spec: SandboxSpec, fds: BwrapFds, *, as_root: bool, tmp_bytes: int,
+               keep_caps: tuple[str, ...] | None = None, work_bytes: int | None = None) -> list[str]:
     """``bwrap`` and its options up to (not including) the program's argv.
 
     ``as_root``: cmx runs as root, so bwrap mounts with real root and no user namespace, and
@@ -104,8 +116,8 @@ def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: in
     ``work_bytes``: the work path is a tmpfs of that size (see ``workfs.py``).
     """
     args = ["bwrap", *_root_layout(spec.root_fs)]
-    args += ["--perms", "0644", "--ro-bind-data", str(passwd_fd), "/etc/passwd"]
-    args += ["--perms", "0644", "--ro-bind-data", str(group_fd), "/etc/group"]
+    args += ["--perms", "0644", "--ro-bind-data", str(fds.passwd), "/etc/passwd"]
+    args += ["--perms", "0644", "--ro-bind-data", str(fds.group), "/etc/group"]
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
     if spec.shm_bytes is not None:
         args += ["--perms", "1777", "--size", str(spec.shm_bytes), "--tmpfs", "/dev/shm"]
@@ -117,7 +129,7 @@ def bwrap_args(spec: SandboxSpec, *, as_root: bool, passwd_fd: int, group_fd: in
         args += ["--unshare-user", "--disable-userns"]
     if as_root and keep_caps is not None:
         args += ["--cap-drop", "ALL", *(arg for cap in keep_caps for arg in ("--cap-add", cap))]
-    args += ["--block-fd", str(block_fd), "--json-status-fd", str(status_fd), "--"]
+    args += ["--block-fd", str(fds.block), "--json-status-fd", str(fds.status), "--"]
     if as_root and keep_caps is None:
         uid, gid = str(spec.user.uid), str(spec.user.gid)
         args += ["/usr/bin/setpriv", "--reuid", uid, "--regid", gid, "--clear-groups", "--inh-caps=-all",

@@ -48,12 +48,22 @@ class _Reader:
         return None
 
 
-def pump(pid_fd: int, out_fd: int, err_fd: int, *, cap: int, deadline: float,
-         check: Callable[[], str | None] | None = None, tick_s: float = 0.1,
-         on_exit: Callable[[], object] | None = None) -> Captured:
+@dataclass(frozen=True)
+class Child:
+    """What :func:`pump` watches: a descriptor that turns readable when the child exits (a
+    pidfd, or a session's control socket) and the read ends of its stdout and stderr."""
+
+    exit_fd: int
+    out_fd: int
+    err_fd: int
+
+
+def pump(child: Child, *, cap: int, deadline: float, check: Callable[[], str | None] | None = None,
+         tick_s: float = 0.1, on_exit: Callable[[], object] | None = None) -> Captured:
     """Read until the child exits and its pipes close, the deadline passes, the output
     passes ``cap`` bytes, or ``check()`` returns a reason to stop. ``on_exit`` runs once when
     the child has exited (a session kills what it left behind, so its pipes close)."""
+    pid_fd, out_fd, err_fd = child.exit_fd, child.out_fd, child.err_fd
     got = Captured()
     reader = _Reader(out_fd, err_fd, got, cap)
     sel = selectors.DefaultSelector()

@@ -52,8 +52,8 @@ from cmx_core.sandbox.bubblewrap import (
     _pidfd,
     _wait_namespace_gone,
 )
-from cmx_core.sandbox.bwrap_args import bwrap_args, check_program, identity_files
-from cmx_core.sandbox.capture import drain, pump
+from cmx_core.sandbox.bwrap_args import BwrapFds, bwrap_args, check_program, identity_files
+from cmx_core.sandbox.capture import Child, drain, pump
 from cmx_core.sandbox.cgroups import RunGroups
 from cmx_core.sandbox.result import SandboxResult
 from cmx_core.sandbox.spec import NOBODY, SandboxSpec, SandboxUser, check_spec
@@ -135,8 +135,8 @@ class BubblewrapSession:
         passwd_r, group_r = _data_fd(passwd), _data_fd(group)
         block_r, block_w = os.pipe()
         status_r, status_w = os.pipe()
-        argv = bwrap_args(spec, as_root=True, passwd_fd=passwd_r, group_fd=group_r, block_fd=block_r,
-                          status_fd=status_w, tmp_bytes=1 << 30, keep_caps=RUNNER_CAPS)
+        argv = bwrap_args(spec, BwrapFds(passwd_r, group_r, block_r, status_w), as_root=True, tmp_bytes=1 << 30,
+                          keep_caps=RUNNER_CAPS)
         argv[0] = shutil.which("bwrap") or "bwrap"
         passed = (passwd_r, group_r, block_r, status_w, inner_end.fileno())
         try:
@@ -249,7 +249,7 @@ class BubblewrapSession:
         try:
             check = _CpuCheck(self.groups, spec.limits.cpu_s) if spec.limits.cpu_s is not None else None
             # the control socket turns readable when the runner reports the program's exit
-            got = pump(self.control.fileno(), out_r, err_r, cap=spec.limits.output_bytes,
+            got = pump(Child(self.control.fileno(), out_r, err_r), cap=spec.limits.output_bytes,
                        deadline=started + spec.limits.wall_s, check=check, on_exit=self._kill_rest)
             if got.stop != "exited":
                 self._kill_rest()

@@ -37,6 +37,7 @@ from cmx_core.results.store import ResultStore
 from cmx_core.run import engine, inflight
 from cmx_core.run.engine import executor_exit_code
 from cmx_core.run.recording import failed_outcome, record_run
+from cmx_core.run.request import ExecutorChoice
 from cmx_core.run.runids import new_run_id
 from cmx_core.sweep.dirs import fresh_run_dir
 
@@ -193,8 +194,8 @@ def plan_points(tags: str, base_inputs: Mapping[str, str], matrix: Sequence[Mapp
     plans: dict[int, Plan] = {}
     for index in indices:
         try:
-            plans[index] = engine.plan(tags, point_inputs(base_inputs, matrix[index]), session=session,
-                                       executor=options.executor_name(executor), options=settings_options)
+            plans[index] = engine.plan_in(session, tags, point_inputs(base_inputs, matrix[index]),
+                                          ExecutorChoice(options.executor_name(executor), settings_options))
         except CmxError as exc:
             values = " ".join(f"{k}={v}" for k, v in matrix[index].items())
             raise UsageError(f"cmx sweep: point {index} ({values}): {exc}") from None
@@ -241,8 +242,8 @@ def _prepare(batch: BatchSweep, session: Session, index: int, point: Mapping[str
     """Plan and check the point (as ``cmx plan`` would), write its plan and lock into its
     run directory and mark it in flight."""
     planned = batch.planned.plans.get(index) if batch.planned is not None else None
-    the_plan = planned or engine.plan(batch.tags, point_inputs(batch.base_inputs, point), session=session,
-                                      executor=batch.chosen.name, options=settings_options)
+    the_plan = planned or engine.plan_in(session, batch.tags, point_inputs(batch.base_inputs, point),
+                                         ExecutorChoice(batch.chosen.name, settings_options))
     settings = engine.executor_settings(batch.chosen, settings_options)
     run_dir = fresh_run_dir(batch.folder, index).resolve()
     if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):

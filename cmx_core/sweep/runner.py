@@ -46,6 +46,7 @@ from cmx_core.run.processes import dies_with_cmx
 from cmx_core.run.runids import new_run_id
 from cmx_core.sweep.batch import BatchSweep, Planned, PointOutcome, batch_executor, parse_point_options, run_points
 from cmx_core.sweep.dirs import fresh_run_dir
+from cmx_core.sweep.request import Driver, OnPoint, SweepRequest
 from cmx_core.sweep.state import (
     SweepSpec,
     finished_points,
@@ -57,7 +58,7 @@ from cmx_core.sweep.state import (
 )
 
 __all__ = ["MAX_POINTS", "SWEEPS_DIR", "Axis", "PointOutcome", "SweepResult", "new_sweep_id", "parse_axes",
-           "point_command", "points", "read_manifest", "resume_sweep", "run_sweep"]
+           "point_command", "points", "read_manifest", "resume_sweep", "run_sweep", "SweepRequest"]
 
 SWEEPS_DIR = "sweeps"
 MAX_POINTS = 10_000
@@ -140,31 +141,23 @@ def point_command(tags: str, inputs: Mapping[str, str], sweep: Mapping[str, Any]
             *(f"--{key}={value}" for key, value in inputs.items())]
 
 
-def run_sweep(tags: str, base_inputs: Mapping[str, str], matrix: Sequence[dict[str, str]], *,
-              data_dir: Path, run_options: Sequence[str] = (), jobs: int = 1,
-              executor: str | None = None, on_point: Callable[[PointOutcome, int], None] | None = None,
-              env: Mapping[str, str] | None = None, batch: bool = True,
-              planned: Planned | None = None,
-              point_options: Mapping[int, Sequence[str]] | None = None) -> SweepResult:
-    """Run every point (``jobs`` at once) and write the manifest; never raises for a failed point.
-    ``batch=False`` runs one ``cmx run`` process per point even where the executor has a
-    batch entry (to compare the two paths). ``planned``: the plans the caller's check made
-    (:func:`~cmx_core.sweep.batch.plan_points`), used instead of planning each point again.
-    ``point_options`` are more ``cmx run`` options for some points (a chaos file's
-    ``--inject``s; they run one process per point)."""
-    if jobs < 1:
-        raise UsageError(f"-j must be at least 1, got {jobs}")
-    overlap = sorted(set(base_inputs) & {k for p in matrix[:1] for k in p})
-    if overlap:
-        raise UsageError(f"cmx sweep: {', '.join(overlap)} is both an input and a --matrix axis; give it once")
-    spec = SweepSpec(new_sweep_id(), tags, dict(base_inputs), tuple(matrix), tuple(run_options), jobs, executor)
-    folder = data_dir / SWEEPS_DIR / spec.sweep_id
+def run_sweep(request: SweepRequest, *, on_point: OnPoint | None = None, env: Mapping[str, str] | None = None,
+              planned: Planned | None = None) -> SweepResult:
+    """Run every point of ``request`` and write the manifest; never raises for a failed
+    point. ``on_point`` is told of each point as it ends; ``env`` is the points' process
+    environment (None: this one's); ``planned``: the plans the caller's check made
+    (:func:`~cmx_core.sweep.batch.plan_points`), used instead of planning each point again."""
+    spec = SweepSpec(new_sweep_id(), request.tags, dict(request.base_inputs), tuple(request.matrix),
+                     tuple(request.run_options), request.jobs, request.executor)
+    folder = request.data_dir / SWEEPS_DIR / spec.sweep_id
     folder.mkdir(parents=True, exist_ok=True)
     write_spec(folder, spec)  # before any point runs: what --resume reads
-    return _run(spec, data_dir, on_point, env, batch and not point_options, planned, point_options or {})
+    point_options = request.point_options or {}
+    return _run(spec, request.data_dir, Driver(on_point, env, request.batch and not point_options, planned,
+                                               point_options))
 
 
-def resume_sweep(sweep_id: str, *, data_dir: Path, on_point: Callable[[PointOutcome, int], None] | None = None,
+def resume_sweep(sweep_id: str, *, data_dir: Path, on_point: OnPoint | None = None,
                  env: Mapping[str, str] | None = None, batch: bool = True,
                  plan: Callable[[SweepSpec, Sequence[int]], Planned] | None = None) -> SweepResult:
     """Run the points of sweep ``sweep_id`` that have no successful result (as the sweep was
@@ -176,12 +169,10 @@ def resume_sweep(sweep_id: str, *, data_dir: Path, on_point: Callable[[PointOutc
         wait_for_points(folder)
         todo = [i for i in range(len(spec.matrix)) if i not in finished_points(folder, spec)]
     planned = plan(spec, todo) if plan is not None and todo else None
-    return _run(spec, data_dir, on_point, env, batch, planned, {})
+    return _run(spec, data_dir, Driver(on_point, env, batch, planned))
 
 
-def _run(spec: SweepSpec, data_dir: Path, on_point: Callable[[PointOutcome, int], None] | None,
-         env: Mapping[str, str] | None, batch: bool, planned: Planned | None,
-         point_options: Mapping[int, Sequence[str]]) -> SweepResult:
+def _run(spec: SweepSpec, data_dir: Path, driver: Driver) -> SweepResult:
     """Under the sweep's lock, run each point without a successful result; each one's record
     is written as soon as it ends; then the manifest of every point."""
     folder = data_dir / SWEEPS_DIR / spec.sweep_id
@@ -189,33 +180,30 @@ def _run(spec: SweepSpec, data_dir: Path, on_point: Callable[[PointOutcome, int]
     with holding(folder):
         done = finished_points(folder, spec)
         todo = tuple(i for i in range(len(spec.matrix)) if i not in done)
-        together = _batch(spec, folder, todo, env, planned) if batch and todo else None
-        ran = run_points(together, on_point) if together is not None else \
-            _run_apart(spec, folder, todo, on_point, env, point_options, planned)
+        together = _batch(spec, folder, todo, driver.env, driver.planned) if driver.batch and todo else None
+        ran = run_points(together, driver.on_point) if together is not None else \
+            _run_apart(spec, folder, todo, driver)
     outcomes = {**done, **{o.index: o for o in ran}}
     return _finish(SweepResult(spec.sweep_id, spec.tags, tuple(outcomes[i] for i in sorted(outcomes)),
                                data_dir / SWEEPS_DIR / f"{spec.sweep_id}.json", time.monotonic() - began,
                                spec.executor, dict(spec.base_inputs), tuple(spec.matrix[0]) if spec.matrix else ()))
 
 
-def _run_apart(spec: SweepSpec, folder: Path, todo: Sequence[int],
-               on_point: Callable[[PointOutcome, int], None] | None,
-               env: Mapping[str, str] | None,
-               point_options: Mapping[int, Sequence[str]],
-               planned: Planned | None) -> tuple[PointOutcome, ...]:
+def _run_apart(spec: SweepSpec, folder: Path, todo: Sequence[int], driver: Driver) -> tuple[PointOutcome, ...]:
     """One ``cmx run`` process per point, ``jobs`` at once; a point planned already is
     handed its plan."""
+    planned, on_point = driver.planned, driver.on_point
 
     def one(index: int) -> PointOutcome:
         point = spec.matrix[index]
         sweep = {"id": spec.sweep_id, "index": index, "point": dict(point)}
         run_dir = fresh_run_dir(folder, index)
         the_plan = planned.plans.get(index) if planned is not None else None
-        extra = [*point_options.get(index, ()), *([HANDOFF_FLAG] if the_plan is not None else [])]
+        extra = [*driver.point_options.get(index, ()), *([HANDOFF_FLAG] if the_plan is not None else [])]
         command = point_command(spec.tags, {**spec.base_inputs, **point}, sweep,
                                 [*spec.run_options, *extra, "--output", str(run_dir)])
         handed = plan_bytes(the_plan) if the_plan is not None else None
-        outcome = record_point(folder, _run_point(index, point, command, run_dir, env, handed))
+        outcome = record_point(folder, _run_point(index, point, command, run_dir, driver.env, handed))
         if on_point is not None:
             on_point(outcome, len(spec.matrix))
         return outcome

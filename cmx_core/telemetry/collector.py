@@ -31,12 +31,12 @@ from cmx_core.errors import UsageError
 from cmx_core.providers.types import MetricsSink
 from cmx_core.telemetry import openmetrics
 from cmx_core.telemetry.appmetrics import FILE_NAME, AppSeries, StepMetrics
-from cmx_core.telemetry.devices import GPU_OPENERS, RAPL_OPENERS, DeviceProbe, open_probes
+from cmx_core.telemetry.devices import EVERY_SOURCE, DeviceProbe, PowerOpeners, open_probes
 from cmx_core.telemetry.exposition import Exporter
 from cmx_core.telemetry.live import BOARD
 from cmx_core.telemetry.openmetrics import Round
 from cmx_core.telemetry.probes import Machine, Point, ProcessTree
-from cmx_core.telemetry.reading import PowerSource, one_line
+from cmx_core.telemetry.reading import one_line
 from cmx_core.telemetry.summary import summarize
 
 DEFAULT_INTERVAL_S = 1.0
@@ -100,8 +100,7 @@ class RunTelemetry:
 
     def __init__(self, run_id: str, run_dir: Path, settings: TelemetrySettings, *,
                  root_pid: int | None = None, clock: Callable[[], float] = time.time,
-                 gpu_openers: tuple[Callable[[], PowerSource], ...] = GPU_OPENERS,
-                 rapl_openers: tuple[Callable[[], PowerSource], ...] = RAPL_OPENERS) -> None:
+                 openers: PowerOpeners = EVERY_SOURCE) -> None:
         self.run_id = run_id
         self.run_dir = run_dir
         self.settings = settings
@@ -109,7 +108,7 @@ class RunTelemetry:
         self.app = AppSeries()
         self._clock = clock
         self._root_pid = root_pid
-        self._openers = (gpu_openers, rapl_openers)
+        self._openers = openers
         self._probes: list[tuple[str, Any]] = []
         self._devices: list[DeviceProbe] = []
         self._rounds: list[Round] = []
@@ -128,7 +127,7 @@ class RunTelemetry:
         """Open the probes, take the first round, start the thread (and the exporter)."""
         monotonic = time.monotonic
         self._probes = [("process", ProcessTree(self._root_pid, monotonic)), ("machine", Machine())]
-        self._devices, problems = open_probes(*self._openers)
+        self._devices, problems = open_probes(self._openers.gpu, self._openers.rapl)
         self.unavailable += problems
         self._probes += [(d.source.name, d) for d in self._devices]
         self.sources = ["psutil " + psutil.__version__, *(d.source.name for d in self._devices)]

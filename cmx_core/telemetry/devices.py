@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from cmx_core.telemetry.amd import open_amd
 from cmx_core.telemetry.probes import Point
@@ -98,6 +99,19 @@ def _rapl() -> PowerSource:
 #: GPUs through NVML, else amd-smi; the CPU packages through RAPL.
 GPU_OPENERS: tuple[Callable[[], PowerSource], ...] = (_nvml, _amd)
 RAPL_OPENERS: tuple[Callable[[], PowerSource], ...] = (_rapl,)
+
+
+@dataclass(frozen=True)
+class PowerOpeners:
+    """The power sources a run's sampler tries, each kind in order: the GPUs' and the CPU
+    packages' (RAPL). An empty kind is not asked for (a test gives its own stand-ins)."""
+
+    gpu: tuple[Callable[[], PowerSource], ...] = GPU_OPENERS
+    rapl: tuple[Callable[[], PowerSource], ...] = RAPL_OPENERS
+
+
+EVERY_SOURCE = PowerOpeners()
+"""Every kind of power source, the real openers."""
 
 
 def open_probes(gpu: tuple[Callable[[], PowerSource], ...] = GPU_OPENERS,

@@ -64,6 +64,7 @@ from cmx_core.recipes.load import load_recipe_file
 from cmx_core.results.document import RunRecord, build_document
 from cmx_core.results.validate import validate_document
 from cmx_core.run import engine
+from cmx_core.run.request import RunRequest
 from cmx_core.run.runids import new_run_id
 from cmx_core.run.settings import convert, describe_settings
 from cmx_core.testing.checks import (
@@ -109,35 +110,35 @@ def cmx_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def cmx_step_context(tmp_path: Path) -> Callable[..., Any]:
     """A factory of :class:`~cmx_core.api.StepContext` objects with private directories."""
 
-    def make(**kwargs: Any) -> Any:
-        return make_step_context(tmp_path / f"step{len(list(tmp_path.iterdir()))}", **kwargs)
+    def make(sample: StepSample | None = None, **kwargs: Any) -> Any:
+        return make_step_context(tmp_path / f"step{len(list(tmp_path.iterdir()))}", sample, **kwargs)
 
     return make
 
 
 def make_step_context(
     base: Path,
+    sample: StepSample | None = None,
     *,
     params: Mapping[str, Any] | None = None,
     inputs: Mapping[str, Any] | None = None,
-    deps: Mapping[str, Mapping[str, Any]] | None = None,
-    facts: Mapping[str, Any] | None = None,
-    variations: Mapping[str, Any] | None = None,
     node_id: str = "conformance",
-    recipe: str = "conformance",
     timeout_s: float | None = None,
-    launchers: Mapping[str, Any] | None = None,
 ) -> Any:
-    """A StepContext as the engine builds it: frozen mappings, fresh work/log/run dirs;
-    ``launchers`` the registered launchers a step looks up (the registry's)."""
+    """A StepContext as the engine builds it: frozen mappings, fresh work/log/run dirs, of
+    recipe ``conformance`` (``dataclasses.replace`` sets any other field), the loaded
+    registry's launchers (a step looks its ``launcher:`` up there). The step's params,
+    inputs, deps, facts and variations are the ``sample``'s (none without one); ``params``
+    and ``inputs``, when given, replace the sample's (most tests give only those)."""
+    given = sample or StepSample()
     dirs = {name: base / name for name in ("work", "logs", "run", "cache")}
     for directory in dirs.values():
         directory.mkdir(parents=True, exist_ok=True)
     return StepContext(
-        node_id=node_id, recipe=recipe, params=freeze(params or {}),
-        inputs=freeze(inputs or {}), deps=freeze(deps or {}), facts=freeze(facts or {}),
-        variations=freeze(variations or {}), work_dir=dirs["work"], log_dir=dirs["logs"],
-        run_dir=dirs["run"], cache_dir=dirs["cache"], timeout_s=timeout_s, launchers=dict(launchers or {}),
+        node_id=node_id, recipe="conformance", params=freeze(params if params is not None else given.params),
+        inputs=freeze(inputs if inputs is not None else given.inputs), deps=freeze(given.deps),
+        facts=freeze(given.facts), variations=freeze(given.variations), work_dir=dirs["work"], log_dir=dirs["logs"],
+        run_dir=dirs["run"], cache_dir=dirs["cache"], timeout_s=timeout_s, launchers=get_registry().launchers,
     )
 
 
@@ -188,12 +189,16 @@ class StepSample:
     expect_outputs: Collection[str] = ()
 
 
-def execution_request(plan: Any, run_dir: Path, *, settings: Any = None, jobs: int = 1,
-                      use_cache: bool = True, refresh: bool = False, recovery: Any = None) -> Any:
+def execution_request(plan: Any, run_dir: Path, *, settings: Any = None, recovery: Any = None,
+                      **given: Any) -> Any:
     """A real :class:`~cmx_core.api.ExecutionRequest` for ``plan`` (from ``cmx_core.api.plan``)
     as the engine would hand it to an executor: the current registry and facts, ``run_dir``
     created with the plan's ``lock.json`` in it, a fresh run id; ``recovery`` the command
-    line's recovery policy and injections (docs/faults.md)."""
+    line's recovery policy and injections (docs/faults.md). ``given`` sets the request's
+    other fields by name (``jobs``, ``use_cache``, ``refresh``; by default 1, True, False)."""
+    jobs, use_cache, refresh = given.pop("jobs", 1), given.pop("use_cache", True), given.pop("refresh", False)
+    if given:
+        raise TypeError(f"execution_request() got unexpected keyword arguments: {', '.join(sorted(given))}")
     context = execution_context(plan, settings)
     if recovery is not None:
         context = replace(context, recovery=recovery)
@@ -347,10 +352,8 @@ class PluginConformance:
             sample = self.step_sample(name, tmp_path / "inputs")
             if sample is None:
                 continue
-            ctx = make_step_context(
-                tmp_path / name, params=sample.params, inputs=sample.inputs,
-                deps=sample.deps, facts=sample.facts, variations=sample.variations,
-                node_id=f"conformance/{name}", launchers=conformance_registry.launchers)
+            ctx = replace(make_step_context(tmp_path / name, sample, node_id=f"conformance/{name}"),
+                          launchers=conformance_registry.launchers)
             raw = step.run(ctx)
             output = raw if isinstance(raw, StepOutput) else StepOutput(outputs=dict(raw))
             problems = output_problems(name, output, sample, suites=conformance_registry.suites)
@@ -490,10 +493,10 @@ def executor_run_problems(executor: str, options: Mapping[str, str]) -> list[str
     values, and the executor's must be a recorded, indexed, schema-valid result."""
     inputs = {"size": "2000", "repeats": "1"}
     try:
-        theirs = engine.run("demo,sort", inputs, executor=executor, options=options)
+        theirs = engine.run(RunRequest("demo,sort", inputs, executor=executor, options=options))
     except CmxError as exc:
         return [f"executor '{executor}' cannot run the demo chain: {exc}"]
-    ours = engine.run("demo,sort", inputs, executor="local")
+    ours = engine.run(RunRequest("demo,sort", inputs, executor="local"))
     problems = []
     for key in ("status", "benchmark", "outputs", "invalid_reasons", "error"):
         if key == "outputs":

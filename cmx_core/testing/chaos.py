@@ -20,6 +20,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,11 +84,20 @@ def available_faults(kill_worker: bool = False) -> list[FaultKind]:
     return [*found, KILL_WORKER] if kill_worker else found
 
 
-def chaos_problems(recipes_dir: Path, executor: str, options: Sequence[str] = (), *,
-                   env: Mapping[str, str] | None = None, faults: Sequence[str] | None = None,
-                   timeout_s: float = 300, kill_worker: bool = False) -> list[str]:
-    """Run the matrix on ``executor`` (``options``: its ``--executor-opt KEY=VALUE`` pairs;
-    ``kill_worker``: the executor kills its workers, so the matrix has that cell too)."""
+@dataclass(frozen=True)
+class UnderTest:
+    """The executor the chaos matrix runs on: its name, its ``--executor-opt KEY=VALUE``
+    pairs, and whether it kills its workers (then the matrix has that cell too)."""
+
+    executor: str
+    options: Sequence[str] = ()
+    kill_worker: bool = False
+
+
+def chaos_problems(recipes_dir: Path, under_test: UnderTest, *, env: Mapping[str, str] | None = None,
+                   faults: Sequence[str] | None = None, timeout_s: float = 300) -> list[str]:
+    """Run the matrix on the executor ``under_test``; the problems found (none: it passed)."""
+    executor, options, kill_worker = under_test.executor, under_test.options, under_test.kill_worker
     (recipes_dir / "chaos-matrix.yaml").write_text(chaos_recipe())
     chosen = [FaultKind(f) for f in faults or available_faults(kill_worker)]
     chaos = recipes_dir.parent / f"chaos-{executor}.yaml"

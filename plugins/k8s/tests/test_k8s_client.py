@@ -31,8 +31,8 @@ def test_a_job_through_the_client_equals_local(cmx_home: Path, tmp_path: Path,
     if recipe:
         (tmp_path / "r.yaml").write_text(recipe)
         dirs = [tmp_path]
-    local = engine.run(tags, recipes_dirs=dirs, executor="local")
-    remote = engine.run(tags, recipes_dirs=dirs, executor="k8s", options=_opts(kubeconfig))
+    local = engine.run_tags(tags, recipes_dirs=dirs, executor="local")
+    remote = engine.run_tags(tags, recipes_dirs=dirs, executor="k8s", options=_opts(kubeconfig))
     assert comparable(remote.document) == comparable(local.document)
     assert (remote.run_dir / "remote" / "result.json").is_file()
     assert "=== cmx-k8s result v1 end ===" in (remote.run_dir / "pod.log").read_text()
@@ -61,13 +61,13 @@ steps:
     with: {cmd: [sh, -c, "echo broken >&2; exit 3"]}
 """)
     with pytest.raises(StepFailed, match="exited with code 3: broken"):
-        engine.run("test,k8s,fail", recipes_dirs=[tmp_path], executor="k8s", options=_opts(cluster[0]))
+        engine.run_tags("test,k8s,fail", recipes_dirs=[tmp_path], executor="k8s", options=_opts(cluster[0]))
 
 
 def test_no_cluster_is_a_usage_error(cmx_home: Path, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"k8s executor option kubeconfig='.*absent': no such file"):
-        engine.run("demo,sort", executor="k8s", options=_opts(tmp_path / "absent"))
+        engine.run_tags("demo,sort", executor="k8s", options=_opts(tmp_path / "absent"))
     empty = tmp_path / "empty-kubeconfig"
     empty.write_text("{}")
     with pytest.raises(StepFailed, match=r"no cluster configured .*give kubeconfig=FILE"):
-        engine.run("demo,sort", executor="k8s", options=_opts(empty))
+        engine.run_tags("demo,sort", executor="k8s", options=_opts(empty))

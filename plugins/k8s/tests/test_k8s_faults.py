@@ -17,7 +17,7 @@ import standin
 
 from cmx_core.errors import CmxError
 from cmx_core.run import engine
-from cmx_core.testing.chaos import chaos_problems
+from cmx_core.testing.chaos import UnderTest, chaos_problems
 
 RETRIED = """\
 name: test-k8s-retried
@@ -39,7 +39,7 @@ def test_the_chaos_matrix_on_the_k8s_standin(cmx_home: Path, tmp_path: Path,
                                              cluster: tuple[Path, standin.StandIn]) -> None:
     recipes = tmp_path / "recipes"
     recipes.mkdir()
-    assert chaos_problems(recipes, "k8s", _opts(cluster[0]), timeout_s=240, kill_worker=True) == []
+    assert chaos_problems(recipes, UnderTest("k8s", _opts(cluster[0]), kill_worker=True), timeout_s=240) == []
     evicted = [name for method, name in cluster[1].calls if method == "EVICT"]
     assert len(evicted) == 1, cluster[1].calls  # the kill-worker point's pod, once
 
@@ -49,7 +49,7 @@ def test_the_job_fails_at_once_on_exit_code_2(cmx_home: Path, tmp_path: Path,
     (tmp_path / "r.yaml").write_text(RETRIED.replace('"exit 0"', '"exit 2"'))
     options = dict(o.split("=", 1) for o in _opts(cluster[0]))
     with pytest.raises(CmxError) as failed:
-        engine.run("test,k8s,retried", recipes_dirs=[tmp_path], executor="k8s", options=options)
+        engine.run_tags("test,k8s,retried", recipes_dirs=[tmp_path], executor="k8s", options=options)
     assert failed.value.exit_code == 2
     [run] = cluster[1].deleted.values()
     assert (len(run.pods), run.ended, run.reason) == (1, "Failed", "PodFailurePolicy")
@@ -59,7 +59,7 @@ def test_the_job_carries_the_recipes_policy(cmx_home: Path, tmp_path: Path,
                                             cluster: tuple[Path, standin.StandIn]) -> None:
     (tmp_path / "r.yaml").write_text(RETRIED)
     options = dict(o.split("=", 1) for o in _opts(cluster[0]))
-    result = engine.run("test,k8s,retried", recipes_dirs=[tmp_path], executor="k8s", options=options)
+    result = engine.run_tags("test,k8s,retried", recipes_dirs=[tmp_path], executor="k8s", options=options)
     job = next(json.loads(p.read_text()) for p in (result.run_dir / "k8s").glob("*.json")
                if json.loads(p.read_text())["kind"] == "Job")
     spec = job["spec"]
@@ -73,7 +73,7 @@ def test_without_a_policy_the_job_has_none(cmx_home: Path, tmp_path: Path,
                                            cluster: tuple[Path, standin.StandIn]) -> None:
     (tmp_path / "r.yaml").write_text(RETRIED.replace("retries: {max: 3, on: [node_lost, oom]}\n", ""))
     options = dict(o.split("=", 1) for o in _opts(cluster[0]))
-    result = engine.run("test,k8s,retried", recipes_dirs=[tmp_path], executor="k8s", options=options)
+    result = engine.run_tags("test,k8s,retried", recipes_dirs=[tmp_path], executor="k8s", options=options)
     job = next(json.loads(p.read_text()) for p in (result.run_dir / "k8s").glob("*.json")
                if json.loads(p.read_text())["kind"] == "Job")
     assert job["spec"]["backoffLimit"] == 0 and "podFailurePolicy" not in job["spec"]

@@ -21,7 +21,8 @@ from cmx_core import paths
 from cmx_core.cli.main import main
 from cmx_core.errors import UsageError
 from cmx_core.run import engine
-from cmx_core.sweep.runner import run_sweep
+from cmx_core.run.request import ExecutorChoice
+from cmx_core.sweep.runner import SweepRequest, run_sweep
 from cmx_core.testing import execution_context, execution_request
 from cmx_k8s import manifests
 from cmx_k8s.settings import K8sSettings
@@ -170,7 +171,7 @@ def test_points_of_different_shapes_get_a_job_each(cluster: tuple[Path, standin.
     session = engine.open_session([recipes])
     options = {"kubeconfig": str(kubeconfig), "image": "cmx-python:standin", "python": sys.executable,
                "cmx": f"{sys.executable} -m cmx_core", "poll_s": "0.2", "pvc": ""}
-    plans = [engine.plan(f"test,k8sfit,{name}", {"n": str(i)}, session=session, executor="k8s", options=options)
+    plans = [engine.plan_in(session, f"test,k8sfit,{name}", {"n": str(i)}, ExecutorChoice("k8s", options))
              for i, name in enumerate(["small", "large", "small"])]
     chosen = session.registry.executors["k8s"]
     settings = engine.executor_settings(chosen, options)
@@ -211,8 +212,8 @@ def test_each_point_of_a_batch_records_its_own_wall_time(cluster: tuple[Path, st
     run_options = ["--recipes", str(recipes), "--executor", "k8s",
                    *[a for k, v in options.items() for a in ("--executor-opt", f"{k}={v}")]]
     # -j 1: the second point starts when the first has slept 2 s; its own time does not include that
-    result = run_sweep("test,k8sfit,pause", {}, [{"pause": "2"}, {"pause": "0"}], data_dir=paths.data_dir(),
-                       jobs=1, run_options=run_options)
+    result = run_sweep(SweepRequest("test,k8sfit,pause", {}, [{"pause": "2"}, {"pause": "0"}],
+                                    data_dir=paths.data_dir(), jobs=1, run_options=run_options))
     assert result.failed == 0, [p.message for p in result.points]
     slow, quick = result.points
     assert slow.wall_s >= 2.0 > quick.wall_s

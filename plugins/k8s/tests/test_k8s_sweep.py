@@ -20,7 +20,7 @@ from cmx_core import paths
 from cmx_core.api import comparable_across_sweeps
 from cmx_core.cli.main import main
 from cmx_core.results.store import ResultStore
-from cmx_core.sweep.runner import SweepResult, parse_axes, points, run_sweep
+from cmx_core.sweep.runner import SweepRequest, SweepResult, parse_axes, points, run_sweep
 from cmx_core.testing import exit_code_recipe
 
 EXITS = exit_code_recipe("test-k8s-sweep-exit", "k8sexit")
@@ -60,8 +60,8 @@ def _nothing_left(state: standin.StandIn) -> None:
 def test_a_12_point_sweep_is_one_indexed_job(cluster: tuple[Path, standin.StandIn], cmx_home: Path) -> None:
     kubeconfig, state = cluster
     matrix = points(parse_axes(["size=5,10,20", "repeats=1,2,3,4"]))
-    result = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="k8s",
-                       run_options=_k8s(kubeconfig, timeout_s="600"))
+    result = run_sweep(SweepRequest("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="k8s",
+                                    run_options=_k8s(kubeconfig, timeout_s="600")))
     assert result.failed == 0, [p.message for p in result.points if p.failed]
     assert len(result.points) == 12 and _point_logs(result) == []
     [job] = _created(state, "Job")  # one Job for the whole sweep
@@ -95,8 +95,8 @@ def test_a_failing_point_does_not_stop_the_others_and_counts(cluster: tuple[Path
     (tmp_path / "exits.yaml").write_text(EXITS)
     options = ["--recipes", str(tmp_path), *_k8s(kubeconfig)]
     matrix = [{"code": c} for c in ("0", "3", "0", "12")]  # 3: the step fails; 12: the plan refuses it
-    result = run_sweep("test,sweep,k8sexit", {}, matrix, data_dir=paths.data_dir(), jobs=1,
-                       executor="k8s", run_options=options)
+    result = run_sweep(SweepRequest("test,sweep,k8sexit", {}, matrix, data_dir=paths.data_dir(), jobs=1,
+                                    executor="k8s", run_options=options))
     assert result.failed == 2
     assert [(p.status, p.exit_code != 0) for p in result.points] == [
         ("completed", False), ("error", True), ("completed", False), ("failed", True)]
@@ -114,8 +114,8 @@ def test_a_failing_point_does_not_stop_the_others_and_counts(cluster: tuple[Path
 def test_a_pod_that_leaves_no_result_is_an_error_with_its_log_tail(cluster: tuple[Path, standin.StandIn],
                                                                     cmx_home: Path) -> None:
     kubeconfig, state = cluster  # python=cat: the pod ends (cat -c is refused) without a frame
-    result = run_sweep("demo,sort", {}, [{"size": "3"}, {"size": "4"}], data_dir=paths.data_dir(), jobs=2,
-                       executor="k8s", run_options=_k8s(kubeconfig, python="cat"))
+    result = run_sweep(SweepRequest("demo,sort", {}, [{"size": "3"}, {"size": "4"}], data_dir=paths.data_dir(),
+                                    jobs=2, executor="k8s", run_options=_k8s(kubeconfig, python="cat")))
     assert result.failed == 2
     for point in result.points:
         assert point.run_id and point.status == "error"
@@ -128,11 +128,11 @@ def test_the_batch_results_equal_one_process_per_point(cluster: tuple[Path, stan
                                                        cmx_home: Path) -> None:
     kubeconfig, state = cluster
     matrix = points(parse_axes(["size=5,9", "repeats=1,2"]))
-    together = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="k8s",
-                         run_options=_k8s(kubeconfig))
+    together = run_sweep(SweepRequest("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="k8s",
+                                      run_options=_k8s(kubeconfig)))
     assert len(_created(state, "Job")) == 1
-    apart = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="k8s",
-                      run_options=_k8s(kubeconfig), batch=False)
+    apart = run_sweep(SweepRequest("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="k8s",
+                                   run_options=_k8s(kubeconfig), batch=False))
     assert together.failed == apart.failed == 0
     assert _point_logs(together) == [] and len(_point_logs(apart)) == 4  # the two paths really differ
     assert len(_created(state, "Job")) == 5  # one Indexed Job, then one Job per point
@@ -164,8 +164,8 @@ def test_ctrl_c_deletes_the_indexed_job(cluster: tuple[Path, standin.StandIn], c
 
     monkeypatch.setattr(sweep, "follow", lambda job, on_outcome: interrupted(job))
     with pytest.raises(Interrupted, match=r"Indexed Job .* was deleted"):
-        run_sweep("test,sweep,k8sslow", {}, [{"n": "1"}, {"n": "2"}], data_dir=paths.data_dir(), jobs=2,
-                  executor="k8s", run_options=["--recipes", str(tmp_path), *_k8s(kubeconfig)])
+        run_sweep(SweepRequest("test,sweep,k8sslow", {}, [{"n": "1"}, {"n": "2"}], data_dir=paths.data_dir(),
+                               jobs=2, executor="k8s", run_options=["--recipes", str(tmp_path), *_k8s(kubeconfig)]))
     assert len(_created(state, "Job")) == 1
     assert ("DELETE", f"/apis/batch/v1/namespaces/default/jobs/{_created(state, 'Job')[0]['metadata']['name']}") \
         in state.calls

@@ -55,8 +55,8 @@ def test_ray_equals_local(cmx_home: Path, ray_head: str, tmp_path: Path, tags: s
     if recipe:
         (tmp_path / "r.yaml").write_text(recipe)
         dirs = [tmp_path]
-    local = engine.run(tags, recipes_dirs=dirs, executor="local")
-    remote = engine.run(tags, recipes_dirs=dirs, executor="ray", options=_opts(ray_head))
+    local = engine.run_tags(tags, recipes_dirs=dirs, executor="local")
+    remote = engine.run_tags(tags, recipes_dirs=dirs, executor="ray", options=_opts(ray_head))
     assert comparable(remote.document) == comparable(local.document)
     assert remote.document["status"] in ("valid", "completed")
     far = json.loads((remote.run_dir / "remote" / "result.json").read_text())
@@ -69,11 +69,11 @@ def test_ray_equals_local(cmx_home: Path, ray_head: str, tmp_path: Path, tags: s
 def test_node_facts_come_from_the_node(cmx_home: Path, ray_head: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the far side is told it is an edge system: the result must say edge."""
     monkeypatch.setenv("CMX_SYSTEM_TYPE", "edge")
-    remote = engine.run("demo,sort", executor="ray", options=_opts(ray_head, env="CMX_HOME,CMX_SYSTEM_TYPE"))
+    remote = engine.run_tags("demo,sort", executor="ray", options=_opts(ray_head, env="CMX_HOME,CMX_SYSTEM_TYPE"))
     far_facts = json.loads((remote.run_dir / "remote" / "facts.json").read_text())
     assert far_facts["host"]["type"] == "edge" and remote.document["system"]["type"] == "edge"
     monkeypatch.delenv("CMX_SYSTEM_TYPE")
-    plain = engine.run("demo,sort", executor="ray", options=_opts(ray_head))
+    plain = engine.run_tags("demo,sort", executor="ray", options=_opts(ray_head))
     assert plain.document["system"]["type"] != "edge"
 
 
@@ -101,7 +101,8 @@ def test_timeout_cancels_the_task_and_its_processes(cmx_home: Path, ray_head: st
                                                     mentioning: Callable[[str], list[int]]) -> None:
     (tmp_path / "s.yaml").write_text(SLOW)
     with pytest.raises(StepFailed, match="ray job exceeded its time limit without writing") as caught:
-        engine.run("test,ray,slow", recipes_dirs=[tmp_path], executor="ray", options=_opts(ray_head, timeout_s="3"))
+        engine.run_tags("test,ray,slow", recipes_dirs=[tmp_path], executor="ray",
+                        options=_opts(ray_head, timeout_s="3"))
     document = json.loads(Path(caught.value.result_path).read_text())  # type: ignore[attr-defined]
     assert "cancelled after 3 s" in document["error"]["message"]
     deadline = time.monotonic() + 20
@@ -112,7 +113,7 @@ def test_timeout_cancels_the_task_and_its_processes(cmx_home: Path, ray_head: st
 
 def test_a_far_run_directory_over_the_bound_is_an_error(cmx_home: Path, ray_head: str) -> None:
     with pytest.raises(StepFailed, match=r"more than max_result_mb=0.0001; raise max_result_mb"):
-        engine.run("demo,sort", executor="ray", options=_opts(ray_head, max_result_mb="0.0001"))
+        engine.run_tags("demo,sort", executor="ray", options=_opts(ray_head, max_result_mb="0.0001"))
 
 
 @pytest.mark.parametrize(("options", "message"), [
@@ -130,7 +131,7 @@ def test_a_private_cluster_lives_only_for_its_run(cmx_home: Path, ray_head: str,
                                                   mentioning: Callable[[str], list[int]]) -> None:
     """address empty: a private local Ray is started for the run and gone after it (it
     first drops the session's connection to the test head, which later tests reconnect)."""
-    remote = engine.run("demo,sort", executor="ray", options={"env": "CMX_HOME", "cluster_cpus": "1"})
+    remote = engine.run_tags("demo,sort", executor="ray", options={"env": "CMX_HOME", "cluster_cpus": "1"})
     assert remote.document["status"] == "valid"
     where = json.loads((remote.run_dir / "ray-job.json").read_text())["cluster"]
     temp = where.split("(", 1)[1].rstrip(")")

@@ -10,14 +10,14 @@ from pathlib import Path
 from cmx_core.providers.recovery import Recovery, RetryPolicy
 from cmx_core.run import engine
 from cmx_core.testing import execution_request
-from cmx_core.testing.chaos import chaos_problems
+from cmx_core.testing.chaos import UnderTest, chaos_problems
 from cmx_ray.executor import retry_options
 
 
 def test_the_chaos_matrix_on_a_local_ray_cluster(cmx_home: Path, ray_head: str, tmp_path: Path) -> None:
     recipes = tmp_path / "recipes"
     recipes.mkdir()
-    assert chaos_problems(recipes, "ray", [f"address={ray_head}", "env=CMX_HOME"], timeout_s=300) == []
+    assert chaos_problems(recipes, UnderTest("ray", [f"address={ray_head}", "env=CMX_HOME"]), timeout_s=300) == []
 
 
 def test_max_retries_follows_the_policy(cmx_home: Path, tmp_path: Path) -> None:

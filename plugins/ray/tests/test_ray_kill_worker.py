@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cmx_core.testing.chaos import CHAOS_TAG, chaos_problems, chaos_recipe, recorded_result
+from cmx_core.testing.chaos import CHAOS_TAG, UnderTest, chaos_problems, chaos_recipe, recorded_result
 from cmx_ray.cluster import RAY_ENV
 
 from .multinode import Workers
@@ -33,8 +33,8 @@ def test_a_killed_worker_node_is_recovered_by_rays_own_retry(ray_workers: Worker
                                                              tmp_path: Path) -> None:
     recipes = tmp_path / "recipes"
     recipes.mkdir()
-    assert chaos_problems(recipes, "ray", [f"address={ray_workers.address}", "env=CMX_HOME"], faults=["kill-worker"],
-                          kill_worker=True, timeout_s=300) == []
+    under_test = UnderTest("ray", [f"address={ray_workers.address}", "env=CMX_HOME"], kill_worker=True)
+    assert chaos_problems(recipes, under_test, faults=["kill-worker"], timeout_s=300) == []
     assert _alive_workers(ray_workers.address) == 1  # the node whose raylet was killed is gone
     ray_workers.add()
 

@@ -65,7 +65,7 @@ def test_a_multi_node_recipe_is_refused_naming_the_executors_that_run_it(cmx_hom
 def test_a_run_asking_for_cpus_memory_and_time_runs_with_them(cmx_home: Path, ray_head: str,
                                                               tmp_path: Path) -> None:
     write_recipe(tmp_path, ASKS)
-    run = engine.run("test,ray,asks", recipes_dirs=[tmp_path], executor="ray",
+    run = engine.run_tags("test,ray,asks", recipes_dirs=[tmp_path], executor="ray",
                      options={"address": ray_head, "env": "CMX_HOME"})
     assert run.document["status"] == "completed"
     job = json.loads((run.run_dir / "ray-job.json").read_text())

@@ -18,7 +18,7 @@ from cmx_core import paths
 from cmx_core.api import comparable_across_sweeps
 from cmx_core.cli.main import main
 from cmx_core.results.store import ResultStore
-from cmx_core.sweep.runner import SweepResult, parse_axes, points, read_manifest, run_sweep
+from cmx_core.sweep.runner import SweepRequest, SweepResult, parse_axes, points, read_manifest, run_sweep
 from cmx_core.testing import exit_code_recipe
 from tests.test_sweep_resume import POINTS, SQUARE, resumed_equals_uninterrupted
 
@@ -68,8 +68,8 @@ def batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_a_12_point_sweep_on_ray_is_one_batch(ray_head: str, cmx_home: Path, batches: list[int]) -> None:
     matrix = points(parse_axes(["size=5,10,20", "repeats=1,2,3,4"]))
-    result = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=3, executor="ray",
-                       run_options=_ray(ray_head))
+    result = run_sweep(SweepRequest("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=3, executor="ray",
+                                    run_options=_ray(ray_head)))
     assert result.failed == 0, [p.message for p in result.points if p.failed]
     assert len(result.points) == 12
     assert batches == [12] and _point_logs(result) == []  # one batch over one connection, no cmx run each
@@ -93,8 +93,8 @@ def test_a_failing_point_does_not_stop_the_others_and_counts(ray_head: str, cmx_
     (tmp_path / "exits.yaml").write_text(EXITS)
     options = ["--recipes", str(tmp_path), *_ray(ray_head)]
     matrix = [{"code": c} for c in ("0", "3", "0", "12")]  # 3: the step fails; 12: the plan refuses it
-    result = run_sweep("test,sweep,rayexit", {}, matrix, data_dir=paths.data_dir(), jobs=2, executor="ray",
-                       run_options=options)
+    result = run_sweep(SweepRequest("test,sweep,rayexit", {}, matrix, data_dir=paths.data_dir(), jobs=2,
+                                    executor="ray", run_options=options))
     assert result.failed == 2 and batches == [3]  # the refused point never reached Ray
     assert [(p.status, p.exit_code != 0) for p in result.points] == [
         ("completed", False), ("error", True), ("completed", False), ("failed", True)]
@@ -108,10 +108,10 @@ def test_a_failing_point_does_not_stop_the_others_and_counts(ray_head: str, cmx_
 
 def test_the_batch_results_equal_one_process_per_point(ray_head: str, cmx_home: Path, batches: list[int]) -> None:
     matrix = points(parse_axes(["size=5,9", "repeats=1,2"]))
-    together = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=2, executor="ray",
-                         run_options=_ray(ray_head))
-    apart = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=2, executor="ray",
-                      run_options=_ray(ray_head), batch=False)
+    together = run_sweep(SweepRequest("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=2, executor="ray",
+                                      run_options=_ray(ray_head)))
+    apart = run_sweep(SweepRequest("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=2, executor="ray",
+                                   run_options=_ray(ray_head), batch=False))
     assert together.failed == apart.failed == 0
     assert batches == [4] and _point_logs(together) == [] and len(_point_logs(apart)) == 4
     for a, b in zip(together.points, apart.points, strict=True):
@@ -126,8 +126,8 @@ def test_j_bounds_the_tasks_running_at_once(ray_head: str, cmx_home: Path) -> No
     """With -j 1 each point's far run starts after the previous one ended (the far results'
     own times; nothing here depends on how fast the machine is)."""
     matrix = points(parse_axes(["size=3,4,6"]))
-    result = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=1, executor="ray",
-                       run_options=_ray(ray_head))
+    result = run_sweep(SweepRequest("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=1, executor="ray",
+                                    run_options=_ray(ray_head)))
     assert result.failed == 0
     spans = []
     for point in result.points:
@@ -153,8 +153,8 @@ def test_ctrl_c_cancels_a_sweeps_batch_and_leaves_no_point_marked(
 
     monkeypatch.setattr(executor.RayExecutor, "wait", interrupted)
     with pytest.raises(Interrupted, match="Ray tasks were cancelled"):
-        run_sweep("test,ray,batchslow", {}, [{"n": "1"}, {"n": "2"}], data_dir=paths.data_dir(), jobs=2,
-                  executor="ray", run_options=["--recipes", str(tmp_path), *_ray(ray_head)])
+        run_sweep(SweepRequest("test,ray,batchslow", {}, [{"n": "1"}, {"n": "2"}], data_dir=paths.data_dir(),
+                               jobs=2, executor="ray", run_options=["--recipes", str(tmp_path), *_ray(ray_head)]))
     assert list((paths.data_dir() / "inflight").glob("*.json")) == []
     deadline = time.monotonic() + 30
     while mentioning(SLEEP_S) and time.monotonic() < deadline:
@@ -175,7 +175,7 @@ def test_a_batch_runs_every_point_over_one_connection_and_each_result_is_the_poi
     session = engine.open_session()
     requests = []
     for size in (7, 11, 13):
-        plan = engine.plan("demo,sort", {"size": size, "repeats": 1}, session=session)
+        plan = engine.plan_in(session, "demo,sort", {"size": size, "repeats": 1})
         run_dir = paths.data_dir() / "batch" / f"point-{size}"
         run_dir.mkdir(parents=True)
         engine.write_lock(run_dir, plan, session.registry)
@@ -207,7 +207,7 @@ def test_ctrl_c_cancels_every_task_of_a_batch_and_their_processes(ray_head: str,
     session = engine.open_session([tmp_path])
     requests = []
     for index in range(2):
-        plan = engine.plan("test,ray,batchslow", {"n": index}, session=session)
+        plan = engine.plan_in(session, "test,ray,batchslow", {"n": index})
         run_dir = tmp_path / f"point-{index}"
         run_dir.mkdir()
         engine.write_lock(run_dir, plan, session.registry)
@@ -250,8 +250,9 @@ steps:
 def test_each_point_of_a_batch_records_its_own_wall_time(ray_head: str, cmx_home: Path, tmp_path: Path) -> None:
     (tmp_path / "pause.yaml").write_text(PAUSE)
     # -j 1: the second task is submitted when the first has slept 2 s; its own time does not include that
-    result = run_sweep("test,ray,sweeppause", {}, [{"pause": "2"}, {"pause": "0"}], data_dir=paths.data_dir(),
-                       jobs=1, executor="ray", run_options=["--recipes", str(tmp_path), *_ray(ray_head)])
+    result = run_sweep(SweepRequest("test,ray,sweeppause", {}, [{"pause": "2"}, {"pause": "0"}],
+                                    data_dir=paths.data_dir(), jobs=1, executor="ray",
+                                    run_options=["--recipes", str(tmp_path), *_ray(ray_head)]))
     assert result.failed == 0, [p.message for p in result.points]
     slow, quick = result.points
     assert slow.wall_s >= 2.0 > quick.wall_s

@@ -20,7 +20,7 @@ def _requests(base: Path, sizes: list[int], settings: SlurmSettings) -> list[Exe
     session = engine.open_session()
     requests = []
     for size in sizes:
-        plan = engine.plan("demo,sort", {"size": size, "repeats": 1}, session=session)
+        plan = engine.plan_in(session, "demo,sort", {"size": size, "repeats": 1})
         run_dir = base / f"point-{size}"
         run_dir.mkdir(parents=True)
         engine.write_lock(run_dir, plan, session.registry)
@@ -48,7 +48,7 @@ def test_an_array_runs_every_point_and_each_result_is_the_points_own(slurm: Clus
         digest = engine.write_lock(request.run_dir, request.context.plan, request.context.registry)
         path, document = record_run(request, outcome, Provenance(digest, []), registry_events(request.context.registry))
         assert document["status"] == "valid" and path == request.run_dir / "result.json"
-        local = engine.run("demo,sort", {"size": size, "repeats": 1}, executor="local")
+        local = engine.run_tags("demo,sort", {"size": size, "repeats": 1}, executor="local")
         assert sorted(document["outputs"]) == sorted(local.document["outputs"])
         assert {k: v["unit"] for k, v in document["metrics"].items()} == \
             {k: v["unit"] for k, v in local.document["metrics"].items()}

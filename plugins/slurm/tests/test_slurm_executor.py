@@ -80,8 +80,8 @@ def _recipe(tmp_path: Path, text: str) -> list[Path]:
 def test_slurm_runs_equal_local_runs(slurm: Cluster, cmx_home: Path, tmp_path: Path, tags: str,
                                      recipe: str | None) -> None:
     dirs = _recipe(tmp_path, recipe) if recipe else []
-    local = engine.run(tags, recipes_dirs=dirs, executor="local")
-    remote = engine.run(tags, recipes_dirs=dirs, executor="slurm", options={"poll_s": "0.2"})
+    local = engine.run_tags(tags, recipes_dirs=dirs, executor="local")
+    remote = engine.run_tags(tags, recipes_dirs=dirs, executor="slurm", options={"poll_s": "0.2"})
     assert comparable(remote.document) == comparable(local.document)
     assert remote.document["status"] in ("valid", "completed")
     stage = remote.run_dir / "remote-stage"
@@ -97,7 +97,7 @@ def test_slurm_runs_equal_local_runs(slurm: Cluster, cmx_home: Path, tmp_path: P
 
 def test_a_far_failure_is_an_error_result_with_the_step_error(slurm: Cluster, cmx_home: Path, tmp_path: Path) -> None:
     with pytest.raises(StepFailed, match="exited with code 3: broken") as caught:
-        engine.run("test,slurm,fail", recipes_dirs=_recipe(tmp_path, FAILING), executor="slurm")
+        engine.run_tags("test,slurm,fail", recipes_dirs=_recipe(tmp_path, FAILING), executor="slurm")
     document = json.loads(Path(caught.value.result_path).read_text())  # type: ignore[attr-defined]
     assert document["status"] == "error" and document["error"]["node"] == "test-slurm-fail"
 
@@ -132,7 +132,7 @@ def test_a_job_cancelled_outside_is_an_error_result(slurm: Cluster, cmx_home: Pa
     canceller.start()
     try:
         with pytest.raises(StepFailed, match="slurm job was cancelled without writing") as caught:
-            engine.run("test,slurm,slow", recipes_dirs=dirs, executor="slurm", options={"poll_s": "0.2"})
+            engine.run_tags("test,slurm,slow", recipes_dirs=dirs, executor="slurm", options={"poll_s": "0.2"})
     finally:
         canceller.join(timeout=180)
     document = json.loads(Path(caught.value.result_path).read_text())  # type: ignore[attr-defined]
@@ -163,7 +163,7 @@ def test_ctrl_c_cancels_the_job(slurm: Cluster, cmx_home: Path, tmp_path: Path) 
 def test_two_tasks_get_the_rendezvous_variables(slurm: Cluster, cmx_home: Path, tmp_path: Path) -> None:
     out = tmp_path / "ranks"
     out.mkdir()
-    run = engine.run("test,slurm,ranks", {"out_dir": str(out)}, recipes_dirs=_recipe(tmp_path, RANKS),
+    run = engine.run_tags("test,slurm,ranks", {"out_dir": str(out)}, recipes_dirs=_recipe(tmp_path, RANKS),
                      executor="slurm", options={"ntasks_per_node": "2"})
     assert run.document["status"] == "completed"
     record = json.loads((run.run_dir / "remote-stage" / "slurm-job.json").read_text())

@@ -16,7 +16,7 @@ from pathlib import Path
 from cmx_core.providers.recovery import Recovery, RetryPolicy
 from cmx_core.run import engine
 from cmx_core.testing import execution_request
-from cmx_core.testing.chaos import CHAOS_TAG, chaos_problems, chaos_recipe, recorded_result
+from cmx_core.testing.chaos import CHAOS_TAG, UnderTest, chaos_problems, chaos_recipe, recorded_result
 from cmx_slurm import worker
 from cmx_slurm.executor import requeue_args
 from cmx_slurm.testing import Cluster
@@ -25,7 +25,7 @@ from cmx_slurm.testing import Cluster
 def test_the_chaos_matrix_on_the_loopback_slurm(slurm: Cluster, cmx_home: Path, tmp_path: Path) -> None:
     recipes = tmp_path / "recipes"
     recipes.mkdir()
-    assert chaos_problems(recipes, "slurm", ["poll_s=0.2"], timeout_s=420, kill_worker=True) == []
+    assert chaos_problems(recipes, UnderTest("slurm", ["poll_s=0.2"], kill_worker=True), timeout_s=420) == []
     assert _node_state() == "idle"  # the node set down was resumed
 
 

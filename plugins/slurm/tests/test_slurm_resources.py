@@ -62,7 +62,7 @@ def test_nodes_2_launches_two_ranks_with_the_rendezvous_variables(slurm: Cluster
                                                                   tmp_path: Path) -> None:
     out = tmp_path / "ranks"
     out.mkdir()
-    run = engine.run("test,slurm,twonodes", {"out_dir": str(out)}, recipes_dirs=[write_recipe(tmp_path / "r",
+    run = engine.run_tags("test,slurm,twonodes", {"out_dir": str(out)}, recipes_dirs=[write_recipe(tmp_path / "r",
                                                                                           TWO_NODES).parent],
                      executor="slurm", options={"nodes": "1", "poll_s": "0.2"})
     assert run.document["status"] == "completed"

@@ -15,7 +15,7 @@ from cmx_core import paths
 from cmx_core.api import comparable_across_sweeps
 from cmx_core.cli.main import main
 from cmx_core.results.store import ResultStore
-from cmx_core.sweep.runner import SweepResult, parse_axes, points, read_manifest, run_sweep
+from cmx_core.sweep.runner import SweepRequest, SweepResult, parse_axes, points, read_manifest, run_sweep
 from cmx_core.testing import exit_code_recipe
 from cmx_slurm.testing import Cluster
 from tests.test_sweep_resume import POINTS, SQUARE, resumed_equals_uninterrupted
@@ -39,8 +39,8 @@ def _point_logs(result: SweepResult) -> list[Path]:
 
 def test_a_12_point_sweep_on_slurm_is_one_job_array(slurm: Cluster, cmx_home: Path) -> None:
     matrix = points(parse_axes(["size=5,10,20", "repeats=1,2,3,4"]))
-    result = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="slurm",
-                       run_options=SLURM)
+    result = run_sweep(SweepRequest("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="slurm",
+                                    run_options=SLURM))
     assert result.failed == 0, [p.message for p in result.points if p.failed]
     assert len(result.points) == 12 and _point_logs(result) == []
     records = [_job(p.result_path) for p in result.points]
@@ -67,8 +67,8 @@ def test_a_failing_point_does_not_stop_the_others_and_counts(slurm: Cluster, cmx
     (tmp_path / "exits.yaml").write_text(EXITS)
     options = ["--recipes", str(tmp_path), *SLURM]
     matrix = [{"code": c} for c in ("0", "3", "0", "12")]  # 3: the step fails; 12: the plan refuses it
-    result = run_sweep("test,sweep,slurmexit", {}, matrix, data_dir=paths.data_dir(), jobs=4,
-                       executor="slurm", run_options=options)
+    result = run_sweep(SweepRequest("test,sweep,slurmexit", {}, matrix, data_dir=paths.data_dir(), jobs=4,
+                                    executor="slurm", run_options=options))
     assert result.failed == 2
     assert [(p.status, p.exit_code != 0) for p in result.points] == [
         ("completed", False), ("error", True), ("completed", False), ("failed", True)]
@@ -84,10 +84,10 @@ def test_a_failing_point_does_not_stop_the_others_and_counts(slurm: Cluster, cmx
 
 def test_the_batch_results_equal_one_process_per_point(slurm: Cluster, cmx_home: Path) -> None:
     matrix = points(parse_axes(["size=5,9", "repeats=1,2"]))
-    together = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="slurm",
-                         run_options=SLURM)
-    apart = run_sweep("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="slurm",
-                      run_options=SLURM, batch=False)
+    together = run_sweep(SweepRequest("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="slurm",
+                                      run_options=SLURM))
+    apart = run_sweep(SweepRequest("demo,sort", {}, matrix, data_dir=paths.data_dir(), jobs=4, executor="slurm",
+                                   run_options=SLURM, batch=False))
     assert together.failed == apart.failed == 0
     assert _point_logs(together) == [] and len(_point_logs(apart)) == 4  # the two paths really differ
     assert len({_job(p.result_path)["array"] for p in together.points}) == 1
@@ -111,7 +111,7 @@ def test_the_throttle_is_left_out_when_j_covers_every_point(slurm: Cluster, cmx_
     session = engine.open_session()
     requests = []
     for size in (3, 4):
-        plan = engine.plan("demo,sort", {"size": size, "repeats": 1}, session=session)
+        plan = engine.plan_in(session, "demo,sort", {"size": size, "repeats": 1})
         run_dir = paths.data_dir() / f"j{jobs}" / f"point-{size}"
         run_dir.mkdir(parents=True)
         engine.write_lock(run_dir, plan, session.registry)
@@ -139,11 +139,12 @@ steps:
 
 def _requests(folder: Path, wanted: list[tuple[str, str]]) -> list[Any]:
     from cmx_core.run import engine
+    from cmx_core.run.request import ExecutorChoice
     from cmx_core.testing import execution_request
     from cmx_slurm.settings import SlurmSettings
 
     session = engine.open_session([folder])
-    plans = [engine.plan(f"test,slurmshape,{name}", {"pause": pause}, session=session, executor="slurm")
+    plans = [engine.plan_in(session, f"test,slurmshape,{name}", {"pause": pause}, ExecutorChoice("slurm"))
              for name, pause in wanted]
     return [execution_request(plan, folder.parent / "runs" / f"point-{i}", settings=SlurmSettings(poll_s=0.2))
             for i, plan in enumerate(plans)]
@@ -168,8 +169,9 @@ def test_points_of_different_shapes_get_an_array_each(slurm: Cluster, cmx_home: 
 def test_each_point_of_an_array_records_its_own_wall_time(slurm: Cluster, cmx_home: Path, tmp_path: Path) -> None:
     (tmp_path / "short.yaml").write_text(TIMED.format(name="short", time="5m"))
     # -j 1: the array's throttle runs the second point after the first has slept 2 s
-    result = run_sweep("test,slurmshape,short", {}, [{"pause": "2"}, {"pause": "0"}], data_dir=paths.data_dir(),
-                       jobs=1, executor="slurm", run_options=["--recipes", str(tmp_path), *SLURM])
+    result = run_sweep(SweepRequest("test,slurmshape,short", {}, [{"pause": "2"}, {"pause": "0"}],
+                                    data_dir=paths.data_dir(), jobs=1, executor="slurm",
+                                    run_options=["--recipes", str(tmp_path), *SLURM]))
     assert result.failed == 0, [p.message for p in result.points]
     slow, quick = result.points
     assert slow.wall_s >= 2.0 > quick.wall_s

@@ -14,8 +14,6 @@ from typing import Any
 
 import pytest
 
-from cmx_core.api import get_registry
-
 # every multi-process test is bounded: a launch that hangs is killed by its own timeout_s,
 # and the CLI call around it by this one
 CLI_TIMEOUT_S = 240
@@ -71,8 +69,7 @@ def curve(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict[str, A
                       "seed": seed, "launcher": launcher, "timeout_s": 120}
             with pytest.MonkeyPatch.context() as mp:
                 mp.setenv("CMX_TRAIN_THREADS", "1")
-                context = make_step_context(tmp_path_factory.mktemp("curve"), params=params,
-                                            launchers=get_registry().launchers)
+                context = make_step_context(tmp_path_factory.mktemp("curve"), params=params)
                 done[key] = dict(run_step(context).result.sections["train"])
         return done[key]
 
@@ -88,6 +85,6 @@ def train(cmx_step_context: Callable[..., Any], monkeypatch: pytest.MonkeyPatch)
         from cmx_train.step import run_step
 
         params.setdefault("timeout_s", 120)
-        return run_step(cmx_step_context(params=params, launchers=get_registry().launchers))
+        return run_step(cmx_step_context(params=params))
 
     return run

@@ -22,6 +22,7 @@ from cmx_core.api import (
     ResultPart,
     StepContext,
     StepOutput,
+    SweepRequest,
     UsageError,
     data_dir,
     point_command,
@@ -85,8 +86,8 @@ def run_members(ctx: StepContext, competitions: Sequence[str], seeds: int) -> li
     # takes an input value with a space (``--agent_cmd=python x.py``) for the noun. Name the noun
     # where this cmx-core leaves it out.
     options = [] if "recipe" in point_command("x", {}, {}, []) else ["recipe"]
-    sweep = run_sweep(ATTEMPT_TAGS, base, matrix, data_dir=data_dir(), run_options=options, jobs=jobs,
-                      on_point=progress)
+    sweep = run_sweep(SweepRequest(ATTEMPT_TAGS, base, matrix, data_dir=data_dir(), run_options=options,
+                                   jobs=jobs), on_point=progress)
     members = []
     for point in sweep.points:
         document = _read(point.result_path)
