@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cmx_core.api import NodeCommand, RankLayout, UsageError, get_registry
+from cmx_core.api import NodeCommand, RankLayout, UsageError
+from cmx_core.plugins.loader import get_registry
 
 COMMAND = ("/usr/bin/python3", "-m", "pkg.worker", "cfg.json")
 

@@ -49,6 +49,7 @@ from cmx_core.api import (
     ExecutionContext,
     ExecutionRequest,
     ExecutorSettings,
+    Launcher,
     NoSettings,
     ResultPart,
     StepContext,
@@ -138,8 +139,14 @@ def make_step_context(
         node_id=node_id, recipe="conformance", params=freeze(params if params is not None else given.params),
         inputs=freeze(inputs if inputs is not None else given.inputs), deps=freeze(given.deps),
         facts=freeze(given.facts), variations=freeze(given.variations), work_dir=dirs["work"], log_dir=dirs["logs"],
-        run_dir=dirs["run"], cache_dir=dirs["cache"], timeout_s=timeout_s, launchers=get_registry().launchers,
+        run_dir=dirs["run"], cache_dir=dirs["cache"], timeout_s=timeout_s, launchers=registered_launchers(),
     )
+
+
+def registered_launchers() -> Mapping[str, Launcher]:
+    """The launchers of the loaded plugin registry by name, as the engine hands them to a step
+    (``StepContext.launchers``): for a test that wraps a command the way a step would."""
+    return get_registry().launchers
 
 
 def processes_with(marker: str, *, at_start: bool = False) -> list[int]:

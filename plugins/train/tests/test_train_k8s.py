@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cmx_core.api import get_registry
+from cmx_core.testing import registered_launchers
 from cmx_train.config import parse
 from cmx_train.launch import plan_launch
 
@@ -84,7 +84,7 @@ def test_each_pod_runs_torchrun_on_the_layout_the_executor_gave_it(cli: Any, tmp
     monkeypatch.setenv("CMX_NODE_RANK", "1")  # what Kubernetes puts in pod 1
     config = parse({"model": "resnet50", "nodes": 2, "nproc": 8, "batch_size": 2048, "device": "cuda",
                     "backend": "nccl", "launcher": "torchrun"})
-    launch = plan_launch(config, tmp_path / "c.json", tmp_path, get_registry().launchers)
+    launch = plan_launch(config, tmp_path / "c.json", tmp_path, registered_launchers())
     argv = list(launch.argv)
     endpoint = f"{env['MASTER_ADDR']}:{int(env['MASTER_PORT']) + 1}"
     assert "--nnodes=2" in argv and "--nproc-per-node=8" in argv and "--rdzv-backend=c10d" in argv

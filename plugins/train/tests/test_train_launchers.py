@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from cmx_core.api import get_registry
 from cmx_core.errors import UsageError
+from cmx_core.testing import registered_launchers
 from cmx_train.config import parse
 from cmx_train.launch import plan_launch
 
@@ -42,7 +42,7 @@ def test_multi_node_torchrun_uses_c10d_on_master_addr(tmp_path: Path, monkeypatc
     monkeypatch.setenv("MASTER_PORT", "20007")
     monkeypatch.setenv("SLURM_JOB_ID", "7")
     launch = plan_launch(parse({"nodes": 2, "nproc": 8, "batch_size": 256}), tmp_path / "c.json", tmp_path,
-                         get_registry().launchers)
+                         registered_launchers())
     argv = list(launch.argv)
     assert "--nnodes=2" in argv and "--nproc-per-node=8" in argv and "--rdzv-backend=c10d" in argv
     assert "--rdzv-endpoint=node-a:20008" in argv and "--rdzv-id=7" in argv
@@ -51,6 +51,6 @@ def test_multi_node_torchrun_uses_c10d_on_master_addr(tmp_path: Path, monkeypatc
 
 def test_an_unregistered_launcher_is_one_line_naming_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as err:
-        plan_launch(parse({"launcher": "srun"}), tmp_path / "c.json", tmp_path, get_registry().launchers)
+        plan_launch(parse({"launcher": "srun"}), tmp_path / "c.json", tmp_path, registered_launchers())
     assert str(err.value) == ("train: launcher 'srun' is not a registered launcher (known: env, mpirun, none, "
                               "torchrun)")
