@@ -3,6 +3,7 @@ from the code today, and its table names every layer of the import-linter contra
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -33,3 +34,22 @@ def test_the_table_names_every_layer_package() -> None:
     for row in layer_rows():
         for name in row:
             assert f"`{name}/`" in text or f"`{name}.py`" in text, name
+
+
+def test_the_cli_imports_the_layers_the_doc_names_and_no_others() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    listed = text.split("<!-- cli-layers -->", 1)[1].split("<!-- /cli-layers -->", 1)[0]
+    documented = {name.strip("`") for name in listed.replace("\n", " ").split(", ")}
+    imported: set[str] = set()
+    for module in (REPO / "cmx_core" / "cli").glob("*.py"):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "cmx_core" and len(parts) > 1:
+                    imported.add(parts[1])
+    helpers = {"errors", "paths", "cli"}
+    assert imported - helpers == documented, "update the CLI's layer list in docs/architecture.md"
+    assert not imported & {"api", "testing", "builtin", "catalog", "facts", "sandbox", "models"}

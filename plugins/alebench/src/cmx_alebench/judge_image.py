@@ -28,7 +28,7 @@ from filelock import FileLock
 
 from cmx_alebench.runner import Call, CallLimits, Ending, Runner
 from cmx_alebench.toolchain import Toolchain
-from cmx_core.api import FilterError, extract_all, tar_filter
+from cmx_core.api.archives import FilterError, extract_all, tar_filter
 from cmx_core.errors import StepFailed, UsageError
 
 MARKER = ".cmx-rootfs.json"

@@ -10,15 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cmx_alebench.runner import Call, Ending, Ran
-from cmx_core.api import (
-    BubblewrapSession,
-    Limits,
-    SandboxResult,
-    SandboxSpec,
-    get_sandbox,
-    pick_cpus,
-    session_unavailable,
-)
+from cmx_core.api import Limits, SandboxResult, SandboxSpec, get_sandbox
+from cmx_core.api.sandboxing import BubblewrapSession, pick_cpus, session_unavailable
 from cmx_core.errors import UsageError
 
 _ENDINGS = {"ok": Ending.EXITED, "error": Ending.EXITED, "time_limit": Ending.TIME, "memory_limit": Ending.MEMORY,

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import Column, Detector, FactStore, Grid, fit, fit_text, width_for
+from cmx_core.api import Detector, FactStore
+from cmx_core.api.display import Column, Grid, fit, fit_text, width_for
 from cmx_core.errors import UsageError
 from cmx_detect.cuda import check_override
 from cmx_detect.detectors import NAMES, run_all, select

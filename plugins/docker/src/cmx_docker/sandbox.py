@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cmx_core.api import Ending, Limits, SandboxResult, SandboxSpec, UsageError, check_spec, decide
+from cmx_core.api import Limits, SandboxResult, SandboxSpec, UsageError
+from cmx_core.api.sandboxing import Ending, check_spec, decide
 from cmx_docker.build import ensure_image
 from cmx_docker.engine import Endpoint, find_endpoint, sdk_client
 from cmx_docker.owner import owner_labels

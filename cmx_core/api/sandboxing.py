@@ -1,0 +1,18 @@
+"""The parts of cmx-core's sandbox that a sandbox backend or a judge reuses (docs/sandbox.md):
+checking a :class:`~cmx_core.api.SandboxSpec` (``check_spec``), how a confined run ended
+and the verdict it earns (``Ending``, ``decide``: cmx-docker's container backend), a
+long-lived bubblewrap session and the CPUs to pin it to (``BubblewrapSession``,
+``session_unavailable``, ``pick_cpus``: ALE-Bench's judge, which runs many test cases in one).
+
+Not the plugin contract (:mod:`cmx_core.api`, whose sandbox names are what a suite that runs
+untrusted code needs): internals a backend shares so that every backend decides alike.
+"""
+
+from __future__ import annotations
+
+from cmx_core.sandbox import check_spec as check_spec
+from cmx_core.sandbox.cpus import pick_cpus as pick_cpus
+from cmx_core.sandbox.session import BubblewrapSession as BubblewrapSession
+from cmx_core.sandbox.session import session_unavailable as session_unavailable
+from cmx_core.sandbox.verdict import Ending as Ending
+from cmx_core.sandbox.verdict import decide as decide
