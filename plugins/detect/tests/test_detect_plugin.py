@@ -41,7 +41,7 @@ def cmx(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> 
 
 @pytest.fixture
 def registry(cmx_home):
-    from cmx_core.testing.plugins import load_registry
+    from cmx_core.testing.registry import load_registry
 
     return load_registry()
 

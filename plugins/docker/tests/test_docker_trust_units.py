@@ -128,7 +128,7 @@ def test_cdi_devices_replace_device_requests_in_the_run_options() -> None:
 
 def test_the_llm_main_job_gets_cpu_torch_and_plain_recipes_get_python(home: Path) -> None:
     from cmx_core.api import plan
-    from cmx_core.testing.plugins import get_registry
+    from cmx_core.testing.registry import get_registry
     from cmx_docker.executor import choose_template
     from cmx_docker.settings import DockerSettings
 
@@ -141,7 +141,7 @@ def test_the_llm_main_job_gets_cpu_torch_and_plain_recipes_get_python(home: Path
 def test_build_image_builds_the_image_a_container_run_uses(home: Path) -> None:
     """The build step's plugin set and the executor's give the same content-addressed tag."""
     from cmx_core.api import plan
-    from cmx_core.testing.plugins import get_registry
+    from cmx_core.testing.registry import get_registry
     from cmx_docker.context import image_spec
     from cmx_docker.digests import DigestMemo
     from cmx_docker.executor import detector_plugins, plan_plugins

@@ -21,7 +21,7 @@ from cmx_core.api import SweepRequest, run_sweep
 from cmx_core.errors import UsageError
 from cmx_core.testing import execution_context, execution_request
 from cmx_core.testing.cli import main
-from cmx_core.testing.engine import ExecutorChoice, engine, paths
+from cmx_core.testing.runs import ExecutorChoice, engine, paths
 from cmx_k8s import manifests
 from cmx_k8s.settings import K8sSettings
 from cmx_k8s.sweep import shapes

@@ -42,7 +42,7 @@ def _validate_with_the_plugins_suite(part: Any) -> None:
     from pathlib import Path
 
     from cmx_core.api import validate_document
-    from cmx_core.testing.plugins import load_registry
+    from cmx_core.testing.registry import load_registry
     from cmx_core.testing.results import example_document
 
     with tempfile.TemporaryDirectory() as run_dir:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from cmx_core.api import Registry, validate_document
-from cmx_core.testing.plugins import load_registry
+from cmx_core.testing.registry import load_registry
 from cmx_core.testing.results import H100_FACTS, example_document
 from cmx_core.testing.telemetry import SERIES_FILE, open_source
 from cmx_mlperf.harness.child import REPORT

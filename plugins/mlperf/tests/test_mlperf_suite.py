@@ -14,7 +14,7 @@ import pytest
 
 from cmx_core.api import Registry, validate_document
 from cmx_core.errors import ResultsError
-from cmx_core.testing.plugins import load_registry
+from cmx_core.testing.registry import load_registry
 from cmx_core.testing.results import H100_FACTS, SCHEMA_PATH, example_document, mlperf_part
 from cmx_mlperf import plugin
 

@@ -1,4 +1,5 @@
-"""The plugin registry as the engine holds it, for a plugin's tests (re-exported on purpose).
+"""The plugin registry as the engine holds it, for a plugin's tests (re-exported on purpose;
+not named ``plugins.py``, which would replace the kit's own ``plugins`` global on import).
 
 * ``get_registry``: the registry the engine uses (loaded once per process), to check the
   providers a plugin registered the way cmx sees them (``executor_problems`` and the like).

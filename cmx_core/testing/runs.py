@@ -4,7 +4,8 @@ A plugin's tests reach cmx-core through ``cmx_core.api``, ``cmx_core.errors`` an
 ``cmx_core.testing`` only (tests/test_plugin_tests_imports.py). An executor's tests need a
 little more than the api gives a plugin's code: they plan and run through the engine itself
 and prepare run directories the way the engine does. These are the very objects, not copies,
-so ``monkeypatch.setattr(engine, ...)`` patches the real module.
+so ``monkeypatch.setattr(engine, ...)`` patches the real module. (Not named ``engine.py``:
+importing ``cmx_core.testing.engine`` would replace the kit's own ``engine`` global.)
 
 * ``engine``: the run engine module (``plan``, ``plan_view``, ``run_tags``, ``open_session``,
   ``plan_in``, ``executor_settings``, ``write_lock``): tests plan and run in-process with it.
