@@ -2,15 +2,13 @@
 
 A plugin's tests reach cmx_core as a plugin author's would: through ``cmx_core.api``,
 ``cmx_core.errors`` and ``cmx_core.testing`` (and its submodules) only. Every other
-``cmx_core.X`` a test imports (at module level or inside a function) is private.
+``cmx_core.X`` a test imports (at module level or inside a function) is private: import it
+through the api, or re-export it on purpose in a ``cmx_core.testing`` submodule.
 
     .venv/bin/python scripts/plugin_test_imports.py            # print each private import
     .venv/bin/python scripts/plugin_test_imports.py --names    # the private names, per module
-    .venv/bin/python scripts/plugin_test_imports.py --write    # rewrite the allow-list
 
-tests/test_plugin_tests_imports.py fails on a private import the allow-list
-(tests/plugin_tests_private_imports.txt) lacks, and on an entry that is no longer needed:
-the list only shrinks.
+tests/test_plugin_tests_imports.py fails on any private import.
 """
 
 from __future__ import annotations
@@ -23,14 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-ALLOW_LIST = REPO / "tests" / "plugin_tests_private_imports.txt"
 PUBLIC = ("cmx_core.api", "cmx_core.errors", "cmx_core.testing")
-HEADER = """\
-# Temporary: plugin tests that still import a private cmx_core module, one `path module` a line.
-# Plugin tests may reach core only through cmx_core.api, cmx_core.errors and cmx_core.testing.
-# This list must only shrink: never add to it; move what a test needs into cmx_core.testing
-# (or the api) and drop the line. Written by: .venv/bin/python scripts/plugin_test_imports.py --write
-"""
 
 
 @dataclass(frozen=True)
@@ -80,20 +71,6 @@ def all_private_imports(repo: Path) -> list[PrivateImport]:
     return found
 
 
-def pairs(found: list[PrivateImport]) -> set[tuple[str, str]]:
-    """(test file, private module): the allow-list's granularity."""
-    return {(item.path, item.module) for item in found}
-
-
-def read_allow_list(path: Path) -> set[tuple[str, str]]:
-    entries = set()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.startswith("#"):
-            where, module = line.split()
-            entries.add((where, module))
-    return entries
-
-
 def names_by_module(found: list[PrivateImport]) -> dict[str, set[str]]:
     """Private module -> the names plugin tests take from it (``*`` for the module itself)."""
     names: dict[str, set[str]] = defaultdict(set)
@@ -104,9 +81,6 @@ def names_by_module(found: list[PrivateImport]) -> dict[str, set[str]]:
 
 def main(argv: list[str]) -> int:
     found = all_private_imports(REPO)
-    if argv[1:] == ["--write"]:
-        ALLOW_LIST.write_text(HEADER + "".join(f"{p} {m}\n" for p, m in sorted(pairs(found))), encoding="utf-8")
-        return 0
     if argv[1:] == ["--names"]:
         for module, names in sorted(names_by_module(found).items()):
             print(f"{module}: {', '.join(sorted(names))}")
@@ -114,7 +88,7 @@ def main(argv: list[str]) -> int:
     for item in found:
         print(f"{item.path}:{item.line} {item.module} {', '.join(item.names)}".rstrip())
     print(f"{len(found)} private imports in {len({item.path for item in found})} files")
-    return 0
+    return 1 if found else 0
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ def test_run_time_conditions_become_run_time_deps_and_facts_used(collection: Pat
 
 def test_cm_matching_rule() -> None:
     scope = EnvScope({"CM_X": "x"}, "CM")
-    from cmx_core.recipes.expr import compile_expression
+    from cmx_core.testing.recipes import compile_expression
 
     def holds(mapping: dict[str, list[str]], value: str | None) -> bool:
         inputs = {} if value is None else {"x": value}

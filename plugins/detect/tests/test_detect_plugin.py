@@ -41,7 +41,7 @@ def cmx(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> 
 
 @pytest.fixture
 def registry(cmx_home):
-    from cmx_core.plugins.loader import load_registry
+    from cmx_core.testing.registry import load_registry
 
     return load_registry()
 
@@ -56,7 +56,7 @@ def test_every_detector_is_registered_and_replaces_the_core_ones(registry) -> No
 
 def test_fact_cache_hits_then_invalidates_when_the_toolkit_changes(
         registry, tmp_path, exe, only_path, cmx_home) -> None:
-    from cmx_core.facts.store import FactStore
+    from cmx_core.api import FactStore
 
     home = tmp_path / "cuda-12.4"
     exe(home / "bin" / "nvcc", '#!/bin/sh\necho "Cuda compilation tools, release 12.4, V12.4.131"\n')
@@ -79,7 +79,7 @@ def test_fact_cache_hits_then_invalidates_when_the_toolkit_changes(
 
 
 def test_accelerator_override_is_part_of_the_fingerprint(registry, monkeypatch) -> None:
-    from cmx_core.facts.store import FactStore
+    from cmx_core.api import FactStore
 
     monkeypatch.setenv("CMX_OVERRIDE_ACCELERATOR", "8xh100")
     assert FactStore(registry.detectors).get("accelerator") == ["h100", "8xh100"]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core.cli.main import main
-from cmx_core.plugins.loader import reset_registry
+from cmx_core.testing.cli import main
+from cmx_core.testing.registry import reset_registry
 
 
 @pytest.fixture(autouse=True)

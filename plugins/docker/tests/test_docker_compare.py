@@ -7,8 +7,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from cmx_core.results import compare_documents
-from cmx_core.results.examples import example_document, mlperf_part
+from cmx_core.testing.results import compare_documents, example_document, mlperf_part
 
 
 def _pair(tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -73,7 +73,7 @@ def test_detect_os_runs_in_a_container_and_lands_in_the_host_store(engine, base_
     proc = _cmx("run", "recipe", "--tags=detect,os", "--container", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads(proc.stdout)
-    from cmx_core.results.validate import validate_document
+    from cmx_core.api import validate_document
 
     validate_document(doc)  # the host's result.json is schema-valid
     container = doc["system"]["container"]

@@ -187,7 +187,7 @@ def test_a_sigkilled_cmx_leaves_a_container_that_the_next_start_removes(engine, 
 
 def test_a_root_run_leaves_root_owned_files_and_the_host_system(engine, base_image, recipes: Path) -> None:  # type: ignore[no-untyped-def]
     from cmx_core.api import run
-    from cmx_core.results.gitinfo import engine_git_commit
+    from cmx_core.testing.results import engine_git_commit
 
     result = run("failure,quick", recipes_dirs=[recipes], executor="docker")
     doc = result.document

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from cmx_core.errors import CmxError, UsageError
-from cmx_core.run.remote import far_arguments
 from cmx_core.testing import execution_request
+from cmx_core.testing.runs import far_arguments
 from cmx_docker import context, runopts, templates
 from cmx_docker.base import apt_mirror
 from cmx_docker.build import ImageRecord
@@ -29,7 +29,7 @@ TINY_META = "base: {local: cmx-base:bookworm-minbase}\ninstall_cmx: false\n"
 
 def spec(name: str, accelerator: str | None = None) -> context.ImageSpec:
     """Render through the persistent memo, as the executor does."""
-    from cmx_core.paths import cache_dir
+    from cmx_core.api import cache_dir
 
     memo = DigestMemo(cache_dir() / "docker" / "digests.json")
     rendered = context.image_spec(name, None, memo, accelerator)
@@ -301,7 +301,7 @@ def test_mlperf_llama_gpu_variations_plan_their_vllm_image(tmp_path: Path, home:
                                                            arch: str) -> None:
     pytest.importorskip("cmx_mlperf", reason="cmx-mlperf (plugins/mlperf) provides mlperf,inference,llama")
     from cmx_core.api import plan
-    from cmx_core.plugins.loader import get_registry
+    from cmx_core.testing.registry import get_registry
     from cmx_docker.executor import plan_plugins
 
     facts = tmp_path / "facts.json"
@@ -330,7 +330,7 @@ def test_mlperf_llama_gpu_variations_plan_their_vllm_image(tmp_path: Path, home:
 
 def test_network_only_when_a_step_type_declares_it(tmp_path: Path, home: Path) -> None:
     from cmx_core.api import plan
-    from cmx_core.plugins.loader import get_registry
+    from cmx_core.testing.registry import get_registry
     from cmx_docker.executor import plan_needs_network
 
     recipes = tmp_path / "recipes"
@@ -369,8 +369,8 @@ def test_plan_refuses_an_unknown_container_template_before_anything_runs(tmp_pat
 def test_plan_shows_the_image_tag_gpus_mounts_and_network_of_a_gpu_recipe(tmp_path: Path, home: Path) -> None:
     pytest.importorskip("cmx_mlperf", reason="cmx-mlperf (plugins/mlperf) provides mlperf,inference,llama")
     from cmx_core.api import plan
-    from cmx_core.plugins.loader import get_registry
-    from cmx_core.run.engine import plan_view
+    from cmx_core.testing.registry import get_registry
+    from cmx_core.testing.runs import plan_view
     from cmx_docker.executor import plan_plugins
 
     facts = tmp_path / "facts.json"

@@ -128,7 +128,7 @@ def test_cdi_devices_replace_device_requests_in_the_run_options() -> None:
 
 def test_the_llm_main_job_gets_cpu_torch_and_plain_recipes_get_python(home: Path) -> None:
     from cmx_core.api import plan
-    from cmx_core.plugins.loader import get_registry
+    from cmx_core.testing.registry import get_registry
     from cmx_docker.executor import choose_template
     from cmx_docker.settings import DockerSettings
 
@@ -141,7 +141,7 @@ def test_the_llm_main_job_gets_cpu_torch_and_plain_recipes_get_python(home: Path
 def test_build_image_builds_the_image_a_container_run_uses(home: Path) -> None:
     """The build step's plugin set and the executor's give the same content-addressed tag."""
     from cmx_core.api import plan
-    from cmx_core.plugins.loader import get_registry
+    from cmx_core.testing.registry import get_registry
     from cmx_docker.context import image_spec
     from cmx_docker.digests import DigestMemo
     from cmx_docker.executor import detector_plugins, plan_plugins
@@ -174,7 +174,7 @@ def test_rootfs_digest_covers_content_and_modes_not_mtimes_or_order(tmp_path: Pa
 def test_the_scan_uses_cmx_cores_token_formats(tmp_path: Path) -> None:
     """A GitHub token (a format only cmx_core.results.secrets knows) in a context file refuses the build,
     and cmx-core's secret-name rule decides which variables' values are looked for."""
-    from cmx_core.results.secrets import is_secret_name
+    from cmx_core.api import is_secret_name
 
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2"
     ctx = _ctx(tmp_path, {"Dockerfile": "FROM x\n", "notes.txt": f"push with {token}\n"})

@@ -13,7 +13,7 @@ import standin
 
 from cmx_core.api import comparable
 from cmx_core.errors import StepFailed, UsageError
-from cmx_core.run import engine
+from cmx_core.testing.runs import engine
 from tests.test_remote_executor import NOOP
 
 
@@ -43,8 +43,8 @@ def test_a_job_through_the_client_equals_local(cmx_home: Path, tmp_path: Path,
 
 
 def test_the_conformance_kit(cmx_home: Path, cluster: tuple[Path, standin.StandIn]) -> None:
-    from cmx_core.plugins.loader import get_registry
     from cmx_core.testing import executor_problems, executor_run_problems
+    from cmx_core.testing.registry import get_registry
 
     assert executor_problems(get_registry(), "k8s") == []
     assert executor_run_problems("k8s", _opts(cluster[0])) == []

@@ -16,8 +16,8 @@ import pytest
 import standin
 
 from cmx_core.errors import CmxError
-from cmx_core.run import engine
 from cmx_core.testing.chaos import UnderTest, chaos_problems
+from cmx_core.testing.runs import engine
 
 RETRIED = """\
 name: test-k8s-retried

@@ -17,13 +17,11 @@ import pytest
 import standin
 import yaml
 
-from cmx_core import paths
-from cmx_core.cli.main import main
+from cmx_core.api import SweepRequest, run_sweep
 from cmx_core.errors import UsageError
-from cmx_core.run import engine
-from cmx_core.run.request import ExecutorChoice
-from cmx_core.sweep.runner import SweepRequest, run_sweep
 from cmx_core.testing import execution_context, execution_request
+from cmx_core.testing.cli import main
+from cmx_core.testing.runs import ExecutorChoice, engine, paths
 from cmx_k8s import manifests
 from cmx_k8s.settings import K8sSettings
 from cmx_k8s.sweep import shapes

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from cmx_core.errors import CmxError, UsageError
-from cmx_core.run import engine
 from cmx_core.testing import execution_context
+from cmx_core.testing.runs import engine
 from cmx_k8s import manifests
 from cmx_k8s.gpu import GpuRequest, label_value
 from cmx_k8s.settings import K8sSettings

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from cmx_core.errors import UsageError
-from cmx_core.run import engine
+from cmx_core.testing.runs import engine
 from cmx_k8s import manifests
 from tests.test_recipe_resources import doc_mapping, doc_recipe, write_recipe
 

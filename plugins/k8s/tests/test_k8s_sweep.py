@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import standin
 
-from cmx_core import paths
-from cmx_core.api import comparable_across_sweeps
-from cmx_core.cli.main import main
-from cmx_core.results.store import ResultStore
-from cmx_core.sweep.runner import SweepRequest, SweepResult, parse_axes, points, run_sweep
+from cmx_core.api import SweepRequest, comparable_across_sweeps, run_sweep
 from cmx_core.testing import exit_code_recipe
+from cmx_core.testing.cli import main
+from cmx_core.testing.results import ResultStore
+from cmx_core.testing.runs import paths
+from cmx_core.testing.sweep import SweepResult, parse_axes, points
 
 EXITS = exit_code_recipe("test-k8s-sweep-exit", "k8sexit")
 

@@ -175,7 +175,7 @@ def test_the_attempt_reports_the_agent_on_the_application_channel(built: dict[st
     """cmx-core's docs/telemetry.md: agent running, its elapsed seconds, the submission's state."""
     from dataclasses import replace
 
-    from cmx_core.telemetry.appmetrics import AppSeries, StepMetrics
+    from cmx_core.testing.telemetry import AppSeries, StepMetrics
     from cmx_mlebench.steps import attempt_step
 
     series = AppSeries()

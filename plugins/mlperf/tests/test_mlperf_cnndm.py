@@ -85,7 +85,7 @@ def test_the_recipe_reports_the_count_and_refuses_a_reference_run(cmx_home: Path
 
 
 def test_the_llama_plan_takes_the_dataset_dependency(cmx_home: Path, tmp_path: Path) -> None:
-    from cmx_core.run.engine import plan_view
+    from cmx_core.testing.runs import plan_view
 
     path = _cnn_eval(tmp_path)
     plan = plan_view("mlperf,inference,llama", {"dataset_path": str(path), "dataset_reference": True}).to_json()

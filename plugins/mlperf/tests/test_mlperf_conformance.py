@@ -41,9 +41,9 @@ def _validate_with_the_plugins_suite(part: Any) -> None:
     import tempfile
     from pathlib import Path
 
-    from cmx_core.plugins.loader import load_registry
-    from cmx_core.results.examples import example_document
-    from cmx_core.results.validate import validate_document
+    from cmx_core.api import validate_document
+    from cmx_core.testing.registry import load_registry
+    from cmx_core.testing.results import example_document
 
     with tempfile.TemporaryDirectory() as run_dir:
         document = example_document(Path(run_dir), part=part)

@@ -24,7 +24,7 @@ def _facts_with_models(tmp_path: Path, models: list[dict[str, Any]]) -> Path:
 
 
 def _plan(inputs: dict[str, Any], facts: Path) -> dict[str, Any]:
-    from cmx_core.run.engine import plan_view
+    from cmx_core.testing.runs import plan_view
 
     return plan_view("mlperf,inference,llama", inputs, facts_file=facts).to_json()
 

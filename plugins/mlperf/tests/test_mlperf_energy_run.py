@@ -14,12 +14,10 @@ from typing import Any
 
 import pytest
 
-from cmx_core.plugins.loader import load_registry
-from cmx_core.plugins.registry import Registry
-from cmx_core.results.examples import H100_FACTS, example_document
-from cmx_core.results.validate import validate_document
-from cmx_core.telemetry.energy import open_source
-from cmx_core.telemetry.sampler import SERIES_FILE
+from cmx_core.api import Registry, validate_document
+from cmx_core.testing.registry import load_registry
+from cmx_core.testing.results import H100_FACTS, example_document
+from cmx_core.testing.telemetry import SERIES_FILE, open_source
 from cmx_mlperf.harness.child import REPORT
 from cmx_mlperf.harness.step import run_step
 

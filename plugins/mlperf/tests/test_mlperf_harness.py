@@ -216,7 +216,7 @@ def test_a_log_without_a_verdict_is_a_failed_run(tmp_path: Path) -> None:
 def test_the_step_reports_its_numbers_on_the_application_channel(cmx_home: Path, cmx_step_context: Any) -> None:
     from dataclasses import replace
 
-    from cmx_core.telemetry.appmetrics import AppSeries, StepMetrics
+    from cmx_core.testing.telemetry import AppSeries, StepMetrics
 
     series = AppSeries()
     ctx = cmx_step_context(params={"sut": "noop", "scenario": "Server", "duration_s": 0.5, "target_qps": 500,

@@ -103,7 +103,7 @@ def test_short_cpu_run_end_to_end(cmx_home: Path) -> None:
 def test_an_edge_run_uses_the_edge_benchmark_key(cmx_home: Path, inputs: dict[str, str], key: str) -> None:
     """The embedded mlperf.conf holds the edge benchmark's own settings (5000 samples): an edge
     run under the datacenter key would log settings the checker's edge benchmark rejects."""
-    from cmx_core.run import engine
+    from cmx_core.testing.runs import engine
 
     view = engine.plan_view("mlperf,inference,llama", inputs)
     assert view.steps["mlperf-inference-llama"]["hf"]["model_name"] == key

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from cmx_core import api
-from cmx_core.telemetry.openmetrics import read_series
+from cmx_core.testing.telemetry import read_series
 from cmx_mlperf import plugin
 from cmx_mlperf.harness.peak import REUSE, SWEEP_TOP, Point, Verdict, sweep_targets
 from cmx_mlperf.harness.peak_step import BLOCKER

@@ -12,12 +12,10 @@ from typing import Any
 import jsonschema
 import pytest
 
+from cmx_core.api import Registry, validate_document
 from cmx_core.errors import ResultsError
-from cmx_core.plugins.loader import load_registry
-from cmx_core.plugins.registry import Registry
-from cmx_core.results import SCHEMA_PATH
-from cmx_core.results.examples import H100_FACTS, example_document, mlperf_part
-from cmx_core.results.validate import validate_document
+from cmx_core.testing.registry import load_registry
+from cmx_core.testing.results import H100_FACTS, SCHEMA_PATH, example_document, mlperf_part
 from cmx_mlperf import plugin
 
 

@@ -89,7 +89,7 @@ def test_serve_args_carry_the_split_and_the_batch_limits() -> None:
 # --- the recipe renders the same rule (cmx plan) -------------------------------------------
 
 def _rendered(tags: str, inputs: dict[str, Any], facts: str) -> dict[str, Any]:
-    from cmx_core.run.engine import plan_view
+    from cmx_core.testing.runs import plan_view
 
     view = plan_view(tags, inputs, facts_file=FACTS / f"{facts}.json").to_json()
     root = next(n for n in view["nodes"] if n["recipe"] == "mlperf-inference-llama")
@@ -200,7 +200,7 @@ def test_derive_for_recipe_reads_the_recipe_inputs() -> None:
 
 def test_the_template_function_is_registered_and_typed_checks_accept_it() -> None:
     import cmx_mlperf.plugin  # noqa: F401 - registers mlperf_vllm_split
-    from cmx_core.recipes.template import render_value, template_functions
+    from cmx_core.testing.recipes import render_value, template_functions
 
     assert "mlperf_vllm_split" in template_functions()
     context = {"facts": {"gpus": {"devices": [{"memory_total_bytes": H100_MEM}] * 8}},
@@ -217,7 +217,7 @@ def test_the_h100_plan_shows_the_derived_values_with_their_inputs(cmx_home: Path
 
 
 def test_cmx_plan_text_shows_the_derived_line(cmx_home: Path) -> None:
-    from cmx_core.run.engine import plan_view
+    from cmx_core.testing.runs import plan_view
 
     text = plan_view("mlperf,inference,llama,h100", {"model_path": "/m"},
                      facts_file=FACTS / "h100-sxm-8x.json").render_text()

@@ -15,7 +15,7 @@ import pytest
 
 from cmx_core.api import comparable
 from cmx_core.errors import CmxError, StepFailed, UsageError
-from cmx_core.run import engine
+from cmx_core.testing.runs import engine
 from tests.test_remote_executor import NOOP
 
 # A sleep of its own (the test looks for it by its command line): another run of this suite
@@ -78,8 +78,8 @@ def test_node_facts_come_from_the_node(cmx_home: Path, ray_head: str, monkeypatc
 
 
 def test_the_conformance_kit(cmx_home: Path, ray_head: str) -> None:
-    from cmx_core.plugins.loader import get_registry
     from cmx_core.testing import executor_problems, executor_run_problems
+    from cmx_core.testing.registry import get_registry
 
     assert executor_problems(get_registry(), "ray") == []
     assert executor_run_problems("ray", _opts(ray_head)) == []

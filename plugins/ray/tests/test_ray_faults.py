@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cmx_core.providers.recovery import Recovery, RetryPolicy
-from cmx_core.run import engine
+from cmx_core.api import RetryPolicy
 from cmx_core.testing import execution_request
 from cmx_core.testing.chaos import UnderTest, chaos_problems
+from cmx_core.testing.runs import Recovery, engine
 from cmx_ray.executor import retry_options
 
 

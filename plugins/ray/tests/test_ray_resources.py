@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cmx_core.errors import UsageError
-from cmx_core.run import engine
+from cmx_core.testing.runs import engine
 from cmx_ray.resources import task_resources
 from cmx_ray.settings import RaySettings
 from tests.test_recipe_resources import doc_mapping, doc_recipe, write_recipe

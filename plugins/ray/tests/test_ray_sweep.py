@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from cmx_core import paths
-from cmx_core.api import comparable_across_sweeps
-from cmx_core.cli.main import main
-from cmx_core.results.store import ResultStore
-from cmx_core.sweep.runner import SweepRequest, SweepResult, parse_axes, points, read_manifest, run_sweep
+from cmx_core.api import SweepRequest, comparable_across_sweeps, run_sweep
 from cmx_core.testing import exit_code_recipe
+from cmx_core.testing.cli import main
+from cmx_core.testing.results import ResultStore
+from cmx_core.testing.runs import paths
+from cmx_core.testing.sweep import SweepResult, parse_axes, points, read_manifest
 from tests.test_sweep_resume import POINTS, SQUARE, resumed_equals_uninterrupted
 
 # A sleep of its own (the test looks for it by its command line): another run of this suite
@@ -166,8 +166,7 @@ def test_a_batch_runs_every_point_over_one_connection_and_each_result_is_the_poi
         ray_head: str, cmx_home: Path) -> None:
     """cmx_ray.batch.run_batch: the sweep path; all tasks submitted at once, outcomes in order."""
     from cmx_core.api import ExecutionContext, ExecutionRequest
-    from cmx_core.run import engine
-    from cmx_core.run.runids import new_run_id
+    from cmx_core.testing.runs import engine, new_run_id
     from cmx_ray.batch import run_batch
     from cmx_ray.settings import RaySettings
 
@@ -196,8 +195,7 @@ def test_ctrl_c_cancels_every_task_of_a_batch_and_their_processes(ray_head: str,
                                                                   mentioning: Callable[[str], list[int]]) -> None:
     from cmx_core.api import ExecutionContext, ExecutionRequest
     from cmx_core.errors import Interrupted
-    from cmx_core.run import engine
-    from cmx_core.run.runids import new_run_id
+    from cmx_core.testing.runs import engine, new_run_id
     from cmx_ray import executor
     from cmx_ray.batch import run_batch
     from cmx_ray.settings import RaySettings

@@ -7,10 +7,8 @@ import json
 from pathlib import Path
 
 from cmx_core.api import ExecutionContext, ExecutionRequest
-from cmx_core.plugins.events import registry_events
-from cmx_core.run import engine
-from cmx_core.run.recording import Provenance, record_run
-from cmx_core.run.runids import new_run_id
+from cmx_core.testing.registry import registry_events
+from cmx_core.testing.runs import Provenance, engine, new_run_id, record_run
 from cmx_slurm.array import collect, submit_array
 from cmx_slurm.settings import SlurmSettings
 from cmx_slurm.testing import Cluster

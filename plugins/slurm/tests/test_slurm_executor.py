@@ -17,7 +17,7 @@ import pytest
 
 from cmx_core.api import comparable
 from cmx_core.errors import StepFailed
-from cmx_core.run import engine
+from cmx_core.testing.runs import engine
 from cmx_slurm.testing import Cluster
 
 NOOP = """\

@@ -13,10 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-from cmx_core.providers.recovery import Recovery, RetryPolicy
-from cmx_core.run import engine
+from cmx_core.api import RetryPolicy
 from cmx_core.testing import execution_request
 from cmx_core.testing.chaos import CHAOS_TAG, UnderTest, chaos_problems, chaos_recipe, recorded_result
+from cmx_core.testing.runs import Recovery, engine
 from cmx_slurm import worker
 from cmx_slurm.executor import requeue_args
 from cmx_slurm.testing import Cluster

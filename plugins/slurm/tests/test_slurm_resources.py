@@ -10,7 +10,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from cmx_core.run import engine
+from cmx_core.testing.runs import engine
 from cmx_slurm.executor import resources_for
 from cmx_slurm.settings import SlurmSettings
 from cmx_slurm.testing import Cluster

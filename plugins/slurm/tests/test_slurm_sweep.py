@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from cmx_core import paths
-from cmx_core.api import comparable_across_sweeps
-from cmx_core.cli.main import main
-from cmx_core.results.store import ResultStore
-from cmx_core.sweep.runner import SweepRequest, SweepResult, parse_axes, points, read_manifest, run_sweep
+from cmx_core.api import SweepRequest, comparable_across_sweeps, run_sweep
 from cmx_core.testing import exit_code_recipe
+from cmx_core.testing.cli import main
+from cmx_core.testing.results import ResultStore
+from cmx_core.testing.runs import paths
+from cmx_core.testing.sweep import SweepResult, parse_axes, points, read_manifest
 from cmx_slurm.testing import Cluster
 from tests.test_sweep_resume import POINTS, SQUARE, resumed_equals_uninterrupted
 
@@ -103,8 +103,7 @@ def test_the_batch_results_equal_one_process_per_point(slurm: Cluster, cmx_home:
 @pytest.mark.parametrize("jobs", [1, 12])
 def test_the_throttle_is_left_out_when_j_covers_every_point(slurm: Cluster, cmx_home: Path, jobs: int) -> None:
     from cmx_core.api import ExecutionContext, ExecutionRequest
-    from cmx_core.run import engine
-    from cmx_core.run.runids import new_run_id
+    from cmx_core.testing.runs import engine, new_run_id
     from cmx_slurm.array import run_many
     from cmx_slurm.settings import SlurmSettings
 
@@ -138,9 +137,8 @@ steps:
 
 
 def _requests(folder: Path, wanted: list[tuple[str, str]]) -> list[Any]:
-    from cmx_core.run import engine
-    from cmx_core.run.request import ExecutorChoice
     from cmx_core.testing import execution_request
+    from cmx_core.testing.runs import ExecutorChoice, engine
     from cmx_slurm.settings import SlurmSettings
 
     session = engine.open_session([folder])

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cmx_core.errors import UsageError
-from cmx_core.run import engine
 from cmx_core.testing import execution_context
+from cmx_core.testing.runs import engine
 from cmx_slurm import script, slurmcli
 from cmx_slurm.poll import Backoff
 from cmx_slurm.resources import plan_resources
