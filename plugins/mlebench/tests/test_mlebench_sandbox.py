@@ -175,13 +175,14 @@ def test_the_attempt_reports_the_agent_on_the_application_channel(built: dict[st
     """cmx-core's docs/telemetry.md: agent running, its elapsed seconds, the submission's state."""
     from dataclasses import replace
 
+    from cmx_core.testing import StepSample
     from cmx_core.testing.telemetry import AppSeries, StepMetrics
     from cmx_mlebench.steps import attempt_step
 
     series = AppSeries()
     make = cmx_step_context  # type: ignore[assignment]
-    ctx = make(params={"agent_cmd": BASELINE, "time_limit_s": 300},  # type: ignore[operator]
-               deps={"competition": built["sklearn-digits"].outputs()})
+    ctx = make(StepSample(params={"agent_cmd": BASELINE, "time_limit_s": 300},  # type: ignore[operator]
+                          deps={"competition": built["sklearn-digits"].outputs()}))
     ctx = replace(ctx, metrics=StepMetrics(series, "n/attempt", tmp_path / "app_metrics.txt"))
     out = attempt_step(ctx)
     reported = {v.name: v.value for v in series.snapshot()}
