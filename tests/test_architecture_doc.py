@@ -53,3 +53,11 @@ def test_the_cli_imports_the_layers_the_doc_names_and_no_others() -> None:
     helpers = {"errors", "paths", "cli"}
     assert imported - helpers == documented, "update the CLI's layer list in docs/architecture.md"
     assert not imported & {"api", "testing", "builtin", "catalog", "facts", "sandbox", "models"}
+
+
+def test_the_readme_layout_names_every_package_of_cmx_core() -> None:
+    row = next(line for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("| `cmx_core/` |"))
+    packages = sorted(p.parent.name for p in (REPO / "cmx_core").glob("*/__init__.py"))
+    missing = [name for name in packages if f"`{name}/`" not in row]
+    assert not missing, f"README's Layout row for cmx_core/ misses {missing}"
