@@ -53,7 +53,8 @@ class LocalPackage:
 def checkout_root() -> Path:
     """The cmx source checkout: ``CMX_SOURCE_DIR``, else where ``cmx_core`` is imported from."""
     explicit = os.environ.get("CMX_SOURCE_DIR")
-    root = Path(explicit) if explicit else Path(api.__file__).resolve().parent.parent
+    # cmx_core/api/__init__.py: the folder above the cmx_core package
+    root = Path(explicit) if explicit else Path(api.__file__).resolve().parents[2]
     if _project_name(root) != "cmx-core":
         raise ContextError(
             f"{root} is not a cmx source checkout (no pyproject.toml naming cmx-core); "
