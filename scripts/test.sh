@@ -10,6 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
+# checked before anything is installed or started, so a typo costs a second, not the install
+workers=${CMX_TEST_WORKERS:-4}
+case "$workers" in
+  ''|*[!0-9]*) echo "scripts/test.sh: CMX_TEST_WORKERS must be a whole number (0: no workers), not '$workers'" >&2
+               exit 2 ;;
+esac
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/cmx-test.XXXXXX")
 # Slurm's munged runs as the munge user, who must reach its directory: not under $W (0700)
@@ -75,18 +81,31 @@ given_paths=0
 for arg in "$@"; do
   case "$arg" in -*) ;; *) [ -e "${arg%%::*}" ] && given_paths=1 ;; esac
 done
+# The whole list runs on CMX_TEST_WORKERS pytest-xdist workers (default 4: most of the suite
+# waits on subprocesses, containers and schedulers, so 4 keep 2 cores busy); each test file
+# stays on one worker and the Ray and Slurm tests share one (conftest.py). CMX_TEST_WORKERS=0
+# runs it in this process, one test at a time. A test still running after CMX_TEST_TIMEOUT
+# seconds (default 1800) fails with its stack, so one hang cannot eat the run; the 25
+# slowest tests are listed at the end.
+parallel=()
+[ "$workers" -gt 0 ] && parallel=(-n "$workers" --dist loadscope --no-loadscope-reorder)
+started=$SECONDS
 set +e
 if [ "$given_paths" = 1 ]; then
   echo "scripts/test.sh: pytest over the given paths only" >&2
-  .venv/bin/python -m pytest --import-mode=importlib -p no:cacheprovider "$@"
+  .venv/bin/python -m pytest --import-mode=importlib -p no:cacheprovider \
+    --timeout="${CMX_TEST_TIMEOUT:-1800}" "$@"
 else
-.venv/bin/python -m pytest --import-mode=importlib -p no:cacheprovider \
-  tests plugins/detect/tests plugins/docker/tests plugins/mlperf/tests plugins/slurm/tests \
-  plugins/ray/tests plugins/k8s/tests plugins/mlebench/tests plugins/cm/tests \
-  plugins/alebench/tests plugins/train/tests "$@"
+  echo "scripts/test.sh: pytest over every test directory (${workers} workers)" >&2
+  .venv/bin/python -m pytest --import-mode=importlib -p no:cacheprovider \
+    --timeout="${CMX_TEST_TIMEOUT:-1800}" --durations=25 "${parallel[@]}" \
+    tests plugins/detect/tests plugins/docker/tests plugins/mlperf/tests plugins/slurm/tests \
+    plugins/ray/tests plugins/k8s/tests plugins/mlebench/tests plugins/cm/tests \
+    plugins/alebench/tests plugins/train/tests "$@"
 fi
 status=$?
 set -e
+echo "scripts/test.sh: pytest took $((SECONDS - started)) s" >&2
 # pytest's own codes pass through: 1 failures, 2 interrupted, 3 internal error, 4 usage error,
 # and 5 when no test was collected, which is a failure too (a wrong path or -k selects nothing)
 exit "$status"

@@ -1,0 +1,64 @@
+"""How the whole suite splits over pytest-xdist workers (``scripts/test.sh`` runs ``-n``).
+
+Each test file stays on one worker (its module and session fixtures are built once), and the
+files that share an outside service which two runs must not use at once go to one worker
+together: the Ray tests (a session-wide head node, clusters whose processes the tests count)
+and the Slurm tests (one cluster of one node, whose free CPUs some tests assume). The groups
+known to be long start first, so no worker is left with one of them at the end while the
+others idle. Without xdist (``CMX_TEST_WORKERS=0``) only the order changes.
+
+(xdist's own ``--dist loadgroup`` marks a group by renaming test ids, which pytest 9 no longer
+allows, so the grouping is a scheduler of its own here: xdist's file scheduler, fed our scopes.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+# a folder of tests (relative to this file) -> the group all its files share
+SHARED_SERVICE_GROUPS = {"plugins/ray/tests/": "ray", "plugins/slurm/tests/": "slurm"}
+# scopes that take minutes (measured with --durations; see README's "Tests"): started first
+LONG_FIRST = ("ray", "slurm", "plugins/cm/tests/test_cm_vs_cm.py", "plugins/alebench/tests/test_alebench_toolchain.py")
+
+
+def scope_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: its shared service's group, else its file."""
+    path = nodeid.split("::", 1)[0]
+    for folder, group in SHARED_SERVICE_GROUPS.items():
+        if path.startswith(folder):
+            return group
+    return path
+
+
+def _rank(item: pytest.Item) -> int:
+    scope = scope_of(item.nodeid)
+    return LONG_FIRST.index(scope) if scope in LONG_FIRST else len(LONG_FIRST)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # stable: within a rank the collection order stays; every worker sorts the same way
+    items.sort(key=_rank)
+
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # the suite also runs without xdist (scripts/test-as-user.sh installs only pytest)
+    LoadScopeScheduling = None
+
+
+if LoadScopeScheduling is not None:
+
+    class ServiceScopeScheduling(LoadScopeScheduling):  # type: ignore[misc,valid-type]
+        """xdist's scope scheduler with :func:`scope_of` as the scope."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if LoadScopeScheduling is None or config.getoption("dist") not in ("load", "loadscope", "loadfile", "loadgroup"):
+        return None
+    return ServiceScopeScheduling(config, log)
