@@ -16,6 +16,7 @@ imports of the same tarball, here or on another machine, give the same tags.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -85,13 +86,19 @@ def rootfs_tarball(suite: str, cache: Path) -> Path:
         raise ImageUnavailable("debootstrap needs root: build the base image as root, or "
                                f"import one yourself as {LOCAL_BASE}")
     cache.mkdir(parents=True, exist_ok=True)
-    mirror = apt_mirror()
-    with tempfile.TemporaryDirectory(dir=cache, prefix="rootfs-") as tmp:
-        root = Path(tmp) / "root"
-        _run(["debootstrap", "--variant=minbase", suite, str(root), mirror], "debootstrap")
-        staged = Path(tmp) / "rootfs.tar"
-        _run(["tar", "--numeric-owner", "-C", str(root), "-cf", str(staged), "."], "tar")
-        os.replace(staged, tarball)
+    # two builds at once (two cmx runs, or two test workers sharing a cache) wait for one
+    # debootstrap instead of each running their own; the loser finds the tarball made
+    with open(cache / f"{suite}-minbase.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if tarball.is_file():
+            return tarball
+        mirror = apt_mirror()
+        with tempfile.TemporaryDirectory(dir=cache, prefix="rootfs-") as tmp:
+            root = Path(tmp) / "root"
+            _run(["debootstrap", "--variant=minbase", suite, str(root), mirror], "debootstrap")
+            staged = Path(tmp) / "rootfs.tar"
+            _run(["tar", "--numeric-owner", "-C", str(root), "-cf", str(staged), "."], "tar")
+            os.replace(staged, tarball)
     return tarball
 
 
