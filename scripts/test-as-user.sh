@@ -33,10 +33,11 @@ as_user() {
 }
 say "installing into $home/cmx/.venv as $user"
 as_user "/usr/bin/python3 -m venv .venv && .venv/bin/python -m pip install -q --progress-bar off pytest \
-  -e . -e 'plugins/mlebench[test]' -e 'plugins/alebench[test]'"
+  pytest-xdist==3.8.0 -e . -e 'plugins/mlebench[test]' -e 'plugins/alebench[test]'"
 say "running the sandbox, MLE-bench and ALE-Bench tests as $user (uid $(id -u "$user"))"
 extra=""
 [ "$#" -gt 0 ] && extra=$(printf ' %q' "$@")
+# on 3 workers, each test file on one (the root conftest.py), as scripts/test.sh runs them
 as_user ".venv/bin/python -m pytest -q -rs -p no:cacheprovider --import-mode=importlib \
-  tests/test_sandbox_*.py plugins/mlebench/tests plugins/alebench/tests$extra"
+  -n 3 --dist loadscope --no-loadscope-reorder tests/test_sandbox_*.py plugins/mlebench/tests plugins/alebench/tests$extra"
 say "done in $((SECONDS - started)) s"
