@@ -2,10 +2,11 @@
 
 Each test file stays on one worker (its module and session fixtures are built once), and the
 files that share an outside service which two runs must not use at once go to one worker
-together: the Ray tests (a session-wide head node, clusters whose processes the tests count)
-and the Slurm tests (one cluster of one node, whose free CPUs some tests assume). The groups
-known to be long start first, so no worker is left with one of them at the end while the
-others idle. Without xdist (``CMX_TEST_WORKERS=0``) only the order changes.
+together: the Ray tests (a session-wide head node, clusters whose processes the tests count),
+the Slurm tests (one cluster of one node, whose free CPUs some tests assume) and the tests that
+build on the Docker engine's base image (one of them removes its tags to show a first run
+rebuilding it). The groups known to be long start first, so no worker is left with one of them
+at the end while the others idle. Without xdist (``CMX_TEST_WORKERS=0``) only the order changes.
 
 (xdist's own ``--dist loadgroup`` marks a group by renaming test ids, which pytest 9 no longer
 allows, so the grouping is a scheduler of its own here: xdist's file scheduler, fed our scopes.)
@@ -13,14 +14,26 @@ allows, so the grouping is a scheduler of its own here: xdist's file scheduler, 
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from cmx_core.plugins.loader import reset_registry
+
 # a folder of tests (relative to this file) -> the group all its files share
-SHARED_SERVICE_GROUPS = {"plugins/ray/tests/": "ray", "plugins/slurm/tests/": "slurm"}
+SHARED_SERVICE_GROUPS = {
+    "plugins/ray/tests/": "ray",
+    "plugins/slurm/tests/": "slurm",
+    "plugins/docker/tests/": "docker",
+    "plugins/alebench/tests/test_alebench_judge_image.py": "docker",
+    "plugins/alebench/tests/test_alebench_toolchain.py": "docker",
+}
 # scopes that take minutes (measured with --durations; see README's "Tests"): started first
-LONG_FIRST = ("ray", "slurm", "plugins/cm/tests/test_cm_vs_cm.py", "plugins/alebench/tests/test_alebench_toolchain.py")
+LONG_FIRST = ("docker", "tests/test_registry_ci.py", "plugins/cm/tests/test_cm_vs_cm.py",
+              "plugins/mlperf/tests/test_mlperf_peak_runs.py", "ray", "slurm", "tests/test_kit_mutations.py",
+              "tests/test_replay_busy.py")
 
 
 def scope_of(nodeid: str) -> str:
@@ -35,6 +48,32 @@ def scope_of(nodeid: str) -> str:
 def _rank(item: pytest.Item) -> int:
     scope = scope_of(item.nodeid)
     return LONG_FIRST.index(scope) if scope in LONG_FIRST else len(LONG_FIRST)
+
+
+# what decides which plugins a registry loads (docs/environment.md), as the run was started
+PLUGIN_SELECTION = {name: os.environ.get(name) for name in ("CMX_DISABLE_PLUGINS", "CMX_LOAD_PLUGINS",
+                                                            "CMX_STRICT_PLUGINS")}
+
+
+def _restore_plugin_selection() -> None:
+    for name, value in PLUGIN_SELECTION.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    reset_registry()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def each_file_gets_its_own_registry() -> Iterator[None]:
+    """Each test file starts and ends with no plugin registry loaded and the plugin selection
+    the run was started with: on a worker, files run one after another in an order that changes
+    with the split, and a registry loaded under one file's selection (a plugin disabled
+    in-process, a conformance registry of one plugin) must not reach the next file. (Session
+    fixtures' own variables, such as the Docker tests' CMX_HOME, are left alone.)"""
+    _restore_plugin_selection()
+    yield
+    _restore_plugin_selection()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -143,5 +143,4 @@ def test_a_warm_process_validates_without_the_heavy_imports(tmp_path: Path, cmx_
     cold = run()
     assert "fastjsonschema" in cold["modules"]  # compiled (and the mlperf schema checked) once
     warm = run()
-    assert warm["modules"] == [], warm
-    assert warm["s"] < 0.02, warm
+    assert warm["modules"] == [], warm  # its time is a figure for benchmarks/, not a test: it moves with the load
