@@ -13,7 +13,7 @@ from typing import Any
 from cmx_core.errors import UsageError
 from cmx_core.facts.store import FactStore
 from cmx_core.run import engine
-from cmx_core.run.facts_check import check_facts_here, contradictions
+from cmx_core.run.facts_check import CPU_COUNTS, MEMORY_TOLERANCE, check_facts_here, contradictions
 
 FACTS = Path(__file__).resolve().parent.parent / "examples" / "facts"
 
@@ -157,3 +157,13 @@ def test_a_remote_executor_keeps_accepting_another_machines_counts() -> None:
         assert "cpu.cores 112, here 2; cpu.threads 224, here 2; memory.total_bytes" in str(exc)
     else:
         raise AssertionError("a local run with another machine's core count was not refused")
+
+
+def test_the_docs_name_every_checked_field_and_the_tolerance() -> None:
+    root = Path(__file__).resolve().parent.parent
+    recipes = (root / "docs" / "recipes.md").read_text()
+    for field in (*(f"cpu.{key}" for key in CPU_COUNTS), "cpu.model", "memory.total_bytes", "memory_total_bytes",
+                  "node_gpus", "MEMORY_TOLERANCE", "cmx_core/run/facts_check.py"):
+        assert f"`{field}`" in recipes, field
+    assert f"may be {MEMORY_TOLERANCE:.0%}".replace("%", " %") in recipes
+    assert "(within 1 %)" in (root / "README.md").read_text() and MEMORY_TOLERANCE == 0.01

@@ -87,3 +87,10 @@ def test_the_digest_cache_hashes_an_edit_that_kept_size_and_mtime(tmp_path: Path
     assert models.weights_digest(shard.parent, again) != first and again.hashed == 1
     assert models.tree_stamp({"CMX_MODEL_PATHS": str(shard.parent), "CMX_MLC_MODELS": str(tmp_path / "none"),
                               "HF_HOME": str(tmp_path / "hf")}) != stamp
+
+
+def test_docs_models_md_says_the_digest_cache_keys_on_the_ctime() -> None:
+    doc = " ".join((Path(__file__).resolve().parents[3] / "docs" / "models.md").read_text().split())
+    assert "checked against its inode, size, mtime and ctime" in doc
+    assert "changed in place with its size and mtime kept" in doc and "test_model_identity.py" in doc
+    assert "any model file's inode, size, mtime or ctime" in doc
