@@ -89,7 +89,7 @@ def mismatches(file_facts: Mapping[str, Any], here: FactStore) -> list[Mismatch]
     if theirs_cpu is not None:
         ours_cpu = cpu_model(ours_cpu_fact)
         if ours_cpu is not None and ours_cpu != theirs_cpu:
-            found.append(Mismatch("CPU", repr(theirs_cpu), repr(ours_cpu)))
+            found.append(Mismatch("CPU", f"'{theirs_cpu}'", f"'{ours_cpu}'"))
     found += _count_mismatches(file_facts.get("cpu"), ours_cpu_fact)
     found += _memory_mismatch(file_facts.get("memory"), _here(here, "memory"))
     return found
