@@ -33,6 +33,7 @@ def run_summary(doc: dict[str, Any], path: Any) -> str:
     if len(metrics) > len(shown):
         lines.append(f"  ({len(metrics) - len(shown)} more metrics: cmx results show {doc['run_id'][:8]})")
     lines += reason_lines(doc)
+    lines += noise_lines(doc)
     if not metrics:
         for key, value in (doc.get("outputs") or {}).items():
             text = json.dumps(value, default=str)
@@ -73,6 +74,14 @@ def reason_lines(doc: dict[str, Any]) -> list[str]:
         lines.append(f"  not submittable ({len(blockers)} reason{'s' if len(blockers) > 1 else ''}):")
         lines += [f"    - {blocker}" for blocker in blockers]
     return lines
+
+
+def noise_lines(doc: dict[str, Any]) -> list[str]:
+    """The measured window's noise warnings (the ``conditions`` section, docs/busy-machine.md):
+    each names its cause and what to do."""
+    conditions = doc.get("conditions")
+    warnings = conditions.get("warnings") if isinstance(conditions, dict) else None
+    return [f"  warning: {w['message']}" for w in warnings or () if isinstance(w, dict)]
 
 
 def telemetry_lines(doc: dict[str, Any]) -> list[str]:

@@ -1,0 +1,27 @@
+"""The measured window of a run (:mod:`cmx_core.conditions`): read at the start and the end
+of the local executor's run, judged, and recorded as the result's ``conditions`` section.
+
+Only the ``local`` executor is measured here, as only its steps are this process's tree: a
+container's or a remote job's processes would count as outside load (a remote executor's
+far side runs ``cmx run --lock`` with the local executor, which records its own). A run
+whose every node was served from the cache measured nothing and gets no section.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cmx_core.conditions.window import MeasuredWindow
+from cmx_core.providers.types import ExecutionOutcome
+
+
+def start_window(executor: str) -> MeasuredWindow | None:
+    """The window of a run on ``executor`` (None: not measured here)."""
+    return MeasuredWindow.start() if executor == "local" else None
+
+
+def conditions_section(window: MeasuredWindow | None, outcome: ExecutionOutcome) -> dict[str, Any] | None:
+    """The ``conditions`` section, or None when the window was not opened or nothing ran."""
+    if window is None or (outcome.nodes and all(node.status == "cached" for node in outcome.nodes)):
+        return None
+    return window.finish().to_json()
