@@ -42,7 +42,7 @@ def _pinned(cpu: int) -> None:
 @pytest.fixture
 def burner(cpu: int) -> Iterator[subprocess.Popen[bytes]]:
     """One busy loop pinned to the run's CPU; stopped by its pid."""
-    proc = subprocess.Popen([sys.executable, "-c", BURN], preexec_fn=lambda: _pinned(cpu))  # noqa: PLW1509
+    proc = subprocess.Popen([sys.executable, "-c", BURN], preexec_fn=lambda: _pinned(cpu))
     try:
         yield proc
     finally:
@@ -54,7 +54,7 @@ def _run_nap(tmp_path: Path, cpu: int) -> tuple[str, dict[str, object]]:
     (tmp_path / "nap.yaml").write_text(NAP)
     done = subprocess.run([sys.executable, "-m", "cmx_core.cli.main", "run", "recipe", "--tags=nap", "--recipes",
                            str(tmp_path), "-q"], capture_output=True, text=True, timeout=300,
-                          preexec_fn=lambda: _pinned(cpu))  # noqa: PLW1509
+                          preexec_fn=lambda: _pinned(cpu))
     assert done.returncode == 0, done.stderr
     path = done.stdout.strip().splitlines()[-1].removeprefix("result: ")
     return done.stdout, json.loads(Path(path).read_text())
@@ -79,7 +79,7 @@ def test_without_a_burner_the_figures_add_up_and_the_warning_follows_the_rule(tm
     assert isinstance(section, dict)
     record = Conditions.from_json(section)
     assert record.outside_cores.value is not None and record.run_cores.value is not None
-    assert 0 <= record.outside_cores.value and 0 <= record.run_cores.value
+    assert record.outside_cores.value >= 0 and record.run_cores.value >= 0
     # busy time of one CPU over the window: at most one CPU's worth (clock ticks allow a little more)
     assert record.outside_cores.value + record.run_cores.value <= 1.15
     assert judge(record) == record.warnings  # the recorded warnings are the rule applied to the figures

@@ -50,7 +50,8 @@ def test_the_verdicts_of_the_trees(cli: Callable[..., Any]) -> None:
     assert _fine(performance)["cpu boost/turbo"] is True and _fine(performance)["gpu0 persistence mode"] is True
     numa = _check(cli, "--root", str(TREES / "numa-balancing"))
     fixes = {s["name"]: s["fix"] for s in numa["sources"]}
-    assert _fine(numa)["numa balancing"] is False and fixes["numa balancing"] == "sudo sysctl -w kernel.numa_balancing=0"
+    assert _fine(numa)["numa balancing"] is False
+    assert fixes["numa balancing"] == "sudo sysctl -w kernel.numa_balancing=0"
     assert _fine(numa)["cgroup cpu quota"] is False and _fine(numa)["steal time"] is False and not numa["fine"]
     quiet = _check(cli, "--root", str(TREES / "quiet"))
     assert quiet["fine"] is True and _fine(quiet)["cpu governor"] is None  # unknown: no verdict, no guess
