@@ -31,11 +31,11 @@ class Snapshot:
     gpus: Read[tuple[GpuState, ...]]
 
 
-def take(root: Path, cpus: Sequence[int], pid: int | None = None, nvml: NvmlApi | None = None) -> Snapshot:
-    """Read every changing source for the CPUs ``cpus`` the run has; ``pid`` is the run's
-    root process (default: this one). The slow sources (NVML) are read first and the CPU
+def take(root: Path, cpus: Sequence[int], nvml: NvmlApi | None = None) -> Snapshot:
+    """Read every changing source for the CPUs ``cpus`` the run has (the run is this
+    process and its children: :mod:`cmx_core.conditions.runtree`). The slow sources (NVML) are read first and the CPU
     counters last, together with the clock, so that the window's edges line up."""
     gpu, governors, boosted = gpus(root, nvml), governor(root, cpus), boost(root)
     freq, throttled, load = current_khz(root, cpus), throttle_count(root, cpus), load_average(root)
-    own = run_cpu_s(pid) if root == Path("/") else Read[float](why="a recorded tree has no run")
+    own = run_cpu_s() if root == Path("/") else Read[float](why="a recorded tree has no run")
     return Snapshot(time.monotonic(), load, cpu_times(root, cpus), own, governors, boosted, freq, throttled, gpu)

@@ -25,18 +25,17 @@ from cmx_core.telemetry.nvml import NvmlApi
 class MeasuredWindow:
     """``window = MeasuredWindow.start()``; the run; ``window.finish()``."""
 
-    def __init__(self, root: Path, cpus: Sequence[int], first: Snapshot, pid: int | None,
-                 nvml: NvmlApi | None) -> None:
-        self.root, self.cpus, self.first, self.pid, self.nvml = root, tuple(cpus), first, pid, nvml
+    def __init__(self, root: Path, cpus: Sequence[int], first: Snapshot, nvml: NvmlApi | None) -> None:
+        self.root, self.cpus, self.first, self.nvml = root, tuple(cpus), first, nvml
 
     @classmethod
-    def start(cls, root: Path = Path("/"), pid: int | None = None, nvml: NvmlApi | None = None) -> MeasuredWindow:
+    def start(cls, root: Path = Path("/"), nvml: NvmlApi | None = None) -> MeasuredWindow:
         cpus = online_cpus(root)
-        return cls(root, cpus, take(root, cpus, pid, nvml), pid, nvml)
+        return cls(root, cpus, take(root, cpus, nvml), nvml)
 
     def finish(self, env: Mapping[str, str] | None = None) -> Conditions:
         """The judged record of the window from its start to now."""
-        record = conditions(self.root, self.cpus, self.first, take(self.root, self.cpus, self.pid, self.nvml),
+        record = conditions(self.root, self.cpus, self.first, take(self.root, self.cpus, self.nvml),
                             os.environ if env is None else env)
         return replace(record, warnings=judge(record))
 
