@@ -57,7 +57,7 @@ def _run_nap(tmp_path: Path, cpu: int) -> tuple[str, dict[str, object]]:
                           preexec_fn=lambda: _pinned(cpu))
     assert done.returncode == 0, done.stderr
     path = done.stdout.strip().splitlines()[-1].removeprefix("result: ")
-    return done.stdout, json.loads(Path(path).read_text())
+    return " ".join(done.stdout.split()), json.loads(Path(path).read_text())  # the summary's words, unwrapped
 
 
 def test_a_burner_beside_the_run_is_recorded_and_warned(tmp_path: Path, cpu: int,

@@ -81,7 +81,24 @@ def noise_lines(doc: dict[str, Any]) -> list[str]:
     each names its cause and what to do."""
     conditions = doc.get("conditions")
     warnings = conditions.get("warnings") if isinstance(conditions, dict) else None
-    return [f"  warning: {w['message']}" for w in warnings or () if isinstance(w, dict)]
+    lines: list[str] = []
+    for warning in warnings or ():
+        if isinstance(warning, dict):
+            lines += wrapped(f"warning: {warning['message']}", "  ", "    ")
+    return lines
+
+
+def wrapped(text: str, first: str, rest: str, width: int = 80) -> list[str]:
+    """``text`` in lines of at most ``width`` columns (a longer word stays whole), the first
+    indented by ``first`` and the others by ``rest`` (no textwrap: the warm run prints this)."""
+    lines: list[str] = []
+    line = first
+    for word in text.split():
+        if line.strip() and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = rest
+        line += word if not line.strip() else f" {word}"
+    return [*lines, line]
 
 
 def telemetry_lines(doc: dict[str, Any]) -> list[str]:
