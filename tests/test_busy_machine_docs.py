@@ -9,6 +9,8 @@ from pathlib import Path
 from cmx_core.conditions.check import system_check
 from cmx_core.conditions.record import BOUNDS, READS
 from cmx_core.conditions.threads import ENV_THREADS
+from cmx_core.results.noise import CONFIDENCE
+from cmx_core.results.repeats import CV_BOUND, OUTLIER_Z
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "busy-machine.md").read_text()
@@ -20,6 +22,13 @@ def test_the_bounds_are_the_codes() -> None:
     assert f"more than {BOUNDS['outside_cores']} of the run's CPUs" in judgement
     assert f"steal above {BOUNDS['steal_cores']:.2f}" in judgement
     assert f"spread above {BOUNDS['freq_spread']:.2f}" in judgement and BOUNDS["cpu_throttle_events"] == 0
+    assert f"at least {BOUNDS['min_window_s']} s (`min_window_s`)" in judgement
+
+
+def test_the_repeats_rules_are_the_codes() -> None:
+    section = " ".join(DOC.split("## Repeats", 1)[1].split("## Figures", 1)[0].split()).replace(" %", "%")
+    assert f"z-score above {OUTLIER_Z}" in section and f"CV above {CV_BOUND:.0%}" in section
+    assert f"{CONFIDENCE:.0%} bootstrap interval of the median" in section
 
 
 def test_every_field_of_the_section_is_documented() -> None:

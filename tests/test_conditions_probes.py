@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from cmx_core.conditions.kernel import cpu_quota, isolated_cpus, numa_balancing,
 from cmx_core.conditions.record import Conditions
 from cmx_core.conditions.snapshot import take
 from cmx_core.conditions.throttle import throttle_count
+from cmx_core.conditions.values import known
 from cmx_core.conditions.window import MeasuredWindow, conditions
 
 TREES = Path(__file__).parent / "fixtures" / "conditions"
@@ -104,4 +106,24 @@ def test_a_live_window_on_this_machine_is_consistent() -> None:
     record = MeasuredWindow.start().finish({})
     assert record.cpus >= 1 and record.window_s > 0
     data = record.to_json()
-    assert set(data["bounds"]) == {"outside_cores", "steal_cores", "freq_spread", "cpu_throttle_events"}
+    assert set(data["bounds"]) == {"outside_cores", "steal_cores", "freq_spread", "cpu_throttle_events",
+                                   "min_window_s"}
+
+
+def _busy(window_s: float, outside: float, steal: float = 0.0) -> Conditions:
+    root = TREES / "quiet"
+    record = conditions(root, (0, 1), take(root, (0, 1)), take(root, (0, 1)), {})
+    return replace(record, window_s=window_s, outside_cores=known(outside), steal_cores=known(steal))
+
+
+def test_the_outside_use_rule_names_the_cpus_and_the_fix() -> None:
+    warnings = judge(_busy(2.0, 1.4, steal=0.3))
+    assert [w.cause for w in warnings] == ["outside_cores", "steal_cores"]
+    assert warnings[0].message.startswith("other processes used 1.4 of 2 CPUs during the run: rerun on a quiet "
+                                          "machine or pin the run with taskset")
+    assert judge(_busy(2.0, 0.5)) == ()  # 0.25 of 2 CPUs is the bound: at it, quiet
+    assert [w.cause for w in judge(_busy(2.0, 0.51))] == ["outside_cores"]
+
+
+def test_a_window_too_short_for_proc_stat_ticks_is_not_judged_on_cpu_use() -> None:
+    assert judge(_busy(0.2, 1.9, steal=1.0)) == ()

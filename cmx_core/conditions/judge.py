@@ -19,12 +19,21 @@ def judge(record: Conditions) -> tuple[NoiseWarning, ...]:
 
 def _warnings(c: Conditions) -> Iterator[NoiseWarning]:
     cpus = max(c.cpus, 1)
+    if c.window_s >= BOUNDS["min_window_s"]:
+        yield from _cpu_use(c, cpus)
+    yield from _throttling(c)
+
+
+def _cpu_use(c: Conditions, cpus: int) -> Iterator[NoiseWarning]:
     if c.outside_cores.value is not None and c.outside_cores.value > BOUNDS["outside_cores"] * cpus:
         yield NoiseWarning("outside_cores", f"other processes used {c.outside_cores.value:.1f} of {cpus} CPUs "
                                             f"during the run: {QUIET}")
     if c.steal_cores.value is not None and c.steal_cores.value > BOUNDS["steal_cores"] * cpus:
         yield NoiseWarning("steal_cores", f"the hypervisor stole {c.steal_cores.value:.2f} of {cpus} CPUs during "
                                           "the run: rerun on a dedicated (not shared) virtual machine")
+
+
+def _throttling(c: Conditions) -> Iterator[NoiseWarning]:
     if c.cpu_throttle_events.value:
         yield NoiseWarning("cpu_throttle_events", f"the CPUs were thermally throttled {c.cpu_throttle_events.value} "
                                                   "times during the run: let the machine cool down, check its "

@@ -16,10 +16,12 @@ BOUNDS: Mapping[str, float] = {
     "steal_cores": 0.10,
     "freq_spread": 0.10,
     "cpu_throttle_events": 0.0,
+    "min_window_s": 0.5,
 }
 """Quiet means at most: other processes' CPU use and steal time as a share of the run's
 CPUs, the spread of the CPUs' current frequencies ((max - min) / max), and the CPU
-thermal-throttle events during the window."""
+thermal-throttle events during the window. CPU use is judged only over a window of at least
+``min_window_s``: /proc/stat counts in ticks of 10 ms, too coarse for a shorter one."""
 
 
 @dataclass(frozen=True)
