@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
+from cmx_core.errors import UsageError
 from cmx_train import threads as threads_module
 from cmx_train.config import parse
 from cmx_train.scaling import SUSPECT_ABOVE, Baseline, Point, baseline_from_sweep, efficiency
+from cmx_train.step import run_step
 from cmx_train.threads import choose
 
 SWEEP = "sw-20260101-000000-abcdef12"
@@ -127,25 +129,24 @@ def test_no_flag_at_or_below_the_bound_and_a_cause_even_without_a_recorded_one()
 
 
 def test_a_run_against_a_recorded_thinner_baseline_says_so_in_its_result_and_on_stderr(
-        train: Any, cmx_step_context: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        cmx_step_context: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A real 1-process run (2 threads) beside a recorded 1-process point with 1 thread and a
     samples/s far below anything a run reaches: the efficiency is far above 1.05 whatever the
     machine's speed."""
-    from cmx_train.step import run_step
-
     folder = sweep_with(tmp_path, record(1, 1e-6, per_rank=1, batch=16, scaling="weak"))
     context = cmx_step_context(params={"batch_size": 16, "steps": 2, "warmup_steps": 0, "scaling": "weak",
                                        "threads_per_rank": 2, "timeout_s": 120})
     (folder / "point-1").mkdir()
-    out = run_step(dataclasses.replace(context, run_dir=folder / "point-1"))
-    section = out.result.sections["train"]
+    part = run_step(dataclasses.replace(context, run_dir=folder / "point-1")).result
+    assert part is not None
+    section = part.sections["train"]
     assert section["baseline_from"].startswith(f"sweep {SWEEP} point-0") and section["baseline_threads_per_rank"] == 1
     assert section["threads"]["per_rank"] == 2 and section["efficiency"]["suspect"] is True
     assert section["efficiency"]["causes"] == ["fewer threads at the baseline: 1 per rank at 1 process, "
                                                "2 per rank here"]
-    assert out.result.metrics["scaling_efficiency"].value > 1e3
-    assert "fewer threads at the baseline" in out.result.notes
-    assert f"cmx-train: warning: {out.result.notes}" in capsys.readouterr().err
+    assert (part.metrics["scaling_efficiency"].value or 0) > 1e3
+    assert "fewer threads at the baseline" in part.notes
+    assert f"cmx-train: warning: {part.notes}" in capsys.readouterr().err
 
 
 # -- strong or weak: which baseline, which formula ---------------------------------------------------------------
@@ -155,10 +156,10 @@ def test_weak_scaling_keeps_the_batch_of_each_rank_and_strong_the_global_one() -
     assert (weak.global_batch_size, weak.per_rank_batch) == (64, 16)
     assert (strong.global_batch_size, strong.per_rank_batch) == (16, 4)
     assert parse({"scaling": "weak", "nproc": 3, "batch_size": 5}).global_batch_size == 15  # no divisibility
-    from cmx_core.errors import UsageError
-
     with pytest.raises(UsageError, match="scaling must be one of strong, weak"):
         parse({"scaling": "sideways"})
+    with pytest.raises(UsageError, match="scaling weak applies to throughput and time-to-accuracy"):
+        parse({"scaling": "weak", "mode": "max-batch"})
 
 
 def test_the_efficiency_formula_follows_the_scaling_kind(tmp_path: Path) -> None:
