@@ -122,7 +122,15 @@ def test_tester_protocol_as_described(doc: str) -> None:
     assert read_tester(b"Score = 5\n", 1).score is None
     assert "one that exits 0 without a score line is WRONG_ANSWER too" in words
     assert read_tester(b"ok\n", 0).wrong_answer is not None
-    assert "a prefix match: text may follow it" in words and read_tester(b"Score = 5 ok\nx\n", 0).score == 5
+    assert "a prefix match: text may follow it" in words and read_tester(b"x\nScore = 5 ok\n", 0).score == 5
+    assert "a line printed after the score line" in words and read_tester(b"Score = 5\nx\n", 0).score is None
+    assert "a `wrong answer: ` line" in words and read_tester(b"wrong answer: no\nScore = 5\n", 0).score is None
+    assert "a negative score" in words and read_tester(b"Score = -5\n", 0).score is None
+    from cmx_alebench.tools import read_reactive_tester
+
+    assert "a reactive tester that exits non-zero or prints nothing is RUNTIME_ERROR" in words
+    assert read_reactive_tester(b"wrong answer: x\n", 1).runtime_error is not None
+    assert read_reactive_tester(b"", 0).runtime_error is not None
 
 
 def test_importing_as_described(doc: str) -> None:
