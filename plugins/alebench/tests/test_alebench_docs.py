@@ -196,3 +196,23 @@ def test_judge_image_as_described(doc: str) -> None:
     assert "`tests/test_alebench_judge_image.py`" in words
     readme = (DOC.parents[1] / "plugins" / "alebench" / "README.md").read_text()
     assert "| `judge_image.py` |" in readme
+
+
+def test_relative_formula_as_described(doc: str) -> None:
+    from cmx_alebench.relative import Contestants, rescale
+    from cmx_alebench.scoring import RelativeType, relative_score
+
+    words = " ".join(doc.split())
+    assert "but n, the number of submissions, counts it" in words
+    assert relative_score(RelativeType.RANK_MAX, 15, [10, 20], 100, rejected=1) == 75     # n = 4, not 3
+    assert "(half to even: 62.5 gives 62)" in words
+    assert relative_score(RelativeType.RANK_MAX, 5, [10, 5, 1], 100) == 62
+    assert "rounded half up in exact integers" in words and "so M = 10^9 is exact" in words
+    assert relative_score(RelativeType.MAX, 38254217, [123456791], 10**9) == 309859155     # 309859155.5 in floats
+    assert relative_score(RelativeType.MAX, 50, [80], 100) == 63                           # 62.5 exactly: up
+    assert "a total of 0 takes the standings file's score-0 row's rank" in words
+    scaled = rescale(RelativeType.MAX, 100, [0], Contestants(((5,), (0,))))
+    assert scaled.placement(40).rank == 40
+    assert "adds max(0.5·(tied + 1) \u2212 1, 0)" in words
+    tied = rescale(RelativeType.MAX, 100, [5], Contestants(((5,), (5,), (10,))))           # ours 50, two others 50
+    assert (tied.placement(9).rank, tied.placement(9).rank_for_performance) == (2, 2.5)

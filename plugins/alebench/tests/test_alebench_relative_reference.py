@@ -25,7 +25,7 @@ def reference_recalculate(kind: str, max_score: int, absolute_scores: list[list[
     """ALE-Bench's ``recalculate_relative_score``: ``absolute_scores`` is one list per case."""
     new_relative_case_scores = []
     existing_totals = [0 for _ in range(len(absolute_scores[0]))]
-    for new_score, existing_scores in zip(new_scores, absolute_scores):
+    for new_score, existing_scores in zip(new_scores, absolute_scores, strict=True):
         case_scores = list(existing_scores)
         case_scores.append(-1 if new_score < 0 else new_score)
         sorted_case_scores = sorted([s for s in case_scores if s >= 0])
@@ -48,7 +48,7 @@ def reference_recalculate(kind: str, max_score: int, absolute_scores: list[list[
                 for abs_score in sorted_case_scores:
                     if user_score == abs_score:
                         n_tie += 1
-                    elif user_score < abs_score and kind == "rank_max":
+                    elif user_score < abs_score and kind == "rank_max":  # noqa: SIM114 (as transcribed)
                         n_lose += 1
                     elif user_score > abs_score and kind == "rank_min":
                         n_lose += 1
@@ -58,7 +58,7 @@ def reference_recalculate(kind: str, max_score: int, absolute_scores: list[list[
             else:
                 existing_totals[user_idx] += relative
     new_total = sum(new_relative_case_scores)
-    return new_total, new_relative_case_scores, sorted(existing_totals + [new_total], reverse=True)
+    return new_total, new_relative_case_scores, sorted([*existing_totals, new_total], reverse=True)
 
 
 def reference_rank(new_total: int, all_totals: list[int], zero_rank: int) -> tuple[int, float]:
