@@ -10,12 +10,20 @@ are all 0, an accepted 0 on a ``min`` case) are generated apart and checked to s
 
 from __future__ import annotations
 
+import json
 import random
+import shutil
+from pathlib import Path
 
 import pytest
 
+from cmx_alebench.evaluate import rate
+from cmx_alebench.judge import CaseResult, Evaluation
+from cmx_alebench.problem import Problem, load_problem, shipped_dir
 from cmx_alebench.relative import Contestants, rescale
 from cmx_alebench.scoring import RelativeType, relative_score
+from cmx_alebench.standings import load_standings
+from cmx_alebench.verdicts import JudgeResult
 
 # ---- REFERENCE: transcribed from ALE-Bench (src/ale_bench/data.py); -1 is a rejected case ----
 
@@ -170,3 +178,43 @@ def test_cases_where_alebench_fails_score_0_in_cmx(kind: str, column: list[int],
         reference_recalculate(kind, 100, [column], [ours])
     rows = tuple((None if s < 0 else s,) for s in column)
     assert rescale(RelativeType(kind), 100, [ours], Contestants(rows)).ours == (0,)
+
+
+def _relative_copy(tmp_path: Path) -> Problem:
+    root = tmp_path / "cmx001"
+    shutil.copytree(shipped_dir() / "cmx001", root)
+    data = json.loads((root / "data.json").read_text())
+    data["metadata"].update({"relative_score_type": "rank_max", "relative_max_score": 100})
+    (root / "data.json").write_text(json.dumps(data))
+    cases = len(load_problem(root).seed_list("private", False))
+    header = ",".join(f"private_{i}" for i in range(cases))
+    (root / "relative_results.csv").write_text(f"{header}\n" + ",".join(["5"] * cases) + "\n"
+                                                + ",".join(["-1"] * cases) + "\n")
+    return load_problem(root)
+
+
+def _evaluation(verdicts: list[JudgeResult], score: int) -> Evaluation:
+    cases = tuple(CaseResult(i, v, score if v is JudgeResult.ACCEPTED else 0, 0.1, 1, "")
+                  for i, v in enumerate(verdicts))
+    worst = JudgeResult.ACCEPTED if all(v is JudgeResult.ACCEPTED for v in verdicts) else JudgeResult.WRONG_ANSWER
+    return Evaluation("private", worst, 0, cases, False, "")
+
+
+def test_rating_a_relative_total_of_0_takes_the_standings_score_0_rank(tmp_path: Path) -> None:
+    problem = _relative_copy(tmp_path)
+    n = len(problem.seed_list("private", False))
+    zero_row = load_standings(problem.standings_path(False))[-1].first
+    rated = rate(problem, _evaluation([JudgeResult.WRONG_ANSWER] * n, 0), 0, False)
+    assert rated.evaluation.relative_score == 0 and rated.rank == zero_row == 31   # not 3, a re-rank of 2 + us
+
+
+def test_rating_ranks_by_the_accepted_cases_even_when_not_ac(tmp_path: Path) -> None:
+    """ALE-Bench's get_new_rank sums the accepted cases' relative scores whatever the verdict;
+    the reported overall relative score is 0 (not AC, no allow_score_non_ac)."""
+    problem = _relative_copy(tmp_path)
+    n = len(problem.seed_list("private", False))
+    # case 0 accepted with 9 > 5: better 0, tied 0, n = 3 -> round(100 * 1.0) = 100; the rest rejected
+    rated = rate(problem, _evaluation([JudgeResult.ACCEPTED] + [JudgeResult.WRONG_ANSWER] * (n - 1), 9), 0, False)
+    assert rated.evaluation.relative_score == 0 and rated.evaluation.cases[0].relative_score == 100
+    # the contestant with 5 everywhere: case 0 -> round(100 * (1 - 1/3)) = 67, others round(100 * (1 - 0)) = 100
+    assert rated.rank == 2
