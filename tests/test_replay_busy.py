@@ -2,13 +2,13 @@
 background load (real busy-loop processes, started and stopped by their pids) is started
 before every other replay and stopped before the next: not one verdict is ``differs``.
 
-The bundle holds 4 runs of one lock of demo-sort (the default 200000 items, 3 timed
-repetitions: a measured window of about 0.5 s or more, long enough for /proc/stat to judge
-the CPU use), recorded with the load running. Each of the 30 replays is a real
-``cmx bundle replay --repeats 3`` (3 real runs, judged against the 4 originals), so the test
-runs 94 short runs: a few minutes on a busy 2-CPU machine. A replay whose conditions differ
-from the record's, or where both were noisy, is ``inconclusive`` and its reason names the
-condition; one whose conditions match and whose numbers agree is ``reproduced`` or
+The bundle holds 4 runs of one lock of demo-sort (100000 items, 3 timed repetitions and a
+check: a measured window of about 0.5 to 1 s, long enough for /proc/stat to judge the CPU
+use, where the sorting is most of a run's cost), recorded with the load running. Each of the
+30 replays is a real ``cmx bundle replay --repeats 3`` (3 real runs, judged against the 4
+originals), so the test runs 94 short runs: about 3 to 6 minutes on a busy 2-CPU machine.
+A replay whose conditions differ from the record's, or where both were noisy, is
+``inconclusive`` and its reason names the condition; one whose conditions match and whose numbers agree is ``reproduced`` or
 ``within noise``. Whether a given replay is quiet depends on the machine (a shared machine
 is never quiet), so the assertion is "0 differs" and every ``inconclusive`` names the
 conditions; the quiet-vs-busy rule and the planted 2x slowdown under quiet conditions are
@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 REPLAYS = 30
+SIZE = 100_000
 BURN = "while True: pass"
 
 
@@ -68,7 +69,7 @@ def _run(cli: Callable[..., Any], *args: Any) -> Any:
 def test_30_replays_beside_a_load_started_and_stopped_never_differ(cli: Callable[..., Any], load: Load,
                                                                    tmp_path: Path) -> None:
     load.start()
-    runs = [_run(cli, "run", "recipe", "--tags=demo,sort", "--json")["run_id"] for _ in range(4)]
+    runs = [_run(cli, "run", "recipe", "--tags=demo,sort", f"--size={SIZE}", "--json")["run_id"] for _ in range(4)]
     load.stop()
     bundle = tmp_path / "four.tar.gz"
     assert cli("bundle", "create", *runs, "-o", bundle).code == 0
