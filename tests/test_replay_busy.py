@@ -6,14 +6,15 @@ The bundle holds 4 runs of one lock of demo-sort (100000 items, 3 timed repetiti
 check: a measured window of about 0.5 to 1 s, long enough for /proc/stat to judge the CPU
 use, where the sorting is most of a run's cost), recorded with the load running. Each of the
 30 replays is a real ``cmx bundle replay --repeats 3`` (3 real runs, judged against the 4
-originals), so the test runs 94 short runs: about 3 to 6 minutes on a busy 2-CPU machine.
-A replay whose conditions differ from the record's, or where both were noisy, is
-``inconclusive`` and its reason names the condition; one whose conditions match and whose numbers agree is ``reproduced`` or
-``within noise``. Whether a given replay is quiet depends on the machine (a shared machine
-is never quiet), so the assertion is "0 differs" and every ``inconclusive`` names the
-conditions; the quiet-vs-busy rule and the planted 2x slowdown under quiet conditions are
-tested on recorded conditions in tests/test_verdict_conditions.py. The figures this prints
-(``-s``) are quoted in docs/busy-machine.md."""
+originals), so the test runs 94 short runs: about 3 to 6 minutes on a busy 2-CPU machine. A
+replay whose conditions differ from the record's, or where both were noisy, is
+``inconclusive`` and its reason names the condition; one whose conditions match and whose
+numbers agree is ``reproduced`` or ``within noise``. Whether a given replay is quiet depends
+on the machine (a shared machine is never quiet), so the assertion is "0 differs" and every
+``inconclusive`` names the conditions; the quiet-vs-busy rule and the planted 2x slowdown
+under quiet conditions are tested on recorded conditions in
+tests/test_verdict_conditions.py. The figures this prints (``-s``) are quoted in docs/busy-
+machine.md."""
 
 from __future__ import annotations
 
