@@ -13,8 +13,8 @@ numbers agree is ``reproduced`` or ``within noise``. Whether a given replay is q
 on the machine (a shared machine is never quiet), so the assertion is "0 differs" and every
 ``inconclusive`` names the conditions; the quiet-vs-busy rule and the planted 2x slowdown
 under quiet conditions are tested on recorded conditions in
-tests/test_verdict_conditions.py. The figures this prints (``-s``) are quoted in docs/busy-
-machine.md."""
+tests/test_verdict_conditions.py. The figures this prints (``-s``) are quoted in
+docs/busy-machine.md."""
 
 from __future__ import annotations
 
