@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 
 from cmx_core import paths
+from cmx_core.bundle.replay import ReplayReport
 from cmx_core.bundle.verdict import judge
+from cmx_core.cli.bundle_cmd import _print_replay
 from cmx_core.conditions.judge import judge as judge_noise
 from cmx_core.conditions.record import Conditions
 from cmx_core.providers.values import Metric, ResultPart
@@ -138,3 +140,12 @@ def test_cli_compare_names_the_condition(cli: Callable[..., Any], tmp_path: Path
     assert "note: run c0: conditions differ: other load 1.4 cores at the baseline, 0.1 cores at this run" in done.err
     rate = next(m for m in json.loads(done.out)["metrics"] if m["name"] == "rate")
     assert rate["cells"][1]["verdict"] == "inconclusive"
+
+
+def test_replay_text_prints_the_conditions_under_the_verdict(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    judgement = judge(side(tmp_path, "o", STEADY, BUSY), side(tmp_path, "r", SLOW, QUIET))
+    _print_replay(ReplayReport("b.tar.gz", (), (judgement,)), 200)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("inconclusive: ")
+    assert any(line.startswith("conditions differ: other load 1.4 cores at record") for line in lines[2:4]), lines
