@@ -34,6 +34,7 @@ def run_summary(doc: dict[str, Any], path: Any) -> str:
         lines.append(f"  ({len(metrics) - len(shown)} more metrics: cmx results show {doc['run_id'][:8]})")
     lines += reason_lines(doc)
     lines += noise_lines(doc)
+    lines += note_lines(doc)
     if not metrics:
         for key, value in (doc.get("outputs") or {}).items():
             text = json.dumps(value, default=str)
@@ -86,6 +87,13 @@ def noise_lines(doc: dict[str, Any]) -> list[str]:
         if isinstance(warning, dict):
             lines += wrapped(f"warning: {warning['message']}", "  ", "    ")
     return lines
+
+
+def note_lines(doc: dict[str, Any]) -> list[str]:
+    """The result's ``notes`` (e.g. cmx-train's suspect ``scaling_efficiency`` with its likely
+    causes), wrapped like the noise warnings."""
+    notes = doc.get("notes")
+    return wrapped(f"note: {notes}", "  ", "    ") if isinstance(notes, str) and notes.strip() else []
 
 
 def wrapped(text: str, first: str, rest: str, width: int = 80) -> list[str]:
