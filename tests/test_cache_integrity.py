@@ -5,6 +5,7 @@ paths inside an entry are stored relative to it, so a copied or moved cache stil
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 import cmx_core
 import cmx_core.api
 from cmx_core import paths
-from cmx_core.cache.store import ENTRY_REF, META, Cache
+from cmx_core.cache.store import ENTRY_REF, META, Cache, _changed_path
 
 RECIPE = """
 name: writer
@@ -140,3 +141,40 @@ def test_an_untouched_file_is_not_hashed_again_and_a_moved_one_once(cached: tupl
     out.chmod(0o644 if out.stat().st_mode & 0o777 != 0o644 else 0o600)  # a new ctime, same content
     assert status(recipes_dir) == ("hit", "hit") and hashed == [out]  # hashed once, matched
     assert status(recipes_dir) == ("hit", "hit") and hashed == [out]  # the stats were refreshed
+
+
+POINTER = """
+name: pointer
+tags: [pointer]
+summary: names a dataset file outside its entry (what a get- recipe for a local dataset returns)
+inputs: {at: {type: string, required: true}}
+outputs: [file]
+steps:
+  - uses: shell
+    with: {cmd: [sh, -c, 'echo "file=$1"', sh, "{{ inputs.at }}"], parse: kv}
+"""
+
+
+def test_a_file_outside_the_entry_edited_in_place_with_size_and_mtime_kept_is_a_miss(recipes: Any,
+                                                                                    tmp_path: Path) -> None:
+    recipes("pointer", POINTER)
+    data = tmp_path / "data.txt"
+    data.write_text("one")
+    cmx_core.api.run("pointer", {"at": str(data)}, recipes_dirs=[recipes.dir])
+    (entry,) = Cache().entries()
+    assert len(json.loads((entry.path / META).read_text())["paths"][str(data)]) == 4
+    assert cmx_core.api.plan("pointer", {"at": str(data)}, recipes_dirs=[recipes.dir]).root.cache_status == "hit"
+    before = os.stat(data)
+    data.write_text("two")
+    os.utime(data, ns=(before.st_atime_ns, before.st_mtime_ns))
+    root = cmx_core.api.plan("pointer", {"at": str(data)}, recipes_dirs=[recipes.dir]).root
+    assert (root.cache_status, root.cache_reason) == ("miss", f"recorded path changed: {data}")
+
+
+def test_an_older_entry_with_only_size_and_mtime_of_a_path_still_hits(tmp_path: Path) -> None:
+    data = tmp_path / "data.txt"
+    data.write_text("one")
+    st = os.stat(data)
+    assert _changed_path({str(data): [st.st_size, st.st_mtime_ns]}) is None
+    assert _changed_path({str(data): [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]}) is None
+    assert _changed_path({str(data): [st.st_size, st.st_mtime_ns, st.st_ctime_ns - 1, st.st_ino]}) == str(data)

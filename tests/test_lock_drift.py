@@ -5,6 +5,7 @@ explains it; ``--allow-drift`` still lets the allowed kind of fact through."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -114,3 +115,28 @@ def test_a_run_request_refuses_jobs_below_one_when_built() -> None:
         assert str(exc) == "-j must be at least 1, got 0"
     else:
         raise AssertionError("RunRequest(jobs=0) was accepted")
+
+
+READER = ("name: reader\ntags: [reader]\nsummary: reads a dataset file\n"
+          "inputs: {data: {type: path, required: true}}\n"
+          "steps: [{uses: shell, with: {cmd: [sh, -c, 'echo v=$(cat \"$1\")', sh, '{{ inputs.data }}'], parse: kv}}]\n"
+          "outputs: [v]\n")
+
+
+def test_a_dataset_edited_in_place_with_its_mtime_restored_fails_the_replay(cli: Callable[..., Any], recipes: Any,
+                                                                             tmp_path: Path) -> None:
+    """A ``path`` input's key holds its ctime and inode, not only its size and mtime: an edit
+    that puts both back is a new key, so the replay is refused and the cache is not served."""
+    recipes("reader", READER)
+    data = tmp_path / "data.txt"
+    data.write_text("one")
+    first = cmx_core.api.run("reader", {"data": str(data)}, recipes_dirs=[recipes.dir])
+    assert first.document["outputs"]["v"] == "one"
+    before = os.stat(data)
+    data.write_text("two")  # the same size, the same inode
+    os.utime(data, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (os.stat(data).st_size, os.stat(data).st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    line = refusal(cli, Path(first.run_dir) / "lock.json", recipes.dir)
+    assert "node reader: cache_key" in line
+    again = cmx_core.api.run("reader", {"data": str(data)}, recipes_dirs=[recipes.dir])
+    assert again.document["outputs"]["v"] == "two"  # not the cached "one"

@@ -6,8 +6,12 @@ the medians) against the tolerance band ``±tolerance``.
 * ``reproduced``: the interval lies inside the band (or every value is the same number);
 * ``within noise``: the interval overlaps the band's edge: the difference is not resolved
   beyond the noise;
-* ``inconclusive``: fewer samples than the rule needs on a side (never ``differs``);
-* ``differs``: the interval lies wholly outside the band, or the run's status changed;
+* ``inconclusive``: fewer samples than the rule needs on a side, or the interval lies wholly
+  outside the band but the two sides' conditions differ beyond their bounds (``other load 1.4
+  cores at record, 0.1 at replay``) or both were measured beyond a noise bound
+  (:mod:`cmx_core.results.like_with_like`): never ``differs``;
+* ``differs``: the interval lies wholly outside the band under matching quiet conditions (or
+  conditions not recorded on a side, as before they were), or the run's status changed;
 * ``not comparable``: another hardware class, a metric missing, or units or direction differ.
 
 A run's verdict: another hardware class makes it ``not comparable``; else any metric that
@@ -18,11 +22,12 @@ A run's verdict: another hardware class makes it ``not comparable``; else any me
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from cmx_core.results.compare import Samples, samples_of
 from cmx_core.results.hardware import of_document
+from cmx_core.results.like_with_like import Likeness, compare_sides
 from cmx_core.results.noise import RULE, judge_noise
 
 ReplayVerdict = Literal["reproduced", "within noise", "inconclusive", "differs", "not comparable"]
@@ -64,10 +69,13 @@ class Judgement:
     replay_runs: tuple[str, ...]
     metrics: tuple[MetricJudgement, ...]
     tolerance: float = DEFAULT_TOLERANCE
+    conditions: Likeness | None = None
+    """The two sides' conditions compared (None: not judged, e.g. another hardware class)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "reason": self.reason, "rule": RULE, "tolerance": self.tolerance,
                 "original_runs": list(self.original_runs), "replay_runs": list(self.replay_runs),
+                "conditions": self.conditions.to_json() if self.conditions else None,
                 "metrics": [m.to_json() for m in self.metrics]}
 
 
@@ -80,11 +88,23 @@ def judge(original: Sequence[Mapping[str, Any]], replay: Sequence[Mapping[str, A
           tolerance: float = DEFAULT_TOLERANCE) -> Judgement:
     """Judge the replays of one lock against the original repeats of it."""
     names = list(dict.fromkeys([n for d in original for n in d["metrics"]] + [n for d in replay for n in d["metrics"]]))
-    metrics = tuple(_metric(n, [d["metrics"].get(n) for d in original], [d["metrics"].get(n) for d in replay],
-                            tolerance) for n in names)
+    likeness = compare_sides(original, replay)
+    metrics = tuple(_like_with_like(_metric(n, [d["metrics"].get(n) for d in original],
+                                            [d["metrics"].get(n) for d in replay], tolerance), likeness)
+                    for n in names)
     verdict, reason = _overall(original, replay, metrics)
+    if likeness.state == "not recorded":
+        reason = f"{reason} ({likeness.reason})"
     return Judgement(verdict, reason, tuple(d["run_id"] for d in original), tuple(d["run_id"] for d in replay),
-                     metrics, tolerance)
+                     metrics, tolerance, likeness)
+
+
+def _like_with_like(metric: MetricJudgement, likeness: Likeness) -> MetricJudgement:
+    """A metric that ``differs`` is ``inconclusive`` where the conditions do not let the
+    difference be called real; the reason names the condition, then the numbers."""
+    if metric.verdict != "differs" or not likeness.blocks:
+        return metric
+    return replace(metric, verdict="inconclusive", reason=f"{likeness.reason}; the numbers: {metric.reason}")
 
 
 def _overall(original: Sequence[Mapping[str, Any]], replay: Sequence[Mapping[str, Any]],

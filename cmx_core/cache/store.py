@@ -357,7 +357,9 @@ def _refresh_stats(meta_file: Path, meta: dict[str, Any], fresh: dict[str, list[
 
 
 def _record_paths(outputs: Any) -> dict[str, list[int]]:
-    """(size, mtime_ns) of every existing absolute path among the outputs."""
+    """(size, mtime_ns, ctime_ns, inode) of every existing absolute path among the outputs: a
+    file outside the entry (a dataset a get- recipe points to) edited in place, even with its
+    size and mtime put back, no longer matches (every write moves the ctime)."""
     found: dict[str, list[int]] = {}
     for text in iter_strings(outputs):
         if text.startswith("/") and len(text) < 4096:
@@ -365,7 +367,7 @@ def _record_paths(outputs: Any) -> dict[str, list[int]]:
                 st = os.stat(text)
             except OSError:
                 continue
-            found[text] = [0 if os.path.isdir(text) else st.st_size, st.st_mtime_ns]
+            found[text] = [0 if os.path.isdir(text) else st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
     return found
 
 
@@ -382,7 +384,7 @@ def _read_meta(meta_file: Path) -> dict[str, Any] | None:
         isinstance(meta.get("created", 0), (int, float))
         and isinstance(meta.get("outputs", {}), dict)
         and isinstance(paths, dict)
-        and all(isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) for x in v) for v in paths.values())
+        and all(isinstance(v, list) and len(v) in (2, 4) and all(isinstance(x, int) for x in v) for v in paths.values())
         and isinstance(meta.get("expires_s"), (int, float, type(None)))
         and isinstance(meta.get("facts_read", {}), dict)
         and isinstance(meta.get("stats", {}), dict)
@@ -395,14 +397,17 @@ def _read_meta(meta_file: Path) -> dict[str, Any] | None:
 
 def _changed_path(recorded: Mapping[str, Any], inside: str = "") -> str | None:
     """The first recorded path that is gone or changed. Inside the entry (``inside``) only the
-    size counts: a copied cache has new mtimes, and content is what ``verify`` checks."""
-    for path, (size, mtime_ns) in recorded.items():
+    size counts: a copied cache has new mtimes, and content is what ``verify`` checks. Outside
+    it the mtime counts, and the ctime and inode where recorded (an entry of an older cmx has
+    only size and mtime)."""
+    for path, (size, mtime_ns, *identity) in recorded.items():
         try:
             st = os.stat(path)
         except OSError:
             return path
         own = bool(inside) and path.startswith(inside + "/")
-        if (not own and st.st_mtime_ns != mtime_ns) or (size and st.st_size != size):
+        moved = st.st_mtime_ns != mtime_ns or (bool(identity) and identity != [st.st_ctime_ns, st.st_ino])
+        if (not own and moved) or (size and st.st_size != size):
             return path
     return None
 

@@ -166,6 +166,8 @@ def _print_replay(report: Any, width: int | None) -> None:
                Column("verdict", breakable=False), Column("reason", drop=3))
     for judgement in report.judgements:
         print(fit_text(f"{judgement.verdict}: {judgement.reason}", width))
+        if judgement.conditions is not None and judgement.conditions.state != "not recorded":
+            print(fit_text(judgement.conditions.reason, width))
         print(fit_text(f"original {', '.join(judgement.original_runs)} vs replay {', '.join(judgement.replay_runs)}",
                        width))
         rows = tuple((m.name, m.unit or "", _side(m.original, fmt_number), _side(m.replay, fmt_number),

@@ -14,6 +14,7 @@ from cmx_core.cli.monitor_cmd import add_telemetry_options, print_soak, telemetr
 from cmx_core.cli.progress import Progress
 from cmx_core.cli.recipe_doc import recipe_json, recipe_markdown
 from cmx_core.cli.recovery_opts import add_recovery_options, recovery
+from cmx_core.cli.repeats_cmd import check_runs, run_repeats
 from cmx_core.errors import UsageError
 from cmx_core.plan.conditional import of_node
 from cmx_core.plan.handoff import FLAG as HANDOFF_FLAG
@@ -54,6 +55,9 @@ def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
     run.add_argument("--output", metavar="DIR", help="run directory (default: in the cmx data dir)")
     _executor_options(run)
     run.add_argument("--lock", metavar="FILE", help="replay a run's lock.json; refuse if anything resolves differently")
+    run.add_argument("--runs", type=int, default=1, metavar="N",
+                     help="run N times (each a stored run) and report each metric's mean, median, 95%% CI, CV "
+                          "and outliers (docs/busy-machine.md; a recipe input named repeats is --repeats)")
 
     run.add_argument("--allow-drift", action="append", default=[], metavar="CLASS", choices=sorted(DRIFT_CLASSES),
                      help="with --lock: let this class of drift through: " + "; ".join(
@@ -245,19 +249,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.lock and (args.tags or args.extra):
         raise UsageError("cmx run: --lock replays the lockfile's own tags and inputs; drop --tags and inputs")
 
+    check_runs(args)
     planned = _handed_plan(args)
     telemetry = telemetry_settings(args)
     observer = _replay_observer(args)
+    request = RunRequest(
+        args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
+        jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
+        output=args.output, executor=executor, lock=args.lock, allow_drift=args.allow_drift,
+        options=parse_executor_options(args.executor_opt), sweep=_sweep_point(args.sweep_point),
+        telemetry=telemetry, recovery=recovery(args), planned=planned)
     with Progress(enabled=not args.quiet, verbose=args.verbose), observer or nullcontext(), \
             stdout_reserved(True):
-        result = run(RunRequest(
-            args.tags, parse_inputs(args.extra), recipes_dirs=args.recipes, facts_file=args.facts,
-            jobs=args.jobs, use_cache=not args.no_cache, refresh=args.refresh,
-            output=args.output, executor=executor, lock=args.lock, allow_drift=args.allow_drift,
-            options=parse_executor_options(args.executor_opt), sweep=_sweep_point(args.sweep_point),
-            telemetry=telemetry, recovery=recovery(args), planned=planned), on_plan=_plan_printer(args))
+        result = run(request, on_plan=_plan_printer(args))
     if observer is not None:
         observer.remember(result)
+    if args.runs > 1:
+        return run_repeats(args, result, lambda: _run_again(args, request))
 
     print_soak(result.document)
     if args.json:
@@ -265,6 +273,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(run_summary(result.document, result.result_path))  # its last line, `result: PATH`, is read by scripts
     return 0
+
+
+def _run_again(args: argparse.Namespace, request: RunRequest) -> Any:
+    """One more run of ``--runs N`` (progress and stdout as for the first)."""
+    with Progress(enabled=not args.quiet, verbose=args.verbose), stdout_reserved(True):
+        return run(request)
 
 
 def _handed_plan(args: argparse.Namespace) -> Plan | None:
@@ -309,7 +323,7 @@ def _sweep_point(text: str | None) -> dict[str, Any] | None:
 def _replay_observer(args: argparse.Namespace) -> Any:
     """A recorder for the warm-run memo (see cmx_core.run.replay) when this invocation is one the
     replay can reproduce: the default cache, executor and run directory, no facts file."""
-    if disabled() or args.replay_key is None or args.no_cache \
+    if disabled() or args.replay_key is None or args.no_cache or args.runs > 1 \
             or args.refresh or args.lock or args.facts or args.output or args.sweep_point \
             or args.executor not in (None, "local") \
             or args.container or args.executor_opt:

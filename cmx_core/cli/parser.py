@@ -70,6 +70,7 @@ COMMAND_MODULES: dict[str, tuple[str, str, str]] = {
     "bundle": ("bundle_cmd", "add_parser", "pack, verify, import and replay runs for someone else"),
     "completion": ("completion_cmd", "add_parser", "print a shell completion script (bash, zsh or fish)"),
     "monitor": ("monitor_cmd", "add_parser", "Prometheus and Grafana set-up for cmx runs"),
+    "system": ("system_cmd", "add_parser", "check this machine for benchmarking (noise sources and their fixes)"),
 }
 """Core commands: the module and function adding each one's parser (imported only for the
 command being run) and the one-line summary shown by ``cmx --help``."""

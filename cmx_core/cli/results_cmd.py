@@ -43,6 +43,7 @@ _STATUS_STYLE = {"valid": "green", "invalid": "red", "error": "bold red", "parti
 _VERDICT_STYLE = {
     "better": "green", "worse": "red", "same": "dim", "missing": "dim",
     "units differ": "yellow", "direction differs": "yellow", "baseline": "bold", "within noise": "cyan",
+    "inconclusive": "yellow",
 }
 
 
@@ -183,6 +184,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         comparison = replace(comparison, warnings=(*forced_warnings(found), *comparison.warnings))
     for warning in comparison.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    for run in comparison.runs[1:]:
+        if run.conditions is not None and run.conditions.state != "quiet":
+            print(f"note: run {run.run_id}: {run.conditions.reason}", file=sys.stderr)
     documents = [d for column in column_documents(_store(), args.runs) for d in column]
     faults = {d["run_id"]: report.to_json() for d in documents if (report := fault_report([d])) is not None}
     if args.json:

@@ -162,3 +162,5 @@ def _progress(point: Any, total: int) -> None:
     values = " ".join(f"{k}={v}" for k, v in point.point.items())
     print(f"cmx sweep: point {point.index + 1}/{total} {values}: {point.status} ({point.wall_s:.1f} s)"
           f"{': ' + point.message if point.failed and point.message else ''}", file=sys.stderr, flush=True)
+    for warning in point.warnings:
+        print(f"  warning: {warning}", file=sys.stderr, flush=True)

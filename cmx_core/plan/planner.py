@@ -302,7 +302,10 @@ def _memo_key(value: Any) -> Hashable | None:
 
 
 def _path_stats(rnode: ResolvedNode) -> dict[str, Any]:
-    """[size, mtime_ns] of each ``path`` input that exists: a changed file is a new key."""
+    """[size, mtime_ns, ctime_ns, inode] of each ``path`` input that exists: a changed file is a
+    new key, so a cache hit or a lock replay never takes an edited dataset for the recorded one.
+    The ctime and inode are what an edit in place cannot keep: it may put the size and the mtime
+    back (``os.utime``), but every write moves the ctime, which no user call sets back."""
     stats: dict[str, Any] = {}
     for name, spec in rnode.recipe.inputs.items():
         value = rnode.inputs.get(name)
@@ -312,7 +315,7 @@ def _path_stats(rnode: ResolvedNode) -> dict[str, Any]:
                 st = os.stat(value)
             except OSError:
                 continue
-            stats[name] = [st.st_size, st.st_mtime_ns]
+            stats[name] = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
     return stats
 
 

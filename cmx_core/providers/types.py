@@ -318,6 +318,8 @@ class ExecutionOutcome:
     """The run sampler's ``telemetry`` section (added by the engine, docs/telemetry.md)."""
     attempts: tuple[Attempt, ...] = ()
     """Every attempt of every step that was retried or failed (docs/faults.md)."""
+    conditions: Mapping[str, Any] | None = None
+    """A far side's ``conditions`` section (the machine its steps ran on, docs/busy-machine.md)."""
 
     def result_part(self) -> ResultPart | None:
         """The result part of the run: the one part, or all parts merged by section

@@ -14,7 +14,8 @@ from cmx_core.report.collect import SCORE_KEYS, ReportData, hardware_label, prim
 from cmx_core.results.numbers import fmt_number
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "report.html.j2"
-_VERDICT_CLASS = {"better": "better", "worse": "worse", "within noise": "noise", "missing": "dim", "same": "dim"}
+_VERDICT_CLASS = {"better": "better", "worse": "worse", "within noise": "noise", "inconclusive": "noise",
+                  "missing": "dim", "same": "dim"}
 
 
 def fmt(value: Any) -> str:

@@ -3,8 +3,8 @@
 Two runs of one plan (a local run and the same plan through Slurm, Ray, a container or a
 Kubernetes Job) differ in what no executor can keep equal: their ids and times, the paths
 on the side that ran them, the measured values and the name of the host. :func:`comparable`
-drops exactly that (and the ``telemetry`` section: measured, and absent where a far side
-found every node cached) and keeps the rest (status, benchmark, the metrics' names, units and
+drops exactly that (and the ``telemetry`` and ``conditions`` sections: measured, and absent
+where a far side found every node cached) and keeps the rest (status, benchmark, the metrics' names, units and
 directions, the inputs and recipes in provenance, the system but its host name, the kinds and
 names of the artifacts), so ``comparable(a) == comparable(b)`` is the test "the same run,
 elsewhere". The executor tests of cmx and its plugins use it.
@@ -43,6 +43,7 @@ def comparable(document: Mapping[str, Any]) -> dict[str, Any]:
         if key in document:
             kept[key] = sorted(k for k in document[key] or () if k not in RETRY_KEYS)
     kept.pop("telemetry", None)  # measured, and absent where every node was a cache hit
+    kept.pop("conditions", None)  # measured too (docs/busy-machine.md), and absent as telemetry is
     kept["outputs"] = sorted(document.get("outputs") or ())
     if isinstance(document.get("system"), Mapping):
         kept["system"] = {k: v for k, v in document["system"].items() if k not in HOST_FIELDS}

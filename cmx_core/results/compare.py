@@ -10,6 +10,12 @@ or the single value of one lies inside the other's range, the verdict is ``withi
 With one sample on each side the noise is unknown, and the cell says so (``1 sample, noise
 unknown``) next to its naive better/worse. Columns from different ``hardware_class``es are
 compared, but the comparison carries a warning naming both classes.
+
+Like with like (issue 43 item 4): where a column's conditions differ from the baseline's
+beyond their bounds, or both were measured beyond a noise bound
+(:mod:`cmx_core.results.like_with_like`), a cell that would be ``better`` or ``worse`` is
+``inconclusive`` and its noise note names the condition. A column whose results (or the
+baseline's) recorded no conditions is judged as before; its ``conditions`` says so.
 """
 
 from __future__ import annotations
@@ -17,15 +23,16 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from cmx_core.errors import ResultsError
 from cmx_core.results.hardware import of_document
+from cmx_core.results.like_with_like import Likeness, compare_sides
 from cmx_core.results.numbers import fmt_number
 
-Verdict = Literal["baseline", "better", "worse", "same", "within noise", "missing", "units differ",
-                  "direction differs"]
+Verdict = Literal["baseline", "better", "worse", "same", "within noise", "inconclusive", "missing",
+                  "units differ", "direction differs"]
 
 NOISE_UNKNOWN = "1 sample, noise unknown"
 
@@ -108,6 +115,8 @@ class RunColumn:
     hardware_class: str = ""
     hardware_label: str = ""
     repeats: tuple[str, ...] = ()
+    conditions: Likeness | None = None
+    """Its conditions against the baseline's (None for the baseline itself)."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +128,8 @@ class Comparison:
     def to_json(self) -> dict[str, Any]:
         return {
             "baseline": self.runs[0].run_id,
-            "runs": [{**r.__dict__, "repeats": list(r.repeats)} for r in self.runs],
+            "runs": [{**r.__dict__, "repeats": list(r.repeats),
+                      "conditions": r.conditions.to_json() if r.conditions else None} for r in self.runs],
             "hardware_classes": _hardware_groups(self.runs),
             "warnings": list(self.warnings),
             "metrics": [m.to_json() for m in self.metrics],
@@ -138,11 +148,13 @@ def compare_samples(columns: Sequence[Sequence[Mapping[str, Any]]]) -> Compariso
         raise ResultsError("compare needs at least two runs (the first is the baseline)")
     if any(not column for column in columns):
         raise ResultsError("compare: every column needs at least one run")
-    runs = tuple(_column(c) for c in columns)
+    likeness = tuple(compare_sides(columns[0], c, ("the baseline", "this run")) for c in columns[1:])
+    others = (replace(_column(c), conditions=k) for c, k in zip(columns[1:], likeness, strict=True))
+    runs = (_column(columns[0]), *others)
     documents = [d for column in columns for d in column]
-    rows = [_row(name, [[d["metrics"].get(name) for d in c] for c in columns]) for name in _names(documents)]
-    rows.append(_row(WALL_TIME, [[_wall_metric(d) for d in c] for c in columns]))
-    rows += [_row(TELEMETRY_PREFIX + name, [[_telemetry_metric(d, name) for d in c] for c in columns])
+    rows = [_row(name, [[d["metrics"].get(name) for d in c] for c in columns], likeness) for name in _names(documents)]
+    rows.append(_row(WALL_TIME, [[_wall_metric(d) for d in c] for c in columns], likeness))
+    rows += [_row(TELEMETRY_PREFIX + name, [[_telemetry_metric(d, name) for d in c] for c in columns], likeness)
              for name in _telemetry_names(documents)]
     return Comparison(runs, tuple(rows), tuple(hardware_warnings(columns) + environment_warnings(columns)))
 
@@ -271,13 +283,22 @@ def _names(documents: Sequence[Mapping[str, Any]]) -> list[str]:
 _Column = Sequence[Mapping[str, Any] | None]
 
 
-def _row(name: str, columns: Sequence[_Column]) -> MetricRow:
-    """One metric over the columns (each a list of the metric in each repeat, None if absent)."""
+def _row(name: str, columns: Sequence[_Column], likeness: Sequence[Likeness]) -> MetricRow:
+    """One metric over the columns (each a list of the metric in each repeat, None if absent);
+    ``likeness``: each non-baseline column's conditions against the baseline's."""
     base = _representative(columns[0])
     direction = base["higher_is_better"] if base else next(
         (m["higher_is_better"] for c in columns for m in c if m), None)
-    cells = [_baseline_cell(columns[0])] + [_cell(columns[0], c) for c in columns[1:]]
+    cells = [_baseline_cell(columns[0])] + [_like_with_like(_cell(columns[0], c), k)
+                                            for c, k in zip(columns[1:], likeness, strict=True)]
     return MetricRow(name, direction, tuple(cells))
+
+
+def _like_with_like(cell: Cell, likeness: Likeness) -> Cell:
+    """A better/worse cell is ``inconclusive`` where the conditions do not let it be real."""
+    if cell.verdict not in ("better", "worse") or not likeness.blocks:
+        return cell
+    return replace(cell, verdict="inconclusive", noise=f"{likeness.reason}; {cell.noise}")
 
 
 def _representative(column: _Column) -> Mapping[str, Any] | None:

@@ -80,6 +80,8 @@ class RunRecord:
     """The attempts of steps that failed, were retried or had a fault injected (docs/faults.md)."""
     injections: Sequence[Mapping[str, Any]] = ()
     """The faults the run was asked to inject (``provenance.injections``)."""
+    conditions: Mapping[str, Any] | None = None
+    """The measured window's conditions and noise warnings (``conditions``; docs/busy-machine.md)."""
 
 
 def build_document(record: RunRecord) -> dict[str, Any]:
@@ -109,6 +111,8 @@ def build_document(record: RunRecord) -> dict[str, Any]:
     )
     if record.telemetry is not None:
         document["telemetry"] = json_safe(dict(record.telemetry))
+    if record.conditions is not None:
+        document["conditions"] = json_safe(dict(record.conditions))
     if record.attempts or record.injections:
         document["attempts"] = attempts_section(record.attempts)
         document["faults"] = faults_section(record.attempts)

@@ -9,7 +9,7 @@ import re
 ENVELOPE_KEYS = frozenset({
     "schema_version", "run_id", "created_at", "status", "invalid_reasons", "benchmark",
     "metrics", "model", "cost", "system", "software", "timing", "artifacts", "outputs",
-    "error", "provenance", "notes", "telemetry", "attempts", "faults",
+    "error", "provenance", "notes", "telemetry", "attempts", "faults", "conditions",
 })
 """The top-level keys of ``schemas/result.schema.json`` (a test keeps them in step)."""
 

@@ -90,5 +90,14 @@ def _interval(original: Sequence[float], replay: Sequence[float], base: float, a
     return differences[int(tail * RESAMPLES)], differences[min(RESAMPLES - 1, int((1 - tail) * RESAMPLES))]
 
 
+def median_interval(values: Sequence[float]) -> tuple[float, float]:
+    """The percentile-bootstrap :data:`CONFIDENCE` interval of the median of ``values`` (the
+    rule's resamples and seed: the same values always give the same interval)."""
+    rng = random.Random(SEED)
+    medians = sorted(_resampled_median(rng, values) for _ in range(RESAMPLES))
+    tail = (1 - CONFIDENCE) / 2
+    return medians[int(tail * RESAMPLES)], medians[min(RESAMPLES - 1, int((1 - tail) * RESAMPLES))]
+
+
 def _resampled_median(rng: random.Random, values: Sequence[float]) -> float:
     return float(statistics.median(rng.choices(values, k=len(values))))

@@ -33,6 +33,8 @@ def run_summary(doc: dict[str, Any], path: Any) -> str:
     if len(metrics) > len(shown):
         lines.append(f"  ({len(metrics) - len(shown)} more metrics: cmx results show {doc['run_id'][:8]})")
     lines += reason_lines(doc)
+    lines += noise_lines(doc)
+    lines += note_lines(doc)
     if not metrics:
         for key, value in (doc.get("outputs") or {}).items():
             text = json.dumps(value, default=str)
@@ -73,6 +75,38 @@ def reason_lines(doc: dict[str, Any]) -> list[str]:
         lines.append(f"  not submittable ({len(blockers)} reason{'s' if len(blockers) > 1 else ''}):")
         lines += [f"    - {blocker}" for blocker in blockers]
     return lines
+
+
+def noise_lines(doc: dict[str, Any]) -> list[str]:
+    """The measured window's noise warnings (the ``conditions`` section, docs/busy-machine.md):
+    each names its cause and what to do."""
+    conditions = doc.get("conditions")
+    warnings = conditions.get("warnings") if isinstance(conditions, dict) else None
+    lines: list[str] = []
+    for warning in warnings or ():
+        if isinstance(warning, dict):
+            lines += wrapped(f"warning: {warning['message']}", "  ", "    ")
+    return lines
+
+
+def note_lines(doc: dict[str, Any]) -> list[str]:
+    """The result's ``notes`` (e.g. cmx-train's suspect ``scaling_efficiency`` with its likely
+    causes), wrapped like the noise warnings."""
+    notes = doc.get("notes")
+    return wrapped(f"note: {notes}", "  ", "    ") if isinstance(notes, str) and notes.strip() else []
+
+
+def wrapped(text: str, first: str, rest: str, width: int = 80) -> list[str]:
+    """``text`` in lines of at most ``width`` columns (a longer word stays whole), the first
+    indented by ``first`` and the others by ``rest`` (no textwrap: the warm run prints this)."""
+    lines: list[str] = []
+    line = first
+    for word in text.split():
+        if line.strip() and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = rest
+        line += word if not line.strip() else f" {word}"
+    return [*lines, line]
 
 
 def telemetry_lines(doc: dict[str, Any]) -> list[str]:

@@ -40,6 +40,7 @@ from cmx_core.resolve.resolver import Resolution, Resolver
 from cmx_core.results.document import build_document
 from cmx_core.results.store import ResultStore
 from cmx_core.run import inflight
+from cmx_core.run.conditions import conditions_section, start_window
 from cmx_core.run.execute import NodeFailed
 from cmx_core.run.facts_check import check_facts_here, facts_file_ref
 from cmx_core.run.inflight import INTERRUPTED
@@ -388,6 +389,7 @@ def _execute(chosen: Executor, request: ExecutionRequest, provenance: Provenance
     its outcome, or its own failure. Returns the result's path and document and the exit
     code of a failure."""
     started = time.time()
+    window = start_window(chosen.name)
     with observed(request, chosen.name, observe or check_settings(None)) as observation:
         try:
             outcome = observation.run(lambda: chosen.run(request))
@@ -397,7 +399,8 @@ def _execute(chosen: Executor, request: ExecutionRequest, provenance: Provenance
             outcome = failed_outcome(started, RunError(f"{chosen.name} executor: {exc}",
                                                        exit_code=executor_exit_code(exc)))
     outcome = observation.fold(outcome)
-    path, document = record_run(request, outcome, provenance, registry_events(session.registry))
+    conditions = conditions_section(window, outcome)
+    path, document = record_run(request, outcome, provenance, registry_events(session.registry), conditions)
     return path, document, outcome.error.exit_code if outcome.error else 1
 
 

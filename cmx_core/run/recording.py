@@ -54,16 +54,17 @@ def failed_outcome(started: float, error: RunError) -> ExecutionOutcome:
 
 
 def record_run(request: ExecutionRequest, outcome: ExecutionOutcome, provenance: Provenance,
-               events: EventSink) -> tuple[Path, dict[str, Any]]:
+               events: EventSink, conditions: Mapping[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
     """Write ``result.json`` (validated once), ``nodes.json`` and ``facts.json``; index the
-    result; return its path and document. A document that fails validation (a suite
+    result; return its path and document. ``conditions`` is the measured window's section
+    (:mod:`cmx_core.run.conditions`), None when the run was not measured here. A document that fails validation (a suite
     section that breaks its schema, say) is recorded as an error result instead."""
     secrets = run_secrets()  # the run's own secret values: never kept in what it writes
     redact_tree(request.run_dir, secrets)  # the logs and outputs its steps wrote
     facts = dict(outcome.facts) if outcome.facts is not None else request.context.facts.snapshot(SYSTEM_FACTS)
     _write_json(request.run_dir / NODES_FILE, redact_data([_node_json(n) for n in outcome.nodes], secrets))
     _write_json(request.run_dir / FACTS_FILE, facts)
-    record = run_record(request, outcome, provenance, facts)
+    record = replace(run_record(request, outcome, provenance, facts), conditions=conditions)
     path, document = _write(request, record, secrets)
     _index(document, path)
     events("cmx_result_written", path=path, document=document)

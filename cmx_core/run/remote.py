@@ -452,8 +452,15 @@ def fold(job: RemoteJob, status: JobStatus, fetched: Fetched, started: float, ex
                        exit_code=_far_exit(document)) if error else None,
         facts=facts if isinstance(facts, dict) else None, system=fetched.system,
         artifacts=fetched.artifacts, logs=fetched.logs, telemetry=_far_telemetry(document, job),
-        attempts=far_attempts(document),
+        attempts=far_attempts(document), conditions=_far_conditions(document),
     )
+
+
+def _far_conditions(document: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The far side's ``conditions`` section: its local executor measured the machine the
+    steps ran on (a container's far side sees the host's /proc/stat and its own processes)."""
+    section = document.get("conditions")
+    return dict(section) if isinstance(section, dict) else None
 
 
 def _far_exit(document: Mapping[str, Any]) -> int:

@@ -62,6 +62,9 @@ class PointOutcome:
     result_path: str | None = None
     message: str = ""
     wall_s: float = 0.0
+    warnings: tuple[str, ...] = ()
+    """The point's result's noise warnings and notes (:func:`point_warnings`), which
+    ``cmx sweep`` prints beside the point."""
 
     @property
     def failed(self) -> bool:
@@ -320,7 +323,19 @@ def _point_outcome(item: Prepared, outcome: ExecutionOutcome, path: Path, docume
         message = _error_line(document)
     return PointOutcome(item.index, point, status, exit_code, run_id=str(document.get("run_id")),
                         result_path=str(path), message=message,
-                        wall_s=max(0.0, (outcome.finished or time.time()) - outcome.started))
+                        wall_s=max(0.0, (outcome.finished or time.time()) - outcome.started),
+                        warnings=point_warnings(document))
+
+
+def point_warnings(document: Mapping[str, Any]) -> tuple[str, ...]:
+    """What a point's result warns of: each noise warning of its ``conditions`` (the busy
+    machine, docs/busy-machine.md), then its ``notes`` (e.g. cmx-train's suspect
+    ``scaling_efficiency`` and its likely causes)."""
+    conditions = document.get("conditions")
+    found = [str(w["message"]) for w in (conditions.get("warnings") or ()) if isinstance(w, Mapping)] \
+        if isinstance(conditions, Mapping) else []
+    notes = document.get("notes")
+    return (*found, *([notes] if isinstance(notes, str) and notes else []))
 
 
 def _error_line(document: Mapping[str, Any]) -> str:

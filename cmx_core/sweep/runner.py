@@ -44,7 +44,15 @@ from cmx_core.plan.handoff import FLAG as HANDOFF_FLAG
 from cmx_core.plan.handoff import plan_bytes
 from cmx_core.run.processes import dies_with_cmx
 from cmx_core.run.runids import new_run_id
-from cmx_core.sweep.batch import BatchSweep, Planned, PointOutcome, batch_executor, parse_point_options, run_points
+from cmx_core.sweep.batch import (
+    BatchSweep,
+    Planned,
+    PointOutcome,
+    batch_executor,
+    parse_point_options,
+    point_warnings,
+    run_points,
+)
 from cmx_core.sweep.dirs import fresh_run_dir
 from cmx_core.sweep.request import Driver, OnPoint, SweepRequest
 from cmx_core.sweep.state import (
@@ -251,7 +259,7 @@ def _run_point(index: int, point: Mapping[str, str], command: list[str], run_dir
         return PointOutcome(index, point, "failed", proc.returncode or 1, message=message, wall_s=wall)
     return PointOutcome(index, point, str(document.get("status")), proc.returncode,
                         run_id=str(document.get("run_id")), result_path=str(run_dir / "result.json"),
-                        message=message, wall_s=wall)
+                        message=message, wall_s=wall, warnings=point_warnings(document))
 
 
 def _document(path: Path) -> dict[str, Any] | None:

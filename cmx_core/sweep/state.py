@@ -32,7 +32,7 @@ from cmx_core.datautil import atomic_write, loads_bounded
 from cmx_core.errors import ResultsError, UsageError
 from cmx_core.results.store import ResultStore
 from cmx_core.run import inflight
-from cmx_core.sweep.batch import PointOutcome
+from cmx_core.sweep.batch import PointOutcome, point_warnings
 from cmx_core.sweep.dirs import run_dirs
 
 SPEC_FILE = "sweep.json"
@@ -123,7 +123,8 @@ def _read_record(path: Path) -> PointOutcome | None:
         value = loads_bounded(path.read_text(encoding="utf-8"))
         return PointOutcome(int(value["index"]), {str(k): str(v) for k, v in dict(value["point"]).items()},
                             str(value["status"]), int(value["exit_code"]), value.get("run_id"),
-                            value.get("result_path"), str(value.get("message") or ""), float(value.get("wall_s", 0)))
+                            value.get("result_path"), str(value.get("message") or ""), float(value.get("wall_s", 0)),
+                            tuple(str(w) for w in value.get("warnings") or ()))
     except (OSError, ValueError, KeyError, TypeError):
         return None  # none yet, or cut short: the point has no record
 
@@ -166,7 +167,7 @@ def _adopt(sweep_id: str, index: int, point: Mapping[str, str], dirs: Sequence[P
             continue
         ResultStore(paths.results_db()).index(document, run_dir / "result.json")
         return PointOutcome(index, dict(point), str(document.get("status")), 0, run_id=str(document["run_id"]),
-                            result_path=str(run_dir / "result.json"))
+                            result_path=str(run_dir / "result.json"), warnings=point_warnings(document))
     return None
 
 

@@ -122,7 +122,15 @@ def test_tester_protocol_as_described(doc: str) -> None:
     assert read_tester(b"Score = 5\n", 1).score is None
     assert "one that exits 0 without a score line is WRONG_ANSWER too" in words
     assert read_tester(b"ok\n", 0).wrong_answer is not None
-    assert "a prefix match: text may follow it" in words and read_tester(b"Score = 5 ok\nx\n", 0).score == 5
+    assert "a prefix match: text may follow it" in words and read_tester(b"x\nScore = 5 ok\n", 0).score == 5
+    assert "a line printed after the score line" in words and read_tester(b"Score = 5\nx\n", 0).score is None
+    assert "a `wrong answer: ` line" in words and read_tester(b"wrong answer: no\nScore = 5\n", 0).score is None
+    assert "a negative score" in words and read_tester(b"Score = -5\n", 0).score is None
+    from cmx_alebench.tools import read_reactive_tester
+
+    assert "a reactive tester that exits non-zero or prints nothing is RUNTIME_ERROR" in words
+    assert read_reactive_tester(b"wrong answer: x\n", 1).runtime_error is not None
+    assert read_reactive_tester(b"", 0).runtime_error is not None
 
 
 def test_importing_as_described(doc: str) -> None:
@@ -188,3 +196,23 @@ def test_judge_image_as_described(doc: str) -> None:
     assert "`tests/test_alebench_judge_image.py`" in words
     readme = (DOC.parents[1] / "plugins" / "alebench" / "README.md").read_text()
     assert "| `judge_image.py` |" in readme
+
+
+def test_relative_formula_as_described(doc: str) -> None:
+    from cmx_alebench.relative import Contestants, rescale
+    from cmx_alebench.scoring import RelativeType, relative_score
+
+    words = " ".join(doc.split())
+    assert "but n, the number of submissions, counts it" in words
+    assert relative_score(RelativeType.RANK_MAX, 15, [10, 20], 100, rejected=1) == 75     # n = 4, not 3
+    assert "(half to even: 62.5 gives 62)" in words
+    assert relative_score(RelativeType.RANK_MAX, 5, [10, 5, 1], 100) == 62
+    assert "rounded half up in exact integers" in words and "so M = 10^9 is exact" in words
+    assert relative_score(RelativeType.MAX, 38254217, [123456791], 10**9) == 309859155     # 309859155.5 in floats
+    assert relative_score(RelativeType.MAX, 50, [80], 100) == 63                           # 62.5 exactly: up
+    assert "a total of 0 takes the standings file's score-0 row's rank" in words
+    scaled = rescale(RelativeType.MAX, 100, [0], Contestants(((5,), (0,))))
+    assert scaled.placement(40).rank == 40
+    assert "adds max(0.5·(tied + 1) \u2212 1, 0)" in words
+    tied = rescale(RelativeType.MAX, 100, [5], Contestants(((5,), (5,), (10,))))           # ours 50, two others 50
+    assert (tied.placement(9).rank, tied.placement(9).rank_for_performance) == (2, 2.5)

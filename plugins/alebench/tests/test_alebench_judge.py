@@ -130,8 +130,15 @@ def test_a_worker_judges_its_cases_in_one_sandbox_session(problem: Problem, inpu
     ('print("Score = 900", file=sys.stderr)\nsys.exit(1)\n', JudgeResult.WRONG_ANSWER, "the tester exited 1"),
     # exit 0 and no score line: WRONG_ANSWER too, not an internal error
     ('print("all fine", file=sys.stderr)\n', JudgeResult.WRONG_ANSWER, "no 'Score = N' line"),
-    # a prefix match of the score line, with text after it and a line after that
-    ('print("Score = 77 (debug)", file=sys.stderr)\nprint("done", file=sys.stderr)\n', JudgeResult.ACCEPTED, ""),
+    # a prefix match of the score line: text may follow it on its line
+    ('print("debug", file=sys.stderr)\nprint("Score = 77 (debug)", file=sys.stderr)\n', JudgeResult.ACCEPTED, ""),
+    # ALE-Bench's WRONG_ANSWER cases: a line after the score line, a 'wrong answer: ' line beside a
+    # score and an exit 0, a negative score
+    ('print("Score = 77", file=sys.stderr)\nprint("done", file=sys.stderr)\n', JudgeResult.WRONG_ANSWER,
+     "a line after its 'Score = N' line"),
+    ('print("wrong answer: out of range", file=sys.stderr)\nprint("Score = 77", file=sys.stderr)\n',
+     JudgeResult.WRONG_ANSWER, "wrong answer: out of range"),
+    ('print("Score = -5", file=sys.stderr)\n', JudgeResult.WRONG_ANSWER, "no 'Score = N' line: Score = -5"),
 ])
 def test_tester_exit_and_score_line_decide_the_verdict(problem: Problem, input_cache: Path, tmp_path: Path,
                                                        tester_tail: str, verdict: JudgeResult, message: str) -> None:
@@ -246,8 +253,9 @@ def _bisect_guesses(hidden: int) -> int:
 
 @pytest.mark.parametrize(("code", "verdict", "message"), [
     (BISECT, JudgeResult.ACCEPTED, ""),
-    ('print("many", flush=True)\n', JudgeResult.WRONG_ANSWER, "'many' is not a guess"),
-    ("pass\n", JudgeResult.WRONG_ANSWER, "ended before guessing"),
+    # the tester exits 1 (after its own 'wrong answer: ' line): ALE-Bench's RUNTIME_ERROR
+    ('print("many", flush=True)\n', JudgeResult.RUNTIME_ERROR, "the tester exited 1"),
+    ("pass\n", JudgeResult.RUNTIME_ERROR, "the tester exited 1"),
     ("while True:\n    pass\n", JudgeResult.TIME_LIMIT_EXCEEDED, "execution time"),
 ])
 def test_a_reactive_problem_runs_the_solution_under_its_tester(problem: Problem, tmp_path: Path, code: str,
@@ -273,6 +281,35 @@ def test_a_reactive_problem_runs_the_solution_under_its_tester(problem: Problem,
     if verdict is JudgeResult.ACCEPTED:
         hidden = sum(int(t) for t in inputs[0].split()) % 1000
         assert case.absolute_score == 1000 - 10 * _bisect_guesses(hidden)
+
+
+@pytest.mark.parametrize(("tester", "verdict", "message"), [
+    # the tester runs the solution and prints nothing: ALE-Bench's RUNTIME_ERROR
+    ("import subprocess, sys\nsubprocess.run(sys.argv[1:], stdin=sys.stdin)\n", JudgeResult.RUNTIME_ERROR,
+     "printed nothing"),
+    # a score line, then another line: WRONG_ANSWER, as for a batch tester
+    ('import sys\nprint("Score = 5", file=sys.stderr)\nprint("bye", file=sys.stderr)\n', JudgeResult.WRONG_ANSWER,
+     "a line after"),
+    ('import sys\nprint("Score = 5", file=sys.stderr)\n', JudgeResult.ACCEPTED, ""),
+])
+def test_a_reactive_testers_silence_is_a_runtime_error(problem: Problem, tmp_path: Path, tester: str,
+                                                       verdict: JudgeResult, message: str) -> None:
+    import json
+
+    from cmx_alebench.problem import load_problem
+
+    root = tmp_path / "reactive"
+    shutil.copytree(problem.root, root)
+    data = json.loads((root / "data.json").read_text())
+    data["metadata"]["problem_type"] = "reactive"
+    (root / "data.json").write_text(json.dumps(data))
+    (root / "tools" / "tester.py").write_text(tester)
+    reactive = load_problem(root)
+    runner = SandboxRunner()
+    inputs = case_inputs(runner, reactive, [0], tmp_path / "cache")
+    ev = Judge(runner, reactive, language("python")).evaluate("pass\n", inputs, "public", False, tmp_path / "w")
+    case = ev.cases[0]
+    assert case.judge_result is verdict and message in case.message, case.message
 
 
 def test_each_case_is_reported_as_it_is_judged(problem: Problem, input_cache: Path, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from cmx_alebench.judge import CaseResult, summarize
 from cmx_alebench.relative import Contestants, load_contestants, rescale
 from cmx_alebench.scoring import RelativeType, overall_absolute, relative_score
 from cmx_alebench.standings import Group
-from cmx_alebench.tools import read_tester
+from cmx_alebench.tools import read_reactive_tester, read_tester
 from cmx_alebench.verdicts import PRIORITY, JudgeResult, overall
 from cmx_core.errors import UsageError
 
@@ -95,7 +95,12 @@ def test_relative_results_missing_column_is_a_usage_error(tmp_path: Path) -> Non
 @pytest.mark.parametrize(("stderr", "exit_code", "score", "wa"), [
     (b"debug\nScore = 1234\n", 0, 1234, None),
     (b"Score = 5\n\n", 0, 5, None),
-    (b"Score = 5\ntrailing\n", 0, 5, None),                        # a prefix match, not the last line
+    (b"Score = 5\ntrailing\n", 0, None,                            # a line after the score line: WA
+     "the tester printed a line after its 'Score = N' line: trailing"),
+    (b"wrong answer: x < 0\nScore = 5\n", 0, None, "wrong answer: x < 0\nScore = 5"),   # exit 0 and a score: WA
+    (b"Score = -5\n", 0, None, "the tester printed no 'Score = N' line: Score = -5"),   # a negative score: WA
+    (b"\n  Score = 6  \n\n", 0, 6, None),                          # the whole stderr is stripped ...
+    (b"x\n  Score = 6\n", 0, None, "the tester printed no 'Score = N' line:   Score = 6"),   # ... not each line
     (b"Score = 12 (seed 3)\n", 0, 12, None),                       # a prefix match: the rest of the line is free
     (b"Score = 1\nScore = 7\n", 0, 7, None),                       # the last score line counts
     (b"Score = 900\n", 1, None, "the tester exited 1: Score = 900"),  # a score and a non-zero exit: WA
@@ -107,3 +112,18 @@ def test_relative_results_missing_column_is_a_usage_error(tmp_path: Path) -> Non
 def test_tester_protocol(stderr: bytes, exit_code: int, score: int | None, wa: str | None) -> None:
     verdict = read_tester(stderr, exit_code)
     assert (verdict.score, verdict.wrong_answer) == (score, wa)
+
+
+@pytest.mark.parametrize(("stderr", "exit_code", "score", "wa", "re"), [
+    (b"Score = 5\n", 0, 5, None, None),
+    (b"wrong answer: bad\n", 1, None, None, "the tester exited 1: wrong answer: bad"),   # exit 1: RE
+    (b"", 0, None, None, "the tester printed nothing on stderr: (no stderr)"),           # nothing: RE
+    (b" \n", 0, None, None, "the tester printed nothing on stderr: (no stderr)"),
+    (b"Score = 5\nbye\n", 0, None, "the tester printed a line after its 'Score = N' line: bye", None),
+    (b"Score = -1\n", 0, None, "the tester printed no 'Score = N' line: Score = -1", None),
+    (b"wrong answer: x\nScore = 5\n", 0, 5, None, None),     # reactive: ALE-Bench reads only the last line
+])
+def test_reactive_tester_protocol(stderr: bytes, exit_code: int, score: int | None, wa: str | None,
+                                  re: str | None) -> None:
+    verdict = read_reactive_tester(stderr, exit_code)
+    assert (verdict.score, verdict.wrong_answer, verdict.runtime_error) == (score, wa, re)

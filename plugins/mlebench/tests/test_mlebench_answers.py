@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cmx_core.errors import UsageError
-from cmx_mlebench.competition import load_competition
+from cmx_mlebench.competition import Competition, load_competition
 from cmx_mlebench.grading import grade, load_answers, read_csv
 from cmx_mlebench.prepare import Prepared, prepare
 
@@ -34,6 +34,18 @@ def grade(submission, answers):
         raise ValueError("the submission's essay_id values differ from the answers'")
     hits = sum(truth[int(i)] == g for i, g in zip(submission["essay_id"], submission["grade"]))
     return hits / len(truth)
+
+
+def nan_score(submission, answers):
+    return float("nan")
+
+
+def inf_score(submission, answers):
+    return float("inf")
+
+
+def text_score(submission, answers):
+    return "0.5"
 
 
 def exact_floats(submission, answers):
@@ -63,7 +75,7 @@ def _layout(tmp_path: Path, answers_name: str = "answers.jsonl") -> tuple[Path, 
     public.mkdir(parents=True)
     private.mkdir(parents=True)
     (private / "answers.jsonl").write_text(
-        "".join(json.dumps({"essay_id": i, "grade": g}) + "\n" for i, g in enumerate(GRADES)) + "\n")
+        "".join(json.dumps({"essay_id": i, "grade": g}) + "\n" for i, g in enumerate(GRADES)))
     (public / "sample_submission.csv").write_text("essay_id,grade\n" + "".join(f"{i},A\n" for i in range(8)))
     return defs, data, tmp_path / "pkg"
 
@@ -89,7 +101,7 @@ def test_jsonl_answers_are_graded_as_a_list_of_objects(on_path: tuple[Path, Path
     found = prepare(COMP, tmp_path / "node", data_dir=data, competitions_dir=defs)
     assert found.prepared_as == "as-is" and found.competition.answers.suffix == ".jsonl"
     answers = load_answers(found.competition.answers)
-    assert answers == [{"essay_id": i, "grade": g} for i, g in enumerate(GRADES)]   # the blank line skipped
+    assert answers == [{"essay_id": i, "grade": g} for i, g in enumerate(GRADES)]
     submission = tmp_path / "submission.csv"
     submission.write_text("essay_id,grade\n" + "".join(f"{i},{g if i < 6 else 'C'}\n" for i, g in enumerate(GRADES)))
     report = grade(found.competition, submission, checksums=found.checksums)
@@ -224,3 +236,88 @@ def test_raw_data_without_mlebench_is_one_line(tmp_path: Path, monkeypatch: pyte
     assert "raw" in str(info.value) and "\n" not in str(info.value)
 
 
+
+
+def reference_read_jsonl(path: Path) -> list[object]:
+    """REFERENCE, transcribed from MLE-bench (mlebench/utils.py ``read_jsonl``, as ``load_answers`` calls it)."""
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    ('{"essay_id": 0, "grade": "A"}\n\n{"essay_id": 1, "grade": "B"}\n', 2),     # a blank line inside
+    ('{"essay_id": 0, "grade": "A"}\n\n', 2),                                      # a blank line at the end
+    ('{"essay_id": 0, "grade": "A"}\n   \n', 2),                                   # only spaces
+    ('\n{"essay_id": 0, "grade": "A"}', 1),
+])
+def test_a_blank_jsonl_line_fails_as_the_real_grader_does(tmp_path: Path, text: str, line: int) -> None:
+    path = tmp_path / "answers.jsonl"
+    path.write_text(text)
+    with pytest.raises(json.JSONDecodeError):
+        reference_read_jsonl(path)
+    with pytest.raises(UsageError, match=rf"answers\.jsonl:{line}: a blank line") as info:
+        load_answers(path)
+    assert "\n" not in str(info.value)
+
+
+def test_a_last_jsonl_line_without_its_newline_is_read_as_the_real_grader_does(tmp_path: Path) -> None:
+    path = tmp_path / "answers.jsonl"
+    path.write_text('{"essay_id": 0, "grade": "A"}\n{"essay_id": 1, "grade": NaN}')
+    read = load_answers(path)
+    assert json.dumps(read) == json.dumps(reference_read_jsonl(path))
+    assert read[0] == {"essay_id": 0, "grade": "A"}
+
+
+def _grading_with(defs: Path, data: Path, function: str) -> Competition:
+    config = defs / COMP / "config.yaml"
+    config.write_text(config.read_text().replace(":grade\n", f":{function}\n"))
+    return load_competition(defs / COMP, data)
+
+
+def test_a_nan_score_is_valid_with_no_medal_as_in_mlebench(on_path: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """MLE-bench: ``round(nan, 5)`` is a score (not None), so the submission is valid; every medal
+    comparison with NaN is false. The grading report is written with NaN, as ``json.dump`` writes it."""
+    import math
+
+    from cmx_mlebench.result import grading_report, write_json
+
+    defs, data, _ = on_path
+    competition = _grading_with(defs, data, "nan_score")
+    report = grade(competition, competition.sample_submission, checksums=None)
+    assert report.score is not None and math.isnan(report.score) and report.valid_submission
+    assert not report.any_medal and not report.above_median and report.reason is None
+    written = write_json(tmp_path / "grading_report.json", grading_report([report.to_dict()], 1))
+    assert '"score": NaN' in written.read_text()
+
+
+def test_an_infinite_score_is_kept_and_ranked_as_in_mlebench(on_path: tuple[Path, Path, Path]) -> None:
+    defs, data, _ = on_path
+    competition = _grading_with(defs, data, "inf_score")
+    report = grade(competition, competition.sample_submission, checksums=None)
+    assert report.score == float("inf") and report.valid_submission and report.gold_medal   # higher is better
+
+
+def test_a_score_that_is_not_a_number_is_invalid_where_mlebench_stops(on_path: tuple[Path, Path, Path]) -> None:
+    """MLE-bench's ``round("0.5", 5)`` raises a TypeError out of ``grade_csv``; cmx reports the
+    submission invalid with the reason (listed in docs/mlebench.md as more lenient)."""
+    defs, data, _ = on_path
+    competition = _grading_with(defs, data, "text_score")
+    with pytest.raises(TypeError):
+        round("0.5", 5)  # type: ignore[call-overload]
+    report = grade(competition, competition.sample_submission, checksums=None)
+    assert report.score is None and not report.valid_submission and "not a number" in str(report.reason)
+
+
+def test_a_submission_over_the_size_limit_is_not_read(on_path: tuple[Path, Path, Path],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stricter than MLE-bench (which reads any size): over ``MAX_SUBMISSION_BYTES`` is not read."""
+    from cmx_mlebench import grading
+
+    defs, data, _ = on_path
+    competition = load_competition(defs / COMP, data)
+    size = competition.sample_submission.stat().st_size
+    monkeypatch.setattr(grading, "MAX_SUBMISSION_BYTES", size - 1)
+    report = grade(competition, competition.sample_submission, checksums=None)
+    assert report.submission_exists and report.score is None and f"is {size} bytes, over" in str(report.reason)
+    monkeypatch.setattr(grading, "MAX_SUBMISSION_BYTES", size)
+    assert grade(competition, competition.sample_submission, checksums=None).score == 0.375

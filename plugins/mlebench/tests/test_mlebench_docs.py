@@ -120,3 +120,11 @@ def test_the_agent_result_names_its_enforcement() -> None:
     assert '"limits": {"enforced_by": run.result.enforced_by}' in code
     schema = json.loads((Path(steps.__file__).parent / "schemas" / "mle_bench.schema.json").read_text())
     assert "limits" in schema["$defs"]["agent"]["required"]
+
+
+def test_every_difference_from_the_real_grader_names_a_test_that_exists() -> None:
+    section = DOC.split("### Where cmx differs from `mlebench.grade`")[1].split("\n## ")[0]
+    named = set(re.findall(r"`(test_[a-z0-9_]+)`", section))
+    defined = set(re.findall(r"^def (test_[a-z0-9_]+)\(", "".join(
+        p.read_text() for p in (ROOT / "plugins" / "mlebench" / "tests").glob("test_*.py")), re.M))
+    assert len(named) >= 9 and named <= defined, named - defined

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from cmx_train.config import PARAMS
+from cmx_train.scaling import FORMULA, NOISY_CV, SUSPECT_ABOVE, Baseline, Efficiency, Point, efficiency
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -60,7 +61,7 @@ def test_every_parameter_of_the_step_is_an_input_of_the_recipes() -> None:
         steps = recipe["steps"][0]["with"]
         assert set(steps) <= set(PARAMS), recipe["name"]
     for key in ("rdzv_timeout_s", "timeout_s", "memory_limit_mb", "max_batch", "baseline_samples_per_s",
-                "target_accuracy", "max_epochs", "weights", "seed"):
+                "target_accuracy", "max_epochs", "weights", "seed", "scaling", "threads_per_rank"):
         assert f"`{key}`" in README, key
 
 
@@ -77,3 +78,36 @@ def test_the_headline_query_plans_on_an_h100_machine_only(cli: Any, as_json: Any
 def test_the_overhead_benchmark_exists_and_train_k8s_is_gone(cli: Any) -> None:
     assert cli("train-k8s", "--help").returncode != 0  # multi-node on Kubernetes: --executor k8s (docs/training.md)
     assert (ROOT.parents[1] / "benchmarks" / "bench_train.py").is_file()
+
+
+def _listed_causes() -> list[str]:
+    section = README.split("**An efficiency above 1.05 is suspect**")[1].split("## ")[0]
+    return re.findall(r"^\* `([^`]+)`", section, re.M)
+
+
+def test_the_suspect_causes_the_readme_lists_are_the_ones_the_step_gives() -> None:
+    """test_train_scaling checks when each fires; here that the README quotes them as written."""
+    assert f"**An efficiency above {SUSPECT_ABOVE} is suspect**" in README and NOISY_CV == 0.1
+    source = "input baseline_samples_per_s"
+    given = [efficiency("strong", Point(440.0, 2, threads_per_rank=t), Baseline(base, source, measured))
+             for t, base, measured in (
+                 (2, Point(100.0, 1, threads_per_rank=1), True),
+                 (1, Point(100.0, 1, threads_per_rank=2), True),
+                 (2, Point(100.0, 1), True),
+                 (2, Point(100.0, 1, threads_per_rank=2, total_threads=2, cores=1), True),
+                 (2, Point(100.0, 1, threads_per_rank=2, step_time_cv=0.8), True),
+                 (2, Point(100.0, 1), False))]
+    causes = [cause for judged in given for cause in judged.causes]
+    listed = _listed_causes()
+    assert len(listed) == len(causes) == 6
+    for quoted, cause in zip(listed, causes, strict=True):
+        assert cause.startswith(quoted), (quoted, cause)
+    example = Efficiency("strong", FORMULA["strong"], 2.0, True, ("...",)).warning()
+    assert example is not None and f"`cmx-train: warning: {example[:-3]}" in " ".join(README.split())
+
+
+def test_the_readme_states_both_formulas_as_the_results_record_them() -> None:
+    for kind, step_times in (("strong", "t(1) / (N x t(N))"), ("weak", "t(1) / t(N)")):
+        assert step_times in FORMULA[kind] and f"`{step_times}`" in README, kind
+    sweeps = (ROOT.parents[1] / "docs" / "sweeps.md").read_text()
+    assert f"above {SUSPECT_ABOVE} is flagged as suspect" in " ".join(sweeps.split())

@@ -11,9 +11,9 @@ from cmx_alebench.inputs import case_inputs
 from cmx_alebench.judge import CaseResult, Evaluation, Judge
 from cmx_alebench.languages import Language
 from cmx_alebench.problem import Problem
-from cmx_alebench.relative import load_contestants, rescale
+from cmx_alebench.relative import Rescaled, load_contestants, rescale
 from cmx_alebench.runner import Runner
-from cmx_alebench.standings import Group, load_performance, load_standings, place
+from cmx_alebench.standings import load_performance, load_standings, place
 from cmx_alebench.verdicts import JudgeResult
 
 
@@ -61,21 +61,26 @@ def run_request(request: Request, runner: Runner, cache: Path, work: Path,
 def rate(problem: Problem, evaluation: Evaluation, index: int, lite: bool) -> Rated:
     """Rank and performance of a private evaluation (relative problems rescaled first)."""
     standings = load_standings(problem.standings_path(lite))
-    total = evaluation.absolute_score
     relative_path = problem.relative_results_path(lite)
     meta = problem.metadata
+    spot = place(evaluation.absolute_score, standings)
     if meta.relative_score_type is not None and meta.relative_max_score is not None:
         if relative_path is None:
             return Rated(index, evaluation, None, None,
                          f"{problem.root}: relative_results.csv is missing, so the relative score cannot be computed")
-        evaluation, standings = _relative(problem, evaluation, relative_path)
-        total = evaluation.relative_score or 0
-    spot = place(total, standings)
+        evaluation, scaled = _relative(problem, evaluation, relative_path)
+        spot = scaled.placement(standings[-1].first)
     performance = load_performance(problem.root / "performance.csv").performance(spot.rank_for_performance)
     return Rated(index, evaluation, spot.rank, performance, None)
 
 
-def _relative(problem: Problem, evaluation: Evaluation, path: Path) -> tuple[Evaluation, tuple[Group, ...]]:
+def _relative(problem: Problem, evaluation: Evaluation, path: Path) -> tuple[Evaluation, Rescaled]:
+    """The evaluation with its relative scores, and the rescaled field it is ranked in.
+
+    The reported overall relative score is 0 unless the verdict counts (AC, or
+    ``allow_score_non_ac``; never CE or IE), as ALE-Bench's ``overall_relative_score``; the rank
+    uses the sum over the accepted cases either way, as ALE-Bench's ``get_new_rank`` does.
+    """
     meta = problem.metadata
     assert meta.relative_score_type is not None and meta.relative_max_score is not None
     field = load_contestants(path, len(evaluation.cases))
@@ -85,4 +90,4 @@ def _relative(problem: Problem, evaluation: Evaluation, path: Path) -> tuple[Eva
     counted = evaluation.judge_result is JudgeResult.ACCEPTED or evaluation.allow_score_non_ac
     total = scaled.total if counted and evaluation.judge_result not in (
         JudgeResult.COMPILATION_ERROR, JudgeResult.INTERNAL_ERROR) else 0
-    return replace(evaluation, cases=cases, relative_score=total), scaled.standings
+    return replace(evaluation, cases=cases, relative_score=total), scaled

@@ -20,7 +20,7 @@ from cmx_alebench.languages import Language
 from cmx_alebench.problem import Problem
 from cmx_alebench.runner import Call, CallLimits, Ending, Ran, Runner, lane
 from cmx_alebench.scoring import overall_absolute
-from cmx_alebench.tools import Tools, read_tester
+from cmx_alebench.tools import Tools, read_reactive_tester, read_tester
 from cmx_alebench.verdicts import JudgeResult, overall
 from cmx_core.errors import UsageError
 
@@ -128,7 +128,8 @@ class Judge:
                        runner: Runner) -> CaseResult:
         """A reactive case, as ALE-Bench judges one: the tester gets the input on stdin and runs
         the solution itself (``tester SOLUTION...``); the call carries the case's limits, and the
-        tester's exit and score line give the verdict."""
+        tester's exit and score line give the verdict (a tester that exits non-zero or prints
+        nothing is RUNTIME_ERROR, as in ALE-Bench)."""
         call = self.tools.reactive_call(self.language.run, run_dir, self.limits,
                                         {**self.language.binds, str(build_dir): "/sol"}, dict(self.language.env),
                                         case_input)
@@ -136,7 +137,10 @@ class Judge:
         early = self._limit_verdict(seed, ran, reactive=True)
         if early is not None:
             return early
-        verdict = read_tester(ran.stderr, ran.exit_code)
+        verdict = read_reactive_tester(ran.stderr, ran.exit_code)
+        if verdict.runtime_error is not None:
+            return CaseResult(seed, JudgeResult.RUNTIME_ERROR, 0, ran.execution_time_s, ran.memory_bytes,
+                              verdict.runtime_error)
         if verdict.score is None:
             return CaseResult(seed, JudgeResult.WRONG_ANSWER, 0, ran.execution_time_s, ran.memory_bytes,
                               verdict.wrong_answer or "")

@@ -3,7 +3,8 @@ for that case, totals re-summed and everyone re-ranked.
 
 ``relative_results[_lite].csv`` has one row per contestant and a column ``private_<i>``
 per private case holding that contestant's absolute score; an empty or negative cell is a
-rejected case and takes no part.
+rejected case: it scores 0 and takes no part in ``best``, ``better`` or ``tied``, but it counts
+in n, the number of submissions (as ALE-Bench counts it).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx_alebench.scoring import RelativeType, relative_score
-from cmx_alebench.standings import Group
+from cmx_alebench.scoring import RelativeType, case_relative
+from cmx_alebench.standings import Group, Placement
 from cmx_core.errors import UsageError
 
 
@@ -56,28 +57,47 @@ def _cell(text: str | None, path: Path) -> int | None:
 
 @dataclass(frozen=True)
 class Rescaled:
-    """Our relative score per case, our total and the re-ranked standings with us left out."""
+    """Our relative score per case (None: rejected), our total, and every contestant's total
+    (best first) rescaled with us in the pool."""
 
     ours: tuple[int | None, ...]
     total: int
-    standings: tuple[Group, ...]
+    others: tuple[int, ...]
+
+    @property
+    def standings(self) -> tuple[Group, ...]:
+        """The contestants' totals as standings groups, with a score-0 row below them."""
+        return _groups(self.others)
+
+    def placement(self, zero_rank: int) -> Placement:
+        """Our rank among the contestants, as ALE-Bench's ``get_new_rank`` ranks a relative total.
+
+        A total of 0 takes ``zero_rank``, the standings file's score-0 row. Otherwise the rank is
+        1 + the totals above ours, and the rank for the performance adds half of every total equal
+        to ours (ours included) less one: ``rank + max(0.5 * (tied + 1) - 1, 0)``.
+        """
+        if self.total == 0:
+            return Placement(zero_rank, float(zero_rank))
+        rank = 1 + sum(1 for other in self.others if other > self.total)
+        tied = sum(1 for other in self.others if other == self.total)
+        return Placement(rank, float(rank) + max(0.5 * (tied + 1) - 1.0, 0.0))
 
 
 def rescale(kind: RelativeType, max_score: int, ours: Sequence[int | None], field: Contestants) -> Rescaled:
-    """Rescale every case for us and for each contestant (everyone's pool includes us)."""
+    """Rescale every case for us and for each contestant: everyone's pool includes us, and n
+    counts every submission, rejected ones too (ALE-Bench's ``recalculate_relative_score``)."""
     everyone = [tuple(ours), *field.rows]
-    rescaled = []
-    for index, person in enumerate(everyone):
-        scores: list[int | None] = []
-        for case, own in enumerate(person):
-            if own is None:
-                scores.append(None)
-                continue
-            others = [p[case] for i, p in enumerate(everyone) if i != index]
-            scores.append(relative_score(kind, own, [o for o in others if o is not None], max_score))
-        rescaled.append(tuple(scores))
-    totals = sorted((sum(s for s in row if s is not None) for row in rescaled[1:]), reverse=True)
-    return Rescaled(rescaled[0], sum(s for s in rescaled[0] if s is not None), _groups(totals))
+    totals = [0] * len(everyone)
+    scaled_ours: list[int | None] = []
+    for case in range(len(ours)):
+        column = [person[case] for person in everyone]
+        accepted = sorted(score for score in column if score is not None)
+        for index, own in enumerate(column):
+            value = None if own is None else case_relative(kind, own, accepted, len(column), max_score)
+            totals[index] += value or 0
+            if index == 0:
+                scaled_ours.append(value)
+    return Rescaled(tuple(scaled_ours), totals[0], tuple(sorted(totals[1:], reverse=True)))
 
 
 def _groups(totals: Sequence[int]) -> tuple[Group, ...]:

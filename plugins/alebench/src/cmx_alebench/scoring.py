@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
 import enum
-import math
 from collections.abc import Sequence
 
 from cmx_alebench.verdicts import JudgeResult
@@ -29,28 +29,44 @@ def overall_absolute(verdict: JudgeResult, cases: Sequence[tuple[JudgeResult, in
     return sum(score for result, score in cases if result is JudgeResult.ACCEPTED)
 
 
-def round_half_up(value: float) -> int:
-    """Round to the nearest integer, halves away from zero (the scores are never negative)."""
-    return math.floor(value + 0.5)
+def ratio_half_up(numerator: int, denominator: int) -> int:
+    """``numerator / denominator`` rounded half up in exact integers, as ALE-Bench rounds ``max``
+    and ``min`` (floating point would round M·s/best up where the exact value is just below a half:
+    with M = 10^9 that moves a case by one point)."""
+    quotient, remainder = divmod(numerator, denominator)
+    return quotient + (1 if remainder * 2 >= denominator else 0)
 
 
-def relative_score(kind: RelativeType, score: int, others: Sequence[int], max_score: int) -> int:
-    """One case's relative score given the other submissions' scores on that case.
+def relative_score(kind: RelativeType, score: int, others: Sequence[int], max_score: int, rejected: int = 0) -> int:
+    """One case's relative score given the other submissions' accepted scores on that case.
 
-    ``others`` are the accepted scores of every other submission (rejected ones left out by
-    the caller). ``max``: M·s/best; ``min``: M·best/s; ``rank_*``:
-    round(M·(1 - (better + tied/2)/n)) with n counting this submission too.
+    ``others`` are the accepted scores of every other submission; ``rejected`` counts the other
+    submissions rejected on the case (they take part in n, as ALE-Bench counts them).
+    See :func:`case_relative`.
     """
-    pool = [*others, score]
+    accepted = sorted([*others, score])
+    return case_relative(kind, score, accepted, len(others) + 1 + rejected, max_score)
+
+
+def case_relative(kind: RelativeType, score: int, accepted: Sequence[int], n: int, max_score: int) -> int:
+    """One accepted score's relative score, ALE-Bench's arithmetic (``recalculate_relative_score``).
+
+    ``accepted``: every accepted score on the case, ``score`` included, ascending; ``n``: every
+    submission, rejected ones included. ``max``: M·s/best and ``min``: M·best/s, rounded half up
+    in exact integers (:func:`ratio_half_up`); ``rank_*``: Python's
+    ``round(M * (1.0 - (better + tied / 2) / n))`` in floating point (half to even), ``tied``
+    not counting the score itself. Where ALE-Bench stops with an error (every accepted score 0
+    on a ``max`` case; an accepted 0 on a ``min`` case) the case scores 0.
+    """
     if kind is RelativeType.MAX:
-        best = max(pool)
-        return 0 if best <= 0 else round_half_up(max_score * score / best)
+        best = accepted[-1]
+        return 0 if best <= 0 else ratio_half_up(max_score * score, best)
     if kind is RelativeType.MIN:
-        best = min(pool)
-        return 0 if score <= 0 else round_half_up(max_score * best / score)
-    better = sum(1 for other in others if (other > score if kind is RelativeType.RANK_MAX else other < score))
-    tied = sum(1 for other in others if other == score)
-    return round_half_up(max_score * (1 - (better + tied / 2) / len(pool)))
+        return 0 if score <= 0 else ratio_half_up(max_score * accepted[0], score)
+    low, high = bisect.bisect_left(accepted, score), bisect.bisect_right(accepted, score)
+    better = len(accepted) - high if kind is RelativeType.RANK_MAX else low
+    tied = high - low - 1
+    return round(max_score * (1.0 - (better + tied / 2) / n))
 
 
 def parse_relative_type(value: object, where: str) -> RelativeType | None:

@@ -14,7 +14,7 @@ from cmx_core.errors import UsageError
 
 TOOLS_AT = "/tools"
 TOOL_LIMITS = CallLimits(wall_s=60.0, cpu_s=60.0, memory_bytes=2 << 30, output_bytes=64 << 20)
-SCORE_PREFIX = re.compile(r"^Score = (-?\d+)")
+SCORE_PREFIX = re.compile(r"Score = (\d+)")
 
 
 BUILT_RECORD = "cmx-tools.json"
@@ -90,22 +90,52 @@ def _built_bin_dir(record: Path) -> Path:
 
 @dataclass(frozen=True)
 class TesterVerdict:
-    """What the tester says: a score (accepted), or why the output is a wrong answer."""
+    """What the tester says: a score (accepted), why the output is a wrong answer, or (reactive
+    problems) why the case is a runtime error."""
 
     score: int | None
     wrong_answer: str | None
+    runtime_error: str | None = None
 
 
 def read_tester(stderr: bytes, exit_code: int | None) -> TesterVerdict:
-    """The real testers' protocol (§3.5): the score is the last stderr line that starts with
-    ``Score = `` followed by an integer; a non-zero exit is WRONG_ANSWER even with a score
-    printed, and an exit 0 without a score line is WRONG_ANSWER too."""
-    lines = [line.strip() for line in stderr.decode("utf-8", errors="replace").splitlines() if line.strip()]
-    told = next((line for line in lines if line.lower().startswith("wrong answer")), None)
-    scores = [m.group(1) for m in (SCORE_PREFIX.match(line) for line in lines) if m is not None]
-    last = lines[-1][:200] if lines else "(no stderr)"
+    """A batch tester's verdict, read as ALE-Bench's case runner reads it (§3.5), in this order:
+    a non-zero exit is WRONG_ANSWER (even with a score printed); so is a stderr that contains
+    ``wrong answer: `` anywhere; otherwise the last line of the stripped stderr must start with
+    ``Score = `` and digits (text may follow them), else WRONG_ANSWER: a line printed after the
+    score line, a negative score or no stderr at all is a wrong answer."""
+    text = stderr.decode("utf-8", errors="replace").strip()
+    told = WRONG_ANSWER + text.split(WRONG_ANSWER)[1][:300] if WRONG_ANSWER in text else None
     if exit_code != 0:
-        return TesterVerdict(None, told or f"the tester exited {exit_code}: {last}")
-    if not scores:
-        return TesterVerdict(None, told or f"the tester printed no 'Score = N' line: {last}")
-    return TesterVerdict(int(scores[-1]), None)
+        return TesterVerdict(None, told or f"the tester exited {exit_code}: {_last(text)}")
+    if told is not None:
+        return TesterVerdict(None, told)
+    return _score_line(text)
+
+
+def read_reactive_tester(stderr: bytes, exit_code: int | None) -> TesterVerdict:
+    """A reactive tester's verdict (it ran the solution itself), as ALE-Bench reads it: a
+    non-zero exit or an empty stderr is RUNTIME_ERROR; otherwise the last stderr line must be the
+    score line, as for a batch tester (a ``wrong answer: `` line alone does not decide)."""
+    text = stderr.decode("utf-8", errors="replace").strip()
+    if exit_code != 0 or not text:
+        reason = f"the tester exited {exit_code}" if exit_code != 0 else "the tester printed nothing on stderr"
+        return TesterVerdict(None, None, f"{reason}: {_last(text)}")
+    return _score_line(text)
+
+
+WRONG_ANSWER = "wrong answer: "
+
+
+def _score_line(text: str) -> TesterVerdict:
+    last = text.splitlines()[-1] if text else ""
+    match = SCORE_PREFIX.match(last)
+    if match is None:
+        after = any(SCORE_PREFIX.match(line) for line in text.splitlines())
+        what = "printed a line after its 'Score = N' line" if after else "printed no 'Score = N' line"
+        return TesterVerdict(None, f"the tester {what}: {_last(text)}")
+    return TesterVerdict(int(match.group(1)), None)
+
+
+def _last(text: str) -> str:
+    return text.splitlines()[-1][:200] if text else "(no stderr)"

@@ -29,7 +29,7 @@ from cmx_detect.fingerprints import (
     fp_python,
     fp_torch,
 )
-from cmx_detect.models import detect, hub_cache
+from cmx_detect.models import detect, hub_cache, tree_stamp
 from cmx_detect.source import LiveSource, Source
 from cmx_detect.system import detect_cpu, detect_memory, detect_os, detect_python
 from cmx_detect.torchinfo import detect_torch
@@ -108,7 +108,9 @@ def _models(src: Source) -> Any:
 
 
 def fp_models(src: Source) -> str:
-    """The model roots and their mtimes: a new snapshot or directory refreshes the fact."""
+    """The model roots and their mtimes, and the stats of every model file (inode, size, mtime,
+    ctime: :func:`~cmx_detect.models.tree_stamp`): a new snapshot or directory, or a file
+    edited in place, refreshes the fact."""
     env = _model_env(src)
     roots = [hub_cache(env), *(p for p in env.get("CMX_MODEL_PATHS", "").split(os.pathsep) if p)]
     stamps = []
@@ -117,7 +119,7 @@ def fp_models(src: Source) -> str:
             stamps.append(f"{root}:{os.stat(root).st_mtime_ns}")
         except OSError:
             stamps.append(f"{root}:-")
-    return ";".join(sorted(env.items()).__repr__().split()) + "|" + ";".join(stamps)
+    return ";".join(sorted(env.items()).__repr__().split()) + "|" + ";".join(stamps) + "|" + tree_stamp(env)
 
 
 def gpus_for(src: Source) -> Any:

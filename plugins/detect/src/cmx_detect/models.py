@@ -13,8 +13,11 @@ Where it looks (docs/models.md):
 For each model: the architecture (``config.json``), the parameter count and dtype (read from
 the safetensors headers, no tensor is loaded), the shards, the tokenizer files, a content
 digest and tags such as ``llama3.1-8b``. The digest is the sha256 of a manifest of every
-file's relative path and sha256; each file's sha256 is cached by its inode, size and mtime,
-so a second look at an unchanged tree only stats the files.
+file's relative path and sha256; each file's sha256 is cached by its inode, size, mtime and
+inode change time (ctime), so a second look at an unchanged tree only stats the files, and an
+in-place edit is hashed again even when it keeps the size and puts the mtime back (any write
+sets the ctime, and ``os.utime`` cannot set it back): what a lock or bundle replay verifies is
+the content, not a stat.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import hashlib
 import json
 import os
 import struct
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -115,6 +119,19 @@ def detect(env: Mapping[str, str] | None = None, cache_file: Path | None = None)
         out.append(describe(directory, source, name, revision, cache).to_json())
     cache.save()
     return out
+
+
+def tree_stamp(env: Mapping[str, str] | None = None) -> str:
+    """The sha256 of every model file's real path, inode, size, mtime and ctime: part of the
+    ``models`` fact's fingerprint, so an in-place edit (even one that restores the mtime)
+    refreshes the cached fact at once instead of after its 60 s. Stats only, no file is read."""
+    lines = []
+    for directory, _source, _name, _revision in candidates(env):
+        for file in sorted(p for p in directory.rglob("*") if p.is_file()):
+            real = os.path.realpath(file)
+            st = os.stat(real)
+            lines.append(f"{real}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n")
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 
 # --- one model ----------------------------------------------------------------------------------
@@ -216,7 +233,12 @@ def size_tag(parameters: int | None) -> str | None:
 # --- content digest ---------------------------------------------------------------------------
 
 class DigestCache:
-    """File sha256s keyed by real path and checked against (inode, size, mtime_ns)."""
+    """File sha256s keyed by real path and checked against (inode, size, mtime_ns, ctime_ns).
+
+    The ctime is what makes a cached digest safe for verification: an in-place edit that keeps
+    the size and restores the mtime (``os.utime``) still moves the ctime, which no user call
+    can set, so the file is hashed again. An entry written before the ctime was kept (four
+    fields) never matches and is hashed again once."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -234,15 +256,18 @@ class DigestCache:
     def sha256(self, file: Path) -> str:
         real = os.path.realpath(file)
         stat = os.stat(real)
-        key = [stat.st_ino, stat.st_size, stat.st_mtime_ns]
+        key = [stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
         known = self.entries.get(real)
-        if known is not None and known[:3] == key:
-            return str(known[3])
+        if known is not None and len(known) == 5 and known[:4] == key:
+            return str(known[4])
         digest = hashlib.sha256()
         with open(real, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
         self.hashed += 1
+        if known is not None and len(known) == 5 and known[:3] == key[:3] and known[4] != digest.hexdigest():
+            print(f"cmx: warning: model file {real} changed in place with its size and mtime kept "
+                  f"(sha256 {str(known[4])[:12]}... -> {digest.hexdigest()[:12]}...)", file=sys.stderr)
         self.entries[real] = [*key, digest.hexdigest()]
         self._dirty = True
         return digest.hexdigest()

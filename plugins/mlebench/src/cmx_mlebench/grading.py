@@ -2,8 +2,10 @@
 file; it is read with ``float_precision="round_trip"`` (as MLE-bench's ``read_csv``), the
 answers too when they are a ``.csv``, and a ``.jsonl`` answers file is handed to the grader
 as a list of its lines' JSON objects (MLE-bench's ``load_answers``); its score is the
-grader's value rounded to 5 decimals; any exception of the grader (an invalid submission or
-anything else) leaves it without a score, and the reason is kept.
+grader's value rounded to 5 decimals (NaN and infinities included: MLE-bench keeps them, and a
+NaN earns no medal); any exception of the grader (an invalid submission or anything else)
+leaves it without a score, and the reason is kept. docs/mlebench.md lists every case where
+cmx is stricter or more lenient than ``mlebench.grade``.
 
 Beyond MLE-bench, a submission that is a symbolic link or larger than ``MAX_SUBMISSION_BYTES``
 is not read (an agent could point ``submission.csv`` at the answers), and the private
@@ -13,7 +15,7 @@ answers are checked against the split's checksums before they are used.
 from __future__ import annotations
 
 import json
-import math
+import numbers
 import os
 import stat
 from dataclasses import dataclass
@@ -46,15 +48,21 @@ def read_csv(path: Path) -> Any:
 
 
 def read_jsonl(path: Path) -> list[Any]:
-    """One JSON value per non-empty line; a malformed line is a one-line UsageError naming it."""
+    """One JSON value per line, as MLE-bench's ``read_jsonl`` (``json.loads`` of every line of
+    the file) reads the answers: a blank line, which makes the real grader fail, or a malformed
+    line is a one-line UsageError naming the file and the line."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the answers ({exc.strerror})") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()     # the newline that ends the last line
     values = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
-            continue
+            raise UsageError(f"{path}:{number}: a blank line; MLE-bench's grader reads every line as JSON and fails "
+                             "on it, so remove it")
         try:
             values.append(json.loads(line))
         except json.JSONDecodeError as exc:
@@ -105,12 +113,13 @@ def score_submission(competition: Competition, path: Path) -> Scored:
     answers = load_answers(competition.answers)
     grade = competition.grade_fn()
     try:
-        value = float(grade(submission, answers))
+        value: object = grade(submission, answers)
     except Exception as exc:  # noqa: BLE001 - MLE-bench: any grader exception means no score
         return Scored(None, True, f"invalid submission: {_one_line(exc)}")
-    if not math.isfinite(value):
-        return Scored(None, True, f"invalid submission: the grader returned {value}")
-    return Scored(round(value, 5), True, None)
+    if not isinstance(value, numbers.Real):
+        return Scored(None, True, f"invalid submission: the grader returned {type(value).__name__} {value!r}, "
+                                  "not a number")
+    return Scored(round(float(value), 5), True, None)     # NaN and infinities too, as MLE-bench keeps them
 
 
 def grade(competition: Competition, path: Path, *, checksums: Path | None, leaderboard_source: str | None = None,

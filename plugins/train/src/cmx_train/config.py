@@ -20,6 +20,7 @@ MODELS = ("digits-cnn", "resnet50", "bert-base")
 PRECISIONS = ("fp32", "bf16", "fp16")
 BACKENDS = ("gloo", "nccl")
 DEVICES = ("cpu", "cuda")
+SCALINGS = ("strong", "weak")
 
 PARAMS: dict[str, str] = {
     "mode": "throughput, time-to-accuracy or max-batch",
@@ -32,7 +33,11 @@ PARAMS: dict[str, str] = {
                 "started them: RANK/WORLD_SIZE set) or none",
     "nproc": "processes per node",
     "nodes": "nodes (torchrun: --nnodes with the c10d rendezvous on MASTER_ADDR)",
-    "batch_size": "global batch size (split evenly over the ranks)",
+    "batch_size": "strong scaling: the global batch size (split evenly over the ranks); weak: the batch of each rank",
+    "scaling": "strong (the global batch stays fixed as ranks grow) or weak (the batch of each rank stays fixed); "
+               "says which 1-process point is the baseline of scaling_efficiency",
+    "threads_per_rank": "torch threads and OMP_NUM_THREADS of every rank (0: the cores divided by the largest "
+                        "ranks per node of the sweep, at least 1; outside a sweep by this run's nproc)",
     "steps": "throughput: timed steps",
     "warmup_steps": "throughput: untimed steps before the timed ones",
     "lr": "learning rate (SGD with momentum 0.9)",
@@ -64,6 +69,8 @@ class TrainConfig:
     nproc: int = 1
     nodes: int = 1
     batch_size: int = 64
+    scaling: str = "strong"
+    threads_per_rank: int = 0
     steps: int = 20
     warmup_steps: int = 3
     lr: float = 0.05
@@ -86,8 +93,13 @@ class TrainConfig:
         return self.nproc * self.nodes
 
     @property
+    def global_batch_size(self) -> int:
+        """Strong scaling: ``batch_size``; weak: ``batch_size`` on every rank."""
+        return self.batch_size * self.world_size if self.scaling == "weak" else self.batch_size
+
+    @property
     def per_rank_batch(self) -> int:
-        return self.batch_size // self.world_size
+        return self.global_batch_size // self.world_size
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,11 +112,12 @@ class TrainConfig:
         return TrainConfig(**json.loads(path.read_text(encoding="utf-8")))
 
 
-_CHOICES = {"mode": MODES, "model": MODELS, "precision": PRECISIONS, "backend": BACKENDS, "device": DEVICES}
+_CHOICES = {"mode": MODES, "model": MODELS, "precision": PRECISIONS, "backend": BACKENDS, "device": DEVICES,
+            "scaling": SCALINGS}
 """The launcher is not among them: the registered launchers decide (:func:`cmx_train.launch.find_launcher`)."""
 _MIN = {"nproc": 1, "nodes": 1, "batch_size": 1, "steps": 1, "warmup_steps": 0, "seed": 0, "max_epochs": 1,
         "max_batch": 1, "memory_limit_mb": 0, "image_size": 32, "seq_len": 8, "samples": 1, "timeout_s": 1,
-        "rdzv_timeout_s": 1, "master_port": 0, "baseline_samples_per_s": 0}
+        "rdzv_timeout_s": 1, "master_port": 0, "baseline_samples_per_s": 0, "threads_per_rank": 0}
 
 
 def parse(params: Mapping[str, Any]) -> TrainConfig:
@@ -150,7 +163,10 @@ def _check(config: TrainConfig) -> None:
         raise UsageError(f"train: target_accuracy must be in (0, 1], got {config.target_accuracy}")
     if config.lr <= 0:
         raise UsageError(f"train: lr must be positive, got {config.lr}")
-    if config.mode != "max-batch" and config.batch_size % config.world_size:
+    if config.mode == "max-batch" and config.scaling == "weak":
+        raise UsageError("train: scaling weak applies to throughput and time-to-accuracy (max-batch searches the "
+                         "batch of each rank)")
+    if config.mode != "max-batch" and config.global_batch_size % config.world_size:
         raise UsageError(f"train: batch_size {config.batch_size} is not divisible by the {config.world_size} ranks "
                          f"(nproc {config.nproc} x nodes {config.nodes})")
     if config.backend == "nccl" and config.device != "cuda":

@@ -60,6 +60,10 @@ def free_port() -> int:
 
 
 def threads_per_rank(config: TrainConfig) -> int:
+    """The configuration's ``threads_per_rank`` (the step resolves it once for the sweep:
+    :func:`cmx_train.threads.choose`), else ``CMX_TRAIN_THREADS``, else the cores shared out."""
+    if config.threads_per_rank > 0:
+        return config.threads_per_rank
     given = os.environ.get("CMX_TRAIN_THREADS")
     if given:
         return max(1, int(given))

@@ -44,7 +44,7 @@ class MlLog:
         for key, value in ((c.SUBMISSION_BENCHMARK, BENCHMARK[cfg.model]), (c.SUBMISSION_ORG, "cmx"),
                            (c.SUBMISSION_DIVISION, "open"), (c.SUBMISSION_STATUS, "research"),
                            (c.SUBMISSION_PLATFORM, f"{cfg.nodes}x{cfg.nproc}-{cfg.device}"),
-                           (c.GLOBAL_BATCH_SIZE, cfg.batch_size), (c.SEED, cfg.seed),
+                           (c.GLOBAL_BATCH_SIZE, cfg.global_batch_size), (c.SEED, cfg.seed),
                            (c.OPT_NAME, "sgd"), (c.OPT_BASE_LR, cfg.lr),
                            ("lowest_numerical_precision_in_linear", PRECISION[cfg.precision]),
                            ("lowest_numerical_precision_in_attn", PRECISION[cfg.precision]),

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import statistics
+import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,7 +20,8 @@ from cmx_train.config import TrainConfig, parse
 from cmx_train.launch import run
 from cmx_train.maxbatch import search
 from cmx_train.mlperf_log import BENCHMARK
-from cmx_train.scaling import baseline_from_sweep
+from cmx_train.scaling import Baseline, Efficiency, Point, baseline_from_sweep, efficiency
+from cmx_train.threads import ThreadChoice, choose, cores
 
 SUITE = "train"
 MODE_NAME = {"throughput": "throughput", "time-to-accuracy": "time_to_accuracy", "max-batch": "max_batch"}
@@ -25,6 +29,8 @@ MODE_NAME = {"throughput": "throughput", "time-to-accuracy": "time_to_accuracy",
 
 def run_step(ctx: StepContext) -> StepOutput:
     config = parse(ctx.params)
+    threads = choose(config, ctx.run_dir, os.environ)  # once for the sweep: every point the same
+    config = replace(config, threads_per_rank=threads.per_rank)
     work = ctx.work_dir / "train"
     log = ctx.log_dir / "train-launch.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -33,7 +39,7 @@ def run_step(ctx: StepContext) -> StepOutput:
         return _max_batch_output(config, found, work)
 
     ranks = run(config, work, log, ctx.launchers)
-    return _output(ctx, config, ranks, work)
+    return _output(ctx, config, ranks, work, threads)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -69,7 +75,28 @@ def honesty(config: TrainConfig) -> list[str]:
     return reasons
 
 
-def _metrics(config: TrainConfig, rows: Sequence[Mapping[str, Any]], baseline: float | None) -> dict[str, Metric]:
+def step_time_cv(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The coefficient of variation of the global step times (None below two steps)."""
+    times = _step_times(rows)
+    if len(times) < 2 or statistics.fmean(times) <= 0:
+        return None
+    return statistics.stdev(times) / statistics.fmean(times)
+
+
+def threads_record(choice: ThreadChoice, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Ranks, threads per rank and total threads as the ranks read them back from torch;
+    ``per_rank`` is null where the ranks disagree (each rank's own is in ``ranks``)."""
+    used = [r.get("threads") for r in rows]
+    known = [u for u in used if isinstance(u, int) and u > 0]
+    same = len(known) == len(used) and len(set(known)) == 1
+    return {"ranks": len(rows), "per_rank": known[0] if same else None,
+            "total": sum(known) if len(known) == len(used) else None, "requested_per_rank": choice.per_rank,
+            "chosen_by": choice.chosen_by, "cores": cores(),
+            "omp_num_threads": rows[0].get("omp_num_threads") if rows else None,
+            "interop_threads": rows[0].get("interop_threads") if rows else None}
+
+
+def _metrics(config: TrainConfig, rows: Sequence[Mapping[str, Any]]) -> dict[str, Metric]:
     window = max(r["window_s"] for r in rows)
     total = sum(r["samples"] for r in rows)
     sps = total / window if window > 0 else None
@@ -88,11 +115,6 @@ def _metrics(config: TrainConfig, rows: Sequence[Mapping[str, Any]], baseline: f
         metrics[f"peak_memory_bytes_rank{r['rank']}"] = Metric(r["peak_memory_bytes"], "bytes", False)
     if config.mode == "throughput":
         metrics["samples_per_joule"] = Metric(_per_joule(rows, total), "samples/J", True)
-    if config.mode == "throughput" and baseline is None and config.world_size == 1:
-        baseline = sps  # the 1-process point is its own baseline
-    if config.mode == "throughput":
-        efficiency = sps / (config.world_size * baseline) if sps and baseline else None
-        metrics["scaling_efficiency"] = Metric(efficiency, "ratio", True)
     if config.mode == "time-to-accuracy":
         first = rows[0]
         metrics["val_accuracy"] = Metric(first["val_accuracy"][-1] if first["val_accuracy"] else None, "ratio", True)
@@ -117,12 +139,27 @@ def _model_info(config: TrainConfig) -> dict[str, Any]:
     return {"name": config.model, "weights": weights, "weights_path": config.weights or None, "weights_sha256": sha}
 
 
-def _output(ctx: StepContext, config: TrainConfig, ranks: Any, work: Path) -> StepOutput:
+def _point(config: TrainConfig, rows: Sequence[Mapping[str, Any]], sps: float | None,
+           threads: Mapping[str, Any]) -> Point | None:
+    if not sps:
+        return None
+    return Point(sps, config.world_size, threads["per_rank"], threads["total"], threads["cores"], step_time_cv(rows))
+
+
+def _output(ctx: StepContext, config: TrainConfig, ranks: Any, work: Path, threads: ThreadChoice) -> StepOutput:
     rows = sorted(ranks.rows, key=lambda r: r["rank"])
-    baseline, baseline_from = _baseline(ctx, config)
-    metrics = _metrics(config, rows, baseline)
-    if baseline is None and config.mode == "throughput" and config.world_size == 1:
-        baseline, baseline_from = metrics["samples_per_second"].value, "this run (1 process)"
+    found = _baseline(ctx, config)
+    metrics = _metrics(config, rows)
+    record = threads_record(threads, rows)
+    point = _point(config, rows, metrics["samples_per_second"].value, record)
+    if found is None and point is not None and config.mode == "throughput" and config.world_size == 1:
+        found = Baseline(point, "this run (1 process)")  # the 1-process point is its own baseline
+    judged = efficiency(config.scaling, point, found) if config.mode == "throughput" else None
+    if judged is not None:
+        metrics["scaling_efficiency"] = Metric(judged.value, "ratio", True)
+    warning = judged.warning() if judged is not None else None
+    if warning:
+        print(f"cmx-train: warning: {warning}", file=sys.stderr)
     status: Literal["valid", "invalid"] = "valid"
     reasons: list[str] = []
     converged = None
@@ -141,10 +178,10 @@ def _output(ctx: StepContext, config: TrainConfig, ranks: Any, work: Path) -> St
             if not verdict.accepted and converged:
                 status = "invalid"
                 reasons.append(f"MLPerf compliance checker: {verdict.message}")
-    section = _section(config, rows, ranks, _Judged(baseline, baseline_from, converged, compliance))
+    section = _section(config, rows, ranks, _Judged(found, converged, compliance, judged, record))
     (work / "section.json").write_text(json.dumps(section, indent=1), encoding="utf-8")
     part = ResultPart(status=status, benchmark=_benchmark(config, metrics), metrics=metrics,
-                      invalid_reasons=tuple(reasons), sections={SUITE: section})
+                      invalid_reasons=tuple(reasons), sections={SUITE: section}, notes=warning or "")
     outputs = {"samples_per_second": metrics["samples_per_second"].value, "world_size": config.world_size,
                "converged": converged, "status": status, "work_dir": str(work)}
     return StepOutput(outputs=outputs, result=part, artifacts=tuple(artifacts))
@@ -157,24 +194,23 @@ def _benchmark(config: TrainConfig, metrics: Mapping[str, Metric]) -> dict[str, 
             "mode": MODE_NAME[config.mode], "division": "unofficial", "primary_metric": primary}
 
 
-def _baseline(ctx: StepContext, config: TrainConfig) -> tuple[float | None, str | None]:
+def _baseline(ctx: StepContext, config: TrainConfig) -> Baseline | None:
     if config.baseline_samples_per_s > 0:
-        return config.baseline_samples_per_s, "input baseline_samples_per_s"
-    found = baseline_from_sweep(ctx.run_dir, config)
-    if found is not None:
-        return found
-    return None, None
+        return Baseline(Point(config.baseline_samples_per_s, 1), "input baseline_samples_per_s", measured=False)
+    return baseline_from_sweep(ctx.run_dir, config)
 
 
 @dataclass(frozen=True)
 class _Judged:
     """What the step concluded about a run, beside the ranks' rows: its scaling baseline and
-    where it came from, whether it converged, the compliance checker's verdict."""
+    where it came from, whether it converged, the compliance checker's verdict, the scaling
+    efficiency with its suspicion, and the threads the ranks used."""
 
-    baseline: float | None
-    baseline_from: str | None
+    baseline: Baseline | None
     converged: bool | None
     compliance: Any
+    efficiency: Efficiency | None
+    threads: Mapping[str, Any]
 
 
 def _section(config: TrainConfig, rows: Sequence[Mapping[str, Any]], ranks: Any, judged: _Judged) -> dict[str, Any]:
@@ -190,7 +226,7 @@ def _section(config: TrainConfig, rows: Sequence[Mapping[str, Any]], ranks: Any,
         "nproc": config.nproc,
         "nodes": config.nodes,
         "world_size": config.world_size,
-        "global_batch_size": config.batch_size,
+        "global_batch_size": config.global_batch_size,
         "per_rank_batch_size": config.per_rank_batch,
         "seed": config.seed,
         "lr": config.lr,
@@ -201,15 +237,20 @@ def _section(config: TrainConfig, rows: Sequence[Mapping[str, Any]], ranks: Any,
         "epochs": rows[0]["epochs"],
         "val_accuracy": list(rows[0]["val_accuracy"]),
         "losses": list(rows[0]["losses"]),
-        "baseline_samples_per_s": judged.baseline,
-        "baseline_from": judged.baseline_from,
+        "scaling": config.scaling,
+        "threads": dict(judged.threads),
+        "step_time_cv": step_time_cv(rows),
+        "efficiency": judged.efficiency.to_json() if judged.efficiency is not None else None,
+        "baseline_samples_per_s": judged.baseline.point.samples_per_s if judged.baseline else None,
+        "baseline_from": judged.baseline.source if judged.baseline else None,
+        "baseline_threads_per_rank": judged.baseline.point.threads_per_rank if judged.baseline else None,
         "compliance": judged.compliance,
         "unofficial_reasons": honesty(config),
         "launch_wall_s": ranks.wall_s,
         "ranks": [{"rank": r["rank"], "host": r["host"], "samples": r["samples"], "window_s": r["window_s"],
                    "samples_per_second": r["samples"] / r["window_s"] if r["window_s"] > 0 else None,
                    "peak_memory_bytes": r["peak_memory_bytes"], "energy_j": r.get("energy_j"),
-                   "energy_source": r.get("energy_source") or None} for r in rows],
+                   "energy_source": r.get("energy_source") or None, "threads": r.get("threads")} for r in rows],
     }
 
 
@@ -224,6 +265,7 @@ def _max_batch_output(config: TrainConfig, found: Any, work: Path) -> StepOutput
                "precision": config.precision, "device": config.device, "backend": config.backend,
                "launcher": config.launcher, "nproc": config.nproc, "nodes": config.nodes,
                "world_size": config.world_size, "seed": config.seed, "memory_limit_mb": config.memory_limit_mb,
+               "threads_per_rank": config.threads_per_rank,
                "max_batch": config.max_batch, "oom_seen": found.first_oom is not None,
                "first_oom_batch_size": found.first_oom, "oom_message": found.first_oom_message,
                "capped": found.capped, "probes": found.probes, "unofficial_reasons": honesty(config)}

@@ -63,6 +63,9 @@ class Figures:
     oom_message: str = ""
     energy_j: float | None = None  # this node's, read by its local rank 0 over the timed window
     energy_source: str = ""
+    threads: int = 0  # torch.get_num_threads() as the rank trained, read back, not assumed
+    interop_threads: int = 0
+    omp_num_threads: str | None = None
 
 
 def rank_from_env() -> Rank:
@@ -97,7 +100,7 @@ def _run(config: TrainConfig, me: Rank, out: Path) -> list[dict[str, Any]]:
     import torch  # deferred: torch only when this runs (0 modules)
     import torch.distributed as dist  # deferred: torch only when this runs (0 modules)
 
-    torch.set_num_threads(max(1, int(os.environ.get("CMX_TRAIN_THREADS", "1"))))
+    torch.set_num_threads(config.threads_per_rank or max(1, int(os.environ.get("CMX_TRAIN_THREADS", "1"))))
     if me.world != config.world_size:
         raise RuntimeError(f"world size mismatch: the launcher started {me.world} ranks, "
                            f"the run needs nproc x nodes = {config.world_size}")
@@ -156,7 +159,9 @@ def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
     scaler = torch.amp.GradScaler(device.type) if config.precision == "fp16" else None
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(config.precision)
     loss_fn = torch.nn.CrossEntropyLoss()
-    figures = Figures(rank=me.rank, host=socket.gethostname())
+    figures = Figures(rank=me.rank, host=socket.gethostname(), threads=torch.get_num_threads(),
+                      interop_threads=torch.get_num_interop_threads(),
+                      omp_num_threads=os.environ.get("OMP_NUM_THREADS"))
 
     meter = Meter(config.device) if me.local_rank == 0 else None
     if meter is not None:
@@ -214,7 +219,7 @@ def batches(config: TrainConfig, me: Rank, n: int, epoch: int) -> Iterator[Any]:
     import torch  # deferred: torch only when this runs (0 modules)
 
     order = torch.randperm(n, generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
-    per = config.batch_size // me.world if config.mode != "max-batch" else config.batch_size
+    per = config.global_batch_size // me.world if config.mode != "max-batch" else config.batch_size
     size = per * me.world
     if n < size:  # a batch bigger than the data set: sample with replacement
         order = torch.randint(0, n, (size,), generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
