@@ -251,6 +251,21 @@ def _bisect_guesses(hidden: int) -> int:
         low, high = (low, guess - 1) if hidden < guess else (guess + 1, high)
 
 
+def _reactive(problem: Problem, tmp_path: Path, tester: str) -> Problem:
+    """A copy of ``problem`` made reactive, with ``tester`` as its tester."""
+    import json
+
+    from cmx_alebench.problem import load_problem
+
+    root = tmp_path / "reactive"
+    shutil.copytree(problem.root, root)
+    data = json.loads((root / "data.json").read_text())
+    data["metadata"]["problem_type"] = "reactive"
+    (root / "data.json").write_text(json.dumps(data))
+    (root / "tools" / "tester.py").write_text(tester)
+    return load_problem(root)
+
+
 @pytest.mark.parametrize(("code", "verdict", "message"), [
     (BISECT, JudgeResult.ACCEPTED, ""),
     # the tester exits 1 (after its own 'wrong answer: ' line): ALE-Bench's RUNTIME_ERROR
@@ -261,17 +276,7 @@ def _bisect_guesses(hidden: int) -> int:
 def test_a_reactive_problem_runs_the_solution_under_its_tester(problem: Problem, tmp_path: Path, code: str,
                                                                verdict: JudgeResult, message: str) -> None:
     """The tester runs the solution itself inside the case's call (one sandbox call per case)."""
-    import json
-
-    from cmx_alebench.problem import load_problem
-
-    root = tmp_path / "reactive"
-    shutil.copytree(problem.root, root)
-    data = json.loads((root / "data.json").read_text())
-    data["metadata"]["problem_type"] = "reactive"
-    (root / "data.json").write_text(json.dumps(data))
-    (root / "tools" / "tester.py").write_text(REACTIVE_TESTER)
-    reactive = load_problem(root)
+    reactive = _reactive(problem, tmp_path, REACTIVE_TESTER)
     runner = SandboxRunner()
     inputs = case_inputs(runner, reactive, [0], tmp_path / "cache")
     judge = Judge(runner, reactive, language("python"))
@@ -294,17 +299,7 @@ def test_a_reactive_problem_runs_the_solution_under_its_tester(problem: Problem,
 ])
 def test_a_reactive_testers_silence_is_a_runtime_error(problem: Problem, tmp_path: Path, tester: str,
                                                        verdict: JudgeResult, message: str) -> None:
-    import json
-
-    from cmx_alebench.problem import load_problem
-
-    root = tmp_path / "reactive"
-    shutil.copytree(problem.root, root)
-    data = json.loads((root / "data.json").read_text())
-    data["metadata"]["problem_type"] = "reactive"
-    (root / "data.json").write_text(json.dumps(data))
-    (root / "tools" / "tester.py").write_text(tester)
-    reactive = load_problem(root)
+    reactive = _reactive(problem, tmp_path, tester)
     runner = SandboxRunner()
     inputs = case_inputs(runner, reactive, [0], tmp_path / "cache")
     ev = Judge(runner, reactive, language("python")).evaluate("pass\n", inputs, "public", False, tmp_path / "w")
