@@ -56,7 +56,7 @@ CLI_RESERVED_INPUTS = frozenset({
     "refresh", "no_cache", "strict_plugins", "verbose", "executor_opt", "input", "help",
     "allow_drift", "strict", "sweep_point", "plan_on_stdin", "quiet", "disable_plugin",
     "metrics_port", "no_telemetry", "telemetry_interval", "soak", "wide", "resume",
-    "retries", "retry_on", "retry_backoff", "inject", "chaos",
+    "retries", "retry_on", "retry_backoff", "inject", "chaos", "runs",
 })
 
 
