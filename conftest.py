@@ -30,7 +30,7 @@ SHARED_SERVICE_GROUPS = {
     "plugins/alebench/tests/test_alebench_judge_image.py": "docker",
     "plugins/alebench/tests/test_alebench_toolchain.py": "docker",
 }
-# scopes that take minutes (measured with --durations; see README's "Tests"): started first
+# scopes that take minutes (measured with --durations, as CONTRIBUTING.md says): started first
 LONG_FIRST = ("docker", "tests/test_registry_ci.py", "plugins/cm/tests/test_cm_vs_cm.py",
               "plugins/mlperf/tests/test_mlperf_peak_runs.py", "ray", "slurm", "tests/test_kit_mutations.py",
               "tests/test_replay_busy.py")

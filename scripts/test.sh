@@ -13,7 +13,7 @@ export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
 # checked before anything is installed or started, so a typo costs a second, not the install
 workers=${CMX_TEST_WORKERS:-4}
 case "$workers" in
-  ''|*[!0-9]*) echo "scripts/test.sh: CMX_TEST_WORKERS must be a whole number (0: no workers), not '$workers'" >&2
+  ''|*[!0-9]*) echo "scripts/test.sh: CMX_TEST_WORKERS is a whole number (0: none), not '$workers'" >&2
                exit 2 ;;
 esac
 

@@ -70,7 +70,7 @@ def test_test_sh_runs_the_whole_list_on_workers_and_checks_the_count_first() -> 
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [
-        "scripts/test.sh: CMX_TEST_WORKERS must be a whole number (0: no workers), not 'four'"]
+        "scripts/test.sh: CMX_TEST_WORKERS is a whole number (0: none), not 'four'"]
 
 
 def test_the_readme_says_how_the_suite_runs_and_how_long_it_takes() -> None:
