@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,31 @@ def test_two_imports_of_the_same_base_give_the_same_tags(engine, base_image) -> 
     labels = inspect_image(engine, LOCAL_BASE)["Config"]["Labels"]  # type: ignore[index]
     assert labels[ROOTFS_LABEL] == second.rootfs_digest
     assert image_spec("python", engine, DigestMemo(None)).tag == python_tag  # no import changes a template's tag
+
+
+RACE_REF = "cmx-test-race:bookworm-minbase"
+
+
+def test_three_imports_at_once_end_on_one_image(engine, base_image) -> None:  # type: ignore[no-untyped-def]
+    """Two cmx runs on a fresh engine (or two test workers) import the base at the same time:
+    every one of them goes on with the image the name finally names (CI saw a template built
+    on one import while the caller held the id of another)."""
+    tarball_dir = Path(base_image.tarball.parent) if base_image.tarball else Path(
+        os.environ.get("CMX_TEST_CACHE") or Path(os.environ["CMX_HOME"]) / "rootfs")
+    assert inspect_image(engine, RACE_REF) is None
+    try:
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            imported = list(pool.map(lambda _: ensure_base(engine, tarball_dir, ref=RACE_REF), range(3)))
+        named = inspect_image(engine, RACE_REF)
+        assert named is not None
+        assert {base.image_id for base in imported} == {named["Id"]}
+    finally:
+        client = sdk_client(engine)
+        try:
+            if inspect_image(engine, RACE_REF) is not None:
+                client.api.remove_image(RACE_REF, noprune=True)
+        finally:
+            client.close()
 
 
 def test_a_secret_in_the_context_is_refused_before_anything_is_built(engine, base_image,  # type: ignore[no-untyped-def]

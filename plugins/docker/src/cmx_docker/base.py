@@ -16,6 +16,7 @@ imports of the same tarball, here or on another machine, give the same tags.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,12 +143,44 @@ def rootfs_digest(tarball: Path) -> str:
 def ensure_base(endpoint: Endpoint, cache: Path, suite: str = "bookworm",
                 ref: str = LOCAL_BASE, force: bool = False) -> BaseImage:
     """Import the debootstrap base as ``ref`` (and its content tag) unless the engine already
-    has it with its rootfs digest; ``force`` imports again."""
+    has it with its rootfs digest; ``force`` imports again.
+
+    Two imports at once (two cmx runs on a fresh engine, or two test workers) would each
+    tag their own import, and the one that tagged first would go on with an image id the
+    alias no longer names: the import holds a lock in ``cache`` and looks again once it has it."""
+    found = None if force else _imported(endpoint, ref, suite)
+    if found is not None:
+        return found
+    tarball = rootfs_tarball(suite, cache)
+    with _held(tarball.parent / f"{suite}-minbase.import.lock"):
+        found = None if force else _imported(endpoint, ref, suite)
+        return found if found is not None else _import(endpoint, tarball, ref, suite)
+
+
+@contextlib.contextmanager
+def _held(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path``; none where the cache is not ours to write (a read-only
+    shared cache): the import then goes on as before, unserialized."""
+    try:
+        lock = open(path, "w")  # noqa: SIM115  (closed below, after the lock is released)
+    except OSError:
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _imported(endpoint: Endpoint, ref: str, suite: str) -> BaseImage | None:
+    """The base the engine already has as ``ref``, when it carries its rootfs digest."""
     doc = inspect_image(endpoint, ref)
     label = _labels(doc).get(ROOTFS_LABEL) if doc else None
-    if doc is not None and label and not force:
-        return BaseImage(ref=ref, image_id=doc["Id"], suite=suite, mirror="", tarball=None, rootfs_digest=label)
-    tarball = rootfs_tarball(suite, cache)
+    if doc is None or not label:
+        return None
+    return BaseImage(ref=ref, image_id=doc["Id"], suite=suite, mirror="", tarball=None, rootfs_digest=label)
+
+
+def _import(endpoint: Endpoint, tarball: Path, ref: str, suite: str) -> BaseImage:
     digest = rootfs_digest(tarball)
     base = BaseImage(ref=ref, image_id="", suite=suite, mirror="", tarball=tarball, rootfs_digest=digest)
     client = sdk_client(endpoint)

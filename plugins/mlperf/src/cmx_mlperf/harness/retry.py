@@ -75,6 +75,15 @@ def next_spec(original: LoadgenSpec, current: LoadgenSpec, log: DetailLog,
     return None
 
 
+def with_calibration(report: dict[str, Any], calibrated: dict[str, Any] | None) -> dict[str, Any]:
+    """The last attempt's report, keeping the settings the first attempt calibrated: a retry
+    asks for values derived from them (recorded in ``attempts``) and so calibrates nothing
+    itself, but the result still says what the calibration found."""
+    if report.get("derived") or not calibrated:
+        return report
+    return {**report, "derived": calibrated}
+
+
 def attempt_record(number: int, spec: LoadgenSpec, log: DetailLog, log_dir: str) -> dict[str, Any]:
     """What one attempt asked for and how it ended."""
     return {

@@ -27,17 +27,19 @@ def run_step(ctx: StepContext) -> StepOutput:
     timeout = original.timeout_s or ctx.timeout_s
     if original.mode == "PeakQPS":
         return _peak_step(ctx, original, timeout)
-    spec, attempts = original, []
+    spec, attempts, calibrated = original, [], None
     for number in range(1, retry.MAX_ATTEMPTS + 1):
         ctx.log.info("%s", expected_duration_line(spec, number))
         child = run_child(spec, fresh_log_dir(ctx.work_dir), timeout, ctx.metrics.metrics_file)
+        calibrated = calibrated or child.report.get("derived")
         log = parse_detail(child.log_dir / DETAIL)
         attempts.append(retry.attempt_record(number, spec, log, _shown(child.log_dir, ctx.run_dir)))
         following = retry.next_spec(original, spec, log, child.report)
         if following is None or number == retry.MAX_ATTEMPTS:
             break
         spec = following
-    part = build_part(log, spec, child.report, _shown(child.log_dir, ctx.run_dir))
+    report = retry.with_calibration(child.report, calibrated)
+    part = build_part(log, spec, report, _shown(child.log_dir, ctx.run_dir))
     _report(ctx, log, part, len(attempts))
     if len(attempts) > 1:  # the run was repeated: every attempt stays in the record
         part = replace(part, sections={**part.sections, "mlperf": {**part.sections["mlperf"], "attempts": attempts}})
