@@ -107,6 +107,26 @@ def debian_rust() -> None:
 
 
 @pytest.fixture(scope="session")
+def crates_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Debian's packages of AtCoder's crates installed (apt, when root), and a cache to build them in."""
+    from cmx_alebench.languages import rust_sysroot
+    from cmx_alebench.rust_build import DEBIAN_REGISTRY, available_crates
+    from cmx_alebench.rust_crates import BOOKWORM_PACKAGED, debian_package
+
+    if rust_sysroot() is None:
+        unavailable("rustc is not on PATH: Rust is judged only where a toolchain is present")
+    wanted = [c for c in BOOKWORM_PACKAGED if c.replace("_", "-") not in available_crates(DEBIAN_REGISTRY)]
+    if wanted and os.geteuid() == 0:
+        _apt("cargo", *(debian_package(c) for c in wanted))
+    left = [c for c in BOOKWORM_PACKAGED if c.replace("_", "-") not in available_crates(DEBIAN_REGISTRY)]
+    if left:
+        unavailable(f"Debian's packages of {', '.join(left)} are not installed (apt-get install "
+                    f"{' '.join(debian_package(c) for c in left[:3])} ...)")
+    shared = os.environ.get("CMX_TEST_CACHE")  # scripts/test.sh keeps built things there between runs
+    return Path(shared) if shared else tmp_path_factory.mktemp("crates-cache")
+
+
+@pytest.fixture(scope="session")
 def problem() -> Problem:
     return find_problem("cmx001", [])
 

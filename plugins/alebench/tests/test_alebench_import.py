@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -133,6 +134,28 @@ def test_missing_crates_are_named_in_one_line(debian_rust: None, tmp_path: Path)
     message = str(info.value)
     assert "crates not in /usr/share/cargo/registry: proconio, svg" in message and "--vendor" in message
     assert "\n" not in message
+
+
+def test_version_pins_the_registry_cannot_meet_are_named_with_what_it_has(debian_rust: None,
+                                                                         tmp_path: Path) -> None:
+    """The shape of a published AHC tools crate: exact pins of older crates than Debian's, and
+    crates Debian lacks; every one is named in one line before cargo runs."""
+    package = tmp_path / "pkg"
+    shutil.copytree(CMX002, package, ignore=shutil.ignore_patterns("target"))
+    manifest = package / "tools" / "Cargo.toml"
+    text = manifest.read_text()
+    body = text[text.index("[dependencies]"):].split("\n[", 1)
+    pinned = ('[dependencies]\nrand = "=0.7.3"\nrand_chacha = { version = "=0.2.2" }\nitertools = "0.10"\n'
+              'proconio = "=0.3.6"\nsvg = "0.9"\n')
+    manifest.write_text(text[:text.index("[dependencies]")] + pinned + ("\n[" + body[1] if len(body) > 1 else ""))
+    with pytest.raises(UsageError) as info:
+        import_package(package, tmp_path / "cache")
+    message = str(info.value)
+    assert "crates not in /usr/share/cargo/registry: proconio, svg" in message
+    assert re.search(r"version pins /usr/share/cargo/registry cannot meet: rand =0\.7\.3 \(has 0\.8\.\d+\); "
+                     r"rand_chacha =0\.2\.2 \(has 0\.3\.\d+\)", message), message
+    assert "itertools" not in message.split("cannot meet:")[1]   # 0.10 is a caret requirement Debian meets
+    assert "--vendor DIR" in message and "\n" not in message
 
 
 def test_a_vendored_directory_is_accepted(debian_rust: None, tmp_path: Path) -> None:

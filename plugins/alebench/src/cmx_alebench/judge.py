@@ -95,7 +95,8 @@ class Judge:
         text = (ran.stdout + ran.stderr).decode("utf-8", errors="replace")[-4000:]
         if ran.ending is Ending.TIME:
             return False, f"compilation did not finish within {COMPILE_TIMEOUT_S:g} s"
-        return ran.ending is Ending.EXITED and ran.exit_code == 0, text
+        ok = ran.ending is Ending.EXITED and ran.exit_code == 0
+        return ok, text if ok else self.language.compile_message(text)
 
     def run_case(self, build_dir: Path, seed: int, case_input: bytes, case_dir: Path,
                  runner: Runner | None = None) -> CaseResult:

@@ -2,18 +2,22 @@
 
 The source is compiled in the writable ``/work`` of the compile call; that directory is then
 mounted read-only at ``/sol`` for every case. Rust needs a host toolchain (``rustc`` on PATH): its sysroot is
-mounted read-only at ``/rust``. With a judge image's toolchain (:class:`~cmx_alebench.toolchain.Toolchain`
-from an exported image root) C++ is that root's g++ and headers, Rust that root's ``/usr/bin/rustc``.
+mounted read-only at ``/rust``, and the crates of AtCoder's set that Debian packages, built once
+for that rustc (:mod:`cmx_alebench.rust_crates`), at ``/crates``. With a judge image's toolchain
+(:class:`~cmx_alebench.toolchain.Toolchain` from an exported image root) C++ is that root's g++
+and headers, Rust that root's ``/usr/bin/rustc``.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cmx_alebench.rust_crates import CRATES_AT, CrateSet, crate_set, explain_missing
 from cmx_alebench.toolchain import GXX, HOST, Toolchain
 from cmx_core.errors import UsageError
 
@@ -32,6 +36,11 @@ class Language:
     run: tuple[str, ...]
     binds: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    crates: CrateSet | None = None
+
+    def compile_message(self, text: str) -> str:
+        """A failed compile's output, with the crate it asked for and this judge lacks named first."""
+        return explain_missing(text, self.crates) if self.name == "rust" else text
 
 
 def _cpp(name: str, std: str, chain: Toolchain) -> Language:
@@ -57,7 +66,7 @@ def rust_sysroot() -> Path | None:
     return root if (root / "bin" / "rustc").is_file() else None
 
 
-def _rust(chain: Toolchain) -> Language:
+def _rust(chain: Toolchain, cache: Path | None) -> Language:
     if chain.image is not None:
         if not (chain.root / "usr/bin/rustc").exists():
             raise UsageError(f"--language rust: image {chain.image} has no /usr/bin/rustc; build it from "
@@ -68,10 +77,25 @@ def _rust(chain: Toolchain) -> Language:
     root = rust_sysroot()
     if root is None:
         raise UsageError("--language rust needs rustc on PATH (install Rust with rustup or apt-get install rustc)")
+    crates = _crates(root / "bin" / "rustc", cache)
+    binds = {os.fspath(root): RUST_AT, **({os.fspath(crates.deps): CRATES_AT} if crates else {})}
     return Language("rust", "main.rs",
                     (f"{RUST_AT}/bin/rustc", "--edition", "2021", "-C", "opt-level=3",
                      "-C", "linker=/usr/bin/gcc",  # not `cc`: its /etc/alternatives link is unreadable inside
-                     "-o", f"{BUILD}/a.out", f"{BUILD}/main.rs"), (f"{SOL}/a.out",), binds={os.fspath(root): RUST_AT})
+                     *(crates.rustc_args() if crates else ()),
+                     "-o", f"{BUILD}/a.out", f"{BUILD}/main.rs"), (f"{SOL}/a.out",), binds=binds, crates=crates)
+
+
+def _crates(rustc: Path, cache: Path | None) -> CrateSet | None:
+    """The solution crates for ``rustc`` (None without a cache to build them in, or where they
+    cannot be built: then a solution compiles with the standard library alone, as the log says)."""
+    if cache is None:
+        return None
+    try:
+        return crate_set(rustc, cache)
+    except (RuntimeError, OSError) as exc:
+        logging.getLogger("cmx.step").warning("alebench: Rust solutions compile without crates: %s", exc)
+        return None
 
 
 PY_CHECK = "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])"
@@ -80,8 +104,9 @@ PY_CHECK = "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])"
 NAMES = ("python", "cpp17", "cpp20", "cpp23", "rust")
 
 
-def language(name: str, chain: Toolchain = HOST) -> Language:
-    """The language ``name`` compiled with ``chain``; a UsageError lists the choices."""
+def language(name: str, chain: Toolchain = HOST, cache: Path | None = None) -> Language:
+    """The language ``name`` compiled with ``chain``; a UsageError lists the choices. With
+    ``cache``, Rust gets AtCoder's crates (those this machine packages), built there once."""
     if name == "python":
         return Language("python", "main.py", ("/usr/bin/python3", "-c", PY_CHECK, f"{BUILD}/main.py"),
                         ("/usr/bin/python3", f"{SOL}/main.py"), env={"PYTHONDONTWRITEBYTECODE": "1"})
@@ -92,5 +117,5 @@ def language(name: str, chain: Toolchain = HOST) -> Language:
     if name == "cpp23":
         return _cpp(name, "gnu++23", chain)
     if name == "rust":
-        return _rust(chain)
+        return _rust(chain, cache)
     raise UsageError(f"--language {name!r} is not supported; pick one of {', '.join(NAMES)}")

@@ -22,9 +22,12 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import StepFailed, UsageError
+
+if TYPE_CHECKING:
+    import semantic_version
 
 DEBIAN_REGISTRY = Path("/usr/share/cargo/registry")
 BINARIES = ("gen", "tester", "vis")
@@ -53,6 +56,12 @@ def crate_digest(crate: Path) -> str:
 
 def direct_dependencies(manifest: Path) -> list[str]:
     """The crate names of ``[dependencies]`` (a renamed one by its ``package``; path ones left out)."""
+    return sorted(requirements(manifest))
+
+
+def requirements(manifest: Path) -> dict[str, str | None]:
+    """Each ``[dependencies]`` crate (by its ``package`` name; path ones left out) and its
+    version requirement as written (None where it names none)."""
     try:
         text = manifest.read_text(encoding="utf-8")
     except OSError as exc:
@@ -60,12 +69,14 @@ def direct_dependencies(manifest: Path) -> list[str]:
     deps = _toml(text, manifest).get("dependencies", {})
     if not isinstance(deps, dict):
         raise UsageError(f"{manifest}: [dependencies] must be a table")
-    names = []
+    found: dict[str, str | None] = {}
     for key, spec in deps.items():
         if isinstance(spec, dict) and "path" in spec:
             continue
-        names.append(str(spec.get("package", key)) if isinstance(spec, dict) else key)
-    return sorted(names)
+        name = str(spec.get("package", key)) if isinstance(spec, dict) else key
+        version = spec.get("version") if isinstance(spec, dict) else spec
+        found[name] = str(version) if isinstance(version, str) else None
+    return found
 
 
 def _toml(text: str, where: Path) -> dict[str, Any]:
@@ -92,27 +103,87 @@ def _dependencies_by_line(text: str) -> dict[str, Any]:
         if inside and "=" in line:
             key, value = (part.strip() for part in line.split("=", 1))
             package = re.search(r'package\s*=\s*"([^"]+)"', value)
-            deps[key.strip('"')] = {"path": ""} if re.search(r"\bpath\s*=", value) else (
-                {"package": package.group(1)} if package else value)
+            version = re.search(r'version\s*=\s*"([^"]+)"', value)
+            if re.search(r"\bpath\s*=", value):
+                deps[key.strip('"')] = {"path": ""}
+            elif value.startswith("{"):
+                deps[key.strip('"')] = {**({"package": package.group(1)} if package else {}),
+                                        **({"version": version.group(1)} if version else {})}
+            else:
+                deps[key.strip('"')] = value.strip('"\'')
     return deps
+
+
+def available_versions(registry: Path) -> dict[str, list[str]]:
+    """Crate name ('-' for '_', as cargo takes them) -> the versions a directory source holds
+    (``<name>-<version>/`` folders with a ``Cargo.toml``)."""
+    if not registry.is_dir():
+        return {}
+    found: dict[str, list[str]] = {}
+    for entry in sorted(registry.iterdir()):
+        match = _CRATE_DIR.match(entry.name)
+        if match and (entry / "Cargo.toml").is_file():
+            found.setdefault(match.group("name").replace("_", "-"), []).append(match.group("version"))
+    return found
 
 
 def available_crates(registry: Path) -> set[str]:
     """Crate names in a directory source (``<name>-<version>/`` folders)."""
-    if not registry.is_dir():
-        return set()
-    found = set()
-    for entry in registry.iterdir():
-        match = _CRATE_DIR.match(entry.name)
-        if match and (entry / "Cargo.toml").is_file():
-            found.add(match.group("name").replace("_", "-"))
-    return found
+    return set(available_versions(registry))
 
 
 def missing_crates(manifest: Path, registry: Path) -> list[str]:
     """The crate's direct dependencies that ``registry`` lacks ('-' and '_' alike, as cargo takes them)."""
     have = available_crates(registry)
     return [name for name in direct_dependencies(manifest) if name.replace("_", "-") not in have]
+
+
+def unmet_pins(manifest: Path, registry: Path) -> list[str]:
+    """The direct dependencies ``registry`` holds, but at no version their requirement accepts,
+    each as ``name <requirement> (has <versions>)``: cargo would stop at them one at a time."""
+    have = available_versions(registry)
+    unmet = []
+    for name, requirement in sorted(requirements(manifest).items()):
+        versions = have.get(name.replace("_", "-"))
+        if not versions or requirement is None:
+            continue
+        spec = cargo_requirement(requirement, manifest, name)
+        if not any(spec.match(v) for v in _parsed(versions)):
+            unmet.append(f"{name} {requirement} (has {', '.join(versions)})")
+    return unmet
+
+
+def cargo_requirement(requirement: str, manifest: Path, name: str) -> semantic_version.SimpleSpec:
+    """Cargo's reading of a version requirement: a bare version is a caret one, ``=x`` is exact."""
+    import semantic_version  # deferred: start-up: read only when a tools crate is imported
+
+    parts = []
+    for raw in requirement.split(","):
+        part = raw.strip()
+        if part in ("*", ""):
+            part = ">=0.0.0"
+        elif part.startswith("=") and not part.startswith("=="):
+            part = "=" + part
+        elif part[:1].isdigit():
+            part = "^" + part
+        parts.append(part)
+    try:
+        return semantic_version.SimpleSpec(",".join(parts))
+    except ValueError:
+        raise UsageError(f"{manifest}: [dependencies] {name} = {requirement!r} is not a version requirement "
+                         "cargo reads") from None
+
+
+def _parsed(versions: list[str]) -> list[semantic_version.Version]:
+    import semantic_version  # deferred: start-up: read only when a tools crate is imported
+
+    parsed = []
+    for version in versions:
+        try:
+            parsed.append(semantic_version.Version(version))
+        except ValueError:
+            continue
+    return parsed
 
 
 def find_cargo() -> str:
@@ -134,11 +205,7 @@ def build_tools(crate: Path, cache: Path, vendor: Path | None = None) -> Built:
     final = cache / "alebench" / "tools" / digest
     if all((final / name).is_file() for name in ("gen", "tester")):
         return Built(final, digest, False, registry)
-    missing = missing_crates(manifest, registry)
-    if missing:
-        hint = ("install their librust-*-dev packages, or vendor them (cargo vendor) and pass --vendor DIR"
-                if vendor is None else "vendor them into that folder (cargo vendor)")
-        raise UsageError(f"{manifest}: crates not in {registry}: {', '.join(missing)}; {hint}")
+    _check_sources(manifest, registry, vendor)
     final.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=final.parent, prefix=".build-") as work:
         _cargo_build(crate, Path(work), registry, keep_lock=vendor is not None)
@@ -156,6 +223,20 @@ def build_tools(crate: Path, cache: Path, vendor: Path | None = None) -> Built:
             if not (final / "tester").is_file():     # another import won the race with the same content
                 raise
     return Built(final, digest, True, registry)
+
+
+def _check_sources(manifest: Path, registry: Path, vendor: Path | None) -> None:
+    """One line naming every crate ``registry`` lacks and every version pin it cannot meet."""
+    missing = missing_crates(manifest, registry)
+    pins = unmet_pins(manifest, registry)
+    if not missing and not pins:
+        return
+    found = ([f"crates not in {registry}: {', '.join(missing)}"] if missing else []) + (
+        [f"version pins {registry} cannot meet: {'; '.join(pins)}"] if pins else [])
+    hint = ("vendor them (cargo vendor, on a machine with network) and pass --vendor DIR"
+            + ("; or install the missing crates' librust-*-dev packages" if missing and not pins else "")
+            if vendor is None else "vendor them into that folder (cargo vendor)")
+    raise UsageError(f"{manifest}: {'; '.join(found)}; {hint}")
 
 
 def _cargo_build(crate: Path, work: Path, registry: Path, keep_lock: bool) -> None:

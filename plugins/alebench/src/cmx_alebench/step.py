@@ -157,7 +157,7 @@ def run_step(ctx: StepContext) -> StepOutput:
     problems = [_tools_built(problem, ctx.cache_dir) for problem in _problems(p)]
     codes = {problem.problem_id: _code(p, problem) for problem in problems}
     runner, chain = make_runner(p.judge, p.judge_image, ctx.cache_dir, ctx.work_dir / "toolchain")
-    lang = language(p.language, chain)
+    lang = language(p.language, chain, ctx.cache_dir)
     runs = []
     tally = CasesJudged(ctx)
     for problem in problems:
