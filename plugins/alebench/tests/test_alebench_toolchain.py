@@ -126,6 +126,24 @@ def test_boost_eigen_gmp_solution_is_accepted(libraries_installed: None, problem
     assert ev.absolute_score == trivial.absolute_score > 0      # the same depots as the trivial solution
 
 
+def test_a_cpp23_solution_with_the_atcoder_library_boost_eigen_and_gmp_is_accepted(
+        libraries_installed: None, problem: Problem, input_cache: Path, tmp_path: Path) -> None:
+    """ALE-Bench's judge as a whole: the AtCoder Library at its path and Debian's Boost, Eigen
+    and GMP in one C++23 solution, judged in the sandbox."""
+    if _installed_atcoder() != "/opt/ac-library":
+        pytest.skip("this machine holds no AtCoder Library at /opt/ac-library (ALE-Bench's path)")
+    if not toolchain.gxx_accepts("gnu++23"):
+        pytest.skip("this g++ has no -std=gnu++23")
+    code = LIBRARIES_CPP.replace("#include <iostream>", "#include <atcoder/dsu>\n#include <iostream>").replace(
+        "    if (demand <= 0) return 1;",
+        "    atcoder::dsu groups(k);\n    for (int i = 1; i < k; ++i) groups.merge(0, i);\n"
+        "    if (demand <= 0 || groups.size(0) != k) return 1;")
+    runner = SandboxRunner()
+    inputs = case_inputs(runner, problem, [0, 1], input_cache)
+    ev = Judge(runner, problem, language("cpp23")).evaluate(code, inputs, "public", False, tmp_path / "w")
+    assert ev.judge_result is JudgeResult.ACCEPTED, (ev.compile_message, [c.message for c in ev.cases])
+
+
 def test_every_result_records_the_toolchain(libraries_installed: None, tmp_path: Path) -> None:
     code = tmp_path / "main.cpp"
     code.write_text(LIBRARIES_CPP)
