@@ -1,0 +1,74 @@
+"""The test bed itself (scripts/services/netbed.sh): its nodes are separate hosts on a private
+network with no route off the machine, and stop removes exactly what start made."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from tests.netbed import bed as netbed
+from tests.netbed.conftest import bed_work
+
+OUTSIDE = "192.0.2.1"
+"""An address off the machine (TEST-NET-1): no bed namespace may have a route to it."""
+
+
+def _ip(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_no_namespace_routes_off_the_machine(bed: netbed.Bed) -> None:
+    for ns in bed.namespaces:
+        routes = _ip("-n", ns, "route", "show", "table", "all")
+        assert routes.returncode == 0, routes.stderr
+        assert "default" not in routes.stdout, f"{ns} has a default route: {routes.stdout}"
+        lookup = _ip("-n", ns, "route", "get", OUTSIDE)
+        assert lookup.returncode != 0 and "unreachable" in lookup.stderr, f"{ns} routes {OUTSIDE}: {lookup.stdout}"
+    for node in bed.nodes:
+        routes = _ip("-n", node.netns, "-4", "route", "show").stdout.split("\n")
+        assert [r.split()[0] for r in routes if r.strip()] == ["10.213.0.0/24"], routes
+
+
+def test_the_addresses_exist_only_inside_the_bed(bed: netbed.Bed) -> None:
+    host = _ip("-o", "addr", "show").stdout
+    assert bed.nodes[0].address.rsplit(".", 1)[0] + "." not in host
+    for node in bed.nodes:
+        mine = _ip("-n", node.netns, "-o", "-4", "addr", "show", "dev", "eth0").stdout
+        assert f"inet {node.address}/24" in mine
+    hosts = [bed.run(node.index, ["hostname"]).stdout.strip() for node in bed.nodes]
+    assert hosts == [node.hostname for node in bed.nodes]
+
+
+def _mounted_under(work: Path) -> list[str]:
+    lines = Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines()
+    return [line.split()[4] for line in lines if line.split()[4].startswith(str(work))]
+
+
+def test_stop_leaves_nothing_behind(bed: netbed.Bed) -> None:
+    """A second bed beside the session's (three nodes, Slurm only) runs a job of its own; stop
+    removes its namespaces, its UTS mounts and every process it started, and leaves the
+    session's bed running."""
+    work = bed_work()
+    try:
+        other = netbed.start(work, nodes=3, ray=False)
+        try:
+            assert other.token != bed.token
+            assert not set(other.namespaces) & set(bed.namespaces)
+            assert sorted(netbed.namespaces_named(other.token)) == sorted(other.namespaces)
+            job = other.run(1, ["srun", "-N3", "hostname"], timeout=120)
+            assert job.returncode == 0, job.stderr
+            assert sorted(job.stdout.split()) == ["cmxn1", "cmxn2", "cmxn3"]
+            pids = [pid for node in other.nodes for pid in netbed.pids_in(node.netns)]
+            assert other.slurmctld_pid in pids and len(pids) >= 4  # slurmctld and a slurmd per node
+            assert len(_mounted_under(work)) == 3
+        finally:
+            netbed.stop(work)
+        assert netbed.namespaces_named(other.token) == []
+        assert _mounted_under(work) == []
+        assert [pid for pid in (*pids, other.munged_pid) if os.path.exists(f"/proc/{pid}")
+                and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"] == []
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert sorted(netbed.namespaces_named(bed.token)) == sorted(bed.namespaces)  # the other bed is untouched
