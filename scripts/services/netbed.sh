@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Start and stop a multi-node test bed in network namespaces: N nodes (default 2), each a
-# network namespace plus a UTS namespace (hostnames cmxn1, cmxn2, ...), on a bridge that
+# network namespace plus a UTS namespace (hostnames cmxn1, cmxn2, ...) and a mount namespace
+# (a hosts file that names every node over /etc/hosts), on a bridge that
 # exists only inside a hub namespace the bed makes. On it run a private Slurm (slurmctld on
 # node 1, one slurmd per node, NodeAddr the node's address) and a Ray cluster (head on node 1,
 # one worker on every other node; CMX_NETBED_RAY=0 leaves Ray out). Needs root (namespaces,
@@ -13,7 +14,7 @@
 #   ...
 #   cmx_netbed_stop [$W]        # kills every process in the bed's namespaces and munged by PID,
 #                               # deletes the namespaces (their veths and bridge go with them)
-#                               # and unmounts the UTS namespaces: exactly what start made
+#                               # and unmounts the UTS and mount namespaces: exactly what start made
 #
 # Nothing leaves the machine: the node addresses (10.213.0.I/24, a private range) live only on
 # veths inside the bed's namespaces, the host's own network namespace gets no interface and no
@@ -34,10 +35,11 @@ _cmx_netbed_ns() {  # I: the network namespace of node I (0 = the hub with the b
   if [ "$1" = 0 ]; then echo "cmxnb-$CMX_NETBED_TOKEN-hub"; else echo "cmxnb-$CMX_NETBED_TOKEN-n$1"; fi
 }
 
-cmx_netbed_exec() {  # I CMD...: run CMD in node I's network and UTS namespaces
+cmx_netbed_exec() {  # I CMD...: run CMD in node I's network, UTS and mount namespaces
   local i="${1:?usage: cmx_netbed_exec NODE CMD...}"
   shift
-  nsenter --net="/run/netns/$(_cmx_netbed_ns "$i")" --uts="$CMX_NETBED_WORK/ns/uts-n$i" -- "$@"
+  nsenter --net="/run/netns/$(_cmx_netbed_ns "$i")" --uts="$CMX_NETBED_WORK/ns/uts-n$i" \
+    --mount="$CMX_NETBED_WORK/ns/mnt-n$i" -- "$@"
 }
 
 _cmx_netbed_check() {
@@ -71,6 +73,13 @@ _cmx_netbed_network() {  # the hub with its bridge, then each node on a veth int
   ip -n "$hub" link add br0 type bridge || return 1
   ip -n "$hub" link set br0 up || return 1
   mkdir -p "$CMX_NETBED_WORK/ns" || return 1
+  # a namespace is kept by a bind mount of it, which needs a directory of private propagation
+  mount --bind "$CMX_NETBED_WORK/ns" "$CMX_NETBED_WORK/ns" && mount --make-private "$CMX_NETBED_WORK/ns" ||
+    return 1
+  echo "127.0.0.1 localhost" >"$CMX_NETBED_WORK/hosts"
+  for i in $(seq 1 "$CMX_NETBED_NODES"); do
+    echo "$CMX_NETBED_SUBNET.$i cmxn$i" >>"$CMX_NETBED_WORK/hosts"
+  done
   for i in $(seq 1 "$CMX_NETBED_NODES"); do
     ns=$(_cmx_netbed_ns "$i")
     ip netns add "$ns" || return 1
@@ -82,6 +91,11 @@ _cmx_netbed_network() {  # the hub with its bridge, then each node on a veth int
     ip -n "$ns" link set eth0 up || return 1
     touch "$CMX_NETBED_WORK/ns/uts-n$i" || return 1
     unshare --uts="$CMX_NETBED_WORK/ns/uts-n$i" hostname "cmxn$i" || return 1
+    # the nodes' names resolve on every node, as on a cluster: the bed's hosts file over
+    # /etc/hosts in a mount namespace of the node's own (the host's /etc is not written)
+    touch "$CMX_NETBED_WORK/ns/mnt-n$i" || return 1
+    unshare --mount="$CMX_NETBED_WORK/ns/mnt-n$i" --propagation slave \
+      mount --bind "$CMX_NETBED_WORK/hosts" /etc/hosts || return 1
   done
 }
 
@@ -268,7 +282,7 @@ cmx_netbed_stop() {
     source "$1/netbed.env" || return 1
   fi
   [ -n "${CMX_NETBED_TOKEN:-}" ] || return 0
-  local i ns pids
+  local i ns pids kind
   # Every process in a node's namespace was started there by the bed (or by a user of the bed):
   # all of them at once, since Ray's take seconds; again for any a dying one started.
   for _ in 1 2 3; do
@@ -281,10 +295,12 @@ cmx_netbed_stop() {
   for i in $(seq "$CMX_NETBED_NODES" -1 0); do
     ns=$(_cmx_netbed_ns "$i")
     [ -e "/run/netns/$ns" ] && ip netns del "$ns"
-    if [ "$i" != 0 ] && mountpoint -q "$CMX_NETBED_WORK/ns/uts-n$i" 2>/dev/null; then
-      umount "$CMX_NETBED_WORK/ns/uts-n$i"
-    fi
+    [ "$i" = 0 ] && continue
+    for kind in uts mnt; do
+      if mountpoint -q "$CMX_NETBED_WORK/ns/$kind-n$i" 2>/dev/null; then umount "$CMX_NETBED_WORK/ns/$kind-n$i"; fi
+    done
   done
+  if mountpoint -q "$CMX_NETBED_WORK/ns" 2>/dev/null; then umount "$CMX_NETBED_WORK/ns"; fi
   CMX_NETBED_MUNGED_PID=""
   CMX_NETBED_SLURMCTLD_PID=""
   CMX_NETBED_TOKEN=""

@@ -19,13 +19,15 @@ PREFIX = "cmxnb-"
 
 @dataclass(frozen=True)
 class Node:
-    """One node: its number (1-based), hostname, address and namespaces."""
+    """One node: its number (1-based), hostname, address and namespaces (the network one by
+    name, the UTS and mount ones by the files that keep them)."""
 
     index: int
     hostname: str
     address: str
     netns: str
     uts: Path
+    mnt: Path
 
 
 @dataclass(frozen=True)
@@ -50,9 +52,10 @@ class Bed:
         return (self.hub, *(node.netns for node in self.nodes))
 
     def argv(self, node: int, argv: list[str]) -> list[str]:
-        """``argv`` run inside node ``node``'s network and UTS namespaces."""
+        """``argv`` run inside node ``node``'s network, UTS and mount namespaces."""
         entry = self.nodes[node - 1]
-        return ["nsenter", f"--net=/run/netns/{entry.netns}", f"--uts={entry.uts}", "--", *argv]
+        return ["nsenter", f"--net=/run/netns/{entry.netns}", f"--uts={entry.uts}", f"--mount={entry.mnt}", "--",
+                *argv]
 
     def env(self, **extra: str) -> dict[str, str]:
         """This process's environment for the bed's Slurm and Ray (and ``extra``).
@@ -101,8 +104,8 @@ def read_env(work: Path) -> dict[str, str]:
 def _bed(work: Path) -> Bed:
     values = read_env(work)
     token, subnet = values["CMX_NETBED_TOKEN"], values["CMX_NETBED_SUBNET"]
-    nodes = tuple(Node(i, f"cmxn{i}", f"{subnet}.{i}", f"{PREFIX}{token}-n{i}", work / "ns" / f"uts-n{i}")
-                  for i in range(1, int(values["CMX_NETBED_NODES"]) + 1))
+    nodes = tuple(Node(i, f"cmxn{i}", f"{subnet}.{i}", f"{PREFIX}{token}-n{i}", work / "ns" / f"uts-n{i}",
+                       work / "ns" / f"mnt-n{i}") for i in range(1, int(values["CMX_NETBED_NODES"]) + 1))
     return Bed(work, token, nodes, Path(values["CMX_NETBED_SLURM_CONF"]), values["CMX_NETBED_RAY_ADDRESS"],
                int(values["CMX_NETBED_MUNGED_PID"]), int(values["CMX_NETBED_SLURMCTLD_PID"]))
 
@@ -123,7 +126,7 @@ def start(work: Path, nodes: int = 2, ray: bool = True, timeout: float = 300.0) 
 
 def stop(work: Path, timeout: float = 120.0) -> None:
     """``cmx_netbed_stop work``: every process in the bed's namespaces and munged by PID, then the
-    namespaces (with their veths and bridge) and the UTS mounts."""
+    namespaces (with their veths and bridge) and the mounts that kept the UTS and mount ones."""
     proc = subprocess.run(["bash", "-c", 'source "$1" && cmx_netbed_stop "$2"', "driver", str(SCRIPT), str(work)],
                           capture_output=True, text=True, timeout=timeout, check=False)
     if proc.returncode != 0:

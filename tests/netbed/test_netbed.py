@@ -39,6 +39,9 @@ def test_the_addresses_exist_only_inside_the_bed(bed: netbed.Bed) -> None:
         assert f"inet {node.address}/24" in mine
     hosts = [bed.run(node.index, ["hostname"]).stdout.strip() for node in bed.nodes]
     assert hosts == [node.hostname for node in bed.nodes]
+    for node in bed.nodes:  # every node's name resolves on every node, to its bed address
+        seen = bed.run(bed.nodes[-node.index].index, ["getent", "hosts", node.hostname]).stdout.split()
+        assert seen == [node.address, node.hostname]
 
 
 def _mounted_under(work: Path) -> list[str]:
@@ -62,7 +65,7 @@ def test_stop_leaves_nothing_behind(bed: netbed.Bed) -> None:
             assert sorted(job.stdout.split()) == ["cmxn1", "cmxn2", "cmxn3"]
             pids = [pid for node in other.nodes for pid in netbed.pids_in(node.netns)]
             assert other.slurmctld_pid in pids and len(pids) >= 4  # slurmctld and a slurmd per node
-            assert len(_mounted_under(work)) == 3
+            assert len(_mounted_under(work)) == 1 + 2 * 3  # the ns folder, a UTS and a mount namespace per node
         finally:
             netbed.stop(work)
         assert netbed.namespaces_named(other.token) == []

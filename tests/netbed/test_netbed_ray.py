@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 from tests.netbed import bed as netbed
@@ -38,7 +37,6 @@ def test_a_task_runs_on_the_worker_node(bed: netbed.Bed, tmp_path: Path) -> None
     script = tmp_path / "driver.py"
     script.write_text(DRIVER, encoding="utf-8")
     head, worker = bed.nodes[0], bed.nodes[1]
-    started = time.monotonic()
     proc = bed.run(1, [sys.executable, str(script), bed.ray_address, head.address, worker.address], timeout=240)
     assert proc.returncode == 0, proc.stderr[-2000:]
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -46,4 +44,3 @@ def test_a_task_runs_on_the_worker_node(bed: netbed.Bed, tmp_path: Path) -> None
     assert seen["driver_host"] == head.hostname
     assert seen["task_host"] == worker.hostname
     assert seen["task_node"] == seen["nodes"][worker.address] != seen["nodes"][head.address]
-    print(f"ray driver on the bed: {time.monotonic() - started:.1f} s")
