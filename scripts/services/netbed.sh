@@ -12,9 +12,13 @@
 #                               # $W/netbed.env (names, addresses, PIDs) and exports its values
 #   cmx_netbed_exec I CMD...    # runs CMD inside node I's namespaces (srun, python, torchrun)
 #   ...
-#   cmx_netbed_stop [$W]        # kills every process in the bed's namespaces and munged by PID,
+#   cmx_netbed_stop [$W]        # kills every process in the bed's namespaces, munged and the
+#                               # watcher by PID,
 #                               # deletes the namespaces (their veths and bridge go with them)
 #                               # and unmounts the UTS and mount namespaces: exactly what start made
+#
+# With CMX_NETBED_OWNER_PID set, a watcher stops the bed by itself once that process is gone
+# (a test session killed before its teardown).
 #
 # Nothing leaves the machine: the node addresses (10.213.0.I/24, a private range) live only on
 # veths inside the bed's namespaces, the host's own network namespace gets no interface and no
@@ -23,11 +27,13 @@
 # are elsewhere) never meet. Everything else lives under $W: the munge key and socket, the
 # Slurm state, spool, PID and log files, Ray's temp dirs. Nothing in /etc is written.
 
+_CMX_NETBED_SCRIPT="${BASH_SOURCE[0]}"
 CMX_NETBED_WORK=""
 CMX_NETBED_TOKEN=""
 CMX_NETBED_NODES=""
 CMX_NETBED_MUNGED_PID=""
 CMX_NETBED_SLURMCTLD_PID=""
+CMX_NETBED_WATCH_PID=""
 CMX_NETBED_SUBNET="10.213.0"
 CMX_NETBED_RAY_PORT="${CMX_NETBED_RAY_PORT:-6479}"
 
@@ -61,6 +67,7 @@ CMX_NETBED_NODES=$CMX_NETBED_NODES
 CMX_NETBED_SUBNET=$CMX_NETBED_SUBNET
 CMX_NETBED_MUNGED_PID=$CMX_NETBED_MUNGED_PID
 CMX_NETBED_SLURMCTLD_PID=$CMX_NETBED_SLURMCTLD_PID
+CMX_NETBED_WATCH_PID=$CMX_NETBED_WATCH_PID
 CMX_NETBED_SLURM_CONF=$CMX_NETBED_WORK/slurm/slurm.conf
 CMX_NETBED_RAY_ADDRESS=$CMX_NETBED_SUBNET.1:$CMX_NETBED_RAY_PORT
 EOF
@@ -222,6 +229,17 @@ _cmx_netbed_ray() {  # the head, then the workers side by side
   return "$rc"
 }
 
+_cmx_netbed_watch() {  # OWNER: a watcher that stops the bed once OWNER is gone
+  # deaf to the terminal's SIGINT/SIGHUP (a Ctrl-C of the session must not leave the bed behind);
+  # exec keeps the PID that $! names, the one stop kills
+  (
+    trap '' INT HUP
+    exec bash -c 'source "$1"; while kill -0 "$2" 2>/dev/null; do sleep 1; done; cmx_netbed_stop "$3"' \
+      netbed-watch "$_CMX_NETBED_SCRIPT" "$1" "$CMX_NETBED_WORK"
+  ) </dev/null >>"$CMX_NETBED_WORK/watch.log" 2>&1 &
+  CMX_NETBED_WATCH_PID=$!
+}
+
 cmx_netbed_start() {
   local work="${1:?usage: cmx_netbed_start WORKDIR [NODES]}" ray_pid="" rc=0
   CMX_NETBED_NODES="${2:-2}"
@@ -235,6 +253,8 @@ cmx_netbed_start() {
   CMX_NETBED_TOKEN=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
   CMX_NETBED_MUNGED_PID=""
   CMX_NETBED_SLURMCTLD_PID=""
+  CMX_NETBED_WATCH_PID=""
+  if [ -n "${CMX_NETBED_OWNER_PID:-}" ]; then _cmx_netbed_watch "$CMX_NETBED_OWNER_PID"; fi
   _cmx_netbed_save  # first, so that stop finds whatever a failed start made
   _cmx_netbed_network || { echo "cmx_netbed_start: could not make the namespaces" >&2; cmx_netbed_stop; return 1; }
   # Ray (seconds per node) starts while Slurm does; CMX_NETBED_RAY=0 leaves it out
@@ -250,7 +270,7 @@ cmx_netbed_start() {
   fi
   _cmx_netbed_save
   export CMX_NETBED_WORK CMX_NETBED_TOKEN CMX_NETBED_NODES CMX_NETBED_SUBNET CMX_NETBED_MUNGED_PID \
-    CMX_NETBED_SLURMCTLD_PID
+    CMX_NETBED_SLURMCTLD_PID CMX_NETBED_WATCH_PID
 }
 
 _cmx_netbed_kill() {  # SECONDS PID...: SIGTERM, wait SECONDS at most, then SIGKILL what is left
@@ -283,6 +303,10 @@ cmx_netbed_stop() {
   fi
   [ -n "${CMX_NETBED_TOKEN:-}" ] || return 0
   local i ns pids kind
+  # the watcher first (unless this is the watcher stopping the bed), so that it stops nothing twice
+  if [ -n "${CMX_NETBED_WATCH_PID:-}" ] && [ "$CMX_NETBED_WATCH_PID" != "$$" ]; then
+    _cmx_netbed_kill 3 "$CMX_NETBED_WATCH_PID"
+  fi
   # Every process in a node's namespace was started there by the bed (or by a user of the bed):
   # all of them at once, since Ray's take seconds; again for any a dying one started.
   for _ in 1 2 3; do
@@ -303,5 +327,8 @@ cmx_netbed_stop() {
   if mountpoint -q "$CMX_NETBED_WORK/ns" 2>/dev/null; then umount "$CMX_NETBED_WORK/ns"; fi
   CMX_NETBED_MUNGED_PID=""
   CMX_NETBED_SLURMCTLD_PID=""
+  CMX_NETBED_WATCH_PID=""
   CMX_NETBED_TOKEN=""
+  # a stopped bed's file names no PID, so a second stop kills nothing that reused one
+  if [ -d "$CMX_NETBED_WORK" ]; then _cmx_netbed_save; fi
 }

@@ -41,6 +41,7 @@ class Bed:
     ray_address: str
     munged_pid: int
     slurmctld_pid: int
+    watch_pid: int
 
     @property
     def hub(self) -> str:
@@ -107,13 +108,16 @@ def _bed(work: Path) -> Bed:
     nodes = tuple(Node(i, f"cmxn{i}", f"{subnet}.{i}", f"{PREFIX}{token}-n{i}", work / "ns" / f"uts-n{i}",
                        work / "ns" / f"mnt-n{i}") for i in range(1, int(values["CMX_NETBED_NODES"]) + 1))
     return Bed(work, token, nodes, Path(values["CMX_NETBED_SLURM_CONF"]), values["CMX_NETBED_RAY_ADDRESS"],
-               int(values["CMX_NETBED_MUNGED_PID"]), int(values["CMX_NETBED_SLURMCTLD_PID"]))
+               int(values["CMX_NETBED_MUNGED_PID"]), int(values["CMX_NETBED_SLURMCTLD_PID"]),
+               int(values["CMX_NETBED_WATCH_PID"]))
 
 
-def start(work: Path, nodes: int = 2, ray: bool = True, timeout: float = 300.0) -> Bed:
+def start(work: Path, nodes: int = 2, ray: bool = True, owner: int | None = None, timeout: float = 300.0) -> Bed:
     """``cmx_netbed_start work nodes``; RuntimeError with the script's last words when it fails
-    (the script has then removed what it made)."""
-    env = {**os.environ, "CMX_NETBED_RAY": "1" if ray else "0"}
+    (the script has then removed what it made). The bed stops by itself once process ``owner``
+    (default: this one) is gone, should nobody stop it before."""
+    env = {**os.environ, "CMX_NETBED_RAY": "1" if ray else "0",
+           "CMX_NETBED_OWNER_PID": str(os.getpid() if owner is None else owner)}
     env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
     env.pop("SLURM_CONF", None)
     proc = subprocess.run(["bash", "-c", 'source "$1" && cmx_netbed_start "$2" "$3"', "driver", str(SCRIPT),

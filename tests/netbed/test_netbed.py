@@ -3,9 +3,9 @@ network with no route off the machine, and stop removes exactly what start made.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from tests.netbed import bed as netbed
@@ -44,6 +44,13 @@ def test_the_addresses_exist_only_inside_the_bed(bed: netbed.Bed) -> None:
         assert seen == [node.address, node.hostname]
 
 
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
 def _mounted_under(work: Path) -> list[str]:
     lines = Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines()
     return [line.split()[4] for line in lines if line.split()[4].startswith(str(work))]
@@ -70,8 +77,31 @@ def test_stop_leaves_nothing_behind(bed: netbed.Bed) -> None:
             netbed.stop(work)
         assert netbed.namespaces_named(other.token) == []
         assert _mounted_under(work) == []
-        assert [pid for pid in (*pids, other.munged_pid) if os.path.exists(f"/proc/{pid}")
-                and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"] == []
+        assert [pid for pid in (*pids, other.munged_pid, other.watch_pid) if _alive(pid)] == []
     finally:
         shutil.rmtree(work, ignore_errors=True)
     assert sorted(netbed.namespaces_named(bed.token)) == sorted(bed.namespaces)  # the other bed is untouched
+
+
+def test_the_bed_stops_by_itself_when_its_owner_is_gone(bed: netbed.Bed) -> None:
+    """A bed whose owner (here a `sleep` standing in for a test session) is killed before it
+    stops the bed: the bed's watcher stops it, within a bounded wait."""
+    work = bed_work()
+    owner = subprocess.Popen(["sleep", "600"])
+    try:
+        other = netbed.start(work, nodes=1, ray=False, owner=owner.pid)
+        assert netbed.namespaces_named(other.token) and _alive(other.watch_pid)
+        owner.kill()
+        owner.wait()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (netbed.namespaces_named(other.token) or _alive(other.munged_pid)):
+            time.sleep(0.5)
+        assert netbed.namespaces_named(other.token) == [] and not _alive(other.munged_pid)
+        assert _mounted_under(work) == []
+        assert not _alive(other.slurmctld_pid)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+        netbed.stop(work)  # nothing left to do when the watcher did its job
+        shutil.rmtree(work, ignore_errors=True)
