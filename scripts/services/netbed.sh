@@ -212,7 +212,7 @@ _cmx_netbed_ray_node() {  # I: ray start on node I (the head on node 1), temp di
   else
     role=(--address="$CMX_NETBED_SUBNET.1:$CMX_NETBED_RAY_PORT")
   fi
-  RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0 cmx_netbed_exec "$i" ray start "${role[@]}" \
+  RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0 cmx_netbed_exec "$i" timeout 180 ray start "${role[@]}" \
     --node-ip-address="$CMX_NETBED_SUBNET.$i" --num-cpus=1 --object-store-memory=100000000 --include-log-monitor=false \
     --temp-dir="$CMX_NETBED_WORK/ray-n$i" --disable-usage-stats >"$CMX_NETBED_WORK/ray-n$i.out" 2>&1 ||
     { echo "cmx_netbed_start: ray start on cmxn$i failed; see $CMX_NETBED_WORK/ray-n$i.out" >&2; return 1; }

@@ -39,6 +39,8 @@ def bed() -> Iterator[netbed.Bed]:
     try:
         started = netbed.start(work)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        if (work / "netbed.env").exists():  # a start cut short by the timeout: remove what it made
+            netbed.stop(work)
         shutil.rmtree(work, ignore_errors=True)
         # this machine can make namespaces and has the tools: a bed that does not start is a bug
         pytest.fail(str(exc))
