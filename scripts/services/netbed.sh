@@ -206,22 +206,24 @@ _cmx_netbed_slurm_idle() {  # wait (30 s at most) until sinfo shows every node i
 }
 
 _cmx_netbed_ray_node() {  # I: ray start on node I (the head on node 1), temp dir under $W
-  local i="$1" role
+  local i="$1" role env=(RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0)
   if [ "$i" = 1 ]; then
     role=(--head --port="$CMX_NETBED_RAY_PORT" --include-dashboard=false)
   else
     role=(--address="$CMX_NETBED_SUBNET.1:$CMX_NETBED_RAY_PORT")
+    # Ray's own budget for reaching the GCS (about a second a try): the head starts meanwhile
+    env+=(RAY_gcs_server_port_wait_time_s=150)
   fi
-  RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0 cmx_netbed_exec "$i" timeout 180 ray start "${role[@]}" \
-    --node-ip-address="$CMX_NETBED_SUBNET.$i" --num-cpus=1 --object-store-memory=100000000 --include-log-monitor=false \
-    --temp-dir="$CMX_NETBED_WORK/ray-n$i" --disable-usage-stats >"$CMX_NETBED_WORK/ray-n$i.out" 2>&1 ||
+  cmx_netbed_exec "$i" env "${env[@]}" timeout 180 ray start "${role[@]}" \
+    --node-ip-address="$CMX_NETBED_SUBNET.$i" --num-cpus=1 --object-store-memory=100000000 \
+    --include-log-monitor=false --temp-dir="$CMX_NETBED_WORK/ray-n$i" --disable-usage-stats \
+    >"$CMX_NETBED_WORK/ray-n$i.out" 2>&1 ||
     { echo "cmx_netbed_start: ray start on cmxn$i failed; see $CMX_NETBED_WORK/ray-n$i.out" >&2; return 1; }
 }
 
-_cmx_netbed_ray() {  # the head, then the workers side by side
+_cmx_netbed_ray() {  # the head and the workers side by side (a worker waits for the head's GCS)
   local i pids=() pid rc=0
-  _cmx_netbed_ray_node 1 || return 1
-  for i in $(seq 2 "$CMX_NETBED_NODES"); do
+  for i in $(seq 1 "$CMX_NETBED_NODES"); do
     _cmx_netbed_ray_node "$i" &
     pids+=("$!")
   done
