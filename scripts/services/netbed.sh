@@ -22,9 +22,9 @@
 #
 # Nothing leaves the machine: the node addresses (10.213.0.I/24, a private range) live only on
 # veths inside the bed's namespaces, the host's own network namespace gets no interface and no
-# route, and no namespace has a default route. Every name carries the prefix cmxnb- and a
-# per-run token, so two beds (and the suite's loopback Slurm of slurm.sh, whose ports and files
-# are elsewhere) never meet. Everything else lives under $W: the munge key and socket, the
+# route, and no namespace has a default route. Every namespace's name carries the prefix cmxnb-
+# and a per-run token (the interfaces, hostnames and ports exist only inside them), so two beds
+# (and the suite's loopback Slurm of slurm.sh, whose ports and files are elsewhere) never meet. Everything else lives under $W: the munge key and socket, the
 # Slurm state, spool, PID and log files, Ray's temp dirs. Nothing in /etc is written.
 
 _CMX_NETBED_SCRIPT="${BASH_SOURCE[0]}"
