@@ -5,8 +5,10 @@ files that share an outside service which two runs must not use at once go to on
 together: the Ray tests (a session-wide head node, clusters whose processes the tests count),
 the Slurm tests (one cluster of one node, whose free CPUs some tests assume) and the tests that
 build on the Docker engine's base image (one of them removes its tags to show a first run
-rebuilding it). The groups known to be long start first, so no worker is left with one of them
-at the end while the others idle. Without xdist (``CMX_TEST_WORKERS=0``) only the order changes.
+rebuilding it), and the tests on the multi-node test bed (one bed of network namespaces for
+the session: tests/netbed/conftest.py). The groups known to be long start first, so no worker
+is left with one of them at the end while the others idle. Without xdist
+(``CMX_TEST_WORKERS=0``) only the order changes.
 
 (xdist's own ``--dist loadgroup`` marks a group by renaming test ids, which pytest 9 no longer
 allows, so the grouping is a scheduler of its own here: xdist's file scheduler, fed our scopes.)
@@ -29,11 +31,12 @@ SHARED_SERVICE_GROUPS = {
     "plugins/docker/tests/": "docker",
     "plugins/alebench/tests/test_alebench_judge_image.py": "docker",
     "plugins/alebench/tests/test_alebench_toolchain.py": "docker",
+    "tests/netbed/": "netbed",
 }
 # scopes that take minutes (measured with --durations, as CONTRIBUTING.md says): started first
 LONG_FIRST = ("docker", "tests/test_registry_ci.py", "plugins/cm/tests/test_cm_vs_cm.py",
               "plugins/mlperf/tests/test_mlperf_peak_runs.py", "ray", "slurm", "tests/test_kit_mutations.py",
-              "tests/test_replay_busy.py")
+              "tests/test_replay_busy.py", "netbed")
 
 
 def scope_of(nodeid: str) -> str:

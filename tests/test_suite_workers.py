@@ -31,6 +31,7 @@ def _conftest() -> ModuleType:
     ("plugins/slurm/tests/test_slurm_units.py::test_z", "slurm"),
     ("plugins/docker/tests/test_docker_build.py::test_w", "docker"),
     ("plugins/alebench/tests/test_alebench_toolchain.py::test_v", "docker"),
+    ("tests/netbed/test_netbed_ray.py::test_a_task_runs_on_the_worker_node", "netbed"),
     ("plugins/alebench/tests/test_alebench_judge.py::test_u", "plugins/alebench/tests/test_alebench_judge.py"),
     ("plugins/mlperf/tests/test_mlperf_suite.py::test_t", "plugins/mlperf/tests/test_mlperf_suite.py"),
     ("tests/test_summary.py::test_numbers[1::2]", "tests/test_summary.py"),
