@@ -22,13 +22,14 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import psutil
 
 from cmx_core.api import Launcher, RankLayout
-from cmx_core.errors import StepFailed, UsageError
+from cmx_core.errors import ProcessEnd, StepFailed, UsageError
 from cmx_train.config import TrainConfig
+from cmx_train.lost_rank import lost_rank
 from cmx_train.worker import RANKS_FILE
 
 WORKER = ("-m", "cmx_train.worker")
@@ -113,6 +114,7 @@ def run(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Laun
                                                   "rendezvous": launch.rendezvous}, indent=1), encoding="utf-8")
     began = time.monotonic()
     with open(log, "ab") as out:
+        offset = out.tell()  # this launch's part of the log, for torchrun's report
         proc = subprocess.Popen(launch.argv, env=dict(launch.env), stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         try:
@@ -126,10 +128,37 @@ def run(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Laun
     wall = time.monotonic() - began
     rank = int(launch.env.get("RANK", "0")) if launch.launcher == "env" else 0
     if code != 0:
-        raise StepFailed(f"train: {launch.launcher} exited {code} after {wall:.1f} s"
-                         f"{_first_error(work, ': ', '')}; log: {log}")
+        _failed(launch, code, wall, work, log, offset)
     rows = _rows(work, rank)
     return Ranks(tuple(rows), rank, wall, launch)
+
+
+def _failed(launch: Launch, code: int, wall: float, work: Path, log: Path, offset: int) -> NoReturn:
+    """A failed launch: the rank it lost first, with that rank's own error (torchrun's report,
+    :mod:`cmx_train.lost_rank`), else the first error a rank wrote."""
+    lost = lost_rank(_read_from(log, offset), work) if launch.launcher == "torchrun" else None
+    head = f"train: {launch.launcher} exited {code} after {wall:.1f} s"
+    if lost is None:
+        raise StepFailed(f"{head}{_first_error(work, ': ', '')}; log: {log}")
+    how = f"was killed by signal {lost.signal} ({_signal_name(lost.signal)})" if lost.signal is not None else "failed"
+    raise StepFailed(f"{head}: rank {lost.rank} (pid {lost.pid}) {how}: {lost.error}; log: {log}",
+                     ended=ProcessEnd(signal=lost.signal, rank=lost.rank, error=lost.error))
+
+
+def _read_from(log: Path, offset: int) -> str:
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(offset)
+            return handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _rows(work: Path, rank: int) -> list[dict[str, Any]]:
