@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from cmx_core.results.validate import validate_document
 from cmx_core.faults.causes import classify, exit_signal
+from cmx_core.results.validate import validate_document
 
 
 def _recipe(recipes: Any, cmd: list[str]) -> None:
