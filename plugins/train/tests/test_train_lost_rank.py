@@ -1,7 +1,7 @@
 """A rank killed from outside is named, with its own error (docs/faults.md, issue 44 item 4):
 a 2-process torchrun training whose rank 1 this test kills by PID records ``error.cause:
 killed``, ``signal: SIGKILL``, ``rank: 1`` and rank 1's own end in the evidence, not rank 0's
-error about the peer it lost."""
+error about the peer it lost. The ranks run in the launch's own memory cgroup, where cmx can make one."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from cmx_core.results.validate import validate_document
+from cmx_core.api import validate_document
+from cmx_core.api.sandboxing import open_group
 from cmx_train.lost_rank import lost_rank
 
 LIMIT_S = 240
@@ -34,6 +35,13 @@ def _rank_pid(home: Path, rank: int) -> int | None:
         if b"cmx_train.worker" in cmdline and wanted <= env:
             return int(entry.name)
     return None
+
+
+def _memory_cgroup(pid: int) -> str:
+    """The memory cgroup of ``pid`` (cgroup v1's ``memory`` line, else v2's ``0::`` line)."""
+    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    v1 = [line.split(":", 2)[2] for line in lines if "memory" in line.split(":", 2)[1].split(",")]
+    return v1[0] if v1 else next(line[3:] for line in lines if line.startswith("0::"))
 
 
 def _cpu_s(pid: int) -> float:
@@ -61,6 +69,10 @@ def test_a_rank_killed_from_outside_is_named_with_its_own_error(home: Path) -> N
                 break
             time.sleep(0.2)
         assert victim is not None and proc.poll() is None, "rank 1 never started"
+        probe = open_group()  # where cmx can make one, the ranks run in the launch's own memory cgroup
+        if probe is not None:
+            probe.close()
+            assert _memory_cgroup(victim).startswith(_memory_cgroup(proc.pid) + "/cmx-sandbox-")
         os.kill(victim, signal.SIGKILL)
         out, err = proc.communicate(timeout=LIMIT_S)
     finally:
