@@ -127,3 +127,30 @@ def test_an_oom_kill_elsewhere_does_not_type_a_step_oom(recipes: Any, cmx_home: 
         os.kill(pid, signal.SIGKILL)  # and then the step died of SIGKILL, not of memory
         error = _error(proc)
     assert error["cause"] == "killed" and error["signal"] == "SIGKILL", error
+
+
+def _memory_cgroup(pid: int) -> Path | None:
+    """The directory of ``pid``'s memory cgroup (v1's ``memory`` line; None elsewhere)."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, names, path = line.split(":", 2)
+        if "memory" in names.split(","):
+            return Path("/sys/fs/cgroup/memory") / path.lstrip("/")
+    return None
+
+
+def test_the_group_of_a_step_whose_cmx_was_killed_goes_with_the_next_run(recipes: Any, cmx_home: Path) -> None:
+    _need_root_cgroup()
+    with _sleeping_step(recipes, 7, cmx_home) as (proc, pid):
+        group = _memory_cgroup(pid)
+        if group is None or not group.name.startswith("cmx-sandbox-"):
+            pytest.skip("no cgroup-v1 memory controller here: the step's group is a v2 one")
+        proc.kill()  # SIGKILL: cmx cannot remove the step's group; its watchdog kills the step
+        assert _wait_for(lambda: not processes_with(f"sleep {4713000 + 7}", at_start=True)), "the step outlived cmx"
+    assert group.is_dir()
+    recipes("quick", "name: quick\ntags: [quick]\nsummary: one short step\ncache: false\n"
+                     "steps:\n  - uses: shell\n    with: {cmd: ['true']}\n")
+    done = subprocess.run([sys.executable, "-m", "cmx_core", "run", "recipe", "--tags=quick", "--recipes",
+                           str(recipes.dir), "--no-telemetry"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert not group.exists()  # the next run's first step group swept it

@@ -13,11 +13,14 @@ so that everything it starts is born in it. A process that moves itself to anoth
 takes its evidence with it (a group it makes below its own still counts). The ``oom``
 fault injection limits this same group (:func:`group_of`). :meth:`StepGroup.close` reads
 the count and removes the group; processes the step left running are moved back to the
-parent group first, so that they run on and the group can go.
+parent group first, so that they run on and the group can go. A cmx killed by SIGKILL cannot
+remove its group: the next cmx that makes one removes such empty groups of dead makers.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +36,8 @@ JOIN = '{ echo $$ > "$0"; } 2>/dev/null; exec "$@"'
 
 _BY_PID: dict[int, StepGroup] = {}
 _LOCK = threading.Lock()
+_SWEPT: set[Path] = set()
+_NAME = re.compile(r"cmx-sandbox-(\d+)-\d+")
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,7 @@ def open_group() -> StepGroup | None:
     path = _path(groups)
     if path is None:
         return None
+    _sweep_once(path.parent)
     return StepGroup(groups, path, _kills(groups, path))
 
 
@@ -135,6 +141,43 @@ def _v1_kills(control: Path) -> int:
         if key == "oom_kill" and value.strip().isdigit():
             return int(value)
     return 0
+
+
+def _sweep_once(parent: Path) -> None:
+    """Remove the empty groups that cmx processes killed by SIGKILL left under ``parent``
+    (they could not remove their own): once per process and parent, only groups whose
+    maker (the PID in the name) is gone."""
+    with _LOCK:
+        if parent in _SWEPT:
+            return
+        _SWEPT.add(parent)
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        found = _NAME.fullmatch(entry.name)
+        if found is None or _alive(int(found.group(1))):
+            continue
+        try:
+            empty = not (entry / "cgroup.procs").read_text().split()
+        except OSError:
+            continue
+        if empty:
+            try:
+                entry.rmdir()
+            except OSError:  # a group below it, or busy: left for later
+                pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _release(path: Path) -> None:
