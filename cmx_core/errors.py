@@ -85,7 +85,7 @@ class ProcessEnd:
     ``signal``: the signal that ended it (``None``: it exited); ``oom_kills``: the OOM kills its
     own memory cgroup (``memory_group``; ``None``: it had none) counted while it ran; ``rank``:
     the training rank whose loss ended the step, and ``error`` that process's own error line.
-    A plain class, like :class:`Location`, and read-only (``__slots__``, set once)."""
+    A plain class, like :class:`Location`; its fields are set once, when it is made."""
 
     __slots__ = ("signal", "oom_kills", "memory_group", "rank", "error")
 
