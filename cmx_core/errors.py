@@ -78,10 +78,39 @@ class ResultsError(CmxError):
     """A results store or result document that cannot be read or written."""
 
 
+class ProcessEnd:
+    """How the process a step ran ended, as the step itself saw it: the evidence a failure's
+    cause is typed by (:mod:`cmx_core.faults.causes`, docs/faults.md), never the machine's.
+
+    ``signal``: the signal that ended it (``None``: it exited); ``oom_kills``: the OOM kills its
+    own memory cgroup (``memory_group``; ``None``: it had none) counted while it ran; ``rank``:
+    the training rank whose loss ended the step, and ``error`` that process's own error line.
+    A plain class, like :class:`Location`; its fields are set once, when it is made."""
+
+    __slots__ = ("signal", "oom_kills", "memory_group", "rank", "error")
+
+    def __init__(self, *, signal: int | None = None, oom_kills: int = 0, memory_group: str | None = None,
+                 rank: int | None = None, error: str = "") -> None:
+        self.signal = signal
+        self.oom_kills = oom_kills
+        self.memory_group = memory_group
+        self.rank = rank
+        self.error = error
+
+    def __repr__(self) -> str:
+        return (f"ProcessEnd(signal={self.signal!r}, oom_kills={self.oom_kills}, memory_group={self.memory_group!r}, "
+                f"rank={self.rank!r}, error={self.error!r})")
+
+
 class StepFailed(CmxError):
-    """A step that ran and failed (non-zero exit, timeout, exception)."""
+    """A step that ran and failed (non-zero exit, timeout, exception). ``ended``: how its
+    process ended, where the step knows (a signal, its own cgroup's OOM kills, a lost rank)."""
 
     exit_code = 1
+
+    def __init__(self, message: str, *, ended: ProcessEnd | None = None) -> None:
+        super().__init__(message)
+        self.ended = ended
 
 
 class Interrupted(CmxError):

@@ -2,7 +2,9 @@
 checking a :class:`~cmx_core.api.SandboxSpec` (``check_spec``), how a confined run ended
 and the verdict it earns (``Ending``, ``decide``: cmx-docker's container backend), a
 long-lived bubblewrap session and the CPUs to pin it to (``BubblewrapSession``,
-``session_unavailable``, ``pick_cpus``: ALE-Bench's judge, which runs many test cases in one).
+``session_unavailable``, ``pick_cpus``: ALE-Bench's judge, which runs many test cases in one),
+and the memory cgroup of a process a step starts, whose OOM kills are the step's own evidence
+(``open_group``: cmx-train's launch of its ranks).
 
 Not the plugin contract (:mod:`cmx_core.api`, whose sandbox names are what a suite that runs
 untrusted code needs): internals a backend shares so that every backend decides alike.
@@ -14,5 +16,6 @@ from cmx_core.sandbox import check_spec as check_spec
 from cmx_core.sandbox.cpus import pick_cpus as pick_cpus
 from cmx_core.sandbox.session import BubblewrapSession as BubblewrapSession
 from cmx_core.sandbox.session import session_unavailable as session_unavailable
+from cmx_core.sandbox.step_group import open_group as open_group
 from cmx_core.sandbox.verdict import Ending as Ending
 from cmx_core.sandbox.verdict import decide as decide

@@ -31,7 +31,7 @@ from cmx_core.providers.types import Detector, ExecutionOutcome, Launcher, StepC
 from cmx_core.providers.values import Metric, ResultPart, StepOutput
 from cmx_core.run import checkpoints
 from cmx_core.run.execute import run_local
-from cmx_core.run.processes import run_process
+from cmx_core.run.processes import run_step_process
 
 BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")
 
@@ -59,10 +59,12 @@ def shell_step(ctx: StepContext) -> StepOutput:
     env[checkpoints.ATTEMPT_ENV] = str(ctx.attempt)
     timeout = ctx.params.get("timeout_s") or ctx.timeout_s
     stdout_path, stderr_path = ctx.log_dir / "stdout.txt", ctx.log_dir / "stderr.txt"
-    returncode = run_process(argv, ctx.work_dir, env, timeout, stdout_path, stderr_path)
+    ended = run_step_process(argv, ctx.work_dir, env, timeout, stdout_path, stderr_path)
+    returncode = ended.returncode
     if returncode != 0:
         tail = _tail(stderr_path)
-        raise StepFailed(f"`{argv[0]}` exited with code {returncode}{': ' + tail if tail else ''} (log: {stderr_path})")
+        raise StepFailed(f"`{argv[0]}` exited with code {returncode}{': ' + tail if tail else ''} (log: {stderr_path})",
+                         ended=ended.ended())
     outputs: dict[str, Any] = {"returncode": returncode, "stdout_path": str(stdout_path)}
     outputs.update(_parse_stdout(stdout_path, ctx.params.get("parse", "none")))
     declared = ctx.params.get("metrics")

@@ -1,10 +1,11 @@
 """The fault class of a failed attempt (docs/faults.md), from what the failure shows.
 
-The step's exit and the cause its logs show (:mod:`cmx_core.telemetry.causes`) decide, first
-match wins: exit code 2 or a refused input is ``bad_input`` (never retried); the causes
+The step's exit and the cause its own evidence shows (:mod:`cmx_core.faults.causes`) decide,
+first match wins: exit code 2 or a refused input is ``bad_input`` (never retried); the causes
 ``oom``/``cuda_oom`` are ``oom``, ``time_limit`` is ``timeout``, ``disk_full`` is
-``disk_full``, ``nccl`` or an unreachable network in the logs is ``network``; death by
-SIGKILL (or another signal) is ``killed``; anything else is ``exit_code``. The cluster
+``disk_full``, ``nccl`` or an unreachable network in the logs is ``network``; the causes
+``killed``/``terminated`` (a lost training rank's too) and death by any other signal are
+``killed``; anything else is ``exit_code``. The cluster
 executors add ``node_lost`` and ``preempted`` from what their schedulers report.
 """
 
@@ -14,11 +15,12 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from cmx_core.faults.causes import exit_signal
 from cmx_core.providers.recovery import FaultClass
-from cmx_core.telemetry.causes import exit_signal
 
 _BY_CAUSE = {"oom": FaultClass.OOM, "cuda_oom": FaultClass.OOM, "time_limit": FaultClass.TIMEOUT,
              "disk_full": FaultClass.DISK_FULL, "nccl": FaultClass.NETWORK}
+_BY_SIGNAL = ("killed", "terminated")
 _NETWORK = re.compile(r"Network is unreachable|No route to host|Temporary failure in name resolution")
 _EXIT = re.compile(r"exited with code (-?\d+)")
 
@@ -32,7 +34,7 @@ def fault_class(message: str, exit_code: int, cause: str | None, logs: Sequence[
         return _BY_CAUSE[cause]
     if _NETWORK.search(message) or any(_NETWORK.search(_text(log)) for log in logs):
         return FaultClass.NETWORK
-    if exit_signal(message) is not None:
+    if cause in _BY_SIGNAL or exit_signal(message) is not None:
         return FaultClass.KILLED
     return FaultClass.EXIT_CODE
 

@@ -287,10 +287,15 @@ class RunError:
     step: str | None = None
     exit_code: int = 1
     cause: str | None = None
-    """What killed the step when its logs or exit signal show it (``oom``, ``cuda_oom``,
-    ``nccl``, ``segfault``, ``xid``, ``time_limit``, ``disk_full``: docs/telemetry.md)."""
+    """What killed the step when its own evidence shows it (``oom``, ``cuda_oom``, ``nccl``,
+    ``segfault``, ``xid``, ``time_limit``, ``disk_full``, ``killed``, ``terminated``:
+    docs/telemetry.md)."""
     evidence: tuple[str, ...] = ()
-    """The log lines (or the exit signal) that show the cause."""
+    """The log lines (or the exit signal, the cgroup's OOM kills) that show the cause."""
+    signal: str | None = None
+    """The signal that ended the step's process (``SIGKILL``), with a cause."""
+    rank: int | None = None
+    """The training rank whose loss ended the step, with a cause."""
 
 
 @dataclass(frozen=True)

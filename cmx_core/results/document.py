@@ -21,7 +21,7 @@ from cmx_core.results.hardware import from_system
 from cmx_core.results.validate import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from cmx_core.providers.types import CachedMeasurement
+    from cmx_core.providers.types import CachedMeasurement, RunError
     from cmx_core.providers.values import ResultPart
 
 _BENCHMARK_KEYS = (
@@ -72,8 +72,8 @@ class RunRecord:
     """The added recipe repositories the run's catalog had: name, url, commit, kind."""
     telemetry: Mapping[str, Any] | None = None
     """The run sampler's section (``telemetry`` in the document), when the run was sampled."""
-    error_cause: tuple[str, Sequence[str]] | None = None
-    """``(cause, evidence lines)`` of a failed step whose logs or exit signal show why."""
+    error_cause: RunError | None = None
+    """The failed step's ``cause``, ``evidence``, ``signal`` and ``rank``, when its own evidence shows why."""
     facts_file: Mapping[str, str] | None = None
     """``{path, sha256}`` of the ``--facts`` file the run was planned with (``provenance.facts_file``)."""
     attempts: Sequence[Attempt] = ()
@@ -223,7 +223,7 @@ def file_sha256(path: Path) -> tuple[str, int]:
 
 
 def _error(error: tuple[str, str | None, str | None] | None,
-           cause: tuple[str, Sequence[str]] | None = None) -> dict[str, Any] | None:
+           cause: RunError | None = None) -> dict[str, Any] | None:
     if error is None:
         return None
     message, node, step = error
@@ -232,8 +232,9 @@ def _error(error: tuple[str, str | None, str | None] | None,
         "node": None if node is None else str(node),
         "step": None if step is None else str(step),
     }
-    if cause is not None:
-        out.update(cause=str(cause[0]), evidence=[str(line) for line in cause[1]])
+    if cause is not None and cause.cause:
+        out.update(cause=str(cause.cause), evidence=[str(line) for line in cause.evidence])
+        out.update({key: value for key, value in (("signal", cause.signal), ("rank", cause.rank)) if value is not None})
     return out
 
 

@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 from cmx_core import __version__, reads
 from cmx_core.cache.store import META, Cache, CacheEntry, Staging, rebase
 from cmx_core.datautil import digest, freeze, thaw
-from cmx_core.errors import CmxError, Interrupted, StepFailed
+from cmx_core.errors import CmxError, Interrupted, ProcessEnd, StepFailed
 from cmx_core.facts.store import FactStore
 from cmx_core.faults.armed import armed
+from cmx_core.faults.causes import classify
 from cmx_core.faults.classify import fault_class
 from cmx_core.plan.facts_view import FactsView, groups_of
 from cmx_core.plan.planner import Plan, PlanNode
@@ -49,7 +50,6 @@ from cmx_core.run.attempts import AttemptLog, backoff, policy_for, work_lost
 from cmx_core.run.checkpoints import checkpoint_dir
 from cmx_core.run.measured import measurement_meta, served, stage_artifacts
 from cmx_core.run.processes import kill_running
-from cmx_core.telemetry.causes import classify, oom_kills
 from cmx_core.telemetry.collector import step_metrics
 from cmx_core.telemetry.live import BOARD
 
@@ -72,13 +72,17 @@ class NodeFailed(StepFailed):
         self.cache_key = cache_key
         self.cause: str | None = None
         self.evidence: tuple[str, ...] = ()
+        self.signal: str | None = None
+        self.rank: int | None = None
         super().__init__(f"{node_id} / step {step_id}: {message}")
 
-    def classified(self, log_dir: Path, oom_before: int | None) -> NodeFailed:
-        """With the cause its logs and exit show (:mod:`cmx_core.telemetry.causes`)."""
-        found = classify(self.reason, sorted(log_dir.glob("*.txt")), oom_before, oom_kills())
+    def classified(self, log_dir: Path, ended: ProcessEnd | None) -> NodeFailed:
+        """With the cause its own evidence shows: how its process ended, its logs
+        (:mod:`cmx_core.faults.causes`)."""
+        self.ended = ended
+        found = classify(self.reason, sorted(log_dir.glob("*.txt")), ended)
         if found is not None:
-            self.cause, self.evidence = found.cause, found.evidence
+            self.cause, self.evidence, self.signal, self.rank = found.cause, found.evidence, found.signal, found.rank
         return self
 
 
@@ -145,7 +149,7 @@ def execute_plan(plan: Plan, facts: FactStore, registry: Registry, cache: Cache,
             _run_parallel(plan, runner, progress.results, jobs)
     except NodeFailed as exc:
         progress.error = RunError(exc.reason, exc.node_id, exc.step_id, exit_code=exc.exit_code,
-                                  cause=exc.cause, evidence=exc.evidence)
+                                  cause=exc.cause, evidence=exc.evidence, signal=exc.signal, rank=exc.rank)
         progress.results[exc.node_id] = NodeResult(exc.node_id, _recipe_of(plan, exc.node_id), "failed",
                                                    exc.wall_s, exc.cache_key)
     except KeyboardInterrupt:
@@ -350,12 +354,11 @@ class NodeRunner:
             launchers=self.registry.launchers,
             detector_plugins=frozenset(d.plugin for d in self.registry.detectors.values()),
         )
-        oom_before = oom_kills()
         try:
             with BOARD.running(node.id, step.id, step.uses):  # the live progress line (cli/progress.py)
                 returned = step_type.run(ctx)
         except StepFailed as exc:
-            raise NodeFailed(node.id, step.id, str(exc)).classified(log_dir, oom_before) from None
+            raise NodeFailed(node.id, step.id, str(exc)).classified(log_dir, exc.ended) from None
         except CmxError as exc:
             raise NodeFailed(node.id, step.id, str(exc), exit_code=exc.exit_code) from None
         except Exception as exc:  # noqa: BLE001 - a plugin bug becomes one line + a saved traceback
@@ -364,7 +367,7 @@ class NodeRunner:
             trace.write_text(traceback.format_exc())
             message = f"{step.uses} raised {type(exc).__name__}: {exc}{self._module_hint(step_type, exc)} " \
                 f"(traceback: {trace})"
-            raise NodeFailed(node.id, step.id, message).classified(log_dir, oom_before) from None
+            raise NodeFailed(node.id, step.id, message).classified(log_dir, None) from None
         return returned if isinstance(returned, StepOutput) else StepOutput(outputs=dict(returned))
 
     def _module_hint(self, step_type: StepType, exc: Exception) -> str:

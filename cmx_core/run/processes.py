@@ -10,36 +10,69 @@ import signal
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cmx_core.errors import StepFailed
+from cmx_core.errors import ProcessEnd, StepFailed
 from cmx_core.faults import armed
 from cmx_core.run.watchdog import TOKEN_ENV
+from cmx_core.sandbox.step_group import open_group
 
 if TYPE_CHECKING:
     import subprocess
 
 
+@dataclass(frozen=True)
+class Exit:
+    """How a step's process ended: its return code (``-N``: signal N ended it) and the OOM
+    kills its own memory cgroup counted (``oom_group`` None: it had none here)."""
+
+    returncode: int
+    oom_kills: int = 0
+    oom_group: Path | None = None
+
+    def ended(self) -> ProcessEnd:
+        """The evidence a failure's cause is typed by (:mod:`cmx_core.faults.causes`)."""
+        signal_number = -self.returncode if self.returncode < 0 else None
+        return ProcessEnd(signal=signal_number, oom_kills=self.oom_kills,
+                          memory_group=str(self.oom_group) if self.oom_group is not None else None)
+
+
 def run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
                  stdout_path: Path, stderr_path: Path) -> int:
+    """Run ``argv`` to its end; its return code (:func:`run_step_process` says more)."""
+    return run_step_process(argv, cwd, env, timeout, stdout_path, stderr_path).returncode
+
+
+def run_step_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
+                     stdout_path: Path, stderr_path: Path) -> Exit:
+    """Run ``argv`` in its own process group and memory cgroup (where one can be made:
+    :mod:`cmx_core.sandbox.step_group`), its output to the two files."""
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     _guard()
     injected = armed.current()  # faults armed for this attempt (docs/faults.md)
     prefix = injected.prefix(cwd) if injected is not None else []
+    group = open_group()
+    join = group.join() if group is not None else []
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:
-            proc = subprocess.Popen([*dies_with_cmx(), *prefix, *argv], cwd=cwd, env={**env, TOKEN_ENV: TOKEN},
-                                    stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen([*dies_with_cmx(), *join, *prefix, *argv], cwd=cwd,
+                                    env={**env, TOKEN_ENV: TOKEN}, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
         except OSError as exc:
+            if group is not None:
+                group.close()
             raise StepFailed(f"cannot start `{argv[0]}`: {exc.strerror}") from None
         RUNNING.add(proc)
         _tell(f"+{proc.pid}")
+        if group is not None:
+            group.started(proc.pid)  # before the injections: the oom one limits this group
         limit = float(timeout) if timeout else None
         try:
             if injected is not None:
                 injected.started(proc)
-            return proc.wait(timeout=limit)
+            code = proc.wait(timeout=limit)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             raise StepFailed(f"`{argv[0]}` timed out after {limit:g} s and was killed (log: {stderr_path})") from None
@@ -49,6 +82,10 @@ def run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float 
         finally:
             RUNNING.discard(proc)
             _tell(f"-{proc.pid}")
+            counted = group.close() if group is not None else None
+    if counted is None:
+        return Exit(code)
+    return Exit(code, counted.kills, counted.group)
 
 
 TOKEN = os.urandom(8).hex()

@@ -107,7 +107,7 @@ def run_record(request: ExecutionRequest, outcome: ExecutionOutcome, provenance:
         cached_measurement=outcome.cached_measurement(), system_extra=dict(outcome.system),
         sweep=provenance.sweep, repos=provenance.repos, telemetry=outcome.telemetry,
         facts_file=provenance.facts_file.to_json() if provenance.facts_file else None,
-        error_cause=(error.cause, tuple(error.evidence)) if error and error.cause else None,
+        error_cause=error if error and error.cause else None,
         attempts=outcome.attempts, injections=provenance.injections,
     )
 

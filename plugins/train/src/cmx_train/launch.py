@@ -22,13 +22,15 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import psutil
 
 from cmx_core.api import Launcher, RankLayout
-from cmx_core.errors import StepFailed, UsageError
+from cmx_core.api.sandboxing import open_group
+from cmx_core.errors import ProcessEnd, StepFailed, UsageError
 from cmx_train.config import TrainConfig
+from cmx_train.lost_rank import lost_rank
 from cmx_train.worker import RANKS_FILE
 
 WORKER = ("-m", "cmx_train.worker")
@@ -112,9 +114,13 @@ def run(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Laun
     (work / "launch.json").write_text(json.dumps({"argv": list(launch.argv), "launcher": launch.launcher,
                                                   "rendezvous": launch.rendezvous}, indent=1), encoding="utf-8")
     began = time.monotonic()
+    group = open_group()  # the ranks' memory cgroup: their OOM kills are the step's own evidence
     with open(log, "ab") as out:
-        proc = subprocess.Popen(launch.argv, env=dict(launch.env), stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        offset = out.tell()  # this launch's part of the log, for torchrun's report
+        proc = subprocess.Popen([*(group.join() if group else ()), *launch.argv], env=dict(launch.env), stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        if group is not None:
+            group.started(proc.pid)
         try:
             code = proc.wait(timeout=config.timeout_s)
         except subprocess.TimeoutExpired:
@@ -123,13 +129,48 @@ def run(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Laun
                              f"{config.timeout_s:g} s and was killed{_first_error(work, ' (', ')')}") from None
         finally:
             _kill(proc)
+            counted = group.close() if group is not None else None
     wall = time.monotonic() - began
     rank = int(launch.env.get("RANK", "0")) if launch.launcher == "env" else 0
     if code != 0:
-        raise StepFailed(f"train: {launch.launcher} exited {code} after {wall:.1f} s"
-                         f"{_first_error(work, ': ', '')}; log: {log}")
+        kills, group_path = (counted.kills, str(counted.group)) if counted is not None else (0, None)
+        _failed(launch, code, wall, (work, log, offset), kills, group_path)
     rows = _rows(work, rank)
     return Ranks(tuple(rows), rank, wall, launch)
+
+
+def _failed(launch: Launch, code: int, wall: float, files: tuple[Path, Path, int], oom_kills: int,
+            memory_group: str | None) -> NoReturn:
+    """A failed launch: the rank it lost first, with that rank's own error (torchrun's report,
+    :mod:`cmx_train.lost_rank`), else the first error a rank wrote; with the OOM kills the
+    ranks' own memory cgroup counted. ``files``: the work directory, the log and where this launch's part starts."""
+    work, log, offset = files
+    lost = lost_rank(_read_from(log, offset), work) if launch.launcher == "torchrun" else None
+    head = f"train: {launch.launcher} exited {code} after {wall:.1f} s"
+    if lost is None:
+        signal_number = -code if code < 0 else None
+        raise StepFailed(f"{head}{_first_error(work, ': ', '')}; log: {log}",
+                         ended=ProcessEnd(signal=signal_number, oom_kills=oom_kills, memory_group=memory_group))
+    how = f"was killed by signal {lost.signal} ({_signal_name(lost.signal)})" if lost.signal is not None else "failed"
+    raise StepFailed(f"{head}: rank {lost.rank} (pid {lost.pid}) {how}: {lost.error}; log: {log}",
+                     ended=ProcessEnd(signal=lost.signal, rank=lost.rank, error=lost.error, oom_kills=oom_kills,
+                                      memory_group=memory_group))
+
+
+def _read_from(log: Path, offset: int) -> str:
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(offset)
+            return handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _rows(work: Path, rank: int) -> list[dict[str, Any]]:
