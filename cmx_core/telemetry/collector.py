@@ -40,6 +40,7 @@ from cmx_core.telemetry.exposition import Exporter
 from cmx_core.telemetry.live import BOARD
 from cmx_core.telemetry.names import app_series
 from cmx_core.telemetry.openmetrics import Round
+from cmx_core.telemetry.own import deep_size
 from cmx_core.telemetry.probes import Machine, Point, ProcessTree
 from cmx_core.telemetry.reading import one_line
 from cmx_core.telemetry.spool import SeriesSpool
@@ -192,6 +193,13 @@ class RunTelemetry:
 
     def latest(self) -> Round | None:
         return self.window[-1] if self.window else None
+
+    def own_bytes(self) -> int:
+        """What the sampler keeps in memory now (:func:`.own.deep_size`): bounded, however
+        long the run (the window, the summaries, one entry per series, one batch of lines)."""
+        with self._lock:
+            return deep_size(self.window, self.summary, self._spool, self._kinds, self.unavailable,
+                             self.app.snapshot())
 
     def kind_of(self, name: str) -> str:
         return self._kinds.get(name, "gauge")

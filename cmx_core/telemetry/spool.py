@@ -24,7 +24,7 @@ from cmx_core.telemetry.names import BY_NAME
 from cmx_core.telemetry.openmetrics import family_of, label_text, number_text
 from cmx_core.telemetry.probes import Labels
 
-FLUSH_LINES = 4096
+FLUSH_LINES = 1024
 FLUSH_S = 10.0
 SPOOL_SUFFIX = ".d"
 
