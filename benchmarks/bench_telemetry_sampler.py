@@ -40,7 +40,9 @@ from cmx_core.telemetry.probes import ProcessTree
 
 LAUNCHER = """
 import subprocess, sys
-pids = [subprocess.Popen(["sleep", "3600"], start_new_session=True).pid for _ in range(int(sys.argv[1]))]
+quiet = subprocess.DEVNULL  # not the pipe this launcher answers on: its reader waits for EOF
+pids = [subprocess.Popen(["sleep", "3600"], start_new_session=True, stdin=quiet, stdout=quiet, stderr=quiet).pid
+        for _ in range(int(sys.argv[1]))]
 print(" ".join(map(str, pids)), flush=True)
 """
 
@@ -80,6 +82,10 @@ def stop(pids: list[int]) -> None:
             pass
 
 
+def _exit(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def round_cpu_s(telemetry: RunTelemetry) -> float:
     start = time.thread_time()
     telemetry.sample()
@@ -117,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=30, help="rounds timed per way")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit)  # a timeout's TERM still stops what was started
     step = subprocess.Popen(["sleep", "3600"])  # the run's own child
     others: list[int] = []
     try:
