@@ -125,6 +125,7 @@ class RunTelemetry:
         self.samples = 0
         self.summary = RunningSummary()
         self._spool: SeriesSpool | None = None
+        self._spool_failed: SeriesSpool | None = None
         self._kinds: dict[str, str] = {}
         self.unavailable: list[str] = []
         self._stop = threading.Event()
@@ -183,7 +184,13 @@ class RunTelemetry:
             self.window.append(taken)
             self.summary.add(taken.points)
             if self._spool is not None:
-                self._spool.add(t, taken.points, self._kinds)
+                try:
+                    self._spool.add(t, taken.points, self._kinds)
+                except OSError as err:  # a full disk: the series file stops here, and says so
+                    self._spool.drop_pending()
+                    self._spool_failed, self._spool = self._spool, None
+                    self.unavailable.append(f"{openmetrics.SERIES_FILE}: samples after {t:.3f} not written: "
+                                            f"{one_line(err)}")
 
     def _take_problems(self, probe: Any) -> None:
         while probe.problems:
@@ -217,12 +224,14 @@ class RunTelemetry:
             self.exporter.close()
         for device in self._devices:
             device.close()
-        spool = self._spool
+        spool = self._spool or self._spool_failed
         assert spool is not None, "stop() before start()"
-        spool.flush()
         metrics = {name: {"value": v, "unit": unit, "higher_is_better": better}
                    for name, (v, unit, better) in self.summary.result(spool.values).items()}
-        spool.finish()
+        try:
+            spool.finish()
+        except OSError as err:
+            self.unavailable.append(f"{openmetrics.SERIES_FILE}: not written: {one_line(err)}")
         section: dict[str, Any] = {
             "interval_s": self.settings.interval_s, "samples": self.samples,
             "series": openmetrics.SERIES_FILE, "sources": self.sources,

@@ -78,6 +78,11 @@ class SeriesSpool:
         self._lines = 0
         self._flushed_at = self._clock()
 
+    def drop_pending(self) -> None:
+        """Forget the lines not yet written (a flush failed: they would only pile up)."""
+        self._pending.clear()
+        self._lines = 0
+
     def _file(self, index: int) -> Path:
         return self.dir / f"{index}.om"
 
@@ -86,7 +91,8 @@ class SeriesSpool:
         return len(self._series)
 
     def values(self, name: str) -> Iterator[array.array[float]]:
-        """Every spooled value of family ``name``, one array per series (flush first)."""
+        """Every value of family ``name``, one array per series (what is pending is written first)."""
+        self.flush()
         for series in self._series.values():
             if series.name == name and self._file(series.index).exists():
                 with open(self._file(series.index)) as handle:
@@ -94,7 +100,7 @@ class SeriesSpool:
 
     def finish(self) -> None:
         """Join the spool into ``telemetry.om`` (written whole, then renamed) and remove it."""
-        self.flush()
+        self.flush()  # nothing pending after a failed flush: see drop_pending
         names = sorted({s.name for s in self._series.values()}, key=_order)
         tmp = self.path.with_name(self.path.name + ".tmp")
         with open(tmp, "w") as out:
