@@ -149,3 +149,10 @@ def test_the_sampler_keeps_the_same_memory_however_long_it_runs(tmp_path: Path) 
     assert telemetry.samples == 2 + 600 + 3 * WINDOW_ROUNDS
     assert len(openmetrics.read_series(tmp_path / openmetrics.SERIES_FILE)[
         ("cmx_telemetry_samples_total", (("node", telemetry.node), ("run", "r-own")))]) == telemetry.samples
+
+
+def test_the_docs_state_the_bound_this_test_holds() -> None:
+    doc = " ".join((Path(__file__).resolve().parents[1] / "docs" / "telemetry.md").read_text().split())
+    assert (f"{SOAK.removesuffix('s')} s of {REPETITION_S:g}-second repetitions sampled at "
+            f"{1 / float(INTERVAL_S):g} Hz") in doc
+    assert f"at {OWN_BOUND_BYTES // 1024} KiB per repetition" in doc
