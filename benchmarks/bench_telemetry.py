@@ -58,7 +58,7 @@ def sampler_cost(seconds: float, interval_s: float) -> dict[str, Any]:
         first_cpu, first_wall = thread_cpu(), time.monotonic()
         time.sleep(seconds)
         cpu, wall = thread_cpu() - first_cpu, time.monotonic() - first_wall
-        rounds = len(telemetry._rounds)
+        rounds = telemetry.samples
         telemetry.stop()
     return {"interval_s": interval_s, "wall_s": round(wall, 3), "sampler_cpu_s": round(cpu, 4),
             "rounds": rounds, "cpu_per_round_ms": round(1000 * cpu / max(1, rounds), 3),

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from cmx_core.errors import UsageError
-from cmx_core.telemetry.collector import TelemetrySettings, check_interval, check_port
-from cmx_core.telemetry.names import FAMILIES, markdown_table
-from cmx_core.telemetry.openmetrics import Round
+from cmx_core.telemetry.collector import WINDOW_ROUNDS, TelemetrySettings, check_interval, check_port
+from cmx_core.telemetry.names import FAMILIES, UNIT_WORDS, app_series, markdown_table
+from cmx_core.telemetry.openmetrics import SERIES_FILE, Round
+from cmx_core.telemetry.spool import FLUSH_LINES, FLUSH_S, SPOOL_SUFFIX
 from cmx_core.telemetry.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,3 +85,21 @@ def test_the_soak_section_states_the_constants() -> None:
 
 def test_the_readme_points_here() -> None:
     assert "docs/telemetry.md" in (ROOT / "README.md").read_text()
+
+
+def test_the_series_file_section_states_what_memory_holds() -> None:
+    text = " ".join(_section("The series file").split())
+    assert f"batches of at most {FLUSH_LINES} lines or {FLUSH_S:g} s" in text
+    assert f"`{SERIES_FILE}{SPOOL_SUFFIX}/`" in text
+    assert f"the last {WINDOW_ROUNDS} rounds" in text
+
+
+def test_the_unit_words_the_names_section_lists_are_converted() -> None:
+    text = " ".join(_section("Names").split())
+    for word in ("ns", "us", "ms", "s", "sec", "h", "d", "b", "kb", "mb", "gb", "kib", "mib", "gib", "pct",
+                 "percent"):
+        assert f"`{word}`" in text and word in UNIT_WORDS
+    assert "`tokens_per_ms` is `cmx_app_tokens_per_second`, times 1000" in text
+    assert app_series("tokens_per_ms") == ("cmx_app_tokens_per_second", 1000.0)
+    assert "`latency_p99_ns` is `cmx_app_latency_p99_seconds`" in text
+    assert app_series("latency_p99_ns")[0] == "cmx_app_latency_p99_seconds"

@@ -43,9 +43,9 @@ def work(ctx):
         ctx.report("progress", i)
     ctx.report("items", 7, kind="counter")
     active = collector._ACTIVE[-1] if collector._ACTIVE else None
-    start = len(active._rounds) if active else 0
+    start = active.samples if active else 0
     deadline = time.monotonic() + 60
-    while active is not None and len(active._rounds) < start + 2 and time.monotonic() < deadline:
+    while active is not None and active.samples < start + 2 and time.monotonic() < deadline:
         time.sleep(0.02)
     return {"held": len(block)}
 '''

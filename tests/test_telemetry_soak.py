@@ -1,17 +1,21 @@
 """``cmx run --soak DURATION`` (docs/telemetry.md): the plan repeated with telemetry on; a
-step that leaks is flagged by a 30-second soak, a steady one is not. The verdict counts
-repetitions, not seconds, so a slow or busy machine changes how many repetitions there are,
-not what one of them is judged to leak."""
+step that leaks is flagged by a 60-second soak sampled at 10 Hz, a steady one is not, and
+cmx's own memory stays flat meanwhile (issue #46: the sampler kept every round). The verdict
+counts repetitions, not seconds, so a slow or busy machine changes how many repetitions
+there are, not what one of them is judged to leak; no assertion here is about time."""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cmx_core.telemetry import openmetrics
+from cmx_core.telemetry.collector import WINDOW_ROUNDS, RunTelemetry, TelemetrySettings
 from cmx_core.telemetry.soak import LEAK_BYTES_PER_REPETITION, MIN_REPETITIONS, WARMUP, Repetition, slope, verdict
 
 STEPS = '''
@@ -22,30 +26,39 @@ KEPT = []
 
 def leak(ctx):
     KEPT.append(b"x" * (1 << 20))  # 1 MiB kept per repetition
-    time.sleep(0.2)
+    time.sleep(REPETITION_S)
     return {}
 
 
 def steady(ctx):
     block = b"x" * (1 << 20)  # 1 MiB used and freed
-    time.sleep(0.2)
+    time.sleep(REPETITION_S)
     return {"n": len(block)}
 '''
+REPETITION_S = 2.0
+"""Long enough for 20 sampling rounds a repetition at 10 Hz: a sampler that kept its rounds
+grew by more than :data:`OWN_BOUND_BYTES` each repetition (about 100 KiB)."""
+SOAK = "60s"
+INTERVAL_S = "0.1"
+OWN_BOUND_BYTES = 32 * 1024
+"""The bound on cmx's own memory growth per repetition (the slope of the tree's RSS under a
+steady step, of cmx's traced own memory under any): 32 KiB, an eighth of the leak threshold."""
 
 
 def _soak(cli: Callable[..., Any], recipes: Any, function: str) -> dict[str, Any]:
-    (recipes.dir / "soak_steps.py").write_text(STEPS)
+    (recipes.dir / "soak_steps.py").write_text(f"REPETITION_S = {REPETITION_S}\n" + STEPS)
     (recipes.dir / "soaked.yaml").write_text(
         "name: soaked\ntags: [soaked]\nsummary: soaked\ncache: false\nsteps:\n"
         f"  - uses: python\n    with: {{function: 'soak_steps:{function}'}}\n")
-    result = cli("run", "--recipes", recipes.dir, "--tags=soaked", "--json", "--soak", "30s")
+    result = cli("run", "--recipes", recipes.dir, "--tags=soaked", "--json", "--soak", SOAK,
+                 "--telemetry-interval", INTERVAL_S)
     assert result.code == 0, result.err
     soak: dict[str, Any] = json.loads(result.out)["telemetry"]["soak"]
     assert result.err_lines[-1].startswith(f"soak: {soak['verdict']} after {soak['repetitions']} repetitions")
     return soak
 
 
-def test_a_leaking_step_is_flagged_by_a_30_second_soak(cli: Callable[..., Any], recipes: Any) -> None:
+def test_a_leaking_step_is_flagged_by_a_60_second_soak(cli: Callable[..., Any], recipes: Any) -> None:
     try:
         soak = _soak(cli, recipes, "leak")
     finally:
@@ -53,18 +66,26 @@ def test_a_leaking_step_is_flagged_by_a_30_second_soak(cli: Callable[..., Any], 
         if kept is not None:
             kept.clear()  # give back what the leaking step kept in this process
     if soak["verdict"] == "inconclusive":
-        pytest.skip(f"this machine ran too few repetitions in 30 s: {soak['reasons']}")
+        pytest.skip(f"this machine ran too few repetitions in {SOAK}: {soak['reasons']}")
     assert soak["leak"] is True and soak["verdict"] == "fail", soak
     assert soak["memory_growth_bytes_per_repetition"] > LEAK_BYTES_PER_REPETITION
     assert any(r.startswith("memory grows ") for r in soak["reasons"])
+    # the leak is the workload's: cmx's own memory, reported apart, did not grow with it
+    assert soak["memory_growth_bytes_per_repetition"] == pytest.approx(1 << 20, rel=0.25), soak
+    assert soak["own_memory_growth_bytes_per_repetition"] <= OWN_BOUND_BYTES, soak
 
 
 def test_a_steady_step_is_not(cli: Callable[..., Any], recipes: Any) -> None:
     soak = _soak(cli, recipes, "steady")
     if soak["verdict"] == "inconclusive":
-        pytest.skip(f"this machine ran too few repetitions in 30 s: {soak['reasons']}")
+        pytest.skip(f"this machine ran too few repetitions in {SOAK}: {soak['reasons']}")
     assert soak["leak"] is False, soak
     assert not any(r.startswith("memory grows ") for r in soak["reasons"])
+    assert soak["verdict"] == "pass", soak
+    # a steady Python step holds nothing across repetitions: the tree's RSS is cmx's own
+    assert soak["tree_memory_growth_bytes_per_repetition"] <= OWN_BOUND_BYTES, soak
+    assert soak["own_memory_growth_bytes_per_repetition"] <= OWN_BOUND_BYTES, soak
+    assert soak["own_memory_bytes"] > 0, soak
 
 
 def _reps(rss: list[float], wall: float = 1.0) -> list[Repetition]:
@@ -96,3 +117,42 @@ def test_bad_soak_durations_are_one_line_exit_2(cli: Callable[..., Any], recipes
                           (("--soak", "30s", "--no-telemetry"), "--soak needs telemetry")):
         result = cli("run", "--recipes", recipes.dir, "--tags=soaked", *args)
         assert result.code == 2 and len(result.err_lines) == 1 and message in result.err, result.err
+
+
+def test_cmx_own_memory_is_reported_apart_and_never_the_verdict() -> None:
+    base = 100e6
+    own_grows = [Repetition(1.0, base + i * (1 << 20), 5e6 + i * (1 << 20)) for i in range(20)]
+    judged = verdict(own_grows, 30)
+    assert judged["verdict"] == "pass" and judged["leak"] is False, judged
+    assert judged["own_memory_growth_bytes_per_repetition"] == pytest.approx(1 << 20)
+    assert judged["tree_memory_growth_bytes_per_repetition"] == pytest.approx(1 << 20)
+    assert judged["memory_growth_bytes_per_repetition"] == pytest.approx(0.0, abs=1.0)
+    workload_grows = [Repetition(1.0, base + i * (1 << 20), 5e6) for i in range(20)]
+    assert verdict(workload_grows, 30)["leak"] is True
+
+
+def test_the_sampler_keeps_the_same_memory_however_long_it_runs(tmp_path: Path) -> None:
+    """What the sampler holds rises and falls with the batch of lines not yet spooled; its
+    highest over 400 rounds is its highest over the 200 rounds before (window full)."""
+    telemetry = RunTelemetry("r-own", tmp_path, TelemetrySettings(interval_s=3600.0))
+    telemetry.start()  # round 1; the thread waits an hour, so only the calls below sample
+    sizes = []
+    try:
+        for i in range(600 + 3 * WINDOW_ROUNDS):
+            telemetry.app.report("n/s", "progress", float(i))
+            telemetry.sample()
+            sizes.append(telemetry.own_bytes())
+    finally:
+        telemetry.stop()
+    early, late = max(sizes[-600:-400]), max(sizes[-400:])
+    assert 0 < late <= early + 4096, (early, late)
+    assert telemetry.samples == 2 + 600 + 3 * WINDOW_ROUNDS
+    assert len(openmetrics.read_series(tmp_path / openmetrics.SERIES_FILE)[
+        ("cmx_telemetry_samples_total", (("node", telemetry.node), ("run", "r-own")))]) == telemetry.samples
+
+
+def test_the_docs_state_the_bound_this_test_holds() -> None:
+    doc = " ".join((Path(__file__).resolve().parents[1] / "docs" / "telemetry.md").read_text().split())
+    assert (f"{SOAK.removesuffix('s')} s of {REPETITION_S:g}-second repetitions sampled at "
+            f"{1 / float(INTERVAL_S):g} Hz") in doc
+    assert f"at {OWN_BOUND_BYTES // 1024} KiB per repetition" in doc

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from cmx_core.errors import UsageError
 from cmx_core.telemetry.collector import RunTelemetry, TelemetrySettings, sampling
 from cmx_core.telemetry.openmetrics import SERIES_FILE
+from cmx_core.telemetry.own import deep_size
 
 if TYPE_CHECKING:
     from cmx_core.plugins.registry import ExecutionRequest
@@ -75,7 +76,8 @@ class Observation:
         latest = self.telemetry.latest()
         rss = next((v for name, _, v in latest.points if name == "cmx_process_resident_memory_bytes"), 0.0) \
             if latest is not None else 0.0
-        return Repetition(outcome.finished - outcome.started, rss)
+        own = self.telemetry.own_bytes() + deep_size(self.repetitions)  # cmx's own: never the verdict's basis
+        return Repetition(outcome.finished - outcome.started, rss, float(own))
 
     def fold(self, outcome: ExecutionOutcome) -> ExecutionOutcome:
         if self.telemetry is None:

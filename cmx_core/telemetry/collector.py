@@ -4,8 +4,11 @@ Each round reads the run's process tree and the machine (:mod:`.probes`, psutil)
 and CPU packages (:mod:`.devices`) and the steps' own series (:mod:`.appmetrics`). The
 first round is taken in :meth:`RunTelemetry.start`, the last in :meth:`RunTelemetry.stop`,
 so the series cover the whole run. A probe whose read fails is dropped from later rounds
-and its reason said once (``telemetry.unavailable``). :meth:`RunTelemetry.stop` writes
-``telemetry.om`` (:mod:`.openmetrics`) and returns the result's ``telemetry`` section.
+and its reason said once (``telemetry.unavailable``). Each round goes to disk as it is taken
+(:mod:`.spool`); memory holds the last :data:`WINDOW_ROUNDS` rounds and running summaries
+(:mod:`.summary`), so a day-long run costs no more memory than a minute's.
+:meth:`RunTelemetry.stop` writes ``telemetry.om`` (:mod:`.openmetrics`) and returns the
+result's ``telemetry`` section.
 
 Settings (docs/telemetry.md): ``CMX_TELEMETRY`` (``0``/``off``/``false`` turns it off, as
 ``cmx run --no-telemetry`` does), ``CMX_TELEMETRY_INTERVAL_S`` (default 1, as
@@ -19,6 +22,7 @@ import os
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,13 +38,19 @@ from cmx_core.telemetry.appmetrics import FILE_NAME, AppSeries, StepMetrics
 from cmx_core.telemetry.devices import EVERY_SOURCE, DeviceProbe, PowerOpeners, open_probes
 from cmx_core.telemetry.exposition import Exporter
 from cmx_core.telemetry.live import BOARD
+from cmx_core.telemetry.names import app_series
 from cmx_core.telemetry.openmetrics import Round
+from cmx_core.telemetry.own import deep_size
 from cmx_core.telemetry.probes import Machine, Point, ProcessTree
 from cmx_core.telemetry.reading import one_line
-from cmx_core.telemetry.summary import summarize
+from cmx_core.telemetry.spool import SeriesSpool
+from cmx_core.telemetry.summary import RunningSummary
 
 DEFAULT_INTERVAL_S = 1.0
 MIN_INTERVAL_S = 0.05
+WINDOW_ROUNDS = 16
+"""The latest rounds the sampler keeps in memory (live views: ``/metrics``, the progress
+line, the soak's repetitions); every round goes to the spool (:mod:`.spool`) as it is taken."""
 _OFF = ("0", "off", "false", "no")
 
 
@@ -111,7 +121,11 @@ class RunTelemetry:
         self._openers = openers
         self._probes: list[tuple[str, Any]] = []
         self._devices: list[DeviceProbe] = []
-        self._rounds: list[Round] = []
+        self.window: deque[Round] = deque(maxlen=WINDOW_ROUNDS)
+        self.samples = 0
+        self.summary = RunningSummary()
+        self._spool: SeriesSpool | None = None
+        self._spool_failed: SeriesSpool | None = None
         self._kinds: dict[str, str] = {}
         self.unavailable: list[str] = []
         self._stop = threading.Event()
@@ -131,6 +145,7 @@ class RunTelemetry:
         self.unavailable += problems
         self._probes += [(d.source.name, d) for d in self._devices]
         self.sources = ["psutil " + psutil.__version__, *(d.source.name for d in self._devices)]
+        self._spool = SeriesSpool(self.run_dir / openmetrics.SERIES_FILE, self.base_labels)
         self.sample()
         if self.settings.metrics_port is not None:
             try:
@@ -159,12 +174,23 @@ class RunTelemetry:
                     self.unavailable.append(f"{name}: read failed, not sampled after {t:.3f}: {one_line(err)}")
                 self._take_problems(probe)
             for value in self.app.snapshot():
-                name = openmetrics.app_name(value.name)
+                name, factor = app_series(value.name)
                 self._kinds.setdefault(name, value.kind)
-                points.append((name, (("step", value.step),), value.value))
+                points.append((name, (("step", value.step),), value.value * factor))
             self._take_problems(self.app)
-            points.append(("cmx_telemetry_samples", (), float(len(self._rounds) + 1)))
-            self._rounds.append(Round(t, tuple(points)))
+            self.samples += 1
+            points.append(("cmx_telemetry_samples", (), float(self.samples)))
+            taken = Round(t, tuple(points))
+            self.window.append(taken)
+            self.summary.add(taken.points)
+            if self._spool is not None:
+                try:
+                    self._spool.add(t, taken.points, self._kinds)
+                except OSError as err:  # a full disk: the series file stops here, and says so
+                    self._spool.drop_pending()
+                    self._spool_failed, self._spool = self._spool, None
+                    self.unavailable.append(f"{openmetrics.SERIES_FILE}: samples after {t:.3f} not written: "
+                                            f"{one_line(err)}")
 
     def _take_problems(self, probe: Any) -> None:
         while probe.problems:
@@ -173,7 +199,14 @@ class RunTelemetry:
                 self.unavailable.append(line)
 
     def latest(self) -> Round | None:
-        return self._rounds[-1] if self._rounds else None
+        return self.window[-1] if self.window else None
+
+    def own_bytes(self) -> int:
+        """What the sampler keeps in memory now (:func:`.own.deep_size`): bounded, however
+        long the run (the window, the summaries, one entry per series, one batch of lines)."""
+        with self._lock:
+            return deep_size(self.window, self.summary, self._spool, self._kinds, self.unavailable,
+                             self.app.snapshot())
 
     def kind_of(self, name: str) -> str:
         return self._kinds.get(name, "gauge")
@@ -191,12 +224,16 @@ class RunTelemetry:
             self.exporter.close()
         for device in self._devices:
             device.close()
-        rounds = list(self._rounds)
-        openmetrics.write(self.run_dir / openmetrics.SERIES_FILE, rounds, self.base_labels, self._kinds)
+        spool = self._spool or self._spool_failed
+        assert spool is not None, "stop() before start()"
         metrics = {name: {"value": v, "unit": unit, "higher_is_better": better}
-                   for name, (v, unit, better) in summarize(rounds).items()}
+                   for name, (v, unit, better) in self.summary.result(spool.values).items()}
+        try:
+            spool.finish()
+        except OSError as err:
+            self.unavailable.append(f"{openmetrics.SERIES_FILE}: not written: {one_line(err)}")
         section: dict[str, Any] = {
-            "interval_s": self.settings.interval_s, "samples": len(rounds),
+            "interval_s": self.settings.interval_s, "samples": self.samples,
             "series": openmetrics.SERIES_FILE, "sources": self.sources,
             "devices": [dev for d in self._devices for dev in d.devices],
             "unavailable": list(self.unavailable), "metrics": metrics,
@@ -242,4 +279,4 @@ def latest_usage() -> Usage | None:
     if latest is None:
         return None
     found = {name: value for name, labels, value in latest.points if not labels}
-    return Usage(found.get("cmx_process_cpu_utilization_ratio"), found.get("cmx_process_resident_memory_bytes"))
+    return Usage(found.get("cmx_process_cpu_cores"), found.get("cmx_process_resident_memory_bytes"))

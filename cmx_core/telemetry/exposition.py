@@ -2,7 +2,9 @@
 ``http://127.0.0.1:PORT/metrics`` through ``prometheus_client``.
 
 Every scrape answers the values of the sampler's last round (the same values ``telemetry.om``
-holds for that round), so what Prometheus stores agrees with the run's own file. The server
+holds for that round), so what Prometheus stores agrees with the run's own file. A scraper that accepts
+OpenMetrics (Prometheus does) gets ``# UNIT`` beside ``# TYPE`` and ``# HELP``; the classic
+text format has no place for a unit. The server
 listens on the loopback interface (unless ``CMX_METRICS_ADDR`` names another address: a
 Kubernetes pod's) and stops with the run.
 """
@@ -50,7 +52,8 @@ class _LatestRound:
             family = family_of(name, self._telemetry.kind_of(name))
             keys = [k for k, _ in samples[0][0]]
             maker = CounterMetricFamily if family.kind == "counter" else GaugeMetricFamily
-            metric = maker(name, family.help, labels=keys)
+            unit = family.unit if family.unit and name.endswith("_" + family.unit) else ""
+            metric = maker(name, family.help, labels=keys, unit=unit)
             for labels, value in samples:
                 metric.add_metric([v for _, v in labels], value)
             yield metric

@@ -16,7 +16,7 @@ SELECTOR = 'run=~"$run", node=~"$node"'
 
 #: (title, unit, [(expr, legend)]): one time-series panel each.
 PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
-    ("Run CPU (cores)", "none", (("cmx_process_cpu_utilization_ratio{%s}", "{{run}} {{node}}"),)),
+    ("Run CPU (cores)", "none", (("cmx_process_cpu_cores{%s}", "{{run}} {{node}}"),)),
     ("Run memory (RSS)", "bytes", (("cmx_process_resident_memory_bytes{%s}", "{{run}} rss"),
                                     ("cmx_process_resident_memory_peak_bytes{%s}", "{{run}} peak"))),
     ("Run threads and processes", "none", (("cmx_process_threads{%s}", "{{run}} threads"),

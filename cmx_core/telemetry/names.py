@@ -1,8 +1,9 @@
 """The metric families the run sampler emits: Prometheus names, types, units and help, and
 the node_exporter / DCGM exporter name of the same quantity where there is one.
 
-Names follow the Prometheus conventions: base units (seconds, bytes, joules, celsius,
-ratios in 0..1), the unit as a suffix, ``_total`` on counters. Every series carries the
+Names follow the Prometheus conventions (``promtool check metrics`` finds nothing): base
+units (seconds, bytes, joules, celsius, ratios in 0..1; CPU use in cores, ``_cores``), the
+unit as a suffix, ``_total`` on counters. Every series carries the
 labels ``run`` (the run id) and ``node`` (the host name); per-device families add their own
 (``cpu``, ``gpu``, ``domain``); application series add ``step``. docs/telemetry.md prints
 this table and tests/test_telemetry_run.py checks that the two agree.
@@ -42,7 +43,7 @@ def _f(name: str, kind: Kind, unit: str, help_: str, labels: tuple[str, ...] = (
 PROCESS = (
     _f("cmx_process_cpu_seconds", "counter", "seconds",
        "CPU time (user + system) of the run's process tree", same_as="process_cpu_seconds_total (one process)"),
-    _f("cmx_process_cpu_utilization_ratio", "gauge", "ratio",
+    _f("cmx_process_cpu_cores", "gauge", "cores",
        "CPU use of the run's process tree over the last interval, in cores (1.0 = one core busy)",
        same_as="rate(process_cpu_seconds_total[1m])"),
     _f("cmx_process_resident_memory_bytes", "gauge", "bytes", "resident memory (RSS) of the run's process tree",
@@ -90,6 +91,40 @@ BY_NAME = {f.name: f for f in FAMILIES}
 
 APP_PREFIX = "cmx_app_"
 """Application series (``StepContext.report``, the metrics file) are ``cmx_app_<name>``."""
+
+#: A word of an application series' name that is a unit Prometheus does not take (an
+#: abbreviation, a multiple of a base unit, a percentage) -> (the base unit, the factor).
+UNIT_WORDS: dict[str, tuple[str, float]] = {
+    **{w: ("seconds", 1e-9) for w in ("ns", "nsec", "nanoseconds")},
+    **{w: ("seconds", 1e-6) for w in ("us", "usec", "microseconds")},
+    **{w: ("seconds", 1e-3) for w in ("ms", "msec", "milliseconds")},
+    **{w: ("seconds", 1.0) for w in ("s", "sec", "secs")},
+    **{w: ("seconds", 60.0) for w in ("minutes",)},
+    **{w: ("seconds", 3600.0) for w in ("h", "hours")},
+    **{w: ("seconds", 86400.0) for w in ("d", "days")},
+    "b": ("bytes", 1.0), "kb": ("bytes", 1e3), "mb": ("bytes", 1e6), "gb": ("bytes", 1e9), "tb": ("bytes", 1e12),
+    "pb": ("bytes", 1e15), "kib": ("bytes", 2.0 ** 10), "mib": ("bytes", 2.0 ** 20), "gib": ("bytes", 2.0 ** 30),
+    "tib": ("bytes", 2.0 ** 40), "kilobytes": ("bytes", 1e3), "megabytes": ("bytes", 1e6),
+    "gigabytes": ("bytes", 1e9), "pct": ("ratio", 0.01), "percent": ("ratio", 0.01),
+}
+_SINGULAR = {"seconds": "second", "bytes": "byte", "ratio": "ratio"}
+
+
+def app_series(name: str) -> tuple[str, float]:
+    """The Prometheus name of the application series ``name`` and the factor its values
+    are multiplied by: every unit word becomes its base unit (``latency_p99_ns`` ->
+    ``cmx_app_latency_p99_seconds`` times 1e-9; ``tokens_per_ms`` -> ``..._per_second``
+    times 1000; ``util_pct`` -> ``util_ratio`` times 0.01)."""
+    words = name.split("_")
+    factor = 1.0
+    for i, word in enumerate(words):
+        unit = UNIT_WORDS.get(word.lower())
+        if unit is None:
+            continue
+        per = i > 0 and words[i - 1].lower() == "per"
+        words[i] = _SINGULAR[unit[0]] if per else unit[0]
+        factor = factor / unit[1] if per else factor * unit[1]
+    return APP_PREFIX + "_".join(words), factor
 
 RUN_LABELS = ("run", "node")
 

@@ -1,7 +1,8 @@
 """The run's time series as OpenMetrics text with timestamps (``telemetry.om``).
 
 One family after another (``# TYPE``, ``# UNIT``, ``# HELP``), each series' samples
-contiguous and in time order, a Unix timestamp in seconds on every sample, ``# EOF`` last:
+contiguous and in time order (the sampler spools them as it goes: :mod:`.spool`), a Unix
+timestamp in seconds on every sample, ``# EOF`` last:
 the form ``promtool tsdb create-blocks-from openmetrics telemetry.om DIR`` imports into a
 Prometheus TSDB. :func:`read_series` reads such a file back (through prometheus_client's
 OpenMetrics parser, so the file is checked against the format as it is read).
@@ -14,11 +15,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx_core.telemetry.names import APP_PREFIX, BY_NAME, Family
+from cmx_core.telemetry.names import BY_NAME, Family
 from cmx_core.telemetry.probes import Labels
 
 SERIES_FILE = "telemetry.om"
 MEDIA_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+APP_UNITS = ("seconds", "bytes", "ratio")
+"""The units an application series' name can end in (:func:`cmx_core.telemetry.names.app_series`)."""
 
 
 @dataclass(frozen=True)
@@ -34,8 +37,9 @@ def family_of(name: str, kind: str = "gauge") -> Family:
     known = BY_NAME.get(name)
     if known is not None:
         return known
-    return Family(name, "counter" if kind == "counter" else "gauge", "", "application series (StepContext.report)",
-                  ("step",))
+    unit = name.rsplit("_", 1)[-1]
+    return Family(name, "counter" if kind == "counter" else "gauge", unit if unit in APP_UNITS else "",
+                  "application series (StepContext.report)", ("step",))
 
 
 def _escape(value: str) -> str:
@@ -47,7 +51,7 @@ def label_text(labels: Iterable[tuple[str, str]]) -> str:
     return "{" + body + "}" if body else ""
 
 
-def _number(value: float) -> str:
+def number_text(value: float) -> str:
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -71,7 +75,7 @@ def render(rounds: Iterable[Round], base: Labels, kinds: Mapping[str, str] | Non
         lines.append(f"# HELP {name} {_escape(family.help)}")
         for labels, samples in series[name].items():
             text = label_text((*base, *labels))
-            lines += [f"{family.sample_name}{text} {_number(v)} {t:.3f}" for t, v in samples]
+            lines += [f"{family.sample_name}{text} {number_text(v)} {t:.3f}" for t, v in samples]
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
 
@@ -104,7 +108,3 @@ def read_series(path: Path) -> Series:
             key = (sample.name, tuple(sorted(sample.labels.items())))
             out.setdefault(key, []).append((t, float(sample.value)))
     return out
-
-
-def app_name(name: str) -> str:
-    return APP_PREFIX + name

@@ -39,8 +39,53 @@ class ProcessTree:
         self._peak = 0.0
         self._io = True
         self.problems: list[str] = []
+        self._by_children = os.path.exists(f"/proc/{self._root.pid}/task/{self._root.pid}/children")
+        if not self._by_children:
+            self.problems.append("process tree: this kernel has no /proc/<pid>/task/<tid>/children; "
+                                 "every process on the machine is read each round to find the run's")
 
     def _members(self) -> list[Any]:
+        """The tree now: the known processes still running and their new children, found
+        through ``/proc/<pid>/task/<tid>/children`` (the kernel's list of each thread's
+        children), so a round costs in proportion to the run's processes, not the machine's."""
+        if not self._by_children:
+            return self._scan()
+        members: list[Any] = []
+        queue = [self._root, *(p for pid, p in self._known.items() if pid != self._root.pid)]
+        listed = {proc.pid for proc in queue}
+        while queue:
+            proc = queue.pop()
+            if proc is not self._root and not proc.is_running():  # ended, or its pid reused
+                self._known.pop(proc.pid, None)
+                continue
+            members.append(proc)
+            for pid in self._children_of(proc.pid):
+                if pid in listed:
+                    continue
+                listed.add(pid)
+                try:
+                    child = self._known.setdefault(pid, self._psutil.Process(pid))
+                except self._psutil.Error:
+                    continue
+                queue.append(child)
+        return members
+
+    def _children_of(self, pid: int) -> list[int]:
+        found: list[int] = []
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return found
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children") as handle:
+                    found += [int(word) for word in handle.read().split()]
+            except OSError:
+                continue  # the thread ended meanwhile
+        return found
+
+    def _scan(self) -> list[Any]:
+        """Where the kernel has no ``children`` files: every process's parent, psutil's way."""
         try:
             children = self._root.children(recursive=True)
         except self._psutil.Error:
@@ -81,7 +126,7 @@ class ProcessTree:
         ]
         now = self._clock()
         if self._previous is not None and now > self._previous[0]:
-            points.append(("cmx_process_cpu_utilization_ratio", (),
+            points.append(("cmx_process_cpu_cores", (),
                            max(0.0, (totals[0] - self._previous[1]) / (now - self._previous[0]))))
         self._previous = (now, totals[0])
         if self._io:

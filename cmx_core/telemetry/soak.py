@@ -2,9 +2,11 @@
 telemetry on, then judged on memory growth, throughput drift and the GPUs' heat.
 
 The judgement counts repetitions, not seconds, so it does not depend on how fast or how
-loaded the machine is: memory growth is the least-squares slope of the process tree's
-resident memory, sampled at the end of each repetition, against the repetition's number
-(bytes per repetition, the first :data:`WARMUP` repetitions left out); throughput drift
+loaded the machine is: memory growth is the least-squares slope of the workload's memory,
+sampled at the end of each repetition, against the repetition's number (bytes per
+repetition, the first :data:`WARMUP` repetitions left out). The workload's memory is the
+process tree's resident memory less cmx's own (:mod:`.own`); cmx's own is reported beside
+it (``own_memory_*``) and never makes the verdict; throughput drift
 compares the median wall time of the last third of the repetitions with the first third's.
 A verdict needs at least :data:`MIN_REPETITIONS` measured repetitions; with fewer it is
 ``inconclusive``.
@@ -29,10 +31,16 @@ DRIFT_LIMIT = 0.5
 
 @dataclass(frozen=True)
 class Repetition:
-    """One repetition of the plan: its wall time and the tree's RSS when it ended."""
+    """One repetition of the plan: its wall time, the tree's RSS when it ended, and how much
+    of that was cmx's own (:class:`.own.OwnMemory`; 0 where it was not measured)."""
 
     wall_s: float
     rss_bytes: float
+    own_bytes: float = 0.0
+
+    @property
+    def workload_bytes(self) -> float:
+        return self.rss_bytes - self.own_bytes
 
 
 def slope(values: Sequence[float]) -> float:
@@ -56,8 +64,8 @@ def verdict(repetitions: Sequence[Repetition], duration_s: float,
         out.update(verdict="inconclusive", reasons=[
             f"{len(repetitions)} repetitions in {duration_s:g} s: a verdict needs {WARMUP + MIN_REPETITIONS}"])
         return out
-    growth = slope([r.rss_bytes for r in measured])
-    threshold = max(LEAK_BYTES_PER_REPETITION, LEAK_FRACTION * measured[0].rss_bytes)
+    growth = slope([r.workload_bytes for r in measured])
+    threshold = max(LEAK_BYTES_PER_REPETITION, LEAK_FRACTION * measured[0].workload_bytes)
     third = max(1, len(measured) // 3)
     first = statistics.median(r.wall_s for r in measured[:third])
     last = statistics.median(r.wall_s for r in measured[-third:])
@@ -71,7 +79,11 @@ def verdict(repetitions: Sequence[Repetition], duration_s: float,
     throttles = summary.get("gpu_throttle_events")
     if throttles is not None and throttles[0] > 0:
         reasons.append(f"the GPUs throttled {throttles[0]:g} times")
-    out.update(memory_growth_bytes_per_repetition=growth, leak=growth > threshold, throughput_drift=drift,
+    out.update(memory_growth_bytes_per_repetition=growth, leak=growth > threshold,
+               workload_memory_bytes=measured[-1].workload_bytes, own_memory_bytes=measured[-1].own_bytes,
+               own_memory_growth_bytes_per_repetition=slope([r.own_bytes for r in measured]),
+               tree_memory_growth_bytes_per_repetition=slope([r.rss_bytes for r in measured]),
+               throughput_drift=drift,
                max_gpu_temperature_celsius=summary.get("gpu_temperature_max_celsius", (None,))[0],
                gpu_throttle_events=None if throttles is None else throttles[0],
                verdict="fail" if reasons else "pass", reasons=reasons)
