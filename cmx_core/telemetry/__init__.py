@@ -1,5 +1,6 @@
 """Telemetry every run shares: the run sampler, its series, the application channel, power
-and energy sources, failure causes and soak verdicts (docs/telemetry.md).
+and energy sources and soak verdicts (docs/telemetry.md); why a step died is
+:mod:`cmx_core.faults.causes`.
 
 * :mod:`.collector`: the run sampler thread (:class:`~.collector.RunTelemetry`) and its
   settings; :mod:`.probes` (psutil: the process tree and the machine), :mod:`.devices` (GPUs
@@ -7,7 +8,7 @@ and energy sources, failure causes and soak verdicts (docs/telemetry.md).
 * :mod:`.names`: the metric families, their units and their node_exporter / DCGM names;
   :mod:`.openmetrics`: ``telemetry.om``; :mod:`.summary`: the typed summaries;
   :mod:`.exposition`: live ``/metrics``; :mod:`.monitor`: Prometheus config and Grafana
-  dashboard; :mod:`.causes`: why a step died; :mod:`.soak`: a soak's verdict.
+  dashboard; :mod:`.soak`: a soak's verdict.
 * :mod:`.reading`: the :class:`~.reading.PowerSource` protocol and one round's readings;
   :mod:`.nvml`, :mod:`.amd`, :mod:`.rapl`: the three real backends (NVIDIA through
   ``pynvml``, AMD through ``amdsmi`` or the ``amd-smi`` CLI, Linux RAPL through sysfs).
