@@ -171,7 +171,9 @@ def _multinode() -> Any:
 
 @contextmanager
 def _ray(work: Path, env: Mapping[str, str]) -> Iterator[Service]:
-    with _multinode().running(2) as workers:
+    from cmx_ray.cluster import ray_env  # deferred: cmx-ray only when its executor is measured
+
+    with _multinode().running(2) as workers, ray_env():  # the cluster's variables are its drivers' too
         yield [f"address={workers.address}", "env=CMX_HOME"], workers.add
 
 

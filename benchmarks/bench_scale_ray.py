@@ -293,8 +293,11 @@ def main() -> None:
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="cmx-bench-ray-")
     os.environ["CMX_HOME"] = home
+    from cmx_ray.cluster import ray_env  # deferred: as bench_ray's imports
+
     try:
-        numbers = bench_ray(args.points, args.sequential)
+        with ray_env():  # the head's variables are its driver's too (cmx sets none for a given address)
+            numbers = bench_ray(args.points, args.sequential)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     print(json.dumps(numbers, indent=2))

@@ -363,12 +363,14 @@ def recovery_arguments(request: ExecutionRequest) -> list[str]:
     return argv + [f"--inject={i.text}" for i in request.context.recovery.injections if i.fault in INJECTORS.step_kinds]
 
 
-def job_policy(request: ExecutionRequest) -> RetryPolicy:
-    """The recovery policy of the job as a whole: the command line's, else the root recipe's."""
-    return request.context.recovery.retries or request.context.plan.root.recipe.retries or NO_RETRIES
+def job_policy(request: ExecutionRequest | ExecutionContext) -> RetryPolicy:
+    """The recovery policy of the job as a whole: the command line's, else the root recipe's
+    (of a request's context, or of a context alone: what ``cmx plan`` renders)."""
+    context = request.context if isinstance(request, ExecutionRequest) else request
+    return context.recovery.retries or context.plan.root.recipe.retries or NO_RETRIES
 
 
-def scheduler_retries(request: ExecutionRequest,
+def scheduler_retries(request: ExecutionRequest | ExecutionContext,
                       classes: Sequence[FaultClass] = (FaultClass.NODE_LOST, FaultClass.PREEMPTED)) -> int:
     """How often the scheduler itself may rerun the job for ``classes``: the job policy's
     ``max`` when it names any of them, else 0 (exit code 2 is never among them)."""

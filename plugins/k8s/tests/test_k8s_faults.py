@@ -69,11 +69,13 @@ def test_the_job_carries_the_recipes_policy(cmx_home: Path, tmp_path: Path,
         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
 
 
-def test_without_a_policy_the_job_has_none(cmx_home: Path, tmp_path: Path,
-                                           cluster: tuple[Path, standin.StandIn]) -> None:
+def test_without_a_policy_the_job_retries_nothing(cmx_home: Path, tmp_path: Path,
+                                                  cluster: tuple[Path, standin.StandIn]) -> None:
     (tmp_path / "r.yaml").write_text(RETRIED.replace("retries: {max: 3, on: [node_lost, oom]}\n", ""))
     options = dict(o.split("=", 1) for o in _opts(cluster[0]))
     result = engine.run_tags("test,k8s,retried", recipes_dirs=[tmp_path], executor="k8s", options=options)
     job = next(json.loads(p.read_text()) for p in (result.run_dir / "k8s").glob("*.json")
                if json.loads(p.read_text())["kind"] == "Job")
-    assert job["spec"]["backoffLimit"] == 0 and "podFailurePolicy" not in job["spec"]
+    assert job["spec"]["backoffLimit"] == 0  # every Job has a podFailurePolicy (#44): exit code 2 fails it at once
+    assert job["spec"]["podFailurePolicy"]["rules"] == [
+        {"action": "FailJob", "onExitCodes": {"containerName": "cmx", "operator": "In", "values": [2]}}]

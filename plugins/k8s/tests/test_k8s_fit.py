@@ -104,8 +104,11 @@ def test_a_200_point_sweep_renders_within_every_size_limit(cmx_home: Path, capsy
         assert len(json.dumps(item).encode()) <= manifests.OBJECT_LIMIT
         if item["kind"] == "ConfigMap":
             assert sum(len(k) + len(v.encode()) for k, v in item["data"].items()) <= manifests.CONFIG_MAP_DATA_LIMIT
+            # what a client-side kubectl apply takes: its last-applied-configuration annotation, 256 KiB
+            assert len(json.dumps(item, separators=(",", ":")).encode()) < 256 * 1024
     keys = {k for path in (out / "sweep-0").glob("configmap*.yaml") for k in _load(path)["data"]}
     assert keys == {f"lock-{i}.json" for i in range(200)}
+    assert len(list((out / "sweep-0").glob("configmap*.yaml"))) > 1  # 200 locks do not fit one under 256 KiB
 
 
 def test_large_locks_are_packed_into_several_config_maps() -> None:
@@ -113,7 +116,8 @@ def test_large_locks_are_packed_into_several_config_maps() -> None:
     built = manifests.sweep_manifests(manifests.JobSpec("cmx-sweep-big", "img:1", manifests.sweep_command(["cmx"])),
                                       locks, K8sSettings(pvc=""))
     manifests.validate(built)  # sizes and schema
-    assert len(built.config_maps) == 6  # 5 MB of locks: 6 ConfigMaps of at most 900 KiB each
+    assert len(built.config_maps) == 23  # 5 MB of locks: 23 ConfigMaps of 9 locks (under 256 KiB) each
+    assert all(len(json.dumps(c, separators=(",", ":")).encode()) < 256 * 1024 for c in built.config_maps)
     data = {k: v for item in built.config_maps for k, v in item["data"].items()}
     assert data == {f"lock-{i}.json": text for i, text in enumerate(locks)}
     volume = next(v for v in built.job["spec"]["template"]["spec"]["volumes"] if v["name"] == "inputs")

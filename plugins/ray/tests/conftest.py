@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from cmx_ray.cluster import RAY_ENV
+
 from .multinode import Workers, cluster_env, ray_temp_dir, running
 
 START_TIMEOUT_S = 120.0
@@ -80,6 +82,23 @@ def _first_connection(address: str, deadline: float) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(1.0)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ray_variables() -> Iterator[None]:
+    """The heads these tests start listen on 127.0.0.1 only (:data:`cmx_ray.cluster.RAY_ENV`,
+    docs/infra), and a driver must run with the variables its head was started with: cmx sets
+    none of them for a given address (it connects to any ``ray start`` cluster as its user's
+    environment has it), so this session's environment, which each cmx it starts inherits,
+    has them, as a user's shell on these machines does."""
+    saved = {k: os.environ.get(k) for k in RAY_ENV}
+    os.environ.update(RAY_ENV)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 @pytest.fixture

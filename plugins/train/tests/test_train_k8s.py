@@ -8,6 +8,8 @@ options. ``cmx train-k8s`` and its builder of its own are gone."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +26,10 @@ pytest.importorskip("kubernetes_validate", reason="the manifests are validated w
 TAGS = "--tags=train,throughput,resnet50,cuda,bf16,torchrun"
 
 
-def _render(cli: Any, out: Path) -> dict[str, Any]:
+def _render(cli: Any, out: Path, *options: str) -> dict[str, Any]:
     proc = cli("plan", "recipe", TAGS, "--nodes=2", "--nproc=8", "--batch-size=2048", "--executor=k8s",
                "--executor-opt", f"render={out}", "--executor-opt", "nodes=2", "--executor-opt", "image=img:1",
-               "--executor-opt", "gpus=8", "--executor-opt", "gpu_product=NVIDIA-H100-80GB-HBM3", "--json")
+               "--executor-opt", "gpus=8", "--executor-opt", "gpu_product=NVIDIA-H100-80GB-HBM3", *options, "--json")
     assert proc.returncode == 0, proc.stderr
     return {p.stem: yaml.safe_load(p.read_text()) for p in out.glob("*.yaml")}
 
@@ -96,3 +98,27 @@ def test_a_sweep_refuses_several_nodes_in_one_line(cli: Any, tmp_path: Path) -> 
     proc = cli("sweep", TAGS, "--nproc=8", "--matrix", "batch_size=2048,4096", "--executor=k8s",
                "--executor-opt", f"render={tmp_path}", "--executor-opt", "nodes=2", "--executor-opt", "image=img:1")
     assert proc.returncode == 2 and "nodes=2: a sweep runs each point as one pod" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(("options", "cpu", "memory"), [((), None, None),
+                                                         (("--executor-opt=cpus=16", "--executor-opt=memory=64Gi"),
+                                                          "16", "64Gi")])
+def test_the_training_pods_are_admitted_with_cpu_and_memory(cli: Any, tmp_path: Path, options: tuple[str, ...],
+                                                            cpu: str | None, memory: str | None) -> None:
+    """#44 item 6: what a training run renders passes ``kubernetes-validate --strict`` (the
+    package's command, on the files), each pod asks for and is limited to CPU and memory (the
+    executor's defaults, or ``--executor-opt cpus=/memory=``), and its Job has a
+    ``podFailurePolicy``."""
+    out = tmp_path / "manifests"
+    objects = _render(cli, out, *options)
+    checked = subprocess.run([str(Path(sys.executable).with_name("kubernetes-validate")), "--strict", "--quiet",
+                              *map(str, sorted(out.glob("*.yaml")))], capture_output=True, text=True, timeout=300,
+                             check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    job = objects["job"]
+    assert job["spec"]["podFailurePolicy"]["rules"]
+    resources = job["spec"]["template"]["spec"]["containers"][0]["resources"]
+    for key in ("cpu", "memory"):
+        assert resources["requests"][key] == resources["limits"][key]
+    if cpu is not None:
+        assert (resources["limits"]["cpu"], resources["limits"]["memory"]) == (cpu, memory)

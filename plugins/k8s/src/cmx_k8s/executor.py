@@ -62,9 +62,11 @@ class K8sHandle:
     """The ConfigMaps to delete with the Job (default: the one named like it)."""
 
 
-def job_retries(request: ExecutionRequest) -> manifests.JobRetries:
-    """The run's recovery policy as the Job's ``backoffLimit`` and ``podFailurePolicy``."""
-    return manifests.JobRetries(job_policy(request).max, scheduler_retries(request) > 0)
+def job_retries(context: ExecutionContext) -> manifests.JobRetries:
+    """The run's recovery policy as the Job's ``backoffLimit`` and ``podFailurePolicy``: the
+    same for a single run, a sweep's points (``backoffLimitPerIndex``) and what ``render=``
+    writes."""
+    return manifests.JobRetries(job_policy(context).max, scheduler_retries(context) > 0)
 
 
 class K8sExecutor(RemoteExecutor[K8sHandle]):
@@ -123,7 +125,7 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
         gpus = gpu_request(context.plan, context.gpus, settings.gpus, settings.gpu_product, accelerator)
         name = manifests.job_name(request.run_id)
         spec = manifests.JobSpec(name, image_for(context, settings), tuple(job.command), gpus, dict(job.env),
-                                 job_retries(request))
+                                 job_retries(context))
         built = manifests.run_manifests(spec, (job.stage_dir / "lock.json").read_text(encoding="utf-8"), settings)
         manifests.validate(built)
         files = tuple(manifests.write(built, request.run_dir / "k8s", as_json=True))
@@ -228,7 +230,8 @@ def render_plan(context: ExecutionContext, settings: K8sSettings, image: str, gp
     write_lock(directory, plan, context.registry)
     lock = (directory / "lock.json").read_text(encoding="utf-8")
     name = manifests.job_name(f"{plan.root.recipe_name}-{plan.root.cache_key[:8]}")
-    spec = manifests.JobSpec(name, image, tuple(manifests.far_argv(shlex.split(settings.cmx))), gpus)
+    spec = manifests.JobSpec(name, image, tuple(manifests.far_argv(shlex.split(settings.cmx))), gpus,
+                             retries=job_retries(context))
     built = manifests.run_manifests(spec, lock, settings)
     manifests.validate(built)
     return [directory / "lock.json", *manifests.write(built, directory)]

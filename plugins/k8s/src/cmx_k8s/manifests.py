@@ -41,8 +41,13 @@ CONFIG_MAP_DATA_LIMIT = 1024 * 1024
 """The most data a ConfigMap may hold (Kubernetes refuses more: 1 MiB)."""
 OBJECT_LIMIT = 1536 * 1024
 """The largest object etcd stores by default (``--max-request-bytes``, 1.5 MiB)."""
-CONFIG_MAP_FILL = 900 * 1024
-"""How full cmx packs a sweep's ConfigMaps (below the limit: keys and metadata count too)."""
+APPLY_LIMIT = 256 * 1024
+"""The largest object a client-side ``kubectl apply`` takes: it copies the whole object, as
+JSON, into its ``last-applied-configuration`` annotation, and annotations hold 256 KiB."""
+CONFIG_MAP_FILL = 240 * 1024
+"""How full cmx packs a sweep's ConfigMaps, counted as the JSON that annotation holds (a
+lock's quotes escaped): below :data:`APPLY_LIMIT`, which the keys and metadata count
+towards too."""
 DEFAULT_CPU = "1"
 DEFAULT_MEMORY = "1Gi"
 """The requests and limits of a pod whose recipe and settings give no ``cpus``/``memory``:
@@ -115,7 +120,8 @@ class JobRetries:
 
 def pod_failure_policy(retries: JobRetries, indexed: bool) -> dict[str, Any]:
     """Exit code 2 (bad input) fails the Job (an Indexed Job's index) at once, never retried;
-    disruptions are ignored when the policy retries lost nodes or preemptions."""
+    disruptions are ignored when the policy retries lost nodes or preemptions. Every Job
+    carries it, a run without retries too (the rule on exit code 2 costs nothing there)."""
     rules: list[dict[str, Any]] = [{"action": "FailIndex" if indexed else "FailJob",
                                     "onExitCodes": {"containerName": "cmx", "operator": "In", "values": [2]}}]
     if retries.ignore_disruptions:
@@ -191,10 +197,10 @@ def job_manifest(job: JobSpec, settings: K8sSettings, indexed: Indexed | None = 
     template: dict[str, Any] = {"metadata": {"labels": {RUN_LABEL: name}}, "spec": pod}
     if settings.metrics_port is not None:
         _expose_metrics(settings.metrics_port, template, container)
-    limit = max(settings.backoff_limit, retries.limit if retries else 0)
-    spec: dict[str, Any] = {"backoffLimit": limit, "template": template}
-    if retries is not None and (limit > 0 or retries.ignore_disruptions):
-        spec["podFailurePolicy"] = pod_failure_policy(retries, completions is not None)
+    retries = retries or JobRetries()
+    limit = max(settings.backoff_limit, retries.limit)
+    spec: dict[str, Any] = {"backoffLimit": limit, "template": template,
+                            "podFailurePolicy": pod_failure_policy(retries, completions is not None)}
     if settings.timeout_s:
         spec["activeDeadlineSeconds"] = settings.timeout_s
     if completions is not None:
@@ -270,17 +276,18 @@ def sweep_manifests(spec: JobSpec, locks: Sequence[str], settings: K8sSettings,
 
 def pack_locks(locks: Sequence[str]) -> list[dict[str, str]]:
     """The points' locks as ``lock-<i>.json`` keys, packed in order into as many ConfigMaps'
-    data as they need (each below :data:`CONFIG_MAP_FILL`); a lock too large for any
-    ConfigMap is a one-line UsageError naming the point."""
+    data as they need (each below :data:`CONFIG_MAP_FILL` by :func:`applied_size`, so that
+    each ConfigMap stays under :data:`APPLY_LIMIT`); a lock too large for any ConfigMap is a
+    one-line UsageError naming the point."""
     chunks: list[dict[str, str]] = [{}]
     filled = 0
     for index, text in enumerate(locks):
         key = f"lock-{index}.json"
-        size = len(key) + len(text.encode("utf-8"))
+        size = applied_size({key: text})
         if size > CONFIG_MAP_FILL:
             raise UsageError(f"k8s executor: point {index}'s lock is {size} bytes, more than a ConfigMap holds "
-                             f"({CONFIG_MAP_FILL} of its {CONFIG_MAP_DATA_LIMIT}-byte limit); make that point's "
-                             "inputs smaller (pass large data as a file on the PVC instead)")
+                             f"({CONFIG_MAP_FILL} bytes as JSON, under the {APPLY_LIMIT} a kubectl apply takes); "
+                             "make that point's inputs smaller (pass large data as a file on the PVC instead)")
         if filled + size > CONFIG_MAP_FILL and chunks[-1]:
             chunks.append({})
             filled = 0
@@ -291,7 +298,8 @@ def pack_locks(locks: Sequence[str]) -> list[dict[str, str]]:
 
 def check_sizes(manifests: RunManifests) -> None:
     """Every object within the API server's limits (a ConfigMap's data within 1 MiB, any
-    object within etcd's 1.5 MiB); a one-line UsageError naming the object otherwise."""
+    object within etcd's 1.5 MiB) and within what a client-side ``kubectl apply`` takes
+    (:data:`APPLY_LIMIT`); a one-line UsageError naming the object otherwise."""
     for item in manifests.objects():
         size = len(json.dumps(item, separators=(",", ":")).encode("utf-8"))
         what = f"{item['kind']} {item['metadata']['name']}"
@@ -303,6 +311,17 @@ def check_sizes(manifests: RunManifests) -> None:
         if size > OBJECT_LIMIT:
             raise UsageError(f"k8s executor: the {what} manifest is {size} bytes, over the {OBJECT_LIMIT}-byte "
                              "object limit; make the inputs smaller or split the sweep")
+        if (applied := applied_size(item)) >= APPLY_LIMIT:
+            raise UsageError(f"k8s executor: the {what} manifest is {applied} bytes as kubectl apply records it, "
+                             f"not under its {APPLY_LIMIT}-byte limit; make the inputs smaller (pass large data "
+                             "as a file on the PVC instead)")
+
+
+def applied_size(item: Mapping[str, Any]) -> int:
+    """The bytes of ``item`` as a client-side ``kubectl apply`` writes it into its annotation:
+    compact JSON, with ``<``, ``>`` and ``&`` escaped as Go's encoder does (six bytes each)."""
+    text = json.dumps(item, separators=(",", ":"))
+    return len(text.encode("utf-8")) + 5 * sum(text.count(c) for c in "<>&")
 
 
 def validate(manifests: RunManifests) -> None:

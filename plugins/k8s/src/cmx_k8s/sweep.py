@@ -21,7 +21,7 @@ import math
 import shlex
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from cmx_k8s.executor import (
     delete,
     ended,
     image_for,
+    job_retries,
     render_plan,
     with_plan_resources,
 )
@@ -66,12 +67,15 @@ class SweepJob:
 @dataclass(frozen=True)
 class Shape:
     """The points (by index) that one Indexed Job runs: a pod template is one shape, so
-    points asking for different CPUs, memory, time, GPUs or image get a Job each."""
+    points asking for different CPUs, memory, time, GPUs, image or recovery policy (its
+    ``backoffLimitPerIndex`` and ``podFailurePolicy``, as a single run's Job has them) get a
+    Job each."""
 
     settings: K8sSettings
     gpus: GpuRequest | None
     image: str
     indices: tuple[int, ...]
+    retries: manifests.JobRetries = field(default_factory=manifests.JobRetries)
 
 
 def shapes(contexts: Sequence[ExecutionContext], settings: K8sSettings) -> list[Shape]:
@@ -82,15 +86,17 @@ def shapes(contexts: Sequence[ExecutionContext], settings: K8sSettings) -> list[
         raise UsageError(f"k8s executor option nodes={settings.nodes}: a sweep runs each point as one pod of an "
                          "Indexed Job; run a multi-node point on its own with cmx run")
     groups: dict[tuple[Any, ...], list[int]] = {}
-    found: dict[tuple[Any, ...], tuple[K8sSettings, GpuRequest | None, str]] = {}
+    found: dict[tuple[Any, ...], tuple[K8sSettings, GpuRequest | None, str, manifests.JobRetries]] = {}
     for index, context in enumerate(contexts):
         point, accelerator = with_plan_resources(context.plan, settings)  # each point's plan must fit one pod
         gpus = gpu_request(context.plan, context.gpus, point.gpus, point.gpu_product, accelerator)
         image = image_for(context, settings)
-        key = (point.cpus, point.memory, point.timeout_s, gpus, image)
+        retries = job_retries(context)
+        key = (point.cpus, point.memory, point.timeout_s, gpus, image, retries)
         groups.setdefault(key, []).append(index)
-        found.setdefault(key, (point, gpus, image))
-    return [Shape(*found[key], tuple(indices)) for key, indices in groups.items()]
+        found.setdefault(key, (point, gpus, image, retries))
+    return [Shape(found[key][0], found[key][1], found[key][2], tuple(indices), found[key][3])
+            for key, indices in groups.items()]
 
 
 def run_many(requests: Sequence[ExecutionRequest], jobs: int) -> tuple[ExecutionOutcome, ...]:
@@ -156,7 +162,8 @@ def submit(requests: Sequence[ExecutionRequest], jobs: int, shape: Shape | None 
         settings = _with_timeout(settings, settings.timeout_s * math.ceil(len(prepared) / parallelism))
     name = manifests.job_name(f"sweep-{first.run_id}")
     built = manifests.sweep_manifests(
-        manifests.JobSpec(name, shape.image, tuple(indexed_command(prepared)), shape.gpus, prepared[0].env),
+        manifests.JobSpec(name, shape.image, tuple(indexed_command(prepared)), shape.gpus, prepared[0].env,
+                          shape.retries),
         [(j.stage_dir / "lock.json").read_text(encoding="utf-8") for j in prepared], settings, parallelism)
     manifests.validate(built)
     for job in prepared:
@@ -193,7 +200,7 @@ def render_many(contexts: Sequence[ExecutionContext], jobs: int) -> list[Path]:
         shaped = group.settings if not group.settings.timeout_s else \
             _with_timeout(group.settings, group.settings.timeout_s * math.ceil(len(locks) / parallelism))
         spec = manifests.JobSpec(manifests.job_name(f"sweep-{plans[group.indices[0]].root.cache_key[:8]}-{number}"),
-                                 group.image, manifests.sweep_command(cmx), group.gpus)
+                                 group.image, manifests.sweep_command(cmx), group.gpus, retries=group.retries)
         built = manifests.sweep_manifests(spec, locks, shaped, parallelism)
         manifests.validate(built)
         directory = root / f"sweep-{number}"

@@ -1,9 +1,14 @@
 """Connecting to Ray: a given cluster (kept connected for later runs in this process), or a
 private local cluster started for one run and stopped after it.
 
-Ray needs three variables on these machines (docs/infra: every listener on 127.0.0.1, no
-token auth written by an in-process ``ray.init``, no usage reporting). They are set only
-while cmx talks to Ray, and restored after, never globally.
+The private cluster cmx starts needs three variables on these machines (docs/infra: every
+listener on 127.0.0.1, no token auth written by an in-process ``ray.init``, no usage
+reporting). They are set only while cmx starts and uses that cluster, and restored after,
+never globally. A cluster given by its address is one a user started with ``ray start``:
+the driver then runs in the environment cmx was started in, the one that cluster was
+started in, and sets none of Ray's variables (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` in a
+driver makes it look for its node on 127.0.0.1, where an ordinary ``ray start`` head is
+not, and fail after a minute; the head's own setting must be the driver's).
 
 The private cluster is an in-process ``ray.init(address="local")`` with its own temp dir:
 measured cheaper than a head process started and stopped by PID (benchmarks/bench_scale_ray.py
@@ -17,7 +22,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,10 +59,11 @@ def ray_env() -> Iterator[None]:
 @contextmanager
 def session(address: str, cluster_cpus: int | None = None) -> Iterator[str]:
     """Ray connected for the block; yields a description of the cluster used: a given
-    address (connected once, reused by later runs), else a private cluster for the block.
-    A Ray the caller initialised itself is used as it is (:func:`callers_ray`). Ray reads
-    some of :data:`RAY_ENV` when it is imported, so it is imported inside the block."""
-    with ray_env():
+    address (connected once, reused by later runs; Ray's variables as this process has
+    them), else a private cluster for the block (with :data:`RAY_ENV`). A Ray the caller
+    initialised itself is used as it is (:func:`callers_ray`). Ray reads some of
+    :data:`RAY_ENV` when it is imported, so it is imported inside the block."""
+    with nullcontext() if address else ray_env():
         import ray  # deferred: ray only when this runs (552 modules)
 
         cluster_reports_to_stderr()
@@ -115,16 +121,17 @@ def disconnect() -> None:
 
 
 def connect(address: str) -> None:
-    """Connect to ``address`` and stay connected (later runs reuse the connection)."""
+    """Connect to ``address`` and stay connected (later runs reuse the connection). Ray finds
+    the node of this machine the driver attaches to itself, whatever address the head
+    advertises (forcing 127.0.0.1 would miss a head on the machine's own address)."""
     import ray  # deferred: ray only when this runs (552 modules)
 
-    host = address.split("://")[-1].rsplit(":", 1)[0]
-    local: dict[str, Any] = {"_node_ip_address": "127.0.0.1"} if host in ("127.0.0.1", "localhost") else {}
-    try:  # a driver on this machine must say 127.0.0.1 too, or Ray advertises the external interface
-        ray.init(address=address, log_to_driver=False, configure_logging=False, **local)
+    try:
+        ray.init(address=address, log_to_driver=False, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise UsageError(f"ray executor option address={address!r}: cannot connect ({_first_line(exc)}); "
-                         "give the head's host:port (ray start --head prints it)") from None
+                         "give the head's host:port (ray start --head prints it) and run cmx with the RAY_* "
+                         "variables the head was started with") from None
     _STATE.address = address
 
 
