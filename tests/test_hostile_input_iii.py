@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from cmx_core.errors import escape_controls
+
 BOMB = """
 name: bomb
 tags: [bomb]
@@ -46,3 +48,36 @@ def test_a_bound_reached_through_an_input_fails_the_plan(cli: Callable[..., Any]
     assert cli("plan", "--tags=bomb", "--recipes", directory).code == 0
     big = cli("plan", "--tags=bomb", "--recipes", directory, "--n=2000000")
     assert big.code == 2 and "range(2000000) goes past the template's loop budget" in big.err
+
+
+HOSTILE = """
+name: hostile
+tags: [hostile]
+summary: "\\e]0;pwned\\a title \\u202e evil \\u200b hidden"
+steps:
+  - uses: shell
+    with: {cmd: [echo, "\\e[2J"]}
+"""
+
+
+def test_text_from_a_recipe_never_reaches_the_terminal_raw(cli: Callable[..., Any],
+                                                          recipes: Callable[[str, str], Path]) -> None:
+    """Class 7: ``cmx list recipes | cat -v`` showed ``^[]0;pwned^G``; a summary's bidi override
+    and zero-width space were printed raw, as were error messages quoting them."""
+    directory = str(recipes("hostile", HOSTILE).parent)
+    outputs = [cli("list", "recipes", "--recipes", directory).out,
+               cli("show", "recipe", "hostile", "--recipes", directory).out,
+               cli("plan", "--tags=hostile", "--recipes", directory).out,
+               cli("plan", "--tags=hostile\u202e", "--recipes", directory).err]
+    for text in outputs:
+        assert not {"\x1b", "\x07", "\u202e", "\u200b"} & set(text), text
+    listed = outputs[0]
+    assert "\\x1b]0;pwned\\x07" in listed and "\\u202e" in listed and "\\u200b" in listed
+    assert "[2J" in outputs[2]
+    assert "\\u202e" in outputs[3]
+
+
+def test_the_escape_covers_controls_bidi_and_zero_width() -> None:
+    text = "".join(map(chr, (0x1B, 0x07, 0x7F, 0x9B, 0x200B, 0x200F, 0x202A, 0x202E, 0x2066, 0x2069, 0xFEFF)))
+    assert escape_controls(f"ok\t{text}é\n") == ("ok\t\\x1b\\x07\\x7f\\x9b\\u200b\\u200f\\u202a\\u202e\\u2066"
+                                                 "\\u2069\\ufeffé\n")
