@@ -3,6 +3,8 @@ reads, nothing raw on the terminal. Each test names the class of the issue it co
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -81,3 +83,18 @@ def test_the_escape_covers_controls_bidi_and_zero_width() -> None:
     text = "".join(map(chr, (0x1B, 0x07, 0x7F, 0x9B, 0x200B, 0x200F, 0x202A, 0x202E, 0x2066, 0x2069, 0xFEFF)))
     assert escape_controls(f"ok\t{text}é\n") == ("ok\t\\x1b\\x07\\x7f\\x9b\\u200b\\u200f\\u202a\\u202e\\u2066"
                                                  "\\u2069\\ufeffé\n")
+
+
+@pytest.mark.parametrize("option", ["--facts", "--lock"])
+def test_an_endless_input_file_is_refused_after_a_bounded_read(option: str, tmp_path: Path, cmx_home: Path) -> None:
+    """Class 6: ``--facts /dev/zero`` and ``--lock /dev/zero`` were read whole before the size
+    check: a MemoryError traceback, or cmx SIGKILLed. Under a 1 GiB address-space limit the
+    bounded read is one line and exit 2."""
+    command = ["plan", "--tags=demo-sort", "--facts", "/dev/zero"] if option == "--facts" else \
+        ["run", "--lock", "/dev/zero"]
+    limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+    proc = subprocess.run([sys.executable, "-c", limit + "from cmx_core.cli.main import main; raise SystemExit(main())",
+                           *command], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == f"cmx: error: {option} /dev/zero: refused: the file larger than 67,108,864 bytes"
+

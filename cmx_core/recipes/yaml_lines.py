@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cmx_core.datautil import read_capped
 from cmx_core.errors import Location, RecipeError
 
 
@@ -35,8 +36,8 @@ def parse_yaml(raw: bytes, path: Path) -> Any:
     import yaml  # deferred: yaml only when this runs (27 modules)
 
     if len(raw) > MAX_FILE_BYTES:
-        raise RecipeError(Location(str(path)), f"the file is {len(raw)} bytes, more than a recipe may be "
-                                               f"({MAX_FILE_BYTES}); keep data out of recipes")
+        raise RecipeError(Location(str(path)), f"the file is more than a recipe may be ({MAX_FILE_BYTES} "
+                                               "bytes); keep data out of recipes")
     loader = yaml_loader()(raw)
     try:
         node = loader.get_single_node()
@@ -226,7 +227,7 @@ def line_of(path: Path, keypath: tuple[str | int, ...]) -> int:
     import yaml  # deferred: yaml only when this runs (27 modules)
 
     try:
-        node = yaml.compose(path.read_bytes(), Loader=yaml_loader())
+        node = yaml.compose(read_capped(path, MAX_FILE_BYTES), Loader=yaml_loader())
     except (OSError, yaml.YAMLError):
         return 0
     line = node.start_mark.line + 1 if node is not None else 0
