@@ -77,6 +77,7 @@ class Catalog:
 
     def __init__(self) -> None:
         self.errors: dict[str, str] = {}
+        self.ambiguous: list[str] = []  # a name defined twice in one source: which one runs is unclear
         self._warned = False
         self.stats: dict[str, int] = {}
         self.blobs: bytes = b""  # the index file, holding the data of the directories it had
@@ -132,6 +133,8 @@ class Catalog:
                     self.errors[path] = errors[i] if i in errors else (
                         f"{path}: recipe name '{name}' is also defined in {defined[name]}; "
                         "names must be unique within a recipe directory")
+                    if i not in errors:
+                        self.ambiguous.append(self.errors[path])
                 else:
                     defined[name] = path
             number += len(rec[_NAMES])
@@ -305,6 +308,13 @@ class Catalog:
         """A broken recipe file anywhere in the sources is an error (first one shown)."""
         if self.errors:
             raise UsageError(self.errors_line())
+
+    def raise_ambiguous(self) -> None:
+        """Two recipes of one name in one source are an error even without ``--strict``:
+        taking either of them would run a recipe the user may not have meant."""
+        if self.ambiguous:
+            more = len(self.ambiguous) - 1
+            raise UsageError(self.ambiguous[0] + (f" (and {more} more name(s) defined twice)" if more else ""))
 
     def errors_line(self) -> str:
         first = next(iter(self.errors.values()))

@@ -84,6 +84,7 @@ def open_session(recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path
     dirs = resolve_recipes_dirs(recipes_dirs)
     repos, repo_paths = session_repos(registry, repo_pins)
     catalog = load_catalog(dirs, plugin_paths=registry.recipe_paths, repo_paths=repo_paths)
+    catalog.raise_ambiguous()
     if strict_mode():
         catalog.raise_errors()
     facts = FactStore.from_file(Path(facts_file), registry.detectors) if facts_file else FactStore(registry.detectors)
@@ -546,6 +547,7 @@ def list_recipes(tags: str | Sequence[str] = (), *, recipes_dirs: Sequence[str |
 
 def show_recipe(name: str, *, recipes_dirs: Sequence[str | Path] = ()) -> Recipe:
     catalog = _catalog(recipes_dirs)
+    catalog.raise_ambiguous()
     recipe = catalog.get(name)
     if recipe is None:
         first = next(iter(catalog.errors.values()), "")
