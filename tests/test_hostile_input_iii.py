@@ -98,3 +98,40 @@ def test_an_endless_input_file_is_refused_after_a_bounded_read(option: str, tmp_
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip() == f"cmx: error: {option} /dev/zero: refused: the file larger than 67,108,864 bytes"
 
+
+
+RECIPE = """
+name: {name}
+tags: [{name}]
+summary: a plain recipe
+steps:
+  - uses: shell
+    with: {{cmd: [echo, hi]}}
+"""
+
+
+def test_a_directory_symlink_out_of_the_recipe_folder_is_warned_about(
+        cli: Callable[..., Any], recipes: Callable[[str, str], Path], tmp_path: Path) -> None:
+    """Class 8: a directory link out of the folder holding a valid recipe was silently ignored,
+    where a file link got a warning. It is still not walked."""
+    directory = recipes("near", RECIPE.format(name="near")).parent
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "far.yaml").write_text(RECIPE.format(name="far"))
+    (directory / "elsewhere").symlink_to(outside)
+    planned = cli("plan", "--tags=near", "--recipes", str(directory))
+    assert planned.code == 0 and planned.err_lines == [
+        f"cmx: warning: skipped a broken recipe file: {directory / 'elsewhere'}: cannot read: a directory symlink out "
+        f"of the recipe directory {directory}; its recipes are not read (a symlink to {outside}); fix or remove "
+        "the link (--strict makes this an error)"]
+    assert cli("plan", "--tags=far", "--recipes", str(directory)).code == 2
+
+
+def test_two_recipes_of_one_name_in_a_directory_are_an_error(cli: Callable[..., Any],
+                                                            recipes: Callable[[str, str], Path]) -> None:
+    """Class 3: one of them was taken with a warning and exit 0."""
+    first = recipes("a", RECIPE.format(name="twin"))
+    second = recipes("b", RECIPE.format(name="twin"))
+    for command in (["plan", "--tags=twin"], ["run", "--tags=twin"], ["explain", "--tags=twin"]):
+        result = cli(*command, "--recipes", str(first.parent))
+        assert result.code == 2 and str(first) in result.err and str(second) in result.err, result.err

@@ -133,8 +133,8 @@ class Catalog:
                     self.errors[path] = errors[i] if i in errors else (
                         f"{path}: recipe name '{name}' is also defined in {defined[name]}; "
                         "names must be unique within a recipe directory")
-                    if i not in errors:
-                        self.ambiguous.append(self.errors[path])
+                    if i not in errors and os.path.realpath(path) != os.path.realpath(defined[name]):
+                        self.ambiguous.append(self.errors[path])  # a link to the same file is not ambiguous
                 else:
                     defined[name] = path
             number += len(rec[_NAMES])

@@ -36,7 +36,7 @@ from cmx_core.recipes.load import digest_of
 from cmx_core.recipes.model import split_tags
 from cmx_core.recipes.yaml_lines import parse_yaml
 
-INDEX_FORMAT = 8  # 8: recipes checked for duplicate tags and timeouts; 7: the variation names column
+INDEX_FORMAT = 9  # 9: a directory symlink out of the root is an entry (reported); 8: recipes checked for duplicate tags and timeouts; 7: the variation names column
 SUFFIXES = (".yaml", ".yml")
 #: A directory whose mtime is this close to the check (or later) is not trusted by its mtime
 #: next time, only listed again: file systems stamp with a coarse clock, so an entry added in
@@ -202,7 +202,12 @@ class Index:
             try:
                 if entry.is_dir():
                     if entry.is_symlink() and not _below(entry.path, self._root):
-                        continue  # never walk out of the recipe root (a link to / would walk it all)
+                        # never walked (a link to / would walk it all), but reported as a file link is:
+                        # recipes behind it are not read, and the user should know
+                        files.append(name)
+                        stats.append(OSError(0, f"a directory symlink out of the recipe directory {self._root}; "
+                                                "its recipes are not read"))
+                        continue
                     s = entry.stat()
                     subdirs.append((entry.path, (s.st_dev, s.st_ino)))
                     subdir_names.append(name)
