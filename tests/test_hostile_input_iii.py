@@ -135,3 +135,30 @@ def test_two_recipes_of_one_name_in_a_directory_are_an_error(cli: Callable[..., 
     for command in (["plan", "--tags=twin"], ["run", "--tags=twin"], ["explain", "--tags=twin"]):
         result = cli(*command, "--recipes", str(first.parent))
         assert result.code == 2 and str(first) in result.err and str(second) in result.err, result.err
+
+
+@pytest.mark.parametrize(("body", "line", "expected"), [
+    ("summary: |\n  first\n  second\n", 3, "summary: expected one line of text, got several"),
+    ("summary: one\ninputs:\n  n: {type: number, default: 1}\nvariations:\n  size: {inputs: {n: \"#\"}}\n", 7,
+     "variations.size.inputs.n: '#' is the value of a parametric variation, but 'size' has no '.#'"),
+])
+def test_a_field_written_in_the_wrong_shape_is_a_one_line_error(
+        body: str, line: int, expected: str, cli: Callable[..., Any], recipes: Callable[[str, str], Path]) -> None:
+    """Class 2: a multi-line summary and a variation setting ``#`` without being parametric
+    were taken as written (a broken table row; the literal text ``#`` as the input)."""
+    path = recipes("shape", "name: shape\ntags: [shape]\n" + body + "steps:\n  - uses: shell\n    with: {cmd: [echo]}\n")
+    result = cli("plan", "--tags=shape", "--recipes", str(path.parent), "--strict")
+    assert result.code == 2 and len(result.err_lines) == 1, result.err
+    assert f"{path}:{line}: {expected}" in result.err
+
+
+def test_a_recipes_path_entry_that_does_not_exist_is_named(cli: Callable[..., Any], tmp_path: Path, cmx_home: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Class 2: ``CMX_RECIPES_PATH=/typo`` read nothing, silently (a warning: the variable is
+    lenient like ``PATH``)."""
+    missing = tmp_path / "no-such-dir"
+    monkeypatch.setenv("CMX_RECIPES_PATH", str(missing))
+    result = cli("plan", "--tags=demo,sort")
+    assert result.code == 0 and result.err_lines == [
+        f"cmx: warning: CMX_RECIPES_PATH entry {missing} is not a directory; no recipes are read from it "
+        "(fix or remove it)"]

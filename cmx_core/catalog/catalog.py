@@ -378,11 +378,24 @@ def default_sources(extra_dirs: Iterable[Path], plugin_paths: PluginRecipePaths,
     for entry in env.split(os.pathsep):
         if entry:
             reads.link(entry)
+            _warn_missing(entry)
             sources.append(Source("CMX_RECIPES_PATH", Path(entry)))
     sources += [Source(label, Path(p)) for label, p in repo_paths]
     sources += [Source(f"plugin:{name}", Path(p)) for name, p in plugin_paths]
     sources.append(Source("core", core_recipes_dir()))
     return sources
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_missing(entry: str) -> None:
+    """A ``CMX_RECIPES_PATH`` entry that is no directory (a typo, an unmounted disk) is named
+    once per process: like ``PATH``, the variable stays lenient, but never silently."""
+    if entry not in _WARNED and not os.path.isdir(entry):
+        _WARNED.add(entry)
+        print(f"cmx: warning: CMX_RECIPES_PATH entry {escape_controls(entry)} is not a directory; "
+              "no recipes are read from it (fix or remove it)", file=sys.stderr)
 
 
 def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None = None,
