@@ -146,7 +146,8 @@ def test_a_field_written_in_the_wrong_shape_is_a_one_line_error(
         body: str, line: int, expected: str, cli: Callable[..., Any], recipes: Callable[[str, str], Path]) -> None:
     """Class 2: a multi-line summary and a variation setting ``#`` without being parametric
     were taken as written (a broken table row; the literal text ``#`` as the input)."""
-    path = recipes("shape", "name: shape\ntags: [shape]\n" + body + "steps:\n  - uses: shell\n    with: {cmd: [echo]}\n")
+    steps = "steps:\n  - uses: shell\n    with: {cmd: [echo]}\n"
+    path = recipes("shape", "name: shape\ntags: [shape]\n" + body + steps)
     result = cli("plan", "--tags=shape", "--recipes", str(path.parent), "--strict")
     assert result.code == 2 and len(result.err_lines) == 1, result.err
     assert f"{path}:{line}: {expected}" in result.err

@@ -36,7 +36,8 @@ from cmx_core.recipes.load import digest_of
 from cmx_core.recipes.model import split_tags
 from cmx_core.recipes.yaml_lines import parse_yaml
 
-INDEX_FORMAT = 9  # 9: a directory symlink out of the root is an entry (reported); 8: recipes checked for duplicate tags and timeouts; 7: the variation names column
+# 9: a directory symlink out of the root is an entry (reported)
+INDEX_FORMAT = 9  # 8: recipes checked for duplicate tags and timeouts; 7: the variation names column
 SUFFIXES = (".yaml", ".yml")
 #: A directory whose mtime is this close to the check (or later) is not trusted by its mtime
 #: next time, only listed again: file systems stamp with a coarse clock, so an entry added in
