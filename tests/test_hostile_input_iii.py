@@ -3,15 +3,20 @@ reads, nothing raw on the terminal. Each test names the class of the issue it co
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cmx_core import paths
 from cmx_core.errors import escape_controls
+from cmx_core.run.stop_points import POINTS, STOP_ENV
 
 BOMB = """
 name: bomb
@@ -163,3 +168,54 @@ def test_a_recipes_path_entry_that_does_not_exist_is_named(cli: Callable[..., An
     assert result.code == 0 and result.err_lines == [
         f"cmx: warning: CMX_RECIPES_PATH entry {missing} is not a directory; no recipes are read from it "
         "(fix or remove it)"]
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
+
+
+def _kill_when_stopped(proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 120  # a bound for a broken build, not a timing assumption
+    while not _stopped(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.kill()  # SIGKILL by PID, from outside: no handler of cmx runs
+    proc.wait(timeout=60)
+
+
+def test_every_run_directory_a_kill_leaves_is_recorded(recipes: Callable[[str, str], Path], cmx_home: Path) -> None:
+    """Class 4: a kill between the run directory's creation and the in-flight marker left a
+    directory with only plan.json and lock.json that nothing recorded. Each start-up point is
+    hit exactly (cmx stops itself there: CMX_STOP_AT), and a few kills land as soon as a run
+    directory appears; then `cmx results reindex` must leave every directory recorded."""
+    directory = str(recipes("quick", RECIPE.format(name="quick")).parent)
+    command = [sys.executable, "-m", "cmx_core", "run", "--tags=quick", "--recipes", directory]
+    for point in (*POINTS, *POINTS):
+        proc = subprocess.Popen(command, env={**os.environ, STOP_ENV: point},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _kill_when_stopped(proc)
+    runs = paths.runs_dir()
+    for _ in range(3):
+        before = set(runs.iterdir()) if runs.is_dir() else set()
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline and \
+                not (runs.is_dir() and set(runs.iterdir()) - before):
+            time.sleep(0.001)
+        proc.kill()
+        proc.wait(timeout=60)
+    reindex = subprocess.run([sys.executable, "-m", "cmx_core", "results", "reindex"], capture_output=True,
+                             text=True, timeout=300, check=False)
+    assert reindex.returncode == 0, reindex.stderr
+    left = sorted(runs.iterdir())
+    assert len(left) >= 2 * (len(POINTS) - 1)  # every point after the marker left a directory
+    listed = subprocess.run([sys.executable, "-m", "cmx_core", "results", "list", "--json", "--limit=0"],
+                            capture_output=True, text=True, timeout=300, check=True)
+    recorded = {str(run["run_id"]) for run in json.loads(listed.stdout)["runs"]}
+    for run_dir in left:
+        document = json.loads((run_dir / "result.json").read_text())
+        assert document["run_id"] in recorded, run_dir
+        if document["status"] == "error":
+            assert "interrupted" in document["error"]["message"], document["error"]
