@@ -108,8 +108,9 @@ def _render_string(text: str, context: Mapping[str, Any], where: str) -> Any:
         _budget.reset(token)
 
 
-_MAY_GROW = re.compile(r"range|\*|center|indent|truncate|wordwrap|just|lipsum|format|%")
-"""What a template that may hit a bound holds somewhere; others are not rendered at plan time."""
+_MAY_GROW = re.compile(r"range|\*|center|indent|truncate|wordwrap|just|zfill|expandtabs")
+"""What a template that may hit a bound holds somewhere (a loop, a repetition, a padding: the
+bounded operations); others are not rendered at plan time."""
 
 
 def bound_problem(text: str, known: Mapping[str, Any]) -> str | None:
