@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -219,3 +220,13 @@ def test_every_run_directory_a_kill_leaves_is_recorded(recipes: Callable[[str, s
         assert document["run_id"] in recorded, run_dir
         if document["status"] == "error":
             assert "interrupted" in document["error"]["message"], document["error"]
+
+
+def test_cmx_list_recipes_through_cat_v_shows_the_escape_escaped(recipes: Callable[[str, str], Path],
+                                                                cmx_home: Path) -> None:
+    """The issue's must-show, through a real pipe: ``cat -v`` showed ``^[]0;pwned^G``."""
+    directory = recipes("hostile", HOSTILE).parent
+    line = f"{shlex.quote(sys.executable)} -m cmx_core list recipes --recipes {shlex.quote(str(directory))} | cat -v"
+    proc = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=120, check=True)
+    assert "^[" not in proc.stdout and "^G" not in proc.stdout
+    assert "\\x1b]0;pwned\\x07" in proc.stdout and "\\u202e" in proc.stdout
