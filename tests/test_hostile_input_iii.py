@@ -145,13 +145,16 @@ def test_two_recipes_of_one_name_in_a_directory_are_an_error(cli: Callable[..., 
 
 @pytest.mark.parametrize(("body", "line", "expected"), [
     ("summary: |\n  first\n  second\n", 3, "summary: expected one line of text, got several"),
+    ("summary: s\nversion: 1.10\n", 4, "version: version 1.10 is written as a number (YAML reads 1.1); quote it"),
+    ("summary: s\ndeps:\n  - tags: [demo, 1]\n", 5, "deps.0.tags[1]: tag 1 is written as a number; quote it ('1')"),
     ("summary: one\ninputs:\n  n: {type: number, default: 1}\nvariations:\n  size: {inputs: {n: \"#\"}}\n", 7,
      "variations.size.inputs.n: '#' is the value of a parametric variation, but 'size' has no '.#'"),
 ])
 def test_a_field_written_in_the_wrong_shape_is_a_one_line_error(
         body: str, line: int, expected: str, cli: Callable[..., Any], recipes: Callable[[str, str], Path]) -> None:
-    """Class 2: a multi-line summary and a variation setting ``#`` without being parametric
-    were taken as written (a broken table row; the literal text ``#`` as the input)."""
+    """Class 2: a multi-line summary, a version or tag YAML reads as a number, and a variation
+    setting ``#`` without being parametric were taken as written (a broken table row; the
+    literal text ``#`` as the input)."""
     steps = "steps:\n  - uses: shell\n    with: {cmd: [echo]}\n"
     path = recipes("shape", "name: shape\ntags: [shape]\n" + body + steps)
     result = cli("plan", "--tags=shape", "--recipes", str(path.parent), "--strict")

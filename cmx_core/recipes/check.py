@@ -32,6 +32,7 @@ from cmx_core.recipes.model import (
 )
 from cmx_core.recipes.resources import ResourceError, parse_resources
 from cmx_core.recipes.retries import PolicyError, parse_checkpoint, parse_policy
+from cmx_core.recipes.yaml_lines import WrittenAsNumber
 from cmx_core.recipes.yaml_lines import fail_at as _fail
 
 
@@ -75,6 +76,9 @@ class _Checker:
             raise self.fail(keypath, "expected a non-empty list of tags")
         seen: set[str] = set()
         for i, tag in enumerate(items):
+            if isinstance(tag, WrittenAsNumber):
+                raise self.fail((*keypath, i), f"tag {tag} is written as a number; quote it ('{tag}') to mean "
+                                               "the text, or use a word")
             self.string(tag, (*keypath, i), TAG_RE)
             if tag in seen:
                 raise self.fail((*keypath, i), f"tag '{tag}' is listed twice")
@@ -127,6 +131,9 @@ def validate_recipe_data(data: Any, path: Path) -> None:
     if "container" in data:
         c.one_line(data["container"], ("container",))
     if "version" in data:
+        if isinstance(data["version"], WrittenAsNumber):
+            raise c.fail(("version",), f"version {data['version']} is written as a number (YAML reads "
+                                       f"{float(data['version'])!r}); quote it: version: '{data['version']}'")
         _check_version(c, data["version"])
     _check_inputs(c, data.get("inputs", {}))
     _check_variations(c, data.get("variations", {}), data.get("inputs") or {})
