@@ -102,6 +102,23 @@ class JSONLimitError(ValueError):
     every reader that treats malformed JSON as such refuses it the same way)."""
 
 
+def read_capped(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """At most ``max_bytes + 1`` bytes of the file at ``path``: every file a user gives cmx
+    (facts, locks, recipes, bundles' members, results) is read with a bound before it is
+    parsed, so ``/dev/zero`` or a huge file costs one bounded read, never all memory. A
+    result longer than ``max_bytes`` means the file is larger: the caller refuses it."""
+    with open(path, "rb") as handle:
+        return handle.read(max_bytes + 1)
+
+
+def read_bounded(path: str | os.PathLike[str], max_bytes: int = MAX_JSON_BYTES) -> bytes:
+    """The file at ``path``, or a :class:`JSONLimitError` when it is larger than ``max_bytes``."""
+    data = read_capped(path, max_bytes)
+    if len(data) > max_bytes:
+        raise JSONLimitError(f"larger than {max_bytes:,} bytes")
+    return data
+
+
 def loads_bounded(text: str | bytes, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """``json.loads`` for input cmx did not write itself, or may find corrupted: too large or
     nested too deep is a :class:`JSONLimitError` (a ValueError), never a RecursionError."""

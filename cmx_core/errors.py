@@ -133,11 +133,18 @@ def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str:
     return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) not in "\t\n"}
+_CONTROL: dict[int, str] = {
+    **{c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) not in "\t\n"},
+    **{c: f"\\u{c:04x}" for c in (*range(0x200B, 0x2010), 0x2028, 0x2029, *range(0x202A, 0x202F),
+                                   *range(0x2066, 0x206A), 0xFEFF)},
+}
 
 
 def escape_controls(text: str) -> str:
-    """Control characters (a NUL, a terminal escape) shown as ``\\xNN``: a message quotes
-    recipe text and file names, which must not drive the terminal."""
+    """Text cmx did not write made safe for the terminal: control characters (a NUL, a
+    terminal escape) shown as ``\\xNN``, and the bidi overrides (U+202A-202E, U+2066-2069),
+    zero-width characters (U+200B-200F, U+FEFF) and line separators (U+2028, U+2029) that
+    make a line read other than it is shown as ``\\uNNNN``. Every message, table and log
+    line quoting recipe text, file names or a step's output goes through it."""
     return text.translate(_CONTROL)
 

@@ -78,8 +78,10 @@ def test_same_name_twice_in_one_directory_is_an_error(cli, recipes, tmp_path, mo
         "names must be unique within a recipe directory"
     }
     assert catalog.listed["dup"].path == str(first)
-    result = cli("plan", "--tags=dup", "--recipes", recipes.dir)  # the first stays usable, with a warning
-    assert result.code == 0 and "is also defined in" in result.err and result.err.startswith("cmx: warning:")
+    result = cli("plan", "--tags=dup", "--recipes", recipes.dir)  # which one runs is unclear: an error (#49)
+    assert result.code == 2 and result.err_lines == [f"cmx: error: {second}: recipe name 'dup' is also defined in "
+                                                     f"{first}; names must be unique within a recipe directory"]
+    assert cli("show", "recipe", "dup", "--recipes", recipes.dir).code == 2
     strict = cli("plan", "--tags=dup", "--recipes", recipes.dir, "--strict")
     assert strict.code == 2 and "is also defined in" in strict.err
     second.unlink()  # the same name in a lower-precedence source is a legitimate shadow

@@ -198,6 +198,9 @@ def test_a_symlink_to_root_or_a_loop_in_a_recipe_dir(recipes: Path, tmp_path: Pa
     proc = _cmx("list", "recipes", "--recipes", recipes, timeout=120)  # a walk of / would not end in time
     assert "Traceback" not in proc.stderr and "near" in proc.stdout and " far " not in proc.stdout, proc.stderr
     assert "far.yaml: cannot read: a symlink out of the recipe directory" in proc.stderr
+    assert "everything: cannot read: a directory symlink out of the recipe directory" in proc.stderr  # #49
+    _one_error(_cmx("plan", "--strict", "--recipes", recipes, "--tags=ok"), "everything", "a directory symlink out")
+    (recipes / "everything").unlink()
     _one_error(_cmx("plan", "--strict", "--recipes", recipes, "--tags=ok"), "far.yaml", "out of the recipe directory")
     (recipes / "far.yaml").unlink()
     proc = _cmx("plan", "--recipes", recipes, "--tags=near", timeout=120)

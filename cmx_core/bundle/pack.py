@@ -23,6 +23,7 @@ from cmx_core.bundle import CRATE, ENVIRONMENT, MANIFEST, RECIPES, RUNS, SIGNATU
 from cmx_core.bundle.crate import crate_metadata
 from cmx_core.bundle.manifest import BundledRun, FileEntry, Manifest
 from cmx_core.bundle.sign import sign
+from cmx_core.datautil import loads_bounded, read_bounded, read_capped
 from cmx_core.errors import UsageError
 from cmx_core.results.document import utc_timestamp
 from cmx_core.results.hardware import of_document
@@ -83,8 +84,8 @@ def _add_run(run_dir: Path, members: dict[str, bytes], skipped: dict[str, str], 
         raise UsageError(f"{run_dir}: not a run directory (it needs result.json and lock.json); "
                          "give run ids from `cmx results list` or run directories")
     try:
-        document = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
-        lock = json.loads((run_dir / "lock.json").read_text(encoding="utf-8"))
+        document = loads_bounded(read_bounded(run_dir / "result.json"))
+        lock = loads_bounded(read_bounded(run_dir / "lock.json"))
     except (OSError, ValueError) as exc:
         raise UsageError(f"{run_dir}: result.json or lock.json is not readable JSON ({exc})") from None
     prefix = f"{RUNS}/{run_dir.name}"
@@ -110,7 +111,7 @@ def _add_recipes(lock: Mapping[str, Any], members: dict[str, bytes]) -> None:
         source = Path(str(node.get("source") or ""))
         if not dirs or not source.is_file() or not any(source.resolve().is_relative_to(d) for d in dirs):
             continue
-        raw = source.read_bytes()
+        raw = read_capped(source, MAX_FILE_BYTES)
         if hashlib.sha256(raw).hexdigest() == node.get("digest"):
             members[f"{RECIPES}/{str(node['digest'])[:16]}/{source.name}"] = raw
 

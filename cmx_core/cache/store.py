@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmx_core import paths, reads
-from cmx_core.datautil import atomic_write, digest, iter_strings, loads_bounded
+from cmx_core.datautil import atomic_write, digest, iter_strings, loads_bounded, read_bounded
 from cmx_core.errors import CacheError
 
 META = "meta.json"
@@ -374,7 +374,7 @@ def _record_paths(outputs: Any) -> dict[str, list[int]]:
 def _read_meta(meta_file: Path) -> dict[str, Any] | None:
     """An entry's metadata if it has the expected shape, else None (corrupt)."""
     try:
-        meta = loads_bounded(meta_file.read_text())
+        meta = loads_bounded(read_bounded(meta_file))
     except (OSError, ValueError):
         return None
     if not isinstance(meta, dict):

@@ -77,6 +77,7 @@ class Catalog:
 
     def __init__(self) -> None:
         self.errors: dict[str, str] = {}
+        self.ambiguous: list[str] = []  # a name defined twice in one source: which one runs is unclear
         self._warned = False
         self.stats: dict[str, int] = {}
         self.blobs: bytes = b""  # the index file, holding the data of the directories it had
@@ -132,6 +133,8 @@ class Catalog:
                     self.errors[path] = errors[i] if i in errors else (
                         f"{path}: recipe name '{name}' is also defined in {defined[name]}; "
                         "names must be unique within a recipe directory")
+                    if i not in errors and os.path.realpath(path) != os.path.realpath(defined[name]):
+                        self.ambiguous.append(self.errors[path])  # a link to the same file is not ambiguous
                 else:
                     defined[name] = path
             number += len(rec[_NAMES])
@@ -306,6 +309,13 @@ class Catalog:
         if self.errors:
             raise UsageError(self.errors_line())
 
+    def raise_ambiguous(self) -> None:
+        """Two recipes of one name in one source are an error even without ``--strict``:
+        taking either of them would run a recipe the user may not have meant."""
+        if self.ambiguous:
+            more = len(self.ambiguous) - 1
+            raise UsageError(self.ambiguous[0] + (f" (and {more} more name(s) defined twice)" if more else ""))
+
     def errors_line(self) -> str:
         first = next(iter(self.errors.values()))
         more = len(self.errors) - 1
@@ -368,11 +378,24 @@ def default_sources(extra_dirs: Iterable[Path], plugin_paths: PluginRecipePaths,
     for entry in env.split(os.pathsep):
         if entry:
             reads.link(entry)
+            _warn_missing(entry)
             sources.append(Source("CMX_RECIPES_PATH", Path(entry)))
     sources += [Source(label, Path(p)) for label, p in repo_paths]
     sources += [Source(f"plugin:{name}", Path(p)) for name, p in plugin_paths]
     sources.append(Source("core", core_recipes_dir()))
     return sources
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_missing(entry: str) -> None:
+    """A ``CMX_RECIPES_PATH`` entry that is no directory (a typo, an unmounted disk) is named
+    once per process: like ``PATH``, the variable stays lenient, but never silently."""
+    if entry not in _WARNED and not os.path.isdir(entry):
+        _WARNED.add(entry)
+        print(f"cmx: warning: CMX_RECIPES_PATH entry {escape_controls(entry)} is not a directory; "
+              "no recipes are read from it (fix or remove it)", file=sys.stderr)
 
 
 def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None = None,

@@ -29,14 +29,15 @@ from pathlib import Path
 from stat import S_ISDIR, S_ISREG
 from typing import Any
 
-from cmx_core.datautil import atomic_write
+from cmx_core.datautil import atomic_write, read_capped
 from cmx_core.errors import CmxError
 from cmx_core.recipes.check import validate_recipe_data
 from cmx_core.recipes.load import digest_of
 from cmx_core.recipes.model import split_tags
-from cmx_core.recipes.yaml_lines import parse_yaml
+from cmx_core.recipes.yaml_lines import MAX_FILE_BYTES, parse_yaml
 
-INDEX_FORMAT = 8  # 8: recipes checked for duplicate tags and timeouts; 7: the variation names column
+# 9: a directory symlink out of the root is an entry (reported); tags and versions written as numbers refused
+INDEX_FORMAT = 9  # 8: recipes checked for duplicate tags and timeouts; 7: the variation names column
 SUFFIXES = (".yaml", ".yml")
 #: A directory whose mtime is this close to the check (or later) is not trusted by its mtime
 #: next time, only listed again: file systems stamp with a coarse clock, so an entry added in
@@ -202,7 +203,12 @@ class Index:
             try:
                 if entry.is_dir():
                     if entry.is_symlink() and not _below(entry.path, self._root):
-                        continue  # never walk out of the recipe root (a link to / would walk it all)
+                        # never walked (a link to / would walk it all), but reported as a file link is:
+                        # recipes behind it are not read, and the user should know
+                        files.append(name)
+                        stats.append(OSError(0, f"a directory symlink out of the recipe directory {self._root}; "
+                                                "its recipes are not read"))
+                        continue
                     s = entry.stat()
                     subdirs.append((entry.path, (s.st_dev, s.st_ino)))
                     subdir_names.append(name)
@@ -392,8 +398,7 @@ failed to load (None, (), digest, None, error, ())."""
 
 def _parse(path: str) -> Parsed:
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = read_capped(path, MAX_FILE_BYTES)  # bounded before parse_yaml refuses a longer one
     except OSError as exc:
         return None, (), "", None, f"{path}: cannot read: {exc.strerror}", ()
     digest = digest_of(raw)
@@ -414,6 +419,8 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_plain(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
+    if isinstance(value, str):
+        return str(value)  # a WrittenAsNumber (``with: {version: 3.10}``) is plain text in the index
+    if isinstance(value, (int, float, bool)) or value is None:
         return value
     return str(value)

@@ -15,7 +15,7 @@ from cmx_core.cli.progress import Progress
 from cmx_core.cli.recipe_doc import recipe_json, recipe_markdown
 from cmx_core.cli.recovery_opts import add_recovery_options, recovery
 from cmx_core.cli.repeats_cmd import check_runs, run_repeats
-from cmx_core.errors import UsageError
+from cmx_core.errors import UsageError, escape_controls
 from cmx_core.plan.conditional import of_node
 from cmx_core.plan.handoff import FLAG as HANDOFF_FLAG
 from cmx_core.plan.handoff import read_plan
@@ -358,7 +358,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(recipe_json(recipe))
     else:
-        print(recipe_markdown(recipe))
+        print(escape_controls(recipe_markdown(recipe)))
     return 0
 
 

@@ -15,8 +15,9 @@ import csv
 import json
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from cmx_core.errors import escape_controls
 from cmx_core.results.grid import Column, Grid, fit, hidden_note, kept_columns
 
 TYPE_CHECKING = False
@@ -68,6 +69,8 @@ def chosen_format(requested: str | None, json_flag: bool = False, stream: TextIO
 def render(listing: Listing, fmt: str, out: TextIO | None = None, width: int | None = None) -> None:
     """Write ``listing`` to ``out`` (stdout) in ``fmt``, fitted to ``width`` (None: ``--wide``)."""
     stream = out or sys.stdout
+    if fmt in ("table", "csv"):  # cells quote recipes and results cmx did not write (fit() escapes plain's)
+        listing = replace(listing, rows=tuple(tuple(map(escape_controls, row)) for row in listing.rows))
     if fmt == "json":
         rows = [dict(zip(listing.columns, row, strict=True)) for row in listing.rows]
         stream.write(json.dumps({"columns": list(listing.columns), "rows": rows}, indent=2) + "\n")

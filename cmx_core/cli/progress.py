@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cmx_core.cli.progress_line import node_line, step_line
+from cmx_core.errors import escape_controls
 from cmx_core.plugins.hookspecs import hookimpl
 from cmx_core.plugins.loader import get_registry
 from cmx_core.telemetry.collector import latest_usage
@@ -121,7 +122,7 @@ class Progress:
 
     def _say(self, text: str) -> None:
         with self._print_lock:  # one whole line at a time from the ticker and the steps' threads
-            sys.stderr.write(f"cmx: {text}\n")
+            sys.stderr.write(f"cmx: {escape_controls(text)}\n")
             sys.stderr.flush()
 
     def _show_step_log(self) -> None:
@@ -158,7 +159,7 @@ class _TerminalLine:
         self._spinner = spinner
 
     def update(self, text: str) -> None:
-        self._spinner.update(text=text)
+        self._spinner.update(text=escape_controls(text))
 
     def stop(self) -> None:
         self._live.stop()

@@ -9,11 +9,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cmx_core.datautil import read_capped
 from cmx_core.errors import UsageError
 from cmx_core.faults.registry import INJECTORS, parse_injection
 from cmx_core.providers.recovery import RETRYABLE, Recovery
 from cmx_core.recipes.model import parse_yaml
 from cmx_core.recipes.retries import policy_from_options
+from cmx_core.recipes.yaml_lines import MAX_FILE_BYTES
 
 
 def add_recovery_options(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +60,7 @@ def chaos_options(path: str | None, points: int) -> dict[int, list[str]]:
         return {}
     where = Path(path)
     try:
-        data = parse_yaml(where.read_bytes(), where)
+        data = parse_yaml(read_capped(where, MAX_FILE_BYTES), where)
     except OSError as exc:
         raise UsageError(f"--chaos {path}: cannot read it: {exc.strerror}") from None
     entries = data.get("chaos") if isinstance(data, Mapping) else None

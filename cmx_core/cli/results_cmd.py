@@ -268,6 +268,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
+    reap()  # a run directory a killed cmx left is recorded as interrupted, then indexed
     store = _store()
     dirs = [Path(d) for d in args.dirs] or [paths.runs_dir()]
     report = store.reindex(dirs)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core import paths, reads
-from cmx_core.datautil import JSONLimitError, atomic_write, digest, loads_bounded, to_plain
+from cmx_core.datautil import JSONLimitError, atomic_write, digest, loads_bounded, read_bounded, to_plain
 from cmx_core.errors import CmxError, ResolveError
 from cmx_core.providers.refs import reference
 from cmx_core.providers.table import ProviderTable
@@ -166,7 +166,7 @@ def _fingerprint(detector: Detector) -> str:
 
 def _read_cached(path: Path, detector: Detector, fingerprint: str) -> dict[str, Any] | None:
     try:
-        record = loads_bounded(path.read_text())
+        record = loads_bounded(read_bounded(path))
     except (OSError, ValueError):  # a JSONLimitError is a ValueError: detect again
         return None
     if not isinstance(record, dict):
@@ -189,9 +189,13 @@ def _write_cached(path: Path, detector: Detector, fingerprint: str, value: Any) 
 def load_facts_file(path: Path) -> dict[str, Any]:
     """Read a facts file (``{"facts": {...}}``); one-line errors for anything malformed."""
     try:
-        text = Path(path).read_text()
+        text = read_bounded(path).decode()
     except OSError as exc:
         raise CmxError(f"--facts {path}: cannot read: {exc.strerror}") from None
+    except JSONLimitError as exc:
+        raise CmxError(f"--facts {path}: refused: the file {exc}") from None
+    except UnicodeDecodeError:
+        raise CmxError(f"--facts {path}: not a facts file (not UTF-8 text)") from None
     try:
         doc = loads_bounded(text)
     except json.JSONDecodeError as exc:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cmx_core.errors import CmxError
+from cmx_core.errors import CmxError, escape_controls
 from cmx_core.facts.store import FactStore
 from cmx_core.plan.conditional import ByStep, conditional_deps
 from cmx_core.plan.facts_view import FactsView, groups_of
@@ -77,7 +77,7 @@ class PlanView:
 
         lines = [self.plan.render_tree(detail), f"executor: {self.executor}"]
         lines += [f"    {key}: {_show(value)}" for key, value in self.execution.items()]
-        return "\n".join(lines)
+        return escape_controls("\n".join(lines))  # it quotes recipe text and inputs
 
 
 def view(plan: Plan, facts: FactStore, executor: str, execution: Mapping[str, Any],

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pluggy
 
 from cmx_core import __version__, paths
-from cmx_core.datautil import atomic_write, loads_bounded
+from cmx_core.datautil import atomic_write, loads_bounded, read_bounded
 from cmx_core.errors import PluginError
 from cmx_core.plugins import hookspecs
 from cmx_core.plugins.command_index import DISCOVERY_FILE, discovery_fingerprint, write_summaries
@@ -171,7 +171,7 @@ def _discover() -> list[EntrySpec]:
     fingerprint = discovery_fingerprint()
     cache_file = paths.cache_dir() / DISCOVERY_FILE
     try:
-        record = loads_bounded(cache_file.read_text())
+        record = loads_bounded(read_bounded(cache_file))
         if record.get("fingerprint") == fingerprint:
             return [EntrySpec(**e) for e in record["entries"]]
     except (OSError, ValueError, TypeError, KeyError, AttributeError):

@@ -32,6 +32,7 @@ from cmx_core.recipes.model import (
 )
 from cmx_core.recipes.resources import ResourceError, parse_resources
 from cmx_core.recipes.retries import PolicyError, parse_checkpoint, parse_policy
+from cmx_core.recipes.yaml_lines import WrittenAsNumber
 from cmx_core.recipes.yaml_lines import fail_at as _fail
 
 
@@ -62,12 +63,22 @@ class _Checker:
             raise self.fail(keypath, f"'{value}' does not match {pattern.pattern}")
         return value
 
+    def one_line(self, value: str, keypath: tuple[str | int, ...]) -> str:
+        """A single-line field (a summary is a table cell, a container a name) written over
+        several lines (``summary: |``) is refused rather than printed broken."""
+        if "\n" in value.strip() or "\r" in value:
+            raise self.fail(keypath, "expected one line of text, got several; put longer text in 'description'")
+        return value
+
     def tags(self, value: Any, keypath: tuple[str | int, ...]) -> list[str]:
         items = split_tags(value) if isinstance(value, str) else value
         if not isinstance(items, list) or not items:
             raise self.fail(keypath, "expected a non-empty list of tags")
         seen: set[str] = set()
         for i, tag in enumerate(items):
+            if isinstance(tag, WrittenAsNumber):
+                raise self.fail((*keypath, i), f"tag {tag} is written as a number; quote it ('{tag}') to mean "
+                                               "the text, or use a word")
             self.string(tag, (*keypath, i), TAG_RE)
             if tag in seen:
                 raise self.fail((*keypath, i), f"tag '{tag}' is listed twice")
@@ -113,11 +124,16 @@ def validate_recipe_data(data: Any, path: Path) -> None:
             raise c.fail((), f"missing required key '{key}'")
     c.string(data["name"], ("name",), NAME_RE)
     c.tags(data["tags"], ("tags",))
-    c.string(data["summary"], ("summary",))
+    c.one_line(c.string(data["summary"], ("summary",)), ("summary",))
     for key in ("version", "description", "container"):
         if key in data:
             c.string(str(data[key]) if key == "version" and isinstance(data[key], (int, float)) else data[key], (key,))
+    if "container" in data:
+        c.one_line(data["container"], ("container",))
     if "version" in data:
+        if isinstance(data["version"], WrittenAsNumber):
+            raise c.fail(("version",), f"version {data['version']} is written as a number (YAML reads "
+                                       f"{float(data['version'])!r}); quote it: version: '{data['version']}'")
         _check_version(c, data["version"])
     _check_inputs(c, data.get("inputs", {}))
     _check_variations(c, data.get("variations", {}), data.get("inputs") or {})
@@ -182,9 +198,12 @@ def _check_variations(c: _Checker, variations: Any, inputs: Mapping[str, Any]) -
             defaults[group] = name
         c.mapping(spec.get("requires", {}), (*kp, "requires"))
         c.mapping(spec.get("inputs", {}), (*kp, "inputs"))
-        for key in spec.get("inputs", {}):
+        for key, value in spec.get("inputs", {}).items():
             if key not in inputs:
                 raise c.fail((*kp, "inputs", key), f"variation sets input '{key}', which the recipe does not declare")
+            if value == "#" and not name.endswith(".#"):
+                raise c.fail((*kp, "inputs", key), f"'#' is the value of a parametric variation, but '{name}' "
+                                                   f"has no '.#'; name it '{name}.#' (selected as {name}.VALUE)")
         if "container" in spec:
             c.string(spec["container"], (*kp, "container"))
         _check_resources(c, spec.get("resources"), (*kp, "resources"))

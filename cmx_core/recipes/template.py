@@ -28,7 +28,10 @@ _FACT_REF = re.compile(r"\bfacts(?:\.|\[\s*['\"])([A-Za-z_][A-Za-z0-9_]*)")
 
 
 class TemplateError(CmxError):
-    """A template that cannot be rendered (unknown name, syntax error, sandbox refusal)."""
+    """A template that cannot be rendered (unknown name, syntax error, sandbox refusal);
+    ``bound`` when it passed :data:`MAX_TEMPLATE_CHARS` or :data:`MAX_TEMPLATE_ITEMS`."""
+
+    bound = False
 
 
 _FUNCTIONS: dict[str, Callable[..., Any]] = {}
@@ -94,13 +97,46 @@ def _render_string(text: str, context: Mapping[str, Any], where: str) -> Any:
             return result
         return _joined(_template(text).generate(**context))
     except jinja2.TemplateError as exc:
-        raise TemplateError(f"{where}: cannot render {text!r}: {exc.message or exc}") from None
+        error = TemplateError(f"{where}: cannot render {text!r}: {exc.message or exc}")
+        error.bound = getattr(exc, "cmx_bound", False)
+        raise error from None
     except CmxError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError, OverflowError, MemoryError) as exc:
         raise TemplateError(f"{where}: cannot render {text!r}: {exc}") from None
     finally:
         _budget.reset(token)
+
+
+_MAY_GROW = re.compile(r"range|\*|center|indent|truncate|wordwrap|just|zfill|expandtabs")
+"""What a template that may hit a bound holds somewhere (a loop, a repetition, a padding: the
+bounded operations); others are not rendered at plan time."""
+
+
+def bound_problem(text: str, known: Mapping[str, Any]) -> str | None:
+    """Why rendering ``text`` would pass a bound (:data:`MAX_TEMPLATE_CHARS`,
+    :data:`MAX_TEMPLATE_ITEMS`) whatever the run-time names hold, or None.
+
+    The plan renders the template once with the names it knows (``known``: inputs,
+    variation, variations, facts) and a chainable undefined value for the others (deps,
+    steps, node, run); only a bound's refusal counts, since any other error may come from a
+    value that exists only at run time. So ``cmx plan`` exits 2 where ``cmx run`` would for
+    ``range(10**9)``, ``'x' * 10**9`` or ``range(inputs.n)``."""
+    if not _MAY_GROW.search(text):
+        return None
+    import jinja2  # deferred: jinja2 only when this runs (63 modules)
+
+    context = {name: known.get(name, jinja2.ChainableUndefined(name=name)) for name in _RUN_NAMES}
+    try:
+        _render_string(text, context, "")
+    except TemplateError as exc:
+        return str(exc)[2:] if getattr(exc, "bound", False) else None
+    except (CmxError, RecursionError):  # anything but a bound: the run decides
+        return None
+    return None
+
+
+_RUN_NAMES = ("inputs", "variation", "variations", "facts", "deps", "steps", "node", "run")
 
 
 def _joined(pieces: Iterator[str]) -> str:
@@ -135,8 +171,10 @@ def _too_big(what: str) -> Exception:
     # deferred: jinja2 only when this runs (63 modules)
     from jinja2.exceptions import SecurityError  # a TemplateError: reported with where it is
 
-    return SecurityError(f"{what}; a template may build at most {MAX_TEMPLATE_CHARS:,} characters "
-                         f"and loop over at most {MAX_TEMPLATE_ITEMS:,} range() items")
+    error = SecurityError(f"{what}; a template may build at most {MAX_TEMPLATE_CHARS:,} characters "
+                          f"and loop over at most {MAX_TEMPLATE_ITEMS:,} range() items")
+    error.cmx_bound = True  # type: ignore[attr-defined]  # a bound, not a value only the run has
+    return error
 
 
 def _bounded_range(*args: int) -> range:

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from cmx_core.errors import ResolveError
 from cmx_core.recipes.model import Recipe, StepSpec, dotted_key, line_of
-from cmx_core.recipes.template import template_functions
+from cmx_core.recipes.template import bound_problem, template_functions
 from cmx_core.recipes.template_refs import Ref, template_info
 
 #: Every name a step's or an output's template can read at run time (see execute.py).
@@ -67,6 +67,16 @@ def check_node_templates(recipe: Recipe, scope: Scope, kept: tuple[str, ...],
     for _name, found in outputs_found:
         if found:
             _check(recipe, found, scope._replace(steps=kept, kept=kept))
+
+
+def check_node_bounds(recipe: Recipe, found: Iterable[Found], known: Mapping[str, object]) -> None:
+    """Refuse a template that would pass a size or loop bound when the run renders it
+    (``range(10**9)``, ``'x' * 10**9``), with what the plan knows (``known``)."""
+    for templates in found:
+        for text, where in templates:
+            problem = bound_problem(text, known)
+            if problem:
+                raise _error(recipe, where, problem)
 
 
 def step_templates(step: StepSpec) -> Found:

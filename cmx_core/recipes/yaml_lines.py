@@ -4,17 +4,36 @@ path never composes YAML nodes twice)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from cmx_core.datautil import read_capped
 from cmx_core.errors import Location, RecipeError
 
 
+class WrittenAsNumber(str):
+    """The text of a tag or version YAML would have read as a number (``tags: [1]``,
+    ``version: 1.10``): kept as written, and marked so the format check refuses it
+    (:mod:`cmx_core.recipes.check`) instead of taking it quietly."""
+
+    __slots__ = ()
+
+
+_NUMBER_TEXT_TAG = "!cmx/written-as-number"
+
+
+@lru_cache(maxsize=1)
 def yaml_loader() -> Any:
-    """libyaml's C loader when present (10x faster), else the pure-Python one."""
+    """libyaml's C loader when present (10x faster), else the pure-Python one; it builds a
+    :class:`WrittenAsNumber` for the scalars :func:`_keep_strings` marks."""
     import yaml  # deferred: yaml only when this runs (27 modules)
 
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        pass
+
+    Loader.add_constructor(_NUMBER_TEXT_TAG, lambda loader, node: WrittenAsNumber(node.value))
+    return Loader
 
 
 MAX_FILE_BYTES = 1 << 20
@@ -35,8 +54,8 @@ def parse_yaml(raw: bytes, path: Path) -> Any:
     import yaml  # deferred: yaml only when this runs (27 modules)
 
     if len(raw) > MAX_FILE_BYTES:
-        raise RecipeError(Location(str(path)), f"the file is {len(raw)} bytes, more than a recipe may be "
-                                               f"({MAX_FILE_BYTES}); keep data out of recipes")
+        raise RecipeError(Location(str(path)), f"the file is more than a recipe may be ({MAX_FILE_BYTES} "
+                                               "bytes); keep data out of recipes")
     loader = yaml_loader()(raw)
     try:
         node = loader.get_single_node()
@@ -57,6 +76,7 @@ def parse_yaml(raw: bytes, path: Path) -> Any:
 
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_NUMBER_TAGS = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
 _STR_TAG = "tag:yaml.org,2002:str"
 STRING_KEYS = frozenset({"version", "tags"})
 """Keys whose scalars are always text: ``version: 1.10`` stays ``"1.10"`` (not the float 1.1),
@@ -80,7 +100,7 @@ def _keep_strings(root: Any) -> None:
                     items = value.value if isinstance(value, yaml.SequenceNode) else [value]
                     for item in items:
                         if isinstance(item, yaml.ScalarNode) and not item.style and item.tag != _STR_TAG:
-                            item.tag = _STR_TAG
+                            item.tag = _NUMBER_TEXT_TAG if item.tag in _NUMBER_TAGS else _STR_TAG
                 stack.append(value)
         else:
             stack.extend(node.value)
@@ -226,7 +246,7 @@ def line_of(path: Path, keypath: tuple[str | int, ...]) -> int:
     import yaml  # deferred: yaml only when this runs (27 modules)
 
     try:
-        node = yaml.compose(path.read_bytes(), Loader=yaml_loader())
+        node = yaml.compose(read_capped(path, MAX_FILE_BYTES), Loader=yaml_loader())
     except (OSError, yaml.YAMLError):
         return 0
     line = node.start_mark.line + 1 if node is not None else 0

@@ -31,7 +31,13 @@ from cmx_core.recipes.expr import MISSING, ExpressionError, compile_expression
 from cmx_core.recipes.model import CLI_RESERVED_INPUTS as reserved
 from cmx_core.recipes.model import DepSpec, Recipe, StepSpec, line_of
 from cmx_core.recipes.template import render_value
-from cmx_core.recipes.template_checks import RUN_NAMES, Scope, check_dep_templates, check_node_templates
+from cmx_core.recipes.template_checks import (
+    RUN_NAMES,
+    Scope,
+    check_dep_templates,
+    check_node_bounds,
+    check_node_templates,
+)
 from cmx_core.resolve import requirements
 from cmx_core.resolve import versions as resolve_versions
 from cmx_core.resolve.decision import Candidate, Decision, Path
@@ -449,6 +455,8 @@ class Resolver:
         kept = tuple(steps[at] for at in kept_at)
         check_node_templates(recipe, scope, tuple(step.id for step in kept), scanned.templates,
                              scanned.output_templates)
+        check_node_bounds(recipe, [*(scanned.templates[at] for at in kept_at),
+                                   *(found for _name, found in scanned.output_templates)], context)
         for step in kept:
             self._check_plan(recipe, step)
         get = self.facts.get

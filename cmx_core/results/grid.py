@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from cmx_core.errors import escape_controls
 
 GAP = 2
 """Spaces between two columns."""
@@ -79,7 +81,9 @@ def hidden_note(hidden: tuple[str, ...]) -> str:
 
 def fit(grid: Grid, width: int | None, gap: int = GAP, edge: int = 0) -> Fitted:
     """Lay ``grid`` out within ``width`` characters (``gap`` between columns, ``edge`` for a
-    border around them); ``None`` keeps every column at its natural width."""
+    border around them); ``None`` keeps every column at its natural width. Cells quote recipes
+    and results cmx did not write: each is made safe for the terminal (:func:`escape_controls`)."""
+    grid = replace(grid, rows=tuple(tuple(map(escape_controls, row)) for row in grid.rows))
     keep = list(range(len(grid.columns)))
     while width is not None and _overhead(keep, gap, edge) + sum(_narrowest(grid, i) for i in keep) > width:
         victim = _victim(grid, keep)

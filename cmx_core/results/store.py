@@ -11,7 +11,7 @@ import os
 import sqlite3
 from contextlib import contextmanager
 
-from cmx_core.datautil import loads_bounded
+from cmx_core.datautil import JSONLimitError, loads_bounded, read_bounded
 from cmx_core.errors import ResultsError
 from cmx_core.results import RESULT_FILE
 from cmx_core.results.validate import validate_document
@@ -324,7 +324,7 @@ def _metric_rows(document: Mapping[str, Any]) -> list[tuple[Any, ...]]:
 def _read_document(path: Path) -> dict[str, Any]:
     """Read and validate one ``result.json``; every problem is a one-line ResultsError."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path).decode("utf-8")
     except FileNotFoundError:
         raise ResultsError(
             f"{path}: result file is missing (the run directory was moved or deleted); "
@@ -332,6 +332,8 @@ def _read_document(path: Path) -> dict[str, Any]:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsError(f"{path}: cannot read result file ({exc})") from None
+    except JSONLimitError as exc:
+        raise ResultsError(f"{path}: not valid JSON ({exc})") from None
     try:
         document: dict[str, Any] = loads_bounded(text)
     except ValueError as exc:  # (a JSONLimitError too: too large or too deep)

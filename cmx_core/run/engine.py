@@ -52,6 +52,7 @@ from cmx_core.run.repo_sources import RepoUse, lock_pins, session_repos
 from cmx_core.run.request import DEFAULT_EXECUTOR, ExecutorChoice, RunRequest
 from cmx_core.run.runids import new_run_id, run_dir_name
 from cmx_core.run.settings import parse_settings
+from cmx_core.run.stop_points import fault_point
 
 if TYPE_CHECKING:
     from cmx_core.plan.view import PlanView
@@ -84,6 +85,7 @@ def open_session(recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path
     dirs = resolve_recipes_dirs(recipes_dirs)
     repos, repo_paths = session_repos(registry, repo_pins)
     catalog = load_catalog(dirs, plugin_paths=registry.recipe_paths, repo_paths=repo_paths)
+    catalog.raise_ambiguous()
     if strict_mode():
         catalog.raise_errors()
     facts = FactStore.from_file(Path(facts_file), registry.detectors) if facts_file else FactStore(registry.detectors)
@@ -306,9 +308,8 @@ def run(request: RunRequest, on_plan: Callable[[Plan], None] | None = None) -> R
     if request.use_cache:
         session.cache.prepare()  # a staging dir that is a file fails now, before the run dir
     run_id = new_run_id()
-    run_dir = _make_run_dir(run_id, the_plan.root.recipe.name, request.output)
-    _write_json(run_dir / "plan.json", the_plan.to_json())
-    lock_digest = write_lock(run_dir, the_plan, session.registry, session.repos)
+    run_dir = _run_dir_path(run_id, the_plan.root.recipe.name, request.output)
+    lock = lock_json(the_plan, session.registry, session.repos)
     execution = ExecutionRequest(
         ExecutionContext(the_plan, settings, session.facts, session.registry, observe, recovery), run_dir=run_dir,
         lock_path=run_dir / "lock.json", run_id=run_id, jobs=request.jobs, use_cache=request.use_cache,
@@ -317,9 +318,18 @@ def run(request: RunRequest, on_plan: Callable[[Plan], None] | None = None) -> R
 
     inflight.reap()  # runs a killed cmx left behind are recorded as interrupted
     session.cache.clean_staging()
-    provenance = run_provenance(lock_digest, session, request.sweep, recovery)
+    provenance = run_provenance(digest(lock), session, request.sweep, recovery)
+    # The marker comes before anything of the run directory: a kill at any point after this
+    # leaves a directory the next start (or `cmx results reindex`) records as interrupted.
     inflight.mark(run_id, run_dir, interrupted_document(execution, provenance))
     try:
+        fault_point("marked")
+        _make_run_dir(run_dir, request.output)
+        fault_point("run-dir")
+        _write_json(run_dir / "plan.json", the_plan.to_json())
+        fault_point("plan-written")
+        _write_json(run_dir / "lock.json", lock)
+        fault_point("lock-written")
         result_path, document, exit_code = _execute(chosen, execution, provenance, session, observe)
     finally:
         inflight.clear(run_id)
@@ -463,13 +473,17 @@ def _repos(session: Session) -> list[dict[str, str]]:
     return [r.to_json() for r in session.repos]
 
 
-def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:
+def _run_dir_path(run_id: str, recipe: str, output: str | Path | None) -> Path:
+    """Where the run directory goes (``--output`` checked to be new or empty); not made yet."""
     if output is not None:
         run_dir = Path(output).expanduser().resolve()
         if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
             raise UsageError(f"--output {run_dir}: exists and is not an empty directory; choose a new one")
-    else:
-        run_dir = paths.runs_dir() / run_dir_name(recipe, run_id)
+        return run_dir
+    return paths.runs_dir() / run_dir_name(recipe, run_id)
+
+
+def _make_run_dir(run_dir: Path, output: str | Path | None) -> Path:
     try:
         run_dir.mkdir(parents=True, exist_ok=True)  # missing parents of --output are created
     except OSError as exc:
@@ -480,9 +494,14 @@ def _make_run_dir(run_id: str, recipe: str, output: str | Path | None) -> Path:
 
 def write_lock(run_dir: Path, the_plan: Plan, registry: Registry, repos: Sequence[RepoUse] = ()) -> str:
     """The lockfile of the resolved run (with the recipe repositories' commits); returns its digest."""
-    lock = lock_document(the_plan, _plugins(registry, the_plan), [r.to_json() for r in repos]).to_json()
+    lock = lock_json(the_plan, registry, repos)
     _write_json(run_dir / "lock.json", lock)
     return digest(lock)
+
+
+def lock_json(the_plan: Plan, registry: Registry, repos: Sequence[RepoUse] = ()) -> dict[str, Any]:
+    """The lockfile's document (what :func:`write_lock` writes)."""
+    return lock_document(the_plan, _plugins(registry, the_plan), [r.to_json() for r in repos]).to_json()
 
 
 def _plugins(registry: Registry, the_plan: Plan | None = None) -> list[dict[str, Any]]:
@@ -546,6 +565,7 @@ def list_recipes(tags: str | Sequence[str] = (), *, recipes_dirs: Sequence[str |
 
 def show_recipe(name: str, *, recipes_dirs: Sequence[str | Path] = ()) -> Recipe:
     catalog = _catalog(recipes_dirs)
+    catalog.raise_ambiguous()
     recipe = catalog.get(name)
     if recipe is None:
         first = next(iter(catalog.errors.values()), "")

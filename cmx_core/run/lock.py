@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core import __version__
-from cmx_core.datautil import JSONLimitError, loads_bounded
+from cmx_core.datautil import JSONLimitError, loads_bounded, read_bounded
 from cmx_core.errors import CmxError, ResolveError, UsageError
 from cmx_core.run.drift import DRIFT_CLASSES
 from cmx_core.run.lock_records import Lock, LockNode, LockPlugin, LockQuery, LockRepo
@@ -48,7 +48,7 @@ def lock_document(plan: Any, plugins: Sequence[Mapping[str, Any]],
 def read_lock(path: Path) -> Lock:
     """A lockfile's record; one-line errors for anything that is not one."""
     try:
-        doc = loads_bounded(Path(path).read_text())
+        doc = loads_bounded(read_bounded(path).decode())
     except OSError as exc:
         raise CmxError(f"--lock {path}: cannot read: {exc.strerror}") from None
     except json.JSONDecodeError as exc:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx_core import paths
-from cmx_core.datautil import atomic_write
+from cmx_core.datautil import atomic_write, digest
 from cmx_core.errors import CmxError, Interrupted, UsageError
 from cmx_core.plugins.events import registry_events
 from cmx_core.plugins.loader import get_registry
@@ -251,16 +251,22 @@ def _prepare(batch: BatchSweep, session: Session, index: int, point: Mapping[str
     run_dir = fresh_run_dir(batch.folder, index).resolve()
     if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
         raise UsageError(f"{run_dir}: exists and is not an empty directory; run the sweep again (a new id)")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(run_dir / "plan.json", the_plan.to_json())
-    lock_digest = engine.write_lock(run_dir, the_plan, session.registry, session.repos)
+    lock = engine.lock_json(the_plan, session.registry, session.repos)
     context = ExecutionContext(the_plan, settings, session.facts, session.registry,
                                recovery=batch.options.recovery())
     request = ExecutionRequest(context, run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id(),
                                use_cache=not batch.options.no_cache)
-    provenance = engine.run_provenance(lock_digest, session,
+    provenance = engine.run_provenance(digest(lock), session,
                                        {"id": batch.sweep_id, "index": index, "point": dict(point)})
+    # marked before the directory exists, as a single run is: a kill at any point leaves it recorded
     inflight.mark(request.run_id, run_dir, engine.interrupted_document(request, provenance))
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        _write_json(run_dir / "plan.json", the_plan.to_json())
+        _write_json(run_dir / "lock.json", lock)
+    except BaseException:
+        inflight.clear(request.run_id)
+        raise
     return Prepared(index, request, provenance)
 
 
