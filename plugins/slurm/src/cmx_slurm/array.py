@@ -12,8 +12,9 @@ its output in that run's stage directory. The scheduler starts as many at once a
 ``wait_array`` waits for every task with one squeue call per interval; ``cancel_array``
 cancels the whole array. A task lost to a fault its run's job policy retries (a lost node, a
 preemption, its time limit: docs/faults.md) is resubmitted by :func:`collect` as a task of a
-new array over the same script (``--array=3,7``), after the policy's backoff; its outcome
-then carries every attempt. Slurm's own requeue is off for arrays (``--no-requeue``): the
+new array over the same script (``--array=3,7``) as soon as the policy's backoff has passed,
+while the rest of the first array runs on; its outcome then carries every attempt. A point's
+wall time is its own (from its task's first start), its wait in the queue ``timing.queue_s``. Slurm's own requeue is off for arrays (``--no-requeue``): the
 batch resubmits, so nothing is retried twice or without a policy. ``max_parallel`` maps to
 sbatch's ``%N`` array throttle.
 :func:`run_many` is both steps, the executor's batch entry (``Executor.run_many``) that
@@ -26,7 +27,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cmx_core.api import (
@@ -95,6 +96,8 @@ def resubmit(array: ArrayJob, positions: Sequence[int]) -> ArrayJob:
     options = tuple(f"--array={','.join(map(str, positions))}{throttle}" if o == first else o for o in array.options)
     where = dict(zip(array.positions, array.jobs, strict=True))
     assert array.script is not None
+    for position in positions:  # the lost attempt's ``ended`` must not be taken for the retry's
+        script.clear_marks(where[position].stage_dir)
     return _submit(tuple(where[p] for p in positions), tuple(positions), options, array.script, array.settings,
                    array.ntasks)
 
@@ -136,33 +139,87 @@ def collect(array: ArrayJob, on_outcome: Callable[[int, ExecutionOutcome], None]
             ) -> tuple[ExecutionOutcome, ...]:
     """Wait, folding each point's far result into its :class:`ExecutionOutcome` as its task
     ends (handed to ``on_outcome`` with its index then); outcomes in order. A task lost to a
-    fault its job policy retries is resubmitted (:func:`resubmit`) until it ends otherwise."""
-    outcomes: dict[int, ExecutionOutcome] = {}
-    lost = {i: LostJobs(job.request.context.plan.root.id, "slurm job", job_policy(job.request), array.submitted)
-            for i, job in enumerate(array.jobs)}
-    current = array
-    while True:
-        again: dict[int, float] = {}
+    fault its job policy retries is resubmitted (:func:`resubmit`) as soon as the policy's
+    backoff has passed, while the rest of the array runs on, until it ends otherwise."""
+    batch = _Collect(array, on_outcome)
+    try:
+        while True:
+            poll.wait_all(batch.watched, poll.Backoff(array.settings.poll_s, array.settings.poll_max_s),
+                          on_done=batch.ended, tick=batch.resubmit_due)
+            if not batch.due:
+                return tuple(batch.outcomes[i] for i in range(len(array.jobs)))
+            time.sleep(max(0.0, min(batch.due.values()) - time.monotonic()))
+            batch.resubmit_due()
+    except (KeyboardInterrupt, Interrupted):
+        for each in batch.arrays:
+            _cancel_quietly(each)
+        raise Interrupted(f"interrupted; slurm job array(s) {', '.join(a.array_id for a in batch.arrays)} "
+                          "were cancelled") from None
 
-        def ended(task: int, status: JobStatus, current: ArrayJob = current, again: dict[int, float] = again) -> None:
-            index = current.positions[task]
-            job = current.jobs[task]
-            outcome = fold(job, status, Fetched(logs=_logs(job.stage_dir)), current.submitted, "slurm",
-                           own_timing=True)
-            fault, record = job_fault(status, outcome), lost[index]
-            if fault is not None and record.retries(fault):
-                again[index] = record.lose(outcome.started, fault, outcome.error.message if outcome.error else "")
-                set_aside(job.local_output, record.number - 1)
-                return
-            outcomes[index] = record.outcome(outcome, outcome.started, fault)
-            if on_outcome is not None:
-                on_outcome(index, outcomes[index])
 
-        wait_array(current, ended)
-        if not again:
-            return tuple(outcomes[i] for i in range(len(array.jobs)))
-        time.sleep(max(again.values()))
-        current = resubmit(array, sorted(again))
+class _Collect:
+    """What :func:`collect` keeps while it waits: the arrays submitted (the first and each
+    resubmission), the tasks still watched, each point's lost attempts, the points due for a
+    resubmission (when, by the monotonic clock) and the outcomes so far."""
+
+    def __init__(self, array: ArrayJob, on_outcome: Callable[[int, ExecutionOutcome], None] | None) -> None:
+        self.first, self.on_outcome = array, on_outcome
+        self.arrays: list[ArrayJob] = []
+        self.tasks: dict[str, tuple[ArrayJob, int]] = {}
+        self.watched: list[poll.Watched] = []
+        self.lost = {i: LostJobs(job.request.context.plan.root.id, "slurm job", job_policy(job.request),
+                                 array.submitted) for i, job in enumerate(array.jobs)}
+        self.queued: dict[int, float] = {}
+        self.due: dict[int, float] = {}
+        self.outcomes: dict[int, ExecutionOutcome] = {}
+        self._watch(array)
+
+    def _watch(self, array: ArrayJob) -> None:
+        self.arrays.append(array)
+        for task, (task_id, job) in enumerate(zip(array.task_ids, array.jobs, strict=True)):
+            self.tasks[task_id] = (array, task)
+            self.watched.append(poll.Watched(task_id, job.stage_dir))
+
+    def ended(self, task_id: str, status: JobStatus) -> None:
+        """One task has ended: its point's outcome, or (a fault its policy retries) its
+        resubmission scheduled after the policy's backoff."""
+        current, task = self.tasks[task_id]
+        index, job = current.positions[task], current.jobs[task]
+        status = with_log_tail(status, job.stage_dir / "slurm.out")
+        began = task_start(job.stage_dir, current.submitted)  # the task's own start, not the array's submission
+        record = self.lost[index]
+        if record.number == 1:
+            record.first_started = began
+            self.queued[index] = max(0.0, began - current.submitted)
+        outcome = fold(job, status, Fetched(logs=_logs(job.stage_dir)), began, "slurm", own_timing=True)
+        fault = job_fault(status, outcome)
+        if fault is not None and record.retries(fault):
+            wait_s = record.lose(min(began, outcome.started), fault, outcome.error.message if outcome.error else "")
+            self.due[index] = time.monotonic() + wait_s
+            set_aside(job.local_output, record.number - 1)
+            return
+        self.outcomes[index] = replace(record.outcome(outcome, min(began, outcome.started), fault),
+                                       queued_s=self.queued.get(index))
+        if self.on_outcome is not None:
+            self.on_outcome(index, self.outcomes[index])
+
+    def resubmit_due(self) -> None:
+        """Resubmit, as one new array, every lost task whose backoff has passed."""
+        now = time.monotonic()
+        ready = sorted(i for i, at in self.due.items() if at <= now)
+        if ready:
+            for index in ready:
+                del self.due[index]
+            self._watch(resubmit(self.first, ready))
+
+
+def task_start(stage: Path, otherwise: float) -> float:
+    """When the task's batch script started (its ``started`` stamp), else ``otherwise`` (a
+    task that never started: the submission)."""
+    try:
+        return float((stage / script.STARTED).read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return otherwise
 
 
 def shapes(requests: Sequence[ExecutionRequest]) -> list[tuple[int, ...]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cmx_core.api import JobStatus
 from cmx_slurm import slurmcli
-from cmx_slurm.script import ENDED
+from cmx_slurm.script import ENDED, owned_by
 
 TICK_S = 0.05
 SETTLE_S = 10.0
@@ -55,16 +55,18 @@ class Watched:
 
 
 def wait_all(jobs: Sequence[Watched], backoff: Backoff, clock: Callable[[], float] = time.monotonic,
-             on_done: Callable[[str, JobStatus], None] | None = None) -> dict[str, JobStatus]:
+             on_done: Callable[[str, JobStatus], None] | None = None,
+             tick: Callable[[], None] | None = None) -> dict[str, JobStatus]:
     """Block until every job has ended; its :class:`JobStatus` by job id. ``on_done`` gets
-    each job as soon as its status is known."""
+    each job as soon as its status is known; ``tick`` is called once a round, and may append
+    jobs to ``jobs`` (a list then) to be waited for too (a lost task resubmitted at once)."""
     done = _Done(on_done)
     ended_at: dict[str, float] = {}
     settle = Backoff(0.05, 1.0)
     while len(done) < len(jobs):
         now = clock()
         for job in jobs:
-            if job.job_id not in done and job.job_id not in ended_at and (job.stage / ENDED).exists():
+            if job.job_id not in done and job.job_id not in ended_at and ended(job):
                 ended_at[job.job_id] = now
         pending = [j for j in jobs if j.job_id not in done]
         settling = [j for j in pending if j.job_id in ended_at]
@@ -80,6 +82,8 @@ def wait_all(jobs: Sequence[Watched], backoff: Backoff, clock: Callable[[], floa
             for job in running:
                 if states is not None and states.get(job.job_id) not in slurmcli.RUNNING:
                     done[job.job_id] = _final(job)
+        if tick is not None:
+            tick()
         if len(done) < len(jobs):
             time.sleep(TICK_S)
     return dict(done)
@@ -98,9 +102,17 @@ class _Done(dict[str, JobStatus]):
             self.on_done(job_id, status)
 
 
+def ended(job: Watched) -> bool:
+    """True when the job's batch script has written its own ``ended`` (not a lost attempt's)."""
+    try:
+        return owned_by((job.stage / ENDED).read_text(encoding="utf-8"), job.job_id)
+    except OSError:
+        return False
+
+
 def _final(job: Watched) -> JobStatus:
     """The end of a job squeue no longer lists as running."""
-    if (job.stage / ENDED).exists():
+    if ended(job):
         status = slurmcli.status_of(slurmcli.show(job.job_id))
         return status if status is not None else _from_script(job)
     record = slurmcli.show(job.job_id) or slurmcli.accounted(job.job_id)

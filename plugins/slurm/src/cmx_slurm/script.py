@@ -4,8 +4,10 @@ stage directory. Every value reaches bash through :func:`shlex.quote`.
 The batch script stamps ``started`` (for the overhead benchmark), sets the rendezvous
 variables a torchrun-style launcher reads, stamps ``launched`` and starts the task script: directly for one
 task, through ``srun`` for more (``--kill-on-bad-exit``: one failing rank stops the rest).
-Its last act is ``ended`` (exit code and time), written atomically, so the waiting side
-sees the end without asking the scheduler.
+Its last act is ``ended`` (exit code, time and the job's id: the array's for an array task),
+written atomically, so the waiting side sees the end without asking the scheduler; the id
+tells it apart from an ``ended`` that a lost attempt wrote (a task whose slurmd was killed
+runs on and may write it after its resubmission, :func:`owned_by`).
 
 Ranks: ``MASTER_ADDR`` is the first host of the allocation, ``MASTER_PORT`` a port derived
 from the job id in 20000-29999 (below Linux's ephemeral range), ``WORLD_SIZE`` the number of
@@ -29,6 +31,22 @@ TASK = "task.sh"
 STARTED = "started"
 LAUNCHED = "launched"
 ENDED = "ended"
+MARKS = (STARTED, LAUNCHED, ENDED, f"{ENDED}.part")
+"""What one attempt's batch script stamps into the stage directory (cleared before a resubmission)."""
+
+
+def owned_by(ended: str, job_id: str) -> bool:
+    """True when ``ended``'s text was written by job ``job_id`` (``123``, or an array task
+    ``123_4``, whose script writes the array's id); an ``ended`` without an id (written by an
+    older cmx) counts as the job's own."""
+    words = ended.split()
+    return len(words) < 3 or words[2] == job_id.split("_", 1)[0]
+
+
+def clear_marks(stage: Path) -> None:
+    """Remove the stamps a lost attempt left, so its ``ended`` is never taken for the retry's."""
+    for name in MARKS:
+        (stage / name).unlink(missing_ok=True)
 
 
 def task_script(command: Sequence[str], env: Mapping[str, str], stage: Path) -> str:
@@ -58,6 +76,7 @@ def _body(ntasks: int) -> str:
     """The part of a batch script after ``STAGE`` is set."""
     launch = 'srun --kill-on-bad-exit=1 --label bash "$STAGE/task.sh"' if ntasks > 1 else 'bash "$STAGE/task.sh"'
     return (
+        f'rm -f "$STAGE/{ENDED}"\n'  # a requeued job's lost run may have left one
         f'echo "$EPOCHREALTIME" > "$STAGE/{STARTED}"\n'
         'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" 2>/dev/null | head -n 1)\n'
         'export MASTER_ADDR="${MASTER_ADDR:-${SLURMD_NODENAME:-localhost}}"\n'
@@ -66,7 +85,8 @@ def _body(ntasks: int) -> str:
         f'echo "$EPOCHREALTIME" > "$STAGE/{LAUNCHED}"\n'
         f"{launch}\n"
         "rc=$?\n"
-        f'echo "$rc $EPOCHREALTIME" > "$STAGE/{ENDED}.part" && mv "$STAGE/{ENDED}.part" "$STAGE/{ENDED}"\n'
+        f'echo "$rc $EPOCHREALTIME ${{SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}}" > "$STAGE/{ENDED}.part"'
+        f' && mv "$STAGE/{ENDED}.part" "$STAGE/{ENDED}"\n'
         'exit "$rc"\n'
     )
 
