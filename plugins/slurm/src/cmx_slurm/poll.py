@@ -71,7 +71,8 @@ def wait_all(jobs: Sequence[Watched], backoff: Backoff, clock: Callable[[], floa
         pending = [j for j in jobs if j.job_id not in done]
         settling = [j for j in pending if j.job_id in ended_at]
         for job in settling if settling and settle.due(now) else ():  # the controller's word follows soon
-            status = slurmcli.status_of(slurmcli.show(job.job_id))
+            record = slurmcli.show(job.job_id)  # None: the controller forgot the job (an adopted one, MinJobAge)
+            status = slurmcli.status_of(record) if record is not None else _from_script(job)
             if status is None and now - ended_at[job.job_id] > SETTLE_S:
                 status = _from_script(job)
             if status is not None:
