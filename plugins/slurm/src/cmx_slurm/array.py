@@ -47,12 +47,8 @@ from cmx_core.api import (
 )
 from cmx_core.errors import CmxError, Interrupted, UsageError
 from cmx_slurm import poll, script, slurmcli
-from cmx_slurm.executor import JOB_RECORD, SlurmExecutor, resources_for, settings_of, with_log_tail
+from cmx_slurm.executor import JOB_RECORD, STAGE_DIR, SlurmExecutor, resources_for, settings_of, with_log_tail
 from cmx_slurm.settings import SlurmSettings
-
-STAGE_DIR = "remote-stage"
-"""The run's stage directory (the base's ``RemoteExecutor.prepare`` makes it): its job record
-says whether an earlier driver submitted the run."""
 
 
 @dataclass(frozen=True)

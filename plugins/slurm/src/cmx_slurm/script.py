@@ -31,6 +31,9 @@ TASK = "task.sh"
 STARTED = "started"
 LAUNCHED = "launched"
 ENDED = "ended"
+STARTS = "starts"
+"""One line per run of the batch script (``<time> <SLURM_RESTART_COUNT>``): a job Slurm requeued
+has more than one, each a scheduler-side recovery recorded as an attempt (cmx_slurm.requeues)."""
 MARKS = (STARTED, LAUNCHED, ENDED, f"{ENDED}.part")
 """What one attempt's batch script stamps into the stage directory (cleared before a resubmission)."""
 
@@ -78,6 +81,7 @@ def _body(ntasks: int) -> str:
     return (
         f'rm -f "$STAGE/{ENDED}"\n'  # a requeued job's lost run may have left one
         f'echo "$EPOCHREALTIME" > "$STAGE/{STARTED}"\n'
+        f'echo "$EPOCHREALTIME ${{SLURM_RESTART_COUNT:-0}}" >> "$STAGE/{STARTS}"\n'
         'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" 2>/dev/null | head -n 1)\n'
         'export MASTER_ADDR="${MASTER_ADDR:-${SLURMD_NODENAME:-localhost}}"\n'
         "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 10000))\n"
