@@ -1,0 +1,205 @@
+"""Every Slurm record true (docs/faults.md, "What Slurm recovers and what cmx records"), with
+faults made from outside cmx on the loopback cluster: ``scontrol requeue`` of a running job,
+``scontrol update nodename=... state=down`` under a running job array, and ``kill -9`` of
+a sweep driver (by PID) then ``cmx sweep --resume``. Each check is on what the result says:
+every point recorded exactly once and run once, a recovery Slurm made recorded as an
+attempt, each point's wall time its own (starting no earlier than its task's first start,
+which the batch script itself stamps) with its queue time beside it. Every wait is bounded;
+no assertion depends on the machine's speed (the only time bounds are lower bounds that a
+``sleep`` guarantees)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cmx_slurm import worker
+from cmx_slurm.testing import Cluster
+
+BOUND_S = 300.0
+SLEEPER = """\
+name: test-slurm-records
+tags: [test, slurmrecords]
+summary: sleeps for its input, then prints it
+cache: false
+inputs:
+  pause: {type: number, default: 0}
+  n: {type: integer, default: 0}
+outputs: [n]
+steps:
+  - uses: shell
+    with:
+      cmd: [sh, -c, 'sleep "$1"; echo "n=$2"', sh, "{{ inputs.pause }}", "{{ inputs.n }}"]
+      parse: kv
+"""
+SLURM = ["--executor=slurm", "--executor-opt=poll_s=0.2"]
+
+
+def _cmx(*args: str) -> list[str]:
+    return [sys.executable, "-m", "cmx_core", *args]
+
+
+def _squeue(*args: str) -> list[list[str]]:
+    out = subprocess.run(["squeue", "-h", *args], capture_output=True, text=True, timeout=60, check=False).stdout
+    return [line.split() for line in out.splitlines() if line.strip()]
+
+
+def _until(predicate: Callable[[], Any], what: str, proc: subprocess.Popen[str] | None = None,
+           timeout_s: float = 240.0) -> Any:
+    """``predicate()``'s first true value, polled (bounded); an AssertionError naming ``what``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        if proc is not None and proc.poll() is not None:
+            _, err = proc.communicate()
+            raise AssertionError(f"cmx ended (exit {proc.returncode}) before {what}: {err[-2000:]}")
+        time.sleep(0.2)
+    raise AssertionError(f"{what} did not happen within {timeout_s:g} s; queue: {_squeue('-o', '%i %j %T %r')}")
+
+
+def _epoch(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def _starts(stage: Path) -> list[float]:
+    """The starts the batch script stamped itself, one per run of it."""
+    return [float(line.split()[0]) for line in (stage / "starts").read_text().splitlines() if line.strip()]
+
+
+def _finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    try:
+        return proc.communicate(timeout=BOUND_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_a_job_slurm_requeued_records_the_lost_run_as_an_attempt(slurm: Cluster, cmx_home: Path,
+                                                                 tmp_path: Path) -> None:
+    """``scontrol requeue`` of a running single job (submitted with ``--requeue``: the policy
+    retries lost nodes): Slurm runs it again by itself; the result is completed and says so
+    (two attempts, the first lost, and a fault), its wall time counting both runs."""
+    (tmp_path / "sleeper.yaml").write_text(SLEEPER)
+    run = subprocess.Popen(_cmx("run", "--recipes", str(tmp_path), "--tags=test,slurmrecords", "--pause=4",
+                                "--n=7", "--retries=1", "--retry-on=node_lost", *SLURM, "--json"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        job = _until(lambda: next((r[0] for r in _squeue("-n", "cmx-test-slurm-records", "-t", "RUNNING",
+                                                         "-o", "%i")), None), "the job running", run)
+        stage = _until(lambda: next(iter(cmx_home.glob("data/**/remote-stage/started")), None),
+                       "its batch script started", run).parent
+        requeue = subprocess.run(["scontrol", "requeue", job], capture_output=True, text=True, timeout=60,
+                                 check=False)
+        assert requeue.returncode == 0, requeue.stderr
+        _until(lambda: len(_starts(stage)) >= 2 or _release(job), "the requeued job running again", run)
+        out, err = _finish(run)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    assert run.returncode == 0, err[-2000:]
+    document = json.loads(out)
+    assert document["status"] == "completed" and document["outputs"] == {"n": "7"}
+    runs = _starts(stage)
+    assert len(runs) == 2  # the batch script ran twice: Slurm's own retry
+    assert [(a["number"], a["step"], a["fault"]) for a in document["attempts"]] == \
+        [(1, "slurm job", "node_lost"), (2, "slurm job", None)]
+    assert "requeued" in document["attempts"][0]["message"]
+    assert [f["class"] for f in document["faults"]] == ["node_lost"]
+    assert _epoch(document["timing"]["started_at"]) <= runs[0] + 0.01  # the wall time counts the lost run too
+
+
+def _release(job: str) -> bool:
+    """Let a requeued job run now instead of after Slurm's requeue delay (its begin time);
+    False: keep waiting."""
+    subprocess.run(["scontrol", "update", f"jobid={job}", "starttime=now"], capture_output=True, text=True,
+                   timeout=60, check=False)
+    return False
+
+
+def test_a_killed_drivers_pending_array_tasks_are_adopted_on_resume(slurm: Cluster, cmx_home: Path,
+                                                                    tmp_path: Path) -> None:
+    """A three-point sweep as one array run one task at a time (``-j 1``): its driver is
+    SIGKILLed while the first task runs and the other two are pending. They run on by
+    themselves; ``--resume`` adopts all three: each point is recorded once, in its first run
+    directory, its far run made once, nothing marked interrupted, and each keeps its own wall
+    time (at least its 3 s sleep) with its queue time beside it."""
+    (tmp_path / "sleeper.yaml").write_text(SLEEPER)
+    sweep = subprocess.Popen(_cmx("sweep", "--recipes", str(tmp_path), "--tags=test,slurmrecords", "--pause=3",
+                                  "--matrix", "n=1,2,3", "-j", "1", *SLURM, "--json"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _until(lambda: list(cmx_home.glob("data/sweeps/*/point-0/remote-stage/started")), "the first task", sweep)
+        assert len(_squeue("-n", "cmx-sweep-test-slurm-records", "-t", "PENDING", "-r", "-o", "%i")) == 2
+        os.kill(sweep.pid, signal.SIGKILL)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+        sweep.communicate()
+    folder = next(cmx_home.glob("data/sweeps/sw-*/sweep.json")).parent
+    resumed = subprocess.run(_cmx("sweep", "--resume", folder.name, "--json"), capture_output=True, text=True,
+                             timeout=BOUND_S, check=False)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    points = sorted(json.loads(resumed.stdout)["points"], key=lambda p: p["index"])
+    assert [p["index"] for p in points] == [0, 1, 2]
+    assert sorted(p.name for p in folder.iterdir() if p.is_dir()) == ["point-0", "point-1", "point-2"]  # no -r1
+    for index, point in enumerate(points):
+        run_dir = folder / f"point-{index}"
+        assert point["result_path"] == str(run_dir / "result.json")
+        document = json.loads((run_dir / "result.json").read_text())
+        assert document["status"] == "completed" and document["outputs"] == {"n": str(index + 1)}
+        assert document.get("attempts", []) == []  # nothing was lost: not interrupted, not run again
+        assert len(_starts(run_dir / "remote-stage")) == 1  # its task ran once
+        assert point["wall_s"] >= 3.0 and document["timing"]["wall_s"] >= 3.0  # its own, not 0.0
+        assert document["timing"]["queue_s"] >= 0.0
+    third = json.loads((folder / "point-2" / "result.json").read_text())["timing"]
+    assert third["queue_s"] >= 6.0  # -j 1: it waited for two 3 s sleeps (a lower bound), not in its wall time
+    assert not list(cmx_home.glob("data/inflight/*.json"))
+
+
+def test_a_retried_array_point_records_its_own_wall_time(slurm: Cluster, cmx_home: Path, tmp_path: Path) -> None:
+    """Both tasks of a two-point array lost with their node (``scontrol ... state=down``),
+    resubmitted, and completed: each point is recorded once with its attempts, and its wall
+    time starts no earlier than its task's first start (the batch script's own stamp), not
+    at the array's submission; its queue time is recorded beside it."""
+    (tmp_path / "sleeper.yaml").write_text(SLEEPER)
+    sweep = subprocess.Popen(_cmx("sweep", "--recipes", str(tmp_path), "--tags=test,slurmrecords", "--pause=4",
+                                  "--matrix", "n=1,2", "-j", "2", "--retries=1", "--retry-on=node_lost", *SLURM,
+                                  "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _until(lambda: len(list(cmx_home.glob("data/sweeps/*/point-*/remote"))) >= 2, "both far runs", sweep)
+        node = _squeue("-n", "cmx-sweep-test-slurm-records", "-t", "RUNNING", "-o", "%N")[0][0]
+        down = subprocess.run(["scontrol", "update", f"nodename={node}", "state=down", "reason=cmx test"],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert down.returncode == 0, down.stderr
+        worker.resume(node)
+        out, err = _finish(sweep)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.communicate()
+    assert sweep.returncode == 0, err[-2000:]
+    for point in json.loads(out)["points"]:
+        run_dir = Path(point["result_path"]).parent
+        document = json.loads(Path(point["result_path"]).read_text())
+        assert document["status"] == "completed"
+        assert [(a["number"], a["fault"]) for a in document["attempts"]] == [(1, "node_lost"), (2, None)]
+        runs = _starts(run_dir / "remote-stage")
+        assert len(runs) == 2  # the task ran twice: once lost, once to its end
+        assert _epoch(document["timing"]["started_at"]) >= runs[0] - 0.01  # from its own first start
+        assert document["attempts"][0]["started"] >= runs[0] - 0.01
+        assert document["timing"]["queue_s"] >= 0.0
+        assert not (run_dir / "remote-stage" / "ended").exists() or \
+            (run_dir / "remote-stage" / "ended").read_text().split()[2] == \
+            json.loads((run_dir / "remote-stage" / "slurm-job.json").read_text())["array"]
