@@ -21,6 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cmx_slurm import worker
 from cmx_slurm.testing import Cluster
 
@@ -203,3 +205,82 @@ def test_a_retried_array_point_records_its_own_wall_time(slurm: Cluster, cmx_hom
         assert not (run_dir / "remote-stage" / "ended").exists() or \
             (run_dir / "remote-stage" / "ended").read_text().split()[2] == \
             json.loads((run_dir / "remote-stage" / "slurm-job.json").read_text())["array"]
+
+
+WAITER = """\
+name: test-slurm-waiter
+tags: [test, slurmwaiter]
+summary: waits (bounded) until the file its input names exists
+cache: false
+inputs:
+  flag: {type: string, default: ""}
+steps:
+  - uses: shell
+    with:
+      cmd: [sh, -c, 'i=0; while [ ! -e "$1" ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done; test -e "$1"',
+            sh, "{{ inputs.flag }}"]
+"""
+
+
+def test_a_task_lost_with_its_killed_slurmd_is_retried_and_recorded_as_succeeded(
+        slurm: Cluster, cmx_home: Path, tmp_path: Path) -> None:
+    """``kill -9`` of slurmd (by PID) past ``SlurmdTimeout``: Slurm sets the node down and
+    ends the array task NODE_FAIL while its batch script runs on; cmx resubmits the task.
+    The lost attempt then ends and writes its ``ended`` late; slurmd is started again and the
+    retry runs: the point is recorded once, as succeeded, with the lost attempt and its fault
+    (a stale ``ended`` must not be taken for the retry's)."""
+    if len(slurm.pids) != 3 or slurm.work is None:
+        pytest.skip("needs the Slurm this session started (its slurmd is killed): SLURM_CONF names a shared one")
+    (tmp_path / "waiter.yaml").write_text(WAITER)
+    flag = tmp_path / "go"
+    conf = Path(slurm.conf)
+    node = _squeue_node()
+    sweep = subprocess.Popen(_cmx("sweep", "--recipes", str(tmp_path), "--tags=test,slurmwaiter",
+                                  "--matrix", f"flag={flag}", "--retries=1", "--retry-on=node_lost", *SLURM, "--json"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    restarted: int | None = None
+    try:
+        stage = _until(lambda: next(iter(cmx_home.glob("data/sweeps/*/point-0/remote")), None), "the far run",
+                       sweep).parent / "remote-stage"
+        first = json.loads((stage / "slurm-job.json").read_text())["array"]
+        os.kill(slurm.pids[2], signal.SIGKILL)  # slurmd, by PID
+        _until(lambda: _node_down(node), "the node set down by Slurm (SlurmdTimeout)", sweep)
+        _until(lambda: json.loads((stage / "slurm-job.json").read_text())["array"] != first,
+               "the lost task resubmitted", sweep)
+        flag.touch()  # the lost attempt's batch script runs on to its end ...
+        _until(lambda: (stage / "ended").exists() and (stage / "ended").read_text().split()[2:] == [first],
+               "the lost attempt's late ended", sweep)
+        restarted = _start_slurmd(conf, node)  # ... and the retry can run once the node is back
+        out, err = _finish(sweep)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.communicate()
+        if restarted is not None:
+            worker.resume(node)
+    assert sweep.returncode == 0, err[-2000:]
+    [point] = json.loads(out)["points"]
+    document = json.loads(Path(point["result_path"]).read_text())
+    assert document["status"] == "completed", document.get("error")
+    assert [(a["number"], a["fault"]) for a in document["attempts"]] == [(1, "node_lost"), (2, None)]
+    assert [f["class"] for f in document["faults"]] == ["node_lost"]
+    assert len(list(cmx_home.glob("data/sweeps/*/point-0/result.json"))) == 1
+
+
+def _squeue_node() -> str:
+    return subprocess.run(["sinfo", "-h", "-o", "%N"], capture_output=True, text=True, timeout=60,
+                          check=False).stdout.split()[0]
+
+
+def _node_down(node: str) -> bool:
+    state = subprocess.run(["sinfo", "-h", "-n", node, "-o", "%t"], capture_output=True, text=True, timeout=60,
+                           check=False).stdout.strip()
+    return state.startswith("down")
+
+
+def _start_slurmd(conf: Path, node: str) -> int:
+    """slurmd again, as scripts/services/slurm.sh starts it; its PID (from its PID file)."""
+    pidfile = conf.parent / "slurmd.pid"
+    pidfile.unlink(missing_ok=True)
+    subprocess.run(["slurmd", "-f", str(conf), "-N", node], capture_output=True, text=True, timeout=60, check=True)
+    return int(_until(lambda: pidfile.exists() and pidfile.read_text().strip(), "slurmd's PID file", timeout_s=30))
