@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from cmx_slurm import worker
+from cmx_slurm import poll, worker
 from cmx_slurm.testing import Cluster
 
 BOUND_S = 300.0
@@ -250,6 +250,8 @@ def test_a_task_lost_with_its_killed_slurmd_is_retried_and_recorded_as_succeeded
         flag.touch()  # the lost attempt's batch script runs on to its end ...
         _until(lambda: (stage / "ended").exists() and (stage / "ended").read_text().split()[2:] == [first],
                "the lost attempt's late ended", sweep)
+        late = time.monotonic()  # the retry stays pending (its node is down) past the poller's settle time:
+        _until(lambda: time.monotonic() > late + poll.SETTLE_S + 2, "a wait past SETTLE_S", sweep)
         restarted = _start_slurmd(conf, node)  # ... and the retry can run once the node is back
         out, err = _finish(sweep)
     finally:
