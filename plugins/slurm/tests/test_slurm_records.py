@@ -202,9 +202,8 @@ def test_a_retried_array_point_records_its_own_wall_time(slurm: Cluster, cmx_hom
         assert _epoch(document["timing"]["started_at"]) >= runs[0] - 0.01  # from its own first start
         assert document["attempts"][0]["started"] >= runs[0] - 0.01
         assert document["timing"]["queue_s"] >= 0.0
-        assert not (run_dir / "remote-stage" / "ended").exists() or \
-            (run_dir / "remote-stage" / "ended").read_text().split()[2] == \
-            json.loads((run_dir / "remote-stage" / "slurm-job.json").read_text())["array"]
+        assert (run_dir / "remote-stage" / "ended.job").read_text().strip() == \
+            json.loads((run_dir / "remote-stage" / "slurm-job.json").read_text())["array"]  # the retry's own end
 
 
 WAITER = """\
@@ -248,7 +247,7 @@ def test_a_task_lost_with_its_killed_slurmd_is_retried_and_recorded_as_succeeded
         _until(lambda: json.loads((stage / "slurm-job.json").read_text())["array"] != first,
                "the lost task resubmitted", sweep)
         flag.touch()  # the lost attempt's batch script runs on to its end ...
-        _until(lambda: (stage / "ended").exists() and (stage / "ended").read_text().split()[2:] == [first],
+        _until(lambda: (stage / "ended").exists() and (stage / "ended.job").read_text().strip() == first,
                "the lost attempt's late ended", sweep)
         late = time.monotonic()  # the retry stays pending (its node is down) past the poller's settle time:
         _until(lambda: time.monotonic() > late + poll.SETTLE_S + 2, "a wait past SETTLE_S", sweep)

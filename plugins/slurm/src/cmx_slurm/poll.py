@@ -106,7 +106,7 @@ class _Done(dict[str, JobStatus]):
 def ended(job: Watched) -> bool:
     """True when the job's batch script has written its own ``ended`` (not a lost attempt's)."""
     try:
-        return owned_by((job.stage / ENDED).read_text(encoding="utf-8"), job.job_id)
+        return owned_by(job.stage, job.job_id)
     except OSError:
         return False
 

@@ -4,10 +4,11 @@ stage directory. Every value reaches bash through :func:`shlex.quote`.
 The batch script stamps ``started`` (for the overhead benchmark), sets the rendezvous
 variables a torchrun-style launcher reads, stamps ``launched`` and starts the task script: directly for one
 task, through ``srun`` for more (``--kill-on-bad-exit``: one failing rank stops the rest).
-Its last act is ``ended`` (exit code, time and the job's id: the array's for an array task),
-written atomically, so the waiting side sees the end without asking the scheduler; the id
-tells it apart from an ``ended`` that a lost attempt wrote (a task whose slurmd was killed
-runs on and may write it after its resubmission, :func:`owned_by`).
+Its last act is ``ended`` (exit code and time), written atomically, so the waiting side sees
+the end without asking the scheduler; just before it, ``ended.job`` names the job that ends
+(the array's id for an array task), which tells it apart from an ``ended`` a lost attempt
+wrote (a task whose slurmd was killed runs on and may write it after its resubmission,
+:func:`owned_by`).
 
 Ranks: ``MASTER_ADDR`` is the first host of the allocation, ``MASTER_PORT`` a port derived
 from the job id in 20000-29999 (below Linux's ephemeral range), ``WORLD_SIZE`` the number of
@@ -34,16 +35,21 @@ ENDED = "ended"
 STARTS = "starts"
 """One line per run of the batch script (``<time> <SLURM_RESTART_COUNT>``): a job Slurm requeued
 has more than one, each a scheduler-side recovery recorded as an attempt (cmx_slurm.requeues)."""
-MARKS = (STARTED, LAUNCHED, ENDED, f"{ENDED}.part")
+ENDED_BY = f"{ENDED}.job"
+MARKS = (STARTED, LAUNCHED, ENDED, f"{ENDED}.part", ENDED_BY)
 """What one attempt's batch script stamps into the stage directory (cleared before a resubmission)."""
 
 
-def owned_by(ended: str, job_id: str) -> bool:
-    """True when ``ended``'s text was written by job ``job_id`` (``123``, or an array task
-    ``123_4``, whose script writes the array's id); an ``ended`` without an id (written by an
+def owned_by(stage: Path, job_id: str) -> bool:
+    """True when the stage's ``ended`` was written by job ``job_id`` (``123``, or an array
+    task ``123_4``, whose script names the array); one without ``ended.job`` (written by an
     older cmx) counts as the job's own."""
-    words = ended.split()
-    return len(words) < 3 or words[2] == job_id.split("_", 1)[0]
+    if not (stage / ENDED).exists():
+        return False
+    try:
+        return (stage / ENDED_BY).read_text(encoding="utf-8").strip() == job_id.split("_", 1)[0]
+    except FileNotFoundError:
+        return True
 
 
 def clear_marks(stage: Path) -> None:
@@ -89,8 +95,8 @@ def _body(ntasks: int) -> str:
         f'echo "$EPOCHREALTIME" > "$STAGE/{LAUNCHED}"\n'
         f"{launch}\n"
         "rc=$?\n"
-        f'echo "$rc $EPOCHREALTIME ${{SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}}" > "$STAGE/{ENDED}.part"'
-        f' && mv "$STAGE/{ENDED}.part" "$STAGE/{ENDED}"\n'
+        f'echo "${{SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}}" > "$STAGE/{ENDED_BY}"\n'
+        f'echo "$rc $EPOCHREALTIME" > "$STAGE/{ENDED}.part" && mv "$STAGE/{ENDED}.part" "$STAGE/{ENDED}"\n'
         'exit "$rc"\n'
     )
 
