@@ -22,6 +22,10 @@ from cmx_slurm import slurmcli
 from cmx_slurm.script import ENDED, owned_by
 
 TICK_S = 0.05
+REQUEUE_CONFIRM_S = 5.0
+"""How long a requeueable job that seems to have failed is watched for its return to the queue."""
+REQUEUED = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "RUNNING"})
+"""States of a job that Slurm has put back in the queue (or already runs again)."""
 SETTLE_S = 10.0
 """How long a job whose script has ended may stay COMPLETING before its exit code is taken
 from the script's own record."""
@@ -75,14 +79,18 @@ def wait_all(jobs: Sequence[Watched], backoff: Backoff, clock: Callable[[], floa
             status = slurmcli.status_of(record) if record is not None else _from_script(job)
             if status is None and now - ended_at[job.job_id] > SETTLE_S:
                 status = _from_script(job)
-            if status is not None:
+            if status is not None and requeued(job, status):
+                del ended_at[job.job_id]  # its next run writes its own ended
+            elif status is not None:
                 done[job.job_id] = status
         running = [j for j in pending if j.job_id not in ended_at]
         if running and backoff.due(now):
             states = slurmcli.queued([j.job_id for j in running])
             for job in running:
                 if states is not None and states.get(job.job_id) not in slurmcli.RUNNING:
-                    done[job.job_id] = _final(job)
+                    status = _final(job)
+                    if not requeued(job, status):
+                        done[job.job_id] = status
         if tick is not None:
             tick()
         if len(done) < len(jobs):
@@ -101,6 +109,26 @@ class _Done(dict[str, JobStatus]):
         super().__setitem__(job_id, status)
         if self.on_done is not None:
             self.on_done(job_id, status)
+
+
+def requeued(job: Watched, status: JobStatus) -> bool:
+    """True when a job that did not complete is one Slurm may requeue (``Requeue=1``: submitted
+    with ``--requeue``) and is back in the queue within :data:`REQUEUE_CONFIRM_S`: while it
+    requeues, Slurm shows the lost run's end (``FAILED``, ``NODE_FAIL``) for a moment. The lost
+    run's ``ended`` is removed then (the next run writes its own)."""
+    first = slurmcli.show(job.job_id) if status.state != "completed" else None
+    if first is None or first.fields.get("Requeue") != "1":
+        return False
+    deadline = time.monotonic() + REQUEUE_CONFIRM_S
+    while True:
+        record = slurmcli.show(job.job_id)
+        if record is not None and (record.state.split("+", 1)[0] in REQUEUED
+                                   or record.fields.get("Restarts") != first.fields.get("Restarts")):
+            (job.stage / ENDED).unlink(missing_ok=True)
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.25)
 
 
 def ended(job: Watched) -> bool:
