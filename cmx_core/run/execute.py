@@ -301,10 +301,10 @@ class NodeRunner:
         is recorded with its fault class and run again while the policy allows."""
         policy = policy_for(self.settings.recovery, node.recipe, step)
         checkpoint = checkpoint_dir(self.run_dir, _safe(node.id), step.id) if step.checkpoint else None
-        number = 1
+        first = number = checkpoints.attempt_base() + 1  # a job-level retry's far run counts on
         while True:
             resumed = checkpoints.prepare(checkpoint) if checkpoint is not None else False
-            injections = self.settings.recovery.injections if number == 1 else ()
+            injections = self.settings.recovery.injections if number == first else ()
             started = time.time()
             log_dir = self.run_dir / "logs" / _safe(node.id) / step.id / (f"attempt-{number}" if number > 1 else "")
             with armed(injections, log_dir / "app_metrics.txt") as fired:

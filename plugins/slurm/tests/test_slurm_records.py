@@ -285,3 +285,54 @@ def _start_slurmd(conf: Path, node: str) -> int:
     pidfile.unlink(missing_ok=True)
     subprocess.run(["slurmd", "-f", str(conf), "-N", node], capture_output=True, text=True, timeout=60, check=True)
     return int(_until(lambda: pidfile.exists() and pidfile.read_text().strip(), "slurmd's PID file", timeout_s=30))
+
+
+COUNTER = """\
+name: test-slurm-counter
+tags: [test, slurmcounter]
+summary: counts to 12 (0.5 s a count), keeping its count in its checkpoint
+cache: false
+inputs:
+  x: {type: integer, default: 0}
+outputs: [start, attempt]
+steps:
+  - uses: shell
+    id: count
+    checkpoint: true
+    with:
+      cmd: [sh, -c, 'f="$CMX_CHECKPOINT_DIR/progress"; n=$(cat "$f" 2>/dev/null || echo 0); s=$n;
+             while [ $n -lt 12 ]; do sleep 0.5; n=$((n+1)); echo $n > "$CMX_CHECKPOINT_DIR/.p.tmp";
+             mv "$CMX_CHECKPOINT_DIR/.p.tmp" "$f"; done; echo "start=$s"; echo "attempt=$CMX_ATTEMPT"']
+      parse: kv
+"""
+
+
+def test_a_resubmitted_array_task_resumes_from_its_checkpoint(slurm: Cluster, cmx_home: Path,
+                                                              tmp_path: Path) -> None:
+    """An array task whose step keeps a checkpoint is lost with its node after it counted to 3
+    at least; its resubmission starts from the lost attempt's checkpoint
+    (``remote-attempt-1/checkpoints``), not from 0, and its step sees ``CMX_ATTEMPT=2``."""
+    (tmp_path / "counter.yaml").write_text(COUNTER)
+    sweep = subprocess.Popen(_cmx("sweep", "--recipes", str(tmp_path), "--tags=test,slurmcounter", "--matrix", "x=1",
+                                  "--retries=1", "--retry-on=node_lost", *SLURM, "--json"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _until(lambda: any(int(p.read_text() or 0) >= 3 for p in cmx_home.glob(
+            "data/sweeps/*/point-0/remote/checkpoints/*/count/progress")), "a count of 3 in the checkpoint", sweep)
+        node = _squeue("-n", "cmx-sweep-test-slurm-counter", "-t", "RUNNING", "-o", "%N")[0][0]
+        down = subprocess.run(["scontrol", "update", f"nodename={node}", "state=down", "reason=cmx test"],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert down.returncode == 0, down.stderr
+        worker.resume(node)
+        out, err = _finish(sweep)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.communicate()
+    assert sweep.returncode == 0, err[-2000:]
+    [point] = json.loads(out)["points"]
+    document = json.loads(Path(point["result_path"]).read_text())
+    assert document["status"] == "completed"
+    assert document["outputs"]["attempt"] == "2" and int(document["outputs"]["start"]) >= 3  # counted on
+    assert [(a["step"], a["number"], a["fault"], a["resumed"]) for a in document["attempts"]] == \
+        [("slurm job", 1, "node_lost", False), ("slurm job", 2, None, False), ("count", 2, None, True)]

@@ -201,6 +201,8 @@ class _Collect:
             wait_s = record.lose(min(began, outcome.started), fault, outcome.error.message if outcome.error else "")
             self.due[position] = time.monotonic() + wait_s
             set_aside(job.local_output, record.number - 1)
+            resumed = {**job.env, **script.resume_env(Path(job.far_output), record.number - 1)}
+            script.write(job.stage_dir / script.TASK, script.task_script(job.command, resumed, job.stage_dir))
             return
         self.outcomes[index] = replace(record.outcome(outcome, min(began, outcome.started), fault),
                                        queued_s=self.queued.get(position))

@@ -18,7 +18,8 @@ one folded back. Every other rank runs the same locked plan with its own output 
 (``remote-rank-N``) and results store, without the cache (each rank must run its steps,
 never take rank 0's entry), so a step that joins a process group finds all its peers.
 A job Slurm requeued (``SLURM_RESTART_COUNT``) first sets rank 0's output of the lost run
-aside as ``remote-attempt-N``: the far side needs an empty one.
+aside as ``remote-attempt-N``: the far side needs an empty one; it starts from that run's
+checkpoints, its steps' attempts counting on (:data:`RESUME_ENV`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,17 @@ TASK = "task.sh"
 STARTED = "started"
 LAUNCHED = "launched"
 ENDED = "ended"
+RESUME_ENV = "CMX_RESUME_FROM"
+BASE_ENV = "CMX_ATTEMPT_BASE"
+"""What a job-level retry's far run is told (docs/faults.md, "Checkpoints across attempts"):
+the earlier attempt's run directory, whose checkpoints it starts from, and how many attempts
+came before it (its steps' ``CMX_ATTEMPT`` counts on)."""
+
+
+def resume_env(output: Path, attempts: int) -> dict[str, str]:
+    """The variables of a retry that follows ``attempts`` lost ones, the last one's far run
+    directory set aside as ``<output>-attempt-<attempts>``."""
+    return {RESUME_ENV: str(output.with_name(f"{output.name}-attempt-{attempts}")), BASE_ENV: str(attempts)}
 STARTS = "starts"
 """One line per run of the batch script (``<time> <SLURM_RESTART_COUNT>``): a job Slurm requeued
 has more than one, each a scheduler-side recovery recorded as an attempt (cmx_slurm.requeues)."""
@@ -73,6 +85,8 @@ def task_script(command: Sequence[str], env: Mapping[str, str], stage: Path) -> 
         'if [ "$RANK" = 0 ]; then\n'
         f'  if [ "${{SLURM_RESTART_COUNT:-0}}" != 0 ] && [ -e {shlex.quote(argv[out_at])} ]; then\n'
         f'    mv {shlex.quote(argv[out_at])} {shlex.quote(argv[out_at] + "-attempt-")}"$SLURM_RESTART_COUNT"\n'
+        f'    export {RESUME_ENV}={shlex.quote(argv[out_at] + "-attempt-")}"$SLURM_RESTART_COUNT"'
+        f' {BASE_ENV}="$SLURM_RESTART_COUNT"\n'
         "  fi\n"
         f"  exec {' '.join(shlex.quote(a) for a in argv)}\n"
         "fi\n"
