@@ -318,7 +318,7 @@ class NodeRunner:
             ended, injected_at = time.time(), fired.fired_at if fired is not None else None
             injected = ",".join(i.text for i in injections) or None
             if failure is None:
-                if number > 1 or injected:
+                if number > first or injected or resumed:  # resumed: from a job-level retry's checkpoint
                     self.attempts.add(Attempt(node.id, step.id, number, started, ended, injected=injected,
                                               injected_at=injected_at, resumed=resumed))
                 if checkpoint is not None and step.checkpoint is not None:
