@@ -402,6 +402,11 @@ class Executor:
     injects: frozenset[FaultKind] = frozenset()
     """The faults the executor injects itself, beyond those the steps' engine applies
     (``kill-worker`` for a cluster executor that kills the job's worker: docs/faults.md)."""
+    adopts: bool = False
+    """True when the batch entry takes over a request whose run directory already holds a
+    job an earlier driver submitted (a sweep driver killed while its batch ran on): it waits
+    for that job instead of submitting it again. ``cmx sweep --resume`` then hands such a
+    point over with its earlier run directory and run id."""
     batch_retries: bool = False
     """True when the batch entry applies each run's recovery policy to its lost jobs itself
     (cmx-slurm resubmits a job array's lost tasks): a sweep with ``--retries`` then runs as

@@ -325,6 +325,9 @@ class ExecutionOutcome:
     """Every attempt of every step that was retried or failed (docs/faults.md)."""
     conditions: Mapping[str, Any] | None = None
     """A far side's ``conditions`` section (the machine its steps ran on, docs/busy-machine.md)."""
+    queued_s: float | None = None
+    """Seconds the run waited in a scheduler's queue before its first attempt started
+    (``timing.queue_s``; ``started`` is then that attempt's start, so the wall time is the run's own)."""
 
     def result_part(self) -> ResultPart | None:
         """The result part of the run: the one part, or all parts merged by section

@@ -82,6 +82,8 @@ class RunRecord:
     """The faults the run was asked to inject (``provenance.injections``)."""
     conditions: Mapping[str, Any] | None = None
     """The measured window's conditions and noise warnings (``conditions``; docs/busy-machine.md)."""
+    queued_s: float | None = None
+    """Seconds in a scheduler's queue before the run started (``timing.queue_s``)."""
 
 
 def build_document(record: RunRecord) -> dict[str, Any]:
@@ -103,7 +105,7 @@ def build_document(record: RunRecord) -> dict[str, Any]:
     document.update(
         system=_system(record),
         software=_software(record),
-        timing=_timing(record.started_at, record.finished_at),
+        timing=_timing(record.started_at, record.finished_at, record.queued_s),
         artifacts=[_artifact(record.run_dir, path, kind) for path, kind in record.artifacts],
         outputs=json_safe(dict(record.outputs)),
         error=_error(record.error, record.error_cause),
@@ -186,13 +188,16 @@ def _software(record: RunRecord) -> dict[str, Any]:
     return software
 
 
-def _timing(started: datetime, finished: datetime) -> dict[str, Any]:
+def _timing(started: datetime, finished: datetime, queued_s: float | None = None) -> dict[str, Any]:
     wall = (finished - started).total_seconds()
-    return {
+    timing: dict[str, Any] = {
         "started_at": utc_timestamp(started),
         "finished_at": utc_timestamp(finished),
         "wall_s": max(0.0, round(wall, 6)),
     }
+    if queued_s is not None:
+        timing["queue_s"] = max(0.0, round(queued_s, 6))
+    return timing
 
 
 def _artifact(run_dir: Path, path: Path, kind: str) -> dict[str, Any]:

@@ -12,16 +12,38 @@ unless the step says ``checkpoint: {keep: true}``; a run that fails keeps it.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 ENV = "CMX_CHECKPOINT_DIR"
 ATTEMPT_ENV = "CMX_ATTEMPT"
+RESUME_ENV = "CMX_RESUME_FROM"
+"""The run directory of the attempt a job-level retry follows (a cluster executor sets it on
+the far side: cmx-slurm's resubmitted array task, its requeued job): the run's checkpoints
+start as a copy of that directory's ``checkpoints`` (:func:`seed`)."""
+BASE_ENV = "CMX_ATTEMPT_BASE"
+"""How many attempts of the job came before this run: its steps' attempts count on from it
+(``CMX_ATTEMPT`` is ``BASE + 1`` for the first), as a step-level retry's do."""
 _PARTIAL = ".*.tmp"  # the temporary files of cmx_core.datautil.atomic_write
 
 
 def checkpoint_dir(run_dir: Path, node_dir: str, step_id: str) -> Path:
     return run_dir / "checkpoints" / node_dir / step_id
+
+
+def seed(run_dir: Path, environ: Mapping[str, str] = os.environ) -> None:
+    """Copy the earlier attempt's checkpoints (:data:`RESUME_ENV`) into a new run directory."""
+    earlier = Path(environ[RESUME_ENV]) / "checkpoints" if environ.get(RESUME_ENV) else None
+    if earlier is not None and earlier.is_dir() and not (run_dir / "checkpoints").exists():
+        shutil.copytree(earlier, run_dir / "checkpoints", ignore=shutil.ignore_patterns(_PARTIAL))
+
+
+def attempt_base(environ: Mapping[str, str] = os.environ) -> int:
+    """The attempts of the job before this run (:data:`BASE_ENV`; 0 when not set)."""
+    text = environ.get(BASE_ENV, "")
+    return int(text) if text.isdigit() else 0
 
 
 def prepare(path: Path) -> bool:

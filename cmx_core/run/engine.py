@@ -39,7 +39,7 @@ from cmx_core.resolve.decision import Decision
 from cmx_core.resolve.resolver import Resolution, Resolver
 from cmx_core.results.document import build_document
 from cmx_core.results.store import ResultStore
-from cmx_core.run import inflight
+from cmx_core.run import checkpoints, inflight
 from cmx_core.run.conditions import conditions_section, start_window
 from cmx_core.run.execute import NodeFailed
 from cmx_core.run.facts_check import check_facts_here, facts_file_ref
@@ -489,6 +489,7 @@ def _make_run_dir(run_dir: Path, output: str | Path | None) -> Path:
     except OSError as exc:
         what = f"--output {run_dir}" if output is not None else f"the run directory {run_dir}"
         raise UsageError(f"{what}: cannot create it: {exc.strerror} ({exc.filename})") from None
+    checkpoints.seed(run_dir)  # a job-level retry's far run: its earlier attempt's checkpoints
     return run_dir
 
 

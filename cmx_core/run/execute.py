@@ -305,10 +305,10 @@ class NodeRunner:
         is recorded with its fault class and run again while the policy allows."""
         policy = policy_for(self.settings.recovery, node.recipe, step)
         checkpoint = checkpoint_dir(self.run_dir, _safe(node.id), step.id) if step.checkpoint else None
-        number = 1
+        first = number = checkpoints.attempt_base() + 1  # a job-level retry's far run counts on
         while True:
             resumed = checkpoints.prepare(checkpoint) if checkpoint is not None else False
-            injections = self.settings.recovery.injections if number == 1 else ()
+            injections = self.settings.recovery.injections if number == first else ()
             started = time.time()
             log_dir = self.run_dir / "logs" / _safe(node.id) / step.id / (f"attempt-{number}" if number > 1 else "")
             with armed(injections, log_dir / "app_metrics.txt") as fired:
@@ -322,7 +322,7 @@ class NodeRunner:
             ended, injected_at = time.time(), fired.fired_at if fired is not None else None
             injected = ",".join(i.text for i in injections) or None
             if failure is None:
-                if number > 1 or injected:
+                if number > first or injected or resumed:  # resumed: from a job-level retry's checkpoint
                     self.attempts.add(Attempt(node.id, step.id, number, started, ended, injected=injected,
                                               injected_at=injected_at, resumed=resumed))
                 if checkpoint is not None and step.checkpoint is not None:

@@ -78,6 +78,23 @@ def running_under(folder: Path) -> list[int]:
     return pids
 
 
+def orphans_under(folder: Path) -> dict[Path, str]:
+    """The runs in ``folder`` (or below it) whose cmx process is gone and which wrote no
+    result: run directory (resolved) to run id. A batch executor that adopts (cmx-slurm: a
+    killed sweep's array tasks run on) takes them over instead of running them again."""
+    directory = _dir()
+    found: dict[Path, str] = {}
+    for marker in directory.glob("*.json") if directory.is_dir() else ():
+        try:
+            state = loads_bounded(marker.read_text(encoding="utf-8"))
+            pid, start, run_dir = int(state["pid"]), state["pid_start"], Path(state["run_dir"]).resolve()
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if folder.resolve() in run_dir.parents and not _alive(pid, start) and not (run_dir / "result.json").exists():
+            found[run_dir] = marker.stem
+    return found
+
+
 def _alive(pid: int, start: str | None) -> bool:
     return process_start(pid) is not None and process_start(pid) == start
 

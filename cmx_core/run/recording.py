@@ -108,7 +108,7 @@ def run_record(request: ExecutionRequest, outcome: ExecutionOutcome, provenance:
         sweep=provenance.sweep, repos=provenance.repos, telemetry=outcome.telemetry,
         facts_file=provenance.facts_file.to_json() if provenance.facts_file else None,
         error_cause=error if error and error.cause else None,
-        attempts=outcome.attempts, injections=provenance.injections,
+        attempts=outcome.attempts, injections=provenance.injections, queued_s=outcome.queued_s,
     )
 
 

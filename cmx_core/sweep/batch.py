@@ -18,6 +18,7 @@ engine records an executor's own failure. Ctrl-C cancels the batch and raises
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from cmx_core.run.engine import executor_exit_code
 from cmx_core.run.recording import failed_outcome, record_run
 from cmx_core.run.request import ExecutorChoice
 from cmx_core.run.runids import new_run_id
-from cmx_core.sweep.dirs import fresh_run_dir
+from cmx_core.sweep.dirs import fresh_run_dir, run_dirs
 
 if TYPE_CHECKING:
     from cmx_core.plan.planner import Plan
@@ -215,7 +216,7 @@ def run_points(batch: BatchSweep, on_point: Callable[[PointOutcome, int], None] 
     session = batch.planned.session if batch.planned is not None else \
         engine.open_session(batch.options.recipes, batch.options.facts)
     ResultStore(paths.results_db()).check()  # a corrupt store fails now, not after the batch
-    inflight.reap()
+    orphans = inflight.orphans_under(batch.folder) if batch.chosen.adopts else {}
     session.cache.clean_staging()
     settings_options = batch.options.settings_options()
     outcomes: dict[int, PointOutcome] = {}
@@ -224,9 +225,10 @@ def run_points(batch: BatchSweep, on_point: Callable[[PointOutcome, int], None] 
         for index in batch.indices or range(len(batch.matrix)):
             point = batch.matrix[index]
             try:
-                prepared.append(_prepare(batch, session, index, point, settings_options))
+                prepared.append(_prepare(batch, session, index, point, settings_options, orphans))
             except CmxError as exc:
                 outcomes[index] = _recorded(batch, _unplanned(index, point, exc))
+        inflight.reap()  # after the adopted runs are marked as this driver's: only the others are interrupted
         if prepared:
             for index, outcome in zip((p.index for p in prepared), _run(batch, session, prepared), strict=True):
                 outcomes[index] = outcome
@@ -241,20 +243,23 @@ def run_points(batch: BatchSweep, on_point: Callable[[PointOutcome, int], None] 
 
 
 def _prepare(batch: BatchSweep, session: Session, index: int, point: Mapping[str, str],
-             settings_options: Mapping[str, str]) -> Prepared:
+             settings_options: Mapping[str, str], orphans: Mapping[Path, str]) -> Prepared:
     """Plan and check the point (as ``cmx plan`` would), write its plan and lock into its
-    run directory and mark it in flight."""
+    run directory and mark it in flight. A point a killed driver left running (``orphans``,
+    for an executor that ``adopts``) keeps its run directory and run id when its lock is
+    the same: the executor takes over its job."""
     planned = batch.planned.plans.get(index) if batch.planned is not None else None
     the_plan = planned or engine.plan_in(session, batch.tags, point_inputs(batch.base_inputs, point),
                                          ExecutorChoice(batch.chosen.name, settings_options))
     settings = engine.executor_settings(batch.chosen, settings_options)
-    run_dir = fresh_run_dir(batch.folder, index).resolve()
-    if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+    adopted = _adoptable(batch.folder, index, orphans, the_plan, session)
+    run_dir, run_id = adopted if adopted is not None else (fresh_run_dir(batch.folder, index).resolve(), new_run_id())
+    if adopted is None and run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
         raise UsageError(f"{run_dir}: exists and is not an empty directory; run the sweep again (a new id)")
     lock = engine.lock_json(the_plan, session.registry, session.repos)
     context = ExecutionContext(the_plan, settings, session.facts, session.registry,
                                recovery=batch.options.recovery())
-    request = ExecutionRequest(context, run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=new_run_id(),
+    request = ExecutionRequest(context, run_dir=run_dir, lock_path=run_dir / "lock.json", run_id=run_id,
                                use_cache=not batch.options.no_cache)
     provenance = engine.run_provenance(digest(lock), session,
                                        {"id": batch.sweep_id, "index": index, "point": dict(point)})
@@ -268,6 +273,23 @@ def _prepare(batch: BatchSweep, session: Session, index: int, point: Mapping[str
         inflight.clear(request.run_id)
         raise
     return Prepared(index, request, provenance)
+
+
+def _adoptable(folder: Path, index: int, orphans: Mapping[Path, str], the_plan: Plan,
+               session: Session) -> tuple[Path, str] | None:
+    """The point's last run directory and run id when a killed driver left it running and
+    its lock is the one this plan makes (else the job ran something else: not adopted)."""
+    dirs = run_dirs(folder, index)
+    last = dirs[-1].resolve() if dirs else None
+    if last is None or last not in orphans:
+        return None
+    try:
+        shipped = json.loads((last / "lock.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        same = engine.write_lock(Path(scratch), the_plan, session.registry, session.repos) == digest(shipped)
+    return (last, orphans[last]) if same else None
 
 
 def _run(batch: BatchSweep, session: Session, prepared: Sequence[Prepared]) -> list[PointOutcome]:

@@ -167,8 +167,18 @@ def _adopt(sweep_id: str, index: int, point: Mapping[str, str], dirs: Sequence[P
             continue
         ResultStore(paths.results_db()).index(document, run_dir / "result.json")
         return PointOutcome(index, dict(point), str(document.get("status")), 0, run_id=str(document["run_id"]),
-                            result_path=str(run_dir / "result.json"), warnings=point_warnings(document))
+                            result_path=str(run_dir / "result.json"), wall_s=_wall_s(document),
+                            warnings=point_warnings(document))
     return None
+
+
+def _wall_s(document: Mapping[str, Any]) -> float:
+    """The adopted result's own wall time (``timing.wall_s``), not 0."""
+    timing = document.get("timing")
+    try:
+        return float(timing["wall_s"]) if isinstance(timing, Mapping) else 0.0
+    except (KeyError, TypeError, ValueError):
+        return 0.0
 
 
 def _document(path: Path) -> dict[str, Any] | None:

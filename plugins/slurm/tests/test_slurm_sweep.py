@@ -179,8 +179,9 @@ def test_each_point_of_an_array_records_its_own_wall_time(slurm: Cluster, cmx_ho
 def test_a_slurm_sweep_killed_halfway_then_resumed_equals_an_uninterrupted_one(slurm: Cluster, cmx_home: Path,
                                                                                tmp_path: Path) -> None:
     """Each point is recorded as its array task ends (the executor's ``run_each``), so a
-    driver killed with SIGKILL mid-array loses none that had ended; the resume runs the rest
-    (the old array's last tasks end by themselves: their points are run again)."""
+    driver killed with SIGKILL mid-array loses none that had ended; the resume adopts the rest
+    (the old array's last tasks run on by themselves: their points are waited for, not run
+    again; test_slurm_records.py checks that)."""
     (tmp_path / "square.yaml").write_text(SQUARE)
     args = ["sweep", "--tags=test,sweep,square", "--recipes", str(tmp_path), "--no-cache", *SLURM, "-j", "1",
             "--matrix", "n=" + ",".join(str(n) for n in range(1, POINTS + 1)), "--json"]

@@ -149,3 +149,18 @@ def test_the_poll_interval_grows_to_its_cap() -> None:
     backoff = Backoff(0.5, 2.0)
     asked = [t / 10 for t in range(0, 100) if backoff.due(t / 10)]
     assert asked == [0.0, 0.5, 1.3, 2.5, 4.2, 6.2, 8.2]  # intervals 0.5, 0.75, 1.125, 1.69, then 2.0 each
+
+
+def test_an_ended_written_by_another_job_is_not_the_jobs_own(tmp_path: Path) -> None:
+    """The batch script names the job that ended (the array's id for an array task): a lost
+    attempt's late ``ended`` is not taken for its resubmission's, and a resubmission clears it."""
+    stage = tmp_path / "p 0"
+    stage.mkdir()
+    script.write(stage / script.TASK, "true\n")
+    batch = script.write(tmp_path / "a.sh", script.array_script([stage], 1))
+    env = {**os.environ, "SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_JOB_ID": "40", "SLURM_JOB_ID": "41",
+           "SLURM_JOB_NODELIST": "nowhere"}
+    subprocess.run(["bash", str(batch)], env=env, check=True, timeout=60, capture_output=True)
+    assert script.owned_by(stage, "40_0") and not script.owned_by(stage, "52_0")
+    script.clear_marks(stage)
+    assert not script.owned_by(stage, "40_0") and not (stage / script.STARTED).exists()

@@ -12,10 +12,13 @@ its output in that run's stage directory. The scheduler starts as many at once a
 ``wait_array`` waits for every task with one squeue call per interval; ``cancel_array``
 cancels the whole array. A task lost to a fault its run's job policy retries (a lost node, a
 preemption, its time limit: docs/faults.md) is resubmitted by :func:`collect` as a task of a
-new array over the same script (``--array=3,7``), after the policy's backoff; its outcome
-then carries every attempt. Slurm's own requeue is off for arrays (``--no-requeue``): the
-batch resubmits, so nothing is retried twice or without a policy. ``max_parallel`` maps to
-sbatch's ``%N`` array throttle.
+new array over the same script (``--array=3,7``) as soon as the policy's backoff has passed,
+while the rest of the first array runs on; its outcome then carries every attempt. A point's
+wall time is its own (from its task's first start), its wait in the queue ``timing.queue_s``.
+Slurm's own requeue is off for arrays (``--no-requeue``): the batch resubmits, so nothing is
+retried twice or without a policy. ``max_parallel`` maps to sbatch's ``%N`` array throttle.
+A point whose stage directory holds a task an earlier (killed) driver submitted is adopted
+(:func:`adopt_array`): its task is waited for, not submitted again.
 :func:`run_many` is both steps, the executor's batch entry (``Executor.run_many``) that
 ``cmx sweep --executor slurm -j N`` calls, with N as the throttle: one array per resource
 shape (points whose plans ask for different resources get an array each).
@@ -26,8 +29,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from cmx_core.api import (
     ExecutionOutcome,
@@ -43,7 +47,7 @@ from cmx_core.api import (
 )
 from cmx_core.errors import CmxError, Interrupted, UsageError
 from cmx_slurm import poll, script, slurmcli
-from cmx_slurm.executor import JOB_RECORD, SlurmExecutor, resources_for, settings_of, with_log_tail
+from cmx_slurm.executor import JOB_RECORD, STAGE_DIR, SlurmExecutor, resources_for, settings_of, with_log_tail
 from cmx_slurm.settings import SlurmSettings
 
 
@@ -95,6 +99,8 @@ def resubmit(array: ArrayJob, positions: Sequence[int]) -> ArrayJob:
     options = tuple(f"--array={','.join(map(str, positions))}{throttle}" if o == first else o for o in array.options)
     where = dict(zip(array.positions, array.jobs, strict=True))
     assert array.script is not None
+    for position in positions:  # the lost attempt's ``ended`` must not be taken for the retry's
+        script.clear_marks(where[position].stage_dir)
     return _submit(tuple(where[p] for p in positions), tuple(positions), options, array.script, array.settings,
                    array.ntasks)
 
@@ -105,7 +111,7 @@ def _submit(jobs: tuple[RemoteJob, ...], positions: tuple[int, ...], options: tu
     array_id = slurmcli.sbatch(list(options), batch)
     task_ids = tuple(f"{array_id}_{p}" for p in positions)
     for position, job, task_id in zip(positions, jobs, task_ids, strict=True):
-        record = {"job_id": task_id, "array": array_id, "index": position, "tasks": ntasks,
+        record = {"job_id": task_id, "array": array_id, "index": position, "tasks": ntasks, "submitted": submitted,
                   "sbatch": ["sbatch", "--parsable", *options, str(batch)]}
         (job.stage_dir / JOB_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return ArrayJob(array_id, jobs, task_ids, submitted, settings, positions, options, batch, ntasks)
@@ -136,33 +142,90 @@ def collect(array: ArrayJob, on_outcome: Callable[[int, ExecutionOutcome], None]
             ) -> tuple[ExecutionOutcome, ...]:
     """Wait, folding each point's far result into its :class:`ExecutionOutcome` as its task
     ends (handed to ``on_outcome`` with its index then); outcomes in order. A task lost to a
-    fault its job policy retries is resubmitted (:func:`resubmit`) until it ends otherwise."""
-    outcomes: dict[int, ExecutionOutcome] = {}
-    lost = {i: LostJobs(job.request.context.plan.root.id, "slurm job", job_policy(job.request), array.submitted)
-            for i, job in enumerate(array.jobs)}
-    current = array
-    while True:
-        again: dict[int, float] = {}
+    fault its job policy retries is resubmitted (:func:`resubmit`) as soon as the policy's
+    backoff has passed, while the rest of the array runs on, until it ends otherwise."""
+    batch = _Collect(array, on_outcome)
+    try:
+        while True:
+            poll.wait_all(batch.watched, poll.Backoff(array.settings.poll_s, array.settings.poll_max_s),
+                          on_done=batch.ended, tick=batch.resubmit_due)
+            if not batch.due:
+                return tuple(batch.outcomes[i] for i in range(len(array.jobs)))
+            time.sleep(max(0.0, min(batch.due.values()) - time.monotonic()))
+            batch.resubmit_due()
+    except (KeyboardInterrupt, Interrupted):
+        for each in batch.arrays:
+            _cancel_quietly(each)
+        raise Interrupted(f"interrupted; slurm job array(s) {', '.join(a.array_id for a in batch.arrays)} "
+                          "were cancelled") from None
 
-        def ended(task: int, status: JobStatus, current: ArrayJob = current, again: dict[int, float] = again) -> None:
-            index = current.positions[task]
-            job = current.jobs[task]
-            outcome = fold(job, status, Fetched(logs=_logs(job.stage_dir)), current.submitted, "slurm",
-                           own_timing=True)
-            fault, record = job_fault(status, outcome), lost[index]
-            if fault is not None and record.retries(fault):
-                again[index] = record.lose(outcome.started, fault, outcome.error.message if outcome.error else "")
-                set_aside(job.local_output, record.number - 1)
-                return
-            outcomes[index] = record.outcome(outcome, outcome.started, fault)
-            if on_outcome is not None:
-                on_outcome(index, outcomes[index])
 
-        wait_array(current, ended)
-        if not again:
-            return tuple(outcomes[i] for i in range(len(array.jobs)))
-        time.sleep(max(again.values()))
-        current = resubmit(array, sorted(again))
+class _Collect:
+    """What :func:`collect` keeps while it waits: the arrays submitted (the first and each
+    resubmission), the tasks still watched, each point's lost attempts, the points due for a
+    resubmission (when, by the monotonic clock) and the outcomes so far."""
+
+    def __init__(self, array: ArrayJob, on_outcome: Callable[[int, ExecutionOutcome], None] | None) -> None:
+        self.first, self.on_outcome = array, on_outcome
+        self.local = {position: i for i, position in enumerate(array.positions)}
+        self.arrays: list[ArrayJob] = []
+        self.tasks: dict[str, tuple[ArrayJob, int]] = {}
+        self.watched: list[poll.Watched] = []
+        self.lost = {p: LostJobs(job.request.context.plan.root.id, "slurm job", job_policy(job.request),
+                                 array.submitted) for p, job in zip(array.positions, array.jobs, strict=True)}
+        self.queued: dict[int, float] = {}
+        self.due: dict[int, float] = {}
+        self.outcomes: dict[int, ExecutionOutcome] = {}
+        self._watch(array)
+
+    def _watch(self, array: ArrayJob) -> None:
+        self.arrays.append(array)
+        for task, (task_id, job) in enumerate(zip(array.task_ids, array.jobs, strict=True)):
+            self.tasks[task_id] = (array, task)
+            self.watched.append(poll.Watched(task_id, job.stage_dir))
+
+    def ended(self, task_id: str, status: JobStatus) -> None:
+        """One task has ended: its point's outcome, or (a fault its policy retries) its
+        resubmission scheduled after the policy's backoff."""
+        current, task = self.tasks[task_id]
+        position, job = current.positions[task], current.jobs[task]
+        status = with_log_tail(status, job.stage_dir / "slurm.out")
+        began = task_start(job.stage_dir, current.submitted)  # the task's own start, not the array's submission
+        record, index = self.lost[position], self.local[position]
+        if record.number == 1:
+            record.first_started = began
+            self.queued[position] = max(0.0, began - current.submitted)
+        outcome = fold(job, status, Fetched(logs=_logs(job.stage_dir)), began, "slurm", own_timing=True)
+        fault = job_fault(status, outcome)
+        if fault is not None and record.retries(fault):
+            wait_s = record.lose(min(began, outcome.started), fault, outcome.error.message if outcome.error else "")
+            self.due[position] = time.monotonic() + wait_s
+            set_aside(job.local_output, record.number - 1)
+            resumed = {**job.env, **script.resume_env(Path(job.far_output), record.number - 1)}
+            script.write(job.stage_dir / script.TASK, script.task_script(job.command, resumed, job.stage_dir))
+            return
+        self.outcomes[index] = replace(record.outcome(outcome, min(began, outcome.started), fault),
+                                       queued_s=self.queued.get(position))
+        if self.on_outcome is not None:
+            self.on_outcome(index, self.outcomes[index])
+
+    def resubmit_due(self) -> None:
+        """Resubmit, as one new array, every lost task whose backoff has passed."""
+        now = time.monotonic()
+        ready = sorted(p for p, at in self.due.items() if at <= now)
+        if ready:
+            for position in ready:
+                del self.due[position]
+            self._watch(resubmit(self.first, ready))
+
+
+def task_start(stage: Path, otherwise: float) -> float:
+    """When the task's batch script started (its ``started`` stamp), else ``otherwise`` (a
+    task that never started: the submission)."""
+    try:
+        return float((stage / script.STARTED).read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return otherwise
 
 
 def shapes(requests: Sequence[ExecutionRequest]) -> list[tuple[int, ...]]:
@@ -190,10 +253,16 @@ def run_each(requests: Sequence[ExecutionRequest], max_parallel: int,
              on_outcome: Callable[[int, ExecutionOutcome], None]) -> None:
     """:func:`run_many` handing each outcome (with its request's index) to ``on_outcome`` as
     soon as its task has ended: the batch entry a sweep uses, recording each point then."""
-    groups = shapes(requests)
+    adopted = adoptions(requests)
+    taken = {i for indices, _ in adopted for i in indices}
+    fresh = [i for i in range(len(requests)) if i not in taken]
+    groups = [indices for indices, _ in adopted] + \
+        [tuple(fresh[k] for k in group) for group in shapes([requests[i] for i in fresh])]
     arrays: list[ArrayJob] = []
     try:
-        for indices in groups:
+        for indices, records in adopted:
+            arrays.append(adopt_array([requests[i] for i in indices], records))
+        for indices in groups[len(adopted):]:
             throttle = max_parallel if max_parallel < len(indices) else None
             arrays.append(submit_array([requests[i] for i in indices], max_parallel=throttle))
         for indices, array in zip(groups, arrays, strict=True):
@@ -203,6 +272,40 @@ def run_each(requests: Sequence[ExecutionRequest], max_parallel: int,
             _cancel_quietly(array)
         raise Interrupted(f"interrupted; slurm job array(s) {', '.join(a.array_id for a in arrays)} "
                           "were cancelled") from None
+
+
+def adoptions(requests: Sequence[ExecutionRequest]) -> list[tuple[tuple[int, ...], tuple[dict[str, Any], ...]]]:
+    """The requests (by index, with their job records) whose stage directory holds an array
+    task an earlier driver submitted (``cmx sweep --resume`` of a killed sweep hands them
+    over with their run directories), grouped by that array."""
+    groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for index, request in enumerate(requests):
+        record = _job_record(request.run_dir / STAGE_DIR / JOB_RECORD)
+        if record is not None:
+            groups.setdefault(str(record["array"]), []).append((index, record))
+    return [(tuple(i for i, _ in group), tuple(r for _, r in group)) for group in groups.values()]
+
+
+def adopt_array(requests: Sequence[ExecutionRequest], records: Sequence[dict[str, Any]]) -> ArrayJob:
+    """The tasks of one array an earlier driver submitted, to be waited for (and, when lost,
+    resubmitted over the same script) instead of run again: a killed driver's pending tasks
+    run on by themselves."""
+    executor = SlurmExecutor()
+    argv = [str(a) for a in records[0]["sbatch"]]
+    return ArrayJob(str(records[0]["array"]), tuple(executor.prepare(r) for r in requests),
+                    tuple(str(r["job_id"]) for r in records), float(records[0].get("submitted") or time.time()),
+                    settings_of(requests[0].context.settings), tuple(int(r["index"]) for r in records),
+                    tuple(argv[2:-1]), Path(argv[-1]), int(records[0].get("tasks") or 1))
+
+
+def _job_record(path: Path) -> dict[str, Any] | None:
+    """An array task's record (:data:`JOB_RECORD`), or None (none, or a single job's)."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    wanted = ("array", "index", "job_id", "sbatch")
+    return record if isinstance(record, dict) and all(k in record for k in wanted) else None
 
 
 def cancel_array(array: ArrayJob) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from cmx_core.api import (
     ExecutionContext,
+    ExecutionOutcome,
     ExecutionRequest,
     ExecutorSettings,
     FaultClass,
@@ -35,10 +36,13 @@ from cmx_core.api import (
 )
 from cmx_core.api import plan_resources as asked_by
 from cmx_core.errors import UsageError
-from cmx_slurm import poll, script, slurmcli, worker
+from cmx_slurm import poll, requeues, script, slurmcli, worker
 from cmx_slurm.about import SUMMARY
 from cmx_slurm.resources import Resources, plan_resources
 from cmx_slurm.settings import SlurmSettings
+
+STAGE_DIR = "remote-stage"
+"""The run's stage directory, as the base's ``prepare`` makes it (``<run dir>/remote-stage``)."""
 
 JOB_RECORD = "slurm-job.json"
 """The stage directory's record of what was submitted (kept with the result's logs)."""
@@ -77,6 +81,11 @@ class SlurmExecutor(RemoteExecutor[SlurmJob]):
     settings = SlurmSettings
     native_retries = frozenset({FaultClass.NODE_LOST, FaultClass.PREEMPTED})  # --requeue (docs/faults.md)
     kills_workers = True  # its node set down (cmx_slurm.worker)
+
+    def run(self, request: ExecutionRequest) -> ExecutionOutcome:
+        """The base's run, with each run of the job that Slurm requeued itself recorded as an
+        attempt (:mod:`cmx_slurm.requeues`)."""
+        return requeues.with_requeues(super().run(request), request, request.run_dir / STAGE_DIR)
 
     def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
         chosen = settings_of(request.context.settings).cmx

@@ -53,4 +53,5 @@ def cmx_register_executors(register: Callable[[Executor], None]) -> None:
     register(Executor(name="slurm", summary=SUMMARY, run=_execute, settings=SlurmSettings,
                       check_plan=_check_plan, describe=_describe, run_many=_run_many,
                       run_each=_run_each, batch_retries=True,  # an array's lost tasks resubmitted (array.py)
+                      adopts=True,  # a killed sweep's array tasks waited for on --resume (array.py)
                       injects=frozenset({KILL_WORKER})))  # its kill_worker (docs/faults.md)

@@ -19,9 +19,13 @@ from pathlib import Path
 
 from cmx_core.api import JobStatus
 from cmx_slurm import slurmcli
-from cmx_slurm.script import ENDED
+from cmx_slurm.script import ENDED, STARTS, owned_by
 
 TICK_S = 0.05
+REQUEUE_CONFIRM_S = 5.0
+"""How long a requeueable job that seems to have failed is watched for its return to the queue."""
+REQUEUED = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "RUNNING"})
+"""States of a job that Slurm has put back in the queue (or already runs again)."""
 SETTLE_S = 10.0
 """How long a job whose script has ended may stay COMPLETING before its exit code is taken
 from the script's own record."""
@@ -55,31 +59,40 @@ class Watched:
 
 
 def wait_all(jobs: Sequence[Watched], backoff: Backoff, clock: Callable[[], float] = time.monotonic,
-             on_done: Callable[[str, JobStatus], None] | None = None) -> dict[str, JobStatus]:
+             on_done: Callable[[str, JobStatus], None] | None = None,
+             tick: Callable[[], None] | None = None) -> dict[str, JobStatus]:
     """Block until every job has ended; its :class:`JobStatus` by job id. ``on_done`` gets
-    each job as soon as its status is known."""
+    each job as soon as its status is known; ``tick`` is called once a round, and may append
+    jobs to ``jobs`` (a list then) to be waited for too (a lost task resubmitted at once)."""
     done = _Done(on_done)
     ended_at: dict[str, float] = {}
     settle = Backoff(0.05, 1.0)
     while len(done) < len(jobs):
         now = clock()
         for job in jobs:
-            if job.job_id not in done and job.job_id not in ended_at and (job.stage / ENDED).exists():
+            if job.job_id not in done and job.job_id not in ended_at and ended(job):
                 ended_at[job.job_id] = now
         pending = [j for j in jobs if j.job_id not in done]
         settling = [j for j in pending if j.job_id in ended_at]
         for job in settling if settling and settle.due(now) else ():  # the controller's word follows soon
-            status = slurmcli.status_of(slurmcli.show(job.job_id))
+            record = slurmcli.show(job.job_id)  # None: the controller forgot the job (an adopted one, MinJobAge)
+            status = slurmcli.status_of(record) if record is not None else _from_script(job)
             if status is None and now - ended_at[job.job_id] > SETTLE_S:
                 status = _from_script(job)
-            if status is not None:
+            if status is not None and requeued(job, status):
+                del ended_at[job.job_id]  # its next run writes its own ended
+            elif status is not None:
                 done[job.job_id] = status
         running = [j for j in pending if j.job_id not in ended_at]
         if running and backoff.due(now):
             states = slurmcli.queued([j.job_id for j in running])
             for job in running:
                 if states is not None and states.get(job.job_id) not in slurmcli.RUNNING:
-                    done[job.job_id] = _final(job)
+                    status = _final(job)
+                    if not requeued(job, status):
+                        done[job.job_id] = status
+        if tick is not None:
+            tick()
         if len(done) < len(jobs):
             time.sleep(TICK_S)
     return dict(done)
@@ -98,9 +111,48 @@ class _Done(dict[str, JobStatus]):
             self.on_done(job_id, status)
 
 
+def requeued(job: Watched, status: JobStatus) -> bool:
+    """True when a job that did not complete is one Slurm may requeue (``Requeue=1``: submitted
+    with ``--requeue``) and is back in the queue within :data:`REQUEUE_CONFIRM_S`: while it
+    requeues, Slurm shows the lost run's end (``FAILED``, ``NODE_FAIL``) for a moment. The lost
+    run's ``ended`` is removed then (the next run writes its own). A controller that counts
+    more restarts than the batch script has had runs (``starts``) owes it a run: requeued too."""
+    first = slurmcli.show(job.job_id) if status.state != "completed" else None
+    if first is None or first.fields.get("Requeue") != "1":
+        return False
+    deadline = time.monotonic() + REQUEUE_CONFIRM_S
+    while True:
+        record = slurmcli.show(job.job_id)
+        if record is not None and (record.state.split("+", 1)[0] in REQUEUED or _owed_a_run(job, record)
+                                   or record.fields.get("Restarts") != first.fields.get("Restarts")):
+            (job.stage / ENDED).unlink(missing_ok=True)
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.25)
+
+
+def _owed_a_run(job: Watched, record: slurmcli.JobRecord) -> bool:
+    """True when Slurm has requeued the job more often than its batch script has run again."""
+    restarts = record.fields.get("Restarts", "0")
+    try:
+        runs = len((job.stage / STARTS).read_text(encoding="utf-8").splitlines())
+    except OSError:
+        return False
+    return restarts.isdigit() and int(restarts) >= runs > 0
+
+
+def ended(job: Watched) -> bool:
+    """True when the job's batch script has written its own ``ended`` (not a lost attempt's)."""
+    try:
+        return owned_by(job.stage, job.job_id)
+    except OSError:
+        return False
+
+
 def _final(job: Watched) -> JobStatus:
     """The end of a job squeue no longer lists as running."""
-    if (job.stage / ENDED).exists():
+    if ended(job):
         status = slurmcli.status_of(slurmcli.show(job.job_id))
         return status if status is not None else _from_script(job)
     record = slurmcli.show(job.job_id) or slurmcli.accounted(job.job_id)

@@ -83,8 +83,20 @@ def start_private(work: Path) -> Cluster:
 
 
 def stop_private(cluster: Cluster) -> None:
-    """cmx_slurm_stop with the PIDs this session's start printed."""
+    """cmx_slurm_stop with the PIDs this session's start printed; slurmd's from its PID file
+    when a test killed it and started it again (a fault test does)."""
     munged, ctld, slurmd = cluster.pids
+    slurmd = _restarted_slurmd(Path(cluster.conf).parent / "slurmd.pid") or slurmd
     driver = ('source "$1"; CMX_MUNGED_PID=$2 CMX_SLURMCTLD_PID=$3 CMX_SLURMD_PID=$4; cmx_slurm_stop')
     subprocess.run(["bash", "-c", driver, "driver", str(SCRIPT), str(munged), str(ctld), str(slurmd)],
                    capture_output=True, text=True, timeout=120, check=False)
+
+
+def _restarted_slurmd(pidfile: Path) -> int | None:
+    """The PID in slurmd's PID file when that process is a live slurmd, else None."""
+    try:
+        pid = int(pidfile.read_text(encoding="utf-8").strip())
+        name = Path(f"/proc/{pid}/comm").read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):
+        return None
+    return pid if name == "slurmd" else None
