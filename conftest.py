@@ -17,6 +17,7 @@ allows, so the grouping is a scheduler of its own here: xdist's file scheduler, 
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -77,6 +78,18 @@ def each_file_gets_its_own_registry() -> Iterator[None]:
     _restore_plugin_selection()
     yield
     _restore_plugin_selection()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C works in the tests however the suite was started. A shell starts a background job
+    (``cmd &`` without job control) with SIGINT ignored, and an ignored signal is inherited
+    through exec: every worker and every cmx a test starts would then ignore the SIGINT a
+    test sends (seen: three Ctrl-C tests timed out in a run started that way). Python's own
+    handler is put back here, in the controller and in each worker; the processes they start
+    get the default action, as from a terminal."""
+    del config
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

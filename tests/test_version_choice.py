@@ -22,7 +22,7 @@ def python_recipes(directory: Path, constraint: str, versions: tuple[str, ...] =
     for version in versions:
         name = "py" + version.replace(".", "")
         (directory / f"{name}.yaml").write_text(
-            f"name: {name}\nversion: {version}\ntags: [python]\nsummary: python {version}\n{STEP}")
+            f"name: {name}\nversion: '{version}'\ntags: [python]\nsummary: python {version}\n{STEP}")
     (directory / "app.yaml").write_text(
         f"name: app\ntags: [app]\nsummary: app\ndeps:\n  - {{tags: [python], version: '{constraint}'}}\n{STEP}")
 
