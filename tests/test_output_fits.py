@@ -73,7 +73,9 @@ def _fits(out: str, width: int = WIDTH) -> None:
     assert "…" not in out, "a value was cut"
     # The shared format writes only magnitudes below 1e-4 in e-notation (4 significant digits,
     # e.g. a wall-time difference of 9.5e-05 s); a larger one in it was shortened to fit.
-    shortened = [m for m in re.findall(r"-?\d(?:\.\d+)?e[-+]\d+", out) if abs(float(m)) >= 1e-4]
+    # whole numbers only: a run id such as e17a537e-1b68 holds "7e-1"
+    shortened = [m for m in re.findall(r"(?<![\w.-])-?\d(?:\.\d+)?e[-+]\d+(?![\w.-])", out)
+                 if abs(float(m)) >= 1e-4]
     assert not shortened, f"a number was shortened: {shortened}"
 
 

@@ -27,6 +27,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -190,7 +191,19 @@ def test_no_user_manager_here_is_a_clean_fallback() -> None:
     assert systemd_scope.user_manager({"XDG_RUNTIME_DIR": "/nonexistent"}, uid=4242) is None
 
 
-def test_a_user_manager_is_found_by_its_socket(tmp_path: Path) -> None:
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A folder under /tmp with a short name (pytest's tmp_path under a deep TMPDIR is too long
+    for a unix socket's path)."""
+    folder = Path(tempfile.mkdtemp(prefix="cmxsd-", dir="/tmp"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_user_manager_is_found_by_its_socket(short_tmp: Path) -> None:
+    tmp_path = short_tmp  # the socket path must fit AF_UNIX's 108 bytes whatever TMPDIR is
     bindir = tmp_path / "bin"
     bindir.mkdir()
     fake_run = bindir / "systemd-run"
