@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,7 +64,7 @@ class Bed:
 
         Ray's platform variable is dropped: the suite's single-node tests set it to keep Ray on
         127.0.0.1, which would make a join across nodes impossible."""
-        env = {**os.environ, "SLURM_CONF": str(self.slurm_conf), "RAY_AUTH_MODE": "disabled",
+        env = {**os.environ, "PATH": tool_path(), "SLURM_CONF": str(self.slurm_conf), "RAY_AUTH_MODE": "disabled",
                "RAY_USAGE_STATS_ENABLED": "0", **extra}
         env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
         env.pop("RAY_ADDRESS", None)
@@ -82,12 +83,18 @@ class Bed:
                                     env=self.env(**extra))
 
 
+def tool_path() -> str:
+    """PATH with this interpreter's bin folder first: ``ray`` and ``torchrun`` come with the
+    virtual environment, which scripts/test.sh runs without activating it."""
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
 def why_not() -> str | None:
     """Why this machine cannot make a bed, or None when it can."""
     if os.geteuid() != 0:
         return "the test bed needs root (network namespaces, munged as the munge user)"
     for tool in ("ip", "nsenter", "unshare", "munged", "slurmctld", "slurmd", "ray", "torchrun"):
-        if not shutil.which(tool):
+        if not shutil.which(tool, path=tool_path()):
             return f"the test bed needs `{tool}` on PATH"
     probe = subprocess.run(["unshare", "--net", "--uts", "true"], capture_output=True, text=True, timeout=30,
                            check=False)
@@ -116,7 +123,7 @@ def start(work: Path, nodes: int = 2, ray: bool = True, owner: int | None = None
     """``cmx_netbed_start work nodes``; RuntimeError with the script's last words when it fails
     (the script has then removed what it made). The bed stops by itself once process ``owner``
     (default: this one) is gone, should nobody stop it before."""
-    env = {**os.environ, "CMX_NETBED_RAY": "1" if ray else "0",
+    env = {**os.environ, "PATH": tool_path(), "CMX_NETBED_RAY": "1" if ray else "0",
            "CMX_NETBED_OWNER_PID": str(os.getpid() if owner is None else owner)}
     env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
     env.pop("SLURM_CONF", None)

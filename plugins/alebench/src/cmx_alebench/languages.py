@@ -54,10 +54,18 @@ def _cpp(name: str, std: str, chain: Toolchain) -> Language:
 
 
 def rust_sysroot() -> Path | None:
-    """The sysroot of the ``rustc`` on PATH (rustup's proxy resolved), or None without Rust."""
-    rustc = shutil.which("rustc")
-    if rustc is None:
-        return None
+    """The sysroot of the first ``rustc`` on PATH that answers (rustup's proxy resolved), or
+    None without Rust. A rustup proxy that cannot answer (no default toolchain for this HOME)
+    does not hide a working rustc later on PATH, e.g. Debian's ``/usr/bin/rustc``."""
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        rustc = shutil.which("rustc", path=folder) if folder else None
+        root = _sysroot(rustc) if rustc else None
+        if root is not None:
+            return root
+    return None
+
+
+def _sysroot(rustc: str) -> Path | None:
     try:
         out = subprocess.run([rustc, "--print", "sysroot"], capture_output=True, text=True, timeout=30, check=True)
     except (OSError, subprocess.SubprocessError):
