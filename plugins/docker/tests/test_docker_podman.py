@@ -55,10 +55,13 @@ def podman(engine, base_image) -> Iterator[object]:  # type: ignore[no-untyped-d
                              "system", "service", "--time=0", url], stdout=log, stderr=subprocess.STDOUT, env=env)
     saved = os.environ["DOCKER_HOST"]
     try:
-        deadline = time.monotonic() + 60
-        while probe(url) is None:
+        # bounded, not timed: the service's first start initialises its store, which takes
+        # long on a busy machine; only an exit or 10 minutes without an answer is a failure
+        deadline = time.monotonic() + 600
+        while probe(url, timeout=120.0) is None:
             if proc.poll() is not None or time.monotonic() > deadline:
-                _unavailable(f"podman system service did not answer: {(work / 'podman.log').read_text()[-300:]}")
+                _unavailable(f"podman system service (exit {proc.poll()}) did not answer: "
+                              f"{(work / 'podman.log').read_text()[-300:]}")
             time.sleep(0.2)
         os.environ["DOCKER_HOST"] = url
         from cmx_docker.base import ensure_base

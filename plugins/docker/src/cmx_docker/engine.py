@@ -88,10 +88,19 @@ def api_get(url: str, path: str, timeout: float = _TIMEOUT_S) -> tuple[int, Any]
         return resp.status, body.decode(errors="replace")
 
 
-def probe(url: str) -> Endpoint | None:
-    """The engine answering at ``url``, or None when nothing answers."""
+PROBE_TIMEOUT_S = 10.0
+
+
+def probe(url: str, timeout: float = PROBE_TIMEOUT_S) -> Endpoint | None:
+    """The engine answering at ``url``, or None when nothing answers.
+
+    A missing socket or a refused connection answers at once; ``timeout`` bounds only an engine
+    that accepted the connection and is slow to reply. It is generous because Podman's
+    ``/version`` reads its storage, which takes seconds on a busy machine (a 2 s bound there
+    called a live engine unreachable).
+    """
     try:
-        status, info = api_get(url, "/version", timeout=2.0)
+        status, info = api_get(url, "/version", timeout=timeout)
     except (OSError, http.client.HTTPException):
         return None
     if status != 200 or not isinstance(info, dict):
