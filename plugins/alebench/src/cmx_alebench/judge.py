@@ -162,12 +162,14 @@ class Judge:
         # when, slowed by reclaim on a loaded machine, it also ran past the time limit
         if ran.ending is Ending.MEMORY:
             return case(JudgeResult.MEMORY_LIMIT_EXCEEDED, f"memory limit of {ml} bytes exceeded ({ran.reason})")
+        # likewise a kill by the output cap: the program stopped because of what it printed (a
+        # loaded machine slows the writes that reach the cap past the TL; seen: 2.2 s of 2 s)
+        if ran.ending is Ending.OUTPUT:
+            return case(JudgeResult.OUTPUT_LIMIT_EXCEEDED, ran.reason)
         if ran.ending is Ending.TIME or time_s > tl:
             return case(JudgeResult.TIME_LIMIT_EXCEEDED, f"execution time {time_s:.3f} s > {tl:g} s ({ran.reason})")
         if memory is not None and memory > ml:  # a measured peak above the limit, in time
             return case(JudgeResult.MEMORY_LIMIT_EXCEEDED, f"memory limit of {ml} bytes exceeded ({ran.reason})")
-        if ran.ending is Ending.OUTPUT:
-            return case(JudgeResult.OUTPUT_LIMIT_EXCEEDED, ran.reason)
         if reactive:       # the tester's exit code is the tester protocol's, read by the caller
             return None
         if ran.ending is Ending.SIGNALED or ran.exit_code != 0:
