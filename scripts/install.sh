@@ -7,15 +7,15 @@ cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 # Progress goes to stderr, one line per phase, and pip shows what it installs. Nothing is
 # reinstalled when nothing changed: .venv/.cmx-install-stamp holds a digest of every
-# pyproject.toml (the pins) and this script, then the mode; a matching stamp ends the script at
-# once. One stamp serves both modes: a --test install (a superset) satisfies a plain one, so
-# scripts/benchmark.sh right after scripts/test.sh installs nothing.
+# pyproject.toml (the pins), constraints.txt and this script, then the mode; a matching stamp
+# ends the script at once. One stamp serves both modes: a --test install (a superset) satisfies
+# a plain one, so scripts/benchmark.sh right after scripts/test.sh installs nothing.
 say() { echo "scripts/install.sh: $*" >&2; }
 started=$SECONDS
 extras=""
 [ "${1:-}" = "--test" ] && extras="[test]"
 stamp_file=.venv/.cmx-install-stamp
-digest=$(cat pyproject.toml plugins/*/pyproject.toml scripts/install.sh | sha256sum | cut -c1-64)
+digest=$(cat pyproject.toml plugins/*/pyproject.toml constraints.txt scripts/install.sh | sha256sum | cut -c1-64)
 stamp="$digest mode=${extras}"
 # the tests' system tools, as root: bubblewrap (the sandbox, docs/sandbox.md), headless Chromium
 # (the HTML report is rendered for real, docs/reports.md), ssh-keygen (signed bundles) and
@@ -49,10 +49,10 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 rm -f "$stamp_file"
-pip=(.venv/bin/python -m pip install --progress-bar off)
-# torch first and pinned: this machine class carries a CPU build of exactly this version
+pip=(.venv/bin/python -m pip install --progress-bar off -c constraints.txt)
+# torch first, pinned by constraints.txt: this machine class carries a CPU build of that version
 say "1/2 torch (pinned)"
-"${pip[@]}" torch==2.13.0
+"${pip[@]}" torch
 say "2/2 cmx-core and the in-tree plugins${extras:+, with the test tools}"
 "${pip[@]}" -e ".${extras}" -e "plugins/detect${extras}" -e "plugins/docker${extras}" -e "plugins/mlperf[llm,vision,plot${extras:+,test}]" \
   -e "plugins/slurm${extras}" -e "plugins/ray${extras}" -e "plugins/k8s${extras}" \

@@ -18,6 +18,7 @@ STAND_IN = "#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/../calls.txt\"\n"
 def _tree(tmp_path: Path) -> Path:
     (tmp_path / "scripts").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "install.sh", tmp_path / "scripts" / "install.sh")
+    shutil.copy(ROOT / "constraints.txt", tmp_path / "constraints.txt")
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     (tmp_path / "plugins" / "p").mkdir(parents=True)
     (tmp_path / "plugins" / "p" / "pyproject.toml").write_text("[project]\nname = 'p'\n")
@@ -46,6 +47,8 @@ def test_second_install_is_skipped_until_a_pyproject_changes(tmp_path: Path) -> 
     first = _install(tree)
     assert "1/2 torch" in first and "2/2 cmx-core" in first and re.search(r"done in \d+ s", first)
     assert len(_calls(tree)) == 2 and all("-q" not in c.split() for c in _calls(tree))
+    # both installs resolve under constraints.txt: its CPU torch, not the newest CUDA build
+    assert all("-c constraints.txt" in c for c in _calls(tree)) and _calls(tree)[0].endswith(" torch")
     second = _install(tree)
     assert "up to date" in second and len(_calls(tree)) == 2
     (tree / "plugins" / "p" / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '2'\n")
@@ -68,3 +71,10 @@ def test_a_test_install_satisfies_the_main_job_but_not_the_reverse(tmp_path: Pat
 def test_benchmark_and_test_scripts_use_the_same_install() -> None:
     assert "bash scripts/install.sh\n" in (ROOT / "scripts" / "benchmark.sh").read_text()
     assert "bash scripts/install.sh --test\n" in (ROOT / "scripts" / "test.sh").read_text()
+
+
+def test_a_changed_constraint_installs_again(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    _install(tree)
+    (tree / "constraints.txt").write_text("torch==2.13.1\n")
+    assert "2/2 cmx-core" in _install(tree) and len(_calls(tree)) == 4

@@ -3,8 +3,9 @@
 For each ``registry.yaml`` entry with an in-tree ``source.path`` (and for a plugin fresh from
 ``cmx plugins new``): build its wheel and cmx-core's, install both into a fresh virtual
 environment that holds nothing else (dependencies come from the package index through pip's
-cache), load the plugin through its real entry point in strict mode, check its registry
-entry against what it registers, and run the conformance kit — the generic checks, plus the
+cache, under the project's ``constraints.txt``: its CPU torch, not the newest CUDA build), load
+the plugin through its real entry point in strict mode, check its registry entry against what
+it registers, and run the conformance kit — the generic checks, plus the
 plugin's own ``tests/test_*conformance*.py`` when it has them (those run its steps on
 samples). Takes minutes: marked ``slow``.
 """
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = ROOT / "registry.yaml"
+CONSTRAINTS = ROOT / "constraints.txt"
 CLI = "import sys; from cmx_core.cli.main import main; sys.exit(main())"
 SCAFFOLD = "ci-scaffold"
 
@@ -96,7 +98,7 @@ def test_plugin_stands_alone(case: Case, core_wheel: Path, tmp_path: Path) -> No
     wheels += [_build_wheel(ROOT / read_registry(REGISTRY).require(r).source.path,
                             tmp_path / "wheels") for r in case.requires]
     env = IsolatedEnv.create(tmp_path / "venv")
-    env.pip("install", "-q", str(core_wheel), *map(str, wheels), "pytest>=8")
+    env.pip("install", "-q", "-c", str(CONSTRAINTS), str(core_wheel), *map(str, wheels), "pytest>=8")
     home = tmp_path / "home"
 
     # only cmx-core and this plugin (and what it says it requires) are installed

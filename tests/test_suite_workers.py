@@ -1,6 +1,7 @@
 """The whole suite runs on pytest-xdist workers (#52 item 4): scripts/test.sh passes the worker
 count and xdist's scope scheduler, and the root conftest.py keeps each test file on one worker
-and the Ray, the Slurm and the Docker-engine tests each together on one."""
+and the Ray, the Slurm and the Docker-engine tests each together on one (but for the container
+tests that touch no shared image)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,11 @@ def _conftest() -> ModuleType:
     ("plugins/ray/tests/test_ray_sweep.py::test_y[a-b]", "ray"),
     ("plugins/slurm/tests/test_slurm_units.py::test_z", "slurm"),
     ("plugins/docker/tests/test_docker_build.py::test_w", "docker"),
-    ("plugins/alebench/tests/test_alebench_toolchain.py::test_v", "docker"),
+    ("plugins/alebench/tests/test_alebench_toolchain.py::test_v", "alebench-image"),
+    ("plugins/alebench/tests/test_alebench_judge_image.py::test_v", "alebench-image"),
+    # container tests that share no image with the Docker group are scopes of their own
+    ("plugins/docker/tests/test_docker_first_run.py::test_f", "plugins/docker/tests/test_docker_first_run.py"),
+    ("plugins/docker/tests/test_docker_podman.py::test_p", "plugins/docker/tests/test_docker_podman.py"),
     ("tests/netbed/test_netbed_ray.py::test_a_task_runs_on_the_worker_node", "netbed"),
     ("plugins/alebench/tests/test_alebench_judge.py::test_u", "plugins/alebench/tests/test_alebench_judge.py"),
     ("plugins/mlperf/tests/test_mlperf_suite.py::test_t", "plugins/mlperf/tests/test_mlperf_suite.py"),
