@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import psutil
+
 from cmx_core import paths, reads
 from cmx_core.datautil import atomic_write, digest, iter_strings, loads_bounded, read_bounded
 from cmx_core.errors import CacheError
@@ -418,10 +420,4 @@ def _pid_alive(staging_name: str) -> bool:
         pid = int(parts[1])
     except (IndexError, ValueError):
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return bool(psutil.pid_exists(pid))

@@ -19,11 +19,12 @@ remove its group: the next cmx that makes one removes such empty groups of dead 
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from cmx_core.sandbox.cgroup2 import V2Groups
 from cmx_core.sandbox.cgroups import RunGroups, remove_group_dir
@@ -157,7 +158,7 @@ def _sweep_once(parent: Path) -> None:
         return
     for entry in entries:
         found = _NAME.fullmatch(entry.name)
-        if found is None or _alive(int(found.group(1))):
+        if found is None or psutil.pid_exists(int(found.group(1))):
             continue
         try:
             empty = not (entry / "cgroup.procs").read_text().split()
@@ -168,16 +169,6 @@ def _sweep_once(parent: Path) -> None:
                 entry.rmdir()
             except OSError:  # a group below it, or busy: left for later
                 pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _release(path: Path) -> None:
