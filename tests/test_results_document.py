@@ -187,6 +187,36 @@ def test_engine_git_commit_is_a_sha_or_none(tmp_path: Path) -> None:
     assert commit is None or (len(commit) == 40 and int(commit, 16) >= 0)
 
 
+def test_the_commit_is_read_in_a_checkout_and_in_its_linked_worktree(tmp_path: Path) -> None:
+    """A linked worktree's ``.git`` is a file naming its own folder, whose HEAD names a branch
+    kept in the repository's common folder: both read the same commit git itself reports."""
+    import os
+    import subprocess
+
+    from cmx_core.results.gitinfo import _read_git_commit
+
+    def git(*args: str, cwd: Path) -> str:
+        env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+               "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(tmp_path), "PATH": os.environ["PATH"]}
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env, check=True)
+        return done.stdout.strip()
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo)
+    (repo / "a.txt").write_text("a")
+    git("add", "a.txt", cwd=repo)
+    git("commit", "-q", "-m", "one", cwd=repo)
+    git("worktree", "add", "-q", "-b", "side", str(tmp_path / "wt"), cwd=repo)
+    (tmp_path / "wt" / "b.txt").write_text("b")
+    git("add", "b.txt", cwd=tmp_path / "wt")
+    git("commit", "-q", "-m", "two", cwd=tmp_path / "wt")
+    assert _read_git_commit(str(repo / ".git")) == git("rev-parse", "HEAD", cwd=repo)
+    assert _read_git_commit(str(tmp_path / "wt" / ".git")) == git("rev-parse", "HEAD", cwd=tmp_path / "wt")
+    git("pack-refs", "--all", cwd=repo)  # the branches move to packed-refs in the common folder
+    assert _read_git_commit(str(tmp_path / "wt" / ".git")) == git("rev-parse", "HEAD", cwd=tmp_path / "wt")
+
+
 def test_utc_timestamp_converts_offsets() -> None:
     from datetime import timedelta
 

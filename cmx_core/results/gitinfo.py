@@ -38,12 +38,18 @@ def _text(path: str) -> str:
 
 def _read_git_commit(git_dir: str) -> str | None:
     try:
-        if os.path.isfile(git_dir):  # a worktree: ".git" holds "gitdir: PATH"
-            git_dir = _text(git_dir).split(":", 1)[1].strip()
+        if os.path.isfile(git_dir):  # a linked worktree: ".git" holds "gitdir: PATH"
+            named = _text(git_dir).split(":", 1)[1].strip()
+            git_dir = os.path.join(os.path.dirname(git_dir), named)  # PATH may be relative
         head = _text(os.path.join(git_dir, "HEAD")).strip()
         if not head.startswith("ref: "):
             return head if _is_sha(head) else None
         ref = head[len("ref: "):]
+        # a worktree's own folder holds its HEAD; its branches live in the repository's
+        # common folder, which the "commondir" file names (relative to the worktree's folder)
+        common = os.path.join(git_dir, "commondir")
+        if os.path.isfile(common):
+            git_dir = os.path.join(git_dir, _text(common).strip())
         ref_file = os.path.join(git_dir, ref)
         if os.path.isfile(ref_file):
             sha = _text(ref_file).strip()
