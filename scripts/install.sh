@@ -50,9 +50,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 rm -f "$stamp_file"
 pip=(.venv/bin/python -m pip install --progress-bar off -c constraints.txt)
-# torch first, pinned by constraints.txt: this machine class carries a CPU build of that version
-say "1/2 torch (pinned)"
-"${pip[@]}" torch
+# pip and torch first, each pinned by constraints.txt: the newer pip resolves from the index's
+# metadata files; this machine class carries a CPU build of that torch
+say "1/2 pip and torch (pinned)"
+"${pip[@]}" pip torch
 say "2/2 cmx-core and the in-tree plugins${extras:+, with the test tools}"
 "${pip[@]}" -e ".${extras}" -e "plugins/detect${extras}" -e "plugins/docker${extras}" -e "plugins/mlperf[llm,vision,plot${extras:+,test}]" \
   -e "plugins/slurm${extras}" -e "plugins/ray${extras}" -e "plugins/k8s${extras}" \

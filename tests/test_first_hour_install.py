@@ -45,10 +45,10 @@ def _calls(tree: Path) -> list[str]:
 def test_second_install_is_skipped_until_a_pyproject_changes(tmp_path: Path) -> None:
     tree = _tree(tmp_path)
     first = _install(tree)
-    assert "1/2 torch" in first and "2/2 cmx-core" in first and re.search(r"done in \d+ s", first)
+    assert "1/2 pip and torch" in first and "2/2 cmx-core" in first and re.search(r"done in \d+ s", first)
     assert len(_calls(tree)) == 2 and all("-q" not in c.split() for c in _calls(tree))
     # both installs resolve under constraints.txt: its CPU torch, not the newest CUDA build
-    assert all("-c constraints.txt" in c for c in _calls(tree)) and _calls(tree)[0].endswith(" torch")
+    assert all("-c constraints.txt" in c for c in _calls(tree)) and _calls(tree)[0].endswith(" pip torch")
     second = _install(tree)
     assert "up to date" in second and len(_calls(tree)) == 2
     (tree / "plugins" / "p" / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '2'\n")
