@@ -93,15 +93,21 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        unmount_below(work)
-        shutil.rmtree(work, ignore_errors=True)
+        stop_dockerd(proc, work)
+
+
+def stop_dockerd(proc: subprocess.Popen[bytes] | None, work: Path) -> None:
+    """Stop a dockerd this session started (by its process), unmount what it left under
+    ``work`` and remove ``work``."""
+    if proc is not None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    unmount_below(work)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def unmount_below(work: Path) -> None:
@@ -131,15 +137,7 @@ def empty_engine(base_image: object) -> Iterator[object]:
         assert endpoint is not None, url_or_reason
         yield endpoint
     finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        unmount_below(work)
-        shutil.rmtree(work, ignore_errors=True)
+        stop_dockerd(proc, work)
 
 
 @pytest.fixture(scope="session")
