@@ -4,9 +4,9 @@ Each test file stays on one worker (its module and session fixtures are built on
 files that share an outside service which two runs must not use at once go to one worker
 together: the Ray tests (a session-wide head node, clusters whose processes the tests count),
 the Slurm tests (one cluster of one node, whose free CPUs some tests assume), the tests that
-build on the Docker engine's base image, the ALE-Bench judge image's tests, and the tests on the
-multi-node test bed (one bed of network namespaces for the session: tests/netbed/conftest.py).
-The groups known to be long start first, so no worker
+build on the Docker engine's base image (one of them removes its tags to show a first run
+rebuilding it), and the tests on the multi-node test bed (one bed of network namespaces for
+the session: tests/netbed/conftest.py). The groups known to be long start first, so no worker
 is left with one of them at the end while the others idle. Without xdist
 (``CMX_TEST_WORKERS=0``) only the order changes.
 
@@ -27,23 +27,23 @@ from cmx_core.plugins.loader import reset_registry
 
 # a folder or file of tests (relative to this file) -> the group all its files share; the first
 # match decides, and None keeps a file a scope of its own: the container tests that touch no
-# shared image (the first run works on an empty engine of its own, the Podman tests on their
-# own service, the lock resolution needs no engine) run beside the Docker group, not in it
+# image of the shared engine (the Podman tests use a service of their own, the lock resolution
+# no engine) run beside the Docker group, not in it. The first-run test stays in the group: it
+# removes the base's tags from the shared engine for a while, and the group's main job then
+# reuses the image that test built (one cpu-torch build; an engine of its own built it twice).
 SHARED_SERVICE_GROUPS: dict[str, str | None] = {
     "plugins/ray/tests/": "ray",
     "plugins/slurm/tests/": "slurm",
-    "plugins/docker/tests/test_docker_first_run.py": None,
     "plugins/docker/tests/test_docker_podman.py": None,
     "plugins/docker/tests/test_docker_lockfile.py": None,
     "plugins/docker/tests/": "docker",
-    "plugins/alebench/tests/test_alebench_judge_image.py": "alebench-image",
-    "plugins/alebench/tests/test_alebench_toolchain.py": "alebench-image",
+    "plugins/alebench/tests/test_alebench_judge_image.py": "docker",
+    "plugins/alebench/tests/test_alebench_toolchain.py": "docker",
     "tests/netbed/": "netbed",
 }
 # scopes that take minutes (measured with --durations, as CONTRIBUTING.md says): started first,
 # longest first
-LONG_FIRST = ("docker", "tests/test_registry_ci.py", "plugins/docker/tests/test_docker_first_run.py",
-              "alebench-image", "plugins/docker/tests/test_docker_lockfile.py",
+LONG_FIRST = ("docker", "tests/test_registry_ci.py", "plugins/docker/tests/test_docker_lockfile.py",
               "plugins/mlperf/tests/test_mlperf_peak_runs.py", "plugins/cm/tests/test_cm_vs_cm.py", "ray", "slurm",
               "plugins/docker/tests/test_docker_podman.py", "tests/test_kit_mutations.py",
               "tests/test_replay_busy.py", "netbed")

@@ -31,11 +31,12 @@ def _conftest() -> ModuleType:
     ("plugins/ray/tests/test_ray_sweep.py::test_y[a-b]", "ray"),
     ("plugins/slurm/tests/test_slurm_units.py::test_z", "slurm"),
     ("plugins/docker/tests/test_docker_build.py::test_w", "docker"),
-    ("plugins/alebench/tests/test_alebench_toolchain.py::test_v", "alebench-image"),
-    ("plugins/alebench/tests/test_alebench_judge_image.py::test_v", "alebench-image"),
-    # container tests that share no image with the Docker group are scopes of their own
-    ("plugins/docker/tests/test_docker_first_run.py::test_f", "plugins/docker/tests/test_docker_first_run.py"),
+    ("plugins/alebench/tests/test_alebench_toolchain.py::test_v", "docker"),
+    ("plugins/alebench/tests/test_alebench_judge_image.py::test_v", "docker"),
+    ("plugins/docker/tests/test_docker_first_run.py::test_f", "docker"),
+    # container tests that use no image of the shared engine are scopes of their own
     ("plugins/docker/tests/test_docker_podman.py::test_p", "plugins/docker/tests/test_docker_podman.py"),
+    ("plugins/docker/tests/test_docker_lockfile.py::test_l", "plugins/docker/tests/test_docker_lockfile.py"),
     ("tests/netbed/test_netbed_ray.py::test_a_task_runs_on_the_worker_node", "netbed"),
     ("plugins/alebench/tests/test_alebench_judge.py::test_u", "plugins/alebench/tests/test_alebench_judge.py"),
     ("plugins/mlperf/tests/test_mlperf_suite.py::test_t", "plugins/mlperf/tests/test_mlperf_suite.py"),

@@ -120,26 +120,6 @@ def unmount_below(work: Path) -> None:
         subprocess.run(["umount", point], capture_output=True, timeout=30, check=False)
 
 
-@pytest.fixture(scope="module")
-def empty_engine(base_image: object) -> Iterator[object]:
-    """A second private dockerd of the module's own, holding no image: a fresh machine's
-    engine. A test that needs the engine without the base uses it instead of removing the
-    base from the shared engine, which every other container test builds on (and which other
-    workers use at the same time). ``base_image`` first: its rootfs tarball is cached."""
-    from cmx_docker import engine as engine_mod
-
-    work = Path(tempfile.mkdtemp(prefix="cmxe-"))  # short: socket paths are limited
-    proc, url_or_reason = _start_dockerd(work)
-    try:
-        if proc is None:
-            _unavailable(f"no second container engine: {url_or_reason}")
-        endpoint = engine_mod.probe(url_or_reason)
-        assert endpoint is not None, url_or_reason
-        yield endpoint
-    finally:
-        stop_dockerd(proc, work)
-
-
 @pytest.fixture(scope="session")
 def base_image(engine: object) -> object:
     """The debootstrap base (rootfs tarball cached under CMX_TEST_CACHE when set)."""
