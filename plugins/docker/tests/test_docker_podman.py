@@ -41,8 +41,11 @@ def _install_podman() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def podman(engine, base_image) -> Iterator[object]:  # type: ignore[no-untyped-def]
-    """A private Podman service; DOCKER_HOST points at it for the module's tests."""
+def podman(engine) -> Iterator[object]:  # type: ignore[no-untyped-def]
+    """A private Podman service; DOCKER_HOST points at it for the module's tests. The base is
+    imported from the cached rootfs tarball into Podman only: this file runs beside the
+    Docker group (conftest.py), whose first-run test removes the base from the shared engine
+    for a while, so nothing here may import it there."""
     problem = _install_podman()
     if problem:
         _unavailable(problem)
@@ -68,7 +71,7 @@ def podman(engine, base_image) -> Iterator[object]:  # type: ignore[no-untyped-d
         from cmx_docker.engine import find_endpoint
 
         endpoint = find_endpoint()
-        ensure_base(endpoint, Path(base_image.tarball.parent) if base_image.tarball else _tarball_dir())
+        ensure_base(endpoint, _tarball_dir())
         yield endpoint
     finally:
         os.environ["DOCKER_HOST"] = saved
