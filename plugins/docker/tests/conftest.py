@@ -93,21 +93,15 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-        stop_dockerd(proc, work)
-
-
-def stop_dockerd(proc: subprocess.Popen[bytes] | None, work: Path) -> None:
-    """Stop a dockerd this session started (by its process), unmount what it left under
-    ``work`` and remove ``work``."""
-    if proc is not None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    unmount_below(work)
-    shutil.rmtree(work, ignore_errors=True)
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        unmount_below(work)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def unmount_below(work: Path) -> None:
