@@ -94,8 +94,8 @@ PROBE_TIMEOUT_S = 10.0
 def probe(url: str, timeout: float = PROBE_TIMEOUT_S) -> Endpoint | None:
     """The engine answering at ``url``, or None when nothing answers.
 
-    A missing socket or a refused connection answers at once; ``timeout`` bounds only an engine
-    that accepted the connection and is slow to reply. It is generous because Podman's
+    A missing socket or a refused connection fails at once; ``timeout`` bounds the connection
+    and the reply of an engine that is slow to answer. It is generous because Podman's
     ``/version`` reads its storage, which takes seconds on a busy machine (a 2 s bound there
     called a live engine unreachable).
     """
