@@ -16,8 +16,10 @@ allows, so the grouping is a scheduler of its own here: xdist's file scheduler, 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -126,3 +128,55 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if LoadScopeScheduling is None or config.getoption("dist") not in ("load", "loadscope", "loadfile", "loadgroup"):
         return None
     return ServiceScopeScheduling(config, log)
+
+
+# CMX_TEST_TIMELINE=FILE: each test appends one JSON line there (its scope, worker, wall span and
+# the CPU seconds of its worker process and the subprocesses it waited for), so
+# benchmarks/bench_suite_timeline.py can say which scope holds the run's critical path and
+# where the CPU goes. Work done outside the worker's process tree (a Docker build in dockerd,
+# a Slurm job) is in no test's CPU; the start and end lines hold the whole machine's.
+# Only the run that was given the variable records: the pytest runs that tests start themselves
+# inherit it, and are told apart by the recording process (the controller, or its workers).
+if os.environ.get("CMX_TEST_TIMELINE") and not os.environ.get("CMX_TEST_TIMELINE_OWNER"):
+    os.environ["CMX_TEST_TIMELINE_OWNER"] = str(os.getpid())
+_OWNER = os.environ.get("CMX_TEST_TIMELINE_OWNER")
+TIMELINE = os.environ.get("CMX_TEST_TIMELINE") if _OWNER in (str(os.getpid()), str(os.getppid())) else None
+
+
+def _machine_cpu_s() -> float:
+    with open("/proc/stat", encoding="ascii") as stat:
+        fields = stat.readline().split()[1:]
+    busy = sum(int(v) for i, v in enumerate(fields[:8]) if i not in (3, 4))  # not idle, iowait
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def _timeline_line(record: dict[str, Any]) -> None:
+    assert TIMELINE is not None
+    with open(TIMELINE, "a", encoding="utf-8") as out:  # one short append per line: atomic
+        out.write(json.dumps(record) + "\n")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if TIMELINE and not os.environ.get("PYTEST_XDIST_WORKER"):
+        _timeline_line({"event": "start", "at": time.time(), "machine_cpu_s": _machine_cpu_s()})
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if TIMELINE and not os.environ.get("PYTEST_XDIST_WORKER"):
+        _timeline_line({"event": "end", "at": time.time(), "machine_cpu_s": _machine_cpu_s()})
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    if not TIMELINE:
+        yield
+        return
+    before, started = os.times(), time.time()
+    yield
+    after = os.times()
+    _timeline_line({
+        "event": "test", "nodeid": item.nodeid, "scope": scope_of(item.nodeid),
+        "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "start": started, "stop": time.time(),
+        "cpu_s": round(after.user + after.system - before.user - before.system, 3),
+        "children_cpu_s": round(after.children_user + after.children_system
+                                - before.children_user - before.children_system, 3)})
