@@ -74,9 +74,9 @@ def report(timeline: Timeline, top: int) -> str:
     lines = [f"run: {timeline.end - timeline.start:.0f} s wall; machine busy CPU "
              f"{timeline.machine_cpu_s:.0f} s"]
     for worker in sorted(timeline.worker_busy_s):
-        stop, scope = timeline.worker_last[worker]
+        stop, last_scope = timeline.worker_last[worker]
         lines.append(f"  {worker}: busy {timeline.worker_busy_s[worker]:.0f} s, last test ends at "
-                     f"{stop - timeline.start:.0f} s ({scope})")
+                     f"{stop - timeline.start:.0f} s ({last_scope})")
     attributed = sum(s.cpu_s for s in timeline.scopes.values())
     lines.append(f"CPU in the tests' own process trees: {attributed:.0f} s; elsewhere (engines, "
                  f"daemons, other load): {max(timeline.machine_cpu_s - attributed, 0.0):.0f} s")
