@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -91,14 +93,29 @@ def each_file_gets_its_own_registry() -> Iterator[None]:
     _restore_plugin_selection()
 
 
+VALIDATORS_DIR = "CMX_VALIDATORS_DIR"  # cmx_core.results.compiled.DIR_ENV
+"""The suite's runs share one directory of compiled result validators (derived only from the
+schema, the generator and the Python): most tests give each cmx a fresh ``CMX_HOME``, and each
+would compile them again (0.7 s of CPU a run, measured). The controller makes it; the workers
+and every cmx the tests start inherit it; tests of the compile itself unset it."""
+
+
+def _share_validators(config: pytest.Config) -> None:
+    if os.environ.get(VALIDATORS_DIR) or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    folder = tempfile.mkdtemp(prefix="cmx-validators-")
+    os.environ[VALIDATORS_DIR] = folder
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Ctrl-C works in the tests however the suite was started. A shell starts a background job
     (``cmd &`` without job control) with SIGINT ignored, and an ignored signal is inherited
     through exec: every worker and every cmx a test starts would then ignore the SIGINT a
     test sends (seen: three Ctrl-C tests timed out in a run started that way). Python's own
     handler is put back here, in the controller and in each worker; the processes they start
-    get the default action, as from a terminal."""
-    del config
+    get the default action, as from a terminal. And the suite's validators directory is made."""
+    _share_validators(config)
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 

@@ -24,8 +24,10 @@ SCHEMA = {"type": "object", "required": ["a"], "properties": {"a": {"type": "str
 
 @pytest.fixture(autouse=True)
 def _fresh_memo(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test starts with an empty in-process memo (and, via conftest, an empty cache)."""
+    """Each test starts with an empty in-process memo (and, via conftest, an empty cache: not
+    the validators directory the suite's runs share)."""
     monkeypatch.setattr(compiled, "_MEMO", {})
+    monkeypatch.delenv(compiled.DIR_ENV, raising=False)
 
 
 def _cached_files() -> list[Path]:
@@ -144,3 +146,15 @@ def test_a_warm_process_validates_without_the_heavy_imports(tmp_path: Path, cmx_
     assert "fastjsonschema" in cold["modules"]  # compiled (and the mlperf schema checked) once
     warm = run()
     assert warm["modules"] == [], warm  # its time is a figure for benchmarks/, not a test: it moves with the load
+
+
+def test_a_validators_directory_of_its_own_is_shared_and_the_cache_holds_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(compiled.DIR_ENV, str(tmp_path / "shared"))
+    compiled.validator(SCHEMA)
+    assert [p.suffix for p in (tmp_path / "shared").iterdir()] == [".bin"] and _cached_files() == []
+    compiled._MEMO.clear()
+    monkeypatch.setenv("CMX_HOME", str(tmp_path / "another-home"))  # a second home loads it
+    monkeypatch.setattr(compiled, "generate", lambda schema: pytest.fail("compiled again"))
+    with pytest.raises(compiled.SchemaViolation, match=r"^data\.a must be string$"):
+        compiled.validator(SCHEMA)({"a": 1})

@@ -106,8 +106,15 @@ def _given(schema: Mapping[str, Any] | None, load: Callable[[], Mapping[str, Any
     return load()
 
 
+DIR_ENV = "CMX_VALIDATORS_DIR"
+"""Where compiled validators are kept instead of ``<cache>/validators``: they derive only from
+the schema, the generator and the Python, so homes and caches can share one directory (the
+test suite does: a fresh ``CMX_HOME`` per test would otherwise compile them on every run)."""
+
+
 def _cache_file(key: str) -> str:
-    return os.path.join(paths.cache_root(), CACHE_SUBDIR, f"{key}.bin")
+    folder = os.environ.get(DIR_ENV) or os.path.join(paths.cache_root(), CACHE_SUBDIR)
+    return os.path.join(folder, f"{key}.bin")
 
 
 def _load(key: str) -> Validator | None:
