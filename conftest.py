@@ -45,12 +45,20 @@ SHARED_SERVICE_GROUPS: dict[str, str | None] = {
     "plugins/alebench/tests/test_alebench_toolchain.py": "docker",
     "tests/netbed/": "netbed",
 }
-# scopes that take minutes (measured with --durations, as CONTRIBUTING.md says): started first,
-# longest first
-LONG_FIRST = ("docker", "tests/test_registry_ci.py", "plugins/docker/tests/test_docker_lockfile.py",
-              "plugins/mlperf/tests/test_mlperf_peak_runs.py", "plugins/cm/tests/test_cm_vs_cm.py", "ray", "slurm",
-              "plugins/docker/tests/test_docker_podman.py", "tests/test_kit_mutations.py",
-              "tests/test_replay_busy.py", "netbed")
+# scopes that take minutes, longest first, started first (longest-processing-time order), so the
+# run does not end on one worker still busy with a long one while the others idle. Measured:
+# wall seconds per scope at a load of 5 on 2 cores (CMX_TEST_TIMELINE and
+# benchmarks/bench_suite_timeline.py, as CONTRIBUTING.md says); the rest follow in file order.
+LONG_FIRST = ("docker", "tests/test_registry_ci.py", "slurm", "plugins/cm/tests/test_cm_vs_cm.py", "ray",
+              "plugins/alebench/tests/test_alebench_rust_crates.py", "plugins/mlperf/tests/test_mlperf_peak_runs.py",
+              "plugins/alebench/tests/test_alebench_import.py", "plugins/k8s/tests/test_k8s_fit.py", "netbed",
+              "tests/test_telemetry_soak.py", "plugins/train/tests/test_train_correctness.py",
+              "tests/test_sandbox_unprivileged.py", "plugins/cm/tests/test_cm_lifecycle.py",
+              "plugins/train/tests/test_train_launchers.py", "tests/test_kit_mutations.py", "tests/test_json_parallel.py",
+              "plugins/mlebench/tests/test_mlebench_cli.py", "plugins/k8s/tests/test_k8s_faults.py",
+              "plugins/train/tests/test_train_max_batch.py", "plugins/docker/tests/test_docker_lockfile.py",
+              "plugins/docker/tests/test_docker_podman.py", "plugins/train/tests/test_train_accuracy.py",
+              "plugins/train/tests/test_train_models.py", "plugins/train/tests/test_train_sweep.py")
 
 
 def scope_of(nodeid: str) -> str:

@@ -2,7 +2,7 @@
 
 For each ``registry.yaml`` entry with an in-tree ``source.path`` (and for a plugin fresh from
 ``cmx plugins new``): build its wheel and cmx-core's, install both into a fresh virtual
-environment that holds nothing else (dependencies come from the package index through pip's
+environment that holds nothing else, not even pip (dependencies come from the package index through pip's
 cache, under the project's ``constraints.txt``: its CPU torch, not the newest CUDA build), load
 the plugin through its real entry point in strict mode, check its registry entry against what
 it registers, and run the conformance kit — the generic checks, plus the
@@ -97,7 +97,9 @@ def test_plugin_stands_alone(case: Case, core_wheel: Path, tmp_path: Path) -> No
     wheels = [_build_wheel(project, tmp_path / "wheels")]
     wheels += [_build_wheel(ROOT / read_registry(REGISTRY).require(r).source.path,
                             tmp_path / "wheels") for r in case.requires]
-    env = IsolatedEnv.create(tmp_path / "venv")
+    # no pip of its own: this interpreter's pip installs into it (--python), and the environment
+    # then holds only cmx-core, the plugin, their dependencies and pytest
+    env = IsolatedEnv.create(tmp_path / "venv", with_pip=False)
     # --no-compile: the environment is used once, so Python compiles only what it imports
     # rather than every module of torch, ray and the kubernetes client at install
     env.pip("install", "-q", "--no-compile", "-c", str(CONSTRAINTS), str(core_wheel), *map(str, wheels),
