@@ -97,13 +97,15 @@ def test_plugin_stands_alone(case: Case, core_wheel: Path, tmp_path: Path) -> No
     wheels = [_build_wheel(project, tmp_path / "wheels")]
     wheels += [_build_wheel(ROOT / read_registry(REGISTRY).require(r).source.path,
                             tmp_path / "wheels") for r in case.requires]
-    # no pip of its own: this interpreter's pip installs into it (--python), and the environment
-    # then holds only cmx-core, the plugin, their dependencies and pytest
+    # made without ensurepip (seconds of CPU, 12 times): this interpreter's pip installs into it
+    # (--python), and the environment then holds cmx-core, the plugin, their dependencies, pytest
+    # and pip, which every venv python makes holds: cmx-docker builds an image's wheels and
+    # resolves its lock with the pip of the environment it runs in, and declares no pip
     env = IsolatedEnv.create(tmp_path / "venv", with_pip=False)
     # --no-compile: the environment is used once, so Python compiles only what it imports
     # rather than every module of torch, ray and the kubernetes client at install
     env.pip("install", "-q", "--no-compile", "-c", str(CONSTRAINTS), str(core_wheel), *map(str, wheels),
-            "pytest>=8")
+            "pytest>=8", "pip")
     home = tmp_path / "home"
 
     # only cmx-core and this plugin (and what it says it requires) are installed
