@@ -109,8 +109,14 @@ would compile them again (0.7 s of CPU a run, measured). The controller makes it
 and every cmx the tests start inherit it; tests of the compile itself unset it."""
 
 
+def _is_worker(config: pytest.Config) -> bool:
+    """Whether this process is an xdist worker (not: whether PYTEST_XDIST_WORKER is set, which
+    a pytest that a test starts inherits from the worker running that test)."""
+    return hasattr(config, "workerinput")
+
+
 def _share_validators(config: pytest.Config) -> None:
-    if os.environ.get(VALIDATORS_DIR) or os.environ.get("PYTEST_XDIST_WORKER"):
+    if os.environ.get(VALIDATORS_DIR) or _is_worker(config):
         return
     folder = tempfile.mkdtemp(prefix="cmx-validators-")
     os.environ[VALIDATORS_DIR] = folder
@@ -183,12 +189,12 @@ def _timeline_line(record: dict[str, Any]) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if TIMELINE and not os.environ.get("PYTEST_XDIST_WORKER"):
+    if TIMELINE and not _is_worker(session.config):
         _timeline_line({"event": "start", "at": time.time(), "machine_cpu_s": _machine_cpu_s()})
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if TIMELINE and not os.environ.get("PYTEST_XDIST_WORKER"):
+    if TIMELINE and not _is_worker(session.config):
         _timeline_line({"event": "end", "at": time.time(), "machine_cpu_s": _machine_cpu_s()})
 
 
@@ -202,7 +208,8 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     after = os.times()
     _timeline_line({
         "event": "test", "nodeid": item.nodeid, "scope": scope_of(item.nodeid),
-        "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "start": started, "stop": time.time(),
+        "worker": getattr(item.config, "workerinput", {}).get("workerid", "main"), "start": started,
+        "stop": time.time(),
         "cpu_s": round(after.user + after.system - before.user - before.system, 3),
         "children_cpu_s": round(after.children_user + after.children_system
                                 - before.children_user - before.children_system, 3)})

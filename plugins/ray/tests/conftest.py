@@ -94,7 +94,12 @@ def ray_variables() -> Iterator[None]:
     has them, as a user's shell on these machines does."""
     saved = {k: os.environ.get(k) for k in RAY_ENV}
     os.environ.update(RAY_ENV)
+    _AT_RAY_TESTS_END.append(lambda: _restore(saved))
     yield
+    _restore(saved)
+
+
+def _restore(saved: dict[str, str | None]) -> None:
     for key, value in saved.items():
         if value is None:
             os.environ.pop(key, None)
@@ -109,20 +114,22 @@ def mentioning() -> Callable[[str], list[int]]:
 
 
 HERE = Path(__file__).resolve().parent
-_HEAD_STOPS: list[Callable[[], None]] = []
-"""How to stop the session's head, once it is started (at most one entry)."""
+_AT_RAY_TESTS_END: list[Callable[[], None]] = []
+"""What undoes the session fixtures of the Ray tests (the head, the variables), last made first."""
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """The session's head stops when the Ray tests are done, not when the session ends: they
-    run together on one worker (the root conftest's "ray" group), and an idle head costs 6 %
-    of a core (measured: 3.7 s of CPU a minute) for the rest of a run that needs every bit."""
+    """The session's head stops, and Ray's variables leave the environment, when the Ray tests
+    are done, not when the session ends: they run together on one worker (the root conftest's
+    "ray" group), an idle head costs 6 % of a core (measured: 3.7 s of CPU a minute) for the
+    rest of a run that needs every bit, and the files that run next on that worker must not
+    inherit the variables (the Docker secret scan rightly took RAY_AUTH_MODE's value for one)."""
     del item
     if nextitem is not None and Path(nextitem.path).resolve().is_relative_to(HERE):
         return
-    while _HEAD_STOPS:
-        _HEAD_STOPS.pop()()
+    while _AT_RAY_TESTS_END:
+        _AT_RAY_TESTS_END.pop()()
 
 
 @pytest.fixture(scope="session")
@@ -146,11 +153,10 @@ def ray_head() -> Iterator[str]:
             time.sleep(0.2)
         address = f"127.0.0.1:{port}"
         _first_connection(address, deadline)
-        _HEAD_STOPS.append(lambda: _stop_head(head, temp, log))
+        _AT_RAY_TESTS_END.append(lambda: _stop_head(head, temp, log))
         yield address
     finally:
         _stop_head(head, temp, log)
-        _HEAD_STOPS.clear()
 
 
 def _stop_head(head: subprocess.Popen[bytes], temp: str, log: IO[bytes]) -> None:
