@@ -33,7 +33,8 @@ def test_secret_names(name: str) -> None:
     assert is_secret_name(name)
 
 
-@pytest.mark.parametrize("name", ["PATH", "CUDA_VISIBLE_DEVICES", "KEYBOARD_LAYOUT", "OMP_NUM_THREADS"])
+@pytest.mark.parametrize("name", ["PATH", "CUDA_VISIBLE_DEVICES", "KEYBOARD_LAYOUT", "OMP_NUM_THREADS",
+                                  "RAY_AUTH_MODE", "KUBE_AUTH_TYPE", "SSH_AUTH_METHOD", "AUTH_ENABLED"])
 def test_plain_names(name: str) -> None:
     assert not is_secret_name(name)
 

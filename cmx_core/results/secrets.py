@@ -67,9 +67,14 @@ class Environment:
     redacted: tuple[str, ...]
 
 
+SETTING_NAME = re.compile(r"_(MODE|TYPE|METHOD|ENABLED|DISABLED)$", re.IGNORECASE)
+"""A name that ends so names a setting about a secret, not one: ``RAY_AUTH_MODE=disabled`` (whose
+value, a common word, would otherwise be redacted from every log and refused in every build)."""
+
+
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable's name says it holds a secret."""
-    return SECRET_NAME.search(name) is not None
+    return SECRET_NAME.search(name) is not None and SETTING_NAME.search(name) is None
 
 
 def secret_values(env: Mapping[str, str]) -> tuple[str, ...]:
