@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from cmx_core.plugins.loader import reset_registry
+from cmx_core.results.compiled import DIR_ENV as VALIDATORS_DIR_ENV
 
 # a folder or file of tests (relative to this file) -> the group all its files share; the first
 # match decides, and None keeps a file a scope of its own: the container tests that touch no
@@ -102,13 +103,6 @@ def each_file_gets_its_own_registry() -> Iterator[None]:
     _restore_plugin_selection()
 
 
-VALIDATORS_DIR = "CMX_VALIDATORS_DIR"  # cmx_core.results.compiled.DIR_ENV
-"""The suite's runs share one directory of compiled result validators (derived only from the
-schema, the generator and the Python): most tests give each cmx a fresh ``CMX_HOME``, and each
-would compile them again (0.7 s of CPU a run, measured). The controller makes it; the workers
-and every cmx the tests start inherit it; tests of the compile itself unset it."""
-
-
 def _is_worker(config: pytest.Config) -> bool:
     """Whether this process is an xdist worker (not: whether PYTEST_XDIST_WORKER is set, which
     a pytest that a test starts inherits from the worker running that test)."""
@@ -116,10 +110,14 @@ def _is_worker(config: pytest.Config) -> bool:
 
 
 def _share_validators(config: pytest.Config) -> None:
-    if os.environ.get(VALIDATORS_DIR) or _is_worker(config):
+    """The suite's runs share one directory of compiled result validators (derived only from
+    the schema, the generator and the Python): most tests give each cmx a fresh ``CMX_HOME``,
+    and each would compile them again (0.7 s of CPU a run, measured). The controller makes it;
+    the workers and every cmx the tests start inherit it; tests of the compile unset it."""
+    if os.environ.get(VALIDATORS_DIR_ENV) or _is_worker(config):
         return
     folder = tempfile.mkdtemp(prefix="cmx-validators-")
-    os.environ[VALIDATORS_DIR] = folder
+    os.environ[VALIDATORS_DIR_ENV] = folder
     config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 

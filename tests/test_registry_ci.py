@@ -2,7 +2,7 @@
 
 For each ``registry.yaml`` entry with an in-tree ``source.path`` (and for a plugin fresh from
 ``cmx plugins new``): build its wheel and cmx-core's, install both into a fresh virtual
-environment that holds nothing else, not even pip (dependencies come from the package index through pip's
+environment that holds nothing else but pytest and pip (dependencies come from the package index through pip's
 cache, under the project's ``constraints.txt``: its CPU torch, not the newest CUDA build), load
 the plugin through its real entry point in strict mode, check its registry entry against what
 it registers, and run the conformance kit — the generic checks, plus the

@@ -650,28 +650,29 @@ class IsolatedEnv:
         cwd: Path | None = None, check: bool = True,
     ) -> subprocess.CompletedProcess[str]:
         """Run this environment's python; on failure raise with its output (check=True)."""
-        merged = {**os.environ, **(env or {})}
-        merged.pop("PYTHONPATH", None)
-        done = subprocess.run([str(self.python), *args], capture_output=True, text=True,
-                              env=merged, timeout=timeout_s, cwd=cwd, check=False)
-        if check and done.returncode != 0:
-            raise AssertionError(
-                f"{self.python} {' '.join(args)} exited {done.returncode}:\n"
-                f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
-        return done
+        return _run_checked([str(self.python), *args], env, timeout_s, cwd, check)
 
     def pip(self, *args: str, timeout_s: float = 900) -> subprocess.CompletedProcess[str]:
         """pip in this environment: its own, else this interpreter's aimed at it."""
+        pip = ["-m", "pip", "--disable-pip-version-check"]
         if (self.python.parent / "pip").exists():
-            return self.run_python(["-m", "pip", "--disable-pip-version-check", *args],
-                                   timeout_s=timeout_s)
-        done = subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check",
-                               "--python", str(self.python), *args], capture_output=True,
-                              text=True, timeout=timeout_s, check=False)
-        if done.returncode != 0:
-            raise AssertionError(f"pip --python {self.python} {' '.join(args)} exited "
-                                 f"{done.returncode}:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
-        return done
+            return self.run_python([*pip, *args], timeout_s=timeout_s)
+        return _run_checked([sys.executable, *pip, "--python", str(self.python), *args], None,
+                            timeout_s, None, True)
+
+
+def _run_checked(argv: list[str], env: Mapping[str, str] | None, timeout_s: float, cwd: Path | None,
+                 check: bool) -> subprocess.CompletedProcess[str]:
+    """``argv`` with this process's environment (plus ``env``, less PYTHONPATH, which would
+    reach past the environment under test); on failure raise with its output (check=True)."""
+    merged = {**os.environ, **(env or {})}
+    merged.pop("PYTHONPATH", None)
+    done = subprocess.run(argv, capture_output=True, text=True, env=merged, timeout=timeout_s, cwd=cwd,
+                          check=False)
+    if check and done.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} exited {done.returncode}:\n"
+                             f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
+    return done
 
 
 def write_plugin_package(root: Path, name: str, *, module: str, core: str = ">=0.1,<0.2") -> Path:

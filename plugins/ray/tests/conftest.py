@@ -92,19 +92,12 @@ def ray_variables() -> Iterator[None]:
     none of them for a given address (it connects to any ``ray start`` cluster as its user's
     environment has it), so this session's environment, which each cmx it starts inherits,
     has them, as a user's shell on these machines does."""
-    saved = {k: os.environ.get(k) for k in RAY_ENV}
-    os.environ.update(RAY_ENV)
-    _AT_RAY_TESTS_END.append(lambda: _restore(saved))
+    patch = pytest.MonkeyPatch()
+    for key, value in RAY_ENV.items():
+        patch.setenv(key, value)
+    _AT_RAY_TESTS_END.append(patch.undo)
     yield
-    _restore(saved)
-
-
-def _restore(saved: dict[str, str | None]) -> None:
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    patch.undo()  # a second undo does nothing
 
 
 @pytest.fixture
