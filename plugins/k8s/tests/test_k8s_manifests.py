@@ -121,3 +121,27 @@ def test_a_metrics_port_adds_prometheus_scrape_annotations() -> None:
     assert env["CMX_METRICS_PORT"] == "9464" and env["CMX_METRICS_ADDR"] == "0.0.0.0"  # the pod's own network
     plain = manifests.run_manifests(manifests.JobSpec("cmx-run-2", "img:1", ("cmx",)), "{}", K8sSettings(pvc=""))
     assert "annotations" not in plain.job["spec"]["template"]["metadata"]
+
+
+def test_a_kubernetes_version_without_bundled_schemas_is_a_one_line_error() -> None:
+    from cmx_k8s import schema
+
+    with pytest.raises(CmxError, match=r"no schema v0\.1\.0-local-strict/job-batch-v1\.json for Kubernetes 0\.1\.0"):
+        schema.object_validator("Job", "batch/v1", "0.1.0")
+
+
+def test_the_validator_of_a_kind_is_built_once_and_checks_what_kubernetes_validate_checks() -> None:
+    import jsonschema
+    import kubernetes_validate
+
+    from cmx_k8s import schema
+
+    built = manifests.run_manifests(manifests.JobSpec("cmx-once", "img:1", ("cmx",)), "{}", K8sSettings(pvc=""))
+    assert schema.object_validator("Job", "batch/v1", manifests.SCHEMA_VERSION) is \
+        schema.object_validator("Job", "batch/v1", manifests.SCHEMA_VERSION)
+    bad = {**built.job, "spec": {**built.job["spec"], "parallelism": "two"}}
+    with pytest.raises(jsonschema.ValidationError) as ours:
+        schema.check(bad, manifests.SCHEMA_VERSION)
+    with pytest.raises(kubernetes_validate.ValidationError) as theirs:
+        kubernetes_validate.validate(bad, manifests.SCHEMA_VERSION, strict=True)
+    assert (list(ours.value.path), ours.value.message) == (list(theirs.value.path), theirs.value.message)
