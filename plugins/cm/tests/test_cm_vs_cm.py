@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -65,7 +66,34 @@ def cm_collection(venv: Path) -> Path:
     return found[0]
 
 
-def cm_run(venv: Path, tags: str, tmp: Path) -> dict[str, Any]:
+INDEX_ONLY = """
+import sys
+import cmind
+r = cmind.access({"action": "search", "automation": "script", "tags": "detect,os"})
+sys.exit(r["return"])
+"""
+
+
+@pytest.fixture(scope="module")
+def cm_repos(cm_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """CM's repos directory as CM leaves it on its first start: its index of the installed
+    scripts (seconds of CPU that CM would spend again in every test's fresh directory) and an
+    empty local repo: no cache entry, no script. Each test runs CM on a copy of it."""
+    home = tmp_path_factory.mktemp("cm-index")
+    repos = home / "cm-repos"
+    done = subprocess.run([str(cm_venv / "bin" / "python"), "-c", INDEX_ONLY], cwd=home,
+                          env={**os.environ, "CM_REPOS": str(repos)}, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (repos / "index.json").is_file() and not (repos / "repos" / "local" / "cache").exists()
+    return repos
+
+
+def cm_run(venv: Path, tags: str, tmp: Path, repos: Path | None = None) -> dict[str, Any]:
+    """CM's outputs for ``tags``, run in ``tmp`` with its repos in ``tmp/cm-repos`` (a copy of
+    ``repos`` when given and the test has not made its own)."""
+    if repos is not None and not (tmp / "cm-repos").exists():
+        shutil.copytree(repos, tmp / "cm-repos", symlinks=True)
     out = tmp / f"cm-{tags.replace(',', '_')}.json"
     env = {**os.environ, "CM_REPOS": str(tmp / "cm-repos")}  # CM's own 'local' repo is cm-repos/repos/local
     subprocess.run([str(venv / "bin" / "python"), str(REFERENCE), tags, str(out)], cwd=tmp, env=env,
@@ -98,9 +126,9 @@ EMPTY = {"cm,print,any-text", "cm,get,sys-utils-min", "cm,print,python-version"}
 
 
 @pytest.mark.parametrize("tags", list(SCRIPTS))
-def test_same_outputs_as_cm(tags: str, cm_venv: Path, imported: Path, tmp_path: Path,
+def test_same_outputs_as_cm(tags: str, cm_venv: Path, cm_repos: Path, imported: Path, tmp_path: Path,
                             cmx_cli: Callable[..., Any]) -> None:
-    reference = cm_run(cm_venv, SCRIPTS[tags], tmp_path)
+    reference = cm_run(cm_venv, SCRIPTS[tags], tmp_path, cm_repos)
     got = outputs(cmx_cli("run", "recipe", f"--tags={tags}", "--recipes", str(imported), "--json", cwd=tmp_path))
     for key, form in VOLATILE.items():
         if key in reference["new_env"] or key in got["new_env"]:
@@ -144,12 +172,13 @@ print(json.dumps({"return": r.get("return"), "error": r.get("error")}))
 """
 
 
-def test_version_range_miss_is_reported_as_cm_reports_it(cm_venv: Path, imported: Path, tmp_path: Path,
-                                                         cmx_cli: Callable[..., Any]) -> None:
+def test_version_range_miss_is_reported_as_cm_reports_it(cm_venv: Path, cm_repos: Path, imported: Path,
+                                                         tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
     """get-gcc with --version_min=99 on a gcc-12 machine: CM says 'gcc not found' (return 16)
     after 'SKIPPED due to version constraints'; cmx fails the same way, in one line."""
     script = tmp_path / "version_miss.py"
     script.write_text(VERSION_MISS)
+    shutil.copytree(cm_repos, tmp_path / "cm-repos", symlinks=True)
     done = subprocess.run([str(cm_venv / "bin" / "python"), str(script), "get,gcc"], cwd=tmp_path,
                           env={**os.environ, "CM_REPOS": str(tmp_path / "cm-repos")}, capture_output=True,
                           text=True, timeout=600, check=False)
@@ -162,11 +191,11 @@ def test_version_range_miss_is_reported_as_cm_reports_it(cm_venv: Path, imported
 
 
 @pytest.mark.parametrize("tags", ["get,cmake", "print,hello-world"])
-def test_cm_command_line_takes_the_script_cm_takes(tags: str, cm_venv: Path, imported: Path, tmp_path: Path,
-                                                   cmx_cli: Callable[..., Any]) -> None:
+def test_cm_command_line_takes_the_script_cm_takes(tags: str, cm_venv: Path, cm_repos: Path, imported: Path,
+                                                   tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
     """``get,cmake`` also names a variation of get-generic-sys-util, and ``print,hello-world``
     matches 4 scripts: ``cmx cm run script`` takes the script CM takes, with the same result."""
-    reference = cm_run(cm_venv, tags, tmp_path)
+    reference = cm_run(cm_venv, tags, tmp_path, cm_repos)
     proc = cmx_cli("cm", "run", "script", f"--tags={tags}", "--recipes", str(imported), "--json", cwd=tmp_path)
     got = outputs(proc)
     assert got["new_env"] == reference["new_env"] and got["new_state"] == reference["new_state"]
