@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cmx_core.telemetry.monitor import PANELS, panel_queries
+from cmx_core.telemetry.monitor import DATASOURCE, PANELS, SCHEMA_VERSION, panel_queries
 
 
 def test_the_prometheus_config_scrapes_each_port_and_promtool_accepts_it(cli: Callable[..., Any],
@@ -42,7 +43,60 @@ def test_json_is_one_document(cli: Callable[..., Any], tmp_path: Path) -> None:
     assert dashboard["uid"] == "cmx-runs" and [p["title"] for p in dashboard["panels"]] == [t for t, _, _ in PANELS]
     exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
     assert exprs == panel_queries()
-    assert all(panel["datasource"] == "Prometheus" for panel in dashboard["panels"])
+    assert all(panel["datasource"] == DATASOURCE for panel in dashboard["panels"])
+
+
+def test_every_panel_and_variable_reads_the_datasource_variable(cli: Callable[..., Any]) -> None:
+    dashboard = json.loads(cli("monitor", "grafana-dashboard").out)
+    assert dashboard["schemaVersion"] == SCHEMA_VERSION == 41
+    source, *others = dashboard["templating"]["list"]
+    assert (source["name"], source["type"], source["query"]) == ("datasource", "datasource", "prometheus")
+    assert "current" not in source or source["current"].get("value") in (None, "")  # Grafana's default
+    assert [v["name"] for v in others] == ["run", "node"] and all(v["datasource"] == DATASOURCE for v in others)
+    for panel in dashboard["panels"]:
+        assert panel["type"] == "timeseries" and panel["datasource"] == DATASOURCE
+        assert all(target["datasource"] == DATASOURCE for target in panel["targets"])
+    assert "Prometheus" not in json.dumps([p["datasource"] for p in dashboard["panels"]])  # no name hard-coded
+    chosen = json.loads(cli("monitor", "grafana-dashboard", "--datasource", "prom-eu").out)
+    assert chosen["templating"]["list"][0]["current"] == {"selected": True, "text": "prom-eu", "value": "prom-eu"}
+
+
+def _disagreements(ours: Any, model: Any, path: str = "") -> list[str]:
+    """Where ``ours`` has a key the model does not, or a value the model reads otherwise."""
+    if isinstance(ours, dict) and isinstance(model, dict):
+        return [problem for key, value in ours.items()
+                for problem in ([f"{path}.{key}: not in the model"] if key not in model
+                                else _disagreements(value, model[key], f"{path}.{key}"))]
+    if isinstance(ours, list) and isinstance(model, list) and len(ours) == len(model):
+        pairs = enumerate(zip(ours, model, strict=True))
+        return [p for i, (a, b) in pairs for p in _disagreements(a, b, f"{path}[{i}]")]
+    return [] if ours == model else [f"{path}: {ours!r} read as {model!r}"]
+
+
+def test_the_dashboard_is_grafanas_current_model(cli: Callable[..., Any]) -> None:
+    """Decoded by Grafana's own generated model of v11.6 (grafana-foundation-sdk, a test
+    dependency) and encoded again: every field of cmx's file is one the model has, with the
+    value it reads, and the panels, their options and their queries decode to their types."""
+    if sys.version_info < (3, 11):
+        pytest.skip("grafana-foundation-sdk needs Python 3.11 (the suite's own Python is 3.11)")
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+    from grafana_foundation_sdk.cog.plugins import register_default_plugins
+    from grafana_foundation_sdk.models import dashboard as model
+    from grafana_foundation_sdk.models import prometheus, timeseries
+
+    register_default_plugins()
+    ours = json.loads(cli("monitor", "grafana-dashboard", "--datasource", "prom").out)
+    decoded = model.Dashboard.from_json(ours)
+    assert decoded.schema_version == SCHEMA_VERSION
+    assert len(decoded.panels) == len(PANELS)
+    for panel in decoded.panels:
+        assert isinstance(panel, model.Panel) and panel.type_val == "timeseries"
+        assert isinstance(panel.options, timeseries.Options) and isinstance(panel.field_config, model.FieldConfigSource)
+        assert panel.datasource is not None and (panel.datasource.type_val, panel.datasource.uid) == \
+            ("prometheus", "${datasource}")
+        assert panel.targets and all(isinstance(t, prometheus.Dataquery) for t in panel.targets)
+    again = json.loads(json.dumps(decoded, cls=JSONEncoder))
+    assert _disagreements(ours, again) == []
 
 
 @pytest.mark.parametrize(("args", "message"), [

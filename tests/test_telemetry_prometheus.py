@@ -188,7 +188,7 @@ def test_prometheus_scrapes_a_running_cmx_run_and_agrees_with_its_series_file(
     exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
     assert len(exprs) == sum(len(t) for _, _, t in PANELS) and {p["title"] for p in dashboard["panels"]} == \
         {title for title, _, _ in PANELS}
-    assert {v["name"] for v in dashboard["templating"]["list"]} == {"run", "node"}
+    assert {v["name"] for v in dashboard["templating"]["list"]} == {"datasource", "run", "node"}
     for expr in exprs:
         named = re.findall(r"\b(cmx_[a-z_]+)", expr)
         assert named, expr

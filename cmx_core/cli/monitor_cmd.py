@@ -71,7 +71,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     grafana = what.add_parser("grafana-dashboard", parents=[common],
                               help="a Grafana dashboard (JSON) of cmx runs' series, by run and node")
     grafana.add_argument("--output", metavar="FILE", help="write here (default: stdout)")
-    grafana.add_argument("--datasource", default="Prometheus", help="the Prometheus data source's name")
+    grafana.add_argument("--datasource", metavar="NAME",
+                         help="preselect this Prometheus data source in the dashboard's datasource variable "
+                              "(default: Grafana's default one)")
     grafana.set_defaults(handler=cmd_grafana_dashboard)
 
 

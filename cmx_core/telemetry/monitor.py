@@ -12,6 +12,14 @@ from cmx_core.errors import UsageError
 
 JOB = "cmx"
 DASHBOARD_UID = "cmx-runs"
+SCHEMA_VERSION = 41
+"""Grafana 11.6's dashboard schema: the model is written as that version has it (time-series
+panels, data sources referred to as ``{type, uid}`` objects), so Grafana loads it without
+migrating it (grafanalib's own default, 12, predates both)."""
+DATASOURCE_VARIABLE = "datasource"
+DATASOURCE = {"type": "prometheus", "uid": f"${{{DATASOURCE_VARIABLE}}}"}
+"""What every panel, query and variable reads: the Prometheus that the dashboard's
+``datasource`` variable picks, not one hard-coded by name."""
 SELECTOR = 'run=~"$run", node=~"$node"'
 
 #: (title, unit, [(expr, legend)]): one time-series panel each.
@@ -63,26 +71,75 @@ def panel_queries() -> list[str]:
     return [expr % SELECTOR for _, _, targets in PANELS for expr, _ in targets]
 
 
-def grafana_dashboard(datasource: str = "Prometheus") -> dict[str, Any]:
-    """The dashboard as Grafana's JSON model."""
+def grafana_dashboard(datasource: str | None = None) -> dict[str, Any]:
+    """The dashboard as Grafana's JSON model at :data:`SCHEMA_VERSION`: every panel and
+    variable reads the data source that the ``datasource`` variable picks (``datasource``
+    preselects one by name or uid; else Grafana picks its default Prometheus)."""
     try:
         from grafanalib import core as g  # deferred: optional grafanalib, only when this runs
         from grafanalib._gen import DashboardEncoder  # deferred: optional grafanalib, only when this runs
     except ImportError:
 
         raise UsageError("cmx monitor grafana-dashboard needs grafanalib: pip install 'cmx-core[monitor]'") from None
-    templates = [g.Template(name=label, label=label, dataSource=datasource, includeAll=True, multi=True,
-                            query=f"label_values(cmx_telemetry_samples_total, {label})", refresh=2, default="$__all")
-                 for label in ("run", "node")]
+    source = g.Template(name=DATASOURCE_VARIABLE, label="Prometheus", type="datasource", query="prometheus",
+                        default=datasource, refresh=1)
+    templates = [source, *(g.Template(name=label, label=label, dataSource=DATASOURCE, includeAll=True, multi=True,
+                                      query={"query": f"label_values(cmx_telemetry_samples_total, {label})",
+                                             "refId": f"{label}-values"},
+                                      refresh=2, default="$__all")
+                           for label in ("run", "node"))]
     panels = []
     for index, (title, unit, targets) in enumerate(PANELS):
         panels.append(g.TimeSeries(
-            title=title, dataSource=datasource, unit=unit,
-            targets=[g.Target(expr=expr % SELECTOR, legendFormat=legend, refId=chr(ord("A") + i))
+            title=title, dataSource=DATASOURCE, unit=unit,
+            targets=[g.Target(expr=expr % SELECTOR, legendFormat=legend, refId=chr(ord("A") + i),
+                              datasource=DATASOURCE)
                      for i, (expr, legend) in enumerate(targets)],
             gridPos=g.GridPos(h=8, w=12, x=12 * (index % 2), y=8 * (index // 2))))
     dashboard = g.Dashboard(title="cmx runs", uid=DASHBOARD_UID, refresh="5s", time=g.Time("now-1h", "now"),
-                            templating=g.Templating(list=templates), panels=panels,
+                            templating=g.Templating(list=templates), panels=panels, schemaVersion=SCHEMA_VERSION,
                             tags=["cmx"]).auto_panel_ids()
-    model: dict[str, Any] = json.loads(json.dumps(dashboard.to_json_data(), cls=DashboardEncoder))
+    model: dict[str, Any] = _current(json.loads(json.dumps(dashboard.to_json_data(), cls=DashboardEncoder)))
     return model
+
+
+LEGACY = {
+    "dashboard": ("__inputs", "hideControls", "rows", "sharedCrosshair", "style"),
+    "timepicker": ("time_options",),
+    "panel": ("editable", "error"),
+    "target": ("metric", "query", "step", "target"),
+    "variable": ("useTags",),
+    "current": ("tags",),
+}
+"""Fields grafanalib writes that the current dashboard schema no longer has (rows, the Graph
+panel's target fields, tag-based variables): left out, so the file is the current model only
+(``tests/test_telemetry_monitor.py`` decodes it with Grafana's own generated model)."""
+
+
+def _current(model: dict[str, Any]) -> dict[str, Any]:
+    model = _without_nulls(model)
+    _drop(model, "dashboard")
+    _drop(model.get("timepicker", {}), "timepicker")
+    for panel in model["panels"]:
+        _drop(panel, "panel")
+        for target in panel.get("targets", []):
+            _drop(target, "target")
+    for variable in model["templating"]["list"]:
+        _drop(variable, "variable")
+        _drop(variable.get("current", {}), "current")
+    return model
+
+
+def _drop(part: dict[str, Any], kind: str) -> None:
+    for key in LEGACY[kind]:
+        part.pop(key, None)
+
+
+def _without_nulls(value: Any) -> Any:
+    """``value`` without the keys grafanalib sets to null: Grafana's schema has those fields
+    optional, not nullable (``datasource: null`` on a variable is not a data source reference)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
