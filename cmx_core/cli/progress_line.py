@@ -38,7 +38,7 @@ def usage_text(usage: Usage | None) -> str:
 
 def step_line(step: RunningStep, now: float, reported: Sequence[AppValue], usage: Usage | None) -> str:
     """``now`` is ``time.monotonic()``."""
-    shown = [f"{v.name} {number(v.value)}" for v in reported[:MAX_SERIES]]
+    shown = [f"{v.name}{_labels(v)} {number(v.value)}" for v in reported[:MAX_SERIES]]
     if len(reported) > MAX_SERIES:
         shown.append(f"+{len(reported) - MAX_SERIES} more")
     own = ", ".join(shown)
@@ -53,3 +53,7 @@ def node_line(node_id: str, recipe: str, elapsed_s: float, usage: Usage | None) 
     machine = usage_text(usage)
     head = f"{node_id} ({recipe}) {elapsed_s:.1f} s"
     return f"{head}: {machine}" if machine else head
+
+
+def _labels(value: AppValue) -> str:
+    return "{" + ",".join(f"{k}={v}" for k, v in value.labels) + "}" if value.labels else ""

@@ -42,7 +42,7 @@ class MetricsSink(Protocol):
 
     metrics_file: Path | None
 
-    def report(self, name: str, value: float, kind: str = "gauge") -> None: ...
+    def report(self, name: str, value: float, kind: str = "gauge", labels: dict[str, str] | None = None) -> None: ...
 
 
 class NoMetrics:
@@ -50,7 +50,7 @@ class NoMetrics:
 
     metrics_file: Path | None = None
 
-    def report(self, name: str, value: float, kind: str = "gauge") -> None:
+    def report(self, name: str, value: float, kind: str = "gauge", labels: dict[str, str] | None = None) -> None:
         pass
 
 
@@ -107,10 +107,11 @@ class StepContext:
         atomic_write(target, data)
         return target
 
-    def report(self, name: str, value: float, kind: str = "gauge") -> None:
+    def report(self, name: str, value: float, kind: str = "gauge", labels: dict[str, str] | None = None) -> None:
         """Report the step's own series ``cmx_app_<name>`` (a gauge, or ``kind="counter"``
-        for a running total), e.g. ``ctx.report("completed_queries", 120)``."""
-        self.metrics.report(name, value, kind)
+        for a running total), e.g. ``ctx.report("completed_queries", 120)``; ``labels`` tell
+        series of one name apart (``labels={"rank": "1"}``)."""
+        self.metrics.report(name, value, kind, labels)
 
 
 def _step_logger() -> logging.Logger:

@@ -7,11 +7,13 @@ environment variable ``CMX_METRICS_FILE``::
     completed_queries 120
     tokens 5120 counter
 
-one ``NAME VALUE [gauge|counter]`` per line (``NAME``: letters, digits, ``_``; ``VALUE`` a
-number). The sampler reads what was reported at each round; a series is
-``cmx_app_<NAME>`` (``_total`` added to a counter's samples) with the labels ``run``,
-``node`` and ``step`` (``<node id>/<step id>``). A line that does not parse is skipped and
-said once in the result's ``telemetry.unavailable``.
+one ``NAME[{LABELS}] VALUE [gauge|counter]`` per line (``NAME``: letters, digits, ``_``;
+``VALUE`` a number; ``LABELS`` optional, as in Prometheus' text: ``loss{rank="1"} 2.3``). The
+sampler reads what was reported at each round; a series is ``cmx_app_<NAME>`` (``_total``
+added to a counter's samples) with the labels ``run``, ``node`` and ``step`` (``<node
+id>/<step id>``) and the step's own (``rank``, say: one series per rank). A line that does not
+parse is skipped and said once in the result's ``telemetry.unavailable``; a run keeps at most
+:data:`MAX_SERIES` application series (memory stays bounded whatever a step reports).
 """
 
 from __future__ import annotations
@@ -28,7 +30,16 @@ from cmx_core.errors import UsageError
 ENV_FILE = "CMX_METRICS_FILE"
 FILE_NAME = "app_metrics.txt"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+_NAMED = re.compile(r"^([^{]*)\{(.*)\}$")
+_LABEL = re.compile(r'^([a-z_][a-z0-9_]{0,49})="([^"\\\s,{}]{0,100})"$')
 KINDS = ("gauge", "counter")
+RESERVED_LABELS = ("run", "node", "step")
+"""Labels cmx sets on every application series itself."""
+MAX_LABELS = 4
+MAX_SERIES = 1000
+"""The most application series one run keeps (name, step and labels); more are dropped, said once."""
+
+Labels = tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,8 @@ class AppValue:
     at: float = 0.0
     """When it was reported or read (``time.monotonic()``): the progress line shows a step
     only what it reported since it started (:mod:`.live`)."""
+    labels: Labels = ()
+    """The step's own labels (``(("rank", "1"),)``), sorted by name."""
 
 
 def check(name: str, value: float, kind: str) -> float:
@@ -55,20 +68,63 @@ def check(name: str, value: float, kind: str) -> float:
     return float(value)
 
 
+def check_labels(name: str, labels: object) -> Labels:
+    """``labels`` (a mapping of label name to text) as sorted pairs, or a :class:`UsageError`."""
+    if not labels:
+        return ()
+    if not isinstance(labels, dict) or len(labels) > MAX_LABELS:
+        raise UsageError(f"metric {name}: labels must be a mapping of at most {MAX_LABELS} names to text")
+    pairs = []
+    for key, text in labels.items():
+        if not isinstance(key, str) or not isinstance(text, (str, int)) or isinstance(text, bool) \
+                or not _LABEL.match(f'{key}="{text}"'):
+            raise UsageError(f"metric {name}: label {key!r}={text!r}: a name of a-z, 0-9, _ and a value of at most "
+                             "100 characters without spaces, quotes, commas or braces")
+        if key in RESERVED_LABELS:
+            raise UsageError(f"metric {name}: label {key!r} is cmx's own ({', '.join(RESERVED_LABELS)}); pick another")
+        pairs.append((key, str(text)))
+    return tuple(sorted(pairs))
+
+
+def parse_name(word: str) -> tuple[str, Labels]:
+    """``loss{rank="1"}`` as ``("loss", (("rank", "1"),))``; a :class:`UsageError` if malformed."""
+    named = _NAMED.match(word)
+    if named is None:
+        return word, ()
+    name, body = named.groups()
+    found: dict[str, str] = {}
+    for part in filter(None, body.split(",")):
+        label = _LABEL.match(part)
+        if label is None:
+            raise UsageError(f"label {part!r} is not name=\"value\"")
+        found[label.group(1)] = label.group(2)
+    return name, check_labels(name, found)
+
+
 class AppSeries:
     """Every application series of a run: reported values and watched metrics files.
     Thread-safe: steps report from their own threads, the sampler reads from its own."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._values: dict[tuple[str, str], AppValue] = {}
+        self._values: dict[tuple[str, str, Labels], AppValue] = {}
         self._files: dict[Path, tuple[str, int]] = {}
         self.problems: list[str] = []
 
-    def report(self, step: str, name: str, value: float, kind: str = "gauge") -> None:
+    def report(self, step: str, name: str, value: float, kind: str = "gauge",
+               labels: dict[str, str] | None = None) -> None:
         number = check(name, value, kind)
+        pairs = check_labels(name, labels)
         with self._lock:
-            self._values[(name, step)] = AppValue(name, step, number, kind, time.monotonic())
+            self._keep(AppValue(name, step, number, kind, time.monotonic(), pairs))
+
+    def _keep(self, value: AppValue) -> None:
+        key = (value.name, value.step, value.labels)
+        if key not in self._values and len(self._values) >= MAX_SERIES:
+            self._problem(f"application series: more than {MAX_SERIES} in one run; {value.name} of {value.step} and "
+                          "later new ones dropped (report fewer names or label values)")
+            return
+        self._values[key] = value
 
     def watch(self, path: Path, step: str) -> None:
         """Read ``path`` (a step's metrics file) at every round from now on."""
@@ -109,13 +165,14 @@ class AppSeries:
             return
         try:
             if len(words) not in (2, 3):
-                raise UsageError("want NAME VALUE [gauge|counter]")
+                raise UsageError("want NAME[{LABELS}] VALUE [gauge|counter]")
             kind = words[2] if len(words) == 3 else "gauge"
-            number = check(words[0], float(words[1]), kind)
+            name, labels = parse_name(words[0])
+            number = check(name, float(words[1]), kind)
         except (UsageError, ValueError) as err:
             self._problem(f"metrics file {path}: line {raw.strip()[:80]!r} skipped ({err})")
             return
-        self._values[(words[0], step)] = AppValue(words[0], step, number, kind, time.monotonic())
+        self._keep(AppValue(name, step, number, kind, time.monotonic(), labels))
 
     def _problem(self, text: str) -> None:
         if not any(p.split(":")[0] == text.split(":")[0] for p in self.problems):
@@ -132,5 +189,5 @@ class StepMetrics:
         self.metrics_file: Path | None = metrics_file
         series.watch(metrics_file, step)
 
-    def report(self, name: str, value: float, kind: str = "gauge") -> None:
-        self._series.report(self.step, name, value, kind)
+    def report(self, name: str, value: float, kind: str = "gauge", labels: dict[str, str] | None = None) -> None:
+        self._series.report(self.step, name, value, kind, labels)

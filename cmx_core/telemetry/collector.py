@@ -176,7 +176,7 @@ class RunTelemetry:
             for value in self.app.snapshot():
                 name, factor = app_series(value.name)
                 self._kinds.setdefault(name, value.kind)
-                points.append((name, (("step", value.step),), value.value * factor))
+                points.append((name, (("step", value.step), *value.labels), value.value * factor))
             self._take_problems(self.app)
             self.samples += 1
             points.append(("cmx_telemetry_samples", (), float(self.samples)))

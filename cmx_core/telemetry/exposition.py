@@ -50,12 +50,15 @@ class _LatestRound:
             grouped.setdefault(name, []).append(((*base, *labels), value))
         for name, samples in grouped.items():
             family = family_of(name, self._telemetry.kind_of(name))
-            keys = [k for k, _ in samples[0][0]]
+            # every label any sample of the family has (an application series' own, such as
+            # rank, may be on some samples only); a sample without one gets "" (no label)
+            keys = list(dict.fromkeys(k for labels, _ in samples for k, _ in labels))
             maker = CounterMetricFamily if family.kind == "counter" else GaugeMetricFamily
             unit = family.unit if family.unit and name.endswith("_" + family.unit) else ""
             metric = maker(name, family.help, labels=keys, unit=unit)
             for labels, value in samples:
-                metric.add_metric([v for _, v in labels], value)
+                given = dict(labels)
+                metric.add_metric([given.get(k, "") for k in keys], value)
             yield metric
 
 

@@ -78,7 +78,7 @@ class LiveBoard:
     def reported(self, step: RunningStep) -> tuple[AppValue, ...]:
         """What ``step`` reported since it started, by name."""
         values = [v for v in self.series.snapshot() if v.step == step.key and v.at >= step.started]
-        return tuple(sorted(values, key=lambda v: v.name))
+        return tuple(sorted(values, key=lambda v: (v.name, v.labels)))
 
 
 BOARD = LiveBoard()

@@ -29,6 +29,7 @@ import psutil
 from cmx_core.api import Launcher, RankLayout
 from cmx_core.api.sandboxing import open_group
 from cmx_core.errors import ProcessEnd, StepFailed, UsageError
+from cmx_train import progress
 from cmx_train.config import TrainConfig
 from cmx_train.lost_rank import lost_rank
 from cmx_train.worker import RANKS_FILE
@@ -93,11 +94,15 @@ def find_launcher(name: str, launchers: Mapping[str, Launcher]) -> Launcher:
     return found
 
 
-def plan_launch(config: TrainConfig, config_file: Path, out: Path, launchers: Mapping[str, Launcher]) -> Launch:
-    """The argument list and environment of the launch (no shell)."""
+def plan_launch(config: TrainConfig, config_file: Path, out: Path, launchers: Mapping[str, Launcher],
+                metrics_file: Path | None = None) -> Launch:
+    """The argument list and environment of the launch (no shell); ``metrics_file`` is the
+    step's application channel, where each rank reports its progress (:mod:`.progress`)."""
     launcher = find_launcher(config.launcher, launchers)
     threads = str(threads_per_rank(config))
     env = {**os.environ, "CMX_TRAIN_THREADS": threads, "OMP_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1"}
+    if metrics_file is not None:
+        env[progress.ENV_FILE] = str(metrics_file)
     try:
         node = launcher.wrap((sys.executable, *WORKER, str(config_file), str(out)), layout_of(config, env))
     except UsageError as exc:
@@ -105,12 +110,13 @@ def plan_launch(config: TrainConfig, config_file: Path, out: Path, launchers: Ma
     return Launch(node.argv, {**env, **node.env}, launcher.name, node.rendezvous)
 
 
-def run(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Launcher]) -> Ranks:
+def run(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Launcher],
+        metrics_file: Path | None = None) -> Ranks:
     """Start the ranks, wait at most ``timeout_s``, and read what rank 0 gathered."""
     work.mkdir(parents=True, exist_ok=True)
     config_file = work / "config.json"
     config.write(config_file)
-    launch = plan_launch(config, config_file, work, launchers)
+    launch = plan_launch(config, config_file, work, launchers, metrics_file)
     (work / "launch.json").write_text(json.dumps({"argv": list(launch.argv), "launcher": launch.launcher,
                                                   "rendezvous": launch.rendezvous}, indent=1), encoding="utf-8")
     began = time.monotonic()

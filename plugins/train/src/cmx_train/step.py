@@ -38,7 +38,7 @@ def run_step(ctx: StepContext) -> StepOutput:
         found = search(config, work, log, ctx.launchers)
         return _max_batch_output(config, found, work)
 
-    ranks = run(config, work, log, ctx.launchers)
+    ranks = run(config, work, log, ctx.launchers, ctx.metrics.metrics_file)
     return _output(ctx, config, ranks, work, threads)
 
 

@@ -22,7 +22,7 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from cmx_train import models
 from cmx_train.config import TrainConfig
 from cmx_train.energy import Meter
 from cmx_train.mlperf_log import MlLog
+from cmx_train.progress import RankProgress
 
 RANKS_FILE = "ranks.json"
 EXIT_FAILED = 3
@@ -172,6 +173,8 @@ def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
     def autocast() -> Any:
         return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
 
+    own: list[Any] = [None]
+
     def step(x: torch.Tensor, y: torch.Tensor) -> float:
         opt.zero_grad(set_to_none=True)
         with autocast():
@@ -184,6 +187,7 @@ def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
             loss.backward()
             opt.step()
         value = loss.detach().float()
+        own[0] = value.clone() if me.world > 1 else value  # this rank's loss, read only when reported
         if me.world > 1:
             dist.all_reduce(value)
             value /= me.world
@@ -198,7 +202,8 @@ def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
     _barrier(me)
     log.run_start()
     began = time.perf_counter()
-    loop = _Loop(config, me, data, step, device, figures)
+    progress = RankProgress.from_env(me.rank)
+    loop = _Loop(config, me, data, step, device, figures, progress, lambda: float(own[0]))
     if config.mode == "time-to-accuracy":
         _to_accuracy(loop, net, autocast, log, began)
     else:
@@ -208,6 +213,7 @@ def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
             if config.mode != "max-batch" or not _is_oom(exc):
                 raise
             figures.oom, figures.oom_message = True, " ".join(str(exc).split())[:300]
+    progress.close()
     figures.run_s = time.perf_counter() - began
     figures.peak_memory_bytes = _peak_memory(device)
     log.run_stop(figures.time_to_target_s is not None)
@@ -239,6 +245,8 @@ class _Loop:
     step: Any
     device: Any
     figures: Figures
+    progress: RankProgress
+    own_loss: Callable[[], float]
 
 
 def _timed(loop: _Loop, sync: Any, meter: Any) -> None:
@@ -256,9 +264,11 @@ def _timed(loop: _Loop, sync: Any, meter: Any) -> None:
             t0 = time.perf_counter()
             figures.losses.append(step(data.train_x[idx].to(device), data.train_y[idx].to(device)))
             sync()
+            took = time.perf_counter() - t0
             if done >= config.warmup_steps:
-                figures.step_times_s.append(time.perf_counter() - t0)
+                figures.step_times_s.append(took)
                 figures.samples += len(idx)
+            loop.progress.step(len(idx), took, loop.own_loss)
             done += 1
             if done == total:
                 break
@@ -282,6 +292,7 @@ def _to_accuracy(loop: _Loop, net: Any, autocast: Any, log: Any, began: float) -
             figures.losses.append(step(data.train_x[idx].to(device), data.train_y[idx].to(device)))
             figures.step_times_s.append(time.perf_counter() - t0)
             figures.samples += len(idx)
+            loop.progress.step(len(idx), figures.step_times_s[-1], loop.own_loss)
         log.epoch_stop(epoch)
         net.eval()
         with torch.no_grad(), autocast():
