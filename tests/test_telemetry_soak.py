@@ -16,7 +16,15 @@ import pytest
 
 from cmx_core.telemetry import openmetrics
 from cmx_core.telemetry.collector import WINDOW_ROUNDS, RunTelemetry, TelemetrySettings
-from cmx_core.telemetry.soak import LEAK_BYTES_PER_REPETITION, MIN_REPETITIONS, WARMUP, Repetition, slope, verdict
+from cmx_core.telemetry.soak import (
+    LEAK_BYTES_PER_REPETITION,
+    MIN_REPETITIONS,
+    WARMUP,
+    Measure,
+    Repetition,
+    slope,
+    verdict,
+)
 
 STEPS = '''
 import time
@@ -82,6 +90,9 @@ def test_a_steady_step_is_not(cli: Callable[..., Any], recipes: Any) -> None:
     assert soak["leak"] is False, soak
     assert not any(r.startswith("memory grows ") for r in soak["reasons"])
     assert soak["verdict"] == "pass", soak
+    # a Python step with no result part: drift is judged on the wall time, each third's
+    # conditions beside it (read from /proc: known on this machine)
+    assert soak["drift"]["metric"] == "wall_s" and soak["drift"]["first_third"]["outside_cores_median"] is not None
     # a steady Python step holds nothing across repetitions: the tree's RSS is cmx's own
     assert soak["tree_memory_growth_bytes_per_repetition"] <= OWN_BOUND_BYTES, soak
     assert soak["own_memory_growth_bytes_per_repetition"] <= OWN_BOUND_BYTES, soak
@@ -156,3 +167,53 @@ def test_the_docs_state_the_bound_this_test_holds() -> None:
     assert (f"{SOAK.removesuffix('s')} s of {REPETITION_S:g}-second repetitions sampled at "
             f"{1 / float(INTERVAL_S):g} Hz") in doc
     assert f"at {OWN_BOUND_BYTES // 1024} KiB per repetition" in doc
+
+
+def _judged(metric: list[float], noise_last: bool = False) -> dict[str, Any]:
+    reps = [Repetition(1.0, 100e6, 0.0, value, 0.05 if i < 14 or not noise_last else 1.6,
+                       ("outside_cores",) if noise_last and i >= 14 else ())
+            for i, value in enumerate(metric)]
+    return verdict(reps, 30, None, Measure("samples_per_second", "samples/s", True))
+
+
+def test_drift_is_judged_on_the_workloads_metric_with_each_thirds_conditions() -> None:
+    """The wall time of a repetition stays 1 s: only the primary metric moves (a LoadGen
+    test that recalibrates keeps its duration and changes its QPS)."""
+    falls = [100.0] * 10 + [40.0] * 10
+    quiet = _judged(falls)
+    assert quiet["verdict"] == "fail" and quiet["reasons"] == [
+        "throughput drifted: samples_per_second moved -60% from the first third to the last"]
+    drift = quiet["drift"]
+    assert (drift["metric"], drift["unit"], drift["higher_is_better"]) == ("samples_per_second", "samples/s", True)
+    assert (drift["first_third_median"], drift["last_third_median"]) == (100.0, 40.0)
+    assert drift["first_third"] == {"repetitions": 6, "outside_cores_median": 0.05, "noisy_repetitions": 0,
+                                    "noise": []}
+    busy = _judged(falls, noise_last=True)  # the other processes took 1.6 cores in the last third
+    assert busy["verdict"] == "inconclusive" and busy["leak"] is False, busy
+    [doubt] = busy["reasons"]
+    assert doubt.startswith("throughput drifted: samples_per_second moved -60% from the first third to the last, "
+                            "but the machine was not quiet in the last third (first third: 0 of 6 noisy, other "
+                            "processes 0.05 cores; last third: 6 of 6 noisy (outside_cores), other processes "
+                            "1.60 cores): rerun on a quiet machine")
+    assert _judged([100.0] * 20, noise_last=True)["verdict"] == "pass"  # no drift: the noise changes nothing
+
+
+def test_without_a_primary_metric_in_every_repetition_drift_is_the_wall_time() -> None:
+    reps = [Repetition(1.0 if i < 10 else 2.0, 100e6, 0.0, None if i == 3 else 5.0) for i in range(20)]
+    judged = verdict(reps, 30, None, Measure("samples_per_second", "samples/s", True))
+    assert judged["drift"]["metric"] == "wall_s" and judged["verdict"] == "fail"
+    assert judged["reasons"] == ["throughput drifted: a repetition takes +100% from the first third to the last"]
+
+
+def test_the_primary_metric_of_a_repetition_is_read_from_its_result_part() -> None:
+    from cmx_core.providers.types import ExecutionOutcome, NodeResult, RunError
+    from cmx_core.providers.values import Metric, ResultPart
+    from cmx_core.run.observe import primary_measure, primary_value
+
+    part = ResultPart("valid", {"suite": "custom", "primary_metric": "qps"},
+                      {"qps": Metric(812.5, "queries/s", True), "p99": Metric(3.0, "ms", False)})
+    ran = ExecutionOutcome((NodeResult("n", "r", "ran", 1.0, "k", parts=(part,)),), {}, 0.0, 1.0)
+    assert primary_measure(ran) == Measure("qps", "queries/s", True) and primary_value(ran) == 812.5
+    failed = ExecutionOutcome(ran.nodes, {}, 0.0, 1.0, RunError("boom"))
+    plain = ExecutionOutcome((NodeResult("n", "r", "ran", 1.0, "k"),), {}, 0.0, 1.0)
+    assert primary_value(failed) is primary_value(plain) is primary_measure(plain) is None

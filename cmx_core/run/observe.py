@@ -23,10 +23,12 @@ from cmx_core.telemetry.openmetrics import SERIES_FILE
 from cmx_core.telemetry.own import deep_size
 
 if TYPE_CHECKING:
+    from cmx_core.conditions.record import Conditions
     from cmx_core.plugins.registry import ExecutionRequest
     from cmx_core.providers.types import ExecutionOutcome
+    from cmx_core.providers.values import Metric
     from cmx_core.telemetry.collector import RunTelemetry, TelemetrySettings
-    from cmx_core.telemetry.soak import Repetition
+    from cmx_core.telemetry.soak import Measure, Repetition
 
 
 def check_settings(settings: TelemetrySettings | None) -> TelemetrySettings:
@@ -56,19 +58,29 @@ class Observation:
         self.soak_s = soak_s
         self.section: dict[str, Any] = {}
         self.repetitions: list[Repetition] = []
+        self.measure: Measure | None = None
 
     def run(self, once: Callable[[], ExecutionOutcome]) -> ExecutionOutcome:
-        outcome = once()
         if self.telemetry is None or self.soak_s is None:
-            return outcome
+            return once()
+        outcome = self._repeat(once)
         deadline = time.monotonic() + self.soak_s
-        self.repetitions.append(self._repetition(outcome))
         while outcome.error is None and time.monotonic() < deadline:
-            outcome = once()
-            self.repetitions.append(self._repetition(outcome))
+            outcome = self._repeat(once)
         return outcome
 
-    def _repetition(self, outcome: ExecutionOutcome) -> Repetition:
+    def _repeat(self, once: Callable[[], ExecutionOutcome]) -> ExecutionOutcome:
+        """One repetition of a soak, in a measured window of its own (its conditions)."""
+        from cmx_core.conditions.window import MeasuredWindow  # deferred: a soak only
+
+        window = MeasuredWindow.start()
+        outcome = once()
+        self.repetitions.append(self._repetition(outcome, window.finish()))
+        if self.measure is None:
+            self.measure = primary_measure(outcome)
+        return outcome
+
+    def _repetition(self, outcome: ExecutionOutcome, conditions: Conditions) -> Repetition:
         from cmx_core.telemetry.soak import Repetition  # deferred: start-up: 12 modules not needed to start cmx
 
         assert self.telemetry is not None
@@ -77,7 +89,9 @@ class Observation:
         rss = next((v for name, _, v in latest.points if name == "cmx_process_resident_memory_bytes"), 0.0) \
             if latest is not None else 0.0
         own = self.telemetry.own_bytes() + deep_size(self.repetitions)  # cmx's own: never the verdict's basis
-        return Repetition(outcome.finished - outcome.started, rss, float(own))
+        outside = conditions.outside_cores.value if conditions.outside_cores.known else None
+        return Repetition(outcome.finished - outcome.started, rss, float(own), primary_value(outcome), outside,
+                          tuple(w.cause for w in conditions.warnings))
 
     def fold(self, outcome: ExecutionOutcome) -> ExecutionOutcome:
         if self.telemetry is None:
@@ -96,7 +110,29 @@ class Observation:
             from cmx_core.telemetry.soak import verdict  # deferred: start-up: 12 modules not needed to start cmx
 
             summary = {k: (m["value"], m["unit"], m["higher_is_better"]) for k, m in self.section["metrics"].items()}
-            self.section["soak"] = verdict(self.repetitions, self.soak_s, summary)
+            self.section["soak"] = verdict(self.repetitions, self.soak_s, summary, self.measure)
+
+
+def primary_measure(outcome: ExecutionOutcome) -> Measure | None:
+    """What the run's primary metric is (its result part's ``benchmark.primary_metric``), if any."""
+    from cmx_core.telemetry.soak import Measure  # deferred: a soak only
+
+    found = _primary(outcome)
+    return Measure(found[0], found[1].unit, found[1].higher_is_better) if found is not None else None
+
+
+def primary_value(outcome: ExecutionOutcome) -> float | None:
+    """The value of the run's primary metric in this repetition (None: none, or it failed)."""
+    found = _primary(outcome)
+    value = found[1].value if found is not None else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _primary(outcome: ExecutionOutcome) -> tuple[str, Metric] | None:
+    part = outcome.result_part() if outcome.error is None else None
+    name = part.benchmark.get("primary_metric") if part is not None else None
+    metric = part.metrics.get(name) if part is not None and isinstance(name, str) else None
+    return (str(name), metric) if metric is not None else None
 
 
 @contextmanager
