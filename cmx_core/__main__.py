@@ -1,6 +1,6 @@
 """``python -m cmx_core``: the ``cmx`` command (used where no ``cmx`` script is on PATH, such
 as the far side of a remote executor started with this interpreter)."""
 
-from cmx_core.cli.main import main
+from cmx_core.cli.main import run_command
 
-raise SystemExit(main())
+raise SystemExit(run_command())

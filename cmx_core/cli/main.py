@@ -100,6 +100,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         _restore_env(options_env)
 
 
+def run_command() -> int:
+    """The ``cmx`` command as a process (``scripts/cmx``, ``python -m cmx_core``): :func:`main`,
+    then what a step left behind that no cgroup held is killed (the subreaper fallback:
+    :func:`cmx_core.run.processes.reap_adopted`)."""
+    try:
+        return main()
+    finally:
+        processes = sys.modules.get("cmx_core.run.processes")  # loaded only if a step ran
+        if processes is not None:
+            processes.reap_adopted()
+
+
 OPTION_ENV = ("CMX_STRICT_PLUGINS", "CMX_STRICT", "CMX_DISABLE_PLUGINS")
 """Variables ``--strict``, ``--strict-plugins`` and ``--disable-plugin`` set for the command
 (and the processes it starts); restored when an in-process ``main()`` returns."""

@@ -26,6 +26,7 @@ from cmx_core.results.store import ResultStore
 from cmx_core.results.writer import write_result
 from cmx_core.run.processes import TOKEN
 from cmx_core.run.watchdog import kill_marked
+from cmx_core.sandbox.step_group import sweep_left_groups
 
 INFLIGHT_DIR = "inflight"
 INTERRUPTED = "interrupted: the cmx process (pid {pid}) ended before the run finished (killed, or the machine stopped)"
@@ -100,7 +101,9 @@ def _alive(pid: int, start: str | None) -> bool:
 
 
 def reap() -> list[str]:
-    """Record the runs of dead cmx processes as interrupted; the run ids recorded."""
+    """Record the runs of dead cmx processes as interrupted, and kill what their steps left
+    in their cgroups (once per process); the run ids recorded."""
+    sweep_left_groups()
     folder = _dir()
     if not folder.is_dir():
         return []

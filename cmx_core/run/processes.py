@@ -67,6 +67,7 @@ def run_step_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: f
         RUNNING.add(proc)
         _tell(f"+{proc.pid}")
         if group is not None:
+            _tell(f"+{group.path}")  # a kill -9 of cmx: the watchdog empties the step's cgroup
             group.started(proc.pid)  # before the injections: the oom one limits this group
         limit = float(timeout) if timeout else None
         try:
@@ -82,7 +83,9 @@ def run_step_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: f
         finally:
             RUNNING.discard(proc)
             _tell(f"-{proc.pid}")
-            counted = group.close() if group is not None else None
+            counted = group.close() if group is not None else None  # kills what the step left running
+            if group is not None:
+                _tell(f"-{group.path}")
     if counted is None:
         return Exit(code)
     return Exit(code, counted.kills, counted.group)
@@ -118,6 +121,32 @@ def _start_watchdog() -> None:
                                           start_new_session=True, close_fds=True))
     except OSError:
         pass
+
+
+def reap_adopted() -> list[int]:
+    """At the end of the ``cmx`` command: SIGKILL what cmx adopted as a child subreaper (a
+    step's descendant whose parent exited: a ``setsid env -i`` grandchild on a machine where
+    no cgroup held the step) and what it started; the PIDs killed. Only once a shell step has
+    made this process a subreaper, never the watchdog, and only from the command's own
+    process (:func:`cmx_core.cli.main.run_command`), not from an in-process ``main()``."""
+    if not _WATCHDOG:
+        return []
+    import psutil  # deferred: only at the end of a command whose steps ran
+
+    spare = {watchdog.pid for watchdog in _WATCHDOG}
+    try:
+        adopted = [child for child in psutil.Process().children() if child.pid not in spare]
+        victims = [*adopted, *(p for child in adopted for p in child.children(recursive=True))]
+    except psutil.Error:
+        return []
+    killed = []
+    for victim in victims:
+        try:
+            victim.kill()
+            killed.append(victim.pid)
+        except psutil.Error:
+            pass
+    return killed
 
 
 def _tell(line: str) -> None:

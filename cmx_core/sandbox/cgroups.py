@@ -34,6 +34,15 @@ def _own_paths() -> dict[str, str]:
     return found
 
 
+def own_group_dir(controller: str) -> Path | None:
+    """This process's own group of a v1 ``controller`` (where cmx makes its groups), or None."""
+    own = _own_paths().get(controller)
+    if own is None:
+        return None
+    path = ROOT / controller / own.lstrip("/")
+    return path if (path / "cgroup.procs").exists() else None
+
+
 def _write(path: Path, value: str) -> None:
     with open(path, "w") as handle:
         handle.write(value)

@@ -11,23 +11,30 @@ where this user may (root on a v1 or hybrid host; root or a delegated subtree on
 process writes itself into it before it execs the step's command (:meth:`StepGroup.join`),
 so that everything it starts is born in it. A process that moves itself to another group
 takes its evidence with it (a group it makes below its own still counts). The ``oom``
-fault injection limits this same group (:func:`group_of`). :meth:`StepGroup.close` reads
-the count and removes the group; processes the step left running are moved back to the
-parent group first, so that they run on and the group can go. A cmx killed by SIGKILL cannot
-remove its group: the next cmx that makes one removes such empty groups of dead makers.
+fault injection limits this same group (:func:`group_of`).
+
+The group is also what contains the step: :meth:`StepGroup.close` reads the count, then
+kills every process still in the group or below it (a ``setsid env -i`` grandchild left the
+process group and the environment token, never the cgroup) and removes the group, so
+nothing a step started outlives the step. A cmx killed by SIGKILL cannot: its watchdog
+kills the groups it was told of (:mod:`cmx_core.run.watchdog`), and the next cmx start
+kills what is left in the groups of dead makers and removes them (:func:`sweep_left_groups`).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
-from cmx_core.sandbox.cgroup2 import V2Groups
-from cmx_core.sandbox.cgroups import RunGroups, remove_group_dir
+from cmx_core.sandbox.cgroup2 import V2Groups, parent_group
+from cmx_core.sandbox.cgroups import RunGroups, own_group_dir, remove_group_dir
 
 Groups = RunGroups | V2Groups
 
@@ -39,6 +46,9 @@ _BY_PID: dict[int, StepGroup] = {}
 _LOCK = threading.Lock()
 _SWEPT: set[Path] = set()
 _NAME = re.compile(r"cmx-sandbox-(\d+)-\d+")
+KILL_BOUND_S = 5.0
+"""How long a group's processes are killed for until it is empty (a process in uninterruptible
+sleep dies when it wakes; its group is then removed by a later sweep)."""
 
 
 @dataclass(frozen=True)
@@ -82,9 +92,8 @@ class StepGroup:
         count = OomCount(max(0, _kills(self.groups, self.path) - self.before), self.path)
         with _LOCK:
             _BY_PID.pop(self.pid, None)
-        if self.limited:  # the injection's victims do not run on unbounded
-            self.groups.kill_all()
-        _release(self.path)
+        kill_group_tree(self.path)  # what the step left running dies with the step
+        _remove_tree(self.path)
         self.groups.remove()  # gone already: this only forgets it
         return count
 
@@ -145,43 +154,81 @@ def _v1_kills(control: Path) -> int:
 
 
 def _sweep_once(parent: Path) -> None:
-    """Remove the empty groups that cmx processes killed by SIGKILL left under ``parent``
-    (they could not remove their own): once per process and parent, only groups whose
-    maker (the PID in the name) is gone."""
+    """Once per process and parent: :func:`sweep_dead` ``parent``."""
     with _LOCK:
         if parent in _SWEPT:
             return
         _SWEPT.add(parent)
+    sweep_dead(parent)
+
+
+def sweep_left_groups() -> list[int]:
+    """At a cmx start: kill what is left in the step groups of cmx processes that are gone
+    (killed by SIGKILL with their watchdog) and remove the groups; the PIDs it killed."""
+    killed: list[int] = []
+    for parent in {p for p in (own_group_dir("memory"), _v2_parent()) if p is not None}:
+        with _LOCK:
+            if parent in _SWEPT:
+                continue
+            _SWEPT.add(parent)
+        killed += sweep_dead(parent)
+    return killed
+
+
+def _v2_parent() -> Path | None:
+    try:
+        return parent_group()
+    except Exception:  # noqa: BLE001 - a bad CMX_SANDBOX_CGROUP is reported where a group is made
+        return None
+
+
+def sweep_dead(parent: Path) -> list[int]:
+    """Kill the processes in the step groups under ``parent`` whose maker (the PID in the
+    name) is gone, and remove those groups; the PIDs it killed."""
     try:
         entries = list(parent.iterdir())
     except OSError:
-        return
+        return []
+    killed: list[int] = []
     for entry in entries:
         found = _NAME.fullmatch(entry.name)
-        if found is None or psutil.pid_exists(int(found.group(1))):
+        if found is None or not entry.is_dir() or psutil.pid_exists(int(found.group(1))):
             continue
-        try:
-            empty = not (entry / "cgroup.procs").read_text().split()
-        except OSError:
-            continue
-        if empty:
+        killed += kill_group_tree(entry, bound_s=1.0)
+        _remove_tree(entry)
+    return killed
+
+
+def kill_group_tree(path: Path, bound_s: float = KILL_BOUND_S) -> list[int]:
+    """SIGKILL every process in the group and the groups below it until all are empty (for
+    at most ``bound_s``); the PIDs it killed. Never this process."""
+    killed: list[int] = []
+    me = os.getpid()
+    deadline = time.monotonic() + bound_s
+    while True:
+        left = [pid for pid in _pids_below(path) if pid != me]
+        if not left or time.monotonic() > deadline:
+            return killed
+        for pid in left:
             try:
-                entry.rmdir()
-            except OSError:  # a group below it, or busy: left for later
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except ProcessLookupError:
                 pass
+        time.sleep(0.005)
 
 
-def _release(path: Path) -> None:
-    """Move what is left in the group (and below) to the parent, then remove them, deepest first."""
+def _pids_below(path: Path) -> list[int]:
+    pids: list[int] = []
+    for procs in path.rglob("cgroup.procs"):
+        try:
+            pids += [int(p) for p in procs.read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove the group and the groups below it, deepest first (each must be empty)."""
     for group in sorted((p.parent for p in path.rglob("cgroup.procs")), key=lambda p: len(p.parts), reverse=True):
-        try:
-            pids = (group / "cgroup.procs").read_text().split()
-        except OSError:
-            pids = []
-        for pid in pids:
-            try:
-                with open(path.parent / "cgroup.procs", "w") as handle:
-                    handle.write(pid)
-            except OSError:  # exited meanwhile
-                pass
         remove_group_dir(group)
