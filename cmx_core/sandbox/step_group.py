@@ -184,7 +184,9 @@ def _v2_parent() -> Path | None:
 
 def sweep_dead(parent: Path) -> list[int]:
     """Kill the processes in the step groups under ``parent`` whose maker (the PID in the
-    name) is gone, and remove those groups; the PIDs it killed."""
+    name) is gone, and remove those groups; the PIDs it killed. A group holding a process of
+    another PID namespace is left alone: its maker's PID was a PID of that namespace (a cmx
+    in a container), and says nothing about this one's."""
     try:
         entries = list(parent.iterdir())
     except OSError:
@@ -194,9 +196,18 @@ def sweep_dead(parent: Path) -> list[int]:
         found = _NAME.fullmatch(entry.name)
         if found is None or not entry.is_dir() or psutil.pid_exists(int(found.group(1))):
             continue
+        if not all(_same_pid_namespace(pid) for pid in _pids_below(entry)):
+            continue
         killed += kill_group_tree(entry, bound_s=1.0)
         _remove_tree(entry)
     return killed
+
+
+def _same_pid_namespace(pid: int) -> bool:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return True  # gone meanwhile
 
 
 def kill_group_tree(path: Path, bound_s: float = KILL_BOUND_S) -> list[int]:
