@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sandbox, MLE-bench and ALE-Bench tests as users run them (#36 item 4): as an unprivileged
+# The sandbox, step containment, MLE-bench and ALE-Bench tests as users run them (#36 item 4): as an unprivileged
 # user this script creates, from a clone of this checkout's HEAD in that user's home, with a
 # venv there made from the system's python3 (a user cannot reach root's interpreter). Run as
 # root (it creates and removes the user); .ci/run calls it after scripts/test.sh.
@@ -34,10 +34,11 @@ as_user() {
 say "installing into $home/cmx/.venv as $user"
 as_user "/usr/bin/python3 -m venv .venv && .venv/bin/python -m pip install -q --progress-bar off pytest \
   pytest-xdist==3.8.0 -e . -e 'plugins/mlebench[test]' -e 'plugins/alebench[test]'"
-say "running the sandbox, MLE-bench and ALE-Bench tests as $user (uid $(id -u "$user"))"
+say "running the sandbox, step containment, MLE-bench and ALE-Bench tests as $user (uid $(id -u "$user"))"
 extra=""
 [ "$#" -gt 0 ] && extra=$(printf ' %q' "$@")
 # on 3 workers, each test file on one (the root conftest.py), as scripts/test.sh runs them
 as_user ".venv/bin/python -m pytest -q -rs -p no:cacheprovider --import-mode=importlib \
-  -n 3 --dist loadscope --no-loadscope-reorder tests/test_sandbox_*.py plugins/mlebench/tests plugins/alebench/tests$extra"
+  -n 3 --dist loadscope --no-loadscope-reorder tests/test_sandbox_*.py tests/test_step_containment.py \
+  plugins/mlebench/tests plugins/alebench/tests$extra"
 say "done in $((SECONDS - started)) s"
