@@ -90,6 +90,8 @@ def test_the_unprivileged_section_is_the_tests() -> None:
     assert '["MEMORY_LIMIT_EXCEEDED"] * 20' in test and "20 times out of\n20" in text
     assert "scripts/test-as-user.sh" in (ROOT / ".ci" / "run").read_text()
     assert (ROOT / "scripts" / "test-as-user.sh").is_file()
+    assert "the step containment tests" in " ".join(text.split())
+    assert "tests/test_step_containment.py" in (ROOT / "scripts" / "test-as-user.sh").read_text()
 
 
 def test_the_root_is_remounted_read_only_as_documented(tmp_path: Path) -> None:
