@@ -111,8 +111,9 @@ def test_the_next_cmx_start_kills_what_an_interrupted_run_left(tmp_path: Path) -
         _wait_for(lambda: not _alive(watchdogs[0]), "the watchdog died")
         proc.kill()
         proc.wait(timeout=60)
-        time.sleep(0.2)
-        assert _alive(pids[1]), "the escaped grandchild outlived cmx and its watchdog"
+        # the escaped grandchild outlived cmx and its watchdog; any cmx start on the machine
+        # (this one, or another test's) now kills it: from the run's record, or as root from
+        # the step's cgroup, which a cmx start empties once its maker is gone
         later = subprocess.run([sys.executable, "-m", "cmx_core", "run", "recipe", "--recipes",
                                 str(tmp_path / "recipes"), "--tags=ok"], env={**os.environ, "CMX_HOME": str(home)},
                                capture_output=True, text=True, timeout=120, check=False)

@@ -156,8 +156,8 @@ def test_with_the_watchdog_killed_too_the_next_cmx_start_kills_it(escaper: Calla
     _wait_for(lambda: not _alive(watchdogs[0]), "the watchdog died")
     proc.kill()
     proc.wait(timeout=60)
-    time.sleep(0.2)
-    assert _alive(pid), "nothing was left to kill it: the next start must"
+    # nothing of that cmx is left to kill it: a later cmx start must (this one, or any other
+    # on the machine that starts first: each empties the step groups of dead cmx processes)
     later = subprocess.run([sys.executable, "-m", "cmx_core", "results", "list", "--json"], capture_output=True,
                            text=True, timeout=120, check=False)
     assert later.returncode == 0, later.stderr
