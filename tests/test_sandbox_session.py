@@ -108,13 +108,14 @@ def test_a_work_dir_outside_the_root_or_other_inputs_are_usage_errors(session: B
 
 
 def test_closing_leaves_no_process_and_no_cgroup(root: Path) -> None:
-    before = set(Path("/sys/fs/cgroup/memory").rglob("cmx-sandbox-*"))
+    mine = f"cmx-sandbox-{os.getpid()}-*"  # this process's: other cmx processes make and remove their own meanwhile
+    before = set(Path("/sys/fs/cgroup/memory").rglob(mine))
     with BubblewrapSession(root) as opened:
         assert opened.run(_spec(root, "a", ["true"])).ok
         runner, init = opened.runner_pid, opened.init_pid
         assert Path(f"/proc/{runner}").exists()
     assert not _running(runner) and not _running(init)
-    assert set(Path("/sys/fs/cgroup/memory").rglob("cmx-sandbox-*")) == before
+    assert set(Path("/sys/fs/cgroup/memory").rglob(mine)) == before
 
 
 def test_a_session_is_pinned_to_the_cpus_it_was_given(root: Path) -> None:
