@@ -115,7 +115,7 @@ def test_closing_leaves_no_process_and_no_cgroup(root: Path) -> None:
         runner, init = opened.runner_pid, opened.init_pid
         assert Path(f"/proc/{runner}").exists()
     assert not _running(runner) and not _running(init)
-    assert set(Path("/sys/fs/cgroup/memory").rglob(mine)) == before
+    assert set(Path("/sys/fs/cgroup/memory").rglob(mine)) <= before  # none of the session's is left
 
 
 def test_a_session_is_pinned_to_the_cpus_it_was_given(root: Path) -> None:

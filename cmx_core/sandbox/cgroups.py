@@ -237,10 +237,15 @@ class RunGroups:
             remove_group_dir(group)
 
 
+REMOVE_RETRIES = 500
+"""How many times (10 ms apart, 5 s in all) a busy group's removal is tried: on a loaded
+machine a killed process can take longer than a moment to leave its group."""
+
+
 def remove_group_dir(group: Path) -> None:
     """Remove a cgroup directory (v1 or v2), retrying while the kernel still calls it busy:
     a group is busy for a moment after its last process exits. Gone already is fine."""
-    for _ in range(50):
+    for _ in range(REMOVE_RETRIES):
         try:
             group.rmdir()
             return

@@ -29,7 +29,7 @@ def object_validator(kind: str, api_version: str, version: str) -> Any:
     """The Draft 2020-12 validator of ``kind`` in ``api_version`` (``apps/v1``, ``v1``) under
     Kubernetes ``version``'s strict schema."""
     import jsonschema  # deferred: jsonschema only when manifests are checked
-    from referencing import Registry, Resource
+    from referencing import Registry, Resource  # deferred: with jsonschema, only when manifests are checked
 
     group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)  # rbac.authorization.k8s.io/v1 -> rbac-v1
     schema = _read(f"v{version}-local-strict/{kind.lower()}-{group}.json", version)
@@ -44,7 +44,7 @@ def check(item: dict[str, Any], version: str) -> None:
 
 
 def _read(relative: str, version: str) -> Any:
-    from importlib.resources import files
+    from importlib.resources import files  # deferred: only when a schema is read, once per kind
 
     resource = files(PACKAGE).joinpath(SCHEMAS, *relative.split("/"))
     try:
