@@ -132,13 +132,19 @@ def test_the_grandchild_is_killed_at_the_end_of_its_step(escaper: Callable[..., 
     assert not _alive(_grandchild(where))
 
 
-@needs_cgroup
-def test_sigkill_of_cmx_kills_the_grandchild_through_its_cgroup(escaper: Callable[..., Any],
-                                                                cmx_home: Path) -> None:
+def _waiting_run(escaper: Callable[..., Any]) -> tuple[subprocess.Popen[bytes], int]:
+    """A ``cmx run`` whose step waits, and its grandchild's PID once it runs."""
     argv, where = escaper(WAITS)
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pid = _grandchild(where, proc)
     assert _alive(pid) and proc.poll() is None
+    return proc, pid
+
+
+@needs_cgroup
+def test_sigkill_of_cmx_kills_the_grandchild_through_its_cgroup(escaper: Callable[..., Any],
+                                                                cmx_home: Path) -> None:
+    proc, pid = _waiting_run(escaper)
     proc.kill()
     proc.wait(timeout=60)
     _wait_for(lambda: not _alive(pid), "the watchdog emptied the step's cgroup")
@@ -147,9 +153,7 @@ def test_sigkill_of_cmx_kills_the_grandchild_through_its_cgroup(escaper: Callabl
 @needs_cgroup
 def test_with_the_watchdog_killed_too_the_next_cmx_start_kills_it(escaper: Callable[..., Any],
                                                                   cmx_home: Path) -> None:
-    argv, where = escaper(WAITS)
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    pid = _grandchild(where, proc)
+    proc, pid = _waiting_run(escaper)
     watchdogs = [int(n) for n in os.listdir("/proc") if n.isdigit() and _child_watchdog(int(n), proc.pid)]
     assert len(watchdogs) == 1
     os.kill(watchdogs[0], signal.SIGKILL)
