@@ -75,12 +75,13 @@ class Observation:
 
         window = MeasuredWindow.start()
         outcome = once()
-        self.repetitions.append(self._repetition(outcome, window.finish()))
+        primary = _primary(outcome)
+        self.repetitions.append(self._repetition(outcome, window.finish(), _value(primary)))
         if self.measure is None:
-            self.measure = primary_measure(outcome)
+            self.measure = _measure(primary)
         return outcome
 
-    def _repetition(self, outcome: ExecutionOutcome, conditions: Conditions) -> Repetition:
+    def _repetition(self, outcome: ExecutionOutcome, conditions: Conditions, metric: float | None) -> Repetition:
         from cmx_core.telemetry.soak import Repetition  # deferred: start-up: 12 modules not needed to start cmx
 
         assert self.telemetry is not None
@@ -90,7 +91,7 @@ class Observation:
             if latest is not None else 0.0
         own = self.telemetry.own_bytes() + deep_size(self.repetitions)  # cmx's own: never the verdict's basis
         outside = conditions.outside_cores.value if conditions.outside_cores.known else None
-        return Repetition(outcome.finished - outcome.started, rss, float(own), primary_value(outcome), outside,
+        return Repetition(outcome.finished - outcome.started, rss, float(own), metric, outside,
                           tuple(w.cause for w in conditions.warnings))
 
     def fold(self, outcome: ExecutionOutcome) -> ExecutionOutcome:
@@ -115,16 +116,22 @@ class Observation:
 
 def primary_measure(outcome: ExecutionOutcome) -> Measure | None:
     """What the run's primary metric is (its result part's ``benchmark.primary_metric``), if any."""
-    from cmx_core.telemetry.soak import Measure  # deferred: a soak only
-
-    found = _primary(outcome)
-    return Measure(found[0], found[1].unit, found[1].higher_is_better) if found is not None else None
+    return _measure(_primary(outcome))
 
 
 def primary_value(outcome: ExecutionOutcome) -> float | None:
     """The value of the run's primary metric in this repetition (None: none, or it failed)."""
-    found = _primary(outcome)
-    value = found[1].value if found is not None else None
+    return _value(_primary(outcome))
+
+
+def _measure(primary: tuple[str, Metric] | None) -> Measure | None:
+    from cmx_core.telemetry.soak import Measure  # deferred: a soak only
+
+    return Measure(primary[0], primary[1].unit, primary[1].higher_is_better) if primary is not None else None
+
+
+def _value(primary: tuple[str, Metric] | None) -> float | None:
+    value = primary[1].value if primary is not None else None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 

@@ -153,26 +153,20 @@ def _v1_kills(control: Path) -> int:
     return 0
 
 
-def _sweep_once(parent: Path) -> None:
-    """Once per process and parent: :func:`sweep_dead` ``parent``."""
+def _sweep_once(parent: Path) -> list[int]:
+    """Once per process and parent: :func:`sweep_dead` ``parent``; the PIDs it killed."""
     with _LOCK:
         if parent in _SWEPT:
-            return
+            return []
         _SWEPT.add(parent)
-    sweep_dead(parent)
+    return sweep_dead(parent)
 
 
 def sweep_left_groups() -> list[int]:
     """At a cmx start: kill what is left in the step groups of cmx processes that are gone
     (killed by SIGKILL with their watchdog) and remove the groups; the PIDs it killed."""
-    killed: list[int] = []
-    for parent in {p for p in (own_group_dir("memory"), _v2_parent()) if p is not None}:
-        with _LOCK:
-            if parent in _SWEPT:
-                continue
-            _SWEPT.add(parent)
-        killed += sweep_dead(parent)
-    return killed
+    parents = {p for p in (own_group_dir("memory"), _v2_parent()) if p is not None}
+    return [pid for parent in parents for pid in _sweep_once(parent)]
 
 
 def _v2_parent() -> Path | None:
