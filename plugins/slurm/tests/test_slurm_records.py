@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from cmx_slurm import poll, worker
@@ -55,8 +57,9 @@ def _squeue(*args: str) -> list[list[str]]:
 
 
 def _until(predicate: Callable[[], Any], what: str, proc: subprocess.Popen[str] | None = None,
-           timeout_s: float = 240.0) -> Any:
-    """``predicate()``'s first true value, polled (bounded); an AssertionError naming ``what``."""
+           timeout_s: float = 240.0, job: str | None = None) -> Any:
+    """``predicate()``'s first true value, polled (bounded); an AssertionError naming ``what``
+    (with what the controller says of ``job``, and cmx's stderr, when given)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         found = predicate()
@@ -66,7 +69,27 @@ def _until(predicate: Callable[[], Any], what: str, proc: subprocess.Popen[str] 
             _, err = proc.communicate()
             raise AssertionError(f"cmx ended (exit {proc.returncode}) before {what}: {err[-2000:]}")
         time.sleep(0.2)
-    raise AssertionError(f"{what} did not happen within {timeout_s:g} s; queue: {_squeue('-o', '%i %j %T %r')}")
+    told = _told_of(job) if job else ""
+    if proc is not None and job:
+        proc.kill()
+        told += f"\ncmx's stderr: {proc.communicate()[1][-3000:]}"
+    raise AssertionError(f"{what} did not happen within {timeout_s:g} s; queue: {_squeue('-o', '%i %j %T %r')}{told}")
+
+
+def _told_of(job: str) -> str:
+    """What the controller, its log and its completion log say of ``job`` (a failure's context)."""
+    shown = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True, text=True, timeout=60,
+                           check=False)
+    lines = [f"scontrol: {shown.stdout.strip() or shown.stderr.strip()}"]
+    logs = Path(os.environ.get("SLURM_CONF", "/nonexistent")).parent
+    mentions = re.compile(rf"(JobId=|job ){job}\b")
+    for name in ("slurmctld.log", "jobcomp.log"):
+        try:
+            text = (logs / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        lines += [f"{name}: {line}" for line in text.splitlines() if mentions.search(line)][-40:]
+    return "\n" + "\n".join(lines)
 
 
 def _epoch(stamp: str) -> float:
@@ -101,10 +124,12 @@ def test_a_job_slurm_requeued_records_the_lost_run_as_an_attempt(slurm: Cluster,
                                                          "-o", "%i")), None), "the job running", run)
         stage = _until(lambda: next(iter(cmx_home.glob("data/**/remote-stage/started")), None),
                        "its batch script started", run).parent
+        requeued_at = time.time()
         requeue = subprocess.run(["scontrol", "requeue", job], capture_output=True, text=True, timeout=60,
                                  check=False)
         assert requeue.returncode == 0, requeue.stderr
-        _until(lambda: len(_starts(stage)) >= 2 or _release(job), "the requeued job running again", run)
+        _until(lambda: len(_starts(stage)) >= 2 or _release(job, stage, requeued_at), "the requeued job running again",
+               run, job=job)
         out, err = _finish(run)
     finally:
         if run.poll() is None:
@@ -122,12 +147,24 @@ def test_a_job_slurm_requeued_records_the_lost_run_as_an_attempt(slurm: Cluster,
     assert _epoch(document["timing"]["started_at"]) <= runs[0] + 0.01  # the wall time counts the lost run too
 
 
-def _release(job: str) -> bool:
-    """Let a requeued job run now instead of after Slurm's requeue delay (its begin time);
-    False: keep waiting."""
+def _release(job: str, stage: Path, requeued_at: float) -> bool:
+    """Let a requeued job run now instead of after Slurm's requeue delay (its begin time),
+    once it may: the lost run's processes are gone (slurmd has handled its end, which revokes
+    the job's credential) and the clock is past the second of the requeue (a credential made
+    in that second or before is refused as revoked: the job would end "non-startable"
+    without running its script). False: keep waiting."""
+    if time.time() < int(requeued_at) + 2 or _runs_in(stage.parent):
+        return False
     subprocess.run(["scontrol", "update", f"jobid={job}", "starttime=now"], capture_output=True, text=True,
                    timeout=60, check=False)
     return False
+
+
+def _runs_in(run_dir: Path) -> bool:
+    """True while a process of the lost run lives (the far cmx: an argument of it names the run directory)."""
+    inside = str(run_dir) + os.sep
+    return any(any(arg.startswith(inside) for arg in process.info["cmdline"] or ())
+               for process in psutil.process_iter(["cmdline"]))
 
 
 def test_a_killed_drivers_pending_array_tasks_are_adopted_on_resume(slurm: Cluster, cmx_home: Path,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cmx_core.api import JobStatus
 from cmx_slurm import slurmcli
-from cmx_slurm.script import ENDED, STARTS, owned_by
+from cmx_slurm.script import ENDED, owned_by
 
 TICK_S = 0.05
 REQUEUE_CONFIRM_S = 5.0
@@ -115,31 +115,22 @@ def requeued(job: Watched, status: JobStatus) -> bool:
     """True when a job that did not complete is one Slurm may requeue (``Requeue=1``: submitted
     with ``--requeue``) and is back in the queue within :data:`REQUEUE_CONFIRM_S`: while it
     requeues, Slurm shows the lost run's end (``FAILED``, ``NODE_FAIL``) for a moment. The lost
-    run's ``ended`` is removed then (the next run writes its own). A controller that counts
-    more restarts than the batch script has had runs (``starts``) owes it a run: requeued too."""
+    run's ``ended`` is removed then (the next run writes its own). A job that stays ended
+    past that window is not waited for: a requeued job Slurm could not start again (ended
+    "non-startable", its credential revoked) is over, and is recorded as it ended."""
     first = slurmcli.show(job.job_id) if status.state != "completed" else None
     if first is None or first.fields.get("Requeue") != "1":
         return False
     deadline = time.monotonic() + REQUEUE_CONFIRM_S
     while True:
         record = slurmcli.show(job.job_id)
-        if record is not None and (record.state.split("+", 1)[0] in REQUEUED or _owed_a_run(job, record)
+        if record is not None and (record.state.split("+", 1)[0] in REQUEUED
                                    or record.fields.get("Restarts") != first.fields.get("Restarts")):
             (job.stage / ENDED).unlink(missing_ok=True)
             return True
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.25)
-
-
-def _owed_a_run(job: Watched, record: slurmcli.JobRecord) -> bool:
-    """True when Slurm has requeued the job more often than its batch script has run again."""
-    restarts = record.fields.get("Restarts", "0")
-    try:
-        runs = len((job.stage / STARTS).read_text(encoding="utf-8").splitlines())
-    except OSError:
-        return False
-    return restarts.isdigit() and int(restarts) >= runs > 0
 
 
 def ended(job: Watched) -> bool:
