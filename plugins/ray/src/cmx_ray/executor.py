@@ -14,7 +14,9 @@ import functools
 import json
 import os
 import shlex
+import shutil
 import sys
+import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,7 +36,7 @@ from cmx_core.api import (
     WorkerKill,
     scheduler_retries,
 )
-from cmx_ray import cluster, far, worker
+from cmx_ray import cluster, far, runs, worker
 from cmx_ray.resources import TaskResources, missing, task_resources
 from cmx_ray.settings import RaySettings
 
@@ -51,9 +53,13 @@ class RayHandle:
     timeout_s: float | None
     cluster: str
     token: str = ""
-    """In the far process's environment (:data:`cmx_ray.worker.TOKEN_ENV`): how kill-worker finds it."""
+    """In the far process's environment (:data:`cmx_ray.far.TOKEN_ENV`): how kill-worker finds
+    it, and the key of its runs' start stamps (:mod:`cmx_ray.runs`)."""
     max_retries: int = 0
     result: far.FarResult | None = None
+    submitted: float = 0.0
+    storage: str = ""
+    """The task's directory in the shared ``storage`` (empty: none)."""
 
 
 def retry_options(request: ExecutionRequest) -> dict[str, Any]:
@@ -73,6 +79,8 @@ class RayExecutor(RemoteExecutor[RayHandle]):
 
     def __init__(self) -> None:
         self.cluster_name = ""
+        self.handles: list[RayHandle] = []
+        """The tasks :meth:`submit` made for the run in progress (one, unless cmx resubmitted)."""
 
     # -- plan time -----------------------------------------------------------------------
 
@@ -103,8 +111,14 @@ class RayExecutor(RemoteExecutor[RayHandle]):
     def run(self, request: ExecutionRequest) -> ExecutionOutcome:
         assert isinstance(request.context.settings, RaySettings)
         with cluster.session(request.context.settings.address, request.context.settings.cluster_cpus) as where:
-            self.cluster_name = where
-            return super().run(request)
+            self.cluster_name, self.handles = where, []
+            outcome = super().run(request)
+            found = [(handle, runs.starts(handle.token)) for handle in self.handles]  # read (and cleared) each
+            for handle, _ in found:
+                keep_lost_runs(handle, request.run_dir)
+            if len(found) != 1:  # cmx resubmitted: its own attempts and times stand
+                return outcome
+            return runs.with_runs(outcome, request, found[0][0].submitted, found[0][1])
 
     def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
         assert isinstance(request.context.settings, RaySettings)
@@ -120,7 +134,9 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         return {name: os.environ[name] for name in request.context.settings.env if name in os.environ}
 
     def submit(self, job: RemoteJob) -> RayHandle:
-        return self.submit_checked(job, check_cluster=True)
+        handle = self.submit_checked(job, check_cluster=True)
+        self.handles.append(handle)
+        return handle
 
     def submit_checked(self, job: RemoteJob, check_cluster: bool) -> RayHandle:
         """Submit ``job``; ``check_cluster``: first refuse it when the cluster lacks what it
@@ -133,10 +149,13 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         if check_cluster:
             refuse_missing(resources, self.cluster_name)
         retries, token = retry_options(job.request), uuid.uuid4().hex
+        storage = str(Path(settings.storage).absolute() / token) if settings.storage else ""
+        submitted = time.time()
         ref = _far_task().options(**resources.ray_options(), **retries).remote(
-            list(job.command), {**job.env, worker.TOKEN_ENV: token}, (job.stage_dir / "lock.json").read_bytes(),
-            int(settings.max_result_mb * 1e6))
-        return RayHandle(ref, resources, resources.timeout_s, self.cluster_name, token, retries["max_retries"])
+            list(job.command), {**job.env, far.TOKEN_ENV: token}, (job.stage_dir / "lock.json").read_bytes(),
+            int(settings.max_result_mb * 1e6), storage)
+        return RayHandle(ref, resources, resources.timeout_s, self.cluster_name, token, retries["max_retries"],
+                         submitted=submitted, storage=storage)
 
     def kill_worker(self, handle: RayHandle) -> WorkerKill:
         return worker.kill_worker(handle.token, handle.ref, handle.max_retries)
@@ -173,6 +192,7 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         record = run_dir / "ray-job.json"
         record.write_text(json.dumps({"cluster": handle.cluster, "resources": asdict(handle.resources),
                                       "node": dict(result.node) if result else {},
+                                      "run": result.attempt if result else None,
                                       "exit_code": result.exit_code if result else None,
                                       "files": sorted(result.files) if result else []}, indent=2))
         return Fetched(logs=(log, record))
@@ -187,6 +207,19 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         if not ready:
             ray.cancel(handle.ref, force=True)
             ray.wait([handle.ref], timeout=_CANCEL_GRACE_S)
+
+
+def keep_lost_runs(handle: RayHandle, run_dir: Path) -> None:
+    """Move the far directories of the runs Ray lost from the shared storage into the run
+    directory (``remote-attempt-N``, as a resubmitted job's are), then remove the task's
+    directory there."""
+    if not handle.storage:
+        return
+    storage = Path(handle.storage)
+    for number, path in far.lost_runs(storage):
+        if (path / far.OUTPUT_NAME).is_dir() and not (run_dir / f"{far.OUTPUT_NAME}-attempt-{number + 1}").exists():
+            shutil.move(str(path / far.OUTPUT_NAME), run_dir / f"{far.OUTPUT_NAME}-attempt-{number + 1}")
+    shutil.rmtree(storage, ignore_errors=True)
 
 
 def _status(result: far.FarResult) -> JobStatus:

@@ -7,6 +7,13 @@ artifacts) as bytes. That path works whether or not the node shares this machine
 system, so it is the only one. The size is bounded (``max_bytes``): a bigger run directory
 is reported, not sent. This module imports nothing from Ray: it is a plain function that
 tests call directly too.
+
+Each run of the task stamps its start (:mod:`cmx_ray.runs`). With ``storage`` (a directory
+every node reaches, ``--executor-opt storage=``), the far run's directory is
+``<storage>/attempt-<N>`` (N: Ray's number for the run) instead of a private temporary one,
+and a run Ray started again after losing one resumes from the lost run's checkpoints:
+``CMX_RESUME_FROM`` names the latest earlier run's far directory that holds some and
+``CMX_ATTEMPT_BASE`` counts the runs before it (docs/faults.md, "Checkpoints across attempts").
 """
 
 from __future__ import annotations
@@ -23,10 +30,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cmx_ray import runs
+
 LOCK_NAME = "lock.json"
 OUTPUT_NAME = "remote"
 LOG_TAIL_BYTES = 1 << 20
 _PR_SET_PDEATHSIG = 1
+TOKEN_ENV = "CMX_RAY_TASK"
+"""Set in the far process's environment: the submission it belongs to (how kill-worker finds
+it, and the key of its runs' start stamps)."""
+RESUME_ENV = "CMX_RESUME_FROM"
+BASE_ENV = "CMX_ATTEMPT_BASE"
+ATTEMPT_DIR = "attempt-"
 
 
 @dataclass(frozen=True)
@@ -38,15 +53,22 @@ class FarResult:
     log: bytes = b""
     node: Mapping[str, str] = field(default_factory=dict)
     error: str = ""
+    started: float = 0.0
+    """When this run of the task started (the far function's first act)."""
+    attempt: int = 0
+    """Ray's number for this run of the task (0: its first)."""
 
 
-def run_far(command: Sequence[str], env: Mapping[str, str], lock: bytes, max_bytes: int) -> FarResult:
+def run_far(command: Sequence[str], env: Mapping[str, str], lock: bytes, max_bytes: int,
+            storage: str = "") -> FarResult:
     """Run ``command`` (whose lock and output paths are relative: ``lock.json``,
     ``remote``) in a fresh directory and return the output directory's files."""
-    work = Path(tempfile.mkdtemp(prefix="cmx-ray-far-"))
+    started, attempt = time.time(), runs.attempt_number()
+    runs.stamp(env.get(TOKEN_ENV, ""), attempt, started)
+    work, resume = _work_dir(storage, attempt)
     try:
         (work / LOCK_NAME).write_bytes(lock)
-        child_env = {**os.environ, "CMX_DATA_DIR": str(work / "data"), **env, "PYTHONUNBUFFERED": "1"}
+        child_env = {**os.environ, "CMX_DATA_DIR": str(work / "data"), **env, **resume, "PYTHONUNBUFFERED": "1"}
         log_path = work / "far.log"
         with open(log_path, "wb") as log:
             process = subprocess.Popen(list(command), cwd=work, env=child_env, stdin=subprocess.DEVNULL,
@@ -54,9 +76,37 @@ def run_far(command: Sequence[str], env: Mapping[str, str], lock: bytes, max_byt
                                        preexec_fn=_die_with_parent)
         code = _wait(process)
         files, error = collect(work / OUTPUT_NAME, max_bytes)
-        return FarResult(code, files, _tail(log_path), node_identity(), error)
+        return FarResult(code, files, _tail(log_path), node_identity(), error, started, attempt)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _work_dir(storage: str, attempt: int) -> tuple[Path, dict[str, str]]:
+    """This run's directory, and what tells its far run to resume: a private temporary one
+    without ``storage``; else ``<storage>/attempt-<N>``, resuming from the latest earlier
+    run's far directory that kept checkpoints (a lost run's directory stays: the retry reads
+    it; the run that ends removes its own)."""
+    if not storage:
+        return Path(tempfile.mkdtemp(prefix="cmx-ray-far-")), {}
+    base = Path(storage)
+    work = base / f"{ATTEMPT_DIR}{attempt}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    earlier = [d for d in lost_runs(base) if d[0] < attempt and (d[1] / OUTPUT_NAME / "checkpoints").is_dir()]
+    resume = {BASE_ENV: str(attempt)} if attempt else {}
+    if earlier:
+        resume[RESUME_ENV] = str(earlier[-1][1] / OUTPUT_NAME)
+    return work, resume
+
+
+def lost_runs(storage: Path) -> list[tuple[int, Path]]:
+    """The run directories left in ``storage`` (runs Ray lost), by run number."""
+    found = []
+    for path in storage.glob(f"{ATTEMPT_DIR}*"):
+        number = path.name.removeprefix(ATTEMPT_DIR)
+        if path.is_dir() and number.isdigit():
+            found.append((int(number), path))
+    return sorted(found)
 
 
 def _wait(process: subprocess.Popen[bytes]) -> int:

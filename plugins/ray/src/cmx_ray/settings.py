@@ -30,5 +30,9 @@ class RaySettings(ExecutorSettings):
         "help": "how the node starts cmx, e.g. '/opt/venv/bin/cmx' (default: this Python with -m cmx_core)"})
     timeout_s: float | None = field(default=None, metadata={
         "help": "cancel the task after this many seconds (default: the recipe's resources.time, else none)"})
+    storage: str = field(default="", metadata={
+        "help": "a directory every node and this machine reach (shared storage): each run of the task works in "
+                "it, so a run Ray starts again after losing one resumes from its checkpoints (default: none; a "
+                "private directory on the node, and a retry starts over)"})
     max_result_mb: float = field(default=256.0, metadata={
         "help": "largest far run directory (result, logs, artifacts) the task may send back, in MB"})

@@ -19,9 +19,8 @@ import time
 import psutil
 
 from cmx_core.api import CmxError, FaultClass, WorkerKill
+from cmx_ray.far import TOKEN_ENV
 
-TOKEN_ENV = "CMX_RAY_TASK"
-"""Set in the far process's environment: the submission it belongs to."""
 DEADLINE_S = 600.0
 TICK_S = 0.2
 HEAD_RESOURCE = "node:__internal_head__"
