@@ -5,8 +5,9 @@ fault made from outside cmx on a real local cluster of a head and two worker nod
 runs the task again on the other node by itself (``max_retries``): the result says so (the
 lost run an attempt, its fault ``node_lost``), the retry resumed from the lost run's
 checkpoint (``storage=``, shared by the nodes), and the run's wall time starts at its first
-run, its queue time beside it. Every wait is bounded; no assertion depends on the machine's
-speed."""
+run, its queue time beside it. A run that ends after a later run started is fenced: it
+hands back nothing, and a result from it is refused. Every wait is bounded; no assertion
+depends on the machine's speed."""
 
 from __future__ import annotations
 
@@ -15,12 +16,16 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
+
+from cmx_ray import executor, far, runs
 
 from .multinode import Workers
 
@@ -159,3 +164,24 @@ steps:
       cmd: [sh, -c, 'sleep 3; echo "n=$1"', sh, "{{ inputs.n }}"]
       parse: kv
 """
+
+
+
+def test_a_run_that_ends_after_a_later_run_started_is_fenced(ray_head: str, tmp_path: Path) -> None:
+    """Fencing, on the session's real Ray head (its key-value store): run 1 of a task ends after
+    run 2 has stamped its start, as a run cut off from the head that lived on would. It hands
+    back nothing and says so (in the store and in its directory in the shared storage, which
+    stays for the lost runs' record); and a result from run 1 reaching the driver all the same
+    is refused. The driver's reading clears the task's entries."""
+    token, storage = uuid.uuid4().hex, tmp_path / "shared" / "task"
+    runs.stamp(token, 1, time.time())  # the later run, started elsewhere
+    script = "import pathlib; pathlib.Path('remote').mkdir(); pathlib.Path('remote/result.json').write_text('{}')"
+    result = far.run_far([sys.executable, "-c", script], {far.TOKEN_ENV: token}, b"{}", 10**6, str(storage))
+    assert result.fenced and result.files == {} and result.attempt == 0  # this process is run 1 (number 0)
+    assert "after run 2 started: fenced" in result.error
+    assert "fenced" in (storage / "attempt-0" / "remote" / "fenced").read_text()
+    handle = executor.RayHandle(None, None, None, "", token, result=replace(result, fenced=False))
+    assert "refused (fenced)" in executor._refused(handle)  # the driver's own check, on the run numbers
+    seen = runs.read(token)
+    assert sorted(seen.starts) == [0, 1] and seen.fenced == frozenset({0})
+    assert runs.read(token) == runs.TaskRuns()  # cleared

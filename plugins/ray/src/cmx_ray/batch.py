@@ -57,7 +57,7 @@ def run_batch(requests: Sequence[ExecutionRequest], settings: RaySettings | None
         def ended(index: int, status: JobStatus) -> None:
             job, handle = jobs[index], handles[index]
             outcome = fold(job, status, executor.fetch(handle, job), started, executor.name, own_timing=True)
-            outcome = runs.with_runs(outcome, job.request, handle.submitted, runs.starts(handle.token))
+            outcome = runs.with_runs(outcome, job.request, handle.submitted, runs.read(handle.token))
             keep_lost_runs(handle, job.request.run_dir)
             outcomes.append(outcome)
             if on_outcome is not None:

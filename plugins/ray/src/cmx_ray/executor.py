@@ -113,7 +113,7 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         with cluster.session(request.context.settings.address, request.context.settings.cluster_cpus) as where:
             self.cluster_name, self.handles = where, []
             outcome = super().run(request)
-            found = [(handle, runs.starts(handle.token)) for handle in self.handles]  # read (and cleared) each
+            found = [(handle, runs.read(handle.token)) for handle in self.handles]  # read (and cleared) each
             for handle, _ in found:
                 keep_lost_runs(handle, request.run_dir)
             if len(found) != 1:  # cmx resubmitted: its own attempts and times stand
@@ -178,6 +178,10 @@ class RayExecutor(RemoteExecutor[RayHandle]):
             return JobStatus("oom", None, _first_line(exc))
         except exceptions.RayTaskError as exc:
             return JobStatus("failed", None, f"the Ray task raised: {_first_line(exc)}")
+        refused = _refused(handle)
+        if refused:
+            handle.result = None  # nothing of a fenced run is written into the run directory
+            return JobStatus("lost", None, refused)
         return _status(handle.result)
 
     def fetch(self, handle: RayHandle, job: RemoteJob) -> Fetched:
@@ -207,6 +211,17 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         if not ready:
             ray.cancel(handle.ref, force=True)
             ray.wait([handle.ref], timeout=_CANCEL_GRACE_S)
+
+
+def _refused(handle: RayHandle) -> str:
+    """Why the result Ray handed back is refused: it came from a run that a later run of the
+    task superseded (fencing, :mod:`cmx_ray.runs`); "" when it is the latest run's."""
+    result = handle.result
+    if result is None:
+        return ""
+    if result.fenced:
+        return result.error
+    return runs.refusal(runs.read(handle.token, remove=False), result.attempt)
 
 
 def keep_lost_runs(handle: RayHandle, run_dir: Path) -> None:

@@ -18,6 +18,7 @@ and a run Ray started again after losing one resumes from the lost run's checkpo
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -42,6 +43,8 @@ it, and the key of its runs' start stamps)."""
 RESUME_ENV = "CMX_RESUME_FROM"
 BASE_ENV = "CMX_ATTEMPT_BASE"
 ATTEMPT_DIR = "attempt-"
+FENCED = "fenced"
+"""Written into a fenced run's directory (with ``storage``): why it handed nothing back."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,8 @@ class FarResult:
     """When this run of the task started (the far function's first act)."""
     attempt: int = 0
     """Ray's number for this run of the task (0: its first)."""
+    fenced: bool = False
+    """A later run had started when this one ended: it hands back nothing (cmx_ray.runs)."""
 
 
 def run_far(command: Sequence[str], env: Mapping[str, str], lock: bytes, max_bytes: int,
@@ -64,8 +69,10 @@ def run_far(command: Sequence[str], env: Mapping[str, str], lock: bytes, max_byt
     """Run ``command`` (whose lock and output paths are relative: ``lock.json``,
     ``remote``) in a fresh directory and return the output directory's files."""
     started, attempt = time.time(), runs.attempt_number()
-    runs.stamp(env.get(TOKEN_ENV, ""), attempt, started)
+    token = env.get(TOKEN_ENV, "")
+    runs.stamp(token, attempt, started)
     work, resume = _work_dir(storage, attempt)
+    fenced = False
     try:
         (work / LOCK_NAME).write_bytes(lock)
         child_env = {**os.environ, "CMX_DATA_DIR": str(work / "data"), **env, **resume, "PYTHONUNBUFFERED": "1"}
@@ -75,10 +82,29 @@ def run_far(command: Sequence[str], env: Mapping[str, str], lock: bytes, max_byt
                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                        preexec_fn=_die_with_parent)
         code = _wait(process)
+        later = runs.superseded(token, attempt)
+        if later is not None:  # given up for lost while it ran on: its result is not handed back
+            fenced = True
+            return _fenced(work, token, code, (attempt, later), started)
         files, error = collect(work / OUTPUT_NAME, max_bytes)
         return FarResult(code, files, _tail(log_path), node_identity(), error, started, attempt)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not (fenced and storage):  # a fenced run's directory stays with the lost runs'
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _fenced(work: Path, token: str, code: int, numbers: tuple[int, int], started: float) -> FarResult:
+    """What a run hands back that ended after a later run started (``numbers``: its own and
+    the later one's): nothing but the word, also left in its directory."""
+    attempt, later = numbers
+    runs.fence(token, attempt, time.time())
+    why = (f"run {attempt + 1} of the task ended (exit code {code}) after run {later + 1} started: "
+           "fenced, its result not handed back")
+    log = b""
+    with contextlib.suppress(OSError):  # the driver may have ended and removed the task's storage
+        (work / OUTPUT_NAME / FENCED).write_text(why + "\n", encoding="utf-8")
+        log = _tail(work / "far.log")
+    return FarResult(code, {}, log, node_identity(), why, started, attempt, fenced=True)
 
 
 def _work_dir(storage: str, attempt: int) -> tuple[Path, dict[str, str]]:
