@@ -1,0 +1,169 @@
+"""A fault made from outside cmx on the test bed: a node's link cut (``ip link set ... down``
+on the bed's bridge) under a running cmx sweep on Slurm (docs/faults.md, docs/testbed.md).
+
+Four checkpointing points run as one job array, two tasks on each of the bed's two nodes.
+Node 2's link is cut: its slurmd stops answering, Slurm sets the node down past
+``SlurmdTimeout`` and ends its two tasks ``NODE_FAIL`` while their processes run on behind
+the cut; cmx resubmits them under the policy, and the link comes back. Every point is
+recorded once and completed, none ran more often than its policy allows, each lost task's
+point records the lost attempt and its fault, and its retry resumed from the lost attempt's
+checkpoint. The bed is this module's own (no Ray: the cut would leave the session bed's Ray
+worker declared dead), started and stopped by PID. Every wait is bounded; no assertion
+depends on the machine's speed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.netbed import bed as netbed
+from tests.netbed.conftest import bed_work, unavailable
+
+BOUND_S = 400.0
+COUNTER = """\
+name: test-bed-counter
+tags: [test, bedcounter]
+summary: counts to 120 (0.5 s a count), keeping its count in its checkpoint
+cache: false
+inputs:
+  x: {type: integer, default: 0}
+outputs: [start, attempt]
+steps:
+  - uses: shell
+    id: count
+    checkpoint: true
+    with:
+      cmd: [sh, -c, 'f="$CMX_CHECKPOINT_DIR/progress"; n=$(cat "$f" 2>/dev/null || echo 0); s=$n;
+             while [ $n -lt 120 ]; do sleep 0.5; n=$((n+1)); echo $n > "$CMX_CHECKPOINT_DIR/.p.tmp";
+             mv "$CMX_CHECKPOINT_DIR/.p.tmp" "$f"; done; echo "start=$s"; echo "attempt=$CMX_ATTEMPT"']
+      parse: kv
+"""
+
+
+@pytest.fixture(scope="module")
+def slurm_bed() -> Iterator[netbed.Bed]:
+    """A 2-node bed of this module's own, Slurm only; stopped (all it made removed) after."""
+    reason = netbed.why_not()
+    if reason:
+        unavailable(reason)
+    work = bed_work()
+    try:
+        started = netbed.start(work, ray=False)
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        if (work / "netbed.env").exists():
+            netbed.stop(work)
+        shutil.rmtree(work, ignore_errors=True)
+        pytest.fail(str(exc))
+    try:
+        yield started
+    finally:
+        netbed.stop(work)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _until(predicate: Callable[[], Any], what: str, proc: subprocess.Popen[str] | None = None) -> Any:
+    deadline = time.monotonic() + BOUND_S
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"cmx ended (exit {proc.returncode}) before {what}: {proc.communicate()[1][-2000:]}")
+        time.sleep(0.5)
+    raise AssertionError(f"{what} did not happen within {BOUND_S:g} s")
+
+
+def _tasks(bed: netbed.Bed) -> dict[int, str]:
+    """The running tasks of the sweep's array: point index -> node."""
+    out = bed.run(1, ["squeue", "-h", "-r", "-t", "RUNNING", "-n", "cmx-sweep-test-bed-counter", "-o", "%K %N"],
+                  timeout=60).stdout
+    return {int(index): node for index, node in (line.split() for line in out.splitlines() if line.strip())
+            if index.isdigit()}
+
+
+def _all_four(tasks: dict[int, str]) -> dict[int, str] | None:
+    return tasks if len(tasks) == 4 else None
+
+
+def _counted(points: Path) -> int:
+    """The least count the running points' checkpoints hold (0 while one has none)."""
+    counts = []
+    for index in range(4):
+        found = list(points.glob(f"point-{index}/remote/checkpoints/*/count/progress"))
+        text = found[0].read_text().strip() if found else ""
+        counts.append(int(text) if text.isdigit() else 0)
+    return min(counts)
+
+
+def _array(stage: Path) -> str:
+    return str(json.loads((stage / "slurm-job.json").read_text())["array"])
+
+
+def _link(bed: netbed.Bed, node: int, state: str) -> None:
+    subprocess.run(["ip", "-n", bed.hub, "link", "set", f"v{node}", state], check=True, timeout=30)
+
+
+def _node_back(bed: netbed.Bed, node: str) -> bool:
+    """True once Slurm has the node in service again (ReturnToService=2; resumed here if not)."""
+    state = bed.run(1, ["sinfo", "-h", "-n", node, "-o", "%t"], timeout=60).stdout.strip()
+    if state and not any(word in state for word in ("down", "drain", "fail", "unk")):
+        return True
+    bed.run(1, ["scontrol", "update", f"nodename={node}", "state=resume"], timeout=60)
+    return False
+
+
+def test_a_cut_link_under_a_sweep_is_recovered_and_recorded_truly(slurm_bed: netbed.Bed, tmp_path: Path) -> None:
+    bed, home, recipes = slurm_bed, tmp_path / "home", tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "counter.yaml").write_text(COUNTER)
+    sweep = subprocess.Popen(bed.argv(1, [sys.executable, "-m", "cmx_core", "sweep", "--recipes", str(recipes),
+                                          "--tags=test,bedcounter", "--matrix", "x=1,2,3,4", "-j", "4",
+                                          "--retries=1", "--retry-on=node_lost", "--executor=slurm",
+                                          "--executor-opt=poll_s=0.5", "--json"]),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=bed.env(CMX_HOME=str(home)))
+    cut = False
+    try:
+        placed = _until(lambda: _all_four(_tasks(bed)), "four tasks running", sweep)
+        points = next(home.glob("data/sweeps/sw-*"))
+        _until(lambda: _counted(points) >= 2, "a count of 2 in every point's checkpoint", sweep)
+        lost = sorted(index for index, node in placed.items() if node == "cmxn2")
+        assert lost, f"no task on cmxn2: {placed}"
+        first = {index: _array(points / f"point-{index}" / "remote-stage") for index in lost}
+        _link(bed, 2, "down")
+        cut = True
+        _until(lambda: all(_array(points / f"point-{i}" / "remote-stage") != first[i] for i in lost),
+               "the lost tasks resubmitted", sweep)
+        _link(bed, 2, "up")
+        cut = False
+        out, err = sweep.communicate(timeout=BOUND_S)
+    finally:
+        if cut:
+            _link(bed, 2, "up")
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.communicate()
+    assert sweep.returncode == 0, err[-2000:]
+    recorded = {p["index"]: json.loads(Path(p["result_path"]).read_text()) for p in json.loads(out)["points"]}
+    assert sorted(recorded) == [0, 1, 2, 3] and len(list(points.glob("point-*/result.json"))) == 4  # once each
+    for index, document in recorded.items():
+        stage = points / f"point-{index}" / "remote-stage"
+        runs = [line for line in (stage / "starts").read_text().splitlines() if line.strip()]
+        assert document["status"] == "completed", (index, document.get("error"))
+        if index in lost:
+            assert [(a["step"], a["number"], a["fault"], a["resumed"]) for a in document["attempts"]] == \
+                [("slurm job", 1, "node_lost", False), ("slurm job", 2, None, False), ("count", 2, None, True)]
+            assert [f["class"] for f in document["faults"]] == ["node_lost"]
+            assert document["outputs"]["attempt"] == "2" and int(document["outputs"]["start"]) >= 2  # resumed
+            assert len(runs) == 2  # the lost run and its one retry: no more than the policy allows
+        else:
+            assert document.get("attempts", []) == [] and len(runs) == 1
+    assert _until(lambda: _node_back(bed, "cmxn2"), "cmxn2 back in service")
