@@ -1,10 +1,13 @@
-"""A fault made from outside cmx on the test bed: a node's link cut (``ip link set ... down``
-on the bed's bridge) under a running cmx sweep on Slurm (docs/faults.md, docs/testbed.md).
+"""Faults made from outside cmx on the test bed under a running cmx sweep on Slurm
+(docs/faults.md, docs/testbed.md): a node's link cut (``ip link set ... down`` on the bed's
+bridge), and every process of a node killed (``kill -9`` of each PID in its namespace,
+slurmd included).
 
 Four checkpointing points run as one job array, two tasks on each of the bed's two nodes.
-Node 2's link is cut: its slurmd stops answering, Slurm sets the node down past
-``SlurmdTimeout`` and ends its two tasks ``NODE_FAIL`` while their processes run on behind
-the cut; cmx resubmits them under the policy, and the link comes back. Every point is
+Node 2 is struck: its slurmd stops answering, Slurm sets the node down past
+``SlurmdTimeout`` and ends its two tasks ``NODE_FAIL`` (behind a cut link their processes
+run on); cmx resubmits them under the policy, and the node comes back (the link up, or
+slurmd started again). Every point is
 recorded once and completed, none ran more often than its policy allows, each lost task's
 point records the lost attempt and its fault, and its retry resumed from the lost attempt's
 checkpoint. The bed is this module's own (no Ray: the cut would leave the session bed's Ray
@@ -13,8 +16,11 @@ depends on the machine's speed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -120,7 +126,35 @@ def _node_back(bed: netbed.Bed, node: str) -> bool:
     return False
 
 
-def test_a_cut_link_under_a_sweep_is_recovered_and_recorded_truly(slurm_bed: netbed.Bed, tmp_path: Path) -> None:
+def _kill_node(bed: netbed.Bed, node: int) -> None:
+    """SIGKILL every process in node ``node``'s network namespace (slurmd, the tasks), by PID."""
+    for pid in netbed.pids_in(bed.nodes[node - 1].netns):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _strike(bed: netbed.Bed, fault: str) -> None:
+    if fault == "link":
+        _link(bed, 2, "down")
+    else:
+        _kill_node(bed, 2)
+
+
+def _restore(bed: netbed.Bed, fault: str) -> None:
+    """The struck node back: its link up, or its slurmd started again (as the bed starts it)."""
+    if fault == "link":
+        _link(bed, 2, "up")
+        return
+    pidfile = bed.work / "slurm" / "slurmd-cmxn2.pid"
+    alive = pidfile.exists() and pidfile.read_text().strip().isdigit() and \
+        Path(f"/proc/{pidfile.read_text().strip()}").exists()
+    if not alive:
+        bed.run(2, ["slurmd", "-f", str(bed.slurm_conf), "-N", "cmxn2"], timeout=60)
+
+
+@pytest.mark.parametrize("fault", ["link", "kill"])
+def test_a_struck_node_under_a_sweep_is_recovered_and_recorded_truly(slurm_bed: netbed.Bed, tmp_path: Path,
+                                                                     fault: str) -> None:
     bed, home, recipes = slurm_bed, tmp_path / "home", tmp_path / "recipes"
     recipes.mkdir()
     (recipes / "counter.yaml").write_text(COUNTER)
@@ -130,7 +164,7 @@ def test_a_cut_link_under_a_sweep_is_recovered_and_recorded_truly(slurm_bed: net
                                           "--executor-opt=poll_s=0.5", "--json"]),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=bed.env(CMX_HOME=str(home)))
-    cut = False
+    struck = False
     try:
         placed = _until(lambda: _all_four(_tasks(bed)), "four tasks running", sweep)
         points = next(home.glob("data/sweeps/sw-*"))
@@ -138,16 +172,16 @@ def test_a_cut_link_under_a_sweep_is_recovered_and_recorded_truly(slurm_bed: net
         lost = sorted(index for index, node in placed.items() if node == "cmxn2")
         assert lost, f"no task on cmxn2: {placed}"
         first = {index: _array(points / f"point-{index}" / "remote-stage") for index in lost}
-        _link(bed, 2, "down")
-        cut = True
+        _strike(bed, fault)
+        struck = True
         _until(lambda: all(_array(points / f"point-{i}" / "remote-stage") != first[i] for i in lost),
                "the lost tasks resubmitted", sweep)
-        _link(bed, 2, "up")
-        cut = False
+        _restore(bed, fault)
+        struck = False
         out, err = sweep.communicate(timeout=BOUND_S)
     finally:
-        if cut:
-            _link(bed, 2, "up")
+        if struck:
+            _restore(bed, fault)
         if sweep.poll() is None:
             sweep.kill()
             sweep.communicate()
