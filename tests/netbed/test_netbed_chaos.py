@@ -1,7 +1,7 @@
 """Faults made from outside cmx on the test bed under a running cmx sweep on Slurm
 (docs/faults.md, docs/testbed.md): a node's link cut (``ip link set ... down`` on the bed's
-bridge), and every process of a node killed (``kill -9`` of each PID in its namespace,
-slurmd included).
+bridge), every process of a node killed (``kill -9`` of each PID in its namespace, slurmd
+included), and the sweep driver killed (SIGKILL by PID) then resumed.
 
 Four checkpointing points run as one job array, two tasks on each of the bed's two nodes.
 Node 2 is struck: its slurmd stops answering, Slurm sets the node down past
@@ -37,10 +37,11 @@ BOUND_S = 400.0
 COUNTER = """\
 name: test-bed-counter
 tags: [test, bedcounter]
-summary: counts to 120 (0.5 s a count), keeping its count in its checkpoint
+summary: counts to its input (0.5 s a count), keeping its count in its checkpoint
 cache: false
 inputs:
   x: {type: integer, default: 0}
+  to: {type: integer, default: 120}
 outputs: [start, attempt]
 steps:
   - uses: shell
@@ -48,8 +49,9 @@ steps:
     checkpoint: true
     with:
       cmd: [sh, -c, 'f="$CMX_CHECKPOINT_DIR/progress"; n=$(cat "$f" 2>/dev/null || echo 0); s=$n;
-             while [ $n -lt 120 ]; do sleep 0.5; n=$((n+1)); echo $n > "$CMX_CHECKPOINT_DIR/.p.tmp";
-             mv "$CMX_CHECKPOINT_DIR/.p.tmp" "$f"; done; echo "start=$s"; echo "attempt=$CMX_ATTEMPT"']
+             while [ $n -lt "$1" ]; do sleep 0.5; n=$((n+1)); echo $n > "$CMX_CHECKPOINT_DIR/.p.tmp";
+             mv "$CMX_CHECKPOINT_DIR/.p.tmp" "$f"; done; echo "start=$s"; echo "attempt=$CMX_ATTEMPT"',
+            sh, "{{ inputs.to }}"]
       parse: kv
 """
 
@@ -201,3 +203,39 @@ def test_a_struck_node_under_a_sweep_is_recovered_and_recorded_truly(slurm_bed: 
         else:
             assert document.get("attempts", []) == [] and len(runs) == 1
     assert _until(lambda: _node_back(bed, "cmxn2"), "cmxn2 back in service")
+
+
+def test_a_killed_sweep_driver_on_the_bed_is_resumed_and_adopts_its_tasks(slurm_bed: netbed.Bed,
+                                                                           tmp_path: Path) -> None:
+    """The sweep driver on node 1 killed with SIGKILL (by PID) while its four tasks run on both
+    nodes; ``cmx sweep --resume`` on node 1 adopts them: each point recorded once in its first
+    run directory, each task run once, nothing marked interrupted."""
+    bed, home, recipes = slurm_bed, tmp_path / "home", tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "counter.yaml").write_text(COUNTER)
+    sweep = subprocess.Popen(bed.argv(1, [sys.executable, "-m", "cmx_core", "sweep", "--recipes", str(recipes),
+                                          "--tags=test,bedcounter", "--to=10", "--matrix", "x=1,2,3,4", "-j", "4",
+                                          "--executor=slurm", "--executor-opt=poll_s=0.5", "--json"]),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=bed.env(CMX_HOME=str(home)))
+    try:
+        placed = _until(lambda: _all_four(_tasks(bed)), "four tasks running", sweep)
+        assert sorted(set(placed.values())) == ["cmxn1", "cmxn2"], placed
+        os.kill(sweep.pid, signal.SIGKILL)  # nsenter runs the driver in its own process: the driver's PID
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+        sweep.communicate()
+    assert sweep.returncode == -signal.SIGKILL  # the driver itself died
+    folder = next(home.glob("data/sweeps/sw-*"))
+    resumed = bed.run(1, [sys.executable, "-m", "cmx_core", "sweep", "--resume", folder.name, "--json"],
+                      timeout=BOUND_S, CMX_HOME=str(home))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    points = json.loads(resumed.stdout)["points"]
+    assert sorted(p["index"] for p in points) == [0, 1, 2, 3]
+    assert sorted(p.name for p in folder.iterdir() if p.is_dir()) == [f"point-{i}" for i in range(4)]  # no -r1
+    for point in points:
+        run_dir = folder / f"point-{point['index']}"
+        document = json.loads((run_dir / "result.json").read_text())
+        assert document["status"] == "completed" and document.get("attempts", []) == []
+        assert len((run_dir / "remote-stage" / "starts").read_text().splitlines()) == 1  # its task ran once
