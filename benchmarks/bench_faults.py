@@ -160,7 +160,7 @@ def _slurm(work: Path, env: Mapping[str, str]) -> Iterator[Service]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def _multinode() -> Any:
+def multinode() -> Any:
     """cmx-ray's test cluster module (plugins/ray/tests/multinode.py: a file, not a package)."""
     spec = importlib.util.spec_from_file_location("multinode", ROOT / "plugins" / "ray" / "tests" / "multinode.py")
     assert spec is not None and spec.loader is not None
@@ -173,7 +173,7 @@ def _multinode() -> Any:
 def _ray(work: Path, env: Mapping[str, str]) -> Iterator[Service]:
     from cmx_ray.cluster import ray_env  # deferred: cmx-ray only when its executor is measured
 
-    with _multinode().running(2) as workers, ray_env():  # the cluster's variables are its drivers' too
+    with multinode().running(2) as workers, ray_env():  # the cluster's variables are its drivers' too
         yield [f"address={workers.address}", "env=CMX_HOME"], workers.add
 
 

@@ -15,7 +15,6 @@ node was let go (SIGCONT) and the task's file appeared.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import signal
@@ -25,19 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from bench_faults import multinode  # the Ray test cluster's module, as bench_faults loads it
 
 from cmx_ray.cluster import RAY_ENV
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _multinode() -> Any:
-    """cmx-ray's test cluster module (plugins/ray/tests/multinode.py: a file, not a package)."""
-    spec = importlib.util.spec_from_file_location("multinode", ROOT / "plugins" / "ray" / "tests" / "multinode.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _task(folder: str) -> int:
@@ -61,7 +50,7 @@ def measure(freeze: str, wait_s: float) -> dict[str, Any]:
     import ray
 
     folder = tempfile.mkdtemp(prefix="cmx-bench-cut-")
-    with _multinode().running(2) as cluster:
+    with multinode().running(2) as cluster:
         ray.init(address=cluster.address, _node_ip_address="127.0.0.1", log_to_driver=False,
                  configure_logging=False)
         try:

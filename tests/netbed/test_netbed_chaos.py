@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,10 @@ def _counted(points: Path) -> int:
     return min(counts)
 
 
+def _epoch(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
 def _array(stage: Path) -> str:
     return str(json.loads((stage / "slurm-job.json").read_text())["array"])
 
@@ -194,6 +199,8 @@ def test_a_struck_node_under_a_sweep_is_recovered_and_recorded_truly(slurm_bed: 
         stage = points / f"point-{index}" / "remote-stage"
         runs = [line for line in (stage / "starts").read_text().splitlines() if line.strip()]
         assert document["status"] == "completed", (index, document.get("error"))
+        assert _epoch(document["timing"]["started_at"]) >= float(runs[0].split()[0]) - 0.01  # its own wall time
+        assert document["timing"]["queue_s"] >= 0.0  # its wait in the queue, beside it
         if index in lost:
             assert [(a["step"], a["number"], a["fault"], a["resumed"]) for a in document["attempts"]] == \
                 [("slurm job", 1, "node_lost", False), ("slurm job", 2, None, False), ("count", 2, None, True)]
