@@ -1,16 +1,23 @@
 """MLPerf's compliance checker (``mlperf_logging.compliance_checker``, the training 6.1.0
-rules) run on a time-to-accuracy log.
+rules) run on a time-to-accuracy log, twice, and recorded for what each run is.
 
-The package's ``training_6.1.0/common.yaml`` and ``open_common.yaml`` are used as shipped
-except for the rule that lists MLPerf's own benchmarks: ours (``digits_cnn``, ``resnet``,
-``bert``) are not among the 6.1.0 ones, so that rule is replaced by one naming ours and
-enqueueing this run's benchmark rules (the target accuracy reached at least once, the global
-batch, optimiser and seed stated once). The division is always ``open`` (the division rule
-then enqueues the edited ``open_common.yaml`` instead of the package's).
+:func:`official`: the checker exactly as shipped (``--usage training --ruleset 6.1.0``, no
+config of ours); only its verdict is ever recorded as ``accepted``, with the package's
+version and the command. A benchmark that is not one of the ruleset's (the package ships no
+``open_<benchmark>.yaml`` for it: ``digits_cnn``, ``resnet``, ``bert`` are not among 6.1.0's)
+fails it, rightly.
+
+:func:`check`: the common rules only. The package's ``training_6.1.0/common.yaml`` and
+``open_common.yaml`` are used as shipped except for the rule that lists MLPerf's own
+benchmarks, which is replaced by one naming ours and enqueueing this run's benchmark rules
+(the target accuracy reached at least once, the global batch, optimiser and seed stated
+once), and the division, forced to ``open``. Its verdict is recorded as ``common_rules``,
+saying it was checked under rules cmx edited: never as acceptance under the ruleset.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -26,6 +33,11 @@ class Verdict:
     ruleset: str
     config: str
     message: str
+
+
+COMMON_RULES_NOTE = ("not an MLPerf benchmark of training {ruleset}: checked under its common rules only, as cmx "
+                     "edited them (division forced to open, the benchmark list replaced by '{benchmark}', 4 rules "
+                     "of cmx's own); no claim of acceptance")
 
 
 def _load(name: str) -> list[dict[str, Any]]:
@@ -79,14 +91,69 @@ def _rules(benchmark: str, target: float, folder: Path) -> Path:
 
 
 def check(log: Path, benchmark: str, target: float, timeout_s: float = 120.0) -> Verdict:
-    """Run the checker on ``log`` in a subprocess (it keeps module-level state)."""
+    """The common rules as cmx edited them (module docstring), on ``log`` in a subprocess (the
+    checker keeps module-level state)."""
     folder = log.parent / "compliance"
     config = _rules(benchmark, target, folder)
     out = folder / "compliance_checker.log"
-    proc = subprocess.run([sys.executable, "-m", "mlperf_logging.compliance_checker", "--usage", "training",
-                           "--ruleset", RULESET, "--config", str(config), "--log_output", str(out), str(log)],
+    return _verdict(_checker(["--config", str(config), "--log_output", str(out), str(log)], timeout_s), str(config))
+
+
+def official(log: Path, timeout_s: float = 120.0) -> Verdict:
+    """The checker as shipped, on ``log``: ``config`` is the command, with the log's file name."""
+    args = ["--log_output", str(log.parent / "compliance" / "official_checker.log"), str(log)]
+    (log.parent / "compliance").mkdir(parents=True, exist_ok=True)
+    command = " ".join(["python -m mlperf_logging.compliance_checker", *_BASE, log.name])
+    return _verdict(_checker(args, timeout_s), command)
+
+
+_BASE = ("--usage", "training", "--ruleset", RULESET)
+
+
+def _checker(args: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mlperf_logging.compliance_checker", *_BASE, *args],
                           capture_output=True, text=True, timeout=timeout_s, check=False)
+
+
+def _verdict(proc: subprocess.CompletedProcess[str], config: str) -> Verdict:
     text = (proc.stdout + proc.stderr).strip().splitlines()
     failed = [line for line in text if line.startswith(("ERROR", "WARNING")) and "FAILED" not in line]
     message = "SUCCESS" if proc.returncode == 0 else "; ".join(failed)[:500] or (text[-1] if text else "failed")
-    return Verdict(proc.returncode == 0, f"training {RULESET}", str(config), message)
+    return Verdict(proc.returncode == 0, f"training {RULESET}", config, message)
+
+
+def is_mlperf_benchmark(benchmark: str) -> bool:
+    """True when the ruleset names ``benchmark`` (the package ships its ``open_<benchmark>.yaml``)."""
+    import mlperf_logging.compliance_checker as checker  # deferred: mlperf_logging only when this runs
+
+    return (Path(checker.__file__).parent / f"training_{RULESET}" / f"open_{benchmark}.yaml").is_file()
+
+
+def checker_version() -> str:
+    try:
+        return f"mlperf-logging {importlib.metadata.version('mlperf-logging')}"
+    except importlib.metadata.PackageNotFoundError:
+        return "mlperf-logging (version unknown)"
+
+
+def record(log: Path, benchmark: str, target: float) -> dict[str, Any]:
+    """The result's ``train.compliance``: the unmodified checker's verdict (``accepted``), its
+    version and command; for a benchmark the ruleset does not name, the common-rules verdict
+    beside it, labelled as checked under edited rules."""
+    shipped = official(log)
+    ours = is_mlperf_benchmark(benchmark)
+    common = None if ours else check(log, benchmark, target)
+    return {"accepted": shipped.accepted, "ruleset": shipped.ruleset, "message": shipped.message,
+            "checker": checker_version(), "command": shipped.config, "mlperf_benchmark": ours,
+            "common_rules": None if common is None else {
+                "passed": common.accepted, "message": common.message,
+                "note": COMMON_RULES_NOTE.format(ruleset=RULESET, benchmark=benchmark)}}
+
+
+def refusal(compliance: dict[str, Any]) -> str:
+    """Why the run is invalid by the checker ("" when it is not): an MLPerf benchmark the
+    unmodified checker refuses, or any other benchmark its common rules refuse."""
+    common = compliance.get("common_rules")
+    if common is None:
+        return "" if compliance["accepted"] else f"MLPerf compliance checker: {compliance['message']}"
+    return "" if common["passed"] else f"MLPerf compliance checker (common rules): {common['message']}"

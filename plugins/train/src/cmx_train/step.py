@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from cmx_core.api import Artifact, Metric, ResultPart, StepContext, StepOutput
 from cmx_train import __version__
-from cmx_train.compliance import check
+from cmx_train.compliance import record as compliance_record
+from cmx_train.compliance import refusal as compliance_refusal
 from cmx_train.config import TrainConfig, parse
 from cmx_train.launch import run
 from cmx_train.maxbatch import search
@@ -172,12 +173,12 @@ def _output(ctx: StepContext, config: TrainConfig, ranks: Any, work: Path, threa
             reasons.append(f"did not reach target_accuracy {config.target_accuracy} in {config.max_epochs} epochs")
         mllog = work / "mlperf_log.txt"
         if mllog.is_file():
-            verdict = check(mllog, BENCHMARK[config.model], config.target_accuracy)
-            compliance = {"accepted": verdict.accepted, "ruleset": verdict.ruleset, "message": verdict.message}
+            compliance = compliance_record(mllog, BENCHMARK[config.model], config.target_accuracy)
             artifacts.append(Artifact(mllog, "mlperf_log"))
-            if not verdict.accepted and converged:
+            refused = compliance_refusal(compliance)
+            if refused and converged:
                 status = "invalid"
-                reasons.append(f"MLPerf compliance checker: {verdict.message}")
+                reasons.append(refused)
     section = _section(config, rows, ranks, _Judged(found, converged, compliance, judged, record))
     (work / "section.json").write_text(json.dumps(section, indent=1), encoding="utf-8")
     part = ResultPart(status=status, benchmark=_benchmark(config, metrics), metrics=metrics,
