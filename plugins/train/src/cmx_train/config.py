@@ -8,8 +8,9 @@ before any process starts. Light: no torch here.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,9 @@ PARAMS: dict[str, str] = {
     "master_addr": "rendezvous host (default: MASTER_ADDR, else 127.0.0.1)",
     "master_port": "rendezvous port (0: MASTER_PORT, else a free one)",
     "baseline_samples_per_s": "samples/s of the 1-process point (0: found in the sweep's own points)",
+    "script": "throughput: your own torchrun-compatible training script, run on every rank instead of cmx's "
+              "model (it reports each step with cmx_train.report.report; empty: cmx's model)",
+    "script_args": "the script's arguments, split as a shell would (nothing reaches a shell)",
 }
 
 
@@ -87,6 +91,8 @@ class TrainConfig:
     master_addr: str = ""
     master_port: int = 0
     baseline_samples_per_s: float = 0.0
+    script: str = ""
+    script_args: str = ""
 
     @property
     def world_size(self) -> int:
@@ -132,7 +138,7 @@ def parse(params: Mapping[str, Any]) -> TrainConfig:
         values[f.name] = _coerce(f.name, params[f.name], type(getattr(TrainConfig(), f.name)))
     config = TrainConfig(**values)
     _check(config)
-    return config
+    return replace(config, script=str(Path(config.script).resolve())) if config.script else config
 
 
 def _coerce(key: str, raw: Any, kind: type) -> Any:
@@ -175,5 +181,20 @@ def _check(config: TrainConfig) -> None:
         raise UsageError(f"train: launcher none starts one process, but nproc x nodes is {config.world_size}")
     if config.launcher == "mpirun" and config.nodes > 1:
         raise UsageError("train: launcher mpirun here runs on one node; use nodes 1 (or launcher env under Slurm)")
+    if config.script:
+        _check_script(config)
     if config.weights and not Path(config.weights).is_file():
         raise UsageError(f"train: weights {config.weights!r} is not a file")
+
+
+def _check_script(config: TrainConfig) -> None:
+    if config.mode != "throughput":
+        raise UsageError(f"train: script runs in mode throughput, not {config.mode}")
+    if not Path(config.script).is_file():
+        raise UsageError(f"train: script {config.script!r} is not a file")
+    if config.nodes > 1:
+        raise UsageError("train: script runs on one node (nodes 1): its ranks' reports are read on that node")
+    try:
+        shlex.split(config.script_args)
+    except ValueError as exc:
+        raise UsageError(f"train: script_args {config.script_args!r}: {exc}") from None

@@ -32,6 +32,9 @@ from cmx_core.errors import ProcessEnd, StepFailed, UsageError
 from cmx_train import progress
 from cmx_train.config import TrainConfig
 from cmx_train.lost_rank import lost_rank
+from cmx_train.report import ENV
+from cmx_train.user_script import REPORTS
+from cmx_train.user_script import rows as user_rows
 from cmx_train.worker import RANKS_FILE
 
 WORKER = ("-m", "cmx_train.worker")
@@ -103,8 +106,13 @@ def plan_launch(config: TrainConfig, config_file: Path, out: Path, launchers: Ma
     env = {**os.environ, "CMX_TRAIN_THREADS": threads, "OMP_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1"}
     if metrics_file is not None:
         env[progress.ENV_FILE] = str(metrics_file)
+    if config.script:
+        (out / REPORTS).mkdir(parents=True, exist_ok=True)
+        env[ENV] = str(out / REPORTS)
+    program = (sys.executable, config.script, *shlex.split(config.script_args)) if config.script else \
+        (sys.executable, *WORKER, str(config_file), str(out))
     try:
-        node = launcher.wrap((sys.executable, *WORKER, str(config_file), str(out)), layout_of(config, env))
+        node = launcher.wrap(program, layout_of(config, env))
     except UsageError as exc:
         raise UsageError(f"train: {exc}") from None
     return Launch(node.argv, {**env, **node.env}, launcher.name, node.rendezvous)
@@ -141,8 +149,15 @@ def run(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Laun
     if code != 0:
         kills, group_path = (counted.kills, str(counted.group)) if counted is not None else (0, None)
         _failed(launch, code, wall, (work, log, offset), kills, group_path)
-    rows = _rows(work, rank)
+    rows = _script_rows(config, work) if config.script else _rows(work, rank)
     return Ranks(tuple(rows), rank, wall, launch)
+
+
+def _script_rows(config: TrainConfig, work: Path) -> list[dict[str, Any]]:
+    """Every rank's figures from the script's reports, kept as the worker keeps its own."""
+    rows = user_rows(work / REPORTS, config.world_size, config.warmup_steps)
+    (work / RANKS_FILE).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    return rows
 
 
 def _failed(launch: Launch, code: int, wall: float, files: tuple[Path, Path, int], oom_kills: int,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,7 @@ from cmx_train.maxbatch import search
 from cmx_train.mlperf_log import BENCHMARK
 from cmx_train.scaling import Baseline, Efficiency, Point, baseline_from_sweep, efficiency
 from cmx_train.threads import ThreadChoice, choose, cores
+from cmx_train.user_script import script_record
 
 SUITE = "train"
 MODE_NAME = {"throughput": "throughput", "time-to-accuracy": "time_to_accuracy", "max-batch": "max_batch"}
@@ -64,6 +66,8 @@ def _step_times(rows: Sequence[Mapping[str, Any]]) -> list[float]:
 
 def honesty(config: TrainConfig) -> list[str]:
     """Why this run is not an MLPerf Training result (every run here is ``unofficial``)."""
+    if config.script:
+        return [f"your own script {Path(config.script).name}: not an MLPerf Training benchmark"]
     reasons = []
     if config.model == "digits-cnn":
         reasons.append("digits-cnn on scikit-learn's digits is not an MLPerf Training benchmark")
@@ -191,7 +195,8 @@ def _output(ctx: StepContext, config: TrainConfig, ranks: Any, work: Path, threa
 def _benchmark(config: TrainConfig, metrics: Mapping[str, Metric]) -> dict[str, Any]:
     primary = {"throughput": "samples_per_second", "time-to-accuracy": "time_to_accuracy_s",
                "max-batch": "max_batch_size"}[config.mode]
-    return {"suite": SUITE, "suite_version": __version__, "task": config.model, "scenario": config.precision,
+    task = Path(config.script).stem if config.script else config.model
+    return {"suite": SUITE, "suite_version": __version__, "task": task, "scenario": config.precision,
             "mode": MODE_NAME[config.mode], "division": "unofficial", "primary_metric": primary}
 
 
@@ -246,6 +251,7 @@ def _section(config: TrainConfig, rows: Sequence[Mapping[str, Any]], ranks: Any,
         "baseline_from": judged.baseline.source if judged.baseline else None,
         "baseline_threads_per_rank": judged.baseline.point.threads_per_rank if judged.baseline else None,
         "compliance": judged.compliance,
+        "script": script_record(config.script, shlex.split(config.script_args)) if config.script else None,
         "unofficial_reasons": honesty(config),
         "launch_wall_s": ranks.wall_s,
         "ranks": [{"rank": r["rank"], "host": r["host"], "samples": r["samples"], "window_s": r["window_s"],
