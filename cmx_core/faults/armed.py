@@ -95,3 +95,12 @@ def armed(injections: Sequence[Injection], progress_file: Path | None,
     finally:
         _CURRENT.reset(token)
         state.finished()
+
+
+def strike(proc: subprocess.Popen[bytes]) -> None:
+    """Let the injections armed for this step strike ``proc``, a process a Python step started
+    itself (cmx-train's launch of its ranks), as they strike a shell step's: kill-step kills
+    its process group at its moment. Nothing when none are armed."""
+    state = current()
+    if state is not None:
+        state.started(proc)

@@ -320,7 +320,9 @@ class NodeRunner:
                 else:
                     failure = None
             ended, injected_at = time.time(), fired.fired_at if fired is not None else None
-            injected = ",".join(i.text for i in injections) or None
+            # an injection that never struck (kill-step@50% of a step that reports no progress)
+            # is not recorded as one: the provenance lists what was asked, the attempts what happened
+            injected = (",".join(i.text for i in injections) or None) if injected_at is not None else None
             if failure is None:
                 if number > first or injected or resumed:  # resumed: from a job-level retry's checkpoint
                     self.attempts.add(Attempt(node.id, step.id, number, started, ended, injected=injected,

@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 import psutil
 
 from cmx_core.api import Launcher, RankLayout
-from cmx_core.api.sandboxing import open_group
+from cmx_core.api.sandboxing import open_group, strike
 from cmx_core.errors import ProcessEnd, StepFailed, UsageError
 from cmx_train import progress
 from cmx_train.config import TrainConfig
@@ -136,6 +136,7 @@ def run(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Laun
         if group is not None:
             group.started(proc.pid)
         try:
+            strike(proc)  # --inject kill-step@50%: at rank 0's reported progress (cmx_train.progress)
             code = proc.wait(timeout=config.timeout_s)
         except subprocess.TimeoutExpired:
             _kill(proc)

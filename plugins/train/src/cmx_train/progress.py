@@ -12,6 +12,8 @@ so the run's telemetry (``telemetry.om``, ``/metrics``, the progress line) has o
 rank as it trains: its own loss (before the ranks' mean), its last step's time, its samples
 per second since its previous report, and its samples so far (warm-up steps included). They
 are progress, not the result: the result's figures come from the timed window of every rank.
+Rank 0 also reports the run's ``progress`` (the fraction of its steps done), which
+``--inject kill-step@50%`` waits for (docs/faults.md).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class RankProgress:
     def __init__(self, path: str | None, rank: int, clock: Callable[[], float] = time.monotonic) -> None:
         self._path = path or None
         self._label = f'{{rank="{rank}"}}'
+        self._rank = rank
+        self._fraction: float | None = None
         self._clock = clock
         self._since = clock()
         self._samples = 0
@@ -40,11 +44,14 @@ class RankProgress:
     def from_env(cls, rank: int) -> RankProgress:
         return cls(os.environ.get(ENV_FILE), rank)
 
-    def step(self, samples: int, seconds: float, loss: Callable[[], float]) -> None:
+    def step(self, samples: int, seconds: float, loss: Callable[[], float], fraction: float | None = None) -> None:
         """One training step of ``samples`` that took ``seconds``; ``loss`` is read only when
-        a report is due (on a GPU reading it waits for the device)."""
+        a report is due (on a GPU reading it waits for the device); ``fraction``: of the run's
+        steps done (rank 0 reports it)."""
         if self._path is None:
             return
+        if fraction is not None and self._rank == 0:
+            self._fraction = fraction
         self._samples += samples
         self._pending += samples
         self._last = (seconds, loss)
@@ -64,6 +71,8 @@ class RankProgress:
         if self._last is not None:
             seconds, loss = self._last
             lines += [f"train_step_time_seconds{self._label} {seconds:.6g}", f"train_loss{self._label} {loss():.6g}"]
+        if self._fraction is not None:
+            lines.append(f"progress {self._fraction:.6g}")
         self._since, self._pending = now, 0
         text = "".join(f"{line}\n" for line in lines).encode()
         # one write in append mode: the ranks' lines do not interleave mid-line

@@ -268,7 +268,7 @@ def _timed(loop: _Loop, sync: Any, meter: Any) -> None:
             if done >= config.warmup_steps:
                 figures.step_times_s.append(took)
                 figures.samples += len(idx)
-            loop.progress.step(len(idx), took, loop.own_loss)
+            loop.progress.step(len(idx), took, loop.own_loss, fraction=(done + 1) / total)
             done += 1
             if done == total:
                 break
@@ -292,7 +292,7 @@ def _to_accuracy(loop: _Loop, net: Any, autocast: Any, log: Any, began: float) -
             figures.losses.append(step(data.train_x[idx].to(device), data.train_y[idx].to(device)))
             figures.step_times_s.append(time.perf_counter() - t0)
             figures.samples += len(idx)
-            loop.progress.step(len(idx), figures.step_times_s[-1], loop.own_loss)
+            loop.progress.step(len(idx), figures.step_times_s[-1], loop.own_loss, fraction=epoch / config.max_epochs)
         log.epoch_stop(epoch)
         net.eval()
         with torch.no_grad(), autocast():
