@@ -25,7 +25,7 @@ from typing import Any
 
 import psutil
 
-from cmx_ray import executor, far, runs
+from cmx_ray import cluster, executor, far, runs
 
 from .multinode import Workers
 
@@ -174,14 +174,15 @@ def test_a_run_that_ends_after_a_later_run_started_is_fenced(ray_head: str, tmp_
     stays for the lost runs' record); and a result from run 1 reaching the driver all the same
     is refused. The driver's reading clears the task's entries."""
     token, storage = uuid.uuid4().hex, tmp_path / "shared" / "task"
-    runs.stamp(token, 1, time.time())  # the later run, started elsewhere
     script = "import pathlib; pathlib.Path('remote').mkdir(); pathlib.Path('remote/result.json').write_text('{}')"
-    result = far.run_far([sys.executable, "-c", script], {far.TOKEN_ENV: token}, b"{}", 10**6, str(storage))
-    assert result.fenced and result.files == {} and result.attempt == 0  # this process is run 1 (number 0)
-    assert "after run 2 started: fenced" in result.error
-    assert "fenced" in (storage / "attempt-0" / "remote" / "fenced").read_text()
-    handle = executor.RayHandle(None, None, None, "", token, result=replace(result, fenced=False))
-    assert "refused (fenced)" in executor._refused(handle)  # the driver's own check, on the run numbers
-    seen = runs.read(token)
-    assert sorted(seen.starts) == [0, 1] and seen.fenced == frozenset({0})
-    assert runs.read(token) == runs.TaskRuns()  # cleared
+    with cluster.session(ray_head):  # this process a driver of the session's head (as the far task's is)
+        runs.stamp(token, 1, time.time())  # the later run, started elsewhere
+        result = far.run_far([sys.executable, "-c", script], {far.TOKEN_ENV: token}, b"{}", 10**6, str(storage))
+        assert result.fenced and result.files == {} and result.attempt == 0  # this process is run 1 (number 0)
+        assert "after run 2 started: fenced" in result.error
+        assert "fenced" in (storage / "attempt-0" / "remote" / "fenced").read_text()
+        handle = executor.RayHandle(None, None, None, "", token, result=replace(result, fenced=False))
+        assert "refused (fenced)" in executor._refused(handle)  # the driver's own check, on the run numbers
+        seen = runs.read(token)
+        assert sorted(seen.starts) == [0, 1] and seen.fenced == frozenset({0})
+        assert runs.read(token) == runs.TaskRuns()  # cleared

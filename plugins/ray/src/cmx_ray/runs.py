@@ -131,8 +131,8 @@ def with_runs(outcome: ExecutionOutcome, request: ExecutionRequest, submitted: f
     numbers = sorted(runs.starts)
     begun = [runs.starts[n] for n in numbers]
     queued = max(0.0, begun[0] - submitted)
-    if len(begun) < 2:
-        return replace(outcome, started=min(begun[0], outcome.finished), queued_s=queued)
+    if len(begun) < 2:  # a batch point's own start (its far run's) is later still: kept
+        return replace(outcome, started=min(max(begun[0], outcome.started), outcome.finished), queued_s=queued)
     record = LostJobs(request.context.plan.root.id, LABEL, job_policy(request), begun[0])
     for index, (began, ended) in enumerate(itertools.pairwise(begun)):
         late = "; it lived on and its late result was refused (fenced)" if numbers[index] in runs.fenced else ""
