@@ -67,6 +67,33 @@ def chaos_recipe() -> str:
         """)
 
 
+def counter_recipe(name: str, tag: str, to: int = 12) -> str:
+    """The recipe (YAML text) of a checkpointing step for the job-level retry tests: it counts
+    to its input ``to`` (default ``to``), 0.5 s a count, keeping its count in its checkpoint,
+    and outputs the count it started from and its ``CMX_ATTEMPT``: a retry that resumed
+    starts above 0 (docs/faults.md, "Checkpoints across attempts")."""
+    return textwrap.dedent(f"""\
+        name: {name}
+        tags: [test, {tag}]
+        summary: counts to its input (0.5 s a count), keeping its count in its checkpoint
+        cache: false
+        inputs:
+          x: {{type: integer, default: 0}}
+          to: {{type: integer, default: {to}}}
+        outputs: [start, attempt]
+        steps:
+          - uses: shell
+            id: count
+            checkpoint: true
+            with:
+              cmd: [sh, -c, 'f="$CMX_CHECKPOINT_DIR/progress"; n=$(cat "$f" 2>/dev/null || echo 0); s=$n;
+                     while [ $n -lt "$1" ]; do sleep 0.5; n=$((n+1)); echo $n > "$CMX_CHECKPOINT_DIR/.p.tmp";
+                     mv "$CMX_CHECKPOINT_DIR/.p.tmp" "$f"; done; echo "start=$s"; echo "attempt=$CMX_ATTEMPT"',
+                    sh, "{{{{ inputs.to }}}}"]
+              parse: kv
+        """)
+
+
 def available_faults(kill_worker: bool = False) -> list[FaultKind]:
     """The faults this machine can inject: oom needs a writable memory cgroup, disk-full bwrap,
     partition unshare; ``kill-worker`` when the executor under test kills its workers."""

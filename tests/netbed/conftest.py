@@ -5,6 +5,7 @@ everywhere, a bed that does not start on a machine that can make one."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -29,15 +30,16 @@ def bed_work() -> Path:
     return Path(tempfile.mkdtemp(prefix="cmxnb-", dir="/tmp"))
 
 
-@pytest.fixture(scope="session")
-def bed() -> Iterator[netbed.Bed]:
-    """A running 2-node bed; stopped (everything it made removed) when the session ends."""
+@contextlib.contextmanager
+def running_bed(ray: bool = True) -> Iterator[netbed.Bed]:
+    """A running 2-node bed (with Ray, or Slurm only) for the block; stopped, everything it
+    made removed, after it."""
     reason = netbed.why_not()
     if reason:
         unavailable(reason)
     work = bed_work()
     try:
-        started = netbed.start(work)
+        started = netbed.start(work, ray=ray)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
         if (work / "netbed.env").exists():  # a start cut short by the timeout: remove what it made
             netbed.stop(work)
@@ -49,3 +51,10 @@ def bed() -> Iterator[netbed.Bed]:
     finally:
         netbed.stop(work)
         shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def bed() -> Iterator[netbed.Bed]:
+    """A running 2-node bed; stopped (everything it made removed) when the session ends."""
+    with running_bed() as started:
+        yield started

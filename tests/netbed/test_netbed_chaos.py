@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,51 +30,19 @@ from typing import Any
 
 import pytest
 
+from cmx_core.testing.chaos import counter_recipe
 from tests.netbed import bed as netbed
-from tests.netbed.conftest import bed_work, unavailable
+from tests.netbed.conftest import running_bed
 
 BOUND_S = 400.0
-COUNTER = """\
-name: test-bed-counter
-tags: [test, bedcounter]
-summary: counts to its input (0.5 s a count), keeping its count in its checkpoint
-cache: false
-inputs:
-  x: {type: integer, default: 0}
-  to: {type: integer, default: 120}
-outputs: [start, attempt]
-steps:
-  - uses: shell
-    id: count
-    checkpoint: true
-    with:
-      cmd: [sh, -c, 'f="$CMX_CHECKPOINT_DIR/progress"; n=$(cat "$f" 2>/dev/null || echo 0); s=$n;
-             while [ $n -lt "$1" ]; do sleep 0.5; n=$((n+1)); echo $n > "$CMX_CHECKPOINT_DIR/.p.tmp";
-             mv "$CMX_CHECKPOINT_DIR/.p.tmp" "$f"; done; echo "start=$s"; echo "attempt=$CMX_ATTEMPT"',
-            sh, "{{ inputs.to }}"]
-      parse: kv
-"""
+COUNTER = counter_recipe("test-bed-counter", "bedcounter", to=120)
 
 
 @pytest.fixture(scope="module")
 def slurm_bed() -> Iterator[netbed.Bed]:
     """A 2-node bed of this module's own, Slurm only; stopped (all it made removed) after."""
-    reason = netbed.why_not()
-    if reason:
-        unavailable(reason)
-    work = bed_work()
-    try:
-        started = netbed.start(work, ray=False)
-    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
-        if (work / "netbed.env").exists():
-            netbed.stop(work)
-        shutil.rmtree(work, ignore_errors=True)
-        pytest.fail(str(exc))
-    try:
+    with running_bed(ray=False) as started:
         yield started
-    finally:
-        netbed.stop(work)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _until(predicate: Callable[[], Any], what: str, proc: subprocess.Popen[str] | None = None) -> Any:

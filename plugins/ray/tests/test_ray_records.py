@@ -25,29 +25,13 @@ from typing import Any
 
 import psutil
 
+from cmx_core.testing.chaos import counter_recipe
 from cmx_ray import cluster, executor, far, runs
 
 from .multinode import Workers
 
 BOUND_S = 300.0
-COUNTER = """\
-name: test-ray-counter
-tags: [test, raycounter]
-summary: counts to 12 (0.5 s a count), keeping its count in its checkpoint
-cache: false
-inputs:
-  x: {type: integer, default: 0}
-outputs: [start, attempt]
-steps:
-  - uses: shell
-    id: count
-    checkpoint: true
-    with:
-      cmd: [sh, -c, 'f="$CMX_CHECKPOINT_DIR/progress"; n=$(cat "$f" 2>/dev/null || echo 0); s=$n;
-             while [ $n -lt 12 ]; do sleep 0.5; n=$((n+1)); echo $n > "$CMX_CHECKPOINT_DIR/.p.tmp";
-             mv "$CMX_CHECKPOINT_DIR/.p.tmp" "$f"; done; echo "start=$s"; echo "attempt=$CMX_ATTEMPT"']
-      parse: kv
-"""
+COUNTER = counter_recipe("test-ray-counter", "raycounter", to=12)
 
 
 def _until(predicate: Callable[[], Any], what: str, proc: subprocess.Popen[str]) -> Any:

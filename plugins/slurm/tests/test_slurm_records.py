@@ -25,6 +25,7 @@ from typing import Any
 import psutil
 import pytest
 
+from cmx_core.testing.chaos import counter_recipe
 from cmx_slurm import poll, worker
 from cmx_slurm.testing import Cluster
 
@@ -324,24 +325,7 @@ def _start_slurmd(conf: Path, node: str) -> int:
     return int(_until(lambda: pidfile.exists() and pidfile.read_text().strip(), "slurmd's PID file", timeout_s=30))
 
 
-COUNTER = """\
-name: test-slurm-counter
-tags: [test, slurmcounter]
-summary: counts to 12 (0.5 s a count), keeping its count in its checkpoint
-cache: false
-inputs:
-  x: {type: integer, default: 0}
-outputs: [start, attempt]
-steps:
-  - uses: shell
-    id: count
-    checkpoint: true
-    with:
-      cmd: [sh, -c, 'f="$CMX_CHECKPOINT_DIR/progress"; n=$(cat "$f" 2>/dev/null || echo 0); s=$n;
-             while [ $n -lt 12 ]; do sleep 0.5; n=$((n+1)); echo $n > "$CMX_CHECKPOINT_DIR/.p.tmp";
-             mv "$CMX_CHECKPOINT_DIR/.p.tmp" "$f"; done; echo "start=$s"; echo "attempt=$CMX_ATTEMPT"']
-      parse: kv
-"""
+COUNTER = counter_recipe("test-slurm-counter", "slurmcounter", to=12)
 
 
 def test_a_resubmitted_array_task_resumes_from_its_checkpoint(slurm: Cluster, cmx_home: Path,
