@@ -232,8 +232,9 @@ def keep_lost_runs(handle: RayHandle, run_dir: Path) -> None:
         return
     storage = Path(handle.storage)
     for number, path in far.lost_runs(storage):
-        if (path / far.OUTPUT_NAME).is_dir() and not (run_dir / f"{far.OUTPUT_NAME}-attempt-{number + 1}").exists():
-            shutil.move(str(path / far.OUTPUT_NAME), run_dir / f"{far.OUTPUT_NAME}-attempt-{number + 1}")
+        kept = run_dir / f"{far.OUTPUT_NAME}-attempt-{number + 1}"
+        if (path / far.OUTPUT_NAME).is_dir() and not kept.exists():
+            shutil.move(str(path / far.OUTPUT_NAME), kept)
     shutil.rmtree(storage, ignore_errors=True)
 
 

@@ -95,6 +95,11 @@ class TrainConfig:
     script_args: str = ""
 
     @property
+    def script_argv(self) -> tuple[str, ...]:
+        """``script_args`` split as a shell would (checked when the configuration is parsed)."""
+        return tuple(shlex.split(self.script_args))
+
+    @property
     def world_size(self) -> int:
         return self.nproc * self.nodes
 

@@ -107,9 +107,8 @@ def plan_launch(config: TrainConfig, config_file: Path, out: Path, launchers: Ma
     if metrics_file is not None:
         env[progress.ENV_FILE] = str(metrics_file)
     if config.script:
-        (out / REPORTS).mkdir(parents=True, exist_ok=True)
         env[ENV] = str(out / REPORTS)
-    program = (sys.executable, config.script, *shlex.split(config.script_args)) if config.script else \
+    program = (sys.executable, config.script, *config.script_argv) if config.script else \
         (sys.executable, *WORKER, str(config_file), str(out))
     try:
         node = launcher.wrap(program, layout_of(config, env))
@@ -125,6 +124,8 @@ def run(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Laun
     config_file = work / "config.json"
     config.write(config_file)
     launch = plan_launch(config, config_file, work, launchers, metrics_file)
+    if config.script:
+        (work / REPORTS).mkdir(exist_ok=True)  # where the script's ranks report (cmx_train.report)
     (work / "launch.json").write_text(json.dumps({"argv": list(launch.argv), "launcher": launch.launcher,
                                                   "rendezvous": launch.rendezvous}, indent=1), encoding="utf-8")
     began = time.monotonic()

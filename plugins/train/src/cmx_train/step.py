@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
@@ -251,7 +250,7 @@ def _section(config: TrainConfig, rows: Sequence[Mapping[str, Any]], ranks: Any,
         "baseline_from": judged.baseline.source if judged.baseline else None,
         "baseline_threads_per_rank": judged.baseline.point.threads_per_rank if judged.baseline else None,
         "compliance": judged.compliance,
-        "script": script_record(config.script, shlex.split(config.script_args)) if config.script else None,
+        "script": script_record(config.script, list(config.script_argv)) if config.script else None,
         "unofficial_reasons": honesty(config),
         "launch_wall_s": ranks.wall_s,
         "ranks": [{"rank": r["rank"], "host": r["host"], "samples": r["samples"], "window_s": r["window_s"],
