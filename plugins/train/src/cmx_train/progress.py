@@ -13,7 +13,8 @@ rank as it trains: its own loss (before the ranks' mean), its last step's time, 
 per second since its previous report, and its samples so far (warm-up steps included). They
 are progress, not the result: the result's figures come from the timed window of every rank.
 Rank 0 also reports the run's ``progress`` (the fraction of its steps done), which
-``--inject kill-step@50%`` waits for (docs/faults.md).
+``--inject kill-step@50%`` waits for (docs/faults.md): at once each time it passes a tenth,
+so the strike comes at its moment however fast the steps are.
 """
 
 from __future__ import annotations
@@ -50,12 +51,14 @@ class RankProgress:
         steps done (rank 0 reports it)."""
         if self._path is None:
             return
+        crossed = False
         if fraction is not None and self._rank == 0:
+            crossed = int(fraction * 10) > int((self._fraction or 0.0) * 10)
             self._fraction = fraction
         self._samples += samples
         self._pending += samples
         self._last = (seconds, loss)
-        if self._clock() - self._since >= REPORT_EVERY_S:
+        if crossed or self._clock() - self._since >= REPORT_EVERY_S:
             self._report(self._path)
 
     def close(self) -> None:
