@@ -4,7 +4,8 @@
 # (a hosts file that names every node over /etc/hosts), on a bridge that
 # exists only inside a hub namespace the bed makes. On it run a private Slurm (slurmctld on
 # node 1, one slurmd per node, NodeAddr the node's address) and a Ray cluster (head on node 1,
-# one worker on every other node; CMX_NETBED_RAY=0 leaves Ray out). Needs root (namespaces,
+# one worker on every other node; CMX_NETBED_RAY=0 leaves Ray out, CMX_NETBED_RAY_HEAD_CPUS=0
+# keeps tasks off the head). Needs root (namespaces,
 # munged as the munge user). Source this file, then:
 #
 #   cmx_netbed_start "$W" [N]   # makes the namespaces, starts the daemons, waits until every
@@ -206,16 +207,17 @@ _cmx_netbed_slurm_idle() {  # wait (30 s at most) until sinfo shows every node i
 }
 
 _cmx_netbed_ray_node() {  # I: ray start on node I (the head on node 1), temp dir under $W
-  local i="$1" role env=(RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0)
+  local i="$1" role env=(RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0) cpus=1
   if [ "$i" = 1 ]; then
     role=(--head --port="$CMX_NETBED_RAY_PORT" --include-dashboard=false)
+    cpus="${CMX_NETBED_RAY_HEAD_CPUS:-1}"  # 0: tasks go to the workers only
   else
     role=(--address="$CMX_NETBED_SUBNET.1:$CMX_NETBED_RAY_PORT")
     # Ray's own budget for reaching the GCS (about a second a try): the head starts meanwhile
     env+=(RAY_gcs_server_port_wait_time_s=150)
   fi
   cmx_netbed_exec "$i" env "${env[@]}" timeout 180 ray start "${role[@]}" \
-    --node-ip-address="$CMX_NETBED_SUBNET.$i" --num-cpus=1 --object-store-memory=100000000 \
+    --node-ip-address="$CMX_NETBED_SUBNET.$i" --num-cpus="$cpus" --object-store-memory=100000000 \
     --include-log-monitor=false --temp-dir="$CMX_NETBED_WORK/ray-n$i" --disable-usage-stats \
     >"$CMX_NETBED_WORK/ray-n$i.out" 2>&1 ||
     { echo "cmx_netbed_start: ray start on cmxn$i failed; see $CMX_NETBED_WORK/ray-n$i.out" >&2; return 1; }

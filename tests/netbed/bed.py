@@ -119,12 +119,15 @@ def _bed(work: Path) -> Bed:
                int(values["CMX_NETBED_WATCH_PID"]))
 
 
-def start(work: Path, nodes: int = 2, ray: bool = True, owner: int | None = None, timeout: float = 300.0) -> Bed:
+def start(work: Path, nodes: int = 2, ray: bool = True, owner: int | None = None, timeout: float = 300.0,
+          head_cpus: int = 1) -> Bed:
     """``cmx_netbed_start work nodes``; RuntimeError with the script's last words when it fails
     (the script has then removed what it made). The bed stops by itself once process ``owner``
-    (default: this one) is gone, should nobody stop it before."""
+    (default: this one) is gone, should nobody stop it before. ``head_cpus``: the Ray head's
+    CPUs (0: tasks run on the worker nodes only)."""
     env = {**os.environ, "PATH": tool_path(), "CMX_NETBED_RAY": "1" if ray else "0",
-           "CMX_NETBED_OWNER_PID": str(os.getpid() if owner is None else owner)}
+           "CMX_NETBED_OWNER_PID": str(os.getpid() if owner is None else owner),
+           "CMX_NETBED_RAY_HEAD_CPUS": str(head_cpus)}
     env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
     env.pop("SLURM_CONF", None)
     proc = subprocess.run(["bash", "-c", 'source "$1" && cmx_netbed_start "$2" "$3"', "driver", str(SCRIPT),

@@ -31,15 +31,15 @@ def bed_work() -> Path:
 
 
 @contextlib.contextmanager
-def running_bed(ray: bool = True) -> Iterator[netbed.Bed]:
-    """A running 2-node bed (with Ray, or Slurm only) for the block; stopped, everything it
-    made removed, after it."""
+def running_bed(ray: bool = True, nodes: int = 2, head_cpus: int = 1) -> Iterator[netbed.Bed]:
+    """A running bed of ``nodes`` nodes (with Ray, its head with ``head_cpus`` CPUs, or Slurm
+    only) for the block; stopped, everything it made removed, after it."""
     reason = netbed.why_not()
     if reason:
         unavailable(reason)
     work = bed_work()
     try:
-        started = netbed.start(work, ray=ray)
+        started = netbed.start(work, nodes=nodes, ray=ray, head_cpus=head_cpus)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
         if (work / "netbed.env").exists():  # a start cut short by the timeout: remove what it made
             netbed.stop(work)

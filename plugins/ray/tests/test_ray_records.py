@@ -15,6 +15,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -153,20 +154,57 @@ steps:
 
 def test_a_run_that_ends_after_a_later_run_started_is_fenced(ray_head: str, tmp_path: Path) -> None:
     """Fencing, on the session's real Ray head (its key-value store): run 1 of a task ends after
-    run 2 has stamped its start, as a run cut off from the head that lived on would. It hands
-    back nothing and says so (in the store and in its directory in the shared storage, which
-    stays for the lost runs' record); and a result from run 1 reaching the driver all the same
-    is refused. The driver's reading clears the task's entries."""
+    run 2 has stamped its start (while run 1 ran), as a run cut off from the head that lived on
+    would. It hands back nothing and says so (in the store and in its directory in the shared
+    storage, which stays for the lost runs' record); and a result from run 1 reaching the
+    driver all the same is refused. The driver's reading clears the task's entries."""
     token, storage = uuid.uuid4().hex, tmp_path / "shared" / "task"
-    script = "import pathlib; pathlib.Path('remote').mkdir(); pathlib.Path('remote/result.json').write_text('{}')"
+    script = ("import pathlib, time\nwhile not pathlib.Path('../go').exists(): time.sleep(0.05)\n"
+              "pathlib.Path('remote').mkdir(); pathlib.Path('remote/result.json').write_text('{}')")
+
+    def later_run() -> None:  # run 2 starts elsewhere while run 1 runs
+        while not (storage / "attempt-0" / far.LOCK_NAME).exists():
+            time.sleep(0.05)
+        runs.stamp(token, 1, time.time())
+        (storage / "go").touch()
+
     with cluster.session(ray_head):  # this process a driver of the session's head (as the far task's is)
-        runs.stamp(token, 1, time.time())  # the later run, started elsewhere
+        thread = threading.Thread(target=later_run, daemon=True)
+        thread.start()
         result = far.run_far([sys.executable, "-c", script], {far.TOKEN_ENV: token}, b"{}", 10**6, str(storage))
+        thread.join(timeout=BOUND_S)
         assert result.fenced and result.files == {} and result.attempt == 0  # this process is run 1 (number 0)
-        assert "after run 2 started: fenced" in result.error
+        assert "after run number 1 started: fenced" in result.error
         assert "fenced" in (storage / "attempt-0" / "remote" / "fenced").read_text()
         handle = executor.RayHandle(None, None, None, "", token, result=replace(result, fenced=False))
         assert "refused (fenced)" in executor._refused(handle)  # the driver's own check, on the run numbers
         seen = runs.read(token)
         assert sorted(seen.starts) == [0, 1] and seen.fenced == frozenset({0})
         assert runs.read(token) == runs.TaskRuns()  # cleared
+
+
+def test_a_run_of_a_given_up_submission_that_starts_late_runs_nothing(ray_head: str, tmp_path: Path) -> None:
+    """Ray may start again a submission the driver gave up (once the cut node's connection
+    broke); a later submission's run (number 1000) has started: the late run is fenced before
+    it runs anything."""
+    token, storage, marker = uuid.uuid4().hex, tmp_path / "shared" / "task", tmp_path / "ran"
+    with cluster.session(ray_head):
+        runs.stamp(token, 1000, time.time())
+        result = far.run_far([sys.executable, "-c", f"open({str(marker)!r}, 'w')"], {far.TOKEN_ENV: token}, b"{}",
+                             10**6, str(storage))
+        runs.read(token)  # cleared
+    assert result.fenced and "nothing run" in result.error and not marker.exists()
+
+
+def test_a_run_cut_off_from_the_store_is_fenced_by_the_shared_storage(tmp_path: Path) -> None:
+    """A run whose node is cut off from the head cannot ask the store; the shared storage
+    holds the later run's directory, and that fences it (no Ray here: the store is not asked
+    once the storage has answered)."""
+    storage = tmp_path / "shared" / "task"
+    script = ("import pathlib\npathlib.Path('../attempt-1000').mkdir()\n"
+              "pathlib.Path('remote').mkdir(); pathlib.Path('remote/result.json').write_text('{}')")
+    result = far.run_far([sys.executable, "-c", script], {far.TOKEN_ENV: uuid.uuid4().hex}, b"{}", 10**6,
+                         str(storage))
+    assert result.fenced and "after run number 1000 started" in result.error
+    assert (storage / "attempt-0" / "remote" / "fenced").is_file()
+    assert json.loads((storage / "attempt-0" / "remote" / "result.json").read_text()) == {}  # kept, not sent

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cmx_ray import far
+from cmx_ray import far, runs
 from cmx_ray.resources import TaskResources, missing, ray_accelerator_type
 
 
@@ -39,3 +39,20 @@ def test_returned_files_cannot_leave_the_run_directory(tmp_path: Path) -> None:
         far.write_files({"../evil": b"x"}, tmp_path / "out")
     far.write_files({"a/b.json": b"{}"}, tmp_path / "out")
     assert (tmp_path / "out" / "a" / "b.json").read_bytes() == b"{}"
+
+
+def test_a_run_is_cut_off_only_once_its_node_has_been_dead_for_the_grace() -> None:
+    """The latest run's node declared dead for GRACE_S without a later run: cut off; a node
+    dead for less, an earlier run's node, or no run at all: not."""
+    seen = runs.TaskRuns({0: 10.0, 1: 50.0}, nodes={0: "a", 1: "b"})
+    assert runs.cut_off(seen, {"b": 100.0}, 100.0 + runs.GRACE_S) == (1, "b")
+    assert runs.cut_off(seen, {"b": 100.0}, 100.0 + runs.GRACE_S - 1) is None
+    assert runs.cut_off(seen, {"a": 0.0}, 1000.0) is None  # Ray already ran the task again elsewhere
+    assert runs.cut_off(runs.TaskRuns(), {"a": 0.0}, 1000.0) is None
+
+
+def test_run_numbers_are_told_by_their_place_and_a_later_submission_outranks_ray_retries() -> None:
+    seen = runs.TaskRuns({0: 1.0, 1: 2.0, runs.PER_SUBMISSION: 3.0})
+    assert [seen.ordinal(n) for n in (0, 1, runs.PER_SUBMISSION)] == [1, 2, 3]
+    assert "came from run 2 of the Ray task, given up when run 3 started" in runs.refusal(seen, 1)
+    assert runs.refusal(seen, runs.PER_SUBMISSION) == ""

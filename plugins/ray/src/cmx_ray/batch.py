@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 from cmx_core.api import ExecutionOutcome, ExecutionRequest, Interrupted, JobStatus, RemoteJob, UsageError, fold
 from cmx_ray import cluster, runs
-from cmx_ray.executor import RayExecutor, RayHandle, keep_lost_runs, refuse_missing
+from cmx_ray.executor import RayExecutor, RayHandle, refuse_missing, task_runs
 from cmx_ray.resources import task_resources
 from cmx_ray.settings import RaySettings
 
@@ -57,8 +57,8 @@ def run_batch(requests: Sequence[ExecutionRequest], settings: RaySettings | None
         def ended(index: int, status: JobStatus) -> None:
             job, handle = jobs[index], handles[index]
             outcome = fold(job, status, executor.fetch(handle, job), started, executor.name, own_timing=True)
-            outcome = runs.with_runs(outcome, job.request, handle.submitted, runs.read(handle.token))
-            keep_lost_runs(handle, job.request.run_dir)
+            outcome = runs.with_runs(outcome, job.request, handle.submitted, task_runs(handle, job.request.run_dir),
+                                     handle.given_up)
             outcomes.append(outcome)
             if on_outcome is not None:
                 on_outcome(index, outcome)

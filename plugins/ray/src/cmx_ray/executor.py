@@ -18,7 +18,8 @@ import shutil
 import sys
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,8 @@ from cmx_ray.settings import RaySettings
 
 _LOG_TAIL = 10
 _CANCEL_GRACE_S = 5.0
+WATCH_S = 2.0
+"""How often the wait for a task looks at the cluster's nodes (:meth:`RayExecutor._watch`)."""
 
 
 @dataclass
@@ -60,6 +63,11 @@ class RayHandle:
     submitted: float = 0.0
     storage: str = ""
     """The task's directory in the shared ``storage`` (empty: none)."""
+    launch: Callable[[int, int, int], Any] | None = None
+    """Submit the task again: (submission, runs before it, Ray's retries for it) -> its ref."""
+    submission: int = 0
+    given_up: list[runs.GivenUp] = field(default_factory=list)
+    """The runs the driver gave up as cut off from the head (:func:`cmx_ray.runs.cut_off`)."""
 
 
 def retry_options(request: ExecutionRequest) -> dict[str, Any]:
@@ -67,7 +75,8 @@ def retry_options(request: ExecutionRequest) -> dict[str, Any]:
     reruns the task when its worker or node dies, when the policy retries ``node_lost``;
     ``retry_exceptions`` stays off: a failed step is retried by the far engine's own policy
     by fault class, so a refused input (exit code 2) is never retried."""
-    return {"max_retries": scheduler_retries(request, (FaultClass.NODE_LOST,)), "retry_exceptions": False}
+    retries = min(scheduler_retries(request, (FaultClass.NODE_LOST,)), runs.PER_SUBMISSION - 1)
+    return {"max_retries": retries, "retry_exceptions": False}
 
 
 class RayExecutor(RemoteExecutor[RayHandle]):
@@ -81,6 +90,8 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         self.cluster_name = ""
         self.handles: list[RayHandle] = []
         """The tasks :meth:`submit` made for the run in progress (one, unless cmx resubmitted)."""
+        self.dead_since: dict[str, float] = {}
+        """When this driver first saw each node the GCS declared dead (the runs' watch)."""
 
     # -- plan time -----------------------------------------------------------------------
 
@@ -113,12 +124,11 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         with cluster.session(request.context.settings.address, request.context.settings.cluster_cpus) as where:
             self.cluster_name, self.handles = where, []
             outcome = super().run(request)
-            found = [(handle, runs.read(handle.token)) for handle in self.handles]  # read (and cleared) each
-            for handle, _ in found:
-                keep_lost_runs(handle, request.run_dir)
+            found = [(handle, task_runs(handle, request.run_dir)) for handle in self.handles]
             if len(found) != 1:  # cmx resubmitted: its own attempts and times stand
                 return outcome
-            return runs.with_runs(outcome, request, found[0][0].submitted, found[0][1])
+            handle, seen = found[0]
+            return runs.with_runs(outcome, request, handle.submitted, seen, handle.given_up)
 
     def cmx_command(self, request: ExecutionRequest) -> tuple[str, ...]:
         assert isinstance(request.context.settings, RaySettings)
@@ -150,12 +160,17 @@ class RayExecutor(RemoteExecutor[RayHandle]):
             refuse_missing(resources, self.cluster_name)
         retries, token = retry_options(job.request), uuid.uuid4().hex
         storage = str(Path(settings.storage).absolute() / token) if settings.storage else ""
+        arguments = (list(job.command), {**job.env, far.TOKEN_ENV: token}, (job.stage_dir / "lock.json").read_bytes(),
+                     int(settings.max_result_mb * 1e6), storage)
+
+        def launch(submission: int, earlier: int, max_retries: int) -> Any:
+            return _far_task().options(**resources.ray_options(), max_retries=max_retries,
+                                       retry_exceptions=False).remote(*arguments, submission, earlier)
+
         submitted = time.time()
-        ref = _far_task().options(**resources.ray_options(), **retries).remote(
-            list(job.command), {**job.env, far.TOKEN_ENV: token}, (job.stage_dir / "lock.json").read_bytes(),
-            int(settings.max_result_mb * 1e6), storage)
+        ref = launch(0, 0, retries["max_retries"])
         return RayHandle(ref, resources, resources.timeout_s, self.cluster_name, token, retries["max_retries"],
-                         submitted=submitted, storage=storage)
+                         submitted=submitted, storage=storage, launch=launch)
 
     def kill_worker(self, handle: RayHandle) -> WorkerKill:
         return worker.kill_worker(handle.token, handle.ref, handle.max_retries)
@@ -164,10 +179,18 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         import ray  # deferred: ray only when this runs (513 modules)
         from ray import exceptions  # deferred: ray only when this runs (513 modules)
 
-        ready, _ = ray.wait([handle.ref], timeout=handle.timeout_s)
-        if not ready:
-            self.cancel(handle)
-            return JobStatus("timeout", None, f"Ray task cancelled after {handle.timeout_s:g} s (timeout_s)")
+        deadline = None if handle.timeout_s is None else time.monotonic() + handle.timeout_s
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                self.cancel(handle)
+                return JobStatus("timeout", None, f"Ray task cancelled after {handle.timeout_s:g} s (timeout_s)")
+            ready, _ = ray.wait([handle.ref], timeout=WATCH_S if left is None else min(WATCH_S, left))
+            if ready:
+                break
+            given_up = self._watch(handle)
+            if given_up is not None:
+                return given_up
         try:
             handle.result = ray.get(handle.ref)
         except exceptions.TaskCancelledError:
@@ -183,6 +206,34 @@ class RayExecutor(RemoteExecutor[RayHandle]):
             handle.result = None  # nothing of a fenced run is written into the run directory
             return JobStatus("lost", None, refused)
         return _status(handle.result)
+
+    def _watch(self, handle: RayHandle) -> JobStatus | None:
+        """Give up the task's run when it is cut off from the head (:func:`cmx_ray.runs.cut_off`):
+        submit the task again while the policy allows a run more (None), else end it as lost."""
+        import ray  # deferred: ray only when this runs (513 modules)
+
+        now = time.time()
+        dead = {str(n["NodeID"]) for n in ray.nodes() if not n["Alive"]}  # type: ignore[no-untyped-call]
+        for node in dead:
+            self.dead_since.setdefault(node, now)
+        if not dead:
+            return None
+        seen = runs.read(handle.token, remove=False)
+        cut = runs.cut_off(seen, {n: t for n, t in self.dead_since.items() if n in dead}, now)
+        if cut is None or any(g.number == cut[0] for g in handle.given_up):
+            return None
+        number, node = cut
+        why = (f"the GCS declared node {node[:12]} dead while run {seen.ordinal(number)} of the task ran there and "
+               f"Ray did not start the task again within {runs.GRACE_S:g} s (it does not while the worker's connection "
+               "stands: a node cut off from the head): cmx gave the run up")
+        handle.given_up.append(runs.GivenUp(number, now, why))
+        ray.cancel(handle.ref, force=False)  # so that Ray does not run it again once the node's connection breaks
+        left = 1 + handle.max_retries - len(seen.starts)
+        if left <= 0 or handle.launch is None:
+            return JobStatus("lost", None, f"{why}; the policy allows no further run (--retry-on node_lost)")
+        handle.submission += 1
+        handle.ref = handle.launch(handle.submission, len(seen.starts), left - 1)
+        return None
 
     def fetch(self, handle: RayHandle, job: RemoteJob) -> Fetched:
         """Write the returned files into ``job.local_output``; keep the far log and where
@@ -224,18 +275,30 @@ def _refused(handle: RayHandle) -> str:
     return runs.refusal(runs.read(handle.token, remove=False), result.attempt)
 
 
-def keep_lost_runs(handle: RayHandle, run_dir: Path) -> None:
-    """Move the far directories of the runs Ray lost from the shared storage into the run
-    directory (``remote-attempt-N``, as a resubmitted job's are), then remove the task's
-    directory there."""
+def task_runs(handle: RayHandle, run_dir: Path) -> runs.TaskRuns:
+    """What the store says of the ended task's runs (its entries cleared), with the runs its
+    shared storage says were fenced; the lost runs' directories kept (:func:`keep_lost_runs`)."""
+    seen = runs.read(handle.token)
+    fenced = keep_lost_runs(handle, run_dir, seen)
+    return replace(seen, fenced=seen.fenced | fenced)
+
+
+def keep_lost_runs(handle: RayHandle, run_dir: Path, seen: runs.TaskRuns | None = None) -> frozenset[int]:
+    """Move the far directories of the lost runs from the shared storage into the run
+    directory (``remote-attempt-N``, N the run's place, as a resubmitted job's are), then
+    remove the task's directory there. The runs whose directory says they were fenced."""
     if not handle.storage:
-        return
-    storage = Path(handle.storage)
+        return frozenset()
+    storage, fenced = Path(handle.storage), set()
     for number, path in far.lost_runs(storage):
-        kept = run_dir / f"{far.OUTPUT_NAME}-attempt-{number + 1}"
+        if (path / far.OUTPUT_NAME / far.FENCED).is_file():
+            fenced.add(number)
+        place = seen.ordinal(number) if seen is not None and seen.starts else number + 1
+        kept = run_dir / f"{far.OUTPUT_NAME}-attempt-{place}"
         if (path / far.OUTPUT_NAME).is_dir() and not kept.exists():
             shutil.move(str(path / far.OUTPUT_NAME), kept)
     shutil.rmtree(storage, ignore_errors=True)
+    return frozenset(fenced)
 
 
 def _status(result: far.FarResult) -> JobStatus:

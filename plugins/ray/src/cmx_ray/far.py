@@ -10,10 +10,10 @@ tests call directly too.
 
 Each run of the task stamps its start (:mod:`cmx_ray.runs`). With ``storage`` (a directory
 every node reaches, ``--executor-opt storage=``), the far run's directory is
-``<storage>/attempt-<N>`` (N: Ray's number for the run) instead of a private temporary one,
-and a run Ray started again after losing one resumes from the lost run's checkpoints:
-``CMX_RESUME_FROM`` names the latest earlier run's far directory that holds some and
-``CMX_ATTEMPT_BASE`` counts the runs before it (docs/faults.md, "Checkpoints across attempts").
+``<storage>/attempt-<N>`` (N: the run's number, :mod:`cmx_ray.runs`) instead of a private temporary one,
+and a run started again after losing one resumes from the lost run's checkpoints: a copy of
+the latest earlier run's that holds some, taken when the run starts (``CMX_RESUME_FROM``
+names it), and ``CMX_ATTEMPT_BASE`` counts the runs before it (docs/faults.md, "Checkpoints across attempts").
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ it, and the key of its runs' start stamps)."""
 RESUME_ENV = "CMX_RESUME_FROM"
 BASE_ENV = "CMX_ATTEMPT_BASE"
 ATTEMPT_DIR = "attempt-"
+RESUME_DIR = "resume"
+"""In a run's directory: the copy of the earlier run's checkpoints it resumes from."""
 FENCED = "fenced"
 """Written into a fenced run's directory (with ``storage``): why it handed nothing back."""
 
@@ -65,13 +67,21 @@ class FarResult:
 
 
 def run_far(command: Sequence[str], env: Mapping[str, str], lock: bytes, max_bytes: int,
-            storage: str = "") -> FarResult:
+            storage: str = "", submission: int = 0, earlier: int = 0) -> FarResult:
     """Run ``command`` (whose lock and output paths are relative: ``lock.json``,
-    ``remote``) in a fresh directory and return the output directory's files."""
-    started, attempt = time.time(), runs.attempt_number()
+    ``remote``) in a fresh directory and return the output directory's files.
+
+    ``submission``: which submission of the task this is (cmx submits it again when it gave a
+    run up as cut off, :mod:`cmx_ray.runs`); ``earlier``: how many runs came before it."""
+    started, ray_number = time.time(), runs.attempt_number()
+    attempt = submission * runs.PER_SUBMISSION + ray_number
     token = env.get(TOKEN_ENV, "")
-    runs.stamp(token, attempt, started)
-    work, resume = _work_dir(storage, attempt)
+    runs.stamp(token, attempt, started, runs.node_id())
+    later = runs.superseded(token, attempt, _runs_in(storage))
+    if later is not None:  # Ray ran again a submission cmx had given up: it must not run at all
+        return FarResult(0, {}, b"", node_identity(), f"run number {attempt} of the task started after run number "
+                         f"{later} of a later submission: fenced, nothing run", started, attempt, fenced=True)
+    work, resume = _work_dir(storage, attempt, earlier + ray_number)
     fenced = False
     try:
         (work / LOCK_NAME).write_bytes(lock)
@@ -82,8 +92,8 @@ def run_far(command: Sequence[str], env: Mapping[str, str], lock: bytes, max_byt
                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                        preexec_fn=_die_with_parent)
         code = _wait(process)
-        later = runs.superseded(token, attempt)
-        if later is not None:  # given up for lost while it ran on: its result is not handed back
+        later = runs.superseded(token, attempt, _runs_in(storage))
+        if later is not None:  # given up while it ran on: its result is not handed back
             fenced = True
             return _fenced(work, token, code, (attempt, later), started)
         files, error = collect(work / OUTPUT_NAME, max_bytes)
@@ -93,25 +103,31 @@ def run_far(command: Sequence[str], env: Mapping[str, str], lock: bytes, max_byt
             shutil.rmtree(work, ignore_errors=True)
 
 
+def _runs_in(storage: str) -> list[int]:
+    """The run numbers that have a directory in the task's shared storage (none without one)."""
+    return [number for number, _ in lost_runs(Path(storage))] if storage else []
+
+
 def _fenced(work: Path, token: str, code: int, numbers: tuple[int, int], started: float) -> FarResult:
     """What a run hands back that ended after a later run started (``numbers``: its own and
     the later one's): nothing but the word, also left in its directory."""
     attempt, later = numbers
-    runs.fence(token, attempt, time.time())
-    why = (f"run {attempt + 1} of the task ended (exit code {code}) after run {later + 1} started: "
+    why = (f"run number {attempt} of the task ended (exit code {code}) after run number {later} started: "
            "fenced, its result not handed back")
     log = b""
     with contextlib.suppress(OSError):  # the driver may have ended and removed the task's storage
+        (work / OUTPUT_NAME).mkdir(exist_ok=True)
         (work / OUTPUT_NAME / FENCED).write_text(why + "\n", encoding="utf-8")
         log = _tail(work / "far.log")
+    runs.fence(token, attempt, time.time())  # after the file: a node cut off from the head may never get through
     return FarResult(code, {}, log, node_identity(), why, started, attempt, fenced=True)
 
 
-def _work_dir(storage: str, attempt: int) -> tuple[Path, dict[str, str]]:
+def _work_dir(storage: str, attempt: int, before: int) -> tuple[Path, dict[str, str]]:
     """This run's directory, and what tells its far run to resume: a private temporary one
     without ``storage``; else ``<storage>/attempt-<N>``, resuming from the latest earlier
     run's far directory that kept checkpoints (a lost run's directory stays: the retry reads
-    it; the run that ends removes its own)."""
+    it; the run that ends removes its own). ``before``: the runs of the task before this one."""
     if not storage:
         return Path(tempfile.mkdtemp(prefix="cmx-ray-far-")), {}
     base = Path(storage)
@@ -119,14 +135,26 @@ def _work_dir(storage: str, attempt: int) -> tuple[Path, dict[str, str]]:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     earlier = [d for d in lost_runs(base) if d[0] < attempt and (d[1] / OUTPUT_NAME / "checkpoints").is_dir()]
-    resume = {BASE_ENV: str(attempt)} if attempt else {}
-    if earlier:
-        resume[RESUME_ENV] = str(earlier[-1][1] / OUTPUT_NAME)
+    resume = {BASE_ENV: str(before)} if before else {}
+    if earlier and _snapshot(earlier[-1][1] / OUTPUT_NAME / "checkpoints", work / RESUME_DIR / "checkpoints"):
+        resume[RESUME_ENV] = str(work / RESUME_DIR)
     return work, resume
 
 
+def _snapshot(checkpoints: Path, into: Path) -> bool:
+    """Copy an earlier run's checkpoints into this run's directory before it starts: the
+    earlier run may live on (cut off from the head) and change or remove them meanwhile.
+    False when they went away during the copy (the run then starts over)."""
+    try:
+        shutil.copytree(checkpoints, into, ignore=shutil.ignore_patterns(".*.tmp"))
+    except (OSError, shutil.Error):
+        shutil.rmtree(into.parent, ignore_errors=True)
+        return False
+    return True
+
+
 def lost_runs(storage: Path) -> list[tuple[int, Path]]:
-    """The run directories left in ``storage`` (runs Ray lost), by run number."""
+    """The run directories in ``storage`` (runs lost, and any still running), by run number."""
     found = []
     for path in storage.glob(f"{ATTEMPT_DIR}*"):
         number = path.name.removeprefix(ATTEMPT_DIR)
