@@ -28,7 +28,8 @@ MPI_FORWARD = ("MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "PATH", "PYTHONP
 def torchrun(command: Sequence[str], layout: RankLayout) -> NodeCommand:
     """``command[0] -m torch.distributed.run OPTIONS command[1:]`` (command[0] is the Python)."""
     python, rest = _python_command(command, "torchrun")
-    run = [python, "-m", "torch.distributed.run", f"--nproc-per-node={layout.procs_per_node}", "--max-restarts=0",
+    run = [python, "-m", "torch.distributed.run", f"--nproc-per-node={layout.procs_per_node}",
+           f"--max-restarts={layout.max_restarts}",
            "--monitor-interval=0.5"]
     if layout.nodes == 1:
         return NodeCommand((*run, "--standalone", *rest), {}, "c10d standalone (127.0.0.1)")

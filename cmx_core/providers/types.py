@@ -429,6 +429,9 @@ class RankLayout:
     job_id: str = "cmx"
     rdzv_timeout_s: float = 30.0
     env: Mapping[str, str] = field(default_factory=dict)
+    max_restarts: int = 0
+    """How often a launcher that can (torchrun's ``--max-restarts``) starts the node's ranks
+    again after one failed."""
 
     @property
     def world_size(self) -> int:

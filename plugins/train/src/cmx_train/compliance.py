@@ -1,18 +1,20 @@
-"""MLPerf's compliance checker (``mlperf_logging.compliance_checker``, the training 6.1.0
-rules) run on a time-to-accuracy log, twice, and recorded for what each run is.
+"""MLPerf's compliance checker (``mlperf_logging.compliance_checker``) run on a
+time-to-accuracy log and recorded for what it is.
 
-:func:`official`: the checker exactly as shipped (``--usage training --ruleset 6.1.0``, no
-config of ours); only its verdict is ever recorded as ``accepted``, with the package's
-version and the command. A benchmark that is not one of the ruleset's (the package ships no
-``open_<benchmark>.yaml`` for it: ``digits_cnn``, ``resnet``, ``bert`` are not among 6.1.0's)
-fails it, rightly.
+:func:`official`: the checker exactly as shipped (``--usage training --ruleset R``, no config
+of ours); only its verdict is ever recorded as ``accepted``, with the package's version and
+the command. R is the newest training ruleset of the installed package that names the run's
+benchmark (ships its ``open_<benchmark>.yaml``, :func:`ruleset_for`): ``resnet`` (ResNet-50)
+is named up to 4.0.0 and ``bert`` up to 5.1.0 in mlperf-logging 4.1.68. A benchmark that no
+ruleset names (``digits_cnn``) is checked under 6.1.0, the newest, and fails it, rightly.
 
 :func:`check`: the common rules only. The package's ``training_6.1.0/common.yaml`` and
 ``open_common.yaml`` are used as shipped except for the rule that lists MLPerf's own
 benchmarks, which is replaced by one naming ours and enqueueing this run's benchmark rules
 (the target accuracy reached at least once, the global batch, optimiser and seed stated
 once), and the division, forced to ``open``. Its verdict is recorded as ``common_rules``,
-saying it was checked under rules cmx edited: never as acceptance under the ruleset.
+saying it was checked under rules cmx edited: never as acceptance under the ruleset. (This
+check runs only for a benchmark no ruleset names.)
 """
 
 from __future__ import annotations
@@ -99,34 +101,48 @@ def check(log: Path, benchmark: str, target: float, timeout_s: float = 120.0) ->
     return _verdict(_checker(["--config", str(config), "--log_output", str(out), str(log)], timeout_s), str(config))
 
 
-def official(log: Path, timeout_s: float = 120.0) -> Verdict:
-    """The checker as shipped, on ``log``: ``config`` is the command, with the log's file name."""
+def official(log: Path, ruleset: str = RULESET, timeout_s: float = 120.0) -> Verdict:
+    """The checker as shipped under ``ruleset``, on ``log``: ``config`` is the command, with
+    the log's file name."""
     args = ["--log_output", str(log.parent / "compliance" / "official_checker.log"), str(log)]
     (log.parent / "compliance").mkdir(parents=True, exist_ok=True)
-    command = " ".join(["python -m mlperf_logging.compliance_checker", *_BASE, log.name])
-    return _verdict(_checker(args, timeout_s), command)
+    command = " ".join(["python -m mlperf_logging.compliance_checker", *_base(ruleset), log.name])
+    return _verdict(_checker(args, timeout_s, ruleset), command, ruleset)
 
 
-_BASE = ("--usage", "training", "--ruleset", RULESET)
+def _base(ruleset: str) -> tuple[str, ...]:
+    return ("--usage", "training", "--ruleset", ruleset)
 
 
-def _checker(args: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mlperf_logging.compliance_checker", *_BASE, *args],
+def _checker(args: list[str], timeout_s: float, ruleset: str = RULESET) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mlperf_logging.compliance_checker", *_base(ruleset), *args],
                           capture_output=True, text=True, timeout=timeout_s, check=False)
 
 
-def _verdict(proc: subprocess.CompletedProcess[str], config: str) -> Verdict:
+def _verdict(proc: subprocess.CompletedProcess[str], config: str, ruleset: str = RULESET) -> Verdict:
     text = (proc.stdout + proc.stderr).strip().splitlines()
     failed = [line for line in text if line.startswith(("ERROR", "WARNING")) and "FAILED" not in line]
     message = "SUCCESS" if proc.returncode == 0 else "; ".join(failed)[:500] or (text[-1] if text else "failed")
-    return Verdict(proc.returncode == 0, f"training {RULESET}", config, message)
+    return Verdict(proc.returncode == 0, f"training {ruleset}", config, message)
+
+
+def ruleset_for(benchmark: str) -> str | None:
+    """The newest training ruleset of the installed mlperf-logging that names ``benchmark``
+    (ships its ``open_<benchmark>.yaml``); None when none does."""
+    import mlperf_logging.compliance_checker as checker  # deferred: mlperf_logging only when this runs
+
+    found = []
+    for folder in Path(checker.__file__).parent.glob("training_*"):
+        version = folder.name.removeprefix("training_")
+        parts = version.split(".")
+        if all(p.isdigit() for p in parts) and (folder / f"open_{benchmark}.yaml").is_file():
+            found.append((tuple(int(p) for p in parts), version))
+    return max(found)[1] if found else None
 
 
 def is_mlperf_benchmark(benchmark: str) -> bool:
-    """True when the ruleset names ``benchmark`` (the package ships its ``open_<benchmark>.yaml``)."""
-    import mlperf_logging.compliance_checker as checker  # deferred: mlperf_logging only when this runs
-
-    return (Path(checker.__file__).parent / f"training_{RULESET}" / f"open_{benchmark}.yaml").is_file()
+    """True when a training ruleset of the installed package names ``benchmark``."""
+    return ruleset_for(benchmark) is not None
 
 
 def checker_version() -> str:
@@ -136,15 +152,21 @@ def checker_version() -> str:
         return "mlperf-logging (version unknown)"
 
 
+MLPERF_NOTE = ("the unmodified checker judges the log's events and keys under training {ruleset}'s open division; "
+               "the run itself is unofficial (train.unofficial_reasons): it is no MLPerf result")
+
+
 def record(log: Path, benchmark: str, target: float) -> dict[str, Any]:
-    """The result's ``train.compliance``: the unmodified checker's verdict (``accepted``), its
-    version and command; for a benchmark the ruleset does not name, the common-rules verdict
-    beside it, labelled as checked under edited rules."""
-    shipped = official(log)
-    ours = is_mlperf_benchmark(benchmark)
-    common = None if ours else check(log, benchmark, target)
+    """The result's ``train.compliance``: the unmodified checker's verdict (``accepted``) under
+    the newest ruleset that names the benchmark, its version and command; for a benchmark no
+    ruleset names, the verdict under the newest ruleset and the common-rules verdict beside it,
+    labelled as checked under edited rules."""
+    ruleset = ruleset_for(benchmark)
+    shipped = official(log, ruleset or RULESET)
+    common = None if ruleset else check(log, benchmark, target)
     return {"accepted": shipped.accepted, "ruleset": shipped.ruleset, "message": shipped.message,
-            "checker": checker_version(), "command": shipped.config, "mlperf_benchmark": ours,
+            "checker": checker_version(), "command": shipped.config, "mlperf_benchmark": ruleset is not None,
+            "note": MLPERF_NOTE.format(ruleset=ruleset) if ruleset else "",
             "common_rules": None if common is None else {
                 "passed": common.accepted, "message": common.message,
                 "note": COMMON_RULES_NOTE.format(ruleset=RULESET, benchmark=benchmark)}}

@@ -58,6 +58,10 @@ PARAMS: dict[str, str] = {
     "script": "throughput: your own torchrun-compatible training script, run on every rank instead of cmx's "
               "model (it reports each step with cmx_train.report.report; empty: cmx's model)",
     "script_args": "the script's arguments, split as a shell would (nothing reaches a shell)",
+    "checkpoint_every": "throughput: rank 0 saves the model, optimiser and step every N steps into the step's "
+                        "checkpoint directory, and a run that finds one resumes from it (0: never)",
+    "max_restarts": "torchrun's --max-restarts: a failed rank restarts every rank of the node, each resuming from "
+                    "the last checkpoint (0: none; the run's own --retries still apply)",
 }
 
 
@@ -93,6 +97,10 @@ class TrainConfig:
     baseline_samples_per_s: float = 0.0
     script: str = ""
     script_args: str = ""
+    checkpoint_every: int = 0
+    max_restarts: int = 0
+    checkpoint_dir: str = ""
+    """Set by the step (not a parameter): its checkpoint directory, kept across attempts."""
 
     @property
     def script_argv(self) -> tuple[str, ...]:
@@ -128,7 +136,8 @@ _CHOICES = {"mode": MODES, "model": MODELS, "precision": PRECISIONS, "backend": 
 """The launcher is not among them: the registered launchers decide (:func:`cmx_train.launch.find_launcher`)."""
 _MIN = {"nproc": 1, "nodes": 1, "batch_size": 1, "steps": 1, "warmup_steps": 0, "seed": 0, "max_epochs": 1,
         "max_batch": 1, "memory_limit_mb": 0, "image_size": 32, "seq_len": 8, "samples": 1, "timeout_s": 1,
-        "rdzv_timeout_s": 1, "master_port": 0, "baseline_samples_per_s": 0, "threads_per_rank": 0}
+        "rdzv_timeout_s": 1, "master_port": 0, "baseline_samples_per_s": 0, "threads_per_rank": 0,
+        "checkpoint_every": 0, "max_restarts": 0}
 
 
 def parse(params: Mapping[str, Any]) -> TrainConfig:
@@ -188,6 +197,10 @@ def _check(config: TrainConfig) -> None:
         raise UsageError("train: launcher mpirun here runs on one node; use nodes 1 (or launcher env under Slurm)")
     if config.script:
         _check_script(config)
+    if config.max_restarts and config.launcher != "torchrun":
+        raise UsageError(f"train: max_restarts needs launcher torchrun (it restarts the ranks), not {config.launcher}")
+    if config.checkpoint_every and (config.mode != "throughput" or config.script):
+        raise UsageError("train: checkpoint_every applies to cmx's own model in mode throughput")
     if config.weights and not Path(config.weights).is_file():
         raise UsageError(f"train: weights {config.weights!r} is not a file")
 

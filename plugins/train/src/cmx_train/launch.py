@@ -85,7 +85,8 @@ def layout_of(config: TrainConfig, env: Mapping[str, str]) -> RankLayout:
     node_rank = int(env.get("CMX_NODE_RANK") or env.get("SLURM_NODEID") or 0)
     job_id = env.get("SLURM_JOB_ID") or env.get("CMX_JOB_ID") or "cmx-train"
     return RankLayout(nodes=config.nodes, procs_per_node=config.nproc, master_addr=addr, master_port=port,
-                      node_rank=node_rank, job_id=job_id, rdzv_timeout_s=config.rdzv_timeout_s, env=env)
+                      node_rank=node_rank, job_id=job_id, rdzv_timeout_s=config.rdzv_timeout_s, env=env,
+                      max_restarts=config.max_restarts)
 
 
 def find_launcher(name: str, launchers: Mapping[str, Launcher]) -> Launcher:

@@ -11,10 +11,11 @@ imported only when a step runs.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
-from cmx_core.api import StepContext, StepOutput, StepType, Suite, hookimpl
+from cmx_core.api import Exporter, StepContext, StepOutput, StepType, Suite, hookimpl
 from cmx_train.config import PARAMS
 
 SECTION_SCHEMA = Path(__file__).parent / "schemas" / "train.schema.json"
@@ -39,6 +40,19 @@ def cmx_register_suites(register: Callable[[Suite], None]) -> None:
     register(Suite(name="train", summary="Training: samples/s, scaling efficiency, time to accuracy, largest batch",
                    section="train", schema=json.loads(SECTION_SCHEMA.read_text(encoding="utf-8")),
                    required_for=("valid", "invalid")))
+
+
+def _export(docs: list[Mapping[str, Any]], run_dirs: list[Path], dest: Path) -> None:
+    from cmx_train.export import export  # deferred: mlperf-logging only when this runs
+
+    export(docs, run_dirs, dest)
+
+
+@hookimpl
+def cmx_register_exporters(register: Callable[[Exporter], None]) -> None:
+    register(Exporter(name="mlperf-training",
+                      summary="MLPerf Training submission tree (systems/, results/<system>/<benchmark>/result_N.txt)",
+                      export=_export))
 
 
 @hookimpl

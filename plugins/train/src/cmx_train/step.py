@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from cmx_core.api import Artifact, Metric, ResultPart, StepContext, StepOutput
+from cmx_core.api import Artifact, Metric, ResultPart, StepContext, StepOutput, UsageError
 from cmx_train import __version__
 from cmx_train.compliance import record as compliance_record
 from cmx_train.compliance import refusal as compliance_refusal
@@ -31,6 +31,10 @@ MODE_NAME = {"throughput": "throughput", "time-to-accuracy": "time_to_accuracy",
 
 def run_step(ctx: StepContext) -> StepOutput:
     config = parse(ctx.params)
+    if config.checkpoint_every:
+        if ctx.checkpoint_dir is None:
+            raise UsageError(f"{ctx.recipe}: checkpoint_every needs the step's checkpoint: true")
+        config = replace(config, checkpoint_dir=str(ctx.checkpoint_dir))
     threads = choose(config, ctx.run_dir, os.environ)  # once for the sweep: every point the same
     config = replace(config, threads_per_rank=threads.per_rank)
     work = ctx.work_dir / "train"
@@ -252,6 +256,9 @@ def _section(config: TrainConfig, rows: Sequence[Mapping[str, Any]], ranks: Any,
         "compliance": judged.compliance,
         "script": script_record(config.script, list(config.script_argv)) if config.script else None,
         "unofficial_reasons": honesty(config),
+        "checkpoint_every": config.checkpoint_every,
+        "resumed_from_step": max((int(r.get("resumed_from_step") or 0) for r in rows), default=0),
+        "restarts": max((int(r.get("restarts") or 0) for r in rows), default=0),
         "launch_wall_s": ranks.wall_s,
         "ranks": [{"rank": r["rank"], "host": r["host"], "samples": r["samples"], "window_s": r["window_s"],
                    "samples_per_second": r["samples"] / r["window_s"] if r["window_s"] > 0 else None,

@@ -67,6 +67,8 @@ class Figures:
     threads: int = 0  # torch.get_num_threads() as the rank trained, read back, not assumed
     interop_threads: int = 0
     omp_num_threads: str | None = None
+    resumed_from_step: int = 0  # the step of the checkpoint this run started from (0: none)
+    restarts: int = 0  # torchrun's restarts of the ranks before this run (TORCHELASTIC_RESTART_COUNT)
 
 
 def rank_from_env() -> Rank:
@@ -132,8 +134,16 @@ def _init_group(config: TrainConfig, me: Rank) -> None:
     addr = os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     port = os.environ.setdefault("MASTER_PORT", "29500")
     os.environ.update(RANK=str(me.rank), WORLD_SIZE=str(me.world), LOCAL_RANK=str(me.local_rank))
+    restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT") or 0)
     try:  # env:// keeps torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE) where there is one
-        dist.init_process_group(config.backend, init_method="env://", timeout=timeout)
+        if restart and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+            # the agent's store outlives a restart (torch 2.13) and still holds the lost round's
+            # addresses: the restarted ranks meet under a prefix of their own round
+            client = dist.TCPStore(addr, int(port), me.world, is_master=False, timeout=timeout)
+            store = dist.PrefixStore(f"/cmx/restart_{restart}", client)
+            dist.init_process_group(config.backend, store=store, rank=me.rank, world_size=me.world, timeout=timeout)
+        else:
+            dist.init_process_group(config.backend, init_method="env://", timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - any rendezvous failure becomes one line
         raise RuntimeError(f"rendezvous at {addr}:{port} failed for rank {me.rank} of {me.world} within "
                            f"{config.rdzv_timeout_s:g} s ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
@@ -154,15 +164,22 @@ def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
     log.init_start()
     data = models.data(config)
     model, _info = models.build(config)
+    saved = load_checkpoint(config)
+    if saved is not None:
+        model.load_state_dict(saved["model"])
     model.to(device)
     net: torch.nn.Module = DistributedDataParallel(model) if me.world > 1 else model
     opt = torch.optim.SGD(net.parameters(), lr=config.lr, momentum=0.9)
+    if saved is not None:
+        opt.load_state_dict(saved["optimizer"])
     scaler = torch.amp.GradScaler(device.type) if config.precision == "fp16" else None
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(config.precision)
     loss_fn = torch.nn.CrossEntropyLoss()
     figures = Figures(rank=me.rank, host=socket.gethostname(), threads=torch.get_num_threads(),
                       interop_threads=torch.get_num_interop_threads(),
-                      omp_num_threads=os.environ.get("OMP_NUM_THREADS"))
+                      omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
+                      resumed_from_step=int(saved["done"]) if saved is not None else 0,
+                      restarts=int(os.environ.get("TORCHELASTIC_RESTART_COUNT") or 0))
 
     meter = Meter(config.device) if me.local_rank == 0 else None
     if meter is not None:
@@ -203,7 +220,18 @@ def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
     log.run_start()
     began = time.perf_counter()
     progress = RankProgress.from_env(me.rank)
-    loop = _Loop(config, me, data, step, device, figures, progress, lambda: float(own[0]))
+    start = (int(saved["done"]), int(saved["epoch"]), int(saved["position"])) if saved is not None else (0, 0, 0)
+
+    def save(done: int, epoch: int, position: int) -> float:
+        """Rank 0 saves where the run is (the ranks' weights are the same); the seconds it took."""
+        if me.rank != 0:
+            return 0.0
+        t0 = time.perf_counter()
+        save_checkpoint(config, {"model": model.state_dict(), "optimizer": opt.state_dict(), "done": done,
+                                 "epoch": epoch, "position": position})
+        return time.perf_counter() - t0
+
+    loop = _Loop(config, me, data, step, device, figures, progress, lambda: float(own[0]), start, save)
     if config.mode == "time-to-accuracy":
         _to_accuracy(loop, net, autocast, log, began)
     else:
@@ -247,18 +275,25 @@ class _Loop:
     figures: Figures
     progress: RankProgress
     own_loss: Callable[[], float]
+    start: tuple[int, int, int] = (0, 0, 0)
+    """Where the run starts: steps done, epoch, batches of that epoch done (a checkpoint's)."""
+    save: Callable[[int, int, int], float] = lambda done, epoch, position: 0.0
+    """Save a checkpoint at (steps done, epoch, batches of it done); the seconds it took."""
 
 
 def _timed(loop: _Loop, sync: Any, meter: Any) -> None:
     config, me, data, step, device, figures = loop.config, loop.me, loop.data, loop.step, loop.device, loop.figures
     total = config.warmup_steps + config.steps
-    done, epoch, window_start = 0, 0, 0.0
+    done, epoch, skip = loop.start
+    window_start, saving, opened = 0.0, 0.0, False
     while done < total:
-        for idx in batches(config, me, len(data.train_y), epoch):
-            if done == config.warmup_steps:
+        for position, idx in enumerate(batches(config, me, len(data.train_y), epoch)):
+            if position < skip:  # done before the checkpoint this run resumed from
+                continue
+            if not opened and done >= config.warmup_steps:  # (a resumed run opens it at its first step)
                 sync()
                 _barrier(me)
-                window_start = time.perf_counter()
+                window_start, opened = time.perf_counter(), True
                 if meter is not None:
                     meter.start()
             t0 = time.perf_counter()
@@ -270,10 +305,13 @@ def _timed(loop: _Loop, sync: Any, meter: Any) -> None:
                 figures.samples += len(idx)
             loop.progress.step(len(idx), took, loop.own_loss, fraction=(done + 1) / total)
             done += 1
+            if config.checkpoint_every and done % config.checkpoint_every == 0 and done < total:
+                saving += loop.save(done, epoch, position + 1)  # not the workload's time
             if done == total:
                 break
+        skip = 0
         epoch += 1
-    figures.window_s = time.perf_counter() - window_start
+    figures.window_s = time.perf_counter() - window_start - saving
     if meter is not None:
         figures.energy_j = meter.stop()
     figures.epochs = epoch
@@ -306,6 +344,30 @@ def _to_accuracy(loop: _Loop, net: Any, autocast: Any, log: Any, began: float) -
             figures.epochs_to_target = epoch + 1
             break
     figures.window_s = time.perf_counter() - began
+
+
+CHECKPOINT = "train.pt"
+
+
+def load_checkpoint(config: TrainConfig) -> dict[str, Any] | None:
+    """The checkpoint a run resumes from (``checkpoint_every`` set and one saved), else None."""
+    path = Path(config.checkpoint_dir) / CHECKPOINT if config.checkpoint_every and config.checkpoint_dir else None
+    if path is None or not path.is_file():
+        return None
+    import torch  # deferred: torch only when this runs (0 modules)
+
+    loaded: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
+    return loaded
+
+
+def save_checkpoint(config: TrainConfig, state: dict[str, Any]) -> None:
+    """Write the checkpoint atomically: a kill mid-write leaves the previous one whole."""
+    import torch  # deferred: torch only when this runs (0 modules)
+
+    path = Path(config.checkpoint_dir) / CHECKPOINT
+    part = path.with_name(f".{CHECKPOINT}.tmp")
+    torch.save(state, part)
+    os.replace(part, path)
 
 
 def _barrier(me: Rank) -> None:
