@@ -80,6 +80,18 @@ def test_a_selected_variation_replaces_the_recipes_keys_and_a_plan_takes_the_lar
     assert plan_resources(engine.plan("demo,sort").nodes) == NO_RESOURCES  # no section: nothing asked
 
 
+def test_a_parametric_variation_asks_for_its_value(cmx_home: Path, tmp_path: Path) -> None:
+    """``nodes.#: {resources: {nodes: "#"}}`` selected as ``nodes.4`` asks for 4 nodes (the
+    doc's example); ``#`` in a variation that takes no value is refused at load time."""
+    write_recipe(tmp_path, doc_recipe())
+    assert node_resources(engine.plan("train,tiny,nodes.4", recipes_dirs=[tmp_path]).root).nodes == 4
+    assert node_resources(engine.plan("train,tiny", recipes_dirs=[tmp_path]).root).nodes == 2
+    bad = write_recipe(tmp_path / "bad", "name: bad\ntags: [bad]\nsummary: s\nvariations:\n  v:\n"
+                                         "    resources: {nodes: '#'}\n")
+    with pytest.raises(RecipeError, match=re.escape("variations.v.resources.nodes: '#' is the value of a parametric")):
+        load_recipe_file(bad)
+
+
 def test_other_units_read_the_same() -> None:
     from cmx_core.recipes.resources import parse_resources
 

@@ -206,7 +206,7 @@ def _check_variations(c: _Checker, variations: Any, inputs: Mapping[str, Any]) -
                                                    f"has no '.#'; name it '{name}.#' (selected as {name}.VALUE)")
         if "container" in spec:
             c.string(spec["container"], (*kp, "container"))
-        _check_resources(c, spec.get("resources"), (*kp, "resources"))
+        _check_resources(c, spec.get("resources"), (*kp, "resources"), parametric=name.endswith(".#"))
 
 
 def _check_deps(c: _Checker, deps: Any, kp: tuple[str | int, ...]) -> None:
@@ -277,10 +277,16 @@ def _check_cache(c: _Checker, cache: Any) -> None:
         raise c.fail(("cache", "expires"), f"expected a duration like 30s, 10m, 12h or 1d, got {cache['expires']!r}")
 
 
-def _check_resources(c: _Checker, section: Any, kp: tuple[str | int, ...]) -> None:
-    """``resources:`` (of the recipe or a variation): see :mod:`cmx_core.recipes.resources`."""
+def _check_resources(c: _Checker, section: Any, kp: tuple[str | int, ...], parametric: bool = False) -> None:
+    """``resources:`` (of the recipe or a variation): see :mod:`cmx_core.recipes.resources`. A
+    parametric variation's counts may be ``#`` (its value), checked as 1 here."""
     if section is None:
         return
+    if isinstance(section, dict) and "#" in section.values():
+        if not parametric:
+            key = next(k for k, v in section.items() if v == "#")
+            raise c.fail((*kp, key), "'#' is the value of a parametric variation; name the variation 'NAME.#'")
+        section = {k: 1 if v == "#" else v for k, v in section.items()}
     try:
         parse_resources(section)
     except ResourceError as exc:

@@ -174,6 +174,9 @@ class VariationSpec(NamedTuple):
     container: str | None = None
     resources: Resources = NO_RESOURCES
     """Replaces the recipe's ``resources:`` keys it sets when this variation is selected."""
+    resource_values: Mapping[str, Any] = {}
+    """A parametric variation's ``resources:`` keys whose value is ``#`` (``nodes.#: {resources:
+    {nodes: "#"}}``): they take the selected value (:func:`cmx_core.recipes.resources.node_resources`)."""
 
     @property
     def parametric(self) -> bool:
@@ -313,8 +316,17 @@ def _variation_from_data(name: str, spec: Mapping[str, Any]) -> VariationSpec:
         inputs=dict(spec.get("inputs") or {}),
         deps=_deps_from_data(spec.get("deps") or [], f"variations.{name}.deps"),
         container=spec.get("container"),
-        resources=parse_resources(spec["resources"]) if "resources" in spec else NO_RESOURCES,
+        resources=parse_resources(fixed) if (fixed := _fixed(spec.get("resources"))) else NO_RESOURCES,
+        resource_values={k: v for k, v in (spec.get("resources") or {}).items() if v == "#"}
+        if name.endswith(".#") else {},
     )
+
+
+def _fixed(section: Any) -> Any:
+    """A variation's ``resources:`` without the keys that take its value (``#``)."""
+    if not isinstance(section, Mapping):
+        return section
+    return {k: v for k, v in section.items() if v != "#"} or None
 
 
 def _deps_from_data(deps: list[Mapping[str, Any]], origin: str) -> tuple[DepSpec, ...]:

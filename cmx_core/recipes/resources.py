@@ -142,10 +142,13 @@ def node_resources(node: Any) -> Resources:
     """What a plan node asks for: its recipe's section with its selected variations' over it."""
     recipe = node.recipe
     chosen: Resources = recipe.resources
-    for name in node.variations or {}:
+    for name, value in (node.variations or {}).items():
         spec = recipe.variations.get(name) or recipe.variations.get(f"{name}.#")
         if spec is not None:
             chosen = spec.resources.over(chosen)
+            if spec.resource_values:  # nodes.#: {resources: {nodes: "#"}} selected as nodes.2
+                taken = int(value) if str(value).isdigit() else value
+                chosen = parse_resources({key: taken for key in spec.resource_values}).over(chosen)
     return chosen
 
 

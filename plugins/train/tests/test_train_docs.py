@@ -75,9 +75,19 @@ def test_the_headline_query_plans_on_an_h100_machine_only(cli: Any, as_json: Any
     assert here.returncode != 0 and "requires accelerator h100" in here.stderr
 
 
+def test_nodes_n_plans_n_nodes_on_slurm_and_ray_refuses_it_in_one_line(cli: Any, as_json: Any) -> None:
+    """The ``nodes.N`` variation asks the scheduler for N nodes (before: 1, with no word)."""
+    slurm = cli("plan", "recipe", "--tags=train,throughput,nodes.2", "--executor", "slurm", "--json")
+    assert slurm.returncode == 0, slurm.stderr
+    assert as_json(slurm)["executor"]["sbatch"] == "--nodes=2 --ntasks-per-node=1"
+    ray = cli("plan", "recipe", "--tags=train,throughput,nodes.2", "--executor", "ray")
+    assert ray.returncode == 2 and "the plan asks for 2 node(s)" in ray.stderr and "Traceback" not in ray.stderr
+
+
 def test_the_overhead_benchmark_exists_and_train_k8s_is_gone(cli: Any) -> None:
     assert cli("train-k8s", "--help").returncode != 0  # multi-node on Kubernetes: --executor k8s (docs/training.md)
     assert (ROOT.parents[1] / "benchmarks" / "bench_train.py").is_file()
+    assert (ROOT.parents[1] / "benchmarks" / "bench_train_windows.py").is_file()
 
 
 def _listed_causes() -> list[str]:

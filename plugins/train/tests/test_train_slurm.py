@@ -1,6 +1,6 @@
 """Two Slurm tasks that rendezvous: the loopback Slurm (cmx_slurm.testing: the cluster
 SLURM_CONF names when it answers, else a private single-node one started here and stopped by
-PID) runs ``train,throughput,nodes.2`` with ``ntasks_per_node=2``; each task's torchrun joins
+PID) runs ``train,throughput,nodes.2`` on its one node (``nodes=1``, ``ntasks_per_node=2``); each task's torchrun joins
 the c10d rendezvous on the first host (MASTER_ADDR, port MASTER_PORT+1) and both ranks are
 in the result. With ``env-ranks`` the two srun tasks are the ranks themselves (RANK,
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the executor). Skipped where Slurm cannot run (the reason is printed)."""
@@ -54,7 +54,8 @@ def test_two_slurm_tasks_rendezvous_on_the_first_host(slurm: Any, cli: Any, as_j
                                                       rendezvous: str) -> None:
     proc = cli("run", "recipe", f"--tags={tags}", "--batch-size=32", "--steps=3",
                "--rdzv-timeout-s=60", "--timeout-s=180", "--executor", "slurm",
-               "--executor-opt", "ntasks_per_node=2", "--json", SLURM_CONF=os.environ["SLURM_CONF"])
+               "--executor-opt", "nodes=1", "--executor-opt", "ntasks_per_node=2", "--json",
+               SLURM_CONF=os.environ["SLURM_CONF"])  # the loopback cluster's one node holds the 2 "nodes"
     assert proc.returncode == 0, proc.stderr
     result = as_json(proc)
     section = result["train"]
