@@ -89,8 +89,9 @@ def windows(pairs: int, window_s: float, start: float) -> list[tuple[int, bool, 
     return out
 
 
-def sampled_windows(schedule: list[tuple[int, bool, float, float]], run_dir: Path) -> None:
-    """Hold the sampler on for each on window of the schedule (off in the others)."""
+def sampled_windows(schedule: list[tuple[int, bool, float, float]], run_dir: Path, flag: Path | None = None) -> None:
+    """Hold the sampler on for each on window of the schedule (off in the others); ``flag``, a
+    file that exists only in the on windows (what else the job switches on with them)."""
     for pair, on, begin, end in schedule:
         time.sleep(max(0.0, begin - time.monotonic()))
         if not on:
@@ -98,7 +99,11 @@ def sampled_windows(schedule: list[tuple[int, bool, float, float]], run_dir: Pat
         telemetry = RunTelemetry(f"bench-{pair}", run_dir / f"pair-{pair}", TelemetrySettings(interval_s=1.0))
         (run_dir / f"pair-{pair}").mkdir(parents=True, exist_ok=True)
         telemetry.start()
+        if flag is not None:
+            flag.touch()
         time.sleep(max(0.0, end - time.monotonic()))
+        if flag is not None:
+            flag.unlink()
         telemetry.stop()
 
 

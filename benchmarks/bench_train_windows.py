@@ -35,9 +35,7 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from bench_telemetry_windows import bootstrap_median, rates, windows
-
-from cmx_core.telemetry.collector import RunTelemetry, TelemetrySettings
+from bench_telemetry_windows import bootstrap_median, rates, sampled_windows, windows
 
 GOAL_PCT = 2.0
 JOB = """
@@ -90,21 +88,6 @@ dist.destroy_process_group()
 """
 
 
-def toggled_windows(schedule: list[tuple[int, bool, float, float]], run_dir: Path, flag: Path) -> None:
-    """Hold cmx's side on for each on window (the sampler running, the flag file there)."""
-    for pair, on, begin, end in schedule:
-        time.sleep(max(0.0, begin - time.monotonic()))
-        if not on:
-            continue
-        telemetry = RunTelemetry(f"bench-{pair}", run_dir / f"pair-{pair}", TelemetrySettings(interval_s=1.0))
-        (run_dir / f"pair-{pair}").mkdir(parents=True, exist_ok=True)
-        telemetry.start()
-        flag.touch()
-        time.sleep(max(0.0, end - time.monotonic()))
-        flag.unlink()
-        telemetry.stop()
-
-
 def measure(pairs: int, window_s: float, nproc: int, batch_size: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cmx-bench-train-windows-") as tmp:
         work = Path(tmp)
@@ -116,7 +99,7 @@ def measure(pairs: int, window_s: float, nproc: int, batch_size: int) -> dict[st
         job = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}",
                                 "--standalone", str(script), str(flag), str(out), str(batch_size), str(deadline)],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        toggled_windows(schedule, work, flag)
+        sampled_windows(schedule, work, flag)  # cmx's side on in the on windows
         try:
             _, err = job.communicate(timeout=300)
         finally:

@@ -19,7 +19,8 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,22 @@ def chaos_recipe() -> str:
             with:
               cmd: [{sys.executable}, -c, "{_SCRIPT}", "{{{{ inputs.what }}}}"]
         """)
+
+
+def wait_until(predicate: Callable[[], Any], what: str, proc: subprocess.Popen[str], bound_s: float,
+               tick_s: float = 0.2) -> Any:
+    """Poll ``predicate`` until it returns something true, and return that; an AssertionError
+    when ``proc`` (the cmx process under test) ends first, with its stderr's tail, or when
+    ``bound_s`` pass (the fault tests' one bounded wait)."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        if proc.poll() is not None:
+            raise AssertionError(f"cmx ended (exit {proc.returncode}) before {what}: {proc.communicate()[1][-3000:]}")
+        time.sleep(tick_s)
+    raise AssertionError(f"{what} did not happen within {bound_s:g} s")
 
 
 def counter_recipe(name: str, tag: str, to: int = 12) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 import psutil
 import pytest
 
-from cmx_core.testing.chaos import counter_recipe
+from cmx_core.testing.chaos import counter_recipe, wait_until
 from tests.netbed import bed as netbed
 from tests.netbed.conftest import running_bed
 
@@ -43,15 +43,7 @@ def ray_bed() -> Iterator[netbed.Bed]:
 
 
 def _until(predicate: Callable[[], Any], what: str, proc: subprocess.Popen[str]) -> Any:
-    deadline = time.monotonic() + BOUND_S
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        if proc.poll() is not None:
-            raise AssertionError(f"cmx ended (exit {proc.returncode}) before {what}: {proc.communicate()[1][-3000:]}")
-        time.sleep(0.3)
-    raise AssertionError(f"{what} did not happen within {BOUND_S:g} s")
+    return wait_until(predicate, what, proc, BOUND_S, tick_s=0.3)
 
 
 def _far_run(storage: Path, number: int) -> psutil.Process | None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import psutil
 
-from cmx_core.testing.chaos import counter_recipe
+from cmx_core.testing.chaos import counter_recipe, wait_until
 from cmx_ray import cluster, executor, far, runs
 
 from .multinode import Workers
@@ -36,15 +36,7 @@ COUNTER = counter_recipe("test-ray-counter", "raycounter", to=12)
 
 
 def _until(predicate: Callable[[], Any], what: str, proc: subprocess.Popen[str]) -> Any:
-    deadline = time.monotonic() + BOUND_S
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        if proc.poll() is not None:
-            raise AssertionError(f"cmx ended (exit {proc.returncode}) before {what}: {proc.communicate()[1][-2000:]}")
-        time.sleep(0.2)
-    raise AssertionError(f"{what} did not happen within {BOUND_S:g} s")
+    return wait_until(predicate, what, proc, BOUND_S)
 
 
 def _count(storage: Path) -> int:
