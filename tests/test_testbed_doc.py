@@ -23,7 +23,7 @@ def test_the_variables_and_defaults_are_the_scripts() -> None:
     with_default = dict(re.findall(r"\$\{(CMX_NETBED_[A-Z_]+):-([^}]+)\}", SCRIPT))
     table = dict(re.findall(r"^\| `(CMX_NETBED_[A-Z_]+)` \| `?([^`|]*?)`? \|", DOC, re.MULTILINE))
     assert {name: default for name, default in table.items() if default != "unset"} == with_default
-    assert len(with_default) == 4 and table["CMX_NETBED_OWNER_PID"] == "unset"
+    assert len(with_default) == 5 and table["CMX_NETBED_OWNER_PID"] == "unset"
     assert 'if [ -n "${CMX_NETBED_OWNER_PID:-}" ]; then _cmx_netbed_watch "$CMX_NETBED_OWNER_PID"; fi' in SCRIPT
 
 

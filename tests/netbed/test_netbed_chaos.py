@@ -65,6 +65,19 @@ def _tasks(bed: netbed.Bed) -> dict[int, str]:
             if index.isdigit()}
 
 
+def _no_leftovers(bed: netbed.Bed) -> None:
+    """Cancel any task an earlier test of the module left on the bed (a failed one kills its
+    driver, not its array), so this test counts only its own."""
+    bed.run(1, ["scancel", "-n", "cmx-sweep-test-bed-counter"], timeout=60)
+    deadline = time.monotonic() + BOUND_S
+    while time.monotonic() < deadline:
+        out = bed.run(1, ["squeue", "-h", "-n", "cmx-sweep-test-bed-counter", "-o", "%i"], timeout=60).stdout
+        if not out.strip():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the bed's earlier tasks were not gone within {BOUND_S:g} s")
+
+
 def _all_four(tasks: dict[int, str]) -> dict[int, str] | None:
     return tasks if len(tasks) == 4 else None
 
@@ -132,6 +145,7 @@ def test_a_struck_node_under_a_sweep_is_recovered_and_recorded_truly(slurm_bed: 
     bed, home, recipes = slurm_bed, tmp_path / "home", tmp_path / "recipes"
     recipes.mkdir()
     (recipes / "counter.yaml").write_text(COUNTER)
+    _no_leftovers(bed)
     sweep = subprocess.Popen(bed.argv(1, [sys.executable, "-m", "cmx_core", "sweep", "--recipes", str(recipes),
                                           "--tags=test,bedcounter", "--matrix", "x=1,2,3,4", "-j", "4",
                                           "--retries=1", "--retry-on=node_lost", "--executor=slurm",
@@ -187,6 +201,7 @@ def test_a_killed_sweep_driver_on_the_bed_is_resumed_and_adopts_its_tasks(slurm_
     bed, home, recipes = slurm_bed, tmp_path / "home", tmp_path / "recipes"
     recipes.mkdir()
     (recipes / "counter.yaml").write_text(COUNTER)
+    _no_leftovers(bed)
     sweep = subprocess.Popen(bed.argv(1, [sys.executable, "-m", "cmx_core", "sweep", "--recipes", str(recipes),
                                           "--tags=test,bedcounter", "--to=10", "--matrix", "x=1,2,3,4", "-j", "4",
                                           "--executor=slurm", "--executor-opt=poll_s=0.5", "--json"]),

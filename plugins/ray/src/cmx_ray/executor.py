@@ -165,7 +165,7 @@ class RayExecutor(RemoteExecutor[RayHandle]):
 
         def launch(submission: int, earlier: int, max_retries: int) -> Any:
             return _far_task().options(**resources.ray_options(), max_retries=max_retries,
-                                       retry_exceptions=False).remote(*arguments, submission, earlier)
+                                       retry_exceptions=False).remote(*arguments, far.Submission(submission, earlier))
 
         submitted = time.time()
         ref = launch(0, 0, retries["max_retries"])

@@ -66,22 +66,28 @@ class FarResult:
     """A later run had started when this one ended: it hands back nothing (cmx_ray.runs)."""
 
 
-def run_far(command: Sequence[str], env: Mapping[str, str], lock: bytes, max_bytes: int,
-            storage: str = "", submission: int = 0, earlier: int = 0) -> FarResult:
-    """Run ``command`` (whose lock and output paths are relative: ``lock.json``,
-    ``remote``) in a fresh directory and return the output directory's files.
+@dataclass(frozen=True)
+class Submission:
+    """Which submission of the task a run belongs to (cmx submits it again when it gave a run
+    up as cut off, :mod:`cmx_ray.runs`; 0: the first) and how many runs came before it."""
 
-    ``submission``: which submission of the task this is (cmx submits it again when it gave a
-    run up as cut off, :mod:`cmx_ray.runs`); ``earlier``: how many runs came before it."""
+    number: int = 0
+    earlier: int = 0
+
+
+def run_far(command: Sequence[str], env: Mapping[str, str], lock: bytes, max_bytes: int,
+            storage: str = "", submission: Submission = Submission()) -> FarResult:
+    """Run ``command`` (whose lock and output paths are relative: ``lock.json``,
+    ``remote``) in a fresh directory and return the output directory's files."""
     started, ray_number = time.time(), runs.attempt_number()
-    attempt = submission * runs.PER_SUBMISSION + ray_number
+    attempt = submission.number * runs.PER_SUBMISSION + ray_number
     token = env.get(TOKEN_ENV, "")
     runs.stamp(token, attempt, started, runs.node_id())
     later = runs.superseded(token, attempt, _runs_in(storage))
     if later is not None:  # Ray ran again a submission cmx had given up: it must not run at all
         return FarResult(0, {}, b"", node_identity(), f"run number {attempt} of the task started after run number "
                          f"{later} of a later submission: fenced, nothing run", started, attempt, fenced=True)
-    work, resume = _work_dir(storage, attempt, earlier + ray_number)
+    work, resume = _work_dir(storage, attempt, submission.earlier + ray_number)
     fenced = False
     try:
         (work / LOCK_NAME).write_bytes(lock)

@@ -47,7 +47,15 @@ from cmx_core.api import (
 )
 from cmx_core.errors import CmxError, Interrupted, UsageError
 from cmx_slurm import poll, script, slurmcli
-from cmx_slurm.executor import JOB_RECORD, STAGE_DIR, SlurmExecutor, resources_for, settings_of, with_log_tail
+from cmx_slurm.executor import (
+    JOB_RECORD,
+    STAGE_DIR,
+    SlurmExecutor,
+    resources_for,
+    settings_of,
+    with_log_tail,
+    write_record,
+)
 from cmx_slurm.settings import SlurmSettings
 
 
@@ -113,7 +121,7 @@ def _submit(jobs: tuple[RemoteJob, ...], positions: tuple[int, ...], options: tu
     for position, job, task_id in zip(positions, jobs, task_ids, strict=True):
         record = {"job_id": task_id, "array": array_id, "index": position, "tasks": ntasks, "submitted": submitted,
                   "sbatch": ["sbatch", "--parsable", *options, str(batch)]}
-        (job.stage_dir / JOB_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        write_record(job.stage_dir / JOB_RECORD, record)
     return ArrayJob(array_id, jobs, task_ids, submitted, settings, positions, options, batch, ntasks)
 
 

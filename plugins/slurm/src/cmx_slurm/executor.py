@@ -15,8 +15,10 @@ result there.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,14 @@ STAGE_DIR = "remote-stage"
 
 JOB_RECORD = "slurm-job.json"
 """The stage directory's record of what was submitted (kept with the result's logs)."""
+
+
+def write_record(path: Path, record: Mapping[str, Any]) -> None:
+    """Write a job record whole or not at all (a temporary file renamed over it): a resumed
+    driver, or anyone watching the run, reads it while a resubmission rewrites it."""
+    part = path.with_name(f".{path.name}.tmp")
+    part.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    os.replace(part, path)
 
 
 @dataclass(frozen=True)
@@ -116,7 +126,7 @@ class SlurmExecutor(RemoteExecutor[SlurmJob]):
         job_id = slurmcli.sbatch(options, batch)
         record = {"job_id": job_id, "sbatch": ["sbatch", "--parsable", *options, str(batch)],
                   "tasks": resources.ntasks}
-        (stage / JOB_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        write_record(stage / JOB_RECORD, record)
         return SlurmJob(job_id, stage, resources, chosen.poll_s, chosen.poll_max_s)
 
     def wait(self, handle: SlurmJob) -> JobStatus:
