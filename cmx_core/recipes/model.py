@@ -174,7 +174,7 @@ class VariationSpec(NamedTuple):
     container: str | None = None
     resources: Resources = NO_RESOURCES
     """Replaces the recipe's ``resources:`` keys it sets when this variation is selected."""
-    resource_values: Mapping[str, Any] = {}
+    value_keys: tuple[str, ...] = ()
     """A parametric variation's ``resources:`` keys whose value is ``#`` (``nodes.#: {resources:
     {nodes: "#"}}``): they take the selected value (:func:`cmx_core.recipes.resources.node_resources`)."""
 
@@ -316,17 +316,16 @@ def _variation_from_data(name: str, spec: Mapping[str, Any]) -> VariationSpec:
         inputs=dict(spec.get("inputs") or {}),
         deps=_deps_from_data(spec.get("deps") or [], f"variations.{name}.deps"),
         container=spec.get("container"),
-        resources=parse_resources(fixed) if (fixed := _fixed(spec.get("resources"))) else NO_RESOURCES,
-        resource_values={k: v for k, v in (spec.get("resources") or {}).items() if v == "#"}
-        if name.endswith(".#") else {},
+        **_variation_resources(spec.get("resources"), parametric=name.endswith(".#")),
     )
 
 
-def _fixed(section: Any) -> Any:
-    """A variation's ``resources:`` without the keys that take its value (``#``)."""
-    if not isinstance(section, Mapping):
-        return section
-    return {k: v for k, v in section.items() if v != "#"} or None
+def _variation_resources(section: Any, parametric: bool) -> dict[str, Any]:
+    """A variation's ``resources:`` split into the values it sets and, for a parametric one,
+    the keys that take its value (``#``)."""
+    keys = tuple(k for k, v in section.items() if v == "#") if parametric and isinstance(section, Mapping) else ()
+    fixed = {k: v for k, v in section.items() if k not in keys} if isinstance(section, Mapping) else section
+    return {"resources": parse_resources(fixed) if fixed else NO_RESOURCES, "value_keys": keys}
 
 
 def _deps_from_data(deps: list[Mapping[str, Any]], origin: str) -> tuple[DepSpec, ...]:

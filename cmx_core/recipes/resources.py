@@ -146,9 +146,9 @@ def node_resources(node: Any) -> Resources:
         spec = recipe.variations.get(name) or recipe.variations.get(f"{name}.#")
         if spec is not None:
             chosen = spec.resources.over(chosen)
-            if spec.resource_values:  # nodes.#: {resources: {nodes: "#"}} selected as nodes.2
+            if spec.value_keys:  # nodes.#: {resources: {nodes: "#"}} selected as nodes.2
                 taken = int(value) if str(value).isdigit() else value
-                chosen = parse_resources({key: taken for key in spec.resource_values}).over(chosen)
+                chosen = parse_resources({key: taken for key in spec.value_keys}).over(chosen)
     return chosen
 
 

@@ -65,9 +65,10 @@ class RayHandle:
     """The task's directory in the shared ``storage`` (empty: none)."""
     launch: Callable[[int, int, int], Any] | None = None
     """Submit the task again: (submission, runs before it, Ray's retries for it) -> its ref."""
-    submission: int = 0
     given_up: list[runs.GivenUp] = field(default_factory=list)
-    """The runs the driver gave up as cut off from the head (:func:`cmx_ray.runs.cut_off`)."""
+    """The runs the driver gave up as cut off from the head (:func:`cmx_ray.runs.cut_off`);
+    each but a last one that ended the task was followed by a submission, so their count is
+    the number of the submission in progress."""
 
 
 def retry_options(request: ExecutionRequest) -> dict[str, Any]:
@@ -231,8 +232,7 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         left = 1 + handle.max_retries - len(seen.starts)
         if left <= 0 or handle.launch is None:
             return JobStatus("lost", None, f"{why}; the policy allows no further run (--retry-on node_lost)")
-        handle.submission += 1
-        handle.ref = handle.launch(handle.submission, len(seen.starts), left - 1)
+        handle.ref = handle.launch(len(handle.given_up), len(seen.starts), left - 1)
         return None
 
     def fetch(self, handle: RayHandle, job: RemoteJob) -> Fetched:
@@ -283,7 +283,7 @@ def task_runs(handle: RayHandle, run_dir: Path) -> runs.TaskRuns:
     return replace(seen, fenced=seen.fenced | fenced)
 
 
-def keep_lost_runs(handle: RayHandle, run_dir: Path, seen: runs.TaskRuns | None = None) -> frozenset[int]:
+def keep_lost_runs(handle: RayHandle, run_dir: Path, seen: runs.TaskRuns) -> frozenset[int]:
     """Move the far directories of the lost runs from the shared storage into the run
     directory (``remote-attempt-N``, N the run's place, as a resubmitted job's are), then
     remove the task's directory there. The runs whose directory says they were fenced."""
@@ -293,7 +293,7 @@ def keep_lost_runs(handle: RayHandle, run_dir: Path, seen: runs.TaskRuns | None 
     for number, path in far.lost_runs(storage):
         if (path / far.OUTPUT_NAME / far.FENCED).is_file():
             fenced.add(number)
-        place = seen.ordinal(number) if seen is not None and seen.starts else number + 1
+        place = seen.ordinal(number) if seen.starts else number + 1  # no stamps: Ray's own numbering
         kept = run_dir / f"{far.OUTPUT_NAME}-attempt-{place}"
         if (path / far.OUTPUT_NAME).is_dir() and not kept.exists():
             shutil.move(str(path / far.OUTPUT_NAME), kept)

@@ -140,11 +140,6 @@ def ruleset_for(benchmark: str) -> str | None:
     return max(found)[1] if found else None
 
 
-def is_mlperf_benchmark(benchmark: str) -> bool:
-    """True when a training ruleset of the installed package names ``benchmark``."""
-    return ruleset_for(benchmark) is not None
-
-
 def checker_version() -> str:
     try:
         return f"mlperf-logging {importlib.metadata.version('mlperf-logging')}"
