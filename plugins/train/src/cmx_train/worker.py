@@ -223,12 +223,14 @@ def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
     start = (int(saved["done"]), int(saved["epoch"]), int(saved["position"])) if saved is not None else (0, 0, 0)
 
     def save(done: int, epoch: int, position: int) -> float:
-        """Rank 0 saves where the run is (the ranks' weights are the same); the seconds it took."""
-        if me.rank != 0:
-            return 0.0
+        """Rank 0 saves where the run is (the ranks' weights are the same) while the others wait
+        for it; the seconds of that pause, the same on every rank, which each leaves out of its
+        timed window (a rank that did not wait would pay it in its next step instead)."""
         t0 = time.perf_counter()
-        save_checkpoint(config, {"model": model.state_dict(), "optimizer": opt.state_dict(), "done": done,
-                                 "epoch": epoch, "position": position})
+        if me.rank == 0:
+            save_checkpoint(config, {"model": model.state_dict(), "optimizer": opt.state_dict(), "done": done,
+                                     "epoch": epoch, "position": position})
+        _barrier(me)
         return time.perf_counter() - t0
 
     loop = _Loop(config, me, data, step, device, figures, progress, lambda: float(own[0]), start, save)
