@@ -16,6 +16,11 @@ from its fieldRef); the status counts ``succeeded``/``failed`` and ``completedIn
 ``failedIndexes``, with ``backoffLimitPerIndex`` each index failing on its own. Deleting the
 Job kills its children's process groups.
 
+Cluster DNS: a pod of an Indexed Job whose ``subdomain`` is a created Service runs under
+bubblewrap with a hosts file naming every pod of the Job (``<job>-<i>.<service>``, all
+127.0.0.1, as every pod shares this machine's network) and its own hostname, so a
+multi-node run's ``MASTER_ADDR=<job>-0.<service>`` resolves as it would in a cluster.
+
 A pod evicted through the Eviction API (``POST .../pods/NAME/eviction``, as a node drain
 does) is killed and ends ``Failed`` with the ``DisruptionTarget`` condition. The Job's
 ``podFailurePolicy`` is honoured as the Job controller does: an ``Ignore`` rule on
@@ -43,6 +48,8 @@ _ROUTE = re.compile(r"^/(?:api/v1|apis/batch/v1)/namespaces/([^/]+)/([a-z]+)(?:/
 
 
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+BWRAP = "bwrap"
+"""Bubblewrap, which gives a multi-node run's pods the names of cluster DNS (``_cluster_dns``)."""
 _VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 
@@ -209,12 +216,29 @@ class StandIn:
                 defined[item["name"]] = annotations.get(found.group(1), "") if found else ""
         env = {"PATH": os.environ["PATH"], **{k: mapped(v) for k, v in defined.items()}}
         argv = [mapped(expand(a, defined)) for a in [*container["command"], *container.get("args", [])]]
+        argv = [*self._cluster_dns(namespace, name, run, index, base), *argv]
         log = base / "pod.log"
         with open(log, "wb") as out:
             process = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, start_new_session=True)
         run.pods.append(Pod(f"{name}-{index}-pod{len(run.pods)}", process, log,
                             index if run.indexed else None))
+
+    def _cluster_dns(self, namespace: str, name: str, run: JobRun, index: int, base: Path) -> list[str]:
+        """The prefix that gives a pod of an Indexed Job under a headless Service (the pod
+        spec's ``subdomain``) the names cluster DNS would: its hostname ``<job>-<index>`` and
+        every pod's ``<job>-<i>.<service>`` (the short and the namespace-qualified forms),
+        here all 127.0.0.1, in a hosts file bubblewrap binds over ``/etc/hosts`` in a UTS
+        namespace of the pod's own. No prefix (the pod sees this machine's names) otherwise."""
+        service = run.spec["template"]["spec"].get("subdomain")
+        if not run.indexed or not service or (namespace, "services", service) not in self.objects:
+            return []
+        pods = [f"{name}-{i}" for i in range(int(run.spec.get("completions", 1)))]
+        lines = [f"127.0.0.1 {pod}.{service} {pod}.{service}.{namespace}.svc.cluster.local" for pod in pods]
+        hosts = base / "hosts"
+        hosts.write_text("\n".join(["127.0.0.1 localhost", f"127.0.0.1 {name}-{index}", *lines, ""]))
+        return [BWRAP, "--dev-bind", "/", "/", "--ro-bind", str(hosts), "/etc/hosts", "--unshare-uts",
+                "--hostname", f"{name}-{index}", "--"]
 
     def job_status(self, name: str) -> dict[str, Any]:
         run = self.pods.get(name)
@@ -374,6 +398,9 @@ def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
                     state.stop_pod(name)
             if found is None:
                 self._missing(f"{kind} {name}")
+                return
+            if kind == "services":  # the API server answers a Service's deletion with the Service
+                self._send(200, found)
                 return
             self._send(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
 

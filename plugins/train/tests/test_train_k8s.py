@@ -122,3 +122,54 @@ def test_the_training_pods_are_admitted_with_cpu_and_memory(cli: Any, tmp_path: 
         assert resources["requests"][key] == resources["limits"][key]
     if cpu is not None:
         assert (resources["limits"]["cpu"], resources["limits"]["memory"]) == (cpu, memory)
+
+
+def _standin() -> Any:
+    """The Kubernetes API STAND-IN of cmx-k8s's tests (no real cluster can run here): its
+    kubelet runs each pod's command on this machine, and its cluster DNS names the pods of
+    an Indexed Job behind a headless Service."""
+    sys.path.insert(0, str(Path(__file__).parents[2] / "k8s" / "tests"))
+    import standin  # type: ignore[import-not-found]
+
+    return standin
+
+
+def test_two_pods_train_with_a_rank_each_and_the_result_comes_back(cli: Any, as_json: Any, tmp_path: Path) -> None:
+    """#45 item 5: a 2-node run through the k8s executor (the real ``kubernetes`` client, the
+    one manifest builder, an Indexed Job of 2 pods behind a headless Service) trains with one
+    rank in each pod, meeting at pod 0 by its cluster-DNS name, and node 0's result comes back
+    framed in its pod log."""
+    standin = _standin()
+    root = tmp_path / "standin"
+    root.mkdir()
+    server, state = standin.serve(root)
+    try:
+        kubeconfig = standin.kubeconfig(tmp_path / "kubeconfig", server.server_address[1])
+        options = {"kubeconfig": str(kubeconfig), "image": "cmx-python:standin", "python": sys.executable,
+                   "cmx": f"{sys.executable} -m cmx_core", "poll_s": "0.2", "nodes": "2",
+                   "master_port": str(_free_port()), "pvc": ""}
+        proc = cli("run", "recipe", "--tags=train,throughput,nodes.2", "--batch-size=32", "--steps=3",
+                   "--threads-per-rank=1", "--rdzv-timeout-s=120", "--timeout-s=400", "--executor=k8s",
+                   *(f"--executor-opt={k}={v}" for k, v in options.items()), "--json", timeout=500)
+    finally:
+        state.stop_all()
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = as_json(proc)
+    section = result["train"]
+    assert result["status"] == "valid" and section["nodes"] == 2 and section["world_size"] == 2
+    assert sorted(r["rank"] for r in section["ranks"]) == [0, 1]
+    assert all(r["samples"] > 0 for r in section["ranks"])
+    name = next(c for c in state.created if c["kind"] == "Job")["metadata"]["name"]
+    assert sorted(r["host"] for r in section["ranks"]) == [f"{name}-0", f"{name}-1"]  # each pod's own hostname
+    assert section["rendezvous"].split()[-1].rsplit(":", 1)[0] == f"{name}-0.{name}-nodes"
+    assert len(state.deleted[name].pods) == 2
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -138,8 +138,8 @@ class K8sExecutor(RemoteExecutor[K8sHandle]):
         limit = handle.settings.timeout_s
         deadline = time.monotonic() + limit + 60 if limit else None  # the Job's own deadline, then ours
         while True:
-            status = handle.batch.read_namespaced_job_status(handle.name, handle.namespace).status
-            finished = ended(status)
+            job = handle.batch.read_namespaced_job_status(handle.name, handle.namespace)
+            finished = ended(job.status, job.spec.completions if job.spec else None)
             if finished is not None:
                 return finished
             if deadline is not None and time.monotonic() > deadline:
@@ -276,7 +276,9 @@ def check_settings(settings: K8sSettings) -> None:
         raise UsageError("k8s executor option cmx='': give how the image starts cmx, e.g. cmx")
 
 
-def ended(status: Any) -> JobStatus | None:
+def ended(status: Any, completions: int | None = None) -> JobStatus | None:
+    """The Job's end from its conditions; without one, from its count of succeeded pods once
+    it reaches ``completions`` (a multi-node run's Indexed Job is not done when pod 1 is)."""
     for condition in status.conditions or ():
         if condition.status != "True":
             continue
@@ -286,7 +288,7 @@ def ended(status: Any) -> JobStatus | None:
             if condition.reason == "DeadlineExceeded":
                 return JobStatus("timeout", 1, str(condition.message or "DeadlineExceeded"))
             return JobStatus("failed", 1, f"{condition.reason}: {condition.message or ''}".strip(": "))
-    if status.succeeded:
+    if status.succeeded and status.succeeded >= (completions or 1):
         return JobStatus("completed", 0)
     return None
 
