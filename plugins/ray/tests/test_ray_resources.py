@@ -1,7 +1,7 @@
 """The recipe's ``resources:`` through the ray executor: each key becomes the task option
-docs/recipes.md's table says (``nodes`` above 1 refused, naming the executors that can run
-it), the settings override it, and a run asking for CPUs, memory and a time limit runs as a
-Ray task with those options on the real head."""
+docs/recipes.md's table says (``nodes: N``: a task on each of N nodes; several tasks per node
+refused, naming what can run them), the settings override it, and a run asking for CPUs,
+memory and a time limit runs as a Ray task with those options on the real head."""
 
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ def test_each_key_becomes_the_documented_task_option(cmx_home: Path, tmp_path: P
         shown = f"{given:g}" if isinstance(given, float) else str(given)
         assert name == option and shown == value.strip('"'), (key, options)
     assert f"({task.timeout_s:g} s)" in documented["time"]
-    for key in ("nodes", "tasks_per_node"):
-        assert documented[key].startswith("refused above 1")
+    assert documented["tasks_per_node"].startswith("refused above 1")
+    assert documented["nodes"].startswith("a task on each of 2 nodes")  # the doc recipe asks for 2
 
 
 def test_settings_override_the_recipe(cmx_home: Path, tmp_path: Path) -> None:
@@ -55,10 +55,15 @@ def test_settings_override_the_recipe(cmx_home: Path, tmp_path: Path) -> None:
     assert (task.num_cpus, task.num_gpus, task.accelerator_type, task.timeout_s) == (2, 1, None, 30)
 
 
-def test_a_multi_node_recipe_is_refused_naming_the_executors_that_run_it(cmx_home: Path, tmp_path: Path) -> None:
+def test_a_multi_node_recipe_is_a_task_per_node(cmx_home: Path, tmp_path: Path) -> None:
     write_recipe(tmp_path, doc_recipe())
-    with pytest.raises(UsageError, match=r"asks for 2 node\(s\) x 1 task\(s\) \(resources: in recipe train-tiny\)"
-                                         r".*use --executor slurm"):
+    assert task_resources(engine.plan("train,tiny", recipes_dirs=[tmp_path]), RaySettings(), None).nodes == 2
+
+
+def test_several_tasks_per_node_are_refused_naming_what_runs_them(cmx_home: Path, tmp_path: Path) -> None:
+    write_recipe(tmp_path, doc_recipe().replace("tasks_per_node: 1", "tasks_per_node: 4"))
+    with pytest.raises(UsageError, match=r"asks for 4 tasks per node \(resources: in recipe train-tiny\)"
+                                         r".*\(launcher torchrun\) or --executor slurm"):
         engine.plan("train,tiny", recipes_dirs=[tmp_path], executor="ray")
 
 

@@ -75,13 +75,14 @@ def test_the_headline_query_plans_on_an_h100_machine_only(cli: Any, as_json: Any
     assert here.returncode != 0 and "requires accelerator h100" in here.stderr
 
 
-def test_nodes_n_plans_n_nodes_on_slurm_and_ray_refuses_it_in_one_line(cli: Any, as_json: Any) -> None:
+def test_nodes_n_plans_n_nodes_on_slurm_and_on_ray(cli: Any, as_json: Any) -> None:
     """The ``nodes.N`` variation asks the scheduler for N nodes (before: 1, with no word)."""
     slurm = cli("plan", "recipe", "--tags=train,throughput,nodes.2", "--executor", "slurm", "--json")
     assert slurm.returncode == 0, slurm.stderr
     assert as_json(slurm)["executor"]["sbatch"] == "--nodes=2 --ntasks-per-node=1"
-    ray = cli("plan", "recipe", "--tags=train,throughput,nodes.2", "--executor", "ray")
-    assert ray.returncode == 2 and "the plan asks for 2 node(s)" in ray.stderr and "Traceback" not in ray.stderr
+    ray = cli("plan", "recipe", "--tags=train,throughput,nodes.2", "--executor", "ray", "--json")
+    assert ray.returncode == 0, ray.stderr
+    assert as_json(ray)["executor"]["nodes"].startswith("2 (a task on each, STRICT_SPREAD")
 
 
 def test_the_overhead_benchmark_exists_and_train_k8s_is_gone(cli: Any) -> None:

@@ -37,7 +37,7 @@ from cmx_core.api import (
     WorkerKill,
     scheduler_retries,
 )
-from cmx_ray import cluster, far, runs, worker
+from cmx_ray import cluster, far, nodeset, runs, worker
 from cmx_ray.resources import TaskResources, missing, task_resources
 from cmx_ray.settings import RaySettings
 
@@ -69,6 +69,10 @@ class RayHandle:
     """The runs the driver gave up as cut off from the head (:func:`cmx_ray.runs.cut_off`);
     each but a last one that ended the task was followed by a submission, so their count is
     the number of the submission in progress."""
+    nodes: nodeset.NodeSet | None = None
+    """A multi-node run's placement group and other nodes' tasks (``ref`` is node 0's)."""
+    peers: list[dict[str, str]] = field(default_factory=list)
+    """Where the other nodes' runs ran (filled in when node 0's ended)."""
 
 
 def retry_options(request: ExecutionRequest) -> dict[str, Any]:
@@ -114,6 +118,8 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         return {"cluster": settings.address or "a private local cluster for this run",
                 "num_cpus": resources.num_cpus, "num_gpus": resources.num_gpus,
                 "accelerator_type": resources.accelerator_type or "any",
+                **({"nodes": f"{resources.nodes} (a task on each, STRICT_SPREAD; node 0's result is the run's)"}
+                   if resources.nodes > 1 else {}),
                 "far side": "cmx run --lock lock.json --allow-drift=remote --executor local --json (a Ray task)",
                 **({"memory_bytes": resources.memory} if resources.memory else {}),
                 "timeout_s": resources.timeout_s or "none", "max_result_mb": settings.max_result_mb}
@@ -169,6 +175,8 @@ class RayExecutor(RemoteExecutor[RayHandle]):
                                        retry_exceptions=False).remote(*arguments, far.Submission(submission, earlier))
 
         submitted = time.time()
+        if resources.nodes > 1:
+            return _submit_nodes(resources, arguments, (self.cluster_name, token, submitted))
         ref = launch(0, 0, retries["max_retries"])
         return RayHandle(ref, resources, resources.timeout_s, self.cluster_name, token, retries["max_retries"],
                          submitted=submitted, storage=storage, launch=launch)
@@ -177,6 +185,13 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         return worker.kill_worker(handle.token, handle.ref, handle.max_retries)
 
     def wait(self, handle: RayHandle) -> JobStatus:
+        try:
+            return self._wait_task(handle)
+        finally:
+            if handle.nodes is not None:
+                nodeset.release(handle.nodes)
+
+    def _wait_task(self, handle: RayHandle) -> JobStatus:
         import ray  # deferred: ray only when this runs (513 modules)
         from ray import exceptions  # deferred: ray only when this runs (513 modules)
 
@@ -189,11 +204,17 @@ class RayExecutor(RemoteExecutor[RayHandle]):
             ready, _ = ray.wait([handle.ref], timeout=WATCH_S if left is None else min(WATCH_S, left))
             if ready:
                 break
+            peer_failed = nodeset.failed_peer(handle.nodes) if handle.nodes else ""
+            if peer_failed:
+                self.cancel(handle)
+                return JobStatus("failed", None, peer_failed)
             given_up = self._watch(handle)
             if given_up is not None:
                 return given_up
         try:
             handle.result = ray.get(handle.ref)
+            if handle.nodes is not None:
+                handle.peers = [dict(n) for n in nodeset.identities(handle.nodes, _CANCEL_GRACE_S * 6)]
         except exceptions.TaskCancelledError:
             return JobStatus("cancelled", None, "the Ray task was cancelled")
         except (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.ObjectLostError) as exc:
@@ -247,6 +268,7 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         record = run_dir / "ray-job.json"
         record.write_text(json.dumps({"cluster": handle.cluster, "resources": asdict(handle.resources),
                                       "node": dict(result.node) if result else {},
+                                      **({"other_nodes": handle.peers} if handle.nodes else {}),
                                       "run": result.attempt if result else None,
                                       "exit_code": result.exit_code if result else None,
                                       "files": sorted(result.files) if result else []}, indent=2))
@@ -262,6 +284,27 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         if not ready:
             ray.cancel(handle.ref, force=True)
             ray.wait([handle.ref], timeout=_CANCEL_GRACE_S)
+        if handle.nodes is not None:
+            nodeset.release(handle.nodes)
+
+
+def _submit_nodes(resources: TaskResources, arguments: tuple[Any, ...], where: tuple[str, str, float]) -> RayHandle:
+    """A multi-node run (:mod:`cmx_ray.nodeset`): one far task on each node of a placement
+    group, told its node rank; the handle waits for node 0's. ``where``: the cluster's name,
+    the run's token and when it was submitted."""
+    cluster_name, token, submitted = where
+    command, env, lock, max_bytes, storage = arguments
+    nodes = nodeset.place(resources, token)
+    refs = []
+    for rank in range(resources.nodes):
+        told = {**env, far.TOKEN_ENV: token if rank == 0 else f"{token}-node{rank}",
+                **nodeset.node_env(nodes, rank, resources.nodes, f"cmx-ray-{token[:12]}")}
+        refs.append(_far_task().options(**resources.ray_options(), max_retries=0, retry_exceptions=False,
+                                        **nodeset.strategy(nodes, rank)).remote(
+            command, told, lock, max_bytes, storage if rank == 0 else ""))  # the shared storage is node 0's run's
+    nodes.peers = refs[1:]
+    return RayHandle(refs[0], resources, resources.timeout_s, cluster_name, token, 0, submitted=submitted,
+                     storage=storage, nodes=nodes)
 
 
 def _refused(handle: RayHandle) -> str:

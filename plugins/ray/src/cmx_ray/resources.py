@@ -1,11 +1,12 @@
 """What a plan asks of a Ray cluster: CPUs, GPUs, memory and the ``accelerator_type:<X>``
-resource.
+resource, on each of its nodes.
 
 The settings win, then the plan's ``resources:`` (:mod:`cmx_core.recipes.resources`: ``cpus`` ->
 ``num_cpus``, ``gpus`` -> ``num_gpus``, ``memory`` -> ``memory`` in bytes, ``accelerator`` ->
 ``accelerator_type``, ``time`` -> the task's timeout), then what its requirements imply. A
-Ray task is one process on one node, so a plan asking for more than one node or task is
-refused with the executors that can run it.
+Ray task is one process on one node: a plan asking for ``nodes: N`` runs as N tasks, one per
+node (:mod:`cmx_ray.nodeset`), each starting its node's ranks with the recipe's launcher; a
+plan asking for several tasks per node is refused with the executors that can run it.
 
 Pure functions of the plan, the facts it was resolved against and the settings, so
 ``cmx plan`` can show and check them without starting anything."""
@@ -43,6 +44,8 @@ class TaskResources:
     accelerator_tag: str | None
     memory: int | None = None
     timeout_s: float | None = None
+    nodes: int = 1
+    """Tasks of the run, one per node, each asking for the resources above."""
 
     def ray_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"num_cpus": self.num_cpus, "num_gpus": self.num_gpus}
@@ -96,10 +99,10 @@ def task_resources(plan: Plan, settings: RaySettings, gpus_fact: Any) -> TaskRes
     """The task's resources: the settings where given, else the plan's ``resources:``, else
     what its requirements need."""
     asked = plan_resources(plan.nodes)
-    if asked.world_size > 1:
-        raise UsageError(f"ray executor: the plan asks for {asked.nodes or 1} node(s) x {asked.tasks_per_node or 1} "
-                         f"task(s) (resources: in recipe {plan.root.recipe_name}), and a Ray task is one process; "
-                         "use --executor slurm (srun) or k8s for a multi-node run")
+    if (asked.tasks_per_node or 1) > 1:
+        raise UsageError(f"ray executor: the plan asks for {asked.tasks_per_node} tasks per node (resources: in recipe "
+                         f"{plan.root.recipe_name}), and a Ray task is one process on its node; use a launcher that "
+                         "starts the node's ranks (launcher torchrun) or --executor slurm (srun)")
     tag, count = plan_accelerator(plan)
     tag = asked.accelerator or tag
     if settings.num_gpus is not None:
@@ -120,7 +123,7 @@ def task_resources(plan: Plan, settings: RaySettings, gpus_fact: Any) -> TaskRes
     else:
         kind = ray_accelerator_type(tag) if tag else None
     timeout = settings.timeout_s if settings.timeout_s is not None else asked.time_s
-    return TaskResources(num_cpus, num_gpus, kind, tag, asked.memory_bytes, timeout)
+    return TaskResources(num_cpus, num_gpus, kind, tag, asked.memory_bytes, timeout, asked.nodes or 1)
 
 
 def missing(needed: Mapping[str, float], cluster: Mapping[str, float]) -> list[str]:
