@@ -18,7 +18,11 @@ it over its length; a pair's change is its on window against its off window. An 
 also pays the sampler's start and stop, so the figure is an upper bound on a steady one.
 
 Prints the median change with its bootstrap 95 % interval, each arm's median samples/s, and
-whether the interval lies within the 2 % goal.
+whether the interval lies within the 2 % goal. It also accounts for the CPU cmx's side used
+while on, which does not drift with the machine's load: the sampler's CPU seconds (this
+process, ``time.process_time``) and rank 0's time in its live-series calls, per second of the
+on windows; their share of the ranks' cores bounds what cmx's side can take from ranks that
+hold every core (``cpu_bound_pct``), leaving out cache and memory-bandwidth interference.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ progress = RankProgress(os.environ["CMX_METRICS_FILE"], rank)
 me, stamps, clock = Rank(rank, world, rank), array("d"), time.monotonic
 deadline = float(Path(sys.argv[4]).read_text()) if rank == 0 else 0.0
 go = torch.tensor([1])
-epoch = 0
+epoch, reporting = 0, 0.0
 while go.item():
     for idx in batches(config, me, len(data.train_y), epoch):
         t0 = clock()
@@ -74,6 +78,7 @@ while go.item():
         now = clock()
         if flag.exists():  # cmx's live series, on in the on windows only
             progress.step(len(idx), now - t0, lambda: float(loss.detach()))
+            reporting += clock() - now
         if rank == 0:
             stamps.append(now)
             go[0] = int(now < deadline)
@@ -84,6 +89,7 @@ while go.item():
 if rank == 0:
     with open(out, "wb") as f:
         stamps.tofile(f)
+    Path(out + ".reporting").write_text(repr(reporting))
 dist.destroy_process_group()
 """
 
@@ -99,7 +105,9 @@ def measure(pairs: int, window_s: float, nproc: int, batch_size: int) -> dict[st
         job = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}",
                                 "--standalone", str(script), str(flag), str(out), str(batch_size), str(deadline)],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        cpu_before = time.process_time()
         sampled_windows(schedule, work, flag)  # cmx's side on in the on windows
+        sampler_cpu_s = time.process_time() - cpu_before
         try:
             _, err = job.communicate(timeout=300)
         finally:
@@ -109,6 +117,7 @@ def measure(pairs: int, window_s: float, nproc: int, batch_size: int) -> dict[st
             raise SystemExit(f"bench_train_windows: the job failed (exit {job.returncode}): {err.strip()[-800:]}")
         stamps: array[float] = array("d")
         stamps.frombytes(out.read_bytes())
+        reporting_s = float(Path(f"{out}.reporting").read_text(encoding="utf-8"))
     if stamps[0] > schedule[0][2]:
         raise SystemExit("bench_train_windows: the training started after the first window; raise the lead time")
     by_pair = rates(stamps, schedule)
@@ -116,12 +125,15 @@ def measure(pairs: int, window_s: float, nproc: int, batch_size: int) -> dict[st
     low, high = bootstrap_median(changes)
     on = [p[True] * batch_size for p in by_pair.values()]
     off = [p[False] * batch_size for p in by_pair.values()]
+    on_s = sum(end - begin for _, arm, begin, end in schedule if arm)
     return {"pairs": pairs, "window_s": window_s, "nproc": nproc, "global_batch": batch_size, "steps": len(stamps),
             "samples_per_s_on_median": round(statistics.median(on), 1),
             "samples_per_s_off_median": round(statistics.median(off), 1),
             "median_change_pct": round(statistics.median(changes), 3),
             "median_change_95ci_pct": [round(low, 3), round(high, 3)],
             "within_goal": low >= -GOAL_PCT and high <= GOAL_PCT,
+            "cpu_bound_pct": round(100 * (sampler_cpu_s / on_s / nproc + reporting_s / on_s), 3),
+            "sampler_cores_on": round(sampler_cpu_s / on_s, 5), "rank0_reporting_share_on": round(reporting_s / on_s, 6),
             "spread_off_pct": round(100 * (max(off) - min(off)) / statistics.median(off), 3),
             "load_1min": os.getloadavg()[0]}
 
@@ -147,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
           f"(95 % interval {low:+.2f} .. {high:+.2f} %; goal within {GOAL_PCT:g} %: "
           f"{'met' if report['within_goal'] else 'not shown'}); off windows spread {report['spread_off_pct']:.1f} %; "
           f"load {report['load_1min']:.1f}")
+    print(f"CPU accounting while on: the sampler used {report['sampler_cores_on']:.4f} cores and rank 0's live "
+          f"series {100 * report['rank0_reporting_share_on']:.3f} % of its time: at most {report['cpu_bound_pct']:.2f} % "
+          f"of the {report['nproc']} ranks' CPU (a bound on the CPU cmx's side takes from them; cache and memory "
+          "interference are not in it)")
     return 0
 
 

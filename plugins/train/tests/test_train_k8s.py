@@ -173,3 +173,25 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def test_the_default_image_of_a_training_pod_holds_the_suite(cli: Any, as_json: Any, tmp_path: Path) -> None:
+    """#45 item 5: without ``image=``, the pods' image is cmx-docker's content-addressed tag of
+    the plan's template, whose requirements hold the plugins the plan uses: cmx-train and torch."""
+    pytest.importorskip("cmx_docker", reason="the default image is cmx-docker's")
+    from cmx_core.api import plan
+    from cmx_core.testing.registry import get_registry
+    from cmx_docker import context
+    from cmx_docker.digests import DigestMemo
+    from cmx_docker.executor import plan_plugins
+
+    proc = cli("plan", "recipe", "--tags=train,throughput,nodes.2", "--executor=k8s", "--executor-opt=nodes=2",
+               "--json")
+    assert proc.returncode == 0, proc.stderr
+    shown = as_json(proc)["executor"]["image"]
+    the_plan = plan("train,throughput,nodes.2")
+    rendered = context.image_spec("python", None, DigestMemo(None), None,
+                                  plugins=plan_plugins(the_plan, get_registry()))
+    assert shown == rendered.tag
+    wanted = rendered.requirements.splitlines()
+    assert any(line.startswith("cmx-train==") for line in wanted) and any(line.startswith("torch==") for line in wanted)
