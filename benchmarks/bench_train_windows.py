@@ -133,7 +133,8 @@ def measure(pairs: int, window_s: float, nproc: int, batch_size: int) -> dict[st
             "median_change_95ci_pct": [round(low, 3), round(high, 3)],
             "within_goal": low >= -GOAL_PCT and high <= GOAL_PCT,
             "cpu_bound_pct": round(100 * (sampler_cpu_s / on_s / nproc + reporting_s / on_s), 3),
-            "sampler_cores_on": round(sampler_cpu_s / on_s, 5), "rank0_reporting_share_on": round(reporting_s / on_s, 6),
+            "sampler_cores_on": round(sampler_cpu_s / on_s, 5),
+            "rank0_reporting_share_on": round(reporting_s / on_s, 6),
             "spread_off_pct": round(100 * (max(off) - min(off)) / statistics.median(off), 3),
             "load_1min": os.getloadavg()[0]}
 
@@ -159,8 +160,9 @@ def main(argv: list[str] | None = None) -> int:
           f"(95 % interval {low:+.2f} .. {high:+.2f} %; goal within {GOAL_PCT:g} %: "
           f"{'met' if report['within_goal'] else 'not shown'}); off windows spread {report['spread_off_pct']:.1f} %; "
           f"load {report['load_1min']:.1f}")
+    share = 100 * report["rank0_reporting_share_on"]
     print(f"CPU accounting while on: the sampler used {report['sampler_cores_on']:.4f} cores and rank 0's live "
-          f"series {100 * report['rank0_reporting_share_on']:.3f} % of its time: at most {report['cpu_bound_pct']:.2f} % "
+          f"series {share:.3f} % of its time: at most {report['cpu_bound_pct']:.2f} % "
           f"of the {report['nproc']} ranks' CPU (a bound on the CPU cmx's side takes from them; cache and memory "
           "interference are not in it)")
     return 0
