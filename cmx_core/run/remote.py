@@ -161,6 +161,12 @@ class RemoteExecutor(ABC, Generic[H]):
     ``--requeue``, Ray's ``max_retries``, a Kubernetes Job's ``backoffLimit``); the base
     resubmits the job for the other classes its policy names (:func:`job_policy`)."""
 
+    def retried_natively(self, request: ExecutionRequest) -> frozenset[FaultClass]:
+        """The faults the scheduler retries itself for this run: :attr:`native_retries`, unless
+        the executor cannot for this run (Ray's multi-node run, whose node's task is not rerun)."""
+        del request
+        return self.native_retries
+
     # -- what a subclass implements ------------------------------------------------------
 
     @abstractmethod
@@ -240,7 +246,7 @@ class RemoteExecutor(ABC, Generic[H]):
                 number, started = number + 1, struck.restarted_at
             outcome = fold(job, status, fetched, started, self.name)
             fault = job_fault(status, outcome)
-            if fault is None or fault in self.native_retries or not policy.retries(fault, number):
+            if fault is None or fault in self.retried_natively(request) or not policy.retries(fault, number):
                 break
             attempts.append(Attempt(context.plan.root.id, f"{self.name} job", number, started, time.time(), fault,
                                     outcome.error.message if outcome.error else status.message,

@@ -91,6 +91,14 @@ class RayExecutor(RemoteExecutor[RayHandle]):
     summary = "Run the plan as a Ray task (num_cpus, num_gpus, accelerator_type) on a cluster or a private one"
     settings = RaySettings
 
+    def retried_natively(self, request: ExecutionRequest) -> frozenset[FaultClass]:
+        """None for a multi-node run: Ray does not run one node's task again (the other nodes'
+        ranks are gone with it), so cmx's policy retries the run whole (:mod:`cmx_ray.nodeset`)."""
+        settings = request.context.settings
+        assert isinstance(settings, RaySettings)
+        nodes = task_resources(request.context.plan, settings, request.context.gpus).nodes
+        return self.native_retries if nodes <= 1 else frozenset()
+
     def __init__(self) -> None:
         self.cluster_name = ""
         self.handles: list[RayHandle] = []
@@ -204,10 +212,10 @@ class RayExecutor(RemoteExecutor[RayHandle]):
             ready, _ = ray.wait([handle.ref], timeout=WATCH_S if left is None else min(WATCH_S, left))
             if ready:
                 break
-            peer_failed = nodeset.failed_peer(handle.nodes) if handle.nodes else ""
-            if peer_failed:
+            peer_ended = nodeset.failed_peer(handle.nodes) if handle.nodes else None
+            if peer_ended is not None:
                 self.cancel(handle)
-                return JobStatus("failed", None, peer_failed)
+                return peer_ended
             given_up = self._watch(handle)
             if given_up is not None:
                 return given_up

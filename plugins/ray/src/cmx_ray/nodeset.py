@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cmx_core.api import CmxError
+from cmx_core.api import CmxError, JobStatus
 from cmx_ray.resources import TaskResources
 
 PLACE_TIMEOUT_S = 120.0
@@ -108,21 +108,26 @@ def release(nodes: NodeSet) -> None:
     remove_placement_group(nodes.group)
 
 
-def failed_peer(nodes: NodeSet) -> str:
-    """The error of another node's task that already ended without success ("" when none has)."""
+def failed_peer(nodes: NodeSet) -> JobStatus | None:
+    """How another node's task that already ended without success ended: ``lost`` when its
+    worker or node died (a lost node, which a policy naming ``node_lost`` retries), else
+    ``failed`` with its run's error; None while none has."""
     import ray  # deferred: ray only when this runs (513 modules)
+    from ray import exceptions  # deferred: ray only when this runs (513 modules)
 
     ready, _ = ray.wait(nodes.peers, num_returns=len(nodes.peers), timeout=0)
     for ref in ready:
         rank = nodes.peers.index(ref) + 1
         try:
             result = ray.get(ref)
-        except Exception as exc:  # noqa: BLE001 - any Ray error of the task is the node's failure
-            return f"node {rank}'s task failed: {_first_line(exc)}"
-        if getattr(result, "exit_code", 0) != 0 or getattr(result, "error", ""):
-            why = getattr(result, "error", "") or f"its far cmx exited {result.exit_code}"
-            return f"node {rank}'s run failed: {why}"
-    return ""
+        except (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.ObjectLostError) as exc:
+            return JobStatus("lost", None, f"node {rank}'s task was lost: {_first_line(exc)}")
+        except Exception as exc:  # noqa: BLE001 - any other Ray error of the task is the node's failure
+            return JobStatus("failed", None, f"node {rank}'s task failed: {_first_line(exc)}")
+        if result.exit_code != 0 or result.error:
+            return JobStatus("failed", result.exit_code or None,
+                             f"node {rank}'s run failed: {result.error or f'its far cmx exited {result.exit_code}'}")
+    return None
 
 
 def identities(nodes: NodeSet, timeout_s: float) -> list[Mapping[str, str]]:
