@@ -31,6 +31,16 @@ def document(proc: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(proc.stdout)
 
 
+def two_nodes_trained(result: Any) -> Any:
+    """The ``train`` section of a valid ``nodes.2`` run's result, checked to hold a rank on
+    each node that trained."""
+    section = result["train"]
+    assert result["status"] == "valid" and section["nodes"] == 2 and section["world_size"] == 2
+    assert sorted(r["rank"] for r in section["ranks"]) == [0, 1]
+    assert all(r["samples"] > 0 for r in section["ranks"])
+    return section
+
+
 @pytest.fixture
 def cli(home: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     """``cli(*args)``: the real ``cmx`` with the module's private CMX_HOME."""

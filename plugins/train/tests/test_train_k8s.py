@@ -20,6 +20,8 @@ from cmx_core.testing import registered_launchers
 from cmx_train.config import parse
 from cmx_train.launch import plan_launch
 
+from .conftest import two_nodes_trained
+
 pytest.importorskip("cmx_k8s", reason="the k8s executor is cmx-k8s's")
 pytest.importorskip("kubernetes_validate", reason="the manifests are validated with kubernetes-validate")
 
@@ -157,10 +159,7 @@ def test_two_pods_train_with_a_rank_each_and_the_result_comes_back(cli: Any, as_
         server.server_close()
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = as_json(proc)
-    section = result["train"]
-    assert result["status"] == "valid" and section["nodes"] == 2 and section["world_size"] == 2
-    assert sorted(r["rank"] for r in section["ranks"]) == [0, 1]
-    assert all(r["samples"] > 0 for r in section["ranks"])
+    section = two_nodes_trained(result)
     name = next(c for c in state.created if c["kind"] == "Job")["metadata"]["name"]
     assert sorted(r["host"] for r in section["ranks"]) == [f"{name}-0", f"{name}-1"]  # each pod's own hostname
     assert section["rendezvous"].split()[-1].rsplit(":", 1)[0] == f"{name}-0.{name}-nodes"

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from .conftest import two_nodes_trained
+
 RAY_ENV = pytest.importorskip("cmx_ray.cluster").RAY_ENV  # a driver of a 127.0.0.1 cluster runs with them
 
 
@@ -49,10 +51,7 @@ def test_two_ray_nodes_train_with_a_rank_each(cli: Any, as_json: Any, home: Path
                "--json", timeout=400, **RAY_ENV)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = as_json(proc)
-    section = result["train"]
-    assert result["status"] == "valid" and section["nodes"] == 2 and section["world_size"] == 2
-    assert sorted(r["rank"] for r in section["ranks"]) == [0, 1]
-    assert all(r["samples"] > 0 for r in section["ranks"])
+    section = two_nodes_trained(result)
     assert section["rendezvous"].startswith("c10d 127.0.0.1:")
     run_dir = next(p for p in (home / "data" / "runs").iterdir() if result["run_id"] in p.joinpath("result.json")
                    .read_text(encoding="utf-8"))

@@ -39,18 +39,6 @@ class NodeSet:
     released: bool = False
 
 
-def bundle(resources: TaskResources) -> dict[str, float]:
-    """What each node's task asks for, as one bundle of the placement group."""
-    wanted = {"CPU": resources.num_cpus}
-    if resources.num_gpus:
-        wanted["GPU"] = resources.num_gpus
-    if resources.memory:
-        wanted["memory"] = float(resources.memory)
-    if resources.accelerator_type:
-        wanted[f"accelerator_type:{resources.accelerator_type}"] = 0.001  # Ray's own request size
-    return wanted
-
-
 def master_port(token: str) -> int:
     return PORT_BASE + int(hashlib.sha256(token.encode()).hexdigest(), 16) % PORT_SPAN
 
@@ -66,7 +54,7 @@ def place(resources: TaskResources, token: str, timeout_s: float = PLACE_TIMEOUT
         remove_placement_group,
     )
 
-    each = bundle(resources)
+    each = resources.needs()  # one bundle: what each node's task asks for
     group = placement_group([each] * resources.nodes, strategy="STRICT_SPREAD")
     ready, _ = ray.wait([group.ready()], timeout=timeout_s)
     if not ready:
