@@ -84,20 +84,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CmxError as exc:
         _print_error(exc, args_list)
         return exc.exit_code
+    except BrokenPipeError:  # the reader went away (`cmx list recipes | head -1`): end quietly, as ls does
+        _silence_stdout()
+        return CLOSED_PIPE_EXIT
     except OSError as exc:
-        if exc.filename is None or isinstance(exc, BrokenPipeError):
+        if exc.filename is None:
             raise
         _print_error(CmxError(_os_error_line(exc)), args_list)
         return 2
     except KeyboardInterrupt:
         print("cmx: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 1
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGHUP, previous_hup)
         _restore_env(options_env)
+
+
+CLOSED_PIPE_EXIT = 141
+"""The exit status when stdout's reader closed the pipe: what a shell reports for a command
+that SIGPIPE ended (128 + 13), as for ``ls | head -1``."""
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit does not fail again on
+    the closed pipe (and print "Exception ignored ..." after the quiet exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (an in-process caller's buffer)
+        pass
 
 
 def run_command() -> int:

@@ -28,11 +28,28 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}{_choice_hint(message)} (see '{self.prog} --help')")
 
 
+CM_WORDS = {
+    "pull": "CM's and MLC's 'pull repo URL' is 'cmx repo add URL'",
+    "find": "CM's and MLC's 'find script --tags=T' is 'cmx list recipes --tags=T', 'find cache' is 'cmx cache list'",
+    "search": "CM's and MLC's 'search script --tags=T' is 'cmx list recipes --tags=T', "
+              "'search cache' is 'cmx cache list'",
+    "rm": "CM's and MLC's 'rm cache' is 'cmx cache rm', 'rm repo NAME' is 'cmx repo rm NAME'",
+    "script": "CM's and MLC's scripts are cmx's recipes: 'show script NAME' is 'cmx show recipe NAME', "
+              "'find script' is 'cmx list recipes'",
+    "docker": "CM's and MLC's 'docker script --tags=T' is 'cmx run recipe --tags=T --executor docker'",
+}
+"""CM's and MLC's command words (``cm pull repo``, ``mlc find cache``...) that are not cmx's,
+with the cmx command that does the same: the hint of an invalid choice that is one of them."""
+
+
 def _choice_hint(message: str) -> str:
-    """"Did you mean" for argparse's ``invalid choice: 'rn' (choose from 'run', ...)``."""
+    """"Did you mean" for argparse's ``invalid choice: 'rn' (choose from 'run', ...)``, or
+    the cmx command for one of CM's and MLC's words (:data:`CM_WORDS`)."""
     found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
     if found is None:
         return ""
+    if found.group(1) in CM_WORDS:
+        return f"; {CM_WORDS[found.group(1)]}"
     return did_you_mean(found.group(1), re.findall(r"'([^']*)'", found.group(2)))
 
 
