@@ -107,3 +107,16 @@ def test_a_sweeps_progress_is_on_stderr_with_json_and_quiet_with_q(cli: Callable
     assert len([ln for ln in shown.err_lines if ln.startswith("cmx sweep: point ")]) == 2
     quiet = cli("sweep", "-q", "--tags=demo,sort", "--matrix", "size=5,10", "--json")
     assert quiet.code == 0 and not [ln for ln in quiet.err_lines if ln.startswith("cmx sweep: point ")], quiet.err
+
+
+def test_the_suggested_compare_command_is_one_line_to_copy(cli: Callable[..., Any],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command the human summary suggests is a line of its own, whole at any width (it
+    was wrapped into the sentence before it at 80 columns)."""
+    monkeypatch.setenv("COLUMNS", "40")
+    shown = cli("sweep", "--tags=demo,sort", "--matrix", "size=5,10")
+    assert shown.code == 0, shown.err
+    (sweep_id,) = {ln.split()[1].rstrip(":") for ln in shown.out.splitlines() if ln.startswith("sweep ")}
+    assert f"  cmx results compare --sweep {sweep_id}" in shown.out.splitlines()
+    compared = cli("results", "compare", "--sweep", sweep_id)
+    assert compared.code == 0, compared.err

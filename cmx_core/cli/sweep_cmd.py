@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -144,9 +145,13 @@ def _report(args: argparse.Namespace, result: SweepResult) -> int:
         width = width_for(args.wide)
         sys.stdout.write(fit(points_grid(result.points), width).text())
         print(fit_text(f"sweep {result.sweep_id}: {len(result.points) - result.failed} of {len(result.points)} "
-                       f"points ran, {result.failed} failed, {result.wall_s:.1f} s; `cmx results compare --sweep "
-                       f"{result.sweep_id}` compares them", width))
+                       f"points ran, {result.failed} failed, {result.wall_s:.1f} s; compare them with:", width))
+        print(f"  {compare_command(result.sweep_id)}")  # a line of its own, never wrapped: it is copied
     return min(result.failed, MAX_EXIT)
+
+
+def compare_command(sweep_id: str) -> str:
+    return f"cmx results compare --sweep {shlex.quote(sweep_id)}"
 
 
 def points_grid(points: Any) -> Grid:
