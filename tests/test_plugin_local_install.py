@@ -201,3 +201,33 @@ def test_the_hello_scaffolds_readme_is_checked_too(tmp_path: Path, monkeypatch: 
     assert "readme_problems(\"acme-hi\"" in (target / "tests" / "test_acme_hi_hello.py").read_text()
     for name in ("cmx_acme_hi.plugin", "cmx_acme_hi"):
         sys.modules.pop(name, None)
+
+
+# --------------------------------------------------------------------------- keeping an editable install
+
+
+def test_reinstalling_an_editable_plugin_keeps_it_editable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """#50 item 5: ``plugins install PATH`` without ``--editable`` replaced an editable install
+    of the same plugin with a copy; now it stays editable, said on stderr, unless
+    ``--no-editable``."""
+    from cmx_core.plugins import install
+
+    root = _project(tmp_path, extra='dev-mode-dirs = ["src"]\n')
+    monkeypatch.setattr(install, "editable_installs", lambda: {root.resolve()})
+    code, doc, err = _dry_run(capsys, str(root))
+    assert code == 0 and doc is not None and doc["command"][-2:] == ["--editable", str(root)]
+    assert f"{root} is installed editable; keeping it editable (--no-editable replaces it)" in err
+    code, doc, err = _dry_run(capsys, str(root), "--no-editable")
+    assert code == 0 and doc is not None and "--editable" not in doc["command"] and "keeping" not in err
+    monkeypatch.setattr(install, "editable_installs", lambda: set())
+    code, doc, _ = _dry_run(capsys, str(root))
+    assert code == 0 and doc is not None and "--editable" not in doc["command"]
+
+
+def test_the_editable_installs_are_read_from_the_environment() -> None:
+    """PEP 610's ``direct_url.json`` of this environment: the checkout's own install
+    (scripts/install.sh installs cmx-core editable) is among them."""
+    from cmx_core.plugins.install import editable_installs
+
+    assert Path(__file__).resolve().parents[1] in editable_installs()

@@ -64,8 +64,9 @@ def add_parser(subparsers: Any) -> None:
         "name", help="registry name or distribution")
     install = command("install", "pip-install plugins from the registry", cmd_install)
     install.add_argument("names", nargs="+", metavar="NAME")
-    install.add_argument("--editable", action="store_true",
-                         help="editable install of in-tree plugins (development)")
+    install.add_argument("--editable", action=argparse.BooleanOptionalAction, default=None,
+                         help="editable install of in-tree and local plugins (development; default: editable when "
+                              "the plugin's source directory is installed editable now)")
     install.add_argument("--upgrade", action="store_true", help="pass --upgrade to pip")
     install.add_argument("--dry-run", action="store_true",
                          help="print the pip command instead of running it")
@@ -274,7 +275,7 @@ def executor_settings(distribution: str) -> dict[str, list[dict[str, str]]]:
 # --------------------------------------------------------------------------- install
 
 
-def install_command(names: list[str], *, editable: bool = False, upgrade: bool = False) -> list[str]:
+def install_command(names: list[str], *, editable: bool | None = False, upgrade: bool = False) -> list[str]:
     """The pip command installing registry entries ``names`` (and the plugins they need)."""
     return plugin_install.install_command(read_registry(), names, editable=editable, upgrade=upgrade)
 

@@ -88,10 +88,12 @@ def index_disabled() -> bool:
     return os.environ.get("PIP_NO_INDEX", "").lower() not in ("", "0", "false", "no", "off")
 
 
-def install_command(registry: RegistryFile, names: list[str], *, editable: bool = False,
+def install_command(registry: RegistryFile, names: list[str], *, editable: bool | None = False,
                     upgrade: bool = False) -> list[str]:
     """The pip command installing ``names`` (with extras) and the plugins they need. A name
-    that is a path (``./cmx-acme``) is a plugin's source directory (:mod:`.local_source`)."""
+    that is a path (``./cmx-acme``) is a plugin's source directory (:mod:`.local_source`).
+    ``editable=None``: editable when a source directory named is installed editable now (a
+    reinstall keeps the development install; ``--no-editable`` replaces it)."""
     wanted = [Wanted.parse(n) for n in names if not is_local_path(n)]
     local = [read_local_source(n) for n in names if is_local_path(n)]
     chosen: list[tuple[Entry, Wanted]] = []
@@ -103,6 +105,9 @@ def install_command(registry: RegistryFile, names: list[str], *, editable: bool 
             _check_extras(registry, entry, item)
             chosen.append((entry, item))
             pending += [Wanted(n) for n in entry.requires_plugins]
+    if editable is None:
+        directories = [s.path for s in local] + [Path(pip_requirement(registry, e)) for e, _ in chosen if e.source.path]
+        editable = keeps_editable(directories)
     command = [*PIP, "install", "--disable-pip-version-check"]
     if upgrade:
         command.append("--upgrade")
@@ -122,6 +127,34 @@ def install_command(registry: RegistryFile, names: list[str], *, editable: bool 
         command[4:4] = [o for o in options if o not in command]
         command += source.requirement(editable)
     return command
+
+
+def editable_installs() -> set[Path]:
+    """The source directories installed editable in this environment (PEP 610's
+    ``direct_url.json`` with ``dir_info.editable``)."""
+    import json  # deferred: only an install asks
+    from urllib.parse import unquote, urlparse  # deferred: only an install asks
+
+    found: set[Path] = set()
+    for dist in metadata.distributions():
+        try:
+            direct = json.loads(dist.read_text("direct_url.json") or "{}")
+        except ValueError:
+            continue
+        url = urlparse(str(direct.get("url", "")))
+        if (direct.get("dir_info") or {}).get("editable") and url.scheme == "file":
+            found.add(Path(unquote(url.path)).resolve())
+    return found
+
+
+def keeps_editable(directories: list[Path]) -> bool:
+    """Whether one of the source ``directories`` is installed editable now: then the install
+    stays editable (said on stderr), as a development install should."""
+    kept = [d for d in directories if d.resolve() in editable_installs()]
+    for directory in kept:
+        print(f"cmx: {directory} is installed editable; keeping it editable (--no-editable replaces it)",
+              file=sys.stderr)
+    return bool(kept)
 
 
 def _in_tree_build_options(registry: RegistryFile, entries: list[Entry], editable: bool) -> list[str]:
