@@ -61,3 +61,13 @@ def test_the_readme_layout_names_every_package_of_cmx_core() -> None:
     packages = sorted(p.parent.name for p in (REPO / "cmx_core").glob("*/__init__.py"))
     missing = [name for name in packages if f"`{name}/`" not in row]
     assert not missing, f"README's Layout row for cmx_core/ misses {missing}"
+
+
+def test_the_readme_layout_has_a_row_for_every_plugin_and_every_row_exists() -> None:
+    """#50 item 5: the Layout table listed 3 of the 10 plugins."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    layout = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("`")[1] for line in layout.splitlines() if line.startswith("| `")]
+    plugins = sorted(f"plugins/{p.parent.name}" for p in (REPO / "plugins").glob("*/pyproject.toml"))
+    assert [p for p in plugins if p not in rows] == [], "add a README Layout row for each plugin"
+    assert [r for r in rows if not (REPO / r).exists()] == []
