@@ -260,3 +260,45 @@ def test_docs_repos_names_real_tests_and_commands(cli: Cli) -> None:
     for action in set(re.findall(r"^cmx repo (\w+)", doc, re.M)):
         assert cli("repo", action, "--help").code == 0, action
     assert "docs/repos.md" in (root / "README.md").read_text(encoding="utf-8")
+
+
+BROKEN = """\
+name: repo-broken
+tags: [repo-broken]
+summary: a step with a key no step has
+steps:
+  - {uses: shell, with: {cmd: [echo, hi]}, nosuchkey: 1}
+"""
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_broken_recipe_files_are_named_in_the_users_checkout(cli: Cli, tmp_path: Path, cmx_home: Path,
+                                                            monkeypatch: pytest.MonkeyPatch, strict: bool) -> None:
+    """#50 item 3: a repository whose recipe files all fail is refused naming the first file
+    and line in the user's checkout (it said "no recipes in it"); one broken file beside good
+    ones is named there too, on ``repo add`` and in the warnings of later commands, never as
+    the cache's copy. Under --strict (CI) too, the refused add leaves nothing behind."""
+    if strict:
+        monkeypatch.setenv("CMX_STRICT", "1")
+    broken_only = tmp_path / "broken-only"
+    broken_only.mkdir()
+    _git(broken_only, "init", "-q", "-b", "main")
+    (broken_only / "bad.yaml").write_text(BROKEN)
+    _git(broken_only, "add", "bad.yaml")
+    _git(broken_only, "commit", "-q", "-m", "bad")
+    refused = cli("repo", "add", str(broken_only))
+    assert refused.code == 2 and len(refused.err_lines) == 1, refused.err
+    assert "none of its recipe files loads at " in refused.err and f"{broken_only}/bad.yaml:5: steps.0.nosuchkey" \
+        in refused.err and "nothing was added" in refused.err
+    assert json.loads(cli("repo", "list", "--json").out) == {"repos": []}
+    mixed = tmp_path / "mixed"
+    _commit(mixed, "v1")
+    (mixed / "bad.yaml").write_text(BROKEN)
+    _git(mixed, "add", "bad.yaml")
+    _git(mixed, "commit", "-q", "-m", "bad")
+    added = cli("repo", "add", str(mixed))
+    assert added.code == 0, added.err
+    assert f"{mixed}/bad.yaml:5: steps.0.nosuchkey" in added.err
+    later = cli("list", "recipes", "--tags=repo-greet")
+    cache = str(cmx_home / "cache")
+    assert f"{mixed}/bad.yaml:5" in later.err and cache not in later.err, later.err

@@ -14,7 +14,7 @@ import gc
 import marshal
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -77,6 +77,9 @@ class Catalog:
 
     def __init__(self) -> None:
         self.errors: dict[str, str] = {}
+        self.origins: Mapping[str, str] = {}
+        """Where the files of a source directory come from, for messages (a recipe repository's
+        cached tree -> the user's checkout or URL): set before the sources are added."""
         self.ambiguous: list[str] = []  # a name defined twice in one source: which one runs is unclear
         self._warned = False
         self.stats: dict[str, int] = {}
@@ -130,7 +133,7 @@ class Catalog:
                 path = _join(directory, rec[_FILES][i])
                 if i in errors or name in defined:
                     excluded.append(number + i)
-                    self.errors[path] = errors[i] if i in errors else (
+                    self.errors[path] = self._shown(errors[i]) if i in errors else (
                         f"{path}: recipe name '{name}' is also defined in {defined[name]}; "
                         "names must be unique within a recipe directory")
                     if i not in errors and os.path.realpath(path) != os.path.realpath(defined[name]):
@@ -139,6 +142,12 @@ class Catalog:
                     defined[name] = path
             number += len(rec[_NAMES])
         return excluded
+
+    def _shown(self, message: str) -> str:
+        """``message`` naming the user's file rather than the cached copy (:attr:`origins`)."""
+        for root, origin in self.origins.items():
+            message = message.replace(root + os.sep, origin + os.sep)
+        return message
 
     # -- lookups ----------------------------------------------------------------------------
 
@@ -400,11 +409,12 @@ def _warn_missing(entry: str) -> None:
 
 def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None = None,
                  plugin_paths: PluginRecipePaths | None = None,
-                 repo_paths: Sequence[tuple[str, Path]] = ()) -> Catalog:
+                 repo_paths: Sequence[tuple[str, Path]] = (), origins: Mapping[str, str] | None = None) -> Catalog:
     """Check the index against the sources, re-parse what changed, apply shadowing.
 
     ``sources`` replaces the default sources altogether; otherwise they are
-    :func:`default_sources` of ``extra_dirs`` and ``plugin_paths``."""
+    :func:`default_sources` of ``extra_dirs`` and ``plugin_paths``. ``origins``: where the
+    files of a source directory come from, which messages name (:attr:`Catalog.origins`)."""
     for directory in extra_dirs:
         if not Path(directory).is_dir():
             raise CmxError(f"--recipes {directory}: not a directory")
@@ -415,6 +425,7 @@ def load_catalog(extra_dirs: Iterable[Path] = (), sources: list[Source] | None =
     index = Index(paths.cache_dir() / "index" / f"recipes.v{INDEX_FORMAT}")
     catalog = Catalog()
     catalog.blobs = index.raw
+    catalog.origins = dict(origins or {})
 
     enabled = gc.isenabled()
     gc.disable()  # a check allocates ~10 objects per file and creates no cycles

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from typing import Any
 
 from cmx_core.cli.listing import Listing, add_format_option, chosen_format, render
@@ -12,7 +14,7 @@ from cmx_core.errors import UsageError
 from cmx_core.plugins.loader import get_registry
 from cmx_core.repos import store
 from cmx_core.repos.records import Repo, read_repos
-from cmx_core.run.engine import open_session
+from cmx_core.run.engine import session_catalog
 from cmx_core.run.repo_sources import classifier
 
 SHORT = 12
@@ -49,21 +51,30 @@ def _row(repo: Repo) -> dict[str, Any]:
             "added_at": repo.added_at, "updated_at": repo.updated_at}
 
 
-def _recipe_count(name: str) -> int:
-    """The repository's recipes in the catalog, shadowed ones included."""
-    label = f"repo:{name}"
-    catalog = open_session().catalog
+def _loaded(repo: Repo) -> tuple[int, list[str]]:
+    """The repository's recipes in the catalog (shadowed ones included), and the errors of
+    its files that fail to load (naming the user's files: :func:`repo_sources.origins`)."""
+    label = f"repo:{repo.name}"
+    catalog = session_catalog()  # not open_session: under --strict a broken file would end the add half-done
     items = [*catalog.listed.values(), *(i for group in catalog.shadowed_listed.values() for i in group)]
-    return sum(1 for item in items if item.source == label)
+    tree = str(store.tree(repo.name, repo.commit)) + os.sep
+    return (sum(1 for item in items if item.source == label),
+            [message for path, message in catalog.errors.items() if path.startswith(tree)])
 
 
 def cmd_add(args: argparse.Namespace) -> int:
     repo = store.add(args.source, args.ref, args.name, classifier(get_registry()))
-    count = _recipe_count(repo.name)
+    count, broken = _loaded(repo)
     if count == 0:
         store.remove(repo.name)
+        if broken:
+            more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
+            raise UsageError(f"repo add {args.source}: none of its recipe files loads at {repo.commit[:SHORT]}: "
+                             f"{broken[0]}{more}; fix them and add it again; nothing was added")
         raise UsageError(f"repo add {args.source}: no recipes in it at {repo.commit[:SHORT]} (neither cmx "
                          "recipe files nor a collection a loaded plugin translates); nothing was added")
+    for message in broken:
+        print(f"cmx: warning: {repo.name}: a recipe file does not load: {message}", file=sys.stderr)
     if args.json:
         print(json.dumps({**_row(repo), "recipes": count}, indent=2))
     elif not args.quiet:

@@ -48,7 +48,7 @@ from cmx_core.run.lock import check_drift, check_drift_classes, lock_document, r
 from cmx_core.run.lock_records import Lock
 from cmx_core.run.observe import check_settings, observed
 from cmx_core.run.recording import Provenance, failed_outcome, record_run, run_record
-from cmx_core.run.repo_sources import RepoUse, lock_pins, session_repos
+from cmx_core.run.repo_sources import RepoUse, lock_pins, origins, session_repos
 from cmx_core.run.request import DEFAULT_EXECUTOR, ExecutorChoice, RunRequest
 from cmx_core.run.runids import new_run_id, run_dir_name
 from cmx_core.run.settings import parse_settings
@@ -84,7 +84,7 @@ def open_session(recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path
     registry = get_registry()
     dirs = resolve_recipes_dirs(recipes_dirs)
     repos, repo_paths = session_repos(registry, repo_pins)
-    catalog = load_catalog(dirs, plugin_paths=registry.recipe_paths, repo_paths=repo_paths)
+    catalog = load_catalog(dirs, plugin_paths=registry.recipe_paths, repo_paths=repo_paths, origins=origins(repos))
     catalog.raise_ambiguous()
     if strict_mode():
         catalog.raise_errors()
@@ -543,19 +543,19 @@ def _write_json(path: Path, value: Any) -> None:
 # -- catalog and facts --------------------------------------------------------------------
 
 
-def _catalog(recipes_dirs: Sequence[str | Path]) -> Catalog:
+def session_catalog(recipes_dirs: Sequence[str | Path] = ()) -> Catalog:
     """The catalog of ``--recipes``, the environment, the recipe repositories, plugins and core."""
     registry = get_registry()
-    _repos, repo_paths = session_repos(registry)
+    repos, repo_paths = session_repos(registry)
     return load_catalog(tuple(Path(d) for d in recipes_dirs), plugin_paths=registry.recipe_paths,
-                        repo_paths=repo_paths)
+                        repo_paths=repo_paths, origins=origins(repos))
 
 
 def list_recipes(tags: str | Sequence[str] = (), *, recipes_dirs: Sequence[str | Path] = (),
                  errors: list[str] | None = None) -> list[Recipe]:
     """Effective recipes having every given tag, sorted by name; the load errors of broken
     recipe files are appended to ``errors`` when given, else raised."""
-    catalog = _catalog(recipes_dirs)
+    catalog = session_catalog(recipes_dirs)
     if errors is None:
         catalog.raise_errors()
     else:
@@ -565,7 +565,7 @@ def list_recipes(tags: str | Sequence[str] = (), *, recipes_dirs: Sequence[str |
 
 
 def show_recipe(name: str, *, recipes_dirs: Sequence[str | Path] = ()) -> Recipe:
-    catalog = _catalog(recipes_dirs)
+    catalog = session_catalog(recipes_dirs)
     catalog.raise_ambiguous()
     recipe = catalog.get(name)
     if recipe is None:

@@ -8,7 +8,7 @@ directories that plugin translates it into, so such a repository needs no import
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +80,19 @@ def session_repos(registry: Registry, pins: Mapping[str, RepoUse] | None = None
         uses.append(use)
         sources += [(use.label, directory) for directory in _directories(registry, pinned)]
     return tuple(uses), sources
+
+
+def origins(uses: Sequence[RepoUse]) -> dict[str, str]:
+    """Each cmx-recipe repository's cached tree -> where its files are for the user: the local
+    repository it was added from, else ``URL@COMMIT`` (so a message names the user's file,
+    not the cache's copy)."""
+    found = {}
+    for use in uses:
+        if use.kind == PLAIN:
+            local = Path(use.url)
+            found[str(store.tree(use.name, use.commit))] = use.url if local.is_absolute() and local.is_dir() \
+                else f"{use.url}@{use.commit[:12]}"
+    return found
 
 
 def _directories(registry: Registry, repo: Repo) -> list[Path]:
