@@ -1,10 +1,11 @@
-"""docs/plugins.md's development venv, followed as written: a fresh venv (not cmx's .venv)
-gets cmx-core from a wheelhouse with the index off, `cmx plugins new --suite` scaffolds a
+"""docs/plugins.md's development venv, followed as written: `cmx plugins wheelhouse` makes a
+folder of wheels from this checkout, a fresh venv (not cmx's .venv) gets cmx-core from it
+with the index off, `cmx plugins new --suite` scaffolds a
 third-party suite, `cmx plugins install --editable` installs it offline, its conformance kit
 and README check pass, and the recipe runs to a valid, measured result.
 
-Only the wheelhouse is made with an index reachable (`pip download`, from pip's cache or the
-index), once per module, as docs/plugins.md says to; the doc's commands run with
+Only the wheelhouse is made with an index reachable (its `pip download`, from pip's cache or
+the index), once per module, as docs/plugins.md says to; the venv's commands run with
 ``PIP_NO_INDEX=1``."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "plugins.md"
 TIMEOUT_S = 600
 BLOCK = re.compile(r"<!-- dev-venv commands -->\n```sh\n(.*?)```\n<!-- /dev-venv commands -->", re.S)
+WHEELS = re.compile(r"<!-- wheelhouse commands -->\n```sh\n(.*?)```\n<!-- /wheelhouse commands -->", re.S)
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
@@ -47,22 +49,29 @@ def doc_commands() -> str:
     return found[1]
 
 
-@pytest.fixture(scope="module")
-def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    house = tmp_path_factory.mktemp("wheels")
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    pip = [sys.executable, "-m", "pip"]
-    _run([*pip, "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", str(house), str(ROOT)],
-         env, ROOT)
-    wheel = next(house.glob("cmx_core-*.whl"))
-    _run([*pip, "download", "--quiet", "--dest", str(house), str(wheel), "pytest>=8"], env, ROOT)
-    return house
+def wheelhouse_commands() -> str:
+    found = WHEELS.search(DOC.read_text(encoding="utf-8"))
+    assert found, "docs/plugins.md lost its wheelhouse commands block"
+    return found[1]
 
 
 @pytest.fixture(scope="module")
-def dev_loop(wheelhouse: Path,
-             tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    home = tmp_path_factory.mktemp("home")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("home")
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(home: Path) -> Path:
+    """The doc's wheelhouse command, run as written with this checkout's cmx (first on PATH),
+    the index reachable (or pip's cache)."""
+    env = _clean_env(HOME=str(home), PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+                     PIP_DISABLE_PIP_VERSION_CHECK="1", CMX_HOME=str(home / "cmx"))
+    _run(["bash", "-c", "set -euo pipefail\n" + wheelhouse_commands()], env, home)
+    return home / "wheels"
+
+
+@pytest.fixture(scope="module")
+def dev_loop(home: Path, wheelhouse: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
     env = _clean_env(HOME=str(home), PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheelhouse),
                      PIP_DISABLE_PIP_VERSION_CHECK="1", CMX_HOME=str(home / "cmx"))
     script = "set -euo pipefail\n" + doc_commands()
@@ -78,6 +87,14 @@ def test_the_doc_block_is_the_loop_it_describes() -> None:
     commands = doc_commands()
     assert "python3 -m venv ~/venvs/cmx-dev" in commands and "--suite" in commands
     assert "cmx plugins install --editable" in commands and "python -m pytest" in commands
+    assert "pip install cmx-core" not in commands  # not on the index: the venv gets it from the wheelhouse
+    assert "cmx plugins wheelhouse ~/wheels" in wheelhouse_commands()
+
+
+def test_the_wheelhouse_holds_core_and_what_it_needs(wheelhouse: Path) -> None:
+    names = [p.name for p in wheelhouse.glob("*.whl")]
+    assert any(n.startswith("cmx_core-") for n in names) and any(n.startswith("pytest-") for n in names)
+    assert any(n.startswith("hatchling-") for n in names)  # cmx-core's dependency, the scaffold's backend
 
 
 def test_the_scaffolded_suite_passes_the_kit_in_its_own_venv(dev_loop) -> None:

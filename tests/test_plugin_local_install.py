@@ -231,3 +231,18 @@ def test_the_editable_installs_are_read_from_the_environment() -> None:
     from cmx_core.plugins.install import editable_installs
 
     assert Path(__file__).resolve().parents[1] in editable_installs()
+
+
+def test_a_wheelhouse_needs_a_checkout_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cmx plugins wheelhouse`` builds cmx-core's wheel from the checkout it runs from; run
+    from an installed wheel, it says which cmx to use instead (one line, nothing written)."""
+    import cmx_core
+    from cmx_core.errors import UsageError
+    from cmx_core.plugins import wheelhouse
+
+    installed = tmp_path / "site-packages" / "cmx_core" / "__init__.py"
+    installed.parent.mkdir(parents=True)
+    monkeypatch.setattr(cmx_core, "__file__", str(installed))
+    with pytest.raises(UsageError, match=r"not from a checkout .* run it with the cmx of a checkout"):
+        wheelhouse.build(tmp_path / "wheels", (), lambda command: None)
+    assert not (tmp_path / "wheels").exists()

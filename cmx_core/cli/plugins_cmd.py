@@ -74,6 +74,11 @@ def add_parser(subparsers: Any) -> None:
     uninstall.add_argument("names", nargs="+", metavar="NAME")
     uninstall.add_argument("--dry-run", action="store_true",
                            help="print the pip command instead of running it")
+    wheels = command("wheelhouse", "a folder of wheels holding cmx-core (built from this checkout) and what it "
+                     "needs, for a plugin's development venv", cmd_wheelhouse)
+    wheels.add_argument("dir", type=Path, help="the folder to fill (made when missing)")
+    wheels.add_argument("--with", dest="requirements", action="append", default=[], metavar="REQUIREMENT",
+                        help="another requirement to add with its dependencies, e.g. pytest (repeatable)")
     new = command("new", "scaffold a new plugin package from the template", cmd_new)
     new.add_argument("name", help="plugin name, e.g. 'acme-gpu' (distribution cmx-acme-gpu)")
     new.add_argument("--dir", type=Path, default=None,
@@ -300,6 +305,20 @@ def cmd_install(args: argparse.Namespace) -> int:
     if not args.dry_run:
         run_pip(command)
     return _after_pip(args, command, args.names)
+
+
+def cmd_wheelhouse(args: argparse.Namespace) -> int:
+    from cmx_core.plugins import wheelhouse  # deferred: only this command needs it
+
+    directory = args.dir.expanduser().absolute()
+    wheels = wheelhouse.build(directory, args.requirements, run_pip)  # (args.extra is the parser's leftovers)
+    core = next(w.name for w in wheels if w.name.startswith("cmx_core-"))
+    install = shell_line(["python", "-m", "pip", "install", "--find-links", str(directory), "cmx-core"])
+    _emit(args, {"directory": str(directory), "wheels": [w.name for w in wheels], "install": install},
+          f"{directory}: {len(wheels)} wheels ({core} and what it needs); install cmx-core in your venv with:")
+    if not args.json:
+        print(f"  {install}")  # a line of its own, never wrapped: it is copied
+    return 0
 
 
 def cmd_uninstall(args: argparse.Namespace) -> int:
