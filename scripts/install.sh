@@ -9,13 +9,15 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # reinstalled when nothing changed: .venv/.cmx-install-stamp holds a digest of every
 # pyproject.toml (the pins), constraints.txt and this script, then the mode; a matching stamp
 # ends the script at once. One stamp serves both modes: a --test install (a superset) satisfies
-# a plain one, so scripts/benchmark.sh right after scripts/test.sh installs nothing.
+# a plain one, so scripts/benchmark.sh right after scripts/test.sh installs nothing, and a
+# --test install after a plain one adds only the test tools.
 say() { echo "scripts/install.sh: $*" >&2; }
 started=$SECONDS
 extras=""
 [ "${1:-}" = "--test" ] && extras="[test]"
 stamp_file=.venv/.cmx-install-stamp
-digest=$(cat pyproject.toml plugins/*/pyproject.toml constraints.txt scripts/install.sh | sha256sum | cut -c1-64)
+digest=$(cat pyproject.toml plugins/*/pyproject.toml constraints.txt scripts/install.sh scripts/test_requirements.py \
+  | sha256sum | cut -c1-64)
 stamp="$digest mode=${extras}"
 # the tests' system tools, as root: bubblewrap (the sandbox, docs/sandbox.md), headless Chromium
 # (the HTML report is rendered for real, docs/reports.md), ssh-keygen (signed bundles) and
@@ -42,6 +44,18 @@ up_to_date() {  # the same digest, and the mode asked for or the test mode that 
 }
 if [ -x .venv/bin/python ] && up_to_date; then
   say "up to date (nothing changed since the last install; remove $stamp_file to force one)"
+  exit 0
+fi
+# a --test install right after a plain one (scripts/test.sh after scripts/benchmark.sh, nothing
+# else changed) adds only the test tools, each pyproject's test extra, instead of installing
+# everything again; where they cannot be listed (Python 3.10), everything is installed
+if [ -n "$extras" ] && [ -x .venv/bin/python ] && [ "$(cat "$stamp_file" 2>/dev/null)" = "$digest mode=" ] &&
+    tools=$(.venv/bin/python scripts/test_requirements.py) && [ -n "$tools" ]; then
+  say "adding the test tools to the install scripts/benchmark.sh made"
+  mapfile -t tools_list <<< "$tools"
+  .venv/bin/python -m pip install --progress-bar off -c constraints.txt "${tools_list[@]}"
+  echo "$stamp" > "$stamp_file"
+  say "done in $((SECONDS - started)) s"
   exit 0
 fi
 if [ ! -x .venv/bin/python ]; then

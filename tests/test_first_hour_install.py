@@ -12,16 +12,22 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STAND_IN = "#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/../calls.txt\"\n"
+STAND_IN = ("#!/bin/sh\ncase \"$1\" in *test_requirements.py) exec python3 \"$@\";; esac\n"
+            "echo \"$@\" >> \"$(dirname \"$0\")/../calls.txt\"\n")
+"""pip's stand-in; the listing of the test tools runs for real (it only reads pyproject files)."""
+
+
+PLUGIN = "[project]\nname = 'p'\n[project.optional-dependencies]\ntest = ['pytest>=8', 'pyyaml>=6']\n"
 
 
 def _tree(tmp_path: Path) -> Path:
     (tmp_path / "scripts").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "install.sh", tmp_path / "scripts" / "install.sh")
+    shutil.copy(ROOT / "scripts" / "test_requirements.py", tmp_path / "scripts" / "test_requirements.py")
     shutil.copy(ROOT / "constraints.txt", tmp_path / "constraints.txt")
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     (tmp_path / "plugins" / "p").mkdir(parents=True)
-    (tmp_path / "plugins" / "p" / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "plugins" / "p" / "pyproject.toml").write_text(PLUGIN)
     python = tmp_path / ".venv" / "bin" / "python"
     python.parent.mkdir(parents=True)
     python.write_text(STAND_IN)
@@ -55,16 +61,21 @@ def test_second_install_is_skipped_until_a_pyproject_changes(tmp_path: Path) -> 
     assert "2/2 cmx-core" in _install(tree) and len(_calls(tree)) == 4
 
 
-def test_a_test_install_satisfies_the_main_job_but_not_the_reverse(tmp_path: Path) -> None:
+def test_a_test_install_satisfies_the_main_job_and_the_reverse_adds_the_test_tools(tmp_path: Path) -> None:
     """One stamp for both modes (#36 item 6): scripts/benchmark.sh (a plain install) right after
-    scripts/test.sh (a --test install) installs nothing; a test install after a plain one does."""
+    scripts/test.sh (a --test install) installs nothing; a test install after a plain one adds
+    the test tools only."""
     tree = _tree(tmp_path)
     assert "2/2 cmx-core" in _install(tree, "--test") and len(_calls(tree)) == 2
     assert "[test]" in _calls(tree)[1]
     assert "up to date" in _install(tree) and len(_calls(tree)) == 2
     plain = _tree(tmp_path / "plain")
     _install(plain)
-    assert "2/2 cmx-core" in _install(plain, "--test") and len(_calls(plain)) == 4
+    # #50 item 2: the test install after a plain one adds only the test tools (the extras'
+    # requirements), not every package again
+    added = _install(plain, "--test")
+    assert "adding the test tools" in added and "2/2 cmx-core" not in added and len(_calls(plain)) == 3
+    assert _calls(plain)[2].endswith("-m pip install --progress-bar off -c constraints.txt pytest>=8 pyyaml>=6")
     assert "up to date" in _install(plain) and "up to date" in _install(plain, "--test")
 
 
