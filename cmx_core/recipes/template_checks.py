@@ -44,6 +44,7 @@ class Scope(NamedTuple):
     skipped_deps: Mapping[str, str] = {}  # alias -> why it is not in the plan
     steps: tuple[str, ...] = ()  # the step ids whose outputs exist when this renders
     kept: tuple[str, ...] = ()  # the ids of the node's steps whose when: holds, in order
+    facts_file: str | None = None  # the --facts FILE the facts come from (None: this machine's detectors)
 
 
 def check_node_templates(recipe: Recipe, scope: Scope, kept: tuple[str, ...],
@@ -151,6 +152,10 @@ def _problem(recipe: Recipe, ref: Ref, scope: Scope) -> str | None:
         return _member(key, scope.groups, "which is not a variation group of the recipe", "groups", "variation",
                        "; an ungrouped variation is tested with 'NAME' in variations")
     if root == "facts":
+        if scope.facts_file is not None:
+            return _member(key, scope.facts, f"which the facts file {scope.facts_file} does not hold", "facts",
+                           "facts", f"; detect it into the file where it runs: cmx detect --json > {scope.facts_file} "
+                           "(cmx detect --only NAME shows one fact)")
         return _member(key, scope.facts, "which no loaded detector provides", "facts", "facts",
                        "; install the plugin that detects it or pass --facts FILE")
     if root in _FIELDS:

@@ -198,7 +198,8 @@ class Resolver:
         used: dict[str, Any] = {}
         context = self._context(inputs, groups, variations, used)
         requires = self._check_requires(recipe, variations, used)
-        scope = Scope(RUN_NAMES, scanned.groups, self._available_facts())
+        scope = Scope(RUN_NAMES, scanned.groups, self._available_facts(),
+                      facts_file=self.facts.source if self.facts.source != "local" else None)
         specs = _dep_specs(recipe, variations)
         deps: dict[str, str] = {}
         skipped: dict[str, str] = {}
@@ -209,7 +210,7 @@ class Resolver:
         if deps or skipped:
             nodes = self.nodes
             outputs = {alias: tuple(nodes[dep].recipe.outputs) for alias, dep in deps.items()}
-            scope = Scope(RUN_NAMES, scanned.groups, scope.facts, outputs, skipped)
+            scope = Scope(RUN_NAMES, scanned.groups, scope.facts, outputs, skipped, facts_file=scope.facts_file)
         steps = self._steps(recipe, context, decision, used, scope, scanned)
         node_id = self._node_id(recipe, variations)
         container = recipe.container

@@ -73,3 +73,37 @@ def test_cmx_plan_refuses_the_missing_tag_in_one_line_with_exit_2(cmx_home: Path
                          timeout=300, check=False, env={**os.environ, "CMX_HOME": str(cmx_home)})
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     assert "no detected model has the tags llama3.1-8b" in out.stderr
+
+
+def test_two_models_with_the_same_tags_are_told_apart_by_digest_or_path(cmx_home: Path, tmp_path: Path) -> None:
+    """#50 item 6: the first of two same-tag models always won; now the plan says both and
+    takes ``@DIGEST-PREFIX`` or the model's path among the tags."""
+    first, second = tmp_path / "a" / "Llama-3.1-8B", tmp_path / "b" / "Llama-3.1-8B"
+    for model in (first, second):
+        model.mkdir(parents=True)
+        (model / "config.json").write_text("{}")
+    facts = _facts_with_models(tmp_path, [
+        {"name": "meta-llama/Llama-3.1-8B", "path": str(first), "tags": ["llama3.1-8b"], "digest": "ab" * 32},
+        {"name": "meta-llama/Llama-3.1-8B", "path": str(second), "tags": ["llama3.1-8b"], "digest": "cd" * 32}])
+    with pytest.raises(CmxError, match=r"2 detected models have the tags llama3\.1-8b: .*\(@abababababab\).*"
+                                       r"\(@cdcdcdcdcdcd\); add one's @DIGEST-PREFIX or its path"):
+        _plan({"model_tags": "llama3.1-8b"}, facts)
+    for pick, chosen in (("llama3.1-8b,@cdcd", second), (f"llama3.1-8b,{first}", first)):
+        node = next(n for n in _plan({"model_tags": pick}, facts)["nodes"] if n["recipe"] == "get-detected-model")
+        assert node["inputs"]["path"] == str(chosen)
+
+
+def test_a_facts_file_without_models_says_how_to_add_them(cmx_home: Path) -> None:
+    """#50 item 6: --model_tags with a --facts FILE that holds no models fact told the user to
+    pass --facts FILE; now it names the file and the command that detects into it."""
+    import os
+    import subprocess
+    import sys
+
+    facts = FACTS / "h200-1x.json"
+    out = subprocess.run([sys.executable, "-m", "cmx_core", "plan", "recipe", "--tags=mlperf,inference,llama",
+                          "--model_tags=llama3.1-8b", "--facts", str(facts)], capture_output=True, text=True,
+                         timeout=300, check=False, env={**os.environ, "CMX_HOME": str(cmx_home)})
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert f"reads facts.models, which the facts file {facts} does not hold" in out.stderr
+    assert f"cmx detect --json > {facts}" in out.stderr and "pass --facts FILE" not in out.stderr

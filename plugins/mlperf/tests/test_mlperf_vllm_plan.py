@@ -211,7 +211,9 @@ def test_the_template_function_is_registered_and_typed_checks_accept_it() -> Non
 def test_the_h100_plan_shows_the_derived_values_with_their_inputs(cmx_home: Path) -> None:
     rendered = _rendered("mlperf,inference,llama,h100", {"model_path": "/models/llama-3.1-8b"}, "h100-sxm-8x")
     derived = rendered["derived"]
-    assert derived["inputs"] == {"gpus": 8, "gpu_memory_gb": round(H100_MEM / 1e9, 2), "weights_gb": 16.06}
+    assert derived["inputs"] == {"gpus": 8, "gpu_memory_gb": round(H100_MEM / 1e9, 2), "weights_gb": 16.06,
+                                 "weights_from": "assumed: llama3.1-8b in bfloat16 (/models/llama-3.1-8b is not on "
+                                                 "this machine; give model_gb to size another model)"}
     assert (derived["tensor_parallel"], derived["data_parallel"], derived["concurrency"]) == (1, 8, 2048)
     assert "16.06 GB of weights" in derived["reason"] and "8 GPU(s) // 1" in derived["reason"]
 
@@ -236,3 +238,21 @@ def test_the_doc_shows_the_plan_of_the_h100_facts(cmx_home: Path) -> None:
     assert "mlperf_vllm_split(facts.gpus.devices, inputs)" in doc
     assert "mlperf_vllm_split(facts.gpus.devices, inputs)" in (
         REPO / "plugins/mlperf/src/cmx_mlperf/recipes/llama.yaml").read_text()
+
+
+def test_the_weight_size_comes_from_the_model_served(tmp_path: Path) -> None:
+    """#50 item 6: with ``model_path`` a directory here, the weights are its own (the
+    safetensors index's total), not llama3.1-8b's 16.06 GB; a path not on this machine (a plan
+    for another) assumes that size and says so; ``model_gb`` wins over both."""
+    model = tmp_path / "llama-70b"
+    model.mkdir()
+    (model / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 141_107_412_992}}))
+    devices = [{"memory_total_bytes": H100_MEM}] * 8
+    read = vllm_plan.derive(devices, vllm_plan.SplitInputs(model_path=str(model)))
+    assert read.weights_gb == 141.11 and read.weights_from == f"read from {model}"
+    assert read.tensor_parallel == vllm_plan.choose(8, H100_MEM, 141_107_412_992).tensor_parallel > 1
+    elsewhere = vllm_plan.derive(devices, vllm_plan.SplitInputs(model_path=str(tmp_path / "not-here")))
+    assert elsewhere.weights_gb == 16.06 and elsewhere.weights_from.startswith("assumed: llama3.1-8b")
+    given = vllm_plan.derive(devices, vllm_plan.SplitInputs(model_path=str(model), model_gb=20))
+    assert (given.weights_gb, given.weights_from) == (20, "model_gb")
+    assert read.as_dict()["inputs"]["weights_from"] == read.weights_from  # type: ignore[index]

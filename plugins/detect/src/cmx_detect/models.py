@@ -318,15 +318,29 @@ def select(models: list[Mapping[str, Any]], wanted: list[str]) -> list[Mapping[s
 
 
 def detected_model(models: Any, tags: Any) -> dict[str, Any]:
-    """Template function ``detected_model(facts.models, "llama3.1-8b")``: the first detected
-    model having every tag (comma- or space-separated, or a list); none is one UsageError."""
-    wanted = [t for t in (tags.replace(",", " ").split() if isinstance(tags, str) else list(tags or []))]
+    """Template function ``detected_model(facts.models, "llama3.1-8b")``: the detected model
+    having every tag (comma- or space-separated, or a list). Two models with the same tags are
+    told apart by ``@PREFIX`` (of the content digest) or the model's absolute path among the
+    tags; several left, or none, is one UsageError listing them."""
+    wanted = [str(t) for t in (tags.replace(",", " ").split() if isinstance(tags, str) else list(tags or []))]
     if not wanted:
         raise UsageError("detected_model: give the tags of the model to use (e.g. llama3.1-8b)")
     listed = [m for m in (models or []) if isinstance(m, Mapping)]
-    chosen = select(listed, [str(t) for t in wanted])
+    pins = [t for t in wanted if t.startswith(("@", "/"))]
+    chosen = [m for m in select(listed, [t for t in wanted if t not in pins]) if all(_pinned(m, p) for p in pins)]
     if not chosen:
         known = "; ".join(f"{m.get('name')}: {','.join(m.get('tags') or [])}" for m in listed) or "none"
         raise UsageError(f"no detected model has the tags {','.join(wanted)} (detected: {known}); "
                          "see cmx detect --only models")
+    if len(chosen) > 1:
+        found = "; ".join(f"{m.get('name')} at {m.get('path')} (@{str(m.get('digest') or '')[:12]})" for m in chosen)
+        raise UsageError(f"{len(chosen)} detected models have the tags {','.join(wanted)}: {found}; add one's "
+                         "@DIGEST-PREFIX or its path to the tags to pick it")
     return dict(chosen[0])
+
+
+def _pinned(model: Mapping[str, Any], pin: str) -> bool:
+    """Whether ``model`` is the one ``pin`` names: ``@PREFIX`` of its content digest, or its path."""
+    if pin.startswith("@"):
+        return len(pin) > 1 and str(model.get("digest") or "").startswith(pin[1:].lower())
+    return Path(str(model.get("path") or "")).resolve() == Path(pin).resolve()

@@ -163,17 +163,20 @@ class Derived:
     data_parallel: int
     concurrency: int
     reason: str
+    weights_from: str = "model_gb"
+    """Where ``weights_gb`` came from (:func:`weights_gb_of`)."""
 
     def as_dict(self) -> dict[str, object]:
-        return {"inputs": {"gpus": self.gpus, "gpu_memory_gb": self.gpu_memory_gb, "weights_gb": self.weights_gb},
+        return {"inputs": {"gpus": self.gpus, "gpu_memory_gb": self.gpu_memory_gb, "weights_gb": self.weights_gb,
+                           "weights_from": self.weights_from},
                 "tensor_parallel": self.tensor_parallel, "data_parallel": self.data_parallel,
                 "concurrency": self.concurrency, "reason": self.reason}
 
 
 @dataclass(frozen=True)
 class SplitInputs:
-    """The recipe's inputs to :func:`derive`: weights of ``model_gb`` GB, else
-    :data:`LLAMA31_8B_GB` when a ``model_path`` is served and 0 for the tiny model; a fixed
+    """The recipe's inputs to :func:`derive`: weights of ``model_gb`` GB, else read from the
+    ``model_path`` served (:func:`weights_gb_of`) and 0 for the tiny model; a fixed
     ``tensor_parallel`` or ``data_parallel`` (None: derived); ``concurrency`` 0 means
     ``max_num_seqs x data_parallel``."""
 
@@ -190,13 +193,30 @@ def derive(devices: Sequence[Mapping[str, object]], inputs: SplitInputs | None =
     sizes the split) and the recipe's ``inputs`` (None: every input at its default)."""
     inputs = inputs or SplitInputs()
     memories = [_memory(device) for device in devices]
-    weights_gb = inputs.model_gb or (LLAMA31_8B_GB if inputs.model_path else 0.0)
+    weights_gb, weights_from = weights_gb_of(inputs)
     split = choose(len(memories), min(memories, default=0), weights_gb * 1e9, inputs.tensor_parallel,
                    inputs.data_parallel)
     settings = ServeSettings(model=str(inputs.model_path or ""), max_num_seqs=inputs.max_num_seqs)
     return Derived(len(memories), round(min(memories, default=0) / 1e9, 2), round(weights_gb, 2),
                    split.tensor_parallel, split.data_parallel, inputs.concurrency or _concurrency(settings, split),
-                   split.reason)
+                   split.reason, weights_from)
+
+
+def weights_gb_of(inputs: SplitInputs) -> tuple[float, str]:
+    """The weights' size in GB and where it came from: ``model_gb`` when given; the model
+    directory's own (:func:`weights_bytes_from_dir`: the safetensors' size, else the
+    parameters of its config.json) when ``model_path`` is a directory here; the size of
+    llama3.1-8b in bfloat16, said to be assumed, when it is not (a plan for another machine);
+    0 for the tiny model."""
+    if inputs.model_gb:
+        return inputs.model_gb, "model_gb"
+    if not inputs.model_path:
+        return 0.0, "the tiny model"
+    directory = Path(inputs.model_path)
+    if directory.is_dir():
+        return weights_bytes_from_dir(directory) / 1e9, f"read from {directory}"
+    return LLAMA31_8B_GB, (f"assumed: llama3.1-8b in bfloat16 ({directory} is not on this machine; "
+                           "give model_gb to size another model)")
 
 
 def derive_for_recipe(devices: Sequence[Mapping[str, object]], inputs: Mapping[str, object]) -> Derived:
