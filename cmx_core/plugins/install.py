@@ -150,7 +150,8 @@ def editable_installs() -> set[Path]:
 def keeps_editable(directories: list[Path]) -> bool:
     """Whether one of the source ``directories`` is installed editable now: then the install
     stays editable (said on stderr), as a development install should."""
-    kept = [d for d in directories if d.resolve() in editable_installs()]
+    installed = editable_installs()
+    kept = [d for d in directories if d.resolve() in installed]
     for directory in kept:
         print(f"cmx: {directory} is installed editable; keeping it editable (--no-editable replaces it)",
               file=sys.stderr)

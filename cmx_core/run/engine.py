@@ -84,7 +84,8 @@ def open_session(recipes_dirs: Sequence[str | Path] = (), facts_file: str | Path
     registry = get_registry()
     dirs = resolve_recipes_dirs(recipes_dirs)
     repos, repo_paths = session_repos(registry, repo_pins)
-    catalog = load_catalog(dirs, plugin_paths=registry.recipe_paths, repo_paths=repo_paths, origins=origins(repos))
+    catalog = load_catalog(dirs, plugin_paths=registry.recipe_paths, repo_paths=repo_paths,
+                           origins=origins(repos, repo_paths))
     catalog.raise_ambiguous()
     if strict_mode():
         catalog.raise_errors()
@@ -548,7 +549,7 @@ def session_catalog(recipes_dirs: Sequence[str | Path] = ()) -> Catalog:
     registry = get_registry()
     repos, repo_paths = session_repos(registry)
     return load_catalog(tuple(Path(d) for d in recipes_dirs), plugin_paths=registry.recipe_paths,
-                        repo_paths=repo_paths, origins=origins(repos))
+                        repo_paths=repo_paths, origins=origins(repos, repo_paths))
 
 
 def list_recipes(tags: str | Sequence[str] = (), *, recipes_dirs: Sequence[str | Path] = (),

@@ -82,17 +82,13 @@ def session_repos(registry: Registry, pins: Mapping[str, RepoUse] | None = None
     return tuple(uses), sources
 
 
-def origins(uses: Sequence[RepoUse]) -> dict[str, str]:
-    """Each cmx-recipe repository's cached tree -> where its files are for the user: the local
-    repository it was added from, else ``URL@COMMIT`` (so a message names the user's file,
-    not the cache's copy)."""
-    found = {}
-    for use in uses:
-        if use.kind == PLAIN:
-            local = Path(use.url)
-            found[str(store.tree(use.name, use.commit))] = use.url if local.is_absolute() and local.is_dir() \
-                else f"{use.url}@{use.commit[:12]}"
-    return found
+def origins(uses: Sequence[RepoUse], sources: Sequence[tuple[str, Path]]) -> dict[str, str]:
+    """Each cmx-recipe repository's cached tree (its source directory of
+    :func:`session_repos`) -> where its files are for the user: the local repository it was
+    added from, else ``URL@COMMIT`` (so a message names the user's file, not the cache's copy)."""
+    shown = {use.label: use.url if Path(use.url).is_absolute() and Path(use.url).is_dir()
+             else f"{use.url}@{use.commit[:12]}" for use in uses if use.kind == PLAIN}
+    return {str(directory): shown[label] for label, directory in sources if label in shown}
 
 
 def _directories(registry: Registry, repo: Repo) -> list[Path]:

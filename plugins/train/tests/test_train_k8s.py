@@ -18,7 +18,7 @@ import yaml
 
 from cmx_core.testing import registered_launchers
 from cmx_train.config import parse
-from cmx_train.launch import plan_launch
+from cmx_train.launch import free_port, plan_launch
 
 from .conftest import two_nodes_trained
 
@@ -149,7 +149,7 @@ def test_two_pods_train_with_a_rank_each_and_the_result_comes_back(cli: Any, as_
         kubeconfig = standin.kubeconfig(tmp_path / "kubeconfig", server.server_address[1])
         options = {"kubeconfig": str(kubeconfig), "image": "cmx-python:standin", "python": sys.executable,
                    "cmx": f"{sys.executable} -m cmx_core", "poll_s": "0.2", "nodes": "2",
-                   "master_port": str(_free_port()), "pvc": ""}
+                   "master_port": str(free_port()), "pvc": ""}
         proc = cli("run", "recipe", "--tags=train,throughput,nodes.2", "--batch-size=32", "--steps=3",
                    "--threads-per-rank=1", "--rdzv-timeout-s=120", "--timeout-s=400", "--executor=k8s",
                    *(f"--executor-opt={k}={v}" for k, v in options.items()), "--json", timeout=500)
@@ -165,32 +165,3 @@ def test_two_pods_train_with_a_rank_each_and_the_result_comes_back(cli: Any, as_
     assert section["rendezvous"].split()[-1].rsplit(":", 1)[0] == f"{name}-0.{name}-nodes"
     assert len(state.deleted[name].pods) == 2
 
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def test_the_default_image_of_a_training_pod_holds_the_suite(cli: Any, as_json: Any, tmp_path: Path) -> None:
-    """#45 item 5: without ``image=``, the pods' image is cmx-docker's content-addressed tag of
-    the plan's template, whose requirements hold the plugins the plan uses: cmx-train and torch."""
-    pytest.importorskip("cmx_docker", reason="the default image is cmx-docker's")
-    from cmx_core.api import plan
-    from cmx_core.testing.registry import get_registry
-    from cmx_docker import context
-    from cmx_docker.digests import DigestMemo
-    from cmx_docker.executor import plan_plugins
-
-    proc = cli("plan", "recipe", "--tags=train,throughput,nodes.2", "--executor=k8s", "--executor-opt=nodes=2",
-               "--json")
-    assert proc.returncode == 0, proc.stderr
-    shown = as_json(proc)["executor"]["image"]
-    the_plan = plan("train,throughput,nodes.2")
-    rendered = context.image_spec("python", None, DigestMemo(None), None,
-                                  plugins=plan_plugins(the_plan, get_registry()))
-    assert shown == rendered.tag
-    wanted = rendered.requirements.splitlines()
-    assert any(line.startswith("cmx-train==") for line in wanted) and any(line.startswith("torch==") for line in wanted)

@@ -129,7 +129,7 @@ def connect(address: str) -> None:
     try:
         ray.init(address=address, log_to_driver=False, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise UsageError(f"ray executor option address={address!r}: cannot connect ({_first_line(exc)}); "
+        raise UsageError(f"ray executor option address={address!r}: cannot connect ({first_line(exc)}); "
                          "give the head's host:port (ray start --head prints it) and run cmx with the RAY_* "
                          "variables the head was started with") from None
     _STATE.address = address
@@ -149,7 +149,7 @@ def private_cluster(cluster_cpus: int | None) -> Iterator[str]:
                  configure_logging=False)
     except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; the run cannot start
         shutil.rmtree(temp, ignore_errors=True)
-        raise CmxError(f"ray executor: cannot start a private local Ray cluster: {_first_line(exc)}") from None
+        raise CmxError(f"ray executor: cannot start a private local Ray cluster: {first_line(exc)}") from None
     try:
         yield f"a private local cluster ({temp})"
     finally:
@@ -163,6 +163,7 @@ def cluster_resources() -> Mapping[str, float]:
     return {str(k): float(v) for k, v in ray.cluster_resources().items()}  # type: ignore[no-untyped-call]
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of a Ray error's text (its class name when empty), for one-line messages."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__

@@ -226,11 +226,11 @@ class RayExecutor(RemoteExecutor[RayHandle]):
         except exceptions.TaskCancelledError:
             return JobStatus("cancelled", None, "the Ray task was cancelled")
         except (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.ObjectLostError) as exc:
-            return JobStatus("lost", None, _first_line(exc))
+            return JobStatus("lost", None, cluster.first_line(exc))
         except exceptions.OutOfMemoryError as exc:
-            return JobStatus("oom", None, _first_line(exc))
+            return JobStatus("oom", None, cluster.first_line(exc))
         except exceptions.RayTaskError as exc:
-            return JobStatus("failed", None, f"the Ray task raised: {_first_line(exc)}")
+            return JobStatus("failed", None, f"the Ray task raised: {cluster.first_line(exc)}")
         refused = _refused(handle)
         if refused:
             handle.result = None  # nothing of a fenced run is written into the run directory
@@ -376,7 +376,3 @@ def _far_task() -> Any:
 
     return ray.remote(far.run_far)
 
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

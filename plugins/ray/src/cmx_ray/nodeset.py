@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cmx_core.api import CmxError, JobStatus
+from cmx_ray import cluster
 from cmx_ray.resources import TaskResources
 
 PLACE_TIMEOUT_S = 120.0
@@ -109,9 +110,9 @@ def failed_peer(nodes: NodeSet) -> JobStatus | None:
         try:
             result = ray.get(ref)
         except (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.ObjectLostError) as exc:
-            return JobStatus("lost", None, f"node {rank}'s task was lost: {_first_line(exc)}")
+            return JobStatus("lost", None, f"node {rank}'s task was lost: {cluster.first_line(exc)}")
         except Exception as exc:  # noqa: BLE001 - any other Ray error of the task is the node's failure
-            return JobStatus("failed", None, f"node {rank}'s task failed: {_first_line(exc)}")
+            return JobStatus("failed", None, f"node {rank}'s task failed: {cluster.first_line(exc)}")
         if result.exit_code != 0 or result.error:
             return JobStatus("failed", result.exit_code or None,
                              f"node {rank}'s run failed: {result.error or f'its far cmx exited {result.exit_code}'}")
@@ -131,7 +132,3 @@ def identities(nodes: NodeSet, timeout_s: float) -> list[Mapping[str, str]]:
             found.append({})
     return found
 
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
