@@ -73,7 +73,7 @@ def test_text_from_a_recipe_never_reaches_the_terminal_raw(cli: Callable[..., An
     """Class 7: ``cmx list recipes | cat -v`` showed ``^[]0;pwned^G``; a summary's bidi override
     and zero-width space were printed raw, as were error messages quoting them."""
     directory = str(recipes("hostile", HOSTILE).parent)
-    outputs = [cli("list", "recipes", "--recipes", directory).out,
+    outputs = [cli("list", "recipes", "--recipes", directory, "--wide").out,  # whole summaries
                cli("show", "recipe", "hostile", "--recipes", directory).out,
                cli("plan", "--tags=hostile", "--recipes", directory).out,
                cli("plan", "--tags=hostile\u202e", "--recipes", directory).err]
@@ -232,7 +232,8 @@ def test_cmx_list_recipes_through_cat_v_shows_the_escape_escaped(recipes: Callab
                                                                 cmx_home: Path) -> None:
     """The issue's must-show, through a real pipe: ``cat -v`` showed ``^[]0;pwned^G``."""
     directory = recipes("hostile", HOSTILE).parent
-    line = f"{shlex.quote(sys.executable)} -m cmx_core list recipes --recipes {shlex.quote(str(directory))} | cat -v"
+    line = (f"{shlex.quote(sys.executable)} -m cmx_core list recipes --wide --recipes {shlex.quote(str(directory))}"
+            " | cat -v")
     proc = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=120, check=True)
     assert "^[" not in proc.stdout and "^G" not in proc.stdout
     assert "\\x1b]0;pwned\\x07" in proc.stdout and "\\u202e" in proc.stdout

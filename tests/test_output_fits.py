@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 from cmx_core.report.html import fmt
-from cmx_core.results.grid import Column, Grid, fit, fit_text, hidden_note
+from cmx_core.results.grid import ELLIPSIS, Column, Grid, fit, fit_text, hidden_note
 from cmx_core.results.numbers import fmt_number
 from cmx_core.results.sweep_table import SweepRow, SweepTable
+from cmx_core.testing.fits import assert_fits
 
 WIDTH = 80
 VALUES = (1523751.73, 998877.5, 31415926.25, 2718281.5)
@@ -67,23 +68,16 @@ def world(cli: Callable[..., Any], recipes: Any, monkeypatch: pytest.MonkeyPatch
 
 
 def _fits(out: str, width: int = WIDTH) -> None:
-    """No line over ``width``, but for a path kept whole on its own line (optionally labelled)."""
-    long = [line for line in out.splitlines() if len(line) > width and not _path_line(line)]
-    assert not long, f"{len(long)} line(s) over {width} columns, e.g. {long[0]!r}"
-    assert "…" not in out, "a value was cut"
+    """No line over ``width`` (but a whole word to copy), a cut cell announced, no number cut."""
+    assert_fits(out, width)
+    cut = [word for word in out.split() if word.endswith(ELLIPSIS) and re.match(r"-?\d", word)]
+    assert not cut, f"a number was cut: {cut}"
     # The shared format writes only magnitudes below 1e-4 in e-notation (4 significant digits,
     # e.g. a wall-time difference of 9.5e-05 s); a larger one in it was shortened to fit.
     # whole numbers only: a run id such as e17a537e-1b68 holds "7e-1"
     shortened = [m for m in re.findall(r"(?<![\w.-])-?\d(?:\.\d+)?e[-+]\d+(?![\w.-])", out)
                  if abs(float(m)) >= 1e-4]
     assert not shortened, f"a number was shortened: {shortened}"
-
-
-def _path_line(line: str) -> bool:
-    """A path alone on its line, or after a label (``result: /a/b``): kept whole, never split."""
-    words = line.split()
-    labelled = len(words) == 2 and words[0].endswith(":")
-    return (len(words) == 1 or labelled) and words[-1].startswith("/")
 
 
 def _whole(value: float, out: str) -> None:
@@ -172,22 +166,32 @@ def test_piped_without_columns_is_80_wide() -> None:
     assert done.stdout.strip() == "80"
 
 
-def test_fit_wraps_text_drops_by_rank_and_never_splits_a_value() -> None:
-    columns = (Column("name"), Column("value", right=True, breakable=False),
+def test_fit_cuts_text_drops_by_rank_and_never_cuts_a_value() -> None:
+    columns = (Column("name"), Column("value", right=True, whole=True),
                Column("note", drop=2), Column("extra", drop=1))
-    rows = (("a name that is long enough to wrap over lines", "12,345,678.9 tokens/s", "x" * 30, "y" * 30),)
-    assert fit(Grid(columns, rows), 40).hidden == ("note",)  # the highest rank goes first
-    fitted = fit(Grid(columns, rows), 30)
+    rows = (("a name that is long enough to be cut", "12,345,678.9 tokens/s", "x" * 30, "y" * 30),)
+    assert fit(Grid(columns, rows), 70).hidden == ("note",)  # the highest rank goes first
+    fitted = fit(Grid(columns, rows), 36)
     assert fitted.hidden == ("note", "extra")  # then the next
-    assert all(len(line) <= 30 for line in fitted.lines)
-    assert "12,345,678.9" in NUMBER.findall("\n".join(fitted.lines))
-    assert hidden_note(fitted.hidden) in fitted.text()
+    assert len(fitted.lines) == 2 and all(len(line) <= 36 for line in fitted.lines)  # one line a row
+    assert "12,345,678.9 tokens/s" in fitted.lines[1]  # whole
+    assert fitted.cut and fitted.lines[1].startswith("a name that") and ELLIPSIS in fitted.lines[1]
+    assert "cut" in fitted.text() and hidden_note(fitted.hidden).split(";")[0] in fitted.text()
     whole = fit(Grid(columns, rows), None)
-    assert whole.hidden == () and len(whole.lines) == 2 and "y" * 30 in whole.lines[1]
+    assert whole.hidden == () and not whole.cut and len(whole.lines) == 2 and "y" * 30 in whole.lines[1]
+    assert rows[0][0] in whole.lines[1]
+
+
+def test_a_text_column_gets_room_before_a_low_value_column_is_shown() -> None:
+    columns = (Column("run", whole=True), Column("recipe"), Column("inputs", drop=1))
+    rows = (("abc", "a-recipe-name-of-thirty-chars", "k=" + "v" * 40),)
+    fitted = fit(Grid(columns, rows), 45)
+    assert fitted.hidden == ("inputs",) and rows[0][1] in fitted.lines[1]
+    assert fit(Grid(columns, rows), 70).hidden == ()  # room for both: the inputs are cut instead
 
 
 def test_a_table_with_nothing_left_to_drop_runs_wide_rather_than_cut() -> None:
-    columns = (Column("value", right=True, breakable=False),)
+    columns = (Column("value", right=True, whole=True),)
     fitted = fit(Grid(columns, (("123,456,789,012.5",),)), 10)
     assert "123,456,789,012.5" in fitted.lines[1]
 

@@ -113,7 +113,7 @@ def test_a_bundle_adds_offline_at_a_ref_and_rm_removes_it(cli: Cli, tmp_path: Pa
     assert added.code == 0, added.err
     assert (json.loads(added.out)["name"], json.loads(added.out)["commit"]) == ("greet", first)
     assert _run(cli, "repo-greet")["outputs"]["message"] == "v1"
-    plain = cli("repo", "list", "--format", "plain")
+    plain = cli("repo", "list", "--format", "plain", "--wide")
     assert plain.out.split("\n")[1].split() == ["greet", first[:12], "cmx", "v1", str(bundle)]
     removed = cli("repo", "rm", "greet")
     assert removed.code == 0 and removed.out.strip() == f"removed greet (was at {first[:12]})"

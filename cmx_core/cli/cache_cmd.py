@@ -12,7 +12,7 @@ from cmx_core.cache.store import Cache
 from cmx_core.errors import UsageError
 from cmx_core.plugins.loader import prune_resources
 from cmx_core.recipes.model import parse_duration
-from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
+from cmx_core.results.grid import Column, Grid, fit, fit_text, print_fitted, width_for
 from cmx_core.run.replay import prune_memos
 
 
@@ -56,11 +56,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"checked": len(report), "failed": len(bad), "entries": report}, indent=2))
     else:
-        grid = Grid((Column("key", breakable=False), Column("recipe"), Column("verdict")),
+        grid = Grid((Column("key", whole=True), Column("recipe"), Column("verdict")),
                     tuple((str(r["key"])[:16], str(r["recipe"]), "; ".join(r["problems"]) or "ok") for r in report),
                     header=False)
         sys.stdout.write(fit(grid, width_for(args.wide)).text())
-        print(f"{len(report)} checked, {len(bad)} failed")
+        print_fitted(f"{len(report)} checked, {len(bad)} failed", args.wide)
     for row in bad:
         print(f"cmx: error: cache entry {row['key']} ({row['path']}): {row['problems'][0]}; "
               f"remove it with: cmx cache rm {row['key']}", file=sys.stderr)
@@ -79,7 +79,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        grid = Grid((Column("key", breakable=False), Column("created", breakable=False, drop=1), Column("recipe")),
+        grid = Grid((Column("key", whole=True), Column("created", whole=True, drop=1), Column("recipe")),
                     tuple((r["key"][:16], r["created"], r["recipe"]) for r in rows), header=False)
         sys.stdout.write(fit(grid, width_for(args.wide)).text())
         print(f"{len(rows)} entr{'y' if len(rows) == 1 else 'ies'}", file=sys.stderr)
@@ -155,4 +155,4 @@ def _report(args: argparse.Namespace, verb: str, entries: list[Any]) -> None:
     if args.json:
         print(json.dumps({verb: [e.key for e in entries]}))
     else:
-        print(f"{verb} {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}")
+        print_fitted(f"{verb} {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}", args.wide)

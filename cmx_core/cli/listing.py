@@ -1,11 +1,11 @@
-"""Listings that never cut a value or a path: ``--format table|plain|json|csv``.
+"""Listings, one line per row: ``--format table|plain|json|csv``.
 
-``table`` is a rich table whose cells fold instead of ending in an ellipsis; ``plain`` is
-columns padded with two spaces. Both fit the terminal (``COLUMNS``, 80 when piped) by
-wrapping text cells and hiding the listing's low-value columns, named in a footer; numbers
-are never split (:mod:`cmx_core.results.grid`). ``--wide`` lays every column out whole, one
-line per row (a pipe into ``grep`` then gets every value on its row). ``csv`` and ``json``
-are for programs. Without ``--format`` a terminal at least :data:`WIDE` columns wide gets
+``table`` is a rich table; ``plain`` is columns padded with two spaces. Both fit the
+terminal (``COLUMNS``, 80 when piped) by cutting text cells with an ellipsis and hiding the
+listing's low-value columns, named in a footer; numbers and ids are never cut
+(:mod:`cmx_core.results.grid`). ``--wide`` lays every column out whole (a pipe into
+``grep`` then gets every value on its row). ``csv`` and ``json`` are for programs.
+Without ``--format`` a terminal at least :data:`WIDE` columns wide gets
 the table and anything else (a pipe, a narrow terminal) the plain layout.
 """
 
@@ -32,7 +32,7 @@ WIDE = 100
 @dataclass(frozen=True)
 class Listing:
     """A titled grid of cells; ``right`` names the columns aligned right (numbers), ``whole``
-    the other columns whose words are never split (ids), and ``drop`` the columns that may be
+    the other columns that are never cut (ids), and ``drop`` the columns that may be
     hidden on a narrow terminal, the first named going first."""
 
     title: str
@@ -45,7 +45,7 @@ class Listing:
     def grid(self) -> Grid:
         ranks = {name: len(self.drop) - i for i, name in enumerate(self.drop)}
         return Grid(tuple(Column(name, right=name in self.right,
-                                 breakable=name not in self.right and name not in self.whole,
+                                 whole=name in self.right or name in self.whole,
                                  drop=ranks.get(name, 0)) for name in self.columns), self.rows)
 
 
@@ -104,8 +104,8 @@ def _table(listing: Listing, stream: TextIO, width: int | None) -> None:
     for index in kept:
         column = grid.columns[index]
         longest = max((len(row[index]) for row in listing.rows), default=0)
-        table.add_column(column.name, justify="right" if column.right else "left", overflow="fold",
-                         min_width=longest if not column.breakable else None, no_wrap=not column.breakable)
+        table.add_column(column.name, justify="right" if column.right else "left", overflow="ellipsis",
+                         min_width=longest if column.whole else None, no_wrap=True)
     for row in listing.rows:
         table.add_row(*(escape(row[i]) for i in kept))
     console = Console(file=stream, highlight=False, soft_wrap=False, width=width or 10_000)

@@ -25,7 +25,7 @@ from cmx_core.report.columns import column_documents
 from cmx_core.results.comparability import differences, forced_warnings, refusal
 from cmx_core.results.compare import compare_samples
 from cmx_core.results.faults import attempt_lines, fault_report
-from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
+from cmx_core.results.grid import Column, Grid, fit, fit_text, print_fitted, width_for
 from cmx_core.results.numbers import fmt_number
 from cmx_core.results.store import ResultStore
 from cmx_core.results.summary import metric_text, reason_lines, telemetry_lines
@@ -154,7 +154,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     elif fmt == "csv":
         render(listing([], full_ids=True), fmt)
     elif store.list(limit=1):
-        print("no runs match --recipe/--status (drop them to see every run)")
+        print_fitted("no runs match --recipe/--status (drop them to see every run)", args.wide)
     else:
         print("no runs indexed yet")
     return 0
@@ -249,7 +249,7 @@ def _compare_sweep(args: argparse.Namespace) -> int:
     print(f"sweep {table.sweep_id} ({len(table.rows)} points)")
     sys.stdout.write(fit(table.grid(), width_for(args.wide)).text())
     for line in _fault_lines(documents, expected=len(table.rows), with_attempts=False):
-        print(line)
+        print_fitted(line, args.wide)
     return 0
 
 
@@ -262,8 +262,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"format": args.format, "dest": written, "runs": [r.run_id for r in results]})
     else:
-        print(f"exported {len(results)} run(s) as {args.format} to {'stdout' if written == STDOUT else written}",
-              file=sys.stderr if written == STDOUT else sys.stdout)
+        print_fitted(f"exported {len(results)} run(s) as {args.format} to {'stdout' if written == STDOUT else written}",
+                     args.wide, file=sys.stderr if written == STDOUT else sys.stdout)
     return 0
 
 
@@ -277,8 +277,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"database": str(store.path), "dirs": [str(d) for d in dirs], **report.to_json()})
     else:
-        print(f"{store.path}: indexed {len(report.indexed)} run(s), dropped {len(report.dropped)} "
-              f"missing, skipped {len(report.skipped)} invalid file(s)")
+        print_fitted(f"{store.path}: indexed {len(report.indexed)} run(s), dropped {len(report.dropped)} "
+                     f"missing, skipped {len(report.skipped)} invalid file(s)", args.wide)
     return 0
 
 
@@ -341,35 +341,37 @@ def _metrics_listing(document: dict[str, Any]) -> Listing:
                    whole=frozenset({"unit"}), drop=("direction",))
 
 
-def _cell_text(cell: Cell) -> str:
-    """The value, its change against the baseline and the verdict; then the spread and the
-    noise note on lines of their own (a narrow column wraps them at their spaces only)."""
-    head = fmt_number(cell.value)
+def _cell_lines(cell: Cell) -> list[str]:
+    """The value and the verdict; then the change against the baseline, the spread and the
+    noise note, each a line of its own (a row of the table each, so a run's column stays
+    narrow and nothing is cut)."""
+    lines = [fmt_number(cell.value) + ("" if cell.verdict == "baseline" else f" {cell.verdict}")]
     if cell.delta is not None and cell.verdict != "same":
         sign = "+" if cell.delta >= 0 else ""
         pct = f", {sign}{cell.delta_pct:.1f}%" if cell.delta_pct is not None else ""
-        head += f" ({sign}{fmt_number(cell.delta)}{pct})"
-    if cell.verdict not in ("baseline",):
-        head += f" {cell.verdict}"
-    lines = [head]
+        lines.append(f"({sign}{fmt_number(cell.delta)}{pct})")
     if cell.samples > 1 and cell.low is not None and cell.high is not None:
         lines.append(f"[n={cell.samples} {fmt_number(cell.low)}..{fmt_number(cell.high)}]")
     if cell.noise and cell.verdict != "baseline":
         lines.append(f"({cell.noise})")
-    return "\n".join(lines)
+    return lines
 
 
 def _compare_grid(comparison: Comparison) -> Grid:
-    """A column a run (the baseline first); on a narrow terminal the last runs are hidden
-    first, named in the footer, and the metric names and notes wrap."""
-    columns = [Column("metric"), Column("unit", breakable=False)]
+    """A column a run (the baseline first), a metric on one line with its spread and noise
+    notes on the lines below; on a narrow terminal the last runs are hidden first, named in
+    the footer, and long metric names are cut."""
+    columns = [Column("metric"), Column("unit", whole=True)]
     for index, run in enumerate(comparison.runs):
         repeats = f" x{len(run.repeats)}" if len(run.repeats) > 1 else ""
         head = f"{run.run_id[:SHORT_ID]}{repeats}\n{run.recipe} [{run.status}]\n{run.hardware_class}"
-        columns.append(Column(head, right=True, breakable=False, drop=index if index > 1 else 0))
-    rows = []
+        columns.append(Column(head, right=True, whole=True, drop=index if index > 1 else 0))
+    rows: list[tuple[str, ...]] = []
     for row in comparison.metrics:
         units = sorted({c.unit for c in row.cells if c.unit})
         arrow = {None: "", True: " (higher better)", False: " (lower better)"}[row.higher_is_better]
-        rows.append((row.name + arrow, " / ".join(units), *(_cell_text(c) for c in row.cells)))
+        cells = [_cell_lines(c) for c in row.cells]
+        for depth in range(max(map(len, cells), default=1)):
+            lead = (row.name + arrow, " / ".join(units)) if depth == 0 else ("", "")
+            rows.append((*lead, *(lines[depth] if depth < len(lines) else "" for lines in cells)))
     return Grid(tuple(columns), tuple(rows))

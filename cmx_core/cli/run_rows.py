@@ -29,7 +29,7 @@ LOW_VALUE = ("task", "variant", "created (UTC)", "inputs")
 def listing(runs: list[RunSummary], full_ids: bool = False) -> Listing:
     rows = tuple(_row(r, full_ids) for r in runs)
     return Listing("runs (newest first)", COLUMNS, rows, frozenset({"result", "wall s"}),
-                   whole=frozenset({"run", "created (UTC)", "status", "recipe"}), drop=LOW_VALUE)
+                   whole=frozenset({"run", "created (UTC)", "status"}), drop=LOW_VALUE)
 
 
 def row_json(run: RunSummary) -> dict[str, Any]:

@@ -156,7 +156,7 @@ def compare_command(sweep_id: str) -> str:
 
 def points_grid(points: Any) -> Grid:
     """One row a point: index, status, its axis values and its run (or why it failed)."""
-    columns = (Column("#", right=True, breakable=False), Column("status", breakable=False),
+    columns = (Column("#", right=True, whole=True), Column("status", whole=True),
                Column("point"), Column("run or message"))
     rows = tuple((str(p.index), p.status, " ".join(f"{k}={v}" for k, v in p.point.items()),
                   p.run_id or p.message or "-") for p in points)

@@ -12,7 +12,7 @@ from typing import Any
 
 from cmx_core.conditions.check import Source, report_json, system_check
 from cmx_core.errors import UsageError
-from cmx_core.results.grid import Column, Grid, fit, width_for
+from cmx_core.results.grid import Column, Grid, fit, print_fitted, width_for
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -34,11 +34,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report_json(root, sources), indent=2))
         return 0
-    grid = Grid((Column("source", breakable=False), Column("state"), Column("fine", breakable=False),
+    grid = Grid((Column("source", whole=True), Column("state"), Column("fine", whole=True),
                  Column("fix")), tuple(_row(s) for s in sources))
     sys.stdout.write(fit(grid, width_for(args.wide)).text())
     bad = sum(1 for s in sources if s.fine is False)
-    print(f"{len(sources)} sources, {bad} not fine for benchmarking" + (": run the fixes above" if bad else ""))
+    print_fitted(f"{len(sources)} sources, {bad} not fine for benchmarking" + (": run the fixes above" if bad else ""),
+                 args.wide)
     return 0
 
 

@@ -40,9 +40,9 @@ class SweepTable:
         """One row a point: its axes' values, status, each metric (in the shared number format)
         and its run; on a narrow terminal the run column goes first, then metrics from the right."""
         metrics = tuple(self.metrics.items())
-        columns = (Column("#", right=True, breakable=False), *(Column(a, breakable=False) for a in self.axes),
-                   Column("status", breakable=False),
-                   *(Column(f"{m} ({u})", right=True, breakable=False, drop=1 + i) for i, (m, u) in enumerate(metrics)),
+        columns = (Column("#", right=True, whole=True), *(Column(a, whole=True) for a in self.axes),
+                   Column("status", whole=True),
+                   *(Column(f"{m} ({u})", right=True, whole=True, drop=1 + i) for i, (m, u) in enumerate(metrics)),
                    Column("run", drop=len(metrics) + 1))
         rows = tuple((str(row.index), *(str(row.point.get(a, "")) for a in self.axes), row.status,
                       *(fmt_number(row.metrics.get(m)) for m, _ in metrics),

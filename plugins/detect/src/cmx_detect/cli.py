@@ -104,6 +104,6 @@ def run(ns: argparse.Namespace) -> int:
 
 def render(facts: dict[str, Any], source: str, width: int | None = None) -> str:
     """A short human summary, one row per fact, fitted to ``width`` (None: one line each)."""
-    grid = Grid((Column("fact", breakable=False), Column("summary")),
+    grid = Grid((Column("fact", whole=True), Column("summary")),
                 tuple((name, summarise(name, value)) for name, value in facts.items()), header=False)
     return fit_text(f"facts from: {source}", width) + "\n" + fit(grid, width).text().rstrip("\n")
