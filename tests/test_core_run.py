@@ -242,8 +242,8 @@ def test_demo_chain_result_validates_and_compares(cli, cmx_home) -> None:
 
 
 def test_show_recipe_documents_inputs_and_variations(cli) -> None:
-    text = cli("show", "recipe", "demo-sort").out
-    assert "| --size | integer min 1 max 50000000 | 200000 |" in text
+    text = cli("show", "recipe", "demo-sort", "--wide").out
+    assert "- `--size` integer min 1 max 50000000, default 200000: " in text
     assert "`heap` (group algo)" in text and "`size.#`" in text
 
 

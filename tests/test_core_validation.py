@@ -235,8 +235,8 @@ def test_show_recipe_spells_reserved_inputs_with_input_prefix(cli, recipes) -> N
     result = cli("show", "recipe", "clash", "--recipes", recipes.dir)
     assert result.code == 0, result.err
     for name in ("output", "tags", "no_cache"):
-        assert f"| --input.{name} |" in result.out
-    assert "| --size |" in result.out and "--input.size" not in result.out
+        assert f"- `--input.{name}` " in result.out
+    assert "- `--size` " in result.out and "--input.size" not in result.out
     shown = json.loads(cli("show", "recipe", "clash", "--recipes", recipes.dir, "--json").out)
     assert shown["inputs"]["output"]["option"] == "--input.output"
     assert shown["inputs"]["size"]["option"] == "--size"

@@ -36,13 +36,18 @@ def test_summary_keeps_units_names_and_reasons() -> None:
         "items": {"value": 200000.0, "unit": "items", "higher_is_better": True},
         "ttft_p99_ns": {"value": None, "unit": "ns", "higher_is_better": False},
     }, mlperf={"submission_blockers": BLOCKERS}), "/runs/x/result.json")
+    assert max(len(line) for line in text.splitlines()) <= 80  # reasons wrap at their spaces
+    whole = run_summary(_doc({"ttft_p99_ns": {"value": None, "unit": "ns", "higher_is_better": False}},
+                             mlperf={"submission_blockers": BLOCKERS}), "/runs/x/result.json", None)
+    assert any(len(line) > 80 for line in whole.splitlines())  # --wide: one line each
+    text = " ".join(text.split())  # the wrapped lines joined back
     assert "per_loop_ns" in text and "7.31 ns" in text and " ms" not in text
     assert "200,000.0 items" in text and "e+05" not in text
     assert "ttft_p99_ns" in text and "not measured (the Offline scenario has no per-query latency" in text
     assert "null" not in text
     assert "not submittable (2 reasons):" in text
     for reason in BLOCKERS:
-        assert f"    - {reason}" in text
+        assert f"- {' '.join(reason.split())}" in " ".join(text.split())
     assert "invalid: INVALID: min duration not met" in text
 
 

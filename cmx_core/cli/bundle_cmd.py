@@ -21,7 +21,7 @@ from cmx_core.bundle.verdict import DEFAULT_TOLERANCE
 from cmx_core.bundle.verify import verify_bundle
 from cmx_core.cli.core_cmds import parse_executor_options
 from cmx_core.errors import UsageError
-from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
+from cmx_core.results.grid import Column, Grid, fit, fit_text, print_fitted, width_for
 from cmx_core.results.noise import RULE
 from cmx_core.results.numbers import fmt_number
 from cmx_core.results.secrets import DEFAULT_ENV_ALLOW
@@ -91,7 +91,7 @@ def _print(args: argparse.Namespace, data: Any, lines: list[str]) -> None:
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
         for line in lines:
-            print(line)
+            print_fitted(line, args.wide)
 
 
 def cmd_create(args: argparse.Namespace) -> int:
@@ -160,10 +160,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def _print_replay(report: Any, width: int | None) -> None:
     """The rule, then each judgement's verdict and its metrics as a table fitted to ``width``."""
     print(fit_text(f"rule: {RULE}", width))
-    columns = (Column("metric"), Column("unit", breakable=False, drop=1),
-               Column("original", right=True, breakable=False), Column("replay", right=True, breakable=False),
-               Column("band", breakable=False, drop=2),
-               Column("verdict", breakable=False), Column("reason", drop=3))
+    columns = (Column("metric"), Column("unit", whole=True, drop=1),
+               Column("original", right=True, whole=True), Column("replay", right=True, whole=True),
+               Column("band", whole=True, drop=2),
+               Column("verdict", whole=True), Column("reason", drop=3))
     for judgement in report.judgements:
         print(fit_text(f"{judgement.verdict}: {judgement.reason}", width))
         if judgement.conditions is not None and judgement.conditions.state != "not recorded":

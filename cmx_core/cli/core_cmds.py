@@ -12,7 +12,7 @@ from typing import Any
 
 from cmx_core.cli.monitor_cmd import add_telemetry_options, print_soak, telemetry_settings
 from cmx_core.cli.progress import Progress
-from cmx_core.cli.recipe_doc import recipe_json, recipe_markdown
+from cmx_core.cli.recipe_doc import recipe_json, recipe_text
 from cmx_core.cli.recovery_opts import add_recovery_options, recovery
 from cmx_core.cli.repeats_cmd import check_runs, run_repeats
 from cmx_core.errors import UsageError, escape_controls
@@ -23,7 +23,7 @@ from cmx_core.plan.planner import Plan
 from cmx_core.plugins.loader import get_registry
 from cmx_core.resolve.env_args import ENV_PREFIX
 from cmx_core.resolve.input_hints import unknown_flag
-from cmx_core.results.grid import Column, Grid, fit, width_for
+from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
 from cmx_core.results.summary import run_summary
 from cmx_core.run.drift import DRIFT_CLASSES
 from cmx_core.run.engine import explain, list_recipes, plan_view, run, show_recipe
@@ -194,7 +194,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result.to_json())
     else:
-        print(result.render_text())
+        print(fit_text(result.render_text(), width_for(args.wide)))
     return 0
 
 
@@ -203,7 +203,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result.to_json())
     else:
-        print(_explain_text(result))
+        print(fit_text(_explain_text(result), width_for(args.wide)))
     return 2 if result.error else 0
 
 
@@ -271,7 +271,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result.document)
     else:
-        print(run_summary(result.document, result.result_path))  # its last line, `result: PATH`, is read by scripts
+        # its last line, `result: PATH`, is read by scripts
+        print(run_summary(result.document, result.result_path, width_for(args.wide)))
     return 0
 
 
@@ -302,7 +303,7 @@ def _plan_printer(args: argparse.Namespace) -> Callable[[Any], None] | None:
 
     def show(the_plan: Any) -> None:
         print(f"plan ({len(the_plan.nodes)} nodes; 'cmx plan' shows every step's settings):\n"
-              f"{the_plan.render_tree()}", file=sys.stderr, flush=True)
+              f"{fit_text(the_plan.render_tree(), width_for(args.wide))}", file=sys.stderr, flush=True)
     return show
 
 
@@ -347,9 +348,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def recipes_grid(recipes: list[Any]) -> Grid:
-    """Name, tags and summary; the tags and summary wrap on a narrow terminal (no header,
+    """Name, tags and summary; the tags and summary are cut on a narrow terminal (no header,
     as ``cmx list`` has always printed: one recipe a row)."""
-    columns = (Column("name", breakable=False), Column("tags", breakable=False), Column("summary"))
+    columns = (Column("name", whole=True), Column("tags"), Column("summary"))
     return Grid(columns, tuple((r.name, ",".join(r.tags), r.summary) for r in recipes), header=False)
 
 
@@ -358,7 +359,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(recipe_json(recipe))
     else:
-        print(escape_controls(recipe_markdown(recipe)))
+        print(escape_controls(recipe_text(recipe, width_for(args.wide))))
     return 0
 
 

@@ -162,10 +162,7 @@ def _add_plugin_commands(sub: Any, common: argparse.ArgumentParser, selected: st
         if command.name != selected:
             continue
         command.configure(parser)
-        if not any("--json" in a.option_strings for a in parser._actions):
-            parser.add_argument("--json", action="store_true", help="print exactly one JSON document")
-        if not any("--wide" in a.option_strings for a in parser._actions):
-            parser.add_argument("--wide", action="store_true", help="tables at their natural width, every column")
+        _output_options(parser)
         parser.set_defaults(handler=command.run, cmx_registry=registry)
 
 
@@ -185,6 +182,13 @@ def _add_grouped(sub: Any, groups: dict[str, Any], command: Any, selected: str |
     if group != selected:
         return
     command.configure(member)
-    if not any("--json" in a.option_strings for a in member._actions):
-        member.add_argument("--json", action="store_true", help="print exactly one JSON document")
+    _output_options(member)
     member.set_defaults(handler=command.run, cmx_registry=registry)
+
+
+def _output_options(parser: argparse.ArgumentParser) -> None:
+    """``--json`` and ``--wide`` on a plugin command that did not add them itself."""
+    if not any("--json" in a.option_strings for a in parser._actions):
+        parser.add_argument("--json", action="store_true", help="print exactly one JSON document")
+    if not any("--wide" in a.option_strings for a in parser._actions):
+        parser.add_argument("--wide", action="store_true", help="tables at their natural width, every column")

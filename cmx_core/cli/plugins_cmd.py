@@ -94,11 +94,13 @@ def common_parents() -> list[argparse.ArgumentParser]:
     return [common_options()]
 
 
-def _emit(args: argparse.Namespace, document: Any, text: str) -> None:
+def _emit(args: argparse.Namespace, document: Any, text: str, whole: bool = False) -> None:
+    """The one JSON document, or ``text`` fitted to the terminal (``whole``: a command line to
+    copy, never wrapped)."""
     if getattr(args, "json", False):
         print(json.dumps(document, indent=2, sort_keys=True, default=str))
     else:
-        print(fit_text(text, width_for(getattr(args, "wide", False))))
+        print(text if whole else fit_text(text, width_for(getattr(args, "wide", False))))
 
 
 # --------------------------------------------------------------------------- list
@@ -197,8 +199,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     registry = read_registry()
     installed = _installed_versions()
     results = [entry_document(e, installed, registry) for e in registry.search(args.text)]
-    columns = (Column("name", breakable=False), Column("state", breakable=False, drop=1),
-               Column("installed", breakable=False, drop=2), Column("summary"))
+    columns = (Column("name", whole=True), Column("state", whole=True, drop=1),
+               Column("installed", whole=True, drop=2), Column("summary"))
     grid = Grid(columns, tuple((r["name"], r["state"], _installed_label(r["installed"]), r["summary"])
                                for r in results), header=False)
     text = fit(grid, width_for(args.wide)).text().rstrip("\n") if results else ""
@@ -341,7 +343,7 @@ def _after_pip(args: argparse.Namespace, command: list[str], names: list[str]) -
         for plugin in broken:
             print(f"cmx: warning: plugin {plugin['name']}: {plugin['error']}", file=sys.stderr)
     verb = "installed" if command[3] == "install" else "uninstalled"
-    _emit(args, doc, shell_line(command) if args.dry_run else f"{verb}: {' '.join(names)}")
+    _emit(args, doc, shell_line(command) if args.dry_run else f"{verb}: {' '.join(names)}", whole=args.dry_run)
     return 0
 
 

@@ -1,4 +1,8 @@
-"""Documentation of a recipe generated from its metadata (``cmx show recipe NAME``)."""
+"""Documentation of a recipe generated from its metadata (``cmx show recipe NAME``).
+
+Markdown whose every element is a line or a list item (no tables), so that the terminal
+form wraps each at its spaces under a hanging indent (:func:`cmx_core.results.grid.fit_text`)
+and stays valid Markdown."""
 
 from __future__ import annotations
 
@@ -33,19 +37,52 @@ def recipe_json(recipe: Recipe) -> dict[str, Any]:
     }
 
 
+def recipe_text(recipe: Recipe, width: int | None) -> str:
+    """:func:`recipe_markdown` for the terminal: each paragraph and list item wrapped at its
+    spaces within ``width`` (a list item under a two-space indent); code and table lines of
+    a description as written; None: one line each."""
+    import textwrap  # deferred: only cmx show needs it
+
+    text = recipe_markdown(recipe)
+    if width is None:
+        return text
+    out: list[str] = []
+    for line in text.split("\n"):
+        if line.startswith((" ", "\t", "|", "```")):
+            out.append(line)
+            continue
+        rest = "  " if line.startswith("- ") else ""
+        out += textwrap.wrap(line, width, subsequent_indent=rest, break_long_words=False,
+                             break_on_hyphens=False) or [""]
+    return "\n".join(out)
+
+
+STRUCTURE = ("-", "*", "#", "```", "|", " ", "\t", ">")
+"""How a line of Markdown starts when it is more than prose (a list, heading, code, table)."""
+
+
+def paragraphs(text: str) -> list[str]:
+    """``text``'s blocks: a prose paragraph on one line (Markdown reads its lines as one),
+    a block holding a list, code or a table as written."""
+    blocks = [block.strip("\n") for block in text.strip().split("\n\n") if block.strip()]
+    return [block if any(line.startswith(STRUCTURE) for line in block.split("\n")) else " ".join(block.split())
+            for block in blocks]
+
+
 def recipe_markdown(recipe: Recipe) -> str:
     lines = [f"# {recipe.name} {recipe.version}", "", recipe.summary, ""]
-    if recipe.description:
-        lines += [recipe.description.strip(), ""]
-    lines += [f"Tags: {', '.join(recipe.tags)}", f"Source: {recipe.source} ({recipe.path})", ""]
+    for paragraph in paragraphs(recipe.description or ""):
+        lines += [paragraph, ""]
+    lines += [f"Tags: {', '.join(recipe.tags)}", f"Source: {recipe.source}", f"File: {recipe.path}", ""]
     if recipe.inputs:
-        lines += ["## Inputs", "", "| input | type | default | description |", "|---|---|---|---|"]
+        lines += ["## Inputs", ""]
         for spec in recipe.inputs.values():
             kind = spec.type + (f" ({', '.join(map(str, spec.choices))})" if spec.choices else "")
             bounds = "".join([f" min {spec.min}" if spec.min is not None else "",
                               f" max {spec.max}" if spec.max is not None else ""])
-            default = "required" if spec.required else repr(spec.default)
-            lines.append(f"| {input_option(spec.name)} | {kind}{bounds} | {default} | {spec.description} |")
+            default = "required" if spec.required else f"default {spec.default!r}"
+            about = f": {spec.description}" if spec.description else ""
+            lines.append(f"- `{input_option(spec.name)}` {kind}{bounds}, {default}{about}")
         lines.append("")
         if any(name in CLI_RESERVED_INPUTS for name in recipe.inputs):
             lines += ["Inputs shown as `--input.NAME` share their name with a cmx option and must be given "

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cmx_core.errors import UsageError
+from cmx_core.results.grid import fit_text, width_for
 from cmx_core.results.repeats import repeat_stats
 from cmx_core.results.summary import run_summary, wrapped
 
@@ -39,13 +40,14 @@ def run_repeats(args: argparse.Namespace, first: Any, again: Callable[[], Any]) 
         return 0
     print(f"repeats: {len(results)} runs")
     for item in stats:
-        print(item.text())
+        print(fit_text(item.text(), width_for(args.wide)))
     for warning in warnings:
-        print("\n".join(wrapped(f"warning: {warning}", "  ", "    ")))
+        print("\n".join(wrapped(f"warning: {warning}", "  ", "    ", width_for(args.wide))))
     print(f"result: {results[-1].result_path}")  # the last line stays the last run's result
     return 0
 
 
 def _show(args: argparse.Namespace, result: Any, index: int) -> None:
     if not args.json:
-        print(f"run {index} of {args.runs}:\n{run_summary(result.document, result.result_path)}", flush=True)
+        summary = run_summary(result.document, result.result_path, width_for(args.wide))
+        print(f"run {index} of {args.runs}:\n{summary}", flush=True)

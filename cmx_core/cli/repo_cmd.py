@@ -14,6 +14,7 @@ from cmx_core.errors import UsageError
 from cmx_core.plugins.loader import get_registry
 from cmx_core.repos import store
 from cmx_core.repos.records import Repo, read_repos
+from cmx_core.results.grid import print_fitted, width_for
 from cmx_core.run.engine import session_catalog
 from cmx_core.run.repo_sources import classifier
 
@@ -78,7 +79,8 @@ def cmd_add(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**_row(repo), "recipes": count}, indent=2))
     elif not args.quiet:
-        print(f"added {repo.name} at {repo.commit[:SHORT]} ({count} recipes, {repo.kind}) from {repo.url}")
+        print_fitted(f"added {repo.name} at {repo.commit[:SHORT]} ({count} recipes, {repo.kind}) from {repo.url}",
+                     args.wide)
     return 0
 
 
@@ -89,7 +91,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(json.dumps({"repos": [_row(r) for r in repos]}, indent=2))
         return 0
     rows = tuple((r.name, r.commit[:SHORT], r.kind, r.ref or "HEAD", r.url) for r in repos)
-    render(Listing("recipe repositories", ("NAME", "COMMIT", "KIND", "REF", "SOURCE"), rows), fmt)
+    render(Listing("recipe repositories", ("NAME", "COMMIT", "KIND", "REF", "SOURCE"), rows,
+                   whole=frozenset({"NAME", "COMMIT"}), drop=("REF", "KIND")), fmt, width=width_for(args.wide))
     return 0
 
 
@@ -103,9 +106,9 @@ def cmd_update(args: argparse.Namespace) -> int:
         return 0
     for before, after in moves:
         if before.commit == after.commit:
-            print(f"{after.name}: up to date at {after.commit[:SHORT]}")
+            print_fitted(f"{after.name}: up to date at {after.commit[:SHORT]}", args.wide)
         else:
-            print(f"{after.name}: {before.commit[:SHORT]} -> {after.commit[:SHORT]}")
+            print_fitted(f"{after.name}: {before.commit[:SHORT]} -> {after.commit[:SHORT]}", args.wide)
     if not moves:
         print("no repositories added; add one with: cmx repo add URL|PATH")
     return 0
@@ -116,5 +119,5 @@ def cmd_rm(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"removed": _row(repo)}, indent=2))
     else:
-        print(f"removed {repo.name} (was at {repo.commit[:SHORT]})")
+        print_fitted(f"removed {repo.name} (was at {repo.commit[:SHORT]})", args.wide)
     return 0

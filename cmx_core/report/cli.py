@@ -13,6 +13,7 @@ from cmx_core.errors import UsageError
 from cmx_core.report.collect import Selection, collect
 from cmx_core.report.html import render
 from cmx_core.report.single import single_plot
+from cmx_core.results.grid import print_fitted
 
 
 def _selection_args(parser: argparse.ArgumentParser) -> None:
@@ -75,4 +76,4 @@ def _done(args: argparse.Namespace, data: dict[str, Any], message: str) -> None:
     if args.json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
-        print(message, file=sys.stderr)
+        print_fitted(message, args.wide, file=sys.stderr)

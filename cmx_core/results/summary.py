@@ -1,12 +1,17 @@
 """The text summary ``cmx run`` prints (import-light: the warm-run replay prints it too).
 
 Honest by construction: each value in its own unit (never converted or renamed), a null
-metric as "not measured (why)", and every invalid or not-submittable reason in full.
+metric as "not measured (why)", and every invalid or not-submittable reason in full. It fits
+the terminal (``COLUMNS``, 80 when piped): a reason, warning or note wraps at its spaces
+under its own indent, so no word is split; ``--wide`` (width None) keeps each on one line.
+The ``result: PATH`` line stays whole, for copying and for scripts that read it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 from cmx_core.results.numbers import fmt_number
 
@@ -22,25 +27,55 @@ PER_QUERY = ("latency", "ttft", "tpot")
 """Metric name prefixes that only a latency-bound scenario measures."""
 
 
-def run_summary(doc: dict[str, Any], path: Any) -> str:
+PIPED_WIDTH = 80
+
+
+def summary_width(argv: list[str] | None = None) -> int | None:
+    """The width the summary fits: None under ``--wide``; else ``COLUMNS``, the terminal's
+    width, or 80 when piped (as :func:`shutil.get_terminal_size`, without importing it: the
+    warm run prints this summary)."""
+    if "--wide" in (sys.argv[1:] if argv is None else argv):
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else PIPED_WIDTH
+    except (OSError, ValueError):
+        return PIPED_WIDTH
+
+
+def run_summary(doc: dict[str, Any], path: Any, width: int | None = PIPED_WIDTH) -> str:
+    """The lines ``cmx run`` prints, fitted to ``width`` (None: one line each)."""
     bench = doc.get("benchmark", {})
     lines = [f"{doc['status'].upper()}  {bench.get('task') or doc['software']['recipe']['name']}"
              f"  ({fmt_number(doc['timing']['wall_s'])} s)  run {doc['run_id'][:8]}"]
     metrics = doc.get("metrics") or {}
     shown = shown_metrics(metrics, bench.get("primary_metric"))
     for name in shown:
-        lines.append(f"  {name:<28} {metric_text(name, metrics[name], bench)}")
+        lines += wrapped(metric_text(name, metrics[name], bench), f"  {name:<28} ", " " * 31, width)
     if len(metrics) > len(shown):
         lines.append(f"  ({len(metrics) - len(shown)} more metrics: cmx results show {doc['run_id'][:8]})")
-    lines += reason_lines(doc)
-    lines += noise_lines(doc)
-    lines += note_lines(doc)
+    lines += reason_lines(doc, width)
+    lines += noise_lines(doc, width)
+    lines += note_lines(doc, width)
     if not metrics:
-        for key, value in (doc.get("outputs") or {}).items():
-            text = json.dumps(value, default=str)
-            lines.append(f"  {key}: {text if len(text) < 100 else text[:97] + '...'}")
+        lines += output_lines(doc, width)
     lines.append(f"result: {path}")
     return "\n".join(lines)
+
+
+def output_lines(doc: dict[str, Any], width: int | None) -> list[str]:
+    """A run without metrics shows its outputs, one a line, cut with an ellipsis at the width;
+    a line then says where they are whole (``--wide``, ``cmx results show``)."""
+    lines = []
+    for key, value in (doc.get("outputs") or {}).items():
+        line = f"  {key}: {json.dumps(value, default=str)}"
+        limit = max(width or len(line), 20)
+        lines.append(line if len(line) <= limit else line[: limit - 1] + "\u2026")
+    if any(line.endswith("\u2026") for line in lines):
+        lines.append(f"  (\u2026: cut; --wide shows them whole, as does cmx results show {doc['run_id'][:8]})")
+    return lines
 
 
 def shown_metrics(metrics: dict[str, Any], primary: str | None) -> list[str]:
@@ -67,17 +102,21 @@ def null_reason(name: str, bench: dict[str, Any]) -> str:
     return "the run recorded no value for it"
 
 
-def reason_lines(doc: dict[str, Any]) -> list[str]:
-    """Every invalid reason and every submission blocker, each on its own line, in full."""
-    lines = [f"  invalid: {reason}" for reason in doc.get("invalid_reasons") or []]
+def reason_lines(doc: dict[str, Any], width: int | None = PIPED_WIDTH) -> list[str]:
+    """Every invalid reason and every submission blocker in full, each starting a line of
+    its own and wrapped at its spaces within ``width``."""
+    lines: list[str] = []
+    for reason in doc.get("invalid_reasons") or []:
+        lines += wrapped(f"invalid: {reason}", "  ", "    ", width)
     blockers = (doc.get("mlperf") or {}).get("submission_blockers") or []
     if blockers:
         lines.append(f"  not submittable ({len(blockers)} reason{'s' if len(blockers) > 1 else ''}):")
-        lines += [f"    - {blocker}" for blocker in blockers]
+        for blocker in blockers:
+            lines += wrapped(f"- {blocker}", "    ", "      ", width)
     return lines
 
 
-def noise_lines(doc: dict[str, Any]) -> list[str]:
+def noise_lines(doc: dict[str, Any], width: int | None = PIPED_WIDTH) -> list[str]:
     """The measured window's noise warnings (the ``conditions`` section, docs/busy-machine.md):
     each names its cause and what to do."""
     conditions = doc.get("conditions")
@@ -85,27 +124,31 @@ def noise_lines(doc: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     for warning in warnings or ():
         if isinstance(warning, dict):
-            lines += wrapped(f"warning: {warning['message']}", "  ", "    ")
+            lines += wrapped(f"warning: {warning['message']}", "  ", "    ", width)
     return lines
 
 
-def note_lines(doc: dict[str, Any]) -> list[str]:
+def note_lines(doc: dict[str, Any], width: int | None = PIPED_WIDTH) -> list[str]:
     """The result's ``notes`` (e.g. cmx-train's suspect ``scaling_efficiency`` with its likely
     causes), wrapped like the noise warnings."""
     notes = doc.get("notes")
-    return wrapped(f"note: {notes}", "  ", "    ") if isinstance(notes, str) and notes.strip() else []
+    return wrapped(f"note: {notes}", "  ", "    ", width) if isinstance(notes, str) and notes.strip() else []
 
 
-def wrapped(text: str, first: str, rest: str, width: int = 80) -> list[str]:
-    """``text`` in lines of at most ``width`` columns (a longer word stays whole), the first
-    indented by ``first`` and the others by ``rest`` (no textwrap: the warm run prints this)."""
+def wrapped(text: str, first: str, rest: str, width: int | None = PIPED_WIDTH) -> list[str]:
+    """``text`` in lines of at most ``width`` columns (a longer word stays whole; None: one
+    line), led by ``first`` (an indent, or a label such as a metric's padded name) and the
+    others by ``rest`` (no textwrap: the warm run prints this)."""
+    if width is None or len(first) + len(text) <= width:
+        return [first + text]
     lines: list[str] = []
-    line = first
+    line, empty = first, True
     for word in text.split():
-        if line.strip() and len(line) + 1 + len(word) > width:
+        if not empty and len(line) + 1 + len(word) > width:
             lines.append(line)
-            line = rest
-        line += word if not line.strip() else f" {word}"
+            line, empty = rest, True
+        line += word if empty else f" {word}"
+        empty = False
     return [*lines, line]
 
 

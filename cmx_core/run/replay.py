@@ -43,7 +43,7 @@ from cmx_core.plugins.command_index import discovery_fingerprint
 from cmx_core.reads import file_state
 from cmx_core.results.gitinfo import engine_git_commit
 from cmx_core.results.store import ResultStore
-from cmx_core.results.summary import run_summary
+from cmx_core.results.summary import run_summary, summary_width
 from cmx_core.results.validate import validate_document
 from cmx_core.results.writer import dumps
 from cmx_core.run.runids import new_run_id, run_dir_name, utc_timestamp
@@ -266,6 +266,7 @@ class _Run:
         self.json_output, self.verbose = bool(memo["json"]), bool(memo["verbose"])
         self.nodes = [str(node) for node in memo["nodes"]]
         self.memo_key = str(memo["key"])
+        self.width = summary_width([str(arg) for arg in memo["argv"]])
 
 
 def _prepare(memo: dict[str, Any], started: float) -> _Run:
@@ -309,5 +310,5 @@ def _write_run(run: _Run) -> int:
     if run.json_output:
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
     else:
-        print(run_summary(document, result_path))
+        print(run_summary(document, result_path, run.width))
     return 0

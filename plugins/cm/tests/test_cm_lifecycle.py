@@ -86,7 +86,7 @@ def test_run_time_deps_are_in_the_plan_as_conditional(tmp_path: Path, cmx_cli: C
     assert never["kind"] == "prehook_deps" and never["if"] == {"enable_if_env": {"CM_MAIN_RUN": ["yes"]}}
     assert [h["kind"] for h in hooks] == ["deps", "prehook_deps", "prehook_deps", "posthook_deps", "post_deps"]
     assert [n["recipe"] for n in plan["nodes"]] == ["cm.step-dep", "cm.main"]  # only deps run before the node
-    text = cmx_cli("plan", "--tags=cm,main", "--recipes", str(out))
+    text = cmx_cli("plan", "--tags=cm,main", "--recipes", str(out), "--wide")  # a line a dep
     assert text.returncode == 0 and "hooks:" in text.stdout and "step-never" in text.stdout
     # shown as conditional deps, each with the rule decided at its turn (#34: plan and explain)
     conditional = main["steps"][0]["conditional_deps"]
@@ -98,7 +98,7 @@ def test_run_time_deps_are_in_the_plan_as_conditional(tmp_path: Path, cmx_cli: C
     shown = [line.strip() for line in text.stdout.splitlines() if line.strip().startswith("conditional dep ")]
     assert len(shown) == 5 and any(line.endswith("(prehook_deps; decided at run time: if enable_if_env "
                                                  "CM_MAIN_RUN in [yes])") for line in shown), shown
-    explained = cmx_cli("explain", "--tags=cm,main", "--recipes", str(out))
+    explained = cmx_cli("explain", "--tags=cm,main", "--recipes", str(out), "--wide")
     assert explained.returncode == 0, explained.stderr
     lines = [line.strip() for line in explained.stdout.splitlines() if line.strip().startswith("conditional dep ")]
     assert lines == shown
@@ -323,9 +323,10 @@ def test_cm_command_line_env_and_cms_choice(tmp_path: Path, cmx_cli: Callable[..
     assert "took say-z (sort 5" in line and "not say-a (sort 10), say-b (sort 10)" in line
     explained = cmx_cli("cm", "explain", "script", "--tags=say", "--recipes", str(out))
     assert explained.returncode == 0, explained.stderr
-    first, second = explained.stdout.splitlines()[:2]
+    first, query = explained.stdout.split("\nquery: ", 1)  # the choice's paragraph, then explain's lines
+    first = " ".join(first.split())
     assert "took say-z (sort 5" in first and "the lowest sort, then the path" in first
-    assert second.startswith("query: tags cm,say-z -> cm.say-z")
+    assert query.startswith("tags cm,say-z -> cm.say-z")
     as_json = cmx_cli("cm", "explain", "script", "--tags=say", "--recipes", str(out), "--json")
     assert json.loads(as_json.stdout)["error"] is None and "took say-z" in as_json.stderr
     live = cmx_cli("cm", "run", "script", "--tags=say", "--env.CM_UNDECLARED=live", "--json",

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from cmx_core.api import cache_dir
+from cmx_core.api.display import fit_text, width_for
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -39,5 +40,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         for d in done:
             how = {"python": "python tools", "rust": "Rust tools built" if d.built_now else "Rust tools reused"}
-            print(f"{d.problem_id}: {how[d.tools]}; installed at {d.dest}")
+            print(fit_text(f"{d.problem_id}: {how[d.tools]}; installed at {d.dest}",
+                           width_for(getattr(args, "wide", False))))
     return 0

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from cmx_cm.collection import check_duration, import_collection
 from cmx_cm.coverage import coverage
+from cmx_core.api.display import fit_text, width_for
 from cmx_core.errors import UsageError
 
 
@@ -52,19 +52,20 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         print(json.dumps(document, indent=2))
     else:
-        _print(document)
+        _print(document, width_for(getattr(args, "wide", False)))
     return 0
 
 
-def _print(document: dict[str, Any]) -> None:
+def _print(document: dict[str, Any], width: int | None) -> None:
+    """The import's summary lines, each wrapped at its spaces within ``width``."""
     counts = document["issue_counts"]
-    print(f"imported {document['imported']} of {document['scripts']} scripts into {document['out_dir']}")
-    print(f"not mapped exactly: {counts['unmapped']} unmapped, {counts['approximated']} approximated, "
-          f"{counts['ignored']} ignored (each with file, key and reason in {document['report']})")
+    lines = [f"imported {document['imported']} of {document['scripts']} scripts into {document['out_dir']}",
+             f"not mapped exactly: {counts['unmapped']} unmapped, {counts['approximated']} approximated, "
+             f"{counts['ignored']} ignored (each with file, key and reason in {document['report']})"]
     cov = document.get("coverage")
     if cov:
-        print(f"coverage: import {cov['imported']}/{cov['scripts']}, plan {cov['planned']}/{cov['scripts']}, "
-              f"run {cov['ran']}/{cov['run_attempted']} attempted")
-        for entry in cov["runs"]:
-            print(f"  run {entry['name']}: {entry['status']}" + (f" ({entry['reason']})" if entry["reason"] else ""),
-                  file=sys.stdout)
+        lines.append(f"coverage: import {cov['imported']}/{cov['scripts']}, plan {cov['planned']}/{cov['scripts']}, "
+                     f"run {cov['ran']}/{cov['run_attempted']} attempted")
+        lines += [f"  run {entry['name']}: {entry['status']}" + (f" ({entry['reason']})" if entry["reason"] else "")
+                  for entry in cov["runs"]]
+    print(fit_text("\n".join(lines), width))

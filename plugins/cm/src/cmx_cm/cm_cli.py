@@ -24,9 +24,10 @@ from typing import Any, NoReturn
 from cmx_cm.collection import STAMPS, live_paths
 from cmx_cm.index import IndexEntry, ScriptIndex, split_tags
 from cmx_core.api import cache_dir
+from cmx_core.api.display import fit_text, width_for
 from cmx_core.errors import UsageError
 
-PASS_FLAGS = ("-v", "--verbose", "-q", "--quiet", "-s", "--json", "--no-cache", "--refresh")
+PASS_FLAGS = ("-v", "--verbose", "-q", "--quiet", "-s", "--json", "--wide", "--no-cache", "--refresh")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "then cmx's explanation of its plan")
     parser.add_argument("noun", choices=["script"], help="script")
     parser.add_argument("rest", nargs=argparse.REMAINDER,
-                        help="--tags=TAGS, --recipes DIR, --env.KEY=VALUE, --KEY=VALUE, -v, --json")
+                        help="--tags=TAGS, --recipes DIR, --env.KEY=VALUE, --KEY=VALUE, -v, --json, --wide")
 
 
 def _split(rest: list[str]) -> tuple[str, list[str], dict[str, str], list[str], list[str]]:
@@ -99,15 +100,20 @@ def run(args: argparse.Namespace) -> NoReturn:
     rest = list(args.rest or [])
     if getattr(args, "json", False):
         rest.append("--json")
+    if getattr(args, "wide", False) and "--wide" not in rest:
+        rest.append("--wide")
     tags, recipes, env, inputs, flags = _split(rest)
     dirs = _recipe_dirs(recipes)
     chosen, others, directory = choose(tags, dirs)
     explaining = args.action == "explain"
     if others or explaining:
         names = ", ".join(f"{e.alias} (sort {e.sort})" for e in others) or "no other"
-        print(f"cmx-cm: tags '{tags}' match {len(others) + 1} scripts; took {chosen.alias} (sort {chosen.sort}, "
-              f"{chosen.path}) by CM's rule in quiet mode: the lowest sort, then the path; not {names}",
-              file=sys.stdout if explaining and "--json" not in flags else sys.stderr, flush=True)
+        line = (f"cmx-cm: tags '{tags}' match {len(others) + 1} scripts; took {chosen.alias} (sort {chosen.sort}, "
+                f"{chosen.path}) by CM's rule in quiet mode: the lowest sort, then the path; not {names}")
+        if explaining and "--json" not in flags:  # explain's first paragraph, for a person: fitted
+            print(fit_text(line, width_for("--wide" in flags)), flush=True)
+        else:  # a log line on stderr: one line, as errors are
+            print(line, file=sys.stderr, flush=True)
     variations = [t.strip()[1:] for t in tags.split(",") if t.strip().startswith("_")]
     command = ["explain"] if explaining else ["run", "recipe"]
     argv = [sys.executable, "-m", "cmx_core", *command, f"--tags=cm,{chosen.alias},{','.join(variations)}"
