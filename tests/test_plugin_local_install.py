@@ -246,3 +246,15 @@ def test_a_wheelhouse_needs_a_checkout_and_says_so(tmp_path: Path, monkeypatch: 
     with pytest.raises(UsageError, match=r"not from a checkout .* run it with the cmx of a checkout"):
         wheelhouse.build(tmp_path / "wheels", (), lambda command: None)
     assert not (tmp_path / "wheels").exists()
+
+
+def test_project_name_reads_the_project_table_only(tmp_path: Path) -> None:
+    """``api.project_name``, shared by the wheelhouse and cmx-docker's build context: the
+    ``[project]`` table's name, not a ``name`` key of another table before it."""
+    from cmx_core import api
+
+    (tmp_path / "pyproject.toml").write_text('[tool.other]\nname = "not-this"\n\n[project]\n'
+                                             'version = "1"\nname = "cmx-acme"  # the distribution\n')
+    assert api.project_name(tmp_path) == "cmx-acme"
+    assert api.project_name(tmp_path / "missing") is None
+    assert api.project_name(Path(__file__).resolve().parents[1]) == "cmx-core"

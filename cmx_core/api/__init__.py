@@ -67,6 +67,9 @@ if TYPE_CHECKING:  # written by scripts/api_table.py from cmx_core/api/table.py
     from cmx_core.plugins.loader import (
         get_sandbox as get_sandbox,
     )
+    from cmx_core.plugins.local_source import (
+        project_name as project_name,
+    )
     from cmx_core.plugins.registry import (
         ExecutionContext as ExecutionContext,
         ExecutionRequest as ExecutionRequest,

@@ -32,6 +32,7 @@ GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
         "cmx_core.recipes.resources": ("Resources", "NO_RESOURCES", "node_resources", "plan_resources"),
         "cmx_core.recipes.template": ("register_template_function",),
         "cmx_core.plugins.extras": ("require_extra",),
+        "cmx_core.plugins.local_source": ("project_name",),
         "cmx_core.paths": ("cache_dir", "data_dir"),
     },
     "executor contract: running a plan somewhere, and recovering from lost jobs (docs/faults.md)": {

@@ -77,6 +77,27 @@ def read_local_source(text: str) -> LocalSource:
     return LocalSource(path, (match["extras"] or "") if match else "", read_build_system(pyproject))
 
 
+def project_name(directory: Path) -> str | None:
+    """The ``name`` of the ``[project]`` table of ``directory``'s ``pyproject.toml``, or None
+    (no such file, no such key). Read line by line, so Python 3.10 (no tomllib) reads it
+    too: a plugin's or cmx-core's own file, whose name is a plain ``name = "..."`` line."""
+    pyproject = directory / "pyproject.toml"
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    table = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            table = stripped.strip("[] ")
+        elif table == "project" and stripped.startswith("name") and "=" in stripped:
+            key, _, value = stripped.partition("=")
+            if key.strip() == "name":
+                return value.split("#", 1)[0].strip().strip("\"'") or None
+    return None
+
+
 def read_build_system(pyproject: Path) -> BuildSystem:
     try:
         parsed = _toml(pyproject.read_text(encoding="utf-8"))

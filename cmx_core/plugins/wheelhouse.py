@@ -7,14 +7,12 @@ offline too (``PIP_NO_INDEX=1``). docs/plugins.md, "A development venv"."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cmx_core.errors import UsageError
 from cmx_core.plugins.install import PIP
-
-_NAME = re.compile(r'^name\s*=\s*"([^"]+)"', re.M)
+from cmx_core.plugins.local_source import project_name
 
 RunPip = Callable[[list[str]], None]
 
@@ -25,9 +23,7 @@ def core_checkout() -> Path:
     import cmx_core  # deferred: the package's own location, only when asked
 
     root = Path(cmx_core.__file__).resolve().parents[1]
-    pyproject = root / "pyproject.toml"
-    found = _NAME.search(pyproject.read_text(encoding="utf-8")) if pyproject.is_file() else None
-    if found is None or found.group(1) != "cmx-core":
+    if project_name(root) != "cmx-core":
         raise UsageError(f"cmx plugins wheelhouse: cmx-core runs from {root}, not from a checkout (no pyproject.toml "
                          "naming cmx-core): run it with the cmx of a checkout (CHECKOUT/.venv/bin/cmx)")
     return root

@@ -34,7 +34,6 @@ from cmx_docker.errors import ContextError
 
 _CORE_INCLUDE = ("pyproject.toml", "README.md", "LICENSE", "cmx_core", "recipes")
 _PLUGIN_INCLUDE = ("pyproject.toml", "README.md", "LICENSE", "src")
-_NAME_LINE = re.compile(r'^name\s*=\s*"([^"]+)"', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -55,19 +54,11 @@ def checkout_root() -> Path:
     explicit = os.environ.get("CMX_SOURCE_DIR")
     # cmx_core/api/__init__.py: the folder above the cmx_core package
     root = Path(explicit) if explicit else Path(api.__file__).resolve().parents[2]
-    if _project_name(root) != "cmx-core":
+    if api.project_name(root) != "cmx-core":
         raise ContextError(
             f"{root} is not a cmx source checkout (no pyproject.toml naming cmx-core); "
             "images install cmx from wheels built from a checkout: set CMX_SOURCE_DIR to one")
     return root
-
-
-def _project_name(root: Path) -> str | None:
-    pyproject = root / "pyproject.toml"
-    if not pyproject.is_file():
-        return None
-    match = _NAME_LINE.search(pyproject.read_text())
-    return match.group(1) if match else None
 
 
 def local_packages(plugins: tuple[str, ...], memo: DigestMemo) -> list[LocalPackage]:
@@ -119,7 +110,7 @@ def _force_included(text: str) -> list[str]:
 
 
 def _package(source: Path, include: tuple[str, ...], memo: DigestMemo) -> LocalPackage:
-    dist = _project_name(source) or source.name
+    dist = api.project_name(source) or source.name
     text = (source / "pyproject.toml").read_text()
     match = re.search(r'^version\s*=\s*"([^"]+)"', text, re.MULTILINE)
     wanted = dict.fromkeys([*include, *_force_included(text)])
