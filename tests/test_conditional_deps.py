@@ -43,14 +43,14 @@ def test_plan_and_explain_show_them(cli: Callable[..., Any], recipes: Any) -> No
     recipes("cond", RECIPE)
     expected = ["conditional dep later: get,thing (prehook_deps; decided at run time: if X in [yes])",
                 "conditional dep get,tidy (post_deps; decided at run time: always, at its turn)"]
-    text = cli("plan", "--recipes", recipes.dir, "--tags=cond")
+    text = cli("plan", "--recipes", recipes.dir, "--tags=cond", "--wide")  # a line a dep
     assert text.code == 0, text.err
     assert [line.strip() for line in text.out.splitlines() if "conditional dep" in line] == expected
     document = json.loads(cli("plan", "--recipes", recipes.dir, "--tags=cond", "--json").out)
     [step] = document["nodes"][0]["steps"]
     assert step["conditional_deps"][0] == {"stage": "prehook_deps", "tags": "get,thing", "condition": "X in [yes]",
                                            "alias": "later"}
-    explained = cli("explain", "--recipes", recipes.dir, "--tags=cond")
+    explained = cli("explain", "--recipes", recipes.dir, "--tags=cond", "--wide")
     assert [line.strip() for line in explained.out.splitlines() if "conditional dep" in line] == expected
     as_json = json.loads(cli("explain", "--recipes", recipes.dir, "--tags=cond", "--json").out)
     assert [d["tags"] for d in as_json["conditional_deps"]["cond"]] == ["get,thing", "get,tidy"]

@@ -62,7 +62,7 @@ def test_two_candidates_with_the_same_best_version_are_ambiguous(tmp_path: Path)
 
 def test_explain_says_which_versions_and_which_was_chosen(tmp_path: Path, cli: Callable[..., object]) -> None:
     python_recipes(tmp_path, ">=3.10,<3.13")
-    result = cli("explain", "--tags=app", "--recipes", str(tmp_path))
+    result = cli("explain", "--tags=app", "--recipes", str(tmp_path), "--wide")  # a line a candidate
     text = result.out  # type: ignore[attr-defined]
     assert result.code == 0  # type: ignore[attr-defined]
     assert "taken    py312 [--recipes]: all tags match; version 3.12 satisfies '>=3.10,<3.13'; " \
