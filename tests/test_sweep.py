@@ -30,7 +30,19 @@ def test_axes_and_points() -> None:
     assert zipped == [{"a": "1", "b": "x"}, {"a": "2", "b": "y"}, {"a": "3", "b": "z"}]
 
 
+def test_ranges_expand_to_their_values() -> None:
+    assert parse_axes(["n=1..4"])[0].values == ("1", "2", "3", "4")
+    assert parse_axes(["batch=1..256*2"])[0].values == tuple(str(2 ** i) for i in range(9))
+    assert parse_axes(["f=0.1..0.5/0.1"])[0].values == ("0.1", "0.2", "0.3", "0.4", "0.5")
+    assert parse_axes(["n=10..25/5"])[0].values == ("10", "15", "20", "25")
+    assert parse_axes(["x=1..2,3"])[0].values == ("1..2", "3")  # a list with a range in it is a list
+
+
 @pytest.mark.parametrize(("pairs", "zipped", "message"), [
+    (["n=8..1"], False, r"expected LO..HI with LO <= HI"),
+    (["n=1..8*1"], False, r"\*FACTOR > 1"),
+    (["f=0.1..0.5"], False, r"a range of decimals needs a step"),
+    (["n=1..100000"], False, r"more than 10000 values"),
     (["scenario"], False, r"--matrix 'scenario': expected KEY=V1,V2"),
     (["scenario=a,,b"], False, r"non-empty values"),
     (["a=1", "a=2"], False, r"--matrix a: given twice"),

@@ -1,6 +1,7 @@
 """``cmx sweep``: one normal run per point of a parameter matrix, on any executor.
 
-A matrix is ``--matrix KEY=V1,V2,...`` (repeatable): the points are the cartesian product
+A matrix is ``--matrix KEY=V1,V2,...`` or a range ``KEY=LO..HI[/STEP|*FACTOR]``
+(repeatable): the points are the cartesian product
 of the axes in the order given, or, with ``--zip``, the axes taken side by side (they must
 be equally long). Every point is one run whose result is indexed in the store like any run
 and carries ``provenance.sweep = {id, index, point}``; its run directory is
@@ -29,6 +30,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -66,7 +68,8 @@ from cmx_core.sweep.state import (
 )
 
 __all__ = ["MAX_POINTS", "SWEEPS_DIR", "Axis", "PointOutcome", "SweepResult", "new_sweep_id", "parse_axes",
-           "point_command", "points", "read_manifest", "resume_sweep", "run_sweep", "SweepRequest"]
+           "point_command", "points", "read_manifest", "resume_sweep", "run_one_point", "run_sweep", "SweepRequest",
+           "write_manifest"]
 
 SWEEPS_DIR = "sweeps"
 MAX_POINTS = 10_000
@@ -101,13 +104,42 @@ class SweepResult:
                 "failed": self.failed, "wall_s": round(self.wall_s, 3), "manifest": str(self.manifest)}
 
 
+_RANGE = re.compile(r"^(-?\d+(?:\.\d+)?)\.\.(-?\d+(?:\.\d+)?)(?:([/*])(\d+(?:\.\d+)?))?$")
+
+
+def expand_range(text: str) -> tuple[str, ...] | None:
+    """``LO..HI`` (whole numbers, step 1), ``LO..HI/STEP`` (arithmetic) or ``LO..HI*FACTOR``
+    (geometric, e.g. ``1..256*2``) as its values, HI included when the steps reach it; None
+    when ``text`` is not a range. A range that is empty or too long is a UsageError."""
+    found = _RANGE.match(text.strip())
+    if found is None:
+        return None
+    low, high, kind, step_text = found.groups()
+    whole = all("." not in t for t in (low, high, step_text or "1"))
+    lo, hi, step = float(low), float(high), float(step_text or 1)
+    if kind is None and not whole:
+        raise UsageError(f"--matrix range {text!r}: a range of decimals needs a step, e.g. 0.1..0.9/0.1")
+    if hi < lo or step <= 0 or (kind == "*" and (step <= 1 or lo <= 0)):
+        raise UsageError(f"--matrix range {text!r}: expected LO..HI with LO <= HI, /STEP > 0 or *FACTOR > 1 "
+                         "(and LO > 0 for a factor)")
+    values: list[float] = []
+    value = lo
+    while value <= hi * (1 + 1e-12) and len(values) <= MAX_POINTS:
+        values.append(value)
+        value = value * step if kind == "*" else lo + len(values) * step
+    if len(values) > MAX_POINTS:
+        raise UsageError(f"--matrix range {text!r}: more than {MAX_POINTS} values")
+    return tuple(str(int(v)) if whole else f"{v:.10g}" for v in values)
+
+
 def parse_axes(pairs: Sequence[str]) -> tuple[Axis, ...]:
-    """``KEY=V1,V2`` arguments as axes; a bad one is a one-line UsageError."""
+    """``KEY=V1,V2`` (or ``KEY=LO..HI``, :func:`expand_range`) arguments as axes; a bad one
+    is a one-line UsageError."""
     axes: list[Axis] = []
     for pair in pairs:
         key, sep, values = pair.partition("=")
         key = key.strip().replace("-", "_")
-        parts = tuple(v.strip() for v in values.split(","))
+        parts = expand_range(values) or tuple(v.strip() for v in values.split(","))
         if not sep or not key or not values.strip() or any(not v for v in parts):
             raise UsageError(f"--matrix {pair!r}: expected KEY=V1,V2,... with non-empty values, "
                              "e.g. --matrix scenario=Offline,Server")
@@ -192,7 +224,7 @@ def _run(spec: SweepSpec, data_dir: Path, driver: Driver) -> SweepResult:
         ran = run_points(together, driver.on_point) if together is not None else \
             _run_apart(spec, folder, todo, driver)
     outcomes = {**done, **{o.index: o for o in ran}}
-    return _finish(SweepResult(spec.sweep_id, spec.tags, tuple(outcomes[i] for i in sorted(outcomes)),
+    return write_manifest(SweepResult(spec.sweep_id, spec.tags, tuple(outcomes[i] for i in sorted(outcomes)),
                                data_dir / SWEEPS_DIR / f"{spec.sweep_id}.json", time.monotonic() - began,
                                spec.executor, dict(spec.base_inputs), tuple(spec.matrix[0]) if spec.matrix else ()))
 
@@ -200,27 +232,28 @@ def _run(spec: SweepSpec, data_dir: Path, driver: Driver) -> SweepResult:
 def _run_apart(spec: SweepSpec, folder: Path, todo: Sequence[int], driver: Driver) -> tuple[PointOutcome, ...]:
     """One ``cmx run`` process per point, ``jobs`` at once; a point planned already is
     handed its plan."""
-    planned, on_point = driver.planned, driver.on_point
-
-    def one(index: int) -> PointOutcome:
-        point = spec.matrix[index]
-        sweep = {"id": spec.sweep_id, "index": index, "point": dict(point)}
-        run_dir = fresh_run_dir(folder, index)
-        the_plan = planned.plans.get(index) if planned is not None else None
-        extra = [*driver.point_options.get(index, ()), *([HANDOFF_FLAG] if the_plan is not None else [])]
-        command = point_command(spec.tags, {**spec.base_inputs, **point}, sweep,
-                                [*spec.run_options, *extra, "--output", str(run_dir)])
-        handed = plan_bytes(the_plan) if the_plan is not None else None
-        outcome = record_point(folder, _run_point(index, point, command, run_dir, driver.env, handed))
-        if on_point is not None:
-            on_point(outcome, len(spec.matrix))
-        return outcome
-
     with ThreadPoolExecutor(max_workers=spec.jobs) as pool:
-        return tuple(pool.map(one, todo))
+        return tuple(pool.map(lambda index: run_one_point(spec, folder, index, driver), todo))
 
 
-def _finish(result: SweepResult) -> SweepResult:
+def run_one_point(spec: SweepSpec, folder: Path, index: int, driver: Driver) -> PointOutcome:
+    """Point ``index`` of the matrix as its own ``cmx run`` process, recorded as it ends and
+    told to ``driver.on_point`` (also what ``cmx sweep --search`` runs, one point a trial)."""
+    point = spec.matrix[index]
+    sweep = {"id": spec.sweep_id, "index": index, "point": dict(point)}
+    run_dir = fresh_run_dir(folder, index)
+    the_plan = driver.planned.plans.get(index) if driver.planned is not None else None
+    extra = [*driver.point_options.get(index, ()), *([HANDOFF_FLAG] if the_plan is not None else [])]
+    command = point_command(spec.tags, {**spec.base_inputs, **point}, sweep,
+                            [*spec.run_options, *extra, "--output", str(run_dir)])
+    handed = plan_bytes(the_plan) if the_plan is not None else None
+    outcome = record_point(folder, _run_point(index, point, command, run_dir, driver.env, handed))
+    if driver.on_point is not None:
+        driver.on_point(outcome, len(spec.matrix))
+    return outcome
+
+
+def write_manifest(result: SweepResult) -> SweepResult:
     """Write the manifest."""
     atomic_write(result.manifest, json.dumps(result.to_json(), indent=2, sort_keys=True))
     return result
