@@ -80,7 +80,7 @@ COMMAND_MODULES: dict[str, tuple[str, str, str]] = {
     "list": ("core_cmds", "add_list", "list recipes"),
     "show": ("core_cmds", "add_show", "show a recipe's documentation"),
     "cache": ("cache_cmd", "add_parser", "inspect and clean the cache"),
-    "results": ("results_cmd", "add_parser", "list, show, compare and export run results"),
+    "results": ("results_cmd", "add_parser", "list, show, compare, export and predict run results"),
     "plugins": ("plugins_cmd", "add_parser", "list, find, install and scaffold plugins"),
     "registry": ("registry_cmd", "add_parser", "check the plugin registry (registry.yaml)"),
     "repo": ("repo_cmd", "add_parser", "add, list, update and remove recipe repositories"),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from cmx_core import paths
 from cmx_core.cli.export_dest import STDOUT, select_runs, write_export
 from cmx_core.cli.listing import Listing, add_format_option, chosen_format, render
+from cmx_core.cli.predict_cmd import add_parsers as add_predict_parsers
 from cmx_core.cli.run_rows import listing, row_json
 from cmx_core.errors import ResultsError, UsageError
 from cmx_core.report import cli
@@ -62,7 +63,7 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -
     """
     parents = [common] if common is not None else []
     parser = subparsers.add_parser(
-        "results", help="list, show, compare and export run results",
+        "results", help="list, show, compare, export and predict run results",
         description="Runs indexed in the results database (run ids may be unique prefixes).",
     )
     sub = parser.add_subparsers(dest="results_command", metavar="COMMAND", required=True)
@@ -94,6 +95,7 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -
                         "is kept as a 'not comparable' warning")
     _finish(p, cmd_compare)
     _add_report_parsers(sub, leaf)
+    add_predict_parsers(sub, leaf, _finish)
 
     p = sub.add_parser("export", help="write runs in an export format (json, csv, plugins')", **leaf)
     p.add_argument("--format", dest="format", required=True, metavar="FORMAT",

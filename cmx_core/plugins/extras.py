@@ -12,6 +12,7 @@ requirement is a one-line UsageError naming the extra and the command that insta
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
 from importlib import metadata
 from typing import Any
@@ -51,6 +52,19 @@ def missing_requirements(distribution: str, extra: str) -> list[str]:
     return missing
 
 
+def extra_requirements(distribution: str, extra: str) -> list[str]:
+    """The requirements ``distribution[extra]`` adds, as written (``optuna>=5``)."""
+    from packaging.requirements import Requirement  # deferred: packaging only when this runs (33 modules)
+
+    found = []
+    for text in metadata.distribution(distribution).requires or []:
+        req = Requirement(text)
+        if req.marker is not None and req.marker.evaluate({"extra": _norm(extra)}) \
+                and not req.marker.evaluate({"extra": ""}):
+            found.append(f"{req.name}{req.specifier}")
+    return found
+
+
 def require_extra(distribution: str, extra: str, needed_by: str) -> None:
     """Raise a UsageError naming the extra and its install command when ``distribution[extra]``
     is not fully installed; ``needed_by`` says who needs it (``step type 'mlperf.loadgen'``)."""
@@ -58,7 +72,10 @@ def require_extra(distribution: str, extra: str, needed_by: str) -> None:
 
     missing = missing_requirements(distribution, extra)
     if missing:
-        command = shell_line(["cmx", "plugins", "install", f"{_display(distribution)}[{extra}]"])
+        # cmx-core is no plugin of the registry: its extra's requirements go in with pip
+        command = shell_line([sys.executable, "-m", "pip", "install", *extra_requirements(distribution, extra)]
+                             if distribution == "cmx-core" else
+                             ["cmx", "plugins", "install", f"{_display(distribution)}[{extra}]"])
         raise MissingExtra(f"{needed_by} needs the extra '{extra}' of {_display(distribution)} "
                          f"({'; '.join(missing)}): {command}")
 
