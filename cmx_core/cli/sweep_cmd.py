@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from cmx_core import paths
+from cmx_core.cli import sweep_search_cmd as search_cmd
 from cmx_core.cli.core_cmds import _executor_options, parse_executor_options, parse_inputs
 from cmx_core.cli.recovery_opts import add_recovery_options, chaos_options, recovery, recovery_options
+from cmx_core.cli.sweep_view import compare_command, points_grid, progress
 from cmx_core.errors import UsageError
-from cmx_core.results.grid import Column, Grid, fit, fit_text, width_for
+from cmx_core.results.grid import fit, fit_text, width_for
 from cmx_core.run.engine import executor_settings
 from cmx_core.sweep.batch import Planned, PointOptions, parse_point_options, plan_points
 from cmx_core.sweep.runner import SweepRequest, SweepResult, parse_axes, points, resume_sweep, run_sweep
@@ -42,7 +43,15 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                        help="run only the points of that sweep that have no successful result (its own tags, "
                             "matrix and options)")
     sweep.add_argument("--matrix", action="append", default=[], metavar="KEY=V1,V2",
-                       help="an input and its values (repeatable)")
+                       help="an input and its values (repeatable), or a range: KEY=LO..HI, KEY=LO..HI/STEP, "
+                            "KEY=LO..HI*FACTOR (e.g. batch=1..256*2)")
+    sweep.add_argument("--search", metavar="max:METRIC|min:METRIC",
+                       help="choose each next point with Optuna (TPE) instead of running the whole grid")
+    sweep.add_argument("--constraint", action="append", default=[], metavar="METRIC<=X|METRIC>=X",
+                       help="with --search: a bound another metric must meet (repeatable)")
+    sweep.add_argument("--budget", metavar="RUNS|DURATION",
+                       help="with --search: how many runs (e.g. 12) or how long (e.g. 10m) (default: 25%% of the grid)")
+    sweep.add_argument("--seed", type=int, default=0, help="with --search: the sampler's seed (default 0)")
     sweep.add_argument("--zip", action="store_true", help="take the axes side by side instead of their product")
     sweep.add_argument("-j", "--jobs", type=int, default=1, help="points to run at once")
     sweep.add_argument("--facts", metavar="FILE", help="use a saved facts file instead of probing this machine")
@@ -77,6 +86,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return _resume(args)
     if not args.tags:
         raise UsageError("cmx sweep: give --tags=... (or --resume SWEEP_ID to finish a sweep)")
+    if args.search is None and (args.constraint or args.budget or args.seed):
+        raise UsageError("cmx sweep: --constraint, --budget and --seed go with --search max:METRIC|min:METRIC")
+    if args.search is not None:
+        return search_cmd.start(args, run_options(args))
     matrix = points(parse_axes(args.matrix), zipped=args.zip)
     inputs = parse_inputs(args.extra)
     if args.jobs < 1:
@@ -90,7 +103,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     result = run_sweep(SweepRequest(args.tags, inputs, matrix, data_dir=paths.data_dir(), run_options=options,
                                     jobs=args.jobs, executor=executor, point_options=chaos),
-                       on_point=None if args.quiet else _progress, planned=planned)
+                       on_point=None if args.quiet else progress, planned=planned)
     return _report(args, result)
 
 
@@ -102,15 +115,20 @@ def _resume(args: argparse.Namespace) -> int:
                                       ("--recipes", args.recipes), ("--facts", args.facts),
                                       ("--no-cache", args.no_cache), ("-j", args.jobs != 1),
                                       ("--chaos", args.chaos), ("--inject", args.inject)) if value]
+    given += [flag for flag, value in (("--search", args.search), ("--constraint", args.constraint),
+                                       ("--budget", args.budget), ("--seed", args.seed)) if value]
     if given:
         raise UsageError(f"cmx sweep --resume: {', '.join(given)} cannot be changed; the sweep resumes as it "
                          "was defined (start a new sweep to change it)")
+    searched = search_cmd.resume(args)
+    if searched is not None:
+        return searched
 
     def check(spec: SweepSpec, indices: Sequence[int]) -> Planned:
         return plan_points(spec.tags, spec.base_inputs, spec.matrix, indices, _point_options(spec.run_options),
                            spec.executor)
 
-    result = resume_sweep(args.resume, data_dir=paths.data_dir(), on_point=None if args.quiet else _progress,
+    result = resume_sweep(args.resume, data_dir=paths.data_dir(), on_point=None if args.quiet else progress,
                           plan=check)
     return _report(args, result)
 
@@ -148,24 +166,3 @@ def _report(args: argparse.Namespace, result: SweepResult) -> int:
                        f"points ran, {result.failed} failed, {result.wall_s:.1f} s; compare them with:", width))
         print(f"  {compare_command(result.sweep_id)}")  # a line of its own, never wrapped: it is copied
     return min(result.failed, MAX_EXIT)
-
-
-def compare_command(sweep_id: str) -> str:
-    return f"cmx results compare --sweep {shlex.quote(sweep_id)}"
-
-
-def points_grid(points: Any) -> Grid:
-    """One row a point: index, status, its axis values and its run (or why it failed)."""
-    columns = (Column("#", right=True, whole=True), Column("status", whole=True),
-               Column("point"), Column("run or message"))
-    rows = tuple((str(p.index), p.status, " ".join(f"{k}={v}" for k, v in p.point.items()),
-                  p.run_id or p.message or "-") for p in points)
-    return Grid(columns, rows)
-
-
-def _progress(point: Any, total: int) -> None:
-    values = " ".join(f"{k}={v}" for k, v in point.point.items())
-    print(f"cmx sweep: point {point.index + 1}/{total} {values}: {point.status} ({point.wall_s:.1f} s)"
-          f"{': ' + point.message if point.failed and point.message else ''}", file=sys.stderr, flush=True)
-    for warning in point.warnings:
-        print(f"  warning: {warning}", file=sys.stderr, flush=True)

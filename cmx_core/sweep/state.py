@@ -111,14 +111,14 @@ def record_point(folder: Path, outcome: PointOutcome) -> PointOutcome:
     successful one: that one stays and is returned (a point is never recorded twice)."""
     path = record_path(folder, outcome.index)
     with _RECORDING:
-        existing = _read_record(path)
+        existing = read_record(path)
         if existing is not None and not existing.failed:
             return existing
         atomic_write(path, json.dumps(asdict(outcome), indent=2, sort_keys=True))
     return outcome
 
 
-def _read_record(path: Path) -> PointOutcome | None:
+def read_record(path: Path) -> PointOutcome | None:
     try:
         value = loads_bounded(path.read_text(encoding="utf-8"))
         return PointOutcome(int(value["index"]), {str(k): str(v) for k, v in dict(value["point"]).items()},
@@ -146,7 +146,7 @@ def finished_points(folder: Path, spec: SweepSpec) -> dict[int, PointOutcome]:
     successful ``result.json`` of this sweep in one of its run directories."""
     done: dict[int, PointOutcome] = {}
     for index, point in enumerate(spec.matrix):
-        record = _read_record(record_path(folder, index))
+        record = read_record(record_path(folder, index))
         if record is not None and not record.failed:
             done[index] = record
             continue

@@ -1,0 +1,276 @@
+"""``cmx sweep --search`` (#51): Optuna's TPE sampler chooses each next point of the
+``--matrix`` space, and each point is an ordinary recorded run of the sweep.
+
+The space is the matrix's grid: a number axis is searched as an ordered index over its
+levels, a text axis as a category, so every trial is a point of the grid and keeps the grid
+sweep's point index, record and run directory (``cmx results compare --sweep ID`` reads it
+the same way). The study lives beside the sweep in an SQLite database (``study.db``):
+``cmx sweep --resume ID`` loads it and continues. A trial the kill cut short is told to the
+study as failed and its point asked again (it was never measured); a point the sampler
+proposes again is answered with its measured value without running it, so no point is
+measured twice. Constraints (``NAME<=X``) go to the sampler as Optuna's constraint values;
+a point that breaks one stays recorded, and is never the best.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cmx_core.sweep.search_spec import SearchSpec
+
+STUDY_FILE = "study.db"
+BROKEN = 1e300
+"""The violation recorded for a constraint whose metric the run did not give."""
+MAX_REPEATS = 200
+"""Proposals of already-measured points in a row after which the search stops (the sampler
+has converged on what it measured)."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one point gave: the objective's value (None: the run failed or is invalid, or
+    lacks the metric), each constraint's violation (0 or less: met) and the run."""
+
+    value: float | None
+    violations: tuple[float, ...] = ()
+    run_id: str | None = None
+    wall_s: float = 0.0
+    message: str = ""
+
+    @property
+    def feasible(self) -> bool:
+        return self.value is not None and all(v <= 0 for v in self.violations)
+
+
+Evaluate = Callable[[int], Measured]
+"""Measures the point of the grid at an index (the CLI runs it; a benchmark may look it up)."""
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One measured point, in the order the search measured them."""
+
+    index: int
+    value: float | None
+    feasible: bool
+    run_id: str | None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the search found: the measured trials in order, the best feasible one, the
+    runner-up and why it stopped."""
+
+    spec: SearchSpec
+    grid_size: int
+    trials: tuple[Trial, ...]
+    stopped: str
+
+    def best(self) -> Trial | None:
+        return _ranked(self)[0] if _ranked(self) else None
+
+    def runner_up(self) -> Trial | None:
+        ranked = _ranked(self)
+        return ranked[1] if len(ranked) > 1 else None
+
+    def trajectory(self) -> list[float | None]:
+        """The best feasible value after each measured run."""
+        best: float | None = None
+        path = []
+        for trial in self.trials:
+            if trial.feasible and trial.value is not None and (best is None or self._better(trial.value, best)):
+                best = trial.value
+            path.append(best)
+        return path
+
+    def _better(self, a: float, b: float) -> bool:
+        return a > b if self.spec.maximize else a < b
+
+
+def _ranked(outcome: Outcome) -> list[Trial]:
+    """The feasible trials, best first (each point once: a point is measured once)."""
+    scored = [(t.value, t) for t in outcome.trials if t.feasible and t.value is not None]
+    scored.sort(key=lambda pair: -pair[0] if outcome.spec.maximize else pair[0])
+    return [t for _, t in scored]
+
+
+class Space:
+    """The grid of the matrix axes, as Optuna distributions and back."""
+
+    def __init__(self, axes: Sequence[tuple[str, Sequence[str]]]) -> None:
+        self.axes = [(key, list(levels)) for key, levels in axes]
+        self.numeric = {key: all(_is_number(v) for v in levels) for key, levels in self.axes}
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(levels) for _, levels in self.axes)
+
+    def points(self) -> list[dict[str, str]]:
+        """Every point, in the grid sweep's order (the cartesian product of the axes)."""
+        keys = [key for key, _ in self.axes]
+        return [dict(zip(keys, row, strict=True)) for row in itertools.product(*(lv for _, lv in self.axes))]
+
+    def distributions(self) -> dict[str, Any]:
+        from optuna.distributions import CategoricalDistribution, IntDistribution  # deferred: optuna only here
+
+        return {key: IntDistribution(0, len(levels) - 1) if self.numeric[key] and len(levels) > 1
+                else CategoricalDistribution(levels) for key, levels in self.axes}
+
+    def index(self, params: Mapping[str, Any]) -> int:
+        """The grid index of a trial's parameters (mixed radix, the last axis fastest)."""
+        index = 0
+        for key, levels in self.axes:
+            raw = params[key]
+            position = int(raw) if self.numeric[key] and len(levels) > 1 else levels.index(str(raw))
+            index = index * len(levels) + position
+        return index
+
+    def params(self, index: int) -> dict[str, Any]:
+        """The trial parameters of a grid index (to ask for a point again)."""
+        values: dict[str, Any] = {}
+        for key, levels in reversed(self.axes):
+            index, position = divmod(index, len(levels))
+            values[key] = position if self.numeric[key] and len(levels) > 1 else levels[position]
+        return dict(reversed(list(values.items())))
+
+
+def search(spec: SearchSpec, space: Space, folder: Path | None, study_name: str, evaluate: Evaluate) -> Outcome:
+    """Run (or continue) the search whose study is in ``folder`` until its budget is spent,
+    every point is measured, or the sampler only proposes measured points (``folder`` None:
+    a study in memory, for a benchmark that replays recorded values)."""
+    study = _study(spec, folder, study_name, space.size)
+    _reconcile(study, space)
+    distributions = space.distributions()
+    repeats = 0
+    stopped = ""
+    while not stopped:
+        stopped = _spent(study, spec, space)
+        if stopped:
+            break
+        trial = study.ask(distributions)
+        index = space.index(trial.params)
+        earlier = _measured_trial(study, index)
+        if earlier is not None:
+            _tell_again(study, trial, earlier)
+            repeats += 1
+            stopped = f"the sampler proposed measured points {MAX_REPEATS} times in a row" \
+                if repeats >= MAX_REPEATS else ""
+            continue
+        repeats = 0
+        trial.set_user_attr("index", index)  # persisted before the run: a resume knows which point it was
+        _tell(study, trial, evaluate(index), [c.text() for c in spec.constraints])
+    return Outcome(spec, space.size, _trials(study), stopped)
+
+
+def _study(spec: SearchSpec, folder: Path | None, name: str, size: int) -> Any:
+    """The study: TPE (multivariate, so axes that act together are modelled together) after
+    :func:`startup_trials` random points; it reads the constraints each trial sets."""
+    import warnings  # deferred: only a search needs it
+
+    import optuna  # deferred: optuna only when a search runs (its import is heavy)
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with warnings.catch_warnings():  # multivariate TPE is marked experimental, though stable since Optuna 2.2
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sampler = optuna.samplers.TPESampler(seed=spec.seed, n_startup_trials=startup_trials(size), multivariate=True)
+    storage = None if folder is None else f"sqlite:///{folder / STUDY_FILE}"
+    return optuna.create_study(study_name=name, storage=storage, sampler=sampler,
+                               direction="maximize" if spec.maximize else "minimize", load_if_exists=True)
+
+
+def startup_trials(size: int) -> int:
+    """Random points before TPE models the results: Optuna's 10 is a fifth of a 48-point grid,
+    so an eighth of the grid, between 3 and 10."""
+    return max(3, min(10, size // 8))
+
+
+def _reconcile(study: Any, space: Space) -> None:
+    """Trials a killed search left running: failed in the study (their point was not
+    measured), and their point asked for again first."""
+    import optuna  # deferred: as _study
+
+    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
+        if "index" in trial.user_attrs:
+            study.enqueue_trial(space.params(int(trial.user_attrs["index"])))
+
+
+def _spent(study: Any, spec: SearchSpec, space: Space) -> str:
+    """Why the search stops now, or "" to go on."""
+    ran = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("ran")]
+    if spec.budget_runs is not None and len(ran) >= spec.budget_runs:
+        return f"the budget of {spec.budget_runs} runs is spent"
+    wall = sum(float(t.user_attrs.get("wall_s", 0.0)) for t in ran)
+    if spec.budget_s is not None and wall >= spec.budget_s:
+        return f"the budget of {spec.budget_s:g} s of runs is spent ({wall:.1f} s)"
+    if len({int(t.user_attrs["index"]) for t in ran}) >= space.size:
+        return f"every point of the space ({space.size}) is measured"
+    return ""
+
+
+def _measured_trial(study: Any, index: int) -> Any:
+    """The trial that ran the point at ``index``, or None."""
+    for trial in study.get_trials(deepcopy=False):
+        if trial.user_attrs.get("ran") and trial.user_attrs.get("index") == index:
+            return trial
+    return None
+
+
+def _tell_again(study: Any, trial: Any, earlier: Any) -> None:
+    """A proposal of a measured point: its measured value again, nothing run."""
+    import optuna  # deferred: as _study
+
+    trial.set_user_attr("index", earlier.user_attrs["index"])
+    trial.set_user_attr("repeat_of", earlier.number)
+    trial.set_user_attr("violations", earlier.user_attrs.get("violations") or [])
+    for name, value in earlier.constraints.items():
+        trial.set_constraint(name, value)
+    if earlier.state == optuna.trial.TrialState.COMPLETE:
+        study.tell(trial, earlier.value)
+    else:
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+
+
+def _tell(study: Any, trial: Any, measured: Measured, names: Sequence[str]) -> None:
+    """The point's value to the study, and its constraints as Optuna's (0 or less: met;
+    a metric the run lacks counts as broken)."""
+    import optuna  # deferred: as _study
+
+    trial.set_user_attr("ran", True)
+    trial.set_user_attr("wall_s", measured.wall_s)
+    trial.set_user_attr("run_id", measured.run_id)
+    trial.set_user_attr("violations", [min(v, BROKEN) for v in measured.violations])
+    for name, violation in zip(names, measured.violations, strict=True):
+        trial.set_constraint(name, min(violation, BROKEN))
+    if measured.message:
+        trial.set_user_attr("message", measured.message)
+    if measured.value is None:
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    else:
+        study.tell(trial, measured.value)
+
+
+def _trials(study: Any) -> tuple[Trial, ...]:
+    import optuna  # deferred: as _study
+
+    out = []
+    for trial in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
+        if not trial.user_attrs.get("ran"):
+            continue
+        complete = trial.state == optuna.trial.TrialState.COMPLETE
+        violations = trial.user_attrs.get("violations") or []
+        out.append(Trial(int(trial.user_attrs["index"]), trial.value if complete else None,
+                         complete and all(v <= 0 for v in violations), trial.user_attrs.get("run_id")))
+    return tuple(out)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False

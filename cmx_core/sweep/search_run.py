@@ -1,0 +1,152 @@
+"""A search sweep on disk: its definition (the sweep's ``sweep.json`` with the whole grid as
+its matrix, and ``search.json``), its points run one at a time as ordinary recorded runs,
+and its manifest listing the points it measured (:mod:`cmx_core.sweep.search`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cmx_core.datautil import loads_bounded
+from cmx_core.errors import UsageError
+from cmx_core.plugins.extras import require_extra
+from cmx_core.sweep.batch import PointOutcome
+from cmx_core.sweep.request import Driver, OnPoint, SweepRequest
+from cmx_core.sweep.runner import (
+    SWEEPS_DIR,
+    Axis,
+    SweepResult,
+    new_sweep_id,
+    run_one_point,
+    write_manifest,
+)
+from cmx_core.sweep.search import Measured, Outcome, Space, search
+from cmx_core.sweep.search_spec import SearchSpec, read_search, write_search
+from cmx_core.sweep.state import (
+    SweepSpec,
+    finished_points,
+    holding,
+    read_record,
+    read_spec,
+    record_path,
+    wait_for_points,
+    write_spec,
+)
+
+MEASURED = ("valid", "completed")
+"""A point's run status whose value the search trusts (an invalid run measured something else)."""
+
+
+@dataclass(frozen=True)
+class SearchRun:
+    """The sweep of a search (every measured point) and what the search found."""
+
+    result: SweepResult
+    outcome: Outcome
+
+    def to_json(self) -> dict[str, Any]:
+        best, runner_up = self.outcome.best(), self.outcome.runner_up()
+        matrix = {t.index: t for t in self.outcome.trials}
+        return {**self.result.to_json(), "search": {
+            **self.outcome.spec.to_json(), "grid_points": self.outcome.grid_size, "measured": len(matrix),
+            "stopped": self.outcome.stopped, "best": _trial_json(best, self.result),
+            "runner_up": _trial_json(runner_up, self.result), "trajectory": self.outcome.trajectory(),
+            "infeasible": [t.index for t in self.outcome.trials if t.value is not None and not t.feasible]}}
+
+
+def start_search(request: SweepRequest, axes: Sequence[Axis], spec: SearchSpec,
+                 on_point: OnPoint | None = None) -> SearchRun:
+    """A new search over the grid of ``axes`` (``request.matrix`` is that grid)."""
+    if request.jobs != 1 or request.point_options:
+        raise UsageError("cmx sweep --search runs one point at a time (each choice learns from the last): "
+                         "drop -j and --chaos")
+    sweep = SweepSpec(new_sweep_id(), request.tags, dict(request.base_inputs), tuple(request.matrix),
+                      tuple(request.run_options), 1, request.executor)
+    folder = request.data_dir / SWEEPS_DIR / sweep.sweep_id
+    folder.mkdir(parents=True, exist_ok=True)
+    write_spec(folder, sweep)
+    write_search(folder, spec)
+    return _search(sweep, spec, request.data_dir, Space([(a.key, a.values) for a in axes]), on_point)
+
+
+def resume_search(sweep_id: str, data_dir: Path, on_point: OnPoint | None = None) -> SearchRun | None:
+    """Continue the search of sweep ``sweep_id``; None when that sweep is a grid sweep."""
+    spec = read_search(data_dir / SWEEPS_DIR / sweep_id)
+    if spec is None:
+        return None
+    sweep = read_spec(data_dir, sweep_id)
+    wait_for_points(data_dir / SWEEPS_DIR / sweep_id)
+    return _search(sweep, spec, data_dir, _space_of(sweep), on_point)
+
+
+def _space_of(sweep: SweepSpec) -> Space:
+    """The axes of a grid matrix, recovered from its points in order."""
+    keys = list(sweep.matrix[0]) if sweep.matrix else []
+    levels = {k: list(dict.fromkeys(point[k] for point in sweep.matrix)) for k in keys}
+    return Space([(k, levels[k]) for k in keys])
+
+
+def _search(sweep: SweepSpec, spec: SearchSpec, data_dir: Path, space: Space, on_point: OnPoint | None) -> SearchRun:
+    require_extra("cmx-core", "learn", "cmx sweep --search")
+    folder = data_dir / SWEEPS_DIR / sweep.sweep_id
+    began = time.monotonic()
+    driver = Driver(on_point, batch=False)
+    with holding(folder):
+        outcome = search(spec, space, folder, sweep.sweep_id, lambda index: _evaluate(sweep, spec, folder, index,
+                                                                                       driver))
+        points = _recorded(folder, sweep)
+    result = SweepResult(sweep.sweep_id, sweep.tags, tuple(points[i] for i in sorted(points)),
+                         data_dir / SWEEPS_DIR / f"{sweep.sweep_id}.json", time.monotonic() - began, sweep.executor,
+                         dict(sweep.base_inputs), tuple(sweep.matrix[0]) if sweep.matrix else ())
+    return SearchRun(write_manifest(result), outcome)
+
+
+def _evaluate(sweep: SweepSpec, spec: SearchSpec, folder: Path, index: int, driver: Driver) -> Measured:
+    """The point at ``index``: its recorded result when it has one (a run the kill cut off
+    before the study heard of it), else one ``cmx run`` now."""
+    outcome = finished_points(folder, sweep).get(index) or run_one_point(sweep, folder, index, driver)
+    document = _document(outcome)
+    if document is None or outcome.status not in MEASURED:
+        return Measured(None, run_id=outcome.run_id, wall_s=outcome.wall_s,
+                        message=outcome.message or f"the run is {outcome.status}: its value is not used")
+    metrics = document.get("metrics") or {}
+    value = _value(metrics, spec.metric)
+    violations = tuple(c.violation(v) if (v := _value(metrics, c.metric)) is not None else float("inf")
+                       for c in spec.constraints)
+    message = "" if value is not None else f"the run has no value of {spec.metric}"
+    return Measured(value, violations, outcome.run_id, outcome.wall_s, message)
+
+
+def _recorded(folder: Path, sweep: SweepSpec) -> dict[int, PointOutcome]:
+    """Every point the search ran: successful ones and the failed ones' records."""
+    found = {}
+    for index in range(len(sweep.matrix)):
+        record = read_record(record_path(folder, index))
+        if record is not None:
+            found[index] = record
+    return found
+
+
+def _document(outcome: PointOutcome) -> dict[str, Any] | None:
+    if not outcome.result_path:
+        return None
+    try:
+        value = loads_bounded(Path(outcome.result_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _value(metrics: Mapping[str, Any], name: str) -> float | None:
+    value = (metrics.get(name) or {}).get("value") if isinstance(metrics.get(name), dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _trial_json(trial: Any, result: SweepResult) -> dict[str, Any] | None:
+    if trial is None:
+        return None
+    point = next((p.point for p in result.points if p.index == trial.index), {})
+    return {"index": trial.index, "point": dict(point), "value": trial.value, "run_id": trial.run_id}
