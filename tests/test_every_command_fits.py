@@ -150,7 +150,7 @@ def test_every_command_is_covered() -> None:
 
 CORE_COMMANDS = {"run", "plan", "sweep", "explain", "list", "show", "cache list", "cache rm",
                  "cache prune", "cache verify", "results list", "results show", "results compare", "results report",
-                 "results plot", "results export", "results reindex", "plugins list", "plugins search", "plugins info",
+                 "results plot", "results export", "results reindex", "results predict", "results suggest", "plugins list", "plugins search", "plugins info",
                  "plugins install", "plugins uninstall", "plugins new", "registry check", "repo add", "repo list",
                  "repo update", "repo rm", "bundle create", "bundle verify", "bundle import", "bundle replay",
                  "system check"}
@@ -194,6 +194,8 @@ def test_every_core_command_fits_80_columns(checked: Checked, recipes: Any, tmp_
     checked("results plot", "--recipe", "planted-throughput", "-o", tmp_path / "plot.png", same_twice=False)
     checked("results export", "--format", "csv", tmp_path / "export.csv", runs[0], same_twice=False)
     checked("results reindex")
+    checked("results predict", "--recipe", "planted-throughput", "--at", "rate=5", "--at", "rate=123456789")
+    checked("results suggest", "--recipe", "planted-throughput")
 
     checked("plugins list")
     checked("plugins search", "a")

@@ -143,3 +143,14 @@ def _study_trials(folder: Path) -> list[int]:
 
     with sqlite3.connect(folder / "study.db") as db:
         return [row[0] for row in db.execute("SELECT number FROM trials ORDER BY number")]
+
+
+def test_the_gaussian_process_sampler_searches_the_same_space(cli: Callable[..., Any], recipe_dir: Path) -> None:
+    document = _search(cli, recipe_dir, "--search", "max:items_per_second", "--sampler", "gp", "--budget", "6")
+    search = document["search"]
+    assert search["sampler"] == "gp" and search["measured"] == 6
+    best = search["best"]
+    assert best["value"] == pytest.approx(max(truth(int(p["point"]["batch"]), p["point"]["algo"])
+                                              for p in document["points"]), rel=1e-6)
+    refused = cli("sweep", "--tags=planted,search", "--recipes", recipe_dir, *MATRIX, "--sampler", "gp")
+    assert refused.code == 2 and "go with --search" in refused.err

@@ -18,6 +18,7 @@ from cmx_core.results.grid import fit, fit_text, width_for
 from cmx_core.run.engine import executor_settings
 from cmx_core.sweep.batch import Planned, PointOptions, parse_point_options, plan_points
 from cmx_core.sweep.runner import SweepRequest, SweepResult, parse_axes, points, resume_sweep, run_sweep
+from cmx_core.sweep.search_spec import SAMPLERS
 from cmx_core.sweep.state import SweepSpec
 
 #: The ``cmx run`` options of a recovery policy, as :func:`recovery_options` writes them.
@@ -52,6 +53,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     sweep.add_argument("--budget", metavar="RUNS|DURATION",
                        help="with --search: how many runs (e.g. 12) or how long (e.g. 10m) (default: 25%% of the grid)")
     sweep.add_argument("--seed", type=int, default=0, help="with --search: the sampler's seed (default 0)")
+    sweep.add_argument("--sampler", choices=SAMPLERS, default=None,
+                       help="with --search: Optuna's TPE (default) or Gaussian-process sampler (gp: needs torch)")
     sweep.add_argument("--zip", action="store_true", help="take the axes side by side instead of their product")
     sweep.add_argument("-j", "--jobs", type=int, default=1, help="points to run at once")
     sweep.add_argument("--facts", metavar="FILE", help="use a saved facts file instead of probing this machine")
@@ -86,8 +89,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return _resume(args)
     if not args.tags:
         raise UsageError("cmx sweep: give --tags=... (or --resume SWEEP_ID to finish a sweep)")
-    if args.search is None and (args.constraint or args.budget or args.seed):
-        raise UsageError("cmx sweep: --constraint, --budget and --seed go with --search max:METRIC|min:METRIC")
+    if args.search is None and (args.constraint or args.budget or args.seed or args.sampler):
+        raise UsageError("cmx sweep: --constraint, --budget, --seed and --sampler go with --search "
+                         "max:METRIC|min:METRIC")
     if args.search is not None:
         return search_cmd.start(args, run_options(args))
     matrix = points(parse_axes(args.matrix), zipped=args.zip)
@@ -116,7 +120,8 @@ def _resume(args: argparse.Namespace) -> int:
                                       ("--no-cache", args.no_cache), ("-j", args.jobs != 1),
                                       ("--chaos", args.chaos), ("--inject", args.inject)) if value]
     given += [flag for flag, value in (("--search", args.search), ("--constraint", args.constraint),
-                                       ("--budget", args.budget), ("--seed", args.seed)) if value]
+                                       ("--budget", args.budget), ("--seed", args.seed),
+                                       ("--sampler", args.sampler)) if value]
     if given:
         raise UsageError(f"cmx sweep --resume: {', '.join(given)} cannot be changed; the sweep resumes as it "
                          "was defined (start a new sweep to change it)")

@@ -4,6 +4,7 @@ sweep (:mod:`cmx_core.sweep.search_run`)."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 from typing import Any
@@ -37,7 +38,12 @@ def start(args: argparse.Namespace, options: list[str]) -> int:
     metric, maximize = parse_objective(args.search)
     runs, seconds = parse_budget(args.budget) if args.budget else (max(4, math.ceil(DEFAULT_SHARE * len(matrix))),
                                                                     None)
-    spec = SearchSpec(metric, maximize, tuple(parse_constraint(c) for c in args.constraint), runs, seconds, args.seed)
+    sampler = args.sampler or "tpe"
+    if sampler == "gp" and importlib.util.find_spec("torch") is None:
+        raise UsageError("cmx sweep --sampler gp: Optuna's Gaussian-process sampler needs torch, which is not "
+                         "installed here: pip install torch, or use the default --sampler tpe")
+    spec = SearchSpec(metric, maximize, tuple(parse_constraint(c) for c in args.constraint), runs, seconds, args.seed,
+                      sampler)
     recovery(args)  # a bad --retries or --inject stops the search before anything runs
     request = SweepRequest(args.tags, parse_inputs(args.extra), matrix, data_dir=paths.data_dir(), run_options=options,
                            executor="docker" if args.container else args.executor, batch=False)
@@ -66,7 +72,7 @@ def report(args: argparse.Namespace, run: SearchRun) -> int:
 def summary_lines(run: SearchRun) -> list[str]:
     search = run.to_json()["search"]
     spec, best, second = run.outcome.spec, search["best"], search["runner_up"]
-    goal = f"{'max' if spec.maximize else 'min'} {spec.metric}"
+    goal = f"{'max' if spec.maximize else 'min'} {spec.metric}, {spec.sampler.upper()}"
     lines = [f"search ({goal}{_constraints(spec)}): {search['measured']} of {search['grid_points']} points "
              f"measured; stopped: {search['stopped'] or 'asked to'}"]
     if best is None:

@@ -168,8 +168,9 @@ def search(spec: SearchSpec, space: Space, folder: Path | None, study_name: str,
 
 
 def _study(spec: SearchSpec, folder: Path | None, name: str, size: int) -> Any:
-    """The study: TPE (multivariate, so axes that act together are modelled together) after
-    :func:`startup_trials` random points; it reads the constraints each trial sets."""
+    """The study: TPE (multivariate, so axes that act together are modelled together) or the
+    Gaussian-process sampler, after :func:`startup_trials` random points; either reads the
+    constraints each trial sets."""
     import warnings  # deferred: only a search needs it
 
     import optuna  # deferred: optuna only when a search runs (its import is heavy)
@@ -177,7 +178,9 @@ def _study(spec: SearchSpec, folder: Path | None, name: str, size: int) -> Any:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with warnings.catch_warnings():  # multivariate TPE is marked experimental, though stable since Optuna 2.2
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        sampler = optuna.samplers.TPESampler(seed=spec.seed, n_startup_trials=startup_trials(size), multivariate=True)
+        sampler = optuna.samplers.GPSampler(seed=spec.seed, n_startup_trials=startup_trials(size)) \
+            if spec.sampler == "gp" else \
+            optuna.samplers.TPESampler(seed=spec.seed, n_startup_trials=startup_trials(size), multivariate=True)
     storage = None if folder is None else f"sqlite:///{folder / STUDY_FILE}"
     return optuna.create_study(study_name=name, storage=storage, sampler=sampler,
                                direction="maximize" if spec.maximize else "minimize", load_if_exists=True)

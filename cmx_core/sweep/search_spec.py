@@ -16,6 +16,9 @@ from cmx_core.datautil import atomic_write, loads_bounded
 from cmx_core.errors import ResultsError, UsageError
 
 SEARCH_FILE = "search.json"
+SAMPLERS = ("tpe", "gp")
+"""Optuna's samplers a search may use: TPE (the default, light) or the Gaussian-process one
+(needs torch; fewer runs on a small smooth grid: docs/learning.md)."""
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smh])$")
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -47,18 +50,20 @@ class SearchSpec:
     budget_runs: int | None = None
     budget_s: float | None = None
     seed: int = 0
+    sampler: str = "tpe"
 
     def to_json(self) -> dict[str, Any]:
         return {"metric": self.metric, "direction": "maximize" if self.maximize else "minimize",
                 "constraints": [c.text() for c in self.constraints], "budget_runs": self.budget_runs,
-                "budget_s": self.budget_s, "seed": self.seed, "sampler": "optuna TPE"}
+                "budget_s": self.budget_s, "seed": self.seed, "sampler": self.sampler}
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> SearchSpec:
         return cls(str(value["metric"]), value["direction"] == "maximize",
                    tuple(parse_constraint(text) for text in value["constraints"]),
                    None if value["budget_runs"] is None else int(value["budget_runs"]),
-                   None if value["budget_s"] is None else float(value["budget_s"]), int(value["seed"]))
+                   None if value["budget_s"] is None else float(value["budget_s"]), int(value["seed"]),
+                   str(value.get("sampler") or "tpe"))
 
 
 def parse_objective(text: str) -> tuple[str, bool]:
