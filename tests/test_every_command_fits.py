@@ -148,12 +148,12 @@ def test_every_command_is_covered() -> None:
         assert "assert_fits" in text and f'"{command.split()[-1]}"' in text, f"{path} does not check cmx {command}"
 
 
-CORE_COMMANDS = {"run", "plan", "sweep", "explain", "list", "show", "cache list", "cache rm",
-                 "cache prune", "cache verify", "results list", "results show", "results compare", "results report",
-                 "results plot", "results export", "results reindex", "results predict", "results suggest", "plugins list", "plugins search", "plugins info",
-                 "plugins install", "plugins uninstall", "plugins new", "registry check", "repo add", "repo list",
-                 "repo update", "repo rm", "bundle create", "bundle verify", "bundle import", "bundle replay",
-                 "system check"}
+CORE_COMMANDS = {"run", "plan", "sweep", "explain", "list", "show", "cache list", "cache rm", "cache prune",
+                 "cache verify", "results list", "results show", "results compare", "results report",
+                 "results plot", "results export", "results reindex", "results predict", "results suggest",
+                 "plugins list", "plugins search", "plugins info", "plugins install", "plugins uninstall",
+                 "plugins new", "registry check", "repo add", "repo list", "repo update", "repo rm",
+                 "bundle create", "bundle verify", "bundle import", "bundle replay", "system check"}
 """The core commands :func:`test_every_core_command_fits_80_columns` runs."""
 
 

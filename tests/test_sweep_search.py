@@ -30,12 +30,15 @@ steps:
   - uses: shell
     measures: true
     with:
-      cmd: ["sh", "-c", "{{ GATE }}awk -v b={{ inputs.batch }} -v a={{ inputs.algo }} 'BEGIN { t = 1000 * b / (1 + (b / 64) ^ 2) * (a == \\"fast\\" ? 1.5 : 1); printf \\"RATE=%.4f\\\\nMEM=%d\\\\n\\", t, b * 10 }'"]
+      cmd: ["sh", "-c", "{{ GATE }}{AWK}"]
       metrics:
         items_per_second: {kv: RATE, unit: items/s, higher_is_better: true}
         memory_mb: {kv: MEM, unit: MB, higher_is_better: false}
 """
-GATE = ('if [ -n \\"{{ inputs.gate }}\\" ]; then mkdir -p {{ inputs.gate }}/runs; n=$(ls {{ inputs.gate }}/runs | wc -l); '
+AWK = ("awk -v b={{ inputs.batch }} -v a={{ inputs.algo }} 'BEGIN { t = 1000 * b / (1 + (b / 64) ^ 2) * "
+       "(a == \\\"fast\\\" ? 1.5 : 1); printf \\\"RATE=%.4f\\\\nMEM=%d\\\\n\\\", t, b * 10 }'")
+GATE = ('if [ -n \\"{{ inputs.gate }}\\" ]; then mkdir -p {{ inputs.gate }}/runs; '
+        'n=$(ls {{ inputs.gate }}/runs | wc -l); '
         'touch {{ inputs.gate }}/runs/$n; if [ $n -eq 2 ]; then touch {{ inputs.gate }}/waiting; i=0; '
         'while [ ! -e {{ inputs.gate }}/release ] && [ $i -lt 6000 ]; do sleep 0.1; i=$((i+1)); done; fi; fi; ')
 """The third run of a gated search waits for a release file (at most 10 minutes), so the
@@ -49,7 +52,7 @@ def truth(batch: int, algo: str) -> float:
 
 @pytest.fixture
 def recipe_dir(recipes: Any) -> Path:
-    path: Path = recipes("planted-search", RECIPE.replace("{{ GATE }}", GATE))
+    path: Path = recipes("planted-search", RECIPE.replace("{{ GATE }}", GATE).replace("{AWK}", AWK))
     return path.parent
 
 
