@@ -3,6 +3,7 @@ held to the code."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -11,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cmx_core.cli.sweep_search_cmd import DEFAULT_SHARE
+from cmx_core.cli.sweep_search_cmd import DEFAULT_SHARE, default_sampler
 from cmx_core.results.predict import MIN_RUNS
 from cmx_core.sweep.search import startup_trials
 from cmx_core.sweep.search_spec import SAMPLERS
@@ -50,3 +51,4 @@ def test_the_docs_numbers_are_the_codes() -> None:
     assert "an eighth of the grid, between 3 and 10" in text
     assert [startup_trials(n) for n in (8, 48, 80, 400)] == [3, 6, 10, 10]
     assert "`--sampler tpe` / `gp`" in text and SAMPLERS == ("tpe", "gp")
+    assert default_sampler() == ("gp" if importlib.util.find_spec("torch") else "tpe")

@@ -47,14 +47,15 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                        help="an input and its values (repeatable), or a range: KEY=LO..HI, KEY=LO..HI/STEP, "
                             "KEY=LO..HI*FACTOR (e.g. batch=1..256*2)")
     sweep.add_argument("--search", metavar="max:METRIC|min:METRIC",
-                       help="choose each next point with Optuna (TPE) instead of running the whole grid")
+                       help="choose each next point with Optuna (see --sampler) instead of running the whole grid")
     sweep.add_argument("--constraint", action="append", default=[], metavar="METRIC<=X|METRIC>=X",
                        help="with --search: a bound another metric must meet (repeatable)")
     sweep.add_argument("--budget", metavar="RUNS|DURATION",
                        help="with --search: how many runs (e.g. 12) or how long (e.g. 10m) (default: 25%% of the grid)")
     sweep.add_argument("--seed", type=int, default=0, help="with --search: the sampler's seed (default 0)")
     sweep.add_argument("--sampler", choices=SAMPLERS, default=None,
-                       help="with --search: Optuna's TPE (default) or Gaussian-process sampler (gp: needs torch)")
+                       help="with --search: Optuna's Gaussian-process sampler (gp, the default where torch is "
+                            "installed) or TPE (tpe, the default elsewhere)")
     sweep.add_argument("--zip", action="store_true", help="take the axes side by side instead of their product")
     sweep.add_argument("-j", "--jobs", type=int, default=1, help="points to run at once")
     sweep.add_argument("--facts", metavar="FILE", help="use a saved facts file instead of probing this machine")

@@ -38,7 +38,7 @@ def start(args: argparse.Namespace, options: list[str]) -> int:
     metric, maximize = parse_objective(args.search)
     runs, seconds = parse_budget(args.budget) if args.budget else (max(4, math.ceil(DEFAULT_SHARE * len(matrix))),
                                                                     None)
-    sampler = args.sampler or "tpe"
+    sampler = args.sampler or default_sampler()
     if sampler == "gp" and importlib.util.find_spec("torch") is None:
         raise UsageError("cmx sweep --sampler gp: Optuna's Gaussian-process sampler needs torch, which is not "
                          "installed here: pip install torch, or use the default --sampler tpe")
@@ -48,6 +48,12 @@ def start(args: argparse.Namespace, options: list[str]) -> int:
     request = SweepRequest(args.tags, parse_inputs(args.extra), matrix, data_dir=paths.data_dir(), run_options=options,
                            executor="docker" if args.container else args.executor, batch=False)
     return report(args, start_search(request, axes, spec, None if args.quiet else progress))
+
+
+def default_sampler() -> str:
+    """``gp`` where torch is installed (cmx's own install has it: fewer runs to the best,
+    docs/learning.md), else ``tpe``; the choice is recorded with the search and printed."""
+    return "gp" if importlib.util.find_spec("torch") is not None else "tpe"
 
 
 def resume(args: argparse.Namespace) -> int | None:
@@ -73,8 +79,10 @@ def summary_lines(run: SearchRun) -> list[str]:
     search = run.to_json()["search"]
     spec, best, second = run.outcome.spec, search["best"], search["runner_up"]
     goal = f"{'max' if spec.maximize else 'min'} {spec.metric}, {spec.sampler.upper()}"
+    filled = (f" ({search['filled_at_random']} drawn at random after the sampler proposed a measured point)"
+              if search["filled_at_random"] else "")
     lines = [f"search ({goal}{_constraints(spec)}): {search['measured']} of {search['grid_points']} points "
-             f"measured; stopped: {search['stopped'] or 'asked to'}"]
+             f"measured{filled}; stopped: {search['stopped'] or 'asked to'}"]
     if best is None:
         infeasible = len(search["infeasible"])
         lines.append(f"no measured point met the constraints ({infeasible} broke one); nothing is called best")

@@ -1,5 +1,5 @@
-"""``cmx sweep --search`` (#51): Optuna's TPE sampler chooses each next point of the
-``--matrix`` space, and each point is an ordinary recorded run of the sweep.
+"""``cmx sweep --search`` (#51): an Optuna sampler (Gaussian process or TPE) chooses each
+next point of the ``--matrix`` space, and each point is an ordinary recorded run of the sweep.
 
 The space is the matrix's grid: a number axis is searched as an ordered index over its
 levels, a text axis as a category, so every trial is a point of the grid and keeps the grid
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,9 +27,6 @@ from cmx_core.sweep.search_spec import SearchSpec
 STUDY_FILE = "study.db"
 BROKEN = 1e300
 """The violation recorded for a constraint whose metric the run did not give."""
-MAX_REPEATS = 200
-"""Proposals of already-measured points in a row after which the search stops (the sampler
-has converged on what it measured)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +57,7 @@ class Trial:
     value: float | None
     feasible: bool
     run_id: str | None
+    filled: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,13 +139,18 @@ class Space:
 
 
 def search(spec: SearchSpec, space: Space, folder: Path | None, study_name: str, evaluate: Evaluate) -> Outcome:
-    """Run (or continue) the search whose study is in ``folder`` until its budget is spent,
-    every point is measured, or the sampler only proposes measured points (``folder`` None:
-    a study in memory, for a benchmark that replays recorded values)."""
+    """Run (or continue) the search whose study is in ``folder`` until its budget is spent or
+    every point is measured (``folder`` None: a study in memory, for a benchmark that
+    replays recorded values).
+
+    A sampler may propose a point it has measured (a Gaussian process keeps proposing its
+    optimum): that trial is answered with the measured value, nothing runs, and the next
+    trial is an unmeasured point drawn at random (seeded), marked ``filled``, so each run
+    measures something new."""
     study = _study(spec, folder, study_name, space.size)
     _reconcile(study, space)
     distributions = space.distributions()
-    repeats = 0
+    fill = random.Random(f"{spec.seed}:{study_name}")
     stopped = ""
     while not stopped:
         stopped = _spent(study, spec, space)
@@ -157,14 +161,19 @@ def search(spec: SearchSpec, space: Space, folder: Path | None, study_name: str,
         earlier = _measured_trial(study, index)
         if earlier is not None:
             _tell_again(study, trial, earlier)
-            repeats += 1
-            stopped = f"the sampler proposed measured points {MAX_REPEATS} times in a row" \
-                if repeats >= MAX_REPEATS else ""
+            _enqueue_unmeasured(study, space, fill)
             continue
-        repeats = 0
         trial.set_user_attr("index", index)  # persisted before the run: a resume knows which point it was
         _tell(study, trial, evaluate(index), [c.text() for c in spec.constraints])
     return Outcome(spec, space.size, _trials(study), stopped)
+
+
+def _enqueue_unmeasured(study: Any, space: Space, fill: random.Random) -> None:
+    """The next trial: a point no trial has measured, drawn at random."""
+    measured = {t.user_attrs.get("index") for t in study.get_trials(deepcopy=False) if t.user_attrs.get("ran")}
+    left = [i for i in range(space.size) if i not in measured]
+    if left:
+        study.enqueue_trial(space.params(fill.choice(left)), user_attrs={"filled": True})
 
 
 def _study(spec: SearchSpec, folder: Path | None, name: str, size: int) -> Any:
@@ -268,7 +277,8 @@ def _trials(study: Any) -> tuple[Trial, ...]:
         complete = trial.state == optuna.trial.TrialState.COMPLETE
         violations = trial.user_attrs.get("violations") or []
         out.append(Trial(int(trial.user_attrs["index"]), trial.value if complete else None,
-                         complete and all(v <= 0 for v in violations), trial.user_attrs.get("run_id")))
+                         complete and all(v <= 0 for v in violations), trial.user_attrs.get("run_id"),
+                         bool(trial.user_attrs.get("filled"))))
     return tuple(out)
 
 

@@ -52,7 +52,8 @@ class SearchRun:
         matrix = {t.index: t for t in self.outcome.trials}
         return {**self.result.to_json(), "search": {
             **self.outcome.spec.to_json(), "grid_points": self.outcome.grid_size, "measured": len(matrix),
-            "stopped": self.outcome.stopped, "best": _trial_json(best, self.result),
+            "stopped": self.outcome.stopped, "filled_at_random": sum(t.filled for t in self.outcome.trials),
+            "best": _trial_json(best, self.result),
             "runner_up": _trial_json(runner_up, self.result), "trajectory": self.outcome.trajectory(),
             "infeasible": [t.index for t in self.outcome.trials if t.value is not None and not t.feasible]}}
 

@@ -17,8 +17,8 @@ from cmx_core.errors import ResultsError, UsageError
 
 SEARCH_FILE = "search.json"
 SAMPLERS = ("tpe", "gp")
-"""Optuna's samplers a search may use: TPE (the default, light) or the Gaussian-process one
-(needs torch; fewer runs on a small smooth grid: docs/learning.md)."""
+"""Optuna's samplers a search may use: the Gaussian-process one (needs torch; fewer runs to
+the best on the grid docs/learning.md measures) or TPE (light)."""
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smh])$")
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
