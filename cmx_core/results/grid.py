@@ -177,7 +177,8 @@ def _wanted(grid: Grid, index: int) -> int:
 
 def _widths(grid: Grid, keep: list[int], room: int | None) -> dict[int, int]:
     """Natural widths, then the column with the most room above its floor narrowed one step
-    at a time (a text column before a header that would wrap, on equal room)."""
+    at a time: a low-value column (one that may be dropped) first, then the others; a text
+    column before a header that would wrap, on equal room."""
     widths = {i: _natural(grid, i) for i in keep}
     if room is None:
         return widths
@@ -186,7 +187,8 @@ def _widths(grid: Grid, keep: list[int], room: int | None) -> dict[int, int]:
         squeezable = [i for i in keep if widths[i] > floor[i]]
         if not squeezable:
             break
-        widest = max(squeezable, key=lambda i: (widths[i] - floor[i], not grid.columns[i].whole, widths[i]))
+        widest = max(squeezable, key=lambda i: (grid.columns[i].drop > 0, widths[i] - floor[i],
+                                                not grid.columns[i].whole, widths[i]))
         widths[widest] -= 1
     return widths
 
