@@ -150,9 +150,11 @@ def test_two_pods_train_with_a_rank_each_and_the_result_comes_back(cli: Any, as_
         options = {"kubeconfig": str(kubeconfig), "image": "cmx-python:standin", "python": sys.executable,
                    "cmx": f"{sys.executable} -m cmx_core", "poll_s": "0.2", "nodes": "2",
                    "master_port": str(free_port()), "pvc": ""}
+        # the two pods start their cmx runs side by side; on a loaded machine pod 1 reached the
+        # rendezvous more than 120 s after pod 0 (run g), so the rendezvous waits up to 5 minutes
         proc = cli("run", "recipe", "--tags=train,throughput,nodes.2", "--batch-size=32", "--steps=3",
-                   "--threads-per-rank=1", "--rdzv-timeout-s=120", "--timeout-s=400", "--executor=k8s",
-                   *(f"--executor-opt={k}={v}" for k, v in options.items()), "--json", timeout=500)
+                   "--threads-per-rank=1", "--rdzv-timeout-s=300", "--timeout-s=600", "--executor=k8s",
+                   *(f"--executor-opt={k}={v}" for k, v in options.items()), "--json", timeout=900)
     finally:
         state.stop_all()
         server.shutdown()
