@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from cmx_core.errors import UsageError
 from cmx_core.results.hardware import of_document
@@ -53,13 +54,13 @@ class LearningSet:
     tags: tuple[str, ...]
     observations: tuple[Observation, ...]
 
-    @property
+    @cached_property
     def axes(self) -> tuple[str, ...]:
         """The configuration keys whose values differ between the runs, sorted."""
         keys = sorted({key for o in self.observations for key in o.config})
         return tuple(k for k in keys if len({_key(o.config.get(k)) for o in self.observations}) > 1)
 
-    @property
+    @cached_property
     def fixed(self) -> dict[str, Value]:
         """The configuration every run shares (the keys that are not axes)."""
         first = self.observations[0].config
@@ -72,8 +73,11 @@ class LearningSet:
 
     def measured(self, config: Mapping[str, Value]) -> bool:
         """Whether a run with exactly these axis values is in the set."""
-        wanted = {a: _key(config.get(a)) for a in self.axes}
-        return any(all(_key(o.config.get(a)) == wanted[a] for a in self.axes) for o in self.observations)
+        return tuple(_key(config.get(a)) for a in self.axes) in self._measured
+
+    @cached_property
+    def _measured(self) -> set[tuple[tuple[int, float, str], ...]]:
+        return {tuple(_key(o.config.get(a)) for a in self.axes) for o in self.observations}
 
 
 def learning_set(store: ResultStore, query: LearningQuery) -> LearningSet:
