@@ -57,7 +57,9 @@ def test_each_scenario_runs_valid_and_parses(cmx_home: Path, cmx_step_context: A
     assert mlperf["derived_settings"], "unset QPS/latency must be calibrated"
     log_dir = Path(out.outputs["log_dir"])
     assert {a.kind for a in out.artifacts} >= {"mlperf_log_detail", "mlperf_log_summary", "user_conf"}
-    assert log_dir.name == "loadgen" and (log_dir / "mlperf_log_detail.txt").is_file()
+    # loadgen-2, -3...: the harness ran the test again (a Server run that missed its latency
+    # bound on a loaded machine is calibrated lower and rerun); each attempt keeps its own logs
+    assert re.fullmatch(r"loadgen(-\d+)?", log_dir.name) and (log_dir / "mlperf_log_detail.txt").is_file()
     assert "min_duration = 500" in (log_dir / "user.conf").read_text()
 
 
