@@ -14,7 +14,6 @@ from cmx_core.cli.core_cmds import parse_inputs
 from cmx_core.cli.recovery_opts import recovery
 from cmx_core.cli.sweep_view import compare_command, points_grid, progress
 from cmx_core.errors import UsageError
-from cmx_core.plugins.extras import require_extra
 from cmx_core.results.grid import fit, fit_text, width_for
 from cmx_core.results.numbers import fmt_number
 from cmx_core.sweep.runner import SweepRequest, parse_axes, points
@@ -32,7 +31,6 @@ def start(args: argparse.Namespace, options: list[str]) -> int:
     if args.jobs != 1 or args.chaos:
         raise UsageError("cmx sweep --search runs one point at a time (each choice learns from the last): "
                          "drop -j and --chaos")
-    require_extra("cmx-core", "learn", "cmx sweep --search")
     axes = parse_axes(args.matrix)
     matrix = points(axes)
     metric, maximize = parse_objective(args.search)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cmx_core.results.numbers import finite_number
 from cmx_core.sweep.search_spec import SearchSpec
 
 STUDY_FILE = "study.db"
@@ -103,7 +104,7 @@ class Space:
 
     def __init__(self, axes: Sequence[tuple[str, Sequence[str]]]) -> None:
         self.axes = [(key, list(levels)) for key, levels in axes]
-        self.numeric = {key: all(_is_number(v) for v in levels) for key, levels in self.axes}
+        self.numeric = {key: all(finite_number(v) is not None for v in levels) for key, levels in self.axes}
 
     @property
     def size(self) -> int:
@@ -153,24 +154,24 @@ def search(spec: SearchSpec, space: Space, folder: Path | None, study_name: str,
     fill = random.Random(f"{spec.seed}:{study_name}")
     stopped = ""
     while not stopped:
-        stopped = _spent(study, spec, space)
+        ran = _ran(study)
+        stopped = _spent(ran, spec, space)
         if stopped:
             break
         trial = study.ask(distributions)
         index = space.index(trial.params)
-        earlier = _measured_trial(study, index)
+        earlier = ran.get(index)
         if earlier is not None:
             _tell_again(study, trial, earlier)
-            _enqueue_unmeasured(study, space, fill)
+            _enqueue_unmeasured(study, space, set(ran), fill)
             continue
         trial.set_user_attr("index", index)  # persisted before the run: a resume knows which point it was
         _tell(study, trial, evaluate(index), [c.text() for c in spec.constraints])
     return Outcome(spec, space.size, _trials(study), stopped)
 
 
-def _enqueue_unmeasured(study: Any, space: Space, fill: random.Random) -> None:
+def _enqueue_unmeasured(study: Any, space: Space, measured: set[int], fill: random.Random) -> None:
     """The next trial: a point no trial has measured, drawn at random."""
-    measured = {t.user_attrs.get("index") for t in study.get_trials(deepcopy=False) if t.user_attrs.get("ran")}
     left = [i for i in range(space.size) if i not in measured]
     if left:
         study.enqueue_trial(space.params(fill.choice(left)), user_attrs={"filled": True})
@@ -212,25 +213,22 @@ def _reconcile(study: Any, space: Space) -> None:
             study.enqueue_trial(space.params(int(trial.user_attrs["index"])))
 
 
-def _spent(study: Any, spec: SearchSpec, space: Space) -> str:
+def _ran(study: Any) -> dict[int, Any]:
+    """Each measured point's grid index and the trial that ran it (one run a point: a
+    proposal of a measured point is answered without running it)."""
+    return {int(t.user_attrs["index"]): t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("ran")}
+
+
+def _spent(ran: dict[int, Any], spec: SearchSpec, space: Space) -> str:
     """Why the search stops now, or "" to go on."""
-    ran = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("ran")]
     if spec.budget_runs is not None and len(ran) >= spec.budget_runs:
         return f"the budget of {spec.budget_runs} runs is spent"
-    wall = sum(float(t.user_attrs.get("wall_s", 0.0)) for t in ran)
+    wall = sum(float(t.user_attrs.get("wall_s", 0.0)) for t in ran.values())
     if spec.budget_s is not None and wall >= spec.budget_s:
         return f"the budget of {spec.budget_s:g} s of runs is spent ({wall:.1f} s)"
-    if len({int(t.user_attrs["index"]) for t in ran}) >= space.size:
+    if len(ran) >= space.size:
         return f"every point of the space ({space.size}) is measured"
     return ""
-
-
-def _measured_trial(study: Any, index: int) -> Any:
-    """The trial that ran the point at ``index``, or None."""
-    for trial in study.get_trials(deepcopy=False):
-        if trial.user_attrs.get("ran") and trial.user_attrs.get("index") == index:
-            return trial
-    return None
 
 
 def _tell_again(study: Any, trial: Any, earlier: Any) -> None:
@@ -280,10 +278,3 @@ def _trials(study: Any) -> tuple[Trial, ...]:
                          complete and all(v <= 0 for v in violations), trial.user_attrs.get("run_id"),
                          bool(trial.user_attrs.get("filled"))))
     return tuple(out)
-
-
-def _is_number(text: str) -> bool:
-    try:
-        return math.isfinite(float(text))
-    except ValueError:
-        return False

@@ -27,7 +27,7 @@ from cmx_core.sweep.search import Measured, Outcome, Space, search
 from cmx_core.sweep.search_spec import SearchSpec, read_search, write_search
 from cmx_core.sweep.state import (
     SweepSpec,
-    finished_points,
+    finished_point,
     holding,
     read_record,
     read_spec,
@@ -64,6 +64,7 @@ def start_search(request: SweepRequest, axes: Sequence[Axis], spec: SearchSpec,
     if request.jobs != 1 or request.point_options:
         raise UsageError("cmx sweep --search runs one point at a time (each choice learns from the last): "
                          "drop -j and --chaos")
+    require_extra("cmx-core", "learn", "cmx sweep --search")  # before anything is written
     sweep = SweepSpec(new_sweep_id(), request.tags, dict(request.base_inputs), tuple(request.matrix),
                       tuple(request.run_options), 1, request.executor)
     folder = request.data_dir / SWEEPS_DIR / sweep.sweep_id
@@ -78,6 +79,7 @@ def resume_search(sweep_id: str, data_dir: Path, on_point: OnPoint | None = None
     spec = read_search(data_dir / SWEEPS_DIR / sweep_id)
     if spec is None:
         return None
+    require_extra("cmx-core", "learn", "cmx sweep --search")
     sweep = read_spec(data_dir, sweep_id)
     wait_for_points(data_dir / SWEEPS_DIR / sweep_id)
     return _search(sweep, spec, data_dir, _space_of(sweep), on_point)
@@ -91,7 +93,6 @@ def _space_of(sweep: SweepSpec) -> Space:
 
 
 def _search(sweep: SweepSpec, spec: SearchSpec, data_dir: Path, space: Space, on_point: OnPoint | None) -> SearchRun:
-    require_extra("cmx-core", "learn", "cmx sweep --search")
     folder = data_dir / SWEEPS_DIR / sweep.sweep_id
     began = time.monotonic()
     driver = Driver(on_point, batch=False)
@@ -108,7 +109,7 @@ def _search(sweep: SweepSpec, spec: SearchSpec, data_dir: Path, space: Space, on
 def _evaluate(sweep: SweepSpec, spec: SearchSpec, folder: Path, index: int, driver: Driver) -> Measured:
     """The point at ``index``: its recorded result when it has one (a run the kill cut off
     before the study heard of it), else one ``cmx run`` now."""
-    outcome = finished_points(folder, sweep).get(index) or run_one_point(sweep, folder, index, driver)
+    outcome = finished_point(folder, sweep, index) or run_one_point(sweep, folder, index, driver)
     document = _document(outcome)
     if document is None or outcome.status not in MEASURED:
         return Measured(None, run_id=outcome.run_id, wall_s=outcome.wall_s,

@@ -144,16 +144,17 @@ def wait_for_points(folder: Path, timeout_s: float = ORPHAN_WAIT_S) -> None:
 def finished_points(folder: Path, spec: SweepSpec) -> dict[int, PointOutcome]:
     """Each point that has a successful result: its record, or (adopted, and recorded now) a
     successful ``result.json`` of this sweep in one of its run directories."""
-    done: dict[int, PointOutcome] = {}
-    for index, point in enumerate(spec.matrix):
-        record = read_record(record_path(folder, index))
-        if record is not None and not record.failed:
-            done[index] = record
-            continue
-        adopted = _adopt(spec.sweep_id, index, point, run_dirs(folder, index))
-        if adopted is not None:
-            done[index] = record_point(folder, adopted)
-    return done
+    found = {index: finished_point(folder, spec, index) for index in range(len(spec.matrix))}
+    return {index: outcome for index, outcome in found.items() if outcome is not None}
+
+
+def finished_point(folder: Path, spec: SweepSpec, index: int) -> PointOutcome | None:
+    """Point ``index``'s successful outcome (as :func:`finished_points` finds it), or None."""
+    record = read_record(record_path(folder, index))
+    if record is not None and not record.failed:
+        return record
+    adopted = _adopt(spec.sweep_id, index, spec.matrix[index], run_dirs(folder, index))
+    return record_point(folder, adopted) if adopted is not None else None
 
 
 def _adopt(sweep_id: str, index: int, point: Mapping[str, str], dirs: Sequence[Path]) -> PointOutcome | None:
