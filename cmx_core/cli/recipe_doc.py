@@ -37,6 +37,10 @@ def recipe_json(recipe: Recipe) -> dict[str, Any]:
     }
 
 
+VERBATIM = (" ", "\t", "|", "```")
+"""How a line of Markdown starts when wrapping would change it (code, a table row)."""
+
+
 def recipe_text(recipe: Recipe, width: int | None) -> str:
     """:func:`recipe_markdown` for the terminal: each paragraph and list item wrapped at its
     spaces within ``width`` (a list item under a two-space indent); code and table lines of
@@ -48,7 +52,7 @@ def recipe_text(recipe: Recipe, width: int | None) -> str:
         return text
     out: list[str] = []
     for line in text.split("\n"):
-        if line.startswith((" ", "\t", "|", "```")):
+        if line.startswith(VERBATIM):
             out.append(line)
             continue
         rest = "  " if line.startswith("- ") else ""
@@ -57,7 +61,7 @@ def recipe_text(recipe: Recipe, width: int | None) -> str:
     return "\n".join(out)
 
 
-STRUCTURE = ("-", "*", "#", "```", "|", " ", "\t", ">")
+STRUCTURE = ("-", "*", "#", ">", *VERBATIM)
 """How a line of Markdown starts when it is more than prose (a list, heading, code, table)."""
 
 

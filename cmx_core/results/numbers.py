@@ -6,6 +6,17 @@ is ``7.31`` with the unit ``ns``, never ``0.000 ms``.
 
 from __future__ import annotations
 
+import math
+
+
+def finite_number(text: str) -> float | None:
+    """``text`` as a finite number (``64``, ``5e8``), or None (not a number, ``nan``, ``inf``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
 
 def fmt_number(value: float | int | None) -> str:
     """``1,234`` for integers, ``200,000.0`` (one decimal) from 1,000 up, up to 3 decimals

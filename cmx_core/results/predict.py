@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from cmx_core.errors import UsageError
 from cmx_core.results.learning_set import LearningSet, Value
+from cmx_core.results.numbers import finite_number
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -187,13 +188,6 @@ def parse_config(text: str) -> dict[str, Value]:
         key, sep, raw = part.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--at {text}: expected KEY=VALUE[,KEY=VALUE...]")
-        config[key.strip()] = _number_or_text(raw.strip())
+        number = finite_number(raw.strip())
+        config[key.strip()] = raw.strip() if number is None else number
     return config
-
-
-def _number_or_text(raw: str) -> Value:
-    try:
-        number = float(raw)
-    except ValueError:
-        return raw
-    return number if math.isfinite(number) else raw

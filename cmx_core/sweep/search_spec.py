@@ -6,7 +6,6 @@ of runs, or a duration such as ``10m``) and the sampler's seed. Kept beside the 
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 from cmx_core.datautil import atomic_write, loads_bounded
 from cmx_core.errors import ResultsError, UsageError
+from cmx_core.results.numbers import finite_number
 
 SEARCH_FILE = "search.json"
 SAMPLERS = ("tpe", "gp")
@@ -78,7 +78,7 @@ def parse_objective(text: str) -> tuple[str, bool]:
 def parse_constraint(text: str) -> Constraint:
     """``NAME<=X`` or ``NAME>=X``."""
     found = re.fullmatch(r"\s*([\w.]+)\s*(<=|>=)\s*(\S+)\s*", text)
-    bound = _number(found.group(3)) if found else None
+    bound = finite_number(found.group(3)) if found else None
     if found is None or bound is None:
         raise UsageError(f"--constraint {text!r}: expected METRIC<=NUMBER or METRIC>=NUMBER, "
                          "e.g. --constraint latency_p99_ns<=5e8")
@@ -93,14 +93,6 @@ def parse_budget(text: str) -> tuple[int | None, float | None]:
     if found and float(found.group(1)) > 0:
         return None, float(found.group(1)) * _UNITS[found.group(2)]
     raise UsageError(f"--budget {text!r}: expected a number of runs (e.g. 20) or a duration (90s, 10m, 2h)")
-
-
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
 
 
 def write_search(folder: Path, spec: SearchSpec) -> None:
