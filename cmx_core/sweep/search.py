@@ -59,6 +59,14 @@ class Trial:
     feasible: bool
     run_id: str | None
     filled: bool = False
+    state: str = "measured"
+    """``measured`` (feasible), ``infeasible`` (broke a constraint), ``failed`` (no trusted
+    value) or ``pruned`` (stopped early: its live series showed it hopeless)."""
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "value": self.value, "state": self.state, "run_id": self.run_id,
+                "filled": self.filled, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -273,8 +281,16 @@ def _trials(study: Any) -> tuple[Trial, ...]:
         if not trial.user_attrs.get("ran"):
             continue
         complete = trial.state == optuna.trial.TrialState.COMPLETE
-        violations = trial.user_attrs.get("violations") or []
-        out.append(Trial(int(trial.user_attrs["index"]), trial.value if complete else None,
-                         complete and all(v <= 0 for v in violations), trial.user_attrs.get("run_id"),
-                         bool(trial.user_attrs.get("filled"))))
+        feasible = complete and all(v <= 0 for v in trial.user_attrs.get("violations") or [])
+        out.append(Trial(int(trial.user_attrs["index"]), trial.value if complete else None, feasible,
+                         trial.user_attrs.get("run_id"), bool(trial.user_attrs.get("filled")),
+                         _state(trial.state.name, complete, feasible), str(trial.user_attrs.get("message", ""))))
     return tuple(out)
+
+
+def _state(name: str, complete: bool, feasible: bool) -> str:
+    if name == "PRUNED":
+        return "pruned"
+    if not complete:
+        return "failed"
+    return "measured" if feasible else "infeasible"

@@ -4,13 +4,14 @@ and its manifest listing the points it measured (:mod:`cmx_core.sweep.search`)."
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cmx_core.datautil import loads_bounded
+from cmx_core.datautil import atomic_write, loads_bounded
 from cmx_core.errors import UsageError
 from cmx_core.plugins.extras import require_extra
 from cmx_core.sweep.batch import PointOutcome
@@ -21,7 +22,6 @@ from cmx_core.sweep.runner import (
     SweepResult,
     new_sweep_id,
     run_one_point,
-    write_manifest,
 )
 from cmx_core.sweep.search import Measured, Outcome, Space, search
 from cmx_core.sweep.search_spec import SearchSpec, read_search, write_search
@@ -55,7 +55,8 @@ class SearchRun:
             "stopped": self.outcome.stopped, "filled_at_random": sum(t.filled for t in self.outcome.trials),
             "best": _trial_json(best, self.result),
             "runner_up": _trial_json(runner_up, self.result), "trajectory": self.outcome.trajectory(),
-            "infeasible": [t.index for t in self.outcome.trials if t.value is not None and not t.feasible]}}
+            "infeasible": [t.index for t in self.outcome.trials if t.state == "infeasible"],
+            "trials": [{**t.to_json(), "point": _point_of(t.index, self.result)} for t in self.outcome.trials]}}
 
 
 def start_search(request: SweepRequest, axes: Sequence[Axis], spec: SearchSpec,
@@ -103,7 +104,9 @@ def _search(sweep: SweepSpec, spec: SearchSpec, data_dir: Path, space: Space, on
     result = SweepResult(sweep.sweep_id, sweep.tags, tuple(points[i] for i in sorted(points)),
                          data_dir / SWEEPS_DIR / f"{sweep.sweep_id}.json", time.monotonic() - began, sweep.executor,
                          dict(sweep.base_inputs), tuple(sweep.matrix[0]) if sweep.matrix else ())
-    return SearchRun(write_manifest(result), outcome)
+    run = SearchRun(result, outcome)
+    atomic_write(result.manifest, json.dumps(run.to_json(), indent=2, sort_keys=True))  # the search with its points
+    return run
 
 
 def _evaluate(sweep: SweepSpec, spec: SearchSpec, folder: Path, index: int, driver: Driver) -> Measured:
@@ -150,5 +153,9 @@ def _value(metrics: Mapping[str, Any], name: str) -> float | None:
 def _trial_json(trial: Any, result: SweepResult) -> dict[str, Any] | None:
     if trial is None:
         return None
-    point = next((p.point for p in result.points if p.index == trial.index), {})
-    return {"index": trial.index, "point": dict(point), "value": trial.value, "run_id": trial.run_id}
+    return {"index": trial.index, "point": _point_of(trial.index, result), "value": trial.value,
+            "run_id": trial.run_id}
+
+
+def _point_of(index: int, result: SweepResult) -> dict[str, str]:
+    return dict(next((p.point for p in result.points if p.index == index), {}))
