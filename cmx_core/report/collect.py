@@ -14,6 +14,7 @@ from cmx_core import paths
 from cmx_core.errors import UsageError
 from cmx_core.report import plots
 from cmx_core.report.columns import group_by_lock
+from cmx_core.report.search import SearchSection, plot_of, read_search, section_of
 from cmx_core.results.compare import Comparison, compare_samples
 from cmx_core.results.faults import FaultReport, fault_report
 from cmx_core.results.hardware import of_document
@@ -64,33 +65,58 @@ class ReportData:
     scores: tuple[Mapping[str, Any], ...] = field(default=())
     faults: FaultReport | None = None
     """The fault-tolerance report (docs/faults.md), when a run or point had a fault."""
+    search: SearchSection | None = None
+    """What a ``cmx sweep --search`` found, read from its manifest (docs/learning.md)."""
 
 
 def select(store: Any, selection: Selection) -> tuple[str, list[dict[str, Any]], Any | None]:
     """The title, documents and (for a sweep) the sweep table."""
+    title, documents, table, _manifest = _select(store, selection)
+    return title, documents, table
+
+
+def _select(store: Any, selection: Selection) -> tuple[str, list[dict[str, Any]], Any | None,
+                                                       Mapping[str, Any] | None]:
+    """:func:`select` and, for a sweep, its manifest (a search's manifest holds the search)."""
     selection.check()
     if selection.sweep:
-        table = sweep_table(read_manifest(paths.data_dir(), selection.sweep), store)
+        manifest = read_manifest(paths.data_dir(), selection.sweep)
+        table = sweep_table(manifest, store)
         documents = [store.get(r.run_id).document for r in table.rows if r.run_id and not r.message]
-        return f"sweep {table.sweep_id}", documents, table
+        return f"sweep {table.sweep_id}", documents, table, manifest
     if selection.recipe:
         summaries = store.list(limit=selection.limit, recipe=selection.recipe)
         if not summaries:
             raise UsageError(f"--recipe {selection.recipe}: no stored runs; `cmx results list` shows the recipes")
-        return f"recipe {selection.recipe}", [store.get(s.run_id).document for s in reversed(summaries)], None
+        return (f"recipe {selection.recipe}", [store.get(s.run_id).document for s in reversed(summaries)], None,
+                None)
     documents = [store.get(run).document for run in selection.runs]
-    return f"{len(documents)} run(s)", documents, None
+    return f"{len(documents)} run(s)", documents, None, None
 
 
 def collect(store: Any, selection: Selection) -> ReportData:
-    title, documents, table = select(store, selection)
+    title, documents, table, manifest = _select(store, selection)
     groups = group_by_lock(documents)
     # a sweep's points differ in their inputs by design: the sweep table is their comparison
     comparison = compare_samples(groups) if len(groups) > 1 and table is None else None
-    figures = [*_metric_figures(groups), *_sweep_figures(table), *_latency_figures(documents)]
+    section, search_figures = search_report(manifest, table)
+    figures = [*search_figures, *_metric_figures(groups), *_sweep_figures(table), *_latency_figures(documents)]
     faults = fault_report(documents, len(table.rows) if table is not None else None)
     return ReportData(title, tuple(documents), comparison, table, tuple(figures), tuple(score_rows(documents)),
-                      faults)
+                      faults, section)
+
+
+def search_report(manifest: Mapping[str, Any] | None, table: Any | None) -> tuple[SearchSection | None,
+                                                                                 list[Figure]]:
+    """The section and figure of a search sweep (none for runs, a recipe or a grid sweep); the
+    metric's unit is the one its stored runs report (the manifest does not hold it)."""
+    search = read_search(manifest) if manifest is not None else None
+    if search is None:
+        return None, []
+    unit = table.metrics.get(search.metric) if table is not None else None
+    plot = plot_of(search, unit)
+    figures = [Figure(plot.title, plots.search(plot))] if plot is not None else []
+    return section_of(search, unit), figures
 
 
 def primary(document: Mapping[str, Any]) -> str | None:

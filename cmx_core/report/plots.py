@@ -112,3 +112,59 @@ def sweep_series(axes_names: Sequence[str], rows: Sequence[Any], metric: str) ->
         lines_by_rest.setdefault(rest, []).append((str(row.point.get(x_axis, row.index)), float(value)))
     return x_axis, [Series(label, tuple(x for x, _ in pts), tuple(y for _, y in pts))
                     for label, pts in lines_by_rest.items()]
+
+
+@dataclass(frozen=True)
+class Markers:
+    """Points of one kind on a search's figure: run numbers (1..n, the order the search measured
+    them) and their values."""
+
+    label: str
+    x: tuple[int, ...] = ()
+    y: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class SearchPlot:
+    """What the figure of a ``cmx sweep --search`` draws, every value from its manifest: the
+    trials by kind (a failed trial has no value and is in none), the best value so far, the best
+    point and, when the noise is known, the band best ± sigma."""
+
+    title: str
+    ylabel: str
+    runs: int
+    measured: Markers
+    infeasible: Markers
+    pruned: Markers
+    trajectory: Markers
+    best: Markers
+    band: tuple[float, float] | None = None
+
+
+def search(plot: SearchPlot) -> bytes:
+    """A search run by run: its trials' values, the best so far as a step line, the best point
+    starred; a pruned trial is hollow at the last value its live series showed."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(7, 3.6))
+    if plot.band is not None:
+        axes.axhspan(*plot.band, color="#f2b134", alpha=0.2, label="best ± noise sigma")
+    if plot.trajectory.x:
+        axes.step(plot.trajectory.x, plot.trajectory.y, where="post", color="#2a2a2a", linewidth=1.2,
+                  label=plot.trajectory.label)
+    _markers(axes, plot.measured, {"marker": "o", "color": "#4c72b0"})
+    _markers(axes, plot.infeasible, {"marker": "x", "color": "#b3261e"})
+    _markers(axes, plot.pruned, {"marker": "o", "facecolors": "none", "edgecolors": "#777777"})
+    _markers(axes, plot.best, {"marker": "*", "s": 220, "color": "#f2b134", "edgecolors": "#2a2a2a", "zorder": 3})
+    axes.xaxis.get_major_locator().set_params(integer=True)  # run numbers: no 2.5th run
+    axes.set_xlim(0.5, plot.runs + 0.5)
+    axes.set_title(plot.title)
+    axes.set_xlabel("run (in the order the search measured them)")
+    axes.set_ylabel(plot.ylabel)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the plot: covers no point
+    return _png(figure)
+
+
+def _markers(axes: Any, markers: Markers, style: Mapping[str, Any]) -> None:
+    if markers.x:
+        axes.scatter(markers.x, markers.y, label=markers.label, **style)
