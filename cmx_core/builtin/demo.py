@@ -29,7 +29,9 @@ def _load(path: str) -> list[int]:
 
 
 def sort_bench(ctx: StepContext) -> StepOutput:
-    """Time sorting the data set ``repeats`` times with the selected algorithm."""
+    """Time sorting the data set ``repeats`` times with the selected algorithm; after each
+    repetition, the best throughput so far goes to the live ``items_per_second`` series
+    (what ``cmx sweep --search --prune`` watches)."""
     data = _load(ctx.deps["data"]["path"])
     algorithm = ctx.params["algorithm"]
     repeats = int(ctx.inputs["repeats"])
@@ -38,6 +40,7 @@ def sort_bench(ctx: StepContext) -> StepOutput:
         start = time.perf_counter()
         ordered = sorted(data) if algorithm == "sorted" else _heap_sort(data)
         timings.append(time.perf_counter() - start)
+        ctx.metrics.report("items_per_second", len(data) / max(min(timings), 1e-9))
     reasons = [] if ordered == sorted(data) else [f"{algorithm} produced an unsorted result"]
     best = min(timings)
     report = ctx.work_dir / "timings.txt"

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx_core.errors import UsageError
+from cmx_core.telemetry.journal import Journal
 
 ENV_FILE = "CMX_METRICS_FILE"
 FILE_NAME = "app_metrics.txt"
@@ -105,11 +106,13 @@ class AppSeries:
     """Every application series of a run: reported values and watched metrics files.
     Thread-safe: steps report from their own threads, the sampler reads from its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, journal: Journal | None = None) -> None:
         self._lock = threading.Lock()
         self._values: dict[tuple[str, str, Labels], AppValue] = {}
         self._files: dict[Path, tuple[str, int]] = {}
         self.problems: list[str] = []
+        self.journal = journal
+        """Where each value is also appended as it arrives (``CMX_APP_JOURNAL``), or None."""
 
     def report(self, step: str, name: str, value: float, kind: str = "gauge",
                labels: dict[str, str] | None = None) -> None:
@@ -125,6 +128,11 @@ class AppSeries:
                           "later new ones dropped (report fewer names or label values)")
             return
         self._values[key] = value
+        if self.journal is not None:
+            self.journal.add(value.name, value.step, value.labels, value.value)
+            if self.journal.problem:
+                self._problem(self.journal.problem)
+                self.journal = None
 
     def watch(self, path: Path, step: str) -> None:
         """Read ``path`` (a step's metrics file) at every round from now on."""

@@ -37,6 +37,7 @@ from cmx_core.telemetry import openmetrics
 from cmx_core.telemetry.appmetrics import FILE_NAME, AppSeries, StepMetrics
 from cmx_core.telemetry.devices import EVERY_SOURCE, DeviceProbe, PowerOpeners, open_probes
 from cmx_core.telemetry.exposition import Exporter
+from cmx_core.telemetry.journal import ENV_JOURNAL, Journal
 from cmx_core.telemetry.live import BOARD
 from cmx_core.telemetry.names import app_series
 from cmx_core.telemetry.openmetrics import Round
@@ -66,6 +67,9 @@ class TelemetrySettings:
     metrics_addr: str = "127.0.0.1"
     """The address ``/metrics`` listens on: loopback, unless ``CMX_METRICS_ADDR`` says
     otherwise (a Kubernetes pod, whose network is its own, sets ``0.0.0.0``)."""
+    journal: Path | None = None
+    """``CMX_APP_JOURNAL``: a file each reported application value is appended to as it
+    arrives (:mod:`.journal`), for a process that watches the run."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> TelemetrySettings:
@@ -76,7 +80,9 @@ class TelemetrySettings:
         port_text = env.get("CMX_METRICS_PORT")
         port = check_port(port_text, "CMX_METRICS_PORT") if port_text else None
         addr = env.get("CMX_METRICS_ADDR") or "127.0.0.1"
-        return cls(enabled, interval, port, metrics_addr=addr)  # a soak is asked for on the command line only
+        journal = Path(env[ENV_JOURNAL]) if env.get(ENV_JOURNAL) else None
+        # a soak is asked for on the command line only
+        return cls(enabled, interval, port, metrics_addr=addr, journal=journal)
 
 
 def check_interval(text: str | float, where: str) -> float:
@@ -146,6 +152,7 @@ class RunTelemetry:
         self._probes += [(d.source.name, d) for d in self._devices]
         self.sources = ["psutil " + psutil.__version__, *(d.source.name for d in self._devices)]
         self._spool = SeriesSpool(self.run_dir / openmetrics.SERIES_FILE, self.base_labels)
+        self._open_journal()
         self.sample()
         if self.settings.metrics_port is not None:
             try:
@@ -156,6 +163,14 @@ class RunTelemetry:
                 raise
         self._thread = threading.Thread(target=self._loop, name="cmx-telemetry", daemon=True)
         self._thread.start()
+
+    def _open_journal(self) -> None:
+        if self.settings.journal is None:
+            return
+        try:
+            self.app.journal = Journal(self.settings.journal)
+        except OSError as err:  # the run goes on; whoever watches it sees no journal
+            self.unavailable.append(f"{ENV_JOURNAL} {self.settings.journal}: not written: {err.strerror}")
 
     def _loop(self) -> None:
         while not self._stop.wait(self.settings.interval_s):
@@ -220,6 +235,8 @@ class RunTelemetry:
         if self._thread is not None:
             self._thread.join()
         self.sample()
+        if self.app.journal is not None:
+            self.app.journal.close()
         if self.exporter is not None:
             self.exporter.close()
         for device in self._devices:
