@@ -59,7 +59,7 @@ def runs_to_reach(seed: int, values: dict[tuple[str, str], tuple[float, str]], s
     spec = SearchSpec("items_per_second", True, budget_runs=len(grid), seed=seed, sampler=sampler)
     measured: list[float] = []
 
-    def evaluate(index: int) -> Measured:
+    def evaluate(index: int, watch: object) -> Measured:
         value, run_id = values[(grid[index]["size"], grid[index]["algo"])]
         measured.append(value)
         if value >= (1 - WITHIN) * best:

@@ -12,8 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cmx_core.cli.sweep_search_cmd import DEFAULT_SHARE, default_sampler
+from cmx_core.cli.sweep_search_cmd import DEFAULT_CONFIRM, DEFAULT_SHARE, default_sampler
 from cmx_core.results.predict import MIN_RUNS
+from cmx_core.sweep.confirm import APART
+from cmx_core.sweep.request import POLL_S
 from cmx_core.sweep.search import startup_trials
 from cmx_core.sweep.search_spec import SAMPLERS
 
@@ -37,7 +39,9 @@ def test_the_worked_example_runs_as_written(tmp_path: Path) -> None:
         said.append(" ".join(done.stdout.split()))
     search, predicted, suggested = said
     assert "5 of 8 points measured" in search and "best: " in search
-    assert "learnt from 5 runs of demo-sort" in predicted and "size=3000" in predicted
+    assert "noise units apart" in search or "noise unknown" in search
+    # the 5 points, and 2 confirmation runs of each of the best two
+    assert "learnt from 9 runs of demo-sort" in predicted and "size=3000" in predicted
     assert suggested.count("cmx run recipe --tags=demo,sort --size=") == 3
     sweeps = tmp_path / "data" / "sweeps"
     manifest = json.loads(next(sweeps.glob("sw-*.json")).read_text())
@@ -52,3 +56,6 @@ def test_the_docs_numbers_are_the_codes() -> None:
     assert [startup_trials(n) for n in (8, 48, 80, 400)] == [3, 6, 10, 10]
     assert "`--sampler tpe` / `gp`" in text and SAMPLERS == ("tpe", "gp")
     assert default_sampler() == ("gp" if importlib.util.find_spec("torch") else "tpe")
+    assert POLL_S == 0.2 and "reads it every 0.2 s" in text
+    assert DEFAULT_CONFIRM == 2 and "(default 2; 0: none)" in text and "default 2: three values each" in text
+    assert APART == 2 and "2 units or more" in text

@@ -99,7 +99,9 @@ def test_bad_search_options_are_one_line_errors(cli: Callable[..., Any], recipe_
              ("--search", "max:x", "--constraint", "x<y"): "expected METRIC<=NUMBER or METRIC>=NUMBER",
              ("--search", "max:x", "--budget", "soon"): "expected a number of runs",
              ("--search", "max:x", "-j", "2"): "runs one point at a time",
-             ("--budget", "3"): "go with --search"}
+             ("--search", "max:x", "--confirm", "-1"): "give 0 to 50 runs more",
+             ("--search", "max:mlperf.qps", "--prune"): "a live series is named with letters",
+             ("--budget", "3"): "go with --search", ("--prune",): "go with --search"}
     for args, message in cases.items():
         done = cli("sweep", "--tags=planted,search", "--recipes", recipe_dir, *MATRIX, *args)
         assert done.code == 2 and message in done.err and len(done.err_lines) == 1, (args, done.err)
@@ -112,7 +114,8 @@ def test_a_search_killed_with_sigkill_resumes_the_same_study_and_measures_no_poi
     gate = tmp_path / "gate"
     env = {**os.environ, "CMX_HOME": str(cmx_home)}
     argv = [sys.executable, "-m", "cmx_core", "sweep", "--tags=planted,search", "--recipes", str(recipe_dir),
-            *MATRIX, "--search", "max:items_per_second", "--budget", "6", f"--gate={gate}", "--json", "-q"]
+            *MATRIX, "--search", "max:items_per_second", "--budget", "6", "--confirm", "0", f"--gate={gate}",
+            "--json", "-q"]
     driver = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               stdin=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 300
@@ -149,7 +152,8 @@ def _study_trials(folder: Path) -> list[int]:
 
 
 def test_the_gaussian_process_sampler_searches_the_same_space(cli: Callable[..., Any], recipe_dir: Path) -> None:
-    document = _search(cli, recipe_dir, "--search", "max:items_per_second", "--sampler", "gp", "--budget", "6")
+    document = _search(cli, recipe_dir, "--search", "max:items_per_second", "--sampler", "gp", "--budget", "6",
+                       "--confirm", "0")
     search = document["search"]
     assert search["sampler"] == "gp" and search["measured"] == 6
     best = search["best"]

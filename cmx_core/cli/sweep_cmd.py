@@ -56,6 +56,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     sweep.add_argument("--sampler", choices=SAMPLERS, default=None,
                        help="with --search: Optuna's Gaussian-process sampler (gp, the default where torch is "
                             "installed) or TPE (tpe, the default elsewhere)")
+    sweep.add_argument("--prune", nargs="?", const="", default=None, metavar="SERIES",
+                       help="with --search: stop a point early when its live series (the objective's name, or "
+                            "SERIES, as its step reports it) is worse than the median of the points before it")
+    sweep.add_argument("--confirm", type=int, default=None, metavar="N",
+                       help="with --search: run the best point and the runner-up N times more once the budget is "
+                            "spent, to tell their gap from the noise (default 2; 0: none)")
     sweep.add_argument("--zip", action="store_true", help="take the axes side by side instead of their product")
     sweep.add_argument("-j", "--jobs", type=int, default=1, help="points to run at once")
     sweep.add_argument("--facts", metavar="FILE", help="use a saved facts file instead of probing this machine")
@@ -90,9 +96,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return _resume(args)
     if not args.tags:
         raise UsageError("cmx sweep: give --tags=... (or --resume SWEEP_ID to finish a sweep)")
-    if args.search is None and (args.constraint or args.budget or args.seed or args.sampler):
-        raise UsageError("cmx sweep: --constraint, --budget, --seed and --sampler go with --search "
-                         "max:METRIC|min:METRIC")
+    if args.search is None and (args.constraint or args.budget or args.seed or args.sampler
+                                or args.prune is not None or args.confirm is not None):
+        raise UsageError("cmx sweep: --constraint, --budget, --seed, --sampler, --prune and --confirm go with "
+                         "--search max:METRIC|min:METRIC")
     if args.search is not None:
         return search_cmd.start(args, run_options(args))
     matrix = points(parse_axes(args.matrix), zipped=args.zip)

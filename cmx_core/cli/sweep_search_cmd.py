@@ -19,9 +19,14 @@ from cmx_core.results.numbers import fmt_number
 from cmx_core.sweep.runner import SweepRequest, parse_axes, points
 from cmx_core.sweep.search_run import SearchRun, resume_search, start_search
 from cmx_core.sweep.search_spec import SearchSpec, parse_budget, parse_constraint, parse_objective
+from cmx_core.telemetry.appmetrics import check
 
 DEFAULT_SHARE = 0.25
 """Without ``--budget``, a search measures this share of the grid (at least 4 points)."""
+DEFAULT_CONFIRM = 2
+"""Runs more of the best point and the runner-up: 3 values each, the fewest whose spread says
+something of the noise."""
+MAX_CONFIRM = 50
 
 
 def start(args: argparse.Namespace, options: list[str]) -> int:
@@ -40,12 +45,26 @@ def start(args: argparse.Namespace, options: list[str]) -> int:
     if sampler == "gp" and importlib.util.find_spec("torch") is None:
         raise UsageError("cmx sweep --sampler gp: Optuna's Gaussian-process sampler needs torch, which is not "
                          "installed here: pip install torch, or use the default --sampler tpe")
+    confirm = DEFAULT_CONFIRM if args.confirm is None else args.confirm
+    if not 0 <= confirm <= MAX_CONFIRM:
+        raise UsageError(f"--confirm {confirm}: give 0 to {MAX_CONFIRM} runs more of the best and the runner-up")
+    prune = None if args.prune is None else _series_name(args.prune or metric)
     spec = SearchSpec(metric, maximize, tuple(parse_constraint(c) for c in args.constraint), runs, seconds, args.seed,
-                      sampler)
+                      sampler, prune, confirm)
     recovery(args)  # a bad --retries or --inject stops the search before anything runs
     request = SweepRequest(args.tags, parse_inputs(args.extra), matrix, data_dir=paths.data_dir(), run_options=options,
                            executor="docker" if args.container else args.executor, batch=False)
     return report(args, start_search(request, axes, spec, None if args.quiet else progress))
+
+
+def _series_name(name: str) -> str:
+    """The series ``--prune`` watches: an application series' name (docs/telemetry.md)."""
+    try:
+        check(name, 0.0, "gauge")
+    except UsageError:
+        raise UsageError(f"--prune {name!r}: a live series is named with letters, digits and _ (not first a digit), "
+                         "as its step reports it; give --prune SERIES") from None
+    return name
 
 
 def default_sampler() -> str:
@@ -91,10 +110,27 @@ def summary_lines(run: SearchRun) -> list[str]:
                      f"{', '.join('#' + str(i) for i in search['infeasible'])}")
     if best is not None and second is not None:
         gap = abs(best["value"] - second["value"]) / abs(best["value"]) * 100 if best["value"] else 0.0
-        lines.append(f"runner-up: {fmt_number(second['value'])} at {_point(second)}, {gap:.1f}% behind "
-                     "(one run each: compare with repeats before trusting a gap inside the noise)")
+        lines.append(f"runner-up: {fmt_number(second['value'])} at {_point(second)}, {gap:.1f}% behind; "
+                     f"{_noise_text(search['noise'])}")
+    pruned = [t for t in search["trials"] if t["state"] == "pruned"]
+    if pruned:
+        lines.append(f"pruned early (their live {spec.prune} showed them worse than the median; no final value): "
+                     f"points {', '.join('#' + str(t['index']) for t in pruned)}")
+    elif spec.prune and not any(t.get("live") is not None for t in search["trials"]):
+        lines.append(f"--prune: no run reported a live {spec.prune}, so none could be pruned (a step reports it "
+                     "with ctx.metrics.report or CMX_METRICS_FILE; docs/telemetry.md)")
     lines.append(f"sweep {run.result.sweep_id}: resume with cmx sweep --resume {run.result.sweep_id}; compare with:")
     return lines
+
+
+def _noise_text(noise: dict[str, Any] | None) -> str:
+    if noise is None:
+        return "noise unknown (one run each, --confirm 0)"
+    runs = f"{len(noise['samples']['best'])} and {len(noise['samples']['runner_up'])} runs"
+    if noise["distance"] is None:
+        return f"{noise['verdict']} ({runs})"
+    return (f"{noise['distance']:.1f} noise units apart (sigma {fmt_number(noise['sigma'])}, {runs}): "
+            f"{noise['verdict']}")
 
 
 def _constraints(spec: SearchSpec) -> str:

@@ -10,6 +10,9 @@ from pathlib import Path
 from cmx_core.errors import UsageError
 from cmx_core.sweep.batch import Planned, PointOutcome
 
+POLL_S = 0.2
+"""How often the driver reads a watched point's live series (:class:`Live`)."""
+
 OnPoint = Callable[[PointOutcome, int], None]
 """Told of each point as it ends, with the number of points."""
 
@@ -53,3 +56,13 @@ class Driver:
     batch: bool = True
     planned: Planned | None = None
     point_options: Mapping[int, Sequence[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Live:
+    """A point watched while it runs: its run appends its application values to ``journal``
+    (``CMX_APP_JOURNAL``), and ``poll``, called every fraction of a second, returns a reason
+    to stop it now ("" to let it run)."""
+
+    journal: Path
+    poll: Callable[[], str]

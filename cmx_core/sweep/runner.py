@@ -56,7 +56,7 @@ from cmx_core.sweep.batch import (
     run_points,
 )
 from cmx_core.sweep.dirs import fresh_run_dir
-from cmx_core.sweep.request import Driver, OnPoint, SweepRequest
+from cmx_core.sweep.request import POLL_S, Driver, Live, OnPoint, SweepRequest
 from cmx_core.sweep.state import (
     SweepSpec,
     finished_points,
@@ -66,6 +66,7 @@ from cmx_core.sweep.state import (
     wait_for_points,
     write_spec,
 )
+from cmx_core.telemetry.journal import ENV_JOURNAL
 
 __all__ = ["MAX_POINTS", "SWEEPS_DIR", "Axis", "PointOutcome", "SweepResult", "new_sweep_id", "parse_axes",
            "point_command", "points", "read_manifest", "resume_sweep", "run_one_point", "run_sweep", "SweepRequest",
@@ -73,6 +74,10 @@ __all__ = ["MAX_POINTS", "SWEEPS_DIR", "Axis", "PointOutcome", "SweepResult", "n
 
 SWEEPS_DIR = "sweeps"
 MAX_POINTS = 10_000
+WHOLE = ("valid", "completed", "invalid")
+"""A result's status when its run measured to the end."""
+STOP_GRACE_S = 60.0
+"""How long a pruned point's cmx gets after SIGTERM to record its run before SIGKILL."""
 
 
 @dataclass(frozen=True)
@@ -236,21 +241,29 @@ def _run_apart(spec: SweepSpec, folder: Path, todo: Sequence[int], driver: Drive
         return tuple(pool.map(lambda index: run_one_point(spec, folder, index, driver), todo))
 
 
-def run_one_point(spec: SweepSpec, folder: Path, index: int, driver: Driver) -> PointOutcome:
+def run_one_point(spec: SweepSpec, folder: Path, index: int, driver: Driver, live: Live | None = None
+                  ) -> PointOutcome:
     """Point ``index`` of the matrix as its own ``cmx run`` process, recorded as it ends and
-    told to ``driver.on_point`` (also what ``cmx sweep --search`` runs, one point a trial)."""
+    told to ``driver.on_point`` (also what ``cmx sweep --search`` runs, one point a trial;
+    ``live``: its watch, which may stop it, status ``pruned``)."""
+    outcome = record_point(folder, run_point_in(spec, index, fresh_run_dir(folder, index), driver, live))
+    if driver.on_point is not None:
+        driver.on_point(outcome, len(spec.matrix))
+    return outcome
+
+
+def run_point_in(spec: SweepSpec, index: int, run_dir: Path, driver: Driver, live: Live | None = None
+                 ) -> PointOutcome:
+    """Point ``index`` run once into ``run_dir``, not recorded as the point's (a search's
+    confirmation runs of a point are their own records)."""
     point = spec.matrix[index]
     sweep = {"id": spec.sweep_id, "index": index, "point": dict(point)}
-    run_dir = fresh_run_dir(folder, index)
     the_plan = driver.planned.plans.get(index) if driver.planned is not None else None
     extra = [*driver.point_options.get(index, ()), *([HANDOFF_FLAG] if the_plan is not None else [])]
     command = point_command(spec.tags, {**spec.base_inputs, **point}, sweep,
                             [*spec.run_options, *extra, "--output", str(run_dir)])
     handed = plan_bytes(the_plan) if the_plan is not None else None
-    outcome = record_point(folder, _run_point(index, point, command, run_dir, driver.env, handed))
-    if driver.on_point is not None:
-        driver.on_point(outcome, len(spec.matrix))
-    return outcome
+    return _run_point(index, point, command, run_dir, Launch(driver.env, handed, live))
 
 
 def write_manifest(result: SweepResult) -> SweepResult:
@@ -273,26 +286,65 @@ def _batch(spec: SweepSpec, folder: Path, todo: Sequence[int], env: Mapping[str,
                       tuple(todo), planned, lambda outcome: record_point(folder, outcome))
 
 
-def _run_point(index: int, point: Mapping[str, str], command: list[str], run_dir: Path,
-               env: Mapping[str, str] | None, handed: bytes | None = None) -> PointOutcome:
-    """Run one point's ``cmx run`` (``handed``: its plan, written to its standard input) and
-    read the result it wrote into ``run_dir`` (an error result too: a failed step still
-    records one); ``failed`` when it wrote none."""
+@dataclass(frozen=True)
+class Launch:
+    """How a point's process starts: its environment (None: this one's), the plan handed to
+    its standard input, and the watch that may stop it."""
+
+    env: Mapping[str, str] | None = None
+    handed: bytes | None = None
+    live: Live | None = None
+
+    def environment(self) -> dict[str, str]:
+        env = dict(self.env) if self.env is not None else os.environ.copy()
+        return {**env, ENV_JOURNAL: str(self.live.journal)} if self.live is not None else env
+
+
+def _run_point(index: int, point: Mapping[str, str], command: list[str], run_dir: Path, launch: Launch
+               ) -> PointOutcome:
+    """Run one point's ``cmx run`` (``launch.handed``: its plan, written to its standard
+    input) and read the result it wrote into ``run_dir`` (an error result too: a failed step
+    still records one); ``failed`` when it wrote none, ``pruned`` when its watch stopped it."""
     started = time.monotonic()
     log = run_dir.with_suffix(".log")
     with open(log, "wb") as stderr:  # SIGTERM when this driver dies: the point's cmx records it as interrupted
-        proc = subprocess.run([*dies_with_cmx("TERM"), *command], input=handed,
-                              stdin=subprocess.DEVNULL if handed is None else None,
-                              stdout=subprocess.DEVNULL, stderr=stderr,
-                              env=dict(env) if env is not None else os.environ.copy(), check=False)
+        if launch.live is None:
+            proc = subprocess.run([*dies_with_cmx("TERM"), *command], input=launch.handed,
+                                  stdin=subprocess.DEVNULL if launch.handed is None else None,
+                                  stdout=subprocess.DEVNULL, stderr=stderr, env=launch.environment(), check=False)
+            returncode, pruned = proc.returncode, ""
+        else:
+            returncode, pruned = _watched([*dies_with_cmx("TERM"), *command], stderr, launch)
     wall = time.monotonic() - started
     document = _document(run_dir / "result.json")
-    message = "" if proc.returncode == 0 else _last_line(log)
+    if pruned and document is not None and document.get("status") in WHOLE:
+        pruned, returncode = "", 0  # it finished before the SIGTERM took effect: its result is whole
+    message = pruned or ("" if returncode == 0 else _last_line(log))
     if document is None:
-        return PointOutcome(index, point, "failed", proc.returncode or 1, message=message, wall_s=wall)
-    return PointOutcome(index, point, str(document.get("status")), proc.returncode,
+        return PointOutcome(index, point, "pruned" if pruned else "failed", returncode or 1, message=message,
+                            wall_s=wall)
+    return PointOutcome(index, point, "pruned" if pruned else str(document.get("status")), returncode,
                         run_id=str(document.get("run_id")), result_path=str(run_dir / "result.json"),
                         message=message, wall_s=wall, warnings=point_warnings(document))
+
+
+def _watched(command: list[str], stderr: Any, launch: Launch) -> tuple[int, str]:
+    """Run ``command`` while its watch reads its live series; SIGTERM (the point's cmx then
+    records its run as interrupted) once the watch gives a reason. The exit code and the reason."""
+    assert launch.live is not None and launch.handed is None, "a watched point plans itself"
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+                            env=launch.environment())
+    reason, stopped = "", 0.0
+    while True:
+        try:
+            return proc.wait(timeout=POLL_S), reason
+        except subprocess.TimeoutExpired:
+            pass
+        if not reason and (reason := launch.live.poll()):
+            proc.terminate()
+            stopped = time.monotonic()
+        elif reason and time.monotonic() - stopped > STOP_GRACE_S:
+            proc.kill()  # it did not end on SIGTERM: its inflight marker records it as interrupted
 
 
 def _document(path: Path) -> dict[str, Any] | None:

@@ -20,7 +20,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from cmx_core.results.numbers import finite_number
 from cmx_core.sweep.search_spec import SearchSpec
@@ -40,14 +40,43 @@ class Measured:
     run_id: str | None = None
     wall_s: float = 0.0
     message: str = ""
+    pruned: bool = False
+    """Stopped early: its live series showed it hopeless (``message`` says at which report)."""
 
     @property
     def feasible(self) -> bool:
         return self.value is not None and all(v <= 0 for v in self.violations)
 
 
-Evaluate = Callable[[int], Measured]
-"""Measures the point of the grid at an index (the CLI runs it; a benchmark may look it up)."""
+class Watch(Protocol):
+    """What a running point tells the study of its live series."""
+
+    def seen(self, step: int, value: float) -> str:
+        """The ``step``-th reported value of the watched series; a reason to prune the point
+        now, or "" to let it run."""
+        ...
+
+
+Evaluate = Callable[[int, "Watch | None"], Measured]
+"""Measures the point of the grid at an index (the CLI runs it; a benchmark may look it up),
+telling the watch (None: no pruning) its live series as it runs."""
+
+
+class TrialWatch:
+    """A trial's live values to Optuna's pruner (``Trial.report``, ``Trial.should_prune``)."""
+
+    def __init__(self, trial: Any, metric: str) -> None:
+        self.trial = trial
+        self.metric = metric
+        self.last: float | None = None
+
+    def seen(self, step: int, value: float) -> str:
+        self.trial.report(value, step)
+        self.last = value
+        if not self.trial.should_prune():
+            return ""
+        return (f"pruned at report {step} of {self.metric} ({value:g}): worse than the median of the "
+                "completed points at that report")
 
 
 @dataclass(frozen=True)
@@ -63,10 +92,12 @@ class Trial:
     """``measured`` (feasible), ``infeasible`` (broke a constraint), ``failed`` (no trusted
     value) or ``pruned`` (stopped early: its live series showed it hopeless)."""
     message: str = ""
+    live: float | None = None
+    """The last value of its live series the search saw (a pruned point's only evidence)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "value": self.value, "state": self.state, "run_id": self.run_id,
-                "filled": self.filled, "message": self.message}
+                "filled": self.filled, "message": self.message, "live": self.live}
 
 
 @dataclass(frozen=True)
@@ -174,7 +205,11 @@ def search(spec: SearchSpec, space: Space, folder: Path | None, study_name: str,
             _enqueue_unmeasured(study, space, set(ran), fill)
             continue
         trial.set_user_attr("index", index)  # persisted before the run: a resume knows which point it was
-        _tell(study, trial, evaluate(index), [c.text() for c in spec.constraints])
+        watch = TrialWatch(trial, spec.prune) if spec.prune else None
+        measured = evaluate(index, watch)
+        if watch is not None and watch.last is not None:
+            trial.set_user_attr("live", watch.last)
+        _tell(study, trial, measured, [c.text() for c in spec.constraints])
     return Outcome(spec, space.size, _trials(study), stopped)
 
 
@@ -200,7 +235,9 @@ def _study(spec: SearchSpec, folder: Path | None, name: str, size: int) -> Any:
             if spec.sampler == "gp" else \
             optuna.samplers.TPESampler(seed=spec.seed, n_startup_trials=startup_trials(size), multivariate=True)
     storage = None if folder is None else f"sqlite:///{folder / STUDY_FILE}"
-    return optuna.create_study(study_name=name, storage=storage, sampler=sampler,
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=startup_trials(size), n_warmup_steps=0) \
+        if spec.prune else optuna.pruners.NopPruner()
+    return optuna.create_study(study_name=name, storage=storage, sampler=sampler, pruner=pruner,
                                direction="maximize" if spec.maximize else "minimize", load_if_exists=True)
 
 
@@ -250,6 +287,10 @@ def _tell_again(study: Any, trial: Any, earlier: Any) -> None:
         trial.set_constraint(name, value)
     if earlier.state == optuna.trial.TrialState.COMPLETE:
         study.tell(trial, earlier.value)
+    elif earlier.state == optuna.trial.TrialState.PRUNED and earlier.intermediate_values:
+        last = max(earlier.intermediate_values)  # Optuna scores a pruned trial by its last report
+        trial.report(earlier.intermediate_values[last], last)
+        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
     else:
         study.tell(trial, state=optuna.trial.TrialState.FAIL)
 
@@ -267,7 +308,9 @@ def _tell(study: Any, trial: Any, measured: Measured, names: Sequence[str]) -> N
         trial.set_constraint(name, min(violation, BROKEN))
     if measured.message:
         trial.set_user_attr("message", measured.message)
-    if measured.value is None:
+    if measured.pruned:
+        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+    elif measured.value is None:
         study.tell(trial, state=optuna.trial.TrialState.FAIL)
     else:
         study.tell(trial, measured.value)
@@ -284,7 +327,8 @@ def _trials(study: Any) -> tuple[Trial, ...]:
         feasible = complete and all(v <= 0 for v in trial.user_attrs.get("violations") or [])
         out.append(Trial(int(trial.user_attrs["index"]), trial.value if complete else None, feasible,
                          trial.user_attrs.get("run_id"), bool(trial.user_attrs.get("filled")),
-                         _state(trial.state.name, complete, feasible), str(trial.user_attrs.get("message", ""))))
+                         _state(trial.state.name, complete, feasible), str(trial.user_attrs.get("message", "")),
+                         trial.user_attrs.get("live")))
     return tuple(out)
 
 

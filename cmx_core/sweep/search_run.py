@@ -15,15 +15,18 @@ from cmx_core.datautil import atomic_write, loads_bounded
 from cmx_core.errors import UsageError
 from cmx_core.plugins.extras import require_extra
 from cmx_core.sweep.batch import PointOutcome
-from cmx_core.sweep.request import Driver, OnPoint, SweepRequest
+from cmx_core.sweep.confirm import Noise, confirm_values
+from cmx_core.sweep.live import LiveWatch
+from cmx_core.sweep.request import Driver, Live, OnPoint, SweepRequest
 from cmx_core.sweep.runner import (
     SWEEPS_DIR,
     Axis,
     SweepResult,
     new_sweep_id,
     run_one_point,
+    run_point_in,
 )
-from cmx_core.sweep.search import Measured, Outcome, Space, search
+from cmx_core.sweep.search import Measured, Outcome, Space, Watch, search
 from cmx_core.sweep.search_spec import SearchSpec, read_search, write_search
 from cmx_core.sweep.state import (
     SweepSpec,
@@ -36,6 +39,7 @@ from cmx_core.sweep.state import (
     write_spec,
 )
 
+LIVE_DIR = "live"
 MEASURED = ("valid", "completed")
 """A point's run status whose value the search trusts (an invalid run measured something else)."""
 
@@ -46,6 +50,9 @@ class SearchRun:
 
     result: SweepResult
     outcome: Outcome
+    noise: Noise | None = None
+    """The confirmation runs of the best and the runner-up (None: ``--confirm 0``, or fewer
+    than two feasible points)."""
 
     def to_json(self) -> dict[str, Any]:
         best, runner_up = self.outcome.best(), self.outcome.runner_up()
@@ -56,7 +63,8 @@ class SearchRun:
             "best": _trial_json(best, self.result),
             "runner_up": _trial_json(runner_up, self.result), "trajectory": self.outcome.trajectory(),
             "infeasible": [t.index for t in self.outcome.trials if t.state == "infeasible"],
-            "trials": [{**t.to_json(), "point": _point_of(t.index, self.result)} for t in self.outcome.trials]}}
+            "trials": [{**t.to_json(), "point": _point_of(t.index, self.result)} for t in self.outcome.trials],
+            "noise": None if self.noise is None else self.noise.to_json()}}
 
 
 def start_search(request: SweepRequest, axes: Sequence[Axis], spec: SearchSpec,
@@ -98,21 +106,32 @@ def _search(sweep: SweepSpec, spec: SearchSpec, data_dir: Path, space: Space, on
     began = time.monotonic()
     driver = Driver(on_point, batch=False)
     with holding(folder):
-        outcome = search(spec, space, folder, sweep.sweep_id, lambda index: _evaluate(sweep, spec, folder, index,
-                                                                                       driver))
+        outcome = search(spec, space, folder, sweep.sweep_id,
+                         lambda index, watch: _evaluate(sweep, spec, folder, index, driver, watch))
+        noise = _confirm(sweep, spec, folder, outcome, driver)
         points = _recorded(folder, sweep)
     result = SweepResult(sweep.sweep_id, sweep.tags, tuple(points[i] for i in sorted(points)),
                          data_dir / SWEEPS_DIR / f"{sweep.sweep_id}.json", time.monotonic() - began, sweep.executor,
                          dict(sweep.base_inputs), tuple(sweep.matrix[0]) if sweep.matrix else ())
-    run = SearchRun(result, outcome)
+    run = SearchRun(result, outcome, noise)
     atomic_write(result.manifest, json.dumps(run.to_json(), indent=2, sort_keys=True))  # the search with its points
     return run
 
 
-def _evaluate(sweep: SweepSpec, spec: SearchSpec, folder: Path, index: int, driver: Driver) -> Measured:
+def _evaluate(sweep: SweepSpec, spec: SearchSpec, folder: Path, index: int, driver: Driver,
+              watch: Watch | None) -> Measured:
     """The point at ``index``: its recorded result when it has one (a run the kill cut off
-    before the study heard of it), else one ``cmx run`` now."""
-    outcome = finished_point(folder, sweep, index) or run_one_point(sweep, folder, index, driver)
+    before the study heard of it), else one ``cmx run`` now (watched, when pruning: its live
+    series of ``spec.prune`` goes to ``watch`` as it runs)."""
+    outcome = finished_point(folder, sweep, index) or run_one_point(sweep, folder, index, driver,
+                                                                     _live(folder, index, spec, watch))
+    return _measured(outcome, spec)
+
+
+def _measured(outcome: PointOutcome, spec: SearchSpec) -> Measured:
+    """What a point's run gave the search: its value and constraint violations, or why none."""
+    if outcome.status == "pruned":
+        return Measured(None, run_id=outcome.run_id, wall_s=outcome.wall_s, message=outcome.message, pruned=True)
     document = _document(outcome)
     if document is None or outcome.status not in MEASURED:
         return Measured(None, run_id=outcome.run_id, wall_s=outcome.wall_s,
@@ -123,6 +142,35 @@ def _evaluate(sweep: SweepSpec, spec: SearchSpec, folder: Path, index: int, driv
                        for c in spec.constraints)
     message = "" if value is not None else f"the run has no value of {spec.metric}"
     return Measured(value, violations, outcome.run_id, outcome.wall_s, message)
+
+
+def _confirm(sweep: SweepSpec, spec: SearchSpec, folder: Path, outcome: Outcome, driver: Driver) -> Noise | None:
+    """The best point and the runner-up run ``spec.confirm`` times more each (:mod:`.confirm`)."""
+    best, second = outcome.best(), outcome.runner_up()
+    if spec.confirm < 1 or best is None or second is None or best.value is None or second.value is None:
+        return None
+
+    def run_into(index: int, run_dir: Path) -> PointOutcome:
+        outcome = run_point_in(sweep, index, run_dir, driver)
+        if driver.on_point is not None:  # progress: a confirmation run is a run of that point
+            driver.on_point(outcome, len(sweep.matrix))
+        return outcome
+
+    def value_of(point: PointOutcome) -> float | None:
+        return _measured(point, spec).value
+
+    more_best, lost_best = confirm_values(folder, best.index, spec.confirm, run_into, value_of)
+    more_second, lost_second = confirm_values(folder, second.index, spec.confirm, run_into, value_of)
+    return Noise((best.value, *more_best), (second.value, *more_second), spec.maximize, lost_best + lost_second)
+
+
+def _live(folder: Path, index: int, spec: SearchSpec, watch: Watch | None) -> Live | None:
+    """The point's journal (``live/point-N.jsonl``, kept: a pruned point's evidence) and its reader."""
+    if watch is None or spec.prune is None:
+        return None
+    reader = LiveWatch(folder / LIVE_DIR / f"point-{index}.jsonl", spec.prune, watch)
+    reader.reset()
+    return Live(reader.path, reader.poll)
 
 
 def _recorded(folder: Path, sweep: SweepSpec) -> dict[int, PointOutcome]:

@@ -1,6 +1,7 @@
 """What ``cmx sweep --search`` is asked to find (#51): an objective (``max:METRIC`` or
 ``min:METRIC``), constraints on other metrics (``NAME<=X``, ``NAME>=X``), a budget (a number
-of runs, or a duration such as ``10m``) and the sampler's seed. Kept beside the sweep as
+of runs, or a duration such as ``10m``), the sampler's seed, the live series that may prune a point and
+how many runs more confirm the best and the runner-up. Kept beside the sweep as
 ``search.json``, so ``cmx sweep --resume ID`` continues the same search."""
 
 from __future__ import annotations
@@ -51,11 +52,17 @@ class SearchSpec:
     budget_s: float | None = None
     seed: int = 0
     sampler: str = "tpe"
+    prune: str | None = None
+    """The application series whose live values may stop a hopeless point (None: no pruning)."""
+    confirm: int = 2
+    """Runs more of the best point and of the runner-up once the budget is spent: their
+    spread is the noise that says how far apart the two are (0: none, noise unknown)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"metric": self.metric, "direction": "maximize" if self.maximize else "minimize",
                 "constraints": [c.text() for c in self.constraints], "budget_runs": self.budget_runs,
-                "budget_s": self.budget_s, "seed": self.seed, "sampler": self.sampler}
+                "budget_s": self.budget_s, "seed": self.seed, "sampler": self.sampler, "prune": self.prune,
+                "confirm": self.confirm}
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> SearchSpec:
@@ -63,7 +70,7 @@ class SearchSpec:
                    tuple(parse_constraint(text) for text in value["constraints"]),
                    None if value["budget_runs"] is None else int(value["budget_runs"]),
                    None if value["budget_s"] is None else float(value["budget_s"]), int(value["seed"]),
-                   str(value.get("sampler") or "tpe"))
+                   str(value.get("sampler") or "tpe"), value.get("prune") or None, int(value.get("confirm", 0)))
 
 
 def parse_objective(text: str) -> tuple[str, bool]:
