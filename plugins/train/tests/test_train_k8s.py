@@ -21,6 +21,7 @@ from cmx_train.config import parse
 from cmx_train.launch import free_port, plan_launch
 
 from .conftest import two_nodes_trained
+from .test_train_user_script import SCRIPT
 
 pytest.importorskip("cmx_k8s", reason="the k8s executor is cmx-k8s's")
 pytest.importorskip("kubernetes_validate", reason="the manifests are validated with kubernetes-validate")
@@ -136,11 +137,9 @@ def _standin() -> Any:
     return standin
 
 
-def test_two_pods_train_with_a_rank_each_and_the_result_comes_back(cli: Any, as_json: Any, tmp_path: Path) -> None:
-    """#45 item 5: a 2-node run through the k8s executor (the real ``kubernetes`` client, the
-    one manifest builder, an Indexed Job of 2 pods behind a headless Service) trains with one
-    rank in each pod, meeting at pod 0 by its cluster-DNS name, and node 0's result comes back
-    framed in its pod log."""
+def _two_pods(cli: Any, tmp_path: Path, *inputs: str) -> tuple[subprocess.CompletedProcess[str], Any]:
+    """A ``nodes.2`` throughput run through the k8s executor against the loopback API
+    stand-in; the run and the stand-in's record of what was created and deleted."""
     standin = _standin()
     root = tmp_path / "standin"
     root.mkdir()
@@ -152,13 +151,22 @@ def test_two_pods_train_with_a_rank_each_and_the_result_comes_back(cli: Any, as_
                    "master_port": str(free_port()), "pvc": ""}
         # the two pods start their cmx runs side by side; on a loaded machine pod 1 reached the
         # rendezvous more than 120 s after pod 0 (run g), so the rendezvous waits up to 5 minutes
-        proc = cli("run", "recipe", "--tags=train,throughput,nodes.2", "--batch-size=32", "--steps=3",
-                   "--threads-per-rank=1", "--rdzv-timeout-s=300", "--timeout-s=600", "--executor=k8s",
+        proc = cli("run", "recipe", "--tags=train,throughput,nodes.2", *inputs, "--threads-per-rank=1",
+                   "--rdzv-timeout-s=300", "--timeout-s=600", "--executor=k8s",
                    *(f"--executor-opt={k}={v}" for k, v in options.items()), "--json", timeout=900)
     finally:
         state.stop_all()
         server.shutdown()
         server.server_close()
+    return proc, state
+
+
+def test_two_pods_train_with_a_rank_each_and_the_result_comes_back(cli: Any, as_json: Any, tmp_path: Path) -> None:
+    """#45 item 5: a 2-node run through the k8s executor (the real ``kubernetes`` client, the
+    one manifest builder, an Indexed Job of 2 pods behind a headless Service) trains with one
+    rank in each pod, meeting at pod 0 by its cluster-DNS name, and node 0's result comes back
+    framed in its pod log."""
+    proc, state = _two_pods(cli, tmp_path, "--batch-size=32", "--steps=3")
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = as_json(proc)
     section = two_nodes_trained(result)
@@ -166,4 +174,20 @@ def test_two_pods_train_with_a_rank_each_and_the_result_comes_back(cli: Any, as_
     assert sorted(r["host"] for r in section["ranks"]) == [f"{name}-0", f"{name}-1"]  # each pod's own hostname
     assert section["rendezvous"].split()[-1].rsplit(":", 1)[0] == f"{name}-0.{name}-nodes"
     assert len(state.deleted[name].pods) == 2
+
+
+def test_a_users_script_on_two_pods_brings_every_ranks_report_to_node_0(cli: Any, as_json: Any,
+                                                                         tmp_path: Path) -> None:
+    """#45 item 1 on several nodes: the user's own script runs a rank in each pod; each pod's
+    ranks report in that pod, and the other pod's step sends its ranks' reports to node 0's
+    step (a TCPStore on master_port + 2), so node 0's result has both ranks' figures."""
+    script = tmp_path / "my_train.py"
+    script.write_text(SCRIPT)
+    proc, state = _two_pods(cli, tmp_path, f"--script={script}", "--script-args=20 2 16", "--warmup-steps=2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    section = two_nodes_trained(as_json(proc))
+    name = next(c for c in state.created if c["kind"] == "Job")["metadata"]["name"]
+    assert sorted(r["host"] for r in section["ranks"]) == [f"{name}-0", f"{name}-1"]  # a rank reported in each pod
+    assert all(r["samples"] == 20 * 16 for r in section["ranks"])  # the timed steps of each rank
+    assert section["script"]["args"] == ["20", "2", "16"]
 

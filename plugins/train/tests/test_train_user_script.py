@@ -91,7 +91,8 @@ def test_a_script_that_never_reports_is_an_error_naming_the_helper(cli: Callable
 @pytest.mark.parametrize(("args", "words"), [
     (["--script=/nonexistent/train.py"], "train: script '/nonexistent/train.py' is not a file"),
     (["--script=SELF", "--script-args=a 'b"], "train: script_args \"a 'b\": No closing quotation"),
-    (["--script=SELF", "--nodes=2"], "train: script runs on one node (nodes 1)"),
+    (["--script=SELF", "--nodes=2", "--launcher=env"], "train: script on several nodes runs under launcher torchrun"),
+    (["--script=SELF", "--nodes=2"], "train: nodes 2, but nothing placed this step on one of 2 nodes"),
 ])
 def test_bad_script_values_are_one_line_errors(cli: Callable[..., Any], tmp_path: Path, args: list[str],
                                                words: str) -> None:

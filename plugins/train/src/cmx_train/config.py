@@ -210,8 +210,9 @@ def _check_script(config: TrainConfig) -> None:
         raise UsageError(f"train: script runs in mode throughput, not {config.mode}")
     if not Path(config.script).is_file():
         raise UsageError(f"train: script {config.script!r} is not a file")
-    if config.nodes > 1:
-        raise UsageError("train: script runs on one node (nodes 1): its ranks' reports are read on that node")
+    if config.nodes > 1 and config.launcher != "torchrun":
+        raise UsageError(f"train: script on several nodes runs under launcher torchrun (one cmx step a node "
+                         f"gathers its ranks' reports), not {config.launcher}")
     try:
         shlex.split(config.script_args)
     except ValueError as exc:

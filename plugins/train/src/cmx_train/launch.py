@@ -31,6 +31,7 @@ from cmx_core.api.sandboxing import open_group, strike
 from cmx_core.errors import ProcessEnd, StepFailed, UsageError
 from cmx_train import progress
 from cmx_train.config import TrainConfig
+from cmx_train.gather import ReportHub, send_reports
 from cmx_train.lost_rank import lost_rank
 from cmx_train.report import ENV
 from cmx_train.user_script import REPORTS
@@ -46,6 +47,7 @@ class Launch:
     env: Mapping[str, str]
     launcher: str
     rendezvous: str
+    layout: RankLayout | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,11 @@ def layout_of(config: TrainConfig, env: Mapping[str, str]) -> RankLayout:
     """The rank layout of ``config`` on the node the executor started this step on: the
     rendezvous host is ``master_addr``, else ``MASTER_ADDR`` (the Slurm and k8s executors set
     it), else this machine; the node rank is ``CMX_NODE_RANK`` (k8s) or ``SLURM_NODEID``."""
+    placed = config.master_addr or any(env.get(k) for k in ("MASTER_ADDR", "CMX_NODE_RANK", "SLURM_NODEID"))
+    if config.nodes > 1 and not placed:
+        raise UsageError(f"train: nodes {config.nodes}, but nothing placed this step on one of {config.nodes} nodes "
+                         "(no MASTER_ADDR, CMX_NODE_RANK or SLURM_NODEID): run it with --executor slurm, ray or "
+                         "k8s, or give master_addr and CMX_NODE_RANK on each machine")
     addr = config.master_addr or env.get("MASTER_ADDR") or "127.0.0.1"
     port = config.master_port or int(env.get("MASTER_PORT") or 0) or free_port()
     node_rank = int(env.get("CMX_NODE_RANK") or env.get("SLURM_NODEID") or 0)
@@ -111,11 +118,12 @@ def plan_launch(config: TrainConfig, config_file: Path, out: Path, launchers: Ma
         env[ENV] = str(out / REPORTS)
     program = (sys.executable, config.script, *config.script_argv) if config.script else \
         (sys.executable, *WORKER, str(config_file), str(out))
+    layout = layout_of(config, env)
     try:
-        node = launcher.wrap(program, layout_of(config, env))
+        node = launcher.wrap(program, layout)
     except UsageError as exc:
         raise UsageError(f"train: {exc}") from None
-    return Launch(node.argv, {**env, **node.env}, launcher.name, node.rendezvous)
+    return Launch(node.argv, {**env, **node.env}, launcher.name, node.rendezvous, layout)
 
 
 def run(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Launcher],
@@ -129,6 +137,7 @@ def run(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Laun
         (work / REPORTS).mkdir(exist_ok=True)  # where the script's ranks report (cmx_train.report)
     (work / "launch.json").write_text(json.dumps({"argv": list(launch.argv), "launcher": launch.launcher,
                                                   "rendezvous": launch.rendezvous}, indent=1), encoding="utf-8")
+    hub = _hub(config, launch)  # before the launch: the other nodes send to it when theirs ends
     began = time.monotonic()
     group = open_group()  # the ranks' memory cgroup: their OOM kills are the step's own evidence
     with open(log, "ab") as out:
@@ -152,13 +161,29 @@ def run(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Laun
     if code != 0:
         kills, group_path = (counted.kills, str(counted.group)) if counted is not None else (0, None)
         _failed(launch, code, wall, (work, log, offset), kills, group_path)
-    rows = _script_rows(config, work) if config.script else _rows(work, rank)
+    rows = _script_rows(config, work, launch, hub) if config.script else _rows(work, rank)
     return Ranks(tuple(rows), rank, wall, launch)
 
 
-def _script_rows(config: TrainConfig, work: Path) -> list[dict[str, Any]]:
-    """Every rank's figures from the script's reports, kept as the worker keeps its own."""
-    rows = user_rows(work / REPORTS, config.world_size, config.warmup_steps)
+def _hub(config: TrainConfig, launch: Launch) -> ReportHub | None:
+    """Node 0's hub for the reports of a script's ranks on several nodes (:mod:`.gather`)."""
+    layout = launch.layout
+    if not config.script or config.nodes < 2 or layout is None or layout.node_rank != 0:
+        return None
+    return ReportHub(layout.master_addr, layout.master_port, config.rdzv_timeout_s)
+
+
+def _script_rows(config: TrainConfig, work: Path, launch: Launch, hub: ReportHub | None) -> list[dict[str, Any]]:
+    """Every rank's figures from the script's reports, kept as the worker keeps its own: on
+    node 0 of several, once the other nodes sent theirs; on another node, its own ranks'
+    (sent to node 0 first)."""
+    folder = work / REPORTS
+    ranks: Sequence[int] = range(config.world_size)
+    if hub is not None:
+        hub.collect(folder, config.world_size)
+    elif config.nodes > 1 and launch.layout is not None:
+        ranks = send_reports(launch.layout.master_addr, launch.layout.master_port, folder, config.rdzv_timeout_s)
+    rows = user_rows(folder, ranks, config.warmup_steps)
     (work / RANKS_FILE).write_text(json.dumps(rows, indent=1), encoding="utf-8")
     return rows
 

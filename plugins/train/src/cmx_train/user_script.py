@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,11 @@ from cmx_core.errors import StepFailed
 REPORTS = "reports"
 
 
-def rows(folder: Path, world_size: int, warmup_steps: int) -> list[dict[str, Any]]:
-    """Every rank's figures from its report; a StepFailed naming the rank that reported
+def rows(folder: Path, ranks: Sequence[int], warmup_steps: int) -> list[dict[str, Any]]:
+    """Each of ``ranks``' figures from its report; a StepFailed naming the rank that reported
     nothing past its warm-up (the script never called ``report``, or too few times)."""
     found = []
-    for rank in range(world_size):
+    for rank in ranks:
         lines = _lines(folder / f"rank-{rank}.jsonl")
         if len(lines) <= warmup_steps:
             raise StepFailed(f"train: rank {rank} of the script reported {len(lines)} steps, no more than "
