@@ -137,7 +137,8 @@ def _standin() -> Any:
     return standin
 
 
-def _two_pods(cli: Any, tmp_path: Path, *inputs: str) -> tuple[subprocess.CompletedProcess[str], Any]:
+def _two_pods(cli: Any, tmp_path: Path, *inputs: str, mode: str = "throughput"
+              ) -> tuple[subprocess.CompletedProcess[str], Any]:
     """A ``nodes.2`` throughput run through the k8s executor against the loopback API
     stand-in; the run and the stand-in's record of what was created and deleted."""
     standin = _standin()
@@ -151,7 +152,7 @@ def _two_pods(cli: Any, tmp_path: Path, *inputs: str) -> tuple[subprocess.Comple
                    "master_port": str(free_port()), "pvc": ""}
         # the two pods start their cmx runs side by side; on a loaded machine pod 1 reached the
         # rendezvous more than 120 s after pod 0 (run g), so the rendezvous waits up to 5 minutes
-        proc = cli("run", "recipe", "--tags=train,throughput,nodes.2", *inputs, "--threads-per-rank=1",
+        proc = cli("run", "recipe", f"--tags=train,{mode},nodes.2", *inputs, "--threads-per-rank=1",
                    "--rdzv-timeout-s=300", "--timeout-s=600", "--executor=k8s",
                    *(f"--executor-opt={k}={v}" for k, v in options.items()), "--json", timeout=900)
     finally:
@@ -191,3 +192,18 @@ def test_a_users_script_on_two_pods_brings_every_ranks_report_to_node_0(cli: Any
     assert all(r["samples"] == 20 * 16 for r in section["ranks"])  # the timed steps of each rank
     assert section["script"]["args"] == ["20", "2", "16"]
 
+
+
+
+def test_a_time_to_accuracy_run_on_two_pods_brings_the_mlperf_log_to_node_0(cli: Any, as_json: Any,
+                                                                            tmp_path: Path) -> None:
+    """The MLPerf log is written by global rank 0, which torchrun's c10d rendezvous may give to
+    either pod; the pod that holds it sends it to node 0's step, so the result has it and its
+    compliance record wherever rank 0 ran."""
+    proc, _ = _two_pods(cli, tmp_path, "--target-accuracy=0.9", "--batch-size=32", "--max-epochs=15",
+                        mode="time-to-accuracy")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = as_json(proc)
+    section = two_nodes_trained(result)
+    assert section["converged"] is True and section["compliance"]["ruleset"] == "training 6.1.0"
+    assert any(a["kind"] == "mlperf_log" for a in result["artifacts"])

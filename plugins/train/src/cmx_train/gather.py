@@ -1,17 +1,19 @@
-"""A user's script on several nodes (#45): each node's ranks report into that node's own
-``reports/`` folder (:mod:`cmx_train.report`), and node 0 needs every rank's lines.
+"""What a run on several nodes leaves on the wrong node, brought to node 0 (#45).
 
-Node 0's step hosts a ``torch.distributed.TCPStore`` on ``master_port + 2`` (torchrun's c10d
-rendezvous has ``master_port + 1``) from before its launch until it has every rank's report;
-the step on each other node, once its launch ended, puts the report of each rank it ran under
-``rank-<R>`` (torchrun's c10d rendezvous may give any node any ranks, so a node sends the
-ranks it finds, not the ones its node rank suggests). Node 0 waits at most ``wait_s`` for the
-ranks it lacks, then writes them beside its own and reads every rank as on one node. No
-directory shared by the nodes is needed; the store is torch's own, as the ranks' rendezvous.
+Two files may be written on a node other than node 0: a user's script's rank reports (each
+node's ranks report into that node's own ``reports/``, :mod:`cmx_train.report`) and a
+time-to-accuracy run's MLPerf log (written by global rank 0, which torchrun's c10d rendezvous
+may give to any node). Node 0's step hosts a ``torch.distributed.TCPStore`` on ``master_port
++ 2`` (the c10d rendezvous has ``master_port + 1``) from before its launch until it has what
+it lacks; the step on each other node, once its launch ended, puts every such file it holds
+under its name. Node 0 waits at most ``wait_s`` for the files it lacks, then writes them
+beside its own. No directory shared by the nodes is needed; the store is torch's own, as the
+ranks' rendezvous is.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,12 +25,12 @@ PORT_OFFSET = 2
 
 
 def _store(host: str, port: int, master: bool, wait_s: float) -> Any:
-    from torch.distributed import TCPStore  # deferred: torch only on a multi-node script run
+    from torch.distributed import TCPStore  # deferred: torch only on a run of several nodes
 
     return TCPStore(host, port, is_master=master, wait_for_workers=False, timeout=timedelta(seconds=wait_s))
 
 
-class ReportHub:
+class FileHub:
     """Node 0's side: the store, open before the launch so no node finds it missing."""
 
     def __init__(self, host: str, port: int, wait_s: float) -> None:
@@ -37,37 +39,38 @@ class ReportHub:
         try:
             self._store = _store(host, self.port, True, wait_s)
         except (RuntimeError, OSError) as exc:
-            raise StepFailed(f"train: node 0 cannot host the ranks' reports on port {self.port} "
-                             f"(master_port + {PORT_OFFSET}): {exc}; pick another master_port") from None
+            raise StepFailed(f"train: node 0 cannot take the other nodes' files on port {self.port} "
+                             f"(master_port + {PORT_OFFSET}): {_first_line(exc)}; pick another master_port") from None
 
-    def collect(self, folder: Path, world_size: int) -> None:
-        """Every rank's report in ``folder``: the ones this node ran are there; wait for the rest."""
-        missing = [r for r in range(world_size) if not (folder / f"rank-{r}.jsonl").is_file()]
+    def collect(self, folder: Path, names: Sequence[str]) -> None:
+        """Each of ``names`` (paths under ``folder``) that this node lacks, from the others."""
+        missing = [name for name in names if not (folder / name).is_file()]
         if not missing:
             return
         try:
-            self._store.wait([f"rank-{r}" for r in missing], timedelta(seconds=self.wait_s))
+            self._store.wait(missing, timedelta(seconds=self.wait_s))
         except RuntimeError as exc:
-            sent = [r for r in missing if self._store.check([f"rank-{r}"])]
-            lost = [r for r in missing if r not in sent]
-            raise StepFailed(f"train: the nodes sent no report of rank {', '.join(map(str, lost))} to node 0 within "
-                             f"{self.wait_s:g} s (rdzv_timeout_s): did their launch fail? ({_first_line(exc)})"
-                             ) from None
-        for rank in missing:
-            (folder / f"rank-{rank}.jsonl").write_bytes(self._store.get(f"rank-{rank}"))
+            lost = [name for name in missing if not self._store.check([name])]
+            raise StepFailed(f"train: no node sent {', '.join(lost)} to node 0 within {self.wait_s:g} s "
+                             f"(rdzv_timeout_s): did their launch fail? ({_first_line(exc)})") from None
+        for name in missing:
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(self._store.get(name))
 
 
-def send_reports(host: str, port: int, folder: Path, wait_s: float) -> list[int]:
-    """A node other than 0: every rank report in ``folder`` to node 0's hub; the ranks sent."""
-    ranks = sorted(int(p.stem.split("-", 1)[1]) for p in folder.glob("rank-*.jsonl"))
+def send_files(host: str, port: int, folder: Path, names: Sequence[str], wait_s: float) -> list[str]:
+    """A node other than 0: each of ``names`` it holds to node 0's hub; the names sent."""
+    held = [name for name in names if (folder / name).is_file()]
+    if not held:
+        return held
     try:
         store = _store(host, port + PORT_OFFSET, False, wait_s)
-        for rank in ranks:
-            store.set(f"rank-{rank}", (folder / f"rank-{rank}.jsonl").read_bytes())
+        for name in held:
+            store.set(name, (folder / name).read_bytes())
     except (RuntimeError, OSError) as exc:
-        raise StepFailed(f"train: cannot send this node's rank reports to node 0 at {host}:{port + PORT_OFFSET}: "
+        raise StepFailed(f"train: cannot send {', '.join(held)} to node 0 at {host}:{port + PORT_OFFSET}: "
                          f"{_first_line(exc)}") from None
-    return ranks
+    return held
 
 
 def _first_line(exc: BaseException) -> str:

@@ -31,8 +31,9 @@ from cmx_core.api.sandboxing import open_group, strike
 from cmx_core.errors import ProcessEnd, StepFailed, UsageError
 from cmx_train import progress
 from cmx_train.config import TrainConfig
-from cmx_train.gather import ReportHub, send_reports
+from cmx_train.gather import FileHub, send_files
 from cmx_train.lost_rank import lost_rank
+from cmx_train.mlperf_log import MLPERF_LOG
 from cmx_train.report import ENV
 from cmx_train.user_script import REPORTS
 from cmx_train.user_script import rows as user_rows
@@ -161,28 +162,41 @@ def run(config: TrainConfig, work: Path, log: Path, launchers: Mapping[str, Laun
     if code != 0:
         kills, group_path = (counted.kills, str(counted.group)) if counted is not None else (0, None)
         _failed(launch, code, wall, (work, log, offset), kills, group_path)
-    rows = _script_rows(config, work, launch, hub) if config.script else _rows(work, rank)
+    if hub is not None:
+        hub.collect(work, gathered(config))
+    elif gathered(config) and launch.layout is not None:
+        send_files(launch.layout.master_addr, launch.layout.master_port, work, gathered(config), config.rdzv_timeout_s)
+    every = config.nodes < 2 or (launch.layout is not None and launch.layout.node_rank == 0)
+    rows = _script_rows(config, work, every) if config.script else _rows(work, rank)
     return Ranks(tuple(rows), rank, wall, launch)
 
 
-def _hub(config: TrainConfig, launch: Launch) -> ReportHub | None:
-    """Node 0's hub for the reports of a script's ranks on several nodes (:mod:`.gather`)."""
+def gathered(config: TrainConfig) -> list[str]:
+    """What node 0 of several needs from wherever it was written (:mod:`.gather`): a
+    script's rank reports, a time-to-accuracy run's MLPerf log. Only under torchrun, one step
+    a node (under ``env`` the step of global rank 0 writes the log and gives the result)."""
+    if config.nodes < 2 or config.launcher != "torchrun":
+        return []
+    if config.script:
+        return [f"{REPORTS}/rank-{r}.jsonl" for r in range(config.world_size)]
+    return [MLPERF_LOG] if config.mode == "time-to-accuracy" else []
+
+
+def _hub(config: TrainConfig, launch: Launch) -> FileHub | None:
+    """Node 0's hub for the files of a run on several nodes (:mod:`.gather`)."""
     layout = launch.layout
-    if not config.script or config.nodes < 2 or layout is None or layout.node_rank != 0:
+    if not gathered(config) or layout is None or layout.node_rank != 0:
         return None
-    return ReportHub(layout.master_addr, layout.master_port, config.rdzv_timeout_s)
+    return FileHub(layout.master_addr, layout.master_port, config.rdzv_timeout_s)
 
 
-def _script_rows(config: TrainConfig, work: Path, launch: Launch, hub: ReportHub | None) -> list[dict[str, Any]]:
-    """Every rank's figures from the script's reports, kept as the worker keeps its own: on
-    node 0 of several, once the other nodes sent theirs; on another node, its own ranks'
-    (sent to node 0 first)."""
+def _script_rows(config: TrainConfig, work: Path, every: bool) -> list[dict[str, Any]]:
+    """The figures of every rank (``every``: on one node, or on node 0, which has them all
+    once the other nodes sent theirs), else of the ranks whose reports are on this node;
+    kept as the worker keeps its own."""
     folder = work / REPORTS
-    ranks: Sequence[int] = range(config.world_size)
-    if hub is not None:
-        hub.collect(folder, config.world_size)
-    elif config.nodes > 1 and launch.layout is not None:
-        ranks = send_reports(launch.layout.master_addr, launch.layout.master_port, folder, config.rdzv_timeout_s)
+    ranks = range(config.world_size) if every else \
+        [r for r in range(config.world_size) if (folder / f"rank-{r}.jsonl").is_file()]
     rows = user_rows(folder, ranks, config.warmup_steps)
     (work / RANKS_FILE).write_text(json.dumps(rows, indent=1), encoding="utf-8")
     return rows

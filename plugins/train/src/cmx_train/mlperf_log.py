@@ -9,6 +9,8 @@ from typing import Any
 
 from cmx_train.config import TrainConfig
 
+MLPERF_LOG = "mlperf_log.txt"
+"""The log's name in the run's train work directory."""
 BENCHMARK = {"digits-cnn": "digits_cnn", "resnet50": "resnet", "bert-base": "bert"}
 PRECISION = {"fp32": "fp32", "bf16": "bfloat16", "fp16": "fp16"}
 

@@ -20,7 +20,7 @@ from cmx_train.compliance import refusal as compliance_refusal
 from cmx_train.config import TrainConfig, parse
 from cmx_train.launch import run
 from cmx_train.maxbatch import search
-from cmx_train.mlperf_log import BENCHMARK
+from cmx_train.mlperf_log import BENCHMARK, MLPERF_LOG
 from cmx_train.scaling import Baseline, Efficiency, Point, baseline_from_sweep, efficiency
 from cmx_train.threads import ThreadChoice, choose, cores
 from cmx_train.user_script import script_record
@@ -178,7 +178,7 @@ def _output(ctx: StepContext, config: TrainConfig, ranks: Any, work: Path, threa
         if not converged:
             status = "invalid"
             reasons.append(f"did not reach target_accuracy {config.target_accuracy} in {config.max_epochs} epochs")
-        mllog = work / "mlperf_log.txt"
+        mllog = work / MLPERF_LOG
         if mllog.is_file():
             compliance = compliance_record(mllog, BENCHMARK[config.model], config.target_accuracy)
             artifacts.append(Artifact(mllog, "mlperf_log"))

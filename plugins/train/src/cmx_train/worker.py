@@ -30,7 +30,7 @@ from typing import Any
 from cmx_train import models
 from cmx_train.config import TrainConfig
 from cmx_train.energy import Meter
-from cmx_train.mlperf_log import MlLog
+from cmx_train.mlperf_log import MLPERF_LOG, MlLog
 from cmx_train.progress import RankProgress
 
 RANKS_FILE = "ranks.json"
@@ -160,7 +160,7 @@ def _train(config: TrainConfig, me: Rank, out: Path, device: Any) -> Figures:
     from torch.nn.parallel import DistributedDataParallel  # deferred: torch only when this runs (0 modules)
 
 
-    log = MlLog(out / "mlperf_log.txt" if me.rank == 0 and config.mode == "time-to-accuracy" else None, config)
+    log = MlLog(out / MLPERF_LOG if me.rank == 0 and config.mode == "time-to-accuracy" else None, config)
     log.init_start()
     data = models.data(config)
     model, _info = models.build(config)
