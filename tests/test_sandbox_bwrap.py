@@ -255,6 +255,31 @@ def test_the_private_answers_and_host_secrets_are_invisible(sandbox: Box, site: 
                                            "sbin", "tmp", "usr", "work"}, listing.text()
 
 
+def test_no_host_path_shows_in_the_command_lines_inside(sandbox: Box, site: Site) -> None:
+    """bwrap's options (every bind's host path) go through ``--args FD``: ``/proc/1/cmdline``,
+    bwrap's own inside the sandbox, shows none of the run directory's or the inputs' host paths."""
+    code = ("import os\nfor pid in sorted(p for p in os.listdir('/proc') if p.isdigit()):\n"
+            "    print(pid, open(f'/proc/{pid}/cmdline', 'rb').read().replace(b'\\0', b' ').decode())")
+    result = sandbox.run(site.spec([PY, "-c", code]))
+    assert result.verdict is Verdict.OK, result
+    lines = result.text().splitlines()
+    assert lines[0].startswith("1 ") and "bwrap --args" in lines[0], lines
+    assert str(site.root) not in result.text(), lines
+
+
+def test_no_user_namespace_can_be_made_inside(sandbox: Box, site: Site) -> None:
+    """As root, a seccomp filter (non-root: bwrap's --disable-userns) refuses a new user
+    namespace, and so a mount namespace inside one."""
+    for argv in (["unshare", "-U", "-r", "id"], ["unshare", "-U", "-m", "-r", "true"]):
+        result = sandbox.run(site.spec(argv))
+        assert result.verdict is Verdict.ERROR and result.exit_code == 1, (argv, result)
+        assert "Operation not permitted" in result.text("stderr"), result.text("stderr")
+    ran = sandbox.run(site.spec([PY, "-c", "import subprocess; print(subprocess.run(['true']).returncode)"]))
+    assert ran.verdict is Verdict.OK and ran.text() == "0\n"  # clone3's ENOSYS falls back to clone
+    if isinstance(sandbox, BubblewrapSandbox):
+        assert ("userns=seccomp" if os.geteuid() == 0 else "userns=disabled") in ran.enforced
+
+
 def test_a_socket_to_a_host_loopback_server_cannot_connect(sandbox: Box, site: Site) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
         server.bind(("127.0.0.1", 0))

@@ -153,7 +153,8 @@ def test_a_delegated_subtree_gives_the_user_its_runs_groups(delegated: Delegated
     assert ok["enforced_by"] == {
         "memory": "cgroup-v2" if "memory" in offered else "watchdog-rss",
         "processes": "cgroup-v2" if "pids" in offered else "rlimit-nproc",
-        "cpu_s": "rlimit+cgroup-v2", "kill": "cgroup-v2", "work_bytes": "tmpfs", "file_size": "rlimit"}, ok
+        "cpu_s": "rlimit+cgroup-v2", "kill": "cgroup-v2", "work_bytes": "tmpfs", "file_size": "rlimit",
+        "userns": "disabled"}, ok
     assert ok["cpu_s"] > 0 and ok["peak"] > 0  # CPU time from cpu.stat, the peak from the watchdog/rusage
     hog = got["hog"]
     assert hog["verdict"] == "memory_limit", hog  # the same verdict as with a memory cgroup

@@ -122,7 +122,8 @@ def test_the_documented_mlebench_command_grades_every_seed(user: User) -> None:
         agent = seed["agent"]
         assert agent["verdict"] == "ok", agent["reason"]
         assert agent["limits"]["enforced_by"] == {"memory": "watchdog-rss", "processes": "rlimit-nproc",
-                                                  "file_size": "rlimit", "work_bytes": "tmpfs"}
+                                                  "file_size": "rlimit", "work_bytes": "tmpfs",
+                                                  "userns": "disabled"}
         assert agent["peak_memory_bytes"] >= 50 << 20 and agent["cpu_s"] > 0  # measured without a cgroup
 
 

@@ -31,12 +31,20 @@ from pathlib import Path
 from typing import IO
 
 from cmx_core.errors import UsageError
-from cmx_core.sandbox.bwrap_args import BwrapFds, bwrap_args, check_program, gpu_devices, identity_files
+from cmx_core.sandbox.bwrap_args import (
+    BwrapFds,
+    bwrap_args,
+    check_program,
+    gpu_devices,
+    identity_files,
+    options_in_fd,
+)
 from cmx_core.sandbox.capture import Captured, Child, drain, pump
 from cmx_core.sandbox.cgroup2 import V2Groups
 from cmx_core.sandbox.cgroups import RunGroups
 from cmx_core.sandbox.cpus import pick_cpus
 from cmx_core.sandbox.result import SandboxResult
+from cmx_core.sandbox.seccomp import no_new_userns
 from cmx_core.sandbox.spec import Limits, SandboxSpec, check_spec
 from cmx_core.sandbox.systemd_scope import UserManager, scope_limits, scope_prefix, user_manager
 from cmx_core.sandbox.verdict import Ending, decide
@@ -214,16 +222,28 @@ class _Run:
         block_r, block_w = os.pipe()
         status_r, status_w = os.pipe()
         tmp_bytes = self.limits.memory_bytes or (1 << 30)
-        argv = bwrap_args(self.spec, BwrapFds(passwd_r, group_r, block_r, status_w), as_root=self.as_root,
+        seccomp = self._seccomp()
+        argv = bwrap_args(self.spec, BwrapFds(passwd_r, group_r, block_r, status_w, seccomp), as_root=self.as_root,
                           tmp_bytes=tmp_bytes, work_bytes=self.limits.work_bytes)
         argv[0] = shutil.which("bwrap") or "bwrap"
+        argv, options_r = options_in_fd(argv)
         if self.manager is not None:
             argv = [*scope_prefix(self.manager, self.limits), *argv]
         stdin = _stdin(self.spec.stdin)
+        fds = (passwd_r, group_r, block_r, status_w, options_r, *([seccomp] if seccomp is not None else []))
         with subreaper() if self.watched else contextlib.nullcontext(False) as reaping:
-            return self._start(argv, stdin, (passwd_r, group_r, block_r, status_w), block_w, status_r, reaping)
+            return self._start(argv, stdin, fds, block_w, status_r, reaping)
 
-    def _start(self, argv: list[str], stdin: IO[bytes] | int, fds: tuple[int, int, int, int], block_w: int,
+    def _seccomp(self) -> int | None:
+        """As root, the filter against new user namespaces (non-root: bwrap's --disable-userns)."""
+        if not self.as_root:
+            self.enforced.append("userns=disabled")
+            return None
+        found = no_new_userns()
+        self.enforced.append("userns=seccomp" if found is not None else "userns=open")
+        return found
+
+    def _start(self, argv: list[str], stdin: IO[bytes] | int, fds: tuple[int, ...], block_w: int,
                status_r: int, reaping: bool) -> SandboxResult:
         self.reaping = reaping
         try:

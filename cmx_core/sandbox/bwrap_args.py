@@ -96,12 +96,15 @@ def _mounts(spec: SandboxSpec, devices: list[str], work_bytes: int | None) -> li
 class BwrapFds:
     """The file descriptors bwrap is handed: the ``/etc/passwd`` and ``/etc/group`` it binds
     (``--ro-bind-data``), the pipe it waits on before starting the program (``--block-fd``)
-    and the one it writes its JSON status to (``--json-status-fd``)."""
+    and the one it writes its JSON status to (``--json-status-fd``), and as root the seccomp
+    filter that keeps the program from making a user namespace (``--seccomp``)."""
 
     passwd: int
     group: int
     block: int
     status: int
+    seccomp: int | None = None
+    """A compiled seccomp filter (``--seccomp``): no new user namespace, as root (:mod:`.seccomp`)."""
 
 
 def bwrap_args(spec: SandboxSpec, fds: BwrapFds, *, as_root: bool, tmp_bytes: int,
@@ -127,6 +130,8 @@ def bwrap_args(spec: SandboxSpec, fds: BwrapFds, *, as_root: bool, tmp_bytes: in
              "--die-with-parent", "--new-session"]
     if not as_root:
         args += ["--unshare-user", "--disable-userns"]
+    if fds.seccomp is not None:
+        args += ["--seccomp", str(fds.seccomp)]
     if as_root and keep_caps is not None:
         args += ["--cap-drop", "ALL", *(arg for cap in keep_caps for arg in ("--cap-add", cap))]
     args += ["--block-fd", str(fds.block), "--json-status-fd", str(fds.status), "--"]
@@ -135,6 +140,23 @@ def bwrap_args(spec: SandboxSpec, fds: BwrapFds, *, as_root: bool, tmp_bytes: in
         args += ["/usr/bin/setpriv", "--reuid", uid, "--regid", gid, "--clear-groups", "--inh-caps=-all",
                  "--bounding-set=-all", "--no-new-privs", "--"]
     return args
+
+
+def options_in_fd(argv: list[str]) -> tuple[list[str], int]:
+    """``argv`` (from :func:`bwrap_args`) with bwrap's options moved into a file descriptor,
+    read by ``bwrap --args FD``: the command line is then ``bwrap --args FD -- PROGRAM...``.
+    Inside the sandbox ``/proc/1/cmdline`` is bwrap's own (its first process is a fork of it),
+    so the host paths of the binds (the cache entry, the run directory) are not shown there.
+    The caller passes the descriptor to bwrap and closes it after the start."""
+    cut = argv.index("--")  # bwrap's own end of options (paths are absolute: none is "--")
+    fd = os.memfd_create("cmx-bwrap-args")
+    try:
+        os.write(fd, b"".join(arg.encode() + b"\0" for arg in argv[1:cut]))
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        raise
+    return [argv[0], "--args", str(fd), *argv[cut:]], fd
 
 
 DEV = Path("/dev")

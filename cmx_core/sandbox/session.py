@@ -52,10 +52,11 @@ from cmx_core.sandbox.bubblewrap import (
     _pidfd,
     _wait_namespace_gone,
 )
-from cmx_core.sandbox.bwrap_args import BwrapFds, bwrap_args, check_program, identity_files
+from cmx_core.sandbox.bwrap_args import BwrapFds, bwrap_args, check_program, identity_files, options_in_fd
 from cmx_core.sandbox.capture import Child, drain, pump
 from cmx_core.sandbox.cgroups import RunGroups
 from cmx_core.sandbox.result import SandboxResult
+from cmx_core.sandbox.seccomp import no_new_userns
 from cmx_core.sandbox.spec import NOBODY, SandboxSpec, SandboxUser, check_spec
 from cmx_core.sandbox.verdict import Ending, decide
 
@@ -135,16 +136,18 @@ class BubblewrapSession:
         passwd_r, group_r = _data_fd(passwd), _data_fd(group)
         block_r, block_w = os.pipe()
         status_r, status_w = os.pipe()
-        argv = bwrap_args(spec, BwrapFds(passwd_r, group_r, block_r, status_w), as_root=True, tmp_bytes=1 << 30,
-                          keep_caps=RUNNER_CAPS)
+        seccomp = no_new_userns()
+        argv = bwrap_args(spec, BwrapFds(passwd_r, group_r, block_r, status_w, seccomp), as_root=True,
+                          tmp_bytes=1 << 30, keep_caps=RUNNER_CAPS)
         argv[0] = shutil.which("bwrap") or "bwrap"
-        passed = (passwd_r, group_r, block_r, status_w, inner_end.fileno())
+        argv, options_r = options_in_fd(argv)
+        ours = (passwd_r, group_r, block_r, status_w, options_r, *([seccomp] if seccomp is not None else []))
         try:
             self.proc = subprocess.Popen([*argv, *spec.argv], stdin=subprocess.DEVNULL, stdout=self.log,
-                                         stderr=self.log, env=spec.full_env(), pass_fds=passed,
+                                         stderr=self.log, env=spec.full_env(), pass_fds=(*ours, inner_end.fileno()),
                                          start_new_session=True, cwd="/")
         finally:
-            for fd in passed[:4]:
+            for fd in ours:
                 os.close(fd)
             inner_end.close()
         try:
