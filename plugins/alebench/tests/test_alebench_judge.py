@@ -45,6 +45,7 @@ def _centre_score(case_input: bytes) -> int:
     ("mle.py", "python", JudgeResult.MEMORY_LIMIT_EXCEEDED),
     ("wa.py", "python", JudgeResult.WRONG_ANSWER),
     ("ole.py", "python", JudgeResult.OUTPUT_LIMIT_EXCEEDED),
+    ("fork.py", "python", JudgeResult.RUNTIME_ERROR),  # a refused fork, then a clean-up and an answer
 ])
 @pytest.mark.parametrize("sessions", [True, False], ids=["session", "sandbox-per-call"])
 def test_each_verdict_from_its_solution(problem: Problem, input_cache: Path, tmp_path: Path, solution: str,
@@ -61,6 +62,8 @@ def test_each_verdict_from_its_solution(problem: Problem, input_cache: Path, tmp
         assert ev.cases[0].memory_bytes is not None
     if verdict is JudgeResult.WRONG_ANSWER:
         assert ev.cases[0].message.startswith("wrong answer:")
+    if solution == "fork.py":
+        assert ev.cases[0].message.startswith("process limit: "), ev.cases[0].message
 
 
 def test_a_python_syntax_error_is_a_compilation_error(problem: Problem, input_cache: Path, tmp_path: Path) -> None:

@@ -166,6 +166,8 @@ class Judge:
         # loaded machine slows the writes that reach the cap past the TL; seen: 2.2 s of 2 s)
         if ran.ending is Ending.OUTPUT:
             return case(JudgeResult.OUTPUT_LIMIT_EXCEEDED, ran.reason)
+        if ran.ending is Ending.PROCESS:  # ALE-Bench has no process verdict: a failed fork is its RE
+            return case(JudgeResult.RUNTIME_ERROR, f"process limit: {ran.reason}")
         if ran.ending is Ending.TIME or time_s > tl:
             return case(JudgeResult.TIME_LIMIT_EXCEEDED, f"execution time {time_s:.3f} s > {tl:g} s ({ran.reason})")
         if memory is not None and memory > ml:  # a measured peak above the limit, in time

@@ -18,6 +18,7 @@ class Ending(str, enum.Enum):
     TIME = "time"
     MEMORY = "memory"
     OUTPUT = "output"
+    PROCESS = "process"  # the process limit refused a fork (even one the program caught)
     SIGNALED = "signaled"
     FAILED = "failed"  # the backend could not run the program at all
 

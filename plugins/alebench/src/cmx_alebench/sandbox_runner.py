@@ -16,9 +16,10 @@ from cmx_core.errors import UsageError
 
 _ENDINGS = {"ok": Ending.EXITED, "error": Ending.EXITED, "time_limit": Ending.TIME, "memory_limit": Ending.MEMORY,
             "output_limit": Ending.OUTPUT, "killed": Ending.SIGNALED,
-            # ALE-Bench has no process verdict: a refused fork is judged by the exit code and the
-            # output, as ALE-Bench's own container judges it; a full work dir is a file bound, OLE
-            "process_limit": Ending.EXITED, "disk_limit": Ending.OUTPUT}
+            # a refused fork (the pids group's own count: cleaning up after cannot hide it) is a
+            # limit hit, judged RE as ALE-Bench's container judge gives a program whose fork
+            # fails; a full work dir is a file bound, OLE
+            "process_limit": Ending.PROCESS, "disk_limit": Ending.OUTPUT}
 
 
 def spec_of(call: Call, root_fs: str | None = None) -> SandboxSpec:
