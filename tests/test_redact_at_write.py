@@ -70,3 +70,25 @@ def test_json_files_stay_json_and_numbers_stay_numbers(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "out.json").read_text()) == {"n": 12345, "note": f"key {REDACTED} here"}
     assert (tmp_path / "log.txt").read_text() == f"value {REDACTED}\n"
     assert redact_data({"a": [SHAPED, 1.5]}, ()) == {"a": [REDACTED, 1.5]}
+
+
+TOKENS = ("hf_" + "a" * 25, "ghp_" + "b" * 25, "gho_" + "c" * 22, "ghs_" + "c" * 22, "github_pat_" + "d" * 25,
+          "AKIA" + "A" * 16, "ASIA" + "B" * 16, "sk-" + "e" * 25, "xoxb-" + "1" * 12, "xoxp-" + "2" * 12,
+          "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----")
+
+
+def test_every_token_shape_is_found_past_the_fast_path() -> None:
+    """Data without a token's literal piece skips the patterns (the host's cost of what a run
+    leaves, docs/sandbox.md); every shape the patterns know still holds one of those pieces."""
+    from cmx_core.results.secrets import TOKEN_NEEDLES, TOKEN_PATTERNS, may_hold_secret, redact_bytes
+
+    assert all(core in needle for core, needles in TOKEN_NEEDLES for needle in needles)
+
+    filler = b"plain log line, nothing secret here\n" * 10_000
+    assert not may_hold_secret(filler, ()) and redact_bytes(filler, ()) is filler
+    for token in TOKENS:
+        assert any(pattern.search(token) for pattern in TOKEN_PATTERNS), token
+        data = filler + f"key={token}\n".encode() + filler
+        assert may_hold_secret(data, ())
+        assert token.encode() not in redact_bytes(data, ()), token
+    assert redact_bytes(filler + b"hunter2-value", ("hunter2-value",)).endswith(b"[REDACTED]")
