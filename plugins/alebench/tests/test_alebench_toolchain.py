@@ -77,14 +77,13 @@ def test_the_recorded_libraries_are_the_installed_ones(libraries_installed: None
 
 
 @pytest.mark.parametrize("folder", ["/opt/ac-library", "/usr/include", None])
-def test_the_atcoder_library_is_recorded_where_the_root_holds_it(tmp_path: Path, folder: str | None) -> None:
+def test_the_atcoder_library_is_recorded_where_the_root_holds_it(tmp_path: Path, folder: str | None,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A scratch root with the AtCoder Library (or without it), not the machine's: recorded,
     and on the include path unless it is in the system's own."""
+    monkeypatch.setattr(toolchain, "HOST_ROOT", tmp_path / "a-host-without-it")
     if folder is not None:
-        headers = tmp_path / folder.lstrip("/") / "atcoder"
-        headers.mkdir(parents=True)
-        (headers / "all").write_text('#include "atcoder/dsu"\n')
-        (headers / "dsu.hpp").write_text("namespace atcoder { struct dsu {}; }\n")
+        _plant_atcoder(tmp_path / folder.lstrip("/"))
     chain = toolchain.Toolchain(root=tmp_path, probe=lambda argv, stdin: None)
     found = toolchain.libraries(chain)
     assert found["atcoder_library"] == folder == _installed_atcoder(tmp_path)
@@ -92,6 +91,33 @@ def test_the_atcoder_library_is_recorded_where_the_root_holds_it(tmp_path: Path,
     assert ("-I/opt/ac-library" in chain.flags("gnu++20")[0]) == (folder == "/opt/ac-library")
     mounted = {str(tmp_path / "opt/ac-library"): "/opt/ac-library"} if folder == "/opt/ac-library" else {}
     assert language("cpp20", chain).binds == mounted       # the sandbox judge sees only the root's /usr
+
+
+def _plant_atcoder(folder: Path) -> None:
+    headers = folder / "atcoder"
+    headers.mkdir(parents=True)
+    (headers / "all").write_text('#include "atcoder/dsu"\n')
+    (headers / "dsu.hpp").write_text("namespace atcoder { struct dsu {}; }\n")
+
+
+def test_a_judge_image_without_the_atcoder_library_borrows_the_hosts(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Debian does not package the AtCoder Library, so the judge image has none: where the
+    host has it at /opt/ac-library, the image's compile mounts that, read-only, and the
+    result says whose it is."""
+    host, image = tmp_path / "host", tmp_path / "image-root"
+    (image / "usr").mkdir(parents=True)
+    _plant_atcoder(host / "opt" / "ac-library")
+    monkeypatch.setattr(toolchain, "HOST_ROOT", host)
+    chain = toolchain.Toolchain(root=image, image="cmx/ale-bench-judge:x", probe=lambda argv, stdin: None)
+    assert toolchain.borrows_atcoder(image) and not toolchain.borrows_atcoder(host)
+    assert "-I/opt/ac-library" in chain.flags("gnu++20")[0]
+    assert language("cpp20", chain).binds == {str(host / "opt" / "ac-library"): "/opt/ac-library"}
+    found = toolchain.libraries(chain)
+    assert found["atcoder_library"] == "/opt/ac-library" and "the host's /opt/ac-library" in found["notes"][0]
+    _plant_atcoder(image / "opt" / "ac-library")  # an image that has its own keeps it
+    assert not toolchain.borrows_atcoder(image)
+    assert language("cpp20", chain).binds == {str(image / "opt" / "ac-library"): "/opt/ac-library"}
 
 
 def test_a_solution_using_the_installed_atcoder_library_compiles(libraries_installed: None, tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ installed, and offers ``cpp23`` where that g++ accepts ``-std=gnu++23``. Which l
 toolchain holds is recorded in every result (``ale_bench.toolchain``); the AtCoder Library is
 not packaged by Debian, so it is recorded as absent unless ``/opt/ac-library`` (ALE-Bench's
 path) or ``/usr/include/atcoder`` holds it; ``/opt/ac-library`` is then mounted into the compile
-(:func:`cpp_binds`), since the sandbox judge sees only the root's ``/usr``.
+(:func:`cpp_binds`), since the sandbox judge sees only the root's ``/usr``. A judge image's root,
+which cannot hold it, borrows the host's ``/opt/ac-library`` (:func:`borrows_atcoder`).
 
 A :class:`Toolchain` names the root the judge compiles in: the host's (the default) or the
 root filesystem of a judge image exported into the cmx cache (``judge_image.py``), whose g++
@@ -68,6 +69,22 @@ def atcoder_dir(root: Path = Path("/")) -> str | None:
     return None
 
 
+HOST_ROOT = Path("/")
+"""The host's root, where a judge image that lacks the AtCoder Library borrows it from."""
+
+
+def borrows_atcoder(root: Path) -> bool:
+    """Whether a judge image's root lacks the AtCoder Library that the host has at
+    ``/opt/ac-library``: Debian does not package it, so the image cannot hold it, and the
+    compile then mounts the host's there, read-only, where AtCoder's flags look."""
+    return root != HOST_ROOT and atcoder_dir(root) is None and atcoder_dir(HOST_ROOT) == ATCODER_DIRS[0]
+
+
+def _atcoder_path(root: Path) -> str | None:
+    """Where the compile finds the AtCoder Library: the root's own, or the host's it borrows."""
+    return ATCODER_DIRS[0] if borrows_atcoder(root) else atcoder_dir(root)
+
+
 Probe = Callable[[Sequence[str], str], "tuple[int, str] | None"]
 """Runs ``argv`` (inside the toolchain's root) with a stdin text: (exit code, stdout), None if it could not run."""
 
@@ -98,7 +115,7 @@ def cpp_flags(std: str, root: Path = Path("/")) -> tuple[list[str], list[str]]:
     before = [f"-std={std}", "-O2", "-DONLINE_JUDGE", "-DATCODER", "-march=native"]
     if eigen_version(root):
         before.append("-I/usr/include/eigen3")
-    library = atcoder_dir(root)
+    library = _atcoder_path(root)
     if library and library != "/usr/include":
         before.append(f"-I{library}")
     after = ["-lgmpxx", "-lgmp"] if gmp_version(root) else []
@@ -108,6 +125,8 @@ def cpp_flags(std: str, root: Path = Path("/")) -> tuple[list[str], list[str]]:
 def cpp_binds(root: Path = Path("/")) -> dict[str, str]:
     """What the compile must see besides the root's ``/usr``: the AtCoder Library's folder
     (the sandbox judge mounts only ``/usr`` of the root, so ``-I/opt/ac-library`` alone finds nothing)."""
+    if borrows_atcoder(root):
+        return {str(HOST_ROOT / ATCODER_DIRS[0].lstrip("/")): ATCODER_DIRS[0]}
     library = atcoder_dir(root)
     if library is None or library == "/usr/include":
         return {}
@@ -148,4 +167,10 @@ def libraries(chain: Toolchain = HOST) -> dict[str, Any]:
     return {"source": chain.source, "image": chain.image, "image_id": chain.image_id,
             "gxx": gxx_version(GXX, chain.probe), "cpp23": chain.accepts("gnu++23"), "march": "native",
             "boost": boost_version(root), "gmp": gmp_version(root), "eigen": eigen_version(root),
-            "atcoder_library": atcoder_dir(root), "notes": [] if atcoder_dir(root) else [ATCODER_NOTE]}
+            "atcoder_library": _atcoder_path(root), "notes": _notes(root)}
+
+
+def _notes(root: Path) -> list[str]:
+    if borrows_atcoder(root):
+        return [f"the AtCoder Library is the host's {ATCODER_DIRS[0]}, mounted read-only: the image has none"]
+    return [] if atcoder_dir(root) else [ATCODER_NOTE]
