@@ -11,17 +11,16 @@ its record ``confirm/point-N-cK.json``: a resumed search runs only the ones it l
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cmx_core.datautil import atomic_write
 from cmx_core.sweep.batch import PointOutcome
-from cmx_core.sweep.state import read_record
+from cmx_core.sweep.dirs import fresh_dir
+from cmx_core.sweep.state import read_record, write_record
 
 CONFIRM_DIR = "confirm"
 APART = 2.0
@@ -99,13 +98,7 @@ def _recorded_or_run(folder: Path, index: int, k: int, run_into: RunInto) -> Poi
     earlier = read_record(record)
     if earlier is not None:
         return earlier
-    outcome = run_into(index, _fresh(folder / CONFIRM_DIR, f"point-{index}-c{k}"))
-    atomic_write(record, json.dumps(asdict(outcome), indent=2, sort_keys=True))
+    (folder / CONFIRM_DIR).mkdir(parents=True, exist_ok=True)
+    outcome = run_into(index, fresh_dir(folder / CONFIRM_DIR, f"point-{index}-c{k}"))  # a killed attempt keeps its own
+    write_record(record, outcome)
     return outcome
-
-
-def _fresh(parent: Path, name: str) -> Path:
-    """A run directory no attempt used (a killed search's attempt keeps its own)."""
-    parent.mkdir(parents=True, exist_ok=True)
-    candidates: Sequence[Path] = [parent / name, *(parent / f"{name}-r{n}" for n in range(1, 1000))]
-    return next(p for p in candidates if not p.exists())

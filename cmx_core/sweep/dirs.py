@@ -18,10 +18,16 @@ def run_dirs(folder: Path, index: int) -> list[Path]:
 
 def fresh_run_dir(folder: Path, index: int) -> Path:
     """A run directory no attempt of the point has used (an empty one counts as unused)."""
-    first = folder / f"point-{index}"
+    return fresh_dir(folder, f"point-{index}")
+
+
+def fresh_dir(folder: Path, name: str) -> Path:
+    """``folder/name``, or the first ``name-rN`` no attempt has used (an empty one counts as
+    unused): a point's runs, and a search's confirmation runs (:mod:`.confirm`)."""
+    first = folder / name
     if not first.exists() or (first.is_dir() and not any(first.iterdir())):
         return first
     attempt = 1
-    while (folder / f"point-{index}-r{attempt}").exists():
+    while (folder / f"{name}-r{attempt}").exists():
         attempt += 1
-    return folder / f"point-{index}-r{attempt}"
+    return folder / f"{name}-r{attempt}"

@@ -56,14 +56,15 @@ class SearchRun:
 
     def to_json(self) -> dict[str, Any]:
         best, runner_up = self.outcome.best(), self.outcome.runner_up()
+        points = {p.index: dict(p.point) for p in self.result.points}
         matrix = {t.index: t for t in self.outcome.trials}
         return {**self.result.to_json(), "search": {
             **self.outcome.spec.to_json(), "grid_points": self.outcome.grid_size, "measured": len(matrix),
             "stopped": self.outcome.stopped, "filled_at_random": sum(t.filled for t in self.outcome.trials),
-            "best": _trial_json(best, self.result),
-            "runner_up": _trial_json(runner_up, self.result), "trajectory": self.outcome.trajectory(),
+            "best": _trial_json(best, points),
+            "runner_up": _trial_json(runner_up, points), "trajectory": self.outcome.trajectory(),
             "infeasible": [t.index for t in self.outcome.trials if t.state == "infeasible"],
-            "trials": [{**t.to_json(), "point": _point_of(t.index, self.result)} for t in self.outcome.trials],
+            "trials": [{**t.to_json(), "point": points.get(t.index, {})} for t in self.outcome.trials],
             "noise": None if self.noise is None else self.noise.to_json()}}
 
 
@@ -198,12 +199,8 @@ def _value(metrics: Mapping[str, Any], name: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def _trial_json(trial: Any, result: SweepResult) -> dict[str, Any] | None:
+def _trial_json(trial: Any, points: Mapping[int, dict[str, str]]) -> dict[str, Any] | None:
     if trial is None:
         return None
-    return {"index": trial.index, "point": _point_of(trial.index, result), "value": trial.value,
+    return {"index": trial.index, "point": points.get(trial.index, {}), "value": trial.value,
             "run_id": trial.run_id}
-
-
-def _point_of(index: int, result: SweepResult) -> dict[str, str]:
-    return dict(next((p.point for p in result.points if p.index == index), {}))

@@ -114,8 +114,13 @@ def record_point(folder: Path, outcome: PointOutcome) -> PointOutcome:
         existing = read_record(path)
         if existing is not None and not existing.failed:
             return existing
-        atomic_write(path, json.dumps(asdict(outcome), indent=2, sort_keys=True))
+        write_record(path, outcome)
     return outcome
+
+
+def write_record(path: Path, outcome: PointOutcome) -> None:
+    """``outcome`` as a record at ``path``, atomically (:func:`read_record` reads it back)."""
+    atomic_write(path, json.dumps(asdict(outcome), indent=2, sort_keys=True))
 
 
 def read_record(path: Path) -> PointOutcome | None:
