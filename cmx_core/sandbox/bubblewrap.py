@@ -222,17 +222,15 @@ class _Run:
         block_r, block_w = os.pipe()
         status_r, status_w = os.pipe()
         tmp_bytes = self.limits.memory_bytes or (1 << 30)
-        seccomp = self._seccomp()
-        argv = bwrap_args(self.spec, BwrapFds(passwd_r, group_r, block_r, status_w, seccomp), as_root=self.as_root,
-                          tmp_bytes=tmp_bytes, work_bytes=self.limits.work_bytes)
+        fds = BwrapFds(passwd_r, group_r, block_r, status_w, self._seccomp())
+        argv = bwrap_args(self.spec, fds, as_root=self.as_root, tmp_bytes=tmp_bytes, work_bytes=self.limits.work_bytes)
         argv[0] = shutil.which("bwrap") or "bwrap"
         argv, options_r = options_in_fd(argv)
         if self.manager is not None:
             argv = [*scope_prefix(self.manager, self.limits), *argv]
         stdin = _stdin(self.spec.stdin)
-        fds = (passwd_r, group_r, block_r, status_w, options_r, *([seccomp] if seccomp is not None else []))
         with subreaper() if self.watched else contextlib.nullcontext(False) as reaping:
-            return self._start(argv, stdin, fds, block_w, status_r, reaping)
+            return self._start(argv, stdin, (*fds.handed(), options_r), block_w, status_r, reaping)
 
     def _seccomp(self) -> int | None:
         """As root, the filter against new user namespaces (non-root: bwrap's --disable-userns)."""

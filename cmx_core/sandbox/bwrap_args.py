@@ -106,6 +106,10 @@ class BwrapFds:
     seccomp: int | None = None
     """A compiled seccomp filter (``--seccomp``): no new user namespace, as root (:mod:`.seccomp`)."""
 
+    def handed(self) -> tuple[int, ...]:
+        """Every descriptor bwrap reads, to pass to it and close once it started."""
+        return (self.passwd, self.group, self.block, self.status, *(() if self.seccomp is None else (self.seccomp,)))
+
 
 def bwrap_args(spec: SandboxSpec, fds: BwrapFds, *, as_root: bool, tmp_bytes: int,
                keep_caps: tuple[str, ...] | None = None, work_bytes: int | None = None) -> list[str]:

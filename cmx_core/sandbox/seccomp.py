@@ -15,7 +15,6 @@ import errno
 import os
 
 CLONE_NEWUSER = 0x10000000
-UNAVAILABLE = "new user namespaces not blocked: libseccomp (pyseccomp) is not available here"
 
 
 def no_new_userns() -> int | None:

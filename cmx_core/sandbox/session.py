@@ -136,12 +136,11 @@ class BubblewrapSession:
         passwd_r, group_r = _data_fd(passwd), _data_fd(group)
         block_r, block_w = os.pipe()
         status_r, status_w = os.pipe()
-        seccomp = no_new_userns()
-        argv = bwrap_args(spec, BwrapFds(passwd_r, group_r, block_r, status_w, seccomp), as_root=True,
-                          tmp_bytes=1 << 30, keep_caps=RUNNER_CAPS)
+        fds = BwrapFds(passwd_r, group_r, block_r, status_w, no_new_userns())
+        argv = bwrap_args(spec, fds, as_root=True, tmp_bytes=1 << 30, keep_caps=RUNNER_CAPS)
         argv[0] = shutil.which("bwrap") or "bwrap"
         argv, options_r = options_in_fd(argv)
-        ours = (passwd_r, group_r, block_r, status_w, options_r, *([seccomp] if seccomp is not None else []))
+        ours = (*fds.handed(), options_r)
         try:
             self.proc = subprocess.Popen([*argv, *spec.argv], stdin=subprocess.DEVNULL, stdout=self.log,
                                          stderr=self.log, env=spec.full_env(), pass_fds=(*ours, inner_end.fileno()),
