@@ -25,6 +25,13 @@ summary: sleeps (uses no CPU)
 steps: [{uses: shell, with: {cmd: [sleep, "2"]}}]
 cache: false
 """
+BLINK = """
+name: blink
+tags: [blink]
+summary: does nothing (a run far shorter than 0.5 s)
+steps: [{uses: shell, with: {cmd: ["true"]}}]
+cache: false
+"""
 BURN = "while True: pass"
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
@@ -50,9 +57,10 @@ def burner(cpu: int) -> Iterator[subprocess.Popen[bytes]]:
         proc.wait(timeout=30)
 
 
-def _run_nap(tmp_path: Path, cpu: int) -> tuple[str, dict[str, object]]:
-    (tmp_path / "nap.yaml").write_text(NAP)
-    done = subprocess.run([sys.executable, "-m", "cmx_core.cli.main", "run", "recipe", "--tags=nap", "--recipes",
+def _run_nap(tmp_path: Path, cpu: int, recipe: str = NAP) -> tuple[str, dict[str, object]]:
+    (tmp_path / "nap.yaml").write_text(recipe)
+    tag = "nap" if recipe == NAP else "blink"
+    done = subprocess.run([sys.executable, "-m", "cmx_core.cli.main", "run", "recipe", f"--tags={tag}", "--recipes",
                            str(tmp_path), "-q"], capture_output=True, text=True, timeout=300,
                           preexec_fn=lambda: _pinned(cpu))
     assert done.returncode == 0, done.stderr
@@ -71,6 +79,17 @@ def test_a_burner_beside_the_run_is_recorded_and_warned(tmp_path: Path, cpu: int
     assert [w["cause"] for w in section["warnings"]] == ["outside_cores"]
     assert "warning: other processes used" in summary and "of 1 CPUs during the run" in summary
     assert "taskset" in summary
+
+
+def test_a_burner_beside_a_run_too_short_to_judge_is_still_seen(tmp_path: Path, cpu: int,
+                                                                burner: subprocess.Popen[bytes]) -> None:
+    """A run of a few milliseconds: its window is held open to 0.5 s, so the burner is judged
+    instead of the run counting as quiet (the false ``differs`` of a replay on a busy machine)."""
+    summary, document = _run_nap(tmp_path, cpu, BLINK)
+    section = document["conditions"]
+    assert isinstance(section, dict) and section["window_s"] >= BOUNDS["min_window_s"]
+    assert section["outside_cores"]["value"] > BOUNDS["outside_cores"] * 1
+    assert [w["cause"] for w in section["warnings"]] == ["outside_cores"] and "taskset" in summary
 
 
 def test_without_a_burner_the_figures_add_up_and_the_warning_follows_the_rule(tmp_path: Path, cpu: int) -> None:

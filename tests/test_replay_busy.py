@@ -3,8 +3,9 @@ background load (real busy-loop processes, started and stopped by their pids) is
 before every other replay and stopped before the next: not one verdict is ``differs``.
 
 The bundle holds 4 runs of one lock of demo-sort (100000 items, 3 timed repetitions and a
-check: a measured window of about 0.5 to 1 s, long enough for /proc/stat to judge the CPU
-use, where the sorting is most of a run's cost), recorded with the load running. Each of the
+check, where the sorting is most of a run's cost; however fast the machine, the measured
+window is held open to 0.5 s so that /proc/stat can judge the CPU use), recorded with the load
+running. Each of the
 30 replays is a real ``cmx bundle replay --repeats 3`` (3 real runs, judged against the 4
 originals), so the test runs 94 short runs: about 3 to 6 minutes on a busy 2-CPU machine. A
 replay whose conditions differ from the record's, or where both were noisy, is

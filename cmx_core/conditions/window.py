@@ -6,6 +6,7 @@ sysfs files (and NVML where present), not a sampler: ``benchmarks/bench_conditio
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +16,7 @@ from cmx_core.conditions.cpufreq import limits_khz
 from cmx_core.conditions.cpustat import online_cpus
 from cmx_core.conditions.judge import judge
 from cmx_core.conditions.kernel import cpu_quota, isolated_cpus, numa_balancing, randomize_va_space
-from cmx_core.conditions.record import Conditions
+from cmx_core.conditions.record import BOUNDS, Conditions
 from cmx_core.conditions.snapshot import Snapshot, take
 from cmx_core.conditions.threads import thread_settings
 from cmx_core.conditions.values import Read, known, unknown
@@ -33,10 +34,16 @@ class MeasuredWindow:
         cpus = online_cpus(root)
         return cls(root, cpus, take(root, cpus, nvml), nvml)
 
-    def finish(self, env: Mapping[str, str] | None = None) -> Conditions:
-        """The judged record of the window from its start to now."""
-        record = conditions(self.root, self.cpus, self.first, take(self.root, self.cpus, self.nvml),
-                            os.environ if env is None else env)
+    def finish(self, env: Mapping[str, str] | None = None, at_least_s: float = BOUNDS["min_window_s"]) -> Conditions:
+        """The judged record of the window from its start to now, held open until it spans
+        ``at_least_s``: /proc/stat's 10 ms ticks cannot judge a shorter one, and a run too
+        short to judge would otherwise count as quiet however busy the machine was (so a
+        sub-second run waits up to 0.5 s more, idle, while the machine is watched)."""
+        last = take(self.root, self.cpus, self.nvml)
+        if self.root == Path("/") and last.at - self.first.at < at_least_s:
+            time.sleep(at_least_s - (last.at - self.first.at))
+            last = take(self.root, self.cpus, self.nvml)
+        record = conditions(self.root, self.cpus, self.first, last, os.environ if env is None else env)
         return replace(record, warnings=judge(record))
 
 

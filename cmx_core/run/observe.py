@@ -76,7 +76,8 @@ class Observation:
         window = MeasuredWindow.start()
         outcome = once()
         primary = _primary(outcome)
-        self.repetitions.append(self._repetition(outcome, window.finish(), _value(primary)))
+        # not held open: a soak stays continuous, so only repetitions of 0.5 s or more are judged on CPU use
+        self.repetitions.append(self._repetition(outcome, window.finish(at_least_s=0.0), _value(primary)))
         if self.measure is None:
             self.measure = _measure(primary)
         return outcome
