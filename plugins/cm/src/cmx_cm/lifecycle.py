@@ -16,30 +16,18 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
 from cmx_cm._shim.cmind.utils import merge_dicts
+from cmx_cm.child import run_child
 from cmx_cm.conditions import runtime_decision
 
-STACK_ENV = "CMX_CM_STACK"
-"""The run-time deps whose runners are waiting (``alias#digest:...``, the digest of the tags,
-inputs and env each was given): the same dep with the same env again would never end, so it
-is refused with the chain (CM recurses until the stack overflows)."""
 LOCAL_KEYS = ("VERSION", "VERSION_MIN", "VERSION_MAX", "VERSION_MAX_USABLE", "DETECTED_VERSION", "INPUT", "OUTPUT",
               "OUTBASENAME", "OUTDIRNAME", "NAME", "EXTRA_CACHE_TAGS", "TMP_*", "GIT_*", "RENEW_CACHE_ENTRY",
               "QUIET")
 """CM's default ``local_env_keys`` (without the prefix): never passed down to a dep."""
-DEFAULT_TIMEOUT_S = 3600.0
-MAX_DEPTH = 16
-
-
-class HookFailed(RuntimeError):
-    """A run-time dep failed; the message is one line."""
 
 
 def applies(hook: Mapping[str, Any], variations: Sequence[str], version: str, adr: str = "") -> bool:
@@ -107,44 +95,21 @@ def run_hooks(kind: str, request: Mapping[str, Any], env: MutableMapping[str, An
 
 def _run_one(hook: Mapping[str, Any], request: Mapping[str, Any], env: Mapping[str, Any]) -> dict[str, Any]:
     prefix = str(request.get("prefix", "CM"))
-    stack = [s for s in os.environ.get(STACK_ENV, "").split(":") if s]
     target = hook.get("target") or ",".join(hook.get("tags") or [])
     dep_env = passed_env(env, prefix, request.get("local_env_keys") or [])
     dep_env.update({k: _fill(str(v), env) for k, v in dict(hook.get("env") or {}).items()})
     tags = [*(hook.get("tags") or []), *tags_from_env(hook, dep_env, env)]
     digest = hashlib.sha256(json.dumps([tags, hook.get("with"), dep_env, request.get("adr") or ""], sort_keys=True,
                                        default=str).encode()).hexdigest()[:12]
-    key = f"{target}#{digest}"
-    if key in stack or len(stack) >= MAX_DEPTH:
-        chain = " > ".join(s.split("#")[0] for s in [*stack, key])
-        raise HookFailed(f"{hook.get('kind')} {hook.get('as')} would run {target} again with the same env while "
-                         f"it waits for itself ({chain}): it depends back and its conditions did not skip it")
-    argv = [sys.executable, "-m", "cmx_core", "run", "recipe", f"--tags={','.join(tags)}", "--json", "-q"]
+    argv = ["run", "recipe", f"--tags={','.join(tags)}"]
     if request.get("recipe_dir"):
         argv += ["--recipes", str(request["recipe_dir"])]
     argv += [f"--{k}={v}" for k, v in dict(hook.get("with") or {}).items()]
     argv.append("--cm_env=" + json.dumps(dep_env, sort_keys=True))
     if request.get("adr") and hook.get("target"):  # a script of the collection: CM hands adr down to it
         argv.append(f"--cm_adr={request['adr']}")
-    child_env = {**os.environ, STACK_ENV: ":".join([*stack, key])}
-    child_env.pop("PYTHONSAFEPATH", None)
-    timeout = float(request.get("timeout_s") or DEFAULT_TIMEOUT_S)
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, env=child_env, stdin=subprocess.DEVNULL,
-                              timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise HookFailed(f"{hook.get('kind')} {hook.get('as')} ran past {timeout:g} s and was stopped") from None
-    sys.stderr.write(done.stderr)
-    try:
-        document = json.loads(done.stdout) if done.stdout.strip() else {}
-    except ValueError:
-        document = {}
-    if done.returncode != 0 or not isinstance(document, dict) or "outputs" not in document:
-        lines = done.stderr.strip().splitlines()
-        errors = [line.removeprefix("cmx: error: ") for line in lines if line.startswith("cmx: error: ")]
-        last = (errors or lines or [f"exit code {done.returncode}"])[-1]
-        raise HookFailed(f"{hook.get('kind')} {hook.get('as')} (tags {','.join(tags)}) failed: "
-                         f"{last}")
+    what = f"{hook.get('kind')} {hook.get('as')} (tags {','.join(tags)})"
+    document = run_child(argv, f"{target}#{digest}", what, request.get("timeout_s"))
     outputs = dict(document["outputs"])
     outputs["_recipe"] = document.get("recipe") or target
     outputs["_tags"] = ",".join(tags)
