@@ -27,6 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
 
+from cmx_cm import actions
 from cmx_cm.automation import Automation, version_ok
 from cmx_cm.lifecycle import run_hooks
 from cmx_cm.native import ScriptPlace, run_native
@@ -150,6 +151,9 @@ def main(argv: Sequence[str]) -> int:
 
     getpass.getpass = _no_prompt
     request = json.loads(request_path.read_text())
+    recipe_dir = request.get("recipe_dir")
+    actions.use(actions.Context(Path(recipe_dir) if recipe_dir else None, str(request.get("prefix") or "CM"),
+                                request.get("timeout_s")))
     try:
         result = run(request)
     except (Prompted, RuntimeError, OSError, KeyError, ValueError, TypeError, AttributeError, ImportError) as exc:

@@ -1,8 +1,8 @@
 """A stand-in for the ``cmind`` package inside cmx-cm's script runner (never installed).
 
-``cmind.access`` is CM's whole API behind one dict-in/dict-out call; scripts that reach for
-it to run other scripts are outside what the bridge runs, so it answers with an error that
-says so instead of running anything.
+``cmind.access`` is CM's whole API behind one dict-in/dict-out call: the actions scripts call
+are served by :mod:`cmx_cm.actions` (download and unzip a file, run a shell command, run or
+find another script); any other answers with an error that names it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ __version__ = "0.0.0-cmx-cm-shim"
 
 
 def access(i: dict[str, Any]) -> dict[str, Any]:
-    if i.get("action") == "compare_versions":
-        return {"return": 0, "comparison": utils.compare_versions(i["version1"], i["version2"])}
-    return {"return": 1, "error": f"cmind.access({i.get('action')!r}) is not available under cmx-cm: "
-                                  "express the call as a dep of the recipe"}
+    from cmx_cm.actions import access as served  # deferred: the shim is imported before the runner sets it up
+
+    return served(i)
