@@ -569,6 +569,20 @@ class _Translator:
             return {"expires": cache_detections}
         return False
 
+    def access_calls(self) -> None:
+        """Each ``cmind.access`` action the script's ``customize.py`` calls that the bridge does
+        not serve (:mod:`cmx_cm.actions`): the script fails when it makes that call."""
+        from cmx_cm.access_scan import calls_in, served  # deferred: only scripts with a customize.py
+
+        path = self.script.directory / "customize.py"
+        if not path.is_file():
+            return
+        for automation, action in sorted(calls_in(path.read_text(errors="replace"))):
+            if not served({(automation, action)}):
+                self.issue(f"customize.py:access({automation} {action})",
+                           f"cmind.access {automation} {action} is not served under cmx-cm: the script fails in one "
+                           "line when it makes that call")
+
     def other_keys(self) -> None:
         data = self.script.data
         for key in sorted(data):
@@ -751,6 +765,7 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None,
     new_env_keys = [str(k) for k in data.get("new_env_keys") or []]
     new_state_keys = [str(k) for k in data.get("new_state_keys") or []]
     t.other_keys()
+    t.access_calls()
     cache = t.cache(tags, cache_detections)
     name = recipe_name(script)
     not_exact = [{"key": i.key, "kind": i.kind, "reason": i.reason} for i in t.issues if i.kind != "ignored"]
