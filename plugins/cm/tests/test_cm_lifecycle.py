@@ -265,7 +265,8 @@ def test_variation_alias_state_and_tags_from_env(tmp_path: Path, cmx_cli: Callab
 def test_the_scripts_own_output_is_shown_with_v(tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
     root, out = tmp_path / "c" / "script", tmp_path / "out"
     write_script(root, "chatty", "alias: chatty\ntags: [chatty]\n", run_sh="echo 'hello from run.sh'\n",
-                 customize="def preprocess(i):\n    print('hello from customize.py')\n    return {'return': 0}\n")
+                 customize="def preprocess(i):\n    print('hello from customize.py')\n    return {'return': 0}\n\n"
+                           "def postprocess(i):\n    print('hello from postprocess')\n    return {'return': 0}\n")
     import_collection(root, out)
     quiet = cmx_cli("run", "recipe", "--tags=cm,chatty", "--recipes", str(out), "--no-cache")
     assert quiet.returncode == 0, quiet.stderr
@@ -276,6 +277,8 @@ def test_the_scripts_own_output_is_shown_with_v(tmp_path: Path, cmx_cli: Callabl
         assert loud.returncode == 0, loud.stderr
         assert "cmx: cm.chatty | hello from customize.py" in loud.stderr, command
         assert "cmx: cm.chatty | hello from run.sh" in loud.stderr, command
+        said = [line.split("| ", 1)[1] for line in loud.stderr.splitlines() if "| hello from" in line]
+        assert said == ["hello from customize.py", "hello from run.sh", "hello from postprocess"], command  # CM's order
         assert "hello from" not in loud.stdout
 
 

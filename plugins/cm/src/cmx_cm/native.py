@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,8 @@ def run_native(place: ScriptPlace, name: str, env: MutableMapping[str, Any], sta
         (work_dir / stale).unlink(missing_ok=True)
     (work_dir / TMP_STATE_IN).write_text(json.dumps(state, indent=2, sort_keys=True))
     argv = ["bash", "-c", '. "$1"', "cmx-cm", str(script)]
+    sys.stdout.flush()  # what customize.py printed without a newline comes before the script's output
+    sys.stderr.flush()
     try:
         done = subprocess.run(argv, cwd=work_dir, env=process_env(env, place.base_env), stdin=subprocess.DEVNULL,
                               timeout=timeout_s, check=False)

@@ -5,7 +5,8 @@ touch the cmx process. It runs in the cmx work directory with the ``cmind``/``ml
 first on ``sys.path``, and follows CM's lifecycle: preprocess, ``run.sh``, postprocess,
 then the version constraints and the ``new_env_keys``/``new_state_keys`` filter. It never
 prompts: stdin is closed and ``input()``/``getpass()`` fail with a message naming the prompt.
-The result (or the one-line error) is written as JSON to RESULT.
+Its output is line-buffered, so what customize.py prints keeps its place beside run.sh's in the
+log (and under ``-v``), as in CM. The result (or the one-line error) is written as JSON to RESULT.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import copy
 import fnmatch
 import getpass
 import importlib.util
+import io
 import json
 import os
 import platform
@@ -146,6 +148,9 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
 
 def main(argv: Sequence[str]) -> int:
     request_path, result_path = Path(argv[0]), Path(argv[1])
+    for stream in (sys.stdout, sys.stderr):  # a print reaches the log before run.sh writes there, as in CM
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(line_buffering=True)
     sys.path.insert(0, str(SHIM))
     builtins.input = _no_prompt
 
