@@ -339,3 +339,18 @@ def test_cm_command_line_env_and_cms_choice(tmp_path: Path, cmx_cli: Callable[..
         proc = cmx_cli("cm", "run", "script", *bad, "--recipes", str(out))
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+def test_a_default_version_is_moved_into_the_asked_range_as_cm_moves_it(tmp_path: Path,
+                                                                        cmx_cli: Callable[..., Any]) -> None:
+    """CM's rule for a version not asked for: default_version, raised to version_min or lowered
+    to version_max_usable (else version_max)."""
+    root, out = tmp_path / "c" / "script", tmp_path / "out"
+    write_script(root, "versioned", "alias: versioned\ntags: [versioned]\ndefault_version: '1.5'\n"
+                                    "new_env_keys: [CM_GOT_VERSION]\n",
+                 run_sh='echo "CM_GOT_VERSION=$CM_VERSION" > tmp-run-env.out\n')
+    import_collection(root, out)
+    for args, version in (((), "1.5"), (("--version_min=2.0",), "2.0"), (("--version_max=1.0",), "1.0"),
+                          (("--version_max=1.0", "--version_max_usable=0.9"), "0.9"), (("--version=1.2",), "1.2")):
+        got = outputs(cmx_cli("run", "recipe", "--tags=cm,versioned", "--recipes", str(out), *args, "--json"))
+        assert got["new_env"] == {"CM_GOT_VERSION": version}, args

@@ -97,6 +97,8 @@ def _run_one(hook: Mapping[str, Any], request: Mapping[str, Any], env: Mapping[s
     prefix = str(request.get("prefix", "CM"))
     target = hook.get("target") or ",".join(hook.get("tags") or [])
     dep_env = passed_env(env, prefix, request.get("local_env_keys") or [])
+    if hook.get("reuse_version"):  # CM's reuse_version: the caller's VERSION* keys are passed down after all
+        dep_env.update({k: v for k, v in env.items() if k.startswith(f"{prefix}_VERSION")})
     dep_env.update({k: _fill(str(v), env) for k, v in dict(hook.get("env") or {}).items()})
     tags = [*(hook.get("tags") or []), *tags_from_env(hook, dep_env, env)]
     digest = hashlib.sha256(json.dumps([tags, hook.get("with"), dep_env, request.get("adr") or ""], sort_keys=True,

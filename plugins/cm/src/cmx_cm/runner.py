@@ -129,7 +129,11 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
         skip = bool(pre.get("skip"))
     version = ""
     if not skip:
-        run_hooks("prehook_deps", request, env, state, lifecycle)
+        try:
+            run_hooks("prehook_deps", request, env, state, lifecycle)
+        except RuntimeError as exc:  # an install after every found one missed the range: say both, as CM's log does
+            missed = auto.version_miss_note(env).strip(" ()")
+            raise RuntimeError(f"{missed}; then {exc}" if missed else str(exc)) from None
         place = ScriptPlace(directory, work_dir, auto.base_env, request.get("timeout_s"))
         run_native(place, request.get("script_name", "run"), env, state)
         run_hooks("posthook_deps", request, env, state, lifecycle)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cmx_cm._shim.cmind.utils import compare_versions
 from cmx_cm.meta import load_script, script_stamp
 from cmx_cm.translate import input_name
 from cmx_core.api import StepContext, StepFailed, StepOutput
@@ -47,6 +48,8 @@ PARAMS: dict[str, str] = {
     "adr_marks": "variation -> the |NAME:ID| marks of its add_deps_recursive, handed down with cm_adr",
     "combinations": "the combination variations (parts, env, default_env, keys, script_name), applied when all "
                     "their parts are selected",
+    "default_version": "the script's default_version: the version input's default, moved into the script's "
+                       "version_min..version_max as CM moves it",
 }
 
 
@@ -94,6 +97,8 @@ def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
         for key, value in dict(combo.get("default_env") or {}).items():
             env.setdefault(str(key), value)
     env.update(cm_env(ctx.inputs.get("cm_env")))
+    _clamp_default_version(env, "CM" if ctx.params.get("flavor", "cm") == "cm" else "MLC",
+                           str(ctx.params.get("default_version") or ""))
     state: dict[str, Any] = {}
     for variation, values in dict(ctx.params.get("variation_state") or {}).items():
         if variation in ctx.variations:
@@ -106,6 +111,22 @@ def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
             _merge(env, outputs.get("new_env") or {})
             _merge(state, outputs.get("new_state") or {})
     return env, state
+
+
+def _clamp_default_version(env: dict[str, Any], prefix: str, default: str) -> None:
+    """CM's rule for a version not asked for: the default version, raised to ``VERSION_MIN``
+    or lowered to ``VERSION_MAX_USABLE`` (else ``VERSION_MAX``), constraints a caller may hand
+    down (``reuse_version``). A version asked for that equals the default is moved too: the
+    input cannot tell the two apart."""
+    if not default or str(env.get(f"{prefix}_VERSION") or "") != default:
+        return
+    version, low, high = default, str(env.get(f"{prefix}_VERSION_MIN") or ""), str(env.get(f"{prefix}_VERSION_MAX")
+                                                                                    or "")
+    if low and compare_versions(version, low) < 0:
+        version = low
+    if high and compare_versions(version, high) > 0:
+        version = str(env.get(f"{prefix}_VERSION_MAX_USABLE") or "") or high
+    env[f"{prefix}_VERSION"] = version
 
 
 def _keys(ctx: StepContext) -> tuple[list[str], list[str]]:

@@ -234,9 +234,11 @@ class _Translator:
             with_.update(self.dep_env(dep, target, where))
             if target is not None and self.index is not None and self.index.passes_adr(target):
                 with_["cm_adr"] = self.adr_template()
+        if hook and dep.get("reuse_version"):  # CM hands the caller's version constraints down
+            out["_hook"]["reuse_version"] = True
         if with_:
             out["with"] = with_
-        for key in sorted(set(dep) - DEP_MAPPED):
+        for key in sorted(set(dep) - DEP_MAPPED - ({"reuse_version"} if hook else set())):
             self.issue(f"{where}.{key}", "dep option with no cmx equivalent (cmx deps see only their own inputs)")
         return out
 
@@ -791,6 +793,8 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None,
         "local_env_keys": [str(k) for k in data.get("local_env_keys") or []],
         "adr_marks": t.adr_marks(),
     }
+    if data.get("version") is None and isinstance(data.get("default_version"), (str, int, float)):
+        params["default_version"] = str(data["default_version"])
     recipe: dict[str, Any] = {
         "name": name,
         "tags": tags,
