@@ -25,13 +25,6 @@ summary: sleeps (uses no CPU)
 steps: [{uses: shell, with: {cmd: [sleep, "2"]}}]
 cache: false
 """
-BLINK = """
-name: blink
-tags: [blink]
-summary: does nothing (a run far shorter than 0.5 s)
-steps: [{uses: shell, with: {cmd: ["true"]}}]
-cache: false
-"""
 BURN = "while True: pass"
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
@@ -57,11 +50,10 @@ def burner(cpu: int) -> Iterator[subprocess.Popen[bytes]]:
         proc.wait(timeout=30)
 
 
-def _run_nap(tmp_path: Path, cpu: int, recipe: str = NAP) -> tuple[str, dict[str, object]]:
-    (tmp_path / "nap.yaml").write_text(recipe)
-    tag = "nap" if recipe == NAP else "blink"
-    done = subprocess.run([sys.executable, "-m", "cmx_core.cli.main", "run", "recipe", f"--tags={tag}", "--recipes",
-                           str(tmp_path), "-q"], capture_output=True, text=True, timeout=300,
+def _run_nap(tmp_path: Path, cpu: int, *args: str) -> tuple[str, dict[str, object]]:
+    (tmp_path / "nap.yaml").write_text(NAP)
+    done = subprocess.run([sys.executable, "-m", "cmx_core.cli.main", "run", "recipe", *(args or ("--tags=nap",)),
+                           "--recipes", str(tmp_path), "-q"], capture_output=True, text=True, timeout=300,
                           preexec_fn=lambda: _pinned(cpu))
     assert done.returncode == 0, done.stderr
     path = done.stdout.strip().splitlines()[-1].removeprefix("result: ")
@@ -83,11 +75,13 @@ def test_a_burner_beside_the_run_is_recorded_and_warned(tmp_path: Path, cpu: int
 
 def test_a_burner_beside_a_run_too_short_to_judge_is_still_seen(tmp_path: Path, cpu: int,
                                                                 burner: subprocess.Popen[bytes]) -> None:
-    """A run of a few milliseconds: its window is held open to 0.5 s, so the burner is judged
-    instead of the run counting as quiet (the false ``differs`` of a replay on a busy machine)."""
-    summary, document = _run_nap(tmp_path, cpu, BLINK)
+    """A benchmark of a few milliseconds (demo-sort of 1000 items): its window is held open to
+    0.5 s, so the burner is judged instead of the run counting as quiet (the false ``differs``
+    of a replay on a busy machine). A run with no metrics is not held (the nap's 2 s aside)."""
+    summary, document = _run_nap(tmp_path, cpu, "--tags=demo,sort", "--size=1000", "--no-cache")
     section = document["conditions"]
     assert isinstance(section, dict) and section["window_s"] >= BOUNDS["min_window_s"]
+    assert document["metrics"]
     assert section["outside_cores"]["value"] > BOUNDS["outside_cores"] * 1
     assert [w["cause"] for w in section["warnings"]] == ["outside_cores"] and "taskset" in summary
 

@@ -128,3 +128,30 @@ def test_the_outside_use_rule_names_the_cpus_and_the_fix() -> None:
 
 def test_a_window_too_short_for_proc_stat_ticks_is_not_judged_on_cpu_use() -> None:
     assert judge(_busy(0.2, 1.9, steal=1.0)) == ()
+
+
+class _SpyWindow:
+    """Records how long ``conditions_section`` asks the window to stay open."""
+
+    def __init__(self) -> None:
+        self.asked: list[float] = []
+
+    def finish(self, env: object = None, at_least_s: float = -1.0) -> Conditions:
+        self.asked.append(at_least_s)
+        return MeasuredWindow.start().finish({}, at_least_s=0.0)
+
+
+@pytest.mark.parametrize(("metrics", "held"), [(True, BOUNDS["min_window_s"]), (False, 0.0)])
+def test_only_a_run_with_metrics_holds_its_window_open(metrics: bool, held: float) -> None:
+    """A run whose numbers a verdict judges waits until its CPU use can be judged; a detection
+    or an install (no metrics) waits for nothing."""
+    from cmx_core.providers.types import ExecutionOutcome, NodeResult
+    from cmx_core.providers.values import Metric, ResultPart
+    from cmx_core.run.conditions import conditions_section
+
+    part = ResultPart(status="valid", benchmark={}, metrics={"rate": Metric(1.0, "1/s", True)} if metrics else {})
+    node = NodeResult(node_id="n", recipe="r", status="ran", wall_s=0.01, cache_key="k", parts=(part,))
+    window = _SpyWindow()
+    assert conditions_section(window, ExecutionOutcome(nodes=(node,), root_outputs={}, started=0.0,  # type: ignore[arg-type]
+                                                       finished=0.01)) is not None
+    assert window.asked == [held]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cmx_core.conditions.record import BOUNDS
 from cmx_core.conditions.window import MeasuredWindow
 from cmx_core.providers.types import ExecutionOutcome
 
@@ -28,4 +29,10 @@ def conditions_section(window: MeasuredWindow | None, outcome: ExecutionOutcome)
         return dict(outcome.conditions) if outcome.conditions is not None else None
     if outcome.nodes and all(node.status == "cached" for node in outcome.nodes):
         return None
-    return window.finish().to_json()
+    return window.finish(at_least_s=BOUNDS["min_window_s"] if _measured(outcome) else 0.0).to_json()
+
+
+def _measured(outcome: ExecutionOutcome) -> bool:
+    """Whether the run has metrics, the numbers a verdict judges: only then is a short window
+    held open until its CPU use can be judged (a detection or an install waits for nothing)."""
+    return any(part.metrics for node in outcome.nodes for part in node.parts)
