@@ -9,7 +9,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # not at run time: every command imports this module (collections.abc costs ~1 ms)
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
 
 class CmxError(Exception):
@@ -117,6 +117,16 @@ class Interrupted(CmxError):
     """The run was interrupted (Ctrl-C); nothing half-written was kept."""
 
     exit_code = 130
+
+
+class HandOver(Exception):
+    """A command hands its work to another ``cmx`` command in the same process (``cmx cm run
+    script`` to ``cmx run recipe`` once it has chosen the script): the CLI runs ``argv`` as if it
+    had been typed, replay and all, instead of a second interpreter start."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        super().__init__(" ".join(argv))
+        self.argv = list(argv)
 
 
 def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str:

@@ -10,7 +10,7 @@ import os
 import sys
 
 from cmx_core import __version__, paths
-from cmx_core.errors import CmxError, UsageError, escape_controls
+from cmx_core.errors import CmxError, HandOver, UsageError, escape_controls
 from cmx_core.plugins.command_index import read_help, terminal_width, write_help
 
 TYPE_CHECKING = False
@@ -71,16 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     options_env = {name: os.environ.get(name) for name in OPTION_ENV}
     try:
-        replay_key = None
-        if args_list[:1] == ["run"]:
-            # deferred: start-up: 26 modules not needed to start cmx
-            from cmx_core.run.replay import invocation_key, try_replay
-
-            replay_key = invocation_key(args_list)  # before _dispatch changes the environment
-            code = try_replay(args_list, replay_key)
-            if code is not None:
-                return code
-        return _dispatch(args_list, replay_key)
+        while True:
+            try:
+                return _replay_or_dispatch(args_list)
+            except HandOver as hand:
+                args_list = hoist_globals(hand.argv)
     except CmxError as exc:
         _print_error(exc, args_list)
         return exc.exit_code
@@ -99,6 +94,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGHUP, previous_hup)
         _restore_env(options_env)
+
+
+def _replay_or_dispatch(args_list: list[str]) -> int:
+    replay_key = None
+    if args_list[:1] == ["run"]:
+        # deferred: start-up: 26 modules not needed to start cmx
+        from cmx_core.run.replay import invocation_key, try_replay
+
+        replay_key = invocation_key(args_list)  # before _dispatch changes the environment
+        code = try_replay(args_list, replay_key)
+        if code is not None:
+            return code
+    return _dispatch(args_list, replay_key)
 
 
 CLOSED_PIPE_EXIT = 141

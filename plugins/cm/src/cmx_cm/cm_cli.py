@@ -8,8 +8,9 @@ own command line over an imported collection (``--recipes DIR``) or the live ``C
 * ``--env.KEY=VALUE`` sets any env key of the script, declared or not (the ``cm_env`` input).
 * ``--KEY=VALUE`` are the script's inputs (``input_mapping`` names, ``version_min``...).
 
-Then it hands over to ``cmx run recipe`` (the same process, ``exec``), pinned to the chosen
-script's recipe.
+Then it hands over to ``cmx run recipe`` in the same process (:class:`~cmx_core.errors.HandOver`:
+the plugins and the interpreter already loaded, where an ``exec`` started both again), pinned
+to the chosen script's recipe.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from cmx_cm.collection import STAMPS, live_paths
 from cmx_cm.index import IndexEntry, ScriptIndex, split_tags
 from cmx_core.api import cache_dir
 from cmx_core.api.display import fit_text, width_for
-from cmx_core.errors import UsageError
+from cmx_core.errors import HandOver, UsageError
 
 PASS_FLAGS = ("-v", "--verbose", "-q", "--quiet", "-s", "--json", "--wide", "--no-cache", "--refresh")
 
@@ -116,8 +117,8 @@ def run(args: argparse.Namespace) -> NoReturn:
             print(line, file=sys.stderr, flush=True)
     variations = [t.strip()[1:] for t in tags.split(",") if t.strip().startswith("_")]
     command = ["explain"] if explaining else ["run", "recipe"]
-    argv = [sys.executable, "-m", "cmx_core", *command, f"--tags=cm,{chosen.alias},{','.join(variations)}"
-            .rstrip(","), "--recipes", str(directory), *flags, *inputs]
+    argv = [*command, f"--tags=cm,{chosen.alias},{','.join(variations)}".rstrip(","), "--recipes", str(directory),
+            *flags, *inputs]
     if env:
         argv.append("--cm_env=" + json.dumps(env, sort_keys=True))
-    os.execv(sys.executable, argv)
+    raise HandOver(argv)
