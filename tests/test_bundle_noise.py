@@ -1,8 +1,11 @@
 """Noise-aware replay (#35 a): a replay repeats the measurement (at least 3 times, or as often
 as the original did), judges the two distributions by the named bootstrap rule, answers
 reproduced / within noise / inconclusive / differs / not comparable with an effect size and an
-interval, and ``--check`` makes ``differs`` exit 1. The planted slowdown is a deterministic
-stand-in metric (a shell step reads its cost from a file), so no test depends on machine speed."""
+interval, and ``--check`` makes ``differs`` exit 1. The planted change is a deterministic
+stand-in metric (a shell step reads its cost from a file), so no test depends on machine speed.
+Its unit is an abstract cost, not seconds: a change of a timing on a busy machine (this one
+under a test run) is held back as inconclusive by its conditions (tests/test_verdict_conditions.py),
+while a change of a quantity that load does not move is judged on its numbers."""
 
 from __future__ import annotations
 
@@ -19,14 +22,14 @@ RECIPE = """
 name: planted
 version: "1.0"
 tags: [planted]
-summary: a cost read from a file, a stand-in for a timing
+summary: a cost read from a file, a stand-in for a measured quantity
 steps:
   - uses: shell
     measures: true
     with:
       cmd: ["cat", "{cost}"]
       metrics:
-        cost_s: {{kv: COST, unit: s, higher_is_better: false}}
+        cost_s: {{kv: COST, unit: cost units, higher_is_better: false}}
 """
 
 
@@ -45,7 +48,7 @@ def _original(cli: Callable[..., Any], recipes: Any, tmp_path: Path, costs: list
     return bundle, runs
 
 
-def test_a_planted_3x_slowdown_differs_and_check_exits_1(cli: Callable[..., Any], recipes: Any,
+def test_a_planted_3x_change_differs_and_check_exits_1(cli: Callable[..., Any], recipes: Any,
                                                           tmp_path: Path) -> None:
     bundle, _ = _original(cli, recipes, tmp_path, [1.0, 1.01, 0.99])
     (tmp_path / "cost.txt").write_text("COST=3.0\n")
@@ -98,7 +101,8 @@ def test_the_compare_table_shows_the_noise_note(cli: Callable[..., Any], recipes
     _, runs = _original(cli, recipes, tmp_path, [1.0, 2.0])
     monkeypatch.setenv("COLUMNS", "250")
     done = cli("results", "compare", runs[0], runs[1])
-    assert done.code == 0 and "1 sample, noise unknown" in done.out
+    # a note is wrapped in its column (a conditions note on a busy machine runs long): read it whole
+    assert done.code == 0 and "1 sample, noise unknown" in " ".join(line.strip() for line in done.out.splitlines())
 
 
 @pytest.mark.parametrize(("before", "after", "verdict"), [

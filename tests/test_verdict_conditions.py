@@ -47,9 +47,10 @@ def conditions(outside: float, window_s: float = 2.0, omp: str | None = None) ->
     return replace(record, warnings=judge_noise(record)).to_json()
 
 
-def doc(tmp_path: Path, run_id: str, value: float, outside: float | None, **kw: Any) -> dict[str, Any]:
+def doc(tmp_path: Path, run_id: str, value: float, outside: float | None, unit: str = "items/s",
+        **kw: Any) -> dict[str, Any]:
     part = ResultPart(status="completed", benchmark={"suite": "custom", "task": "t", "primary_metric": "rate"},
-                      metrics={"rate": Metric(value, "items/s", True)})
+                      metrics={"rate": Metric(value, unit, True)})
     document = example_document(tmp_path / run_id, run_id=run_id, part=part)
     return document if outside is None else {**document, "conditions": conditions(outside, **kw)}
 
@@ -149,3 +150,16 @@ def test_replay_text_prints_the_conditions_under_the_verdict(tmp_path: Path,
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].startswith("inconclusive: ")
     assert any(line.startswith("conditions differ: other load 1.4 cores at record") for line in lines[2:4]), lines
+
+
+@pytest.mark.parametrize(("unit", "held"), [("items/s", True), ("s", True), ("tokens per second", True),
+                                            ("ms", True), ("W", True), ("", True), ("score", False),
+                                            ("items", False), ("%", False)])
+def test_only_a_metric_the_machines_speed_moves_is_held_back(tmp_path: Path, unit: str, held: bool) -> None:
+    """Load explains a slower run, not another score or count: on a busy machine a changed
+    score still differs (and is worse in compare), a changed rate is inconclusive."""
+    original = [doc(tmp_path, f"o{i}", v, BUSY, unit=unit) for i, v in enumerate(STEADY)]
+    replay = [doc(tmp_path, f"r{i}", v, BUSY, unit=unit) for i, v in enumerate(SLOW)]
+    assert judge(original, replay).verdict == ("inconclusive" if held else "differs")
+    cell = next(m for m in compare_samples([original, replay]).metrics if m.name == "rate").cells[1]
+    assert cell.verdict == ("inconclusive" if held else "worse")

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from cmx_core.results.compare import Samples, samples_of
 from cmx_core.results.hardware import of_document
-from cmx_core.results.like_with_like import Likeness, compare_sides
+from cmx_core.results.like_with_like import Likeness, compare_sides, speed_bound
 from cmx_core.results.noise import RULE, judge_noise
 
 ReplayVerdict = Literal["reproduced", "within noise", "inconclusive", "differs", "not comparable"]
@@ -101,8 +101,9 @@ def judge(original: Sequence[Mapping[str, Any]], replay: Sequence[Mapping[str, A
 
 def _like_with_like(metric: MetricJudgement, likeness: Likeness) -> MetricJudgement:
     """A metric that ``differs`` is ``inconclusive`` where the conditions do not let the
-    difference be called real; the reason names the condition, then the numbers."""
-    if metric.verdict != "differs" or not likeness.blocks:
+    difference be called real (a metric the machine's speed moves); the reason names the
+    condition, then the numbers."""
+    if metric.verdict != "differs" or not likeness.blocks or not speed_bound(metric.unit):
         return metric
     return replace(metric, verdict="inconclusive", reason=f"{likeness.reason}; the numbers: {metric.reason}")
 

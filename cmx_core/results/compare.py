@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from cmx_core.errors import ResultsError
 from cmx_core.results.hardware import of_document
-from cmx_core.results.like_with_like import Likeness, compare_sides
+from cmx_core.results.like_with_like import Likeness, compare_sides, speed_bound
 from cmx_core.results.numbers import fmt_number
 
 Verdict = Literal["baseline", "better", "worse", "same", "within noise", "inconclusive", "missing",
@@ -295,8 +295,9 @@ def _row(name: str, columns: Sequence[_Column], likeness: Sequence[Likeness]) ->
 
 
 def _like_with_like(cell: Cell, likeness: Likeness) -> Cell:
-    """A better/worse cell is ``inconclusive`` where the conditions do not let it be real."""
-    if cell.verdict not in ("better", "worse") or not likeness.blocks:
+    """A better/worse cell is ``inconclusive`` where the conditions do not let it be real
+    (a metric the machine's speed moves)."""
+    if cell.verdict not in ("better", "worse") or not likeness.blocks or not speed_bound(cell.unit):
         return cell
     return replace(cell, verdict="inconclusive", noise=f"{likeness.reason}; {cell.noise}")
 

@@ -14,6 +14,10 @@ compared by :func:`cmx_core.conditions.compare.differences`:
 * ``quiet``: matching, quiet conditions: a real change is still ``differs``;
 * ``not recorded``: a side has no ``conditions`` section (a result of an older cmx): the
   numbers are judged as before, and the output says ``conditions not recorded``.
+
+Only a metric the machine's speed moves is held back (:func:`speed_bound`: a time, a rate, a
+power or an energy, by its unit): load explains a slower run, never another score, count
+or accuracy, so a change of those is judged on the numbers whatever the conditions.
 """
 
 from __future__ import annotations
@@ -45,6 +49,24 @@ class Likeness:
 
     def to_json(self) -> dict[str, Any]:
         return {"state": self.state, "reason": self.reason}
+
+
+TIME_UNITS = frozenset({"s", "sec", "second", "seconds", "ms", "us", "µs", "ns", "min", "minutes", "h", "hours"})
+SPEED_UNITS = frozenset({"hz", "khz", "mhz", "ghz", "qps", "fps", "ips", "w", "j", "kj", "wh", "kwh", "joules",
+                         "watts", "flops", "tflops", "gflops", "gb/s", "mb/s"})
+
+
+def speed_bound(unit: str | None) -> bool:
+    """Whether a metric in ``unit`` is one that a busy machine moves: a time (``s``, ``ms``,
+    ``ns``...), a rate (``items/s``, ``tokens/s``, ``qps``...), a power or an energy. A metric
+    with no unit counts as one (held back rather than called real)."""
+    if not unit:
+        return True
+    text = unit.strip().lower()
+    if text in TIME_UNITS or text in SPEED_UNITS:
+        return True
+    per = text.replace(" per ", "/").rsplit("/", 1)
+    return len(per) == 2 and per[1].strip() in TIME_UNITS
 
 
 def _records(documents: Sequence[Mapping[str, Any]]) -> list[Conditions]:
