@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -354,9 +355,13 @@ def _cell_lines(cell: Cell) -> list[str]:
         lines.append(f"({sign}{fmt_number(cell.delta)}{pct})")
     if cell.samples > 1 and cell.low is not None and cell.high is not None:
         lines.append(f"[n={cell.samples} {fmt_number(cell.low)}..{fmt_number(cell.high)}]")
-    if cell.noise and cell.verdict != "baseline":
-        lines.append(f"({cell.noise})")
+    if cell.noise and cell.verdict != "baseline":  # a conditions note runs long: wrapped, so the column stays narrow
+        lines.extend(textwrap.wrap(f"({cell.noise})", NOTE_WIDTH, break_long_words=False, break_on_hyphens=False))
     return lines
+
+
+NOTE_WIDTH = 26
+"""The widest line of a cell's noise note: "(1 sample, noise unknown)" whole, a conditions note wrapped."""
 
 
 def _compare_grid(comparison: Comparison) -> Grid:
