@@ -9,7 +9,7 @@ import ast
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from cmx_cm.actions import SERVED
+from cmx_cm.served import SERVED_CALLS
 
 Call = tuple[str, str]
 """(automation alias, action)."""
@@ -43,4 +43,4 @@ def scan(root: Path) -> Mapping[str, set[Call]]:
 
 
 def served(calls: set[Call]) -> bool:
-    return calls <= set(SERVED)
+    return calls <= set(SERVED_CALLS)

@@ -26,6 +26,8 @@ from typing import Any
 
 from cmx_cm._shim.cmind.utils import compare_versions
 from cmx_cm.child import ChildFailed, run_child
+from cmx_cm.served import SERVED_CALLS
+from cmx_core.errors import UsageError
 
 Result = dict[str, Any]
 CHUNK = 1 << 16
@@ -85,7 +87,7 @@ def download_file(i: dict[str, Any], context: Context) -> Result:
     ``CM_UTILS_DOWNLOAD_VERIFY_SSL=no``) turns TLS verification off. Written beside the target
     and renamed, so a failed download leaves no half file."""
     import ssl  # deferred: a download only (the import report reads SERVED)
-    import urllib.request
+    import urllib.request  # deferred: as ssl
 
     url = str(i["url"])
     name = str(i.get("filename") or os.path.basename(urllib.parse.urlparse(url).path))
@@ -210,8 +212,7 @@ class Found:
 def search(i: dict[str, Any], context: Context) -> Result:
     """CM's ``script search``/``find`` by ``tags`` (``_name`` a variation), in CM's order."""
     from cmx_cm.cm_cli import choose  # deferred: the index only when a script searches
-    from cmx_cm.meta import load_script
-    from cmx_core.errors import UsageError
+    from cmx_cm.meta import load_script  # deferred: as choose
 
     tags = str(i.get("tags") or "").replace(" ", ",")
     if context.recipe_dir is None:
@@ -265,3 +266,4 @@ SERVED: Mapping[tuple[str, str], Callable[[dict[str, Any], Context], Result]] = 
     ("utils", "compare_versions"): compare,
 }
 """(automation, action) -> the function serving it; an automation's ``alias,uid`` is taken by alias."""
+assert tuple(SERVED) == SERVED_CALLS, "cmx_cm.served lists what this module serves"
