@@ -123,3 +123,39 @@ def test_replay_not_comparable_and_noise_unknown(tmp_path: Path) -> None:
     assert far.verdict == "inconclusive" and "at least 3" in far.metrics[0].reason  # never differs
     status = judge([_doc(tmp_path, "o", 1.0)], [_doc(tmp_path, "r", 1.0, status="invalid")])
     assert status.verdict == "differs" and "status" in status.reason
+
+
+def _timed(tmp_path: Path, run_id: str, value: float, repetitions: tuple[float, ...]) -> dict[str, Any]:
+    """A run that timed ``repetitions`` and reports ``value`` (its best) as the metric."""
+    part = ResultPart(status="completed", benchmark={"suite": "custom", "task": "t", "primary_metric": "rate"},
+                      metrics={"rate": Metric(value, "items/s", True, repetitions)})
+    return example_document(tmp_path / run_id, run_id=run_id, part=part)
+
+
+def test_a_runs_timed_repetitions_are_its_samples(tmp_path: Path) -> None:
+    """One run a side, each timing 3 repetitions: the cells show the runs' own values with
+    their repetitions' band (n = 3), and the verdict is judged on the repetitions."""
+    base = _timed(tmp_path, "a", 101.0, (99.0, 100.0, 101.0))
+    slower = _timed(tmp_path, "b", 82.0, (80.0, 81.0, 82.0))
+    baseline, cell = _rate(compare_samples([[base], [slower]])).cells
+    assert (baseline.value, baseline.samples, baseline.low, baseline.high) == (101.0, 3, 99.0, 101.0)
+    assert (cell.value, cell.samples, cell.low, cell.high, cell.delta) == (82.0, 3, 80.0, 82.0, -19.0)
+    assert cell.verdict == "worse" and cell.noise is not None and "beyond the noise" in cell.noise
+    close = _timed(tmp_path, "c", 101.5, (98.0, 100.5, 101.5))
+    assert _rate(compare_samples([[base], [close]])).cells[1].verdict == "within noise"
+    once = _doc(tmp_path, "d", 82.0)  # a run that timed once: no band on its side, noise unknown
+    assert _rate(compare_samples([[base], [once]])).cells[1].noise == NOISE_UNKNOWN
+
+
+def test_the_demo_reports_its_repetitions_and_compare_shows_the_band(cli: Callable[..., Any]) -> None:
+    runs = []
+    for repeats in ("3", "1"):
+        done = cli("run", "recipe", "--tags=demo,sort", "--size=2000", f"--repeats={repeats}", "--json")
+        assert done.code == 0, done.err
+        runs.append(json.loads(done.out))
+    timed = runs[0]["metrics"]["items_per_second"]
+    assert len(timed["samples"]) == 3 and timed["value"] == max(timed["samples"])  # the best of the 3
+    assert "samples" not in runs[1]["metrics"]["items_per_second"]  # timed once: no samples key
+    table = json.loads(cli("results", "compare", runs[0]["run_id"], runs[1]["run_id"], "--json").out)
+    rate = next(m for m in table["metrics"] if m["name"] == "items_per_second")
+    assert rate["cells"][0]["samples"] == 3 and rate["cells"][1]["samples"] == 1

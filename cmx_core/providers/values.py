@@ -33,11 +33,15 @@ class Capabilities:
 
 @dataclass(frozen=True)
 class Metric:
-    """One measured value. ``unit`` is mandatory: cmx never invents or drops units."""
+    """One measured value. ``unit`` is mandatory: cmx never invents or drops units.
+    ``samples``: the values of the timed repetitions inside the run, in order, when it timed
+    several (the ``value`` is what the step makes of them: the best, the median...); a
+    comparison of two runs takes its noise band from them (docs/results.md)."""
 
     value: float | int | None
     unit: str
     higher_is_better: bool
+    samples: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -314,12 +314,30 @@ def samples_of(column: _Column) -> Samples | None:
 
 
 def _value(column: _Column, samples: Samples) -> float | int:
+    """A one-run column's value is the run's own (the best of its repetitions, say), however
+    many repetitions give its band; several runs' is their median."""
     first = _representative(column)
-    return first["value"] if samples.n == 1 and first and first["value"] is not None else samples.median
+    single = len(column) == 1 or samples.n == 1
+    return first["value"] if single and first and first["value"] is not None else samples.median
+
+
+def repetitions_of(column: _Column) -> Samples | None:
+    """A one-run column's timed repetitions (its metric's ``samples``), or None: a column of
+    several runs, or a run that timed once."""
+    present = [m for m in column if m]
+    if len(column) != 1 or len(present) != 1 or len(present[0].get("samples") or ()) < 2:
+        return None
+    return Samples(tuple(float(v) for v in present[0]["samples"]))
+
+
+def _band(column: _Column) -> Samples | None:
+    """The samples that give a column its noise band: its runs' values, or a single run's
+    repetitions."""
+    return repetitions_of(column) or samples_of(column)
 
 
 def _baseline_cell(column: _Column) -> Cell:
-    base, samples = _representative(column), samples_of(column)
+    base, samples = _representative(column), _band(column)
     if base is None:
         return Cell(None, None, "missing", samples=0)
     if samples is None:
@@ -333,6 +351,9 @@ def _cell(base_column: _Column, column: _Column) -> Cell:
     if other is None:
         return Cell(None, None, "missing", samples=0)
     base_samples, samples = samples_of(base_column), samples_of(column)
+    base_reps, reps = repetitions_of(base_column), repetitions_of(column)
+    if base_reps is not None and reps is not None:  # like with like: a run's repetitions against a run's
+        base_samples, samples = base_reps, reps
     unit = other["unit"]
     if base is None or base_samples is None or samples is None:
         return Cell(None if samples is None else _value(column, samples), unit, "missing",

@@ -161,6 +161,8 @@ def _metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
     for name, metric in metrics.items():
         if is_dataclass(metric) and not isinstance(metric, type):
             metric = {f.name: getattr(metric, f.name) for f in fields(metric)}
+            if not metric.get("samples"):  # one timing, or none: the key is left out
+                metric.pop("samples", None)
         out[str(name)] = json_safe(metric)
     return out
 

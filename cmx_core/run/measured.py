@@ -38,7 +38,8 @@ def part_to_json(part: ResultPart) -> dict[str, Any]:
 def part_from_json(data: Mapping[str, Any], where: str) -> ResultPart:
     """The inverse of :func:`part_to_json`; a CacheError naming ``where`` when malformed."""
     try:
-        metrics = {str(k): Metric(v["value"], str(v["unit"]), bool(v["higher_is_better"]))
+        metrics = {str(k): Metric(v["value"], str(v["unit"]), bool(v["higher_is_better"]),
+                                  tuple(float(x) for x in v.get("samples") or ()))
                    for k, v in dict(data.get("metrics") or {}).items()}
         return ResultPart(status=data["status"], benchmark=dict(data.get("benchmark") or {}),
                           metrics=metrics, invalid_reasons=tuple(str(r) for r in data.get("invalid_reasons") or ()),

@@ -571,7 +571,8 @@ def part_of(document: Mapping[str, Any]) -> ResultPart | None:
     """The result part a far result document carries (None for a plain completed run with
     no metrics and no suite of its own)."""
     benchmark = dict(document.get("benchmark") or {})
-    metrics = {str(k): Metric(v.get("value"), str(v.get("unit")), bool(v.get("higher_is_better")))
+    metrics = {str(k): Metric(v.get("value"), str(v.get("unit")), bool(v.get("higher_is_better")),
+                              tuple(float(x) for x in v.get("samples") or ()))
                for k, v in dict(document.get("metrics") or {}).items()}
     sections = {k: v for k, v in document.items() if k not in ENGINE_KEYS}
     software = document.get("software") or {}
