@@ -159,3 +159,44 @@ def test_the_demo_reports_its_repetitions_and_compare_shows_the_band(cli: Callab
     table = json.loads(cli("results", "compare", runs[0]["run_id"], runs[1]["run_id"], "--json").out)
     rate = next(m for m in table["metrics"] if m["name"] == "items_per_second")
     assert rate["cells"][0]["samples"] == 3 and rate["cells"][1]["samples"] == 1
+
+
+def _sized(tmp_path: Path, run_id: str, size: int, rate: float, repeats: int = 3) -> dict[str, Any]:
+    """A demo-sort-like run: ``size`` an input, ``items`` echoing it, ``rate`` a result."""
+    part = ResultPart(status="completed", benchmark={"suite": "custom", "task": "t", "primary_metric": "rate"},
+                      metrics={"rate": Metric(rate, "items/s", True), "items": Metric(size, "items", True),
+                               "repeats_done": Metric(repeats, "repetitions", True)})
+    return example_document(tmp_path / run_id, run_id=run_id, part=part,
+                            inputs={"size": size, "repeats": repeats}, variations={"builtin": True})
+
+
+def test_an_input_and_its_echo_are_configuration_never_better_or_worse(tmp_path: Path) -> None:
+    """``items`` echoes the ``size`` that differs between the runs: its cells say ``input``
+    (no delta), the axis is named and each run's configuration is in the JSON; ``repeats``
+    is echoed too but the same in both runs, so it is no axis and its row compares as usual."""
+    comparison = compare_samples([[_sized(tmp_path, "a", 200_000, 100.0)], [_sized(tmp_path, "b", 20_000, 90.0)]])
+    assert comparison.axes == ("size",)
+    rows = {m.name: m for m in comparison.metrics}
+    items = rows["items"].cells[1]
+    assert (items.verdict, items.delta, rows["items"].higher_is_better) == ("input", None, None)
+    assert items.noise == "the input size: configuration, not a result"
+    assert rows["rate"].cells[1].verdict == "worse" and rows["repeats_done"].cells[1].verdict == "same"
+    data = comparison.to_json()
+    assert data["axes"] == ["size"] and data["runs"][1]["config"] == {"size": 20_000, "repeats": 3,
+                                                                      "variation.builtin": True}
+
+
+def test_compare_names_what_changed_under_each_run(cli: Callable[..., Any], tmp_path: Path) -> None:
+    from cmx_core import paths
+    from cmx_core.results import ResultStore, write_result
+
+    store = ResultStore(paths.results_db())
+    for run_id, size, rate in (("s1", 200_000, 100.0), ("s2", 20_000, 90.0)):
+        doc = _sized(tmp_path, run_id, size, rate)
+        store.index(doc, write_result(tmp_path / run_id, doc, suites=None))
+    done = cli("results", "compare", "s1", "s2")
+    assert done.code == 0, done.err
+    lines = done.out.splitlines()
+    assert any("size=200000" in line and "size=20000" in line for line in lines[:5])  # under each run's name
+    items = next(line for line in lines if line.startswith("items"))
+    assert items.rstrip().endswith("input") and "worse" not in items and "better" not in items

@@ -374,6 +374,9 @@ def _compare_grid(comparison: Comparison) -> Grid:
     for index, run in enumerate(comparison.runs):
         repeats = f" x{len(run.repeats)}" if len(run.repeats) > 1 else ""
         head = f"{run.run_id[:SHORT_ID]}{repeats}\n{run.recipe} [{run.status}]\n{run.hardware_class}"
+        config = ", ".join(f"{axis.removeprefix('variation.')}={run.config.get(axis, '-')}" for axis in comparison.axes)
+        if config:  # what changed between the runs: each column's configuration, under its name
+            head += "\n" + "\n".join(textwrap.wrap(config, NOTE_WIDTH, break_long_words=False))
         columns.append(Column(head, right=True, whole=True, drop=index if index > 1 else 0))
     rows: list[tuple[str, ...]] = []
     for row in comparison.metrics:

@@ -20,10 +20,11 @@ baseline's) recorded no conditions is judged as before; its ``conditions`` says 
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from cmx_core.errors import ResultsError
@@ -32,7 +33,7 @@ from cmx_core.results.like_with_like import Likeness, compare_sides, speed_bound
 from cmx_core.results.numbers import fmt_number
 
 Verdict = Literal["baseline", "better", "worse", "same", "within noise", "inconclusive", "missing",
-                  "units differ", "direction differs"]
+                  "units differ", "direction differs", "input"]
 
 NOISE_UNKNOWN = "1 sample, noise unknown"
 
@@ -117,6 +118,8 @@ class RunColumn:
     repeats: tuple[str, ...] = ()
     conditions: Likeness | None = None
     """Its conditions against the baseline's (None for the baseline itself)."""
+    config: Mapping[str, Any] = field(default_factory=dict)
+    """The inputs and variations its run was asked for (``provenance.query``): configuration."""
 
 
 @dataclass(frozen=True)
@@ -125,10 +128,17 @@ class Comparison:
     metrics: tuple[MetricRow, ...]
     warnings: tuple[str, ...] = ()
 
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """The inputs and variations whose values differ between the columns: what changed, the
+        configuration the runs are compared across (never itself better or worse)."""
+        return axes_of([r.config for r in self.runs])
+
     def to_json(self) -> dict[str, Any]:
         return {
             "baseline": self.runs[0].run_id,
-            "runs": [{**r.__dict__, "repeats": list(r.repeats),
+            "axes": list(self.axes),
+            "runs": [{**r.__dict__, "repeats": list(r.repeats), "config": dict(r.config),
                       "conditions": r.conditions.to_json() if r.conditions else None} for r in self.runs],
             "hardware_classes": _hardware_groups(self.runs),
             "warnings": list(self.warnings),
@@ -152,7 +162,9 @@ def compare_samples(columns: Sequence[Sequence[Mapping[str, Any]]]) -> Compariso
     others = (replace(_column(c), conditions=k) for c, k in zip(columns[1:], likeness, strict=True))
     runs = (_column(columns[0]), *others)
     documents = [d for column in columns for d in column]
-    rows = [_row(name, [[d["metrics"].get(name) for d in c] for c in columns], likeness) for name in _names(documents)]
+    axes = axes_of([config_of(c[0]) for c in columns])
+    rows = [_echoed(_row(name, [[d["metrics"].get(name) for d in c] for c in columns], likeness),
+                    echo_of(name, documents, axes)) for name in _names(documents)]
     rows.append(_row(WALL_TIME, [[_wall_metric(d) for d in c] for c in columns], likeness))
     rows += [_row(TELEMETRY_PREFIX + name, [[_telemetry_metric(d, name) for d in c] for c in columns], likeness)
              for name in _telemetry_names(documents)]
@@ -164,7 +176,53 @@ def _column(documents: Sequence[Mapping[str, Any]]) -> RunColumn:
     hardware = of_document(first)
     return RunColumn(run_id=first["run_id"], recipe=first["software"]["recipe"]["name"], status=first["status"],
                      created_at=first["created_at"], task=first["benchmark"]["task"], hardware_class=hardware.id,
-                     hardware_label=hardware.label, repeats=tuple(d["run_id"] for d in documents))
+                     hardware_label=hardware.label, repeats=tuple(d["run_id"] for d in documents),
+                     config=config_of(first))
+
+
+def config_of(document: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's configuration: the inputs it was given and the variations selected
+    (``variation.NAME``), from ``provenance.query``."""
+    query = (document.get("provenance") or {}).get("query") or {}
+    config = {str(k): v for k, v in dict(query.get("inputs") or {}).items()}
+    config.update({f"variation.{k}": v for k, v in dict(query.get("variations") or {}).items()})
+    return config
+
+
+def axes_of(configs: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The configuration keys whose values differ between ``configs`` (a key one lacks differs)."""
+    keys = dict.fromkeys(k for c in configs for k in c)
+    return tuple(k for k in keys if len({json.dumps(c.get(k), sort_keys=True, default=str) for c in configs}) > 1)
+
+
+def echo_of(name: str, documents: Sequence[Mapping[str, Any]], axes: Sequence[str]) -> str | None:
+    """The axis a metric only echoes: in every run its value is that input's (``items`` of
+    demo-sort is its ``size``); None when it is a result."""
+    for axis in axes:
+        pairs = [(_number(config_of(d).get(axis)), _number((d["metrics"].get(name) or {}).get("value")))
+                 for d in documents]
+        if pairs and all(a is not None and a == v for a, v in pairs):
+            return axis
+    return None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _echoed(row: MetricRow, axis: str | None) -> MetricRow:
+    """A metric that echoes an input is configuration: its cells are ``input``, never better or worse."""
+    if axis is None:
+        return row
+    note = f"the input {axis}: configuration, not a result"
+    cells = [row.cells[0]] + [replace(c, verdict="input", noise=note, delta=None, delta_pct=None)
+                              for c in row.cells[1:]]
+    return replace(row, higher_is_better=None, cells=tuple(cells))
 
 
 def hardware_warnings(columns: Sequence[Sequence[Mapping[str, Any]]]) -> list[str]:
