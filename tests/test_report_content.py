@@ -58,3 +58,22 @@ def test_page_has_the_comparison_of_repeats(tmp_path: Path) -> None:
     comparison = compare_samples([base, other])
     html = render(ReportData("cmp", (*base, *other), comparison, None, (), ()))
     assert "Comparison (baseline a0)" in html and "within noise" in html and "n=2" in html
+
+
+def test_page_says_why_its_baseline_and_what_changed(tmp_path: Path) -> None:
+    from cmx_core.report.baseline import choose
+    from cmx_core.results.compare import compare_samples
+
+    def sized(run_id: str, size: int, rate: float) -> dict[str, Any]:
+        part = ResultPart(status="valid", benchmark={"suite": "custom", "task": "t", "primary_metric": "rate"},
+                          metrics={"rate": Metric(rate, "items/s", True), "items": Metric(size, "items", True)})
+        return example_document(tmp_path / run_id, run_id=run_id, part=part, inputs={"size": size})
+
+    groups = [[sized("big1", 200, 10.0)], [sized("small", 20, 90.0)], [sized("big2", 200, 11.0)]]
+    chosen = choose(groups)
+    comparison = compare_samples(chosen.groups)
+    html = render(ReportData("recipe demo", tuple(d for g in groups for d in g), comparison, None, (), (),
+                             baseline=chosen.why))
+    assert "Comparison (baseline big1)" in html and "the earliest run of the newest run&#39;s configuration" in html
+    assert "What changed between the runs (configuration, never better or worse): size." in html
+    assert "size=20" in html and "input" in html

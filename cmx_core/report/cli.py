@@ -28,6 +28,9 @@ def add_report(sub: Any, leaf: dict[str, Any]) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         "report", help="a self-contained HTML page: tables, the comparison and plots", **leaf)
     _selection_args(parser)
+    parser.add_argument("--baseline", metavar="RUN",
+                        help="the run the comparison is against (default: the earliest unflagged run of the newest "
+                             "run's configuration and hardware class)")
     return parser
 
 
@@ -42,7 +45,7 @@ def add_plot(sub: Any, leaf: dict[str, Any]) -> argparse.ArgumentParser:
 def _selection(args: argparse.Namespace) -> Any:
     if args.limit < 1:
         raise UsageError(f"--limit {args.limit}: must be at least 1")
-    return Selection(tuple(args.runs), args.sweep, args.recipe, args.limit)
+    return Selection(tuple(args.runs), args.sweep, args.recipe, args.limit, getattr(args, "baseline", None))
 
 
 def _output(args: argparse.Namespace, suffixes: tuple[str, ...]) -> Path:

@@ -13,6 +13,7 @@ from typing import Any
 from cmx_core import paths
 from cmx_core.errors import UsageError
 from cmx_core.report import plots
+from cmx_core.report.baseline import choose
 from cmx_core.report.columns import group_by_lock
 from cmx_core.report.search import SearchSection, plot_of, read_search, section_of
 from cmx_core.results.compare import Comparison, compare_samples
@@ -48,6 +49,8 @@ class Selection:
     sweep: str | None = None
     recipe: str | None = None
     limit: int = 50
+    baseline: str | None = None
+    """The run the comparison is against (``--baseline``); None: chosen (:mod:`cmx_core.report.baseline`)."""
 
     def check(self) -> None:
         given = sum(bool(x) for x in (self.runs, self.sweep, self.recipe))
@@ -67,6 +70,8 @@ class ReportData:
     """The fault-tolerance report (docs/faults.md), when a run or point had a fault."""
     search: SearchSection | None = None
     """What a ``cmx sweep --search`` found, read from its manifest (docs/learning.md)."""
+    baseline: str = ""
+    """Which run the comparison is against, and why."""
 
 
 def select(store: Any, selection: Selection) -> tuple[str, list[dict[str, Any]], Any | None]:
@@ -97,13 +102,14 @@ def _select(store: Any, selection: Selection) -> tuple[str, list[dict[str, Any]]
 def collect(store: Any, selection: Selection) -> ReportData:
     title, documents, table, manifest = _select(store, selection)
     groups = group_by_lock(documents)
+    chosen = choose(groups, selection.baseline) if len(groups) > 1 and table is None else None
     # a sweep's points differ in their inputs by design: the sweep table is their comparison
-    comparison = compare_samples(groups) if len(groups) > 1 and table is None else None
+    comparison = compare_samples(chosen.groups) if chosen is not None else None
     section, search_figures = search_report(manifest, table)
     figures = [*search_figures, *_metric_figures(groups), *_sweep_figures(table), *_latency_figures(documents)]
     faults = fault_report(documents, len(table.rows) if table is not None else None)
     return ReportData(title, tuple(documents), comparison, table, tuple(figures), tuple(score_rows(documents)),
-                      faults, section)
+                      faults, section, chosen.why if chosen is not None else "")
 
 
 def search_report(manifest: Mapping[str, Any] | None, table: Any | None) -> tuple[SearchSection | None,

@@ -39,7 +39,7 @@ def render(data: ReportData) -> str:
         title=data.title, generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         cmx_version=__version__, runs=[_run_row(d) for d in data.documents],
         warnings=list(data.comparison.warnings) if data.comparison else [],
-        comparison=data.comparison, sweep=data.sweep, scores=data.scores, score_keys=used,
+        comparison=data.comparison, baseline=data.baseline, sweep=data.sweep, scores=data.scores, score_keys=used,
         figures=data.figures, fmt=fmt, verdict_class=lambda v: _VERDICT_CLASS.get(v, ""),
         faults=data.faults.lines() if data.faults else [], search=data.search,
         fault_rows=[dict(f, run_id=d["run_id"]) for d in data.documents for f in d.get("faults") or ()],
