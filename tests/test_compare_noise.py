@@ -143,8 +143,10 @@ def test_a_runs_timed_repetitions_are_its_samples(tmp_path: Path) -> None:
     assert cell.verdict == "worse" and cell.noise is not None and "beyond the noise" in cell.noise
     close = _timed(tmp_path, "c", 101.5, (98.0, 100.5, 101.5))
     assert _rate(compare_samples([[base], [close]])).cells[1].verdict == "within noise"
-    once = _doc(tmp_path, "d", 82.0)  # a run that timed once: no band on its side, noise unknown
-    assert _rate(compare_samples([[base], [once]])).cells[1].noise == NOISE_UNKNOWN
+    once = _doc(tmp_path, "d", 82.0)  # a run that timed once, against the base's band: a single value vs a range
+    assert _rate(compare_samples([[base], [once]])).cells[1].noise == "beyond the noise: 99..101 (3) vs 82..82 (1)"
+    two_once = _rate(compare_samples([[_doc(tmp_path, "e", 100.0)], [once]])).cells[1]
+    assert two_once.noise == NOISE_UNKNOWN  # neither side has a band
 
 
 def test_the_demo_reports_its_repetitions_and_compare_shows_the_band(cli: Callable[..., Any]) -> None:

@@ -76,7 +76,9 @@ def test_sweep_report_renders_in_chromium(in_sweep_home: dict[str, Any], cli: Ca
     assert done.code == 0, done.err
     data = json.loads(done.out)
     assert len(data["runs"]) == 12 and data["report"] == str(page)
-    assert "items_per_second over the sweep" in data["figures"]
+    # each result metric against each swept axis; items (an echo of size) is not plotted as a result
+    assert {"items_per_second by size", "items_per_second by repeats", "best_time_s by size"} <= set(data["figures"])
+    assert not [f for f in data["figures"] if f.startswith("items by")]
     html = page.read_text()
     assert html.count("data:image/png;base64,") == len(data["figures"]) >= 2
     assert not re.search(r"""(src|href)=["']?(https?:|//)""", html), "the page must be self-contained"
@@ -114,11 +116,27 @@ def test_single_plot_of_a_sweep_and_bad_metric(in_sweep_home: dict[str, Any], cl
     assert both.code == 2 and "exactly one" in both.err and not (tmp_path / "r.html").exists()
 
 
-def test_recipe_report_with_repeats_compares_distributions(in_sweep_home: dict[str, Any],
-                                                           cli: Callable[..., Any], tmp_path: Path) -> None:
+def test_recipe_report_of_a_2_axis_sweep_and_earlier_runs_knows_its_axes(in_sweep_home: dict[str, Any],
+                                                                          cli: Callable[..., Any],
+                                                                          tmp_path: Path) -> None:
+    """Issue 53's must-show: the recipe's report over the 12 points of a size x repeats sweep
+    plus two more runs, rendered in Chromium: a metric-against-axis plot per result metric, no
+    better or worse on an input (items echoes size), and noise bands from the repetitions timed
+    inside a run."""
+    for size in ("40", "7"):
+        assert cli("run", "recipe", "--tags=demo,sort", f"--size={size}", "--repeats=3", "--json").code == 0
     page = tmp_path / "recipe.html"
     done = cli("results", "report", "--recipe", "demo-sort", "-o", page, "--json")
     assert done.code == 0, done.err
+    figures = json.loads(done.out)["figures"]
+    assert {"items_per_second by size", "items_per_second by repeats", "best_time_s by size",
+            "best_time_s by repeats"} <= set(figures)
+    assert not [f for f in figures if f.startswith("items by")]
     html = page.read_text()
-    assert "Comparison (baseline" in html and "noise unknown" in html
-    assert "items_per_second across runs" in json.loads(done.out)["figures"]
+    assert "Comparison (baseline" in html and "What changed between the runs" in html
+    items_row = html.split('<td class="l">items (', 1)[-1].split("</tr>", 1)[0] if '<td class="l">items (' in html \
+        else html.split('<td class="l">items</td>', 1)[1].split("</tr>", 1)[0]
+    assert "input" in items_row and "worse" not in items_row and "better" not in items_row
+    assert "n=3" in html  # a run that timed 3 repetitions carries their band
+    stderr = _screenshot(page, tmp_path / "recipe.png")
+    assert _console_errors(stderr) == [] and _distinct_colours(tmp_path / "recipe.png") > 200

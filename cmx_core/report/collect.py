@@ -13,6 +13,7 @@ from typing import Any
 from cmx_core import paths
 from cmx_core.errors import UsageError
 from cmx_core.report import plots
+from cmx_core.report.axes import axis_plots
 from cmx_core.report.baseline import choose
 from cmx_core.report.columns import group_by_lock
 from cmx_core.report.search import SearchSection, plot_of, read_search, section_of
@@ -106,7 +107,11 @@ def collect(store: Any, selection: Selection) -> ReportData:
     # a sweep's points differ in their inputs by design: the sweep table is their comparison
     comparison = compare_samples(chosen.groups) if chosen is not None else None
     section, search_figures = search_report(manifest, table)
-    figures = [*search_figures, *_metric_figures(groups), *_sweep_figures(table), *_latency_figures(documents)]
+    drawn = axis_plots(groups)
+    by_axis = [Figure(p.title, plots.against_axis(p)) for p in drawn]
+    # with axes, each metric against them; without, the primary metric across runs (and a sweep's table plot)
+    figures = [*search_figures, *(by_axis or [*_metric_figures(groups), *_sweep_figures(table)]),
+               *_latency_figures(documents)]
     faults = fault_report(documents, len(table.rows) if table is not None else None)
     return ReportData(title, tuple(documents), comparison, table, tuple(figures), tuple(score_rows(documents)),
                       faults, section, chosen.why if chosen is not None else "")

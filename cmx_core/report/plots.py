@@ -86,6 +86,27 @@ def lines(title: str, xlabel: str, ylabel: str, series: Sequence[Series], log_y:
     return _png(figure)
 
 
+def against_axis(plot: Any) -> bytes:
+    """A metric against a numeric axis (:class:`cmx_core.report.axes.AxisPlot`): one line per
+    value of the other axes, error bars from each point's repeats, the x scale numeric
+    (logarithmic when the axis spans two decades)."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(7, 3.6))
+    for line in plot.lines:
+        xs, ys = [p.x for p in line.points], [p.y for p in line.points]
+        below, above = [p.y - p.low for p in line.points], [p.high - p.y for p in line.points]
+        axes.errorbar(xs, ys, yerr=[below, above], marker="o", capsize=4, label=line.label)
+    if plot.log_x:
+        axes.set_xscale("log")
+    axes.set_title(f"{plot.title} (median, min..max of repeats)")
+    axes.set_xlabel(plot.axis)
+    axes.set_ylabel(plot.unit)
+    axes.grid(alpha=0.3)
+    if len(plot.lines) > 1:
+        axes.legend(fontsize=8)
+    return _png(figure)
+
+
 def latency_series(documents: Sequence[Mapping[str, Any]], section: str) -> list[Series]:
     """Per run, the percentiles of one mlperf latency summary (in ms), those present only."""
     found: list[Series] = []

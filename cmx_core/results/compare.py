@@ -408,10 +408,7 @@ def _cell(base_column: _Column, column: _Column) -> Cell:
     base, other = _representative(base_column), _representative(column)
     if other is None:
         return Cell(None, None, "missing", samples=0)
-    base_samples, samples = samples_of(base_column), samples_of(column)
-    base_reps, reps = repetitions_of(base_column), repetitions_of(column)
-    if base_reps is not None and reps is not None:  # like with like: a run's repetitions against a run's
-        base_samples, samples = base_reps, reps
+    base_samples, samples = _band(base_column), _band(column)
     unit = other["unit"]
     if base is None or base_samples is None or samples is None:
         return Cell(None if samples is None else _value(column, samples), unit, "missing",
