@@ -77,3 +77,29 @@ def test_page_says_why_its_baseline_and_what_changed(tmp_path: Path) -> None:
     assert "Comparison (baseline big1)" in html and "the earliest run of the newest run&#39;s configuration" in html
     assert "What changed between the runs (configuration, never better or worse): size." in html
     assert "size=20" in html and "input" in html
+
+
+def test_a_serving_sweep_gets_its_throughput_against_p99_front(tmp_path: Path) -> None:
+    """Four runs at four target QPS: throughput against p99 latency with the front marked; the
+    run that is slower and later than another is off the front; the page draws the figure."""
+    from cmx_core.report.collect import Figure
+    from cmx_core.report.pareto import trade_offs
+
+    def served(run_id: str, qps: int, rate: float, p99_ms: float) -> dict[str, Any]:
+        part = ResultPart(status="valid", benchmark={"suite": "custom", "task": "t", "primary_metric": "rate"},
+                          metrics={"rate": Metric(rate, "samples/s", True)})
+        document = example_document(tmp_path / run_id, run_id=run_id, part=part, inputs={"target_qps": qps})
+        document["mlperf"] = {"latency_ns": {"p50": p99_ms * 5e5, "p99": p99_ms * 1e6}}
+        return document
+
+    runs = [served("q10", 10, 10.0, 5.0), served("q20", 20, 19.5, 8.0), served("q40", 40, 30.0, 40.0),
+            served("bad", 30, 18.0, 50.0)]
+    [latency] = trade_offs(runs)  # no energy recorded: one figure
+    assert latency.title == "rate against p99 latency (Pareto front marked)" and latency.ylabel == "samples/s"
+    assert [p.run_id for p in latency.front] == ["q10", "q20", "q40"]  # "bad": less throughput at more latency
+    assert {p.label for p in latency.points} == {"target_qps=10", "target_qps=20", "target_qps=40", "target_qps=30"}
+    png = plots.trade_off(latency)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    html = render(ReportData("serving", tuple(runs), None, None, (Figure(latency.title, png),), ()))
+    assert "rate against p99 latency (Pareto front marked)" in html
+    assert trade_offs(runs[:1]) == []  # one run is no trade-off

@@ -16,6 +16,7 @@ from cmx_core.report import plots
 from cmx_core.report.axes import axis_plots
 from cmx_core.report.baseline import choose
 from cmx_core.report.columns import group_by_lock
+from cmx_core.report.pareto import trade_offs
 from cmx_core.report.search import SearchSection, plot_of, read_search, section_of
 from cmx_core.results.compare import Comparison, compare_samples
 from cmx_core.results.faults import FaultReport, fault_report
@@ -110,7 +111,8 @@ def collect(store: Any, selection: Selection) -> ReportData:
     drawn = axis_plots(groups)
     by_axis = [Figure(p.title, plots.against_axis(p)) for p in drawn]
     # with axes, each metric against them; without, the primary metric across runs (and a sweep's table plot)
-    figures = [*search_figures, *(by_axis or [*_metric_figures(groups), *_sweep_figures(table)]),
+    fronts = [Figure(t.title, plots.trade_off(t)) for t in trade_offs(documents)]
+    figures = [*search_figures, *(by_axis or [*_metric_figures(groups), *_sweep_figures(table)]), *fronts,
                *_latency_figures(documents)]
     faults = fault_report(documents, len(table.rows) if table is not None else None)
     return ReportData(title, tuple(documents), comparison, table, tuple(figures), tuple(score_rows(documents)),

@@ -107,6 +107,27 @@ def against_axis(plot: Any) -> bytes:
     return _png(figure)
 
 
+def trade_off(plot: Any) -> bytes:
+    """Throughput against a cost (:class:`cmx_core.report.pareto.TradeOff`): every run a
+    point, labelled with its configuration, the Pareto front as a step line through its points."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(7, 3.6))
+    axes.scatter([p.cost for p in plot.points], [p.throughput for p in plot.points], color="#9aa7b8",
+                 label="runs")
+    front = plot.front
+    axes.step([p.cost for p in front], [p.throughput for p in front], where="post", color="#b3261e",
+              marker="o", label="Pareto front")
+    for point in plot.points:
+        axes.annotate(point.label, (point.cost, point.throughput), fontsize=7, xytext=(4, 4),
+                      textcoords="offset points")
+    axes.set_title(plot.title)
+    axes.set_xlabel(plot.xlabel)
+    axes.set_ylabel(plot.ylabel)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    return _png(figure)
+
+
 def latency_series(documents: Sequence[Mapping[str, Any]], section: str) -> list[Series]:
     """Per run, the percentiles of one mlperf latency summary (in ms), those present only."""
     found: list[Series] = []

@@ -1,0 +1,46 @@
+"""Issue 53's must-show: a serving sweep of the main job (the llama recipe on the CPU, the tiny
+Llama through LoadGen's Server scenario) over three target QPS, whose report draws throughput
+against p99 latency with the Pareto front marked. Every point is a real LoadGen test; the
+assertions hold whatever this machine's speed (which point is on the front is not asserted)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cmx_core.report.pareto import trade_offs
+
+TARGETS = ("1", "2", "4")
+
+
+def _cmx(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cmx_core", *args], capture_output=True, text=True, timeout=1500,
+                          env={**os.environ, "CMX_HOME": str(home)}, stdin=subprocess.DEVNULL, check=False)
+
+
+def test_a_serving_sweep_report_draws_the_throughput_against_p99_front(cmx_home: Path, tmp_path: Path) -> None:
+    swept = _cmx("sweep", "--tags=mlperf,inference,llama", "--matrix", f"target_qps={','.join(TARGETS)}",
+                 "--duration_s=1", "--min_query_count=8", "--sample_count=8", "--max_new_tokens=8", "--json",
+                 home=cmx_home)
+    assert swept.returncode in (0, 1), swept.stderr[-2000:]  # an INVALID point (a missed latency bound) is exit 1
+    sweep = json.loads(swept.stdout)
+    documents = [json.loads(Path(p["result_path"]).read_text()) for p in sweep["points"] if p.get("result_path")]
+    assert len(documents) == len(TARGETS), sweep["points"]
+    assert {d["benchmark"]["scenario"] for d in documents} == {"Server"}
+    [front] = [t for t in trade_offs(documents) if "p99 latency" in t.title]
+    assert len(front.points) == len(TARGETS) and front.ylabel == "tokens/s"
+    assert {p.label for p in front.points} == {f"target_qps={t}" for t in TARGETS}
+    on_front = front.front
+    assert on_front and [p.cost for p in on_front] == sorted(p.cost for p in on_front)
+    assert [p.throughput for p in on_front] == sorted(p.throughput for p in on_front)  # each buys more for more
+    assert all(p.cost > 0 and p.throughput > 0 for p in front.points)
+    page = tmp_path / "serving.html"
+    report = _cmx("results", "report", "--sweep", sweep["sweep_id"], "-o", str(page), "--json", home=cmx_home)
+    assert report.returncode == 0, report.stderr[-2000:]
+    figures = json.loads(report.stdout)["figures"]
+    assert "tokens_per_second against p99 latency (Pareto front marked)" in figures
+    assert "tokens_per_second by target_qps" in figures
+    assert page.read_text().count("data:image/png;base64,") == len(figures)
