@@ -127,6 +127,8 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
         except RuntimeError as exc:
             raise RuntimeError(f"{exc}{auto.version_miss_note(env)}") from None
         skip = bool(pre.get("skip"))
+        if skip and pre.get("script"):
+            return _instead(dict(pre["script"]), env, lifecycle)
     version = ""
     if not skip:
         try:
@@ -148,6 +150,18 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
     return {"ok": True, "new_env": select(env, request["new_env_keys"]),
             "new_state": select(state, request["new_state_keys"]), "version": version or None,
             "lifecycle": lifecycle}
+
+
+def _instead(script: dict[str, Any], env: dict[str, Any], lifecycle: list[dict[str, Any]]) -> dict[str, Any]:
+    """CM's ``preprocess`` answer ``{'skip': True, 'script': {'tags': ...}}``: another script
+    runs instead (``cmind.access`` run, given this one's env), and its result is this one's."""
+    other = actions.access({**script, "action": "run", "automation": "script", "env": env})
+    lifecycle.append({"kind": "instead", "tags": str(script.get("tags", "")), "ran": other.get("return") == 0,
+                      "reason": "preprocess skipped this script and named another to run instead"})
+    if other.get("return", 1) > 0:
+        raise RuntimeError(f"preprocess named another script to run instead, which failed: {other.get('error')}")
+    return {"ok": True, "new_env": other.get("new_env") or {}, "new_state": other.get("new_state") or {},
+            "version": other.get("version") or None, "lifecycle": lifecycle}
 
 
 def main(argv: Sequence[str]) -> int:
