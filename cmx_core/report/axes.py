@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cmx_core.results.compare import axes_of, config_of, echo_of
+from cmx_core.results.compare import axes_of, config_of, echo_of, number_of
 
 Group = Sequence[Mapping[str, Any]]
 MAX_METRICS = 4
@@ -50,12 +50,16 @@ class AxisPlot:
     def title(self) -> str:
         return f"{self.metric} by {self.axis}"
 
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "metric": self.metric, "unit": self.unit, "axis": self.axis, "log_x": self.log_x,
+                "lines": [{"label": line.label, "points": [p.__dict__ for p in line.points]} for line in self.lines]}
+
 
 def axis_plots(groups: Sequence[Group]) -> list[AxisPlot]:
     """The plots of ``groups`` (repeats of one lock each); none when no numeric axis varies."""
     firsts = [g[0] for g in groups if g]
     axes = axes_of([config_of(d) for d in firsts])
-    numeric = [a for a in axes if all(_number(config_of(d).get(a)) is not None for d in firsts)]
+    numeric = [a for a in axes if all(number_of(config_of(d).get(a)) is not None for d in firsts)]
     documents = [d for g in groups for d in g]
     found = []
     for metric in _result_metrics(documents, axes)[:MAX_METRICS]:
@@ -103,11 +107,3 @@ def _point(x: float, metrics: Sequence[Mapping[str, Any]]) -> Point:
     spread = values if len(values) > 1 else [float(v) for v in metrics[0].get("samples") or values]
     return Point(x, float(statistics.median(values)), min(spread), max(spread), len(spread))
 
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None

@@ -199,14 +199,15 @@ def echo_of(name: str, documents: Sequence[Mapping[str, Any]], axes: Sequence[st
     """The axis a metric only echoes: in every run its value is that input's (``items`` of
     demo-sort is its ``size``); None when it is a result."""
     for axis in axes:
-        pairs = [(_number(config_of(d).get(axis)), _number((d["metrics"].get(name) or {}).get("value")))
+        pairs = [(number_of(config_of(d).get(axis)), number_of((d["metrics"].get(name) or {}).get("value")))
                  for d in documents]
         if pairs and all(a is not None and a == v for a, v in pairs):
             return axis
     return None
 
 
-def _number(value: Any) -> float | None:
+def number_of(value: Any) -> float | None:
+    """A configuration or metric value as a number (None: not one; a boolean is not one)."""
     if isinstance(value, bool) or value is None:
         return None
     try:
