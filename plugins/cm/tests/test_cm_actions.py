@@ -133,3 +133,35 @@ def test_an_archive_member_outside_the_target_is_refused(recipes: Path, tmp_path
     assert proc.returncode == 1 and "would be written outside" in proc.stderr and "Traceback" not in proc.stderr
     assert not list(tmp_path.rglob("escaped.txt"))
     assert json.loads(proc.stdout or "{}").get("status", "error") != "success"
+
+
+MLC_FETCHER = """
+from utils import download_file, unzip_file
+
+def preprocess(i):
+    env = i['env']
+    assert i['const'] == {} and i['const_state'] == {}  # MLC's get-gcc reads i['const']
+    r = download_file({'url': env['MLC_URL'], 'path': '.'})
+    if r['return'] > 0:
+        return r
+    r = unzip_file({'filename': r['path'], 'path': 'out'})
+    if r['return'] > 0:
+        return r
+    env['MLC_FETCH_TEXT'] = open('out/a.txt').read().strip()
+    return {'return': 0}
+"""
+
+
+def test_an_mlc_script_downloads_through_utils_and_runs_by_its_mlc_tags(tmp_path: Path,
+                                                                        cmx_cli: Callable[..., Any]) -> None:
+    """MLC's ``from utils import download_file, unzip_file``, and ``cmx cm run script`` on an MLC
+    collection (its recipes are ``mlc.*``, tagged ``mlc``)."""
+    root, out = tmp_path / "m" / "script", tmp_path / "recipes"
+    write_script(root, "mlc-fetch", "alias: mlc-fetch\ntags: [mlcfetch]\nnew_env_keys: [MLC_FETCH_*]\n"
+                                    "input_mapping: {url: MLC_URL}\n", customize=MLC_FETCHER,
+                 meta_file="meta.yaml")
+    import_collection(root, out)
+    archive = _zip(tmp_path / "m.zip", {"a.txt": "from an MLC script\n"})
+    got = outputs(cmx_cli("cm", "run", "script", "--tags=mlcfetch", "--recipes", str(out),
+                          f"--url={archive.as_uri()}", "--json"))
+    assert got["new_env"] == {"MLC_FETCH_TEXT": "from an MLC script"}

@@ -74,7 +74,8 @@ class Automation:
     # -- running the script's own native scripts -------------------------------------------
 
     def common_input(self, env: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
-        return {"env": env, "state": state, "meta": self.meta, "automation": self, "os_info": self.os_info,
+        return {"env": env, "state": state, "const": {}, "const_state": {}, "meta": self.meta, "automation": self,
+                "os_info": self.os_info,
                 "recursion_spaces": "  ", "run_script_input": {"env": env, "state": state, "path": str(self.directory)},
                 "customize": self.meta.get("customize", {}), "input": {}, "artifact": _Artifact(self.directory,
                                                                                                  self.meta)}

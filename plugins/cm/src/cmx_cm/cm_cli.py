@@ -117,8 +117,9 @@ def run(args: argparse.Namespace) -> NoReturn:
             print(line, file=sys.stderr, flush=True)
     variations = [t.strip()[1:] for t in tags.split(",") if t.strip().startswith("_")]
     command = ["explain"] if explaining else ["run", "recipe"]
-    argv = [*command, f"--tags=cm,{chosen.alias},{','.join(variations)}".rstrip(","), "--recipes", str(directory),
-            *flags, *inputs]
+    flavor = "mlc" if (directory / f"mlc.{chosen.alias}.yaml").is_file() else "cm"  # an MLC script's recipe: mlc.*
+    argv = [*command, f"--tags={flavor},{chosen.alias},{','.join(variations)}".rstrip(","), "--recipes",
+            str(directory), *flags, *inputs]
     if env:
         argv.append("--cm_env=" + json.dumps(env, sort_keys=True))
     raise HandOver(argv)
