@@ -3,6 +3,7 @@ and medals of MLE/ALE-style sections, escaped values, no script; the comparison 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +104,43 @@ def test_a_serving_sweep_gets_its_throughput_against_p99_front(tmp_path: Path) -
     html = render(ReportData("serving", tuple(runs), None, None, (Figure(latency.title, png),), ()))
     assert "rate against p99 latency (Pareto front marked)" in html
     assert trade_offs(runs[:1]) == []  # one run is no trade-off
+
+
+def _timed_run(tmp_path: Path, run_id: str, minute: int, reps: tuple[float, ...], facts: str | None = None,
+               size: int = 100) -> dict[str, Any]:
+    from datetime import datetime, timedelta, timezone
+
+    part = ResultPart(status="valid", benchmark={"suite": "custom", "task": "t", "primary_metric": "rate"},
+                      metrics={"rate": Metric(max(reps), "items/s", True, reps if len(reps) > 1 else ())})
+    start = datetime(2026, 12, 1, tzinfo=timezone.utc) + timedelta(minutes=minute)
+    changes: dict[str, Any] = {"run_id": run_id, "part": part, "inputs": {"size": size}, "started_at": start,
+                               "finished_at": start + timedelta(seconds=1)}
+    if facts:
+        changes["facts"] = json.loads((Path(__file__).resolve().parents[1] / "examples" / "facts" /
+                                        f"{facts}.json").read_text())["facts"]
+    return example_document(tmp_path / run_id, **changes)
+
+
+def test_a_metric_over_time_marks_a_run_beyond_the_previous_runs_band(tmp_path: Path) -> None:
+    from cmx_core.report.history import histories
+
+    runs = [_timed_run(tmp_path, "t1", 0, (99.0, 100.0, 101.0)), _timed_run(tmp_path, "t2", 1, (98.0, 100.5, 102.0)),
+            _timed_run(tmp_path, "t3", 2, (80.0, 81.0, 82.0)), _timed_run(tmp_path, "t4", 3, (81.0,)),
+            _timed_run(tmp_path, "x1", 4, (5.0, 6.0), size=7)]  # another configuration: no history of 3
+    [history] = histories(runs)
+    assert [m.run_id for m in history.moments] == ["t1", "t2", "t3", "t4"]
+    assert [m.run_id for m in history.regressions] == ["t3"]  # t4 has one value: noise unknown, never marked
+    assert history.title.startswith("rate over time (size=100;")
+    assert plots.history(history)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_another_hardware_class_is_a_line_of_its_own(tmp_path: Path) -> None:
+    from cmx_core.report.axes import axis_plots
+
+    groups = [[_timed_run(tmp_path, f"h{size}", size, (float(size),), facts="h100-sxm-8x", size=size)]
+              for size in (1, 2)]
+    groups += [[_timed_run(tmp_path, f"l{size}", 10 + size, (float(size) / 2,), facts="l4-1x", size=size)]
+               for size in (1, 2)]
+    [plot] = [p for p in axis_plots(groups) if p.metric == "rate"]
+    assert len(plot.lines) == 2 and all(len(line.points) == 2 for line in plot.lines)
+    assert len({line.label for line in plot.lines}) == 2

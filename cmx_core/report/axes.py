@@ -2,7 +2,8 @@
 that differ in their inputs or variations, a stored sweep or not: the axis on a numeric
 scale (logarithmic where its values span two decades or more), one line per value of the
 other axes, each point the median of its runs with the spread of their repeats (or of a
-single run's timed repetitions, its metric's ``samples``) as error bars. A metric that only
+single run's timed repetitions, its metric's ``samples``) as error bars; runs of another
+hardware class are lines of their own, never averaged in. A metric that only
 echoes an input (demo-sort's ``items``) is configuration and is not plotted as a result."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cmx_core.results.compare import axes_of, config_of, echo_of, number_of
+from cmx_core.results.hardware import of_document
 
 Group = Sequence[Mapping[str, Any]]
 MAX_METRICS = 4
@@ -61,10 +63,11 @@ def axis_plots(groups: Sequence[Group]) -> list[AxisPlot]:
     axes = axes_of([config_of(d) for d in firsts])
     numeric = [a for a in axes if all(number_of(config_of(d).get(a)) is not None for d in firsts)]
     documents = [d for g in groups for d in g]
+    by_class = len({of_document(d).id for d in firsts}) > 1  # another hardware class is its own line
     found = []
     for metric in _result_metrics(documents, axes)[:MAX_METRICS]:
         for axis in numeric:
-            plot = _plot(groups, metric, axis, [a for a in axes if a != axis])
+            plot = _plot(groups, metric, axis, [a for a in axes if a != axis], by_class)
             if plot is not None:
                 found.append(plot)
     return found
@@ -81,7 +84,7 @@ def _result_metrics(documents: Sequence[Mapping[str, Any]], axes: Sequence[str])
     return [n for n in names if echo_of(n, documents, axes) is None]
 
 
-def _plot(groups: Sequence[Group], metric: str, axis: str, rest: Sequence[str]) -> AxisPlot | None:
+def _plot(groups: Sequence[Group], metric: str, axis: str, rest: Sequence[str], by_class: bool) -> AxisPlot | None:
     by_line: dict[str, list[Point]] = {}
     unit = ""
     for group in groups:
@@ -90,7 +93,9 @@ def _plot(groups: Sequence[Group], metric: str, axis: str, rest: Sequence[str]) 
             continue
         unit = unit or str(present[0]["unit"])
         config = config_of(group[0])
-        label = ", ".join(f"{a.removeprefix('variation.')}={config.get(a, '-')}" for a in rest) or metric
+        parts = [f"{a.removeprefix('variation.')}={config.get(a, '-')}" for a in rest]
+        parts += [of_document(group[0]).id] if by_class else []
+        label = ", ".join(parts) or metric
         by_line.setdefault(label, []).append(_point(float(config[axis]), present))
     lines = tuple(Line(label, tuple(sorted(points, key=lambda p: p.x))) for label, points in by_line.items())
     xs = [p.x for line in lines for p in line.points]

@@ -13,10 +13,11 @@ from typing import Any
 from cmx_core import paths
 from cmx_core.errors import UsageError
 from cmx_core.report import plots
-from cmx_core.report.axes import axis_plots
+from cmx_core.report.axes import AxisPlot, axis_plots
 from cmx_core.report.baseline import choose
 from cmx_core.report.columns import group_by_lock
-from cmx_core.report.pareto import trade_offs
+from cmx_core.report.history import History, histories
+from cmx_core.report.pareto import TradeOff, trade_offs
 from cmx_core.report.search import SearchSection, plot_of, read_search, section_of
 from cmx_core.results.compare import Comparison, compare_samples
 from cmx_core.results.faults import FaultReport, fault_report
@@ -74,6 +75,22 @@ class ReportData:
     """What a ``cmx sweep --search`` found, read from its manifest (docs/learning.md)."""
     baseline: str = ""
     """Which run the comparison is against, and why."""
+    axis_plots: tuple[AxisPlot, ...] = ()
+    """Each result metric against each axis the runs vary (drawn among ``figures``)."""
+    trade_offs: tuple[TradeOff, ...] = ()
+    """Throughput against latency or energy, with the Pareto front (drawn among ``figures``)."""
+    histories: tuple[History, ...] = ()
+    """The primary metric over time per configuration, regressions marked (drawn among ``figures``)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's data as one document (``cmx_core/schemas/report.schema.json``)."""
+        return {"title": self.title, "runs": [d["run_id"] for d in self.documents],
+                "figures": [f.title for f in self.figures], "baseline": self.baseline or None,
+                "comparison": self.comparison.to_json() if self.comparison is not None else None,
+                "axis_plots": [p.to_json() for p in self.axis_plots],
+                "trade_offs": [t.to_json() for t in self.trade_offs],
+                "histories": [h.to_json() for h in self.histories],
+                "sweep": self.sweep.to_json() if self.sweep is not None else None}
 
 
 def select(store: Any, selection: Selection) -> tuple[str, list[dict[str, Any]], Any | None]:
@@ -108,15 +125,18 @@ def collect(store: Any, selection: Selection) -> ReportData:
     # a sweep's points differ in their inputs by design: the sweep table is their comparison
     comparison = compare_samples(chosen.groups) if chosen is not None else None
     section, search_figures = search_report(manifest, table)
-    drawn = axis_plots(groups)
+    drawn, traded = axis_plots(groups), trade_offs(documents)
     by_axis = [Figure(p.title, plots.against_axis(p)) for p in drawn]
     # with axes, each metric against them; without, the primary metric across runs (and a sweep's table plot)
-    fronts = [Figure(t.title, plots.trade_off(t)) for t in trade_offs(documents)]
+    fronts = [Figure(t.title, plots.trade_off(t)) for t in traded]
+    timed = histories(documents) if table is None else []  # a sweep's points are one moment
+    over_time = [Figure(h.title, plots.history(h)) for h in timed]
     figures = [*search_figures, *(by_axis or [*_metric_figures(groups), *_sweep_figures(table)]), *fronts,
-               *_latency_figures(documents)]
+               *over_time, *_latency_figures(documents)]
     faults = fault_report(documents, len(table.rows) if table is not None else None)
     return ReportData(title, tuple(documents), comparison, table, tuple(figures), tuple(score_rows(documents)),
-                      faults, section, chosen.why if chosen is not None else "")
+                      faults, section, chosen.why if chosen is not None else "", tuple(drawn), tuple(traded),
+                      tuple(timed))
 
 
 def search_report(manifest: Mapping[str, Any] | None, table: Any | None) -> tuple[SearchSection | None,

@@ -128,6 +128,28 @@ def trade_off(plot: Any) -> bytes:
     return _png(figure)
 
 
+def history(plot: Any) -> bytes:
+    """A metric over time (:class:`cmx_core.report.history.History`): each run in the order it
+    ran, its band as an error bar, regressions marked."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(7, 3.6))
+    xs = list(range(1, len(plot.moments) + 1))
+    ys = [m.value for m in plot.moments]
+    below, above = [m.value - m.low for m in plot.moments], [m.high - m.value for m in plot.moments]
+    axes.errorbar(xs, ys, yerr=[below, above], marker="o", capsize=4, color="#4c72b0", label="runs")
+    marked = [(x, m.value) for x, m in zip(xs, plot.moments, strict=True) if m.regression]
+    if marked:
+        axes.scatter([x for x, _ in marked], [y for _, y in marked], marker="v", s=120, color="#b3261e",
+                     zorder=3, label="regression (beyond the previous run's band)")
+    axes.set_xticks(xs, [m.created_at[:16].replace("T", " ") for m in plot.moments], rotation=30, ha="right",
+                    fontsize=7)
+    axes.set_title(plot.title)
+    axes.set_ylabel(plot.unit)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    return _png(figure)
+
+
 def latency_series(documents: Sequence[Mapping[str, Any]], section: str) -> list[Series]:
     """Per run, the percentiles of one mlperf latency summary (in ms), those present only."""
     found: list[Series] = []
