@@ -61,9 +61,8 @@ def cmd_report(args: argparse.Namespace, store: Any) -> int:
     output = _output(args, (".html", ".htm"))
     data = collect(store, _selection(args))
     atomic_write(output, render(data))
-    _done(args, {"report": str(output), "runs": [d["run_id"] for d in data.documents],
-                 "figures": [f.title for f in data.figures]}, f"wrote {output} ({len(data.documents)} run(s), "
-                                                              f"{len(data.figures)} plot(s))")
+    _done(args, {"report": str(output), **data.to_json()}, f"wrote {output} ({len(data.documents)} run(s), "
+                                                           f"{len(data.figures)} plot(s))")
     return 0
 
 

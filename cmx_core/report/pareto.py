@@ -33,6 +33,11 @@ class TradeOff:
     ylabel: str
     points: tuple[TradePoint, ...]
 
+    def to_json(self) -> dict[str, Any]:
+        on_front = {p.run_id for p in self.front}
+        return {"title": self.title, "x": self.xlabel, "y": self.ylabel,
+                "points": [{**p.__dict__, "on_front": p.run_id in on_front} for p in self.points]}
+
     @property
     def front(self) -> tuple[TradePoint, ...]:
         """The points no other point dominates, by rising cost."""

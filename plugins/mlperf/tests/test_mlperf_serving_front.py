@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
+
 from cmx_core.report.pareto import trade_offs
 
 TARGETS = ("1", "2", "4")
@@ -40,7 +42,12 @@ def test_a_serving_sweep_report_draws_the_throughput_against_p99_front(cmx_home:
     page = tmp_path / "serving.html"
     report = _cmx("results", "report", "--sweep", sweep["sweep_id"], "-o", str(page), "--json", home=cmx_home)
     assert report.returncode == 0, report.stderr[-2000:]
-    figures = json.loads(report.stdout)["figures"]
+    data = json.loads(report.stdout)
+    schema = Path(__file__).resolve().parents[3] / "cmx_core" / "schemas" / "report.schema.json"
+    jsonschema.validate(data, json.loads(schema.read_text()))
+    [traded] = [t for t in data["trade_offs"] if "p99 latency" in t["title"]]
+    assert sum(p["on_front"] for p in traded["points"]) == len(on_front)
+    figures = data["figures"]
     assert "tokens_per_second against p99 latency (Pareto front marked)" in figures
     assert "tokens_per_second by target_qps" in figures
     assert page.read_text().count("data:image/png;base64,") == len(figures)
