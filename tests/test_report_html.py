@@ -12,9 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 CHROMIUM = shutil.which("chromium")
+REPORT_SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "cmx_core" / "schemas" / "report.schema.json")
+                           .read_text())
 _CONSOLE_ERROR = re.compile(r"Uncaught|ERROR:CONSOLE|:CONSOLE\(\d+\)\].*(error|Error)")
 
 
@@ -128,7 +131,15 @@ def test_recipe_report_of_a_2_axis_sweep_and_earlier_runs_knows_its_axes(in_swee
     page = tmp_path / "recipe.html"
     done = cli("results", "report", "--recipe", "demo-sort", "-o", page, "--json")
     assert done.code == 0, done.err
-    figures = json.loads(done.out)["figures"]
+    data = json.loads(done.out)
+    jsonschema.validate(data, REPORT_SCHEMA)  # the report's data as one document, against its schema
+    figures = data["figures"]
+    assert [p["title"] for p in data["axis_plots"]] == [f for f in figures if " by " in f]
+    by_size = next(p for p in data["axis_plots"] if p["title"] == "items_per_second by size")
+    assert by_size["log_x"] is False and len(by_size["lines"]) >= 4  # one line per repeats value
+    assert any(point["n"] == 3 for line in by_size["lines"] for point in line["points"])  # a run's 3 repetitions
+    assert data["comparison"]["axes"] == ["repeats", "size"] or set(data["comparison"]["axes"]) == {"repeats", "size"}
+    assert data["baseline"].startswith("baseline ")
     assert {"items_per_second by size", "items_per_second by repeats", "best_time_s by size",
             "best_time_s by repeats"} <= set(figures)
     assert not [f for f in figures if f.startswith("items by")]
