@@ -4,9 +4,10 @@ Imports the cmx4mlops collection from a CM virtual environment (``--cm-venv``, m
 ``pip install cmind==4.2.0 cmx4mlops==1.0.1``; never the cmx environment, since cmind's
 ``cmx`` console script would shadow ours) twice: as CM caches (a detect script without
 ``cache: true`` re-runs every time, the bridge's default) and with ``--cache-detections 1d``.
-Then, alternating A B A B ... (so load on a shared machine hits both alike), it times four
-pairs of whole-process commands and prints each side's median wall time and the median of
-the pair ratios A/B:
+Then, alternating A B A B ... (so load on a shared machine hits both alike), each side through
+CM's own command line (``cm run script --tags=TAGS``, ``cmx cm run script --tags=TAGS``), it
+times four pairs of whole-process commands and prints each side's median wall time (with
+``--cpu``, the CPU seconds of its process tree) and the median of the pair ratios A/B:
 
 * ``warm, as CM``: cmx (recipes as CM caches, cmx's home warm) vs CM (index built, cache warm);
 * ``warm, cached``: cmx serving the detection from its cache vs the same CM command;
@@ -17,13 +18,14 @@ the pair ratios A/B:
 Usage::
 
     .venv/bin/python benchmarks/bench_cm_bridge.py --cm-venv /tmp/cmx-cm-cmind-4.2.0 [--runs 5] \\
-        [--tags detect,os]
+        [--tags detect,os] [--cpu]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -43,11 +45,18 @@ def _collection(venv: Path) -> Path:
     return found[0]
 
 
+CPU = {"value": False}
+"""``--cpu``: time the CPU seconds of each command's process tree (its reaped children's
+user + system time) instead of its wall time."""
+
+
 def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
-    start = time.perf_counter()
+    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    timeout=TIMEOUT_S)
-    return time.perf_counter() - start
+    after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - start
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu if CPU["value"] else wall
 
 
 def _pairs(runs: int, a: Callable[[int], float], b: Callable[[int], float]) -> tuple[float, float, float]:
@@ -75,8 +84,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cm-venv", type=Path, required=True, help="virtual environment holding cmind and cmx4mlops")
     parser.add_argument("--runs", type=int, default=5, help="timed runs of each command")
-    parser.add_argument("--tags", default="detect,os", help="CM tags of the script (cmx gets cm,<tags>)")
+    parser.add_argument("--tags", default="detect,os",
+                        help="CM tags of the script, given to both as CM's own command line (cmx cm run script)")
+    parser.add_argument("--cpu", action="store_true", help="CPU seconds of each process tree instead of wall time")
     args = parser.parse_args()
+    CPU["value"] = args.cpu
     cmx = shutil.which("cmx", path=str(Path(sys.executable).parent)) or "cmx"
     cm = str(args.cm_venv / "bin" / "cm")
     work = Path(tempfile.mkdtemp(prefix="bench-cm-bridge-"))
@@ -88,7 +100,7 @@ def main() -> int:
                        env=env, check=True, stdout=subprocess.DEVNULL, cwd=work, timeout=TIMEOUT_S)
 
     def cmx_cmd(mode: str) -> list[str]:
-        return [cmx, "run", "recipe", f"--tags=cm,{args.tags}", "--recipes", str(recipes[mode]), "--json"]
+        return [cmx, "cm", "run", "script", f"--tags={args.tags}", "--recipes", str(recipes[mode]), "--json"]
 
     cm_cmd = [cm, "run", "script", f"--tags={args.tags}", "--quiet"]
     for warm in (cmx_cmd("as CM"), cmx_cmd("cached"), cmx_cmd("cached"), cm_cmd):
@@ -98,12 +110,13 @@ def main() -> int:
     def fresh(key: str, i: int, mode: str) -> dict[str, str]:
         return {**env, key: str(work / f"cold-{mode.replace(' ', '-')}-{key}-{i}")}
 
-    print(f"{'pair':<14} {'cmx median s':>13} {'CM median s':>12} {'median A/B':>11}")
+    what = "CPU s" if args.cpu else "s"
+    print(f"{'pair':<14} {'cmx median ' + what:>17} {'CM median ' + what:>16} {'median A/B':>11}")
     for mode in ("as CM", "cached"):
         for temperature in ("warm", "cold"):
             a, b = _sides(temperature, cmx_cmd(mode), cm_cmd, env, fresh, mode, work)
             ma, mb, ratio = _pairs(args.runs, a, b)
-            print(f"{temperature + ', ' + mode:<14} {ma:>13.3f} {mb:>12.3f} {ratio:>11.2f}", flush=True)
+            print(f"{temperature + ', ' + mode:<14} {ma:>17.3f} {mb:>16.3f} {ratio:>11.2f}", flush=True)
     shutil.rmtree(work, ignore_errors=True)
     return 0
 
