@@ -25,7 +25,7 @@ from cmx_core.report import cli
 from cmx_core.report.cli import add_plot, add_report
 from cmx_core.report.columns import column_documents
 from cmx_core.results.comparability import differences, forced_warnings, refusal
-from cmx_core.results.compare import compare_samples
+from cmx_core.results.compare import compare_samples, config_label
 from cmx_core.results.faults import attempt_lines, fault_report
 from cmx_core.results.grid import Column, Grid, fit, fit_text, print_fitted, width_for
 from cmx_core.results.numbers import fmt_number
@@ -374,7 +374,7 @@ def _compare_grid(comparison: Comparison) -> Grid:
     for index, run in enumerate(comparison.runs):
         repeats = f" x{len(run.repeats)}" if len(run.repeats) > 1 else ""
         head = f"{run.run_id[:SHORT_ID]}{repeats}\n{run.recipe} [{run.status}]\n{run.hardware_class}"
-        config = ", ".join(f"{axis.removeprefix('variation.')}={run.config.get(axis, '-')}" for axis in comparison.axes)
+        config = config_label(run.config, comparison.axes)
         if config:  # what changed between the runs: each column's configuration, under its name
             head += "\n" + "\n".join(textwrap.wrap(config, NOTE_WIDTH, break_long_words=False))
         columns.append(Column(head, right=True, whole=True, drop=index if index > 1 else 0))

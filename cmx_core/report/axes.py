@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cmx_core.results.compare import axes_of, config_of, echo_of, number_of
+from cmx_core.results.compare import axes_of, band_of, config_label, config_of, echo_of, number_of
 from cmx_core.results.hardware import of_document
 
 Group = Sequence[Mapping[str, Any]]
@@ -93,7 +93,7 @@ def _plot(groups: Sequence[Group], metric: str, axis: str, rest: Sequence[str], 
             continue
         unit = unit or str(present[0]["unit"])
         config = config_of(group[0])
-        parts = [f"{a.removeprefix('variation.')}={config.get(a, '-')}" for a in rest]
+        parts = [config_label(config, rest)] if rest else []
         parts += [of_document(group[0]).id] if by_class else []
         label = ", ".join(parts) or metric
         by_line.setdefault(label, []).append(_point(float(config[axis]), present))
@@ -106,9 +106,9 @@ def _plot(groups: Sequence[Group], metric: str, axis: str, rest: Sequence[str], 
 
 
 def _point(x: float, metrics: Sequence[Mapping[str, Any]]) -> Point:
-    """The median of the runs' values, with the spread of the runs (several) or of the one
-    run's timed repetitions."""
-    values = [float(m["value"]) for m in metrics]
-    spread = values if len(values) > 1 else [float(v) for v in metrics[0].get("samples") or values]
-    return Point(x, float(statistics.median(values)), min(spread), max(spread), len(spread))
+    """The median of the runs' values, with the band compare gives them: the spread of the
+    runs (several) or of the one run's timed repetitions."""
+    y = float(statistics.median(float(m["value"]) for m in metrics))
+    band = band_of(metrics)
+    return Point(x, y, band.low, band.high, band.n) if band is not None else Point(x, y, y, y, 1)
 

@@ -7,10 +7,10 @@ a regression: one value says nothing of the noise."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from cmx_core.results.compare import config_of
+from cmx_core.results.compare import config_of, repetitions_of
 from cmx_core.results.hardware import of_document
 
 MIN_RUNS = 3
@@ -72,7 +72,7 @@ def _history(runs: Sequence[Mapping[str, Any]]) -> History | None:
     for document in measured:
         moment = _moment(document, metric)
         if moments and _worse(moments[-1], moment, higher):
-            moment = Moment(**{**moment.__dict__, "regression": True})
+            moment = replace(moment, regression=True)
         moments.append(moment)
     config = config_of(measured[0])
     label = ", ".join(f"{k}={v}" for k, v in sorted(config.items()) if not k.startswith("variation.")) or "runs"
@@ -81,12 +81,11 @@ def _history(runs: Sequence[Mapping[str, Any]]) -> History | None:
 
 
 def _moment(document: Mapping[str, Any], metric: str) -> Moment:
-    entry = document["metrics"][metric]
-    samples = [float(v) for v in entry.get("samples") or ()]
-    value = float(entry["value"])
-    if len(samples) < 2:
-        return Moment(document["run_id"], str(document["created_at"]), value, value, value, False)
-    return Moment(document["run_id"], str(document["created_at"]), value, min(samples), max(samples), True)
+    """The run's value with its band: its timed repetitions, as compare takes them (none: the value alone)."""
+    value = float(document["metrics"][metric]["value"])
+    band = repetitions_of([document["metrics"][metric]])
+    low, high = (band.low, band.high) if band is not None else (value, value)
+    return Moment(document["run_id"], str(document["created_at"]), value, low, high, band is not None)
 
 
 def _worse(before: Moment, after: Moment, higher_is_better: bool) -> bool:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cmx_core.results.compare import axes_of, config_of
+from cmx_core.results.compare import axes_of, config_label, config_of
 
 PERCENTILE = "p99"
 """The latency percentile of ``mlperf.latency_ns`` the front is drawn against."""
@@ -69,7 +69,7 @@ def _point(document: Mapping[str, Any], cost_of: Any, axes: Sequence[str]) -> Tr
     if throughput is None or cost is None:
         return None
     config = config_of(document)
-    label = ", ".join(f"{a.removeprefix('variation.')}={config.get(a, '-')}" for a in axes) or document["run_id"][:8]
+    label = config_label(config, axes) or document["run_id"][:8]
     return TradePoint(cost, float(document["metrics"][throughput[0]]["value"]), label, document["run_id"])
 
 

@@ -189,6 +189,12 @@ def config_of(document: Mapping[str, Any]) -> dict[str, Any]:
     return config
 
 
+def config_label(config: Mapping[str, Any], axes: Sequence[str]) -> str:
+    """A run's values of ``axes``, as shown under its name or beside its point: ``size=20000,
+    builtin=True`` (a variation without its ``variation.`` prefix; ``-`` where it has none)."""
+    return ", ".join(f"{axis.removeprefix('variation.')}={config.get(axis, '-')}" for axis in axes)
+
+
 def axes_of(configs: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
     """The configuration keys whose values differ between ``configs`` (a key one lacks differs)."""
     keys = dict.fromkeys(k for c in configs for k in c)
@@ -389,14 +395,14 @@ def repetitions_of(column: _Column) -> Samples | None:
     return Samples(tuple(float(v) for v in present[0]["samples"]))
 
 
-def _band(column: _Column) -> Samples | None:
+def band_of(column: _Column) -> Samples | None:
     """The samples that give a column its noise band: its runs' values, or a single run's
     repetitions."""
     return repetitions_of(column) or samples_of(column)
 
 
 def _baseline_cell(column: _Column) -> Cell:
-    base, samples = _representative(column), _band(column)
+    base, samples = _representative(column), band_of(column)
     if base is None:
         return Cell(None, None, "missing", samples=0)
     if samples is None:
@@ -409,7 +415,7 @@ def _cell(base_column: _Column, column: _Column) -> Cell:
     base, other = _representative(base_column), _representative(column)
     if other is None:
         return Cell(None, None, "missing", samples=0)
-    base_samples, samples = _band(base_column), _band(column)
+    base_samples, samples = band_of(base_column), band_of(column)
     unit = other["unit"]
     if base is None or base_samples is None or samples is None:
         return Cell(None if samples is None else _value(column, samples), unit, "missing",

@@ -53,7 +53,8 @@ class Likeness:
 
 TIME_UNITS = frozenset({"s", "sec", "second", "seconds", "ms", "us", "µs", "ns", "min", "minutes", "h", "hours"})
 SPEED_UNITS = frozenset({"hz", "khz", "mhz", "ghz", "qps", "fps", "ips", "w", "j", "kj", "wh", "kwh", "joules",
-                         "watts", "flops", "tflops", "gflops", "gb/s", "mb/s"})
+                         "watts", "flops", "tflops", "gflops"})
+"""Speed units with no ``/TIME`` in them (``gb/s`` and the like are rates by their ``/s``)."""
 
 
 def speed_bound(unit: str | None) -> bool:

@@ -97,8 +97,7 @@ def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
         for key, value in dict(combo.get("default_env") or {}).items():
             env.setdefault(str(key), value)
     env.update(cm_env(ctx.inputs.get("cm_env")))
-    _clamp_default_version(env, "CM" if ctx.params.get("flavor", "cm") == "cm" else "MLC",
-                           str(ctx.params.get("default_version") or ""))
+    _clamp_default_version(env, env_prefix(ctx), str(ctx.params.get("default_version") or ""))
     state: dict[str, Any] = {}
     for variation, values in dict(ctx.params.get("variation_state") or {}).items():
         if variation in ctx.variations:
@@ -111,6 +110,11 @@ def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
             _merge(env, outputs.get("new_env") or {})
             _merge(state, outputs.get("new_state") or {})
     return env, state
+
+
+def env_prefix(ctx: StepContext) -> str:
+    """The prefix of the script's env keys: ``CM`` or ``MLC``."""
+    return "CM" if ctx.params.get("flavor", "cm") == "cm" else "MLC"
 
 
 def _clamp_default_version(env: dict[str, Any], prefix: str, default: str) -> None:
@@ -161,7 +165,7 @@ def request(ctx: StepContext) -> dict[str, Any]:
     env_keys, state_keys = _keys(ctx)
     timeout = ctx.params.get("timeout_s") or ctx.timeout_s
     return {"script_dir": str(directory), "work_dir": str(ctx.work_dir),
-            "prefix": "CM" if ctx.params.get("flavor", "cm") == "cm" else "MLC",
+            "prefix": env_prefix(ctx),
             "env": env, "state": state, "meta": _plain(load_script(directory).data),
             "new_env_keys": env_keys, "new_state_keys": state_keys,
             "clean_files": list(ctx.params.get("clean_files") or []),
