@@ -104,6 +104,9 @@ def test_a_serving_sweep_gets_its_throughput_against_p99_front(tmp_path: Path) -
     html = render(ReportData("serving", tuple(runs), None, None, (Figure(latency.title, png),), ()))
     assert "rate against p99 latency (Pareto front marked)" in html
     assert trade_offs(runs[:1]) == []  # one run is no trade-off
+    plain = example_document(tmp_path / "plain", run_id="plain")  # first, with no throughput nor latency
+    [named] = trade_offs([plain, *runs])
+    assert named.ylabel == "samples/s" and named.title.startswith("rate against")
 
 
 def _timed_run(tmp_path: Path, run_id: str, minute: int, reps: tuple[float, ...], facts: str | None = None,

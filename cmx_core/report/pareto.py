@@ -55,12 +55,11 @@ def trade_offs(documents: Sequence[Mapping[str, Any]]) -> list[TradeOff]:
     for cost_name, xlabel, cost_of in (
             (f"{PERCENTILE} latency", f"{PERCENTILE} latency (ms)", _latency_ms),
             ("energy", "energy (J)", _energy_j)):
-        points = [p for d in documents if (p := _point(d, cost_of, axes)) is not None]
-        if len(points) >= 2:
-            unit = _throughput(documents[0])
-            name, ylabel = (unit[0], unit[1]) if unit else ("throughput", "")
+        drawn = [(d, p) for d in documents if (p := _point(d, cost_of, axes)) is not None]
+        if len(drawn) >= 2:
+            name, ylabel = _throughput(drawn[0][0]) or ("throughput", "")  # a run on the plot names its axis
             found.append(TradeOff(f"{name} against {cost_name} (Pareto front marked)", xlabel, ylabel,
-                                  tuple(points)))
+                                  tuple(p for _, p in drawn)))
     return found
 
 
