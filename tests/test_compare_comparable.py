@@ -68,7 +68,9 @@ def test_a_repeat_of_another_recipe_is_caught_too(tmp_path: Path) -> None:
 
 def test_another_hardware_class_is_compared_and_flagged(cli: Callable[..., Any], tmp_path: Path) -> None:
     _store(tmp_path, _doc(tmp_path, "h", facts="h100-sxm-8x"), _doc(tmp_path, "l", facts="l4-1x"))
-    done = cli("results", "compare", "h", "l", "--json")
+    apart = cli("results", "compare", "h", "l", "--json")
+    assert apart.code == 0 and json.loads(apart.out)["warnings"] == []   # its own series: nothing compared
+    done = cli("results", "compare", "h", "l", "--across=hardware", "--json")
     assert done.code == 0, done.err
     [warning] = json.loads(done.out)["warnings"]
     assert "hardware class" in warning and "accelerator h100 -> l4" in warning

@@ -64,7 +64,15 @@ def test_hardware_classes_are_grouped_and_warned(tmp_path: Path) -> None:
     data = comparison.to_json()
     assert len(data["hardware_classes"]) == 2
     assert [g["runs"] for g in data["hardware_classes"].values()] == [["h"], ["l"]]
-    [warning] = comparison.warnings
+    # another hardware class is its own series: its value, never a delta, and no warning needed
+    cell = next(m for m in comparison.metrics if m.name == "rate").cells[1]
+    assert (cell.verdict, cell.delta, cell.value) == ("other series", None, 2.0)
+    assert cell.noise == "another hardware class (1x l4 22GiB pcie drv535): its own series, not a delta"
+    assert comparison.warnings == () and data["runs"][1]["against"] is None
+    # compared across hardware on purpose: a delta, with the warning naming both classes
+    across = compare_samples([[h100], [l4]], across=("hardware",))
+    assert next(m for m in across.metrics if m.name == "rate").cells[1].delta == 1.0
+    [warning] = across.warnings
     assert "hardware class" in warning and "accelerator h100 -> l4" in warning
     assert compare_samples([[h100], [_doc(tmp_path, "h2", 1.0, facts="h100-sxm-8x")]]).warnings == ()
 
@@ -83,8 +91,14 @@ def test_cli_columns_of_repeats_and_warning(cli: Callable[..., Any], tmp_path: P
     data = json.loads(done.out)
     assert [r["repeats"] for r in data["runs"]] == [["a1", "a2"], ["b1", "b2"], ["g1"]]
     rate = next(m for m in data["metrics"] if m["name"] == "rate")
+    assert [c["verdict"] for c in rate["cells"]] == ["baseline", "within noise", "other series"]
+    assert [r["against"] for r in data["runs"]] == [None, "a1", None] and data["warnings"] == []
+    across = json.loads(cli("results", "compare", "a1,a2", "b1,b2", "g1", "--across", "hardware", "--json").out)
+    rate = next(m for m in across["metrics"] if m["name"] == "rate")
     assert [c["verdict"] for c in rate["cells"]] == ["baseline", "within noise", "worse"]
-    assert "warning:" in done.err and "hardware class" in done.err and len(data["warnings"]) == 1
+    assert len(across["warnings"]) == 1 and "hardware class" in across["warnings"][0]
+    warned = cli("results", "compare", "a1,a2", "g1", "--across", "hardware")
+    assert "warning:" in warned.err and "hardware class" in warned.err
     twice = cli("results", "compare", "a1,a1", "b1")
     assert twice.code == 2 and "named twice" in twice.err
     # --repeats: every stored run of the same lock digest and hardware class joins its column
@@ -182,7 +196,13 @@ def test_an_input_and_its_echo_are_configuration_never_better_or_worse(tmp_path:
     items = rows["items"].cells[1]
     assert (items.verdict, items.delta, rows["items"].higher_is_better) == ("input", None, None)
     assert items.noise == "the input size: configuration, not a result"
-    assert rows["rate"].cells[1].verdict == "worse" and rows["repeats_done"].cells[1].verdict == "same"
+    # another size is another configuration: its rate is its own series, not "worse"
+    assert rows["rate"].cells[1].verdict == "other series" and rows["rate"].cells[1].delta is None
+    assert rows["rate"].cells[1].noise == "another configuration (size=20000): its own series, not a delta"
+    across = {m.name: m for m in compare_samples([[_sized(tmp_path, "a", 200_000, 100.0)],
+                                                  [_sized(tmp_path, "b", 20_000, 90.0)]], across=("size",)).metrics}
+    assert across["rate"].cells[1].verdict == "worse" and across["repeats_done"].cells[1].verdict == "same"
+    assert across["items"].cells[1].verdict == "input"           # compared across it, still no result
     data = comparison.to_json()
     assert data["axes"] == ["size"] and data["runs"][1]["config"] == {"size": 20_000, "repeats": 3,
                                                                       "variation.builtin": True}

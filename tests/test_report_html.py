@@ -140,6 +140,24 @@ def test_recipe_report_of_a_2_axis_sweep_and_earlier_runs_knows_its_axes(in_swee
     assert any(point["n"] == 3 for line in by_size["lines"] for point in line["points"])  # a run's 3 repetitions
     assert data["comparison"]["axes"] == ["repeats", "size"] or set(data["comparison"]["axes"]) == {"repeats", "size"}
     assert data["baseline"].startswith("baseline ")
+    # comparisons within like configurations only: a judged cell's run is compared with a run of
+    # its own configuration and hardware class; the first run of another is its own series
+    columns = data["comparison"]["runs"]
+    by_id = {run["run_id"]: run for run in columns}
+    cells = [(run, cell) for row in data["comparison"]["metrics"]
+             for run, cell in zip(columns, row["cells"], strict=True)]
+    judged = [(run, cell) for run, cell in cells if cell["verdict"] in ("better", "worse", "same", "within noise",
+                                                                         "inconclusive")]
+    for run, _cell in judged:
+        like = by_id[run["against"]]
+        assert (like["config"], like["hardware_class"]) == (run["config"], run["hardware_class"])
+    assert any(cell["verdict"] == "other series" and cell["delta"] is None for _run, cell in cells)
+    across = json.loads(cli("results", "report", "--recipe", "demo-sort", "-o", tmp_path / "across.html",
+                            "--across", "size,repeats", "--json").out)["comparison"]   # compared across on purpose
+    verdicts = {cell["verdict"] for row in across["metrics"] for cell in row["cells"][1:]}
+    assert across["across"] == ["size", "repeats"] and "other series" not in verdicts and verdicts & {
+        "better", "worse", "within noise", "inconclusive"}
+    assert {run["against"] for run in across["runs"][1:]} == {across["baseline"]}
     assert {"items_per_second by size", "items_per_second by repeats", "best_time_s by size",
             "best_time_s by repeats"} <= set(figures)
     assert not [f for f in figures if f.startswith("items by")]

@@ -25,7 +25,7 @@ from cmx_core.report import cli
 from cmx_core.report.cli import add_plot, add_report
 from cmx_core.report.columns import column_documents
 from cmx_core.results.comparability import differences, forced_warnings, refusal
-from cmx_core.results.compare import compare_samples, config_label
+from cmx_core.results.compare import ACROSS_HELP, across_of, compare_samples, config_label
 from cmx_core.results.faults import attempt_lines, fault_report
 from cmx_core.results.grid import Column, Grid, fit, fit_text, print_fitted, width_for
 from cmx_core.results.numbers import fmt_number
@@ -45,7 +45,7 @@ _STATUS_STYLE = {"valid": "green", "invalid": "red", "error": "bold red", "parti
 _VERDICT_STYLE = {
     "better": "green", "worse": "red", "same": "dim", "missing": "dim",
     "units differ": "yellow", "direction differs": "yellow", "baseline": "bold", "within noise": "cyan",
-    "inconclusive": "yellow",
+    "inconclusive": "yellow", "other series": "dim",
 }
 
 
@@ -94,6 +94,7 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -
     p.add_argument("--force", action="store_true",
                    help="compare runs of different recipes or suites (refused otherwise); each difference "
                         "is kept as a 'not comparable' warning")
+    p.add_argument("--across", metavar="NAME[,NAME]", help=ACROSS_HELP)
     _finish(p, cmd_compare)
     _add_report_parsers(sub, leaf)
     add_predict_parsers(sub, leaf, _finish)
@@ -182,7 +183,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     found = differences(columns)
     if found and not args.force:
         raise UsageError(refusal(found))
-    comparison = compare_samples(columns)
+    comparison = compare_samples(columns, across_of(args.across))
     if found:
         comparison = replace(comparison, warnings=(*forced_warnings(found), *comparison.warnings))
     for warning in comparison.warnings:
@@ -371,12 +372,15 @@ def _compare_grid(comparison: Comparison) -> Grid:
     notes on the lines below; on a narrow terminal the last runs are hidden first, named in
     the footer, and long metric names are cut."""
     columns = [Column("metric"), Column("unit", whole=True)]
+    series = any(run.against is None for run in comparison.runs[1:])
     for index, run in enumerate(comparison.runs):
         repeats = f" x{len(run.repeats)}" if len(run.repeats) > 1 else ""
         head = f"{run.run_id[:SHORT_ID]}{repeats}\n{run.recipe} [{run.status}]\n{run.hardware_class}"
         config = config_label(run.config, comparison.axes)
         if config:  # what changed between the runs: each column's configuration, under its name
             head += "\n" + "\n".join(textwrap.wrap(config, NOTE_WIDTH, break_long_words=False))
+        if index and series:  # several series: what each column is compared with
+            head += f"\nvs {run.against[:SHORT_ID]}" if run.against else "\nown series"
         columns.append(Column(head, right=True, whole=True, drop=index if index > 1 else 0))
     rows: list[tuple[str, ...]] = []
     for row in comparison.metrics:

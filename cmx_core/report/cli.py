@@ -13,6 +13,7 @@ from cmx_core.errors import UsageError
 from cmx_core.report.collect import Selection, collect
 from cmx_core.report.html import render
 from cmx_core.report.single import single_plot
+from cmx_core.results.compare import ACROSS_HELP, across_of
 from cmx_core.results.grid import print_fitted
 
 
@@ -31,6 +32,7 @@ def add_report(sub: Any, leaf: dict[str, Any]) -> argparse.ArgumentParser:
     parser.add_argument("--baseline", metavar="RUN",
                         help="the run the comparison is against (default: the earliest unflagged run of the newest "
                              "run's configuration and hardware class)")
+    parser.add_argument("--across", metavar="NAME[,NAME]", help=ACROSS_HELP)
     return parser
 
 
@@ -45,7 +47,8 @@ def add_plot(sub: Any, leaf: dict[str, Any]) -> argparse.ArgumentParser:
 def _selection(args: argparse.Namespace) -> Any:
     if args.limit < 1:
         raise UsageError(f"--limit {args.limit}: must be at least 1")
-    return Selection(tuple(args.runs), args.sweep, args.recipe, args.limit, getattr(args, "baseline", None))
+    return Selection(tuple(args.runs), args.sweep, args.recipe, args.limit, getattr(args, "baseline", None),
+                     across_of(getattr(args, "across", None)))
 
 
 def _output(args: argparse.Namespace, suffixes: tuple[str, ...]) -> Path:

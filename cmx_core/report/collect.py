@@ -54,6 +54,8 @@ class Selection:
     limit: int = 50
     baseline: str | None = None
     """The run the comparison is against (``--baseline``); None: chosen (:mod:`cmx_core.report.baseline`)."""
+    across: tuple[str, ...] = ()
+    """What runs are compared across (``--across``); by default only like configurations are."""
 
     def check(self) -> None:
         given = sum(bool(x) for x in (self.runs, self.sweep, self.recipe))
@@ -123,7 +125,7 @@ def collect(store: Any, selection: Selection) -> ReportData:
     groups = group_by_lock(documents)
     chosen = choose(groups, selection.baseline) if len(groups) > 1 and table is None else None
     # a sweep's points differ in their inputs by design: the sweep table is their comparison
-    comparison = compare_samples(chosen.groups) if chosen is not None else None
+    comparison = compare_samples(chosen.groups, selection.across) if chosen is not None else None
     section, search_figures = search_report(manifest, table)
     drawn, traded = axis_plots(groups), trade_offs(documents)
     by_axis = [Figure(p.title, plots.against_axis(p)) for p in drawn]

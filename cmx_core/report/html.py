@@ -15,7 +15,7 @@ from cmx_core.results.numbers import fmt_number
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "report.html.j2"
 _VERDICT_CLASS = {"better": "better", "worse": "worse", "within noise": "noise", "inconclusive": "noise",
-                  "missing": "dim", "same": "dim", "input": "dim"}
+                  "missing": "dim", "same": "dim", "input": "dim", "other series": "dim"}
 
 
 def fmt(value: Any) -> str:

@@ -8,8 +8,17 @@ Each column is a *distribution*: one run, or several repeats of the same run
 as real only beyond the noise, as asv does: when the two columns' ranges (min..max) overlap,
 or the single value of one lies inside the other's range, the verdict is ``within noise``.
 With one sample on each side the noise is unknown, and the cell says so (``1 sample, noise
-unknown``) next to its naive better/worse. Columns from different ``hardware_class``es are
-compared, but the comparison carries a warning naming both classes.
+unknown``) next to its naive better/worse.
+
+Like configurations only (issue 53 item 1): a column is compared with the first column of its
+*series*, the columns of the same configuration (the inputs and variations it was asked for,
+:func:`config_of`) on the same hardware class. The baseline's series is compared with the
+baseline; a column of another configuration or hardware class that comes first in its series
+is that series' reference (verdict ``other series``: its value and band, never better or worse),
+and the later columns of its series are compared with it. ``across`` names what may differ
+inside one series instead (configuration keys, or ``hardware``): what the user compares on
+purpose, e.g. two variations of one recipe; a column compared across hardware classes carries
+a warning naming both.
 
 Like with like (issue 43 item 4): where a column's conditions differ from the baseline's
 beyond their bounds, or both were measured beyond a noise bound
@@ -27,13 +36,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from cmx_core.errors import ResultsError
+from cmx_core.errors import ResultsError, UsageError
 from cmx_core.results.hardware import of_document
 from cmx_core.results.like_with_like import Likeness, compare_sides, speed_bound
 from cmx_core.results.numbers import fmt_number
 
 Verdict = Literal["baseline", "better", "worse", "same", "within noise", "inconclusive", "missing",
-                  "units differ", "direction differs", "input"]
+                  "units differ", "direction differs", "input", "other series"]
+
+HARDWARE = "hardware"
+"""The ``across`` name that lets columns of different hardware classes share one series."""
 
 NOISE_UNKNOWN = "1 sample, noise unknown"
 
@@ -117,7 +129,9 @@ class RunColumn:
     hardware_label: str = ""
     repeats: tuple[str, ...] = ()
     conditions: Likeness | None = None
-    """Its conditions against the baseline's (None for the baseline itself)."""
+    """Its conditions against its reference's (None for the baseline and a series' reference)."""
+    against: str | None = None
+    """The run its cells are compared with: the baseline, or its series' reference (None for those)."""
     config: Mapping[str, Any] = field(default_factory=dict)
     """The inputs and variations its run was asked for (``provenance.query``): configuration."""
 
@@ -127,6 +141,8 @@ class Comparison:
     runs: tuple[RunColumn, ...]
     metrics: tuple[MetricRow, ...]
     warnings: tuple[str, ...] = ()
+    across: tuple[str, ...] = ()
+    """What the runs were compared across on purpose (``--across``); nothing else differs within a series."""
 
     @property
     def axes(self) -> tuple[str, ...]:
@@ -138,6 +154,7 @@ class Comparison:
         return {
             "baseline": self.runs[0].run_id,
             "axes": list(self.axes),
+            "across": list(self.across),
             "runs": [{**r.__dict__, "repeats": list(r.repeats), "config": dict(r.config),
                       "conditions": r.conditions.to_json() if r.conditions else None} for r in self.runs],
             "hardware_classes": _hardware_groups(self.runs),
@@ -146,29 +163,96 @@ class Comparison:
         }
 
 
-def compare_documents(documents: Sequence[Mapping[str, Any]]) -> Comparison:
+def compare_documents(documents: Sequence[Mapping[str, Any]], across: Sequence[str] = ()) -> Comparison:
     """Compare validated result documents, one run per column; the first is the baseline."""
-    return compare_samples([[d] for d in documents])
+    return compare_samples([[d] for d in documents], across)
 
 
-def compare_samples(columns: Sequence[Sequence[Mapping[str, Any]]]) -> Comparison:
+def compare_samples(columns: Sequence[Sequence[Mapping[str, Any]]], across: Sequence[str] = ()) -> Comparison:
     """Compare columns of repeats (each a non-empty list of documents of the same run); the
-    first column is the baseline."""
+    first column is the baseline, each other column is compared with its series' reference
+    (:func:`references`)."""
     if len(columns) < 2:
         raise ResultsError("compare needs at least two runs (the first is the baseline)")
     if any(not column for column in columns):
         raise ResultsError("compare: every column needs at least one run")
-    likeness = tuple(compare_sides(columns[0], c, ("the baseline", "this run")) for c in columns[1:])
-    others = (replace(_column(c), conditions=k) for c, k in zip(columns[1:], likeness, strict=True))
-    runs = (_column(columns[0]), *others)
+    check_across(across, columns)
+    refs = references(columns, across)
+    likeness = tuple(None if ref is None else compare_sides(columns[ref], c, ("the baseline", "this run"))
+                     for c, ref in zip(columns, refs, strict=True))
+    runs = tuple(replace(_column(c), conditions=k, against=None if ref is None else columns[ref][0]["run_id"])
+                 for c, k, ref in zip(columns, likeness, refs, strict=True))
     documents = [d for column in columns for d in column]
     axes = axes_of([config_of(c[0]) for c in columns])
-    rows = [_echoed(_row(name, [[d["metrics"].get(name) for d in c] for c in columns], likeness),
+    series = _Series(refs, likeness, tuple(_series_note(columns[0], c, axes) for c in columns))
+    rows = [_echoed(_row(name, [[d["metrics"].get(name) for d in c] for c in columns], series),
                     echo_of(name, documents, axes)) for name in _names(documents)]
-    rows.append(_row(WALL_TIME, [[_wall_metric(d) for d in c] for c in columns], likeness))
-    rows += [_row(TELEMETRY_PREFIX + name, [[_telemetry_metric(d, name) for d in c] for c in columns], likeness)
+    rows.append(_row(WALL_TIME, [[_wall_metric(d) for d in c] for c in columns], series))
+    rows += [_row(TELEMETRY_PREFIX + name, [[_telemetry_metric(d, name) for d in c] for c in columns], series)
              for name in _telemetry_names(documents)]
-    return Comparison(runs, tuple(rows), tuple(hardware_warnings(columns) + environment_warnings(columns)))
+    warnings = tuple(hardware_warnings(columns, refs) + environment_warnings(columns, refs))
+    return Comparison(runs, tuple(rows), warnings, tuple(across))
+
+
+ACROSS_HELP = ("compare across these, comma-separated: inputs or variations (variation.NAME) of the runs, or "
+               "'hardware'; by default a run is compared only with runs of its configuration and hardware class")
+
+
+def across_of(text: str | None) -> tuple[str, ...]:
+    """``--across size,variation.algorithm`` as a tuple (empty: compare like with like only)."""
+    return tuple(part.strip() for part in (text or "").split(",") if part.strip())
+
+
+def check_across(across: Sequence[str], columns: Sequence[Sequence[Mapping[str, Any]]]) -> None:
+    """A name in ``across`` that is neither ``hardware`` nor a configuration key of the runs is
+    one usage line listing the names it could be."""
+    keys = dict.fromkeys(k for c in columns for d in c for k in config_of(d))
+    unknown = [name for name in across if name != HARDWARE and name not in keys]
+    if unknown:
+        choices = ", ".join([*keys, HARDWARE])
+        raise UsageError(f"--across {unknown[0]}: not an input or variation of these runs; pick from {choices}")
+
+
+def series_key(document: Mapping[str, Any], across: Sequence[str] = ()) -> str:
+    """What a run must share with another to be compared with it: its configuration and its
+    hardware class, less what ``across`` lets differ."""
+    config = {k: v for k, v in config_of(document).items() if k not in across}
+    hardware = None if HARDWARE in across else of_document(document).id
+    return json.dumps([config, hardware], sort_keys=True, default=str)
+
+
+def references(columns: Sequence[Sequence[Mapping[str, Any]]], across: Sequence[str] = ()) -> tuple[int | None, ...]:
+    """Each column's reference: the index of the first column of its series, None for the
+    first column of each series (the baseline is the first of its own)."""
+    first: dict[str, int] = {}
+    refs: list[int | None] = []
+    for index, column in enumerate(columns):
+        key = series_key(column[0], across)
+        refs.append(first.get(key))
+        first.setdefault(key, index)
+    return tuple(refs)
+
+
+@dataclass(frozen=True)
+class _Series:
+    """How the columns are compared: each one's reference (None: the baseline or a series'
+    reference), its conditions against that reference, and why it is a series of its own."""
+
+    refs: tuple[int | None, ...]
+    likeness: tuple[Likeness | None, ...]
+    notes: tuple[str, ...]
+
+
+def _series_note(base: Sequence[Mapping[str, Any]], column: Sequence[Mapping[str, Any]], axes: Sequence[str]) -> str:
+    """Why a column is not compared with the baseline: ``another configuration (size=20)``,
+    ``another hardware class (l4-1x)``."""
+    first = column[0]
+    why = []
+    if config_of(first) != config_of(base[0]):
+        why.append(f"another configuration ({config_label(config_of(first), axes) or 'inputs differ'})")
+    if of_document(first).id != of_document(base[0]).id:
+        why.append(f"another hardware class ({of_document(first).label.split(' | ')[0]})")  # its accelerators
+    return " and ".join(why) + ": its own series, not a delta"
 
 
 def _column(documents: Sequence[Mapping[str, Any]]) -> RunColumn:
@@ -232,17 +316,21 @@ def _echoed(row: MetricRow, axis: str | None) -> MetricRow:
     return replace(row, higher_is_better=None, cells=tuple(cells))
 
 
-def hardware_warnings(columns: Sequence[Sequence[Mapping[str, Any]]]) -> list[str]:
-    """One warning per hardware class that differs from the baseline's, and one per column
-    whose repeats come from more than one class."""
+def hardware_warnings(columns: Sequence[Sequence[Mapping[str, Any]]],
+                      refs: Sequence[int | None] | None = None) -> list[str]:
+    """One warning per hardware class that differs from the baseline's in a column compared
+    with the baseline (``refs``: each column's reference, see :func:`references`; None: all
+    are), and one per column whose repeats come from more than one class."""
     baseline = of_document(columns[0][0])
     warnings: list[str] = []
     seen = {baseline.id}
-    for column in columns:
+    for index, column in enumerate(columns):
         classes = {of_document(d).id: of_document(d) for d in column}
         if len(classes) > 1:
             warnings.append(f"the repeats of run {column[0]['run_id']} come from {len(classes)} hardware classes "
                             f"({', '.join(sorted(classes))}): their spread mixes hardware and noise")
+        if refs is not None and refs[index] != 0:
+            continue
         for cls in classes.values():
             if cls.id not in seen:
                 seen.add(cls.id)
@@ -256,13 +344,17 @@ ENVIRONMENT_PACKAGES = 8
 """At most this many differing packages are named in one environment warning."""
 
 
-def environment_warnings(columns: Sequence[Sequence[Mapping[str, Any]]]) -> list[str]:
-    """One warning per run that ran in a container while the baseline ran on the host (or
+def environment_warnings(columns: Sequence[Sequence[Mapping[str, Any]]],
+                         refs: Sequence[int | None] | None = None) -> list[str]:
+    """One warning per run compared with the baseline (``refs``, as for
+    :func:`hardware_warnings`) that ran in a container while the baseline ran on the host (or
     the other way round) with another interpreter or other library versions: the image's
     Python and libraries are not the host's, so its deltas measure them too."""
     base = columns[0][0]
     warnings: list[str] = []
-    for column in columns[1:]:
+    for index, column in enumerate(columns[1:], start=1):
+        if refs is not None and refs[index] != 0:
+            continue
         doc = column[0]
         inside, base_inside = _container_image(doc), _container_image(base)
         if (inside is None) == (base_inside is None):
@@ -348,15 +440,26 @@ def _names(documents: Sequence[Mapping[str, Any]]) -> list[str]:
 _Column = Sequence[Mapping[str, Any] | None]
 
 
-def _row(name: str, columns: Sequence[_Column], likeness: Sequence[Likeness]) -> MetricRow:
-    """One metric over the columns (each a list of the metric in each repeat, None if absent);
-    ``likeness``: each non-baseline column's conditions against the baseline's."""
+def _row(name: str, columns: Sequence[_Column], series: _Series) -> MetricRow:
+    """One metric over the columns (each a list of the metric in each repeat, None if absent),
+    each column compared with its reference (``series``)."""
     base = _representative(columns[0])
     direction = base["higher_is_better"] if base else next(
         (m["higher_is_better"] for c in columns for m in c if m), None)
-    cells = [_baseline_cell(columns[0])] + [_like_with_like(_cell(columns[0], c), k)
-                                            for c, k in zip(columns[1:], likeness, strict=True)]
+    cells = [_baseline_cell(columns[0])]
+    for index in range(1, len(columns)):
+        ref, likeness = series.refs[index], series.likeness[index]
+        if ref is None or likeness is None:
+            cells.append(_series_cell(columns[index], series.notes[index]))
+        else:
+            cells.append(_like_with_like(_cell(columns[ref], columns[index]), likeness))
     return MetricRow(name, direction, tuple(cells))
+
+
+def _series_cell(column: _Column, note: str) -> Cell:
+    """The first column of another series: its value and band, compared with nothing."""
+    cell = _baseline_cell(column)
+    return cell if cell.verdict == "missing" else replace(cell, verdict="other series", noise=note)
 
 
 def _like_with_like(cell: Cell, likeness: Likeness) -> Cell:
