@@ -24,11 +24,13 @@ from cmx_alebench.judge import Judge
 from cmx_alebench.languages import language
 from cmx_alebench.problem import Problem
 from cmx_alebench.runner import Call, CallLimits
+from cmx_alebench.rust_crates import BOOKWORM_PACKAGED, IMAGE_CRATES
 from cmx_alebench.sandbox_runner import SandboxRunner
 from cmx_alebench.step import parse
 from cmx_alebench.verdicts import JudgeResult
 from cmx_core.errors import StepFailed, UsageError
 
+from .test_alebench_rust_crates import WITH_CRATES, WITH_PROCONIO
 from .test_alebench_toolchain import LIBRARIES_CPP
 
 SOLUTIONS = Path(__file__).parents[1] / "src" / "cmx_alebench" / "solutions"
@@ -173,7 +175,34 @@ def test_boost_eigen_solution_is_accepted_on_the_image_root(image_root: images.I
     assert recorded["source"] == "image" and recorded["image_id"] == image_root.image_id
     assert recorded["gxx"] and recorded["gxx"].startswith("12.") and recorded["cpp23"] is True
     assert recorded["boost"] and recorded["boost"].startswith("1.74") and recorded["eigen"] == "3.4.0"
-    assert recorded["atcoder_library"] is None and "not packaged" in recorded["notes"][0]
+    if toolchain.atcoder_dir(toolchain.HOST_ROOT) == "/opt/ac-library":   # ALE-Bench's path: borrowed
+        assert recorded["atcoder_library"] == "/opt/ac-library" and "host's" in recorded["notes"][0]
+    else:
+        assert recorded["atcoder_library"] is None and "not packaged" in recorded["notes"][0]
+
+
+@pytest.mark.usefixtures("sandbox_ready")
+def test_rust_on_the_image_root_has_the_crates_the_image_built(image_root: images.ImageRoot, problem: Problem,
+                                                               input_cache: Path, tmp_path: Path) -> None:
+    """The image builds AtCoder's crates that Debian packages with its own cargo: a solution
+    using itertools, num and rand is ACCEPTED with the std-only solution's scores, compiled by
+    the image's rustc with no host toolchain or mount; one using proconio is a compile error
+    that names it."""
+    runner = SandboxRunner(root_fs=str(image_root.path))
+    chain = images.image_toolchain(image_root, runner, tmp_path / "probe")
+    lang = language("rust", chain)
+    assert lang.crates is not None and set(lang.crates.externs) == {c.replace("-", "_") for c in BOOKWORM_PACKAGED}
+    assert lang.binds == {} and lang.crates.at == IMAGE_CRATES + "/deps"
+    inputs = case_inputs(runner, problem, [0, 1], input_cache)
+    ev = Judge(runner, problem, lang).evaluate(WITH_CRATES, inputs, "public", False, tmp_path / "crates")
+    assert ev.judge_result is JudgeResult.ACCEPTED, (ev.compile_message, [c.message for c in ev.cases])
+    plain = Judge(runner, problem, lang).evaluate((SOLUTIONS / "trivial.rs").read_text(), inputs, "public", False,
+                                                  tmp_path / "plain")
+    assert [c.absolute_score for c in ev.cases] == [c.absolute_score for c in plain.cases]
+    missing = Judge(runner, problem, lang).evaluate(WITH_PROCONIO, inputs, "public", False, tmp_path / "proconio")
+    assert missing.judge_result is JudgeResult.COMPILATION_ERROR
+    first = missing.compile_message.splitlines()[0]
+    assert first.startswith("crate proconio of AtCoder's Rust set is not available on this judge"), first
 
 
 @pytest.mark.usefixtures("sandbox_ready")

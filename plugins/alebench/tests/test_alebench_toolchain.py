@@ -19,6 +19,7 @@ from cmx_alebench.judge import Judge
 from cmx_alebench.languages import language
 from cmx_alebench.problem import Problem
 from cmx_alebench.runner import Call, CallLimits
+from cmx_alebench.rust_crates import BOOKWORM_PACKAGED, DEFAULT_FEATURE_PACKAGES, IMAGE_CRATES, debian_package
 from cmx_alebench.sandbox_runner import SandboxRunner
 from cmx_alebench.verdicts import JudgeResult
 
@@ -198,6 +199,10 @@ def test_the_judge_image_template_holds_the_same_libraries() -> None:
     assert meta["params"]["not_packaged"] == ["atcoder-library"]
     dockerfile = (root / "Dockerfile.j2").read_text()
     assert "AtCoder Library is not packaged" in dockerfile and "atcoder-library=not packaged" in dockerfile
+    # AtCoder's crates that Debian packages, built in the image where the judge reads them
+    assert meta["params"]["rust_crates"] == list(BOOKWORM_PACKAGED) and meta["params"]["crates_dir"] == IMAGE_CRATES
+    assert {"cargo", *(debian_package(c) for c in BOOKWORM_PACKAGED), *DEFAULT_FEATURE_PACKAGES} <= packages
+    assert "cargo build --release --offline" in dockerfile and "cargo-messages.json" in dockerfile
     assert re.search(r"include \"_apt.j2\"", dockerfile)          # the pinned apt closure (apt.lock) installs them
 
 

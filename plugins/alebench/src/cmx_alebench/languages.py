@@ -5,7 +5,8 @@ mounted read-only at ``/sol`` for every case. Rust needs a host toolchain (``rus
 mounted read-only at ``/rust``, and the crates of AtCoder's set that Debian packages, built once
 for that rustc (:mod:`cmx_alebench.rust_crates`), at ``/crates``. With a judge image's toolchain
 (:class:`~cmx_alebench.toolchain.Toolchain` from an exported image root) C++ is that root's g++
-and headers, Rust that root's ``/usr/bin/rustc``.
+and headers, Rust that root's ``/usr/bin/rustc`` with the crates the image built for it
+(:func:`~cmx_alebench.rust_crates.image_crate_set`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cmx_alebench.rust_crates import CRATES_AT, CrateSet, crate_set, explain_missing
+from cmx_alebench.rust_crates import CRATES_AT, CrateSet, crate_set, explain_missing, image_crate_set
 from cmx_alebench.toolchain import GXX, HOST, Toolchain
 from cmx_core.errors import UsageError
 
@@ -79,9 +80,11 @@ def _rust(chain: Toolchain, cache: Path | None) -> Language:
         if not (chain.root / "usr/bin/rustc").exists():
             raise UsageError(f"--language rust: image {chain.image} has no /usr/bin/rustc; build it from "
                              "containers/ale-bench-judge")
+        built = image_crate_set(chain.root)
         return Language("rust", "main.rs", ("/usr/bin/rustc", "--edition", "2021", "-C", "opt-level=3",
-                                            "-C", "linker=/usr/bin/gcc", "-o", f"{BUILD}/a.out", f"{BUILD}/main.rs"),
-                        (f"{SOL}/a.out",))
+                                            "-C", "linker=/usr/bin/gcc", *(built.rustc_args() if built else ()),
+                                            "-o", f"{BUILD}/a.out", f"{BUILD}/main.rs"),
+                        (f"{SOL}/a.out",), crates=built)
     root = rust_sysroot()
     if root is None:
         raise UsageError("--language rust needs rustc on PATH (install Rust with rustup or apt-get install rustc)")

@@ -7,7 +7,9 @@ crates in ``/usr/share/cargo/registry``, read through cargo's source replacement
 cargo builds them once per (rustc, registry content) into the cmx cache, and a solution is
 compiled with plain ``rustc`` plus ``--extern`` for each built crate and the build's ``deps``
 folder mounted read-only at :data:`CRATES_AT`. A crate of AtCoder's set this machine cannot
-offer is named in the compile message (:func:`explain_missing`).
+offer is named in the compile message (:func:`explain_missing`). The judge image
+(``containers/ale-bench-judge``) builds the same set with its own cargo when it is built, into
+:data:`IMAGE_CRATES` with cargo's messages beside it (:func:`image_crate_set`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from pathlib import Path
 from cmx_alebench.rust_build import DEBIAN_REGISTRY, available_versions
 
 CRATES_AT = "/crates"
+IMAGE_CRATES = "/usr/lib/ale-bench-crates"
+"""Where the judge image holds its built crates (``deps/``, ``cargo-messages.json``): under
+``/usr``, which the sandbox judge mounts from the image's root, so no bind is needed."""
 BUILD_TIMEOUT_S = 1800.0
 MAX_DROPPED = 8
 """At most this many crates that fail to build are left out (one cargo retry each) before giving up."""
@@ -52,6 +57,13 @@ BOOKWORM_PACKAGED = (
 """The crates of :data:`ATCODER_CRATES` that Debian 12 (bookworm) packages, each as
 :func:`debian_package` names it (``apt-cache policy``, checked when the docs were written)."""
 
+DEFAULT_FEATURE_PACKAGES = ("librust-bstr+default-dev", "librust-num-integer+std-dev", "librust-num-iter+std-dev",
+                            "librust-regex+default-dev")
+"""The packages of these crates' default features: Debian ships each crate's optional
+dependencies as ``+feature`` packages that its package only recommends (``apt-cache show``),
+so an install without recommends (the judge image's) must name them, or cargo cannot resolve
+``bstr`` (it needs ``regex-automata``)."""
+
 _LIB_NAMES = {"ac-library-rs": "ac_library"}
 """Crates whose library is not named by their package name with '-' as '_'."""
 
@@ -68,18 +80,32 @@ def lib_name(crate: str) -> str:
 
 @dataclass(frozen=True)
 class CrateSet:
-    """The built crates: ``externs`` maps each library name to its file in ``deps``."""
+    """The built crates: ``externs`` maps each library name to its file in ``deps``, which the
+    compile sees at ``at`` (a mount point, or the folder's own path inside a judge image)."""
 
     deps: Path
     externs: dict[str, str]
     missing: tuple[str, ...]
     failed: tuple[str, ...]
+    at: str = CRATES_AT
 
     def rustc_args(self) -> tuple[str, ...]:
-        args = ["-L", f"dependency={CRATES_AT}"]
+        args = ["-L", f"dependency={self.at}"]
         for name, file in sorted(self.externs.items()):
-            args += ["--extern", f"{name}={CRATES_AT}/{file}"]
+            args += ["--extern", f"{name}={self.at}/{file}"]
         return tuple(args)
+
+
+def image_crate_set(root: Path) -> CrateSet | None:
+    """The crates a judge image built for its own rustc (None for an image built without them):
+    each crate's file read from the cargo messages the image keeps beside them."""
+    folder = root / IMAGE_CRATES.lstrip("/")
+    messages = folder / "cargo-messages.json"
+    if not messages.is_file():
+        return None
+    externs = _externs(messages.read_text(encoding="utf-8", errors="replace"), list(ATCODER_CRATES))
+    missing = tuple(c for c in ATCODER_CRATES if lib_name(c) not in externs)
+    return CrateSet(folder / "deps", externs, missing, (), at=f"{IMAGE_CRATES}/deps")
 
 
 def crate_set(rustc: Path, cache: Path, registry: Path = DEBIAN_REGISTRY) -> CrateSet:
