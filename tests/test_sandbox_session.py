@@ -96,6 +96,20 @@ def test_the_program_cannot_kill_or_trace_the_runner(session: BubblewrapSession,
     assert after.verdict is Verdict.OK and after.text() == "still here\n", after
 
 
+def test_the_runner_and_the_init_are_invisible_to_the_program(session: BubblewrapSession, root: Path) -> None:
+    """The session's /proc hides other users' processes (hidepid=invisible): the program sees
+    itself and its own children, not the root runner (PID 2) or bubblewrap's init (PID 1)."""
+    script = ("sleep 5 & echo \"pids $$ $! $(ls /proc | grep -E '^[0-9]+$' | tr '\\n' ' ')\"; "
+              "cat /proc/2/cmdline /proc/1/cmdline 2>&1; kill $!")
+    seen = session.run(_spec(root, "a", ["sh", "-c", script]))
+    assert seen.verdict is Verdict.OK and "proc=hidepid" in seen.enforced, seen
+    first, *rest = seen.text().splitlines()
+    shell, sleeper, *listed = first.split()[1:]
+    assert {shell, sleeper} <= set(listed) and not {"1", "2"} & set(listed), first
+    assert [line for line in rest if "No such file" in line] == rest and len(rest) == 2, rest
+    assert Path(f"/proc/{session.runner_pid}").is_dir()  # the host still sees it
+
+
 def test_a_work_dir_outside_the_root_or_other_inputs_are_usage_errors(session: BubblewrapSession, root: Path,
                                                                       tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere"

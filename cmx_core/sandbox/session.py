@@ -55,6 +55,7 @@ from cmx_core.sandbox.bubblewrap import (
 from cmx_core.sandbox.bwrap_args import BwrapFds, bwrap_args, check_program, identity_files, options_in_fd
 from cmx_core.sandbox.capture import Child, drain, pump
 from cmx_core.sandbox.cgroups import RunGroups
+from cmx_core.sandbox.hidepid import hide_processes
 from cmx_core.sandbox.result import SandboxResult
 from cmx_core.sandbox.seccomp import no_new_userns
 from cmx_core.sandbox.spec import NOBODY, SandboxSpec, SandboxUser, check_spec
@@ -167,6 +168,8 @@ class BubblewrapSession:
         self._receive()  # {"ready": true}
         self.runner_pid = _only_child(child)
         _protect(self.runner_pid)
+        if hide_processes(child):  # the runner and bwrap's init: invisible to the programs
+            self.enforced.append("proc=hidepid")
 
     def _log_line(self) -> str:
         self.log.seek(0)
