@@ -263,7 +263,11 @@ def test_no_host_path_shows_in_the_command_lines_inside(sandbox: Box, site: Site
     result = sandbox.run(site.spec([PY, "-c", code]))
     assert result.verdict is Verdict.OK, result
     lines = result.text().splitlines()
-    assert lines[0].startswith("1 ") and "bwrap --args" in lines[0], lines
+    if "proc=hidepid" in result.enforced:  # a session: bwrap's init and the runner are hidden
+        assert lines and not any(line.startswith("1 ") for line in lines), lines
+        assert all("python3 -c import os" in line for line in lines if line[:1].isdigit()), lines
+    else:
+        assert lines[0].startswith("1 ") and "bwrap --args" in lines[0], lines
     assert str(site.root) not in result.text(), lines
 
 

@@ -261,8 +261,12 @@ def test_a_helm_run_goes_end_to_end_through_cmx_results(
     shown = _json(cli, "results", "show", first["run_id"])
     assert shown["helm"] == first["helm"]
 
+    # another scenario is another configuration: its own series unless compared across it
     compared = _json(cli, "results", "compare", first["run_id"], second["run_id"])
     rows = {row["name"]: row for row in compared["metrics"]}
+    assert [c["verdict"] for c in rows["exact_match"]["cells"]] == ["baseline", "other series"]
+    across = _json(cli, "results", "compare", "--across", "scenario", first["run_id"], second["run_id"])
+    rows = {row["name"]: row for row in across["metrics"]}
     assert [c["verdict"] for c in rows["exact_match"]["cells"]] == ["baseline", "same"]
 
     dest = tmp_path / "helm.csv"
