@@ -110,6 +110,43 @@ def test_the_runner_and_the_init_are_invisible_to_the_program(session: Bubblewra
     assert Path(f"/proc/{session.runner_pid}").is_dir()  # the host still sees it
 
 
+FILL = """
+import os
+for i in range(64):
+    try:
+        with open(f"f{i}", "wb") as out:
+            out.write(b"x" * (8 << 20))
+    except OSError as exc:
+        print("caught", exc.errno, "at", i, flush=True)
+        break
+for i in range(1000):
+    open(f"e{i}", "w").close()
+"""
+
+
+def test_each_run_has_its_own_work_dir_bound_with_a_disk_verdict(session: BubblewrapSession, root: Path) -> None:
+    """A run's work dir is a tmpfs of its work_bytes for that run (#54 item 1): 8 MiB files stop
+    at the bound (ENOSPC; the given file holds a page, so the 8th), empty files after them still
+    take no block, the verdict says so, what it left comes back within the bound, and the next
+    run starts with a bound of its own."""
+    (root / "a").mkdir()
+    (root / "a" / "given.txt").write_text("given")
+    filled = session.run(_spec(root, "a", [PY, "-c", FILL], work_bytes=64 << 20, memory_bytes=256 << 20,
+                                output_bytes=16 << 20))
+    assert filled.verdict is Verdict.DISK_LIMIT and filled.exit_code == 0, filled
+    assert "caught 28 at 7" in filled.text() and filled.enforced_by["work_bytes"] == "tmpfs", filled
+    left = list((root / "a").iterdir())
+    assert len(left) == 1 + 8 + 1000 and sum(path.stat().st_size for path in left) <= 64 << 20
+    assert (root / "a" / "given.txt").read_text() == "given"
+    after = session.run(_spec(root, "b", ["sh", "-c", "df -k . | tail -1; echo x > out"],
+                              work_bytes=4 << 20))
+    assert after.ok and after.text().split()[1] == "4096", after  # its own 4 MiB tmpfs
+    assert (root / "b" / "out").read_text() == "x\n"
+    unbounded = session.run(_spec(root, "c", ["sh", "-c", "echo y > out"], work_bytes=None))  # type: ignore[arg-type]
+    assert unbounded.ok and "work_bytes" not in unbounded.enforced_by, unbounded
+    assert (root / "c" / "out").read_text() == "y\n"
+
+
 def test_a_work_dir_outside_the_root_or_other_inputs_are_usage_errors(session: BubblewrapSession, root: Path,
                                                                       tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere"

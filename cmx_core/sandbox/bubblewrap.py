@@ -264,9 +264,8 @@ class _Run:
             if proc.returncode is None:
                 proc.kill()
                 proc.wait()
-            if self.workfs is not None and self.workfs.fd is not None:  # a run that failed before its end
-                os.close(self.workfs.fd)
-                self.workfs.fd = None
+            if self.workfs is not None:  # a run that failed before its end
+                self.workfs.close()
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()

@@ -35,7 +35,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -55,11 +55,12 @@ from cmx_core.sandbox.bubblewrap import (
 from cmx_core.sandbox.bwrap_args import BwrapFds, bwrap_args, check_program, identity_files, options_in_fd
 from cmx_core.sandbox.capture import Child, drain, pump
 from cmx_core.sandbox.cgroups import RunGroups
-from cmx_core.sandbox.hidepid import hide_processes
+from cmx_core.sandbox.nsmount import hide_processes, mount_tmpfs, unmount
 from cmx_core.sandbox.result import SandboxResult
 from cmx_core.sandbox.seccomp import no_new_userns
 from cmx_core.sandbox.spec import NOBODY, SandboxSpec, SandboxUser, check_spec
 from cmx_core.sandbox.verdict import Ending, decide
+from cmx_core.sandbox.workfs import WorkFs, check_fits, mounted_under
 
 RUNNER = Path(__file__).with_name("inner.py")
 RUNNER_AT = "/.cmx/runner.py"
@@ -213,7 +214,35 @@ class BubblewrapSession:
             check_spec(spec)
             check_program(spec)
             _hand_over(Path(spec.work_dir), self.user.uid, self.user.gid)
-            return self._run(spec)
+            workfs = self._work_fs(spec, cwd)
+            try:
+                return self._run(spec, workfs)
+            finally:
+                if workfs is not None:
+                    workfs.close()
+                    unmount(self.init_pid, cwd)
+
+    def _work_fs(self, spec: SandboxSpec, cwd: str) -> WorkFs | None:
+        """The run's work dir as a tmpfs of ``limits.work_bytes``, mounted over ``cwd`` in the
+        session's mount namespace for this run and filled from the host's work dir (as a single
+        run's is). None without a bound, or where one of the session's inputs is mounted under
+        ``cwd`` (a tmpfs there would hide it): the result's ``enforced`` then has no ``work_bytes``."""
+        bound = spec.limits.work_bytes
+        if bound is None:
+            return None
+        host = Path(spec.work_dir)
+        check_fits(host, bound)
+        if mounted_under(cwd, list(self.binds.values())) or not mount_tmpfs(self.init_pid, cwd, bound):
+            return None
+        workfs = WorkFs(host, (), bound)
+        try:
+            workfs.fill(self.init_pid, cwd, self.user.uid)
+        except (OSError, RuntimeError) as exc:
+            workfs.close()
+            unmount(self.init_pid, cwd)
+            raise UsageError(f"sandbox session: could not copy work_dir {host} into its size-bounded tmpfs "
+                             f"({exc}); raise limits.work_bytes or set it to None") from exc
+        return workfs
 
     def _request(self, spec: SandboxSpec) -> dict[str, Any]:
         limits = spec.limits
@@ -237,7 +266,7 @@ class BubblewrapSession:
             self.enforced.append("processes=cgroup")
         return base, self.groups.oom_kills()
 
-    def _run(self, spec: SandboxSpec) -> SandboxResult:
+    def _run(self, spec: SandboxSpec, workfs: WorkFs | None) -> SandboxResult:
         assert self.control is not None
         base, ooms = self._limit(spec)
         self.forks_before = self.groups.forks_refused()
@@ -252,7 +281,8 @@ class BubblewrapSession:
                 os.close(fd)
         started = time.monotonic()
         try:
-            check = _CpuCheck(self.groups, spec.limits.cpu_s) if spec.limits.cpu_s is not None else None
+            check = _checks(_CpuCheck(self.groups, spec.limits.cpu_s) if spec.limits.cpu_s is not None else None,
+                            workfs)
             # the control socket turns readable when the runner reports the program's exit
             got = pump(Child(self.control.fileno(), out_r, err_r), cap=spec.limits.output_bytes,
                        deadline=started + spec.limits.wall_s, check=check, on_exit=self._kill_rest)
@@ -265,16 +295,20 @@ class BubblewrapSession:
             os.close(out_r)
             os.close(err_r)
         self._kill_rest()
+        if workfs is not None:  # nothing of the run is left to write to it
+            workfs.bring_back()
         status = int(message["status"])
         if os.WIFSIGNALED(status):  # as bubblewrap reports a signal: 128 + N
             status = (128 + os.WTERMSIG(status)) << 8
-        return self._result(spec, got, status, wall, base, ooms)
+        return self._result(spec, got, status, wall, (base, ooms), workfs)
 
     def _kill_rest(self) -> None:
         """SIGKILL every process of the session but its init and the runner, until none is left."""
         self.groups.kill_all(spare=frozenset((self.init_pid, self.runner_pid)))
 
-    def _result(self, spec: SandboxSpec, got: Any, status: int, wall: float, base: int, ooms: int) -> SandboxResult:
+    def _result(self, spec: SandboxSpec, got: Any, status: int, wall: float, before: tuple[int, int],
+                workfs: WorkFs | None) -> SandboxResult:
+        base, ooms = before
         cpu = self.groups.cpu_seconds()
         peak = self.groups.peak_memory()
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
@@ -285,12 +319,14 @@ class BubblewrapSession:
         big = _has_file_at(Path(spec.work_dir), spec.limits.output_bytes, self.started_ns)  # EFBIG, caught or not
         ending = Ending(stop=got.stop, status=status, oom_kills=self.groups.oom_kills() - ooms, cpu_s=cpu or 0.0,
                         big_file=big, setup_error=setup_error,
-                        forks_refused=self.groups.forks_refused() - self.forks_before)
+                        forks_refused=self.groups.forks_refused() - self.forks_before,
+                        work_full=workfs is not None and workfs.was_full)
         verdict, exit_code, sig, reason = decide(ending, spec.limits)
+        enforced = (*self.enforced, *(("work_bytes=tmpfs",) if workfs is not None else ()), "runner=session")
         return SandboxResult(verdict=verdict, exit_code=exit_code, signal=sig, wall_s=wall, cpu_s=cpu,
                              peak_memory_bytes=None if peak is None else max(peak - base, 0),
                              stdout=bytes(got.stdout), stderr=stderr, truncated=got.truncated, reason=reason,
-                             backend=BubblewrapSandbox.name, enforced=(*self.enforced, "runner=session"))
+                             backend=BubblewrapSandbox.name, enforced=enforced)
 
     def close(self) -> None:
         """End the session: the runner sees the socket close and exits; nothing is left behind."""
@@ -309,6 +345,19 @@ class BubblewrapSession:
         self.groups.kill_all()
         self.groups.remove()
         self.log.close()
+
+
+def _checks(cpu: _CpuCheck | None, workfs: WorkFs | None) -> Callable[[], str | None] | None:
+    """Each tick: note whether the work dir's tmpfs is full (the run goes on; the verdict says
+    it), and stop the run at its CPU time."""
+    if workfs is None:
+        return cpu
+
+    def check() -> str | None:
+        workfs.full()
+        return cpu() if cpu is not None else None
+
+    return check
 
 
 def _protect(pid: int) -> None:

@@ -171,6 +171,11 @@ class WorkFs:
                         shutil.rmtree(target)
                     shutil.copy2(source, target, follow_symlinks=False)
         finally:
+            self.close()
+
+    def close(self) -> None:
+        """Let the tmpfs go (a run that ended before :meth:`bring_back`); idempotent."""
+        if self.fd is not None:
             os.close(self.fd)
             self.fd = None
 
