@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cmx_alebench.inputs import case_inputs
-from cmx_alebench.judge import Evaluation, Judge
+from cmx_alebench.judge import CASE_WORK_BYTES, Evaluation, Judge, case_limits
 from cmx_alebench.languages import language, rust_sysroot
 from cmx_alebench.problem import Problem, shipped_solutions
 from cmx_alebench.sandbox_runner import SandboxRunner, SessionLane
@@ -47,6 +47,7 @@ def _centre_score(case_input: bytes) -> int:
     ("wa.py", "python", JudgeResult.WRONG_ANSWER),
     ("ole.py", "python", JudgeResult.OUTPUT_LIMIT_EXCEEDED),
     ("fork.py", "python", JudgeResult.RUNTIME_ERROR),  # a refused fork, then a clean-up and an answer
+    ("disk.py", "python", JudgeResult.OUTPUT_LIMIT_EXCEEDED),  # a full work dir, then an answer
 ])
 @pytest.mark.parametrize("sessions", [True, False], ids=["session", "sandbox-per-call"])
 def test_each_verdict_from_its_solution(problem: Problem, input_cache: Path, tmp_path: Path, solution: str,
@@ -68,6 +69,12 @@ def test_each_verdict_from_its_solution(problem: Problem, input_cache: Path, tmp
         assert ev.cases[0].message.startswith("wrong answer:")
     if solution == "fork.py":
         assert ev.cases[0].message.startswith("process limit: "), ev.cases[0].message
+    if solution == "disk.py":  # stopped at the case's bound: what it left on the host is within it
+        bound = case_limits(problem).work_bytes
+        assert bound == min(CASE_WORK_BYTES, problem.constraints.memory_limit_bytes // 2)
+        assert f"{bound} byte total-size bound was reached" in ev.cases[0].message, ev.cases[0].message
+        left = [path for path in (tmp_path / "w").rglob("*") if path.name.startswith(("fill", "empty"))]
+        assert len(left) > 2000 and sum(path.stat().st_size for path in left) <= bound
 
 
 def test_a_python_syntax_error_is_a_compilation_error(problem: Problem, input_cache: Path, tmp_path: Path) -> None:

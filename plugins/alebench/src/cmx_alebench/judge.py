@@ -29,6 +29,12 @@ COMPILE_LIMITS = CallLimits(wall_s=COMPILE_TIMEOUT_S, cpu_s=COMPILE_TIMEOUT_S, m
                             output_bytes=16 << 20)
 OUTPUT_LIMIT_BYTES = 16 << 20
 """What a case may print (stdout plus stderr) before it is OUTPUT_LIMIT_EXCEEDED."""
+CASE_WORK_BYTES = 256 << 20
+"""The total size of what a case's solution may write into its work dir (a tmpfs of this size
+under the sandbox; full, the case is OUTPUT_LIMIT_EXCEEDED). A solution reads stdin and answers
+on stdout, so its files are scratch; the bytes are memory charged to the case's memory limit,
+so the bound sits well below the usual 1 GiB limit, and a filler is judged by the disk bound,
+not killed for memory."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,8 @@ class Evaluation:
 def case_limits(problem: Problem, output_bytes: int = OUTPUT_LIMIT_BYTES) -> CallLimits:
     tl = problem.constraints.time_limit_s
     return CallLimits(wall_s=math.ceil(tl + 0.1) + 0.2, cpu_s=math.ceil(tl + 0.1) + 0.1,
-                      memory_bytes=problem.constraints.memory_limit_bytes, output_bytes=output_bytes)
+                      memory_bytes=problem.constraints.memory_limit_bytes, output_bytes=output_bytes,
+                      work_bytes=min(CASE_WORK_BYTES, problem.constraints.memory_limit_bytes // 2))
 
 
 def check_workers(num_workers: int) -> int:

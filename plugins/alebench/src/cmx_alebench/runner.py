@@ -25,13 +25,15 @@ class Ending(str, enum.Enum):
 
 @dataclass(frozen=True)
 class CallLimits:
-    """Bounds of one run: wall seconds, CPU seconds, memory bytes, captured/written output bytes."""
+    """Bounds of one run: wall seconds, CPU seconds, memory bytes, captured/written output bytes,
+    processes, and the total size of its work dir (``work_bytes``: None, no total bound)."""
 
     wall_s: float
     cpu_s: float
     memory_bytes: int
     output_bytes: int
     processes: int = 64
+    work_bytes: int | None = 1 << 30
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ def spec_of(call: Call, root_fs: str | None = None) -> SandboxSpec:
     return SandboxSpec(argv=list(call.argv), work_dir=str(call.work_dir), ro_binds=dict(call.binds),
                        env=dict(call.env), stdin=call.stdin, root_fs=root_fs,
                        limits=Limits(wall_s=limits.wall_s, cpu_s=limits.cpu_s, memory_bytes=limits.memory_bytes,
-                                     processes=limits.processes, output_bytes=limits.output_bytes, cpus=1))
+                                     processes=limits.processes, output_bytes=limits.output_bytes,
+                                     work_bytes=limits.work_bytes, cpus=1))
 
 
 def ran_of(result: SandboxResult) -> Ran:
