@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import uuid
@@ -362,11 +363,37 @@ def test_a_huge_file_is_stopped_at_the_size_cap(sandbox: Box, site: Site) -> Non
 
 
 def test_a_huge_file_from_python_is_an_output_verdict_too(sandbox: Box, site: Site) -> None:
+    """Python ignores SIGXFSZ at start-up; the seccomp filter makes that fail, so the write past
+    the cap ends it with SIGXFSZ, as it ends a C program."""
     cap = 1 << 20
-    code = "open('big', 'wb').write(b'x' * (8 << 20))"  # Python ignores SIGXFSZ: it sees EFBIG
+    code = "open('big', 'wb').write(b'x' * (8 << 20))"
     result = sandbox.run(site.spec([PY, "-c", code], output_bytes=cap))
-    assert result.verdict is Verdict.OUTPUT_LIMIT and result.exit_code == 1, result
+    assert "sigxfsz=seccomp" in result.enforced, result.enforced
+    assert result.verdict is Verdict.OUTPUT_LIMIT and result.signal == signal.SIGXFSZ, result
     assert (site.work / "big").stat().st_size <= cap
+
+
+CAP_AND_DELETE = """
+import os, signal
+try:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+except OSError as exc:
+    print("refused", exc.errno, flush=True)
+try:
+    open("big", "wb").write(b"x" * (2 << 20))
+except OSError as exc:
+    print("caught", exc.errno, flush=True)
+os.remove("big")
+print("cleaned up", flush=True)
+"""
+
+
+def test_a_capped_file_deleted_at_once_is_still_an_output_verdict(sandbox: Box, site: Site) -> None:
+    """#54: a file cut off at the size cap and then deleted left no trace, and the run was ``ok``.
+    SIGXFSZ can be neither ignored nor caught (EINVAL), so the write past the cap ends the program."""
+    result = sandbox.run(site.spec([PY, "-c", CAP_AND_DELETE], output_bytes=1 << 20))
+    assert result.verdict is Verdict.OUTPUT_LIMIT and result.signal == signal.SIGXFSZ, result
+    assert result.text() == "refused 22\n", result  # never reached its clean-up
 
 
 def test_flooding_stdout_is_cut_at_the_output_cap(sandbox: Box, site: Site) -> None:

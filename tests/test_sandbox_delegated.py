@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import filelock
+import pyseccomp  # type: ignore[import-untyped]
 import pytest
 
 import cmx_core
@@ -85,10 +86,12 @@ class Delegated:
 
 
 def _library(home: Path) -> None:
-    """cmx-core and its one third-party import on the sandbox's path (filelock), for the system python."""
+    """cmx-core and the third-party imports of its sandbox (filelock; pyseccomp, one module over
+    libseccomp, for the program's seccomp filter), for the system python."""
     lib = home / "lib"
     shutil.copytree(PACKAGE, lib / "cmx_core", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(Path(filelock.__file__).parent, lib / "filelock", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(pyseccomp.__file__, lib / "pyseccomp.py")
 
 
 def _empty_and_remove(group: Path) -> None:
@@ -154,7 +157,7 @@ def test_a_delegated_subtree_gives_the_user_its_runs_groups(delegated: Delegated
         "memory": "cgroup-v2" if "memory" in offered else "watchdog-rss",
         "processes": "cgroup-v2" if "pids" in offered else "rlimit-nproc",
         "cpu_s": "rlimit+cgroup-v2", "kill": "cgroup-v2", "work_bytes": "tmpfs", "file_size": "rlimit",
-        "userns": "disabled"}, ok
+        "userns": "disabled", "sigxfsz": "seccomp"}, ok
     assert ok["cpu_s"] > 0 and ok["peak"] > 0  # CPU time from cpu.stat, the peak from the watchdog/rusage
     hog = got["hog"]
     assert hog["verdict"] == "memory_limit", hog  # the same verdict as with a memory cgroup

@@ -86,6 +86,8 @@ def test_the_unprivileged_section_is_the_tests() -> None:
     text = DOC.split("### As users run it", 1)[1].split("\n## ", 1)[0]
     test = (ROOT / "tests" / "test_sandbox_unprivileged.py").read_text()
     assert '"memory": "watchdog-rss"' in text and '{"memory": "watchdog-rss", "processes": "rlimit-nproc",' in test
+    assert '"userns": "disabled", "sigxfsz": "seccomp"}' in " ".join(text.split()) and \
+        '"userns": "disabled", "sigxfsz": "seccomp"}' in test
     assert "--competition=sklearn-diabetes" in text and "--competition=sklearn-diabetes" in test
     assert '["MEMORY_LIMIT_EXCEEDED"] * 20' in test and "20 times out of\n20" in text
     assert "scripts/test-as-user.sh" in (ROOT / ".ci" / "run").read_text()

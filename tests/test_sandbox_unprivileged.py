@@ -123,7 +123,7 @@ def test_the_documented_mlebench_command_grades_every_seed(user: User) -> None:
         assert agent["verdict"] == "ok", agent["reason"]
         assert agent["limits"]["enforced_by"] == {"memory": "watchdog-rss", "processes": "rlimit-nproc",
                                                   "file_size": "rlimit", "work_bytes": "tmpfs",
-                                                  "userns": "disabled"}
+                                                  "userns": "disabled", "sigxfsz": "seccomp"}
         assert agent["peak_memory_bytes"] >= 50 << 20 and agent["cpu_s"] > 0  # measured without a cgroup
 
 

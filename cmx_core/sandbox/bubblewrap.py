@@ -44,7 +44,7 @@ from cmx_core.sandbox.cgroup2 import V2Groups
 from cmx_core.sandbox.cgroups import RunGroups
 from cmx_core.sandbox.cpus import pick_cpus
 from cmx_core.sandbox.result import SandboxResult
-from cmx_core.sandbox.seccomp import no_new_userns
+from cmx_core.sandbox.seccomp import program_filter
 from cmx_core.sandbox.spec import Limits, SandboxSpec, check_spec
 from cmx_core.sandbox.systemd_scope import UserManager, scope_limits, scope_prefix, user_manager
 from cmx_core.sandbox.verdict import Ending, decide
@@ -233,12 +233,13 @@ class _Run:
             return self._start(argv, stdin, (*fds.handed(), options_r), block_w, status_r, reaping)
 
     def _seccomp(self) -> int | None:
-        """As root, the filter against new user namespaces (non-root: bwrap's --disable-userns)."""
-        if not self.as_root:
-            self.enforced.append("userns=disabled")
-            return None
-        found = no_new_userns()
-        self.enforced.append("userns=seccomp" if found is not None else "userns=open")
+        """The program's seccomp filter: SIGXFSZ kept at its default action, and as root no new
+        user namespaces (non-root: bwrap's --disable-userns)."""
+        found = program_filter(self.as_root)
+        self.enforced.append("userns=disabled" if not self.as_root else
+                             "userns=seccomp" if found is not None else "userns=open")
+        if found is not None:
+            self.enforced.append("sigxfsz=seccomp")
         return found
 
     def _start(self, argv: list[str], stdin: IO[bytes] | int, fds: tuple[int, ...], block_w: int,

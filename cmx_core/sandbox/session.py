@@ -57,7 +57,7 @@ from cmx_core.sandbox.capture import Child, drain, pump
 from cmx_core.sandbox.cgroups import RunGroups
 from cmx_core.sandbox.nsmount import hide_processes, mount_tmpfs, unmount
 from cmx_core.sandbox.result import SandboxResult
-from cmx_core.sandbox.seccomp import no_new_userns
+from cmx_core.sandbox.seccomp import program_filter
 from cmx_core.sandbox.spec import NOBODY, SandboxSpec, SandboxUser, check_spec
 from cmx_core.sandbox.verdict import Ending, decide
 from cmx_core.sandbox.workfs import WorkFs, check_fits, mounted_under
@@ -138,7 +138,8 @@ class BubblewrapSession:
         passwd_r, group_r = _data_fd(passwd), _data_fd(group)
         block_r, block_w = os.pipe()
         status_r, status_w = os.pipe()
-        fds = BwrapFds(passwd_r, group_r, block_r, status_w, no_new_userns())
+        fds = BwrapFds(passwd_r, group_r, block_r, status_w, program_filter(as_root=True))
+        self.enforced += ["userns=seccomp", "sigxfsz=seccomp"] if fds.seccomp is not None else ["userns=open"]
         argv = bwrap_args(spec, fds, as_root=True, tmp_bytes=1 << 30, keep_caps=RUNNER_CAPS)
         argv[0] = shutil.which("bwrap") or "bwrap"
         argv, options_r = options_in_fd(argv)

@@ -19,8 +19,8 @@ class Ending:
     bubblewrap exits with the program's code, or 128 + N when signal N ended the program
     (as a shell reports it), ``memory`` when the RSS watchdog stopped it. ``oom_kills``: the
     memory cgroup's count. ``big_file``: a file
-    in the work dir reached the file-size bound (a program that ignores SIGXFSZ, as Python
-    does, sees EFBIG and exits with an error instead). ``setup_error``: bubblewrap's own
+    in the work dir reached the file-size bound (a program that blocked SIGXFSZ, which it
+    cannot ignore under the sandbox's seccomp filter, sees EFBIG and goes on). ``setup_error``: bubblewrap's own
     message when it could not build the sandbox.
     """
 
@@ -86,7 +86,7 @@ def decide(ending: Ending, limits: Limits) -> tuple[Verdict, int | None, int | N
 
 def _caught_limit(ending: Ending, limits: Limits, code: int) -> tuple[Verdict, int, None, str] | None:
     """The verdict of a limit the program ran into without dying of it: a fork refused with
-    EAGAIN, the work dir full (ENOSPC), a file at the size bound (EFBIG, SIGXFSZ ignored)."""
+    EAGAIN, the work dir full (ENOSPC), a file at the size bound (EFBIG, SIGXFSZ blocked)."""
     if ending.forks_refused:
         return (Verdict.PROCESS_LIMIT, code, None,
                 f"the process limit of {limits.processes} refused {ending.forks_refused} fork(s); exited with {code}")
