@@ -3,10 +3,12 @@ directory is scanned for secrets before the result is written, cmx_core/results/
 over a directory a program filled, in host CPU seconds (#54: an agent that ran 0.97 s and
 left 1 GiB made cmx spend 179 s here):
 
-    .venv/bin/python benchmarks/bench_redact.py [--mib 1024] [--files 1024] [--kind zeros|text|random] [--json]
+    .venv/bin/python benchmarks/bench_redact.py [--mib 1024] [--files 1024] [--kind KIND] [--json]
 
 The directory holds ``--mib`` MiB in ``--files`` files of one kind: ``zeros`` (what ``dd
-if=/dev/zero`` leaves: valid UTF-8), ``text`` (log lines) or ``random`` (not UTF-8). It is
+if=/dev/zero`` leaves: valid UTF-8), ``text`` (log lines), ``random`` (not UTF-8), or the
+worst cases a hostile program can write: ``keys`` (private key BEGIN lines with no END) and
+``prefixes`` (token prefixes, ``sk-sk-sk-sk-`` lines, each a candidate the patterns try). It is
 written once into a temporary directory, then ``redact_tree`` runs over it with one secret
 value that does not occur; the CPU seconds (``time.process_time``), wall seconds and MiB/s
 are printed. To compare with another checkout, run this file with ``PYTHONPATH`` set to that
@@ -26,11 +28,13 @@ import cmx_core
 from cmx_core.results.secrets import redact_tree
 
 LINE = b"step 0001234 loss=2.3456 lr=0.0005 samples/s=1234.5 mem=512MiB ok\n"
+REPEATED = {"text": LINE, "keys": b"-----BEGIN PRIVATE KEY-----\n", "prefixes": b"sk-sk-sk-sk-\n"}
 
 
 def fill(root: Path, mib: int, files: int, kind: str) -> None:
     size = (mib << 20) // files
-    chunk = {"zeros": b"\0" * size, "text": (LINE * (size // len(LINE) + 1))[:size]}.get(kind)
+    unit = REPEATED.get(kind)
+    chunk = b"\0" * size if kind == "zeros" else (unit * (size // len(unit) + 1))[:size] if unit else None
     for index in range(files):
         (root / f"out-{index:05d}.bin").write_bytes(chunk if chunk is not None else os.urandom(size))
 
@@ -39,7 +43,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=1024)
     parser.add_argument("--files", type=int, default=1024)
-    parser.add_argument("--kind", choices=("zeros", "text", "random"), default="zeros")
+    parser.add_argument("--kind", choices=("zeros", "random", *REPEATED), default="zeros")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cmx-bench-redact-") as folder:

@@ -12,7 +12,7 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_redact.py"
 
 
 def test_the_redaction_bench_prints_its_figures() -> None:
-    for kind in ("zeros", "text", "random"):
+    for kind in ("zeros", "text", "random", "keys", "prefixes"):
         done = subprocess.run([sys.executable, str(BENCH), "--mib", "4", "--files", "4", "--kind", kind, "--json"],
                               capture_output=True, text=True, timeout=300, check=False)
         assert done.returncode == 0, done.stderr

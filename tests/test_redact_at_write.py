@@ -5,6 +5,7 @@ a bundle made later from a shell without that variable holds none of them."""
 from __future__ import annotations
 
 import json
+import re
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -92,3 +93,43 @@ def test_every_token_shape_is_found_past_the_fast_path() -> None:
         assert may_hold_secret(data, ())
         assert token.encode() not in redact_bytes(data, ()), token
     assert redact_bytes(filler + b"hunter2-value", ("hunter2-value",)).endswith(b"[REDACTED]")
+
+
+def test_a_private_key_block_runs_from_its_begin_to_the_first_end_after_it() -> None:
+    """Key blocks are found in one pass (#54: one lazy expression took 583 s over 1 MiB of
+    BEGIN lines with no END); what counts as a block is what that expression matched."""
+    from cmx_core.results.secrets import find_secrets, key_blocks, redact
+
+    rsa = "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----"
+    ec = "-----BEGIN EC PRIVATE KEY-----\nq\n-----END EC PRIVATE KEY-----"
+    text = f"a {rsa} b {ec} c -----BEGIN PRIVATE KEY----- left open"
+    assert redact(text) == f"a {REDACTED} b {REDACTED} c -----BEGIN PRIVATE KEY----- left open"
+    assert find_secrets(text) == [rsa, ec]
+    unended = "-----BEGIN PRIVATE KEY-----\n" * 20_000
+    assert key_blocks(unended) == [] and redact(unended) == unended
+    nested = f"-----BEGIN PRIVATE KEY-----\nx\n{rsa}"  # to the first END: both BEGINs in one block
+    assert key_blocks(nested) == [(0, len(nested))] and redact(nested) == REDACTED
+
+
+WORD_BOUNDARY_FORMS = (r"\bhf_[A-Za-z0-9]{20,}\b", r"\bgh[pousr]_[A-Za-z0-9]{20,}\b",
+                       r"\bgithub_pat_[A-Za-z0-9_]{20,}\b", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+                       r"\bsk-[A-Za-z0-9_-]{20,}\b", r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b")
+"""The token formats as first written, with ``\\b`` in front (checked at every position)."""
+
+
+def test_the_literal_first_token_shapes_match_exactly_what_the_word_boundary_forms_did() -> None:
+    import random
+
+    from cmx_core.results.secrets import TOKEN_SHAPES
+
+    pieces = ["hf_", "ghp_", "gho_", "github_pat_", "AKIA", "ASIA", "sk-", "xoxb-", "xoxs-", "a", "Z", "9", "_",
+              "-", " ", "\n", "é", "ß", "k", "AAAA", "x1y2z3w4", "0123456789ABCDEF"]
+    rng = random.Random(54)
+    matched = set()
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 40)))
+        for shape, form in zip(TOKEN_SHAPES, WORD_BOUNDARY_FORMS, strict=True):
+            wanted = [m.span() for m in re.finditer(form, text)]
+            assert [m.span() for m in shape.finditer(text)] == wanted, (form, text)
+            matched |= {form} if wanted else set()
+    assert matched == set(WORD_BOUNDARY_FORMS)  # every shape met text it matches, not only text it does not

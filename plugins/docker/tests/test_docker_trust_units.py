@@ -57,6 +57,15 @@ def test_a_private_key_inside_a_checkout_wheel_is_refused_but_third_party_wheels
         scan_context(ctx, wheels=[ours], skip=[theirs], environ={})
 
 
+def test_a_private_keys_begin_line_alone_is_refused_and_found_in_one_pass(tmp_path: Path) -> None:
+    """The scan looks for a key's BEGIN line (the whole-block expression it used took time
+    quadratic in BEGIN lines with no END, #54): one unended, among 20,000 others, is refused."""
+    begin = "-----BEGIN " + "PRIVATE KEY-----\n"
+    ctx = _ctx(tmp_path, {"Dockerfile": "FROM x\n", "notes.txt": "log line\n" + begin * 20_000})
+    with pytest.raises(ContextError, match=r"notes\.txt holds a private key block"):
+        scan_context(ctx, environ={})
+
+
 def test_a_credentials_file_is_refused_by_its_name(tmp_path: Path) -> None:
     ctx = _ctx(tmp_path, {"Dockerfile": "FROM x\n", "files/.netrc": "machine x login y\n"})
     with pytest.raises(ContextError, match=r"files/\.netrc holds a file named '\.netrc'"):

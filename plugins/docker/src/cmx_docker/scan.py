@@ -9,7 +9,7 @@ too; nothing here repeats them):
   ``*API_KEY*``, ``*CREDENTIAL*`` ...), 8 characters or longer here (a shorter value would
   match by chance in the bytes of a wheel): what a user has exported must never be baked in;
 * text in one of the token formats ``cmx_core.results.secrets.TOKEN_PATTERNS`` knows (a private key
-  block, an AWS access key id, Hugging Face, GitHub, OpenAI-style and Slack tokens);
+  block's BEGIN line, an AWS access key id, Hugging Face, GitHub, OpenAI-style and Slack tokens);
 * a file named like a credentials store (``.env``, ``.netrc``, ``.pypirc``,
   ``.git-credentials``, ``credentials``, ``.aws_credentials``, ``id_rsa``, ``id_ed25519``).
 
