@@ -162,6 +162,20 @@ def test_the_sampler_keeps_the_same_memory_however_long_it_runs(tmp_path: Path) 
         ("cmx_telemetry_samples_total", (("node", telemetry.node), ("run", "r-own")))]) == telemetry.samples
 
 
+def test_rounds_in_one_millisecond_or_back_in_time_are_all_kept_in_order(tmp_path: Path) -> None:
+    """A round whose time is not later than the one before is stamped 1 ms after it: a
+    repeated timestamp is a sample OpenMetrics readers drop (prometheus_client's parser does)."""
+    from cmx_core.telemetry.spool import SeriesSpool
+
+    spool = SeriesSpool(tmp_path / openmetrics.SERIES_FILE, (("run", "r"),))
+    for t, value in ((100.0004, 1.0), (100.0004, 2.0), (100.0001, 3.0), (99.0, 4.0), (100.5, 5.0)):
+        spool.add(t, (("cmx_telemetry_samples", (), value),), {})
+    spool.finish()
+    read = openmetrics.read_series(tmp_path / openmetrics.SERIES_FILE)
+    stamped = [(100.0, 1.0), (100.001, 2.0), (100.002, 3.0), (100.003, 4.0), (100.5, 5.0)]
+    assert read[("cmx_telemetry_samples_total", (("run", "r"),))] == stamped
+
+
 def test_the_docs_state_the_bound_this_test_holds() -> None:
     doc = " ".join((Path(__file__).resolve().parents[1] / "docs" / "telemetry.md").read_text().split())
     assert (f"{SOAK.removesuffix('s')} s of {REPETITION_S:g}-second repetitions sampled at "

@@ -9,6 +9,12 @@ comes first), to one spool file per series in ``telemetry.om.d/`` beside the run
 holds meanwhile is one entry per series (not per sample) and at most one batch of lines.
 A run killed before it finished leaves its samples in ``telemetry.om.d/``, one file per
 series in time order.
+
+Timestamps are written in milliseconds and each round's is later than the one before: a
+series' timestamps must increase in OpenMetrics, and a reader (prometheus_client's parser)
+drops a sample whose timestamp repeats the one before it. Two rounds in one millisecond (a
+last round right after a sampled one, on a fast machine) or a wall clock set back would lose
+samples, so a round is stamped 1 ms after the one before where its own time is not later.
 """
 
 from __future__ import annotations
@@ -50,12 +56,15 @@ class SeriesSpool:
         self._kinds: dict[str, str] = {}
         self._pending: dict[int, list[str]] = {}
         self._lines = 0
+        self._last_ms = -1
         self._flushed_at = clock()
         shutil.rmtree(self.dir, ignore_errors=True)
         self.dir.mkdir(parents=True)
 
     def add(self, t: float, points: tuple[tuple[str, Labels, float], ...], kinds: Mapping[str, str]) -> None:
-        """Spool one round's points taken at Unix time ``t``."""
+        """Spool one round's points taken at Unix time ``t`` (stamped later than the round before)."""
+        self._last_ms = max(round(t * 1000), self._last_ms + 1)
+        stamp = f"{self._last_ms // 1000}.{self._last_ms % 1000:03d}"
         for name, labels, value in points:
             series = self._series.get((name, labels))
             if series is None:
@@ -63,7 +72,7 @@ class SeriesSpool:
                 self._series[(name, labels)] = series
                 self._kinds.setdefault(name, kinds.get(name, "gauge"))
             family = family_of(name, self._kinds[name])
-            line = f"{family.sample_name}{label_text(series.labels)} {number_text(value)} {t:.3f}\n"
+            line = f"{family.sample_name}{label_text(series.labels)} {number_text(value)} {stamp}\n"
             self._pending.setdefault(series.index, []).append(line)
         self._lines += len(points)
         if self._lines >= FLUSH_LINES or self._clock() - self._flushed_at >= FLUSH_S:
