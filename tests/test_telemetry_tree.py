@@ -5,12 +5,15 @@ their CPU time in the tree's counter. Every process started here is stopped by i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Iterator
+from typing import Any
 
 import psutil
 import pytest
@@ -87,3 +90,46 @@ def test_the_tree_finds_new_descendants_and_nothing_beside_the_run(
     assert not {child.pid, grandchild} & _pids(tree)
     assert points["cmx_process_processes"] < first["processes"]
     assert points["cmx_process_cpu_seconds"] >= first["cpu"]  # what they used stays counted
+
+
+class _Ended(ProcessTree):
+    """A tree whose members are given: processes that report fixed CPU times, then end."""
+
+    def __init__(self, members: list[psutil.Process]) -> None:
+        super().__init__()
+        self.given = members
+        self._io = False
+
+    def _members(self) -> list[psutil.Process]:
+        return self.given
+
+
+class _Fixed:
+    """What ``read`` asks of a process, at fixed values (1.38, 0.87 and 0.06 s of CPU sum to
+    2.31 in one order and to 2.3099999999999996 in another)."""
+
+    def __init__(self, pid: int, cpu_s: float) -> None:
+        self.pid, self.cpu_s = pid, cpu_s
+
+    def oneshot(self) -> Any:
+        return contextlib.nullcontext()
+
+    def cpu_times(self) -> Any:
+        return types.SimpleNamespace(user=self.cpu_s, system=0.0)
+
+    def memory_info(self) -> Any:
+        return types.SimpleNamespace(rss=1 << 20)
+
+    def num_threads(self) -> int:
+        return 1
+
+
+def test_the_cpu_counter_never_goes_down_by_a_rounding_error() -> None:
+    """The CPU counter is a sum in a new order once a process ends (what ended, then what is
+    left): a rounding error lower would read as a counter reset, so it never goes down."""
+    procs = [_Fixed(101, 1.38), _Fixed(102, 0.87), _Fixed(103, 0.06)]
+    tree = _Ended(procs)  # type: ignore[arg-type]
+    cpu = [dict((n, v) for n, _, v in tree.read())["cmx_process_cpu_seconds"]]
+    tree.given = procs[1:]  # type: ignore[assignment]  # the first ended: its time is counted as gone
+    cpu.append(dict((n, v) for n, _, v in tree.read())["cmx_process_cpu_seconds"])
+    assert cpu == [1.38 + 0.87 + 0.06] * 2 and cpu[0] > (0.0 + 1.38) + (0.87 + 0.06)

@@ -34,6 +34,9 @@ class ProcessTree:
         self._known: dict[int, Any] = {self._root.pid: self._root}
         self._last: dict[int, tuple[float, float, float]] = {}
         self._gone = [0.0, 0.0, 0.0]
+        self._counted = [0.0, 0.0, 0.0]
+        """The counters last reported: a sum taken in another order can come out a rounding error
+        lower (2.4599999999999995 after 2.46), and a counter that goes down reads as a reset."""
         self._clock = clock
         self._previous: tuple[float, float] | None = None
         self._peak = 0.0
@@ -115,7 +118,8 @@ class ProcessTree:
                 self._gone[i] += value
             self._known.pop(pid, None)
         self._last.update(seen)
-        totals = [self._gone[i] + sum(v[i] for v in seen.values()) for i in range(3)]
+        totals = [max(self._counted[i], self._gone[i] + sum(v[i] for v in seen.values())) for i in range(3)]
+        self._counted = totals
         self._peak = max(self._peak, rss)
         points: list[Point] = [
             ("cmx_process_cpu_seconds", (), totals[0]),
