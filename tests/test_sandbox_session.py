@@ -154,8 +154,10 @@ def test_closing_leaves_no_process_and_no_cgroup(root: Path) -> None:
     with BubblewrapSession(root) as opened:
         assert opened.run(_spec(root, "a", ["true"])).ok
         runner, init = opened.runner_pid, opened.init_pid
-        assert Path(f"/proc/{runner}").exists()
-    assert not _running(runner) and not _running(init)
+        assert opened.mounts is not None and opened.mounts.proc is not None
+        helper = opened.mounts.proc.pid  # the host-side helper in the session's mount namespace
+        assert Path(f"/proc/{runner}").exists() and _running(helper)
+    assert not _running(runner) and not _running(init) and not _running(helper)
     assert set(Path("/sys/fs/cgroup/memory").rglob(mine)) <= before  # none of the session's is left
 
 

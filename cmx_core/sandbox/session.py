@@ -55,7 +55,7 @@ from cmx_core.sandbox.bubblewrap import (
 from cmx_core.sandbox.bwrap_args import BwrapFds, bwrap_args, check_program, identity_files, options_in_fd
 from cmx_core.sandbox.capture import Child, drain, pump
 from cmx_core.sandbox.cgroups import RunGroups
-from cmx_core.sandbox.nsmount import hide_processes, mount_tmpfs, unmount
+from cmx_core.sandbox.nsmount import NamespaceMounts
 from cmx_core.sandbox.result import SandboxResult
 from cmx_core.sandbox.seccomp import program_filter
 from cmx_core.sandbox.spec import NOBODY, SandboxSpec, SandboxUser, check_spec
@@ -108,6 +108,8 @@ class BubblewrapSession:
         if cpus and self.groups.set_cpus(cpus):
             self.enforced.append("cpus=cgroup")
         self.init_pid = self.runner_pid = 0
+        self.mounts: NamespaceMounts | None = None
+        """The helper that makes the session's mounts from the host (``nsmount.py``)."""
         self.forks_before = 0
         self.started_ns = 0
         """When the current run began (``max`` of ``pids.events`` and the file-size check count from there)."""
@@ -170,7 +172,8 @@ class BubblewrapSession:
         self._receive()  # {"ready": true}
         self.runner_pid = _only_child(child)
         _protect(self.runner_pid)
-        if hide_processes(child):  # the runner and bwrap's init: invisible to the programs
+        self.mounts = NamespaceMounts(child)
+        if self.mounts.hide_processes():  # the runner and bwrap's init: invisible to the programs
             self.enforced.append("proc=hidepid")
 
     def _log_line(self) -> str:
@@ -221,7 +224,7 @@ class BubblewrapSession:
             finally:
                 if workfs is not None:
                     workfs.close()
-                    unmount(self.init_pid, cwd)
+                    self._unmount(cwd)
 
     def _work_fs(self, spec: SandboxSpec, cwd: str) -> WorkFs | None:
         """The run's work dir as a tmpfs of ``limits.work_bytes``, mounted over ``cwd`` in the
@@ -233,17 +236,22 @@ class BubblewrapSession:
             return None
         host = Path(spec.work_dir)
         check_fits(host, bound)
-        if mounted_under(cwd, list(self.binds.values())) or not mount_tmpfs(self.init_pid, cwd, bound):
+        mounts = self.mounts
+        if mounted_under(cwd, list(self.binds.values())) or mounts is None or not mounts.mount_tmpfs(cwd, bound):
             return None
         workfs = WorkFs(host, (), bound)
         try:
             workfs.fill(self.init_pid, cwd, self.user.uid)
         except (OSError, RuntimeError) as exc:
             workfs.close()
-            unmount(self.init_pid, cwd)
+            self._unmount(cwd)
             raise UsageError(f"sandbox session: could not copy work_dir {host} into its size-bounded tmpfs "
                              f"({exc}); raise limits.work_bytes or set it to None") from exc
         return workfs
+
+    def _unmount(self, cwd: str) -> None:
+        if self.mounts is not None:
+            self.mounts.unmount(cwd)
 
     def _request(self, spec: SandboxSpec) -> dict[str, Any]:
         limits = spec.limits
@@ -331,6 +339,9 @@ class BubblewrapSession:
 
     def close(self) -> None:
         """End the session: the runner sees the socket close and exits; nothing is left behind."""
+        if self.mounts is not None:
+            self.mounts.close()
+            self.mounts = None
         if self.control is not None:
             self.control.close()
             self.control = None
