@@ -74,7 +74,7 @@ def test_each_verdict_from_its_solution(problem: Problem, input_cache: Path, tmp
         assert bound == min(CASE_WORK_BYTES, problem.constraints.memory_limit_bytes // 2)
         assert f"{bound} byte total-size bound was reached" in ev.cases[0].message, ev.cases[0].message
         left = [path for path in (tmp_path / "w").rglob("*") if path.name.startswith(("fill", "empty"))]
-        assert len(left) > 2000 and sum(path.stat().st_size for path in left) <= bound
+        assert left == [] and 0 < ev.cases[0].scratch_bytes <= bound  # scratch: counted, removed
 
 
 def test_a_python_syntax_error_is_a_compilation_error(problem: Problem, input_cache: Path, tmp_path: Path) -> None:
@@ -330,3 +330,20 @@ def test_each_case_is_reported_as_it_is_judged(problem: Problem, input_cache: Pa
     judge = Judge(runner, problem, language("python"), num_workers=2, on_case=lambda case: seen.append(case.seed))
     evaluation = judge.evaluate((SOLUTIONS / "trivial.py").read_text(), inputs, "public", False, tmp_path)
     assert sorted(seen) == sorted(seeds) == sorted(c.seed for c in evaluation.cases)
+
+
+def test_a_cases_scratch_is_counted_and_removed_even_where_the_program_locked_it(tmp_path: Path) -> None:
+    """What a solution leaves in its work dir is scratch: its bytes are counted (links not
+    followed), then it is removed, a folder it made unreadable included."""
+    from cmx_alebench.judge import clear_scratch
+
+    run = tmp_path / "run"
+    (run / "deep" / "locked").mkdir(parents=True)
+    (run / "deep" / "locked" / "a.bin").write_bytes(b"x" * 1000)
+    (run / "b.txt").write_bytes(b"y" * 24)
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(b"z" * 5000)
+    (run / "link").symlink_to(outside)
+    (run / "deep" / "locked").chmod(0)
+    assert clear_scratch(run) == 1024 and list(run.iterdir()) == []
+    assert outside.read_bytes() == b"z" * 5000  # a link's target is not the case's

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cmx_alebench.languages import Language
@@ -48,6 +49,8 @@ class CaseResult:
     memory_bytes: int | None
     message: str
     relative_score: int | None = None
+    scratch_bytes: int = 0
+    """What the solution left in its work dir: scratch, removed once the case is judged (#54)."""
 
 
 @dataclass(frozen=True)
@@ -109,10 +112,14 @@ class Judge:
                  runner: Runner | None = None) -> CaseResult:
         """Run one case and, if it ran within its limits, its tester (through ``runner``, a
         worker's lane, or the judge's runner)."""
-        runner = runner or self.runner
         run_dir, test_dir = case_dir / "run", case_dir / "test"
         run_dir.mkdir(parents=True, exist_ok=True)
         test_dir.mkdir(parents=True, exist_ok=True)
+        judged = self._judge_case(build_dir, seed, case_input, run_dir, test_dir, runner or self.runner)
+        return replace(judged, scratch_bytes=clear_scratch(run_dir))
+
+    def _judge_case(self, build_dir: Path, seed: int, case_input: bytes, run_dir: Path, test_dir: Path,
+                    runner: Runner) -> CaseResult:
         if self.problem.metadata.problem_type == "reactive":
             return self._reactive_case(build_dir, seed, case_input, run_dir, runner)
         ran = runner.run(Call(argv=self.language.run, work_dir=run_dir, limits=self.limits,
@@ -217,6 +224,27 @@ class Judge:
                 if self.on_case is not None:
                     self.on_case(judged[-1])
         return judged
+
+
+def clear_scratch(folder: Path) -> int:
+    """Empty ``folder`` (a case's work dir: the solution reads stdin and answers on stdout, so
+    what it wrote there is scratch); the bytes its regular files held. Links are not followed.
+    Without this every case's scratch, up to the case's work dir bound, stayed in the run
+    directory, where the host scans what a run keeps: a filler over 50 cases left gigabytes."""
+    held = 0
+    for parent, dirs, files in os.walk(folder):  # top-down: a folder is opened up before it is listed
+        for name in dirs:
+            if not os.path.islink(os.path.join(parent, name)):  # a folder the program made unreadable
+                os.chmod(os.path.join(parent, name), 0o700)
+        for name in files:
+            info = os.lstat(os.path.join(parent, name))
+            held += info.st_size if stat.S_ISREG(info.st_mode) else 0
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    return held
 
 
 def summarize(kind: str, cases: Sequence[CaseResult], allow_non_ac: bool, compile_message: str = "") -> Evaluation:

@@ -28,7 +28,7 @@ class ProblemRun:
 def _case(case: CaseResult) -> dict[str, Any]:
     return {"seed": case.seed, "judge_result": case.judge_result.value, "absolute_score": case.absolute_score,
             "relative_score": case.relative_score, "execution_time_s": round(case.execution_time_s, 6),
-            "memory_bytes": case.memory_bytes, "message": case.message[:500]}
+            "memory_bytes": case.memory_bytes, "message": case.message[:500], "scratch_bytes": case.scratch_bytes}
 
 
 def _evaluation(rated: Rated) -> dict[str, Any]:
