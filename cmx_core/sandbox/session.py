@@ -309,15 +309,14 @@ class BubblewrapSession:
         status = int(message["status"])
         if os.WIFSIGNALED(status):  # as bubblewrap reports a signal: 128 + N
             status = (128 + os.WTERMSIG(status)) << 8
-        return self._result(spec, got, status, wall, (base, ooms), workfs)
+        return self._result(spec, got, status, wall, base, ooms, workfs)
 
     def _kill_rest(self) -> None:
         """SIGKILL every process of the session but its init and the runner, until none is left."""
         self.groups.kill_all(spare=frozenset((self.init_pid, self.runner_pid)))
 
-    def _result(self, spec: SandboxSpec, got: Any, status: int, wall: float, before: tuple[int, int],
+    def _result(self, spec: SandboxSpec, got: Any, status: int, wall: float, base: int, ooms: int,
                 workfs: WorkFs | None) -> SandboxResult:
-        base, ooms = before
         cpu = self.groups.cpu_seconds()
         peak = self.groups.peak_memory()
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None

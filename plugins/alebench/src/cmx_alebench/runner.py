@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from cmx_core.api import Limits
+
 
 class Ending(str, enum.Enum):
     """How a run ended, in the judge's terms (both backends map onto these)."""
@@ -33,7 +35,7 @@ class CallLimits:
     memory_bytes: int
     output_bytes: int
     processes: int = 64
-    work_bytes: int | None = 1 << 30
+    work_bytes: int | None = Limits.work_bytes  # the sandbox's own default
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,10 @@ files, then answers as trivial.py does (the disk bound it hit must still decide 
 
 import sys
 
-written = 0
 try:
     for i in range(1024):
         with open(f"fill{i}", "wb") as out:
             out.write(b"x" * (8 << 20))
-        written += 1
 except OSError:
     pass
 for i in range(2000):
