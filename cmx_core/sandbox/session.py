@@ -36,7 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,16 @@ RUNNER_AT = "/.cmx/runner.py"
 ROOT_AT = "/work"
 RUNNER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
 """setuid/setgid/setpcap for the drop to the sandbox user; dac_override/fowner to empty ``/tmp`` of the user's files."""
+
+
+@dataclass(frozen=True)
+class _RunStart:
+    """The session's counters when a run starts; the run's own figures are what they grew by."""
+
+    memory_bytes: int
+    oom_kills: int
+    forks_refused: int
+    time_ns: int
 
 
 def session_unavailable() -> str | None:
@@ -110,8 +120,6 @@ class BubblewrapSession:
         self.init_pid = self.runner_pid = 0
         self.mounts: NamespaceMounts | None = None
         """The helper that makes the session's mounts from the host (``nsmount.py``)."""
-        self.forks_before = 0
-        self.started_ns = 0
         """When the current run began (``max`` of ``pids.events`` and the file-size check count from there)."""
         """``max`` of the session's ``pids.events`` before the current run."""
         self.control: socket.socket | None = None
@@ -263,8 +271,8 @@ class BubblewrapSession:
         return {"argv": list(spec.argv), "env": env, "cwd": spec.work_path, "uid": self.user.uid,
                 "gid": self.user.gid, "rlimits": rlimits}
 
-    def _limit(self, spec: SandboxSpec) -> tuple[int, int]:
-        """Set the run's memory and process bounds on the session's groups; (charge before, OOM kills before)."""
+    def _limit(self, spec: SandboxSpec) -> _RunStart:
+        """Set the run's memory and process bounds on the session's groups; the counters they start from."""
         self.groups.reset_counters()
         base = self.groups.memory_usage() or 0
         memory = spec.limits.memory_bytes
@@ -273,13 +281,12 @@ class BubblewrapSession:
         bounded = self.groups.set_processes(processes + 2 if processes is not None else 1 << 22)
         if bounded and processes is not None and "processes=cgroup" not in self.enforced:
             self.enforced.append("processes=cgroup")
-        return base, self.groups.oom_kills()
+        return _RunStart(memory_bytes=base, oom_kills=self.groups.oom_kills(),
+                         forks_refused=self.groups.forks_refused(), time_ns=time.time_ns())
 
     def _run(self, spec: SandboxSpec, workfs: WorkFs | None) -> SandboxResult:
         assert self.control is not None
-        base, ooms = self._limit(spec)
-        self.forks_before = self.groups.forks_refused()
-        self.started_ns = time.time_ns()
+        start = self._limit(spec)
         stdin = _stdin_fd(spec.stdin)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -309,13 +316,13 @@ class BubblewrapSession:
         status = int(message["status"])
         if os.WIFSIGNALED(status):  # as bubblewrap reports a signal: 128 + N
             status = (128 + os.WTERMSIG(status)) << 8
-        return self._result(spec, got, status, wall, base, ooms, workfs)
+        return self._result(spec, got, status, wall, start, workfs)
 
     def _kill_rest(self) -> None:
         """SIGKILL every process of the session but its init and the runner, until none is left."""
         self.groups.kill_all(spare=frozenset((self.init_pid, self.runner_pid)))
 
-    def _result(self, spec: SandboxSpec, got: Any, status: int, wall: float, base: int, ooms: int,
+    def _result(self, spec: SandboxSpec, got: Any, status: int, wall: float, start: _RunStart,
                 workfs: WorkFs | None) -> SandboxResult:
         cpu = self.groups.cpu_seconds()
         peak = self.groups.peak_memory()
@@ -324,15 +331,15 @@ class BubblewrapSession:
         setup_error = None
         if code == 127 and stderr.startswith(b"sandbox: "):
             setup_error = stderr.decode(errors="replace").strip().splitlines()[0]
-        big = _has_file_at(Path(spec.work_dir), spec.limits.output_bytes, self.started_ns)  # EFBIG, caught or not
-        ending = Ending(stop=got.stop, status=status, oom_kills=self.groups.oom_kills() - ooms, cpu_s=cpu or 0.0,
-                        big_file=big, setup_error=setup_error,
-                        forks_refused=self.groups.forks_refused() - self.forks_before,
+        big = _has_file_at(Path(spec.work_dir), spec.limits.output_bytes, start.time_ns)  # EFBIG, caught or not
+        ending = Ending(stop=got.stop, status=status, oom_kills=self.groups.oom_kills() - start.oom_kills,
+                        cpu_s=cpu or 0.0, big_file=big, setup_error=setup_error,
+                        forks_refused=self.groups.forks_refused() - start.forks_refused,
                         work_full=workfs is not None and workfs.was_full)
         verdict, exit_code, sig, reason = decide(ending, spec.limits)
         enforced = (*self.enforced, *(("work_bytes=tmpfs",) if workfs is not None else ()), "runner=session")
         return SandboxResult(verdict=verdict, exit_code=exit_code, signal=sig, wall_s=wall, cpu_s=cpu,
-                             peak_memory_bytes=None if peak is None else max(peak - base, 0),
+                             peak_memory_bytes=None if peak is None else max(peak - start.memory_bytes, 0),
                              stdout=bytes(got.stdout), stderr=stderr, truncated=got.truncated, reason=reason,
                              backend=BubblewrapSandbox.name, enforced=enforced)
 
