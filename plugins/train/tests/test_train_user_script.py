@@ -2,8 +2,8 @@
 DDP), run by ``cmx run recipe --tags=train,throughput --script=...`` with 1 and 2 processes:
 cmx's samples/s and step time p50 agree within 2 % with what the script itself logs, every
 rank's figures are in the result, the script is recorded by its digest, and the run is
-unofficial for the script's own reason. A script that never reports, and bad ``script``
-values, are one-line errors."""
+unofficial for the script's own reason. A rank that aborts in the interpreter's teardown, a
+script that never reports, and bad ``script`` values, are one-line errors."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 SCRIPT = '''\
-import json, statistics, sys, time
+import json, os, statistics, sys, time
 import torch, torch.distributed as dist
 from cmx_train.report import report
 
@@ -45,6 +45,17 @@ if rank == 0:
            "step_time_p50_ms": statistics.median(slowest.tolist()) * 1e3}
     print("SCRIPT " + json.dumps(own), flush=True)
 dist.destroy_process_group()
+sys.stdout.flush(); sys.stderr.flush()
+os._exit(0)  # torch's gloo threads abort in the interpreter's teardown now and then (see the test below)
+'''
+
+TEARDOWN = '''\
+import ctypes
+from cmx_train.report import report
+
+for step in range(6):
+    report(samples=8, step_time_s=0.01)
+ctypes.CDLL("libstdc++.so.6")._ZSt9terminatev()  # std::terminate(): what a running thread's destructor calls
 '''
 
 
@@ -78,6 +89,19 @@ def test_a_users_own_script_is_measured_as_it_measures_itself(cli: Callable[...,
     assert section["threads"]["per_rank"] == 1  # read back from torch by the report helper
     assert result["benchmark"]["task"] == "my_train" and result["benchmark"]["division"] == "unofficial"
     assert section["unofficial_reasons"] == ["your own script my_train.py: not an MLPerf Training benchmark"]
+
+
+def test_a_rank_that_aborts_in_teardown_fails_with_the_way_out(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """libstdc++'s own terminate handler, after every step was reported: the run is failed (the
+    process did fail), and the line says what it was and how a script avoids it."""
+    script = tmp_path / "teardown.py"
+    script.write_text(TEARDOWN)
+    proc = cli("run", "recipe", "--tags=train,throughput", f"--script={script}", "--warmup-steps=1", "--json")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr.split("cmx: error:")[-1]
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("cmx: error:"))
+    assert "rank 0" in line and "SIGABRT" in line
+    assert "aborted in the interpreter's teardown ('terminate called without an active exception'" in line
+    assert "os._exit(0) after destroy_process_group()" in line
 
 
 def test_a_script_that_never_reports_is_an_error_naming_the_helper(cli: Callable[..., Any], tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from cmx_core.errors import ProcessEnd, StepFailed, UsageError
 from cmx_train import progress
 from cmx_train.config import TrainConfig
 from cmx_train.gather import FileHub, send_files
-from cmx_train.lost_rank import lost_rank
+from cmx_train.lost_rank import lost_rank, teardown_hint
 from cmx_train.mlperf_log import MLPERF_LOG
 from cmx_train.report import ENV
 from cmx_train.user_script import REPORTS
@@ -208,14 +208,16 @@ def _failed(launch: Launch, code: int, wall: float, files: tuple[Path, Path, int
     :mod:`cmx_train.lost_rank`), else the first error a rank wrote; with the OOM kills the
     ranks' own memory cgroup counted. ``files``: the work directory, the log and where this launch's part starts."""
     work, log, offset = files
-    lost = lost_rank(_read_from(log, offset), work) if launch.launcher == "torchrun" else None
+    report = _read_from(log, offset)
+    lost = lost_rank(report, work) if launch.launcher == "torchrun" else None
     head = f"train: {launch.launcher} exited {code} after {wall:.1f} s"
     if lost is None:
         signal_number = -code if code < 0 else None
         raise StepFailed(f"{head}{_first_error(work, ': ', '')}; log: {log}",
                          ended=ProcessEnd(signal=signal_number, oom_kills=oom_kills, memory_group=memory_group))
     how = f"was killed by signal {lost.signal} ({_signal_name(lost.signal)})" if lost.signal is not None else "failed"
-    raise StepFailed(f"{head}: rank {lost.rank} (pid {lost.pid}) {how}: {lost.error}; log: {log}",
+    raise StepFailed(f"{head}: rank {lost.rank} (pid {lost.pid}) {how}: {lost.error}{teardown_hint(report, lost)}; "
+                     f"log: {log}",
                      ended=ProcessEnd(signal=lost.signal, rank=lost.rank, error=lost.error, oom_kills=oom_kills,
                                       memory_group=memory_group))
 

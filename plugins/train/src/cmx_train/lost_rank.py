@@ -60,6 +60,21 @@ def lost_rank(report: str, work: Path) -> LostRank | None:
     return LostRank(chosen.rank, chosen.signal, _own_error(chosen, work), chosen.pid)
 
 
+TEARDOWN_ABORT = "terminate called without an active exception"
+"""What libstdc++ prints when a C++ thread object is destroyed still running: torch's gloo
+threads do it now and then in the interpreter's teardown, after the script's last line."""
+
+
+def teardown_hint(report: str, lost: LostRank) -> str:
+    """A hint for a rank that aborted in the interpreter's teardown (SIGABRT with
+    :data:`TEARDOWN_ABORT` in the log), else ''. The run still failed: the process did."""
+    if lost.signal != 6 or TEARDOWN_ABORT not in report:
+        return ""
+    return ("; the rank aborted in the interpreter's teardown ('" + TEARDOWN_ABORT + "', torch's gloo threads "
+            "at exit): end the script with sys.stdout.flush() and os._exit(0) after destroy_process_group(), "
+            "as cmx's own worker does")
+
+
 def _own_error(failure: Failure, work: Path) -> str:
     try:
         line = (work / f"error-rank-{failure.rank}.txt").read_text(encoding="utf-8").strip()
