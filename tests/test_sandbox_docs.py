@@ -4,11 +4,12 @@ CPU counter, the spec's shm and gpus fields, the files and tests it names, the b
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from cmx_core.api import Limits, SandboxSpec, UsageError, Verdict
+from cmx_core.api import Limits, SandboxResult, SandboxSpec, UsageError, Verdict
 from cmx_core.sandbox import bwrap_args, cgroup2, cpus, session, spec, systemd_scope
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,3 +114,5 @@ def test_every_verdict_and_the_new_mechanisms_are_documented() -> None:
     assert '"work_bytes=tmpfs"' in code and "`work_bytes=tmpfs`" in DOC and '"kill=cgroup-v2"' in code
     assert "`memory=systemd-scope`" in DOC and "memory=systemd-scope" in systemd_scope.scope_limits(Limits())
     assert f"default {spec.WORK_BYTES >> 30} GiB" in DOC and Limits().work_bytes == spec.WORK_BYTES
+    assert f"`keep_bytes` (default {spec.KEEP_BYTES >> 20} MiB" in DOC and Limits().keep_bytes == spec.KEEP_BYTES
+    assert "`SandboxResult.dropped`" in DOC and "dropped" in {f.name for f in fields(SandboxResult)}

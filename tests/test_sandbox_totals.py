@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from cmx_core.api import Limits, SandboxSpec, UsageError, Verdict
+from cmx_core.api import Limits, SandboxResult, SandboxSpec, UsageError, Verdict
 from cmx_core.sandbox.bubblewrap import BubblewrapSandbox
 from cmx_core.sandbox.session import BubblewrapSession, session_unavailable
 from cmx_core.sandbox.verdict import Ending, decide
+from cmx_core.sandbox.workfs import Dropped, over_keep
 
 PY = "/usr/bin/python3"
 MIB = 1 << 20
@@ -66,9 +67,59 @@ def test_six_60_mib_files_under_a_256_mib_total_bound_are_a_disk_verdict(box: Bu
 
 
 def test_the_same_files_under_a_larger_bound_are_ok(box: BubblewrapSandbox, work: Path) -> None:
-    result = box.run(_spec(work, SIX_FILES, work_bytes=512 * MIB, memory_bytes=1 << 30, output_bytes=100 * MIB))
-    assert result.ok, result
+    result = box.run(_spec(work, SIX_FILES, work_bytes=512 * MIB, keep_bytes=512 * MIB, memory_bytes=1 << 30,
+                           output_bytes=100 * MIB))
+    assert result.ok and result.dropped == (), result
     assert sorted(path.stat().st_size for path in work.iterdir()) == [60 * MIB] * 6
+
+
+LEAVES = """
+import os
+os.makedirs("logs"); os.makedirs("sub")
+for name, size in (("small.txt", 1024), ("logs/run.log", 10240), ("mid.bin", 3 << 20), ("big.bin", 6 << 20),
+                   ("sub/big2.bin", 6 << 20)):
+    with open(name, "wb") as out:
+        out.write(b"x" * size)
+"""
+
+
+def _kept_and_dropped(work: Path, result: SandboxResult) -> None:
+    """What LEAVES left under an 8 MiB keep: the smallest files up to it came back, the two
+    6 MiB files did not and are listed with their sizes; the given files are all kept."""
+    assert result.ok, result
+    assert result.dropped == (Dropped("big.bin", 6 * MIB), Dropped("sub/big2.bin", 6 * MIB)), result
+    assert not (work / "big.bin").exists() and not (work / "sub" / "big2.bin").exists()
+    assert (work / "sub").is_dir() and (work / "logs" / "run.log").stat().st_size == 10240
+    assert (work / "mid.bin").stat().st_size == 3 * MIB and (work / "small.txt").stat().st_size == 1024
+    assert (work / "input.bin").stat().st_size == 9 * MIB  # more than the keep, but the host's own, unchanged
+
+
+def test_what_comes_back_is_capped_and_the_rest_listed(box: BubblewrapSandbox, work: Path) -> None:
+    """#54 item 3: the host copies back at most keep_bytes of what a program left (smallest
+    first), so its work after the run (redaction, digests, bundles) is bounded by that."""
+    (work / "input.bin").write_bytes(b"i" * (9 * MIB))
+    result = box.run(_spec(work, LEAVES, work_bytes=64 * MIB, keep_bytes=8 * MIB))
+    _kept_and_dropped(work, result)
+
+
+def test_a_session_run_caps_what_comes_back_too(work: Path) -> None:
+    problem = session_unavailable()
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(f"sandbox sessions required in CI: {problem}")
+        pytest.skip(problem)
+    (work / "case").mkdir(mode=0o755)
+    (work / "case" / "input.bin").write_bytes(b"i" * (9 * MIB))
+    with BubblewrapSession(work, {}) as session:
+        result = session.run(_spec(work / "case", LEAVES, work_bytes=64 * MIB, keep_bytes=8 * MIB))
+    _kept_and_dropped(work / "case", result)
+
+
+def test_keep_takes_the_smallest_first_then_by_path() -> None:
+    files = [("a", 5), ("c", 3), ("b", 3), ("d", 1)]
+    assert over_keep(files, 7) == [Dropped("a", 5)]  # d, b, c: 7
+    assert over_keep(files, 6) == [Dropped("a", 5), Dropped("c", 3)]  # d, b: 4; c of the same size as b goes
+    assert over_keep(files, 0) == [Dropped("a", 5), Dropped("b", 3), Dropped("c", 3), Dropped("d", 1)]
 
 
 def test_the_work_dir_goes_in_and_comes_back(box: BubblewrapSandbox, work: Path, tmp_path: Path) -> None:

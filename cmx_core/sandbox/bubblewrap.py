@@ -213,7 +213,8 @@ class _Run:
         self.workfs: WorkFs | None = None
         if self.limits.work_bytes is not None:
             targets = [*dict(spec.ro_binds).values(), *gpu_devices(spec.gpus)]
-            self.workfs = WorkFs(Path(spec.work_dir), mounted_under(spec.work_path, targets), self.limits.work_bytes)
+            self.workfs = WorkFs(Path(spec.work_dir), mounted_under(spec.work_path, targets), self.limits.work_bytes,
+                                 self.limits.keep_bytes)
 
     def go(self) -> SandboxResult:
         uid, gid = (self.spec.user.uid, self.spec.user.gid) if self.as_root else (os.getuid(), os.getgid())
@@ -412,7 +413,8 @@ class _Run:
         return SandboxResult(verdict=verdict, exit_code=exit_code, signal=sig, wall_s=wall, cpu_s=cpu,
                              peak_memory_bytes=peak, stdout=bytes(got.stdout), stderr=stderr,
                              truncated=got.truncated, reason=reason, backend=BubblewrapSandbox.name,
-                             enforced=tuple(self.enforced))
+                             enforced=tuple(self.enforced),
+                             dropped=self.workfs.dropped if self.workfs is not None else ())
 
 
 class _CpuCheck:

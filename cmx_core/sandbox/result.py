@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from cmx_core.sandbox.workfs import Dropped
+
 
 class Verdict(str, enum.Enum):
     """How a sandboxed run ended.
@@ -39,6 +41,8 @@ watchdog (``watchdog.py``). ``stdout`` and
     ``stderr`` together hold at most ``Limits.output_bytes``; ``truncated`` says bytes were
     dropped. ``enforced`` names the mechanism behind each limit in this run
     (``memory=cgroup``, ``processes=rlimit``...), so a result says how it was confined.
+    ``dropped`` lists the files the program left that were not brought back to the host
+    (``Limits.keep_bytes``), with their sizes.
     """
 
     verdict: Verdict
@@ -53,6 +57,7 @@ watchdog (``watchdog.py``). ``stdout`` and
     reason: str
     backend: str
     enforced: tuple[str, ...] = ()
+    dropped: tuple[Dropped, ...] = ()
 
     @property
     def enforced_by(self) -> dict[str, str]:

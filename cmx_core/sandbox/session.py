@@ -247,7 +247,7 @@ class BubblewrapSession:
         mounts = self.mounts
         if mounted_under(cwd, list(self.binds.values())) or mounts is None or not mounts.mount_tmpfs(cwd, bound):
             return None
-        workfs = WorkFs(host, (), bound)
+        workfs = WorkFs(host, (), bound, spec.limits.keep_bytes)
         try:
             workfs.fill(self.init_pid, cwd, self.user.uid)
         except (OSError, RuntimeError) as exc:
@@ -341,7 +341,8 @@ class BubblewrapSession:
         return SandboxResult(verdict=verdict, exit_code=exit_code, signal=sig, wall_s=wall, cpu_s=cpu,
                              peak_memory_bytes=None if peak is None else max(peak - start.memory_bytes, 0),
                              stdout=bytes(got.stdout), stderr=stderr, truncated=got.truncated, reason=reason,
-                             backend=BubblewrapSandbox.name, enforced=enforced)
+                             backend=BubblewrapSandbox.name, enforced=enforced,
+                             dropped=workfs.dropped if workfs is not None else ())
 
     def close(self) -> None:
         """End the session: the runner sees the socket close and exits; nothing is left behind."""

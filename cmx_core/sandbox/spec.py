@@ -23,6 +23,9 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 WORK_BYTES = 1 << 30
 """The default bound on the work dir's total size (as the sandbox's ``/tmp`` without a memory limit)."""
 
+KEEP_BYTES = 256 << 20
+"""The default cap on what of the work dir is brought back to the host after a run."""
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -34,6 +37,10 @@ class Limits:
     the whole run. ``work_bytes`` bounds the total size of the work dir (what was there plus
     what the program writes): it is a tmpfs of that size inside the sandbox, copied back to
     the host's work dir when the run ends (None: the host directory itself, unbounded).
+    ``keep_bytes`` caps what of the program's files comes back, the smallest first (a file
+    still as it was copied in is the host's own and always comes back): the rest is listed in
+    ``SandboxResult.dropped`` with its size, never read by the host (None: everything; no cap
+    without ``work_bytes``).
     """
 
     wall_s: float = 60.0
@@ -43,6 +50,7 @@ class Limits:
     output_bytes: int = 16 << 20
     cpus: int | None = None
     work_bytes: int | None = WORK_BYTES
+    keep_bytes: int | None = KEEP_BYTES
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,7 @@ def check_limits(limits: Limits) -> None:
     _positive("output_bytes", limits.output_bytes, integer=True, optional=False)
     _positive("cpus", limits.cpus, integer=True, optional=True)
     _positive("work_bytes", limits.work_bytes, integer=True, optional=True)
+    _positive("keep_bytes", limits.keep_bytes, integer=True, optional=True)
 
 
 def _inside_path(key: str, value: object) -> str:

@@ -14,7 +14,11 @@ files across, from outside, while the sandbox process waits on ``--block-fd``:
   the program caught the error (checked each tick of the parent's loop and at the end);
 * :meth:`WorkFs.bring_back`: once the run is over, the host's work dir becomes what the
   program left: what was copied in is removed, the tmpfs's regular files, directories and
-  symbolic links (never followed) are copied back; FIFOs, sockets and devices are not.
+  symbolic links (never followed) are copied back; FIFOs, sockets and devices are not. At most
+  ``keep`` bytes of regular files come back, the smallest first (a program's submission and
+  logs before its bulk); the rest are never read by the host, only listed (:class:`Dropped`),
+  so what the host spends on a run's leftovers (copying, redaction, digests, bundles) is bounded
+  by ``keep``, not by what the program wrote.
 
 The bytes the program writes there are memory (tmpfs), charged to the run's memory cgroup
 where it has one, as its ``/tmp`` is.
@@ -27,6 +31,7 @@ import os
 import shutil
 import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from cmx_core.errors import UsageError
@@ -45,6 +50,39 @@ def tree_bytes(root: Path) -> int:
             if stat.S_ISREG(info.st_mode):
                 total += info.st_size
     return total
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A file the program left that was not brought back (over ``Limits.keep_bytes``)."""
+
+    path: str
+    """Relative to the work dir."""
+    bytes: int
+
+
+def leftovers(root: str) -> dict[str, tuple[int, int]]:
+    """Each regular file under ``root`` (links not followed), relative to it: (size, mtime in ns)."""
+    found = {}
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            info = os.lstat(path)
+            if stat.S_ISREG(info.st_mode):
+                found[os.path.relpath(path, root)] = (info.st_size, info.st_mtime_ns)
+    return found
+
+
+def over_keep(files: list[tuple[str, int]], keep: int) -> list[Dropped]:
+    """The files not kept when at most ``keep`` bytes are, the smallest first (then by path)."""
+    kept = 0
+    dropped: list[Dropped] = []
+    for path, size in sorted(files, key=lambda item: (item[1], item[0])):
+        if kept + size <= keep and not dropped:
+            kept += size
+        else:
+            dropped.append(Dropped(path, size))
+    return sorted(dropped, key=lambda item: item.path)
 
 
 def check_fits(work: Path, bound: int) -> None:
@@ -68,9 +106,14 @@ def _special(folder: str, names: list[str]) -> list[str]:
 class WorkFs:
     """The tmpfs at the work path of one run, and its host work dir."""
 
-    def __init__(self, host: Path, mounted: tuple[str, ...], bound: int) -> None:
+    def __init__(self, host: Path, mounted: tuple[str, ...], bound: int, keep: int | None = None) -> None:
         self.host = host
         self.bound = bound
+        self.keep = keep
+        """The most bytes of the program's files brought back (None: all)."""
+        self.given: dict[str, tuple[int, int]] = {}
+        """The files copied in, as :func:`leftovers` gives them: one still so is the host's own, always kept."""
+        self.dropped: tuple[Dropped, ...] = ()
         self.mounted = frozenset(mounted)
         """Paths relative to the work path where bwrap mounted an input (or made a directory leading to one)."""
         self.copied: list[str] = []
@@ -105,6 +148,8 @@ class WorkFs:
             else:
                 continue
             self.copied.append(name)
+        if self.keep is not None:
+            self.given = leftovers(self.at)
         host = os.stat(self.host)
         os.fchmod(self.fd, stat.S_IMODE(host.st_mode))
         if uid is not None:
@@ -159,19 +204,36 @@ class WorkFs:
                     shutil.rmtree(path)
                 else:
                     path.unlink(missing_ok=True)
+            self.dropped = tuple(self._over_keep()) if self.keep is not None else ()
+            skip = frozenset(item.path for item in self.dropped)
+
+            def ignore(folder: str, names: list[str]) -> list[str]:
+                inside = os.path.relpath(folder, self.at)
+                return [*_special(folder, names),
+                        *(n for n in names if os.path.normpath(os.path.join(inside, n)) in skip)]
+
             for name in sorted(os.listdir(self.at)):
                 source, target = f"{self.at}/{name}", self.host / name
                 mode = os.lstat(source).st_mode
                 if name in self.mounted and stat.S_ISDIR(mode):
                     continue  # a mount point bwrap made; on the host an input's path stays as it was
                 if stat.S_ISDIR(mode):
-                    shutil.copytree(source, target, symlinks=True, ignore=_special, dirs_exist_ok=True)
+                    shutil.copytree(source, target, symlinks=True, ignore=ignore, dirs_exist_ok=True)
+                elif name in skip:
+                    continue
                 elif stat.S_ISREG(mode) or stat.S_ISLNK(mode):
                     if target.is_dir() and not target.is_symlink():
                         shutil.rmtree(target)
                     shutil.copy2(source, target, follow_symlinks=False)
         finally:
             self.close()
+
+    def _over_keep(self) -> list[Dropped]:
+        """The program's files over the keep (a file still as it was copied in is not the program's)."""
+        assert self.keep is not None
+        made = [(path, size) for path, (size, stamp) in leftovers(self.at).items()
+                if self.given.get(path) != (size, stamp)]
+        return over_keep(made, self.keep)
 
     def close(self) -> None:
         """Let the tmpfs go (a run that ended before :meth:`bring_back`); idempotent."""
@@ -187,4 +249,4 @@ def mounted_under(work_path: str, targets: list[str]) -> tuple[str, ...]:
                          if os.path.normpath(t).startswith(base)}))
 
 
-__all__ = ["WorkFs", "check_fits", "mounted_under", "tree_bytes"]
+__all__ = ["Dropped", "WorkFs", "check_fits", "leftovers", "mounted_under", "over_keep", "tree_bytes"]

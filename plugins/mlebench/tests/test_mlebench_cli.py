@@ -96,3 +96,20 @@ def test_three_seeds_make_three_results_and_an_aggregate(home: Path) -> None:
     compared = _json(cmx(home, "results", "compare", aggregate["run_id"], again["run_id"], "--json"))
     names = [m["name"] for m in compared["metrics"]]
     assert names[0] == "any_medal_pct" and "any_medal_pct_sem" in names
+
+
+def test_what_the_agent_leaves_past_keep_mb_is_listed_not_kept(home: Path) -> None:
+    """#54 item 3: the agent's files come back to the run directory up to ``--keep-mb``,
+    smallest first; a 3 MiB leftover past a 1 MiB keep is listed with its size and never copied
+    (so never redacted, digested or bundled), while the submission is kept and graded."""
+    agent = f"sh -c '{BASELINE} && head -c 3145728 /dev/zero > /home/bulk.bin'"
+    proc = cmx(home, "run", "recipe", "--tags=mle-bench,attempt", "--competition=sklearn-digits",
+               f"--agent-cmd={agent}", "--keep-mb=1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    document = _json(proc)
+    agent_section = document["mle_bench"]["agent"]
+    assert agent_section["verdict"] == "ok" and agent_section["keep_bytes"] == 1 << 20
+    assert agent_section["dropped"] == [{"path": "bulk.bin", "bytes": 3 << 20}]
+    assert document["mle_bench"]["valid_submission"] is True
+    run_dir = next((home / "data" / "runs").glob(f"*{document['run_id'][:8]}*"))
+    assert not list(run_dir.rglob("bulk.bin")) and list(run_dir.rglob("submission.csv"))

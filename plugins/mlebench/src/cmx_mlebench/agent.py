@@ -91,6 +91,7 @@ class AgentSettings:
     cpus: int | None = None
     processes: int = 256
     output_bytes: int = 64 << 20
+    keep_bytes: int = 256 << 20  # as the sandbox's own default (Limits.keep_bytes)
     sandbox: str = "bubblewrap"
     agent_env: tuple[Path, ...] = field(default_factory=default_agent_env)
     container: ContainerSettings | None = None
@@ -103,6 +104,8 @@ class AgentRun:
     submission: Path
     home: Path
     not_applied: tuple[str, ...]
+    keep_bytes: int | None = None
+    """The cap on what of the agent's files came back to the host (``Limits.keep_bytes``); None: none."""
 
 
 def parse_agent_dir(text: object) -> Path | None:
@@ -185,7 +188,7 @@ def build_spec(settings: AgentSettings, competition: str, public: Path, work: Pa
     path = ":".join([TOOLS, *(f"{p}/bin" for p in settings.agent_env), "/usr/local/bin:/usr/bin:/bin"])
     env = {"COMPETITION_ID": competition, "SEED": str(settings.seed), "PATH": path, "HOME": HOME}
     limits = Limits(wall_s=settings.time_limit_s, memory_bytes=settings.memory_bytes, processes=settings.processes,
-                    output_bytes=settings.output_bytes, cpus=settings.cpus)
+                    output_bytes=settings.output_bytes, cpus=settings.cpus, keep_bytes=settings.keep_bytes)
     extra: dict[str, object] = {}
     not_applied: list[str] = []
     if settings.container is not None:
@@ -212,7 +215,8 @@ def run_agent(settings: AgentSettings, competition: str, public: Path, work: Pat
     result = sandbox.run(spec)
     (work / "agent.stdout").write_bytes(result.stdout)
     (work / "agent.stderr").write_bytes(result.stderr)
-    return AgentRun(result, submission_path(work), Path(spec.work_dir), tuple(not_applied))
+    keep = spec.limits.keep_bytes if "work_bytes" in result.enforced_by else None  # no cap without the tmpfs
+    return AgentRun(result, submission_path(work), Path(spec.work_dir), tuple(not_applied), keep)
 
 
 def submission_path(work: Path) -> Path:

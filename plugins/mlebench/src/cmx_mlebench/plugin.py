@@ -28,6 +28,8 @@ AGENT = {
     "memory_gb": "memory limit of the agent in GiB (0: none)",
     "cpus": "CPUs the agent may use (0: all)",
     "processes": "most processes and threads the agent may run",
+    "keep_mb": ("most MiB of the agent's own files brought back to the run directory, smallest first "
+                "(the rest listed as dropped)"),
     "sandbox": "sandbox backend: bubblewrap (default) or docker (needs its plugin)",
     "agent_env": "comma list of the agent's Python environments, mounted read-only (default: cmx's own)",
     "agent_dir": "directory of the agent's code, copied into /home/agent (optional)",

@@ -36,7 +36,7 @@ from cmx_mlebench.splits import SPLITS, split_competitions
 from cmx_mlebench.steps import agent_settings
 
 ATTEMPT_TAGS = "mle-bench,attempt"
-PASSED = ("agent_cmd", "time_limit_s", "memory_gb", "cpus", "processes", "sandbox", "agent_env", "agent_dir",
+PASSED = ("agent_cmd", "time_limit_s", "memory_gb", "cpus", "processes", "keep_mb", "sandbox", "agent_env", "agent_dir",
           "shm_size", "gpus", "data_dir", "competitions_dir")
 """Inputs handed to every per-seed run (empty ones are left out)."""
 

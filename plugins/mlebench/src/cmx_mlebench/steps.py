@@ -78,6 +78,7 @@ def agent_settings(params: Mapping[str, Any]) -> AgentSettings:
         time_limit_s=_number(params, "time_limit_s", 600.0, minimum=0.1),
         memory_bytes=int(memory_gb * (1 << 30)) if memory_gb > 0 else None, cpus=cpus or None,
         processes=int(_number(params, "processes", 256, integer=True, minimum=1)), sandbox=sandbox,
+        keep_bytes=int(_number(params, "keep_mb", 256, integer=True)) << 20,
         agent_env=parse_agent_env(params.get("agent_env")), container=container,
         agent_dir=parse_agent_dir(params.get("agent_dir")))
 
@@ -101,6 +102,8 @@ def attempt_step(ctx: StepContext) -> StepOutput:
              "sandbox": run.result.backend, "enforced": list(run.result.enforced),
              "limits": {"enforced_by": run.result.enforced_by},
              "time_limit_s": settings.time_limit_s, "memory_bytes": settings.memory_bytes, "cpus": settings.cpus,
+             "keep_bytes": run.keep_bytes,
+             "dropped": [{"path": item.path, "bytes": item.bytes} for item in run.result.dropped],
              "container": None if settings.container is None else
              {"shm_size": settings.container.shm_size, "gpus": settings.container.gpus,
               "not_applied": list(run.not_applied)}}
