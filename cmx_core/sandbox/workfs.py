@@ -128,6 +128,11 @@ class WorkFs:
     def fill(self, pid: int, work_path: str, uid: int | None) -> None:
         """Copy the host's work dir into the waiting sandbox's tmpfs; ``uid`` (as root): give it to that user."""
         self.fd = self._open(pid, work_path)
+        self._copy_in(f"/proc/{pid}/root{work_path}", uid)
+
+    def _copy_in(self, where: str, uid: int | None) -> None:
+        """Fill the open tmpfs (``self.fd``, named ``where`` in messages) from the host's work dir."""
+        assert self.fd is not None
         # SAFETY GUARD added by the merging engineer: at 12:56 a run of this code opened the HOST's
         # /work (the pid's root was the host's), copied files into it and chowned all of /work to
         # nobody. Refuse anything but an empty tmpfs of the sandbox's own. Keep a guard like this.
@@ -136,7 +141,7 @@ class WorkFs:
                 or here.st_dev == os.stat(self.host).st_dev):
             os.close(self.fd)
             self.fd = None
-            raise RuntimeError(f"/proc/{pid}/root{work_path} is not the sandbox's own empty tmpfs; not filling it")
+            raise RuntimeError(f"{where} is not the sandbox's own empty tmpfs; not filling it")
         for name in sorted(os.listdir(self.host)):
             if name in self.mounted:
                 continue

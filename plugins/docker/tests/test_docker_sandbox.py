@@ -4,6 +4,7 @@ bomb, a process left running, output flood)."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
 import threading
@@ -59,6 +60,10 @@ def test_mlebench_settings_and_gpu_requests_in_the_container_config(tmp_path: Pa
                                                                                             "mode": "ro"}
     (request,) = kwargs["device_requests"]
     assert request["Count"] == -1 and request["Capabilities"] == [["gpu"]]
+    assert kwargs["volumes"][str(tmp_path / "work")] == {"bind": "/work", "mode": "rw"}
+    bounded = container_kwargs(spec, DockerSandboxSettings(), "img", work_source=tmp_path / "tmpfs")
+    assert bounded["volumes"][str(tmp_path / "tmpfs")] == {"bind": "/work", "mode": "rw"}
+    assert str(tmp_path / "work") not in bounded["volumes"]
 
 
 def test_the_specs_shm_and_gpus_win_over_the_settings(tmp_path: Path) -> None:
@@ -146,3 +151,44 @@ def test_a_fork_bomb_is_bounded_and_a_leftover_process_dies_with_the_container(b
     assert result.verdict is Verdict.OK and result.text() == "left\n"
     assert _left(engine) == []  # the container, and the sleep in it, are gone
     assert processes_with(f"sleep {marker}") == []
+
+
+FILL = """
+import os
+for i in range(12):
+    try:
+        with open(f"f{i}", "wb") as out:
+            out.write(b"x" * (4 << 20))
+    except OSError as exc:
+        print("caught", exc.errno, "at", i, flush=True)
+        break
+"""
+
+
+def _host_mounts() -> str:
+    return Path("/proc/self/mounts").read_text()
+
+
+def test_the_work_dir_is_bounded_and_what_comes_back_is_capped(box: DockerSandbox, tmp_path: Path) -> None:
+    """#54 item 1 on the docker path (as root): the work dir is a tmpfs of work_bytes, so 4 MiB
+    files stop at 16 MiB with ENOSPC (caught by the program: still ``disk_limit``); what comes
+    back is capped by keep_bytes, the rest listed; no mount of it stays on the host."""
+    if os.geteuid() != 0:
+        pytest.skip("the docker sandbox bounds the work dir as root only (a host tmpfs)")
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "given.txt").write_text("given")
+    result = box.run(_spec(tmp_path, FILL, work_bytes=16 << 20, keep_bytes=8 << 20))
+    assert result.verdict is Verdict.DISK_LIMIT and result.exit_code == 0, result.reason + result.text("stderr")
+    assert "caught 28 at 3" in result.text() and result.enforced_by["work_bytes"] == "host-tmpfs"
+    work = tmp_path / "work"
+    assert (work / "given.txt").read_text() == "given"
+    kept = sorted(p.name for p in work.iterdir())
+    assert kept == ["f0", "f3", "given.txt"]  # the cut-off f3 is the smallest, then f0: under 8 MiB
+    assert [(d.path, d.bytes) for d in result.dropped] == [("f1", 4 << 20), ("f2", 4 << 20)]
+    assert "cmx-work" not in _host_mounts()
+
+
+def test_without_a_bound_the_container_writes_the_host_dir(box: DockerSandbox, tmp_path: Path) -> None:
+    result = box.run(_spec(tmp_path, "open('x', 'w').write('y')", work_bytes=None))
+    assert result.ok and "work_bytes" not in result.enforced_by and result.dropped == (), result
+    assert (tmp_path / "work" / "x").read_text() == "y"

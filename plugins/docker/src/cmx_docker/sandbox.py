@@ -3,7 +3,10 @@ container, for what bubblewrap cannot give (GPUs, an image with the program's ow
 environment). Same spec, same :class:`~cmx_core.api.SandboxResult`, same verdicts.
 
 The container gets: no network (``network_mode=none``); a read-only root file system with a
-private ``/tmp`` tmpfs; the work dir as the one writable bind (at ``work_path``, the cwd);
+private ``/tmp`` tmpfs; the work dir as the one writable bind (at ``work_path``, the cwd):
+as root, a tmpfs of ``Limits.work_bytes`` mounted on the host, filled from the work dir and
+brought back up to ``Limits.keep_bytes`` (cmx-core's ``HostWorkFs``; full: ``disk_limit``),
+else the host's work dir itself, with no total bound;
 each ``ro_binds`` entry read-only; the spec's user (never root), every capability dropped
 and ``no-new-privileges``; memory (swap included), CPUs (``nano_cpus``), pids and
 ``shm_size`` limits (MLE-bench's container config: ``shm_size`` 4G, ``nano_cpus`` 4e9, GPUs
@@ -26,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.api import Limits, SandboxResult, SandboxSpec, UsageError
-from cmx_core.api.sandboxing import Ending, check_spec, decide
+from cmx_core.api.sandboxing import Ending, HostWorkFs, check_spec, decide, host_work_unavailable
 from cmx_docker.build import ensure_image
 from cmx_docker.engine import Endpoint, find_endpoint, sdk_client
 from cmx_docker.owner import owner_labels
@@ -68,8 +71,13 @@ class DockerSandbox:
                              "bind it read-only (ro_binds)")
         endpoint = find_endpoint()
         reap(endpoint)
-        _hand_over(Path(os.fspath(spec.work_dir)), spec.user.uid, spec.user.gid)
-        return _Run(spec, self.settings, endpoint, self._image(endpoint)).go()
+        work = Path(os.fspath(spec.work_dir))
+        bound = spec.limits.work_bytes
+        workfs = HostWorkFs(work, bound, spec.limits.keep_bytes) \
+            if bound is not None and host_work_unavailable() is None else None
+        if workfs is None:
+            _hand_over(work, spec.user.uid, spec.user.gid)
+        return _Run(spec, self.settings, endpoint, self._image(endpoint), workfs).go()
 
     def _image(self, endpoint: Endpoint) -> str:
         if self.settings.image:
@@ -78,12 +86,14 @@ class DockerSandbox:
         return ensure_image("python", endpoint=endpoint).tag
 
 
-def container_kwargs(spec: SandboxSpec, settings: DockerSandboxSettings, image: str) -> dict[str, Any]:
-    """``containers.create`` keyword arguments for ``spec`` (checked, never run, in tests)."""
+def container_kwargs(spec: SandboxSpec, settings: DockerSandboxSettings, image: str,
+                     work_source: Path | None = None) -> dict[str, Any]:
+    """``containers.create`` keyword arguments for ``spec`` (checked, never run, in tests);
+    ``work_source``: what to bind at the work path instead of the work dir (its bounded tmpfs)."""
     from docker.types import DeviceRequest, Ulimit  # deferred: docker only when this runs (194 modules)
 
     limits = spec.limits
-    volumes = {os.fspath(spec.work_dir): {"bind": spec.work_path, "mode": "rw"}}
+    volumes = {os.fspath(work_source or spec.work_dir): {"bind": spec.work_path, "mode": "rw"}}
     volumes.update({host: {"bind": inside, "mode": "ro"} for host, inside in dict(spec.ro_binds).items()})
     ulimits = [Ulimit(name="core", soft=0, hard=0), Ulimit(name="fsize", soft=limits.output_bytes,
                                                            hard=limits.output_bytes)]
@@ -148,29 +158,38 @@ class _Output:
 
 
 class _Run:
-    def __init__(self, spec: SandboxSpec, settings: DockerSandboxSettings, endpoint: Endpoint, image: str) -> None:
+    def __init__(self, spec: SandboxSpec, settings: DockerSandboxSettings, endpoint: Endpoint, image: str,
+                 workfs: HostWorkFs | None) -> None:
         self.spec, self.settings, self.endpoint, self.image = spec, settings, endpoint, image
+        self.workfs = workfs
         self.cpu_s: float | None = None
         self.peak: int | None = None
 
     def go(self) -> SandboxResult:
         import docker.errors  # deferred: docker only when this runs (194 modules)
 
+        workfs = self.workfs
         client = sdk_client(self.endpoint, timeout=60)
         container = None
         try:
-            container = client.containers.create(**container_kwargs(self.spec, self.settings, self.image))
+            source = self._mount_work()
+            container = client.containers.create(**container_kwargs(self.spec, self.settings, self.image, source))
             stream = client.api.attach(container.id, stdout=True, stderr=True, stream=True, logs=True, demux=True)
             output = _Output(stream, self.spec.limits.output_bytes)
             started = time.monotonic()
             container.start()
+            if workfs is not None:  # the container's bind holds it now: nothing of it stays on the host's mount table
+                workfs.detach()
             stop, code = self._supervise(container, output, started)
             wall = time.monotonic() - started
             container.reload()
             oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
             output.join()
-            return self._result(Ending(stop=stop, status=(code & 0xFF) << 8, oom_kills=int(oom),
-                                       cpu_s=self.cpu_s or 0.0, big_file=self._big_file()), output, wall)
+            ending = Ending(stop=stop, status=(code & 0xFF) << 8, oom_kills=int(oom), cpu_s=self.cpu_s or 0.0,
+                            big_file=self._big_file(), work_full=workfs is not None and workfs.full())
+            if workfs is not None:
+                workfs.bring_back()
+            return self._result(ending, output, wall)
         except docker.errors.APIError as exc:
             reason = " ".join(str(exc.explanation or exc).split())
             return self._result(Ending(stop="exited", status=127 << 8, setup_error=reason), None, 0.0)
@@ -178,7 +197,21 @@ class _Run:
             if container is not None:
                 with contextlib.suppress(docker.errors.APIError):
                     container.remove(force=True)
+            if workfs is not None:
+                workfs.close()
             client.close()
+
+    def _mount_work(self) -> Path | None:
+        """The work dir's bounded tmpfs on the host (None without one); a mount that fails is the
+        sandbox's setup error, a work dir past the bound a UsageError."""
+        if self.workfs is None:
+            return None
+        try:
+            return self.workfs.mount(self.spec.user.uid)
+        except OSError as exc:
+            import docker.errors  # deferred: docker only when this runs (194 modules)
+
+            raise docker.errors.APIError(f"the work dir's tmpfs: {exc}") from exc
 
     def _supervise(self, container: Any, output: _Output, started: float) -> tuple[str, int]:
         import requests  # deferred: requests only when this runs (130 modules)
@@ -192,6 +225,8 @@ class _Run:
             except requests.exceptions.RequestException:
                 pass
             self._sample(container.id)
+            if self.workfs is not None:
+                self.workfs.full()  # remembered: a work dir found full is disk_limit, freed or not
             stop = ("wall" if time.monotonic() - started > limits.wall_s else
                     "cpu" if limits.cpu_s and (self.cpu_s or 0.0) > limits.cpu_s else
                     "output" if output.over else None)
@@ -215,16 +250,18 @@ class _Run:
                     break
 
     def _big_file(self) -> bool:
+        """A file at the output cap in the work dir (its tmpfs, before it is brought back)."""
         cap = self.spec.limits.output_bytes
-        work = Path(os.fspath(self.spec.work_dir))
+        work = Path(self.workfs.at) if self.workfs is not None else Path(os.fspath(self.spec.work_dir))
         return any(p.is_file() and not p.is_symlink() and p.stat().st_size >= cap for p in work.rglob("*"))
 
     def _result(self, ending: Ending, output: _Output | None, wall: float) -> SandboxResult:
         verdict, exit_code, sig, reason = decide(ending, self.spec.limits)
         enforced = ("wall=deadline", "memory=cgroup", "processes=pids-cgroup", "cpus=nano-cpus",
-                    "cpu=rlimit-cpu", "output=stream-cap+rlimit-fsize", "network=none", "root=read-only")
+                    "cpu=rlimit-cpu", "output=stream-cap+rlimit-fsize", "network=none", "root=read-only",
+                    *(("work_bytes=host-tmpfs",) if self.workfs is not None else ()))
         return SandboxResult(verdict=verdict, exit_code=exit_code, signal=sig, wall_s=round(wall, 3),
                              cpu_s=self.cpu_s, peak_memory_bytes=self.peak,
                              stdout=bytes(output.out) if output else b"", stderr=bytes(output.err) if output else b"",
                              truncated=bool(output and output.over), reason=reason, backend="docker",
-                             enforced=enforced)
+                             enforced=enforced, dropped=self.workfs.dropped if self.workfs is not None else ())
