@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -66,3 +67,18 @@ def recipes(tmp_path: Path) -> Callable[[str, str], Path]:
 
     write.dir = directory  # type: ignore[attr-defined]
     return write
+
+
+@pytest.fixture
+def require() -> Callable[[str | None, str], None]:
+    """``require(problem, what)``: where ``problem`` says why ``what`` cannot run here, the test
+    fails in CI (which must run everything) and is skipped elsewhere; None lets it run."""
+
+    def check(problem: str | None, what: str) -> None:
+        if problem is None:
+            return
+        if os.environ.get("CI"):
+            pytest.fail(f"{what} required in CI: {problem}")
+        pytest.skip(problem)
+
+    return check

@@ -4,24 +4,18 @@ what it left, with everything brought back and with the keep cap (docs/sandbox.m
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from cmx_core.sandbox.bubblewrap import BubblewrapSandbox
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_leftovers.py"
 
 
-def test_the_leftovers_bench_prints_both_rows() -> None:
-    problem = BubblewrapSandbox().available()
-    if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"bubblewrap sandbox required in CI: {problem}")
-        pytest.skip(problem)
+def test_the_leftovers_bench_prints_both_rows(require: Callable[[str | None, str], None]) -> None:
+    require(BubblewrapSandbox().available(), "bubblewrap sandbox")
     done = subprocess.run([sys.executable, str(BENCH), "--mib", "8", "--files", "8", "--keep-mib", "2", "--json"],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
