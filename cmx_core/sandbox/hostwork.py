@@ -23,6 +23,11 @@ from cmx_core.sandbox.workfs import WorkFs, check_fits
 MOUNT_TIMEOUT_S = 30.0
 
 
+def mount_source() -> str:
+    """The name the tmpfs shows in the mount table: this process's own, so its leftovers can be told apart."""
+    return f"cmx-work-{os.getpid()}"
+
+
 def host_work_unavailable() -> str | None:
     """None where a host tmpfs can be mounted here, else why not."""
     if os.geteuid() != 0:
@@ -46,7 +51,7 @@ class HostWorkFs(WorkFs):
         point = Path(tempfile.mkdtemp(prefix="cmx-work-"))
         try:
             subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.bound},mode=0700,nosuid,nodev",
-                            "cmx-work", str(point)], check=True, capture_output=True, timeout=MOUNT_TIMEOUT_S)
+                            mount_source(), str(point)], check=True, capture_output=True, timeout=MOUNT_TIMEOUT_S)
         except (OSError, subprocess.SubprocessError) as exc:
             point.rmdir()
             raise OSError(f"could not mount the work dir's {self.bound} byte tmpfs at {point}: {exc}") from exc
@@ -75,4 +80,4 @@ class HostWorkFs(WorkFs):
         super().close()
 
 
-__all__ = ["HostWorkFs", "host_work_unavailable"]
+__all__ = ["HostWorkFs", "host_work_unavailable", "mount_source"]
