@@ -30,6 +30,9 @@ from cmx_core.api.table import entries
 if TYPE_CHECKING:  # written by scripts/api_table.py from cmx_core/api/table.py
     # one import per module (the sorter keeps out)
     # isort: off
+    from cmx_core.cache.store import (
+        cached_recipes as cached_recipes,
+    )
     from cmx_core.errors import (
         CacheError as CacheError,
         CmxError as CmxError,

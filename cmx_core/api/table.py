@@ -34,6 +34,7 @@ GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
         "cmx_core.plugins.extras": ("require_extra",),
         "cmx_core.plugins.local_source": ("project_name",),
         "cmx_core.paths": ("cache_dir", "data_dir"),
+        "cmx_core.cache.store": ("cached_recipes",),
     },
     "executor contract: running a plan somewhere, and recovering from lost jobs (docs/faults.md)": {
         "cmx_core.plugins.registry": ("Executor", "ExecutionContext", "ExecutionRequest"),

@@ -26,7 +26,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -227,11 +227,7 @@ class Cache:
         removed = []
         now = time.time()
         for entry in self.entries():
-            bad = entry.recipe == "<corrupt>" or _changed_path(entry.meta.get("paths", {}), inside=str(entry.path))
-            expires = entry.meta.get("expires_s")
-            old = (older_than_s is not None and now - entry.created > older_than_s) or (
-                expires is not None and now - entry.created > expires)
-            if bad or old:
+            if _stale(entry, now) or (older_than_s is not None and now - entry.created > older_than_s):
                 self.remove(entry)
                 removed.append(entry)
         self.clean_staging()
@@ -257,6 +253,26 @@ class Cache:
         """The newest entry of ``recipe`` (for explaining a miss)."""
         same = [e for e in self.entries() if e.recipe == recipe]
         return max(same, key=lambda e: e.created) if same else None
+
+
+def _stale(entry: CacheEntry, now: float) -> bool:
+    """Corrupt, a recorded path changed, or past the recipe's ``cache.expires``."""
+    if entry.recipe == "<corrupt>" or _changed_path(entry.meta.get("paths", {}), inside=str(entry.path)):
+        return True
+    expires = entry.meta.get("expires_s")
+    return expires is not None and now - entry.created > expires
+
+
+def cached_recipes(recipes: Iterable[str], root: Path | None = None) -> dict[str, float]:
+    """Of ``recipes``, those with an entry in the cache that is neither corrupt, changed nor
+    expired: recipe -> when its newest such entry was made (what CM calls a cached script)."""
+    wanted = set(recipes)
+    now = time.time()
+    found: dict[str, float] = {}
+    for entry in Cache(root).entries():
+        if entry.recipe in wanted and not _stale(entry, now):
+            found[entry.recipe] = max(found.get(entry.recipe, 0.0), entry.created)
+    return found
 
 
 def _rmtree(path: Path, ignore_errors: bool = True) -> None:

@@ -341,6 +341,33 @@ def test_cm_command_line_env_and_cms_choice(tmp_path: Path, cmx_cli: Callable[..
         assert "Traceback" not in proc.stderr
 
 
+def test_a_cached_script_is_taken_before_the_lowest_sort_as_cm_takes_it(tmp_path: Path,
+                                                                       cmx_cli: Callable[..., Any]) -> None:
+    """CM with a warm cache: ``get,compiler`` takes the compiler script that has a cache entry
+    (its cached get-gcc) over the one its sort puts first; cmx does so over its own cache, and
+    takes the lowest sort again once that entry is gone (#48 item 2)."""
+    root, out = tmp_path / "c" / "script", tmp_path / "out"
+    for alias, sort in (("get-llvmx", 5), ("get-gccx", 10)):
+        write_script(root, alias, f"alias: {alias}\ntags: [get, compilerx, {alias}]\nsort: {sort}\ncache: true\n"
+                                  "new_env_keys: [CM_COMPILERX]\n",
+                     run_sh=f'echo "CM_COMPILERX={alias}" > tmp-run-env.out\n')
+    assert cmx_cli("import", "cm", str(root), "--out", str(out)).returncode == 0
+
+    def compiler() -> tuple[str, str]:
+        proc = cmx_cli("cm", "run", "script", "--tags=get,compilerx", "--recipes", str(out), "--json")
+        line = next(x for x in proc.stderr.splitlines() if "match 2 scripts" in x)
+        return outputs(proc)["new_env"]["CM_COMPILERX"], line
+
+    assert outputs(cmx_cli("cm", "run", "script", "--tags=get,get-gccx", "--recipes", str(out),
+                           "--json"))["new_env"] == {"CM_COMPILERX": "get-gccx"}
+    taken, line = compiler()
+    assert taken == "get-gccx" and "took get-gccx (sort 10" in line
+    assert "of those in the cache (get-gccx; CM prefers a cached script), the lowest sort" in line
+    assert cmx_cli("cache", "rm", "--recipe", "cm.get-gccx").returncode == 0
+    taken, line = compiler()
+    assert taken == "get-llvmx" and "took get-llvmx (sort 5" in line and "in the cache" not in line
+
+
 def test_a_default_version_is_moved_into_the_asked_range_as_cm_moves_it(tmp_path: Path,
                                                                         cmx_cli: Callable[..., Any]) -> None:
     """CM's rule for a version not asked for: default_version, raised to version_min or lowered

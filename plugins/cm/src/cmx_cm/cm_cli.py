@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from cmx_cm.collection import STAMPS, live_paths
-from cmx_cm.index import IndexEntry, ScriptIndex, split_tags
-from cmx_core.api import cache_dir
+from cmx_cm.index import IndexEntry, ScriptIndex, recipe_name_of, split_tags
+from cmx_core.api import cache_dir, cached_recipes
 from cmx_core.api.display import fit_text, width_for
 from cmx_core.errors import HandOver, UsageError
 
@@ -97,6 +97,34 @@ def choose(tags: str, dirs: list[Path]) -> tuple[Any, list[Any], Path]:
                      f"looked in {', '.join(str(d) for d in dirs)}")
 
 
+def _flavor(directory: Path, entry: IndexEntry) -> str:
+    """``mlc`` for an MLC script's recipe (``mlc.*``), else ``cm``."""
+    return "mlc" if (directory / f"mlc.{entry.alias}.yaml").is_file() else "cm"
+
+
+def prefer_cached(found: list[IndexEntry], directory: Path) -> tuple[list[IndexEntry], list[str]]:
+    """CM's warm-cache rule before its order: where several scripts match and some have a
+    cache entry (here: a valid entry of their recipe in cmx's cache), only those are kept,
+    in CM's order. The matches, and the aliases of those with an entry."""
+    if len(found) < 2:
+        return found, []
+    names = {entry.alias: recipe_name_of(_flavor(directory, entry), entry.alias) for entry in found}
+    cached = cached_recipes(names.values())
+    kept = [entry for entry in found if names[entry.alias] in cached]
+    return (kept or found), [entry.alias for entry in kept]
+
+
+def _choice_line(tags: str, found: list[IndexEntry], kept: list[IndexEntry], cached: list[str]) -> str:
+    chosen = kept[0]
+    others = [entry for entry in found if entry is not chosen]
+    names = ", ".join(f"{e.alias} (sort {e.sort})" for e in others) or "no other"
+    rule = "the lowest sort, then the path"
+    if cached:
+        rule = f"of those in the cache ({', '.join(cached)}; CM prefers a cached script), {rule}"
+    return (f"cmx-cm: tags '{tags}' match {len(found)} scripts; took {chosen.alias} (sort {chosen.sort}, "
+            f"{chosen.path}) by CM's rule in quiet mode: {rule}; not {names}")
+
+
 def run(args: argparse.Namespace) -> NoReturn:
     rest = list(args.rest or [])
     if getattr(args, "json", False):
@@ -105,19 +133,20 @@ def run(args: argparse.Namespace) -> NoReturn:
         rest.append("--wide")
     tags, recipes, env, inputs, flags = _split(rest)
     dirs = _recipe_dirs(recipes)
-    chosen, others, directory = choose(tags, dirs)
+    first, others, directory = choose(tags, dirs)
+    found = [first, *others]
+    kept, cached = prefer_cached(found, directory)
+    chosen = kept[0]
     explaining = args.action == "explain"
     if others or explaining:
-        names = ", ".join(f"{e.alias} (sort {e.sort})" for e in others) or "no other"
-        line = (f"cmx-cm: tags '{tags}' match {len(others) + 1} scripts; took {chosen.alias} (sort {chosen.sort}, "
-                f"{chosen.path}) by CM's rule in quiet mode: the lowest sort, then the path; not {names}")
+        line = _choice_line(tags, found, kept, cached)
         if explaining and "--json" not in flags:  # explain's first paragraph, for a person: fitted
             print(fit_text(line, width_for("--wide" in flags)), flush=True)
         else:  # a log line on stderr: one line, as errors are
             print(line, file=sys.stderr, flush=True)
     variations = [t.strip()[1:] for t in tags.split(",") if t.strip().startswith("_")]
     command = ["explain"] if explaining else ["run", "recipe"]
-    flavor = "mlc" if (directory / f"mlc.{chosen.alias}.yaml").is_file() else "cm"  # an MLC script's recipe: mlc.*
+    flavor = _flavor(directory, chosen)
     argv = [*command, f"--tags={flavor},{chosen.alias},{','.join(variations)}".rstrip(","), "--recipes",
             str(directory), *flags, *inputs]
     if env:

@@ -23,6 +23,12 @@ TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 INPUT_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
+def recipe_name_of(flavor: str, alias: str) -> str:
+    """``cm.detect-os``: a script's recipe name, prefixed so an imported script never shadows a cmx recipe."""
+    clean = re.sub(r"[^a-z0-9._-]+", "-", alias.lower()).strip("-._") or "script"
+    return f"{flavor}.{clean}"
+
+
 @dataclass(frozen=True)
 class IndexEntry:
     """What dep selection needs of one script: tags, variation names, sort key, path, and

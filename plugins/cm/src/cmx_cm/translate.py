@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cmx_cm.conditions import CONDITION_KEYS, DynamicCondition, EnvScope, dep_condition
-from cmx_cm.index import INPUT_RE, TAG_RE, DepQuery, IndexEntry, ScriptIndex, change_id, split_tags
+from cmx_cm.index import (
+    INPUT_RE,
+    TAG_RE,
+    DepQuery,
+    IndexEntry,
+    ScriptIndex,
+    change_id,
+    recipe_name_of,
+    split_tags,
+)
 from cmx_cm.meta import ScriptMeta, script_digest
 
 IssueKind = Literal["unmapped", "approximated", "ignored"]
@@ -76,8 +85,7 @@ class Translation:
 
 def recipe_name(script: ScriptMeta) -> str:
     """``cm.detect-os``: prefixed, so an imported script never shadows a cmx recipe."""
-    alias = re.sub(r"[^a-z0-9._-]+", "-", script.alias.lower()).strip("-._") or "script"
-    return f"{script.flavor}.{alias}"
+    return recipe_name_of(script.flavor, script.alias)
 
 
 def input_name(env_key: str) -> str | None:
