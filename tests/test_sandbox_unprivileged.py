@@ -143,13 +143,23 @@ judge = Judge(runner, problem, language("python"))
 code = (shipped_solutions() / "mle.py").read_text()
 cases = [judge.evaluate(code, inputs, "public", False, work / str(i)).cases[0] for i in range(20)]
 print(json.dumps({"verdicts": [c.judge_result.value for c in cases], "memory": [c.memory_bytes for c in cases],
+                  "times": [c.execution_time_s for c in cases], "time_limit": problem.constraints.time_limit_s,
                   "limit": problem.constraints.memory_limit_bytes, "enforced_by": runner.enforced_by}))
 """
 
 
-def test_ales_mle_solution_is_memory_limit_exceeded_twenty_times_out_of_twenty(user: User) -> None:
+def test_ales_mle_solution_is_memory_limit_exceeded_each_time_it_gets_past_the_limit(user: User) -> None:
+    """20 cases of ALE's mle.py (512 MiB touched under a 256 MiB limit) with the RSS watchdog:
+    each is MLE with its peak over the limit, never AC or RE (a spike the watchdog missed). The
+    one other honest verdict is TLE for a case that a loaded machine slowed so much that its
+    time ran out before it reached the limit (its peak under it); once past the limit, even a
+    case the deadline stopped first is MLE (seen once in 20 in CI before that was so)."""
     (user.home / "ale.py").write_text(ALE)
     got = _json(user.run("python ~/ale.py"))
-    assert got["verdicts"] == ["MEMORY_LIMIT_EXCEEDED"] * 20, got
-    assert all(memory is not None and memory > got["limit"] for memory in got["memory"]), got
+    for verdict, memory, took in zip(got["verdicts"], got["memory"], got["times"], strict=True):
+        if verdict == "TIME_LIMIT_EXCEEDED":
+            assert took > got["time_limit"] and (memory is None or memory <= got["limit"]), got
+        else:
+            assert verdict == "MEMORY_LIMIT_EXCEEDED" and memory is not None and memory > got["limit"], got
+    assert "MEMORY_LIMIT_EXCEEDED" in got["verdicts"], got
     assert got["enforced_by"]["memory"] == "watchdog-rss"

@@ -90,6 +90,18 @@ def test_a_peak_over_the_limit_after_exit_is_a_memory_verdict_as_with_a_cgroup()
     assert decide(Ending(stop="exited", status=0, watched_peak=None), LIMITS)[0] is Verdict.OK  # a cgroup's run
 
 
+def test_a_peak_over_the_limit_comes_before_the_deadline_that_stopped_the_run() -> None:
+    """A watchdog tick can come after the deadline's on a loaded machine (seen: an ALE-Bench
+    MLE solution judged TLE once in 20); the peak was passed before the run was stopped, when a
+    memory cgroup would have killed it, so the verdict is the memory limit's."""
+    for stop in ("wall", "cpu", "output"):
+        verdict, code, sig, reason = decide(Ending(stop=stop, status=signal.SIGKILL, watched_peak=300 << 20), LIMITS)
+        assert (verdict, code, sig) == (Verdict.MEMORY_LIMIT, None, signal.SIGKILL), stop
+        assert f"before the {stop} limit stopped it" in reason
+    within = decide(Ending(stop="wall", status=signal.SIGKILL, watched_peak=256 << 20), LIMITS)
+    assert within[0] is Verdict.TIME_LIMIT  # at the limit is within it
+
+
 def test_a_no_cgroup_peak_is_the_programs_not_cmxs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The whole no-cgroup path (the empty groups a non-root user gets): after this process
     itself has held 300 MiB, a small program's peak is still small (bwrap's own ru_maxrss

@@ -47,6 +47,9 @@ def _name(sig: int) -> str:
 
 def decide(ending: Ending, limits: Limits) -> tuple[Verdict, int | None, int | None, str]:
     """(verdict, exit_code, signal, reason) for a run that ended as ``ending`` says."""
+    over = _watched_over(ending, limits)  # first: a cgroup would have killed the run when it passed
+    if over is not None:
+        return over
     if ending.stop == "wall":
         return Verdict.TIME_LIMIT, None, signals.SIGKILL, f"wall-time limit of {limits.wall_s:g} s reached; killed"
     if ending.stop == "cpu":
@@ -58,16 +61,6 @@ def decide(ending: Ending, limits: Limits) -> tuple[Verdict, int | None, int | N
         return (Verdict.MEMORY_LIMIT, None, signals.SIGKILL,
                 f"memory limit of {limits.memory_bytes} bytes reached; the kernel killed {ending.oom_kills} "
                 "process(es)")
-    if ending.stop == "memory":
-        return (Verdict.MEMORY_LIMIT, None, signals.SIGKILL,
-                f"memory limit of {limits.memory_bytes} bytes reached: the run's processes held "
-                f"{ending.watched_peak} bytes resident; killed")
-    peak, bound = ending.watched_peak, limits.memory_bytes
-    if peak is not None and bound is not None and peak > bound:
-        code = os.WEXITSTATUS(ending.status) if os.WIFEXITED(ending.status) else None
-        return (Verdict.MEMORY_LIMIT, code, None,
-                f"peak resident memory of {ending.watched_peak} bytes passed the memory limit of "
-                f"{limits.memory_bytes} bytes (rusage of the run, read when it ended)")
     if os.WIFSIGNALED(ending.status):  # the sandbox itself was killed from outside
         sig = os.WTERMSIG(ending.status)
         return Verdict.KILLED, None, sig, f"the sandbox was killed by {_name(sig)}"
@@ -82,6 +75,25 @@ def decide(ending: Ending, limits: Limits) -> tuple[Verdict, int | None, int | N
     if code == 0:
         return Verdict.OK, 0, None, "exited with 0"
     return Verdict.ERROR, code, None, f"exited with {code}"
+
+
+def _watched_over(ending: Ending, limits: Limits) -> tuple[Verdict, int | None, int | None, str] | None:
+    """The memory verdict of a run whose watchdog (no cgroup) saw, or whose rusage shows, a
+    resident peak past the limit. It comes before the wall, CPU and output stops: the peak was
+    reached before whatever ended the run, and a memory cgroup would have killed it then (the
+    watchdog's own tick can come late on a loaded machine, after the deadline's)."""
+    if ending.stop == "memory":
+        return (Verdict.MEMORY_LIMIT, None, signals.SIGKILL,
+                f"memory limit of {limits.memory_bytes} bytes reached: the run's processes held "
+                f"{ending.watched_peak} bytes resident; killed")
+    peak, bound = ending.watched_peak, limits.memory_bytes
+    if peak is None or bound is None or peak <= bound:
+        return None
+    code = os.WEXITSTATUS(ending.status) if ending.stop == "exited" and os.WIFEXITED(ending.status) else None
+    stopped = "" if ending.stop == "exited" else f"; it passed the limit before the {ending.stop} limit stopped it"
+    return (Verdict.MEMORY_LIMIT, code, None if ending.stop == "exited" else signals.SIGKILL,
+            f"peak resident memory of {peak} bytes passed the memory limit of {bound} bytes (rusage of the run, "
+            f"read when it ended){stopped}")
 
 
 def _caught_limit(ending: Ending, limits: Limits, code: int) -> tuple[Verdict, int, None, str] | None:
