@@ -220,3 +220,18 @@ def test_a_file_at_the_bound_from_before_the_run_is_not_the_runs(box: Bubblewrap
     os.utime(work / "given.bin", (1_000_000_000, 1_000_000_000))
     result = box.run(_spec(work, "print(len(open('given.bin', 'rb').read()))", output_bytes=MIB))
     assert result.ok and result.text() == f"{MIB}\n", result
+
+
+def test_an_input_mounted_in_the_work_dir_is_never_the_programs(box: BubblewrapSandbox, work: Path,
+                                                               tmp_path: Path) -> None:
+    """An input bound under the work path is neither counted against the keep nor listed as
+    dropped, however large: it is not what the program left."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "big.csv").write_bytes(b"d" * (3 * MIB))
+    spec = SandboxSpec(argv=[PY, "-c", "open('out.txt', 'w').write(str(len(open('inputs/big.csv').read())))"],
+                       work_dir=work, ro_binds={str(data): "/work/inputs"},
+                       limits=Limits(wall_s=60.0, work_bytes=16 * MIB, keep_bytes=MIB))
+    result = box.run(spec)
+    assert result.ok and result.dropped == (), result
+    assert (work / "out.txt").read_text() == str(3 * MIB) and not (work / "inputs" / "big.csv").exists()

@@ -61,10 +61,13 @@ class Dropped:
     bytes: int
 
 
-def leftovers(root: str) -> dict[str, tuple[int, int]]:
-    """Each regular file under ``root`` (links not followed), relative to it: (size, mtime in ns)."""
+def leftovers(root: str, skip: frozenset[str] = frozenset()) -> dict[str, tuple[int, int]]:
+    """Each regular file under ``root`` (links not followed), relative to it: (size, mtime in ns);
+    not under the top-level names ``skip`` (where an input is mounted: never the program's)."""
     found = {}
-    for folder, _, files in os.walk(root):
+    for folder, dirs, files in os.walk(root):
+        if folder == root:
+            dirs[:] = [name for name in dirs if name not in skip]
         for name in files:
             path = os.path.join(folder, name)
             info = os.lstat(path)
@@ -154,7 +157,7 @@ class WorkFs:
                 continue
             self.copied.append(name)
         if self.keep is not None:
-            self.given = leftovers(self.at)
+            self.given = leftovers(self.at, self.mounted)
         host = os.stat(self.host)
         os.fchmod(self.fd, stat.S_IMODE(host.st_mode))
         if uid is not None:
@@ -236,7 +239,7 @@ class WorkFs:
     def _over_keep(self) -> list[Dropped]:
         """The program's files over the keep (a file still as it was copied in is not the program's)."""
         assert self.keep is not None
-        made = [(path, size) for path, (size, stamp) in leftovers(self.at).items()
+        made = [(path, size) for path, (size, stamp) in leftovers(self.at, self.mounted).items()
                 if self.given.get(path) != (size, stamp)]
         return over_keep(made, self.keep)
 
