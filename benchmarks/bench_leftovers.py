@@ -25,6 +25,7 @@ from cmx_core.api import Limits, SandboxSpec
 from cmx_core.results.secrets import redact_tree
 from cmx_core.sandbox.bubblewrap import BubblewrapSandbox
 from cmx_core.sandbox.spec import KEEP_BYTES
+from cmx_core.sandbox.workfs import tree_bytes
 
 WRITER = """
 import sys
@@ -52,7 +53,7 @@ def one(mib: int, files: int, kind: str, keep: int | None) -> dict[str, Any]:
         redact_cpu = time.process_time() - cpu
         if not result.ok:
             raise SystemExit(f"the writer did not run to the end: {result.verdict.value} ({result.reason})")
-        kept = sum(p.stat().st_size for p in work.rglob("*") if p.is_file())
+        kept = tree_bytes(work)
     return {"keep_mib": None if keep is None else keep >> 20, "program_wall_s": round(result.wall_s, 3),
             "host_run_cpu_s": round(run_cpu, 3), "host_redact_cpu_s": round(redact_cpu, 3),
             "host_cpu_s": round(run_cpu + redact_cpu, 3), "kept_mib": round(kept / (1 << 20), 1),

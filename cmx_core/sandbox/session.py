@@ -120,8 +120,6 @@ class BubblewrapSession:
         self.init_pid = self.runner_pid = 0
         self.mounts: NamespaceMounts | None = None
         """The helper that makes the session's mounts from the host (``nsmount.py``)."""
-        """When the current run began (``max`` of ``pids.events`` and the file-size check count from there)."""
-        """``max`` of the session's ``pids.events`` before the current run."""
         self.control: socket.socket | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()

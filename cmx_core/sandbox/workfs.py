@@ -41,17 +41,6 @@ OPEN_TIMEOUT_S = 10.0
 """How long bubblewrap may take to mount the work dir's tmpfs after it reported the sandbox's PID."""
 
 
-def tree_bytes(root: Path) -> int:
-    """The sum of the sizes of the regular files under ``root`` (links not followed)."""
-    total = 0
-    for folder, _, files in os.walk(root):
-        for name in files:
-            info = os.lstat(os.path.join(folder, name))
-            if stat.S_ISREG(info.st_mode):
-                total += info.st_size
-    return total
-
-
 @dataclass(frozen=True)
 class Dropped:
     """A file the program left that was not brought back (over ``Limits.keep_bytes``)."""
@@ -74,6 +63,11 @@ def leftovers(root: str, skip: frozenset[str] = frozenset()) -> dict[str, tuple[
             if stat.S_ISREG(info.st_mode):
                 found[os.path.relpath(path, root)] = (info.st_size, info.st_mtime_ns)
     return found
+
+
+def tree_bytes(root: Path) -> int:
+    """The sum of the sizes of the regular files under ``root`` (links not followed)."""
+    return sum(size for size, _ in leftovers(str(root)).values())
 
 
 def over_keep(files: list[tuple[str, int]], keep: int) -> list[Dropped]:

@@ -91,7 +91,7 @@ class AgentSettings:
     cpus: int | None = None
     processes: int = 256
     output_bytes: int = 64 << 20
-    keep_bytes: int = 256 << 20  # as the sandbox's own default (Limits.keep_bytes)
+    keep_bytes: int | None = Limits.keep_bytes  # the sandbox's own default
     sandbox: str = "bubblewrap"
     agent_env: tuple[Path, ...] = field(default_factory=default_agent_env)
     container: ContainerSettings | None = None
