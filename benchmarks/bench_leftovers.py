@@ -74,11 +74,12 @@ def main() -> None:
         print(json.dumps(figures))
         return
     print(f"a program leaves {args.mib} MiB in {args.files} files ({args.kind}):")
-    for row in rows:
-        keep = "everything" if row["keep_mib"] is None else f"keep {row['keep_mib']} MiB"
-        print(f"  {keep:>14}: program {row['program_wall_s']} s; host CPU {row['host_cpu_s']} s "
-              f"(run {row['host_run_cpu_s']}, redaction {row['host_redact_cpu_s']}); kept {row['kept_mib']} MiB, "
+    for row in rows:  # two lines a row: each fits 80 columns
+        keep = "everything back" if row["keep_mib"] is None else f"keep {row['keep_mib']} MiB"
+        print(f"  {keep}: program {row['program_wall_s']} s; kept {row['kept_mib']} MiB, "
               f"{row['dropped_files']} files dropped")
+        print(f"    host CPU {row['host_cpu_s']} s (run {row['host_run_cpu_s']}, "
+              f"redaction {row['host_redact_cpu_s']})")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -72,3 +74,35 @@ def test_a_work_dir_past_the_bound_is_refused_and_nothing_stays_mounted(
         workfs.mount(uid=None)
     assert workfs.point is None and workfs.fd is None
     assert not _ours_mounted()
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from cmx_core.api.sandboxing import HostWorkFs
+workfs = HostWorkFs(Path(sys.argv[1]), 1 << 20, keep=None)
+point = workfs.mount(uid=None)
+workfs.detach()  # as once the container holds it
+print(point, flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_process_killed_after_the_detach_leaves_no_mount(tmp_path: Path,
+                                                           require: Callable[[str | None, str], None]) -> None:
+    """The docs' claim, with the kill made from outside: a holder of the detached tmpfs killed
+    by PID (SIGKILL, no clean-up of its own) leaves neither a mount nor its mount point."""
+    require(host_work_unavailable(), "a host tmpfs (root)")
+    work = tmp_path / "work"
+    work.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(work)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        point = Path(holder.stdout.readline().strip())
+        source = f"cmx-work-{holder.pid}"
+        assert point.name.startswith("cmx-work-") and not point.exists()
+        assert source not in [line.split()[0] for line in Path("/proc/self/mounts").read_text().splitlines()]
+    finally:
+        holder.kill()
+        holder.wait(timeout=60)
+    assert source not in [line.split()[0] for line in Path("/proc/self/mounts").read_text().splitlines()]
