@@ -20,7 +20,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +47,13 @@ def _until(predicate: Callable[[], Any], what: str, proc: subprocess.Popen[str])
 
 
 def _far_run(storage: Path, number: int) -> psutil.Process | None:
-    """The far ``cmx run`` of run ``number`` (the process working in its directory)."""
-    for process in psutil.process_iter(["cwd"]):
-        cwd = process.info.get("cwd") or ""
-        if cwd.startswith(str(storage)) and Path(cwd).name == f"attempt-{number}":
-            return process
-    return None
+    """The far ``cmx run`` of run ``number``: the process working in its directory whose parent
+    does not. Not the first one found: PIDs wrap (pid_max is 32768 here), so a step's ``sleep``
+    can have a lower PID than the cmx run above it, and holding only that would hold nothing."""
+    inside = {process.pid: process for process in psutil.process_iter(["cwd", "ppid"])
+              if (cwd := process.info.get("cwd") or "").startswith(str(storage))
+              and Path(cwd).name == f"attempt-{number}"}
+    return next((process for process in inside.values() if process.info.get("ppid") not in inside), None)
 
 
 def _count(storage: Path) -> int:
@@ -61,10 +62,15 @@ def _count(storage: Path) -> int:
     return int(text) if text.isdigit() else 0
 
 
-def _signal_tree(root: psutil.Process, sig: signal.Signals) -> None:
-    for process in [root, *root.children(recursive=True)]:
+def _signal_tree(root: psutil.Process, sig: signal.Signals,
+                 also: Sequence[psutil.Process] = ()) -> list[psutil.Process]:
+    """Send ``sig`` to ``root``, its descendants and ``also`` (those held before: one whose
+    parent ended is no longer found below ``root``); the processes signalled."""
+    tree = [root, *root.children(recursive=True)]
+    for process in [*tree, *also]:
         with contextlib.suppress(psutil.NoSuchProcess):
             process.send_signal(sig)
+    return tree
 
 
 def _node_of(bed: netbed.Bed, pid: int) -> int:
@@ -87,6 +93,7 @@ def test_a_run_cut_off_from_the_head_is_given_up_rerun_and_fenced(ray_bed: netbe
                                         f"--executor-opt=storage={storage}", "--json"]),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=bed.env(CMX_HOME=str(home)))
     cut = held = None
+    stopped: list[psutil.Process] = []
     try:
         _until(lambda: _count(storage) >= 2, "a count of 2 in the first run's checkpoint", run)
         first = _until(lambda: _far_run(storage, 0), "the first run's far process", run)
@@ -94,20 +101,20 @@ def test_a_run_cut_off_from_the_head_is_given_up_rerun_and_fenced(ray_bed: netbe
         assert cut in (2, 3), cut  # the head has no CPUs
         _link(bed, cut, "down")
         cut_at = time.time()
-        _signal_tree(first, signal.SIGSTOP)  # it lives on behind the cut, held until the rerun has started
+        stopped = _signal_tree(first, signal.SIGSTOP)  # it lives on behind the cut, held until the rerun has started
         held = first
         rerun = _until(lambda: _far_run(storage, 1000), "the run given up and the task run again", run)
-        _signal_tree(rerun, signal.SIGSTOP)  # held until the cut run has ended
-        _signal_tree(first, signal.SIGCONT)
-        held = rerun
+        stopped_rerun = _signal_tree(rerun, signal.SIGSTOP)  # held until the cut run has ended
+        _signal_tree(first, signal.SIGCONT, also=stopped)
+        held, stopped = rerun, stopped_rerun
         fence = _until(lambda: next(storage.glob("*/attempt-0/remote/fenced"), None), "the cut run fenced", run)
         fenced_text = fence.read_text()
-        _signal_tree(rerun, signal.SIGCONT)
+        _signal_tree(rerun, signal.SIGCONT, also=stopped)
         held = None
         out, err = run.communicate(timeout=BOUND_S)
     finally:
         if held is not None:
-            _signal_tree(held, signal.SIGCONT)
+            _signal_tree(held, signal.SIGCONT, also=stopped)
         if cut is not None:
             _link(bed, cut, "up")
         if run.poll() is None:
