@@ -249,6 +249,16 @@ class Cache:
                 removed += 1
         return removed
 
+    def cached_recipes(self, recipes: Iterable[str]) -> dict[str, float]:
+        """Of ``recipes``, those with an entry that is neither corrupt, changed nor expired:
+        recipe -> when its newest such entry was made (what CM calls a cached script)."""
+        wanted, now = set(recipes), time.time()
+        found: dict[str, float] = {}
+        for entry in self.entries():
+            if entry.recipe in wanted and not _stale(entry, now):
+                found[entry.recipe] = max(found.get(entry.recipe, 0.0), entry.created)
+        return found
+
     def previous_for(self, recipe: str) -> CacheEntry | None:
         """The newest entry of ``recipe`` (for explaining a miss)."""
         same = [e for e in self.entries() if e.recipe == recipe]
@@ -264,15 +274,8 @@ def _stale(entry: CacheEntry, now: float) -> bool:
 
 
 def cached_recipes(recipes: Iterable[str], root: Path | None = None) -> dict[str, float]:
-    """Of ``recipes``, those with an entry in the cache that is neither corrupt, changed nor
-    expired: recipe -> when its newest such entry was made (what CM calls a cached script)."""
-    wanted = set(recipes)
-    now = time.time()
-    found: dict[str, float] = {}
-    for entry in Cache(root).entries():
-        if entry.recipe in wanted and not _stale(entry, now):
-            found[entry.recipe] = max(found.get(entry.recipe, 0.0), entry.created)
-    return found
+    """:meth:`Cache.cached_recipes` of the cache at ``root`` (default: cmx's own)."""
+    return Cache(root).cached_recipes(recipes)
 
 
 def _rmtree(path: Path, ignore_errors: bool = True) -> None:

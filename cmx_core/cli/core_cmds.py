@@ -220,6 +220,8 @@ def _explain_text(result: Any) -> str:
             lines.append(f"  variation {name}: {why}")
         for what, why in decision.skipped:
             lines.append(f"  skipped {what}: {why}")
+        for alias, why in decision.chosen:
+            lines.append(f"  dep {alias}: {why}")
         if decision.node_id not in shown:  # a shared node's conditional deps once
             shown.add(decision.node_id)
             conditional = of_node(result.conditional, decision.node_id or "")

@@ -226,6 +226,15 @@ def _check_deps(c: _Checker, deps: Any, kp: tuple[str | int, ...]) -> None:
             _check_expr(c, dep["when"], (*dkp, "when"))
         if "version" in dep:
             _check_specifier(c, dep["version"], (*dkp, "version"))
+        if "cached_alternatives" in dep:
+            _check_alternatives(c, dep["cached_alternatives"], (*dkp, "cached_alternatives"))
+
+
+def _check_alternatives(c: _Checker, alternatives: Any, kp: tuple[str | int, ...]) -> None:
+    if not isinstance(alternatives, list) or not alternatives:
+        raise c.fail(kp, f"expected a non-empty list of tag lists (e.g. [[get, gcc]]), got {_kind(alternatives)}")
+    for i, tags in enumerate(alternatives):
+        c.tags(tags, (*kp, i))
 
 
 def _check_steps(c: _Checker, steps: Any) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -45,7 +45,7 @@ TOP_KEYS = {
 }
 INPUT_KEYS = {"type", "default", "min", "max", "choices", "required", "description"}
 VARIATION_KEYS = {"group", "default", "description", "requires", "inputs", "deps", "container", "resources"}
-DEP_KEYS = {"tags", "as", "with", "when", "version"}
+DEP_KEYS = {"tags", "as", "with", "when", "version", "cached_alternatives"}
 STEP_KEYS = {"uses", "id", "with", "when", "timeout_s", "measures", "retries", "checkpoint"}
 OUTPUT_KEYS = {"description", "value", "type"}
 
@@ -159,6 +159,10 @@ class DepSpec(NamedTuple):
     when: str | None = None
     version: str | None = None
     origin: str = "deps"  # the key path, e.g. "deps" or "variations.cuda.deps"
+    cached_alternatives: tuple[tuple[str, ...], ...] = ()
+    """Tags taken instead of ``tags`` when the recipe they select has a valid cache entry and
+    the one ``tags`` selects has none: the first such, in order (CM's rule for a dep that
+    matches several scripts: one already in the cache first)."""
 
 
 class VariationSpec(NamedTuple):
@@ -328,10 +332,14 @@ def _variation_resources(section: Any, parametric: bool) -> dict[str, Any]:
     return {"resources": parse_resources(fixed) if fixed else NO_RESOURCES, "value_keys": keys}
 
 
+def _tag_tuple(tags: str | Sequence[str]) -> tuple[str, ...]:
+    return tuple(split_tags(tags) if isinstance(tags, str) else tags)
+
+
 def _deps_from_data(deps: list[Mapping[str, Any]], origin: str) -> tuple[DepSpec, ...]:
     result = []
     for i, dep in enumerate(deps):
-        tags = tuple(split_tags(dep["tags"]) if isinstance(dep["tags"], str) else dep["tags"])
+        tags = _tag_tuple(dep["tags"])
         result.append(
             DepSpec(
                 index=i,
@@ -341,6 +349,7 @@ def _deps_from_data(deps: list[Mapping[str, Any]], origin: str) -> tuple[DepSpec
                 when=dep.get("when"),
                 version=str(dep["version"]) if "version" in dep else None,
                 origin=origin,
+                cached_alternatives=tuple(_tag_tuple(t) for t in dep.get("cached_alternatives") or ()),
             )
         )
     return tuple(result)

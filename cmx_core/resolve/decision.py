@@ -43,6 +43,8 @@ class Decision:
     candidates: list[Candidate] = field(default_factory=list)
     variations: list[tuple[str, str]] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    chosen: list[tuple[str, str]] = field(default_factory=list)
+    """(dep alias, why): a dep with ``cached_alternatives`` and the tags it was given."""
 
     @property
     def chain(self) -> tuple[str, ...]:

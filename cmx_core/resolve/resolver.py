@@ -17,7 +17,7 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Callable, Collection, Generator, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from operator import attrgetter
 from pathlib import PurePath
 from typing import Any, NamedTuple
@@ -46,6 +46,9 @@ from cmx_core.resolve.input_hints import COMMAND_LINE, unknown_input
 from cmx_core.resolve.step_params import check_step_params
 
 StepLookup = Callable[[str], StepType]
+CachedLookup = Callable[[Collection[str]], Collection[str]]
+"""Of some recipe names, those with a valid entry in the cache (the engine hands it over:
+the resolver never opens the cache itself)."""
 """The step type of a name (``Registry.step``); raises a CmxError naming what is missing."""
 
 
@@ -129,8 +132,9 @@ class Resolver:
 
     def __init__(self, catalog: Catalog, facts: FactStore, step_lookup: StepLookup | None = None,
                  no_match_hint: Callable[[tuple[str, ...]], str] | None = None,
-                 every_candidate: bool = False) -> None:
+                 every_candidate: bool = False, cached: CachedLookup | None = None) -> None:
         self.catalog = catalog
+        self.cached = cached
         self.every_candidate = every_candidate
         self.facts = facts
         self.step_lookup = step_lookup
@@ -443,9 +447,33 @@ class Resolver:
             if dep.with_:
                 check_dep_templates(recipe, dep.with_, (*_keypath(dep), "with"), scope)
                 raw = render_value(dep.with_, context, f"{where}.with")
-            node_id = yield _Need(dep.tags, raw, f"{where}.with", path, dep.version, where, (recipe, _keypath(dep)))
+            tags = self._cached_first(dep, decision) if dep.cached_alternatives else dep.tags
+            node_id = yield _Need(tags, raw, f"{where}.with", path, dep.version, where, (recipe, _keypath(dep)))
             deps[dep.alias] = node_id
         return deps, {alias: why for alias, why in skipped.items() if alias not in deps}
+
+    def _cached_first(self, dep: DepSpec, decision: Decision) -> tuple[str, ...]:
+        """``dep.tags``, or the first of its ``cached_alternatives`` whose recipe has a valid
+        cache entry where the recipe of ``dep.tags`` has none (without a cache: ``dep.tags``).
+        An alternative that selects no recipe, or several, is passed over."""
+        options = (dep.tags, *dep.cached_alternatives)
+        names: dict[tuple[str, ...], str] = {}
+        for tags in options:
+            with suppress(ResolveError):
+                names[tags] = self._select(tags, Decision(tags, None))[0].name
+        cached = self.cached(names.values()) if self.cached is not None and names else frozenset()
+        chosen = next((tags for tags in options if names.get(tags) in cached), dep.tags)
+        others = ", ".join(names.get(t, f"{','.join(t)} (no one recipe)") for t in options if t != chosen)
+        if self.cached is None:
+            why = f"tags {','.join(chosen)} (no cache to look in; not {others})"
+        elif chosen == dep.tags:
+            state = "in the cache" if names.get(chosen) in cached else "none of them in the cache"
+            why = f"tags {','.join(chosen)} ({state}; not {others})"
+        else:
+            why = f"tags {','.join(chosen)}: {names[chosen]} is in the cache and {names.get(dep.tags, 'the first')} " \
+                  f"is not (a cached alternative is taken first, as CM takes a cached script; not {others})"
+        decision.chosen.append((dep.alias, why))
+        return chosen
 
     def _steps(self, recipe: Recipe, context: dict[str, Any], decision: Decision,
                used: dict[str, Any], scope: Scope, scanned: RecipeScan) -> tuple[StepSpec, ...]:

@@ -144,7 +144,7 @@ def plan_view(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None
 def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, session: Session) -> Plan:
     query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
     resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step,
-                        no_match_hint=_missing_plugin_hint)
+                        no_match_hint=_missing_plugin_hint, cached=session.cache.cached_recipes)
     try:
         resolution = resolver.resolve(query.tags, query.inputs)
     except CmxError as exc:
@@ -208,7 +208,8 @@ class Explanation:
                 {"query": list(d.query), "chain": list(d.chain), "node": d.node_id,
                  "candidates": [c._asdict() for c in d.candidates],
                  "variations": [{"name": n, "why": w} for n, w in d.variations],
-                 "skipped": [{"what": n, "why": w} for n, w in d.skipped]}
+                 "skipped": [{"what": n, "why": w} for n, w in d.skipped],
+                 "chosen": [{"dep": n, "why": w} for n, w in d.chosen]}
                 for d in self.decisions
             ],
             "cache": {n.id: {"status": n.cache_status, "reason": n.cache_reason,
@@ -225,7 +226,7 @@ def explain(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, 
     session = open_session(recipes_dirs, facts_file)
     query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
     resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step,
-                        no_match_hint=_missing_plugin_hint, every_candidate=True)
+                        no_match_hint=_missing_plugin_hint, every_candidate=True, cached=session.cache.cached_recipes)
     try:
         result = _build(resolver.resolve(query.tags, query.inputs), query, session)
     except CmxError as exc:
