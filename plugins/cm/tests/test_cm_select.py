@@ -5,10 +5,12 @@ script may depend on itself with another variation."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from cm_helpers import write_script
+from cm_helpers import outputs, write_script
 
 from cmx_cm.collection import import_collection
 from cmx_cm.index import DepQuery, split_tags
@@ -195,3 +197,44 @@ def test_add_deps_recursive_changes_the_scripts_own_deps(tmp_path: Path, cmx_hom
         plan = api.plan(["cm", "app", *([variation] if variation else [])], recipes_dirs=[out])
         cc = next(n for n in plan.nodes if n.recipe.name == "cm.get-cc")
         assert list(cc.variations) == ([wanted] if wanted else [])
+
+
+def _compilers(root: Path) -> None:
+    """get-llvm sorts first; get-gcc is the one a warm CM has in its cache."""
+    for alias, sort in (("get-llvm", 100), ("get-gcc", 500)):
+        write_script(root, alias, f"alias: {alias}\nsort: {sort}\ncache: true\ntags: [get, compiler]\n"
+                                  "new_env_keys: [CM_COMPILER_NAME]\n",
+                     run_sh=f'echo "CM_COMPILER_NAME={alias}" > tmp-run-env.out\n')
+    write_script(root, "flags", "alias: flags\ntags: [flags]\ndeps: [{tags: 'get,compiler'}]\n")
+    write_script(root, "flags-late", """
+        alias: flags-late
+        tags: [flags-late]
+        new_env_keys: [CM_COMPILER_NAME]
+        deps: [{tags: 'get,compiler', skip_if_env: {CM_C_COMPILER_BIN: ['on']}}]
+        """)
+
+
+def test_a_dep_that_matches_several_takes_the_cached_one_as_cm(tmp_path: Path,
+                                                               cmx_cli: Callable[..., Any]) -> None:
+    """CM's rule, planned (``flags``: a plain dep) and at run time (``flags-late``: a dep whose
+    condition reads the env then): the lowest sort while neither is cached, then the cached
+    get-gcc, then the lowest sort again once its entry is gone."""
+    root, out = tmp_path / "c", tmp_path / "out"
+    _compilers(root)
+    result = import_collection(root, out)
+    flags = next(t for t in result.translations if t.name == "cm.flags").recipe
+    assert flags["deps"][0]["cached_alternatives"] == [["cm", "get", "compiler", "get-gcc"]]
+    late = next(t for t in result.translations if t.name == "cm.flags-late").recipe
+    assert late["steps"][0]["with"]["hooks"][0]["targets"] == ["get-llvm", "get-gcc"]
+
+    def compiler() -> tuple[list[str], str]:
+        planned = [n.recipe.name for n in api.plan(["cm", "flags"], recipes_dirs=[out]).nodes]
+        got = outputs(cmx_cli("run", "recipe", "--tags=cm,flags-late", "--recipes", str(out), "--json"))
+        return planned, got["lifecycle"][0]["recipe"]
+
+    assert compiler() == (["cm.get-llvm", "cm.flags"], "get-llvm")
+    assert cmx_cli("cache", "rm", "--recipe", "cm.get-llvm").returncode == 0  # the run-time dep cached it
+    outputs(cmx_cli("run", "recipe", "--tags=cm,get-gcc", "--recipes", str(out), "--json"))
+    assert compiler() == (["cm.get-gcc", "cm.flags"], "get-gcc")
+    assert cmx_cli("cache", "rm", "--recipe", "cm.get-gcc").returncode == 0
+    assert compiler() == (["cm.get-llvm", "cm.flags"], "get-llvm")

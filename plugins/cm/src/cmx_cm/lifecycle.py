@@ -23,6 +23,7 @@ from typing import Any
 from cmx_cm._shim.cmind.utils import merge_dicts
 from cmx_cm.child import run_child
 from cmx_cm.conditions import runtime_decision
+from cmx_cm.index import recipe_name_of
 
 LOCAL_KEYS = ("VERSION", "VERSION_MIN", "VERSION_MAX", "VERSION_MAX_USABLE", "DETECTED_VERSION", "INPUT", "OUTPUT",
               "OUTBASENAME", "OUTDIRNAME", "NAME", "EXTRA_CACHE_TAGS", "TMP_*", "GIT_*", "RENEW_CACHE_ENTRY",
@@ -93,6 +94,22 @@ def run_hooks(kind: str, request: Mapping[str, Any], env: MutableMapping[str, An
                      "append_unique": True})
 
 
+def cached_first(hook: Mapping[str, Any], flavor: str) -> tuple[list[str], str | None]:
+    """The hook's tags and target, or those of the first of its ``cached_alternatives`` whose
+    recipe is in cmx's cache where the one its tags select is not: CM takes a script already in
+    its cache first where a dep matches several, and decides it when the dep's turn comes, as
+    here. The target is None for a hook without alternatives."""
+    options = [list(hook.get("tags") or []), *(list(t) for t in hook.get("cached_alternatives") or [])]
+    targets = [str(t) for t in hook.get("targets") or []]
+    if len(targets) != len(options):
+        return options[0], None
+    from cmx_core.api import cached_recipes  # deferred: the public API's imports, only for a dep with choices
+
+    cached = cached_recipes(recipe_name_of(flavor, t) for t in targets)
+    chosen = next((i for i, t in enumerate(targets) if recipe_name_of(flavor, t) in cached), 0)
+    return options[chosen], targets[chosen]
+
+
 def _run_one(hook: Mapping[str, Any], request: Mapping[str, Any], env: Mapping[str, Any]) -> dict[str, Any]:
     prefix = str(request.get("prefix", "CM"))
     target = hook.get("target") or ",".join(hook.get("tags") or [])
@@ -100,7 +117,8 @@ def _run_one(hook: Mapping[str, Any], request: Mapping[str, Any], env: Mapping[s
     if hook.get("reuse_version"):  # CM's reuse_version: the caller's VERSION* keys are passed down after all
         dep_env.update({k: v for k, v in env.items() if k.startswith(f"{prefix}_VERSION")})
     dep_env.update({k: _fill(str(v), env) for k, v in dict(hook.get("env") or {}).items()})
-    tags = [*(hook.get("tags") or []), *tags_from_env(hook, dep_env, env)]
+    chosen, chosen_target = cached_first(hook, prefix.lower())
+    tags = [*chosen, *tags_from_env(hook, dep_env, env)]
     digest = hashlib.sha256(json.dumps([tags, hook.get("with"), dep_env, request.get("adr") or ""], sort_keys=True,
                                        default=str).encode()).hexdigest()[:12]
     argv = ["run", "recipe", f"--tags={','.join(tags)}"]
@@ -113,6 +131,6 @@ def _run_one(hook: Mapping[str, Any], request: Mapping[str, Any], env: Mapping[s
     what = f"{hook.get('kind')} {hook.get('as')} (tags {','.join(tags)})"
     document = run_child(argv, f"{target}#{digest}", what, request.get("timeout_s"))
     outputs = dict(document["outputs"])
-    outputs["_recipe"] = document.get("recipe") or target
+    outputs["_recipe"] = document.get("recipe") or chosen_target or target
     outputs["_tags"] = ",".join(tags)
     return outputs

@@ -211,7 +211,8 @@ class _Translator:
         if not query.plain and not query.variations:
             self.issue(where, "a dep without tags; it is left out")
             return None
-        target = self.target(query, where)
+        found = self.matches(query, where)
+        target = found[0] if found else None
         prefixed = _mapping(dep.get("update_tags_from_env_with_prefix"))
         hook = kind != "deps" or force_hook or bool(prefixed)
         when: str | None = None
@@ -246,6 +247,11 @@ class _Translator:
             out["_hook"]["reuse_version"] = True
         if with_:
             out["with"] = with_
+        alternatives = self.alternatives(found[1:], query, with_)
+        if alternatives and target is not None:
+            out["cached_alternatives"] = [tags for tags, _ in alternatives]
+            if hook:  # the script runner looks in the cache when the dep's turn comes
+                out["_hook"]["targets"] = [target.alias, *(alias for _, alias in alternatives)]
         for key in sorted(set(dep) - DEP_MAPPED - ({"reuse_version"} if hook else set())):
             self.issue(f"{where}.{key}", "dep option with no cmx equivalent (cmx deps see only their own inputs)")
         return out
@@ -289,26 +295,42 @@ class _Translator:
         else:
             mapped["when"] = f"({mapped['when']}) and {test}" if mapped.get("when") else test
 
-    def target(self, query: DepQuery, where: str) -> IndexEntry | None:
-        """The script CM would select for the dep (None without an index or a match); the
-        exclusion tags are honoured here, as cmx has none."""
+    def matches(self, query: DepQuery, where: str) -> list[IndexEntry]:
+        """The scripts CM would select for the dep, in CM's order (the first is taken in quiet
+        mode; none without an index or a match); the exclusion tags are honoured here, as cmx
+        has none."""
         if self.index is None:
             for tag in (*query.excluded, *query.excluded_variations):
                 self.issue(f"{where}.tags", f"exclusion tag '-{tag}' has no cmx equivalent; it is dropped",
                            "approximated")
-            return None
+            return []
         found = self.index.select(query)
         shown = ",".join([*query.plain, *("_" + v for v in query.variations)])
         if not found:
             self.issue(f"{where}.tags", f"no script of the collection has tags '{shown}' (CM fails the same way); "
                                         "kept, so another recipe path may provide it")
-            return None
-        if len(found) > 1:
+        elif len(found) > 1:
             others = ", ".join(e.alias for e in found[1:6]) + (" ..." if len(found) > 6 else "")
             self.issue(f"{where}.tags", f"'{shown}' matches {len(found)} scripts; pinned to {found[0].alias}, the "
-                                        f"one CM takes in quiet mode (sorted by sort, path; not {others}); CM would "
-                                        "prefer one already in its cache", "approximated")
-        return found[0]
+                                        f"one CM takes in quiet mode (sorted by sort, path; not {others}), unless "
+                                        "another is in cmx's cache (cached_alternatives, as CM prefers a script in "
+                                        "its cache; a cmx cache entry of the recipe counts, whatever its inputs)",
+                       "approximated")
+        return found
+
+    def alternatives(self, others: Sequence[IndexEntry], query: DepQuery,
+                     inputs: Mapping[str, str]) -> list[tuple[list[str], str]]:
+        """(tags, alias) of each of ``others`` (the matches after the one taken) that its alias
+        alone names and whose recipe takes every one of the dep's ``inputs``."""
+        if self.index is None:
+            return []
+        found = []
+        for entry in others:
+            accepted = {*self.index.inputs_of(entry).values(), "cm_adr"}
+            if self.index.pins(entry) and set(inputs) <= accepted:
+                tags = [self.script.flavor, *query.plain, entry.alias, *query.variations]
+                found.append((list(dict.fromkeys(tags)), entry.alias))
+        return found
 
     def dep_env(self, dep: Mapping[str, Any], target: IndexEntry | None, where: str) -> dict[str, str]:
         """A dep's ``env`` as inputs of its target recipe (the env keys that recipe declares)."""
