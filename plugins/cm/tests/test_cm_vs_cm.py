@@ -5,9 +5,10 @@
 CM (``cmind``) is never installed next to cmx (its own ``cmx`` console script would shadow
 ours): it goes into a separate virtual environment, made once and kept under the temp
 directory (``CMX_CM_TEST_VENV`` overrides where), with the versions pinned below. The same
-43 offline cases (22 scripts of the collection and their variations, ``SCRIPTS``) then run
-through ``cm`` in that venv and through ``cmx`` here, on this machine: both must succeed, and
-their ``new_env`` (and ``new_state``) must be equal.
+offline cases (``CASES``: 40 scripts of the collection, some with several variations; ``SCRIPTS``
+lists them by tags) then run through ``cm`` in that venv and through ``cmx`` here, on this
+machine: both must succeed, cmx must run the script named, and their ``new_env`` (and
+``new_state``) must be equal key by key.
 """
 
 from __future__ import annotations
@@ -30,54 +31,96 @@ from cmx_cm.actions import SERVED
 
 CMIND, CMX4MLOPS = "cmind==4.2.0", "cmx4mlops==1.0.1"
 REFERENCE = Path(__file__).parent / "cm_reference.py"
-SCRIPTS = {  # cmx tags -> CM tags
-    "cm,detect,os": "detect,os",
-    "cm,detect,cpu": "detect,cpu",
-    "cm,get,python3": "get,python3",
-    "cm,get,generic-python-lib,pip": "get,generic-python-lib,_pip",
-    # depends on itself with _pip: the self-dep that cmx's resolver plans since 64a0ccc
-    "cm,get,generic-python-lib,package.numpy": "get,generic-python-lib,_package.numpy",
+CASES: dict[str, dict[str, str]] = {  # script alias -> {cmx tags: CM tags}, one entry per case
+    "detect-os": {"cm,detect,os": "detect,os"},
+    "detect-cpu": {"cm,detect,cpu": "detect,cpu"},
+    "get-python3": {
+        "cm,get,python3": "get,python3",
+        "cm,get,python3,custom-path./usr/bin/python3": "get,python3,_custom-path./usr/bin/python3",
+        "cm,get,python3,lto": "get,python3,_lto",
+        "cm,get,python3,shared": "get,python3,_shared",
+        "cm,get,python3,with-ssl": "get,python3,_with-ssl",
+        "cm,get,python3,optimized": "get,python3,_optimized",
+    },
+    "get-generic-python-lib": {
+        "cm,get,generic-python-lib,pip": "get,generic-python-lib,_pip",
+        # depends on itself with _pip: the self-dep that cmx's resolver plans since 64a0ccc
+        "cm,get,generic-python-lib,package.numpy": "get,generic-python-lib,_package.numpy",
+    },
     # post_deps get,compiler-flags, run after the script with its env (its get,compiler dep skipped)
-    "cm,get,gcc": "get,gcc",
-    "cm,get,java": "get,java",
-    "cm,get,openssl": "get,openssl",
-    "cm,get,docker": "get,docker",
-    "cm,print,python-version": "print,python-version",
-    "cm,print,any-text": "print,any-text",
-    "cm,detect,sudo": "detect,sudo",
-    "cm,get,sys-utils-min": "get,sys-utils-min",
+    "get-gcc": {"cm,get,gcc": "get,gcc"},
+    "get-java": {"cm,get,java": "get,java"},
+    "get-openssl": {"cm,get,openssl": "get,openssl"},
+    "get-docker": {"cm,get,docker": "get,docker"},
+    "print-python-version": {"cm,print,python-version": "print,python-version"},
+    "print-any-text": {"cm,print,any-text": "print,any-text"},
+    "detect-sudo": {"cm,detect,sudo": "detect,sudo"},
+    "get-sys-utils-min": {"cm,get,sys-utils-min": "get,sys-utils-min"},
     # found by running the collection's offline scripts through both (2026-12-07)
-    "cm,get-cmake": "get,cmake,get-cmake",
-    "cm,get,javac": "get,javac",
-    "cm,get,terraform": "get,terraform",
-    "cm,get-cuda": "get,cuda",  # the CUDA toolkit's files, no GPU needed
-    "cm,get,cuda,toolkit": "get,cuda,_toolkit",
-    "cm,print-hello-world": "print,hello-world,native-script",
-    "cm,print-hello-world,text.foo": "print,hello-world,native-script,_text.foo",
-    "cm,print-hello-world,skip_print_env": "print,hello-world,native-script,_skip_print_env",
-    "cm,dump,pip,freeze": "dump,pip,freeze",  # new_state only
-    "cm,get,python3,custom-path./usr/bin/python3": "get,python3,_custom-path./usr/bin/python3",
-    "cm,get,python3,lto": "get,python3,_lto",
-    "cm,get,python3,shared": "get,python3,_shared",
-    "cm,get,python3,with-ssl": "get,python3,_with-ssl",
-    "cm,get,python3,optimized": "get,python3,_optimized",
-    "cm,test-cm-scripts": "test,test-scripts",
-    "cm,test-cm-scripts,v1": "test,test-scripts,_v1",
-    "cm,get,imagenet,helper": "get,imagenet,helper",
-    "cm,get,preprocessor,generic": "get,preprocessor,generic",
-    "cm,get,generic-sys-util,cmake": "get,generic-sys-util,_cmake",
-    "cm,get,generic-sys-util,detect,cmake": "get,generic-sys-util,_detect,_cmake",
-    "cm,get,generic-sys-util,libbz2-dev": "get,generic-sys-util,_libbz2-dev",
-    "cm,get,generic-sys-util,libffi7": "get,generic-sys-util,_libffi7",
-    "cm,get,generic-sys-util,liblzma-dev": "get,generic-sys-util,_liblzma-dev",
-    "cm,get,generic-sys-util,libncurses-dev": "get,generic-sys-util,_libncurses-dev",
-    "cm,get,generic-sys-util,libssl-dev": "get,generic-sys-util,_libssl-dev",
-    "cm,get,generic-sys-util,systemd": "get,generic-sys-util,_systemd",
-    "cm,get,generic-sys-util,tk-dev": "get,generic-sys-util,_tk-dev",
-    "cm,get,generic-sys-util,vim-common": "get,generic-sys-util,_vim-common",
-    "cm,get,generic-sys-util,wget": "get,generic-sys-util,_wget",
-    "cm,get,generic-sys-util,xz": "get,generic-sys-util,_xz",
+    "get-cmake": {"cm,get-cmake": "get,cmake,get-cmake"},
+    "get-javac": {"cm,get,javac": "get,javac"},
+    "get-terraform": {"cm,get,terraform": "get,terraform"},
+    "get-cuda": {  # the CUDA toolkit's files, no GPU needed
+        "cm,get-cuda": "get,cuda",
+        "cm,get,cuda,toolkit": "get,cuda,_toolkit",
+    },
+    "print-hello-world": {
+        "cm,print-hello-world": "print,hello-world,native-script",
+        "cm,print-hello-world,text.foo": "print,hello-world,native-script,_text.foo",
+        "cm,print-hello-world,skip_print_env": "print,hello-world,native-script,_skip_print_env",
+    },
+    "dump-pip-freeze": {"cm,dump,pip,freeze": "dump,pip,freeze"},  # new_state only
+    "test-cm-scripts": {
+        "cm,test-cm-scripts": "test,test-scripts",
+        "cm,test-cm-scripts,v1": "test,test-scripts,_v1",
+    },
+    "get-dataset-imagenet-helper": {"cm,get,imagenet,helper": "get,imagenet,helper"},
+    "get-preprocesser-script-generic": {"cm,get,preprocessor,generic": "get,preprocessor,generic"},
+    "get-generic-sys-util": {
+        "cm,get,generic-sys-util,cmake": "get,generic-sys-util,_cmake",
+        "cm,get,generic-sys-util,detect,cmake": "get,generic-sys-util,_detect,_cmake",
+        "cm,get,generic-sys-util,libbz2-dev": "get,generic-sys-util,_libbz2-dev",
+        "cm,get,generic-sys-util,libffi7": "get,generic-sys-util,_libffi7",
+        "cm,get,generic-sys-util,liblzma-dev": "get,generic-sys-util,_liblzma-dev",
+        "cm,get,generic-sys-util,libncurses-dev": "get,generic-sys-util,_libncurses-dev",
+        "cm,get,generic-sys-util,libssl-dev": "get,generic-sys-util,_libssl-dev",
+        "cm,get,generic-sys-util,systemd": "get,generic-sys-util,_systemd",
+        "cm,get,generic-sys-util,tk-dev": "get,generic-sys-util,_tk-dev",
+        "cm,get,generic-sys-util,vim-common": "get,generic-sys-util,_vim-common",
+        "cm,get,generic-sys-util,wget": "get,generic-sys-util,_wget",
+        "cm,get,generic-sys-util,xz": "get,generic-sys-util,_xz",
+    },
+    # issue 48: the collection's other scripts that run offline here, each tried in CM first (2026-12-07)
+    "get-aws-cli": {"cm,get,aws-cli": "get,aws-cli"},
+    "get-lib-qaic-api": {"cm,get-lib-qaic-api": "get,lib-qaic-api"},  # paths into the script's own folder
+    "get-ml-model-using-imagenet-from-model-zoo": {  # no model variation: its env, no download
+        "cm,get-ml-model-using-imagenet-from-model-zoo": "get,ml-model,model-zoo,imagenet",
+    },
+    "print-hello-world-java": {"cm,print-hello-world-java": "print,hello-world,java"},
+    "print-hello-world-javac": {"cm,print-hello-world-javac": "print,hello-world,javac"},  # compiles, then runs
+    "run-python": {"cm,run-python": "run,python"},  # python3 with no command, on an empty stdin
+    "set-venv": {"cm,set-venv": "set,venv"},  # python3 -m venv in the work directory
+    "set-user-limits": {
+        "cm,set-user-limits": "set,user,limits",
+        "cm,set-user-limits,large-nofile": "set,user,limits,_large-nofile",  # ulimit -n 9999
+    },
+    "set-echo-off-win": {"cm,set-echo-off-win": "set,echo,off,win"},  # Windows only: nothing on Linux
+    "get-rclone-config": {"cm,get-rclone-config": "get,rclone-config"},  # no config asked for: no command
+    "install-pip-package-for-cmind-python": {  # no package asked for: nothing installed
+        "cm,install-pip-package-for-cmind-python": "install,pip-package,for-cmind-python",
+    },
+    "save-mlperf-inference-implementation-state": {  # no implementation state: nothing saved
+        "cm,save-mlperf-inference-implementation-state": "save,mlperf,inference,implementation,state",
+    },
+    "fail": {"cm,fail": "fail,filter"},  # fails only on Windows when asked to
+    "test-dummy": {"cm,test,dummy": "test,dummy"},
+    "test-cm-core": {"cm,test-cm-core": "test,cm,core"},
+    "test-cm-script-pipeline": {"cm,test,cm-script,pipeline": "test,cm-script,pipeline"},  # 3 run-time deps
+    "test-deps-conditions": {"cm,test,deps,conditions": "test,deps,conditions"},  # enable_if/skip_if deps
+    "test-deps-conditions2": {"cm,test,deps,conditions2": "test,deps,conditions2"},
 }
+SCRIPTS = {cmx: cm for cases in CASES.values() for cmx, cm in cases.items()}  # cmx tags -> CM tags
+SCRIPT_OF = {cmx: alias for alias, cases in CASES.items() for cmx in cases}  # cmx tags -> the script run
 RUN = "detect-os,detect-cpu,get-python3,get-generic-python-lib:_pip,get-generic-python-lib:_package.numpy"
 
 
@@ -132,8 +175,9 @@ def cm_run(venv: Path, tags: str, tmp: Path, repos: Path | None = None) -> dict[
         shutil.copytree(repos, tmp / "cm-repos", symlinks=True)
     out = tmp / f"cm-{re.sub(r'[^A-Za-z0-9_.-]', '_', tags)}.json"
     env = {**os.environ, "CM_REPOS": str(tmp / "cm-repos")}  # CM's own 'local' repo is cm-repos/repos/local
+    # stdin closed, as cmx closes it for a script: run-python with no command reads its program there
     subprocess.run([str(venv / "bin" / "python"), str(REFERENCE), tags, str(out)], cwd=tmp, env=env,
-                   capture_output=True, timeout=600, check=False)
+                   stdin=subprocess.DEVNULL, capture_output=True, timeout=600, check=False)
     document: dict[str, Any] = json.loads(out.read_text())
     assert "error" not in document, document
     return document
@@ -157,21 +201,31 @@ def imported(cm_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 VOLATILE = {"CM_HOST_DISK_CAPACITY": re.compile(r"^\d+(\.\d+)?[KMGTPE]?$")}
 
 
-# scripts that declare no new_env, in CM as in cmx
-EMPTY = {"cm,print,any-text", "cm,get,sys-utils-min", "cm,print,python-version"}
+# scripts that declare no new_env (or leave what they declare unset), in CM as in cmx: the case
+# compares that both succeed and both return nothing
+EMPTY = {"print-any-text", "get-sys-utils-min", "print-python-version", "print-hello-world-java",
+         "print-hello-world-javac", "run-python", "set-venv", "set-user-limits", "set-echo-off-win",
+         "get-rclone-config", "install-pip-package-for-cmind-python", "save-mlperf-inference-implementation-state",
+         "fail", "test-dummy", "test-cm-core", "test-cm-script-pipeline", "test-deps-conditions",
+         "test-deps-conditions2"}
 
 
 @pytest.mark.parametrize("tags", list(SCRIPTS))
 def test_same_outputs_as_cm(tags: str, cm_venv: Path, cm_repos: Path, imported: Path, tmp_path: Path,
                             cmx_cli: Callable[..., Any]) -> None:
     reference = cm_run(cm_venv, SCRIPTS[tags], tmp_path, cm_repos)
-    got = outputs(cmx_cli("run", "recipe", f"--tags={tags}", "--recipes", str(imported), "--json", cwd=tmp_path))
+    proc = cmx_cli("run", "recipe", f"--tags={tags}", "--recipes", str(imported), "--json", cwd=tmp_path)
+    got = outputs(proc)
+    assert json.loads(proc.stdout)["software"]["recipe"]["name"] == f"cm.{SCRIPT_OF[tags]}"
     for key, form in VOLATILE.items():
         if key in reference["new_env"] or key in got["new_env"]:
             assert form.match(reference["new_env"].pop(key)) and form.match(got["new_env"].pop(key)), key
     assert got["new_env"] == reference["new_env"]
     assert got["new_state"] == reference["new_state"]
-    assert got["new_env"] or got["new_state"] or tags in EMPTY, "the comparison must not be between two empty results"
+    if SCRIPT_OF[tags] in EMPTY:
+        assert not got["new_env"] and not got["new_state"], "a script listed as returning nothing returned something"
+    else:
+        assert got["new_env"] or got["new_state"], "the comparison must not be between two empty results"
 
 
 def test_coverage_report_over_cmx4mlops(cm_venv: Path, tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
@@ -394,5 +448,12 @@ def test_a_preprocess_that_names_another_script_runs_it_instead_as_in_cm(cm_venv
 
 def test_the_docs_count_the_cases_compared_with_cm() -> None:
     doc = (Path(__file__).resolve().parents[3] / "docs" / "cm-bridge.md").read_text()
-    assert f"* {len(SCRIPTS)} offline cases" in doc and f"all {len(SCRIPTS)} succeeding" in doc
-    assert len(SCRIPTS) >= 40  # issue 48: at least 40 compared key by key
+    bullet = doc.split(f"* {len(SCRIPTS)} offline cases ({len(CASES)} scripts, with their variations)", 1)
+    assert len(bullet) == 2, "the bullet must state the cases and the distinct scripts compared"
+    bullet_text = bullet[1].split("\n* ", 1)[0]
+    assert f"all {len(SCRIPTS)} succeeding" in bullet_text
+    returning = len(CASES) - len(EMPTY)
+    assert f"{returning} of the {len(CASES)} scripts return" in bullet_text
+    assert all(f"`{alias}`" in bullet_text for alias in CASES), [a for a in CASES if f"`{a}`" not in bullet_text]
+    assert sum(len(cases) for cases in CASES.values()) == len(SCRIPTS) and EMPTY.issubset(CASES)  # no tags twice
+    assert len(CASES) >= 40  # issue 48: at least 40 distinct scripts of the collection compared key by key
