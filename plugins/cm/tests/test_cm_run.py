@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -141,3 +143,34 @@ def test_versions_set_env_and_deps_of_the_version_asked_for(cmx_cli: Cli, tmp_pa
     assert two["new_env"] == {"CM_V_URL": "two", "CM_V_SEEN": "two", "CM_HELPER": "ran"}
     issues = json.loads((out / "report.json").read_text())["issues"]
     assert any(i["key"] == "versions.2.0.adr" and i["kind"] == "unmapped" for i in issues)
+
+
+LEFT_BEHIND = """
+import os, subprocess, sys
+import psutil
+run = subprocess.Popen(sys.argv[1:], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       text=True)
+err = run.communicate()[1]
+left = []
+for process in psutil.process_iter(["name", "status"]):
+    try:
+        if os.getpgid(process.pid) == run.pid:
+            left.append(f"{process.info['name']} ({process.info['status']})")
+    except (ProcessLookupError, psutil.Error):
+        pass
+print(run.returncode, left, err[-300:] if run.returncode else "")
+"""
+
+
+def test_a_run_leaves_no_process_of_its_group_behind(cmx_cli: Cli, collection: Path, tmp_path: Path) -> None:
+    """Every process cmx and the script runner started is waited for before cmx exits: none of
+    its process group is left, not even a zombie (the runner's ``os.popen`` of ``getconf``
+    was one, reparented to init after cmx had gone)."""
+    out = tmp_path / "recipes"
+    _import(cmx_cli, collection, out)
+    cmx = [sys.executable, "-m", "cmx_core", "run", "recipe", "--tags=cm,demo,tool", "--recipes", str(out), "--json"]
+    probe = [sys.executable, "-c", LEFT_BEHIND, *cmx]
+    for _ in range(3):
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=600, check=True,
+                              env={**os.environ, "CMX_HOME": str(tmp_path / "home")})
+        assert done.stdout.strip().startswith("0 []"), done.stdout

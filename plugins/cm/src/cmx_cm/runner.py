@@ -22,6 +22,7 @@ import os
 import platform
 import re
 import struct
+import subprocess
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
@@ -51,9 +52,10 @@ def os_info() -> dict[str, Any]:
     """CM's ``os_info`` for a Linux/macOS host (the fields scripts read)."""
     name = "darwin" if platform.system().lower().startswith("darwin") else "linux"
     bits = str(8 * struct.calcsize("P"))
-    try:
-        bits = os.popen("getconf LONG_BIT 2>/dev/null").read().strip() or bits
-    except OSError:
+    try:  # waited for, with no shell: os.popen's child was left unreaped, a zombie that outlived cmx
+        done = subprocess.run(["getconf", "LONG_BIT"], capture_output=True, text=True, timeout=30, check=False)
+        bits = done.stdout.strip() or bits
+    except (OSError, subprocess.TimeoutExpired):
         pass
     return {"platform": name, "bat_ext": ".sh", "set_env": 'export ${key}="${value}"', "env_separator": ":",
             "env_var": "${env_var}", "bits": bits, "python_bits": str(8 * struct.calcsize("P")),
