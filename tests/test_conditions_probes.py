@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -155,3 +157,26 @@ def test_only_a_run_with_metrics_holds_its_window_open(metrics: bool, held: floa
     assert conditions_section(window, ExecutionOutcome(nodes=(node,), root_outputs={}, started=0.0,  # type: ignore[arg-type]
                                                        finished=0.01)) is not None
     assert window.asked == [held]
+
+
+NO_DRIVER_PROBE = """
+import sys
+from pathlib import Path
+from cmx_core.conditions.gpu import gpus
+read = gpus(Path("/"))
+print(read.value, "|", read.why, "|", "pynvml" in sys.modules)
+"""
+
+
+def test_the_live_gpu_read_without_a_driver_is_unknown_and_loads_no_nvml() -> None:
+    """No /proc/driver/nvidia and no /dev/nvidiactl: unknown, saying so, and pynvml is never
+    imported (the run's conditions record pays nothing for a GPU that is not there)."""
+    from cmx_core.telemetry.reading import NVIDIA_DRIVER
+
+    if any(Path(p).exists() for p in NVIDIA_DRIVER):
+        pytest.skip("this machine has the NVIDIA driver: the read goes to NVML (test_a_throttling_machine "
+                    "covers the recorded form)")
+    done = subprocess.run([sys.executable, "-c", NO_DRIVER_PROBE], capture_output=True, text=True, timeout=120,
+                          check=True)
+    value, why, loaded = (part.strip() for part in done.stdout.split("|"))
+    assert value == "None" and why.startswith("NVML: no NVIDIA driver on this machine") and loaded == "False"

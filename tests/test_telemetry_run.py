@@ -109,7 +109,7 @@ def test_what_cannot_be_read_is_said_once_and_never_faked(cli: Callable[..., Any
     assert len(gpu_lines) == (0 if has_gpu else 1)  # said once, for the whole run
     if not has_gpu:  # no series and no summary invented for what is not there
         assert not any(k.startswith("gpu_") for k in tele["metrics"])
-    from cmx_core.telemetry.devices import NVIDIA_DRIVER
+    from cmx_core.telemetry.reading import NVIDIA_DRIVER
 
     if not any(Path(p).exists() for p in NVIDIA_DRIVER):  # no driver: NVML is not even imported
         assert gpu_lines[0].startswith("GPU: NVML: no NVIDIA driver on this machine")

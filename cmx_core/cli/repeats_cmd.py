@@ -11,7 +11,6 @@ from typing import Any
 
 from cmx_core.errors import UsageError
 from cmx_core.results.grid import fit_text, width_for
-from cmx_core.results.repeats import repeat_stats
 from cmx_core.results.summary import run_summary, wrapped
 
 
@@ -32,6 +31,8 @@ def run_repeats(args: argparse.Namespace, first: Any, again: Callable[[], Any]) 
         results.append(again())
         _show(args, results[-1], index)
     documents = [r.document for r in results]
+    from cmx_core.results.repeats import repeat_stats  # deferred: start-up: statistics, for --runs 2 or more
+
     stats = repeat_stats(documents)
     warnings = [w for w in (s.warning() for s in stats) if w]
     if args.json:

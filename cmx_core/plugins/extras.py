@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterator
-from importlib import metadata
 from typing import Any
 
 from cmx_core.errors import UsageError
@@ -27,6 +26,8 @@ class MissingExtra(UsageError):
 def missing_requirements(distribution: str, extra: str) -> list[str]:
     """The requirements of ``distribution[extra]`` that are absent or outside their range; a
     distribution that is not installed or lacks the extra is a UsageError."""
+    from importlib import metadata  # deferred: a plan whose steps need no extra never reads metadata
+
     from packaging.requirements import Requirement  # deferred: packaging only when this runs (33 modules)
 
     try:
@@ -54,6 +55,8 @@ def missing_requirements(distribution: str, extra: str) -> list[str]:
 
 def extra_requirements(distribution: str, extra: str) -> list[str]:
     """The requirements ``distribution[extra]`` adds, as written (``optuna>=5``)."""
+    from importlib import metadata  # deferred: as in missing_requirements
+
     from packaging.requirements import Requirement  # deferred: packaging only when this runs (33 modules)
 
     found = []
@@ -120,6 +123,8 @@ def missing_module_hint(distribution: str, module: str) -> str:
     'module'``: ``"; it comes with the extra 'llm': cmx plugins install 'cmx-mlperf[llm]'"``
     when one of the distribution's extras requires the distribution providing ``module``,
     else "". Never raises (it runs on an error path)."""
+    from importlib import metadata  # deferred: an error path only
+
     # deferred: packaging only when this runs (33 modules)
     from packaging.requirements import InvalidRequirement, Requirement
 

@@ -20,7 +20,6 @@ import sys
 import time
 import traceback
 from collections.abc import Iterable
-from importlib import metadata
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pluggy
@@ -186,6 +185,8 @@ def _discover() -> list[EntrySpec]:
 
 
 def _scan_entry_points() -> list[EntrySpec]:
+    from importlib import metadata  # deferred: start-up: the discovery cache answers a warm start (email, zipfile)
+
     found = []
     for entry in sorted(metadata.entry_points(group=GROUP), key=lambda e: e.name):
         dist = entry.dist

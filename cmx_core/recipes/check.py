@@ -9,9 +9,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from cmx_core.errors import RecipeError, UsageError
 from cmx_core.recipes.expr import ExpressionError, compile_expression
 from cmx_core.recipes.model import (
@@ -385,6 +382,8 @@ def _jinja_parser() -> Any:
 
 
 def _check_version(c: _Checker, value: Any) -> None:
+    from packaging.version import InvalidVersion, Version  # deferred: a scan-cached recipe is not checked
+
     try:
         Version(str(value))
     except InvalidVersion:
@@ -393,6 +392,8 @@ def _check_version(c: _Checker, value: Any) -> None:
 
 
 def _check_specifier(c: _Checker, text: Any, kp: tuple[str | int, ...]) -> None:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet  # deferred: as in _check_version
+
     try:
         SpecifierSet(str(text))
     except InvalidSpecifier:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -149,6 +148,8 @@ def tree(name: str, commit: str) -> Path:
         archive = staging / "tree.tar"
         git(["archive", "--format=tar", "-o", str(archive), commit], git_dir=clone)
         # every run opens the repo store, only a first checkout unpacks an archive
+        import tarfile  # deferred: as tarsafe below
+
         # deferred: the sandbox package that holds tarsafe costs ~14 ms to import
         from cmx_core.sandbox.tarsafe import data_filter, extract_all
 

@@ -24,12 +24,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING, Any
 
 from cmx_core.errors import UsageError
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
 
 MISSING = object()
 OPERATOR_START = "<>=!~"
@@ -80,6 +81,8 @@ def parse_comparison(text: str, where: str) -> Comparison:
             numeric = tuple(NumericClause(m.group(1), float(m.group(2))) for m in clauses if m)
         except ValueError:
             numeric = None
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet  # deferred: only a recipe with requires:
+
     try:
         specifiers: SpecifierSet | None = SpecifierSet(text)
     except InvalidSpecifier:
@@ -97,6 +100,8 @@ def as_version(value: Any) -> Version | None:
     match = _VERSION_LEAD.match(str(value))
     if not match:
         return None
+    from packaging.version import InvalidVersion, Version  # deferred: as in parse_comparison
+
     try:
         return Version(match.group(1))
     except InvalidVersion:
@@ -110,6 +115,8 @@ def _plain_holds(have: Any, wanted: Any) -> bool:
         return float(have) == float(wanted)
     text = str(wanted).strip()
     if isinstance(have, str) and _DOTTED.match(text) and "." in text:
+        from packaging.specifiers import SpecifierSet  # deferred: as in parse_comparison
+
         version = as_version(have)
         return version is not None and SpecifierSet(f"=={text}.*").contains(version, prereleases=True)
     return False

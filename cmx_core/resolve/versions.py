@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from cmx_core.errors import ResolveError, UsageError
 from cmx_core.recipes.model import Recipe
 
 if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
     from cmx_core.resolve.decision import Decision
 
 Accepted = list[tuple[Recipe, dict[str, Any]]]
@@ -26,6 +26,8 @@ Accepted = list[tuple[Recipe, dict[str, Any]]]
 
 def specifiers(text: str, where: str) -> SpecifierSet:
     """The constraint as a specifier set; a one-line error naming the key otherwise."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet  # deferred: only a dep with a version: range
+
     try:
         return SpecifierSet(text)
     except InvalidSpecifier:
@@ -35,6 +37,8 @@ def specifiers(text: str, where: str) -> SpecifierSet:
 
 def parsed(recipe: Recipe) -> Version | None:
     """The recipe's version, or None when it is not a PEP 440 version."""
+    from packaging.version import InvalidVersion, Version  # deferred: as in specifiers
+
     try:
         return Version(str(recipe.version))
     except InvalidVersion:

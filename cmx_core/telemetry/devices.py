@@ -9,14 +9,20 @@ energy series (the sampler does not estimate one).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from cmx_core.telemetry.amd import open_amd
 from cmx_core.telemetry.probes import Point
 from cmx_core.telemetry.rapl import RaplSource
-from cmx_core.telemetry.reading import THROTTLING, PowerSource, Reading, Unavailable, one_line
+from cmx_core.telemetry.reading import (
+    THROTTLING,
+    PowerSource,
+    Reading,
+    Unavailable,
+    one_line,
+    require_nvidia_driver,
+)
 
 MIB = 1024 * 1024
 
@@ -77,12 +83,8 @@ class DeviceProbe:
         self.source.close()
 
 
-NVIDIA_DRIVER = ("/proc/driver/nvidia", "/dev/nvidiactl")
-
-
 def _nvml() -> PowerSource:
-    if not any(os.path.exists(path) for path in NVIDIA_DRIVER):  # no driver: skip importing pynvml
-        raise Unavailable(f"NVML: no NVIDIA driver on this machine ({' and '.join(NVIDIA_DRIVER)} are absent)")
+    require_nvidia_driver()
     from cmx_core.telemetry.nvml import NvmlSource  # deferred: start-up: 4 modules not needed to start cmx
 
     return NvmlSource()

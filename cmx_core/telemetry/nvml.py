@@ -13,7 +13,13 @@ from __future__ import annotations
 import ctypes
 from typing import Any, Protocol
 
-from cmx_core.telemetry.reading import THROTTLING, Reading, Unavailable, one_line  # noqa: F401 - re-exported
+from cmx_core.telemetry.reading import (  # noqa: F401 - re-exported
+    THROTTLING,
+    Reading,
+    Unavailable,
+    one_line,
+    require_nvidia_driver,
+)
 
 MIB = 1024 * 1024
 #: The run sampler's extra calls: temperature (sensor 0, the GPU core) and throttle reasons.
@@ -53,6 +59,7 @@ class LiveNvml:
     """The real library. Raises :class:`Unavailable` when pynvml or the driver is missing."""
 
     def __init__(self) -> None:
+        require_nvidia_driver()
         try:
             import pynvml  # deferred: optional pynvml, only when this runs
         except ImportError as err:

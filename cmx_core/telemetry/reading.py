@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -9,6 +10,17 @@ from typing import Protocol
 class Unavailable(Exception):
     """A power source cannot be used on this machine; the message is one line naming the
     source and why (``NVML: pynvml is not importable``)."""
+
+
+NVIDIA_DRIVER = ("/proc/driver/nvidia", "/dev/nvidiactl")
+"""What the NVIDIA kernel driver makes: without either, NVML has no GPU to see."""
+
+
+def require_nvidia_driver() -> None:
+    """Unavailable where the NVIDIA driver is absent, before pynvml is imported (12 ms of
+    every run's start on a machine without a GPU, for an nvmlInit that would fail)."""
+    if not any(os.path.exists(path) for path in NVIDIA_DRIVER):
+        raise Unavailable(f"NVML: no NVIDIA driver on this machine ({' and '.join(NVIDIA_DRIVER)} are absent)")
 
 
 THROTTLING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80

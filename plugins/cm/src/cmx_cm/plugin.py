@@ -2,8 +2,8 @@
 and, when ``CMX_CM_PATH`` names collections, their live translation as a recipe source; a
 CM/MLC repository added with ``cmx repo add`` is translated the same way (``cmx_repo_recipes``).
 
-Importing this module loads the collection translator (``cmx_repo_recipes`` needs it); the
-step and the CLI are imported when used.
+Importing this module loads the step's parameters; the collection translator and the CLI are
+imported when used (a run of a recipe that is not CM's never loads them).
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from cmx_cm.cm_cli import configure, run
-from cmx_cm.collection import live_paths, repo_recipe_dirs
 from cmx_cm.hooks_view import conditional_deps
 from cmx_cm.step import PARAMS, run_script, still_valid
 from cmx_core.api import Capabilities, Command, StepContext, StepOutput, StepType, cache_dir, hookimpl
@@ -51,11 +49,13 @@ def cmx_register_commands(register: Callable[[Command], None]) -> None:
 
 
 def _configure_cm(parser: Any) -> None:
+    from cmx_cm.cm_cli import configure  # deferred: start-up: the translator, for 'cmx cm' only
 
     configure(parser)
 
 
 def _run_cm(args: Any) -> int:
+    from cmx_cm.cm_cli import run  # deferred: start-up: as in _configure_cm
 
     return run(args)
 
@@ -78,10 +78,14 @@ def cmx_recipe_paths() -> list[Path]:
     value = os.environ.get("CMX_CM_PATH", "")
     if not value.strip():
         return []
+    from cmx_cm.collection import live_paths  # deferred: start-up: the translator, when CMX_CM_PATH is set
+
     return live_paths(value, cache_dir())
 
 
 @hookimpl
 def cmx_repo_recipes(tree: Path) -> list[Path] | None:
     """A CM/MLC repository added with ``cmx repo add``: its translation (docs/repos.md)."""
+    from cmx_cm.collection import repo_recipe_dirs  # deferred: start-up: the translator, for an added repo
+
     return repo_recipe_dirs(tree, cache_dir())
