@@ -83,18 +83,25 @@ class ScriptIndex:
         for entry in self.entries:
             counts.update({*entry.tags, entry.alias, *(v.removesuffix(".#") for v in entry.variations)})
         self._counts = counts
-        self.passed: dict[str, set[str]] = {}  # alias -> env keys its dependents pass it
-        for entry in self.entries:
-            for tags, keys in entry.dep_env:
-                found = self.select(split_tags(tags))
-                if found:
-                    self.passed.setdefault(found[0].alias, set()).update(keys)
-
+        self._passed: dict[str, set[str]] | None = None
         self.adr: dict[str, dict[str, str]] = {}  # dep name -> change id -> the change (JSON), collection-wide
         for entry in self.entries:
             for name, change in entry.adr:
                 self.adr.setdefault(name, {})[change_id(change)] = change
         self._adr_reach: dict[str, bool] = {}
+
+    @property
+    def passed(self) -> dict[str, set[str]]:
+        """alias -> the env keys its dependents pass it; worked out on first use, since
+        ``cmx cm run script`` only selects (a select per dep of every script)."""
+        if self._passed is None:
+            self._passed = {}
+            for entry in self.entries:
+                for tags, keys in entry.dep_env:
+                    found = self.select(split_tags(tags))
+                    if found:
+                        self._passed.setdefault(found[0].alias, set()).update(keys)
+        return self._passed
 
     def recursive_changes(self, name: str) -> list[tuple[str, dict[str, Any]]]:
         """Every change some script's variation makes through ``adr`` to deps named ``name``
