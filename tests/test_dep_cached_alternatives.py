@@ -92,3 +92,20 @@ def test_cached_alternatives_that_are_not_tag_lists_are_refused_with_the_key(
     assert done.code == 2
     assert len(done.err_lines) == 1 and "cached_alternatives" in done.err and "bad.yaml" in done.err
     assert "Traceback" not in done.err
+
+
+def test_a_lock_replays_the_alternative_it_ran_whatever_the_cache_holds_now(
+        cli: Callable[..., Any], recipes: Callable[[str, str], Path], cmx_home: Path) -> None:
+    """``cmx run --lock`` takes the dep the lock holds: gcc, cached when the run was made and
+    gone from the cache since, is taken again (not llvm, which would be drift)."""
+    for name, text in COMPILERS.items():
+        recipes(name, text)
+    directory = recipes.dir  # type: ignore[attr-defined]
+    assert cli("run", "--tags=compiler,gcc", "--recipes", str(directory), "--json").code == 0
+    assert json.loads(cli("run", "--tags=flags", "--recipes", str(directory), "--json").out)["outputs"]["used"] == "gcc"
+    lock = next(cmx_home.glob("data/runs/*-flags-*/lock.json"))
+    assert cli("cache", "rm", "--recipe", "gcc").code == 0
+    assert _explained(cli, directory)[0] == "llvm"  # a new plan takes the tags' own choice
+    replayed = cli("run", "--lock", str(lock), "--json")
+    assert replayed.code == 0, replayed.err
+    assert json.loads(replayed.out)["outputs"]["used"] == "gcc"

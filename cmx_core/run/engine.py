@@ -36,7 +36,7 @@ from cmx_core.providers.types import ExecutorSettings, RunError
 from cmx_core.recipes.model import Recipe, split_tags
 from cmx_core.recipes.template import TemplateError
 from cmx_core.resolve.decision import Decision
-from cmx_core.resolve.resolver import Resolution, Resolver
+from cmx_core.resolve.resolver import CachedLookup, Resolution, Resolver
 from cmx_core.results.document import build_document
 from cmx_core.results.store import ResultStore
 from cmx_core.run import checkpoints, inflight
@@ -141,10 +141,13 @@ def plan_view(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None
     return view(the_plan, session.facts, chosen.name, execution, session.registry.steps)
 
 
-def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, session: Session) -> Plan:
+def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, session: Session,
+                  cached: CachedLookup | None = None) -> Plan:
+    """The checked plan; ``cached`` answers for a dep's ``cached_alternatives`` (default: the
+    session's cache)."""
     query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
     resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step,
-                        no_match_hint=_missing_plugin_hint, cached=session.cache.cached_recipes)
+                        no_match_hint=_missing_plugin_hint, cached=cached or session.cache.cached_recipes)
     try:
         resolution = resolver.resolve(query.tags, query.inputs)
     except CmxError as exc:
@@ -464,8 +467,11 @@ def _executor(session: Session, the_plan: Plan, name: str | None) -> Executor:
 def replay(locked: Lock, lock_path: Path, session: Session,
            allow_drift: Sequence[str] = ()) -> Plan:
     """Resolve a lockfile's (already read) query; a ResolveError if anything differs
-    (beyond the ``allow_drift`` classes)."""
-    the_plan = _resolve_plan(locked.query.tags, locked.query.inputs, session)
+    (beyond the ``allow_drift`` classes). A dep with ``cached_alternatives`` takes the recipe
+    the lock holds, not what the cache holds today: the lock says what ran."""
+    locked_recipes = frozenset(node.recipe for node in locked.nodes if node.recipe)
+    the_plan = _resolve_plan(locked.query.tags, locked.query.inputs, session,
+                             cached=lambda names: [name for name in names if name in locked_recipes])
     check_drift(locked, lock_document(the_plan, _plugins(session.registry, the_plan), _repos(session)), lock_path,
                 allow=allow_drift)
     return the_plan
