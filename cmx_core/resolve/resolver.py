@@ -460,7 +460,7 @@ class Resolver:
         names: dict[tuple[str, ...], str] = {}
         for tags in options:
             with suppress(ResolveError):
-                names[tags] = self._select(tags, Decision(tags, None))[0].name
+                names[tags] = self._select(tags, Decision(tags, None), dep.version)[0].name
         cached = self.cached(names.values()) if self.cached is not None and names else frozenset()
         chosen = next((tags for tags in options if names.get(tags) in cached), dep.tags)
         others = ", ".join(names.get(t, f"{','.join(t)} (no one recipe)") for t in options if t != chosen)
