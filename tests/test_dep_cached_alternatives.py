@@ -109,3 +109,24 @@ def test_a_lock_replays_the_alternative_it_ran_whatever_the_cache_holds_now(
     replayed = cli("run", "--lock", str(lock), "--json")
     assert replayed.code == 0, replayed.err
     assert json.loads(replayed.out)["outputs"]["used"] == "gcc"
+
+
+def test_an_alternative_is_looked_up_with_the_deps_version_range(cli: Callable[..., Any],
+                                                                  recipes: Callable[[str, str], Path]) -> None:
+    """Two gcc recipes match ``compiler,gcc``; the dep's ``version: '>=12'`` picks gcc-12, as
+    for the dep itself, so the cached gcc-12 is taken rather than passed over as ambiguous."""
+    for name, version in (("llvm", "15"), ("gcc-11", "11"), ("gcc-12", "12")):
+        recipes(name, f"""
+            name: {name}
+            version: "{version}"
+            tags: [{', '.join(dict.fromkeys(['compiler', name.split('-')[0], name]))}]
+            summary: a compiler
+            outputs: [name]
+            steps:
+              - {{uses: shell, with: {{cmd: [sh, -c, 'echo name={name}'], parse: kv}}}}
+        """)
+    recipes("flags", COMPILERS["flags"].replace("as: compiler,", "as: compiler, version: '>=12',"))
+    directory = recipes.dir  # type: ignore[attr-defined]
+    assert cli("run", "--tags=gcc-12", "--recipes", str(directory), "--json").code == 0
+    node, why = _explained(cli, directory)
+    assert node == "gcc-12", why
