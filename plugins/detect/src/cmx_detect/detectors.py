@@ -16,9 +16,7 @@ from typing import Any
 
 from cmx_core.api import cache_dir
 from cmx_core.errors import CmxError, UsageError
-from cmx_detect.containers import detect_container_engines
 from cmx_detect.convert import to_data
-from cmx_detect.cuda import detect_cuda
 from cmx_detect.fingerprints import (
     fp_containers,
     fp_cpu,
@@ -31,8 +29,6 @@ from cmx_detect.fingerprints import (
 )
 from cmx_detect.models import detect, hub_cache, tree_stamp
 from cmx_detect.source import LiveSource, Source
-from cmx_detect.system import detect_cpu, detect_memory, detect_os, detect_python
-from cmx_detect.torchinfo import detect_torch
 
 DAY_S = 86400.0
 
@@ -50,22 +46,32 @@ class Spec:
 # -- detect functions (imported lazily: importing the plugin must stay cheap) ----------------
 
 def _os(src: Source) -> Any:
+    from cmx_detect.system import detect_os  # deferred: start-up: a warm run only checks fingerprints
+
     return detect_os(src)
 
 
 def _cpu(src: Source) -> Any:
+    from cmx_detect.system import detect_cpu  # deferred: as in _os
+
     return detect_cpu(src)
 
 
 def _memory(src: Source) -> Any:
+    from cmx_detect.system import detect_memory  # deferred: as in _os
+
     return detect_memory(src)
 
 
 def _python(src: Source) -> Any:
+    from cmx_detect.system import detect_python  # deferred: as in _os
+
     return detect_python(src)
 
 
 def _cuda(src: Source) -> Any:
+    from cmx_detect.cuda import detect_cuda  # deferred: as in _os
+
     return detect_cuda(src)
 
 
@@ -85,10 +91,14 @@ def _accelerator(src: Source) -> Any:
 
 
 def _torch(src: Source) -> Any:
+    from cmx_detect.torchinfo import detect_torch  # deferred: as in _os
+
     return detect_torch(src)
 
 
 def _containers(src: Source) -> Any:
+    from cmx_detect.containers import detect_container_engines  # deferred: as in _os (the facts' dataclasses)
+
     return detect_container_engines(src)
 
 

@@ -12,7 +12,6 @@ from cmx_core.api import Command, Detector, hookimpl, register_template_function
 from cmx_detect.detectors import SPECS
 from cmx_detect.live import bound
 from cmx_detect.models import detected_model
-from cmx_detect.tags import check_tag
 
 PLUGIN = "cmx-detect"
 
@@ -35,6 +34,8 @@ def cmx_register_detectors(register: Callable[[Detector], None]) -> None:
 
 def _check_accelerator(value: Any, where: str) -> None:
     """``requires: {accelerator: TAG}`` must name a known tag (see the README's table)."""
+    from cmx_detect.tags import check_tag  # deferred: start-up: the tag table, for a recipe that requires one
+
     check_tag(str(value), where)
 
 
