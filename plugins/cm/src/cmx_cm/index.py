@@ -23,6 +23,12 @@ TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 INPUT_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
+def input_name(env_key: str) -> str | None:
+    """The recipe input an env key becomes (``CM_GIT_DEPTH`` -> ``cm_git_depth``), or None."""
+    name = env_key.lower()
+    return name if INPUT_RE.match(name) else None
+
+
 def recipe_name_of(flavor: str, alias: str) -> str:
     """``cm.detect-os``: a script's recipe name, prefixed so an imported script never shadows a cmx recipe."""
     clean = re.sub(r"[^a-z0-9._-]+", "-", alias.lower()).strip("-._") or "script"

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from cmx_cm._shim.cmind.utils import compare_versions
+from cmx_cm.index import input_name
 from cmx_cm.meta import load_script, script_stamp
-from cmx_cm.translate import input_name
 from cmx_core.api import StepContext, StepFailed, StepOutput
 
 PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME", "SHELL", "TERM", "VIRTUAL_ENV")

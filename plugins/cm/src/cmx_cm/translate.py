@@ -25,6 +25,7 @@ from cmx_cm.index import (
     IndexEntry,
     ScriptIndex,
     change_id,
+    input_name,
     recipe_name_of,
     split_tags,
 )
@@ -86,11 +87,6 @@ class Translation:
 def recipe_name(script: ScriptMeta) -> str:
     """``cm.detect-os``: prefixed, so an imported script never shadows a cmx recipe."""
     return recipe_name_of(script.flavor, script.alias)
-
-
-def input_name(env_key: str) -> str | None:
-    name = env_key.lower()
-    return name if INPUT_RE.match(name) else None
 
 
 def _tags(value: Any) -> list[str]:
