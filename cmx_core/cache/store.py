@@ -249,15 +249,20 @@ class Cache:
                 removed += 1
         return removed
 
-    def cached_recipes(self, recipes: Iterable[str]) -> dict[str, float]:
-        """Of ``recipes``, those with an entry that is neither corrupt, changed nor expired:
-        recipe -> when its newest such entry was made (what CM calls a cached script)."""
-        wanted, now = set(recipes), time.time()
+    def valid_recipes(self) -> dict[str, float]:
+        """Every recipe with an entry that is neither corrupt, changed nor expired: recipe ->
+        when its newest such entry was made (what CM calls a cached script)."""
+        now = time.time()
         found: dict[str, float] = {}
         for entry in self.entries():
-            if entry.recipe in wanted and not _stale(entry, now):
+            if not _stale(entry, now):
                 found[entry.recipe] = max(found.get(entry.recipe, 0.0), entry.created)
         return found
+
+    def cached_recipes(self, recipes: Iterable[str]) -> dict[str, float]:
+        """Of ``recipes``, those :meth:`valid_recipes` has."""
+        wanted = set(recipes)
+        return {recipe: made for recipe, made in self.valid_recipes().items() if recipe in wanted}
 
     def previous_for(self, recipe: str) -> CacheEntry | None:
         """The newest entry of ``recipe`` (for explaining a miss)."""

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -141,13 +141,26 @@ def plan_view(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None
     return view(the_plan, session.facts, chosen.name, execution, session.registry.steps)
 
 
+def read_once(cache: Cache) -> CachedLookup:
+    """The cache lookup a resolver is handed: the cache's valid entries are read on the first
+    dep with ``cached_alternatives`` and kept for the rest of the plan (never for a plan without)."""
+    valid: list[dict[str, float]] = []
+
+    def lookup(names: Collection[str]) -> list[str]:
+        if not valid:
+            valid.append(cache.valid_recipes())
+        return [name for name in names if name in valid[0]]
+
+    return lookup
+
+
 def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, session: Session,
                   cached: CachedLookup | None = None) -> Plan:
     """The checked plan; ``cached`` answers for a dep's ``cached_alternatives`` (default: the
     session's cache)."""
     query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
     resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step,
-                        no_match_hint=_missing_plugin_hint, cached=cached or session.cache.cached_recipes)
+                        no_match_hint=_missing_plugin_hint, cached=cached or read_once(session.cache))
     try:
         resolution = resolver.resolve(query.tags, query.inputs)
     except CmxError as exc:
@@ -229,7 +242,7 @@ def explain(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None, 
     session = open_session(recipes_dirs, facts_file)
     query = PlanQuery(_tags(tags), dict(inputs or {}), session.recipes_dirs)
     resolver = Resolver(session.catalog, session.facts, step_lookup=session.registry.step,
-                        no_match_hint=_missing_plugin_hint, every_candidate=True, cached=session.cache.cached_recipes)
+                        no_match_hint=_missing_plugin_hint, every_candidate=True, cached=read_once(session.cache))
     try:
         result = _build(resolver.resolve(query.tags, query.inputs), query, session)
     except CmxError as exc:

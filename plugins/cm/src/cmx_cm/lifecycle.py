@@ -129,7 +129,7 @@ def _run_one(hook: Mapping[str, Any], request: Mapping[str, Any], env: Mapping[s
     if request.get("adr") and hook.get("target"):  # a script of the collection: CM hands adr down to it
         argv.append(f"--cm_adr={request['adr']}")
     what = f"{hook.get('kind')} {hook.get('as')} (tags {','.join(tags)})"
-    document = run_child(argv, f"{target}#{digest}", what, request.get("timeout_s"))
+    document = run_child(argv, f"{chosen_target or target}#{digest}", what, request.get("timeout_s"))
     outputs = dict(document["outputs"])
     outputs["_recipe"] = document.get("recipe") or chosen_target or target
     outputs["_tags"] = ",".join(tags)
