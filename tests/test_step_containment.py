@@ -209,3 +209,31 @@ def test_a_hundred_kills_at_random_moments_leave_no_survivor_and_no_unrecorded_r
     for run_dir in left:
         document = json.loads((run_dir / "result.json").read_text())
         assert document["run_id"] in recorded, run_dir
+
+
+@needs_cgroup
+def test_a_sweep_tells_a_live_makers_group_from_a_dead_one_with_the_same_pid() -> None:
+    """PIDs wrap (32768 here): a group left by an earlier process with this process's PID is
+    the dead one's, and goes; this process's own group stays. The sweep that went by the PID
+    alone removed a live run's new group under its step (a CI run's sweep point failed with
+    '.../cmx-sandbox-1580-0: No such file or directory')."""
+    from cmx_core.sandbox.cgroups import remove_group_dir, start_ticks
+    from cmx_core.sandbox.step_group import sweep_dead
+
+    group = open_group()
+    assert group is not None
+    parent, me = group.path.parent, os.getpid()
+    assert group.path.name.startswith(f"cmx-sandbox-{me}-{start_ticks(me)}-")
+    earlier = parent / f"cmx-sandbox-{me}-{(start_ticks(me) or 1) - 1}-0"  # the same PID, started before
+    older_cmx = parent / f"cmx-sandbox-{me}-999999"  # an older cmx's name: the PID alone says
+    for made in (earlier, older_cmx):
+        made.mkdir()
+    try:
+        sweep_dead(parent)
+        assert group.path.is_dir() and older_cmx.is_dir()
+        assert not earlier.exists()
+    finally:
+        for made in (earlier, older_cmx):
+            if made.exists():
+                remove_group_dir(made)
+        group.close()

@@ -23,7 +23,6 @@ falls back (``watchdog.py``).
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import signal
 import time
@@ -32,11 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmx_core.errors import UsageError
-from cmx_core.sandbox.cgroups import remove_group_dir
+from cmx_core.sandbox.cgroups import group_name, remove_group_dir
 
 MOUNTINFO = Path("/proc/self/mountinfo")
 OWN = Path("/proc/self/cgroup")
-_COUNTER = itertools.count()
 
 CONTROLLER_OF = {"memory": "memory", "pids": "pids", "cpuset": "cpuset", "cpuacct": "cpu"}
 """The v1 names callers ask for -> the v2 controller behind them (``cpuacct``'s CPU time is
@@ -177,7 +175,7 @@ class V2Groups:
                 _write(parent / "cgroup.subtree_control", f"+{controller}")
             except OSError:  # busy parent (processes in it) or not delegated: do without
                 need.discard(controller)
-        target = parent / f"cmx-sandbox-{os.getpid()}-{next(_COUNTER)}"
+        target = parent / group_name()
         try:
             target.mkdir()
         except OSError:

@@ -19,6 +19,29 @@ ROOT = Path("/sys/fs/cgroup")
 _COUNTER = itertools.count()
 
 
+def group_name() -> str:
+    """A new step group's name, ``cmx-sandbox-PID-START-N``. START, the process's start time in
+    clock ticks since boot, tells it from an earlier process that had the same PID: PIDs wrap
+    (at 32768 on many machines), and a sweep that went by the PID alone took a live process's
+    new group for a dead one's leftover and removed it under the step."""
+    pid = os.getpid()
+    return f"cmx-sandbox-{pid}-{start_ticks(pid) or 0}-{next(_COUNTER)}"
+
+
+def start_ticks(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since boot (``/proc/PID/stat`` field 22);
+    None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2:].split()  # after the command name, which may hold spaces
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
 def _own_paths() -> dict[str, str]:
     """Controller name -> this process's group path, from ``/proc/self/cgroup``."""
     found: dict[str, str] = {}
@@ -72,7 +95,7 @@ class RunGroups:
         if os.geteuid() != 0:
             return groups
         own = _own_paths()
-        name = f"cmx-sandbox-{os.getpid()}-{next(_COUNTER)}"
+        name = group_name()
         for controller in wanted:
             base = ROOT / controller
             if controller not in own or not (base / "cgroup.procs").exists():

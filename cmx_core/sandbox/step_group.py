@@ -34,7 +34,7 @@ from pathlib import Path
 import psutil
 
 from cmx_core.sandbox.cgroup2 import V2Groups, parent_group
-from cmx_core.sandbox.cgroups import RunGroups, own_group_dir, remove_group_dir
+from cmx_core.sandbox.cgroups import RunGroups, own_group_dir, remove_group_dir, start_ticks
 
 Groups = RunGroups | V2Groups
 
@@ -45,7 +45,9 @@ JOIN = '{ echo $$ > "$0"; } 2>/dev/null; exec "$@"'
 _BY_PID: dict[int, StepGroup] = {}
 _LOCK = threading.Lock()
 _SWEPT: set[Path] = set()
-_NAME = re.compile(r"cmx-sandbox-(\d+)-\d+")
+_NAME = re.compile(r"cmx-sandbox-(\d+)(?:-(\d+))?-\d+")
+"""A step group's name: its maker's PID, the maker's start time (a group an older cmx made has
+none) and a count (:func:`~cmx_core.sandbox.cgroups.group_name`)."""
 KILL_BOUND_S = 5.0
 """How long a group's processes are killed for until it is empty (a process in uninterruptible
 sleep dies when it wakes; its group is then removed by a later sweep)."""
@@ -188,13 +190,21 @@ def sweep_dead(parent: Path) -> list[int]:
     killed: list[int] = []
     for entry in entries:
         found = _NAME.fullmatch(entry.name)
-        if found is None or not entry.is_dir() or psutil.pid_exists(int(found.group(1))):
+        if found is None or not entry.is_dir() or _maker_alive(int(found.group(1)), found.group(2)):
             continue
         if not all(_same_pid_namespace(pid) for pid in _pids_below(entry)):
             continue
         killed += kill_group_tree(entry, bound_s=1.0)
         _remove_tree(entry)
     return killed
+
+
+def _maker_alive(pid: int, start: str | None) -> bool:
+    """Whether the process that made a group still runs: its PID, started when the name says
+    (a later process with the same PID is another; an older cmx's name has no start time)."""
+    if start is None:
+        return bool(psutil.pid_exists(pid))
+    return start_ticks(pid) == int(start)
 
 
 def _same_pid_namespace(pid: int) -> bool:
