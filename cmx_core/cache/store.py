@@ -259,11 +259,6 @@ class Cache:
                 found[entry.recipe] = max(found.get(entry.recipe, 0.0), entry.created)
         return found
 
-    def cached_recipes(self, recipes: Iterable[str]) -> dict[str, float]:
-        """Of ``recipes``, those :meth:`valid_recipes` has."""
-        wanted = set(recipes)
-        return {recipe: made for recipe, made in self.valid_recipes().items() if recipe in wanted}
-
     def previous_for(self, recipe: str) -> CacheEntry | None:
         """The newest entry of ``recipe`` (for explaining a miss)."""
         same = [e for e in self.entries() if e.recipe == recipe]
@@ -279,8 +274,10 @@ def _stale(entry: CacheEntry, now: float) -> bool:
 
 
 def cached_recipes(recipes: Iterable[str], root: Path | None = None) -> dict[str, float]:
-    """:meth:`Cache.cached_recipes` of the cache at ``root`` (default: cmx's own)."""
-    return Cache(root).cached_recipes(recipes)
+    """Of ``recipes``, those :meth:`Cache.valid_recipes` of the cache at ``root`` (default:
+    cmx's own) has: recipe -> when its newest valid entry was made."""
+    wanted = set(recipes)
+    return {recipe: made for recipe, made in Cache(root).valid_recipes().items() if recipe in wanted}
 
 
 def _rmtree(path: Path, ignore_errors: bool = True) -> None:

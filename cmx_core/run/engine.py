@@ -8,11 +8,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -144,14 +145,8 @@ def plan_view(tags: str | Sequence[str], inputs: Mapping[str, Any] | None = None
 def read_once(cache: Cache) -> CachedLookup:
     """The cache lookup a resolver is handed: the cache's valid entries are read on the first
     dep with ``cached_alternatives`` and kept for the rest of the plan (never for a plan without)."""
-    valid: list[dict[str, float]] = []
-
-    def lookup(names: Collection[str]) -> list[str]:
-        if not valid:
-            valid.append(cache.valid_recipes())
-        return [name for name in names if name in valid[0]]
-
-    return lookup
+    valid = functools.cache(cache.valid_recipes)
+    return lambda names: [name for name in names if name in valid()]
 
 
 def _resolve_plan(tags: str | Sequence[str], inputs: Mapping[str, Any] | None, session: Session,

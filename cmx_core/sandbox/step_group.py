@@ -202,10 +202,9 @@ def sweep_dead(parent: Path) -> list[int]:
 def _maker_alive(pid: int, start: str | None) -> bool:
     """Whether the process that made a group still runs: its PID, started when the name says
     (a later process with the same PID is another; an older cmx's name has no start time)."""
-    ticks = start_ticks(pid) if start is not None else None
-    if start is None or ticks is None:  # an older cmx's name, or /proc/PID unreadable (hidepid): the PID alone
-        return bool(psutil.pid_exists(pid))
-    return ticks == int(start)
+    if start is not None and (ticks := start_ticks(pid)) is not None:
+        return ticks == int(start)
+    return bool(psutil.pid_exists(pid))  # an older cmx's name, or /proc/PID unreadable (hidepid): the PID alone
 
 
 def _same_pid_namespace(pid: int) -> bool:

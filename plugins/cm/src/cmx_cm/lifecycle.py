@@ -105,8 +105,9 @@ def cached_first(hook: Mapping[str, Any], flavor: str) -> tuple[list[str], str |
         return options[0], None
     from cmx_core.api import cached_recipes  # deferred: the public API's imports, only for a dep with choices
 
-    cached = cached_recipes(recipe_name_of(flavor, t) for t in targets)
-    chosen = next((i for i, t in enumerate(targets) if recipe_name_of(flavor, t) in cached), 0)
+    recipes = [recipe_name_of(flavor, target) for target in targets]
+    cached = cached_recipes(recipes)
+    chosen = next((i for i, recipe in enumerate(recipes) if recipe in cached), 0)
     return options[chosen], targets[chosen]
 
 
