@@ -138,7 +138,7 @@ def test_live_path_retranslates_when_the_index_changes(tmp_path: Path) -> None:
     again = import_collection(root, out, reuse=True)
     assert again.reused == 0  # the selection data changed: every dep is chosen anew
     stamps = json.loads((out / "stamps.json").read_text())
-    assert stamps["format"] == 2 and stamps["index"]
+    assert stamps["format"] == 3 and stamps["index"]
     user = (out / "cm.user.yaml").read_text()
     assert "- get-gcc\n  as: compiler" in user
 

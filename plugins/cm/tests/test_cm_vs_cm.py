@@ -166,15 +166,18 @@ def cm_repos(cm_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repos
 
 
-def cm_run(venv: Path, tags: str, tmp: Path, repos: Path | None = None) -> dict[str, Any]:
+def cm_run(venv: Path, tags: str, tmp: Path, repos: Path | None = None,
+           env: dict[str, str] | None = None) -> dict[str, Any]:
     """CM's outputs for ``tags``, run in ``tmp`` with its repos in ``tmp/cm-repos`` (a copy of
-    ``repos`` when given and the test has not made its own)."""
+    ``repos`` when given and the test has not made its own); ``env`` is CM's ``env`` input
+    (``--env.KEY=VALUE`` on its command line)."""
     if repos is not None and not (tmp / "cm-repos").exists():
         shutil.copytree(repos, tmp / "cm-repos", symlinks=True)
     out = tmp / f"cm-{re.sub(r'[^A-Za-z0-9_.-]', '_', tags)}.json"
-    env = {**os.environ, "CM_REPOS": str(tmp / "cm-repos")}  # CM's own 'local' repo is cm-repos/repos/local
+    process_env = {**os.environ, "CM_REPOS": str(tmp / "cm-repos")}  # CM's own 'local' repo is cm-repos/repos/local
     # stdin closed, as cmx closes it for a script: run-python with no command reads its program there
-    subprocess.run([str(venv / "bin" / "python"), str(REFERENCE), tags, str(out)], cwd=tmp, env=env,
+    subprocess.run([str(venv / "bin" / "python"), str(REFERENCE), tags, str(out), json.dumps(env or {})], cwd=tmp,
+                   env=process_env,
                    stdin=subprocess.DEVNULL, capture_output=True, timeout=600, check=False)
     document: dict[str, Any] = json.loads(out.read_text())
     assert "error" not in document, document
@@ -455,3 +458,61 @@ def test_the_docs_count_the_cases_compared_with_cm() -> None:
     assert all(f"`{alias}`" in bullet_text for alias in CASES), [a for a in CASES if f"`{a}`" not in bullet_text]
     assert sum(len(cases) for cases in CASES.values()) == len(SCRIPTS) and EMPTY.issubset(CASES)  # no tags twice
     assert len(CASES) >= 40  # issue 48: at least 40 distinct scripts of the collection compared key by key
+
+
+
+ENVP_KEYS = ("META", "VAR", "DEFAULT", "GROUP", "FREE")
+
+
+def _precedence_collection(root: Path) -> None:
+    """envp-leaf sets a key in its own ``env``, one in variation ``v``'s ``env``, one in its
+    ``default_env``, one in ``d``'s ``env`` (the default of group ``g``; ``e`` is the other);
+    each caller hands it all five (and one it never sets) in a dep's ``env``: envp-top as a
+    planned dep with ``_v``, envp-top-e with ``_v,_e``, envp-late as a post dep (run time)."""
+    echo = " ".join(f"CM_ENVP_SEEN_{k}=${{CM_ENVP_{k}:-unset}}" for k in ENVP_KEYS)
+    write_script(root, "envp-leaf", f"alias: envp-leaf\n{SCRIPT_HEAD.format(uid='f6' * 8)}tags: [envpleaf]\n"
+                                    "new_env_keys: [CM_ENVP_SEEN_*]\nenv: {CM_ENVP_META: meta}\n"
+                                    "default_env: {CM_ENVP_DEFAULT: default}\n"
+                                    "variations:\n  v: {env: {CM_ENVP_VAR: variation}}\n"
+                                    "  d: {group: g, default: true, env: {CM_ENVP_GROUP: d}}\n  e: {group: g}\n",
+                 run_sh=f'for kv in {echo}; do echo "$kv"; done > tmp-run-env.out\n')
+    dep_env = "{" + ", ".join(f"CM_ENVP_{k}: caller" for k in ENVP_KEYS) + "}"
+    for n, (alias, kind, tags) in enumerate((("envp-top", "deps", "envpleaf,_v"),
+                                             ("envp-top-e", "deps", "envpleaf,_v,_e"),
+                                             ("envp-late", "post_deps", "envpleaf,_v"))):
+        head = f"alias: {alias}\n{SCRIPT_HEAD.format(uid=f'a{n}' * 8)}tags: [{alias.replace('-', '')}]\n"
+        write_script(root, alias, f"{head}new_env_keys: [CM_ENVP_SEEN_*]\n"
+                                  f"{kind}:\n  - {{tags: '{tags}', env: {dep_env}}}\n")
+
+
+@pytest.mark.parametrize("alias", ["envp-top", "envp-top-e", "envp-late"])
+def test_a_callers_env_yields_to_the_scripts_own_env_as_in_cm(alias: str, cm_venv: Path, tmp_path: Path,
+                                                              cmx_cli: Callable[..., Any]) -> None:
+    """CM sets a script's own ``env`` and its selected variations' ``env`` (a group's default
+    included) over the env its caller passes; only ``default_env`` keys and undeclared ones
+    take the caller's value. The same through a planned dep and a run-time one."""
+    root = tmp_path / "cm-repos" / "repos" / "local" / "script"
+    _precedence_collection(root)
+    reference = cm_run(cm_venv, alias.replace("-", ""), tmp_path)
+    out = tmp_path / "recipes"
+    assert cmx_cli("import", "cm", str(root), "--out", str(out)).returncode == 0
+    got = outputs(cmx_cli("run", "recipe", f"--tags=cm,{alias}", "--recipes", str(out), "--json", cwd=tmp_path))
+    assert got["new_env"] == reference["new_env"]
+    group = "caller" if alias == "envp-top-e" else "d"
+    assert got["new_env"] == {"CM_ENVP_SEEN_META": "meta", "CM_ENVP_SEEN_VAR": "variation", "CM_ENVP_SEEN_GROUP": group,
+                              "CM_ENVP_SEEN_DEFAULT": "caller", "CM_ENVP_SEEN_FREE": "caller"}
+
+
+def test_the_users_env_yields_to_the_scripts_own_env_as_in_cm(cm_venv: Path, tmp_path: Path,
+                                                              cmx_cli: Callable[..., Any]) -> None:
+    """``--env.KEY=VALUE`` on CM's command line (``cmx cm run script``) is a caller's env too."""
+    root = tmp_path / "cm-repos" / "repos" / "local" / "script"
+    _precedence_collection(root)
+    env = {f"CM_ENVP_{k}": "user" for k in ENVP_KEYS}
+    reference = cm_run(cm_venv, "envpleaf,_v", tmp_path, env=env)
+    out = tmp_path / "recipes"
+    assert cmx_cli("import", "cm", str(root), "--out", str(out)).returncode == 0
+    got = outputs(cmx_cli("cm", "run", "script", "--tags=envpleaf,_v", "--recipes", str(out), "--json",
+                          *(f"--env.{k}={v}" for k, v in env.items()), cwd=tmp_path))
+    assert got["new_env"] == reference["new_env"]
+    assert got["new_env"]["CM_ENVP_SEEN_META"] == "meta" and got["new_env"]["CM_ENVP_SEEN_FREE"] == "user"

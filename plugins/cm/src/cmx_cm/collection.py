@@ -27,7 +27,7 @@ from cmx_core.errors import CmxError, UsageError
 
 STAMPS = "stamps.json"
 REPORT = "report.json"
-STAMP_FORMAT = 2
+STAMP_FORMAT = 3  # 3: index entries say which env keys a script sets over its caller's
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,21 @@ class IndexEntry:
     dep_env: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()  # (dep tags, env keys it passes), all deps
     dep_names: tuple[str, ...] = ()  # the names of its deps of every kind (what an adr change addresses)
     adr: tuple[tuple[str, str], ...] = ()  # (dep name, the change as canonical JSON) of its variations' adr
+    forced_env: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = ()
+    """(variation, its group, whether it is a default, the keys its ``env`` sets) of each grouped
+    variation or one with an ``env``; variation "" is the script itself (its own ``env``)."""
+
+    def forced_keys(self, variations: Sequence[str]) -> set[str]:
+        """The env keys CM sets over whatever a caller passes, when the caller selects
+        ``variations``: the script's own ``env`` and the ``env`` of each selected variation (a
+        group's default when the caller names none of that group). Only ``default_env`` keys
+        and undeclared ones take the caller's value."""
+        named_groups = {group for name, group, _, _ in self.forced_env if name in variations and group}
+        keys: set[str] = set()
+        for name, group, default, names in self.forced_env:
+            if name == "" or name in variations or (default and group and group not in named_groups):
+                keys.update(names)
+        return keys
 
     def has_variation(self, tag: str) -> bool:
         """CM's test: the name itself, or a parametric ``stem.#`` whose stem starts it."""
@@ -67,7 +82,9 @@ class IndexEntry:
                           deps=tuple(tuple(d) for d in data.get("deps", ())),
                           dep_env=tuple((tuple(t), tuple(k)) for t, k in data.get("dep_env", ())),
                           dep_names=tuple(data.get("dep_names", ())),
-                          adr=tuple((str(n), str(c)) for n, c in data.get("adr", ())))
+                          adr=tuple((str(n), str(c)) for n, c in data.get("adr", ())),
+                          forced_env=tuple((str(v), str(g), bool(d), tuple(str(k) for k in keys))
+                                           for v, g, d, keys in data.get("forced_env", ())))
 
 
 @dataclass(frozen=True)

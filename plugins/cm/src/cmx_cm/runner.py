@@ -122,6 +122,7 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
     common = {"script_tags": request.get("tags", []), "variation_tags": request.get("variations", [])}
     lifecycle: list[dict[str, Any]] = []
     run_hooks("deps", request, env, state, lifecycle)
+    start_env, start_state = copy.deepcopy(env), copy.deepcopy(state)
     skip = False
     if customize is not None and hasattr(customize, "preprocess"):
         try:
@@ -149,9 +150,41 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
         raise RuntimeError(f"detected version {version} does not meet the requested constraints {wanted}")
     if not skip:
         run_hooks("post_deps", request, env, state, lifecycle)
-    return {"ok": True, "new_env": select(env, request["new_env_keys"]),
-            "new_state": select(state, request["new_state_keys"]), "version": version or None,
-            "lifecycle": lifecycle}
+    new_env, new_state = select(env, request["new_env_keys"]), select(state, request["new_state_keys"])
+    result = {"ok": True, "new_env": new_env, "new_state": new_state, "version": version or None,
+              "lifecycle": lifecycle, "dependent_path": str(env.get(f"{prefix}_GET_DEPENDENT_CACHED_PATH") or "")}
+    if (directory / "validate_cache.sh").is_file():
+        result["validate_cache"] = {"env": {**start_env, **new_env}, "state": {**start_state, **new_state},
+                                    "version": cached_version(env, prefix), "tags": common["script_tags"],
+                                    "variations": common["variation_tags"]}
+    return result
+
+
+def cached_version(env: Mapping[str, Any], prefix: str) -> str:
+    """The version MLC records with a cache entry: the detected one, else the version key."""
+    return str(env.get(f"{prefix}_DETECTED_VERSION") or env.get(f"{prefix}_VERSION") or "")
+
+
+def validate(request: Mapping[str, Any]) -> dict[str, Any]:
+    """MLC's check of a cache entry: ``validate_cache.sh`` run in a fresh directory with the
+    entry's env, then customize.py's ``detect_version``; the version it finds, if any."""
+    directory, work_dir, prefix = Path(request["script_dir"]), Path(request["work_dir"]), request["prefix"]
+    env: dict[str, Any] = copy.deepcopy(dict(request["env"]))
+    state: dict[str, Any] = copy.deepcopy(dict(request["state"]))
+    env.update({f"{prefix}_TMP_CURRENT_SCRIPT_PATH": str(directory),
+                f"{prefix}_TMP_CURRENT_SCRIPT_WORK_PATH": str(work_dir),
+                f"{prefix}_TMP_CURRENT_PATH": str(work_dir), f"{prefix}_QUIET": "yes"})
+    customize = load_customize(directory)
+    auto = Automation(directory=directory, work_dir=work_dir, prefix=prefix, os_info=os_info(),
+                      meta=request["meta"], customize=customize, base_env=dict(os.environ),
+                      timeout_s=request.get("timeout_s"))
+    run_native(ScriptPlace(directory, work_dir, auto.base_env, request.get("timeout_s")), "validate_cache", env, state)
+    version = ""
+    if customize is not None and hasattr(customize, "detect_version"):
+        common = {"script_tags": request.get("tags", []), "variation_tags": request.get("variations", [])}
+        found = _check(customize.detect_version({**auto.common_input(env, state), **common}), "detect_version")
+        version = str(found.get("version", "") or "")
+    return {"ok": True, "version": version or None}
 
 
 def _instead(script: dict[str, Any], env: dict[str, Any], lifecycle: list[dict[str, Any]]) -> dict[str, Any]:
@@ -167,7 +200,9 @@ def _instead(script: dict[str, Any], env: dict[str, Any], lifecycle: list[dict[s
 
 
 def main(argv: Sequence[str]) -> int:
-    request_path, result_path = Path(argv[0]), Path(argv[1])
+    """``REQUEST RESULT`` runs the script; ``--validate REQUEST RESULT`` checks a cache entry."""
+    checking = argv[:1] == ["--validate"]
+    request_path, result_path = Path(argv[checking]), Path(argv[checking + 1])
     for stream in (sys.stdout, sys.stderr):  # a print reaches the log before run.sh writes there, as in CM
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(line_buffering=True)
@@ -180,7 +215,7 @@ def main(argv: Sequence[str]) -> int:
     actions.use(actions.Context(Path(recipe_dir) if recipe_dir else None, str(request.get("prefix") or "CM"),
                                 request.get("timeout_s")))
     try:
-        result = run(request)
+        result = validate(request) if checking else run(request)
     except (Prompted, RuntimeError, OSError, KeyError, ValueError, TypeError, AttributeError, ImportError) as exc:
         print(traceback.format_exc(), file=sys.stderr)  # the step log keeps the script's traceback
         result = {"ok": False, "error": " ".join(f"{type(exc).__name__}: {exc}".split())[:500]}

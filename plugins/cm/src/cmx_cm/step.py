@@ -15,6 +15,7 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ PARAMS: dict[str, str] = {
     "local_env_keys": "the script's local_env_keys (not passed down to its run-time deps)",
     "variation_state": "variation -> the state it sets (a variation's state:)",
     "not_exact": "the metadata keys not carried exactly (key, kind, reason): said on stderr when the script runs",
+    "forced_env": "variation ('' for the script) -> the env keys its env sets over a caller's cm_env, as CM does",
     "adr_marks": "variation -> the |NAME:ID| marks of its add_deps_recursive, handed down with cm_adr",
     "combinations": "the combination variations (parts, env, default_env, keys, script_name), applied when all "
                     "their parts are selected",
@@ -83,6 +85,14 @@ def cm_env(text: Any) -> dict[str, Any]:
     return {str(k): v if isinstance(v, list) else str(v) for k, v in value.items()}
 
 
+def forced_keys(ctx: StepContext) -> set[str]:
+    """The env keys a caller's ``cm_env`` cannot change, as in CM: those the script's own
+    ``env``, its selected variations' and its combinations' ``env`` set."""
+    forced = dict(ctx.params.get("forced_env") or {})
+    keys = {str(k) for name in ("", *ctx.variations) for k in forced.get(name) or ()}
+    return keys | {str(k) for combo in combinations(ctx) for k in dict(combo.get("env") or {})}
+
+
 def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
     """The env and state a script starts with: its inputs, then its deps' results on top."""
     env: dict[str, Any] = {}
@@ -96,7 +106,8 @@ def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
         env.update(dict(combo.get("env") or {}))
         for key, value in dict(combo.get("default_env") or {}).items():
             env.setdefault(str(key), value)
-    env.update(cm_env(ctx.inputs.get("cm_env")))
+    forced = forced_keys(ctx)
+    env.update({key: value for key, value in cm_env(ctx.inputs.get("cm_env")).items() if key not in forced})
     _clamp_default_version(env, env_prefix(ctx), str(ctx.params.get("default_version") or ""))
     state: dict[str, Any] = {}
     for variation, values in dict(ctx.params.get("variation_state") or {}).items():
@@ -236,7 +247,12 @@ def outputs_of(ctx: StepContext, result: Mapping[str, Any]) -> dict[str, Any]:
                            "version": result.get("version"), "lifecycle": list(result.get("lifecycle") or []),
                            "not_exact": _plain(list(ctx.params.get("not_exact") or [])),
                            "script": {"dir": str(ctx.params["script_dir"]),
-                                      "stamp": script_stamp(Path(str(ctx.params["script_dir"])))}}
+                                      "stamp": script_stamp(Path(str(ctx.params["script_dir"]))),
+                                      "prefix": env_prefix(ctx), "timeout_s": ctx.params.get("timeout_s")}}
+    if result.get("dependent_path"):
+        out["script"]["dependent_path"] = str(result["dependent_path"])
+    if result.get("validate_cache"):
+        out["script"]["validate_cache"] = dict(result["validate_cache"])
     for key, value in new_env.items():
         name = input_name(key)
         if name and name not in out:
@@ -245,11 +261,40 @@ def outputs_of(ctx: StepContext, result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def still_valid(outputs: Mapping[str, Any]) -> bool:
-    """A cache hit is good while the script's files are unchanged and the file the script
-    said it depends on (``*_GET_DEPENDENT_CACHED_PATH``, CM's stale-detection key) exists."""
+    """A cache hit is good while the script's files are unchanged, the file the script said
+    it depends on (``*_GET_DEPENDENT_CACHED_PATH``, CM's and MLC's stale-detection key, in
+    its new_env or its whole env) exists, and MLC's ``validate_cache.sh`` finds the version
+    recorded."""
     script = outputs.get("script") or {}
     directory = Path(str(script.get("dir", "")))
     if not directory.is_dir() or script_stamp(directory) != script.get("stamp"):
         return False
     new_env = outputs.get("new_env") or {}
-    return all(os.path.exists(str(v)) for k, v in new_env.items() if k.endswith("_GET_DEPENDENT_CACHED_PATH") and v)
+    dependent = [str(v) for k, v in new_env.items() if k.endswith("_GET_DEPENDENT_CACHED_PATH") and v]
+    dependent += [str(script["dependent_path"])] if script.get("dependent_path") else []
+    if not all(os.path.exists(path) for path in dependent):
+        return False
+    check = script.get("validate_cache")
+    return True if not check else version_holds(directory, str(script.get("prefix") or "MLC"), _plain(check),
+                                                script.get("timeout_s"))
+
+
+def version_holds(directory: Path, prefix: str, check: Mapping[str, Any], timeout_s: Any) -> bool:
+    """MLC's ``validate_cache.sh`` check: run it with the entry's env, and the entry is stale
+    when customize.py's ``detect_version`` then finds a version other than the one recorded.
+    As in MLC, a check that fails or finds no version keeps the entry."""
+    with tempfile.TemporaryDirectory(prefix="cmx-cm-validate-") as work:
+        req_path, res_path = Path(work) / "cm-request.json", Path(work) / "cm-result.json"
+        req_path.write_text(json.dumps({**check, "script_dir": str(directory), "work_dir": work, "prefix": prefix,
+                                        "meta": _plain(load_script(directory).data),
+                                        "timeout_s": float(timeout_s) if timeout_s else None}))
+        env = {k: v for k, v in os.environ.items() if k in PASSED_ENV or k.startswith("CMX_")}
+        subprocess.run([sys.executable, "-I", "-m", "cmx_cm.runner", "--validate", str(req_path), str(res_path)],
+                       cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False)
+        try:
+            found = json.loads(res_path.read_text())
+        except (OSError, ValueError):
+            return True
+    detected, recorded = str(found.get("version") or ""), str(check.get("version") or "")
+    return not (found.get("ok") and detected and recorded and detected != recorded)

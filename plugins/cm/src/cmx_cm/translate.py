@@ -236,7 +236,7 @@ class _Translator:
             out["_hook"]["env"] = {str(k): str(v) for k, v in _mapping(dep.get("env")).items()
                                    if isinstance(v, (str, int, float, bool))}
         else:
-            with_.update(self.dep_env(dep, target, where))
+            with_.update(self.dep_env(dep, target, where, query.variations))
             if target is not None and self.index is not None and self.index.passes_adr(target):
                 with_["cm_adr"] = self.adr_template()
         if hook and dep.get("reuse_version"):  # CM hands the caller's version constraints down
@@ -328,11 +328,17 @@ class _Translator:
                 found.append((list(dict.fromkeys(tags)), entry.alias))
         return found
 
-    def dep_env(self, dep: Mapping[str, Any], target: IndexEntry | None, where: str) -> dict[str, str]:
-        """A dep's ``env`` as inputs of its target recipe (the env keys that recipe declares)."""
+    def dep_env(self, dep: Mapping[str, Any], target: IndexEntry | None, where: str,
+                variations: Sequence[str]) -> dict[str, str]:
+        """A dep's ``env`` as inputs of its target recipe (the env keys that recipe declares).
+        A key the target's own ``env`` or a variation it runs with sets is dropped: CM sets
+        those over what the caller passes."""
         out: dict[str, str] = {}
+        forced = target.forced_keys(variations) if target is not None else set()
         for key, value in _mapping(dep.get("env")).items():
             name = self.index.inputs_of(target).get(str(key)) if target is not None and self.index else None
+            if str(key) in forced:
+                continue
             if not isinstance(value, (str, int, float, bool)) or "<<<" in str(value):
                 self.issue(f"{where}.env.{key}", "a value filled in from the parent's env at run time (or not a "
                                                  "scalar); left out")
@@ -698,7 +704,8 @@ def _outputs(new_env_keys: Sequence[str]) -> dict[str, Any]:
                     "type": "object"},
         "new_state": {"description": "the state keys the script declares (new_state_keys)", "type": "object"},
         "version": {"description": "the version customize.py detected, or null", "type": "string"},
-        "script": {"description": "the script directory and a stat stamp of its files (revalidates the cache)",
+        "script": {"description": "the script directory and a stat stamp of its files, the path the script said "
+                                  "it depends on, and what MLC's validate_cache.sh is run with (revalidate the cache)",
                    "type": "object"},
         "not_exact": {"description": "the script's metadata keys this recipe does not carry exactly (key, kind: "
                                      "unmapped or approximated, reason), as in the import report",
@@ -719,12 +726,12 @@ def index_entry(script: ScriptMeta) -> IndexEntry:
     t = _Translator(script)
     t.collect_env()
     sort = script.data.get("sort", 0)
+    changes = tuple(sorted({c for v in _adr_changes(script.data).values() for c in v}))
     return IndexEntry(alias=script.alias, tags=tuple(_tags(script.data.get("tags"))),
                       variations=tuple(str(v) for v in _mapping(script.data.get("variations"))),
                       sort=sort if isinstance(sort, int) else 0, path=str(script.directory),
                       deps=_static_dep_tags(script.data), dep_env=_dep_env_keys(script.data),
-                      dep_names=_dep_names(script.data), adr=tuple(sorted({c for v in _adr_changes(script.data).values()
-                                                                            for c in v})),
+                      dep_names=_dep_names(script.data), forced_env=_forced_env(script.data), adr=changes,
                       env_inputs={k: v for k, v in t.env_inputs.items()} | {v: k for k, v in t.input_mapping.items()
                                                                              if v not in t.env_inputs})
 
@@ -733,6 +740,22 @@ def _static_dep_tags(data: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
     """The tags of the script's top-level deps, except those filled in at run time."""
     found = (_tags(d.get("tags")) for kind in DEP_KINDS for d in data.get(kind) or [] if isinstance(d, dict))
     return tuple(tuple(tags) for tags in found if tags and not any("#" in t or "<<<" in t for t in tags))
+
+
+def _forced_env(data: Mapping[str, Any]) -> tuple[tuple[str, str, bool, tuple[str, ...]], ...]:
+    """:attr:`IndexEntry.forced_env`: the keys the script's ``env`` and each variation's ``env``
+    set, which CM applies over the caller's env (``default_env`` only fills what is unset)."""
+    defaults = _mapping(data.get("default_variations"))
+    out = [("", "", False, tuple(sorted(str(k) for k in _mapping(data.get("env")))))]
+    for name, spec in _mapping(data.get("variations")).items():
+        spec = _mapping(spec)
+        group = str(spec.get("group") or "")
+        keys = tuple(sorted(str(k) for k in _mapping(spec.get("env"))))
+        if "," in str(name) or not (group or keys):
+            continue
+        default = spec.get("default") in (True, "yes", "true") or (bool(group) and defaults.get(group) == name)
+        out.append((str(name), group, default, keys))
+    return tuple(entry for entry in out if entry[0] or entry[3])
 
 
 def _dep_names(data: Mapping[str, Any]) -> tuple[str, ...]:
@@ -818,6 +841,7 @@ def translate(script: ScriptMeta, index: ScriptIndex | None = None,
         "not_exact": not_exact,
         "local_env_keys": [str(k) for k in data.get("local_env_keys") or []],
         "adr_marks": t.adr_marks(),
+        "forced_env": {name: list(keys) for name, _, _, keys in _forced_env(data) if keys},
     }
     if data.get("version") is None and isinstance(data.get("default_version"), (str, int, float)):
         params["default_version"] = str(data["default_version"])
