@@ -8,11 +8,12 @@ the medians of paired rounds. Each judged case is two calls (the solution, then 
     .venv/bin/python benchmarks/bench_alebench.py [--rounds 3] [--cases 50] [--solution trivial.py]
 
 The docker judge needs an engine (DOCKER_HOST, or the default socket); without one it is
-left out and says why. For the whole-process ratio of the two judges, time ``--one`` with
-the workplace's external timer:
+left out and says why. For the whole-process ratio of the two judges, time ``--one`` as
+whole processes, the two commands alternated (A B A B, e.g. 3 pairs), and quote the medians
+and the median of the pair ratios:
 
-    farm-bench -n 3 --timeout 900 --vs '.venv/bin/python benchmarks/bench_alebench.py --one sandbox' \\
-        -- .venv/bin/python benchmarks/bench_alebench.py --one docker
+    /usr/bin/time -f '%U %S %e' .venv/bin/python benchmarks/bench_alebench.py --one sandbox
+    /usr/bin/time -f '%U %S %e' .venv/bin/python benchmarks/bench_alebench.py --one docker
 """
 
 from __future__ import annotations

@@ -11,11 +11,13 @@ Warm: one untimed run fills the fact cache, then the timed runs only check finge
 The warm-run target of cmx-core is 100 ms (shared/reference/anchors.md, target 1).
 NVML: the cheap loader check (``nvml_library``) against the child interpreter it spares.
 
-Before/after a change to cmx-detect, pair the cold runs with the workplace's ``farm-bench``
-(an older tree extracted with ``git archive <rev> plugins/detect/src | tar -x -C /tmp/before``):
+Before/after a change to cmx-detect, pair the cold runs: time the two commands as whole
+processes, alternated (A B A B, e.g. 8 pairs), and quote the medians and the median of the
+pair ratios (the older tree extracted with
+``git archive <rev> plugins/detect/src | tar -x -C /tmp/before``):
 
-    farm-bench -n 8 --vs "env PYTHONPATH=/tmp/before/plugins/detect/src cmx detect --json --refresh" \
-        -- cmx detect --json --refresh
+    /usr/bin/time -f '%U %S %e' env PYTHONPATH=/tmp/before/plugins/detect/src cmx detect --json --refresh
+    /usr/bin/time -f '%U %S %e' cmx detect --json --refresh
 """
 
 from __future__ import annotations

@@ -17,8 +17,9 @@ target is missed.
   tag ``get`` (each dep ``{tags: [get, itemN]}``), and a one-dep plan in the same collection
   (in-process, reported): a dep's candidates come from its rarest tag, so the cost grows
   with the plan, not with the 10,000 recipes sharing ``get``. ``--write-shared DIR`` writes
-  that collection and prints the whole-process comparison to run with ``farm-bench``
-  (the 500-dep plan must take <= 2x the one-dep plan)
+  that collection and prints the two command lines of each whole-process comparison, to
+  time alternately (A B A B, medians and the median of the pair ratios) with any timer,
+  e.g. ``/usr/bin/time -f '%U %S %e'`` (the 500-dep plan must take <= 2x the one-dep plan)
 * resolve + plan of a 10,000-node graph (in-process)                      target <= 1000 ms
 * resolve + plan of a 5,000-deep chain (must plan at all: no RecursionError)
 * growth: plan time of 100, 1,000 and 10,000-node graphs, and microseconds per node
@@ -202,7 +203,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
     parser.add_argument("--scale-only", action="store_true", help="only the resolver-at-scale figures (issue 17)")
     parser.add_argument("--write-shared", metavar="DIR", type=Path,
-                        help="write the shared-tag collection to DIR and print the farm-bench commands")
+                        help="write the shared-tag collection to DIR and print the command lines to time alternately")
     args = parser.parse_args()
     if args.write_shared:
         return write_shared(args.write_shared)
@@ -264,8 +265,10 @@ def write_shared(directory: Path) -> int:
     cmx = str(exe) if exe.exists() else " ".join(CMX)
     plan = f"env CMX_HOME={home} {cmx} plan --recipes {directory / 'recipes'} --tags="
     subprocess.run(f"{plan}fan1".split(), check=True, stdout=subprocess.DEVNULL)  # the index is written
-    print(f"farm-bench -n 5 --vs '{plan}fan1' -- {plan}fan500")
-    print(f"farm-bench -n 5 --vs '{plan}fan1' -- {plan}fan5000")
+    for fan in ("fan500", "fan5000"):
+        print(f"time alternately (A B A B, e.g. 5 pairs), whole processes, {fan} (A) vs fan1 (B):")
+        print(f"  A: {plan}{fan}")
+        print(f"  B: {plan}fan1")
     return 0
 
 
