@@ -5,7 +5,8 @@ files, run shell commands and run or find other scripts. The bridge serves the a
 :data:`SERVED` with CM's inputs and outputs (docs/cm-bridge.md lists them with the scripts
 each unlocks); any other is ``{'return': 1, 'error': ...}`` naming the action, which the
 runner turns into one line. The script runner hands this module what a call needs (where
-the collection's recipes are, the run's time limit) through :func:`use` once per process,
+the collection's recipes are, the run's time limit) through :func:`cmx_cm.call_context.use`
+once per process,
 since ``cmind.access`` is a module-level function that scripts call with no context.
 """
 
@@ -24,7 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cmx_cm import call_context
 from cmx_cm._shim.cmind.utils import compare_versions
+from cmx_cm.call_context import Context
 from cmx_cm.child import ChildFailed, run_child
 from cmx_cm.served import SERVED_CALLS
 from cmx_core.errors import UsageError
@@ -37,25 +40,6 @@ NOT_INPUTS = frozenset({"action", "automation", "tags", "env", "state", "quiet",
 """Keys of a ``run`` call that are CM's own options, not the script's inputs."""
 
 
-@dataclass(frozen=True)
-class Context:
-    """What the calls of one script runner need: the recipe directory of its collection
-    (``cmx import cm --out`` or the live translation), the env prefix, and the time limit."""
-
-    recipe_dir: Path | None
-    prefix: str = "CM"
-    timeout_s: float | None = None
-
-
-_context = Context(recipe_dir=None)
-
-
-def use(context: Context) -> None:
-    """Set the context of this process's calls (the script runner does, before any script)."""
-    global _context
-    _context = context
-
-
 def access(i: Mapping[str, Any]) -> Result:
     """``cmind.access(i)``: the served action, or CM's error dict naming the one that is not."""
     automation = str(i.get("automation") or "").split(",")[0]
@@ -66,7 +50,7 @@ def access(i: Mapping[str, Any]) -> Result:
         return {"return": 1, "error": f"cmind.access({{'action': {action!r}, 'automation': {automation!r}}}) is not "
                                       f"available under cmx-cm (it serves: {served}); see docs/cm-bridge.md"}
     try:
-        return handler(dict(i), _context)
+        return handler(dict(i), call_context.current)
     except KeyError as exc:
         return {"return": 1, "error": f"cmind.access({action!r}): the input {exc} is missing"}
 

@@ -10,9 +10,8 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmx_cm._shim.cmind.utils import convert_env_to_dict, merge_dicts
 
@@ -68,8 +67,7 @@ def merge_outputs(work_dir: Path, env: MutableMapping[str, Any], state: MutableM
                      "append_lists": True, "append_unique": True})
 
 
-@dataclass(frozen=True)
-class ScriptPlace:
+class ScriptPlace(NamedTuple):
     """Where a script's native scripts run: the script's ``directory``, the ``work_dir`` they run
     in, the environment ``base_env`` they extend, and how long one may run (None: no limit)."""
 

@@ -13,27 +13,23 @@ from __future__ import annotations
 
 import builtins
 import copy
-import fnmatch
-import getpass
-import importlib.util
 import io
 import json
 import os
-import platform
 import re
-import struct
 import subprocess
 import sys
-import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import ModuleType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from cmx_cm import actions
-from cmx_cm.automation import Automation, version_ok
-from cmx_cm.lifecycle import run_hooks
+from cmx_cm import call_context
 from cmx_cm.native import ScriptPlace, run_native
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from cmx_cm.automation import Automation
 
 SHIM = Path(__file__).parent / "_shim"
 
@@ -50,6 +46,9 @@ def _no_prompt(prompt: object = "", *args: object, **kwargs: object) -> NoReturn
 
 def os_info() -> dict[str, Any]:
     """CM's ``os_info`` for a Linux/macOS host (the fields scripts read)."""
+    import platform  # deferred, as the imports below: a script with no customize.py needs none of them
+    import struct
+
     name = "darwin" if platform.system().lower().startswith("darwin") else "linux"
     bits = str(8 * struct.calcsize("P"))
     try:  # waited for, with no shell: os.popen's child was left unreaped, a zombie that outlived cmx
@@ -73,6 +72,10 @@ def load_customize(directory: Path) -> ModuleType | None:
     path = directory / "customize.py"
     if not path.is_file():
         return None
+    import getpass
+    import importlib.util
+
+    getpass.getpass = _no_prompt  # customize.py's prompts fail with a message (run.sh's have no stdin)
     spec = importlib.util.spec_from_file_location("customize", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -82,6 +85,8 @@ def load_customize(directory: Path) -> ModuleType | None:
 
 def select(source: Mapping[str, Any], patterns: Sequence[str]) -> dict[str, Any]:
     """CM's ``new_env_keys`` filter: globs, exact keys, and ``<<<KEY>>>`` indirections."""
+    import fnmatch
+
     out: dict[str, Any] = {}
     for pattern in patterns:
         if "*" in pattern or "?" in pattern:
@@ -116,9 +121,13 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
     for name in request.get("clean_files", []):
         (work_dir / name).unlink(missing_ok=True)
     customize = load_customize(directory)
-    auto = Automation(directory=directory, work_dir=work_dir, prefix=prefix, os_info=os_info(),
-                      meta=request["meta"], customize=customize, base_env=dict(os.environ),
-                      timeout_s=request.get("timeout_s"))
+    made: list[Automation] = []
+
+    def auto() -> Automation:  # made when first needed: a script with no customize.py needs none
+        if not made:
+            made.append(automation(request, directory, work_dir, customize))
+        return made[0]
+
     common = {"script_tags": request.get("tags", []), "variation_tags": request.get("variations", [])}
     lifecycle: list[dict[str, Any]] = []
     run_hooks("deps", request, env, state, lifecycle)
@@ -126,9 +135,9 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
     skip = False
     if customize is not None and hasattr(customize, "preprocess"):
         try:
-            pre = _check(customize.preprocess({**auto.common_input(env, state), **common}), "preprocess")
+            pre = _check(customize.preprocess({**auto().common_input(env, state), **common}), "preprocess")
         except RuntimeError as exc:
-            raise RuntimeError(f"{exc}{auto.version_miss_note(env)}") from None
+            raise RuntimeError(f"{exc}{auto().version_miss_note(env)}") from None
         skip = bool(pre.get("skip"))
         if skip and pre.get("script"):
             return _instead(dict(pre["script"]), env, lifecycle)
@@ -137,15 +146,15 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
         try:
             run_hooks("prehook_deps", request, env, state, lifecycle)
         except RuntimeError as exc:  # an install after every found one missed the range: say both, as CM's log does
-            missed = auto.version_miss_note(env).strip(" ()")
+            missed = auto().version_miss_note(env).strip(" ()")
             raise RuntimeError(f"{missed}; then {exc}" if missed else str(exc)) from None
-        place = ScriptPlace(directory, work_dir, auto.base_env, request.get("timeout_s"))
+        place = ScriptPlace(directory, work_dir, dict(os.environ), request.get("timeout_s"))
         run_native(place, request.get("script_name", "run"), env, state)
         run_hooks("posthook_deps", request, env, state, lifecycle)
         if customize is not None and hasattr(customize, "postprocess"):
-            post = _check(customize.postprocess({**auto.common_input(env, state), **common}), "postprocess")
+            post = _check(customize.postprocess({**auto().common_input(env, state), **common}), "postprocess")
             version = str(post.get("version", "") or "")
-    if version and not version_ok(version, env, prefix):
+    if version and not _version_ok(version, env, prefix):
         wanted = {k: env.get(f"{prefix}_{k.upper()}", "") for k in ("version", "version_min", "version_max")}
         raise RuntimeError(f"detected version {version} does not meet the requested constraints {wanted}")
     if not skip:
@@ -158,6 +167,31 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
                                     "version": cached_version(env, prefix), "tags": common["script_tags"],
                                     "variations": common["variation_tags"]}
     return result
+
+
+def automation(request: Mapping[str, Any], directory: Path, work_dir: Path, customize: ModuleType | None) -> Automation:
+    """CM's ``i['automation']`` for the script's customize.py (and the version notes)."""
+    from cmx_cm.automation import Automation
+
+    return Automation(directory=directory, work_dir=work_dir, prefix=request["prefix"], os_info=os_info(),
+                      meta=request["meta"], customize=customize, base_env=dict(os.environ),
+                      timeout_s=request.get("timeout_s"))
+
+
+def run_hooks(kind: str, request: Mapping[str, Any], env: dict[str, Any], state: dict[str, Any],
+              lifecycle: list[dict[str, Any]]) -> None:
+    """The script's run-time deps of ``kind`` (:func:`cmx_cm.lifecycle.run_hooks`), if it has any."""
+    if not request.get("hooks"):
+        return
+    from cmx_cm.lifecycle import run_hooks as run
+
+    run(kind, request, env, state, lifecycle)
+
+
+def _version_ok(version: str, env: Mapping[str, Any], prefix: str) -> bool:
+    from cmx_cm.automation import version_ok
+
+    return version_ok(version, env, prefix)
 
 
 def cached_version(env: Mapping[str, Any], prefix: str) -> str:
@@ -175,12 +209,11 @@ def validate(request: Mapping[str, Any]) -> dict[str, Any]:
                 f"{prefix}_TMP_CURRENT_SCRIPT_WORK_PATH": str(work_dir),
                 f"{prefix}_TMP_CURRENT_PATH": str(work_dir), f"{prefix}_QUIET": "yes"})
     customize = load_customize(directory)
-    auto = Automation(directory=directory, work_dir=work_dir, prefix=prefix, os_info=os_info(),
-                      meta=request["meta"], customize=customize, base_env=dict(os.environ),
-                      timeout_s=request.get("timeout_s"))
-    run_native(ScriptPlace(directory, work_dir, auto.base_env, request.get("timeout_s")), "validate_cache", env, state)
+    place = ScriptPlace(directory, work_dir, dict(os.environ), request.get("timeout_s"))
+    run_native(place, "validate_cache", env, state)
     version = ""
     if customize is not None and hasattr(customize, "detect_version"):
+        auto = automation(request, directory, work_dir, customize)
         common = {"script_tags": request.get("tags", []), "variation_tags": request.get("variations", [])}
         found = _check(customize.detect_version({**auto.common_input(env, state), **common}), "detect_version")
         version = str(found.get("version", "") or "")
@@ -190,7 +223,9 @@ def validate(request: Mapping[str, Any]) -> dict[str, Any]:
 def _instead(script: dict[str, Any], env: dict[str, Any], lifecycle: list[dict[str, Any]]) -> dict[str, Any]:
     """CM's ``preprocess`` answer ``{'skip': True, 'script': {'tags': ...}}``: another script
     runs instead (``cmind.access`` run, given this one's env), and its result is this one's."""
-    other = actions.access({**script, "action": "run", "automation": "script", "env": env})
+    from cmx_cm.actions import access
+
+    other = access({**script, "action": "run", "automation": "script", "env": env})
     lifecycle.append({"kind": "instead", "tags": str(script.get("tags", "")), "ran": other.get("return") == 0,
                       "reason": "preprocess skipped this script and named another to run instead"})
     if other.get("return", 1) > 0:
@@ -208,18 +243,20 @@ def main(argv: Sequence[str]) -> int:
             stream.reconfigure(line_buffering=True)
     sys.path.insert(0, str(SHIM))
     builtins.input = _no_prompt
-
-    getpass.getpass = _no_prompt
     request = json.loads(request_path.read_text())
     recipe_dir = request.get("recipe_dir")
-    actions.use(actions.Context(Path(recipe_dir) if recipe_dir else None, str(request.get("prefix") or "CM"),
-                                request.get("timeout_s")))
+    call_context.use(call_context.Context(Path(recipe_dir) if recipe_dir else None,
+                                          str(request.get("prefix") or "CM"), request.get("timeout_s")))
     try:
         result = validate(request) if checking else run(request)
     except (Prompted, RuntimeError, OSError, KeyError, ValueError, TypeError, AttributeError, ImportError) as exc:
+        import traceback  # deferred: a failure only
+
         print(traceback.format_exc(), file=sys.stderr)  # the step log keeps the script's traceback
         result = {"ok": False, "error": " ".join(f"{type(exc).__name__}: {exc}".split())[:500]}
     except Exception as exc:  # noqa: BLE001 - any failure of third-party script code is reported, not raised
+        import traceback  # deferred: a failure only
+
         print(traceback.format_exc(), file=sys.stderr)
         result = {"ok": False, "error": " ".join(f"{type(exc).__name__}: {exc}".split())[:500]}
     result_path.write_text(json.dumps(result, indent=2, sort_keys=True, default=str))

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import uuid
-from datetime import datetime, timezone
 from typing import Any
 
 Result = dict[str, Any]
@@ -156,10 +154,14 @@ def check_if_none_false_no_off(env: dict[str, Any], key: str) -> bool:
 
 
 def gen_uid() -> Result:
+    import uuid  # deferred, as datetime below: the script runner imports this module for every script
+
     return {"return": 0, "uid": uuid.uuid4().hex[:16]}
 
 
 def get_current_date_time(i: dict[str, Any]) -> Result:
+    from datetime import datetime, timezone
+
     now = datetime.now(timezone.utc)
     return {"return": 0, "iso_datetime": now.isoformat(), "datetime": now}
 
