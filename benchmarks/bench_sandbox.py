@@ -17,9 +17,9 @@ time. Usage::
 The docker image is ``CMX_SANDBOX_IMAGE`` or cmx-docker's ``python`` image (built once).
 For a whole-process figure (interpreter start-up included, the same in all), time
 ``--one sandbox`` (or ``session``, ``docker``) against ``--one bare`` with an external timer
-(``/usr/bin/time -v``, the two commands alternated A B A B), e.g. ``--one sandbox --command true --runs 20``; the
-per-run cost is the difference divided by ``--runs``. Needs ``bwrap`` (``apt-get install
-bubblewrap``); as root the cgroup limits are used, otherwise rlimits (and no session).
+(``/usr/bin/time -v``, the two commands alternated A B A B), e.g. ``--one sandbox --command
+true --runs 20``; the per-run cost is the difference divided by ``--runs``. Needs ``bwrap``
+(``apt-get install bubblewrap``); as root the cgroup limits are used, otherwise rlimits (and no session).
 """
 
 from __future__ import annotations
