@@ -31,8 +31,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import psutil
-
 from cmx_core import paths, reads
 from cmx_core.datautil import atomic_write, digest, iter_strings, loads_bounded, read_bounded
 from cmx_core.errors import CacheError
@@ -441,4 +439,6 @@ def _pid_alive(staging_name: str) -> bool:
         pid = int(parts[1])
     except (IndexError, ValueError):
         return False
+    import psutil  # deferred: only when staging leftovers are swept (a replayed run never does)
+
     return bool(psutil.pid_exists(pid))

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cmx_cm.cache_check import script_stamp
 from cmx_cm.index import IndexEntry, ScriptIndex
-from cmx_cm.meta import ScriptMeta, find_meta_file, load_script, script_dirs, script_stamp
+from cmx_cm.meta import ScriptMeta, find_meta_file, load_script, script_dirs
 from cmx_cm.translate import Issue, Translation, index_entry, translate
 from cmx_core.errors import CmxError, UsageError
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from cmx_cm.cache_check import script_files
 from cmx_core.errors import UsageError
 
 Flavor = Literal["cm", "mlc"]
@@ -94,11 +95,6 @@ def script_dirs(root: Path) -> Iterator[Path]:
             yield here
 
 
-def script_files(directory: Path) -> list[Path]:
-    """The files a script's behaviour depends on (its top-level files, sorted)."""
-    return sorted(p for p in directory.iterdir() if p.is_file() and not p.name.endswith((".pyc", ".md")))
-
-
 def script_digest(directory: Path) -> str:
     """A sha256 over the script's files (names and contents): feeds the translated recipe, so
     a changed ``customize.py`` or ``run.sh`` changes the cache key."""
@@ -106,12 +102,3 @@ def script_digest(directory: Path) -> str:
     for path in script_files(directory):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
-
-
-def script_stamp(directory: Path) -> str:
-    """A cheap stat stamp (name, size, mtime_ns of each file) used to revalidate caches."""
-    parts = []
-    for path in script_files(directory):
-        st = path.stat()
-        parts.append(f"{path.name}:{st.st_size}:{st.st_mtime_ns}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()

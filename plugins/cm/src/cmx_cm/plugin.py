@@ -9,12 +9,13 @@ imported when used (a run of a recipe that is not CM's never loads them).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cmx_cm.cache_check import still_valid
 from cmx_cm.hooks_view import conditional_deps
-from cmx_cm.step import PARAMS, run_script, still_valid
+from cmx_cm.step import PARAMS, run_script
 from cmx_core.api import Capabilities, Command, StepContext, StepOutput, StepType, cache_dir, hookimpl
 
 PLUGIN = "cmx-cm"
@@ -24,10 +25,6 @@ def _run_script(ctx: StepContext) -> StepOutput:
     return run_script(ctx)
 
 
-def _valid(outputs: Mapping[str, Any]) -> bool:
-    return still_valid(outputs)
-
-
 def _params() -> dict[str, str]:
     return PARAMS
 
@@ -35,7 +32,7 @@ def _params() -> dict[str, str]:
 @hookimpl
 def cmx_register_steps(register: Callable[[StepType], None]) -> None:
     register(StepType(name="cm.script", summary="Run an imported CM/MLC script (customize.py + run.sh)",
-                      run=_run_script, params=_params(), validate=_valid, conditional_deps=conditional_deps,
+                      run=_run_script, params=_params(), validate=still_valid, conditional_deps=conditional_deps,
                       env_input="cm_env", capabilities=Capabilities(runs_untrusted_code=False), plugin=PLUGIN))
 
 

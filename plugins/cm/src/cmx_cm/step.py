@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from cmx_cm._shim.cmind.utils import compare_versions
+from cmx_cm.cache_check import runner_env, script_stamp
 from cmx_cm.index import input_name
-from cmx_cm.meta import load_script, script_stamp
+from cmx_cm.meta import load_script
 from cmx_core.api import StepContext, StepFailed, StepOutput
 
-PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME", "SHELL", "TERM", "VIRTUAL_ENV")
 PARAMS: dict[str, str] = {
     "script_dir": "the CM/MLC script directory (customize.py, run.sh, metadata)",
     "flavor": "cm or mlc (the env prefix CM_ or MLC_)",
@@ -226,7 +224,7 @@ def run_script(ctx: StepContext) -> StepOutput:
     req_path.write_text(json.dumps(req, indent=2, sort_keys=True))
     res_path.unlink(missing_ok=True)
     log = ctx.log_dir / "cm-script.log"
-    env = {k: v for k, v in os.environ.items() if k in PASSED_ENV or k.startswith("CMX_")}
+    env = runner_env()
     with log.open("wb") as handle:
         done = subprocess.run([sys.executable, "-I", "-m", "cmx_cm.runner", str(req_path), str(res_path)],
                               cwd=ctx.work_dir, env=env, stdin=subprocess.DEVNULL, stdout=handle,
@@ -258,43 +256,3 @@ def outputs_of(ctx: StepContext, result: Mapping[str, Any]) -> dict[str, Any]:
         if name and name not in out:
             out[name] = value
     return out
-
-
-def still_valid(outputs: Mapping[str, Any]) -> bool:
-    """A cache hit is good while the script's files are unchanged, the file the script said
-    it depends on (``*_GET_DEPENDENT_CACHED_PATH``, CM's and MLC's stale-detection key, in
-    its new_env or its whole env) exists, and MLC's ``validate_cache.sh`` finds the version
-    recorded."""
-    script = outputs.get("script") or {}
-    directory = Path(str(script.get("dir", "")))
-    if not directory.is_dir() or script_stamp(directory) != script.get("stamp"):
-        return False
-    new_env = outputs.get("new_env") or {}
-    dependent = [str(v) for k, v in new_env.items() if k.endswith("_GET_DEPENDENT_CACHED_PATH") and v]
-    dependent += [str(script["dependent_path"])] if script.get("dependent_path") else []
-    if not all(os.path.exists(path) for path in dependent):
-        return False
-    check = script.get("validate_cache")
-    return True if not check else version_holds(directory, str(script.get("prefix") or "MLC"), _plain(check),
-                                                script.get("timeout_s"))
-
-
-def version_holds(directory: Path, prefix: str, check: Mapping[str, Any], timeout_s: Any) -> bool:
-    """MLC's ``validate_cache.sh`` check: run it with the entry's env, and the entry is stale
-    when customize.py's ``detect_version`` then finds a version other than the one recorded.
-    As in MLC, a check that fails or finds no version keeps the entry."""
-    with tempfile.TemporaryDirectory(prefix="cmx-cm-validate-") as work:
-        req_path, res_path = Path(work) / "cm-request.json", Path(work) / "cm-result.json"
-        req_path.write_text(json.dumps({**check, "script_dir": str(directory), "work_dir": work, "prefix": prefix,
-                                        "meta": _plain(load_script(directory).data),
-                                        "timeout_s": float(timeout_s) if timeout_s else None}))
-        env = {k: v for k, v in os.environ.items() if k in PASSED_ENV or k.startswith("CMX_")}
-        subprocess.run([sys.executable, "-I", "-m", "cmx_cm.runner", "--validate", str(req_path), str(res_path)],
-                       cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, check=False)
-        try:
-            found = json.loads(res_path.read_text())
-        except (OSError, ValueError):
-            return True
-    detected, recorded = str(found.get("version") or ""), str(check.get("version") or "")
-    return not (found.get("ok") and detected and recorded and detected != recorded)
