@@ -122,11 +122,17 @@ class Interrupted(CmxError):
 class HandOver(Exception):
     """A command hands its work to another ``cmx`` command in the same process (``cmx cm run
     script`` to ``cmx run recipe`` once it has chosen the script): the CLI runs ``argv`` as if it
-    had been typed, replay and all, instead of a second interpreter start."""
+    had been typed, replay and all, instead of a second interpreter start.
 
-    def __init__(self, argv: Sequence[str]) -> None:
+    ``depends_on`` (optional) names every file the choice read, when the command printed
+    nothing and its choice depends on nothing else but its arguments, cmx's environment and the
+    installed plugins: the CLI then remembers the hand-over, and an identical invocation goes
+    straight to ``argv`` while those files are unchanged (:mod:`cmx_core.cli.handover_memo`)."""
+
+    def __init__(self, argv: Sequence[str], depends_on: Sequence[str] | None = None) -> None:
         super().__init__(" ".join(argv))
         self.argv = list(argv)
+        self.depends_on = None if depends_on is None else list(depends_on)
 
 
 def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str:

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from cmx_core.cache.store import Cache
+from cmx_core.cli.handover_memo import prune as prune_handovers
 from cmx_core.errors import UsageError
 from cmx_core.plugins.loader import prune_resources
 from cmx_core.recipes.model import parse_duration
@@ -119,6 +120,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     removed = cache.prune(older_than_s=age)
 
     prune_memos(str(cache.root), older_than_s=age)
+    prune_handovers(str(cache.root), older_than_s=age)
     resources = _prune_resources(cache, args.dry_run) if args.images else None
     if args.json:
         doc: dict[str, Any] = {"pruned": [e.key for e in removed]}

@@ -10,6 +10,7 @@ import os
 import sys
 
 from cmx_core import __version__, paths
+from cmx_core.cli.handover_memo import invocation, may_have, remember, remembered
 from cmx_core.errors import CmxError, HandOver, UsageError, escape_controls
 from cmx_core.plugins.command_index import read_help, terminal_width, write_help
 
@@ -70,12 +71,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous_hup = signal.signal(signal.SIGHUP, _terminate)  # so does a closed terminal
 
     options_env = {name: os.environ.get(name) for name in OPTION_ENV}
+    typed, memo_key, first = list(args_list), None, True
     try:
+        if may_have(args_list):
+            memo_key = invocation(args_list)  # before a command changes the environment
+            handed = None if memo_key is None else remembered(args_list, memo_key)
+            args_list, first = (args_list, True) if handed is None else (hoist_globals(handed), False)
         while True:
             try:
                 return _replay_or_dispatch(args_list)
             except HandOver as hand:
-                args_list = hoist_globals(hand.argv)
+                if hand.depends_on is not None and first and _options_unset(options_env):
+                    memo_key = memo_key or invocation(typed)
+                    if memo_key is not None:
+                        remember(typed, memo_key, hand.argv, hand.depends_on)
+                args_list, first = hoist_globals(hand.argv), False
     except CmxError as exc:
         _print_error(exc, args_list)
         return exc.exit_code
@@ -140,6 +150,11 @@ def run_command() -> int:
 OPTION_ENV = ("CMX_STRICT_PLUGINS", "CMX_STRICT", "CMX_DISABLE_PLUGINS")
 """Variables ``--strict``, ``--strict-plugins`` and ``--disable-plugin`` set for the command
 (and the processes it starts); restored when an in-process ``main()`` returns."""
+
+
+def _options_unset(before: dict[str, str | None]) -> bool:
+    """Whether the command left the option variables as they were (a memo's key is read before)."""
+    return all(os.environ.get(name) == value for name, value in before.items())
 
 
 def _restore_env(before: dict[str, str | None]) -> None:

@@ -14,7 +14,7 @@ from cm_helpers import outputs, write_script
 
 from cmx_cm.collection import import_collection
 from cmx_cm.index import DepQuery, split_tags
-from cmx_core import api
+from cmx_core import api, paths
 from cmx_core.errors import CmxError
 
 
@@ -238,3 +238,52 @@ def test_a_dep_that_matches_several_takes_the_cached_one_as_cm(tmp_path: Path,
     assert compiler() == (["cm.get-gcc", "cm.flags"], "get-gcc")
     assert cmx_cli("cache", "rm", "--recipe", "cm.get-gcc").returncode == 0
     assert compiler() == (["cm.get-llvm", "cm.flags"], "get-llvm")
+
+
+REMEMBERED = "handed over as remembered"
+
+
+def test_a_single_match_is_handed_over_as_remembered_until_the_collection_changes(
+        tmp_path: Path, cmx_cli: Callable[..., Any]) -> None:
+    """``cmx cm run script`` with one match remembers its hand-over: the next identical command
+    goes straight to ``cmx run recipe`` (no plugin loads to choose again) and gives the same
+    result; a re-import that changes the index, and a memo edited by hand, are not followed;
+    a choice among several matches (it reads the cache) is never remembered."""
+    root, out = tmp_path / "c", tmp_path / "out"
+    write_script(root, "say", "alias: say\ntags: [say, word]\nnew_env_keys: [CM_SAID]\n",
+                 run_sh='echo "CM_SAID=one" > tmp-run-env.out\n')
+    _compilers(root)
+    import_collection(root, out)
+    command = ("cm", "run", "script", "--tags=say,word", "--recipes", str(out), "--json", "-v")
+
+    def said() -> tuple[str, str]:
+        proc = cmx_cli(*command)
+        return outputs(proc)["new_env"]["CM_SAID"], proc.stderr
+
+    first, second = said(), said()
+    assert REMEMBERED not in first[1] and REMEMBERED in second[1]
+    assert first[0] == second[0] == "one"
+    off = cmx_cli(*command, env={"CMX_NO_REPLAY": "1"})
+    assert off.returncode == 0 and REMEMBERED not in off.stderr
+
+    (root / "say" / "run.sh").write_text('#!/bin/bash\necho "CM_SAID=two" > tmp-run-env.out\n')
+    import_collection(root, out)
+    third = said()
+    assert REMEMBERED not in third[1] and third[0] == "two"
+
+    memos = list((Path(paths.cache_root()) / "handover" / "cm").glob("*.json"))
+    assert len(memos) == 1
+    signature, body = memos[0].read_text().split("\n", 1)
+    memo = json.loads(body)
+    memo["to"] = [*memo["to"][:1], "recipe", "--tags=cm,get-llvm", *memo["to"][3:]]
+    memos[0].write_text(signature + "\n" + json.dumps(memo))
+    forged = said()
+    assert REMEMBERED not in forged[1] and forged[0] == "two"
+    assert REMEMBERED in said()[1]
+    assert cmx_cli("cache", "prune").returncode == 0 and len(list(memos[0].parent.glob("*.json"))) == 1  # it holds
+    import_collection(root, out)
+    assert cmx_cli("cache", "prune").returncode == 0 and not list(memos[0].parent.glob("*.json"))  # it no longer did
+
+    several = ("cm", "run", "script", "--tags=get,compiler", "--recipes", str(out), "--json", "-v")
+    runs = [cmx_cli(*several) for _ in range(2)]
+    assert all(r.returncode == 0 and "match 2 scripts" in r.stderr and REMEMBERED not in r.stderr for r in runs)

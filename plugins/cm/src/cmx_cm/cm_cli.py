@@ -151,4 +151,14 @@ def run(args: argparse.Namespace) -> NoReturn:
             str(directory), *flags, *inputs]
     if env:
         argv.append("--cm_env=" + json.dumps(env, sort_keys=True))
-    raise HandOver(argv)
+    raise HandOver(argv, depends_on=_choice_read(recipes, dirs) if not (others or explaining) else None)
+
+
+def _choice_read(recipes: list[str], dirs: list[Path]) -> list[str] | None:
+    """What a choice with a single match read, for the CLI to remember it by: each imported
+    collection's index and the code that chose. None for a live ``CMX_CM_PATH``, which this
+    command translates again when its collection changes (and a memo would skip that); a
+    choice among several matches is never remembered (it read the cache, which changes)."""
+    if not recipes:
+        return None
+    return [*(str(d / STAMPS) for d in dirs), __file__, sys.modules[ScriptIndex.__module__].__file__ or ""]
