@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cm_helpers import outputs, write_script
+from cm_helpers import ENVP_KEYS, outputs, pinned_venv, precedence_scripts, write_script
 
 from cmx_cm.actions import SERVED  # type: ignore[import-untyped, unused-ignore]  # cmx_cm has no py.typed
 
 CMIND, CMX4MLOPS = "cmind==4.2.0", "cmx4mlops==1.0.1"
-REFERENCE = Path(__file__).parent / "cm_reference.py"
+REFERENCE = Path(__file__).parent / "reference_run.py"
 CASES: dict[str, dict[str, str]] = {  # script alias -> {cmx tags: CM tags}, one entry per case
     "detect-os": {"cm,detect,os": "detect,os"},
     "detect-cpu": {"cm,detect,cpu": "detect,cpu"},
@@ -124,17 +124,8 @@ RUN = "detect-os,detect-cpu,get-python3,get-generic-python-lib:_pip,get-generic-
 
 @pytest.fixture(scope="session")
 def cm_venv() -> Path:
-    root = Path(os.environ.get("CMX_CM_TEST_VENV") or Path(tempfile.gettempdir()) / "cmx-cm-cmind-4.2.0")
-    python = root / "bin" / "python"
-    probe = [str(python), "-c", "import cmind, cmx4mlops; print(cmind.__version__)"]
-    if python.exists() and subprocess.run(probe, capture_output=True, text=True, check=False).stdout.strip() == "4.2.0":
-        return root
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True, timeout=300)
-    done = subprocess.run([str(python), "-m", "pip", "install", "-q", CMIND, CMX4MLOPS], capture_output=True,
-                          text=True, timeout=900, check=False)
-    if done.returncode != 0:
-        pytest.fail(f"cannot install {CMIND} {CMX4MLOPS} into {root}: {done.stderr[-500:]}")
-    return root
+    return pinned_venv(Path(os.environ.get("CMX_CM_TEST_VENV") or Path(tempfile.gettempdir()) / "cmx-cm-cmind-4.2.0"),
+                       [CMIND, CMX4MLOPS])
 
 
 def cm_collection(venv: Path) -> Path:
@@ -176,7 +167,7 @@ def cm_run(venv: Path, tags: str, tmp: Path, repos: Path | None = None,
     out = tmp / f"cm-{re.sub(r'[^A-Za-z0-9_.-]', '_', tags)}.json"
     process_env = {**os.environ, "CM_REPOS": str(tmp / "cm-repos")}  # CM's own 'local' repo is cm-repos/repos/local
     # stdin closed, as cmx closes it for a script: run-python with no command reads its program there
-    subprocess.run([str(venv / "bin" / "python"), str(REFERENCE), tags, str(out), json.dumps(env or {})], cwd=tmp,
+    subprocess.run([str(venv / "bin" / "python"), str(REFERENCE), "cm", tags, str(out), json.dumps(env or {})], cwd=tmp,
                    env=process_env,
                    stdin=subprocess.DEVNULL, capture_output=True, timeout=600, check=False)
     document: dict[str, Any] = json.loads(out.read_text())
@@ -461,28 +452,9 @@ def test_the_docs_count_the_cases_compared_with_cm() -> None:
 
 
 
-ENVP_KEYS = ("META", "VAR", "DEFAULT", "GROUP", "FREE")
-
-
-def _precedence_collection(root: Path) -> None:
-    """envp-leaf sets a key in its own ``env``, one in variation ``v``'s ``env``, one in its
-    ``default_env``, one in ``d``'s ``env`` (the default of group ``g``; ``e`` is the other);
-    each caller hands it all five (and one it never sets) in a dep's ``env``: envp-top as a
-    planned dep with ``_v``, envp-top-e with ``_v,_e``, envp-late as a post dep (run time)."""
-    echo = " ".join(f"CM_ENVP_SEEN_{k}=${{CM_ENVP_{k}:-unset}}" for k in ENVP_KEYS)
-    write_script(root, "envp-leaf", f"alias: envp-leaf\n{SCRIPT_HEAD.format(uid='f6' * 8)}tags: [envpleaf]\n"
-                                    "new_env_keys: [CM_ENVP_SEEN_*]\nenv: {CM_ENVP_META: meta}\n"
-                                    "default_env: {CM_ENVP_DEFAULT: default}\n"
-                                    "variations:\n  v: {env: {CM_ENVP_VAR: variation}}\n"
-                                    "  d: {group: g, default: true, env: {CM_ENVP_GROUP: d}}\n  e: {group: g}\n",
-                 run_sh=f'for kv in {echo}; do echo "$kv"; done > tmp-run-env.out\n')
-    dep_env = "{" + ", ".join(f"CM_ENVP_{k}: caller" for k in ENVP_KEYS) + "}"
-    for n, (alias, kind, tags) in enumerate((("envp-top", "deps", "envpleaf,_v"),
-                                             ("envp-top-e", "deps", "envpleaf,_v,_e"),
-                                             ("envp-late", "post_deps", "envpleaf,_v"))):
-        head = f"alias: {alias}\n{SCRIPT_HEAD.format(uid=f'a{n}' * 8)}tags: [{alias.replace('-', '')}]\n"
-        write_script(root, alias, f"{head}new_env_keys: [CM_ENVP_SEEN_*]\n"
-                                  f"{kind}:\n  - {{tags: '{tags}', env: {dep_env}}}\n")
+PRECEDENCE_CALLERS = (("envp-top", "deps", "envpleaf,_v"), ("envp-top-e", "deps", "envpleaf,_v,_e"),
+                      ("envp-late", "post_deps", "envpleaf,_v"))
+"""envp-leaf's callers: a planned dep with ``_v``, one with ``_v,_e``, and a post dep (run time)."""
 
 
 @pytest.mark.parametrize("alias", ["envp-top", "envp-top-e", "envp-late"])
@@ -492,7 +464,7 @@ def test_a_callers_env_yields_to_the_scripts_own_env_as_in_cm(alias: str, cm_ven
     included) over the env its caller passes; only ``default_env`` keys and undeclared ones
     take the caller's value. The same through a planned dep and a run-time one."""
     root = tmp_path / "cm-repos" / "repos" / "local" / "script"
-    _precedence_collection(root)
+    precedence_scripts(root, "CM", SCRIPT_HEAD, PRECEDENCE_CALLERS)
     reference = cm_run(cm_venv, alias.replace("-", ""), tmp_path)
     out = tmp_path / "recipes"
     assert cmx_cli("import", "cm", str(root), "--out", str(out)).returncode == 0
@@ -507,7 +479,7 @@ def test_the_users_env_yields_to_the_scripts_own_env_as_in_cm(cm_venv: Path, tmp
                                                               cmx_cli: Callable[..., Any]) -> None:
     """``--env.KEY=VALUE`` on CM's command line (``cmx cm run script``) is a caller's env too."""
     root = tmp_path / "cm-repos" / "repos" / "local" / "script"
-    _precedence_collection(root)
+    precedence_scripts(root, "CM", SCRIPT_HEAD, PRECEDENCE_CALLERS)
     env = {f"CM_ENVP_{k}": "user" for k in ENVP_KEYS}
     reference = cm_run(cm_venv, "envpleaf,_v", tmp_path, env=env)
     out = tmp_path / "recipes"

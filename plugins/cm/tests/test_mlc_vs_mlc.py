@@ -14,33 +14,23 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cm_helpers import outputs, write_script
+from cm_helpers import outputs, pinned_venv, precedence_scripts, write_script
 
 MLCFLOW = "mlcflow==1.3.8"
-REFERENCE = Path(__file__).parent / "mlc_reference.py"
+REFERENCE = Path(__file__).parent / "reference_run.py"
 HEAD = 'uid: "{uid}"\nautomation_alias: script\nautomation_uid: 5b4e0237da074764\n'
 
 
 @pytest.fixture(scope="session")
 def mlc_venv() -> Path:
-    root = Path(os.environ.get("CMX_MLC_TEST_VENV") or Path(tempfile.gettempdir()) / "cmx-mlc-mlcflow-1.3.8")
-    python = root / "bin" / "python"
-    probe = [str(python), "-c", "import importlib.metadata as m; print(m.version('mlcflow'))"]
-    if python.exists() and subprocess.run(probe, capture_output=True, text=True, check=False).stdout.strip() == "1.3.8":
-        return root
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True, timeout=300)
-    done = subprocess.run([str(python), "-m", "pip", "install", "-q", MLCFLOW], capture_output=True, text=True,
-                          timeout=900, check=False)
-    if done.returncode != 0:
-        pytest.fail(f"cannot install {MLCFLOW} into {root}: {done.stderr[-500:]}")
-    return root
+    default = Path(tempfile.gettempdir()) / "cmx-mlc-mlcflow-1.3.8"
+    return pinned_venv(Path(os.environ.get("CMX_MLC_TEST_VENV") or default), [MLCFLOW])
 
 
 def mlc_scripts(tmp: Path) -> Path:
@@ -54,7 +44,7 @@ def mlc_run(venv: Path, tags: str, tmp: Path, env: dict[str, str] | None = None,
     is MLC's ``env`` input, ``process`` variables set for the MLC process."""
     out = tmp / f"mlc-{re.sub(r'[^A-Za-z0-9_.-]', '_', tags)}.json"
     process_env = {**os.environ, **(process or {}), "MLC_REPOS": str(tmp / "mlc-repos")}
-    done = subprocess.run([str(venv / "bin" / "python"), str(REFERENCE), tags, str(out), json.dumps(env or {})],
+    done = subprocess.run([str(venv / "bin" / "python"), str(REFERENCE), "mlc", tags, str(out), json.dumps(env or {})],
                           cwd=tmp, env=process_env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           timeout=600, check=False)
     assert out.is_file(), done.stderr[-2000:]
@@ -69,31 +59,12 @@ def import_scripts(cmx_cli: Callable[..., Any], tmp: Path) -> Path:
     return out
 
 
-KEYS = ("META", "VAR", "DEFAULT", "GROUP", "FREE")
-
-
-def _precedence_scripts(root: Path) -> None:
-    """As test_cm_vs_cm's: envp-leaf sets keys in its own ``env``, a variation's, a group
-    default's and its ``default_env``; envp-top hands it all of them through a dep's ``env``."""
-    echo = " ".join(f"MLC_ENVP_SEEN_{k}=${{MLC_ENVP_{k}:-unset}}" for k in KEYS)
-    write_script(root, "envp-leaf", f"alias: envp-leaf\n{HEAD.format(uid='f6' * 8)}tags: [envpleaf]\n"
-                                    "new_env_keys: [MLC_ENVP_SEEN_*]\nenv: {MLC_ENVP_META: meta}\n"
-                                    "default_env: {MLC_ENVP_DEFAULT: default}\n"
-                                    "variations:\n  v: {env: {MLC_ENVP_VAR: variation}}\n"
-                                    "  d: {group: g, default: true, env: {MLC_ENVP_GROUP: d}}\n  e: {group: g}\n",
-                 run_sh=f'for kv in {echo}; do echo "$kv"; done > tmp-run-env.out\n', meta_file="meta.yaml")
-    dep_env = "{" + ", ".join(f"MLC_ENVP_{k}: caller" for k in KEYS) + "}"
-    write_script(root, "envp-top", f"alias: envp-top\n{HEAD.format(uid='a0' * 8)}tags: [envptop]\n"
-                                   "new_env_keys: [MLC_ENVP_SEEN_*]\n"
-                                   f"deps:\n  - {{tags: 'envpleaf,_v', env: {dep_env}}}\n", meta_file="meta.yaml")
-
-
 def test_a_callers_env_yields_to_the_scripts_own_env_as_in_mlc(mlc_venv: Path, tmp_path: Path,
                                                                cmx_cli: Callable[..., Any]) -> None:
     """MLC, like CM, sets a script's own ``env`` and its selected variations' (a group's
     default included) over what a caller passes; get-generic-sys-util's install dependency
     relies on it. The bridge gave the caller's value (or refused the plan) before."""
-    _precedence_scripts(mlc_scripts(tmp_path))
+    precedence_scripts(mlc_scripts(tmp_path), "MLC", HEAD, [("envp-top", "deps", "envpleaf,_v")], meta_file="meta.yaml")
     reference = mlc_run(mlc_venv, "envptop", tmp_path)
     recipes = import_scripts(cmx_cli, tmp_path)
     got = outputs(cmx_cli("run", "recipe", "--tags=mlc,envp-top", "--recipes", str(recipes), "--json", cwd=tmp_path))
