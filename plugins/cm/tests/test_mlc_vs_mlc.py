@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from cm_helpers import outputs, pinned_venv, precedence_scripts, write_script
 
 MLCFLOW = "mlcflow==1.3.8"
@@ -168,3 +169,25 @@ def test_a_cache_entry_whose_dependent_path_is_gone_is_stale_as_in_mlc(mlc_venv:
             seen[side].append(new_env["MLC_DEPTOOL_FOUND"])
     assert seen["cmx"] == seen["mlc"] == ["deptool", "deptool", "none"]
     assert {side: len((tmp_path / f"runs-{side}").read_text().splitlines()) for side in seen} == {"mlc": 2, "cmx": 2}
+
+
+def test_a_validate_cache_check_that_hangs_is_stopped_and_keeps_the_entry(tmp_path: Path,
+                                                                          cmx_cli: Callable[..., Any]) -> None:
+    """cmx's bound, which MLC lacks: a ``validate_cache.sh`` that never ends is stopped at the
+    step's time limit, and the entry is served as after any failed check (the script ran once)."""
+    directory = _vtool_script(mlc_scripts(tmp_path), validated=True)
+    (directory / "validate_cache.sh").write_text("#!/bin/bash\nexec sleep 3600\n")
+    recipes = import_scripts(cmx_cli, tmp_path)
+    recipe_file = recipes / "mlc.get-vtool.yaml"
+    recipe = yaml.safe_load(recipe_file.read_text())
+    recipe["steps"][0]["with"]["timeout_s"] = 3
+    recipe_file.write_text(yaml.safe_dump(recipe))
+    (tmp_path / "bin").mkdir()
+    _tool(tmp_path / "bin" / "vtool", "1.0")
+    path = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    runs = tmp_path / "runs"
+    for _ in range(2):
+        got = outputs(cmx_cli("cm", "run", "script", "--tags=get,vtool", "--recipes", str(recipes), "--json",
+                              f"--env.MLC_VTOOL_RUNS={runs}", env=path, cwd=tmp_path, timeout=240))
+        assert got["new_env"] == {"MLC_VTOOL_VERSION": "1.0"}
+    assert len(runs.read_text().splitlines()) == 1

@@ -19,6 +19,11 @@ PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME", "SH
 """The variables a script runner child gets from cmx's environment (with every ``CMX_*``)."""
 
 
+CHECK_LIMIT_S = 300.0
+"""How long a ``validate_cache.sh`` check may run when its step has no time limit (MLC sets
+none; a check that hangs would hold every run that looks the entry up)."""
+
+
 def runner_env() -> dict[str, str]:
     """The environment of a script runner child: :data:`PASSED_ENV` and ``CMX_*`` only."""
     return {k: v for k, v in os.environ.items() if k in PASSED_ENV or k.startswith("CMX_")}
@@ -64,20 +69,22 @@ def still_valid(outputs: Mapping[str, Any]) -> bool:
 def version_holds(directory: Path, prefix: str, check: Mapping[str, Any], timeout_s: Any) -> bool:
     """MLC's ``validate_cache.sh`` check: run it with the entry's env, and the entry is stale
     when customize.py's ``detect_version`` then finds a version other than the one recorded.
-    As in MLC, a check that fails or finds no version keeps the entry."""
+    As in MLC, a check that fails or finds no version keeps the entry; so does one that runs
+    past the step's time limit (:data:`CHECK_LIMIT_S` without one), which is stopped."""
     from cmx_cm.meta import load_script  # deferred: only a script with a validate_cache.sh
 
+    limit = float(timeout_s) if timeout_s else CHECK_LIMIT_S
     with tempfile.TemporaryDirectory(prefix="cmx-cm-validate-") as work:
         req_path, res_path = Path(work) / "cm-request.json", Path(work) / "cm-result.json"
         req_path.write_text(json.dumps({**check, "script_dir": str(directory), "work_dir": work, "prefix": prefix,
                                         "meta": _plain(load_script(directory).data),
-                                        "timeout_s": float(timeout_s) if timeout_s else None}))
-        subprocess.run([sys.executable, "-I", "-m", "cmx_cm.runner", "--validate", str(req_path), str(res_path)],
-                       cwd=work, env=runner_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, check=False)
+                                        "timeout_s": limit}))
         try:
+            subprocess.run([sys.executable, "-I", "-m", "cmx_cm.runner", "--validate", str(req_path), str(res_path)],
+                           cwd=work, env=runner_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=limit + 30, check=False)
             found = json.loads(res_path.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, subprocess.TimeoutExpired):
             return True
     detected, recorded = str(found.get("version") or ""), str(check.get("version") or "")
     return not (found.get("ok") and detected and recorded and detected != recorded)
