@@ -246,7 +246,8 @@ def outputs_of(ctx: StepContext, result: Mapping[str, Any]) -> dict[str, Any]:
                            "not_exact": _plain(list(ctx.params.get("not_exact") or [])),
                            "script": {"dir": str(ctx.params["script_dir"]),
                                       "stamp": script_stamp(Path(str(ctx.params["script_dir"]))),
-                                      "prefix": env_prefix(ctx), "timeout_s": ctx.params.get("timeout_s")}}
+                                      "prefix": env_prefix(ctx),
+                                      "timeout_s": ctx.params.get("timeout_s") or ctx.timeout_s}}
     if result.get("dependent_path"):
         out["script"]["dependent_path"] = str(result["dependent_path"])
     if result.get("validate_cache"):
