@@ -51,12 +51,12 @@ def invocation(argv: Sequence[str]) -> str | None:
 def remembered(argv: Sequence[str], key: str) -> list[str] | None:
     """The command line ``argv`` handed over to last time, if its memo is signed by this user
     and nothing it depended on has changed; else None."""
-    import hmac  # deferred, as the imports below: only for a command word that has memos
-    import json
+    import hmac  # deferred: only for a command word that has memos
+    import json  # deferred: only for a command word that has memos
 
-    from cmx_core.plugins.command_index import discovery_fingerprint
-    from cmx_core.reads import file_state
-    from cmx_core.run.replay import signing_key
+    from cmx_core.plugins.command_index import discovery_fingerprint  # deferred: only for a command word that has memos
+    from cmx_core.reads import file_state  # deferred: only for a command word that has memos
+    from cmx_core.run.replay import signing_key  # deferred: only for a command word that has memos
 
     folder = _folder(argv[0])
     if folder is None:
@@ -83,13 +83,13 @@ def remembered(argv: Sequence[str], key: str) -> list[str] | None:
 
 def remember(argv: Sequence[str], key: str, handed: Sequence[str], depends_on: Sequence[str]) -> None:
     """Write the memo of a hand-over whose choice read only ``depends_on`` (and the plugins)."""
-    import hmac
-    import json
+    import hmac  # deferred: only when a hand-over is remembered
+    import json  # deferred: only when a hand-over is remembered
 
-    from cmx_core.datautil import atomic_write
-    from cmx_core.plugins.command_index import discovery_fingerprint
-    from cmx_core.reads import file_state
-    from cmx_core.run.replay import signing_key
+    from cmx_core.datautil import atomic_write  # deferred: only when a hand-over is remembered
+    from cmx_core.plugins.command_index import discovery_fingerprint  # deferred: only when a hand-over is remembered
+    from cmx_core.reads import file_state  # deferred: only when a hand-over is remembered
+    from cmx_core.run.replay import signing_key  # deferred: only when a hand-over is remembered
 
     folder = _folder(argv[0]) if argv else None
     if folder is None:
@@ -107,10 +107,10 @@ def remember(argv: Sequence[str], key: str, handed: Sequence[str], depends_on: S
 def prune(cache_root: str, older_than_s: float | None = None) -> int:
     """Remove the memos that no longer hold (a file they read changed), are unreadable or are
     older than ``older_than_s`` (``cmx cache prune``); how many were removed."""
-    import json
-    import time
+    import json  # deferred: cmx cache prune only
+    import time  # deferred: cmx cache prune only
 
-    from cmx_core.reads import file_state
+    from cmx_core.reads import file_state  # deferred: cmx cache prune only
 
     removed, now = 0, time.time()
     top = os.path.join(cache_root, FOLDER)

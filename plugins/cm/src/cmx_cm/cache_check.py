@@ -62,7 +62,7 @@ def still_valid(outputs: Mapping[str, Any]) -> bool:
     if not all(os.path.exists(path) for path in dependent):
         return False
     check = script.get("validate_cache")
-    return True if not check else version_holds(directory, str(script.get("prefix") or "MLC"), _plain(check),
+    return True if not check else version_holds(directory, str(script.get("prefix") or "MLC"), check,
                                                 script.get("timeout_s"))
 
 
@@ -71,14 +71,11 @@ def version_holds(directory: Path, prefix: str, check: Mapping[str, Any], timeou
     when customize.py's ``detect_version`` then finds a version other than the one recorded.
     As in MLC, a check that fails or finds no version keeps the entry; so does one that runs
     past the step's time limit (:data:`CHECK_LIMIT_S` without one), which is stopped."""
-    from cmx_cm.meta import load_script  # deferred: only a script with a validate_cache.sh
-
     limit = float(timeout_s) if timeout_s else CHECK_LIMIT_S
     with tempfile.TemporaryDirectory(prefix="cmx-cm-validate-") as work:
         req_path, res_path = Path(work) / "cm-request.json", Path(work) / "cm-result.json"
-        req_path.write_text(json.dumps({**check, "script_dir": str(directory), "work_dir": work, "prefix": prefix,
-                                        "meta": _plain(load_script(directory).data),
-                                        "timeout_s": limit}))
+        req_path.write_text(json.dumps({**_plain(check), "script_dir": str(directory), "work_dir": work,
+                                        "prefix": prefix, "timeout_s": limit}))
         try:
             subprocess.run([sys.executable, "-I", "-m", "cmx_cm.runner", "--validate", str(req_path), str(res_path)],
                            cwd=work, env=runner_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -46,8 +46,8 @@ def _no_prompt(prompt: object = "", *args: object, **kwargs: object) -> NoReturn
 
 def os_info() -> dict[str, Any]:
     """CM's ``os_info`` for a Linux/macOS host (the fields scripts read)."""
-    import platform  # deferred, as the imports below: a script with no customize.py needs none of them
-    import struct
+    import platform  # deferred: only a customize.py needs os_info
+    import struct  # deferred: as platform
 
     name = "darwin" if platform.system().lower().startswith("darwin") else "linux"
     bits = str(8 * struct.calcsize("P"))
@@ -72,8 +72,8 @@ def load_customize(directory: Path) -> ModuleType | None:
     path = directory / "customize.py"
     if not path.is_file():
         return None
-    import getpass
-    import importlib.util
+    import getpass  # deferred: only a script with a customize.py
+    import importlib.util  # deferred: as getpass
 
     getpass.getpass = _no_prompt  # customize.py's prompts fail with a message (run.sh's have no stdin)
     spec = importlib.util.spec_from_file_location("customize", path)
@@ -85,7 +85,7 @@ def load_customize(directory: Path) -> ModuleType | None:
 
 def select(source: Mapping[str, Any], patterns: Sequence[str]) -> dict[str, Any]:
     """CM's ``new_env_keys`` filter: globs, exact keys, and ``<<<KEY>>>`` indirections."""
-    import fnmatch
+    import fnmatch  # deferred: only a glob in new_env_keys
 
     out: dict[str, Any] = {}
     for pattern in patterns:
@@ -171,7 +171,7 @@ def run(request: Mapping[str, Any]) -> dict[str, Any]:
 
 def automation(request: Mapping[str, Any], directory: Path, work_dir: Path, customize: ModuleType | None) -> Automation:
     """CM's ``i['automation']`` for the script's customize.py (and the version notes)."""
-    from cmx_cm.automation import Automation
+    from cmx_cm.automation import Automation  # deferred: only a customize.py
 
     return Automation(directory=directory, work_dir=work_dir, prefix=request["prefix"], os_info=os_info(),
                       meta=request["meta"], customize=customize, base_env=dict(os.environ),
@@ -183,13 +183,13 @@ def run_hooks(kind: str, request: Mapping[str, Any], env: dict[str, Any], state:
     """The script's run-time deps of ``kind`` (:func:`cmx_cm.lifecycle.run_hooks`), if it has any."""
     if not request.get("hooks"):
         return
-    from cmx_cm.lifecycle import run_hooks as run
+    from cmx_cm.lifecycle import run_hooks as run  # deferred: only a script with run-time deps
 
     run(kind, request, env, state, lifecycle)
 
 
 def _version_ok(version: str, env: Mapping[str, Any], prefix: str) -> bool:
-    from cmx_cm.automation import version_ok
+    from cmx_cm.automation import version_ok  # deferred: only a detected version
 
     return version_ok(version, env, prefix)
 
@@ -202,6 +202,9 @@ def cached_version(env: Mapping[str, Any], prefix: str) -> str:
 def validate(request: Mapping[str, Any]) -> dict[str, Any]:
     """MLC's check of a cache entry: ``validate_cache.sh`` run in a fresh directory with the
     entry's env, then customize.py's ``detect_version``; the version it finds, if any."""
+    from cmx_cm.meta import load_script  # deferred: only a check of a cache entry reads the script's metadata
+
+    request = {**request, "meta": json.loads(json.dumps(load_script(Path(request["script_dir"])).data, default=str))}
     directory, work_dir, prefix = Path(request["script_dir"]), Path(request["work_dir"]), request["prefix"]
     env: dict[str, Any] = copy.deepcopy(dict(request["env"]))
     state: dict[str, Any] = copy.deepcopy(dict(request["state"]))
@@ -223,7 +226,7 @@ def validate(request: Mapping[str, Any]) -> dict[str, Any]:
 def _instead(script: dict[str, Any], env: dict[str, Any], lifecycle: list[dict[str, Any]]) -> dict[str, Any]:
     """CM's ``preprocess`` answer ``{'skip': True, 'script': {'tags': ...}}``: another script
     runs instead (``cmind.access`` run, given this one's env), and its result is this one's."""
-    from cmx_cm.actions import access
+    from cmx_cm.actions import access  # deferred: only when preprocess names another script
 
     other = access({**script, "action": "run", "automation": "script", "env": env})
     lifecycle.append({"kind": "instead", "tags": str(script.get("tags", "")), "ran": other.get("return") == 0,

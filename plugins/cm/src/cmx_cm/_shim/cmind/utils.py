@@ -154,13 +154,13 @@ def check_if_none_false_no_off(env: dict[str, Any], key: str) -> bool:
 
 
 def gen_uid() -> Result:
-    import uuid  # deferred, as datetime below: the script runner imports this module for every script
+    import uuid  # deferred: every script runner imports this module
 
     return {"return": 0, "uid": uuid.uuid4().hex[:16]}
 
 
 def get_current_date_time(i: dict[str, Any]) -> Result:
-    from datetime import datetime, timezone
+    from datetime import datetime, timezone  # deferred: every script runner imports this module
 
     now = datetime.now(timezone.utc)
     return {"return": 0, "iso_datetime": now.isoformat(), "datetime": now}
