@@ -51,30 +51,24 @@ def invocation(argv: Sequence[str]) -> str | None:
 def remembered(argv: Sequence[str], key: str) -> list[str] | None:
     """The command line ``argv`` handed over to last time, if its memo is signed by this user
     and nothing it depended on has changed; else None."""
-    import hmac  # deferred: only for a command word that has memos
-    import json  # deferred: only for a command word that has memos
-
     from cmx_core.plugins.command_index import discovery_fingerprint  # deferred: only for a command word that has memos
     from cmx_core.reads import file_state  # deferred: only for a command word that has memos
-    from cmx_core.run.replay import signing_key  # deferred: only for a command word that has memos
+    from cmx_core.run.replay import read_signed  # deferred: only for a command word that has memos
 
     folder = _folder(argv[0])
     if folder is None:
         return None
+    memo = read_signed(os.path.join(folder, f"{key}.json"))
+    if not isinstance(memo, dict):
+        return None
     try:
-        with open(os.path.join(folder, f"{key}.json"), "rb") as handle:
-            signature, _, body = handle.read().partition(b"\n")
-        expected = hmac.new(signing_key(), body, "sha256").hexdigest().encode()
-        if not hmac.compare_digest(signature, expected):
-            return None
-        memo = json.loads(body)
         if memo["format"] != FORMAT or memo["key"] != key or memo["argv"] != list(argv) \
                 or memo["fingerprint"] != discovery_fingerprint():
             return None
         if any(file_state(state[0]) != state for state in memo["files"]):
             return None
         handed = [str(arg) for arg in memo["to"]]
-    except (OSError, ValueError, KeyError, TypeError, IndexError, RecursionError):
+    except (KeyError, TypeError, IndexError):
         return None
     if "-v" in argv or "--verbose" in argv:
         print(f"cmx: handed over as remembered (memo {key[:12]}): cmx {' '.join(handed)}", file=sys.stderr)
@@ -83,13 +77,11 @@ def remembered(argv: Sequence[str], key: str) -> list[str] | None:
 
 def remember(argv: Sequence[str], key: str, handed: Sequence[str], depends_on: Sequence[str]) -> None:
     """Write the memo of a hand-over whose choice read only ``depends_on`` (and the plugins)."""
-    import hmac  # deferred: only when a hand-over is remembered
     import json  # deferred: only when a hand-over is remembered
 
-    from cmx_core.datautil import atomic_write  # deferred: only when a hand-over is remembered
     from cmx_core.plugins.command_index import discovery_fingerprint  # deferred: only when a hand-over is remembered
     from cmx_core.reads import file_state  # deferred: only when a hand-over is remembered
-    from cmx_core.run.replay import signing_key  # deferred: only when a hand-over is remembered
+    from cmx_core.run.replay import write_signed  # deferred: only when a hand-over is remembered
 
     folder = _folder(argv[0]) if argv else None
     if folder is None:
@@ -97,9 +89,8 @@ def remember(argv: Sequence[str], key: str, handed: Sequence[str], depends_on: S
     body = json.dumps({"format": FORMAT, "key": key, "argv": list(argv), "to": list(handed),
                        "fingerprint": discovery_fingerprint(), "files": [file_state(p) for p in depends_on]})
     try:
-        signature = hmac.new(signing_key(create=True), body.encode(), "sha256").hexdigest()
         os.makedirs(folder, exist_ok=True)
-        atomic_write(os.path.join(folder, f"{key}.json"), f"{signature}\n{body}")
+        write_signed(os.path.join(folder, f"{key}.json"), body)
     except OSError:
         pass  # a memo is a shortcut: the next run makes its choice again
 

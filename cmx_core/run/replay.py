@@ -99,6 +99,25 @@ def signing_key(*, create: bool = False) -> bytes:
     return key.encode()
 
 
+def write_signed(path: str, body: str) -> None:
+    """Write ``body`` (JSON text) to ``path`` as a memo: its HMAC with this user's key
+    (:func:`signing_key`, made when missing) on the first line, the body after it."""
+    signature = hmac.new(signing_key(create=True), body.encode(), "sha256").hexdigest()
+    atomic_write(path, f"{signature}\n{body}")
+
+
+def read_signed(path: str) -> Any:
+    """The JSON body of the memo at ``path`` if this user's key signed it; None when it is
+    missing, unreadable, not signed so or not JSON."""
+    try:
+        with open(path, "rb") as handle:
+            signature, _, body = handle.read().partition(b"\n")
+        expected = hmac.new(signing_key(), body, "sha256").hexdigest().encode()
+        return json.loads(body) if hmac.compare_digest(signature, expected) else None
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
 MEMO_DIR = "replay"
 """Memos live in ``<cache>/replay/<key>.json``: a signature line, then the JSON body."""
 
@@ -178,15 +197,7 @@ def _why_stale(memo: dict[str, Any]) -> str | None:
 
 def _read_memo(key: str, argv: list[str]) -> dict[str, Any] | None:
     """The memo of ``key`` if it exists, is signed with this user's key and is for ``argv``."""
-    try:
-        with open(memo_path(key), "rb") as handle:
-            signature, _, body = handle.read().partition(b"\n")
-        expected = hmac.new(signing_key(), body, "sha256").hexdigest().encode()
-        if not hmac.compare_digest(signature, expected):
-            return None
-        memo = json.loads(body)
-    except (OSError, ValueError, RecursionError):
-        return None
+    memo = read_signed(memo_path(key))
     if not isinstance(memo, dict) or memo.get("format") != MEMO_FORMAT or memo.get("key") != key \
             or memo.get("argv") != argv:
         return None

@@ -18,17 +18,16 @@ means no memo, never a wrong replay. The memo is signed (see
 
 from __future__ import annotations
 
-import hmac
 import json
 import sys
 from typing import TYPE_CHECKING, Any
 
 from cmx_core import reads
-from cmx_core.datautil import atomic_write, digest, thaw
+from cmx_core.datautil import digest, thaw
 from cmx_core.plugins.command_index import discovery_fingerprint
 from cmx_core.plugins.hookspecs import hookimpl
 from cmx_core.reads import file_state
-from cmx_core.run.replay import MEMO_FORMAT, memo_path, signing_key
+from cmx_core.run.replay import MEMO_FORMAT, memo_path, write_signed
 
 if TYPE_CHECKING:
     from cmx_core.plugins.registry import Registry
@@ -138,8 +137,7 @@ class Recorder:
         body = json.dumps(memo)  # key order kept: the replayed result.json is the same text
 
 
-        signature = hmac.new(signing_key(create=True), body.encode(), "sha256").hexdigest()
-        atomic_write(memo_path(self.key), f"{signature}\n{body}")
+        write_signed(memo_path(self.key), body)
 
 
 def _discovery() -> list[str]:

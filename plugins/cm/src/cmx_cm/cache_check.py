@@ -43,7 +43,8 @@ def script_stamp(directory: Path) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A JSON-ready copy of ``value`` (frozen mappings and tuples as dicts and lists)."""
     return json.loads(json.dumps(value, default=lambda v: dict(v) if isinstance(v, Mapping) else list(v)))
 
 
@@ -74,7 +75,7 @@ def version_holds(directory: Path, prefix: str, check: Mapping[str, Any], timeou
     limit = float(timeout_s) if timeout_s else CHECK_LIMIT_S
     with tempfile.TemporaryDirectory(prefix="cmx-cm-validate-") as work:
         req_path, res_path = Path(work) / "cm-request.json", Path(work) / "cm-result.json"
-        req_path.write_text(json.dumps({**_plain(check), "script_dir": str(directory), "work_dir": work,
+        req_path.write_text(json.dumps({**plain(check), "script_dir": str(directory), "work_dir": work,
                                         "prefix": prefix, "timeout_s": limit}))
         try:
             subprocess.run([sys.executable, "-I", "-m", "cmx_cm.runner", "--validate", str(req_path), str(res_path)],

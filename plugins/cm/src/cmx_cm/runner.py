@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import functools
 import io
 import json
 import os
@@ -109,26 +110,32 @@ def _check(result: Any, stage: str) -> dict[str, Any]:
     return result
 
 
-def run(request: Mapping[str, Any]) -> dict[str, Any]:
+def start(request: Mapping[str, Any]) -> tuple[Path, Path, str, dict[str, Any], dict[str, Any]]:
+    """The script's directory, work directory, env prefix, and the env and state it starts
+    with: the request's, with CM's ``*_TMP_CURRENT_*`` paths and quiet mode set."""
     directory, work_dir, prefix = Path(request["script_dir"]), Path(request["work_dir"]), request["prefix"]
     env: dict[str, Any] = copy.deepcopy(dict(request["env"]))
-    state: dict[str, Any] = copy.deepcopy(dict(request["state"]))
     env.update({f"{prefix}_TMP_CURRENT_SCRIPT_PATH": str(directory),
                 f"{prefix}_TMP_CURRENT_SCRIPT_REPO_PATH": str(directory.parent.parent),
                 f"{prefix}_TMP_CURRENT_SCRIPT_WORK_PATH": str(work_dir),
                 f"{prefix}_TMP_CURRENT_PATH": str(work_dir), f"{prefix}_QUIET": "yes"})
+    return directory, work_dir, prefix, env, copy.deepcopy(dict(request["state"]))
+
+
+def common_input(request: Mapping[str, Any]) -> dict[str, Any]:
+    """What every customize.py function is given besides CM's common input: the tags."""
+    return {"script_tags": request.get("tags", []), "variation_tags": request.get("variations", [])}
+
+
+def run(request: Mapping[str, Any]) -> dict[str, Any]:
+    directory, work_dir, prefix, env, state = start(request)
     substitute(env)
     for name in request.get("clean_files", []):
         (work_dir / name).unlink(missing_ok=True)
     customize = load_customize(directory)
-    made: list[Automation] = []
-
-    def auto() -> Automation:  # made when first needed: a script with no customize.py needs none
-        if not made:
-            made.append(automation(request, directory, work_dir, customize))
-        return made[0]
-
-    common = {"script_tags": request.get("tags", []), "variation_tags": request.get("variations", [])}
+    # made when first needed: a script with no customize.py needs none
+    auto = functools.cache(lambda: automation(request, directory, work_dir, customize))
+    common = common_input(request)
     lifecycle: list[dict[str, Any]] = []
     run_hooks("deps", request, env, state, lifecycle)
     start_env, start_state = copy.deepcopy(env), copy.deepcopy(state)
@@ -205,20 +212,15 @@ def validate(request: Mapping[str, Any]) -> dict[str, Any]:
     from cmx_cm.meta import load_script  # deferred: only a check of a cache entry reads the script's metadata
 
     request = {**request, "meta": json.loads(json.dumps(load_script(Path(request["script_dir"])).data, default=str))}
-    directory, work_dir, prefix = Path(request["script_dir"]), Path(request["work_dir"]), request["prefix"]
-    env: dict[str, Any] = copy.deepcopy(dict(request["env"]))
-    state: dict[str, Any] = copy.deepcopy(dict(request["state"]))
-    env.update({f"{prefix}_TMP_CURRENT_SCRIPT_PATH": str(directory),
-                f"{prefix}_TMP_CURRENT_SCRIPT_WORK_PATH": str(work_dir),
-                f"{prefix}_TMP_CURRENT_PATH": str(work_dir), f"{prefix}_QUIET": "yes"})
+    directory, work_dir, _, env, state = start(request)
     customize = load_customize(directory)
     place = ScriptPlace(directory, work_dir, dict(os.environ), request.get("timeout_s"))
     run_native(place, "validate_cache", env, state)
     version = ""
     if customize is not None and hasattr(customize, "detect_version"):
         auto = automation(request, directory, work_dir, customize)
-        common = {"script_tags": request.get("tags", []), "variation_tags": request.get("variations", [])}
-        found = _check(customize.detect_version({**auto.common_input(env, state), **common}), "detect_version")
+        found = _check(customize.detect_version({**auto.common_input(env, state), **common_input(request)}),
+                       "detect_version")
         version = str(found.get("version", "") or "")
     return {"ok": True, "version": version or None}
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx_cm._shim.cmind.utils import compare_versions
-from cmx_cm.cache_check import runner_env, script_stamp
+from cmx_cm.cache_check import plain, runner_env, script_stamp
 from cmx_cm.index import input_name
 from cmx_cm.meta import load_script
 from cmx_core.api import StepContext, StepFailed, StepOutput
@@ -51,10 +51,6 @@ PARAMS: dict[str, str] = {
     "default_version": "the script's default_version: the version input's default, moved into the script's "
                        "version_min..version_max as CM moves it",
 }
-
-
-def _plain(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=lambda v: dict(v) if isinstance(v, Mapping) else list(v)))
 
 
 def _merge(target: dict[str, Any], extra: Mapping[str, Any]) -> None:
@@ -110,12 +106,12 @@ def script_env(ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
     state: dict[str, Any] = {}
     for variation, values in dict(ctx.params.get("variation_state") or {}).items():
         if variation in ctx.variations:
-            _merge(state, _plain(values))
+            _merge(state, plain(values))
     for combo in combinations(ctx):
-        _merge(state, _plain(combo.get("state") or {}))
+        _merge(state, plain(combo.get("state") or {}))
     for alias in ctx.params.get("deps") or []:
         if alias in ctx.deps:
-            outputs = _plain(ctx.deps[alias])
+            outputs = plain(ctx.deps[alias])
             _merge(env, outputs.get("new_env") or {})
             _merge(state, outputs.get("new_state") or {})
     return env, state
@@ -175,13 +171,13 @@ def request(ctx: StepContext) -> dict[str, Any]:
     timeout = ctx.params.get("timeout_s") or ctx.timeout_s
     return {"script_dir": str(directory), "work_dir": str(ctx.work_dir),
             "prefix": env_prefix(ctx),
-            "env": env, "state": state, "meta": _plain(load_script(directory).data),
+            "env": env, "state": state, "meta": plain(load_script(directory).data),
             "new_env_keys": env_keys, "new_state_keys": state_keys,
             "clean_files": list(ctx.params.get("clean_files") or []),
             "script_name": _script_name(ctx),
             "tags": list(ctx.params.get("tags") or []), "variations": [str(v) for v in ctx.variations],
             "timeout_s": float(timeout) if timeout else None,
-            "hooks": _plain(list(ctx.params.get("hooks") or [])),
+            "hooks": plain(list(ctx.params.get("hooks") or [])),
             "local_env_keys": list(ctx.params.get("local_env_keys") or []),
             "recipe_dir": str(ctx.recipe_dir) if ctx.recipe_dir else None,
             "version_wanted": str(ctx.inputs.get("version") or ""), "adr": handed_down_adr(ctx)}
@@ -243,7 +239,7 @@ def outputs_of(ctx: StepContext, result: Mapping[str, Any]) -> dict[str, Any]:
     new_env = dict(result.get("new_env") or {})
     out: dict[str, Any] = {"new_env": new_env, "new_state": dict(result.get("new_state") or {}),
                            "version": result.get("version"), "lifecycle": list(result.get("lifecycle") or []),
-                           "not_exact": _plain(list(ctx.params.get("not_exact") or [])),
+                           "not_exact": plain(list(ctx.params.get("not_exact") or [])),
                            "script": {"dir": str(ctx.params["script_dir"]),
                                       "stamp": script_stamp(Path(str(ctx.params["script_dir"]))),
                                       "prefix": env_prefix(ctx),
