@@ -139,6 +139,9 @@ if TYPE_CHECKING:  # written by scripts/api_table.py from cmx_core/api/table.py
         plan_plugins as plan_plugins,
         write_lock as write_lock,
     )
+    from cmx_core.run.processes import (
+        run_step_process as run_step_process,
+    )
     from cmx_core.run.remote import (
         Fetched as Fetched,
         JobStatus as JobStatus,

@@ -35,6 +35,7 @@ GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
         "cmx_core.plugins.local_source": ("project_name",),
         "cmx_core.paths": ("cache_dir", "data_dir"),
         "cmx_core.cache.store": ("cached_recipes",),
+        "cmx_core.run.processes": ("run_step_process",),
     },
     "executor contract: running a plan somewhere, and recovering from lost jobs (docs/faults.md)": {
         "cmx_core.plugins.registry": ("Executor", "ExecutionContext", "ExecutionRequest"),

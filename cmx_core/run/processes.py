@@ -4,6 +4,7 @@ node)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -12,7 +13,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from cmx_core.errors import ProcessEnd, StepFailed
 from cmx_core.faults import armed
@@ -46,19 +47,24 @@ def run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float 
 
 
 def run_step_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
-                     stdout_path: Path, stderr_path: Path) -> Exit:
+                     stdout_path: Path, stderr_path: Path | None = None) -> Exit:
     """Run ``argv`` in its own process group and memory cgroup (where one can be made:
-    :mod:`cmx_core.sandbox.step_group`), its output to the two files."""
+    :mod:`cmx_core.sandbox.step_group`), its output to the two files (``stderr_path`` None:
+    both streams to ``stdout_path``, in the order they were written). Ctrl-C, SIGTERM and
+    SIGHUP of cmx kill the group, ``kill -9`` of cmx kills the process (:func:`dies_with_cmx`)
+    and the watchdog its group; ``--inject`` faults armed for the attempt strike it. Raises
+    :class:`StepFailed` when it cannot start or runs past ``timeout`` (then it is killed)."""
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     _guard()
     injected = armed.current()  # faults armed for this attempt (docs/faults.md)
     prefix = injected.prefix(cwd) if injected is not None else []
     group = open_group()
     join = group.join() if group is not None else []
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+    with open(stdout_path, "wb") as out, _stderr_file(stderr_path) as err:
         try:
             proc = subprocess.Popen([*dies_with_cmx(), *join, *prefix, *argv], cwd=cwd,
-                                    env={**env, TOKEN_ENV: TOKEN}, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                    env={**env, TOKEN_ENV: TOKEN}, stdout=out,
+                                    stderr=subprocess.STDOUT if err is None else err, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
         except OSError as exc:
             if group is not None:
@@ -76,7 +82,8 @@ def run_step_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: f
             code = proc.wait(timeout=limit)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            raise StepFailed(f"`{argv[0]}` timed out after {limit:g} s and was killed (log: {stderr_path})") from None
+            raise StepFailed(f"`{argv[0]}` timed out after {limit:g} s and was killed "
+                             f"(log: {stderr_path or stdout_path})") from None
         except BaseException:
             _kill_group(proc)
             raise
@@ -89,6 +96,11 @@ def run_step_process(argv: list[str], cwd: Path, env: dict[str, str], timeout: f
     if counted is None:
         return Exit(code)
     return Exit(code, counted.kills, counted.group)
+
+
+def _stderr_file(path: Path | None) -> contextlib.AbstractContextManager[BinaryIO | None]:
+    """The step's stderr file, or None (and nothing to close) when it shares stdout's."""
+    return contextlib.nullcontext() if path is None else open(path, "wb")
 
 
 TOKEN = os.urandom(8).hex()

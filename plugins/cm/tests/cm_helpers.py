@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -74,3 +77,30 @@ def precedence_scripts(root: Path, prefix: str, head: str, callers: Sequence[tup
         write_script(root, alias, f"alias: {alias}\n{head.format(uid=f'a{n}' * 8)}tags: [{alias.replace('-', '')}]\n"
                                   f"new_env_keys: [{prefix}_ENVP_SEEN_*]\n"
                                   f"{kind}:\n  - {{tags: '{tags}', env: {dep_env}}}\n", meta_file=meta_file)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie does not: it has ended, and waits to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:  # "PID (COMM) STATE ...": COMM may hold ")"
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def left_running(pids: Sequence[int], deadline_s: float = 300.0) -> list[int]:
+    """The processes of ``pids`` still running after up to ``deadline_s`` (a SIGKILL, or the
+    watchdog of a killed cmx, acts a moment later: polled, never a sleep sized to the machine)."""
+    deadline = time.monotonic() + deadline_s
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return [pid for pid in pids if alive(pid)]
+
+
+def kill_all(pids: Sequence[int]) -> None:
+    """SIGKILL what a failed test left of its own script."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass

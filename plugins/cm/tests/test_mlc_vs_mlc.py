@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from cm_helpers import outputs, pinned_venv, precedence_scripts, write_script
+from cm_helpers import kill_all, left_running, outputs, pinned_venv, precedence_scripts, write_script
 
 MLCFLOW = "mlcflow==1.3.8"
 REFERENCE = Path(__file__).parent / "reference_run.py"
@@ -174,13 +174,16 @@ def test_a_cache_entry_whose_dependent_path_is_gone_is_stale_as_in_mlc(mlc_venv:
 def test_a_validate_cache_check_that_hangs_is_stopped_and_keeps_the_entry(tmp_path: Path,
                                                                           cmx_cli: Callable[..., Any]) -> None:
     """cmx's bound, which MLC lacks: a ``validate_cache.sh`` that never ends is stopped at the
-    step's time limit, and the entry is served as after any failed check (the script ran once)."""
+    step's time limit with what it started (its shell, a background sleep), and the entry is
+    served as after any failed check (the script ran once)."""
     directory = _vtool_script(mlc_scripts(tmp_path), validated=True)
-    (directory / "validate_cache.sh").write_text("#!/bin/bash\nexec sleep 3600\n")
+    pids = tmp_path / "check-pids"
+    (directory / "validate_cache.sh").write_text(f"#!/bin/bash\necho $$ >> {pids}\nsleep 3601 &\necho $! >> {pids}\n"
+                                                 "sleep 3600\n")
     recipes = import_scripts(cmx_cli, tmp_path)
     recipe_file = recipes / "mlc.get-vtool.yaml"
     recipe = yaml.safe_load(recipe_file.read_text())
-    recipe["steps"][0]["with"]["timeout_s"] = 3
+    recipe["steps"][0]["with"]["timeout_s"] = 20  # bounds the script's first run too: not sized to the machine
     recipe_file.write_text(yaml.safe_dump(recipe))
     (tmp_path / "bin").mkdir()
     _tool(tmp_path / "bin" / "vtool", "1.0")
@@ -191,3 +194,9 @@ def test_a_validate_cache_check_that_hangs_is_stopped_and_keeps_the_entry(tmp_pa
                               f"--env.MLC_VTOOL_RUNS={runs}", env=path, cwd=tmp_path, timeout=240))
         assert got["new_env"] == {"MLC_VTOOL_VERSION": "1.0"}
     assert len(runs.read_text().splitlines()) == 1
+    checked = [int(pid) for pid in pids.read_text().split()]
+    try:
+        assert len(checked) == 2 and left_running(checked) == []
+    finally:
+        kill_all(checked)
+

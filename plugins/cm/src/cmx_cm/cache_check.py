@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -78,11 +79,25 @@ def version_holds(directory: Path, prefix: str, check: Mapping[str, Any], timeou
         req_path.write_text(json.dumps({**plain(check), "script_dir": str(directory), "work_dir": work,
                                         "prefix": prefix, "timeout_s": limit}))
         try:
-            subprocess.run([sys.executable, "-I", "-m", "cmx_cm.runner", "--validate", str(req_path), str(res_path)],
-                           cwd=work, env=runner_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=limit + 30, check=False)
+            checked([sys.executable, "-I", "-m", "cmx_cm.runner", "--validate", str(req_path), str(res_path)],
+                    Path(work), limit + 30)
             found = json.loads(res_path.read_text())
         except (OSError, ValueError, subprocess.TimeoutExpired):
             return True
     detected, recorded = str(found.get("version") or ""), str(check.get("version") or "")
     return not (found.get("ok") and detected and recorded and detected != recorded)
+
+
+def checked(argv: list[str], work: Path, limit: float) -> None:
+    """Run a check in a process group of its own, and end with that group killed: what the
+    check left running, or all of it when it runs past ``limit`` (TimeoutExpired) or cmx is
+    stopped meanwhile (Ctrl-C, SIGTERM)."""
+    with subprocess.Popen(argv, cwd=work, env=runner_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, start_new_session=True) as proc:
+        try:
+            proc.wait(timeout=limit)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, MutableMapping
@@ -89,12 +90,43 @@ def run_native(place: ScriptPlace, name: str, env: MutableMapping[str, Any], sta
     argv = ["bash", "-c", '. "$1"', "cmx-cm", str(script)]
     sys.stdout.flush()  # what customize.py printed without a newline comes before the script's output
     sys.stderr.flush()
-    try:
-        done = subprocess.run(argv, cwd=work_dir, env=process_env(env, place.base_env), stdin=subprocess.DEVNULL,
-                              timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired:
-        raise ScriptError(f"{script} ran past {timeout_s:g} s and was stopped") from None
-    if done.returncode != 0:
-        raise ScriptError(f"{script} failed with exit code {done.returncode} (its output is in the step log)")
+    with subprocess.Popen(argv, cwd=work_dir, env=process_env(env, place.base_env), stdin=subprocess.DEVNULL) as proc:
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            kill_tree(proc.pid)
+            raise ScriptError(f"{script} ran past {timeout_s:g} s and was stopped with what it started") from None
+    if code != 0:
+        raise ScriptError(f"{script} failed with exit code {code} (its output is in the step log)")
     merge_outputs(work_dir, env, state)
     return True
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and every process below it now (a script's ``sleep &`` as well as its
+    shell), found through /proc; what is already gone is skipped."""
+    for victim in [pid, *descendants(pid)]:
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` (children, theirs, ...), read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:  # "PID (COMM) STATE PPID ...": COMM may hold ")"
+                parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile
+        children.setdefault(parent, []).append(int(entry))
+    found, pending = [], [pid]
+    while pending:
+        below = children.get(pending.pop(), [])
+        found += below
+        pending += below
+    return found

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
+import signal
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from cmx_cm._shim.cmind.utils import compare_versions
 from cmx_cm.cache_check import plain, runner_env, script_stamp
 from cmx_cm.index import input_name
 from cmx_cm.meta import load_script
-from cmx_core.api import StepContext, StepFailed, StepOutput
+from cmx_core.api import StepContext, StepFailed, StepOutput, run_step_process
 
 PARAMS: dict[str, str] = {
     "script_dir": "the CM/MLC script directory (customize.py, run.sh, metadata)",
@@ -220,19 +221,35 @@ def run_script(ctx: StepContext) -> StepOutput:
     req_path.write_text(json.dumps(req, indent=2, sort_keys=True))
     res_path.unlink(missing_ok=True)
     log = ctx.log_dir / "cm-script.log"
-    env = runner_env()
-    with log.open("wb") as handle:
-        done = subprocess.run([sys.executable, "-I", "-m", "cmx_cm.runner", str(req_path), str(res_path)],
-                              cwd=ctx.work_dir, env=env, stdin=subprocess.DEVNULL, stdout=handle,
-                              stderr=subprocess.STDOUT, check=False)
-    show_output(ctx, log)
+    limit = req["timeout_s"]
+    started = time.monotonic()
+    try:
+        ended = run_step_process([sys.executable, "-I", "-m", "cmx_cm.runner", str(req_path), str(res_path)],
+                                 ctx.work_dir, runner_env(), limit, log)
+    except StepFailed:
+        if limit is None or time.monotonic() - started < limit:
+            raise
+        raise StepFailed(f"{ctx.recipe}: the script ran past its time limit of {limit:g} s and was stopped with "
+                         f"every process it started; see {log}") from None
+    finally:
+        show_output(ctx, log)
     if not res_path.is_file():
-        raise StepFailed(f"{ctx.recipe}: the script runner exited with code {done.returncode} without a result "
-                         f"(the script called exit?); see {log}")
+        raise StepFailed(f"{ctx.recipe}: the script runner {_how_it_ended(ended.returncode)} without a result; "
+                         f"see {log}", ended=ended.ended())
     result = json.loads(res_path.read_text())
     if not result.get("ok"):
         raise StepFailed(f"{ctx.recipe}: {result.get('error')}; see {log}")
     return StepOutput(outputs=outputs_of(ctx, result))
+
+
+def _how_it_ended(returncode: int) -> str:
+    if returncode < 0:  # killed: by an --inject fault, the OOM killer, a kill from outside
+        try:
+            name = f" ({signal.Signals(-returncode).name})"
+        except ValueError:
+            name = ""
+        return f"was killed by signal {-returncode}{name}"
+    return f"exited with code {returncode} (the script called exit?)"
 
 
 def outputs_of(ctx: StepContext, result: Mapping[str, Any]) -> dict[str, Any]:
