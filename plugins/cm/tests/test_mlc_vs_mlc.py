@@ -23,6 +23,8 @@ import pytest
 import yaml
 from cm_helpers import kill_all, left_running, outputs, pinned_venv, precedence_scripts, write_script
 
+from cmx_cm import cache_check
+
 MLCFLOW = "mlcflow==1.3.8"
 REFERENCE = Path(__file__).parent / "reference_run.py"
 HEAD = 'uid: "{uid}"\nautomation_alias: script\nautomation_uid: 5b4e0237da074764\n'
@@ -200,3 +202,21 @@ def test_a_validate_cache_check_that_hangs_is_stopped_and_keeps_the_entry(tmp_pa
     finally:
         kill_all(checked)
 
+
+
+@pytest.mark.timeout(600)
+def test_a_check_of_a_step_without_a_time_limit_is_bounded_by_check_limit_s(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the step sets no time limit (MLC's scripts set none), a check is bounded by
+    ``CHECK_LIMIT_S`` (300 s; 5 s here), stopped with what it started, and keeps the entry."""
+    directory = _vtool_script(mlc_scripts(tmp_path), validated=True)
+    pids = tmp_path / "check-pids"
+    (directory / "validate_cache.sh").write_text(f"#!/bin/bash\necho $$ >> {pids}\nsleep 3601 &\necho $! >> {pids}\n"
+                                                 "sleep 3600\n")
+    monkeypatch.setattr(cache_check, "CHECK_LIMIT_S", 5.0)
+    try:
+        assert cache_check.version_holds(directory, "MLC", {"env": {}, "state": {}, "version": "1.0"}, None) is True
+        checked = [int(pid) for pid in pids.read_text().split()]
+        assert len(checked) == 2 and left_running(checked) == []
+    finally:
+        kill_all([int(pid) for pid in pids.read_text().split()] if pids.is_file() else [])
