@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,8 @@ from typing import Any
 import pytest
 import yaml
 from cm_helpers import kill_all, left_running, write_script
+
+from cmx_cm.publish import publish
 
 CMX = [sys.executable, "-m", "cmx_core"]
 DEADLINE_S = 300.0
@@ -124,3 +127,102 @@ def test_an_injected_kill_strikes_the_script_and_is_recorded(tmp_path: Path, cmx
         assert left_running(_recorded(pids)) == []
     finally:
         kill_all(_recorded(pids))
+
+
+def _many_scripts(root: Path, count: int) -> None:
+    for number in range(count):
+        write_script(root, f"many-{number:03d}", f"alias: many-{number:03d}\nuid: {number:016x}\n"
+                                                 f"automation_alias: script\ntags: [many, n{number}]\n")
+
+
+def _recipe_files(directory: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(directory.iterdir()) if p.is_file()} if directory.is_dir() else {}
+
+
+def _stopped_while_writing(collection: Path, out: Path) -> subprocess.Popen[str] | None:
+    """``cmx import cm`` frozen (SIGSTOP) while it writes its recipes aside, or None when it
+    got past that before the stop reached it (the caller tries again)."""
+    cmx = subprocess.Popen([*CMX, "import", "cm", str(collection), "--out", str(out)], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + DEADLINE_S
+    while not list(out.glob(".importing-*/*.yaml")) and cmx.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    os.kill(cmx.pid, signal.SIGSTOP)
+    if cmx.poll() is None and list(out.glob(".importing-*")):
+        return cmx
+    os.kill(cmx.pid, signal.SIGCONT)
+    cmx.communicate(timeout=DEADLINE_S)
+    return None
+
+
+@pytest.mark.parametrize("earlier", [False, True], ids=["first-import", "over-an-earlier-import"])
+def test_an_import_killed_part_way_changes_nothing(earlier: bool, tmp_path: Path,
+                                                   cmx_cli: Callable[..., Any]) -> None:
+    """``kill PID`` of ``cmx import cm`` while it writes: the recipe folder stays as the last
+    whole import left it (empty, or that import's files unchanged), and nothing is left
+    aside. Before, it kept the part written (24 of 306 recipes, 270, ...), and a later
+    ``cmx cm run script`` chose among that part."""
+    collection = tmp_path / "collection" / "script"
+    _many_scripts(collection, 300)
+    out = tmp_path / "recipes"
+    if earlier:
+        write_script(collection, "only-earlier", "alias: only-earlier\nuid: eeeeeeeeeeeeeeee\n"
+                                                 "automation_alias: script\ntags: [earlier]\n")
+        assert cmx_cli("import", "cm", str(collection), "--out", str(out)).returncode == 0
+        shutil.copytree(out, tmp_path / "earlier")
+        (collection / "only-earlier" / "_cm.yaml").unlink()
+        (collection / "many-000" / "_cm.yaml").write_text("alias: many-000\nuid: 0000000000000000\n"
+                                                           "automation_alias: script\ntags: [many, changed]\n")
+    before = _recipe_files(out)
+    for _ in range(5):
+        cmx = _stopped_while_writing(collection, out)
+        if cmx is not None:
+            break
+        shutil.rmtree(out)  # it finished first: start again from the same folder
+        if earlier:
+            shutil.copytree(tmp_path / "earlier", out)
+    assert cmx is not None, "the import finished before it could be stopped, five times"
+    os.kill(cmx.pid, signal.SIGTERM)
+    os.kill(cmx.pid, signal.SIGCONT)
+    _, err = cmx.communicate(timeout=DEADLINE_S)
+    assert cmx.returncode == 130, err
+    assert _recipe_files(out) == before
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+    done = cmx_cli("import", "cm", str(collection), "--out", str(out))  # and the next import completes it
+    assert done.returncode == 0, done.stderr
+    names = set(_recipe_files(out))
+    assert len([n for n in names if n.startswith("cm.many-")]) == 300 and "cm.only-earlier.yaml" not in names
+
+
+def test_a_stop_during_the_renames_is_acted_on_once_all_are_moved(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last step of an import, moving its files in, is not parted by a SIGTERM that comes
+    in the middle (here: sent by the first rename): the signal acts once every file is in."""
+    staging, out = tmp_path / "staging", tmp_path / "out"
+    staging.mkdir()
+    out.mkdir()
+    for name in ("a.yaml", "b.yaml", "stamps.json"):
+        (staging / name).write_text(name)
+    (out / "gone.yaml").write_text("earlier")
+    real_replace = os.replace
+    seen: list[str] = []
+
+    def replace(source: Any, target: Any) -> None:
+        if not seen:
+            signal.raise_signal(signal.SIGTERM)
+        seen.append(Path(target).name)
+        real_replace(source, target)
+
+    def stop(number: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", replace)
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            publish(staging, out, last=("stamps.json",), remove=["gone.yaml"])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert seen == ["a.yaml", "b.yaml", "stamps.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["a.yaml", "b.yaml", "stamps.json"]
+    assert signal.getsignal(signal.SIGTERM) is previous

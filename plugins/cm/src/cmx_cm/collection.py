@@ -1,8 +1,9 @@
 """A whole collection: translate every script into a recipe directory, with a report of
 every key not mapped exactly, and keep that directory fresh by ``stat`` for the live path.
 
-Each recipe file is written atomically (a temporary file, then ``os.replace``); the
-``stamps.json`` beside them records, per script, a stat stamp of its files. A later call
+The recipes are written into a folder aside and moved in when all are written
+(:mod:`cmx_cm.publish`: an import stopped part way changes nothing); the ``stamps.json``
+beside them records, per script, a stat stamp of its files. A later call
 re-translates only the scripts whose stamp changed and removes the recipes of scripts that
 are gone, so an unchanged collection costs a directory walk and some ``stat`` calls.
 """
@@ -23,6 +24,7 @@ from typing import Any
 from cmx_cm.cache_check import script_stamp
 from cmx_cm.index import IndexEntry, ScriptIndex
 from cmx_cm.meta import ScriptMeta, find_meta_file, load_script, script_dirs
+from cmx_cm.publish import publish, staged
 from cmx_cm.translate import Issue, Translation, index_entry, translate
 from cmx_core.errors import CmxError, UsageError
 
@@ -145,23 +147,32 @@ def import_collection(root: Path, out_dir: Path, *, reuse: bool = False,
         old = {}
         scan = _scan(root, old, out_dir)
     result = ImportResult(out_dir=out_dir, failed=scan.failed)
+    earlier = {name for name in (str(s.get("file")) for s in _load_stamps(out_dir, root).get("scripts", {}).values())
+               if _recipe_file_name(name)}
     stamps: dict[str, Any] = {}
-    for key, stamp in scan.stamps.items():
-        script = scan.parsed.get(key)
-        if script is None:
-            stamps[key] = old[key]
-            result.reused += 1
-            continue
-        stamps[key] = _write_one(script, out_dir, stamp, result, index, cache_detections) | \
-            {"entry": scan.entries[key].to_json()}
-    for gone in set(old) - set(stamps):
-        (out_dir / old[gone]["file"]).unlink(missing_ok=True)
-    stored_now = {"format": STAMP_FORMAT, "root": str(root), "index": index.digest(),
-                  "cache_detections": cache_detections, "scripts": stamps}
-    _write_atomic(out_dir / STAMPS, json.dumps(stored_now, indent=1, sort_keys=True))
-    if not reuse:
-        _write_atomic(out_dir / REPORT, json.dumps(result.report(), indent=2) + "\n")
+    with staged(out_dir) as staging:  # nothing reaches out_dir until every recipe is written
+        for key, stamp in scan.stamps.items():
+            script = scan.parsed.get(key)
+            if script is None:
+                stamps[key] = old[key]
+                result.reused += 1
+                continue
+            stamps[key] = _write_one(script, staging, stamp, result, index, cache_detections) | \
+                {"entry": scan.entries[key].to_json()}
+        stored_now = {"format": STAMP_FORMAT, "root": str(root), "index": index.digest(),
+                      "cache_detections": cache_detections, "scripts": stamps}
+        _write_atomic(staging / STAMPS, json.dumps(stored_now, indent=1, sort_keys=True))
+        if not reuse:
+            _write_atomic(staging / REPORT, json.dumps(result.report(), indent=2) + "\n")
+        now = {str(s["file"]) for s in stamps.values()}
+        publish(staging, out_dir, last=(REPORT, STAMPS), remove=sorted(earlier - now))
     return result
+
+
+def _recipe_file_name(name: str) -> bool:
+    """Whether ``name`` (read from stamps.json, which anyone who can write the folder can
+    edit) is a recipe file this import may delete: a plain ``*.yaml`` name, no path."""
+    return os.path.basename(name) == name and name.endswith(".yaml") and not name.startswith(".")
 
 
 def _refuse_inside(root: Path, out_dir: Path) -> None:

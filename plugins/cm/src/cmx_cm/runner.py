@@ -264,7 +264,9 @@ def main(argv: Sequence[str]) -> int:
 
         print(traceback.format_exc(), file=sys.stderr)
         result = {"ok": False, "error": " ".join(f"{type(exc).__name__}: {exc}".split())[:500]}
-    result_path.write_text(json.dumps(result, indent=2, sort_keys=True, default=str))
+    partial = result_path.with_name(result_path.name + ".part")  # a runner killed mid-write leaves no result
+    partial.write_text(json.dumps(result, indent=2, sort_keys=True, default=str))
+    partial.replace(result_path)
     return 0
 
 
