@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cm_helpers import outputs, write_script
 
 Cli = Callable[..., Any]
@@ -174,3 +175,29 @@ def test_a_run_leaves_no_process_of_its_group_behind(cmx_cli: Cli, collection: P
         done = subprocess.run(probe, capture_output=True, text=True, timeout=600, check=True,
                               env={**os.environ, "CMX_HOME": str(tmp_path / "home")})
         assert done.stdout.strip().startswith("0 []"), done.stdout
+
+
+ALIAS_BOMB = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9)) + "env: {CM_BOMB: *a8}\n"
+"""Nine lines that expand to 10^9 values: before, the step handed them to the runner as JSON
+and cmx grew past 10 GB of memory."""
+
+
+@pytest.mark.parametrize("hostile", [ALIAS_BOMB, "env: &x {CM_SELF: [*x]}\n", "env: " + "[" * 3000 + "]" * 3000 + "\n",
+                                     "x: '" + "y" * (5 << 20) + "'\n"],
+                         ids=["alias-bomb", "self-reference", "deep", "too-large"])
+def test_hostile_metadata_is_one_line_at_import_and_at_run_time(hostile: str, cmx_cli: Cli, tmp_path: Path) -> None:
+    """Metadata that would expand without bound, refer into itself, nest past any parser or
+    fill memory is refused in one line: at import (the script is listed as failed, the rest
+    import) and when the script changes to it after its import (exit 2, no traceback)."""
+    root, out = tmp_path / "c", tmp_path / "recipes"
+    head = "alias: {0}\nuid: {1}\nautomation_alias: script\ntags: [{0}]\n"
+    write_script(root, "fine", head.format("fine", "f" * 16), run_sh="true\n")
+    write_script(root, "hostile", head.format("hostile", "e" * 16) + hostile)
+    report = _import(cmx_cli, root, out)
+    assert report["imported"] == 1 and len(report["failed"]) == 1
+    assert "hostile/_cm.yaml" in report["failed"][0]["reason"]
+    (root / "fine" / "_cm.yaml").write_text(head.format("fine", "f" * 16) + hostile)
+    ran = cmx_cli("run", "recipe", "--tags=cm,fine", "--recipes", str(out), "--json", timeout=600)
+    assert ran.returncode == 2, ran.stderr
+    assert "fine/_cm.yaml" in json.loads(ran.stdout)["error"] and "Traceback" not in ran.stderr

@@ -67,15 +67,61 @@ def load_script(directory: Path) -> ScriptMeta:
     import yaml  # deferred: yaml only when this runs (27 modules)
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_capped(path)
         data = json.loads(text) if path.suffix == ".json" else _yaml_load(text)
+        _check_expanded_size(data, path)
     except yaml.YAMLError as exc:
         raise UsageError(f"{path}: not valid YAML ({_one_line(exc)}); fix the file") from None
+    except RecursionError:
+        raise UsageError(f"{path}: nested too deeply to be script metadata; fix the file") from None
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: cannot be read as script metadata ({_one_line(exc)}); fix the file") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: script metadata must be a mapping, got {type(data).__name__}")
     return ScriptMeta(directory=directory, meta_file=path, flavor=flavor, data=data)
+
+
+MAX_META_BYTES = 4 << 20
+"""The largest metadata file read (the largest in cmx4mlops 1.0.1 is 50 KB)."""
+
+MAX_META_NODES = 200_000
+"""The most values a script's metadata may hold once YAML aliases are expanded (1,713 at most in cmx4mlops 1.0.1): a few
+lines of ``&a [*b, *b, ...]`` (an alias bomb) would otherwise expand to billions when the
+metadata is handed to the script runner as JSON (10 GB of memory, measured)."""
+
+
+def _read_capped(path: Path) -> str:
+    with path.open("rb") as handle:
+        raw = handle.read(MAX_META_BYTES + 1)
+    if len(raw) > MAX_META_BYTES:
+        raise ValueError(f"larger than {MAX_META_BYTES >> 20} MiB")
+    return raw.decode("utf-8")
+
+
+def _check_expanded_size(data: Any, path: Path) -> None:
+    """Refuse metadata whose aliases expand past :data:`MAX_META_NODES` values, or refer to
+    a node from inside it (infinitely deep). One pass over the distinct nodes: a shared node
+    is sized once, however many aliases point at it."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: Any) -> int:
+        if not isinstance(node, dict | list):
+            return 1
+        if id(node) in sizes:
+            return sizes[id(node)]
+        if id(node) in open_nodes:
+            raise ValueError("an alias inside the node it refers to (the data would be infinitely deep)")
+        open_nodes.add(id(node))
+        total = 1 + sum(size(child) for child in (node.values() if isinstance(node, dict) else node))
+        if total > MAX_META_NODES:
+            raise ValueError(f"its aliases expand to more than {MAX_META_NODES} values (an alias bomb?); write "
+                             "the values out")
+        open_nodes.discard(id(node))
+        sizes[id(node)] = total
+        return total
+
+    size(data)
 
 
 def _one_line(exc: BaseException) -> str:
