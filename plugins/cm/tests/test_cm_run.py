@@ -201,3 +201,22 @@ def test_hostile_metadata_is_one_line_at_import_and_at_run_time(hostile: str, cm
     ran = cmx_cli("run", "recipe", "--tags=cm,fine", "--recipes", str(out), "--json", timeout=600)
     assert ran.returncode == 2, ran.stderr
     assert "fine/_cm.yaml" in json.loads(ran.stdout)["error"] and "Traceback" not in ran.stderr
+
+
+def test_cm_run_script_bad_values_are_one_line_exit_2(cmx_cli: Cli, collection: Path, tmp_path: Path) -> None:
+    """Tags that are only commas (before: the run went ahead and took a script), a --recipes
+    that is a file, and a damaged stamps.json (before: a JSON traceback) are one line, exit 2."""
+    out = tmp_path / "recipes"
+    _import(cmx_cli, collection, out)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    (tmp_path / "damaged").mkdir()
+    (tmp_path / "damaged" / "stamps.json").write_text('{"scripts": [1, 2')
+    cases = {"--tags=,, ,": (str(out), "--tags=TAGS is required"),
+             "--tags=demo,tool": (str(a_file), "not a directory"),
+             "--tags=demo": (str(tmp_path / "damaged"), "stamps.json: not as an import writes it")}
+    for tags, (recipes, message) in cases.items():
+        done = cmx_cli("cm", "run", "script", tags, "--recipes", recipes, "--json")
+        assert done.returncode == 2, done.stderr
+        assert message in json.loads(done.stdout)["error"] and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr

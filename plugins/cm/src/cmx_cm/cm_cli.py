@@ -65,7 +65,7 @@ def _split(rest: list[str]) -> tuple[str, list[str], dict[str, str], list[str], 
         else:
             raise UsageError(f"cmx cm run script: unrecognized argument {arg!r} (expected --tags=..., --env.KEY=VALUE "
                              "or --KEY=VALUE)")
-    if not tags.strip():
+    if not any(t.strip() for t in tags.split(",")):
         raise UsageError("cmx cm run script: --tags=TAGS is required (CM tags, _name for a variation)")
     return tags, recipes, env, inputs, flags
 
@@ -84,17 +84,27 @@ def choose(tags: str, dirs: list[Path]) -> tuple[Any, list[Any], Path]:
     CM's order, and the recipe directory holding it."""
     query = split_tags([t.strip() for t in tags.split(",") if t.strip()])
     for directory in dirs:
-        stamps = directory / STAMPS
-        if not stamps.is_file():
-            raise UsageError(f"{directory}: no {STAMPS}; import the collection with 'cmx import cm DIR --out "
-                             f"{directory}'")
-        stored = json.loads(stamps.read_text())
-        entries = [IndexEntry.from_json(s["entry"]) for s in stored.get("scripts", {}).values() if "entry" in s]
-        found = ScriptIndex(entries).select(query)
+        found = ScriptIndex(_index_entries(directory)).select(query)
         if found:
             return found[0], found[1:], directory
     raise UsageError(f"no CM script has tags '{tags}' (plain tags are script tags, _name a variation); "
                      f"looked in {', '.join(str(d) for d in dirs)}")
+
+
+def _index_entries(directory: Path) -> list[IndexEntry]:
+    """The script index an import recorded in ``directory``'s stamps.json; a missing or damaged
+    one is a one-line error saying to import again."""
+    stamps = directory / STAMPS
+    again = f"import the collection with 'cmx import cm DIR --out {directory}'"
+    if not directory.is_dir():
+        raise UsageError(f"--recipes {directory}: not a directory; {again}")
+    if not stamps.is_file():
+        raise UsageError(f"{directory}: no {STAMPS}; {again}")
+    try:
+        stored = json.loads(stamps.read_text(encoding="utf-8"))
+        return [IndexEntry.from_json(s["entry"]) for s in stored["scripts"].values() if "entry" in s]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise UsageError(f"{stamps}: not as an import writes it ({type(exc).__name__}); {again}") from None
 
 
 def _flavor(directory: Path, entry: IndexEntry) -> str:
