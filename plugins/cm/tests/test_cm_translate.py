@@ -142,3 +142,23 @@ def test_repeated_tags_are_kept_once(tmp_path: Path) -> None:
     assert len(recipe["tags"]) == len(set(recipe["tags"]))
     dep_tags = recipe["deps"][0]["tags"]
     assert len(dep_tags) == len(set(dep_tags)) and "detect" in dep_tags
+
+
+@pytest.mark.parametrize(("extra", "named"), [
+    ("deps: 5", "deps must be a list, got int"),
+    ("post_deps: true", "post_deps must be a list, got bool"),
+    ("new_env_keys: 1.5", "new_env_keys must be a list, got float"),
+    ("clean_files: 7", "clean_files must be a list, got int"),
+    ("variations: {a: {deps: 5}}", "variations.a.deps must be a list, got int"),
+    ("variations: {a: {new_env_keys: 5}}", "variations.a.new_env_keys must be a list"),
+    ("versions: {'1.0': {deps: 5}}", "versions.1.0.deps must be a list"),
+])
+def test_a_list_key_of_another_type_is_one_line_naming_it(extra: str, named: str, tmp_path: Path) -> None:
+    """Found by importing 900 metadata files with one key of the wrong type: these 27 (a number
+    or ``true`` where CM reads a list, at the top or in a variation or version) were tracebacks;
+    the script is now listed as failed, naming the key, and the rest import."""
+    write_script(tmp_path / "c", "fine", "alias: fine\nuid: 0123456789abcdef\ntags: [fine]\n")
+    write_script(tmp_path / "c", "typed", f"alias: typed\nuid: 0123456789abcdee\ntags: [typed]\n{extra}\n")
+    result = import_collection(tmp_path / "c", tmp_path / "out")
+    assert [t.name for t in result.translations] == ["cm.fine"]
+    assert len(result.failed) == 1 and named in result.failed[0].reason and "typed/_cm.yaml" in result.failed[0].reason

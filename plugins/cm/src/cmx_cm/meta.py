@@ -78,7 +78,27 @@ def load_script(directory: Path) -> ScriptMeta:
         raise UsageError(f"{path}: cannot be read as script metadata ({_one_line(exc)}); fix the file") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: script metadata must be a mapping, got {type(data).__name__}")
+    _check_lists(data, path, "")
+    for section in ("variations", "versions"):
+        entries = data.get(section)
+        for name, entry in entries.items() if isinstance(entries, dict) else ():
+            if isinstance(entry, dict):
+                _check_lists(entry, path, f"{section}.{name}.")
     return ScriptMeta(directory=directory, meta_file=path, flavor=flavor, data=data)
+
+
+def _check_lists(data: Mapping[str, Any], path: Path, where: str) -> None:
+    for key in LIST_KEYS:
+        value = data.get(key)
+        if value and not isinstance(value, list | str):
+            raise UsageError(f"{path}: {where}{key} must be a list, got {type(value).__name__} ({value!r:.40}); "
+                             "fix the file")
+
+
+LIST_KEYS = ("deps", "post_deps", "prehook_deps", "posthook_deps", "new_env_keys", "new_state_keys", "clean_files",
+             "local_env_keys")
+"""Keys CM reads as lists; a number or ``true`` there is refused in one line (before, the
+import failed with a traceback)."""
 
 
 MAX_META_BYTES = 4 << 20
