@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,30 @@ def test_a_list_key_of_another_type_is_one_line_naming_it(extra: str, named: str
     result = import_collection(tmp_path / "c", tmp_path / "out")
     assert [t.name for t in result.translations] == ["cm.fine"]
     assert len(result.failed) == 1 and named in result.failed[0].reason and "typed/_cm.yaml" in result.failed[0].reason
+
+
+WRONG_TYPES = [5, "str", None, [1, 2], {"a": 1}, True, 1.5, [None], {"_x": None}, [[1]], {"a": {"env": 5}},
+               {"a": {"group": [1], "base": 5, "deps": "x"}}, {"a": {"deps": 5}}, {"a": {"default_env": [1]}},
+               {"a": {"new_env_keys": 5}}, {"a": 5}, {"1.0": {"env": 5}}, {"a": {"deps": [{"tags": 5}]}},
+               [{"tags": 5}], [{"tags": "a", "names": 5}], [{"tags": "a", "enable_if_env": 5}],
+               [{"tags": "a", "skip_if_env": {"X": 5}}], [{"tags": "a", "env": 5}], [{"tags": "a", "version": [1]}],
+               [{"tags": "a", "enable_if_env": {"X": [{"a": 1}]}}]]
+TYPED_KEYS = ["alias", "tags", "deps", "post_deps", "prehook_deps", "posthook_deps", "variations", "default_variations",
+              "env", "default_env", "new_env_keys", "new_state_keys", "input_mapping", "versions", "default_version",
+              "cache", "sort", "script_name", "clean_files", "docker", "local_env_keys", "add_deps_recursive",
+              "add_deps", "category", "cache_expiration", "input_description", "update_meta_if_env"]
+
+
+def test_no_metadata_key_of_a_wrong_type_is_a_traceback(tmp_path: Path) -> None:
+    """Every key the translator reads, given each of 25 values of other types (at the top, in
+    a variation, a version, a dep): one import of the 675 scripts, none of them a traceback;
+    each is imported or listed as failed in one line."""
+    root = tmp_path / "c"
+    for k, key in enumerate(TYPED_KEYS):
+        for v, value in enumerate(WRONG_TYPES):
+            meta = {"alias": f"s{k}-{v}", "uid": f"{k:08x}{v:08x}", "tags": ["s", f"k{k}", f"v{v}"], key: value}
+            (root / f"s{k}-{v}").mkdir(parents=True)
+            (root / f"s{k}-{v}" / "_cm.json").write_text(json.dumps(meta))
+    result = import_collection(root, tmp_path / "out")
+    assert len(result.translations) + len(result.failed) == len(TYPED_KEYS) * len(WRONG_TYPES)
+    assert all("\n" not in failed.reason and "_cm.json: " in failed.reason for failed in result.failed)
