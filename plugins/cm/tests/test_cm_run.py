@@ -220,3 +220,16 @@ def test_cm_run_script_bad_values_are_one_line_exit_2(cmx_cli: Cli, collection: 
         assert done.returncode == 2, done.stderr
         assert message in json.loads(done.stdout)["error"] and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_bad_cm_env_input_is_bad_input_exit_2(cmx_cli: Cli, collection: Path, tmp_path: Path) -> None:
+    """``cm_env`` that is not a JSON object (not JSON, a list, arrays nested past the parser)
+    is the user's input to fix: one line, exit 2 (before: exit 1 as a failed run, and the deep
+    one a RecursionError traceback file)."""
+    out = tmp_path / "recipes"
+    _import(cmx_cli, collection, out)
+    for value in ("notjson", "[1, 2]", "[" * 5000 + "]" * 5000):
+        done = cmx_cli("run", "recipe", "--tags=cm,demo,base", "--recipes", str(out), f"--cm_env={value}", "--json")
+        assert done.returncode == 2, done.stderr
+        error = json.loads(done.stdout)["error"]
+        assert "input cm_env must be a JSON object of env keys" in error and "traceback" not in error

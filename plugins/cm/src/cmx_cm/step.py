@@ -23,7 +23,7 @@ from cmx_cm._shim.cmind.utils import compare_versions
 from cmx_cm.cache_check import plain, runner_env, script_stamp
 from cmx_cm.index import input_name
 from cmx_cm.meta import load_script
-from cmx_core.api import StepContext, StepFailed, StepOutput, run_step_process
+from cmx_core.api import StepContext, StepFailed, StepOutput, UsageError, run_step_process
 
 PARAMS: dict[str, str] = {
     "script_dir": "the CM/MLC script directory (customize.py, run.sh, metadata)",
@@ -73,10 +73,11 @@ def cm_env(text: Any) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(str(text))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser
         value = None
     if not isinstance(value, dict):
-        raise StepFailed(f"input cm_env must be a JSON object of env keys, got {str(text)[:80]!r}")
+        raise UsageError(f"input cm_env must be a JSON object of env keys (--cm_env='{{\"KEY\": \"VALUE\"}}'), "
+                         f"got {str(text)[:80]!r}")
     return {str(k): v if isinstance(v, list) else str(v) for k, v in value.items()}
 
 
