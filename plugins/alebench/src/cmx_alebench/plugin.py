@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cmx_alebench.cli import configure, configure_import, run
 from cmx_core.api import Capabilities, Command, StepContext, StepOutput, StepType, Suite, hookimpl
 
 SECTION_SCHEMA = Path(__file__).parent / "schemas" / "ale_bench.schema.json"
@@ -53,10 +52,20 @@ def cmx_register_suites(register: Callable[[Suite], None]) -> None:
 
 
 def _configure(parser: Any) -> None:
+    from cmx_alebench.cli import configure  # deferred: start-up: the command's module, for its own command only
+
     configure(parser)
 
 
+def _configure_import(parser: Any) -> None:
+    from cmx_alebench.cli import configure_import  # deferred: start-up: the command's module, for its own command only
+
+    configure_import(parser)
+
+
 def _run_command(args: Any) -> int:
+    from cmx_alebench.cli import run  # deferred: start-up: the command's module, for its own command only
+
     return run(args)
 
 
@@ -67,7 +76,7 @@ def cmx_register_commands(register: Callable[[Command], None]) -> None:
                      run=_run_command))
     register(Command(name="import.ale-bench", summary="Import ALE-Bench problem packages (import ale-bench PATH...: "
                      "zip or directory; the Rust tools/ crate built offline into the cmx cache)",
-                     configure=configure_import, run=_run_command))
+                     configure=_configure_import, run=_run_command))
 
 
 @hookimpl

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from cmx_core.api import Exporter, StepContext, StepOutput, StepType, Suite, hookimpl, register_template_function
-from cmx_mlperf.llm.vllm_plan import derive_for_recipe
 from cmx_mlperf.sut import sut_extras
 
 SECTION_SCHEMA = Path(__file__).parent / "schemas" / "mlperf.schema.json"
@@ -52,6 +51,8 @@ STEP_PARAMS: dict[str, str] = {
 def _vllm_split(devices: Any, inputs: Mapping[str, Any]) -> Any:
     """Template function ``mlperf_vllm_split(facts.gpus.devices, inputs)``: vLLM's TP/DP and
     request concurrency (:func:`cmx_mlperf.llm.vllm_plan.derive_for_recipe`)."""
+    from cmx_mlperf.llm.vllm_plan import derive_for_recipe  # deferred: start-up: only a recipe that calls it
+
     return derive_for_recipe(devices, inputs)
 
 
