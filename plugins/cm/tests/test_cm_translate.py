@@ -155,9 +155,10 @@ def test_repeated_tags_are_kept_once(tmp_path: Path) -> None:
     ("versions: {'1.0': {deps: 5}}", "versions.1.0.deps must be a list"),
 ])
 def test_a_list_key_of_another_type_is_one_line_naming_it(extra: str, named: str, tmp_path: Path) -> None:
-    """Found by importing 900 metadata files with one key of the wrong type: these 27 (a number
-    or ``true`` where CM reads a list, at the top or in a variation or version) were tracebacks;
-    the script is now listed as failed, naming the key, and the rest import."""
+    """Found by importing scripts with one key of another type (24 tracebacks in a grid of 378,
+    3 more inside variations and versions in one of 780): a number or ``true`` where CM reads a
+    list failed the whole import; the script is now listed as failed, naming the key, and the
+    rest import."""
     write_script(tmp_path / "c", "fine", "alias: fine\nuid: 0123456789abcdef\ntags: [fine]\n")
     write_script(tmp_path / "c", "typed", f"alias: typed\nuid: 0123456789abcdee\ntags: [typed]\n{extra}\n")
     result = import_collection(tmp_path / "c", tmp_path / "out")
