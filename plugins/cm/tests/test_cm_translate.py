@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -191,3 +193,16 @@ def test_no_metadata_key_of_a_wrong_type_is_a_traceback(tmp_path: Path) -> None:
     result = import_collection(root, tmp_path / "out")
     assert len(result.translations) + len(result.failed) == len(TYPED_KEYS) * len(WRONG_TYPES)
     assert all("\n" not in failed.reason and "_cm.json: " in failed.reason for failed in result.failed)
+
+
+def test_imported_files_are_readable_as_any_file_the_user_writes(collection: Path, tmp_path: Path) -> None:
+    """Recipes, stamps.json and report.json are created 0644 less the umask, as the user's other
+    files are (before: mkstemp's 0600, so a folder imported for a team was unreadable to it)."""
+    umask = os.umask(0o022)
+    try:
+        out = tmp_path / "out"
+        import_collection(collection, out)
+    finally:
+        os.umask(umask)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()}
+    assert modes and set(modes.values()) == {0o644}, modes

@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,8 +63,12 @@ class ImportResult:
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    """``text`` to ``path`` through a temporary file and a rename, created as any file is
+    (0644 less the umask; mkstemp's 0600 made an imported folder unreadable to the team
+    that shares it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = str(path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
