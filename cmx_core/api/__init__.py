@@ -16,8 +16,8 @@ module costs only the table.
 
 Helpers that are not the contract have submodules: :mod:`cmx_core.api.display` (tables and
 numbers that fit the terminal), :mod:`cmx_core.api.archives` (tar archives unpacked through
-tarfile's filters) and :mod:`cmx_core.api.sandboxing` (what a sandbox backend or a judge
-reuses).
+tarfile's filters), :mod:`cmx_core.api.files` (a file written whole or not at all) and
+:mod:`cmx_core.api.sandboxing` (what a sandbox backend or a judge reuses).
 """
 
 from __future__ import annotations

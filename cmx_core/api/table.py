@@ -9,7 +9,8 @@ Standard library only and nothing imported at module level: every plugin load re
 
 Helpers that are not the plugin contract live in submodules of their own, each a plain list
 of imports: :mod:`cmx_core.api.display` (tables and numbers that fit the terminal),
-:mod:`cmx_core.api.archives` (tar archives unpacked through tarfile's filters) and
+:mod:`cmx_core.api.archives` (tar archives unpacked through tarfile's filters),
+:mod:`cmx_core.api.files` (a file written whole or not at all) and
 :mod:`cmx_core.api.sandboxing` (the pieces a sandbox backend or a judge reuses).
 """
 

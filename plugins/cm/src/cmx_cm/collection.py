@@ -25,6 +25,7 @@ from cmx_cm.index import IndexEntry, ScriptIndex
 from cmx_cm.meta import ScriptMeta, find_meta_file, load_script, script_dirs
 from cmx_cm.publish import publish, staged
 from cmx_cm.translate import Issue, Translation, index_entry, translate
+from cmx_core.api.files import atomic_write
 from cmx_core.errors import CmxError, UsageError
 
 STAMPS = "stamps.json"
@@ -60,22 +61,6 @@ class ImportResult:
             "issue_counts": kinds,
             "issues": [i.to_json() for i in issues],
         }
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """``text`` to ``path`` through a temporary file and a rename, created as any file is
-    (0644 less the umask; mkstemp's 0600 made an imported folder unreadable to the team
-    that shares it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = str(path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def recipe_text(translation: Translation) -> str:
@@ -164,9 +149,9 @@ def import_collection(root: Path, out_dir: Path, *, reuse: bool = False,
                 {"entry": scan.entries[key].to_json()}
         stored_now = {"format": STAMP_FORMAT, "root": str(root), "index": index.digest(),
                       "cache_detections": cache_detections, "scripts": stamps}
-        _write_atomic(staging / STAMPS, json.dumps(stored_now, indent=1, sort_keys=True))
+        atomic_write(staging / STAMPS, json.dumps(stored_now, indent=1, sort_keys=True))
         if not reuse:
-            _write_atomic(staging / REPORT, json.dumps(result.report(), indent=2) + "\n")
+            atomic_write(staging / REPORT, json.dumps(result.report(), indent=2) + "\n")
         now = {str(s["file"]) for s in stamps.values()}
         publish(staging, out_dir, last=(REPORT, STAMPS), remove=sorted(earlier - now))
     return result
@@ -189,7 +174,7 @@ def _write_one(script: ScriptMeta, out_dir: Path, stamp: str, result: ImportResu
                index: ScriptIndex, cache_detections: str | None) -> dict[str, Any]:
     translation = translate(script, index, cache_detections)
     file_name = f"{translation.name}.yaml"
-    _write_atomic(out_dir / file_name, recipe_text(translation))
+    atomic_write(out_dir / file_name, recipe_text(translation))
     result.translations.append(translation)
     return {"stamp": stamp, "file": file_name, "name": translation.name}
 

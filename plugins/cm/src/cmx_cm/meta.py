@@ -105,9 +105,10 @@ MAX_META_BYTES = 4 << 20
 """The largest metadata file read (the largest in cmx4mlops 1.0.1 is 50 KB)."""
 
 MAX_META_NODES = 200_000
-"""The most values a script's metadata may hold once YAML aliases are expanded (1,713 at most in cmx4mlops 1.0.1): a few
-lines of ``&a [*b, *b, ...]`` (an alias bomb) would otherwise expand to billions when the
-metadata is handed to the script runner as JSON (10 GB of memory, measured)."""
+"""The most values a script's metadata may hold once YAML aliases are expanded (1,713 at
+most in cmx4mlops 1.0.1): a few lines of ``&a [*b, *b, ...]`` (an alias bomb) would
+otherwise expand to billions when the metadata is handed to the script runner as JSON
+(10 GB of memory, measured)."""
 
 
 def _read_capped(path: Path) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Mapping, MutableMapping
@@ -104,29 +103,16 @@ def run_native(place: ScriptPlace, name: str, env: MutableMapping[str, Any], sta
 
 def kill_tree(pid: int) -> None:
     """SIGKILL ``pid`` and every process below it now (a script's ``sleep &`` as well as its
-    shell), found through /proc; what is already gone is skipped."""
-    for victim in [pid, *descendants(pid)]:
+    shell); what is already gone is skipped."""
+    import psutil  # deferred: only a script past its time limit needs it
+
+    try:
+        top = psutil.Process(pid)
+        victims = [top, *top.children(recursive=True)]
+    except psutil.Error:
+        return
+    for victim in victims:
         try:
-            os.kill(victim, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+            victim.kill()
+        except psutil.Error:
             pass
-
-
-def descendants(pid: int) -> list[int]:
-    """The processes below ``pid`` (children, theirs, ...), read from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:  # "PID (COMM) STATE PPID ...": COMM may hold ")"
-                parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue  # ended meanwhile
-        children.setdefault(parent, []).append(int(entry))
-    found, pending = [], [pid]
-    while pending:
-        below = children.get(pending.pop(), [])
-        found += below
-        pending += below
-    return found
